@@ -1,0 +1,233 @@
+"""`workbench` / `python -m pipeline`: everything the UI can do, from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from pipeline.config import Settings, load_settings
+from pipeline.store import Store
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "provider", None):
+        overrides["provider"] = args.provider
+    if getattr(args, "model", None):
+        overrides["openai"] = {"model": args.model}
+    if getattr(args, "shape", None):
+        overrides["digest"] = {"enabled": args.shape == "split"}
+    if getattr(args, "fixture", None):
+        overrides["scripted_fixture"] = args.fixture
+    if getattr(args, "rules", None):
+        overrides["rules_dir"] = args.rules
+    return load_settings(getattr(args, "config", None), **overrides)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from pipeline.session import SessionFailed, run_session
+
+    settings = _settings(args)
+    store = Store(settings.db_url)
+
+    def progress(stage: str, data: dict[str, Any]) -> None:
+        if not args.json and stage == "tool":
+            print(f"  tool #{data['id']} {data['tool']} -> {data['status']} ({data['latency_ms']} ms)", file=sys.stderr)
+
+    try:
+        result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SessionFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        _print_json({"session_id": result.session_id, "verdict": result.verdict, "final_answer": result.final_answer,
+                     "verifier_evaluation": result.evaluation.verifier_evaluation.model_dump(mode="json")})
+    else:
+        print(f"[{result.verdict}] session {result.session_id}" + (f" (incident {result.world})" if result.world else ""))
+        print(result.final_answer)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from pipeline.report import render_trace
+
+    try:
+        print(render_trace(Store(_settings(args).db_url), args.session_id))
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from pipeline.bundle import export_bundle
+
+    try:
+        _print_json(export_bundle(Store(_settings(args).db_url), args.session_id))
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from pipeline.bundle import BundleError, import_bundle, load_bundle
+
+    try:
+        bundle = load_bundle(Path(args.file))
+    except BundleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    sid, id_map = import_bundle(Store(_settings(args).db_url), bundle)
+    renumbered = sum(1 for old, new in id_map.items() if old != new)
+    print(f"imported as session {sid} ({len(id_map)} invocations, {renumbered} renumbered)")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from pipeline.bundle import BundleError, load_bundle
+    from pipeline.check import check_bundle, check_report
+    from pipeline.gatekeeper import RulesError, load_rules
+    from pipeline.llm import make_provider
+
+    settings = _settings(args)
+    try:
+        bundle = load_bundle(Path(args.file))
+        rules = load_rules(settings.rules_dir)
+    except (BundleError, RulesError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    ev = check_bundle(bundle, settings=settings, rules=rules, provider=make_provider(settings))
+    if args.json:
+        _print_json(check_report(ev))
+    else:
+        g = ev.gatekeeper_result
+        print(f"parse: {ev.parse_status.status}  gatekeeper: {g.status} {g.failed_rules}  verdict: {ev.verdict}")
+        for e in g.errors:
+            print(f"  {e.rule_id} @ {e.target}: {e.message}")
+        print(ev.final_answer)
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from pipeline.gatekeeper import RulesError, load_rules
+    from pipeline.gatekeeper.replay import replay, summarize
+    from pipeline.replay_inputs import replay_inputs
+
+    settings = _settings(args)
+    try:
+        rules = load_rules(settings.rules_dir)
+    except RulesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    rows = replay(replay_inputs(Store(settings.db_url)), rules)
+    if args.json:
+        _print_json([r.__dict__ for r in rows if r.changed])
+    else:
+        print(summarize(rows))
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from pipeline.eval.runner import format_table, run_suite
+
+    settings = _settings(args)
+    results = run_suite(settings)
+    if args.json:
+        _print_json([r.as_dict() for r in results])
+    else:
+        print(format_table(results))
+    return 0 if all(r.passed for r in results) else 1
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from pipeline.doctor import doctor
+
+    ok, lines = doctor(_settings(args))
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from pipeline.incidents import world_by_id
+    from pipeline.simulate import serve_metrics
+
+    settings = _settings(args)
+    world = world_by_id(settings.incidents_dir, args.incident)
+    server = serve_metrics(world.path, args.port)
+    print(f"serving metrics of {world.id} on http://127.0.0.1:{args.port}/metrics (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        server.shutdown()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="workbench", description="Evidence Workbench: evidence-checked incident diagnosis")
+    p.add_argument("--config", help="settings file (default: workbench.yaml, or $WORKBENCH_CONFIG)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ask = sub.add_parser("ask", help="run a diagnosis session")
+    ask.add_argument("question")
+    ask.add_argument("--json", action="store_true")
+    ask.add_argument("--provider", choices=["offline", "openai", "scripted"])
+    ask.add_argument("--model")
+    ask.add_argument("--fixture", help="stage outputs to replay with --provider scripted")
+    ask.add_argument("--shape", choices=["split", "single"])
+    ask.add_argument("--world", help="bundled incident world (default: routed from the question)")
+    ask.set_defaults(func=cmd_ask)
+
+    for name, func, helptext in (("show", cmd_show, "the audit chain as text"),
+                                 ("export", cmd_export, "the session bundle as JSON")):
+        sp = sub.add_parser(name, help=helptext)
+        sp.add_argument("session_id")
+        sp.set_defaults(func=func)
+
+    imp = sub.add_parser("import", help="store a session bundle")
+    imp.add_argument("file")
+    imp.set_defaults(func=cmd_import)
+
+    chk = sub.add_parser("check", help="parse, gatekeeper, verifier and composer on a bundle; stores nothing")
+    chk.add_argument("file")
+    chk.add_argument("--rules", help="rules directory (index.yaml + metadata.yaml)")
+    chk.add_argument("--json", action="store_true")
+    chk.set_defaults(func=cmd_check)
+
+    rep = sub.add_parser("replay", help="what the rules in DIR would change over all stored sessions")
+    rep.add_argument("--rules", help="candidate rules directory")
+    rep.add_argument("--json", action="store_true")
+    rep.set_defaults(func=cmd_replay)
+
+    ev = sub.add_parser("eval", help="run the eval fixture suite")
+    ev.add_argument("--rules", help="rules directory")
+    ev.add_argument("--json", action="store_true")
+    ev.set_defaults(func=cmd_eval)
+
+    doc = sub.add_parser("doctor", help="check the LLM endpoint and the evidence backends")
+    doc.set_defaults(func=cmd_doctor)
+
+    sim = sub.add_parser("simulate", help="expose a bundled incident's metrics for Prometheus to scrape")
+    sim.add_argument("incident")
+    sim.add_argument("--port", type=int, default=9464)
+    sim.set_defaults(func=cmd_simulate)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,148 @@
+"""One settings object for the engine, the CLI and the workbench.
+
+Sources, later wins: built-in defaults -> `workbench.yaml` (or the file named by
+WORKBENCH_CONFIG) -> environment variables (DATABASE_URL, OPENAI_BASE_URL, OPENAI_API_KEY,
+WORKBENCH_PROVIDER, WORKBENCH_MODEL, WORKBENCH_HOME). The embedded default needs none of them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Switch(_Section):
+    enabled: bool = True
+
+
+class RetrySettings(_Section):
+    max_rounds: int = Field(default=1, ge=1, le=3)
+
+
+class OpenAISettings(_Section):
+    base_url: str | None = None
+    api_key: str | None = None
+    model: str = "gpt-4o-mini"
+    # e.g. {"digest": "gpt-4o-mini", "composer": "qwen2.5-7b-instruct"}
+    stage_models: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = 60.0
+    max_retries: int = Field(default=3, ge=0, le=10)
+    reask_attempts: int = Field(default=2, ge=0, le=5)
+    collector_max_steps: int = Field(default=6, ge=1, le=20)
+    # Price per 1M tokens, for the cost column; 0 means unknown.
+    price_prompt_per_m: float = 0.0
+    price_completion_per_m: float = 0.0
+
+
+class BudgetSettings(_Section):
+    prompt_tokens: int = Field(default=12000, ge=1000)
+    per_tool_tokens: int = Field(default=2500, ge=200)
+    # Full output is stored up to this size; beyond it the cut is recorded on the invocation.
+    max_stored_output_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
+
+
+class BackendSettings(_Section):
+    kind: str = "bundled"
+    url: str | None = None
+    path: str | None = None
+    bearer_token: str | None = None
+    verify_tls: bool = True
+    timeout_s: float = 10.0
+    limit: int = 500
+
+
+class BackendsSettings(_Section):
+    query_logs: BackendSettings = Field(default_factory=BackendSettings)
+    query_metrics: BackendSettings = Field(default_factory=BackendSettings)
+    lookup_knowledge: BackendSettings = Field(default_factory=BackendSettings)
+
+
+class UISettings(_Section):
+    language: Literal["en", "zh"] = "en"
+    # Empty: anyone may apply rules. Otherwise only these (Streamlit-authenticated) users.
+    editors: list[str] = Field(default_factory=list)
+
+
+class Settings(_Section):
+    provider: Literal["offline", "openai", "scripted"] = "offline"
+    model: str = "rule-based"
+    scripted_fixture: str | None = None
+    home: Path = ROOT / ".workbench"
+    database_url: str | None = None
+    rules_dir: Path = ROOT / "rules"
+    prompts_dir: Path = ROOT / "prompts"
+    incidents_dir: Path = ROOT / "data" / "incidents"
+    fixtures_dir: Path = ROOT / "data" / "fixtures"
+    digest: Switch = Field(default_factory=Switch)
+    gatekeeper: Switch = Field(default_factory=Switch)
+    composer: Switch = Field(default_factory=Switch)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    backends: BackendsSettings = Field(default_factory=BackendsSettings)
+    ui: UISettings = Field(default_factory=UISettings)
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.home / 'workbench.db'}"
+
+    @property
+    def shape(self) -> str:
+        return "split" if self.digest.enabled else "single"
+
+
+def _env_overrides() -> dict[str, Any]:
+    env = os.environ
+    out: dict[str, Any] = {}
+    if env.get("WORKBENCH_HOME"):
+        out["home"] = env["WORKBENCH_HOME"]
+    if env.get("DATABASE_URL"):
+        out["database_url"] = env["DATABASE_URL"]
+    if env.get("WORKBENCH_PROVIDER"):
+        out["provider"] = env["WORKBENCH_PROVIDER"]
+    if env.get("WORKBENCH_MODEL"):
+        out["model"] = env["WORKBENCH_MODEL"]
+    openai: dict[str, Any] = {}
+    if env.get("OPENAI_BASE_URL"):
+        openai["base_url"] = env["OPENAI_BASE_URL"]
+    if env.get("OPENAI_API_KEY"):
+        openai["api_key"] = env["OPENAI_API_KEY"]
+    if env.get("OPENAI_MODEL"):
+        openai["model"] = env["OPENAI_MODEL"]
+    if openai:
+        out["openai"] = openai
+    return out
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
+    """Settings from the config file, then the environment, then explicit keyword overrides."""
+    cfg_path = Path(path or os.environ.get("WORKBENCH_CONFIG") or ROOT / "workbench.yaml")
+    data: dict[str, Any] = {}
+    if cfg_path.exists():
+        loaded = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{cfg_path}: top level must be a mapping")
+        data = loaded
+    data = _merge(data, _env_overrides())
+    data = _merge(data, {k: v for k, v in overrides.items() if v is not None})
+    return Settings.model_validate(data)

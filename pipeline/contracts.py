@@ -1,0 +1,317 @@
+"""Every stage's data contract, named exactly as in the seed documents.
+
+Seed 000 defines the Executor V2 / Gatekeeper / Verifier V2 / Composer shapes, seed 003 the
+Collector -> Evidence Digest -> Diagnosis split. JSON field names here are binding: a reader
+should find a seed paragraph by grepping a field name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ANSWER_VERSION = "executor_evidence_v2"
+TRACEABILITY_VERSION = "v2"
+
+Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]
+VERDICT_ORDER: dict[str, int] = {"PASS": 0, "LOW_CONFID": 1, "REJECT": 2}
+
+ClaimVerification = Literal[
+    "direct_observation",
+    "reasonable_inference",
+    "overstated",
+    "unsupported",
+    "external_unknown",
+    "contradicted",
+]
+HypothesisVerification = Literal["reasonable_hypothesis", "unsupported_hypothesis", "overstated_as_fact"]
+DigestVerification = Literal["faithful", "unfaithful"]
+FactVerification = Literal["direct_evidence", "indirect_support", "no_evidence", "contradicted"]
+VerdictImpact = Literal["warn_only", "low_confid_on_fail", "reject_on_fail"]
+ToolStatus = Literal["ok", "no_data", "error"]
+Shape = Literal["split", "single"]
+
+
+class _Model(BaseModel):
+    # LLM output carries stray keys often; the gatekeeper judges the raw dict, the models stay lenient.
+    model_config = ConfigDict(extra="ignore")
+
+
+# --- Planner / Collector (seed 003) -------------------------------------------------------
+
+
+class PlannedToolCall(_Model):
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    purpose: str = ""
+
+
+class PlannerPlan(_Model):
+    skill: str
+    language: Literal["zh", "en"] = "zh"
+    services: list[str] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
+    steps: list[str] = Field(default_factory=list)
+    tool_calls: list[PlannedToolCall] = Field(default_factory=list)
+
+
+class CollectionSummary(_Model):
+    collection_summary: str
+    tool_invocation_ids: list[int] = Field(default_factory=list)
+
+
+class ToolInvocation(_Model):
+    """One row of `tool_invocation`; `output` is the full raw result text, never truncated."""
+
+    id: int
+    session_id: str
+    round: int = 1
+    tool_name: str
+    model_tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: ToolStatus = "ok"
+    output: str = ""
+    error: str | None = None
+    latency_ms: float = 0.0
+
+
+class ToolTraceSummaryItem(_Model):
+    invocation_id: int
+    tool_name: str
+    status: ToolStatus
+    output_summary: str
+
+
+# --- Evidence Digest (seed 003) -----------------------------------------------------------
+
+
+class EvidenceDigest(_Model):
+    digest_id: str
+    source_invocation_ids: list[int]
+    tool: str
+    domain: str = ""
+    summary: str
+    source_quote: str
+
+
+# --- Executor V2 (seed 000 §2-8) ----------------------------------------------------------
+
+
+class EvidenceBinding(_Model):
+    source_type: str = "tool_trace"
+    source_id: str | None = None
+    tool_name: str
+    source_invocation_ids: list[int]
+    evidence_excerpt: str
+    digest_id: str | None = None
+
+
+class Claim(_Model):
+    claim_id: str
+    claim_type: str
+    claim_text: str
+    support_level: Literal["direct", "indirect"]
+    evidence_bindings: list[EvidenceBinding]
+
+
+class Hypothesis(_Model):
+    hypothesis_text: str
+    basis: str = ""
+    needed_evidence: list[str] = Field(default_factory=list)
+
+
+class RecommendedAction(_Model):
+    action_text: str
+    reason: str = ""
+    evidence_bindings: list[EvidenceBinding] = Field(default_factory=list)
+
+
+class ExecutorOutputV2(_Model):
+    answer_version: Literal["executor_evidence_v2"] = ANSWER_VERSION
+    claims: list[Claim]
+    hypotheses: list[Hypothesis] = Field(default_factory=list)
+    recommended_actions: list[RecommendedAction] = Field(default_factory=list)
+    missing_info: list[str] = Field(default_factory=list)
+
+
+class ParseStatus(_Model):
+    """Seed 000 §13.1.1: JSON parse result only; schema validity is the gatekeeper's."""
+
+    status: Literal["valid", "missing", "malformed"]
+    detail: str = ""
+
+
+# --- Gatekeeper (seed 000 §12) ------------------------------------------------------------
+
+
+class GatekeeperError(_Model):
+    rule_id: str
+    target: str
+    message: str
+
+
+class GatekeeperResult(_Model):
+    status: Literal["pass", "warn", "fail"] = "pass"
+    failed_rules: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    errors: list[GatekeeperError] = Field(default_factory=list)
+
+
+# --- Verifier V2 (seed 000 §14-16, seed 003) ----------------------------------------------
+
+
+class RetryContext(_Model):
+    round: int
+    unsupported_claims: list[str] = Field(default_factory=list)
+    missing_info: list[str] = Field(default_factory=list)
+
+
+class EvidenceRef(_Model):
+    trace_ref: str = ""
+    tool_name: str
+    source_invocation_ids: list[int] = Field(default_factory=list)
+    note: str = ""
+
+
+class ClaimCheck(_Model):
+    claim_id: str
+    verification: ClaimVerification
+    detail: str = ""
+    evidence_refs: list[EvidenceRef] = Field(default_factory=list)
+
+
+class HypothesisCheck(_Model):
+    hypothesis_index: int
+    verification: HypothesisVerification
+    detail: str = ""
+
+
+class DigestCheck(_Model):
+    digest_id: str
+    verification: DigestVerification
+    detail: str = ""
+
+
+class VerifierOutput(_Model):
+    verdict: Verdict
+    groundedness_score: float = Field(ge=0.0, le=1.0)
+    claim_checks: list[ClaimCheck] = Field(default_factory=list)
+    hypothesis_checks: list[HypothesisCheck] = Field(default_factory=list)
+    digest_checks: list[DigestCheck] = Field(default_factory=list)
+    rationale: str = ""
+    # Only in a retry round: whether the gaps named in retry_context were closed.
+    retry_gaps_closed: bool | None = None
+
+
+class FactChecked(_Model):
+    """Seed 000 §16.1.1 compatibility record, always derived from claim_checks."""
+
+    fact: str
+    verification: FactVerification
+    is_critical: bool
+    evidence_refs: list[EvidenceRef] = Field(default_factory=list)
+
+
+# --- Composer (seed 000 §19) --------------------------------------------------------------
+
+
+class ComposerClaim(_Model):
+    claim_id: str
+    claim_type: str
+    claim_text: str
+
+
+class ComposerHypothesis(_Model):
+    hypothesis_text: str
+    needed_evidence: list[str] = Field(default_factory=list)
+
+
+class ComposerAction(_Model):
+    action_text: str
+    reason: str = ""
+
+
+class ComposerInput(_Model):
+    original_query: str
+    verdict: Verdict
+    allowed_claims: list[ComposerClaim] = Field(default_factory=list)
+    allowed_hypotheses: list[ComposerHypothesis] = Field(default_factory=list)
+    missing_info: list[str] = Field(default_factory=list)
+    recommended_actions: list[ComposerAction] = Field(default_factory=list)
+    rationale: str = ""
+
+
+class FilteredItem(_Model):
+    """What the composer-input filter kept away from the composer, and why (for the Trace page)."""
+
+    source: str  # e.g. "claims[2]" or "hypotheses[0]"
+    text: str
+    reason: str
+    moved_to: Literal["dropped", "allowed_hypotheses", "missing_info"] = "dropped"
+
+
+class ComposerOutput(_Model):
+    answer_summary: str
+    recommended_actions: list[ComposerAction] = Field(default_factory=list)
+    user_facing_answer: str
+
+
+class ComposerGuardViolation(_Model):
+    kind: str  # number | percentage | duration | error_code | service | identifier | root_cause | malformed
+    token: str
+    field: str = ""
+
+
+class ComposerGuardResult(_Model):
+    status: Literal["pass", "fail", "skipped"]
+    violations: list[ComposerGuardViolation] = Field(default_factory=list)
+    used_template: bool = False
+    detail: str = ""
+
+
+# --- Audit (seed 000 §23) -----------------------------------------------------------------
+
+
+class VerifierEvaluation(_Model):
+    verdict: Verdict
+    groundedness_score: float
+    critical_fact_count: int = 0
+    claim_checks: list[ClaimCheck] = Field(default_factory=list)
+    facts_checked: list[FactChecked] = Field(default_factory=list)
+    hypothesis_checks: list[HypothesisCheck] = Field(default_factory=list)
+    digest_checks: list[DigestCheck] = Field(default_factory=list)
+    rationale: str = ""
+    round: int = 1
+    traceability_version: str = TRACEABILITY_VERSION
+    executor_output_parse_status: ParseStatus
+    executor_structured_output: dict[str, Any] | None = None
+    tool_trace_summary: list[ToolTraceSummaryItem] = Field(default_factory=list)
+    gatekeeper_result: GatekeeperResult
+    # The verifier's own verdict and the reasons the code-side guard made it stricter.
+    verifier_verdict: Verdict | None = None
+    verdict_guard_reasons: list[str] = Field(default_factory=list)
+    composer_input: ComposerInput | None = None
+    composer_filtered: list[FilteredItem] = Field(default_factory=list)
+    composer_output: ComposerOutput | None = None
+    composer_guard: ComposerGuardResult | None = None
+    retry_context: RetryContext | None = None
+
+
+class LlmCallRecord(_Model):
+    """Law 6: every LLM call (offline ones included) is recorded with what it was asked."""
+
+    stage: str
+    round: int = 1
+    provider: str
+    model: str
+    prompt_file: str = ""
+    prompt_version: str = ""
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    raw_response: str = ""
+    parse_status: Literal["valid", "missing", "malformed", "n/a"] = "valid"
+    attempt: int = 1
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    error: str | None = None

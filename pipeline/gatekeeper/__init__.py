@@ -1,0 +1,26 @@
+"""Gatekeeper (seed 000 §9-13): deterministic rules between the executor output and the verifier."""
+
+from pipeline.gatekeeper.engine import GateContext, GateOutcome, evaluate, gate_verdict, normalize_structured, run_gatekeeper
+from pipeline.gatekeeper.replay import ReplayInput, ReplayRow, cited_invocation_ids, project_verdict, replay, similarity_scores, summarize
+from pipeline.gatekeeper.rules_schema import RuleSet, RuleSpec, RulesError, load_rules, load_rules_from_text
+
+__all__ = [
+    "GateContext",
+    "GateOutcome",
+    "ReplayInput",
+    "ReplayRow",
+    "RuleSet",
+    "RuleSpec",
+    "RulesError",
+    "cited_invocation_ids",
+    "evaluate",
+    "gate_verdict",
+    "load_rules",
+    "load_rules_from_text",
+    "normalize_structured",
+    "project_verdict",
+    "replay",
+    "run_gatekeeper",
+    "similarity_scores",
+    "summarize",
+]

@@ -1,0 +1,107 @@
+"""Running the enabled rules over one session (seed 000 §9, §12) and turning the result into a verdict."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.contracts import VERDICT_ORDER, EvidenceDigest, GatekeeperError, GatekeeperResult, ToolInvocation, Verdict
+from pipeline.gatekeeper.features import compute_features
+from pipeline.gatekeeper.matcher import OutputCache
+from pipeline.gatekeeper.rules import RULES, RuleContext
+from pipeline.gatekeeper.rules_schema import SchemaParams
+from pipeline.gatekeeper.rules_schema import RuleSet
+from pipeline.tools.registry import persisted_name
+
+_IMPACT_VERDICT: dict[str, Verdict] = {"reject_on_fail": "REJECT", "low_confid_on_fail": "LOW_CONFID"}
+_DEFAULT_ARRAYS = ("hypotheses", "recommended_actions", "missing_info")
+
+
+@dataclass
+class GateContext:
+    session_id: str
+    structured: dict | None  # parsed executor JSON (may be schema-invalid); None if parsing failed
+    invocations: Mapping[int, ToolInvocation]  # this session's invocations by id
+    lookup_invocation: Callable[[int], ToolInvocation | None]  # any session's invocation by global id
+    digests: list[EvidenceDigest] | None = None  # split shape only
+
+
+@dataclass
+class GateOutcome:
+    result: GatekeeperResult
+    normalized: dict | None  # for the verifier: default arrays present, deprecated fields removed
+    features: dict[str, dict[str, Any]]  # threshold-free, JSON-serialisable; pass back as features_cache
+
+
+def run_gatekeeper(
+    ctx: GateContext,
+    rules: RuleSet,
+    features_cache: dict | None = None,
+    outputs: OutputCache | None = None,
+) -> GateOutcome:
+    features = compute_features(ctx.invocations, ctx.structured, ctx.digests, features_cache, outputs)
+
+    def invocation(inv_id: int) -> tuple[str, str] | None:
+        inv = ctx.invocations.get(inv_id)
+        if inv is None:
+            inv = ctx.lookup_invocation(inv_id)
+        if inv is None:
+            return None
+        return inv.session_id, persisted_name(inv.tool_name) or inv.tool_name
+
+    context = RuleContext(ctx.session_id, ctx.structured, invocation, ctx.digests, features)
+    return GateOutcome(evaluate(context, rules), normalize_structured(ctx.structured, rules), features)
+
+
+def evaluate(context: RuleContext, rules: RuleSet) -> GatekeeperResult:
+    """Seed §12.2: any fail -> fail, else any warn -> warn, else pass. Disabled rules do not run."""
+    failed: list[str] = []
+    warned: list[str] = []
+    errors: list[GatekeeperError] = []
+    for spec in rules.rules:
+        if not spec.enabled:
+            continue
+        result = RULES[spec.id].validate(context, spec)
+        if not result.findings:
+            continue
+        status = result.status
+        # A warn_only rule cannot fail the gatekeeper (law 2: a gatekeeper fail never yields PASS).
+        if status == "fail" and spec.downgraded:
+            status = "warn"
+        (failed if status == "fail" else warned).append(spec.id)
+        for finding in result.findings:
+            is_warn = finding.level == "warn" or status == "warn"
+            message = f"[warn] {finding.message}" if is_warn and status == "fail" else finding.message
+            errors.append(GatekeeperError(rule_id=spec.id, target=finding.target, message=message))
+    status = "fail" if failed else "warn" if warned else "pass"
+    return GatekeeperResult(status=status, failed_rules=failed, warnings=warned, errors=errors)
+
+
+def gate_verdict(result: GatekeeperResult, rules: RuleSet) -> Verdict:
+    """Verdict floor from the failed rules' verdictImpact; a fail is never PASS (law 2)."""
+    verdict: Verdict = "PASS"
+    for rule_id in result.failed_rules:
+        impact = rules.impact(rule_id)
+        # A rule the current files no longer know (or now call warn_only) still failed: LOW_CONFID.
+        candidate = _IMPACT_VERDICT.get(impact or "", "LOW_CONFID")
+        if VERDICT_ORDER[candidate] > VERDICT_ORDER[verdict]:
+            verdict = candidate
+    return verdict
+
+
+def normalize_structured(structured: Any, rules: RuleSet) -> dict | None:
+    """Seed §11.1: missing hypotheses / recommended_actions / missing_info -> [], deprecated fields out."""
+    if not isinstance(structured, dict):
+        return None
+    spec = rules.get("schema.executor_v2")
+    deprecated = spec.params.deprecatedFields if spec is not None and isinstance(spec.params, SchemaParams) else []
+    normalized = {k: copy.deepcopy(v) for k, v in structured.items() if k not in deprecated}
+    for name in _DEFAULT_ARRAYS:
+        if normalized.get(name) is None:
+            normalized[name] = []
+    for action in normalized["recommended_actions"] if isinstance(normalized["recommended_actions"], list) else ():
+        if isinstance(action, dict) and action.get("evidence_bindings") is None:
+            action["evidence_bindings"] = []
+    return normalized

@@ -1,0 +1,285 @@
+"""Locating an evidence excerpt in a (possibly huge, possibly JSON-escaped) tool output.
+
+The naive way, `fuzz.partial_ratio(excerpt, whole_output)`, slides the excerpt over every
+position of the output. Here an output is prepared once (JSON escapes decoded, then a 1:1
+character map folds case, full-width forms and punctuation, and whitespace runs collapse) and
+kept with an offset map back to the decoded text. A faithful excerpt is then one `str.find`;
+anything else is scored only on the few windows that its rarest tokens point to.
+
+Scores are Levenshtein similarities in [0, 1] between an excerpt segment and its best window:
+unlike the Indel ratio behind partial_ratio, two unrelated sentences score low (~0.2-0.3), so
+the seed's 0.5 / 0.3 thresholds mean what they say.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from rapidfuzz import fuzz
+from rapidfuzz.distance import Levenshtein
+
+_SPACE = 32
+_ELLIPSIS = re.compile(r"(?:\.{3,}|…+|⋯+|\[\s*\.\.\.\s*\])")
+_JSON_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|["\\/bfnrt])')
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+# Anchors: at most this many per segment, and an anchor seen more often than this is too
+# common to point anywhere. Both bound the work per excerpt, independent of output size.
+_MAX_ANCHORS = 10
+_MAX_HITS = 48
+_MAX_WINDOWS = 8
+_ANCHOR_LEN = 8
+# How far the entity window may reach beyond the match when looking for the enclosing record.
+RECORD_REACH = 400
+
+
+@lru_cache(maxsize=1)
+def _fold_table() -> np.ndarray:
+    """Code point -> folded code point for the BMP: NFKC, lower case, non-alphanumerics -> space.
+
+    One output character always maps to one character, so offsets survive folding.
+    """
+    table = np.empty(0x10000, dtype=np.uint32)
+    for cp in range(0x10000):
+        if 0xD800 <= cp <= 0xDFFF:
+            table[cp] = _SPACE
+            continue
+        folded = unicodedata.normalize("NFKC", chr(cp)).lower()
+        ch = folded[0] if folded else " "
+        table[cp] = ord(ch) if ch.isalnum() else _SPACE
+    return table
+
+
+@lru_cache(maxsize=1)
+def _fold_dict() -> dict[int, int]:
+    table = _fold_table()
+    return {cp: int(table[cp]) for cp in range(0x10000) if table[cp] != cp}
+
+
+def fold(text: str) -> str:
+    """The matching form of a short text (an excerpt): same folding as an output, runs collapsed."""
+    return " ".join(text.translate(_fold_dict()).split())
+
+
+def decode_output(output: str) -> str:
+    """The text an output is matched against and offsets refer to: JSON escapes decoded.
+
+    Without backslashes this is the output itself, so offsets are raw offsets.
+    """
+    stripped = output.strip()
+    if "\\" not in output or not stripped[:1] in ("{", "[") or not stripped[-1:] in ("}", "]"):
+        return output
+    if output.isascii():
+        text = output.encode("ascii").decode("unicode_escape")
+    else:
+        text = _JSON_ESCAPE.sub(_unescape, output)
+    if _SURROGATE.search(text):
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _unescape(m: re.Match[str]) -> str:
+    esc = m.group(1)
+    return chr(int(esc[1:], 16)) if esc[0] == "u" else _SIMPLE_ESCAPES[esc]
+
+
+@dataclass
+class PreparedOutput:
+    """An output ready for matching: decoded text, its folded form and the offset map between them."""
+
+    decoded: str
+    folded: str
+    offsets: np.ndarray  # folded index -> decoded index
+    raw_offsets: bool  # decoded == raw output, so offsets also index the raw text
+
+    @classmethod
+    def build(cls, output: str) -> PreparedOutput:
+        decoded = decode_output(output)
+        codes = np.frombuffer(decoded.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        table = _fold_table()
+        folded = np.where(codes < 0x10000, table[np.minimum(codes, 0xFFFF)], codes)
+        space = folded == _SPACE
+        keep = ~space
+        keep[1:] |= space[1:] & ~space[:-1]
+        if keep.size:
+            keep[0] = not space[0]
+        offsets = np.flatnonzero(keep)
+        text = folded[offsets].astype(np.uint32).tobytes().decode("utf-32-le", "replace")
+        if text.endswith(" "):
+            text, offsets = text[:-1], offsets[:-1]
+        return cls(decoded, text, offsets, decoded is output)
+
+    def span(self, fstart: int, fend: int) -> tuple[int, int]:
+        """Folded [fstart, fend) -> decoded [start, end)."""
+        return int(self.offsets[fstart]), int(self.offsets[fend - 1]) + 1
+
+    def record(self, start: int, end: int) -> tuple[int, int]:
+        """The record around a decoded span: the enclosing {...} or line, within RECORD_REACH."""
+        text = self.decoded
+        lo, hi = max(0, start - RECORD_REACH), min(len(text), end + RECORD_REACH)
+        left = max(text.rfind("{", lo, start), text.rfind("\n", lo, start))
+        right_candidates = [i for i in (text.find("}", end, hi), text.find("\n", end, hi)) if i >= 0]
+        return (left + 1 if left >= 0 else lo), (min(right_candidates) + 1 if right_candidates else hi)
+
+    def contains(self, folded_token: str) -> bool:
+        return bool(folded_token) and _find_word(self.folded, folded_token) >= 0
+
+
+def _find_word(haystack: str, needle: str, start: int = 0) -> int:
+    """First occurrence of needle not glued to alphanumerics on either side (CJK may glue)."""
+    pos = haystack.find(needle, start)
+    while pos >= 0:
+        before = haystack[pos - 1] if pos else " "
+        after = haystack[pos + len(needle)] if pos + len(needle) < len(haystack) else " "
+        if not (_glues(before, needle[0]) or _glues(after, needle[-1])):
+            return pos
+        pos = haystack.find(needle, pos + 1)
+    return -1
+
+
+def _glues(neighbour: str, edge: str) -> bool:
+    return neighbour.isascii() and neighbour.isalnum() and edge.isascii() and edge.isalnum()
+
+
+class OutputCache:
+    """Prepared outputs by invocation id, bounded by total characters (LRU)."""
+
+    def __init__(self, max_chars: int = 64_000_000) -> None:
+        self._items: OrderedDict[tuple[int, int], PreparedOutput] = OrderedDict()
+        self._chars = 0
+        self._max = max_chars
+
+    def get(self, invocation_id: int, output: str) -> PreparedOutput:
+        key = (invocation_id, hash(output))
+        item = self._items.get(key)
+        if item is not None:
+            self._items.move_to_end(key)
+            return item
+        item = PreparedOutput.build(output)
+        self._items[key] = item
+        self._chars += len(item.decoded)
+        while self._chars > self._max and len(self._items) > 1:
+            _, old = self._items.popitem(last=False)
+            self._chars -= len(old.decoded)
+        return item
+
+
+@dataclass
+class SegmentMatch:
+    """Where one excerpt segment sits in an output; spans are decoded-text offsets."""
+
+    text: str  # the segment as written in the excerpt
+    folded: str
+    score: float
+    start: int | None = None
+    end: int | None = None
+    added: list[str] = field(default_factory=list)  # excerpt words absent from the matched window
+
+
+def segments(excerpt: str) -> list[str]:
+    """An excerpt cut with "..." is several quotes; each is located on its own."""
+    return [part.strip() for part in _ELLIPSIS.split(excerpt) if len(fold(part)) >= 2]
+
+
+def locate(segment: str, prepared: PreparedOutput) -> SegmentMatch:
+    """Best place of one excerpt segment in a prepared output."""
+    needle = fold(segment)
+    hay = prepared.folded
+    pos = hay.find(needle) if needle else -1
+    if pos >= 0:
+        start, end = prepared.span(pos, pos + len(needle))
+        return SegmentMatch(segment, needle, 1.0, start, end)
+    if len(needle) < 4:
+        return SegmentMatch(segment, needle, 0.0)
+    best: tuple[float, int, int, str] | None = None
+    for wstart in _candidate_starts(needle, hay):
+        lo = max(0, wstart - len(needle) // 2)
+        window = hay[lo : wstart + len(needle) + len(needle) // 2]
+        if not window:
+            continue
+        align = fuzz.partial_ratio_alignment(needle, window)
+        if align is None:
+            continue
+        score, dstart, dend = _refine(needle, hay, lo + align.dest_start, lo + align.dest_end)
+        if best is None or score > best[0]:
+            best = (score, dstart, dend, hay[dstart:dend])
+    if best is None:
+        return SegmentMatch(segment, needle, 0.0)
+    score, fstart, fend, matched = best
+    start, end = prepared.span(fstart, fend)
+    return SegmentMatch(segment, needle, round(score, 4), start, end, _added_words(needle, matched))
+
+
+def _refine(needle: str, hay: str, start: int, end: int) -> tuple[float, int, int]:
+    """Let the window's end, then its start, move so insertions/deletions are not charged twice.
+
+    partial_ratio aligns windows as long as the needle; an excerpt with a word added or dropped
+    matches a shorter or longer stretch of output.
+    """
+    reach = max(2, len(needle) // 4)
+
+    def sim(a: int, b: int) -> float:
+        return Levenshtein.normalized_similarity(needle, hay[a:b])
+
+    best = (sim(start, end), start, end)
+    for b in range(max(start + 1, end - reach), min(len(hay), end + reach) + 1):
+        score = sim(start, b)
+        if score > best[0]:
+            best = (score, start, b)
+    _, _, end = best
+    for a in range(max(0, start - reach), min(end - 1, start + reach) + 1):
+        score = sim(a, end)
+        if score > best[0]:
+            best = (score, a, end)
+    return best
+
+
+def _candidate_starts(needle: str, hay: str) -> list[int]:
+    """Window starts voted for by the needle's rarest anchors (tokens or token chunks)."""
+    anchors: list[tuple[str, int]] = []
+    offset = 0
+    for token in needle.split(" "):
+        if len(token) >= 3:
+            if len(token) <= _ANCHOR_LEN + 2:
+                anchors.append((token, offset))
+            else:
+                anchors.extend((token[i : i + _ANCHOR_LEN], offset + i) for i in range(0, len(token) - 2, _ANCHOR_LEN))
+        offset += len(token) + 1
+    anchors.sort(key=lambda a: -len(a[0]))
+    bucket = max(8, len(needle) // 4)
+    votes: dict[int, float] = {}
+    for anchor, at in anchors[:_MAX_ANCHORS]:
+        hits: list[int] = []
+        pos = hay.find(anchor)
+        while pos >= 0 and len(hits) <= _MAX_HITS:
+            hits.append(pos)
+            pos = hay.find(anchor, pos + 1)
+        if len(hits) > _MAX_HITS:
+            continue
+        for hit in hits:
+            key = (hit - at) // bucket
+            votes[key] = votes.get(key, 0.0) + len(anchor)
+    ranked = sorted(votes.items(), key=lambda kv: -kv[1])[:_MAX_WINDOWS]
+    return [max(0, key * bucket) for key, _ in ranked]
+
+
+def _added_words(needle: str, matched: str) -> list[str]:
+    """Excerpt words (CJK: characters) that the aligned output window does not have."""
+    added: list[str] = []
+    for op in Levenshtein.opcodes(needle, matched):
+        if op.tag not in ("delete", "replace"):
+            continue
+        lo, hi = op.src_start, op.src_end
+        while lo > 0 and needle[lo - 1] != " " and needle[lo - 1].isascii():
+            lo -= 1
+        while hi < len(needle) and needle[hi] != " " and needle[hi].isascii():
+            hi += 1
+        chunk = needle[lo:hi].strip()
+        if chunk and chunk not in added:
+            added.append(chunk)
+    return added[:20]

@@ -1,0 +1,113 @@
+"""Re-verdicting stored sessions under changed rules, from cached features only (design §9).
+
+A replay never reads a tool output: the rules see the stored executor output, the (session,
+tool) of each cited invocation and the features cached when the session ran. `run_gatekeeper`
+with that features cache evaluates the same rules on the same facts, so both agree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.contracts import VERDICT_ORDER, EvidenceDigest, GatekeeperResult, Verdict
+from pipeline.gatekeeper.engine import evaluate, gate_verdict
+from pipeline.gatekeeper.features import ROOT, claim_bindings, valid_ids
+from pipeline.gatekeeper.rules import RuleContext
+from pipeline.gatekeeper.rules_schema import RuleSet
+from pipeline.tools.registry import persisted_name
+
+
+@dataclass
+class ReplayInput:
+    session_id: str
+    structured: dict | None  # the executor output as stored (normalized is fine: features keep raw keys)
+    parse_status: str  # valid | missing | malformed
+    invocations: dict[int, tuple[str, str]]  # cited id -> (session_id, tool_name), see cited_invocation_ids
+    features: dict[str, dict[str, Any]]  # GateOutcome.features stored with the session
+    digests: list[EvidenceDigest] | None
+    old_status: str
+    old_verdict: str
+    verifier_verdict: str | None = None  # the verifier's own verdict, before the gatekeeper's influence
+    old_failed_rules: list[str] = field(default_factory=list)
+    old_warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReplayRow:
+    session_id: str
+    old_status: str
+    new_status: str
+    old_verdict: str
+    projected_verdict: Verdict
+    rules_responsible: list[str]
+    changed: bool
+    result: GatekeeperResult
+
+
+def cited_invocation_ids(structured: Any, digests: list[EvidenceDigest] | None) -> set[int]:
+    """Every invocation id a session's claims and digests cite: what ReplayInput.invocations must cover."""
+    ids = {i for _, _, binding in claim_bindings(structured) for i in valid_ids(binding.get("source_invocation_ids"))}
+    for digest in digests or ():
+        ids.update(valid_ids(digest.source_invocation_ids))
+    return ids
+
+
+def project_verdict(
+    result: GatekeeperResult, rules: RuleSet, parse_status: str, verifier_verdict: str | None
+) -> Verdict:
+    """The stricter of the verifier's verdict, the gatekeeper's floor and LOW_CONFID for unparsed output."""
+    candidates: list[Verdict] = [verifier_verdict or "PASS", gate_verdict(result, rules)]  # type: ignore[list-item]
+    if parse_status != "valid":
+        candidates.append("LOW_CONFID")
+    return max(candidates, key=VERDICT_ORDER.__getitem__)
+
+
+def replay_one(item: ReplayInput, rules: RuleSet) -> GatekeeperResult:
+    table = {inv_id: (session, persisted_name(tool) or tool) for inv_id, (session, tool) in item.invocations.items()}
+    features = item.features if ROOT in item.features else {ROOT: {"raw_keys": []}, **item.features}
+    context = RuleContext(item.session_id, item.structured, table.get, item.digests, features)
+    return evaluate(context, rules)
+
+
+def replay(inputs: Iterable[ReplayInput], rules: RuleSet) -> list[ReplayRow]:
+    rows = []
+    for item in inputs:
+        result = replay_one(item, rules)
+        verdict = project_verdict(result, rules, item.parse_status, item.verifier_verdict)
+        new_rules = set(result.failed_rules) | set(result.warnings)
+        old_rules = set(item.old_failed_rules) | set(item.old_warnings)
+        if old_rules or item.old_status == "pass":
+            responsible = sorted(new_rules ^ old_rules)
+        else:
+            responsible = sorted(new_rules)
+        changed = item.old_status != result.status or item.old_verdict != verdict
+        rows.append(ReplayRow(item.session_id, item.old_status, result.status, item.old_verdict, verdict, responsible, changed, result))
+    return rows
+
+
+def summarize(rows: list[ReplayRow]) -> str:
+    """One line for the Rules page / CLI: how many sessions change, and how."""
+    status = Counter(f"{r.old_status}->{r.new_status}" for r in rows if r.old_status != r.new_status)
+    verdict = Counter(f"{r.old_verdict}->{r.projected_verdict}" for r in rows if r.old_verdict != r.projected_verdict)
+    changed = sum(r.changed for r in rows)
+    parts = [f"{len(rows)} sessions replayed, {changed} changed"]
+    if status:
+        parts.append("status " + ", ".join(f"{k} {v}" for k, v in sorted(status.items())))
+    if verdict:
+        parts.append("verdict " + ", ".join(f"{k} {v}" for k, v in sorted(verdict.items())))
+    return "; ".join(parts)
+
+
+def similarity_scores(features: Iterable[dict[str, dict[str, Any]]]) -> list[float]:
+    """Every binding's excerpt-vs-output similarity from cached features (for a histogram)."""
+    scores = []
+    for feats in features:
+        for target, entry in feats.items():
+            if target.startswith("claims["):
+                score = entry.get("sources", {}).get("output", {}).get("score")
+                if score is not None:
+                    scores.append(score)
+    return scores

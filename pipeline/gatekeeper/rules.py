@@ -1,0 +1,435 @@
+"""Rule kinds (seed 000 §10.3, §11): one class per kind, `validate(context, metadata) -> RuleResult`.
+
+Rules read only the executor output, the cited invocations' (session, tool) pairs, the digests
+and the cached features, never a tool output, so `run_gatekeeper` and `replay` share them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal, Protocol
+
+from pipeline.contracts import ANSWER_VERSION, EvidenceDigest
+from pipeline.gatekeeper.features import binding_target, claim_bindings, valid_ids
+from pipeline.gatekeeper.rules_schema import (
+    DigestRefParams,
+    EntityParams,
+    PhraseParams,
+    RuleSpec,
+    SchemaParams,
+    SimilarityParams,
+    UtilizationParams,
+)
+from pipeline.text import keywords, normalize
+from pipeline.tools.registry import persisted_name
+
+Level = Literal["fail", "warn"]
+InvocationInfo = Callable[[int], "tuple[str, str] | None"]  # id -> (session_id, persisted tool name)
+
+
+@dataclass
+class RuleContext:
+    session_id: str
+    structured: Any
+    invocation: InvocationInfo
+    digests: list[EvidenceDigest] | None
+    features: dict[str, dict[str, Any]]
+
+
+@dataclass
+class Finding:
+    target: str
+    message: str
+    level: Level = "fail"
+
+
+@dataclass
+class RuleResult:
+    rule_id: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        if any(f.level == "fail" for f in self.findings):
+            return "fail"
+        return "warn" if self.findings else "pass"
+
+
+class GatekeeperRule(Protocol):
+    id: str
+
+    def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult: ...
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+class SchemaRule:
+    """schema.executor_v2 (§11.1): the V2 shape; deprecated fields refused."""
+
+    id = "schema.executor_v2"
+
+    def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
+        p: SchemaParams = metadata.params  # type: ignore[assignment]
+        out = RuleResult(self.id)
+        data = context.structured
+        if not isinstance(data, dict):
+            what = "no parseable executor output" if data is None else f"a JSON {type(data).__name__}"
+            out.findings.append(Finding("$", f"executor output must be a JSON object, got {what}"))
+            return out
+        for name in p.requiredFields:
+            if name not in data:
+                out.findings.append(Finding(name, f"required field {name} is missing"))
+        if "answer_version" in data and data["answer_version"] != ANSWER_VERSION:
+            out.findings.append(
+                Finding("answer_version", f"answer_version is {data['answer_version']!r}, expected {ANSWER_VERSION!r}")
+            )
+        present = set(data) | set(context.features.get("$", {}).get("raw_keys", ()))
+        for name in p.deprecatedFields:
+            if name in present:
+                out.findings.append(Finding(name, f"deprecated field {name} is not allowed in executor_evidence_v2"))
+        for name in p.arrayFields:
+            if data.get(name) is not None and not isinstance(data[name], list):
+                out.findings.append(Finding(name, f"{name} must be an array, got {type(data[name]).__name__}"))
+        claims = data.get("claims")
+        if "claims" in data and not isinstance(claims, list):
+            out.findings.append(Finding("claims", f"claims must be an array, got {type(claims).__name__}"))
+        elif isinstance(claims, list):
+            if not claims and not p.allowEmptyClaims:
+                out.findings.append(Finding("claims", "claims is empty"))
+            for ci, claim in enumerate(claims):
+                out.findings.extend(self._claim(f"claims[{ci}]", claim, p))
+        return out
+
+    def _claim(self, target: str, claim: Any, p: SchemaParams) -> Iterator[Finding]:
+        if not isinstance(claim, dict):
+            yield Finding(target, "claim must be an object")
+            return
+        for name in p.claimRequiredFields:
+            if name not in claim:
+                yield Finding(f"{target}.{name}", f"required claim field {name} is missing")
+        for name in ("claim_id", "claim_type", "claim_text"):
+            if name in claim and not _is_text(claim[name]):
+                yield Finding(f"{target}.{name}", f"{name} must be a non-empty string")
+        if "support_level" in claim and claim["support_level"] not in p.supportLevels:
+            yield Finding(
+                f"{target}.support_level",
+                f"support_level {claim['support_level']!r} is not one of {', '.join(p.supportLevels)}",
+            )
+        bindings = claim.get("evidence_bindings")
+        if "evidence_bindings" not in claim:
+            return
+        if not isinstance(bindings, list):
+            yield Finding(f"{target}.evidence_bindings", "evidence_bindings must be an array")
+            return
+        if not bindings:
+            yield Finding(f"{target}.evidence_bindings", "evidence_bindings is empty; a claim needs evidence")
+        for bi, binding in enumerate(bindings):
+            yield from self._binding(f"{target}.evidence_bindings[{bi}]", binding, p)
+
+    def _binding(self, target: str, binding: Any, p: SchemaParams) -> Iterator[Finding]:
+        if not isinstance(binding, dict):
+            yield Finding(target, "evidence binding must be an object")
+            return
+        for name in p.bindingRequiredFields:
+            if name not in binding:
+                yield Finding(f"{target}.{name}", f"required binding field {name} is missing")
+        ids = binding.get("source_invocation_ids")
+        if "source_invocation_ids" in binding and (not isinstance(ids, list) or len(valid_ids(ids)) != len(ids)):
+            yield Finding(f"{target}.source_invocation_ids", "source_invocation_ids must be an array of integers")
+        for name in ("tool_name", "evidence_excerpt"):
+            if name in binding and not _is_text(binding[name]):
+                yield Finding(f"{target}.{name}", f"{name} must be a non-empty string")
+
+
+def _ref_problems(ids: Any, tool_name: Any, context: RuleContext) -> list[str]:
+    """What is wrong with citing `ids` under `tool_name` from this session (shared with digest_ref)."""
+    problems: list[str] = []
+    good = valid_ids(ids)
+    if not good:
+        return ["source_invocation_ids is empty or has no integer id"]
+    wanted = persisted_name(tool_name) if isinstance(tool_name, str) else None
+    if isinstance(tool_name, str) and wanted is None:
+        problems.append(f"tool_name {tool_name!r} is not a known tool")
+    for inv_id in good:
+        info = context.invocation(inv_id)
+        if info is None:
+            problems.append(f"source invocation {inv_id} does not exist (fabricated id)")
+            continue
+        session, tool = info
+        if session != context.session_id:
+            problems.append(f"source invocation {inv_id} belongs to another session ({session}), not this one")
+            continue
+        if wanted is not None and wanted != tool:
+            problems.append(
+                f"tool_name {tool_name} ({wanted}) does not match invocation {inv_id}, which is {tool}"
+            )
+    return problems
+
+
+class InvocationRefRule:
+    """evidence.invocation_ref (§11.2): claims cite real invocations of this session with the right tool."""
+
+    id = "evidence.invocation_ref"
+
+    def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
+        out = RuleResult(self.id)
+        data = context.structured
+        if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+            return out
+        for ci, claim in enumerate(data["claims"]):
+            if isinstance(claim, dict) and isinstance(claim.get("evidence_bindings"), list):
+                if not claim["evidence_bindings"]:
+                    out.findings.append(Finding(f"claims[{ci}]", "claim has no evidence_bindings"))
+        for ci, bi, binding in claim_bindings(data):
+            target = binding_target(ci, bi)
+            for problem in _ref_problems(binding.get("source_invocation_ids"), binding.get("tool_name"), context):
+                out.findings.append(Finding(target, problem))
+        return out
+
+
+def _cited(context: RuleContext) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(target, binding, features) for bindings with features that cite at least one own invocation."""
+    for ci, bi, binding in claim_bindings(context.structured):
+        target = binding_target(ci, bi)
+        feats = context.features.get(target)
+        if feats is not None:
+            yield target, binding, feats
+
+
+class ExcerptSimilarityRule:
+    """evidence.excerpt_similarity (§11.3): the excerpt is found in what it cites."""
+
+    id = "evidence.excerpt_similarity"
+
+    def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
+        p: SimilarityParams = metadata.params  # type: ignore[assignment]
+        out = RuleResult(self.id)
+        for target, _, feats in _cited(context):
+            sources = feats["sources"]
+            scored = [(name, sources[name]) for name in p.compareAgainst if sources.get(name, {}).get("score") is not None]
+            if not scored:
+                continue
+            name, best = max(scored, key=lambda item: item[1]["score"])
+            score = best["score"]
+            if score >= p.passThreshold:
+                continue
+            level: Level = "fail" if score < p.warnThreshold else "warn"
+            where = f"invocation {best['invocation_id']}" if name == "output" else name
+            bound = f"< warnThreshold {p.warnThreshold}" if level == "fail" else f"< passThreshold {p.passThreshold}"
+            message = f"excerpt similarity {score:.2f} {bound} against {where}"
+            other = feats.get("other_match")
+            if other:
+                message += (
+                    f"; the excerpt matches invocation {other['invocation_id']} ({other['tool_name']}) "
+                    f"at {other['score']:.2f} instead"
+                )
+            out.findings.append(Finding(target, message, level))
+        return out
+
+
+class ExcerptEntitiesRule:
+    """evidence.excerpt_entities: numbers, services, codes and ids of an excerpt are in what it cites."""
+
+    id = "evidence.excerpt_entities"
+
+    def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
+        p: EntityParams = metadata.params  # type: ignore[assignment]
+        kinds = set(p.kinds)
+        negations = _negation_terms(tuple(p.negationTerms))
+        out = RuleResult(self.id)
+        for target, _, feats in _cited(context):
+            for miss in feats.get("entities", ()):
+                if miss["kind"] not in kinds:
+                    continue
+                located = miss["score"] >= p.minLocatedScore
+                if not located and miss["elsewhere"]:
+                    continue
+                out.findings.append(Finding(target, _entity_message(miss, located)))
+            if p.negationOutcome == "off":
+                continue
+            for added in feats.get("added", ()):
+                if added["score"] < p.minLocatedScore:
+                    continue
+                term = _negation_in(added["text"], negations)
+                if term:
+                    level: Level = "fail" if p.negationOutcome == "fail" else "warn"
+                    message = f'excerpt adds the negation "{term}" ("{added["text"]}"), which the cited output does not have'
+                    out.findings.append(Finding(target, message, level))
+        return out
+
+
+def _entity_message(miss: dict[str, Any], located: bool) -> str:
+    said = f'excerpt says "{miss["token"]}" ({miss["kind"]})'
+    if located and miss["nearby"]:
+        held = ", ".join(f'"{t}"' for t in miss["nearby"])
+        return f"{said} but output near the match holds {held}"
+    if located:
+        tail = "" if not miss["elsewhere"] else " (it appears elsewhere in the output)"
+        return f"{said} but the matched output record does not hold it{tail}"
+    return f"{said}, which the cited output does not hold anywhere"
+
+
+@lru_cache(maxsize=32)
+def _negation_terms(terms: tuple[str, ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple((t, _phrase_pattern(normalize(t))) for t in terms if t.strip())
+
+
+def _negation_in(text: str, terms: tuple[tuple[str, re.Pattern[str]], ...]) -> str | None:
+    for term, pattern in terms:
+        if pattern.search(text):
+            return term
+    return None
+
+
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    """Latin phrases match on word boundaries; CJK phrases anywhere (no spaces between words)."""
+    escaped = re.escape(phrase)
+    if phrase[:1].isascii() and phrase[:1].isalnum():
+        escaped = r"(?<![a-z0-9])" + escaped
+    if phrase[-1:].isascii() and phrase[-1:].isalnum():
+        escaped += r"(?![a-z0-9])"
+    return re.compile(escaped)
+
+
+def _field_values(data: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(concrete target, text) for a path like claims[].claim_text or hypotheses[].needed_evidence[]."""
+    items: list[tuple[str, Any]] = [("", data)]
+    for part in path.split("."):
+        many = part.endswith("[]")
+        name = part[:-2] if many else part
+        nxt: list[tuple[str, Any]] = []
+        for where, value in items:
+            if not isinstance(value, dict) or name not in value:
+                continue
+            here = f"{where}.{name}" if where else name
+            child = value[name]
+            if many:
+                if isinstance(child, list):
+                    nxt.extend((f"{here}[{i}]", v) for i, v in enumerate(child))
+            else:
+                nxt.append((here, child))
+        items = nxt
+    for where, value in items:
+        if isinstance(value, str):
+            yield where, value
+
+
+class HallucinationPhraseRule:
+    """claim.hallucination_phrases (§11.4): no speculative wording in confirmed claims."""
+
+    id = "claim.hallucination_phrases"
+
+    def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
+        p: PhraseParams = metadata.params  # type: ignore[assignment]
+        pattern = _blacklist_pattern(tuple(p.blacklist))
+        out = RuleResult(self.id)
+        if pattern is None:
+            return out
+        for path in p.targetFields:
+            for target, text in _field_values(context.structured, path):
+                hits = list(dict.fromkeys(m.group(0) for m in pattern.finditer(normalize(text))))
+                if hits:
+                    quoted = ", ".join(f'"{h}"' for h in hits)
+                    out.findings.append(Finding(target, f"speculative wording {quoted} in a confirmed claim"))
+        return out
+
+
+@lru_cache(maxsize=32)
+def _blacklist_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
+    parts = [_phrase_pattern(normalize(p)).pattern for p in sorted(phrases, key=len, reverse=True) if p.strip()]
+    return re.compile("|".join(parts)) if parts else None
+
+
+class EvidenceUtilizationRule:
+    """claim.evidence_utilization (§11.5): the claim's content words come from its excerpts."""
+
+    id = "claim.evidence_utilization"
+
+    def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
+        p: UtilizationParams = metadata.params  # type: ignore[assignment]
+        out = RuleResult(self.id)
+        data = context.structured
+        if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+            return out
+        for ci, claim in enumerate(data["claims"]):
+            if not isinstance(claim, dict) or not _is_text(claim.get("claim_text")):
+                continue
+            wanted = keywords(claim["claim_text"])
+            if not wanted:
+                continue
+            have: set[str] = set()
+            for binding in claim.get("evidence_bindings") or ():
+                if isinstance(binding, dict) and _is_text(binding.get("evidence_excerpt")):
+                    have |= keywords(binding["evidence_excerpt"])
+            coverage = len(wanted & have) / len(wanted)
+            if coverage < p.minKeywordCoverage:
+                missing = ", ".join(sorted(wanted - have)[:6])
+                out.findings.append(
+                    Finding(
+                        f"claims[{ci}].claim_text",
+                        f"keyword coverage {coverage:.2f} < {p.minKeywordCoverage}; not in the excerpts: {missing}",
+                    )
+                )
+        return out
+
+
+class DigestRefRule:
+    """evidence.digest_ref (split shape): claims cite real digests, digests cite real invocations."""
+
+    id = "evidence.digest_ref"
+
+    def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
+        p: DigestRefParams = metadata.params  # type: ignore[assignment]
+        out = RuleResult(self.id)
+        if context.digests is None:
+            return out
+        by_id = {d.digest_id: d for d in context.digests}
+        for ci, bi, binding in claim_bindings(context.structured):
+            target = binding_target(ci, bi)
+            digest_id = binding.get("digest_id")
+            if digest_id is None:
+                if p.requireDigestId:
+                    out.findings.append(Finding(target, "binding has no digest_id (split shape cites digests)"))
+                continue
+            digest = by_id.get(digest_id)
+            if digest is None:
+                out.findings.append(Finding(target, f"digest_id {digest_id!r} does not exist in this session"))
+                continue
+            if p.requireIdsWithinDigest:
+                outside = [i for i in valid_ids(binding.get("source_invocation_ids")) if i not in digest.source_invocation_ids]
+                if outside:
+                    out.findings.append(
+                        Finding(target, f"source_invocation_ids {outside} are not among digest {digest_id}'s sources")
+                    )
+        for di, digest in enumerate(context.digests):
+            target = f"digests[{di}]"
+            for problem in _ref_problems(digest.source_invocation_ids, digest.tool, context):
+                out.findings.append(Finding(target, f"digest {digest.digest_id}: {problem}"))
+            quote = context.features.get(target, {}).get("quote", {})
+            score = quote.get("score")
+            if score is None or score >= p.quotePassThreshold:
+                continue
+            level: Level = "fail" if score < p.quoteWarnThreshold else "warn"
+            out.findings.append(
+                Finding(target, f"digest {digest.digest_id}: source_quote similarity {score:.2f} to its cited output is below {p.quotePassThreshold if level == 'warn' else p.quoteWarnThreshold}", level)
+            )
+        return out
+
+
+RULES: dict[str, GatekeeperRule] = {
+    rule.id: rule
+    for rule in (
+        SchemaRule(),
+        InvocationRefRule(),
+        ExcerptSimilarityRule(),
+        ExcerptEntitiesRule(),
+        HallucinationPhraseRule(),
+        EvidenceUtilizationRule(),
+        DigestRefRule(),
+    )
+}

@@ -1,0 +1,374 @@
+"""The two rule files (seed 000 §10): index.yaml lists rules, metadata.yaml tunes them.
+
+Every threshold, list and switch lives in these files; the parameter models below only say
+which keys a rule kind accepts and of what type (no defaults, so the YAML is the single
+source). Loading is all-or-nothing: any problem raises RulesError with every message as
+"file: field: problem", and the caller keeps the RuleSet it already had.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+
+from pipeline.contracts import VerdictImpact
+
+INDEX_FILE = "index.yaml"
+METADATA_FILE = "metadata.yaml"
+Severity = Literal["error", "warning"]
+_IMPACTS = ("warn_only", "low_confid_on_fail", "reject_on_fail")
+_SEVERITIES = ("error", "warning")
+Number = StrictFloat | StrictInt
+_FIELD_PATH = re.compile(r"[a-z_]+(\[\])?(\.[a-z_]+(\[\])?)*")
+
+
+class RulesError(Exception):
+    """Rule files that cannot be used; `messages` holds one "file: field: problem" per problem."""
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__("\n".join(messages))
+        self.messages = messages
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SchemaParams(_Params):
+    requiredFields: list[StrictStr]
+    claimRequiredFields: list[StrictStr]
+    bindingRequiredFields: list[StrictStr]
+    supportLevels: list[StrictStr]
+    deprecatedFields: list[StrictStr]
+    arrayFields: list[StrictStr]
+    allowEmptyClaims: StrictBool
+
+
+class InvocationRefParams(_Params):
+    pass
+
+
+class SimilarityParams(_Params):
+    passThreshold: Number
+    warnThreshold: Number
+    compareAgainst: list[Literal["output", "digest.source_quote", "digest.summary"]]
+
+
+class EntityParams(_Params):
+    kinds: list[Literal["service", "error_code", "identifier", "percentage", "quantity", "http_status", "number"]]
+    minLocatedScore: Number
+    negationTerms: list[StrictStr]
+    negationOutcome: Literal["fail", "warn", "off"]
+
+
+class PhraseParams(_Params):
+    targetFields: list[StrictStr]
+    blacklist: list[StrictStr]
+    allowInFields: list[StrictStr]
+
+
+class UtilizationParams(_Params):
+    minKeywordCoverage: Number
+
+
+class DigestRefParams(_Params):
+    requireDigestId: StrictBool
+    requireIdsWithinDigest: StrictBool
+    quotePassThreshold: Number
+    quoteWarnThreshold: Number
+
+
+PARAM_MODELS: dict[str, type[_Params]] = {
+    "schema.executor_v2": SchemaParams,
+    "evidence.invocation_ref": InvocationRefParams,
+    "evidence.excerpt_similarity": SimilarityParams,
+    "evidence.excerpt_entities": EntityParams,
+    "claim.hallucination_phrases": PhraseParams,
+    "claim.evidence_utilization": UtilizationParams,
+    "evidence.digest_ref": DigestRefParams,
+}
+# Pairs (lower, upper) of thresholds that must be ordered.
+_ORDERED = {
+    "evidence.excerpt_similarity": ("warnThreshold", "passThreshold"),
+    "evidence.digest_ref": ("quoteWarnThreshold", "quotePassThreshold"),
+}
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """One rule as the files define it: index entry plus metadata."""
+
+    id: str
+    name: str
+    description: str
+    enabled: bool
+    severity: Severity
+    verdict_impact: VerdictImpact
+    params: _Params
+    note: str = ""  # metadata description: why the rule is tuned this way
+
+    @property
+    def downgraded(self) -> bool:
+        """A warning-only rule never fails the gatekeeper: its failures count as warnings."""
+        return self.verdict_impact == "warn_only" or self.severity == "warning"
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    rules: tuple[RuleSpec, ...]
+    _by_id: dict[str, RuleSpec] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {r.id: r for r in self.rules})
+
+    def get(self, rule_id: str) -> RuleSpec | None:
+        return self._by_id.get(rule_id)
+
+    def impact(self, rule_id: str) -> VerdictImpact | None:
+        spec = self._by_id.get(rule_id)
+        return spec.verdict_impact if spec else None
+
+    def enabled(self) -> list[RuleSpec]:
+        return [r for r in self.rules if r.enabled]
+
+    def with_rule(
+        self,
+        rule_id: str,
+        *,
+        enabled: bool | None = None,
+        severity: str | None = None,
+        verdict_impact: str | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> RuleSet:
+        """A copy with one rule changed, validated like the files (raises RulesError)."""
+        spec = self._by_id.get(rule_id)
+        if spec is None:
+            raise RulesError([f"{INDEX_FILE}: rules: unknown rule id {rule_id!r}"])
+        index, meta = self._documents()
+        for entry in index["rules"]:
+            if entry["id"] == rule_id and enabled is not None:
+                entry["enabled"] = enabled
+        entry = meta["ruleMetadata"][rule_id]
+        if severity is not None:
+            entry["severity"] = severity
+        if verdict_impact is not None:
+            entry["verdictImpact"] = verdict_impact
+        if params:
+            entry["params"] = {**entry.get("params", {}), **params}
+        return _build(index, meta)
+
+    def with_params(self, rule_id: str, **params: Any) -> RuleSet:
+        return self.with_rule(rule_id, params=params)
+
+    def to_yaml(self) -> tuple[str, str]:
+        index, meta = self._documents()
+        dump = lambda doc: yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)  # noqa: E731
+        return dump(index), dump(meta)
+
+    def _documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        index = {
+            "rules": [
+                {"id": r.id, "name": r.name, "description": r.description, "enabled": r.enabled} for r in self.rules
+            ]
+        }
+        meta: dict[str, Any] = {"ruleMetadata": {}}
+        for r in self.rules:
+            entry: dict[str, Any] = {"severity": r.severity, "verdictImpact": r.verdict_impact}
+            if r.note:
+                entry["description"] = r.note
+            params = r.params.model_dump()
+            if params:
+                entry["params"] = params
+            meta["ruleMetadata"][r.id] = entry
+        return index, meta
+
+
+def load_rules(rules_dir: Path) -> RuleSet:
+    rules_dir = Path(rules_dir)
+    texts: dict[str, str] = {}
+    errors: list[str] = []
+    for name in (INDEX_FILE, METADATA_FILE):
+        try:
+            texts[name] = (rules_dir / name).read_text(encoding="utf-8")
+        except OSError as exc:
+            errors.append(f"{name}: file: cannot read ({exc.strerror or exc})")
+    if errors:
+        raise RulesError(errors)
+    return load_rules_from_text(texts[INDEX_FILE], texts[METADATA_FILE])
+
+
+def load_rules_from_text(index_yaml: str, metadata_yaml: str) -> RuleSet:
+    errors: list[str] = []
+    index = _parse_yaml(INDEX_FILE, index_yaml, errors)
+    meta = _parse_yaml(METADATA_FILE, metadata_yaml, errors)
+    if errors:
+        raise RulesError(errors)
+    return _build(index, meta)
+
+
+def _parse_yaml(name: str, text: str, errors: list[str]) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "syntax"
+        problem = getattr(exc, "problem", None) or str(exc)
+        errors.append(f"{name}: {where}: YAML syntax error: {problem}")
+        return None
+
+
+def _build(index: Any, meta: Any) -> RuleSet:
+    errors: list[str] = []
+    entries = _index_entries(index, errors)
+    metadata = _metadata_entries(meta, errors)
+    specs: list[RuleSpec] = []
+    seen: set[str] = set()
+    for pos, entry in entries:
+        where = f"{INDEX_FILE}: rules[{pos}]"
+        rule_id = entry.get("id")
+        if not isinstance(rule_id, str) or not rule_id:
+            errors.append(f"{where}.id: missing or not a string")
+            continue
+        if rule_id in seen:
+            errors.append(f"{where}.id: duplicate rule id {rule_id!r}")
+            continue
+        seen.add(rule_id)
+        if rule_id not in PARAM_MODELS:
+            known = ", ".join(PARAM_MODELS)
+            errors.append(f"{where}.id: unknown rule id {rule_id!r} (no implementation; known: {known})")
+            continue
+        for key in entry:
+            if key not in ("id", "name", "description", "enabled"):
+                errors.append(f"{where}.{key}: unknown field")
+        for key in ("name", "description"):
+            if not isinstance(entry.get(key, ""), str):
+                errors.append(f"{where}.{key}: must be a string")
+        enabled = entry.get("enabled", True)
+        if not isinstance(enabled, bool):
+            errors.append(f"{where}.enabled: must be true or false, got {enabled!r}")
+        spec = _spec(rule_id, entry, metadata.get(rule_id), errors)
+        if spec is not None:
+            specs.append(spec)
+    for rule_id in metadata:
+        if rule_id not in seen:
+            errors.append(f"{METADATA_FILE}: ruleMetadata.{rule_id}: not listed in {INDEX_FILE}")
+    if errors:
+        raise RulesError(errors)
+    return RuleSet(tuple(specs))
+
+
+def _index_entries(index: Any, errors: list[str]) -> list[tuple[int, dict[str, Any]]]:
+    if not isinstance(index, dict) or not isinstance(index.get("rules"), list):
+        errors.append(f"{INDEX_FILE}: rules: must be a list of rules")
+        return []
+    for key in index:
+        if key != "rules":
+            errors.append(f"{INDEX_FILE}: {key}: unknown field")
+    out = []
+    for pos, entry in enumerate(index["rules"]):
+        if isinstance(entry, dict):
+            out.append((pos, entry))
+        else:
+            errors.append(f"{INDEX_FILE}: rules[{pos}]: must be a mapping")
+    return out
+
+
+def _metadata_entries(meta: Any, errors: list[str]) -> dict[str, dict[str, Any]]:
+    if not isinstance(meta, dict) or not isinstance(meta.get("ruleMetadata"), dict):
+        errors.append(f"{METADATA_FILE}: ruleMetadata: must be a mapping of rule id to metadata")
+        return {}
+    for key in meta:
+        if key != "ruleMetadata":
+            errors.append(f"{METADATA_FILE}: {key}: unknown field")
+    out: dict[str, dict[str, Any]] = {}
+    for rule_id, entry in meta["ruleMetadata"].items():
+        if isinstance(entry, dict):
+            out[str(rule_id)] = entry
+        else:
+            errors.append(f"{METADATA_FILE}: ruleMetadata.{rule_id}: must be a mapping")
+    return out
+
+
+def _spec(rule_id: str, entry: dict[str, Any], meta: dict[str, Any] | None, errors: list[str]) -> RuleSpec | None:
+    where = f"{METADATA_FILE}: ruleMetadata.{rule_id}"
+    if meta is None:
+        errors.append(f"{where}: missing (every rule in {INDEX_FILE} needs severity and verdictImpact)")
+        return None
+    before = len(errors)
+    for key in meta:
+        if key not in ("severity", "verdictImpact", "description", "params"):
+            errors.append(f"{where}.{key}: unknown field")
+    severity = meta.get("severity")
+    if severity not in _SEVERITIES:
+        errors.append(f"{where}.severity: {severity!r} is not one of {', '.join(_SEVERITIES)}")
+    impact = meta.get("verdictImpact")
+    if impact not in _IMPACTS:
+        errors.append(f"{where}.verdictImpact: {impact!r} is not one of {', '.join(_IMPACTS)}")
+    elif severity == "warning" and impact != "warn_only":
+        errors.append(f"{where}.severity: warning contradicts verdictImpact {impact} (use error, or warn_only)")
+    note = meta.get("description", "")
+    if not isinstance(note, str):
+        errors.append(f"{where}.description: must be a string")
+    raw_params = meta.get("params", {}) or {}
+    params = None
+    if not isinstance(raw_params, dict):
+        errors.append(f"{where}.params: must be a mapping")
+    else:
+        try:
+            params = PARAM_MODELS[rule_id].model_validate(raw_params)
+        except ValidationError as exc:
+            errors.extend(_param_messages(where, exc))
+    if params is not None:
+        errors.extend(_param_checks(rule_id, where, params))
+    if len(errors) > before or params is None:
+        return None
+    return RuleSpec(
+        id=rule_id,
+        name=entry.get("name", rule_id),
+        description=entry.get("description", ""),
+        enabled=entry.get("enabled", True),
+        severity=severity,
+        verdict_impact=impact,
+        params=params,
+        note=note,
+    )
+
+
+def _param_messages(where: str, exc: ValidationError) -> list[str]:
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            problem = "unknown parameter for this rule"
+        elif err["type"] == "missing":
+            problem = "missing (rules are data: every parameter is set in the YAML)"
+        else:
+            problem = f"{err['msg']} (got {err.get('input')!r})"
+        out.append(f"{where}.params.{loc}: {problem}")
+    return out
+
+
+def _param_checks(rule_id: str, where: str, params: _Params) -> list[str]:
+    out = []
+    for name, value in params.model_dump().items():
+        if isinstance(value, float | int) and not isinstance(value, bool) and not 0.0 <= value <= 1.0:
+            out.append(f"{where}.params.{name}: {value} is outside [0, 1]")
+    pair = _ORDERED.get(rule_id)
+    if pair:
+        low, high = getattr(params, pair[0]), getattr(params, pair[1])
+        if low > high:
+            out.append(f"{where}.params.{pair[0]}: {low} > {pair[1]} {high}")
+    if isinstance(params, PhraseParams):
+        both = set(params.targetFields) & set(params.allowInFields)
+        for name in sorted(both):
+            out.append(f"{where}.params.allowInFields: {name} is also a targetField")
+        for name in params.targetFields:
+            if not _FIELD_PATH.fullmatch(name):
+                out.append(f"{where}.params.targetFields: {name!r} is not a field path like claims[].claim_text")
+    return out
+

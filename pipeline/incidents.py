@@ -1,0 +1,86 @@
+"""The bundled incident worlds under data/incidents/: their services, questions and files.
+
+Each world is a small self-contained environment (logs, alerts, runbooks). A question is
+routed to the world whose services and user-facing keywords it names; the diagnosis itself
+never reads ground_truth.yaml (only eval does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from pipeline.text import normalize
+
+
+@dataclass(frozen=True)
+class World:
+    id: str
+    path: Path
+    title_zh: str
+    title_en: str
+    services: tuple[str, ...]
+    keywords: tuple[str, ...]
+    start: str
+    end: str
+    questions_zh: tuple[str, ...] = field(default=())
+    questions_en: tuple[str, ...] = field(default=())
+
+    def ground_truth(self) -> dict:
+        return yaml.safe_load((self.path / "ground_truth.yaml").read_text(encoding="utf-8")) or {}
+
+
+def _load_world(path: Path) -> World:
+    meta = yaml.safe_load((path / "world.yaml").read_text(encoding="utf-8")) or {}
+    questions_file = path / "questions.yaml"
+    questions = yaml.safe_load(questions_file.read_text(encoding="utf-8")) if questions_file.exists() else {}
+    questions = questions or {}
+    return World(
+        id=str(meta.get("id", path.name)),
+        path=path,
+        title_zh=str(meta.get("title_zh", path.name)),
+        title_en=str(meta.get("title_en", path.name)),
+        services=tuple(meta.get("services", [])),
+        keywords=tuple(str(k) for k in meta.get("keywords", [])),
+        start=str(meta.get("start", "")),
+        end=str(meta.get("end", "")),
+        questions_zh=tuple(questions.get("zh", [])),
+        questions_en=tuple(questions.get("en", [])),
+    )
+
+
+@lru_cache(maxsize=8)
+def load_worlds(incidents_dir: Path) -> tuple[World, ...]:
+    if not incidents_dir.is_dir():
+        return ()
+    return tuple(
+        _load_world(p) for p in sorted(incidents_dir.iterdir()) if (p / "world.yaml").is_file()
+    )
+
+
+def world_by_id(incidents_dir: Path, world_id: str) -> World:
+    for world in load_worlds(incidents_dir):
+        if world.id == world_id:
+            return world
+    raise KeyError(f"no bundled incident world {world_id!r} in {incidents_dir}")
+
+
+def route_question(incidents_dir: Path, question: str) -> World | None:
+    """The world whose services (weight 3) and keywords (weight 1) the question names most."""
+    text = normalize(question)
+    best: tuple[int, World | None] = (0, None)
+    for world in load_worlds(incidents_dir):
+        score = 0
+        for service in world.services:
+            short = service.removesuffix("-service")
+            if service in text:
+                score += 3
+            elif len(short) > 2 and short in text:
+                score += 2
+        score += sum(1 for kw in world.keywords if normalize(kw) in text)
+        if score > best[0]:
+            best = (score, world)
+    return best[1]

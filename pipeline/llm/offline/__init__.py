@@ -1,0 +1,1 @@
+"""The rule-based offline engine, one module per LLM stage."""

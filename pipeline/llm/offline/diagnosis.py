@@ -1,0 +1,123 @@
+"""Offline Diagnosis: Executor V2 claims from digests, causes as hypotheses, gaps as missing_info.
+
+A claim restates one digest's verbatim quote, so it is a direct observation of a tool output.
+A failure signature found in the quotes becomes a hypothesis with the evidence it still needs;
+only a quote that itself states a cause ("caused by", "导致") may become a root_cause claim.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pipeline.contracts import (
+    ANSWER_VERSION,
+    Claim,
+    EvidenceBinding,
+    EvidenceDigest,
+    ExecutorOutputV2,
+    Hypothesis,
+    RecommendedAction,
+    ToolInvocation,
+)
+from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE, SIGNATURES
+from pipeline.text import extract_entities, normalize
+from pipeline.tools.registry import model_name
+
+MAX_CLAIMS = 6
+
+
+def _service_of(d: EvidenceDigest) -> str:
+    services = [e.value for e in extract_entities(d.summary) if e.kind == "service"]
+    head = normalize(d.summary)
+    # The summary starts with the service; prefer the earliest mention.
+    return min(services, key=lambda s: head.find(s)) if services else ""
+
+
+def _claim_text(d: EvidenceDigest, service: str, lang: str) -> str:
+    quote = d.source_quote.rstrip("。.")
+    if d.domain == "alerts":
+        return f"{service} 出现告警：{quote}。" if lang == "zh" else f"{service} raised an alert: {quote}."
+    return f"{service} 的日志记录：{quote}。" if lang == "zh" else f"{service} logged: {quote}."
+
+
+def _binding(d: EvidenceDigest, with_digest: bool) -> EvidenceBinding:
+    return EvidenceBinding(
+        source_type="evidence_digest" if with_digest else "tool_trace",
+        source_id=d.digest_id if with_digest else f"inv-{d.source_invocation_ids[0]}",
+        tool_name=d.tool,
+        source_invocation_ids=list(d.source_invocation_ids),
+        evidence_excerpt=d.source_quote,
+        digest_id=d.digest_id if with_digest else None,
+    )
+
+
+def diagnose(
+    digests: list[EvidenceDigest],
+    invocations: list[ToolInvocation],
+    focus_services: set[str],
+    lang: str,
+    with_digest_ids: bool,
+) -> str:
+    evidence = [d for d in digests if d.domain != "knowledge"]
+    knowledge = [d for d in digests if d.domain == "knowledge"]
+    claims: list[Claim] = []
+    hypotheses: list[Hypothesis] = []
+    actions: list[RecommendedAction] = []
+    missing: list[str] = []
+
+    for d in evidence[:MAX_CLAIMS]:
+        service = _service_of(d)
+        quote = normalize(d.source_quote)
+        states_cause = any(w in quote for w in CAUSAL_IN_EVIDENCE)
+        claim_type = "root_cause" if states_cause else (
+            "symptom" if d.domain == "alerts" or service in focus_services else "observation")
+        claims.append(Claim(claim_id=f"claim-{len(claims) + 1}", claim_type=claim_type,
+                            claim_text=_claim_text(d, service, lang), support_level="direct",
+                            evidence_bindings=[_binding(d, with_digest_ids)]))
+
+    # Only alerting evidence (alerts, WARN/ERROR lines) can point at a failure mode.
+    alarming = [d for d in evidence if d.domain == "alerts" or " WARN" in d.summary or " ERROR" in d.summary]
+    for sig in SIGNATURES:
+        matching = [d for d in alarming if any(w in normalize(d.source_quote) for w in sig.evidence_words)]
+        if not matching:
+            continue
+        service = _service_of(matching[0]) or (sorted(focus_services)[0] if focus_services else "")
+        refs = "、".join(d.digest_id or f"#{d.source_invocation_ids[0]}" for d in matching[:3])
+        if lang == "zh":
+            hyp = sig.hypothesis_zh.format(service=service)
+            basis = f"证据 {refs} 与该模式吻合，但现有证据只显示同时出现，不能证明因果。"
+            needed = [n.format(service=service) for n in sig.needed_zh]
+            action, reason = sig.action_zh.format(service=service), f"用于确认：{hyp}"
+            gap = f"缺少{needed[0]}，无法确认这一方向是根因。"
+        else:
+            hyp = sig.hypothesis_en.format(service=service)
+            basis = f"Evidence {refs} fits this pattern, but it only shows co-occurrence, not causation."
+            needed = [n.format(service=service) for n in sig.needed_en]
+            action, reason = sig.action_en.format(service=service), f"To confirm: {hyp}"
+            gap = f"Missing {needed[0]}; this direction cannot be confirmed as the root cause yet."
+        hypotheses.append(Hypothesis(hypothesis_text=hyp, basis=basis, needed_evidence=needed))
+        actions.append(RecommendedAction(action_text=action, reason=reason,
+                                         evidence_bindings=[_binding(matching[0], with_digest_ids)]))
+        missing.append(gap)
+
+    for d in knowledge[:1]:
+        title = d.summary.split("》")[0].split("《")[-1] if lang == "zh" else d.summary.split("”")[0].split("“")[-1]
+        actions.append(RecommendedAction(
+            action_text=f"按运维手册《{title}》的步骤逐项核对。" if lang == "zh"
+            else f"Walk through the runbook “{title}”.",
+            reason="运维手册给出了该类问题的排查步骤。" if lang == "zh"
+            else "The runbook lists the checks for this kind of problem.",
+            evidence_bindings=[_binding(d, with_digest_ids)],
+        ))
+
+    for inv in invocations:
+        if inv.status == "error":
+            missing.append(f"{model_name(inv.tool_name)} 调用失败：{inv.error}" if lang == "zh"
+                           else f"{model_name(inv.tool_name)} failed: {inv.error}")
+    if not evidence:
+        missing.append("未获取到与问题相关的日志或告警证据，无法判断。" if lang == "zh"
+                       else "No log or alert evidence related to the question was found.")
+
+    out = ExecutorOutputV2(answer_version=ANSWER_VERSION, claims=claims, hypotheses=hypotheses,
+                           recommended_actions=actions, missing_info=missing)
+    return json.dumps(out.model_dump(exclude_none=True), ensure_ascii=False)

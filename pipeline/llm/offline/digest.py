@@ -1,0 +1,150 @@
+"""Offline Evidence Digest: extractive. Each digest quotes one output line verbatim and says no more.
+
+Seed 003: a digest summarises, cites its invocation, and never adds causality or fixes. Being
+extractive, the offline digest cannot be unfaithful by construction; the summary only restates
+the quote with its service and level.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.contracts import EvidenceDigest, ToolInvocation
+from pipeline.llm.offline.lexicon import ERROR_WORDS
+from pipeline.text import extract_entities, keywords, normalize
+
+LEVEL_WEIGHT = {"ERROR": 3.0, "FATAL": 3.0, "WARN": 2.0, "WARNING": 2.0, "INFO": 0.5, "DEBUG": 0.0}
+MAX_LOG_DIGESTS_PER_CALL = 5
+MAX_DIGESTS = 14
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass
+class Focus:
+    """What the question is about: its services, search words and content words."""
+
+    services: set[str]
+    words: list[str]
+    terms: frozenset[str] = field(default_factory=frozenset)
+
+
+def _parse(inv: ToolInvocation) -> dict[str, Any]:
+    try:
+        data = json.loads(inv.output)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _alert_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[float, EvidenceDigest]]:
+    out = []
+    for alert in _parse(inv).get("alerts", []):
+        description = str(alert.get("description", "")).strip()
+        service = str(alert.get("service", ""))
+        status = str(alert.get("status", ""))
+        critical = alert.get("severity") == "critical"
+        if not description or not (service in focus.services or (status == "firing" and critical)):
+            continue
+        name = alert.get("alertname", "")
+        summary = (
+            f"{service} 的告警 {name}（{status}）：{description}" if lang == "zh"
+            else f"Alert {name} on {service} is {status}: {description}"
+        )
+        score = (4.0 if status == "firing" else 1.0) + (3.0 if service in focus.services else 0.0)
+        out.append((score, EvidenceDigest(digest_id="", source_invocation_ids=[inv.id], tool=inv.tool_name,
+                                          domain="alerts", summary=summary, source_quote=description)))
+    return out
+
+
+def _log_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[float, EvidenceDigest]]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for line in _parse(inv).get("logs", []):
+        message = str(line.get("message", ""))
+        norm = normalize(message)
+        level = str(line.get("level", "INFO")).upper()
+        asked = any(normalize(w) in norm for w in focus.words)
+        alarming = LEVEL_WEIGHT.get(level, 0.5) >= 2.0 or any(w in norm for w in ERROR_WORDS)
+        in_focus = str(line.get("service", "")) in focus.services
+        # Outside the services in focus only errors that also match the question's words count.
+        relevant = (in_focus and (alarming or asked)) or (level in ("ERROR", "FATAL") and asked)
+        if relevant:
+            groups.setdefault((str(line.get("service", "")), _DIGITS.sub("#", norm)), []).append(line)
+    scored = []
+    for (service, template), lines in groups.items():
+        first = lines[0]
+        level = str(first.get("level", "INFO")).upper()
+        hits = sum(1 for w in focus.words if normalize(w) in template)
+        overlap = len(keywords(first.get("message", "")) & focus.terms)
+        score = (LEVEL_WEIGHT.get(level, 0.5) + 2.0 * hits + overlap
+                 + (2.0 if service in focus.services else 0.0)) * (1.0 + math.log(len(lines)))
+        quote = str(first.get("message", "")).strip()
+        repeated = len(lines) > 1
+        if lang == "zh":
+            summary = f"{service} 日志{'多次' if repeated else ''}出现 {level} 记录：{quote}"
+        else:
+            summary = f"{service} logged {level}{' repeatedly' if repeated else ''}: {quote}"
+        scored.append((score, EvidenceDigest(digest_id="", source_invocation_ids=[inv.id], tool=inv.tool_name,
+                                             domain="logs", summary=summary, source_quote=quote)))
+    scored.sort(key=lambda item: -item[0])
+    return scored[:MAX_LOG_DIGESTS_PER_CALL]
+
+
+def _best_sentence(content: str, focus: Focus) -> str:
+    sentences = [s.strip() for s in re.split(r"(?<=[。！？.!?])\s+|\n+", content) if len(s.strip()) > 8]
+    if not sentences:
+        return content.strip()[:300]
+    return max(sentences, key=lambda s: len(keywords(s) & focus.terms))
+
+
+def _knowledge_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[float, EvidenceDigest]]:
+    out = []
+    for block in _parse(inv).get("evidenceBlocks", [])[:2]:
+        quote = _best_sentence(str(block.get("content", "")), focus)
+        title = block.get("title", "")
+        summary = f"运维手册《{title}》写道：{quote}" if lang == "zh" else f"Runbook “{title}” says: {quote}"
+        out.append((0.5, EvidenceDigest(digest_id="", source_invocation_ids=[inv.id], tool=inv.tool_name,
+                                        domain="knowledge", summary=summary, source_quote=quote)))
+    return out
+
+
+_BY_TOOL = {"query_metrics": _alert_digests, "query_logs": _log_digests, "lookup_knowledge": _knowledge_digests}
+
+
+def alarmed_services(invocations: list[ToolInvocation]) -> set[str]:
+    """Services a firing critical alert is about or names: where the monitoring system points."""
+    services: set[str] = set()
+    for inv in invocations:
+        if inv.tool_name != "query_metrics" or inv.status != "ok":
+            continue
+        for alert in _parse(inv).get("alerts", []):
+            if alert.get("status") == "firing" and alert.get("severity") == "critical":
+                services.add(str(alert.get("service", "")))
+                text = str(alert.get("description", ""))
+                services.update(e.value for e in extract_entities(text) if e.kind == "service")
+    services.discard("")
+    return services
+
+
+def digest(invocations: list[ToolInvocation], focus: Focus, lang: str, round_: int = 1) -> list[EvidenceDigest]:
+    focus = Focus(services=focus.services | alarmed_services(invocations), words=focus.words, terms=focus.terms)
+    scored: list[tuple[float, EvidenceDigest]] = []
+    seen_quotes: set[str] = set()
+    for inv in invocations:
+        if inv.status != "ok" or inv.tool_name not in _BY_TOOL:
+            continue
+        for score, d in _BY_TOOL[inv.tool_name](inv, focus, lang):
+            key = normalize(d.source_quote)
+            if key not in seen_quotes:
+                seen_quotes.add(key)
+                scored.append((score, d))
+    # Firing alerts first (they are the monitoring system's own judgement), then logs, then
+    # runbooks; within each, the most relevant first.
+    order = {"alerts": 0, "logs": 1, "knowledge": 2}
+    scored.sort(key=lambda item: (order[item[1].domain], -item[0]))
+    prefix = "digest" if round_ == 1 else f"digest-r{round_}"
+    kept = [d for _, d in scored[:MAX_DIGESTS]]
+    return [d.model_copy(update={"digest_id": f"{prefix}-{i}"}) for i, d in enumerate(kept, 1)]

@@ -1,0 +1,419 @@
+"""The offline verifier: rule-based claim, hypothesis and digest checks over the payload.
+
+It reads only what an LLM verifier would read: the claims and the bounded windows of the cited
+tool outputs (`cited_evidence`, `digest_evidence`, built by `pipeline.stages.verifier`). Per claim,
+in order of severity:
+
+1. contradicted      an entity of the claim's kind sits in the cited record with another value
+                     (29% where the record says 92%, order-service where it says payment-service),
+                     or the claim negates what the record shows (or shows what it negates);
+2. external_unknown  a time, number, percentage, duration, service, error code or id of the claim
+                     is nowhere in the cited evidence;
+3. unsupported       no cited evidence could be found, the gatekeeper failed a rule on the claim, or
+                     the claim's words barely occur in the evidence;
+4. overstated        a hedge (a hypothesis written as a claim), or a causal / root-cause statement
+                     whose evidence only shows co-occurrence;
+5. direct_observation / reasonable_inference by word coverage and the claim's support_level.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.contracts import ClaimCheck, DigestCheck, EvidenceRef, HypothesisCheck, VerifierOutput
+from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE
+from pipeline.stages.verdict import matrix_verdict
+from pipeline.stages.verifier import groundedness
+from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize
+
+DIRECT_COVERAGE = 0.5
+INFERENCE_COVERAGE = 0.25
+
+_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
+_HEDGE = re.compile(
+    r"可能|也许|或许|大概|疑似|推测|猜测|估计|应该是|\b(?:probably|may|might|possibly|perhaps|likely|could|suspect(?:ed)?)\b"
+)
+_CAUSAL = re.compile(
+    r"导致|造成|因为|由于|引起|引发|根因|根本原因|归因|\b(?:because|caus(?:e|es|ed|ing)|root cause|due to|led to|leads? to|results? in|resulted in)\b"
+)
+_EVIDENCE_CAUSAL = re.compile("|".join(re.escape(w) for w in (*CAUSAL_IN_EVIDENCE, "root cause", "根因", "引起", "造成")))
+
+# Concepts whose negation flips a claim: "no errors" against an ERROR record.
+_CONCEPTS: dict[str, tuple[str, ...]] = {
+    "error": ("错误", "报错", "异常", "error", "errors", "exception", "exceptions"),
+    "timeout": ("超时", "timeout", "timeouts", "timed out"),
+    "alert": ("告警", "报警", "alert", "alerts", "firing"),
+    "failure": ("失败", "fail", "failed", "failure", "failures"),
+}
+_CONCEPT_ALT = "|".join(sorted({w for ws in _CONCEPTS.values() for w in ws}, key=len, reverse=True))
+_NEGATED = re.compile(
+    rf"(?:未出现|未发现|没有出现|没有|不存在|未见|未观察到|并未|从未|无任何|(?<!无)无(?!法))[^，。,.;；\n]{{0,6}}?(?:{_CONCEPT_ALT})"
+    rf"|\b(?:no|not|never|without|zero)\s+(?:[a-z_\-]+\s+){{0,3}}?(?:{_CONCEPT_ALT})\b"
+)
+
+# Words that say how something was seen, not what: they carry no evidence.
+_META = frozenset(
+    "日志 指标 记录 显示 表明 存在 现象 情况 发现 观察 数据 信息 相关 当前 期间 问题 服务 出现 "
+    "log logs shows show showed shown observed metric metrics record records recorded current currently "
+    "during issue service services appears appeared seen".split()
+)
+_SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("超时", "timeout", "timed"), ("错误", "报错", "error", "errors"), ("异常", "exception", "error"),
+    ("请求", "request", "requests"), ("连接", "connection", "connections"), ("连接池", "pool", "hikaripool"),
+    ("延迟", "耗时", "latency", "slow", "p99", "p95", "elapsed", "duration"), ("内存", "memory", "heap", "堆"),
+    ("使用率", "usage", "utilization", "util"), ("线程", "线程数", "thread", "threads"),
+    ("告警", "报警", "alert", "alerts", "firing"), ("失败", "fail", "failed", "failure"),
+    ("数据库", "database", "db", "mysql", "postgres"), ("缓存", "cache", "redis"), ("支付", "payment"),
+    ("订单", "order", "orders"), ("网关", "gateway"), ("发布", "部署", "deploy", "deployed", "release", "rollout"),
+    ("重启", "restart", "restarted"), ("不可用", "unavailable", "not available"),
+    ("拒绝", "refused", "rejected"), ("过高", "high", "飙高", "升高", "spike"), ("驱逐", "evicted", "eviction", "evict"),
+    ("上游", "upstream"), ("下游", "downstream"), ("接口", "api", "endpoint"), ("饱和", "saturated", "saturation"),
+)
+_SYN_INDEX: dict[str, tuple[str, ...]] = {}
+for _group in _SYNONYMS:
+    for _word in _group:
+        _SYN_INDEX[_word] = tuple(sorted(set(_SYN_INDEX.get(_word, ())) | set(_group)))
+
+# Entity kinds that can conflict with a different value of the same kind in the cited record.
+_CONFLICT_KINDS = frozenset({"service", "percentage", "error_code", "identifier", "http_status", "duration"})
+
+_GATE_TARGET = re.compile(r"^claims\[(\d+)\]")
+
+_T = {
+    "zh": {
+        "no_evidence": "找不到该 claim 引用的证据（invocation 不存在或无可用输出）。",
+        "conflict": "与所引证据冲突：证据中的 {kind} 为 {evidence}，claim 写的是 {claim}。",
+        "negation": "与所引证据冲突：claim 对“{concept}”的肯定/否定与证据相反。",
+        "external": "claim 中的 {items} 不在所引证据中。",
+        "gate": "Gatekeeper 规则 {rules} 在该 claim 上失败，证据绑定不可信。",
+        "low_overlap": "所引证据与 claim 内容几乎不重合（覆盖率 {cov:.0%}）。",
+        "hedge": "claim 使用了推测性措辞，属于写成事实的假设。",
+        "causal": "claim 断言因果关系，但所引证据只显示现象同时出现，没有说明原因。",
+        "root": "root_cause claim 的证据没有陈述原因。",
+        "direct": "所引证据直接包含该事实（覆盖率 {cov:.0%}，实体均在证据中）。",
+        "inference": "证据未逐字说明，但可以合理推出（覆盖率 {cov:.0%}）。",
+        "h_fact": "假设没有任何保留措辞，却把原因写成确定事实。",
+        "h_empty": "假设缺少 basis 或 needed_evidence。",
+        "h_basis": "假设的 basis 没有提到已获取证据中的任何内容。",
+        "h_ok": "假设标注了依据与待补证据，属于合理推测。",
+        "d_missing": "digest 引用的 invocation {ids} 不存在。",
+        "d_quote": "source_quote 不在工具原始输出中。",
+        "d_tool": "digest 的 tool 为 {tool}，而 invocation 的工具是 {actual}。",
+        "d_entities": "summary 中的 {items} 不在 source_quote 或原始输出中。",
+        "d_causal": "summary 添加了原始输出中没有的因果判断。",
+        "d_ok": "source_quote 逐字出现在原始输出中，summary 的实体都能在其中找到。",
+        "rationale": "校验 {n} 条 claim：{counts}。",
+        "gate_fail": "Gatekeeper 状态为 fail（{rules}），不能判定 PASS。",
+        "no_claims": "结构化输出中没有 claim。",
+        "verdict": "判定 {verdict}。",
+        "labels": {
+            "direct_observation": "直接观测", "reasonable_inference": "合理推断", "overstated": "说重",
+            "unsupported": "证据不足", "external_unknown": "证据外实体", "contradicted": "与证据矛盾",
+        },
+        "sep": "，",
+    },
+    "en": {
+        "no_evidence": "The evidence this claim cites could not be found (missing invocation or no output).",
+        "conflict": "Conflicts with the cited evidence: the record's {kind} is {evidence}, the claim says {claim}.",
+        "negation": "Conflicts with the cited evidence: the claim affirms/negates '{concept}' opposite to the record.",
+        "external": "The claim's {items} is not in the cited evidence.",
+        "gate": "Gatekeeper rule(s) {rules} failed on this claim; its evidence binding is not trustworthy.",
+        "low_overlap": "The cited evidence barely overlaps the claim (coverage {cov:.0%}).",
+        "hedge": "The claim is hedged: a hypothesis written as a fact.",
+        "causal": "The claim asserts causation, but the cited evidence only shows co-occurrence.",
+        "root": "The evidence of this root_cause claim does not state a cause.",
+        "direct": "The cited evidence states this directly (coverage {cov:.0%}, all entities present).",
+        "inference": "Not stated verbatim, but a reasonable inference from the cited evidence (coverage {cov:.0%}).",
+        "h_fact": "The hypothesis has no hedge and states a cause as certain.",
+        "h_empty": "The hypothesis lacks a basis or needed_evidence.",
+        "h_basis": "The hypothesis' basis names nothing found in the evidence gathered.",
+        "h_ok": "The hypothesis states its basis and the evidence it still needs: a reasonable hypothesis.",
+        "d_missing": "Digest cites invocation(s) {ids} that do not exist.",
+        "d_quote": "The source_quote is not in the raw tool output.",
+        "d_tool": "The digest says tool {tool}, the invocation ran {actual}.",
+        "d_entities": "The summary's {items} is not in the source_quote or the raw output.",
+        "d_causal": "The summary adds a causal judgement the raw output does not make.",
+        "d_ok": "The source_quote occurs verbatim in the raw output and the summary's entities are in it.",
+        "rationale": "Checked {n} claim(s): {counts}.",
+        "gate_fail": "Gatekeeper status is fail ({rules}); the verdict cannot be PASS.",
+        "no_claims": "The structured output has no claims.",
+        "verdict": "Verdict {verdict}.",
+        "labels": {
+            "direct_observation": "direct observation", "reasonable_inference": "reasonable inference",
+            "overstated": "overstated", "unsupported": "unsupported", "external_unknown": "external/unknown",
+            "contradicted": "contradicted",
+        },
+        "sep": ", ",
+    },
+}
+
+
+# --- text helpers ------------------------------------------------------------------------------
+
+
+def _times(text: str) -> set[str]:
+    return {f"{int(h):02d}:{m}" for h, m in _TIME.findall(normalize(text))}
+
+
+def _without_times(text: str) -> str:
+    return _TIME.sub(" ", normalize(text))
+
+
+def _entities(text: str) -> frozenset[Entity]:
+    """Entities with clock times removed first: '10:00' is a time, not the numbers 10 and 0."""
+    out = set()
+    for ent in extract_entities(_without_times(text)):
+        if ent.kind == "quantity" and re.fullmatch(r"[\d.]+s", ent.value):
+            ent = Entity("duration", ent.value)
+        out.add(ent)
+    return frozenset(out)
+
+
+def _present(ent: Entity, values: set[str]) -> bool:
+    if ent.value in values:
+        return True
+    # "245个" in a claim is the bare 245 of "线程数: 245" in the record.
+    return ent.kind == "quantity" and re.sub(r"[^\d.]", "", ent.value) in values
+
+
+def _values(text: str) -> set[str]:
+    return entity_values(_without_times(text))
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in keywords(text) if w not in _META and not re.fullmatch(r"[\d.\-]+", w)]
+
+
+def coverage(text: str, evidence_norm: str) -> float:
+    """Share of the text's content words (or a synonym, across zh/en) found in the evidence."""
+    words = _content_words(text)
+    if not words:
+        return 0.0
+    hits = sum(1 for w in words if any(s in evidence_norm for s in _SYN_INDEX.get(w, (w,))))
+    return hits / len(words)
+
+
+def _concepts(text: str) -> tuple[set[str], set[str]]:
+    """(negated concepts, affirmed concepts) of a text."""
+    norm = normalize(text)
+    negated = {c for m in _NEGATED.finditer(norm) for c, ws in _CONCEPTS.items() if any(w in m.group(0) for w in ws)}
+    rest = _NEGATED.sub(" ", norm)
+    affirmed = {c for c, ws in _CONCEPTS.items() if any(w in rest for w in ws)}
+    return negated, affirmed
+
+
+# --- evidence of one claim ---------------------------------------------------------------------
+
+
+@dataclass
+class _Evidence:
+    anchor: list[str] = field(default_factory=list)  # the records where the excerpt was located
+    related: list[str] = field(default_factory=list)  # other records naming the claim's entities
+    refs: list[EvidenceRef] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.anchor + self.related)
+
+
+def _gather(entry: dict[str, Any] | None) -> _Evidence:
+    ev = _Evidence()
+    for binding in (entry or {}).get("bindings", []):
+        ids = binding.get("source_invocation_ids") or []
+        found = False
+        for win in binding.get("windows", []):
+            if not win.get("available"):
+                continue
+            ev.anchor.extend(win.get("anchor", []))
+            ev.related.extend(win.get("related", []))
+            found = found or bool(win.get("found"))
+        digest = binding.get("digest")
+        if digest and digest.get("source_quote"):
+            ev.related.append(digest["source_quote"])
+        if any(w.get("available") for w in binding.get("windows", [])):
+            ev.refs.append(
+                EvidenceRef(
+                    trace_ref=binding.get("digest_id") or (f"invocation-{ids[0]}" if ids else ""),
+                    tool_name=str(binding.get("tool_name") or ""),
+                    source_invocation_ids=ids,
+                    note="excerpt located in the output" if found else "excerpt not found verbatim; nearest records used",
+                )
+            )
+    return ev
+
+
+def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> tuple[str, str, str] | None:
+    for kind in sorted({e.kind for e in claim_ents} & _CONFLICT_KINDS):
+        mine = {e.value for e in claim_ents if e.kind == kind}
+        theirs = {e.value for e in anchor_ents if e.kind == kind}
+        if theirs and not mine & theirs:
+            return kind, "/".join(sorted(theirs)), "/".join(sorted(mine))
+    return None
+
+
+def _check_claim(claim: dict[str, Any], entry: dict[str, Any] | None, gate_rules: list[str], t: dict) -> ClaimCheck:
+    cid = str(claim.get("claim_id", ""))
+    text = str(claim.get("claim_text", ""))
+    ev = _gather(entry)
+
+    def done(verification: str, detail: str) -> ClaimCheck:
+        return ClaimCheck(claim_id=cid, verification=verification, detail=detail, evidence_refs=ev.refs)  # type: ignore[arg-type]
+
+    if not ev.anchor and not ev.related:
+        return done("unsupported", t["no_evidence"])
+    claim_ents = _entities(text)
+    conflict = _conflict(claim_ents, _entities("\n".join(ev.anchor)))
+    if conflict:
+        kind, theirs, mine = conflict
+        return done("contradicted", t["conflict"].format(kind=kind, evidence=theirs, claim=mine))
+    neg_claim, aff_claim = _concepts(text)
+    records = [_concepts(line) for line in ev.anchor + ev.related]
+    for concept in sorted(neg_claim):
+        if any(concept in aff for _, aff in records):
+            return done("contradicted", t["negation"].format(concept=concept))
+    for concept in sorted(aff_claim - neg_claim):
+        mentions = [(neg, aff) for neg, aff in records if concept in neg or concept in aff]
+        if mentions and all(concept in neg and concept not in aff for neg, aff in mentions):
+            return done("contradicted", t["negation"].format(concept=concept))
+
+    values = _values(ev.text)
+    missing = [e.value for e in sorted(claim_ents) if not _present(e, values)]
+    missing += sorted(_times(text) - _times(ev.text))
+    if missing:
+        return done("external_unknown", t["external"].format(items=", ".join(missing)))
+    if gate_rules:
+        return done("unsupported", t["gate"].format(rules=", ".join(sorted(set(gate_rules)))))
+    ev_norm = normalize(ev.text)
+    cov = coverage(text, ev_norm)
+    if cov < INFERENCE_COVERAGE and not claim_ents:
+        return done("unsupported", t["low_overlap"].format(cov=cov))
+    norm = normalize(text)
+    if _HEDGE.search(norm):
+        return done("overstated", t["hedge"])
+    evidence_states_cause = bool(_EVIDENCE_CAUSAL.search(ev_norm))
+    if _CAUSAL.search(norm) and not evidence_states_cause:
+        return done("overstated", t["causal"])
+    if claim.get("claim_type") == "root_cause" and not evidence_states_cause:
+        return done("overstated", t["root"])
+    if cov >= DIRECT_COVERAGE and claim.get("support_level") == "direct":
+        return done("direct_observation", t["direct"].format(cov=cov))
+    return done("reasonable_inference", t["inference"].format(cov=cov))
+
+
+# --- hypotheses, digests, retry ---------------------------------------------------------------
+
+
+def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, t: dict) -> HypothesisCheck:
+    text = normalize(str(hyp.get("hypothesis_text", "")))
+    basis = str(hyp.get("basis", "")).strip()
+    needed = [n for n in hyp.get("needed_evidence") or [] if isinstance(n, str) and n.strip()]
+    if _CAUSAL.search(text) and not _HEDGE.search(text):
+        return HypothesisCheck(hypothesis_index=i, verification="overstated_as_fact", detail=t["h_fact"])
+    if not basis or not needed:
+        return HypothesisCheck(hypothesis_index=i, verification="unsupported_hypothesis", detail=t["h_empty"])
+    ev_values = _values(evidence)
+    foreign = [e for e in _entities(basis) if not _present(e, ev_values)]
+    if foreign or coverage(basis, normalize(evidence)) == 0.0:
+        return HypothesisCheck(hypothesis_index=i, verification="unsupported_hypothesis", detail=t["h_basis"])
+    return HypothesisCheck(hypothesis_index=i, verification="reasonable_hypothesis", detail=t["h_ok"])
+
+
+def _check_digest(digest: dict[str, Any], windows: list[dict[str, Any]], t: dict) -> DigestCheck:
+    did = str(digest.get("digest_id", ""))
+
+    def bad(detail: str) -> DigestCheck:
+        return DigestCheck(digest_id=did, verification="unfaithful", detail=detail)
+
+    absent = [w["invocation_id"] for w in windows if not w.get("available")]
+    if absent or not windows:
+        return bad(t["d_missing"].format(ids=absent or digest.get("source_invocation_ids")))
+    for w in windows:
+        if digest.get("tool") and w.get("tool_name") and digest["tool"] != w["tool_name"]:
+            return bad(t["d_tool"].format(tool=digest["tool"], actual=w["tool_name"]))
+    quote = str(digest.get("source_quote", ""))
+    if not quote.strip() or not any(w.get("found") for w in windows):
+        return bad(t["d_quote"])
+    source = "\n".join([quote] + [line for w in windows for line in w.get("anchor", []) + w.get("related", [])])
+    values = _values(source)
+    summary = str(digest.get("summary", ""))
+    foreign = [e.value for e in sorted(_entities(summary)) if not _present(e, values)]
+    foreign += sorted(_times(summary) - _times(source))
+    if foreign:
+        return bad(t["d_entities"].format(items=", ".join(foreign)))
+    if _CAUSAL.search(normalize(summary)) and not _EVIDENCE_CAUSAL.search(normalize(source)):
+        return bad(t["d_causal"])
+    return DigestCheck(digest_id=did, verification="faithful", detail=t["d_ok"])
+
+
+def _gaps_closed(retry: dict[str, Any], claims: list[dict[str, Any]], checks: list[ClaimCheck]) -> bool:
+    """Every gap of the previous round is covered by a claim now judged supported."""
+    good = {c.claim_id for c in checks if c.verification in ("direct_observation", "reasonable_inference")}
+    supported = normalize("\n".join(str(c.get("claim_text", "")) for c in claims if str(c.get("claim_id")) in good))
+    gaps = [g for g in (retry.get("unsupported_claims") or []) + (retry.get("missing_info") or []) if str(g).strip()]
+    return all(coverage(str(g), supported) >= DIRECT_COVERAGE for g in gaps)
+
+
+# --- entry point -------------------------------------------------------------------------------
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def verify(payload: dict) -> VerifierOutput:
+    lang = detect_language(str(payload.get("original_query", "")))
+    t = _T[lang]
+    structured = payload.get("executor_structured_output") or {}
+    status = (payload.get("executor_output_parse_status") or {}).get("status", "missing")
+    gate = payload.get("gatekeeper_result") or {}
+    claims = _dicts(structured.get("claims")) if status == "valid" else []
+
+    failed = set(gate.get("failed_rules") or [])
+    gate_rules: dict[int, list[str]] = {}
+    for err in _dicts(gate.get("errors")):
+        m = _GATE_TARGET.match(str(err.get("target", "")))
+        if m and err.get("rule_id") in failed:
+            gate_rules.setdefault(int(m.group(1)), []).append(str(err["rule_id"]))
+
+    cited = {e.get("claim_index"): e for e in _dicts(payload.get("cited_evidence"))}
+    claim_checks = [_check_claim(c, cited.get(i), gate_rules.get(i, []), t) for i, c in enumerate(claims)]
+
+    evidence_parts = [line for e in cited.values() for b in e.get("bindings", []) for w in b.get("windows", [])
+                      for line in w.get("anchor", []) + w.get("related", [])]
+    evidence_parts += [str(d.get("source_quote", "")) for d in _dicts(payload.get("evidence_digests"))]
+    evidence_parts += [str(s.get("output_summary", "")) for s in _dicts(payload.get("tool_trace_summary"))]
+    evidence = "\n".join(evidence_parts)
+    hypothesis_checks = [
+        _check_hypothesis(i, h, evidence, t) for i, h in enumerate(_dicts(structured.get("hypotheses")))
+    ]
+
+    digest_windows = {d.get("digest_id"): d.get("windows", []) for d in _dicts(payload.get("digest_evidence"))}
+    digest_checks = [
+        _check_digest(d, digest_windows.get(d.get("digest_id"), []), t) for d in _dicts(payload.get("evidence_digests"))
+    ]
+
+    retry = payload.get("retry_context")
+    verdict, _ = matrix_verdict(
+        structured=structured, claim_checks=claim_checks, parse_status=status, gatekeeper_status=gate.get("status", "pass")
+    )
+    counts = {}
+    for c in claim_checks:
+        counts[c.verification] = counts.get(c.verification, 0) + 1
+    parts = [
+        t["rationale"].format(n=len(claims), counts=t["sep"].join(f"{t['labels'][k]} {v}" for k, v in counts.items()))
+        if claims else t["no_claims"]
+    ]
+    if gate.get("status") == "fail":
+        parts.append(t["gate_fail"].format(rules=", ".join(gate.get("failed_rules") or [])))
+    parts.append(t["verdict"].format(verdict=verdict))
+    return VerifierOutput(
+        verdict=verdict,
+        groundedness_score=groundedness(claim_checks, claims),
+        claim_checks=claim_checks,
+        hypothesis_checks=hypothesis_checks,
+        digest_checks=digest_checks,
+        rationale=" ".join(parts) if lang == "en" else "".join(parts),
+        retry_gaps_closed=_gaps_closed(retry, claims, claim_checks) if retry else None,
+    )

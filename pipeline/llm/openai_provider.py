@@ -1,0 +1,358 @@
+"""The `openai` provider: every LLM stage against one OpenAI-compatible endpoint.
+
+OpenAI, Azure, vLLM, Ollama, DeepSeek, Qwen/DashScope: anything that speaks
+`/v1/chat/completions`. The Collector is a tool-calling loop; every other stage is one strict-JSON
+call through the StructuredLlmInvoker. Prompts come from `prompts/<stage>.md`; tool output
+reaches a prompt only through the token budget (`budget.cut_output`, then `fit_messages`), and
+is framed as data, never as instructions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable
+
+import openai
+from pydantic import BaseModel
+
+from pipeline.config import Settings
+from pipeline.contracts import (
+    CollectionSummary,
+    ComposerInput,
+    ComposerOutput,
+    EvidenceDigest,
+    ExecutorOutputV2,
+    PlannerPlan,
+    RetryContext,
+    ToolInvocation,
+    VerifierOutput,
+)
+from pipeline.llm.budget import cut_output, estimate_messages_tokens, focus_terms_for, message_tokens
+from pipeline.llm.invoker import LlmCallError, StructuredLlmInvoker, strip_reasoning
+from pipeline.llm.prompts import Prompt, load_prompt
+from pipeline.llm.provider import StageContext
+from pipeline.tools.registry import ARG_MODELS, DESCRIPTIONS, MODEL_NAMES, model_name, persisted_name, tool_schemas
+
+# A payload field larger than this goes into its own (cuttable) message.
+OWN_MESSAGE_TOKENS = 400
+
+
+class DigestBatch(BaseModel):
+    """The digest stage's reply: `{"digests": [...]}` (seed 003)."""
+
+    digests: list[EvidenceDigest]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _lines(items: list[Any]) -> str:
+    return "\n".join(_json(i) for i in items)
+
+
+def evidence_text(inv: ToolInvocation, budget_tokens: int, focus_terms: list[str]) -> str:
+    """One invocation as a prompt sees it: a header line, then its output within the budget."""
+    header = (
+        f"[tool output, data only] invocation_id={inv.id} tool_name={inv.tool_name} "
+        f"model_tool_name={inv.model_tool_name} status={inv.status} arguments={_json(inv.arguments)}"
+    )
+    if inv.status == "error":
+        return f"{header}\nerror: {inv.error or 'unknown error'}"
+    body, _ = cut_output(inv.output, budget_tokens, focus_terms)
+    return f"{header}\n{body}"
+
+
+def _tool_catalogue() -> str:
+    rows = []
+    for name, model in ARG_MODELS.items():
+        args = ", ".join(model.model_json_schema().get("properties", {}))
+        rows.append(f"- {name} (model name {MODEL_NAMES[name]}): {DESCRIPTIONS[name]} Arguments: {args}")
+    return "\n".join(rows)
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: openai.OpenAI | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.settings = settings
+        opts = settings.openai
+        self.client = client or openai.OpenAI(
+            base_url=opts.base_url, api_key=opts.api_key or "not-needed", timeout=opts.timeout_s, max_retries=0
+        )
+        self.invoker = StructuredLlmInvoker(self.client, settings=settings, provider_name=self.name, sleep=sleep)
+
+    def model_for(self, stage: str) -> str:
+        return self.settings.openai.stage_models.get(stage, self.settings.openai.model)
+
+    def _prompt(self, stage: str) -> Prompt:
+        return load_prompt(stage, self.settings.prompts_dir)
+
+    def _system(self, prompt: Prompt, ctx: StageContext) -> dict[str, Any]:
+        lang = "Chinese (zh)" if ctx.language == "zh" else "English (en)"
+        return {"role": "system", "content": f"{prompt.text}\nQuestion language: {lang}."}
+
+    # --- planner ---------------------------------------------------------------------------
+
+    def plan_messages(self, ctx: StageContext, question: str) -> list[dict[str, Any]]:
+        user = (
+            f"Question: {question}\n"
+            f"Known services: {', '.join(ctx.services) or '(not known)'}\n"
+            f"Now: {ctx.now.isoformat() if ctx.now else '(clock time)'}\n"
+            f"Tools:\n{_tool_catalogue()}"
+        )
+        return [self._system(self._prompt("planner"), ctx), {"role": "user", "content": user}]
+
+    def plan(self, ctx: StageContext, question: str) -> PlannerPlan:
+        prompt = self._prompt("planner")
+        result = self.invoker.invoke(
+            ctx, stage="planner", model=self.model_for("planner"), prompt=prompt,
+            messages=self.plan_messages(ctx, question), schema=PlannerPlan,
+        )
+        plan = result.value
+        assert isinstance(plan, PlannerPlan)
+        calls = [c.model_copy(update={"tool_name": persisted_name(c.tool_name) or c.tool_name}) for c in plan.tool_calls]
+        # The question's language is measured in code; the model's guess does not override it.
+        language = ctx.language if ctx.language in ("zh", "en") else plan.language
+        return plan.model_copy(update={"tool_calls": calls, "language": language})
+
+    # --- collector -------------------------------------------------------------------------
+
+    def collect_messages(
+        self, ctx: StageContext, question: str, plan: PlannerPlan, retry_context: RetryContext | None
+    ) -> list[dict[str, Any]]:
+        parts = [f"Question: {question}", f"Planner plan: {_json(plan.model_dump())}"]
+        if ctx.now:
+            parts.append(f"Now: {ctx.now.isoformat()}")
+        if retry_context is not None:
+            parts.append(
+                f"Round {retry_context.round}: the verifier found gaps. Collect evidence that could close them.\n"
+                f"Unsupported claims: {_json(retry_context.unsupported_claims)}\n"
+                f"Missing info: {_json(retry_context.missing_info)}"
+            )
+        return [self._system(self._prompt("collector"), ctx), {"role": "user", "content": "\n".join(parts)}]
+
+    def collect(
+        self, ctx: StageContext, question: str, plan: PlannerPlan, retry_context: RetryContext | None
+    ) -> CollectionSummary:
+        prompt = self._prompt("collector")
+        model = self.model_for("collector")
+        terms = focus_terms_for(question, plan.services or ctx.services, plan.keywords)
+        tools = tool_schemas()
+        messages = self.collect_messages(ctx, question, plan, retry_context)
+        loop = _ToolLoop(ctx, self.settings.budget.per_tool_tokens, terms)
+        max_steps = self.settings.openai.collector_max_steps
+        summary = ""
+        for step in range(1, max_steps + 1):
+            last = step == max_steps
+            try:
+                comp = self.invoker.complete(
+                    ctx, stage="collector", model=model, prompt=prompt, messages=messages, tools=tools,
+                    tool_choice="none" if last else "auto", focus_terms=terms,
+                )
+            except LlmCallError as exc:
+                if step == 1 and exc.status_code in (400, 422) and "tool" in str(exc).lower():
+                    return loop.run_plan(plan, "the endpoint does not accept tool calling; ran the planner's tool calls")
+                raise
+            if not comp.tool_calls:
+                summary = (comp.content or "").strip()
+                break
+            if last:
+                summary = f"stopped after {max_steps} steps (collector_max_steps)"
+                break
+            messages.append({"role": "assistant", "content": comp.content, "tool_calls": comp.tool_calls})
+            for call in comp.tool_calls:
+                messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": loop.run(call)})
+        if not loop.ids and plan.tool_calls:
+            return loop.run_plan(plan, "the model called no tool; ran the planner's tool calls")
+        return CollectionSummary(
+            collection_summary=summary or f"collected {len(loop.ids)} tool invocation(s)",
+            tool_invocation_ids=loop.ids,
+        )
+
+    # --- evidence digest -------------------------------------------------------------------
+
+    def digest_messages(
+        self, ctx: StageContext, question: str, invocations: list[ToolInvocation]
+    ) -> list[list[dict[str, Any]]]:
+        """One message list per batch: tool outputs are packed so each batch fits the budget."""
+        terms = focus_terms_for(question, ctx.services)
+        head = [
+            self._system(self._prompt("digest"), ctx),
+            {"role": "user", "content": f"Question: {question}\nDigest each tool output below. Cite its invocation_id."},
+        ]
+        room = self.settings.budget.prompt_tokens - estimate_messages_tokens(head)
+        batches: list[list[dict[str, Any]]] = []
+        current: list[dict[str, Any]] = []
+        used = 0
+        for inv in invocations:
+            part = {"role": "user", "content": evidence_text(inv, self.settings.budget.per_tool_tokens, terms)}
+            cost = message_tokens(part)
+            if current and used + cost > room:
+                batches.append(head + current)
+                current, used = [], 0
+            current.append(part)
+            used += cost
+        if current:
+            batches.append(head + current)
+        return batches
+
+    def digest(self, ctx: StageContext, question: str, invocations: list[ToolInvocation]) -> list[EvidenceDigest]:
+        prompt = self._prompt("digest")
+        terms = focus_terms_for(question, ctx.services)
+        digests: list[EvidenceDigest] = []
+        seen: set[str] = set()
+        for messages in self.digest_messages(ctx, question, invocations):
+            result = self.invoker.invoke(
+                ctx, stage="digest", model=self.model_for("digest"), prompt=prompt, messages=messages,
+                schema=DigestBatch, focus_terms=terms,
+            )
+            assert isinstance(result.value, DigestBatch)
+            for d in result.value.digests:
+                digest_id = d.digest_id
+                n = 2
+                while digest_id in seen:  # batches are separate calls; ids must stay unique per session
+                    digest_id, n = f"{d.digest_id}-{n}", n + 1
+                seen.add(digest_id)
+                digests.append(d.model_copy(update={"digest_id": digest_id, "tool": persisted_name(d.tool) or d.tool}))
+        return digests
+
+    # --- diagnosis (Executor V2) -----------------------------------------------------------
+
+    def diagnosis_messages(
+        self, ctx: StageContext, question: str, plan: PlannerPlan, digests: list[EvidenceDigest] | None,
+        invocations: list[ToolInvocation], retry_context: RetryContext | None,
+    ) -> list[dict[str, Any]]:
+        shape = "split" if digests is not None else "single"
+        index = [{"invocation_id": i.id, "tool_name": i.tool_name, "status": i.status} for i in invocations]
+        parts = [
+            f"Shape: {shape}",
+            f"Question: {question}",
+            f"Planner plan: {_json(plan.model_dump())}",
+            f"Tool invocations of this session:\n{_lines(index)}",
+        ]
+        if retry_context is not None:
+            parts.append(f"Retry context (round {retry_context.round}): {_json(retry_context.model_dump())}")
+        messages = [self._system(self._prompt("diagnosis"), ctx), {"role": "user", "content": "\n".join(parts)}]
+        if digests is not None:
+            body = _lines([d.model_dump() for d in digests]) if digests else "(no digests)"
+            messages.append({"role": "user", "content": f"evidence_digests (data only, one per line):\n{body}"})
+        else:
+            terms = focus_terms_for(question, plan.services or ctx.services, plan.keywords)
+            for inv in invocations:
+                messages.append({"role": "user", "content": evidence_text(inv, self.settings.budget.per_tool_tokens, terms)})
+        return messages
+
+    def diagnose(
+        self, ctx: StageContext, question: str, plan: PlannerPlan, digests: list[EvidenceDigest] | None,
+        invocations: list[ToolInvocation], retry_context: RetryContext | None,
+    ) -> str:
+        messages = self.diagnosis_messages(ctx, question, plan, digests, invocations, retry_context)
+        try:
+            result = self.invoker.invoke_json(
+                ctx, stage="diagnosis", model=self.model_for("diagnosis"), prompt=self._prompt("diagnosis"),
+                messages=messages, schema_hint=ExecutorOutputV2,
+                focus_terms=focus_terms_for(question, plan.services or ctx.services, plan.keywords),
+            )
+        except LlmCallError as exc:
+            # The model answered, just never with a JSON object: that answer goes to the parse
+            # stage (missing / malformed -> LOW_CONFID, law 3). No answer at all is a failure.
+            if exc.reason == "output":
+                return strip_reasoning(exc.last_raw)
+            raise
+        return result.raw
+
+    # --- verifier --------------------------------------------------------------------------
+
+    def verify_messages(self, ctx: StageContext, payload: dict[str, Any]) -> list[dict[str, Any]]:
+        small: dict[str, Any] = {}
+        large: list[dict[str, Any]] = []
+        for key, value in payload.items():
+            if key == "executor_structured_output" or message_tokens({"content": _json(value)}) <= OWN_MESSAGE_TOKENS:
+                small[key] = value
+            elif isinstance(value, list):
+                large.append({"role": "user", "content": f"payload.{key} (data only, one item per line):\n{_lines(value)}"})
+            else:
+                large.append({"role": "user", "content": f"payload.{key} (data only):\n{_json(value)}"})
+        head = {"role": "user", "content": f"Verifier payload (data only):\n{_json(small)}"}
+        return [self._system(self._prompt("verifier"), ctx), head, *large]
+
+    def verify(self, ctx: StageContext, payload: dict[str, Any]) -> VerifierOutput:
+        question = str(payload.get("original_query", ""))
+        result = self.invoker.invoke(
+            ctx, stage="verifier", model=self.model_for("verifier"), prompt=self._prompt("verifier"),
+            messages=self.verify_messages(ctx, payload), schema=VerifierOutput,
+            focus_terms=focus_terms_for(question, ctx.services),
+        )
+        assert isinstance(result.value, VerifierOutput)
+        return result.value
+
+    # --- composer --------------------------------------------------------------------------
+
+    def compose_messages(self, ctx: StageContext, composer_input: ComposerInput) -> list[dict[str, Any]]:
+        lang = "Chinese (zh)" if ctx.language == "zh" else "English (en)"
+        user = f"Answer language: {lang}\nComposer input:\n{_json(composer_input.model_dump())}"
+        return [self._system(self._prompt("composer"), ctx), {"role": "user", "content": user}]
+
+    def compose(self, ctx: StageContext, composer_input: ComposerInput) -> str:
+        result = self.invoker.invoke(
+            ctx, stage="composer", model=self.model_for("composer"), prompt=self._prompt("composer"),
+            messages=self.compose_messages(ctx, composer_input), schema=ComposerOutput,
+        )
+        return result.raw
+
+
+class _ToolLoop:
+    """The collector's tool execution: every distinct call once, identical repeats refused."""
+
+    def __init__(self, ctx: StageContext, budget_tokens: int, focus_terms: list[str]):
+        self.ctx = ctx
+        self.budget_tokens = budget_tokens
+        self.focus_terms = focus_terms
+        self.ids: list[int] = []
+        self._done: dict[str, ToolInvocation] = {}
+
+    @staticmethod
+    def _key(tool: str, arguments: dict[str, Any]) -> str:
+        return f"{tool}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)}"
+
+    def run(self, call: dict[str, Any]) -> str:
+        """The tool message content for one model tool call."""
+        fn = call.get("function") or {}
+        name = str(fn.get("name", ""))
+        tool = persisted_name(name)
+        if tool is None:
+            return f"error: unknown tool {name!r}; the tools are {', '.join(MODEL_NAMES.values())}"
+        try:
+            arguments = json.loads(fn.get("arguments") or "{}")
+        except ValueError as exc:
+            return f"error: arguments of {name} are not valid JSON ({exc}); nothing was run"
+        if not isinstance(arguments, dict):
+            return f"error: arguments of {name} must be a JSON object; nothing was run"
+        key = self._key(tool, arguments)
+        if key in self._done:
+            earlier = self._done[key].id
+            return (
+                f"refused: {model_name(tool)} with these exact arguments already ran as invocation_id={earlier}; "
+                "its result is above. Not run again."
+            )
+        inv = self.ctx.run_tool(tool, arguments)
+        self._done[key] = inv
+        self.ids.append(inv.id)
+        return evidence_text(inv, self.budget_tokens, self.focus_terms)
+
+    def run_plan(self, plan: PlannerPlan, why: str) -> CollectionSummary:
+        for planned in plan.tool_calls:
+            tool = persisted_name(planned.tool_name) or planned.tool_name
+            key = self._key(tool, planned.arguments)
+            if key not in self._done:
+                self._done[key] = inv = self.ctx.run_tool(tool, planned.arguments)
+                self.ids.append(inv.id)
+        return CollectionSummary(collection_summary=f"{why} ({len(self.ids)} invocation(s))", tool_invocation_ids=self.ids)

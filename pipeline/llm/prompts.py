@@ -1,0 +1,64 @@
+"""Prompt files: one per LLM stage under `prompts/`, each with a versioned front matter.
+
+```
+---
+version: 3
+stage: composer
+---
+You are the Answer Composer ...
+```
+
+Every LLM call records the file and its version (law 6), so a change of wording is visible in
+the audit trail and in eval comparisons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from pipeline.llm.provider import STAGES
+
+
+@dataclass(frozen=True)
+class Prompt:
+    stage: str
+    file: str  # e.g. "prompts/composer.md", as recorded on llm_call rows
+    version: str
+    text: str
+
+
+class PromptError(ValueError):
+    pass
+
+
+def _parse(path: Path, raw: str) -> tuple[dict[str, object], str]:
+    if not raw.startswith("---\n"):
+        raise PromptError(f"{path}: missing front matter (--- version: N ---)")
+    end = raw.find("\n---\n", 4)
+    if end < 0:
+        raise PromptError(f"{path}: front matter is not closed by a '---' line")
+    meta = yaml.safe_load(raw[4:end]) or {}
+    if not isinstance(meta, dict) or "version" not in meta:
+        raise PromptError(f"{path}: front matter needs a `version:` line")
+    return meta, raw[end + 5 :].strip() + "\n"
+
+
+@lru_cache(maxsize=64)
+def _load(path: Path, mtime_ns: int) -> Prompt:
+    meta, body = _parse(path, path.read_text(encoding="utf-8"))
+    stage = str(meta.get("stage") or path.stem)
+    return Prompt(stage=stage, file=f"{path.parent.name}/{path.name}", version=str(meta["version"]), text=body)
+
+
+def load_prompt(stage: str, prompts_dir: Path) -> Prompt:
+    """The prompt of one stage; re-read when the file changes (the cache key holds its mtime)."""
+    if stage not in STAGES:
+        raise PromptError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+    path = Path(prompts_dir) / f"{stage}.md"
+    if not path.exists():
+        raise PromptError(f"{path}: prompt file missing")
+    return _load(path.resolve(), path.stat().st_mtime_ns)

@@ -1,0 +1,218 @@
+"""The orchestrator: one diagnosis session from question to persisted audit chain (design §2).
+
+The session row is written first and updated after every stage, so a crash leaves a visible
+partial session. Stages run in a fixed order (seed 003 rejects a supervisor for now).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from pipeline.config import Settings
+from pipeline.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation
+from pipeline.evaluate import Evaluation, evaluate
+from pipeline.gatekeeper import RuleSet, load_rules, load_rules_from_text
+from pipeline.incidents import World, route_question, world_by_id
+from pipeline.llm import make_provider
+from pipeline.llm.provider import Provider, StageContext
+from pipeline.store import Store
+from pipeline.text import detect_language, extract_entities
+from pipeline.tools import build_toolbox
+from pipeline.tools.registry import NoData, model_name, persisted_name
+
+OnEvent = Callable[[str, dict[str, Any]], None]
+
+
+class SessionFailed(RuntimeError):
+    def __init__(self, session_id: str, stage: str, message: str):
+        super().__init__(f"session {session_id} failed at {stage}: {message}")
+        self.session_id = session_id
+        self.stage = stage
+
+
+@dataclass
+class SessionResult:
+    session_id: str
+    verdict: str
+    final_answer: str
+    evaluation: Evaluation
+    world: str | None
+
+
+def rules_in_force(settings: Settings, store: Store) -> tuple[RuleSet, int | None]:
+    """The active applied rule version if there is one, else the rules/ directory."""
+    active = store.active_rule_version()
+    if active:
+        return load_rules_from_text(active["index_yaml"], active["metadata_yaml"]), active["id"]
+    return load_rules(settings.rules_dir), None
+
+
+def _uses_bundled(settings: Settings) -> bool:
+    b = settings.backends
+    return "bundled" in (b.query_logs.kind, b.query_metrics.kind, b.lookup_knowledge.kind)
+
+
+def _pick_world(settings: Settings, question: str, world_id: str | None) -> World | None:
+    if not _uses_bundled(settings):
+        return None
+    if world_id:
+        return world_by_id(settings.incidents_dir, world_id)
+    return route_question(settings.incidents_dir, question)
+
+
+class _ToolRunner:
+    """Runs one tool call and stores it; a tool error becomes an error invocation, never an exception."""
+
+    def __init__(self, store: Store, session_id: str, toolbox: Any, settings: Settings, on_event: OnEvent):
+        self.store, self.session_id, self.toolbox = store, session_id, toolbox
+        self.max_bytes = settings.budget.max_stored_output_bytes
+        self.on_event = on_event
+        self.round = 1
+
+    def __call__(self, tool_name: str, arguments: dict[str, Any]) -> ToolInvocation:
+        persisted = persisted_name(tool_name)
+        started = time.perf_counter()
+        status, output, error = "ok", "", None
+        try:
+            if persisted is None:
+                raise ValueError(f"unknown tool {tool_name!r}")
+            output = json.dumps(self.toolbox.call(persisted, arguments), ensure_ascii=False, default=str)
+        except NoData as exc:
+            status, output = "no_data", json.dumps({"no_data": str(exc)}, ensure_ascii=False)
+        except Exception as exc:  # noqa: BLE001 - any backend failure is evidence of a gap, not a crash
+            status, error = "error", f"{type(exc).__name__}: {exc}"
+        cut = 0
+        encoded = output.encode("utf-8")
+        if len(encoded) > self.max_bytes:
+            cut = len(encoded) - self.max_bytes
+            output = encoded[: self.max_bytes].decode("utf-8", errors="ignore")
+        inv = self.store.add_invocation(
+            session_id=self.session_id, round=self.round, tool_name=persisted or tool_name,
+            model_tool_name=model_name(persisted) if persisted else tool_name, arguments=arguments,
+            status=status, output=output, error=error, latency_ms=(time.perf_counter() - started) * 1000,
+            stored_cut_bytes=cut,
+        )
+        self.on_event("tool", {"id": inv.id, "tool": inv.model_tool_name, "arguments": arguments,
+                               "status": inv.status, "latency_ms": round(inv.latency_ms, 1), "error": error})
+        return inv
+
+
+def _retry_context(ev: Evaluation, next_round: int) -> RetryContext:
+    claims = {c.get("claim_id"): c.get("claim_text", "") for c in (ev.structured or {}).get("claims", [])
+              if isinstance(c, dict)}
+    weak = [claims.get(c.claim_id, c.claim_id) for c in ev.verifier_output.claim_checks
+            if c.verification in ("unsupported", "external_unknown", "overstated")]
+    return RetryContext(round=next_round, unsupported_claims=weak, missing_info=list(ev.composer_input.missing_info))
+
+
+def run_session(
+    question: str,
+    *,
+    settings: Settings,
+    store: Store,
+    provider: Provider | None = None,
+    world_id: str | None = None,
+    on_event: OnEvent | None = None,
+) -> SessionResult:
+    question = question.strip()
+    if not question:
+        raise ValueError("the question is empty: ask about a symptom, e.g. “payment API times out since 10:00”")
+    emit: OnEvent = on_event or (lambda stage, data: None)
+    provider = provider or make_provider(settings)
+    world = _pick_world(settings, question, world_id)
+    rules, _ = rules_in_force(settings, store)
+    split = settings.digest.enabled
+    sid = store.create_session(question=question, world=world.id if world else None, shape=settings.shape,
+                               provider=provider.name, model=provider.model_for("diagnosis"))
+    emit("session", {"session_id": sid, "world": world.id if world else None, "provider": provider.name,
+                     "shape": settings.shape})
+    timings: dict[str, float] = {}
+    tokens = {"prompt": 0, "completion": 0}
+
+    def record(rec: LlmCallRecord) -> None:
+        tokens["prompt"] += rec.prompt_tokens
+        tokens["completion"] += rec.completion_tokens
+        store.add_llm_call(sid, rec)
+
+    runner = _ToolRunner(store, sid, build_toolbox(settings, world.path if world else None), settings, emit)
+    # Bundled worlds are recordings: "last 30 minutes" is relative to the recording's end.
+    now = datetime.fromisoformat(world.end.replace("Z", "+00:00")) if world and world.end else datetime.now(timezone.utc)
+    ctx = StageContext(settings=settings, session_id=sid, language=detect_language(question), record=record,
+                       run_tool=runner, services=list(world.services) if world else [], now=now)
+    stage = "planner"
+
+    def enter(name: str) -> float:
+        nonlocal stage
+        stage = name
+        store.update_session(sid, stage=name)
+        return time.perf_counter()
+
+    def leave(name: str, started: float, data: dict[str, Any], **columns: Any) -> None:
+        timings[f"{name}_r{ctx.round}"] = round((time.perf_counter() - started) * 1000, 2)
+        store.update_session(sid, timings_ms=dict(timings), **columns)
+        emit(name, data)
+
+    try:
+        t = enter("planner")
+        plan = provider.plan(ctx, question)
+        leave("planner", t, {"plan": plan.model_dump()}, planner_plan=plan.model_dump())
+
+        digests: list[EvidenceDigest] = []
+        earlier: list[dict[str, Any]] = []
+        retry: RetryContext | None = None
+        for rnd in range(1, settings.retry.max_rounds + 1):
+            ctx.round = runner.round = rnd
+            t = enter("collector")
+            summary = provider.collect(ctx, question, plan, retry)
+            leave("collector", t, {"summary": summary.model_dump()})
+
+            invocations = store.invocations(sid)
+            if split:
+                t = enter("digest")
+                digests = digests + provider.digest(ctx, question, [i for i in invocations if i.round == rnd])
+                leave("digest", t, {"digests": [d.model_dump() for d in digests]},
+                      evidence_digests=[d.model_dump() for d in digests])
+
+            t = enter("diagnosis")
+            raw = provider.diagnose(ctx, question, plan, digests if split else None, invocations, retry)
+            leave("diagnosis", t, {"chars": len(raw)}, executor_raw_output=raw)
+
+            t = enter("verification")
+            ev = evaluate(ctx=ctx, provider=provider, settings=settings, rules=rules, question=question,
+                          raw_output=raw, invocations=invocations, lookup_invocation=store.invocation,
+                          digests=digests if split else None, retry_context=retry)
+            leave("verification", t, {"gatekeeper_result": ev.gatekeeper_result.model_dump(),
+                                       "verdict": ev.verdict, "parse_status": ev.parse_status.status})
+            if ev.verdict == "LOW_CONFID" and rnd < settings.retry.max_rounds:
+                earlier.append(ev.verifier_evaluation.model_dump(mode="json"))
+                retry = _retry_context(ev, rnd + 1)
+                emit("retry", {"retry_context": retry.model_dump()})
+                continue
+            break
+    except Exception as exc:
+        store.update_session(sid, status="failed", error=f"{type(exc).__name__}: {exc}", timings_ms=timings,
+                             prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"])
+        emit("failed", {"stage": stage, "error": str(exc)})
+        raise SessionFailed(sid, stage, str(exc)) from exc
+
+    services = sorted({e.value for e in extract_entities(question + " " + " ".join(
+        c.claim_text for c in ev.composer_input.allowed_claims)) if e.kind == "service"} | set(plan.services))
+    self_evaluation = {"verifier_evaluation": ev.verifier_evaluation.model_dump(mode="json"), "rounds": earlier}
+    o = settings.openai
+    cost = (tokens["prompt"] * o.price_prompt_per_m + tokens["completion"] * o.price_completion_per_m) / 1e6
+    store.update_session(
+        sid, status="completed", stage="done", verdict=ev.verdict, gatekeeper_status=ev.gatekeeper_result.status,
+        failed_rules=ev.gatekeeper_result.failed_rules, groundedness=ev.verifier_output.groundedness_score,
+        final_answer=ev.final_answer, rounds=ctx.round, services=",".join(services),
+        verifier_output=ev.verifier_output.model_dump(mode="json"),
+        composer_output=ev.composer_output.model_dump(mode="json"), self_evaluation=self_evaluation,
+        gatekeeper_features=ev.features, prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
+        cost_usd=cost,
+    )
+    emit("done", {"verdict": ev.verdict, "final_answer": ev.final_answer})
+    return SessionResult(session_id=sid, verdict=ev.verdict, final_answer=ev.final_answer, evaluation=ev,
+                         world=world.id if world else None)

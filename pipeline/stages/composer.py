@@ -1,0 +1,322 @@
+"""Composer input filter, composer call and composer guard (seed 000 §19).
+
+The filter decides, in code, what the composer may say (§19.2.1); the guard checks, in code,
+that it said nothing else: no number, duration, percentage, error code, service or id that the
+composer input lacks, and no root-cause statement the verdict does not allow. Any doubt ends in
+the fixed template for the verdict (law 1: never Executor text).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+from pipeline.contracts import (
+    ComposerAction,
+    ComposerClaim,
+    ComposerGuardResult,
+    ComposerGuardViolation,
+    ComposerHypothesis,
+    ComposerInput,
+    ComposerOutput,
+    FilteredItem,
+    ParseStatus,
+    Verdict,
+    VerifierOutput,
+)
+from pipeline.llm.provider import StageContext, StageFailure
+from pipeline.stages import templates
+from pipeline.text import detect_language, entity_values, extract_entities, keywords, normalize
+
+# --- the input filter (§19.2.1) ---------------------------------------------------------------
+
+_GAP = {
+    "zh": {
+        "unsupported": "尚无证据确认：{text}",
+        "external_unknown": "有一条断言引用了已获取证据中不存在的内容（已隐去），需补充证据后再判断。",
+        "overstated": "部分断言超出了已获取证据所能支持的范围，需补充证据。",
+    },
+    "en": {
+        "unsupported": "Not confirmed by the evidence gathered: {text}",
+        "external_unknown": "A claim referred to something absent from the evidence gathered (withheld); "
+        "more evidence is needed before relying on it.",
+        "overstated": "Some statements went beyond what the evidence gathered supports; more evidence is needed.",
+    },
+}
+
+# REJECT keeps only evidence-gathering / manual-review actions (§19.2.1).
+_GATHER_WORDS = (
+    "补充", "查询", "检查", "核查", "核实", "核对", "确认", "复核", "收集", "排查", "查看", "获取", "抓取", "对比",
+    "比对", "人工", "分析", "定位", "采集", "query", "check", "collect", "gather", "verify", "review", "inspect",
+    "look", "investigate", "confirm", "compare", "capture", "take a", "examine", "analy", "search", "fetch",
+)
+_REMEDY_WORDS = (
+    "重启", "扩容", "缩容", "回滚", "修改", "调大", "调小", "调整", "关闭", "删除", "升级", "降级", "修复", "清理",
+    "下线", "切换", "禁用", "变更", "限流", "熔断", "部署", "restart", "scale", "roll back", "rollback", "increase",
+    "decrease", "raise", "lower", "change", "modify", "disable", "delete", "upgrade", "downgrade", "fix", "kill",
+    "deploy", "flush", "purge", "switch", "tune",
+)
+
+
+def is_evidence_gathering(action_text: str) -> bool:
+    norm = normalize(action_text)
+    return any(w in norm for w in _GATHER_WORDS) and not any(w in norm for w in _REMEDY_WORDS)
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def assemble_input(
+    *, question: str, verdict: Verdict, structured: dict | None, verifier_output: VerifierOutput
+) -> tuple[ComposerInput, list[FilteredItem]]:
+    """Filter the diagnosis into what the composer may use; record everything kept away.
+
+    Beyond the §19.2.1 table: a root_cause claim is stated as confirmed only when it is a
+    direct observation under PASS; an inferred one becomes a hypothesis, and under REJECT only
+    directly observed, non-root-cause facts remain.
+    """
+    lang = detect_language(question)
+    gap = _GAP[lang]
+    structured = structured or {}
+    checks = {c.claim_id: c for c in verifier_output.claim_checks}
+    allowed_claims: list[ComposerClaim] = []
+    hypotheses: list[ComposerHypothesis] = []
+    missing: list[str] = []
+    filtered: list[FilteredItem] = []
+
+    def keep_away(source: str, text: str, reason: str, moved_to: str = "dropped") -> None:
+        filtered.append(FilteredItem(source=source, text=text, reason=reason, moved_to=moved_to))  # type: ignore[arg-type]
+
+    for i, claim in enumerate(_dicts(structured.get("claims"))):
+        cid, ctype = str(claim.get("claim_id", "")), str(claim.get("claim_type", ""))
+        text = str(claim.get("claim_text", ""))
+        source = f"claims[{i}]"
+        check = checks.get(cid)
+        verification = check.verification if check else "unsupported"
+        why = f"{verification}" + ("" if check else " (no claim check)")
+        if verification in ("direct_observation", "reasonable_inference"):
+            if verdict == "REJECT" and (verification != "direct_observation" or ctype == "root_cause"):
+                keep_away(source, text, f"{why}: under REJECT only directly observed, non-root-cause facts are stated")
+            elif ctype == "root_cause" and (verdict != "PASS" or verification != "direct_observation"):
+                hypotheses.append(ComposerHypothesis(hypothesis_text=text))
+                keep_away(source, text, f"{why}: a root cause is confirmed only by a direct observation under PASS",
+                          "allowed_hypotheses")
+            else:
+                allowed_claims.append(ComposerClaim(claim_id=cid, claim_type=ctype, claim_text=text))
+        elif verification == "overstated":
+            if verdict == "REJECT":
+                missing.append(gap["overstated"])
+                keep_away(source, text, f"{why}: no hypotheses under REJECT", "missing_info")
+            else:
+                hypotheses.append(ComposerHypothesis(hypothesis_text=text))
+                keep_away(source, text, f"{why}: downgraded to a hypothesis", "allowed_hypotheses")
+        elif verification == "unsupported":
+            missing.append(gap["unsupported"].format(text=text))
+            keep_away(source, text, f"{why}: stated only as an evidence gap", "missing_info")
+        elif verification == "external_unknown":
+            missing.append(gap["external_unknown"])
+            keep_away(source, text, f"{why}: its entity is not in the evidence; the gap is stated generically",
+                      "missing_info")
+        else:
+            keep_away(source, text, f"{why}: contradicted by the evidence")
+
+    hyp_checks = {h.hypothesis_index: h for h in verifier_output.hypothesis_checks}
+    for i, hyp in enumerate(_dicts(structured.get("hypotheses"))):
+        text = str(hyp.get("hypothesis_text", ""))
+        needed = [str(n) for n in hyp.get("needed_evidence") or [] if isinstance(n, str)]
+        hcheck = hyp_checks.get(i)
+        if hcheck is not None and hcheck.verification != "reasonable_hypothesis":
+            keep_away(f"hypotheses[{i}]", text, hcheck.verification)
+        else:
+            hypotheses.append(ComposerHypothesis(hypothesis_text=text, needed_evidence=needed))
+    if verdict == "REJECT":
+        for h in hypotheses:
+            keep_away("hypotheses", h.hypothesis_text, "REJECT: no hypotheses reach the composer")
+        hypotheses = []
+
+    for item in structured.get("missing_info") or []:
+        if isinstance(item, str) and item.strip():
+            missing.append(item)
+
+    actions: list[ComposerAction] = []
+    for i, action in enumerate(_dicts(structured.get("recommended_actions"))):
+        text, reason = str(action.get("action_text", "")), str(action.get("reason", ""))
+        if verdict == "REJECT" and not is_evidence_gathering(text):
+            keep_away(f"recommended_actions[{i}]", text, "REJECT: only evidence-gathering or manual-review actions")
+            continue
+        actions.append(ComposerAction(action_text=text, reason=reason))
+    if verdict == "REJECT" and not actions:
+        actions = templates.fixed_actions(lang)
+
+    composer_input = ComposerInput(
+        original_query=question,
+        verdict=verdict,
+        allowed_claims=allowed_claims,
+        allowed_hypotheses=hypotheses,
+        missing_info=list(dict.fromkeys(missing)),
+        recommended_actions=actions,
+        rationale=verifier_output.rationale,
+    )
+    return composer_input, filtered
+
+
+# --- the guard ---------------------------------------------------------------------------------
+
+_KIND = {
+    "percentage": "percentage",
+    "service": "service",
+    "error_code": "error_code",
+    "http_status": "error_code",
+    "identifier": "identifier",
+    "number": "number",
+}
+_LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.、)）]|[-*•])\s*", re.MULTILINE)
+_SENTENCE = re.compile(r"[。！？!?；;\n]|(?<=[a-z0-9)\]])\.\s")
+_ROOT_WORDS = ("根因", "根本原因", "root cause", "root-cause")
+_CAUSAL_WORDS = (
+    "导致", "造成", "引起", "引发", "归因", "原因是", "由于", "因为", "caused by", "because", "due to", "led to",
+    "leads to", "lead to", "resulted in", "result of", "responsible for", "the cause",
+)
+# A sentence with one of these says a cause is NOT established: a gap, not a conclusion.
+_GAP_WORDS = (
+    "无法", "尚无", "尚未", "未能", "不能", "未确认", "未证实", "没有", "缺少", "不确定", "待确认", "不得", "cannot", "can't",
+    "could not", "not yet", "unconfirmed", "not confirmed", "no reliable", "unknown", "missing", "insufficient",
+    "not been", "no root cause", "unverified", "not established",
+)
+_HEDGE_WORDS = (
+    "可能", "也许", "或许", "疑似", "推测", "猜测", "possibly", "possible", "may ", "might", "could", "likely",
+    "perhaps", "suspected", "hypothes",
+)
+
+
+def _violation_kind(kind: str, value: str) -> str:
+    if kind == "quantity":  # durations are normalised to seconds ("5.3s"); other units stay numbers
+        return "duration" if re.fullmatch(r"[\d.]+s", value) else "number"
+    return _KIND.get(kind, "number")
+
+
+def _input_text(ci: ComposerInput) -> str:
+    parts = [ci.original_query, ci.rationale, *ci.missing_info]
+    parts += [c.claim_text for c in ci.allowed_claims]
+    for h in ci.allowed_hypotheses:
+        parts += [h.hypothesis_text, *h.needed_evidence]
+    for a in ci.recommended_actions:
+        parts += [a.action_text, a.reason]
+    return "\n".join(parts)
+
+
+def _fields(out: ComposerOutput) -> list[tuple[str, str]]:
+    fields = [("answer_summary", out.answer_summary), ("user_facing_answer", out.user_facing_answer)]
+    for i, a in enumerate(out.recommended_actions):
+        fields += [(f"recommended_actions[{i}].action_text", a.action_text),
+                   (f"recommended_actions[{i}].reason", a.reason)]
+    return fields
+
+
+def _overlaps(sentence: str, texts: Iterable[str]) -> bool:
+    words = keywords(sentence)
+    return any(len(words & keywords(t)) >= 2 or normalize(t) in normalize(sentence) for t in texts if t)
+
+
+def _cause_violation(sentence: str, ci: ComposerInput) -> bool:
+    norm = normalize(sentence)
+    root = any(w in norm for w in _ROOT_WORDS)
+    causal = root or any(w in norm for w in _CAUSAL_WORDS)
+    if not causal or any(w in norm for w in _GAP_WORDS):
+        return False
+    claims = [c.claim_text for c in ci.allowed_claims]
+    hyps = [h.hypothesis_text for h in ci.allowed_hypotheses]
+    if any(w in norm for w in _HEDGE_WORDS):
+        # a possible cause: never under REJECT, and only one the input already names
+        return ci.verdict == "REJECT" or not _overlaps(sentence, claims + hyps)
+    if root:
+        roots = [c.claim_text for c in ci.allowed_claims if c.claim_type == "root_cause"]
+        return ci.verdict != "PASS" or not _overlaps(sentence, roots)
+    # an asserted causal link must be an allowed claim restated, not a new one
+    return ci.verdict == "REJECT" or not any(normalize(c).rstrip("。.；;!！") in norm for c in claims)
+
+
+def check_output(
+    output: ComposerOutput, composer_input: ComposerInput, services: Iterable[str] = ()
+) -> list[ComposerGuardViolation]:
+    """Everything in the composer's answer that its input does not license."""
+    source = _input_text(composer_input)
+    allowed = entity_values(source)
+    source_norm = normalize(source)
+    violations: list[ComposerGuardViolation] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(kind: str, token: str, field: str) -> None:
+        if (kind, token) not in seen:
+            seen.add((kind, token))
+            violations.append(ComposerGuardViolation(kind=kind, token=token, field=field))
+
+    for field, text in _fields(output):
+        body = _LIST_MARKER.sub("", text)
+        for ent in sorted(extract_entities(body)):
+            if ent.value not in allowed:
+                add(_violation_kind(ent.kind, ent.value), ent.value, field)
+        norm = normalize(body)
+        for svc in services:
+            s = normalize(svc)
+            if s and s in norm and s not in source_norm:
+                add("service", s, field)
+        for sentence in _SENTENCE.split(body):
+            if sentence.strip() and _cause_violation(sentence, composer_input):
+                add("root_cause", sentence.strip()[:120], field)
+    return violations
+
+
+# --- the stage ---------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+
+
+def parse_composer_output(raw: str) -> ComposerOutput:
+    """Strict JSON (one object, optionally inside a code fence) -> ComposerOutput; raises ValueError."""
+    m = _FENCE.match(raw)
+    data = json.loads(m.group(1) if m else raw)
+    if not isinstance(data, dict):
+        raise ValueError("composer output is not a JSON object")
+    return ComposerOutput.model_validate(data)
+
+
+def run_composer(
+    ctx: StageContext,
+    provider: Any,
+    composer_input: ComposerInput,
+    *,
+    enabled: bool,
+    parse_status: ParseStatus,
+) -> tuple[ComposerOutput, ComposerGuardResult, str]:
+    """(composer output actually used, guard result, final answer text)."""
+    language = ctx.language if ctx.language in ("zh", "en") else detect_language(composer_input.original_query)
+
+    def template(guard: ComposerGuardResult) -> tuple[ComposerOutput, ComposerGuardResult, str]:
+        out = templates.render(composer_input, language)
+        return out, guard.model_copy(update={"used_template": True}), out.user_facing_answer
+
+    if not enabled or parse_status.status != "valid":
+        why = "composer disabled" if not enabled else f"executor output {parse_status.status}"
+        return template(ComposerGuardResult(status="skipped", detail=f"{why}: fixed template"))
+    try:
+        raw = provider.compose(ctx, composer_input)
+        output = parse_composer_output(raw if isinstance(raw, str) else json.dumps(raw))
+    except StageFailure as exc:
+        return template(ComposerGuardResult(
+            status="fail", violations=[ComposerGuardViolation(kind="malformed", token="provider failure")],
+            detail=str(exc)[:300]))
+    except (ValueError, ValidationError, TypeError) as exc:
+        return template(ComposerGuardResult(
+            status="fail", violations=[ComposerGuardViolation(kind="malformed", token=type(exc).__name__)],
+            detail=f"composer output is not the strict JSON contract: {str(exc)[:300]}"))
+    violations = check_output(output, composer_input, ctx.services)
+    if violations:
+        return template(ComposerGuardResult(
+            status="fail", violations=violations,
+            detail=f"{len(violations)} statement(s) not licensed by the composer input"))
+    return output, ComposerGuardResult(status="pass"), output.user_facing_answer

@@ -1,0 +1,39 @@
+"""Parse-only boundary (seed 000 §10.4, §13.1.1): raw executor text -> parse status + JSON object.
+
+Schema validity is not judged here; that is the gatekeeper's `schema.executor_v2`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pipeline.contracts import ParseStatus
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+
+
+def strip_wrappers(raw: str) -> str:
+    """Remove reasoning blocks and one surrounding code fence, which models add around JSON."""
+    text = _THINK.sub("", raw).strip()
+    m = _FENCE.match(text)
+    return m.group(1).strip() if m else text
+
+
+def parse_executor_output(raw: str | None) -> tuple[ParseStatus, dict[str, Any] | None]:
+    text = strip_wrappers(raw or "")
+    if not text:
+        return ParseStatus(status="missing", detail="executor returned no output"), None
+    if text[0] not in "{[":
+        return ParseStatus(status="missing", detail="executor output is not JSON"), None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return ParseStatus(status="malformed", detail=f"JSON parse error: {exc.msg} at line {exc.lineno} "
+                                                       f"column {exc.colno}"), None
+    if not isinstance(data, dict):
+        return ParseStatus(status="malformed", detail=f"executor output is a JSON {type(data).__name__}, "
+                                                       "not an object"), None
+    return ParseStatus(status="valid", detail="parsed executor evidence contract"), data

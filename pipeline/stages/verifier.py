@@ -1,0 +1,451 @@
+"""Verifier V2 stage (seed 000 §14-16): the payload, the call, and the scores derived from it.
+
+The verifier judges claims against the tool outputs they cite, but a tool output can be 10 MB.
+So the payload carries, per evidence binding, bounded *windows* of the cited output: the records
+where the excerpt (or the digest's source_quote) was found, plus the records that mention the
+claim's own entities. An LLM verifier and the offline one read the same windows.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from rapidfuzz import fuzz, process
+
+from pipeline.contracts import (
+    Claim,
+    ClaimCheck,
+    EvidenceDigest,
+    FactChecked,
+    GatekeeperResult,
+    ParseStatus,
+    RetryContext,
+    ToolInvocation,
+    ToolTraceSummaryItem,
+    VerifierOutput,
+)
+from pipeline.llm.provider import StageContext, StageFailure
+from pipeline.text import extract_entities, keywords, normalize
+
+# claim_type values whose facts are critical (seed 000 §16.1.1).
+CRITICAL_TYPES = frozenset({"root_cause", "symptom", "impact", "risk"})
+
+FACT_VERIFICATION = {
+    "direct_observation": "direct_evidence",
+    "reasonable_inference": "indirect_support",
+    "overstated": "indirect_support",
+    "unsupported": "no_evidence",
+    "external_unknown": "no_evidence",
+    "contradicted": "contradicted",
+}
+
+# Groundedness weight of each verification; see `groundedness`.
+SUPPORT_WEIGHT = {
+    "direct_observation": 1.0,
+    "reasonable_inference": 0.7,
+    "overstated": 0.3,
+    "unsupported": 0.0,
+    "external_unknown": 0.0,
+    "contradicted": 0.0,
+}
+
+# Window bounds: enough context for a judgement, never the whole output.
+LINE_CHARS = 400
+ANCHOR_LINES = 2
+RELATED_LINES = 3
+SUMMARY_CHARS = 1200
+_FUZZY_CUTOFF = 60.0
+
+
+# --- locating cited text in a tool output ---------------------------------------------------
+
+
+def _records(tool_name: str, output: str) -> list[str]:
+    """The evidence records of one output, one line each (seed 003 §2 shapes)."""
+    try:
+        data = json.loads(output)
+    except (ValueError, TypeError):
+        return [line for line in output.splitlines() if line.strip()]
+    if not isinstance(data, dict):
+        return [json.dumps(data, ensure_ascii=False)]
+    lines: list[str] = []
+    for log in data.get("logs") or []:
+        if isinstance(log, dict):
+            head = " ".join(str(log.get(k, "")) for k in ("timestamp", "service", "level") if log.get(k))
+            lines.append(f"{head} {log.get('message', '')}".strip())
+    for alert in data.get("alerts") or []:
+        if isinstance(alert, dict):
+            head = " ".join(str(alert.get(k, "")) for k in ("alertname", "service", "status") if alert.get(k))
+            lines.append(f"[{head}] {alert.get('description', '')}".strip())
+    for block in data.get("evidenceBlocks") or []:
+        if isinstance(block, dict):
+            lines.append(f"{block.get('title', '')}: {block.get('content', '')}".strip())
+    pack = data.get("contextPack")
+    if isinstance(pack, dict) and pack.get("packedText"):
+        lines.extend(s for s in str(pack["packedText"]).splitlines() if s.strip())
+    for key in ("results", "series", "data"):  # PromQL results behind query_metrics
+        if key in data and not isinstance(data[key], (str, int, float)):
+            lines.append(json.dumps(data[key], ensure_ascii=False)[:4000])
+    if not lines:
+        lines = [json.dumps(data, ensure_ascii=False)]
+    return lines
+
+
+@dataclass
+class _Indexed:
+    """One invocation's records, normalised once per payload build."""
+
+    lines: list[str]
+    norm_lines: list[str] = field(default_factory=list)
+    joined: str = ""
+    starts: list[int] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, inv: ToolInvocation) -> "_Indexed":
+        lines = _records(inv.tool_name, inv.output)
+        norm_lines = [normalize(line) for line in lines]
+        starts, pos = [], 0
+        for n in norm_lines:
+            starts.append(pos)
+            pos += len(n) + 1
+        return cls(lines=lines, norm_lines=norm_lines, joined="\n".join(norm_lines), starts=starts)
+
+    def occurrences(self, needle: str, limit: int = 200) -> list[int]:
+        """Line indexes whose normalised text contains `needle` (already normalised)."""
+        found: list[int] = []
+        if not needle:
+            return found
+        pos = self.joined.find(needle)
+        while pos != -1 and len(found) < limit:
+            idx = bisect_right(self.starts, pos) - 1
+            if not found or found[-1] != idx:
+                found.append(idx)
+            pos = self.joined.find(needle, self.starts[idx] + len(self.norm_lines[idx]) + 1)
+        return found
+
+    def fuzzy(self, needle: str, limit: int) -> list[int]:
+        hits = process.extract(
+            needle, self.norm_lines, scorer=fuzz.partial_ratio, limit=limit, score_cutoff=_FUZZY_CUTOFF
+        )
+        return [idx for _, _, idx in hits]
+
+
+def _clip(line: str, needle: str) -> str:
+    """At most LINE_CHARS of a line, centred on where `needle` sits in it."""
+    if len(line) <= LINE_CHARS:
+        return line
+    at = normalize(line).find(needle) if needle else -1
+    start = max(0, min(at - LINE_CHARS // 3, len(line) - LINE_CHARS)) if at >= 0 else 0
+    text = line[start : start + LINE_CHARS]
+    return ("…" if start else "") + text + ("…" if start + LINE_CHARS < len(line) else "")
+
+
+def _claim_needles(claim_text: str) -> list[str]:
+    """Literal strings to look for when gathering records that mention the claim's entities."""
+    needles = []
+    for ent in extract_entities(claim_text):
+        if ent.kind == "number":
+            continue  # a bare number matches timestamps everywhere; it is checked, not searched
+        needles.append(ent.value.rstrip("s") if ent.kind == "quantity" else ent.value)
+    return needles
+
+
+def _rank(idx: _Indexed, candidates: list[int], claim_text: str) -> list[int]:
+    """Prefer the occurrences that also share the claim's words: the claim's own record."""
+    words = keywords(claim_text) if claim_text else frozenset()
+    if not words or len(candidates) <= 1:
+        return candidates
+    return sorted(candidates, key=lambda i: -sum(1 for w in words if w in idx.norm_lines[i]))
+
+
+def _window(
+    idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str
+) -> dict[str, Any]:
+    needle = normalize(cited)
+    exact = idx.occurrences(needle)
+    anchors = _rank(idx, exact, claim_text)[:ANCHOR_LINES] if exact else idx.fuzzy(needle, ANCHOR_LINES)
+    related: list[int] = []
+    for lit in _claim_needles(claim_text):
+        for i in idx.occurrences(lit, limit=50):
+            if i in anchors or i in related:
+                continue
+            if set(extract_entities(idx.lines[i])) & set(extract_entities(claim_text)):
+                related.append(i)
+                break
+        if len(related) >= RELATED_LINES:
+            break
+    return {
+        "invocation_id": inv.id,
+        "tool_name": inv.tool_name,
+        "status": inv.status,
+        "available": True,
+        "found": bool(exact),
+        "anchor": [_clip(idx.lines[i], needle) for i in anchors],
+        "related": [_clip(idx.lines[i], "") for i in related],
+        "record_count": len(idx.lines),
+    }
+
+
+def _as_ids(value: Any) -> list[int]:
+    if not isinstance(value, list):
+        return []
+    ids = []
+    for v in value:
+        try:
+            ids.append(int(v))
+        except (TypeError, ValueError):
+            continue
+    return ids
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def build_payload(
+    *,
+    question: str,
+    raw_output: str,
+    parse_status: ParseStatus,
+    structured: dict | None,
+    invocations: list[ToolInvocation],
+    digests: list[EvidenceDigest] | None,
+    gatekeeper_result: GatekeeperResult,
+    retry_context: RetryContext | None,
+    features: dict | None = None,
+) -> dict:
+    """The seed 000 §14 payload plus `evidence_digests` (split shape), `cited_evidence` and
+    `digest_evidence` (bounded windows of the cited outputs).
+
+    `features` are the gatekeeper's threshold-free measurements keyed by binding path
+    ("claims[0].evidence_bindings[1]"); a compact view of each (similarity per source, entity
+    misses, a better match in another invocation) rides on its binding, so the verifier sees
+    what the gatekeeper measured.
+    """
+    by_id = {inv.id: inv for inv in invocations}
+    digest_by_id = {d.digest_id: d for d in digests or []}
+    indexed: dict[int, _Indexed] = {}
+
+    def index(inv_id: int) -> _Indexed | None:
+        if inv_id not in by_id:
+            return None
+        if inv_id not in indexed:
+            indexed[inv_id] = _Indexed.build(by_id[inv_id])
+        return indexed[inv_id]
+
+    cited_lines: dict[int, list[str]] = {}
+    cited_evidence: list[dict[str, Any]] = []
+    claims = _dicts((structured or {}).get("claims")) if parse_status.status == "valid" else []
+    for ci, claim in enumerate(claims):
+        claim_text = str(claim.get("claim_text", ""))
+        bindings_out = []
+        for bi, binding in enumerate(_dicts(claim.get("evidence_bindings"))):
+            excerpt = str(binding.get("evidence_excerpt", ""))
+            digest = digest_by_id.get(str(binding.get("digest_id"))) if binding.get("digest_id") else None
+            windows = []
+            for inv_id in _as_ids(binding.get("source_invocation_ids")):
+                idx = index(inv_id)
+                if idx is None:
+                    windows.append({"invocation_id": inv_id, "available": False})
+                    continue
+                win = _window(idx, by_id[inv_id], excerpt, claim_text)
+                if not win["found"] and digest is not None and digest.source_quote:
+                    win = _window(idx, by_id[inv_id], digest.source_quote, claim_text)
+                cited_lines.setdefault(inv_id, []).extend(win["anchor"])
+                windows.append(win)
+            entry: dict[str, Any] = {
+                "binding_index": bi,
+                "tool_name": binding.get("tool_name"),
+                "source_invocation_ids": _as_ids(binding.get("source_invocation_ids")),
+                "digest_id": binding.get("digest_id"),
+                "evidence_excerpt": excerpt,
+                "digest": (
+                    {"summary": digest.summary, "source_quote": digest.source_quote} if digest else None
+                ),
+                "windows": windows,
+            }
+            path = f"claims[{ci}].evidence_bindings[{bi}]"
+            if features and isinstance(features.get(path), dict):
+                entry["gatekeeper_features"] = _compact_features(features[path])
+            bindings_out.append(entry)
+        cited_evidence.append(
+            {
+                "claim_id": claim.get("claim_id"),
+                "claim_index": ci,
+                "claim_type": claim.get("claim_type"),
+                "support_level": claim.get("support_level"),
+                "claim_text": claim_text,
+                "bindings": bindings_out,
+            }
+        )
+
+    digest_evidence = []
+    for d in digests or []:
+        windows = []
+        for inv_id in d.source_invocation_ids:
+            idx = index(inv_id)
+            if idx is None:
+                windows.append({"invocation_id": inv_id, "available": False})
+                continue
+            win = _window(idx, by_id[inv_id], d.source_quote, d.summary)
+            windows.append(win)
+        digest_evidence.append({"digest_id": d.digest_id, "windows": windows})
+
+    payload: dict[str, Any] = {
+        "original_query": question,
+        "executor_raw_output": raw_output,
+        "executor_final_answer": raw_output,  # deprecated alias (seed 000 §14, §22.1)
+        "executor_structured_output": structured if parse_status.status == "valid" else None,
+        "executor_output_parse_status": parse_status.model_dump(),
+        "tool_trace_summary": [
+            item.model_dump() for item in _trace_summary(invocations, cited_lines, index)
+        ],
+        "gatekeeper_result": gatekeeper_result.model_dump(),
+        "retry_context": retry_context.model_dump() if retry_context else None,
+        "cited_evidence": cited_evidence,
+    }
+    if digests is not None:
+        payload["evidence_digests"] = [d.model_dump() for d in digests]
+        payload["digest_evidence"] = digest_evidence
+    return payload
+
+
+def _compact_features(feat: dict[str, Any]) -> dict[str, Any]:
+    """The judgement-relevant part of a binding's gatekeeper features (no offsets or spans)."""
+    sources = feat.get("sources") or {}
+    return {
+        "similarity": {name: (src or {}).get("score") for name, src in sources.items()},
+        "entity_misses": [
+            {k: m.get(k) for k in ("kind", "value", "nearby", "elsewhere")} for m in feat.get("entities") or []
+        ],
+        "better_match_elsewhere": feat.get("other_match"),
+    }
+
+
+def _trace_summary(
+    invocations: Sequence[ToolInvocation], cited_lines: Mapping[int, list[str]], index: Any
+) -> list[ToolTraceSummaryItem]:
+    items = []
+    for inv in invocations:
+        lines = list(dict.fromkeys(cited_lines.get(inv.id, [])))
+        if not lines and inv.status == "ok":
+            lines = [_clip(line, "") for line in index(inv.id).lines[:3]]
+        if inv.status == "error":
+            lines = [f"error: {inv.error or inv.output[:200]}"]
+        text = "\n".join(lines)
+        if len(text) > SUMMARY_CHARS:
+            text = text[:SUMMARY_CHARS] + "…"
+        if inv.status == "ok":
+            text = f"[{len(index(inv.id).lines)} records] {text}"
+        items.append(
+            ToolTraceSummaryItem(
+                invocation_id=inv.id, tool_name=inv.tool_name, status=inv.status, output_summary=text
+            )
+        )
+    return items
+
+
+# --- scores and compatibility records ---------------------------------------------------------
+
+
+def _claim_fields(claim: Claim | Mapping[str, Any]) -> tuple[str, str, str]:
+    if isinstance(claim, Claim):
+        return claim.claim_id, claim.claim_type, claim.claim_text
+    return str(claim.get("claim_id", "")), str(claim.get("claim_type", "")), str(claim.get("claim_text", ""))
+
+
+def groundedness(claim_checks: Iterable[ClaimCheck], claims: Iterable[Claim | Mapping[str, Any]]) -> float:
+    """Weighted mean support of the claims, in [0, 1].
+
+    score = sum(w_c * s_c) / sum(w_c) over every claim c, where
+      s_c = 1.0 direct_observation, 0.7 reasonable_inference, 0.3 overstated,
+            0 unsupported / external_unknown / contradicted, and 0 for a claim without a check;
+      w_c = 2 for a critical claim (claim_type in root_cause, symptom, impact, risk), else 1.
+    No claims -> 0.0 (nothing is grounded). Computed in code so the score means the same
+    whichever provider produced the claim_checks.
+    """
+    verdicts = {c.claim_id: c.verification for c in claim_checks}
+    total = weight_sum = 0.0
+    for claim in claims:
+        claim_id, claim_type, _ = _claim_fields(claim)
+        weight = 2.0 if claim_type in CRITICAL_TYPES else 1.0
+        total += weight * SUPPORT_WEIGHT.get(verdicts.get(claim_id, "unsupported"), 0.0)
+        weight_sum += weight
+    return round(total / weight_sum, 4) if weight_sum else 0.0
+
+
+def facts_checked(claim_checks: list[ClaimCheck], structured: dict | None) -> list[FactChecked]:
+    """Seed 000 §16.1.1: the legacy facts_checked list, derived from claim_checks only."""
+    claims = {str(c.get("claim_id")): c for c in _dicts((structured or {}).get("claims"))}
+    facts = []
+    for check in claim_checks:
+        claim = claims.get(check.claim_id, {})
+        facts.append(
+            FactChecked(
+                fact=f"{check.claim_id}: {claim.get('claim_text', '')}",
+                verification=FACT_VERIFICATION[check.verification],
+                is_critical=str(claim.get("claim_type", "")) in CRITICAL_TYPES,
+                evidence_refs=check.evidence_refs,
+            )
+        )
+    return facts
+
+
+# --- the stage ---------------------------------------------------------------------------------
+
+_MESSAGES = {
+    "parse": {
+        "zh": "Executor 输出解析状态为 {status}（{detail}），没有可校验的结构化 claims；按规则不从自然语言中抽取事实，判定 LOW_CONFID。",
+        "en": "Executor output parse status is {status} ({detail}); there are no structured claims to check, "
+        "and facts are never extracted from free text, so the verdict is LOW_CONFID.",
+    },
+    "failure": {
+        "zh": "Verifier 调用失败：{error}；无法完成 claim 校验，判定 LOW_CONFID。",
+        "en": "The verifier failed: {error}; the claims could not be checked, so the verdict is LOW_CONFID.",
+    },
+    "no_check": {
+        "zh": "Verifier 没有给出该 claim 的校验结果，按 unsupported 处理。",
+        "en": "The verifier returned no check for this claim; treated as unsupported.",
+    },
+}
+
+
+def _fallback(ctx: StageContext, key: str, **kw: Any) -> VerifierOutput:
+    lang = ctx.language if ctx.language in ("zh", "en") else "en"
+    return VerifierOutput(verdict="LOW_CONFID", groundedness_score=0.0, rationale=_MESSAGES[key][lang].format(**kw))
+
+
+def run_verifier(ctx: StageContext, provider: Any, payload: dict) -> VerifierOutput:
+    """Call the verifier unless there is nothing structured to verify (seed 000 §15.4).
+
+    The returned output is normalised in code: a claim the verifier skipped gets an explicit
+    `unsupported` check, checks for claims that do not exist are dropped, and
+    groundedness_score is recomputed with `groundedness` from the claim_checks.
+    """
+    status = payload.get("executor_output_parse_status") or {}
+    if status.get("status") != "valid":
+        return _fallback(ctx, "parse", status=status.get("status", "missing"), detail=status.get("detail", ""))
+    try:
+        raw = provider.verify(ctx, payload)
+        out = raw if isinstance(raw, VerifierOutput) else VerifierOutput.model_validate(
+            json.loads(raw) if isinstance(raw, str) else raw
+        )
+    except StageFailure as exc:
+        return _fallback(ctx, "failure", error=str(exc))
+    except (ValueError, TypeError) as exc:  # pydantic ValidationError is a ValueError
+        return _fallback(ctx, "failure", error=f"unusable verifier output ({type(exc).__name__}: {str(exc)[:200]})")
+
+    claims = _dicts((payload.get("executor_structured_output") or {}).get("claims"))
+    known = [str(c.get("claim_id")) for c in claims]
+    lang = ctx.language if ctx.language in ("zh", "en") else "en"
+    checks = [c for c in out.claim_checks if c.claim_id in known]
+    seen = {c.claim_id for c in checks}
+    checks += [
+        ClaimCheck(claim_id=cid, verification="unsupported", detail=_MESSAGES["no_check"][lang])
+        for cid in known
+        if cid not in seen
+    ]
+    return out.model_copy(update={"claim_checks": checks, "groundedness_score": groundedness(checks, claims)})

@@ -1,0 +1,276 @@
+"""The store API: every read and write of sessions, invocations, LLM calls, reviews and rules."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+from sqlalchemy import Text, cast, create_engine, func, or_, select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from pipeline.contracts import LlmCallRecord, ToolInvocation
+from pipeline.store.schema import (
+    Base,
+    DiagnosisSession,
+    LlmCallRow,
+    ReviewRow,
+    RuleVersionRow,
+    ToolInvocationRow,
+)
+
+PREVIEW_CHARS = 2000
+
+
+class StaleRuleVersion(RuntimeError):
+    """Another tuner applied a rule version after the one this edit started from."""
+
+
+@dataclass
+class SessionFilter:
+    verdicts: list[str] = field(default_factory=list)
+    gatekeeper_statuses: list[str] = field(default_factory=list)
+    rule_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    service: str | None = None
+    reviewed: bool | None = None
+    text: str | None = None
+    statuses: list[str] = field(default_factory=list)
+
+
+def _row_dict(row: Any) -> dict[str, Any]:
+    return {c.name: getattr(row, c.name) for c in row.__table__.columns}
+
+
+def _invocation(row: ToolInvocationRow) -> ToolInvocation:
+    return ToolInvocation(
+        id=row.id,
+        session_id=row.session_id,
+        round=row.round,
+        tool_name=row.tool_name,
+        model_tool_name=row.model_tool_name,
+        arguments=row.arguments or {},
+        status=row.status,  # type: ignore[arg-type]
+        output=row.output,
+        error=row.error,
+        latency_ms=row.latency_ms,
+    )
+
+
+class Store:
+    def __init__(self, url: str):
+        if url.startswith("sqlite:///"):
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        self.url = url
+        self.engine: Engine = create_engine(url, future=True)
+        Base.metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def _db(self) -> Session:
+        return self._sessions()
+
+    # --- sessions ---------------------------------------------------------------------
+
+    def create_session(self, *, question: str, world: str | None, shape: str, provider: str, model: str,
+                       session_id: str | None = None, created_at: datetime | None = None) -> str:
+        sid = session_id or f"s-{uuid.uuid4().hex[:12]}"
+        with self._db() as db, db.begin():
+            row = DiagnosisSession(id=sid, question=question, world=world, shape=shape, provider=provider,
+                                   model=model, status="running", stage="created")
+            if created_at is not None:
+                row.created_at = created_at
+            db.add(row)
+        return sid
+
+    def update_session(self, session_id: str, **values: Any) -> None:
+        with self._db() as db, db.begin():
+            db.execute(update(DiagnosisSession).where(DiagnosisSession.id == session_id).values(**values))
+
+    def get_session(self, session_id: str) -> dict[str, Any] | None:
+        with self._db() as db:
+            row = db.get(DiagnosisSession, session_id)
+            return _row_dict(row) if row else None
+
+    def session_exists(self, session_id: str) -> bool:
+        with self._db() as db:
+            return db.get(DiagnosisSession, session_id) is not None
+
+    def _filtered(self, f: SessionFilter) -> Any:
+        q = select(DiagnosisSession)
+        if f.verdicts:
+            q = q.where(DiagnosisSession.verdict.in_(f.verdicts))
+        if f.statuses:
+            q = q.where(DiagnosisSession.status.in_(f.statuses))
+        if f.gatekeeper_statuses:
+            q = q.where(DiagnosisSession.gatekeeper_status.in_(f.gatekeeper_statuses))
+        if f.since:
+            q = q.where(DiagnosisSession.created_at >= f.since)
+        if f.until:
+            q = q.where(DiagnosisSession.created_at <= f.until)
+        if f.service:
+            q = q.where(DiagnosisSession.services.contains(f.service))
+        if f.text:
+            q = q.where(or_(DiagnosisSession.question.contains(f.text), DiagnosisSession.id.contains(f.text)))
+        if f.rule_id:
+            # failed_rules is a JSON list; a text match on its serialised form works on SQLite and PostgreSQL.
+            q = q.where(cast(DiagnosisSession.failed_rules, Text).contains(f'"{f.rule_id}"'))
+        if f.reviewed is not None:
+            reviewed = select(ReviewRow.session_id).where(ReviewRow.claim_id.is_(None))
+            q = q.where(DiagnosisSession.id.in_(reviewed) if f.reviewed else DiagnosisSession.id.not_in(reviewed))
+        return q
+
+    def list_sessions(self, f: SessionFilter | None = None, *, limit: int = 50, offset: int = 0
+                      ) -> tuple[list[dict[str, Any]], int]:
+        f = f or SessionFilter()
+        base = self._filtered(f)
+        cols = [DiagnosisSession.id, DiagnosisSession.created_at, DiagnosisSession.question,
+                DiagnosisSession.status, DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status,
+                DiagnosisSession.failed_rules, DiagnosisSession.groundedness, DiagnosisSession.services,
+                DiagnosisSession.provider, DiagnosisSession.shape]
+        with self._db() as db:
+            total = db.execute(select(func.count()).select_from(base.subquery())).scalar_one()
+            sub = base.subquery()
+            rows = db.execute(
+                select(*[sub.c[c.key] for c in cols]).order_by(sub.c.created_at.desc()).limit(limit).offset(offset)
+            ).mappings().all()
+            ids = [r["id"] for r in rows]
+            labels = dict(
+                db.execute(
+                    select(ReviewRow.session_id, ReviewRow.label)
+                    .where(ReviewRow.session_id.in_(ids), ReviewRow.claim_id.is_(None))
+                    .order_by(ReviewRow.created_at)
+                ).all()
+            )
+        return [dict(r) | {"review_label": labels.get(r["id"])} for r in rows], total
+
+    def session_ids(self) -> list[str]:
+        with self._db() as db:
+            return list(db.execute(select(DiagnosisSession.id).order_by(DiagnosisSession.created_at)).scalars())
+
+    def iter_sessions(self, batch: int = 500) -> Iterator[dict[str, Any]]:
+        """Every session row (all columns), streamed in batches for replay over the whole history."""
+        offset = 0
+        while True:
+            with self._db() as db:
+                rows = db.execute(
+                    select(DiagnosisSession).order_by(DiagnosisSession.created_at, DiagnosisSession.id)
+                    .limit(batch).offset(offset)
+                ).scalars().all()
+            if not rows:
+                return
+            yield from (_row_dict(r) for r in rows)
+            offset += batch
+
+    # --- tool invocations --------------------------------------------------------------
+
+    def add_invocation(self, *, session_id: str, round: int, tool_name: str, model_tool_name: str,
+                       arguments: dict[str, Any], status: str, output: str, error: str | None,
+                       latency_ms: float, stored_cut_bytes: int = 0,
+                       retrieval_details: dict[str, Any] | None = None) -> ToolInvocation:
+        with self._db() as db, db.begin():
+            row = ToolInvocationRow(
+                session_id=session_id, round=round, tool_name=tool_name, model_tool_name=model_tool_name,
+                arguments=arguments, status=status, output=output, output_preview=output[:PREVIEW_CHARS],
+                output_bytes=len(output.encode("utf-8")), stored_cut_bytes=stored_cut_bytes, error=error,
+                retrieval_details=retrieval_details, latency_ms=latency_ms,
+            )
+            db.add(row)
+            db.flush()
+            return _invocation(row)
+
+    def invocation(self, invocation_id: int) -> ToolInvocation | None:
+        with self._db() as db:
+            row = db.get(ToolInvocationRow, invocation_id)
+            return _invocation(row) if row else None
+
+    def invocations(self, session_id: str) -> list[ToolInvocation]:
+        with self._db() as db:
+            rows = db.execute(
+                select(ToolInvocationRow).where(ToolInvocationRow.session_id == session_id)
+                .order_by(ToolInvocationRow.id)
+            ).scalars().all()
+            return [_invocation(r) for r in rows]
+
+    def invocation_meta(self, session_id: str) -> list[dict[str, Any]]:
+        """Invocation rows without the full output (for lists and the Trace page's index)."""
+        with self._db() as db:
+            rows = db.execute(
+                select(ToolInvocationRow.id, ToolInvocationRow.round, ToolInvocationRow.tool_name,
+                       ToolInvocationRow.model_tool_name, ToolInvocationRow.arguments, ToolInvocationRow.status,
+                       ToolInvocationRow.error, ToolInvocationRow.latency_ms, ToolInvocationRow.output_bytes,
+                       ToolInvocationRow.stored_cut_bytes, ToolInvocationRow.output_preview)
+                .where(ToolInvocationRow.session_id == session_id).order_by(ToolInvocationRow.id)
+            ).mappings().all()
+            return [dict(r) for r in rows]
+
+    # --- LLM calls ----------------------------------------------------------------------
+
+    def add_llm_call(self, session_id: str, rec: LlmCallRecord) -> None:
+        with self._db() as db, db.begin():
+            db.add(LlmCallRow(session_id=session_id, **rec.model_dump()))
+
+    def llm_calls(self, session_id: str) -> list[dict[str, Any]]:
+        with self._db() as db:
+            rows = db.execute(
+                select(LlmCallRow).where(LlmCallRow.session_id == session_id).order_by(LlmCallRow.id)
+            ).scalars().all()
+            return [_row_dict(r) for r in rows]
+
+    # --- reviews ------------------------------------------------------------------------
+
+    def add_review(self, *, session_id: str, label: str, reviewer: str, note: str = "",
+                   claim_id: str | None = None) -> None:
+        if not reviewer.strip():
+            raise ValueError("a review needs the reviewer's name")
+        with self._db() as db, db.begin():
+            db.add(ReviewRow(session_id=session_id, claim_id=claim_id, label=label, note=note, reviewer=reviewer))
+
+    def reviews(self, session_id: str) -> list[dict[str, Any]]:
+        with self._db() as db:
+            rows = db.execute(
+                select(ReviewRow).where(ReviewRow.session_id == session_id).order_by(ReviewRow.created_at)
+            ).scalars().all()
+            return [_row_dict(r) for r in rows]
+
+    # --- rule versions ------------------------------------------------------------------
+
+    def active_rule_version(self) -> dict[str, Any] | None:
+        with self._db() as db:
+            row = db.execute(select(RuleVersionRow).where(RuleVersionRow.active.is_(True))).scalar_one_or_none()
+            return _row_dict(row) if row else None
+
+    def rule_versions(self) -> list[dict[str, Any]]:
+        with self._db() as db:
+            rows = db.execute(select(RuleVersionRow).order_by(RuleVersionRow.id.desc())).scalars().all()
+            return [_row_dict(r) for r in rows]
+
+    def apply_rule_version(self, *, index_yaml: str, metadata_yaml: str, author: str, comment: str,
+                           based_on: int | None) -> int:
+        """Make a new active version. Refuses if the active one is no longer `based_on`."""
+        with self._db() as db, db.begin():
+            active = db.execute(
+                select(RuleVersionRow).where(RuleVersionRow.active.is_(True)).with_for_update()
+            ).scalar_one_or_none()
+            active_id = active.id if active else None
+            if active_id != based_on:
+                raise StaleRuleVersion(
+                    f"rule version {active_id} was applied after you started from {based_on}; "
+                    "reload, review the difference and apply again"
+                )
+            if active:
+                active.active = False
+            row = RuleVersionRow(index_yaml=index_yaml, metadata_yaml=metadata_yaml, author=author,
+                                 comment=comment, active=True, parent_id=active_id)
+            db.add(row)
+            db.flush()
+            return row.id
+
+    def rule_version(self, version_id: int) -> dict[str, Any] | None:
+        with self._db() as db:
+            row = db.get(RuleVersionRow, version_id)
+            return _row_dict(row) if row else None
+

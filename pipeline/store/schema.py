@@ -1,0 +1,136 @@
+"""Tables of the audit store (design §7). SQLite by default, PostgreSQL from DATABASE_URL."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class DiagnosisSession(Base):
+    """One question and its whole audit chain; written at start, updated after every stage."""
+
+    __tablename__ = "diagnosis_session"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    question: Mapped[str] = mapped_column(Text)
+    world: Mapped[str | None] = mapped_column(String(80))
+    shape: Mapped[str] = mapped_column(String(10))
+    provider: Mapped[str] = mapped_column(String(40))
+    model: Mapped[str] = mapped_column(String(120))
+    # running -> completed | failed; `stage` is the last stage reached, so a crash stays visible.
+    status: Mapped[str] = mapped_column(String(20), default="running", index=True)
+    stage: Mapped[str] = mapped_column(String(30), default="created")
+    error: Mapped[str | None] = mapped_column(Text)
+    verdict: Mapped[str | None] = mapped_column(String(12), index=True)
+    gatekeeper_status: Mapped[str | None] = mapped_column(String(8), index=True)
+    failed_rules: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    groundedness: Mapped[float | None] = mapped_column(Float)
+    services: Mapped[str] = mapped_column(String(400), default="")
+    final_answer: Mapped[str | None] = mapped_column(Text)
+    rounds: Mapped[int] = mapped_column(Integer, default=1)
+    planner_plan: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    evidence_digests: Mapped[list[Any] | None] = mapped_column(JSON)
+    executor_raw_output: Mapped[str | None] = mapped_column(Text)
+    verifier_output: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    composer_output: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # seed 000 §23: {"verifier_evaluation": {...}}; earlier rounds kept under "rounds".
+    self_evaluation: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Threshold-free gatekeeper features per binding: a rules change re-verdicts without recompute.
+    gatekeeper_features: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    timings_ms: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    imported_id_map: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class ToolInvocationRow(Base):
+    """Invocation ids are global, not per session: a citation of another session's call is detectable."""
+
+    __tablename__ = "tool_invocation"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), index=True)
+    round: Mapped[int] = mapped_column(Integer, default=1)
+    tool_name: Mapped[str] = mapped_column(String(40))
+    model_tool_name: Mapped[str] = mapped_column(String(40))
+    arguments: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(10))
+    output: Mapped[str] = mapped_column(Text, default="")
+    output_preview: Mapped[str] = mapped_column(Text, default="")
+    output_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    # Set when the output was larger than budget.max_stored_output_bytes and cut before storing.
+    stored_cut_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    retrieval_details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LlmCallRow(Base):
+    """Law 6: every LLM call, offline ones too, with what it was asked and what came back."""
+
+    __tablename__ = "llm_call"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), index=True)
+    stage: Mapped[str] = mapped_column(String(20))
+    round: Mapped[int] = mapped_column(Integer, default=1)
+    provider: Mapped[str] = mapped_column(String(40))
+    model: Mapped[str] = mapped_column(String(120))
+    prompt_file: Mapped[str] = mapped_column(String(200), default="")
+    prompt_version: Mapped[str] = mapped_column(String(40), default="")
+    messages: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    raw_response: Mapped[str] = mapped_column(Text, default="")
+    parse_status: Mapped[str] = mapped_column(String(10))
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ReviewRow(Base):
+    """A reviewer's label on a session (claim_id NULL) or on one claim of it."""
+
+    __tablename__ = "review"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), index=True)
+    claim_id: Mapped[str | None] = mapped_column(String(80))
+    label: Mapped[str] = mapped_column(String(40))
+    note: Mapped[str] = mapped_column(Text, default="")
+    reviewer: Mapped[str] = mapped_column(String(120))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RuleVersionRow(Base):
+    """Applied gatekeeper rules; exactly one is active. parent_id makes concurrent applies detectable."""
+
+    __tablename__ = "rule_version"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    author: Mapped[str] = mapped_column(String(120))
+    comment: Mapped[str] = mapped_column(Text, default="")
+    index_yaml: Mapped[str] = mapped_column(Text)
+    metadata_yaml: Mapped[str] = mapped_column(Text)
+    active: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+    parent_id: Mapped[int | None] = mapped_column(Integer)
+
+
+Index("ix_session_review_queue", DiagnosisSession.verdict, DiagnosisSession.created_at)

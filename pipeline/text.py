@@ -1,0 +1,147 @@
+"""Text primitives shared by the gatekeeper, the offline verifier and the composer guard.
+
+Entity extraction is the core of catching swapped facts: a number with its unit, a percentage,
+a service name, an error code, an order/request id or an HTTP status pulled out of one text can
+be looked up in another. Normalisation makes whitespace, case and full-width punctuation
+irrelevant, so a faithful excerpt never fails on formatting.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+_WS = re.compile(r"\s+")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width -> half-width), lower case, whitespace runs -> one space."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().lower()
+
+
+def detect_language(text: str) -> str:
+    """'zh' when the text holds any CJK ideograph, else 'en'."""
+    return "zh" if _CJK.search(text) else "en"
+
+
+@dataclass(frozen=True, order=True)
+class Entity:
+    kind: str  # service | error_code | identifier | percentage | quantity | http_status | number
+    value: str  # normalised, comparable form
+
+
+# Order matters: earlier patterns claim their span first.
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("service", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:service|gateway|svc|api|worker|db|cache)\b")),
+    ("service", re.compile(r"\b(?:api-gateway|redis|mysql|postgres(?:ql)?|kafka|hikaripool-\d+)\b")),
+    ("identifier", re.compile(r"\b(?:order|request|req|trace|txn|user)(?:[_\- ]?id)?\s*[=:#]\s*([a-z0-9][a-z0-9\-]*)")),
+    ("identifier", re.compile(r"\border\s+#?(\d+)\b")),
+    ("identifier", re.compile(r"(?:订单|请求)\s*(?:号|id)?\s*[:：#]?\s*([a-z0-9][a-z0-9\-]*)")),
+    ("error_code", re.compile(r"\b(?:err|e)_[a-z0-9_]+\b")),
+    ("error_code", re.compile(r"\b[a-z][a-z0-9]*(?:exception|error)\b")),
+    ("http_status", re.compile(r"\b(?:http|status|code)[ =:/]*([1-5]\d\d)\b")),
+    ("http_status", re.compile(r"\b([1-5]xx)\b")),
+    ("percentage", re.compile(r"(\d+(?:\.\d+)?)\s*%")),
+    (
+        "quantity",
+        re.compile(
+            r"(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds|秒|毫秒|分钟|min|minutes|mb|gb|kb|mib|gib|kib|b/s|rps|qps|个|次|条)(?![a-z])"
+        ),
+    ),
+    ("number", re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.%])")),
+]
+
+_UNIT_SECONDS = {"ms": 0.001, "毫秒": 0.001, "s": 1.0, "sec": 1.0, "seconds": 1.0, "秒": 1.0,
+                 "min": 60.0, "minutes": 60.0, "分钟": 60.0}
+
+
+def _num(text: str) -> str:
+    value = float(text)
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def _quantity(value: str, unit: str) -> str:
+    if unit in _UNIT_SECONDS:
+        # 5300ms and 5.3s are the same duration; compare in seconds.
+        return f"{_num(str(round(float(value) * _UNIT_SECONDS[unit], 6)))}s"
+    return f"{_num(value)}{unit}"
+
+
+@dataclass(frozen=True)
+class EntityMatch:
+    """One entity occurrence: `token` is its surface form and `start`/`end` its span, both in normalize(text)."""
+
+    kind: str
+    value: str
+    token: str
+    start: int
+    end: int
+
+
+@lru_cache(maxsize=65536)
+def find_entities(text: str) -> tuple[EntityMatch, ...]:
+    """Entity occurrences of a text in reading order, each with its normalised surface token."""
+    norm = normalize(text)
+    taken = bytearray(len(norm))
+    found: list[EntityMatch] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(norm):
+            start, end = m.span()
+            if any(taken[start:end]):
+                continue
+            taken[start:end] = b"\x01" * (end - start)
+            raw = m.group(1) if m.groups() else m.group(0)
+            if kind == "percentage" or kind == "number":
+                value = _num(raw)
+            elif kind == "quantity":
+                value = _quantity(m.group(1), m.group(2))
+            else:
+                value = raw.strip()
+            found.append(EntityMatch(kind, value, m.group(0).strip(), start, end))
+    found.sort(key=lambda e: e.start)
+    return tuple(found)
+
+
+@lru_cache(maxsize=65536)
+def extract_entities(text: str) -> frozenset[Entity]:
+    """Typed, normalised entities of a text. Cached: the same excerpt is checked often."""
+    return frozenset(Entity(e.kind, e.value) for e in find_entities(text))
+
+
+def entity_values(text: str) -> set[str]:
+    """All entity values of a text, numbers included in every unit-free form they could take."""
+    values: set[str] = set()
+    for ent in extract_entities(text):
+        values.add(ent.value)
+        if ent.kind in ("percentage", "quantity"):
+            values.add(re.sub(r"[^\d.]", "", ent.value.rstrip("s")) if ent.kind == "quantity" else ent.value)
+    return values
+
+
+_EN_STOP = frozenset(
+    "a an the is are was were be been of to in on at for and or with by from as it this that these those "
+    "there has have had not no but into than then so such can could may might will would".split()
+)
+_ZH_STOP = frozenset("的 了 和 与 在 是 有 为 及 或 对 从 被 把 也 都 而 并 等 中 上 下 个 出现 进行 当前 最近".split())
+
+
+@lru_cache(maxsize=65536)
+def keywords(text: str) -> frozenset[str]:
+    """Content words: jieba for Chinese runs, word split for the rest; stop words dropped."""
+    import jieba  # imported lazily: its dictionary load costs ~0.5 s and few callers need it
+
+    norm = normalize(text)
+    words: set[str] = set()
+    for token in jieba.lcut(norm):
+        token = token.strip()
+        if not token or token in _EN_STOP or token in _ZH_STOP:
+            continue
+        if _CJK.search(token):
+            if len(token) >= 2:
+                words.add(token)
+        elif re.fullmatch(r"[a-z0-9][a-z0-9_.\-]*", token) and len(token) >= 2:
+            words.add(token)
+    return frozenset(words)

@@ -1,0 +1,102 @@
+"""Tool backends over one bundled incident world (data/incidents/<world>/).
+
+The world's files are read once per process and filtered in memory: they are small, and the
+offline session benchmark runs every bundled question many times.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pipeline.text import normalize
+from pipeline.tools.registry import LogQuery, MetricsQuery, NoData
+
+LEVELS = {"DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "FATAL": 50}
+
+
+def _ts(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@lru_cache(maxsize=32)
+def _logs(path: Path) -> tuple[tuple[dict[str, Any], datetime, str], ...]:
+    rows = []
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                rows.append((rec, _ts(rec.get("ts")), normalize(rec.get("message", ""))))
+    return tuple(rows)
+
+
+@lru_cache(maxsize=32)
+def _alerts(path: Path) -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(path.read_text(encoding="utf-8")))
+
+
+class BundledLogs:
+    def __init__(self, world_dir: Path | None, limit: int = 500):
+        self.world_dir = world_dir
+        self.limit = limit
+
+    def query_logs(self, q: LogQuery) -> dict[str, Any]:
+        if self.world_dir is None:
+            raise NoData("no bundled incident matches the question's services")
+        min_level = LEVELS.get((q.level or "DEBUG").upper(), 10)
+        words = [normalize(k) for k in q.keywords if k.strip()]
+        limit = min(q.limit, self.limit)
+        hits: list[dict[str, Any]] = []
+        total = 0
+        for rec, ts, norm_msg in _logs(self.world_dir / "logs.jsonl"):
+            if q.service and rec.get("service") != q.service:
+                continue
+            if LEVELS.get(str(rec.get("level", "INFO")).upper(), 20) < min_level:
+                continue
+            if q.start and ts and ts < q.start:
+                continue
+            if q.end and ts and ts > q.end:
+                continue
+            if words and not any(w in norm_msg for w in words):
+                continue
+            total += 1
+            if len(hits) < limit:
+                hits.append(
+                    {
+                        "timestamp": rec.get("ts"),
+                        "service": rec.get("service"),
+                        "level": rec.get("level"),
+                        "message": rec.get("message", ""),
+                        "host": rec.get("host"),
+                    }
+                )
+        if not hits:
+            raise NoData("no log line matched the query")
+        return {"logs": hits, "total": total, "truncated": total > len(hits)}
+
+
+class BundledMetrics:
+    def __init__(self, world_dir: Path | None):
+        self.world_dir = world_dir
+
+    def query_metrics(self, q: MetricsQuery) -> dict[str, Any]:
+        if self.world_dir is None:
+            raise NoData("no bundled incident matches the question's services")
+        status = (q.status or "all").lower()
+        alerts = []
+        for alert in _alerts(self.world_dir / "alerts.json"):
+            if q.service and alert.get("service") != q.service:
+                continue
+            if status not in ("all", "") and alert.get("status") != status:
+                continue
+            if q.alertname and alert.get("alertname") != q.alertname:
+                continue
+            alerts.append(dict(alert))
+        if not alerts:
+            raise NoData("no alert matched the query")
+        return {"alerts": alerts, "total": len(alerts)}

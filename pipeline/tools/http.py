@@ -1,0 +1,133 @@
+"""The one HTTP GET the real backends share: auth, TLS, timeout, size cap, tolerant decoding.
+
+Standard library only, so a Prometheus or Loki backend needs nothing beyond the engine itself.
+Every failure becomes a BackendError whose message names the backend, the URL and the cause;
+the orchestrator stores it as the invocation's error.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.config import BackendSettings
+
+# A reply larger than this is refused rather than parsed: a runaway query must not eat memory.
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+_READ_CHUNK = 256 * 1024
+
+
+class BackendError(RuntimeError):
+    """A backend could not be reached, refused the request, or answered with something unusable."""
+
+
+@dataclass(frozen=True)
+class HttpReply:
+    url: str
+    status: int
+    text: str
+    # Invalid UTF-8 sequences replaced by U+FFFD; reported so a mangled line is not mistaken
+    # for what the service really logged.
+    decode_errors: int
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.text)
+        except json.JSONDecodeError as exc:
+            raise BackendError(f"{self.url}: reply is not JSON ({exc.msg} at char {exc.pos})") from exc
+
+
+def decode_counting(raw: bytes) -> tuple[str, int]:
+    """UTF-8 text of raw bytes and the number of invalid sequences that were replaced."""
+    try:
+        return raw.decode("utf-8"), 0
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        genuine = raw.count("\ufffd".encode())
+        return text, text.count("\ufffd") - genuine
+
+
+def _ssl_context(verify: bool) -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    if not verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def build_url(base: str, path: str, params: dict[str, Any] | None = None) -> str:
+    url = base.rstrip("/") + "/" + path.lstrip("/")
+    clean = {k: v for k, v in (params or {}).items() if v is not None}
+    return f"{url}?{urllib.parse.urlencode(clean)}" if clean else url
+
+
+def http_get(
+    cfg: BackendSettings,
+    path: str,
+    params: dict[str, Any] | None = None,
+    *,
+    what: str,
+    max_bytes: int = MAX_REPLY_BYTES,
+) -> HttpReply:
+    """GET `path` under cfg.url. HTTP >= 400, timeouts and oversized replies raise BackendError."""
+    if not cfg.url:
+        raise BackendError(f"{what}: no url configured")
+    url = build_url(cfg.url, path, params)
+    headers = {"Accept": "application/json", "User-Agent": "evidence-workbench"}
+    if cfg.bearer_token:
+        headers["Authorization"] = f"Bearer {cfg.bearer_token}"
+    request = urllib.request.Request(url, headers=headers, method="GET")
+    context = _ssl_context(cfg.verify_tls) if url.startswith("https:") else None
+    try:
+        with urllib.request.urlopen(request, timeout=cfg.timeout_s, context=context) as resp:
+            raw = _read_capped(resp, max_bytes, what, url)
+            status = resp.status
+    except urllib.error.HTTPError as exc:
+        body = _read_capped(exc, 64 * 1024, what, url, cut=True)
+        raise BackendError(f"{what}: HTTP {exc.code} from {url}: {_error_detail(body)}") from exc
+    except (TimeoutError, socket.timeout) as exc:
+        raise BackendError(f"{what}: no answer from {url} within {cfg.timeout_s:g}s") from exc
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        if isinstance(reason, (TimeoutError, socket.timeout)):
+            raise BackendError(f"{what}: no answer from {url} within {cfg.timeout_s:g}s") from exc
+        raise BackendError(f"{what}: cannot reach {url}: {reason}") from exc
+    except (ConnectionError, OSError) as exc:
+        raise BackendError(f"{what}: connection to {url} failed: {exc}") from exc
+    text, errors = decode_counting(raw)
+    return HttpReply(url=url, status=status, text=text, decode_errors=errors)
+
+
+def _read_capped(resp: Any, max_bytes: int, what: str, url: str, *, cut: bool = False) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = resp.read(_READ_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > max_bytes:
+            if cut:
+                chunks.append(chunk)
+                return b"".join(chunks)[:max_bytes]
+            raise BackendError(f"{what}: reply from {url} exceeds {max_bytes} bytes; narrow the query")
+        chunks.append(chunk)
+
+
+def _error_detail(body: bytes) -> str:
+    """Prometheus and Loki put the reason in a JSON `error` field or in plain text."""
+    text, _ = decode_counting(body)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return text.strip()[:300] or "(empty body)"
+    if isinstance(data, dict) and data.get("error"):
+        kind = data.get("errorType")
+        return f"{kind}: {data['error']}" if kind else str(data["error"])
+    return text.strip()[:300]

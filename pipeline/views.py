@@ -1,0 +1,481 @@
+"""Read models for the workbench: what each page shows, computed from stored sessions.
+
+The pages only draw what these functions return, so everything a reviewer sees (which
+gatekeeper error belongs to which claim, where an excerpt sits in its output, what the review
+queue's charts count) is also reachable from the library and tested without a browser.
+Nothing here produces HTML: highlight windows are plain (text, kind) segments and the UI
+escapes them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import json
+import re
+import typing
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Literal
+
+from sqlalchemy import Integer, Text, cast, func, select
+
+from pipeline.gatekeeper.features import binding_target
+from pipeline.gatekeeper.matcher import decode_output
+from pipeline.gatekeeper.rules_schema import PARAM_MODELS, RuleSpec
+from pipeline.store import SessionFilter, Store
+
+SegmentKind = Literal["text", "match", "entity"]
+
+
+# --- one session: claims, bindings and where their excerpts sit ------------------------------
+
+
+def verifier_evaluation(session: dict[str, Any]) -> dict[str, Any]:
+    return (session.get("self_evaluation") or {}).get("verifier_evaluation") or {}
+
+
+def under(target: str, prefix: str) -> bool:
+    """Whether a gatekeeper target path lies at or below `prefix` ("claims[1]" is not under "claims[10]")."""
+    return target == prefix or target.startswith(prefix + ".") or target.startswith(prefix + "[")
+
+
+@dataclass
+class BindingView:
+    target: str
+    tool_name: str
+    source_invocation_ids: list[Any]
+    evidence_excerpt: str
+    digest_id: str | None
+    # Where the excerpt was found: invocation, similarity and decoded-text spans (None when not located).
+    invocation_id: int | None
+    score: float | None
+    spans: list[tuple[int, int]]
+    source_scores: dict[str, float | None]
+    entity_misses: list[dict[str, Any]]
+    added_words: list[str]
+    other_match: dict[str, Any] | None
+    errors: list[dict[str, Any]]
+
+
+@dataclass
+class ClaimCard:
+    index: int
+    target: str
+    claim: dict[str, Any]
+    claim_check: dict[str, Any] | None
+    errors: list[dict[str, Any]]  # every gatekeeper error at or below claims[i]
+    bindings: list[BindingView]
+    composer: str  # "allowed" or where the composer-input filter moved it ("missing_info", ...)
+    filter_reason: str = ""
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _claims(structured: Any) -> list[Any]:
+    if isinstance(structured, dict) and isinstance(structured.get("claims"), list):
+        return structured["claims"]
+    return []
+
+
+def _binding_view(target: str, binding: Any, features: dict[str, Any], errors: list[dict[str, Any]]) -> BindingView:
+    b = binding if isinstance(binding, dict) else {}
+    feats = features.get(target) or {}
+    sources = feats.get("sources") or {}
+    out = sources.get("output") or {}
+    spans = [(int(s), int(e)) for s, e in out.get("spans") or [] if s is not None and e is not None]
+    ids = b.get("source_invocation_ids")
+    return BindingView(
+        target=target,
+        tool_name=str(b.get("tool_name", "")),
+        source_invocation_ids=ids if isinstance(ids, list) else [],
+        evidence_excerpt=str(b.get("evidence_excerpt", "")),
+        digest_id=b.get("digest_id") if isinstance(b.get("digest_id"), str) else None,
+        invocation_id=out.get("invocation_id"),
+        score=out.get("score"),
+        spans=spans,
+        source_scores={name: s.get("score") for name, s in sources.items()},
+        entity_misses=list(feats.get("entities") or []),
+        added_words=[a["text"] for a in feats.get("added") or [] if isinstance(a, dict) and "text" in a],
+        other_match=feats.get("other_match"),
+        errors=[e for e in errors if under(e.get("target", ""), target)],
+    )
+
+
+def claim_cards(session: dict[str, Any], reviews: list[dict[str, Any]] | None = None) -> list[ClaimCard]:
+    """One card per executor claim, with everything the gatekeeper, verifier and filter said about it."""
+    ev = verifier_evaluation(session)
+    errors = list((ev.get("gatekeeper_result") or {}).get("errors") or [])
+    checks = {c.get("claim_id"): c for c in ev.get("claim_checks") or []}
+    allowed = {c.get("claim_id") for c in (ev.get("composer_input") or {}).get("allowed_claims") or []}
+    filtered = {f.get("source"): f for f in ev.get("composer_filtered") or []}
+    features = session.get("gatekeeper_features") or {}
+    by_claim: dict[str, list[dict[str, Any]]] = {}
+    for r in reviews or []:
+        if r.get("claim_id"):
+            by_claim.setdefault(r["claim_id"], []).append(r)
+    cards = []
+    for ci, claim in enumerate(_claims(ev.get("executor_structured_output"))):
+        c = claim if isinstance(claim, dict) else {"claim_text": str(claim)}
+        target = f"claims[{ci}]"
+        own = [e for e in errors if under(e.get("target", ""), target)]
+        raw_bindings = c.get("evidence_bindings") if isinstance(c.get("evidence_bindings"), list) else []
+        cid = c.get("claim_id")
+        moved = filtered.get(target)
+        cards.append(ClaimCard(
+            index=ci,
+            target=target,
+            claim=c,
+            claim_check=checks.get(cid),
+            errors=own,
+            bindings=[_binding_view(binding_target(ci, bi), b, features, own) for bi, b in enumerate(raw_bindings)],
+            composer="allowed" if cid in allowed else (moved or {}).get("moved_to", "dropped"),
+            filter_reason=(moved or {}).get("reason", ""),
+            reviews=by_claim.get(str(cid), []),
+        ))
+    return cards
+
+
+def session_level_errors(session: dict[str, Any]) -> list[dict[str, Any]]:
+    """Gatekeeper errors that belong to no claim (root, hypotheses, digests ...)."""
+    errors = (verifier_evaluation(session).get("gatekeeper_result") or {}).get("errors") or []
+    return [e for e in errors if not str(e.get("target", "")).startswith("claims[")]
+
+
+def digest_rows(session: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each digest with its digest_check and quote-location features."""
+    ev = verifier_evaluation(session)
+    checks = {d.get("digest_id"): d for d in ev.get("digest_checks") or []}
+    features = session.get("gatekeeper_features") or {}
+    errors = (ev.get("gatekeeper_result") or {}).get("errors") or []
+    rows = []
+    for di, d in enumerate(session.get("evidence_digests") or []):
+        target = f"digests[{di}]"
+        quote = (features.get(target) or {}).get("quote") or {}
+        rows.append({
+            **d,
+            "target": target,
+            "digest_check": checks.get(d.get("digest_id")),
+            "quote_score": quote.get("score"),
+            "quote_invocation_id": quote.get("invocation_id"),
+            "errors": [e for e in errors if under(e.get("target", ""), target)],
+        })
+    return rows
+
+
+# --- highlight windows -----------------------------------------------------------------------
+
+
+@dataclass
+class Window:
+    """A slice of a decoded tool output around a match, cut into plain and marked segments."""
+
+    segments: list[tuple[str, SegmentKind]]
+    start: int
+    end: int
+    total: int
+    line: int  # 1-based line of the first match in the decoded output
+
+
+def _mark(text: str, base: int, spans: list[tuple[int, int, SegmentKind]]) -> list[tuple[str, SegmentKind]]:
+    out: list[tuple[str, SegmentKind]] = []
+    pos = 0
+    for s, e, kind in sorted(spans):
+        s, e = max(s - base, pos), min(e - base, len(text))
+        if e <= s:
+            continue
+        if s > pos:
+            out.append((text[pos:s], "text"))
+        out.append((text[s:e], kind))
+        pos = e
+    if pos < len(text):
+        out.append((text[pos:], "text"))
+    return out
+
+
+def _token_spans(text: str, base: int, tokens: list[str]) -> list[tuple[int, int, SegmentKind]]:
+    spans: list[tuple[int, int, SegmentKind]] = []
+    for token in dict.fromkeys(t for t in tokens if t):
+        for m in re.finditer(re.escape(token), text, re.IGNORECASE):
+            spans.append((base + m.start(), base + m.end(), "entity"))
+    return spans
+
+
+def highlight_window(
+    decoded: str,
+    spans: list[tuple[int, int]],
+    *,
+    entity_tokens: list[str] | None = None,
+    context: int = 360,
+    max_spread: int = 3000,
+) -> Window:
+    """The window of `decoded` around the matched spans; entity tokens in it are marked too.
+
+    Spans far apart (an excerpt whose segments sit in different records) are cut to those
+    near the longest one, so a window stays readable and small whatever the output size.
+    """
+    if not spans:
+        head = decoded[: 2 * context]
+        return Window(_mark(head, 0, _token_spans(head, 0, entity_tokens or [])), 0, len(head), len(decoded), 1)
+    anchor = max(spans, key=lambda s: s[1] - s[0])
+    near = [s for s in spans if abs(s[0] - anchor[0]) <= max_spread]
+    lo = max(0, min(s[0] for s in near) - context)
+    hi = min(len(decoded), max(s[1] for s in near) + context)
+    text = decoded[lo:hi]
+    marks: list[tuple[int, int, SegmentKind]] = [(s, e, "match") for s, e in near]
+    # An entity inside a matched span is already marked; only those outside it get the entity mark.
+    marks += [t for t in _token_spans(text, lo, entity_tokens or []) if not any(s <= t[0] < e for s, e in near)]
+    line = decoded.count("\n", 0, min(s[0] for s in near)) + 1
+    return Window(_mark(text, lo, marks), lo, hi, len(decoded), line)
+
+
+def excerpt_segments(excerpt: str, misses: list[dict[str, Any]]) -> list[tuple[str, SegmentKind]]:
+    """The excerpt with the entities its matched record lacks marked."""
+    return _mark(excerpt, 0, _token_spans(excerpt, 0, [m.get("token", "") for m in misses]))
+
+
+def nearby_tokens(misses: list[dict[str, Any]]) -> list[str]:
+    """What the output record holds instead of the excerpt's missing entities."""
+    return [t for m in misses for t in m.get("nearby") or []]
+
+
+def decoded_output(output: str) -> str:
+    """The text the gatekeeper's offsets index (JSON escapes decoded)."""
+    return decode_output(output)
+
+
+# --- full output viewer ----------------------------------------------------------------------
+
+
+class OutputPages:
+    """A tool output cut into numbered lines for paging and search, whatever its size.
+
+    JSON is pretty-printed so each record reads on its own lines; any line longer than
+    `wrap` characters is split, so a one-line 10 MB output still pages.
+    """
+
+    def __init__(self, output: str, *, wrap: int = 2000) -> None:
+        self.text = self._readable(output)
+        starts = [0]
+        pos = 0
+        text = self.text
+        while True:
+            nl = text.find("\n", pos)
+            end = len(text) if nl < 0 else nl
+            cut = pos + wrap
+            while cut < end:
+                starts.append(cut)
+                cut += wrap
+            if nl < 0:
+                break
+            pos = nl + 1
+            starts.append(pos)
+        self._starts = starts
+        self._lower: str | None = None
+
+    @staticmethod
+    def _readable(output: str) -> str:
+        stripped = output.lstrip()
+        if stripped[:1] in ("{", "["):
+            try:
+                return json.dumps(json.loads(output), ensure_ascii=False, indent=1)
+            except ValueError:
+                pass
+        return output
+
+    @property
+    def line_count(self) -> int:
+        return len(self._starts)
+
+    def line(self, n: int) -> str:
+        end = self._starts[n + 1] if n + 1 < len(self._starts) else len(self.text)
+        return self.text[self._starts[n] : end].rstrip("\n")
+
+    def lines(self, first: int, count: int) -> list[tuple[int, str]]:
+        """(0-based line number, text) for a page."""
+        last = min(self.line_count, first + count)
+        return [(n, self.line(n)) for n in range(max(0, first), last)]
+
+    def search(self, query: str, limit: int = 10_000) -> list[int]:
+        """Line numbers holding `query` (case-insensitive), at most `limit` of them."""
+        if not query:
+            return []
+        if self._lower is None:
+            self._lower = self.text.lower()
+        needle = query.lower()
+        hits: list[int] = []
+        pos = self._lower.find(needle)
+        while pos >= 0 and len(hits) < limit:
+            n = bisect.bisect_right(self._starts, pos) - 1
+            if not hits or hits[-1] != n:
+                hits.append(n)
+            pos = self._lower.find(needle, pos + 1)
+        return hits
+
+
+def query_segments(line: str, query: str) -> list[tuple[str, SegmentKind]]:
+    """A viewer line with every occurrence of the search query marked."""
+    if not query:
+        return [(line, "text")]
+    spans: list[tuple[int, int, SegmentKind]] = [
+        (m.start(), m.end(), "match") for m in re.finditer(re.escape(query), line, re.IGNORECASE)
+    ]
+    return _mark(line, 0, spans)
+
+
+# --- the Ask page's answer -------------------------------------------------------------------
+
+
+@dataclass
+class ConfirmedFact:
+    claim_id: str
+    claim_type: str
+    claim_text: str
+    evidence: list[dict[str, Any]]  # tool_name, source_invocation_ids, evidence_excerpt, digest_id
+
+
+@dataclass
+class AnswerView:
+    verdict: str | None
+    final_answer: str
+    confirmed: list[ConfirmedFact]
+    hypotheses: list[dict[str, Any]]
+    missing_info: list[str]
+    actions: list[dict[str, Any]]
+    rationale: str
+    guard: dict[str, Any]
+
+
+def answer_view(session: dict[str, Any]) -> AnswerView:
+    """The composer input (what the answer may say), each confirmed fact with the evidence it cites."""
+    ev = verifier_evaluation(session)
+    ci = ev.get("composer_input") or {}
+    bindings = {
+        c.get("claim_id"): c.get("evidence_bindings") or []
+        for c in _claims(ev.get("executor_structured_output")) if isinstance(c, dict)
+    }
+    confirmed = [
+        ConfirmedFact(
+            claim_id=str(c.get("claim_id", "")),
+            claim_type=str(c.get("claim_type", "")),
+            claim_text=str(c.get("claim_text", "")),
+            evidence=[{k: b.get(k) for k in ("tool_name", "source_invocation_ids", "evidence_excerpt", "digest_id")}
+                      for b in bindings.get(c.get("claim_id"), []) if isinstance(b, dict)],
+        )
+        for c in ci.get("allowed_claims") or []
+    ]
+    return AnswerView(
+        verdict=session.get("verdict"),
+        final_answer=session.get("final_answer") or "",
+        confirmed=confirmed,
+        hypotheses=list(ci.get("allowed_hypotheses") or []),
+        missing_info=list(ci.get("missing_info") or []),
+        actions=list(ci.get("recommended_actions") or []),
+        rationale=str(ci.get("rationale") or ""),
+        guard=ev.get("composer_guard") or {},
+    )
+
+
+# --- the review queue's aggregates -----------------------------------------------------------
+
+
+@dataclass
+class QueueStats:
+    total: int
+    per_day: list[tuple[str, str, int]]  # (day, verdict or "none", sessions)
+    failed_rules: dict[str, int]
+    groundedness: list[tuple[float, int]]  # (bin start, sessions); bins of 0.1, 1.0 in the last
+
+
+def queue_stats(store: Store, f: SessionFilter) -> QueueStats:
+    """Chart data of the filtered sessions, aggregated in SQL so 10,000 rows never leave the database."""
+    sub = store._filtered(f).subquery()  # noqa: SLF001 - the store's one definition of the filter
+    day = func.date(sub.c.created_at)
+    rules_text = cast(sub.c.failed_rules, Text)
+    with store.engine.connect() as conn:
+        total = conn.execute(select(func.count()).select_from(sub)).scalar_one()
+        per_day = conn.execute(
+            select(day, sub.c.verdict, func.count()).group_by(day, sub.c.verdict).order_by(day)
+        ).all()
+        # Sessions share few distinct failed-rule lists: group them in SQL, count rules per group here.
+        combos = conn.execute(
+            select(rules_text, func.count()).where(sub.c.failed_rules.is_not(None)).group_by(rules_text)
+        ).all()
+        bucket = cast(sub.c.groundedness * 10, Integer)
+        bins = conn.execute(
+            select(bucket, func.count()).where(sub.c.groundedness.is_not(None)).group_by(bucket).order_by(bucket)
+        ).all()
+    rules: Counter[str] = Counter()
+    for text, n in combos:
+        try:
+            listed = json.loads(text) if text else []
+        except ValueError:
+            continue
+        for rule_id in listed if isinstance(listed, list) else []:
+            rules[str(rule_id)] += n
+    hist: Counter[float] = Counter()
+    for b, n in bins:
+        hist[min(int(b), 9) / 10] += n
+    return QueueStats(
+        total=total,
+        per_day=[(str(d), v or "none", n) for d, v, n in per_day],
+        failed_rules=dict(rules.most_common()),
+        groundedness=sorted(hist.items()),
+    )
+
+
+def iter_filtered(store: Store, f: SessionFilter, batch: int = 1000) -> Iterator[dict[str, Any]]:
+    """Every row of the filtered list (list columns only), page by page, for export."""
+    offset = 0
+    while True:
+        rows, _ = store.list_sessions(f, limit=batch, offset=offset)
+        yield from rows
+        if len(rows) < batch:
+            return
+        offset += batch
+
+
+# --- rules editing ---------------------------------------------------------------------------
+
+
+@dataclass
+class ParamField:
+    name: str
+    kind: Literal["number", "bool", "text_list", "choice_list", "choice"]
+    value: Any
+    options: tuple[str, ...] = ()
+
+
+def _literal_options(annotation: Any) -> tuple[str, ...]:
+    return tuple(str(a) for a in typing.get_args(annotation)) if typing.get_origin(annotation) is Literal else ()
+
+
+def param_fields(spec: RuleSpec) -> list[ParamField]:
+    """How to edit each parameter of a rule, read from the rule kind's parameter model."""
+    model = PARAM_MODELS[spec.id]
+    values = spec.params.model_dump()
+    out = []
+    for name, info in model.model_fields.items():
+        ann = info.annotation
+        value = values.get(name)
+        if typing.get_origin(ann) is list:
+            (item,) = typing.get_args(ann)
+            options = _literal_options(item)
+            out.append(ParamField(name, "choice_list" if options else "text_list", value, options))
+        elif _literal_options(ann):
+            out.append(ParamField(name, "choice", value, _literal_options(ann)))
+        elif isinstance(value, bool):
+            out.append(ParamField(name, "bool", value))
+        else:
+            out.append(ParamField(name, "number", value))
+    return out
+
+
+def yaml_diff(old: tuple[str, str], new: tuple[str, str], old_name: str, new_name: str) -> str:
+    """Unified diff of two (index.yaml, metadata.yaml) pairs."""
+    parts = []
+    for fname, a, b in (("index.yaml", old[0], new[0]), ("metadata.yaml", old[1], new[1])):
+        parts.extend(difflib.unified_diff(
+            a.splitlines(keepends=True), b.splitlines(keepends=True),
+            fromfile=f"{old_name}/{fname}", tofile=f"{new_name}/{fname}",
+        ))
+    return "".join(parts)

@@ -1,0 +1,186 @@
+"""A local OpenAI-compatible endpoint for tests: stdlib http.server in a thread on 127.0.0.1:0.
+
+Scripted per test: enqueue replies (chat answers, tool calls, HTTP errors with headers, delays)
+or install a responder function; every request the stub got is kept in `requests`, so a test
+can assert what the real `openai` SDK sent. No network beyond loopback.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class StubReply:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+@dataclass
+class StubRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list((self.body or {}).get("messages", []))
+
+
+def chat_body(
+    content: str | None,
+    *,
+    finish_reason: str = "stop",
+    tool_calls: list[dict[str, Any]] | None = None,
+    usage: dict[str, int] | None = None,
+    model: str = "stub-model",
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    body: dict[str, Any] = {
+        "id": f"chatcmpl-{next(_ids)}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+    }
+    if usage is not None:
+        body["usage"] = {**usage, "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)}
+    return body
+
+
+def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict[str, Any]:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return {"id": call_id or f"call_{next(_ids)}", "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def error_body(message: str, *, type_: str = "invalid_request_error", param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": param, "code": None}}
+
+
+Responder = Callable[[StubRequest], StubReply]
+
+
+class StubOpenAI:
+    """Use as a context manager; `base_url` is what `openai.OpenAI(base_url=...)` takes."""
+
+    def __init__(self, responder: Responder | None = None, models: list[str] | None = None):
+        self.requests: list[StubRequest] = []
+        self.models = models if models is not None else ["stub-model"]
+        self._queue: list[StubReply] = []
+        self._responder = responder
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- scripting -------------------------------------------------------------------------
+
+    def enqueue(self, reply: StubReply) -> StubOpenAI:
+        with self._lock:
+            self._queue.append(reply)
+        return self
+
+    def reply(self, content: str | None, **kwargs: Any) -> StubOpenAI:
+        delay = kwargs.pop("delay_s", 0.0)
+        return self.enqueue(StubReply(body=chat_body(content, **kwargs), delay_s=delay))
+
+    def reply_tools(self, *calls: dict[str, Any], content: str | None = None, **kwargs: Any) -> StubOpenAI:
+        return self.enqueue(StubReply(body=chat_body(content, tool_calls=list(calls), finish_reason="tool_calls", **kwargs)))
+
+    def fail(self, status: int, message: str = "stub error", *, headers: dict[str, str] | None = None,
+             delay_s: float = 0.0) -> StubOpenAI:
+        return self.enqueue(StubReply(status=status, body=error_body(message), headers=headers or {}, delay_s=delay_s))
+
+    @property
+    def chat_requests(self) -> list[StubRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    # --- server ----------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "stub not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> StubOpenAI:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+                return
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                request = StubRequest(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                with stub._lock:
+                    stub.requests.append(request)
+                reply = stub._next_reply(request)
+                if reply.delay_s and stub._stopping.wait(reply.delay_s):
+                    return
+                payload = json.dumps(reply.body, ensure_ascii=False).encode("utf-8")
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+                    pass
+
+            do_GET = _handle
+            do_POST = _handle
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def __enter__(self) -> StubOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _next_reply(self, request: StubRequest) -> StubReply:
+        if request.method == "GET" and request.path.endswith("/models"):
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "stub"} for m in self.models]
+            return StubReply(body={"object": "list", "data": data})
+        with self._lock:
+            if self._queue:
+                return self._queue.pop(0)
+        if self._responder is not None:
+            return self._responder(request)
+        return StubReply(status=500, body=error_body("stub queue is empty", type_="server_error"))

@@ -1,0 +1,231 @@
+"""OpenAIProvider stage by stage, through the real `openai` SDK against the local stub endpoint."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pipeline.config import load_settings
+from pipeline.contracts import (
+    ComposerInput,
+    EvidenceDigest,
+    LlmCallRecord,
+    PlannedToolCall,
+    PlannerPlan,
+    ToolInvocation,
+)
+from pipeline.doctor import doctor, llm_health
+from pipeline.llm.budget import estimate_messages_tokens
+from pipeline.llm.openai_provider import OpenAIProvider
+from pipeline.llm.provider import StageContext
+from pipeline.tools.registry import model_name, persisted_name
+from tests.stub_openai import StubOpenAI, StubReply, error_body, tool_call
+
+PLAN = PlannerPlan(
+    skill="latency_diagnosis", language="en", services=["payment-service"], keywords=["timeout"],
+    tool_calls=[PlannedToolCall(tool_name="query_logs", arguments={"service": "payment-service"}),
+                PlannedToolCall(tool_name="query_metrics", arguments={"service": "payment-service"})],
+)
+
+
+class FakeTools:
+    """ctx.run_tool: stores invocations with global ids, like the orchestrator's runner."""
+
+    def __init__(self, first_id: int = 100, outputs: dict[str, str] | None = None):
+        self.next_id = first_id
+        self.outputs = outputs or {}
+        self.invocations: list[ToolInvocation] = []
+
+    def __call__(self, tool_name: str, arguments: dict[str, Any]) -> ToolInvocation:
+        name = persisted_name(tool_name) or tool_name
+        output = self.outputs.get(name, json.dumps({"logs": [{"message": f"{name} ok {arguments}"}]}))
+        inv = ToolInvocation(id=self.next_id, session_id="s-1", tool_name=name, model_tool_name=model_name(name),
+                             arguments=arguments, output=output)
+        self.next_id += 1
+        self.invocations.append(inv)
+        return inv
+
+
+class Setup:
+    def __init__(self, stub: StubOpenAI, tools: FakeTools | None = None, **openai_opts: Any):
+        opts = {"model": "stub-model", "timeout_s": 5.0, "max_retries": 1, **openai_opts}
+        self.settings = load_settings(openai={"base_url": stub.base_url, **opts})
+        self.records: list[LlmCallRecord] = []
+        self.sleeps: list[float] = []
+        self.tools = tools or FakeTools()
+        self.provider = OpenAIProvider(self.settings, sleep=self.sleeps.append)
+        self.ctx = StageContext(settings=self.settings, session_id="s-1", language="en", record=self.records.append,
+                                run_tool=self.tools, services=["payment-service", "order-service"])
+
+
+@pytest.fixture
+def stub():
+    with StubOpenAI() as s:
+        yield s
+
+
+def test_model_for_uses_stage_overrides(stub: StubOpenAI) -> None:
+    s = Setup(stub, stage_models={"composer": "small-model"})
+    assert s.provider.model_for("composer") == "small-model"
+    assert s.provider.model_for("diagnosis") == "stub-model"
+
+
+def test_plan_normalises_tool_names_and_keeps_the_measured_language(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    stub.reply(json.dumps({"skill": "latency_diagnosis", "language": "zh", "services": ["payment-service"],
+                           "tool_calls": [{"tool_name": "queryLogs", "arguments": {"service": "payment-service"}}]}))
+    plan = s.provider.plan(s.ctx, "payment API times out since 10:00")
+    assert plan.tool_calls[0].tool_name == "query_logs" and plan.language == "en"
+    user = stub.chat_requests[0].messages[1]["content"]
+    assert "payment-service, order-service" in user and "queryPrometheusAlerts" in user
+    assert "Question language: English" in stub.chat_requests[0].messages[0]["content"]
+
+
+def test_collector_tool_loop_parallel_calls_and_refused_repeat(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    logs_args = {"service": "payment-service", "level": "ERROR"}
+    stub.reply_tools(tool_call("queryLogs", logs_args, "c1"),
+                     tool_call("queryPrometheusAlerts", {"service": "payment-service"}, "c2"))
+    stub.reply_tools(tool_call("queryLogs", {"level": "ERROR", "service": "payment-service"}, "c3"),
+                     tool_call("lookupKnowledge", {"query": "payment timeout"}, "c4"))
+    stub.reply("Collected logs, alerts and runbook evidence.")
+    summary = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+
+    assert summary.tool_invocation_ids == [100, 101, 102]
+    assert [i.tool_name for i in s.tools.invocations] == ["query_logs", "query_metrics", "lookup_knowledge"]
+    assert summary.collection_summary == "Collected logs, alerts and runbook evidence."
+    sent = stub.chat_requests
+    assert len(sent) == 3
+    assert {t["function"]["name"] for t in sent[0].body["tools"]} == {"queryLogs", "queryPrometheusAlerts", "lookupKnowledge"}
+    assert sent[0].body["tool_choice"] == "auto"
+    tool_msgs = [m for m in sent[2].messages if m["role"] == "tool"]
+    by_call = {m["tool_call_id"]: m["content"] for m in tool_msgs}
+    assert by_call["c1"].startswith("[tool output, data only] invocation_id=100 tool_name=query_logs")
+    assert by_call["c3"].startswith("refused:") and "invocation_id=100" in by_call["c3"]
+    assert "invocation_id=102" in by_call["c4"]
+    assert PLAN.model_dump()["skill"] in sent[0].messages[1]["content"]  # the plan is in the prompt
+    assert [r.stage for r in s.records] == ["collector"] * 3
+    assert all(r.prompt_file == "prompts/collector.md" for r in s.records)
+
+
+def test_collector_last_step_forbids_tools(stub: StubOpenAI) -> None:
+    s = Setup(stub, collector_max_steps=2)
+    stub.reply_tools(tool_call("queryLogs", {"service": "payment-service"}))
+    stub.reply_tools(tool_call("queryLogs", {"service": "order-service"}))  # ignored tool_choice=none
+    summary = s.provider.collect(s.ctx, "q", PLAN, None)
+    assert [r.body["tool_choice"] for r in stub.chat_requests] == ["auto", "none"]
+    assert summary.tool_invocation_ids == [100]
+    assert "collector_max_steps" in summary.collection_summary
+
+
+def test_collector_cuts_large_tool_output_for_the_model_only(stub: StubOpenAI) -> None:
+    lines = [{"message": f"GET /health 200 in {i} ms", "service": "order-service"} for i in range(20000)]
+    lines[7000] = {"message": "payment-service upstream timeout after 5300ms", "service": "payment-service"}
+    big = json.dumps({"logs": lines})
+    s = Setup(stub, tools=FakeTools(outputs={"query_logs": big}))
+    stub.reply_tools(tool_call("queryLogs", {"service": "payment-service"}))
+    stub.reply("done")
+    s.provider.collect(s.ctx, "payment-service timeout", PLAN, None)
+    tool_msg = next(m for m in stub.chat_requests[1].messages if m["role"] == "tool")["content"]
+    assert "upstream timeout after 5300ms" in tool_msg
+    assert "of 20,000 logs[] items cut" in tool_msg
+    assert s.tools.invocations[0].output == big  # stored output untouched
+    assert estimate_messages_tokens(stub.chat_requests[1].messages) <= s.settings.budget.prompt_tokens
+
+
+def test_collector_without_tool_support_runs_the_plan(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    stub.enqueue(StubReply(status=400, body=error_body("tools are not supported by this model")))
+    summary = s.provider.collect(s.ctx, "q", PLAN, None)
+    assert summary.tool_invocation_ids == [100, 101]
+    assert "planner's tool calls" in summary.collection_summary
+
+
+def test_digest_returns_digests_citing_invocations(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    invs = [s.tools("query_logs", {"service": "payment-service"}), s.tools("query_metrics", {})]
+    reply = {"digests": [
+        {"digest_id": "digest-100-1", "source_invocation_ids": [100], "tool": "queryLogs", "summary": "a",
+         "source_quote": "query_logs ok"},
+        {"digest_id": "digest-100-1", "source_invocation_ids": [101], "tool": "query_metrics", "summary": "b",
+         "source_quote": "query_metrics ok"},
+    ]}
+    stub.reply(json.dumps(reply))
+    digests = s.provider.digest(s.ctx, "q", invs)
+    assert [d.digest_id for d in digests] == ["digest-100-1", "digest-100-1-2"]
+    assert digests[0].tool == "query_logs"
+    contents = [m["content"] for m in stub.chat_requests[0].messages]
+    assert any(c.startswith("[tool output, data only] invocation_id=101") for c in contents)
+
+
+def test_digest_batches_outputs_to_fit_the_budget(stub: StubOpenAI) -> None:
+    lines = "\n".join(f"line {i} payment-service timeout" for i in range(3000))
+    s = Setup(stub, tools=FakeTools(outputs={"query_logs": lines}))
+    s.settings.budget.prompt_tokens = 4000
+    invs = [s.tools("query_logs", {"n": n}) for n in range(4)]
+    batches = s.provider.digest_messages(s.ctx, "q", invs)
+    assert len(batches) == 4
+    assert all(estimate_messages_tokens(b) <= 4000 for b in batches)
+
+
+def test_diagnose_returns_the_raw_text_even_when_schema_invalid(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    raw = '{"answer_version": "executor_evidence_v2", "claims": [{"claim_id": "c1"}], "user_facing_answer": "x"}'
+    stub.reply(f"<think>hmm</think>```json\n{raw}\n```")
+    digests = [EvidenceDigest(digest_id="digest-100-1", source_invocation_ids=[100], tool="query_logs", summary="s",
+                              source_quote="q")]
+    out = s.provider.diagnose(s.ctx, "q", PLAN, digests, [s.tools("query_logs", {})], None)
+    assert out == raw
+    first = stub.chat_requests[0].messages
+    assert "Shape: split" in first[1]["content"] and "digest-100-1" in first[2]["content"]
+    assert stub.chat_requests[0].body["response_format"]["json_schema"]["name"] == "ExecutorOutputV2"
+
+
+def test_diagnose_hands_on_non_json_after_reasks(stub: StubOpenAI) -> None:
+    s = Setup(stub, reask_attempts=1)
+    stub.reply("I think the database is slow.")
+    stub.reply("<think>x</think>The database is slow.")
+    out = s.provider.diagnose(s.ctx, "q", PLAN, None, [s.tools("query_logs", {})], None)
+    assert out == "The database is slow."  # the parse stage marks it missing/malformed (law 3)
+    first = stub.chat_requests[0].messages
+    assert "Shape: single" in first[1]["content"]
+    assert first[2]["content"].startswith("[tool output, data only] invocation_id=100")
+
+
+def test_verify_and_compose(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    stub.reply(json.dumps({"verdict": "LOW_CONFID", "groundedness_score": 0.5, "claim_checks": [
+        {"claim_id": "claim-1", "verification": "direct_observation"}], "rationale": "gap"}))
+    payload = {"original_query": "q", "executor_structured_output": {"claims": []},
+               "tool_trace_summary": [{"invocation_id": i, "output_summary": "x" * 200} for i in range(40)]}
+    out = s.provider.verify(s.ctx, payload)
+    assert out.verdict == "LOW_CONFID"
+    msgs = stub.chat_requests[0].messages
+    assert msgs[2]["content"].startswith("payload.tool_trace_summary")
+    answer = {"answer_summary": "s", "recommended_actions": [], "user_facing_answer": "u"}
+    stub.reply(json.dumps(answer))
+    raw = s.provider.compose(s.ctx, ComposerInput(original_query="q", verdict="LOW_CONFID"))
+    assert json.loads(raw) == answer
+    assert [(r.stage, r.prompt_file) for r in s.records] == [("verifier", "prompts/verifier.md"),
+                                                             ("composer", "prompts/composer.md")]
+
+
+def test_doctor_reports_capabilities_and_fallbacks(stub: StubOpenAI) -> None:
+    settings = load_settings(provider="openai", openai={"base_url": stub.base_url, "model": "stub-model"})
+    stub.fail(400, "response_format json_schema not supported")
+    stub.reply('{"ok": true}')
+    stub.reply_tools(tool_call("ping", {"target": "db"}))
+    ok, lines = doctor(settings)
+    assert ok
+    assert lines[0].startswith("[ok] endpoint") and "model stub-model is listed" in lines[0]
+    assert lines[1].startswith("[warn] JSON output: response_format json_object works")
+    assert lines[2] == "[ok] tool calling works; the Collector runs as a tool loop"
+
+
+def test_doctor_unknown_model_and_offline(stub: StubOpenAI) -> None:
+    settings = load_settings(provider="openai", openai={"base_url": stub.base_url, "model": "other"})
+    ok, lines = doctor(settings)
+    assert not ok and "model other is not listed" in lines[0]
+    assert llm_health(load_settings()) == ["[ok] provider offline: no LLM endpoint is used"]

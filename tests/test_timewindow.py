@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from pipeline.timewindow import parse_time_window
+
+UTC = timezone.utc
+CST = timezone(timedelta(hours=8))
+NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+
+
+def at(h: int, m: int = 0, day: int = 28) -> datetime:
+    return datetime(2026, 11, day, h, m, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("question", "start"),
+    [
+        ("payment-service 最近30分钟 CPU 为什么高？", at(11, 30)),
+        ("近1小时有哪些告警", at(11)),
+        ("过去2小时的错误日志", at(10)),
+        ("过去两小时的错误日志", at(10)),
+        ("最近半小时", at(11, 30)),
+        ("最近十五分钟", at(11, 45)),
+        ("what failed in the last hour?", at(11)),
+        ("errors in the last 45 minutes", at(11, 15)),
+        ("past 2h of order-service logs", at(10)),
+        ("last 1.5 hours", at(10, 30)),
+        ("近3天", at(12, day=25)),
+    ],
+)
+def test_relative_windows_end_now(question: str, start: datetime) -> None:
+    assert parse_time_window(question, NOW) == (start, NOW)
+
+
+@pytest.mark.parametrize(
+    ("question", "start"),
+    [
+        ("what happened since 10:00?", at(10)),
+        ("今天10点以来 payment-service 报错", at(10)),
+        ("10点半以来", at(10, 30)),
+        ("从9点15分开始的超时", at(9, 15)),
+        ("since 9:05 am", at(9, 5)),
+        ("errors after 11:40", at(11, 40)),
+    ],
+)
+def test_since_a_clock_time(question: str, start: datetime) -> None:
+    assert parse_time_window(question, NOW) == (start, NOW)
+
+
+@pytest.mark.parametrize(
+    ("question", "window"),
+    [
+        ("from 10:00 to 11:30", (at(10), at(11, 30))),
+        ("between 10:00 and 11:30 what broke", (at(10), at(11, 30))),
+        ("10:00-11:30 的告警", (at(10), at(11, 30))),
+        ("从10点到11点半", (at(10), at(11, 30))),
+        ("昨天23:00到01:00", (at(23, day=26), at(1, day=27))),
+    ],
+)
+def test_explicit_ranges(question: str, window: tuple[datetime, datetime]) -> None:
+    assert parse_time_window(question, NOW) == window
+
+
+def test_a_clock_time_still_ahead_means_yesterday() -> None:
+    assert parse_time_window("since 14:00", NOW) == (at(14, day=27), NOW)
+    assert parse_time_window("from 13:00 to 14:00", NOW) == (at(13, day=27), at(14, day=27))
+
+
+def test_afternoon_words_and_pm() -> None:
+    late = datetime(2026, 11, 28, 20, 0, tzinfo=UTC)
+    assert parse_time_window("下午3点以来", late) == (at(15), late)
+    assert parse_time_window("since 3pm", late) == (at(15), late)
+
+
+def test_clock_times_are_in_the_callers_zone() -> None:
+    now_cst = datetime(2026, 11, 28, 20, 0, tzinfo=CST)  # 12:00 UTC
+    assert parse_time_window("今天10点以来", now_cst) == (at(2), at(12))
+    assert parse_time_window("since 10:00", NOW, tz=CST) == (at(2), NOW)
+
+
+def test_whole_days() -> None:
+    assert parse_time_window("今天的告警", NOW) == (at(0), NOW)
+    assert parse_time_window("what happened yesterday", NOW) == (at(0, day=27), at(0))
+
+
+def test_naive_now_is_utc() -> None:
+    assert parse_time_window("last hour", NOW.replace(tzinfo=None)) == (at(11), NOW)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["payment-service CPU 为什么这么高？", "HTTP 502 from api-gateway", "order 42 failed at checkout", "数据库连接池耗尽怎么办"],
+)
+def test_no_window(question: str) -> None:
+    assert parse_time_window(question, NOW) is None

@@ -1,0 +1,333 @@
+"""Verifier V2: payload, offline claim/hypothesis/digest checks, stage fallbacks, facts_checked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.config import load_settings
+from pipeline.contracts import (
+    ClaimCheck,
+    EvidenceDigest,
+    EvidenceRef,
+    GatekeeperError,
+    GatekeeperResult,
+    ParseStatus,
+    RetryContext,
+    ToolInvocation,
+    VerifierOutput,
+)
+from pipeline.llm.offline.verifier import verify
+from pipeline.llm.provider import StageContext, StageFailure
+from pipeline.stages.verifier import build_payload, facts_checked, groundedness, run_verifier
+
+LOGS = {
+    "logs": [
+        {"timestamp": "2024-05-01T10:00:03Z", "service": "payment-service", "level": "ERROR",
+         "message": "request timeout after 5300ms order_id=8812"},
+        {"timestamp": "2024-05-01T10:00:04Z", "service": "order-service", "level": "INFO",
+         "message": "order created order_id=8813"},
+        {"timestamp": "2024-05-01T10:01:00Z", "service": "payment-service", "level": "WARN",
+         "message": "CPU使用率过高: 92.0%, 进程: java (PID: 1), 线程数: 245"},
+    ]
+}
+ALERTS = {
+    "alerts": [
+        {"alertname": "HighLatency", "service": "payment-service", "status": "firing",
+         "description": "payment-service p99 latency 5300ms above 2s threshold"},
+    ]
+}
+
+
+def invocations() -> list[ToolInvocation]:
+    return [
+        ToolInvocation(id=394, session_id="s1", tool_name="query_logs", model_tool_name="queryLogs",
+                       output=json.dumps(LOGS, ensure_ascii=False)),
+        ToolInvocation(id=395, session_id="s1", tool_name="query_metrics", model_tool_name="queryPrometheusAlerts",
+                       output=json.dumps(ALERTS, ensure_ascii=False)),
+    ]
+
+
+def claim(cid: str, text: str, excerpt: str, ctype: str = "symptom", level: str = "direct",
+          inv: int = 394, tool: str = "query_logs", digest_id: str | None = None) -> dict:
+    binding = {"source_type": "tool_trace", "tool_name": tool, "source_invocation_ids": [inv],
+               "evidence_excerpt": excerpt}
+    if digest_id:
+        binding["digest_id"] = digest_id
+    return {"claim_id": cid, "claim_type": ctype, "claim_text": text, "support_level": level,
+            "evidence_bindings": [binding]}
+
+
+def structured(*claims: dict, hypotheses: list | None = None) -> dict:
+    return {"answer_version": "executor_evidence_v2", "claims": list(claims), "hypotheses": hypotheses or [],
+            "recommended_actions": [], "missing_info": []}
+
+
+def payload(data: dict | None, *, question: str = "支付接口最近出现超时", status: str = "valid",
+            gate: GatekeeperResult | None = None, digests: list[EvidenceDigest] | None = None,
+            retry: RetryContext | None = None) -> dict:
+    return build_payload(
+        question=question, raw_output=json.dumps(data or {}, ensure_ascii=False),
+        parse_status=ParseStatus(status=status), structured=data, invocations=invocations(), digests=digests,
+        gatekeeper_result=gate or GatekeeperResult(), retry_context=retry,
+    )
+
+
+def check_of(*claims: dict, **kw) -> list[ClaimCheck]:
+    return verify(payload(structured(*claims), **kw)).claim_checks
+
+
+# --- payload ------------------------------------------------------------------------------------
+
+
+def test_payload_has_seed_fields_and_bounded_windows():
+    big = {"logs": [{"timestamp": "t", "service": "payment-service", "level": "INFO", "message": f"noise line {i}"}
+                    for i in range(20000)] + LOGS["logs"]}
+    inv = ToolInvocation(id=394, session_id="s1", tool_name="query_logs", model_tool_name="queryLogs",
+                         output=json.dumps(big, ensure_ascii=False))
+    data = structured(claim("c1", "payment-service 出现请求超时。", "request timeout after 5300ms"))
+    p = build_payload(question="q", raw_output="raw", parse_status=ParseStatus(status="valid"), structured=data,
+                      invocations=[inv], digests=None, gatekeeper_result=GatekeeperResult(), retry_context=None)
+    for key in ("original_query", "executor_raw_output", "executor_final_answer", "executor_structured_output",
+                "executor_output_parse_status", "tool_trace_summary", "gatekeeper_result", "retry_context",
+                "cited_evidence"):
+        assert key in p
+    assert p["executor_final_answer"] == p["executor_raw_output"] == "raw"
+    assert "evidence_digests" not in p  # single shape
+    window = p["cited_evidence"][0]["bindings"][0]["windows"][0]
+    assert window["found"] and "request timeout after 5300ms" in window["anchor"][0]
+    assert window["record_count"] == 20003
+    assert len(json.dumps(p, ensure_ascii=False)) < 10_000  # a 1 MB output never rides along
+    summary = p["tool_trace_summary"][0]
+    assert summary["invocation_id"] == 394 and "request timeout" in summary["output_summary"]
+
+
+def test_payload_marks_missing_invocation_and_passes_gatekeeper_features():
+    data = structured(claim("c1", "payment-service 超时", "request timeout", inv=999))
+    feats = {"claims[0].evidence_bindings[0]": {"sources": {"output": {"score": 0.2, "spans": [[1, 2]]}},
+                                                "entities": [], "other_match": None}}
+    p = build_payload(question="q", raw_output="", parse_status=ParseStatus(status="valid"), structured=data,
+                      invocations=invocations(), digests=None, gatekeeper_result=GatekeeperResult(),
+                      retry_context=None, features=feats)
+    binding = p["cited_evidence"][0]["bindings"][0]
+    assert binding["windows"] == [{"invocation_id": 999, "available": False}]
+    assert binding["gatekeeper_features"]["similarity"] == {"output": 0.2}
+
+
+# --- the six claim verifications ---------------------------------------------------------------
+
+
+def test_direct_observation():
+    [c] = check_of(claim("c1", "payment-service 出现请求超时，耗时 5.3 秒。", "request timeout after 5300ms"))
+    assert c.verification == "direct_observation", c.detail
+    assert c.evidence_refs and c.evidence_refs[0].source_invocation_ids == [394]
+
+
+def test_reasonable_inference_for_indirect_support():
+    [c] = check_of(claim("c1", "payment-service CPU 使用率 92%，线程数 245。", "CPU使用率过高: 92.0%", level="indirect"))
+    assert c.verification == "reasonable_inference", c.detail
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["CPU 过高导致支付接口超时。", "payment-service CPU 使用率可能过高。", "CPU overload caused the payment timeouts."],
+)
+def test_overstated_causal_or_hedged(text):
+    [c] = check_of(claim("c1", text, "CPU使用率过高: 92.0%"))
+    assert c.verification == "overstated", c.detail
+
+
+def test_root_cause_without_stated_cause_is_overstated():
+    [c] = check_of(claim("c1", "payment-service CPU 使用率过高。", "CPU使用率过高: 92.0%", ctype="root_cause"))
+    assert c.verification == "overstated"
+
+
+def test_unsupported_when_evidence_says_nothing_of_it():
+    [c] = check_of(claim("c1", "数据库主从同步延迟严重", "order created"))
+    assert c.verification == "unsupported"
+    [c] = check_of(claim("c1", "payment-service 超时", "request timeout", inv=999))
+    assert c.verification == "unsupported"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["payment-service 出现 ERR_DB_LOCK 错误。", "订单 99123 的 CPU 使用率过高。", "payment-service 在 11:42 CPU 使用率过高。"],
+)
+def test_external_unknown_for_entities_not_in_evidence(text):
+    [c] = check_of(claim("c1", text, "CPU使用率过高: 92.0%"))
+    assert c.verification == "external_unknown", c.detail
+
+
+@pytest.mark.parametrize(
+    "text,excerpt",
+    [
+        ("payment-service CPU 使用率为 29%。", "CPU使用率过高: 92.0%"),  # swapped digits
+        ("order-service 出现请求超时。", "request timeout after 5300ms"),  # swapped service
+        ("订单 99123 请求超时。", "request timeout after 5300ms"),  # the record names order 8812
+        ("payment-service 未出现错误。", "request timeout after 5300ms"),  # negation vs an ERROR record
+        ("payment-service reported no timeouts.", "request timeout after 5300ms"),
+    ],
+)
+def test_contradicted(text, excerpt):
+    [c] = check_of(claim("c1", text, excerpt), question="why does payment time out")
+    assert c.verification == "contradicted", c.detail
+
+
+def test_negated_record_contradicts_an_affirmative_claim():
+    quiet = {"logs": [{"timestamp": "t", "service": "payment-service", "level": "INFO",
+                       "message": "health check ok, no errors in the last hour"}]}
+    inv = ToolInvocation(id=1, session_id="s", tool_name="query_logs", model_tool_name="queryLogs",
+                         output=json.dumps(quiet))
+    data = structured(claim("c1", "payment-service logged errors in the last hour", "health check ok", inv=1))
+    p = build_payload(question="q", raw_output="", parse_status=ParseStatus(status="valid"), structured=data,
+                      invocations=[inv], digests=None, gatekeeper_result=GatekeeperResult(), retry_context=None)
+    assert verify(p).claim_checks[0].verification == "contradicted"
+
+
+def test_gatekeeper_target_makes_a_claim_at_least_unsupported():
+    gate = GatekeeperResult(status="fail", failed_rules=["evidence.excerpt_similarity"], errors=[
+        GatekeeperError(rule_id="evidence.excerpt_similarity", target="claims[0].evidence_bindings[0]",
+                        message="low similarity")])
+    out = verify(payload(structured(claim("c1", "payment-service 出现请求超时。", "request timeout after 5300ms")),
+                         gate=gate))
+    assert out.claim_checks[0].verification == "unsupported"
+    assert out.verdict != "PASS"
+
+
+# --- hypotheses, digests, retry, verdict -------------------------------------------------------
+
+
+def test_hypothesis_checks():
+    hyps = [
+        {"hypothesis_text": "连接池压力可能参与了超时问题。", "basis": "已有 payment-service 超时现象，但缺少连接池指标。",
+         "needed_evidence": ["HikariCP active/idle/pending 指标"]},
+        {"hypothesis_text": "连接池耗尽导致了超时。", "basis": "超时现象", "needed_evidence": ["连接池指标"]},
+        {"hypothesis_text": "可能是 Kafka 积压。", "basis": "kafka-consumer lag 持续增长", "needed_evidence": ["lag"]},
+        {"hypothesis_text": "可能与发布有关。", "basis": "", "needed_evidence": []},
+    ]
+    data = structured(claim("c1", "payment-service 出现请求超时。", "request timeout"), hypotheses=hyps)
+    checks = [h.verification for h in verify(payload(data)).hypothesis_checks]
+    assert checks == ["reasonable_hypothesis", "overstated_as_fact", "unsupported_hypothesis",
+                      "unsupported_hypothesis"]
+
+
+def test_digest_checks_faithful_and_unfaithful():
+    digests = [
+        EvidenceDigest(digest_id="d1", source_invocation_ids=[394], tool="query_logs",
+                       summary="payment-service 的日志显示 CPU 使用率为 92.0%，线程数为 245。",
+                       source_quote="CPU使用率过高: 92.0%, 进程: java (PID: 1), 线程数: 245"),
+        EvidenceDigest(digest_id="d2", source_invocation_ids=[394], tool="query_logs",
+                       summary="payment-service CPU 使用率为 97%。", source_quote="CPU使用率过高: 92.0%"),
+        EvidenceDigest(digest_id="d3", source_invocation_ids=[394], tool="query_logs",
+                       summary="payment-service 出现超时。", source_quote="upstream connect error 503"),
+        EvidenceDigest(digest_id="d4", source_invocation_ids=[394], tool="query_logs",
+                       summary="CPU 过高导致请求超时。", source_quote="CPU使用率过高: 92.0%"),
+        EvidenceDigest(digest_id="d5", source_invocation_ids=[777], tool="query_logs",
+                       summary="x", source_quote="y"),
+    ]
+    data = structured(claim("c1", "payment-service CPU 使用率 92%。", "CPU使用率过高: 92.0%", digest_id="d1"))
+    p = payload(data, digests=digests)
+    assert "evidence_digests" in p and p["cited_evidence"][0]["bindings"][0]["digest"]["summary"]
+    checks = {d.digest_id: d for d in verify(p).digest_checks}
+    assert checks["d1"].verification == "faithful", checks["d1"].detail
+    for bad in ("d2", "d3", "d4", "d5"):
+        assert checks[bad].verification == "unfaithful", bad
+    assert "97" in checks["d2"].detail
+
+
+def test_retry_gaps_closed():
+    data = structured(claim("c1", "payment-service 出现请求超时，耗时 5.3 秒。", "request timeout after 5300ms"))
+    closed = verify(payload(data, retry=RetryContext(round=2, missing_info=["payment-service 请求超时"])))
+    assert closed.retry_gaps_closed is True
+    open_ = verify(payload(data, retry=RetryContext(round=2, missing_info=["缺少连接池 active/idle 指标"])))
+    assert open_.retry_gaps_closed is False
+    assert verify(payload(data)).retry_gaps_closed is None
+
+
+def test_offline_verdicts_and_language():
+    good = verify(payload(structured(claim("c1", "payment-service 出现请求超时，耗时 5.3 秒。",
+                                           "request timeout after 5300ms"))))
+    assert good.verdict == "PASS" and good.groundedness_score == 1.0
+    assert "判定 PASS" in good.rationale
+    swapped = verify(payload(structured(claim("c1", "order-service timed out.", "request timeout after 5300ms")),
+                             question="why does payment time out"))
+    assert swapped.verdict == "REJECT" and swapped.rationale.startswith("Checked 1 claim")
+    gate = GatekeeperResult(status="fail", failed_rules=["schema.executor_v2"])
+    assert verify(payload(structured(claim("c1", "payment-service 出现请求超时，耗时 5.3 秒。",
+                                           "request timeout after 5300ms")), gate=gate)).verdict != "PASS"
+
+
+# --- the stage ------------------------------------------------------------------------------------
+
+
+class RecordingProvider:
+    def __init__(self, answer=None, error: Exception | None = None):
+        self.calls = 0
+        self.answer, self.error = answer, error
+
+    def verify(self, ctx, payload):
+        self.calls += 1
+        if self.error:
+            raise self.error
+        return self.answer if self.answer is not None else verify(payload)
+
+
+def ctx(language: str = "zh") -> StageContext:
+    return StageContext(settings=load_settings(), session_id="s1", language=language, record=lambda r: None,
+                        run_tool=lambda n, a: None)  # type: ignore[arg-type,return-value]
+
+
+@pytest.mark.parametrize("status", ["missing", "malformed"])
+def test_unusable_executor_output_never_reaches_the_provider(status):
+    provider = RecordingProvider()
+    out = run_verifier(ctx(), provider, payload(None, status=status))
+    assert provider.calls == 0
+    assert out.verdict == "LOW_CONFID" and out.groundedness_score == 0 and out.claim_checks == []
+    assert status in out.rationale
+
+
+@pytest.mark.parametrize(
+    "provider",
+    [RecordingProvider(error=StageFailure("verifier", "endpoint refused")), RecordingProvider(answer="not json"),
+     RecordingProvider(answer={"verdict": "MAYBE"})],
+)
+def test_provider_failure_or_garbage_is_low_confid(provider):
+    data = structured(claim("c1", "payment-service 出现请求超时。", "request timeout"))
+    out = run_verifier(ctx("en"), provider, payload(data))
+    assert out.verdict == "LOW_CONFID" and out.groundedness_score == 0
+    assert "verifier" in out.rationale.lower()
+
+
+def test_stage_fills_skipped_claims_and_recomputes_groundedness():
+    data = structured(claim("c1", "payment-service 出现请求超时。", "request timeout"),
+                      claim("c2", "订单 99123 失败", "order created", ctype="impact"))
+    answer = VerifierOutput(verdict="PASS", groundedness_score=0.99, claim_checks=[
+        ClaimCheck(claim_id="c1", verification="direct_observation"),
+        ClaimCheck(claim_id="ghost", verification="direct_observation")])
+    out = run_verifier(ctx(), RecordingProvider(answer=answer), payload(data))
+    assert [(c.claim_id, c.verification) for c in out.claim_checks] == [("c1", "direct_observation"),
+                                                                         ("c2", "unsupported")]
+    assert out.groundedness_score == 0.5
+
+
+def test_groundedness_formula():
+    claims = [{"claim_id": "a", "claim_type": "symptom"}, {"claim_id": "b", "claim_type": "observation"}]
+    checks = [ClaimCheck(claim_id="a", verification="reasonable_inference"),
+              ClaimCheck(claim_id="b", verification="overstated")]
+    assert groundedness(checks, claims) == round((2 * 0.7 + 0.3) / 3, 4)
+    assert groundedness([], []) == 0.0
+
+
+def test_facts_checked_mapping():
+    data = structured(*[claim(f"c{i}", f"text {i}", "x", ctype=t) for i, t in enumerate(
+        ["root_cause", "symptom", "impact", "risk", "observation", "symptom"])])
+    verifs = ["direct_observation", "reasonable_inference", "overstated", "unsupported", "external_unknown",
+              "contradicted"]
+    ref = EvidenceRef(tool_name="query_logs", source_invocation_ids=[394])
+    checks = [ClaimCheck(claim_id=f"c{i}", verification=v, evidence_refs=[ref]) for i, v in enumerate(verifs)]
+    facts = facts_checked(checks, data)
+    assert [f.verification for f in facts] == ["direct_evidence", "indirect_support", "indirect_support",
+                                               "no_evidence", "no_evidence", "contradicted"]
+    assert [f.is_critical for f in facts] == [True, True, True, True, False, True]
+    assert facts[0].fact == "c0: text 0" and facts[0].evidence_refs == [ref]
