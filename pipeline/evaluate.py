@@ -6,12 +6,14 @@ is exactly what checking its bundle recomputes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from pipeline.config import Settings
 from pipeline.contracts import (
     VERDICT_ORDER,
+    ClaimCheck,
     ComposerGuardResult,
     ComposerInput,
     ComposerOutput,
@@ -30,7 +32,7 @@ from pipeline.llm.provider import StageContext
 from pipeline.stages.composer import assemble_input, run_composer
 from pipeline.stages.parse import parse_executor_output
 from pipeline.stages.verdict import guard_verdict
-from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
+from pipeline.stages.verifier import build_payload, facts_checked, groundedness, run_verifier
 from pipeline.tools.registry import model_name
 
 
@@ -60,6 +62,49 @@ class _GivenComposer:
 
     def compose(self, ctx: StageContext, composer_input: ComposerInput) -> str:
         return self.raw
+
+
+_CLAIM_TARGET = re.compile(r"^claims\[(\d+)\]")
+_WEAK = ("unsupported", "external_unknown", "contradicted")
+
+
+def enforce_gatekeeper(verifier_output: VerifierOutput, gate: GatekeeperResult, rules: RuleSet,
+                       structured: dict[str, Any] | None) -> tuple[VerifierOutput, list[str]]:
+    """Seed 000 §15.3 in code: a claim hit by a failed rule is at least unsupported.
+
+    An LLM verifier may ignore the gatekeeper (or obey text inside a tool output); the composer
+    filter trusts claim_checks, so the checks are corrected here before anything reads them.
+    An entity mismatch ("points at another value/service") becomes external_unknown.
+    """
+    claims = [c for c in (structured or {}).get("claims", []) if isinstance(c, dict)] \
+        if isinstance((structured or {}).get("claims"), list) else []
+    failing: dict[str, tuple[str, str]] = {}
+    for err in gate.errors:
+        m = _CLAIM_TARGET.match(err.target)
+        if not m or err.rule_id not in gate.failed_rules or rules.impact(err.rule_id) == "warn_only":
+            continue
+        index = int(m.group(1))
+        if index < len(claims):
+            failing.setdefault(str(claims[index].get("claim_id")), (err.rule_id, err.message))
+    if not failing:
+        return verifier_output, []
+    checks: dict[str, ClaimCheck] = {c.claim_id: c for c in verifier_output.claim_checks}
+    for claim_id in failing:
+        checks.setdefault(claim_id, ClaimCheck(claim_id=claim_id, verification="unsupported"))
+    reasons = []
+    for claim_id, (rule_id, message) in failing.items():
+        check = checks[claim_id]
+        if check.verification in _WEAK:
+            continue
+        verification = "external_unknown" if rule_id == "evidence.excerpt_entities" else "unsupported"
+        reasons.append(f"{claim_id}: verifier said {check.verification}, but gatekeeper rule {rule_id} "
+                       f"failed on it; treated as {verification}")
+        checks[claim_id] = check.model_copy(update={"verification": verification,
+                                                    "detail": f"gatekeeper {rule_id}: {message}"})
+    ordered = list(checks.values())
+    updated = verifier_output.model_copy(update={"claim_checks": ordered,
+                                                 "groundedness_score": groundedness(ordered, claims)})
+    return updated, reasons
 
 
 def _normalized_without_gatekeeper(structured: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -109,9 +154,13 @@ def evaluate(
     else:
         verifier_output = run_verifier(ctx, provider, payload)
 
+    enforced: list[str] = []
+    if settings.gatekeeper.enabled:
+        verifier_output, enforced = enforce_gatekeeper(verifier_output, gate_result, rules, normalized)
     verdict, reasons = guard_verdict(verifier_output=verifier_output, gatekeeper_result=gate_result, rules=rules,
                                      parse_status=parse_status, structured=normalized,
                                      gatekeeper_enabled=settings.gatekeeper.enabled)
+    reasons = enforced + reasons
     failed_tools = [inv for inv in invocations if inv.status == "error"]
     if failed_tools and VERDICT_ORDER[verdict] < VERDICT_ORDER["LOW_CONFID"]:
         verdict = "LOW_CONFID"

@@ -117,14 +117,17 @@ def run_session(
     provider: Provider | None = None,
     world_id: str | None = None,
     on_event: OnEvent | None = None,
+    rules: RuleSet | None = None,
 ) -> SessionResult:
+    """Run one session. `rules` overrides the rules in force (the Eval page's candidate rules)."""
     question = question.strip()
     if not question:
         raise ValueError("the question is empty: ask about a symptom, e.g. “payment API times out since 10:00”")
     emit: OnEvent = on_event or (lambda stage, data: None)
     provider = provider or make_provider(settings)
     world = _pick_world(settings, question, world_id)
-    rules, _ = rules_in_force(settings, store)
+    if rules is None:
+        rules, _ = rules_in_force(settings, store)
     split = settings.digest.enabled
     sid = store.create_session(question=question, world=world.id if world else None, shape=settings.shape,
                                provider=provider.name, model=provider.model_for("diagnosis"))

@@ -128,20 +128,24 @@ _EN_STOP = frozenset(
 _ZH_STOP = frozenset("的 了 和 与 在 是 有 为 及 或 对 从 被 把 也 都 而 并 等 中 上 下 个 出现 进行 当前 最近".split())
 
 
+_LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+
+
 @lru_cache(maxsize=65536)
 def keywords(text: str) -> frozenset[str]:
-    """Content words: jieba for Chinese runs, word split for the rest; stop words dropped."""
-    import jieba  # imported lazily: its dictionary load costs ~0.5 s and few callers need it
-
+    """Content words: jieba for Chinese runs, whole tokens (payment-service, e_pay_timeout) for the rest."""
     norm = normalize(text)
     words: set[str] = set()
-    for token in jieba.lcut(norm):
-        token = token.strip()
-        if not token or token in _EN_STOP or token in _ZH_STOP:
-            continue
-        if _CJK.search(token):
-            if len(token) >= 2:
-                words.add(token)
-        elif re.fullmatch(r"[a-z0-9][a-z0-9_.\-]*", token) and len(token) >= 2:
+    for token in _LATIN_WORD.findall(_CJK_RUN.sub(" ", norm)):
+        if len(token) >= 2 and token not in _EN_STOP:
             words.add(token)
+    runs = _CJK_RUN.findall(norm)
+    if runs:
+        import jieba  # imported lazily: its dictionary load costs ~0.5 s and few callers need it
+
+        for run in runs:
+            for token in jieba.lcut(run):
+                if len(token) >= 2 and token not in _ZH_STOP:
+                    words.add(token)
     return frozenset(words)

@@ -140,9 +140,7 @@ def test_streaming_across_blocks_and_cut_of_a_giant_line(tmp_path: Path, monkeyp
     assert [n for n, _ in every] == list(range(1, 62))
     assert every[30][1].startswith(b"2026-11-28T10:00:30Z ERROR") and len(every[30][1]) == 100
     assert every[-1][1].endswith(b"needle=False")
-    import re
-
-    hits = list(iter_lines(path, re.compile(b"needle=true", re.I)))
+    hits = list(iter_lines(path, logfiles.needles(["Needle=TRUE"])))
     assert [n for n, _ in hits] == [1, 8, 15, 22, 29, 37, 44, 51, 58]
     for n, raw in hits:
         assert raw == every[n - 1][1]

@@ -56,6 +56,19 @@ def _fold_table() -> np.ndarray:
 
 
 @lru_cache(maxsize=1)
+def _ascii_table() -> np.ndarray:
+    return _fold_table()[:128].astype(np.uint8)
+
+
+def _fold_codes(text: str) -> np.ndarray:
+    """Folded code points of a text, one per character (uint8 for ASCII text: 4x less to move)."""
+    if text.isascii():
+        return _ascii_table()[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    return np.where(codes < 0x10000, _fold_table()[np.minimum(codes, 0xFFFF)], codes)
+
+
+@lru_cache(maxsize=1)
 def _fold_dict() -> dict[int, int]:
     table = _fold_table()
     return {cp: int(table[cp]) for cp in range(0x10000) if table[cp] != cp}
@@ -88,35 +101,61 @@ def _unescape(m: re.Match[str]) -> str:
     return chr(int(esc[1:], 16)) if esc[0] == "u" else _SIMPLE_ESCAPES[esc]
 
 
-@dataclass
-class PreparedOutput:
-    """An output ready for matching: decoded text, its folded form and the offset map between them."""
+_BLOCK = 4096
 
-    decoded: str
-    folded: str
-    offsets: np.ndarray  # folded index -> decoded index
-    raw_offsets: bool  # decoded == raw output, so offsets also index the raw text
+
+class PreparedOutput:
+    """An output ready for matching: decoded text, and (built on first need) its folded form.
+
+    Verbatim excerpts are found in the decoded text directly, so most outputs are never folded.
+    """
+
+    def __init__(self, output: str) -> None:
+        self.decoded = decode_output(output)
+        self.raw_offsets = self.decoded is output  # offsets also index the raw output text
+        self._folded: tuple[str, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def build(cls, output: str) -> PreparedOutput:
-        decoded = decode_output(output)
-        codes = np.frombuffer(decoded.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        table = _fold_table()
-        folded = np.where(codes < 0x10000, table[np.minimum(codes, 0xFFFF)], codes)
-        space = folded == _SPACE
-        keep = ~space
-        keep[1:] |= space[1:] & ~space[:-1]
-        if keep.size:
-            keep[0] = not space[0]
-        offsets = np.flatnonzero(keep)
-        text = folded[offsets].astype(np.uint32).tobytes().decode("utf-32-le", "replace")
-        if text.endswith(" "):
-            text, offsets = text[:-1], offsets[:-1]
-        return cls(decoded, text, offsets, decoded is output)
+        return cls(output)
+
+    @property
+    def folded(self) -> str:
+        return self._fold()[0]
+
+    def _fold(self) -> tuple[str, np.ndarray, np.ndarray]:
+        if self._folded is None:
+            codes = _fold_codes(self.decoded)
+            space = codes == _SPACE
+            prev_space = np.empty_like(space)
+            if space.size:
+                prev_space[0] = True  # drops a leading space
+                prev_space[1:] = space[:-1]
+            keep = ~(space & prev_space)
+            kept = codes[keep]
+            if kept.dtype == np.uint8:
+                text = kept.tobytes().decode("ascii")
+            else:
+                text = kept.astype(np.uint32).tobytes().decode("utf-32-le", "replace")
+            if text.endswith(" "):
+                text = text[:-1]
+            per_block = np.add.reduceat(keep, np.arange(0, keep.size, _BLOCK)) if keep.size else np.zeros(0, np.int64)
+            # kept characters before each _BLOCK-sized block of the decoded text, for offset lookups
+            counts = np.concatenate(([0], np.cumsum(per_block)))
+            self._folded = (text, keep, counts)
+        return self._folded
+
+    def _offset(self, k: int) -> int:
+        """Decoded index of folded index k (the k-th kept character)."""
+        _, keep, block_counts = self._fold()
+        block = int(np.searchsorted(block_counts, k, side="right")) - 1
+        base = block * _BLOCK
+        inside = np.flatnonzero(keep[base : base + _BLOCK])
+        return base + int(inside[k - int(block_counts[block])])
 
     def span(self, fstart: int, fend: int) -> tuple[int, int]:
         """Folded [fstart, fend) -> decoded [start, end)."""
-        return int(self.offsets[fstart]), int(self.offsets[fend - 1]) + 1
+        return self._offset(fstart), self._offset(fend - 1) + 1
 
     def record(self, start: int, end: int) -> tuple[int, int]:
         """The record around a decoded span: the enclosing {...} or line, within RECORD_REACH."""
@@ -162,10 +201,10 @@ class OutputCache:
             return item
         item = PreparedOutput.build(output)
         self._items[key] = item
-        self._chars += len(item.decoded)
+        self._chars += 2 * len(item.decoded)  # decoded + folded, once folded
         while self._chars > self._max and len(self._items) > 1:
             _, old = self._items.popitem(last=False)
-            self._chars -= len(old.decoded)
+            self._chars -= 2 * len(old.decoded)
         return item
 
 
@@ -189,6 +228,9 @@ def segments(excerpt: str) -> list[str]:
 def locate(segment: str, prepared: PreparedOutput) -> SegmentMatch:
     """Best place of one excerpt segment in a prepared output."""
     needle = fold(segment)
+    verbatim = prepared.decoded.find(segment)
+    if verbatim >= 0:
+        return SegmentMatch(segment, needle, 1.0, verbatim, verbatim + len(segment))
     hay = prepared.folded
     pos = hay.find(needle) if needle else -1
     if pos >= 0:

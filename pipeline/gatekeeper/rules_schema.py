@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictStr, ValidationError
 
 from pipeline.contracts import VerdictImpact
 
@@ -23,7 +23,7 @@ METADATA_FILE = "metadata.yaml"
 Severity = Literal["error", "warning"]
 _IMPACTS = ("warn_only", "low_confid_on_fail", "reject_on_fail")
 _SEVERITIES = ("error", "warning")
-Number = StrictFloat | StrictInt
+Number = StrictFloat  # strict: "0.5" is refused, 1 is accepted as 1.0
 _FIELD_PATH = re.compile(r"[a-z_]+(\[\])?(\.[a-z_]+(\[\])?)*")
 
 

@@ -29,7 +29,7 @@ from pipeline.contracts import (
 )
 from pipeline.llm.provider import StageContext, StageFailure
 from pipeline.stages import templates
-from pipeline.text import detect_language, entity_values, extract_entities, keywords, normalize
+from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize
 
 # --- the input filter (§19.2.1) ---------------------------------------------------------------
 
@@ -174,6 +174,8 @@ _KIND = {
     "identifier": "identifier",
     "number": "number",
 }
+# Share of a causal sentence's words that must come from the allowed claims / hypotheses.
+GROUNDED_SHARE = 0.6
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.、)）]|[-*•])\s*", re.MULTILINE)
 _SENTENCE = re.compile(r"[。！？!?；;\n]|(?<=[a-z0-9)\]])\.\s")
 _ROOT_WORDS = ("根因", "根本原因", "root cause", "root-cause")
@@ -191,6 +193,13 @@ _HEDGE_WORDS = (
     "可能", "也许", "或许", "疑似", "推测", "猜测", "possibly", "possible", "may ", "might", "could", "likely",
     "perhaps", "suspected", "hypothes",
 )
+
+
+def _literal_number(ent: Entity, source_norm: str) -> bool:
+    """A bare number or id written verbatim in the input: the extractor skips a number that ends
+    a sentence ("waiting: 120."), and an answer that drops the full stop must not be punished."""
+    return ent.kind in ("number", "identifier") and re.search(
+        rf"(?<![\d.]){re.escape(ent.value)}(?!\d)", source_norm) is not None
 
 
 def _violation_kind(kind: str, value: str) -> str:
@@ -217,9 +226,14 @@ def _fields(out: ComposerOutput) -> list[tuple[str, str]]:
     return fields
 
 
-def _overlaps(sentence: str, texts: Iterable[str]) -> bool:
-    words = keywords(sentence)
-    return any(len(words & keywords(t)) >= 2 or normalize(t) in normalize(sentence) for t in texts if t)
+def _grounded(sentence: str, texts: Iterable[str]) -> bool:
+    """Most of the sentence's content words (hedges and causal words aside) occur in `texts`."""
+    reference = normalize("\n".join(texts))
+    words = [w for w in keywords(sentence)
+             if not any(w in marker or marker.strip() in w for marker in _HEDGE_WORDS + _CAUSAL_WORDS + _ROOT_WORDS)]
+    if not reference or not words:
+        return False
+    return sum(1 for w in words if w in reference) / len(words) >= GROUNDED_SHARE
 
 
 def _cause_violation(sentence: str, ci: ComposerInput) -> bool:
@@ -228,14 +242,18 @@ def _cause_violation(sentence: str, ci: ComposerInput) -> bool:
     causal = root or any(w in norm for w in _CAUSAL_WORDS)
     if not causal or any(w in norm for w in _GAP_WORDS):
         return False
+    # Quoting an action's purpose or a stated gap word for word adds nothing (e.g. a runbook title).
+    quoted = normalize("\n".join([*ci.missing_info, *(f"{a.action_text}\n{a.reason}" for a in ci.recommended_actions)]))
+    if norm.strip(" 。.；;!！") in quoted:
+        return False
     claims = [c.claim_text for c in ci.allowed_claims]
     hyps = [h.hypothesis_text for h in ci.allowed_hypotheses]
     if any(w in norm for w in _HEDGE_WORDS):
         # a possible cause: never under REJECT, and only one the input already names
-        return ci.verdict == "REJECT" or not _overlaps(sentence, claims + hyps)
+        return ci.verdict == "REJECT" or not _grounded(sentence, claims + hyps)
     if root:
         roots = [c.claim_text for c in ci.allowed_claims if c.claim_type == "root_cause"]
-        return ci.verdict != "PASS" or not _overlaps(sentence, roots)
+        return ci.verdict != "PASS" or not _grounded(sentence, roots)
     # an asserted causal link must be an allowed claim restated, not a new one
     return ci.verdict == "REJECT" or not any(normalize(c).rstrip("。.；;!！") in norm for c in claims)
 
@@ -258,7 +276,7 @@ def check_output(
     for field, text in _fields(output):
         body = _LIST_MARKER.sub("", text)
         for ent in sorted(extract_entities(body)):
-            if ent.value not in allowed:
+            if ent.value not in allowed and not _literal_number(ent, source_norm):
                 add(_violation_kind(ent.kind, ent.value), ent.value, field)
         norm = normalize(body)
         for svc in services:
@@ -267,7 +285,7 @@ def check_output(
                 add("service", s, field)
         for sentence in _SENTENCE.split(body):
             if sentence.strip() and _cause_violation(sentence, composer_input):
-                add("root_cause", sentence.strip()[:120], field)
+                add("root_cause", sentence.strip().rstrip("。.!！")[:120], field)
     return violations
 
 

@@ -23,10 +23,10 @@ _TEXT = {
         "gaps": "证据缺口：",
         "next": "下一步建议：",
         "action": "{text}（{reason}）",
-        "pass_summary": "已确认 {n} 条事实：{first}",
+        "pass_summary": "已确认：{first}",
         "pass_summary_rc": "根因已确认：{first}",
-        "low_summary": "证据仍有缺口：已确认 {n} 条信息，{m} 个可能方向尚未证实。",
-        "reject_summary": "无法基于已获取证据生成可靠结论；已确认 {n} 条信息，需补充证据。",
+        "low_summary": "证据仍有缺口，结论为低置信；已确认：{first}",
+        "reject_summary": "无法基于已获取证据生成可靠结论，需补充证据。",
         "sep": "；",
         "fixed_actions": [
             ("补充查询相关服务的日志、告警与指标，获取可直接支撑结论的证据。", "当前证据不足以得出可靠结论。"),
@@ -46,11 +46,10 @@ _TEXT = {
         "gaps": "Evidence gaps:",
         "next": "Next steps:",
         "action": "{text} ({reason})",
-        "pass_summary": "{n} fact(s) confirmed: {first}",
+        "pass_summary": "Confirmed: {first}",
         "pass_summary_rc": "Root cause confirmed: {first}",
-        "low_summary": "The evidence has gaps: {n} fact(s) confirmed, {m} possible direction(s) unconfirmed.",
-        "reject_summary": "No reliable conclusion can be drawn from the evidence gathered; "
-        "{n} fact(s) confirmed, more evidence is needed.",
+        "low_summary": "The evidence has gaps, so this is low confidence; confirmed: {first}",
+        "reject_summary": "No reliable conclusion can be drawn from the evidence gathered; more evidence is needed.",
         "sep": "; ",
         "fixed_actions": [
             ("Query the logs, alerts and metrics of the services involved for direct evidence.",
@@ -91,7 +90,7 @@ def render(composer_input: ComposerInput, language: str) -> ComposerOutput:
         lines = [t["pass_head"], *_bullets(facts)]
         lines += [t["root_cause"].format(text=r) for r in root]
         summary = (t["pass_summary_rc"].format(first=root[0]) if root
-                   else t["pass_summary"].format(n=len(facts), first=facts[0] if facts else ""))
+                   else t["pass_summary"].format(first=facts[0] if facts else t["none_confirmed"]))
     elif verdict == "LOW_CONFID":
         hyps = [
             t["hypothesis"].format(text=h.hypothesis_text)
@@ -103,10 +102,10 @@ def render(composer_input: ComposerInput, language: str) -> ComposerOutput:
             lines += [t["possible"], *_bullets(hyps)]
         if composer_input.missing_info:
             lines += [t["gaps"], *_bullets(composer_input.missing_info)]
-        summary = t["low_summary"].format(n=len(facts), m=len(hyps))
+        summary = t["low_summary"].format(first=facts[0] if facts else t["none_confirmed"])
     else:
         lines = [t["reject_head"], t["confirmed"], *(_bullets(facts) or [f"- {t['none_confirmed']}"])]
-        summary = t["reject_summary"].format(n=len(facts))
+        summary = t["reject_summary"]
     if action_lines:
         lines += [t["next"], *_bullets(action_lines)]
     return ComposerOutput(answer_summary=summary, recommended_actions=actions, user_facing_answer="\n".join(lines))

@@ -9,7 +9,6 @@ payment-service, payment, service).
 
 from __future__ import annotations
 
-import heapq
 import math
 import re
 import threading
@@ -18,6 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from pipeline.tools.registry import KnowledgeQuery, NoData
 
@@ -146,37 +147,41 @@ def _pieces(section: str) -> list[str]:
 @dataclass
 class _Index:
     blocks: list[Block]
-    postings: dict[str, list[tuple[int, int]]]  # term -> [(block index, term frequency)]
-    lengths: list[int]
-    avg_len: float
+    # term -> (block indices, BM25 term weights); a weight depends only on its block, so it is
+    # computed once here and a query only scales each posting array by the term's idf.
+    postings: dict[str, tuple[np.ndarray, np.ndarray]]
     skipped: list[str] = field(default_factory=list)
 
     @classmethod
     def build(cls, blocks: list[Block], skipped: list[str]) -> _Index:
-        postings: dict[str, list[tuple[int, int]]] = {}
-        lengths: list[int] = []
-        for i, block in enumerate(blocks):
-            # The title is indexed with the block so a section inherits its document's topic.
-            terms = tokenize(f"{block.title}\n{block.content}")
-            lengths.append(len(terms))
-            for term, tf in Counter(terms).items():
-                postings.setdefault(term, []).append((i, tf))
+        # The title is indexed with the block so a section inherits its document's topic.
+        counts = [Counter(tokenize(f"{b.title}\n{b.content}")) for b in blocks]
+        lengths = [sum(c.values()) for c in counts]
         avg = sum(lengths) / len(lengths) if lengths else 0.0
-        return cls(blocks, postings, lengths, avg, skipped)
+        lists: dict[str, tuple[list[int], list[float]]] = {}
+        for i, counter in enumerate(counts):
+            norm = K1 * (1.0 - B + B * lengths[i] / avg)
+            for term, tf in counter.items():
+                ids, weights = lists.setdefault(term, ([], []))
+                ids.append(i)
+                weights.append(tf * (K1 + 1.0) / (tf + norm))
+        postings = {t: (np.array(ids, dtype=np.int32), np.array(w)) for t, (ids, w) in lists.items()}
+        return cls(blocks, postings, skipped)
 
     def search(self, query: str, top_k: int) -> list[tuple[float, int]]:
         n = len(self.blocks)
-        scores: dict[int, float] = {}
+        scores = np.zeros(n)
         for term in set(tokenize(query)):
             posting = self.postings.get(term)
-            if not posting:
+            if posting is None:
                 continue
-            idf = math.log(1.0 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
-            for i, tf in posting:
-                norm = K1 * (1.0 - B + B * self.lengths[i] / self.avg_len)
-                scores[i] = scores.get(i, 0.0) + idf * tf * (K1 + 1.0) / (tf + norm)
-        # Ties break on block order, so the same query always returns the same blocks.
-        return heapq.nlargest(top_k, ((s, -i) for i, s in scores.items() if s > 0.0))
+            ids, weights = posting
+            idf = math.log(1.0 + (n - len(ids) + 0.5) / (len(ids) + 0.5))
+            scores[ids] += idf * weights  # a term's block indices are unique, so this is exact
+        hits = np.flatnonzero(scores > 0.0)
+        # Highest score first, ties in block order, so the same query always returns the same blocks.
+        best = hits[np.lexsort((hits, -scores[hits]))[:top_k]]
+        return [(float(scores[i]), int(i)) for i in best]
 
 
 _CACHE: dict[Path, tuple[tuple[tuple[str, int, int], ...], _Index]] = {}
@@ -245,8 +250,8 @@ class KnowledgeBase:
         if not hits:
             raise NoData(f"no runbook block matches {q.query!r}")
         evidence = []
-        for score, neg_i in hits:
-            block = self._index.blocks[-neg_i]
+        for score, i in hits:
+            block = self._index.blocks[i]
             evidence.append(
                 {
                     "id": block.id,

@@ -23,8 +23,8 @@ _P = {
         "gaps": "仍缺少的证据：{items}。",
         "next": "建议下一步：{items}。",
         "sep": "；",
-        "summary_pass": "已确认 {n} 条事实，{first}",
-        "summary_low": "证据仍有缺口：已确认 {n} 条信息，另有 {m} 个可能方向尚未证实。",
+        "summary_pass": "已确认：{first}",
+        "summary_low": "证据仍有缺口，目前只能确认：{first}",
         "summary_reject": "无法基于已获取证据生成可靠结论，需补充证据。",
     },
     "en": {
@@ -39,8 +39,8 @@ _P = {
         "gaps": "Still missing: {items}.",
         "next": "Suggested next steps: {items}.",
         "sep": "; ",
-        "summary_pass": "{n} fact(s) confirmed, {first}",
-        "summary_low": "The evidence has gaps: {n} fact(s) confirmed, {m} possible direction(s) unconfirmed.",
+        "summary_pass": "Confirmed: {first}",
+        "summary_low": "The evidence has gaps; confirmed so far: {first}",
         "summary_reject": "No reliable conclusion can be drawn from the evidence gathered; more evidence is needed.",
     },
 }
@@ -61,8 +61,7 @@ def compose(composer_input: ComposerInput, language: str) -> ComposerOutput:
     if ci.verdict == "PASS":
         roots = [c.claim_text for c in claims if c.claim_type == "root_cause"]
         body = [p["pass"].format(facts=facts), *(p["root"].format(text=_item(r)) for r in roots), next_steps]
-        summary = p["summary_pass"].format(n=len(claims), first=_item(roots[0] if roots else claims[0].claim_text)
-                                           if claims else "")
+        summary = p["summary_pass"].format(first=_item(roots[0]) if roots else facts)
     elif ci.verdict == "LOW_CONFID":
         hyps = p["sep"].join(p["hyp"].format(text=_item(h.hypothesis_text)) for h in ci.allowed_hypotheses)
         body = [p["low"], p["confirmed"].format(facts=facts)]
@@ -71,7 +70,7 @@ def compose(composer_input: ComposerInput, language: str) -> ComposerOutput:
         if ci.missing_info:
             body.append(p["gaps"].format(items=p["sep"].join(_item(m) for m in ci.missing_info)))
         body.append(next_steps)
-        summary = p["summary_low"].format(n=len(claims), m=len(ci.allowed_hypotheses))
+        summary = p["summary_low"].format(first=facts)
     else:
         body = [p["reject"], p["confirmed"].format(facts=facts), next_steps]
         summary = p["summary_reject"]

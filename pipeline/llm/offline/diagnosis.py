@@ -26,9 +26,9 @@ from pipeline.tools.registry import model_name
 MAX_CLAIMS = 6
 
 
-def _service_of(d: EvidenceDigest) -> str:
-    services = [e.value for e in extract_entities(d.summary) if e.kind == "service"]
+def _service_of(d: EvidenceDigest, known: list[str]) -> str:
     head = normalize(d.summary)
+    services = [s for s in known if s in head] or [e.value for e in extract_entities(d.summary) if e.kind == "service"]
     # The summary starts with the service; prefer the earliest mention.
     return min(services, key=lambda s: head.find(s)) if services else ""
 
@@ -55,6 +55,7 @@ def diagnose(
     digests: list[EvidenceDigest],
     invocations: list[ToolInvocation],
     focus_services: set[str],
+    known_services: list[str],
     lang: str,
     with_digest_ids: bool,
 ) -> str:
@@ -66,9 +67,12 @@ def diagnose(
     missing: list[str] = []
 
     for d in evidence[:MAX_CLAIMS]:
-        service = _service_of(d)
+        service = _service_of(d, known_services)
         quote = normalize(d.source_quote)
-        states_cause = any(w in quote for w in CAUSAL_IN_EVIDENCE)
+        # Only a line that names a failure mode *and* states causation is a root-cause observation;
+        # a stack's "Caused by:" alone explains an exception, not the incident.
+        states_cause = any(w in quote for w in CAUSAL_IN_EVIDENCE) and any(
+            w in quote for sig in SIGNATURES for w in sig.evidence_words)
         claim_type = "root_cause" if states_cause else (
             "symptom" if d.domain == "alerts" or service in focus_services else "observation")
         claims.append(Claim(claim_id=f"claim-{len(claims) + 1}", claim_type=claim_type,
@@ -81,17 +85,17 @@ def diagnose(
         matching = [d for d in alarming if any(w in normalize(d.source_quote) for w in sig.evidence_words)]
         if not matching:
             continue
-        service = _service_of(matching[0]) or (sorted(focus_services)[0] if focus_services else "")
-        refs = "、".join(d.digest_id or f"#{d.source_invocation_ids[0]}" for d in matching[:3])
+        service = _service_of(matching[0], known_services) or (sorted(focus_services)[0] if focus_services else "")
+        quote = matching[0].source_quote
         if lang == "zh":
             hyp = sig.hypothesis_zh.format(service=service)
-            basis = f"证据 {refs} 与该模式吻合，但现有证据只显示同时出现，不能证明因果。"
+            basis = f"证据“{quote}”与该模式吻合，但现有证据只显示同时出现，不能证明因果。"
             needed = [n.format(service=service) for n in sig.needed_zh]
             action, reason = sig.action_zh.format(service=service), f"用于确认：{hyp}"
             gap = f"缺少{needed[0]}，无法确认这一方向是根因。"
         else:
             hyp = sig.hypothesis_en.format(service=service)
-            basis = f"Evidence {refs} fits this pattern, but it only shows co-occurrence, not causation."
+            basis = f"The evidence “{quote}” fits this pattern, but it only shows co-occurrence, not causation."
             needed = [n.format(service=service) for n in sig.needed_en]
             action, reason = sig.action_en.format(service=service), f"To confirm: {hyp}"
             gap = f"Missing {needed[0]}; this direction cannot be confirmed as the root cause yet."

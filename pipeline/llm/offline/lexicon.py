@@ -58,7 +58,7 @@ class Signature:
 
 SIGNATURES: tuple[Signature, ...] = (
     Signature(
-        "cpu", ("cpu", "使用率过高", "thread pool exhausted", "load average"),
+        "cpu", ("cpu使用率", "cpu usage", "% cpu", "load average"),
         "{service} 的 CPU 饱和可能拖慢了请求处理，从而参与了超时问题。",
         "CPU saturation on {service} may be slowing request handling and contributing to the timeouts.",
         ("{service} 的热点线程栈（jstack）", "接口 P95/P99 延迟与 CPU 曲线的时间对齐"),
@@ -95,15 +95,15 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         "redis", ("maxmemory", "evicted", "eviction", "redis"),
-        "Redis 内存达到上限与键驱逐可能拖慢了 {service}。",
-        "Redis reaching maxmemory and evicting keys may be slowing {service}.",
+        "Redis {service} 内存达到上限与键驱逐可能拖慢了依赖它的服务。",
+        "Redis {service} reaching maxmemory and evicting keys may be slowing the services that use it.",
         ("Redis INFO memory 与 evicted_keys 的变化", "{service} 的缓存命中率"),
         ("Redis INFO memory and the evicted_keys trend", "the cache hit ratio of {service}"),
         "检查 Redis 内存、驱逐策略与 {service} 的缓存命中率。",
         "Check Redis memory, the eviction policy and the cache hit ratio of {service}.",
     ),
     Signature(
-        "deploy", ("deployed version", "deploy", "rollout", "rolled out", "release"),
+        "deploy", ("deployed version", "deploy", "rollout", "rolled out", "release", "发布完成", "上线"),
         "{service} 的最近一次发布可能引入了导致 5xx 的缺陷。",
         "The latest deploy of {service} may have introduced the defect behind the 5xx errors.",
         ("发布前后的错误率对比", "发布变更内容（diff）"),

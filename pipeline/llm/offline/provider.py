@@ -85,7 +85,7 @@ class OfflineProvider:
         stage_input = {"question": question, "digest_ids": [d.digest_id for d in digests]} if digests is not None \
             else {"question": question, "invocation_ids": [i.id for i in invocations]}
         return self._run(ctx, "diagnosis", stage_input,
-                         lambda: diagnosis.diagnose(evidence, invocations, focus.services, ctx.language,
+                         lambda: diagnosis.diagnose(evidence, invocations, focus.services, ctx.services, ctx.language,
                                                     with_digest_ids=digests is not None),
                          lambda raw: raw)
 

@@ -157,8 +157,12 @@ def _times(text: str) -> set[str]:
     return {f"{int(h):02d}:{m}" for h, m in _TIME.findall(normalize(text))}
 
 
+_FULL_STOP_AFTER_DIGIT = re.compile(r"(?<=\d)\.(?=\s|$|[)\]）])")
+
+
 def _without_times(text: str) -> str:
-    return _TIME.sub(" ", normalize(text))
+    # A full stop after a number ends the sentence; left in place it hides the number from extraction.
+    return _FULL_STOP_AFTER_DIGIT.sub(" ", _TIME.sub(" ", normalize(text)))
 
 
 def _entities(text: str) -> frozenset[Entity]:

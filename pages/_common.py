@@ -1,0 +1,396 @@
+"""What every workbench page shares: labels (en/zh), escaping, cached store reads, badges.
+
+Pages import only this module and `pipeline`. Everything drawn from a tool output or an LLM
+answer passes through `esc` / `segments_html` before it becomes markup: a log line is data.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable
+
+import streamlit as st
+
+from pipeline import views
+from pipeline.config import Settings, load_settings
+from pipeline.store import SessionFilter, Store
+
+VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
+GATE_STATUSES = ("pass", "warn", "fail")
+VERDICT_COLORS = {"PASS": "green", "LOW_CONFID": "orange", "REJECT": "red"}
+STATUS_COLORS = {"pass": "green", "warn": "orange", "fail": "red", "skipped": "gray"}
+REVIEW_LABELS = ("correct", "partially_correct", "incorrect", "hallucination", "needs_follow_up")
+
+# --- labels ------------------------------------------------------------------------------------
+
+LABELS: dict[str, tuple[str, str]] = {
+    "app.title": ("Evidence Workbench", "证据工作台"),
+    "app.language": ("Language", "语言"),
+    "nav.ask": ("Ask", "提问"),
+    "nav.sessions": ("Sessions", "会话"),
+    "nav.trace": ("Trace", "审计链"),
+    "nav.rules": ("Rules", "规则"),
+    "nav.eval": ("Eval", "评测"),
+    "engine.offline": ("rule-based offline engine (deterministic, no LLM)", "基于规则的离线引擎（确定性，无 LLM）"),
+    "engine.provider": ("Provider", "提供方"),
+    "engine.model": ("Model", "模型"),
+    "engine.shape": ("Shape", "流程形态"),
+    "engine.shape.split": ("split: Collector -> Digest -> Diagnosis", "拆分：Collector -> Digest -> Diagnosis"),
+    "engine.shape.single": ("single: Executor reads raw outputs", "单体：Executor 直接读取原始输出"),
+    "ask.title": ("Ask a diagnosis question", "提出诊断问题"),
+    "ask.question": ("Question", "问题"),
+    "ask.placeholder": ("e.g. payment API times out since 10:00", "例如：支付接口从10点左右开始大量超时"),
+    "ask.submit": ("Ask", "提问"),
+    "ask.samples": ("Sample questions of the bundled incidents", "内置故障场景的示例问题"),
+    "ask.running": ("Diagnosing ...", "诊断中 ..."),
+    "ask.empty": ("The question is empty.", "问题为空。"),
+    "ask.failed": ("The session failed", "会话失败"),
+    "ask.open_trace": ("Open the audit trail of this session", "打开该会话的审计链"),
+    "ask.answer": ("Answer", "回答"),
+    "ask.confirmed": ("Confirmed facts", "已确认事实"),
+    "ask.hypotheses": ("Possible causes (not confirmed)", "可能原因（未确认）"),
+    "ask.gaps": ("Evidence gaps", "证据缺口"),
+    "ask.actions": ("Next steps", "下一步建议"),
+    "ask.rationale": ("Verifier rationale", "校验理由"),
+    "ask.none": ("none", "无"),
+    "ask.evidence": ("evidence", "证据"),
+    "stage.session": ("Session", "会话"),
+    "stage.planner": ("Planner: plan", "Planner：计划"),
+    "stage.collector": ("Collector: tool calls", "Collector：工具调用"),
+    "stage.digest": ("Evidence digest", "证据摘要"),
+    "stage.diagnosis": ("Diagnosis (Executor V2 JSON)", "诊断（Executor V2 JSON）"),
+    "stage.verification": ("Gatekeeper, verifier, verdict", "Gatekeeper、Verifier 与结论"),
+    "stage.retry": ("Another round (LOW_CONFID retry)", "补充一轮（LOW_CONFID 重试）"),
+    "stage.done": ("Done", "完成"),
+    "stage.skill": ("skill", "技能"),
+    "stage.chars": ("characters of JSON", "字符的 JSON"),
+    "common.verdict": ("Verdict", "结论"),
+    "common.gatekeeper": ("Gatekeeper", "Gatekeeper"),
+    "common.groundedness": ("Groundedness", "证据充分度"),
+    "common.parse": ("Parse status", "解析状态"),
+    "common.failed_rules": ("Failed rules", "未通过规则"),
+    "common.warnings": ("Warnings", "警告"),
+    "common.session": ("Session", "会话"),
+    "common.question": ("Question", "问题"),
+    "common.time": ("Time", "时间"),
+    "common.review": ("Review", "评审"),
+    "common.status": ("Status", "状态"),
+    "common.latency": ("latency", "耗时"),
+    "common.none": ("(none)", "（无）"),
+    "common.reviewer": ("Your name (reviewer)", "你的名字（评审人）"),
+    "common.label": ("Label", "标签"),
+    "common.note": ("Note", "备注"),
+    "common.save_review": ("Save review", "保存评审"),
+    "common.saved": ("Saved.", "已保存。"),
+    "common.need_name": ("Enter your name first.", "请先填写名字。"),
+    "sessions.title": ("Review queue", "评审队列"),
+    "sessions.filters": ("Filters", "筛选"),
+    "sessions.verdicts": ("Verdicts", "结论"),
+    "sessions.gate": ("Gatekeeper status", "Gatekeeper 状态"),
+    "sessions.rule": ("Failed rule id", "未通过的规则 id"),
+    "sessions.since": ("From date", "起始日期"),
+    "sessions.until": ("To date", "结束日期"),
+    "sessions.service": ("Service", "服务"),
+    "sessions.reviewed": ("Reviewed", "是否已评审"),
+    "sessions.reviewed.any": ("any", "全部"),
+    "sessions.reviewed.no": ("not yet", "未评审"),
+    "sessions.reviewed.yes": ("reviewed", "已评审"),
+    "sessions.text": ("Text in question or id", "问题或 id 包含"),
+    "sessions.statuses": ("Run status", "运行状态"),
+    "sessions.page": ("Page", "页码"),
+    "sessions.count": ("{total} sessions match; showing {first}-{last}", "共 {total} 个会话匹配；显示第 {first}-{last} 个"),
+    "sessions.empty_store": ("No sessions stored yet.", "还没有任何会话。"),
+    "sessions.run_samples": ("Run the {n} bundled sample questions", "运行 {n} 个内置示例问题"),
+    "sessions.no_match": ("No session matches these filters.", "没有符合筛选条件的会话。"),
+    "sessions.per_day": ("Verdicts per day", "每日结论"),
+    "sessions.rule_counts": ("Failed-rule counts", "规则未通过次数"),
+    "sessions.histogram": ("Groundedness", "证据充分度分布"),
+    "sessions.export_csv": ("Export list as CSV", "导出列表（CSV）"),
+    "sessions.export_zip": ("Export as bundles (zip)", "导出为会话包（zip）"),
+    "sessions.prepare_zip": ("Prepare bundles zip", "生成会话包 zip"),
+    "sessions.open": ("Open trace of the selected session", "打开所选会话的审计链"),
+    "trace.title": ("Audit trail", "审计链"),
+    "trace.pick": ("Session", "会话"),
+    "trace.not_found": ("No session with id {sid}.", "找不到会话 {sid}。"),
+    "trace.no_sessions": ("No sessions yet: ask a question first.", "还没有会话：请先提问。"),
+    "trace.final": ("Final answer", "最终回答"),
+    "trace.guard": ("Composer guard", "Composer 守卫"),
+    "trace.template": ("fixed template used", "已使用固定模板"),
+    "trace.composer_input": ("Composer input (what the answer may use)", "Composer 输入（回答可用的内容）"),
+    "trace.filtered": ("Kept away from the composer", "未交给 Composer 的内容"),
+    "trace.verdict_guard": ("Verifier said {v}; final verdict {f}", "Verifier 判定 {v}；最终结论 {f}"),
+    "trace.claims": ("Claims", "断言"),
+    "trace.claims_filter": ("Show", "显示"),
+    "trace.claims_all": ("all claims", "全部断言"),
+    "trace.claims_flagged": ("claims with findings", "有问题的断言"),
+    "trace.claim_page": ("Claims page", "断言页码"),
+    "trace.binding": ("Evidence binding", "证据绑定"),
+    "trace.excerpt": ("Excerpt (as the executor quoted it)", "摘录（Executor 的引用）"),
+    "trace.raw": ("Raw tool output", "原始工具输出"),
+    "trace.similarity": ("similarity", "相似度"),
+    "trace.not_located": ("The excerpt was not located in any cited output.", "在所引用的输出中找不到该摘录。"),
+    "trace.other_match": ("matches invocation #{id} ({tool}) better: {score}", "与调用 #{id}（{tool}）更匹配：{score}"),
+    "trace.entity_miss": ("not in the matched record", "匹配记录中没有"),
+    "trace.added": ("words not in the output", "输出中没有的词"),
+    "trace.window": ("characters {start}-{end} of {total}, line {line}", "第 {start}-{end} 个字符（共 {total}），第 {line} 行"),
+    "trace.composer_state": ("composer", "Composer"),
+    "trace.claim_check": ("claim_check", "claim_check"),
+    "trace.gate_errors": ("gatekeeper errors", "gatekeeper 错误"),
+    "trace.session_errors": ("Gatekeeper errors outside claims", "断言以外的 gatekeeper 错误"),
+    "trace.hypothesis_checks": ("Hypothesis checks", "假设校验"),
+    "trace.digests": ("Evidence digests", "证据摘要"),
+    "trace.invocations": ("Tool invocations", "工具调用"),
+    "trace.viewer": ("Full output", "完整输出"),
+    "trace.viewer_pick": ("Invocation", "调用"),
+    "trace.search": ("Search in output", "在输出中搜索"),
+    "trace.hits": ("{n} matching lines", "{n} 行匹配"),
+    "trace.hit": ("Go to match", "跳到匹配"),
+    "trace.lines": ("lines {first}-{last} of {total}", "第 {first}-{last} 行（共 {total}）"),
+    "trace.llm_calls": ("LLM calls", "LLM 调用"),
+    "trace.messages": ("Messages", "消息"),
+    "trace.raw_response": ("Raw response", "原始响应"),
+    "trace.review": ("Review this session", "评审该会话"),
+    "trace.review_claim": ("Review this claim", "评审该断言"),
+    "trace.reviews": ("Reviews so far", "已有评审"),
+    "trace.plan": ("Planner plan", "Planner 计划"),
+    "trace.executor_raw": ("Executor raw output", "Executor 原始输出"),
+    "trace.cut": ("stored output was cut by {n} bytes", "存储时输出被截掉 {n} 字节"),
+    "rules.title": ("Gatekeeper rules", "Gatekeeper 规则"),
+    "rules.in_force": ("Editing from: {v}", "编辑基于：{v}"),
+    "rules.dir": ("the rules/ directory (no applied version yet)", "rules/ 目录（尚无已应用版本）"),
+    "rules.version": ("version {id}", "版本 {id}"),
+    "rules.form": ("Form", "表单"),
+    "rules.yaml": ("YAML", "YAML"),
+    "rules.history": ("History", "历史"),
+    "rules.enabled": ("enabled", "启用"),
+    "rules.impact": ("verdictImpact", "verdictImpact"),
+    "rules.severity": ("severity", "severity"),
+    "rules.one_per_line": ("one per line", "每行一个"),
+    "rules.invalid": ("The candidate rules are invalid:", "候选规则无效："),
+    "rules.valid": ("The candidate rules are valid.", "候选规则有效。"),
+    "rules.unchanged": ("No change against the version you started from.", "与起始版本相比没有变化。"),
+    "rules.preview": ("Preview impact on all stored sessions", "预览对全部已存会话的影响"),
+    "rules.replayed": ("Sessions replayed", "重放会话数"),
+    "rules.changed": ("Changed", "有变化"),
+    "rules.status_changes": ("Gatekeeper status changes", "Gatekeeper 状态变化"),
+    "rules.verdict_changes": ("Verdict changes", "结论变化"),
+    "rules.no_change": ("No stored session would change.", "没有会话会发生变化。"),
+    "rules.similarity_hist": ("Excerpt similarity of all stored bindings", "全部证据绑定的摘录相似度"),
+    "rules.apply": ("Apply as a new version", "应用为新版本"),
+    "rules.author": ("Author", "作者"),
+    "rules.comment": ("Comment", "说明"),
+    "rules.applied": ("Applied as version {id}.", "已应用为版本 {id}。"),
+    "rules.stale": ("Refused: {msg}", "已拒绝：{msg}"),
+    "rules.rebase": ("Keep my edits, start from the active version", "保留修改，基于当前生效版本"),
+    "rules.reload": ("Discard my edits, load the active version", "放弃修改，加载当前生效版本"),
+    "rules.need_author": ("Enter the author's name.", "请填写作者。"),
+    "rules.editors_only": ("Only these editors may apply rules: {who}.", "只有这些编辑者可以应用规则：{who}。"),
+    "rules.login": ("Log in", "登录"),
+    "rules.not_logged_in": ("You are not logged in.", "你尚未登录。"),
+    "rules.not_editor": ("You are logged in as {who}, who is not an editor.", "你以 {who} 登录，不是编辑者。"),
+    "rules.auth_missing": ("Authentication is not configured (see docs/auth.md).", "尚未配置认证（见 docs/auth.md）。"),
+    "rules.diff_from": ("Compare", "比较"),
+    "rules.diff_to": ("with", "与"),
+    "rules.rollback": ("Roll back to version {id} (applies it as a new version)", "回滚到版本 {id}（作为新版本应用）"),
+    "rules.rolled_back": ("Version {old} re-applied as version {id}.", "版本 {old} 已重新应用为版本 {id}。"),
+    "rules.no_versions": ("No version applied yet; the rules/ directory is in force.", "尚未应用任何版本；当前使用 rules/ 目录。"),
+    "rules.load_error": ("The rules in force cannot be loaded:", "无法加载当前规则："),
+    "eval.title": ("Eval: fixture suite", "评测：固定用例集"),
+    "eval.rules": ("Rules", "规则"),
+    "eval.rules.force": ("rules in force", "当前生效规则"),
+    "eval.rules.candidate": ("candidate rules from the Rules page", "规则页上的候选规则"),
+    "eval.no_candidate": ("No valid candidate on the Rules page; using the rules in force.",
+                          "规则页上没有有效的候选规则；使用当前生效规则。"),
+    "eval.run": ("Run the suite", "运行用例集"),
+    "eval.pass_rate": ("Pass rate", "通过率"),
+    "eval.unavailable": ("The eval runner is not available: {err}", "评测执行器不可用：{err}"),
+    "eval.not_run": ("Not run yet.", "尚未运行。"),
+}
+
+
+def lang() -> str:
+    value = st.session_state.get("lang")
+    return value if value in ("en", "zh") else settings().ui.language
+
+
+def t(key: str, **kw: Any) -> str:
+    en, zh = LABELS[key]
+    text = zh if lang() == "zh" else en
+    return text.format(**kw) if kw else text
+
+
+# --- settings and store ----------------------------------------------------------------------
+
+
+def settings() -> Settings:
+    """Loaded once per browser session (config file + environment)."""
+    if "app_settings" not in st.session_state:
+        st.session_state["app_settings"] = load_settings()
+    return st.session_state["app_settings"]
+
+
+@st.cache_resource(show_spinner=False)
+def _store(url: str) -> Store:
+    return Store(url)
+
+
+def store() -> Store:
+    return _store(settings().db_url)
+
+
+# Cached reads: keyed by the database URL, the store object itself is not hashed.
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def list_sessions(url: str, f: SessionFilter, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
+    return _store(url).list_sessions(f, limit=limit, offset=offset)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def queue_stats(url: str, f: SessionFilter) -> views.QueueStats:
+    return views.queue_stats(_store(url), f)
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def session(url: str, session_id: str) -> dict[str, Any] | None:
+    return _store(url).get_session(session_id)
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def invocation_meta(url: str, session_id: str) -> list[dict[str, Any]]:
+    return _store(url).invocation_meta(session_id)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def llm_calls(url: str, session_id: str) -> list[dict[str, Any]]:
+    return _store(url).llm_calls(session_id)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def reviews(url: str, session_id: str) -> list[dict[str, Any]]:
+    return _store(url).reviews(session_id)
+
+
+# Tool outputs never change once stored and may be megabytes: kept as shared objects, not copied.
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def decoded_output(url: str, invocation_id: int) -> str:
+    inv = _store(url).invocation(invocation_id)
+    return views.decoded_output(inv.output) if inv else ""
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def output_pages(url: str, invocation_id: int) -> views.OutputPages:
+    inv = _store(url).invocation(invocation_id)
+    return views.OutputPages(inv.output if inv else "")
+
+
+def refresh_session_reads() -> None:
+    """After a write (new session, review): the lists and this session's reads must show it."""
+    for fn in (list_sessions, queue_stats, session, invocation_meta, llm_calls, reviews):
+        fn.clear()
+
+
+# --- escaping and markup ---------------------------------------------------------------------
+
+CSS = """
+<style>
+.wb-box{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:0.8rem;white-space:pre-wrap;
+  word-break:break-all;background:rgba(127,127,127,0.08);border:1px solid rgba(127,127,127,0.25);
+  border-radius:6px;padding:0.5rem 0.6rem;max-height:18rem;overflow:auto;margin:0}
+.wb-box mark.wb-match{background:#ffe066;color:#000;border-radius:2px;padding:0 1px}
+.wb-box mark.wb-entity, .wb-text mark.wb-entity{background:#ffc9c9;color:#7a0000;border-radius:2px;
+  text-decoration:underline wavy #c92a2a}
+.wb-text{white-space:pre-wrap;line-height:1.55}
+.wb-ln{color:#868e96;user-select:none;display:inline-block;min-width:4.5em}
+.wb-muted{color:#868e96;font-size:0.8rem}
+.wb-list{margin:0.2rem 0 0.4rem 1.1rem;padding:0}
+.wb-list li{margin:0.15rem 0}
+.wb-ev{color:#5c7cfa;font-size:0.8rem}
+.wb-pill{display:inline-block;border-radius:0.6rem;padding:0 0.45rem;font-size:0.75rem;font-weight:600;color:#fff}
+.wb-PASS,.wb-pass{background:#2b8a3e}.wb-LOW_CONFID,.wb-warn{background:#e67700}
+.wb-REJECT,.wb-fail{background:#c92a2a}.wb-none,.wb-skipped{background:#868e96}
+</style>
+"""
+
+
+def esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def segments_html(segments: Iterable[tuple[str, str]]) -> str:
+    """(text, kind) segments as escaped HTML: the only place highlight marks are made."""
+    out = []
+    for text, kind in segments:
+        if kind == "match":
+            out.append(f'<mark class="wb-match">{esc(text)}</mark>')
+        elif kind == "entity":
+            out.append(f'<mark class="wb-entity">{esc(text)}</mark>')
+        else:
+            out.append(esc(text))
+    return "".join(out)
+
+
+def html_block(markup: str) -> None:
+    """Markup built only from esc()/segments_html() output; rendered without markdown processing."""
+    st.html(markup)
+
+
+def text_block(text: Any) -> None:
+    """Free text from an LLM or a tool: shown as text, line breaks kept."""
+    st.html(f'<div class="wb-text">{esc(text)}</div>')
+
+
+def pill(value: str | None) -> str:
+    v = value or "none"
+    return f'<span class="wb-pill wb-{esc(v)}">{esc(v)}</span>'
+
+
+def verdict_badge(verdict: str | None) -> None:
+    st.badge(verdict or "—", color=VERDICT_COLORS.get(verdict or "", "gray"))  # type: ignore[arg-type]
+
+
+def status_badge(status: str | None, prefix: str = "") -> None:
+    st.badge(f"{prefix}{status or '—'}", color=STATUS_COLORS.get(status or "", "gray"))  # type: ignore[arg-type]
+
+
+# --- page frame ------------------------------------------------------------------------------
+
+
+def setup() -> None:
+    """Per page run: the shared CSS (style-only html goes to an invisible container)."""
+    st.html(CSS)
+
+
+def engine_caption() -> str:
+    s = settings()
+    if s.provider == "offline":
+        engine = t("engine.offline")
+    else:
+        engine = f"{s.provider} · {s.openai.model if s.provider == 'openai' else s.model}"
+    return f"{t('engine.provider')}: {engine} · {t('engine.shape')}: {t('engine.shape.' + s.shape)}"
+
+
+def trace_link(session_id: str, label: str | None = None) -> None:
+    st.page_link("pages/trace.py", label=label or f"{t('nav.trace')}: {session_id}", icon="🔎",
+                 query_params={"session": session_id})
+
+
+def current_user() -> str:
+    """The authenticated user's email or name, or "" when nobody is logged in."""
+    try:
+        if st.user.get("is_logged_in"):
+            return str(st.user.get("email") or st.user.get("name") or "")
+    except Exception:  # noqa: BLE001 - st.user without an auth setup behaves differently across versions
+        return ""
+    return ""
+
+
+def reviewer_name() -> str:
+    """The logged-in user, else the name typed into the sidebar (kept for the browser session)."""
+    who = current_user()
+    if who:
+        st.sidebar.caption(f"{t('common.reviewer')}: {who}")
+        return who
+    return st.sidebar.text_input(t("common.reviewer"), key="reviewer_name").strip()

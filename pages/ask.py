@@ -1,0 +1,212 @@
+"""Ask: a question in, live stage progress, then the answer with its facts kept apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from pages import _common as ui
+from pipeline import views
+from pipeline.incidents import load_worlds
+from pipeline.session import SessionFailed, run_session
+
+
+def init_state() -> None:
+    st.session_state.setdefault("ask_question", "")
+    st.session_state.setdefault("ask_session", st.query_params.get("session"))
+
+
+def sidebar() -> None:
+    s = ui.settings()
+    with st.sidebar:
+        if s.provider != "offline":
+            st.caption(f"{ui.t('engine.model')}: {s.openai.model if s.provider == 'openai' else s.model}")
+
+
+def _use_sample(question: str) -> None:
+    st.session_state["ask_question"] = question
+    st.session_state["ask_go"] = True
+
+
+def samples() -> None:
+    s = ui.settings()
+    worlds = load_worlds(s.incidents_dir)
+    if not worlds:
+        return
+    with st.expander(ui.t("ask.samples"), expanded=not st.session_state.get("ask_session")):
+        for world in worlds:
+            questions = world.questions_zh if ui.lang() == "zh" else world.questions_en
+            title = world.title_zh if ui.lang() == "zh" else world.title_en
+            st.markdown(f"**{ui.esc(title)}** · `{world.id}`")
+            cols = st.columns(max(1, len(questions)))
+            for i, (col, q) in enumerate(zip(cols, questions)):
+                col.button(q, key=f"ask_sample_{world.id}_{i}", on_click=_use_sample, args=(q,),
+                           use_container_width=True)
+
+
+class Progress:
+    """Draws each stage event as it arrives, one st.status box per stage."""
+
+    def __init__(self) -> None:
+        self.tools: Any = None
+        self.tool_count = 0
+
+    def __call__(self, stage: str, data: dict[str, Any]) -> None:
+        handler = getattr(self, f"on_{stage}", None)
+        if handler:
+            handler(data)
+
+    def on_session(self, data: dict[str, Any]) -> None:
+        st.caption(f"{ui.t('common.session')} `{data['session_id']}` · {data.get('world') or '-'} · "
+                   f"{data.get('provider')} · {data.get('shape')}")
+
+    def on_planner(self, data: dict[str, Any]) -> None:
+        plan = data.get("plan") or {}
+        with st.status(f"{ui.t('stage.planner')} · {ui.t('stage.skill')} {plan.get('skill', '')}", state="complete"):
+            ui.html_block('<ol class="wb-list">' + "".join(f"<li>{ui.esc(s)}</li>" for s in plan.get("steps", []))
+                          + "</ol>")
+            st.dataframe([{"tool": c.get("tool_name"), "arguments": str(c.get("arguments")), "purpose": c.get("purpose")}
+                          for c in plan.get("tool_calls", [])], hide_index=True)
+
+    def on_tool(self, data: dict[str, Any]) -> None:
+        if self.tools is None:
+            self.tools = st.status(ui.t("stage.collector"), state="running", expanded=True)
+        self.tool_count += 1
+        icon = {"ok": "✅", "no_data": "∅", "error": "❌"}.get(data.get("status", ""), "•")
+        err = f" — {ui.esc(data['error'])}" if data.get("error") else ""
+        with self.tools:
+            ui.html_block(f"<div>{icon} #{ui.esc(data['id'])} <b>{ui.esc(data['tool'])}</b> "
+                          f"<span class='wb-muted'>{ui.esc(data.get('arguments'))}</span> · "
+                          f"{ui.esc(data.get('status'))} · {ui.esc(data.get('latency_ms'))} ms{err}</div>")
+
+    def on_collector(self, data: dict[str, Any]) -> None:
+        summary = (data.get("summary") or {}).get("collection_summary", "")
+        if self.tools is None:
+            self.tools = st.status(ui.t("stage.collector"))
+        self.tools.update(label=f"{ui.t('stage.collector')} · {summary}", state="complete", expanded=False)
+        self.tools = None
+
+    def on_digest(self, data: dict[str, Any]) -> None:
+        digests = data.get("digests") or []
+        with st.status(f"{ui.t('stage.digest')} · {len(digests)}", state="complete"):
+            st.dataframe([{"digest_id": d.get("digest_id"), "tool": d.get("tool"),
+                           "sources": str(d.get("source_invocation_ids")), "summary": d.get("summary")}
+                          for d in digests], hide_index=True)
+
+    def on_diagnosis(self, data: dict[str, Any]) -> None:
+        st.status(f"{ui.t('stage.diagnosis')} · {data.get('chars', 0)} {ui.t('stage.chars')}", state="complete")
+
+    def on_verification(self, data: dict[str, Any]) -> None:
+        gate = data.get("gatekeeper_result") or {}
+        label = (f"{ui.t('stage.verification')} · {ui.t('common.gatekeeper')} {gate.get('status')} · "
+                 f"{ui.t('common.verdict')} {data.get('verdict')}")
+        with st.status(label, state="complete"):
+            st.write(f"{ui.t('common.parse')}: {data.get('parse_status')}")
+            if gate.get("failed_rules"):
+                st.write(f"{ui.t('common.failed_rules')}: {', '.join(gate['failed_rules'])}")
+            if gate.get("warnings"):
+                st.write(f"{ui.t('common.warnings')}: {', '.join(gate['warnings'])}")
+            for e in gate.get("errors", [])[:20]:
+                ui.html_block(f"<div class='wb-muted'>{ui.esc(e.get('rule_id'))} @ {ui.esc(e.get('target'))}: "
+                              f"{ui.esc(e.get('message'))}</div>")
+
+    def on_retry(self, data: dict[str, Any]) -> None:
+        ctx = data.get("retry_context") or {}
+        with st.status(ui.t("stage.retry"), state="complete"):
+            st.write(ctx)
+
+    def on_failed(self, data: dict[str, Any]) -> None:
+        st.status(f"{ui.t('ask.failed')}: {data.get('stage')}", state="error")
+
+
+def run(question: str) -> None:
+    s = ui.settings()
+    try:
+        result = run_session(question, settings=s, store=ui.store(), on_event=Progress())
+    except ValueError as exc:
+        st.warning(str(exc))
+        return
+    except SessionFailed as exc:
+        st.error(f"{ui.t('ask.failed')}: {exc}")
+        st.session_state["ask_session"] = exc.session_id
+        ui.refresh_session_reads()
+        return
+    st.session_state["ask_session"] = result.session_id
+    st.query_params["session"] = result.session_id
+    ui.refresh_session_reads()
+
+
+def _items(title: str, items: list[str]) -> None:
+    st.markdown(f"**{title}**")
+    if not items:
+        st.caption(ui.t("ask.none"))
+        return
+    ui.html_block('<ul class="wb-list">' + "".join(f"<li>{ui.esc(i)}</li>" for i in items) + "</ul>")
+
+
+def answer(session_id: str) -> None:
+    row = ui.session(ui.settings().db_url, session_id)
+    if row is None:
+        return
+    view = views.answer_view(row)
+    st.divider()
+    head, link = st.columns([3, 2])
+    with head:
+        st.subheader(ui.t("ask.answer"))
+        ui.verdict_badge(view.verdict)
+    with link:
+        ui.trace_link(session_id, ui.t("ask.open_trace"))
+    if row.get("status") == "failed":
+        st.error(f"{ui.t('ask.failed')}: {row.get('error')}")
+    ui.text_block(view.final_answer)
+
+    st.markdown(f"**{ui.t('ask.confirmed')}**")
+    if not view.confirmed:
+        st.caption(ui.t("ask.none"))
+    facts = []
+    for fact in view.confirmed:
+        evidence = "".join(
+            f"<div class='wb-ev'>↳ {ui.esc(e.get('tool_name'))} #{ui.esc(', #'.join(map(str, e.get('source_invocation_ids') or [])))}"
+            + (f" · {ui.esc(e['digest_id'])}" if e.get("digest_id") else "")
+            + f" · “{ui.esc(e.get('evidence_excerpt'))}”</div>"
+            for e in fact.evidence
+        )
+        facts.append(f"<li>{ui.esc(fact.claim_text)} <span class='wb-muted'>[{ui.esc(fact.claim_id)} · "
+                     f"{ui.esc(fact.claim_type)}]</span>{evidence}</li>")
+    if facts:
+        ui.html_block('<ul class="wb-list">' + "".join(facts) + "</ul>")
+    left, right = st.columns(2)
+    with left:
+        _items(ui.t("ask.hypotheses"), [h.get("hypothesis_text", "") + (
+            f" — {ui.t('ask.gaps').lower()}: {'; '.join(h['needed_evidence'])}" if h.get("needed_evidence") else "")
+            for h in view.hypotheses])
+        _items(ui.t("ask.gaps"), view.missing_info)
+    with right:
+        _items(ui.t("ask.actions"), [a.get("action_text", "") + (f" — {a['reason']}" if a.get("reason") else "")
+                                     for a in view.actions])
+        if view.rationale:
+            st.markdown(f"**{ui.t('ask.rationale')}**")
+            ui.text_block(view.rationale)
+
+
+def body() -> None:
+    st.title(ui.t("ask.title"))
+    st.caption(ui.engine_caption())
+    samples()
+    with st.form("ask_form", border=False):
+        st.text_area(ui.t("ask.question"), key="ask_question", placeholder=ui.t("ask.placeholder"), height=80)
+        submitted = st.form_submit_button(ui.t("ask.submit"), type="primary")
+    if submitted or st.session_state.pop("ask_go", False):
+        question = st.session_state["ask_question"]
+        if not question.strip():
+            st.warning(ui.t("ask.empty"))
+        else:
+            run(question)
+    if st.session_state.get("ask_session"):
+        answer(st.session_state["ask_session"])
+
+
+init_state()
+sidebar()
+body()

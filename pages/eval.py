@@ -1,0 +1,1 @@
+import streamlit as st; st.write("todo")

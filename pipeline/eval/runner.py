@@ -1,0 +1,147 @@
+"""The eval fixture suite: readable YAML cases that script a misbehaving LLM and state expectations.
+
+Each fixture names an incident and a question, optionally scripts stage outputs (the `scripted`
+provider fills in the rest offline), and lists what must hold: parse status, failed rules,
+claim verifications, verdict, strings that must not reach the user. Sessions are stored like
+any other, so every result links to its trace.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.config import Settings
+from pipeline.gatekeeper import RuleSet
+from pipeline.incidents import world_by_id
+from pipeline.session import SessionFailed, SessionResult, run_session
+from pipeline.store import Store
+from pipeline.text import normalize
+
+
+@dataclass
+class EvalResult:
+    name: str
+    description: str
+    passed: bool
+    failures: list[str] = field(default_factory=list)
+    session_id: str | None = None
+    verdict: str | None = None
+    expected: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_fixtures(fixtures_dir: Path) -> list[dict[str, Any]]:
+    fixtures = []
+    for path in sorted(fixtures_dir.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data.setdefault("name", path.stem)
+        fixtures.append(data)
+    return fixtures
+
+
+def _settings_for(base: Settings, fixture: dict[str, Any], script_dir: Path) -> Settings:
+    data = base.model_dump()
+    for key, value in (fixture.get("config") or {}).items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
+    if fixture.get("script"):
+        path = script_dir / f"{fixture['name']}.yaml"
+        path.write_text(yaml.safe_dump(fixture["script"], allow_unicode=True), encoding="utf-8")
+        data.update(provider="scripted", scripted_fixture=str(path))
+    return Settings.model_validate(data)
+
+
+def _check(expect: dict[str, Any], result: SessionResult, settings: Settings, world_id: str) -> list[str]:
+    ev = result.evaluation
+    fails: list[str] = []
+    claims = {c.get("claim_id"): c for c in (ev.structured or {}).get("claims", []) if isinstance(c, dict)}
+
+    def want(cond: bool, message: str) -> None:
+        if not cond:
+            fails.append(message)
+
+    if "parse_status" in expect:
+        want(ev.parse_status.status == expect["parse_status"],
+             f"parse_status {ev.parse_status.status} != {expect['parse_status']}")
+    if "gatekeeper_status" in expect:
+        allowed = expect["gatekeeper_status"]
+        allowed = allowed if isinstance(allowed, list) else [allowed]
+        want(ev.gatekeeper_result.status in allowed, f"gatekeeper_status {ev.gatekeeper_result.status} not in {allowed}")
+    for rule in expect.get("failed_rules", []):
+        want(rule in ev.gatekeeper_result.failed_rules, f"rule {rule} did not fail ({ev.gatekeeper_result.failed_rules})")
+    for rule in expect.get("rules_not_failed", []):
+        want(rule not in ev.gatekeeper_result.failed_rules, f"rule {rule} failed but must not")
+    checks = {c.claim_id: c.verification for c in ev.verifier_output.claim_checks}
+    for claim_id, allowed in (expect.get("claim_verifications") or {}).items():
+        allowed = allowed if isinstance(allowed, list) else [allowed]
+        want(checks.get(claim_id) in allowed, f"{claim_id} verified {checks.get(claim_id)}, expected one of {allowed}")
+    if "verdict" in expect:
+        want(result.verdict == expect["verdict"], f"verdict {result.verdict} != {expect['verdict']}")
+    if "verdict_in" in expect:
+        want(result.verdict in expect["verdict_in"], f"verdict {result.verdict} not in {expect['verdict_in']}")
+    if "verdict_not" in expect:
+        want(result.verdict != expect["verdict_not"], f"verdict must not be {expect['verdict_not']}")
+    if "max_groundedness" in expect:
+        want(ev.verifier_output.groundedness_score <= expect["max_groundedness"],
+             f"groundedness {ev.verifier_output.groundedness_score} > {expect['max_groundedness']}")
+    if "composer_guard" in expect:
+        want(ev.composer_guard.status == expect["composer_guard"],
+             f"composer guard {ev.composer_guard.status} != {expect['composer_guard']}")
+    answer = normalize(result.final_answer)
+    for text in expect.get("answer_must_not_contain", []):
+        want(normalize(text) not in answer, f"final answer contains forbidden “{text}”")
+    if expect.get("root_cause_kept_to_hypotheses"):
+        truth = world_by_id(settings.incidents_dir, world_id).ground_truth()
+        service = truth["root_cause_service"]
+        hypotheses = " ".join(h.hypothesis_text for h in ev.composer_input.allowed_hypotheses)
+        want(service in hypotheses, f"no allowed hypothesis names the root-cause service {service}")
+        if not truth.get("directly_evidenced"):
+            root_claims = [cid for cid, c in claims.items() if c.get("claim_type") == "root_cause"]
+            want(not root_claims, f"root cause stated as claim(s) {root_claims} though not directly evidenced")
+    return fails
+
+
+def run_fixture(fixture: dict[str, Any], *, settings: Settings, store: Store, rules: RuleSet | None,
+                script_dir: Path) -> EvalResult:
+    name = fixture["name"]
+    expect = fixture.get("expect") or {}
+    result = EvalResult(name=name, description=fixture.get("description", ""), passed=False, expected=expect)
+    try:
+        fixture_settings = _settings_for(settings, fixture, script_dir)
+        run = run_session(fixture["question"], settings=fixture_settings, store=store,
+                          world_id=fixture.get("incident"), rules=rules)
+    except SessionFailed as exc:
+        result.session_id = exc.session_id
+        result.failures = [f"session failed: {exc}"]
+        return result
+    except (KeyError, ValueError) as exc:
+        result.failures = [f"fixture cannot run: {exc}"]
+        return result
+    result.session_id, result.verdict = run.session_id, run.verdict
+    result.failures = _check(expect, run, fixture_settings, fixture.get("incident") or run.world or "")
+    result.passed = not result.failures
+    return result
+
+
+def run_suite(settings: Settings, rules: RuleSet | None = None, store: Store | None = None) -> list[EvalResult]:
+    store = store or Store(settings.db_url)
+    with tempfile.TemporaryDirectory(prefix="wb-eval-") as tmp:
+        return [run_fixture(f, settings=settings, store=store, rules=rules, script_dir=Path(tmp))
+                for f in load_fixtures(settings.fixtures_dir)]
+
+
+def format_table(results: list[EvalResult]) -> str:
+    width = max((len(r.name) for r in results), default=10)
+    lines = [f"{'fixture':<{width}}  result  verdict     session"]
+    for r in results:
+        lines.append(f"{r.name:<{width}}  {'pass' if r.passed else 'FAIL':<6}  {r.verdict or '-':<10}  {r.session_id or '-'}")
+        lines += [f"{'':<{width}}    - {f}" for f in r.failures]
+    passed = sum(r.passed for r in results)
+    lines.append(f"{passed}/{len(results)} fixtures passed")
+    return "\n".join(lines)

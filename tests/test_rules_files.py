@@ -1,0 +1,208 @@
+"""The rule files: the shipped ones load, and every kind of bad edit is refused with file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.gatekeeper import RulesError, load_rules, load_rules_from_text
+from pipeline.gatekeeper.rules import RULES
+from pipeline.gatekeeper.rules_schema import PARAM_MODELS
+
+RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+INDEX = (RULES_DIR / "index.yaml").read_text(encoding="utf-8")
+METADATA = (RULES_DIR / "metadata.yaml").read_text(encoding="utf-8")
+
+
+def _edit(text: str, change) -> str:
+    doc = yaml.safe_load(text)
+    change(doc)
+    return yaml.safe_dump(doc, allow_unicode=True, sort_keys=False)
+
+
+def _errors(index: str = INDEX, metadata: str = METADATA) -> list[str]:
+    with pytest.raises(RulesError) as info:
+        load_rules_from_text(index, metadata)
+    return info.value.messages
+
+
+def test_shipped_rules_load_with_seed_defaults():
+    rules = load_rules(RULES_DIR)
+    ids = [r.id for r in rules.rules]
+    assert ids[:2] == ["schema.executor_v2", "evidence.invocation_ref"]
+    assert set(ids) == set(RULES) == set(PARAM_MODELS)
+    assert rules.impact("evidence.invocation_ref") == "reject_on_fail"
+    assert rules.impact("schema.executor_v2") == "low_confid_on_fail"
+    assert rules.impact("evidence.excerpt_entities") == "reject_on_fail"
+    similarity = rules.get("evidence.excerpt_similarity").params
+    assert (similarity.passThreshold, similarity.warnThreshold) == (0.5, 0.3)
+    utilization = rules.get("claim.evidence_utilization")
+    assert not utilization.enabled and utilization.verdict_impact == "warn_only"
+    blacklist = rules.get("claim.hallucination_phrases").params.blacklist
+    for phrase in ("通常情况下", "根据经验", "一般来说", "可能是", "推测", "我认为", "理论上", "probably", "I think"):
+        assert phrase in blacklist
+
+
+def test_round_trip_through_yaml():
+    rules = load_rules(RULES_DIR)
+    index, metadata = rules.to_yaml()
+    assert load_rules_from_text(index, metadata) == rules
+
+
+def test_with_params_validates_and_leaves_original_alone():
+    rules = load_rules(RULES_DIR)
+    tuned = rules.with_params("evidence.excerpt_similarity", passThreshold=0.7)
+    assert tuned.get("evidence.excerpt_similarity").params.passThreshold == 0.7
+    assert rules.get("evidence.excerpt_similarity").params.passThreshold == 0.5
+    with pytest.raises(RulesError) as info:
+        rules.with_params("evidence.excerpt_similarity", warnThreshold=0.7)
+    assert info.value.messages == [
+        "metadata.yaml: ruleMetadata.evidence.excerpt_similarity.params.warnThreshold: 0.7 > passThreshold 0.5"
+    ]
+
+
+def test_yaml_syntax_error_names_file_and_line():
+    (message,) = _errors(metadata=METADATA + "\n  bad: [unclosed\n")
+    assert message.startswith("metadata.yaml: line ")
+    (message,) = _errors(index="rules:\n  - id: x\n   name: y\n")
+    assert message.startswith("index.yaml: line ")
+
+
+def test_unknown_rule_id_has_no_implementation():
+    def add(doc):
+        doc["rules"].append({"id": "evidence.telepathy", "name": "x", "description": "x", "enabled": True})
+
+    messages = _errors(index=_edit(INDEX, add))
+    assert messages[0].startswith("index.yaml: rules[7].id: unknown rule id 'evidence.telepathy' (no implementation")
+
+
+def test_unknown_param_for_rule_kind():
+    def add(doc):
+        doc["ruleMetadata"]["evidence.excerpt_similarity"]["params"]["blacklist"] = ["x"]
+
+    assert _errors(metadata=_edit(METADATA, add)) == [
+        "metadata.yaml: ruleMetadata.evidence.excerpt_similarity.params.blacklist: unknown parameter for this rule"
+    ]
+
+
+@pytest.mark.parametrize(
+    "rule, param, value, field",
+    [
+        ("evidence.excerpt_similarity", "passThreshold", "0.5", "passThreshold"),
+        ("claim.hallucination_phrases", "blacklist", "推测", "blacklist"),
+        ("schema.executor_v2", "allowEmptyClaims", "yes please", "allowEmptyClaims"),
+        ("evidence.excerpt_entities", "kinds", ["service", "mood"], "kinds.1"),
+    ],
+)
+def test_wrong_type_names_the_field(rule, param, value, field):
+    def change(doc):
+        doc["ruleMetadata"][rule]["params"][param] = value
+
+    (message,) = _errors(metadata=_edit(METADATA, change))
+    assert message.startswith(f"metadata.yaml: ruleMetadata.{rule}.params.{field}: ")
+
+
+def test_missing_param_is_an_error_because_yaml_is_the_only_source():
+    def drop(doc):
+        del doc["ruleMetadata"]["evidence.excerpt_similarity"]["params"]["warnThreshold"]
+
+    (message,) = _errors(metadata=_edit(METADATA, drop))
+    assert message.startswith("metadata.yaml: ruleMetadata.evidence.excerpt_similarity.params.warnThreshold: missing")
+
+
+def test_warn_threshold_above_pass_threshold():
+    def change(doc):
+        doc["ruleMetadata"]["evidence.excerpt_similarity"]["params"]["warnThreshold"] = 0.7
+
+    assert _errors(metadata=_edit(METADATA, change)) == [
+        "metadata.yaml: ruleMetadata.evidence.excerpt_similarity.params.warnThreshold: 0.7 > passThreshold 0.5"
+    ]
+
+
+def test_threshold_outside_unit_interval():
+    def change(doc):
+        doc["ruleMetadata"]["evidence.excerpt_similarity"]["params"]["passThreshold"] = 5
+
+    (message,) = _errors(metadata=_edit(METADATA, change))
+    assert message == "metadata.yaml: ruleMetadata.evidence.excerpt_similarity.params.passThreshold: 5.0 is outside [0, 1]"
+
+
+def test_metadata_id_missing_from_index():
+    def drop(doc):
+        doc["rules"] = [r for r in doc["rules"] if r["id"] != "claim.evidence_utilization"]
+
+    assert _errors(index=_edit(INDEX, drop)) == [
+        "metadata.yaml: ruleMetadata.claim.evidence_utilization: not listed in index.yaml"
+    ]
+
+
+def test_index_rule_without_metadata():
+    def drop(doc):
+        del doc["ruleMetadata"]["evidence.invocation_ref"]
+
+    (message,) = _errors(metadata=_edit(METADATA, drop))
+    assert message.startswith("metadata.yaml: ruleMetadata.evidence.invocation_ref: missing")
+
+
+@pytest.mark.parametrize("impact", ["reject", "LOW_CONFID", None])
+def test_bad_verdict_impact(impact):
+    def change(doc):
+        doc["ruleMetadata"]["schema.executor_v2"]["verdictImpact"] = impact
+
+    (message,) = _errors(metadata=_edit(METADATA, change))
+    assert message.startswith("metadata.yaml: ruleMetadata.schema.executor_v2.verdictImpact: ")
+
+
+def test_severity_warning_must_be_warn_only():
+    def change(doc):
+        doc["ruleMetadata"]["evidence.invocation_ref"]["severity"] = "warning"
+
+    (message,) = _errors(metadata=_edit(METADATA, change))
+    assert message.startswith("metadata.yaml: ruleMetadata.evidence.invocation_ref.severity: warning contradicts")
+
+
+def test_enabled_must_be_boolean_and_ids_unique():
+    def change(doc):
+        doc["rules"][0]["enabled"] = "sometimes"
+        doc["rules"].append(dict(doc["rules"][1]))
+
+    messages = _errors(index=_edit(INDEX, change))
+    assert "index.yaml: rules[0].enabled: must be true or false, got 'sometimes'" in messages
+    assert "index.yaml: rules[7].id: duplicate rule id 'evidence.invocation_ref'" in messages
+
+
+def test_field_in_both_target_and_allow_lists():
+    def change(doc):
+        doc["ruleMetadata"]["claim.hallucination_phrases"]["params"]["allowInFields"].append("claims[].claim_text")
+
+    assert _errors(metadata=_edit(METADATA, change)) == [
+        "metadata.yaml: ruleMetadata.claim.hallucination_phrases.params.allowInFields: "
+        "claims[].claim_text is also a targetField"
+    ]
+
+
+def test_all_problems_reported_at_once():
+    def change(doc):
+        doc["ruleMetadata"]["evidence.excerpt_similarity"]["params"]["warnThreshold"] = 0.9
+        doc["ruleMetadata"]["schema.executor_v2"]["verdictImpact"] = "nope"
+
+    assert len(_errors(metadata=_edit(METADATA, change))) == 2
+
+
+def test_missing_files(tmp_path):
+    with pytest.raises(RulesError) as info:
+        load_rules(tmp_path)
+    assert [m.split(":")[0] for m in info.value.messages] == ["index.yaml", "metadata.yaml"]
+
+
+def test_bad_file_does_not_replace_rules_in_force(tmp_path):
+    in_force = load_rules(RULES_DIR)
+    (tmp_path / "index.yaml").write_text(INDEX, encoding="utf-8")
+    (tmp_path / "metadata.yaml").write_text("ruleMetadata: [", encoding="utf-8")
+    try:
+        in_force = load_rules(tmp_path)
+    except RulesError:
+        pass
+    assert in_force == load_rules(RULES_DIR)

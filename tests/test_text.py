@@ -1,0 +1,59 @@
+"""Text primitives: normalisation, language, entities (with surface tokens) and keywords."""
+
+from __future__ import annotations
+
+from pipeline.text import Entity, detect_language, entity_values, extract_entities, find_entities, keywords, normalize
+
+
+def test_normalize_folds_width_case_and_whitespace():
+    assert normalize("  Payment\tSERVICE  超时：５３００ｍｓ \n") == "payment service 超时:5300ms"
+
+
+def test_detect_language():
+    assert detect_language("支付接口超时") == "zh"
+    assert detect_language("payment API times out") == "en"
+
+
+def test_entities_of_each_kind():
+    ents = extract_entities(
+        "payment-service HTTP 504 E_PAY_TIMEOUT NullPointerException order_id=ord-77 CPU 92.0% latency 5300ms retry 3"
+    )
+    assert Entity("service", "payment-service") in ents
+    assert Entity("http_status", "504") in ents
+    assert Entity("error_code", "e_pay_timeout") in ents
+    assert Entity("error_code", "nullpointerexception") in ents
+    assert Entity("identifier", "ord-77") in ents
+    assert Entity("percentage", "92") in ents
+    assert Entity("quantity", "5.3s") in ents
+    assert Entity("number", "3") in ents
+
+
+def test_durations_compare_across_units():
+    assert extract_entities("5300ms") == extract_entities("5.3s") == extract_entities("5.3 秒")
+    assert extract_entities("29.0%") != extract_entities("92.0%")
+
+
+def test_chinese_identifier():
+    assert Entity("identifier", "88120") in extract_entities("订单号：88120 处理失败")
+
+
+def test_find_entities_gives_tokens_and_spans_in_normalized_text():
+    text = "CPU 使用率 92.0%，payment-service 超时"
+    norm = normalize(text)
+    found = find_entities(text)
+    assert [(e.kind, e.token) for e in found] == [("percentage", "92.0%"), ("service", "payment-service")]
+    for ent in found:
+        assert norm[ent.start : ent.end] == ent.token
+    assert extract_entities(text) == frozenset(Entity(e.kind, e.value) for e in found)
+
+
+def test_entity_values_include_unit_free_numbers():
+    assert {"5.3s", "5.3"} <= entity_values("latency 5300ms")
+
+
+def test_keywords_are_chinese_aware_and_drop_stop_words():
+    words = keywords("支付接口出现请求超时 in the payment-service")
+    assert "支付" in words or "支付接口" in words
+    assert "超时" in words
+    assert "payment-service" in words
+    assert "the" not in words and "出现" not in words
