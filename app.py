@@ -4,7 +4,7 @@ import streamlit as st
 
 from pages import _common as ui
 
-st.set_page_config(page_title="Evidence Workbench", page_icon="🔎", layout="wide")
+st.set_page_config(page_title="Evidence Workbench", page_icon=":material/account_tree:", layout="wide")
 
 with st.sidebar:
     st.segmented_control(ui.t("app.language"), ["en", "zh"], key="lang", default=ui.settings().ui.language,
@@ -12,11 +12,11 @@ with st.sidebar:
                          bind="query-params", persist_state="session")
 
 page = st.navigation([
-    st.Page("pages/ask.py", title=ui.t("nav.ask"), icon="💬", default=True),
-    st.Page("pages/sessions.py", title=ui.t("nav.sessions"), icon="🗂️"),
-    st.Page("pages/trace.py", title=ui.t("nav.trace"), icon="🔎"),
-    st.Page("pages/rules.py", title=ui.t("nav.rules"), icon="⚖️"),
-    st.Page("pages/eval.py", title=ui.t("nav.eval"), icon="🧪"),
+    st.Page("pages/ask.py", title=ui.t("nav.ask"), icon=":material/chat:", default=True),
+    st.Page("pages/sessions.py", title=ui.t("nav.sessions"), icon=":material/inbox:"),
+    st.Page("pages/trace.py", title=ui.t("nav.trace"), icon=":material/account_tree:"),
+    st.Page("pages/rules.py", title=ui.t("nav.rules"), icon=":material/rule:"),
+    st.Page("pages/eval.py", title=ui.t("nav.eval"), icon=":material/science:"),
 ])
 ui.setup()
 page.run()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile

@@ -15,6 +15,23 @@ from pipeline import views
 from pipeline.config import Settings, load_settings
 from pipeline.store import SessionFilter, Store
 
+
+def _leave_pages_directory_mode() -> None:
+    """Make a deep link (/trace?session=ID) on a fresh server run app.py, not pages/trace.py alone.
+
+    Streamlit treats a folder named pages/ as the old file-per-page mode until some run calls
+    st.navigation; a first request for /trace would run the page without the entry file (no
+    navigation, no language switch). The first page import switches that mode off and reruns.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_leave_pages_directory_mode()
+
 VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
 GATE_STATUSES = ("pass", "warn", "fail")
 VERDICT_COLORS = {"PASS": "green", "LOW_CONFID": "orange", "REJECT": "red"}
@@ -309,8 +326,8 @@ CSS = """
 .wb-list li{margin:0.15rem 0}
 .wb-ev{color:#5c7cfa;font-size:0.8rem}
 .wb-pill{display:inline-block;border-radius:0.6rem;padding:0 0.45rem;font-size:0.75rem;font-weight:600;color:#fff}
-.wb-PASS,.wb-pass{background:#2b8a3e}.wb-LOW_CONFID,.wb-warn{background:#e67700}
-.wb-REJECT,.wb-fail{background:#c92a2a}.wb-none,.wb-skipped{background:#868e96}
+.wb-PASS,.wb-pass,.wb-ok{background:#2b8a3e}.wb-LOW_CONFID,.wb-warn{background:#e67700}
+.wb-REJECT,.wb-fail,.wb-error{background:#c92a2a}.wb-none,.wb-skipped,.wb-no_data{background:#868e96}
 </style>
 """
 
@@ -373,7 +390,7 @@ def engine_caption() -> str:
 
 
 def trace_link(session_id: str, label: str | None = None) -> None:
-    st.page_link("pages/trace.py", label=label or f"{t('nav.trace')}: {session_id}", icon="🔎",
+    st.page_link("pages/trace.py", label=label or f"{t('nav.trace')}: {session_id}", icon=":material/account_tree:",
                  query_params={"session": session_id})
 
 
@@ -393,4 +410,4 @@ def reviewer_name() -> str:
     if who:
         st.sidebar.caption(f"{t('common.reviewer')}: {who}")
         return who
-    return st.sidebar.text_input(t("common.reviewer"), key="reviewer_name").strip()
+    return st.sidebar.text_input(t("common.reviewer"), key="reviewer_name", persist_state="session").strip()

@@ -42,7 +42,7 @@ def samples() -> None:
             cols = st.columns(max(1, len(questions)))
             for i, (col, q) in enumerate(zip(cols, questions)):
                 col.button(q, key=f"ask_sample_{world.id}_{i}", on_click=_use_sample, args=(q,),
-                           use_container_width=True)
+                           width="stretch")
 
 
 class Progress:
@@ -73,12 +73,11 @@ class Progress:
         if self.tools is None:
             self.tools = st.status(ui.t("stage.collector"), state="running", expanded=True)
         self.tool_count += 1
-        icon = {"ok": "✅", "no_data": "∅", "error": "❌"}.get(data.get("status", ""), "•")
         err = f" — {ui.esc(data['error'])}" if data.get("error") else ""
         with self.tools:
-            ui.html_block(f"<div>{icon} #{ui.esc(data['id'])} <b>{ui.esc(data['tool'])}</b> "
+            ui.html_block(f"<div>{ui.pill(data.get('status'))} #{ui.esc(data['id'])} <b>{ui.esc(data['tool'])}</b> "
                           f"<span class='wb-muted'>{ui.esc(data.get('arguments'))}</span> · "
-                          f"{ui.esc(data.get('status'))} · {ui.esc(data.get('latency_ms'))} ms{err}</div>")
+                          f"{ui.esc(data.get('latency_ms'))} ms{err}</div>")
 
     def on_collector(self, data: dict[str, Any]) -> None:
         summary = (data.get("summary") or {}).get("collection_summary", "")

@@ -120,15 +120,15 @@ def charts(f: SessionFilter) -> None:
             fig.add_bar(x=[d for d, _ in points], y=[n for _, n in points], name=verdict,
                         marker_color=CHART_COLORS[verdict])
     fig.update_layout(barmode="stack", title=ui.t("sessions.per_day"), **layout)
-    c1.plotly_chart(fig, use_container_width=True, key="sessions_chart_days")
+    c1.plotly_chart(fig, width="stretch", key="sessions_chart_days")
     fig = go.Figure(go.Bar(x=list(stats.failed_rules.values()), y=list(stats.failed_rules), orientation="h",
                            marker_color="#c92a2a"))
     fig.update_layout(title=ui.t("sessions.rule_counts"), **{**layout, "showlegend": False})
-    c2.plotly_chart(fig, use_container_width=True, key="sessions_chart_rules")
+    c2.plotly_chart(fig, width="stretch", key="sessions_chart_rules")
     fig = go.Figure(go.Bar(x=[f"{b:.1f}" for b, _ in stats.groundedness], y=[n for _, n in stats.groundedness],
                            marker_color="#3b5bdb"))
     fig.update_layout(title=ui.t("sessions.histogram"), **{**layout, "showlegend": False})
-    c3.plotly_chart(fig, use_container_width=True, key="sessions_chart_ground")
+    c3.plotly_chart(fig, width="stretch", key="sessions_chart_ground")
 
 
 def exports(f: SessionFilter) -> None:

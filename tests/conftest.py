@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -46,10 +47,11 @@ def postgres_url() -> str | None:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """The same store tests against SQLite and against a real PostgreSQL (fresh schema each time)."""
     if request.param == "sqlite":
-        return Store(f"sqlite:///{tmp_path / 'wb.db'}")
+        yield Store(f"sqlite:///{tmp_path / 'wb.db'}")
+        return
     url = postgres_url()
     require(bool(url), "PostgreSQL (DATABASE_URL_TEST)")
     from sqlalchemy import create_engine, text

@@ -16,7 +16,7 @@ from pipeline.config import ROOT, load_settings
 from pipeline.llm.openai_provider import OpenAIProvider
 from pipeline.session import run_session
 from pipeline.store import Store
-from tests.stub_openai import FORGED_ID, INJECTION, PipelineModel, StubOpenAI
+from tests.stub_openai import INJECTION, PipelineModel, StubOpenAI
 
 WORLD = "gateway-timeout"
 QUESTION = "Order 123 payment failed with ERR_TIMEOUT from the gateway, what happened?"

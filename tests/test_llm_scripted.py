@@ -12,7 +12,6 @@ from pipeline.config import load_settings
 from pipeline.contracts import (
     CollectionSummary,
     ComposerInput,
-    EvidenceDigest,
     LlmCallRecord,
     PlannerPlan,
     ToolInvocation,

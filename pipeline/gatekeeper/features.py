@@ -184,6 +184,9 @@ def _other_match(
 
 def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str, Any]]:
     """Entities of an excerpt segment that the matched output record does not hold."""
+    if seg.score == 1.0:
+        # Equal after folding case, width, punctuation and spaces: every entity token is there.
+        return []
     ents = find_entities(seg.text)
     if not ents:
         return []

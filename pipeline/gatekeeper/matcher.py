@@ -74,8 +74,13 @@ def _fold_dict() -> dict[int, int]:
     return {cp: int(table[cp]) for cp in range(0x10000) if table[cp] != cp}
 
 
+_ASCII_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
 def fold(text: str) -> str:
     """The matching form of a short text (an excerpt): same folding as an output, runs collapsed."""
+    if text.isascii():
+        return _ASCII_NON_ALNUM.sub(" ", text.lower()).strip()
     return " ".join(text.translate(_fold_dict()).split())
 
 
@@ -238,46 +243,41 @@ def locate(segment: str, prepared: PreparedOutput) -> SegmentMatch:
         return SegmentMatch(segment, needle, 1.0, start, end)
     if len(needle) < 4:
         return SegmentMatch(segment, needle, 0.0)
-    best: tuple[float, int, int, str] | None = None
+    aligned: tuple[float, int, int] | None = None
     for wstart in _candidate_starts(needle, hay):
         lo = max(0, wstart - len(needle) // 2)
         window = hay[lo : wstart + len(needle) + len(needle) // 2]
-        if not window:
-            continue
-        align = fuzz.partial_ratio_alignment(needle, window)
-        if align is None:
-            continue
-        score, dstart, dend = _refine(needle, hay, lo + align.dest_start, lo + align.dest_end)
-        if best is None or score > best[0]:
-            best = (score, dstart, dend, hay[dstart:dend])
-    if best is None:
+        align = fuzz.partial_ratio_alignment(needle, window) if window else None
+        if align is not None and (aligned is None or align.score > aligned[0]):
+            aligned = (align.score, lo + align.dest_start, lo + align.dest_end)
+    if aligned is None:
         return SegmentMatch(segment, needle, 0.0)
-    score, fstart, fend, matched = best
+    score, fstart, fend = _refine(needle, hay, aligned[1], aligned[2])
     start, end = prepared.span(fstart, fend)
-    return SegmentMatch(segment, needle, round(score, 4), start, end, _added_words(needle, matched))
+    return SegmentMatch(segment, needle, round(score, 4), start, end, _added_words(needle, hay[fstart:fend]))
 
 
 def _refine(needle: str, hay: str, start: int, end: int) -> tuple[float, int, int]:
-    """Let the window's end, then its start, move so insertions/deletions are not charged twice.
+    """Let the window grow or shrink so an added or dropped word is not charged twice.
 
     partial_ratio aligns windows as long as the needle; an excerpt with a word added or dropped
-    matches a shorter or longer stretch of output.
+    matches a shorter or longer stretch. One global alignment against a padded window, trimmed to
+    its first and last matching characters, finds that stretch.
     """
     reach = max(2, len(needle) // 4)
-
-    def sim(a: int, b: int) -> float:
-        return Levenshtein.normalized_similarity(needle, hay[a:b])
-
-    best = (sim(start, end), start, end)
-    for b in range(max(start + 1, end - reach), min(len(hay), end + reach) + 1):
-        score = sim(start, b)
+    lo = max(0, start - reach)
+    padded = hay[lo : end + reach]
+    equal = [op for op in Levenshtein.opcodes(needle, padded) if op.tag == "equal"]
+    candidates = [(start, end)]
+    if equal:
+        candidates.append((lo + equal[0].dest_start - equal[0].src_start, lo + equal[-1].dest_end))
+        candidates.append((lo + equal[0].dest_start, lo + equal[-1].dest_end + len(needle) - equal[-1].src_end))
+    best = (-1.0, start, end)
+    for a, b in candidates:
+        a, b = max(0, a), min(len(hay), max(a + 1, b))
+        score = Levenshtein.normalized_similarity(needle, hay[a:b])
         if score > best[0]:
-            best = (score, start, b)
-    _, _, end = best
-    for a in range(max(0, start - reach), min(end - 1, start + reach) + 1):
-        score = sim(a, end)
-        if score > best[0]:
-            best = (score, a, end)
+            best = (score, a, b)
     return best
 
 

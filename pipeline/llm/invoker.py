@@ -60,7 +60,8 @@ class LlmCallError(StageFailure):
     ):
         super().__init__(stage, message)
         # "transport": no answer (refused, timed out, 429/5xx to the end); "http": a non-retryable
-        # HTTP error; "output": answers came, none usable after the re-asks.
+        # HTTP error; "output": answers came, none usable after the re-asks; "budget": the prompt
+        # cannot be cut down to budget.prompt_tokens.
         self.reason = reason
         self.last_raw = last_raw
         self.attempts = attempts
@@ -220,7 +221,7 @@ class StructuredLlmInvoker:
     ) -> Completion:
         """One chat completion (tool calling allowed), with transport retries; recorded."""
         run = _Run(ctx, stage, model, prompt)
-        sent, _ = fit_messages(messages, self.settings.budget.prompt_tokens, focus_terms or [], tools)
+        sent = self._fit(run, messages, focus_terms or [], tools)
         extra: dict[str, Any] = {}
         if tools:
             extra = {"tools": tools, "tool_choice": tool_choice or "auto"}
@@ -228,6 +229,14 @@ class StructuredLlmInvoker:
         status = "valid" if (comp.tool_calls or (comp.content or "").strip()) else "missing"
         self._record(run, sent, comp.raw, status, comp, None)
         return comp
+
+    def _fit(
+        self, run: _Run, messages: list[dict[str, Any]], focus_terms: list[str], tools: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
+        try:
+            return fit_messages(messages, self.settings.budget.prompt_tokens, focus_terms, tools)[0]
+        except ValueError as exc:
+            raise run.failure(f"prompt does not fit budget.prompt_tokens: {exc}", reason="budget") from exc
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -240,9 +249,7 @@ class StructuredLlmInvoker:
         reasks = 0
         while True:
             mode = self.json_mode(model)
-            sent, _ = fit_messages(
-                self._with_schema_note(convo, mode, schema), self.settings.budget.prompt_tokens, focus_terms
-            )
+            sent = self._fit(run, self._with_schema_note(convo, mode, schema), focus_terms)
             try:
                 comp = self._send(run, sent, self._format_kwargs(mode, schema))
             except LlmCallError as exc:

@@ -16,10 +16,12 @@ composer: {answer_summary: ..., user_facing_answer: ...}   # or a raw string
 ```
 A dict for `diagnosis` / `composer` is dumped to JSON.
 
-Placeholders, so a fixture can cite the ids a live session gave its invocations (ids are global):
-- `{inv:TOOL:N}`: id of the N-th (0-based, by id) invocation of TOOL in this session; TOOL in
-  either spelling (`query_logs` or `queryLogs`).
-- `{inv:N}`: id of the N-th invocation of this session, any tool.
+Placeholders, so a fixture can cite the ids a live session gave its invocations (ids are global).
+They resolve against the invocations the stage is handed: all of the session's for diagnosis,
+the current round's for digest.
+- `{inv:TOOL:N}`: id of the N-th (0-based, by id) invocation of TOOL; TOOL in either spelling
+  (`query_logs` or `queryLogs`).
+- `{inv:N}`: id of the N-th invocation, any tool.
 - `{inv:foreign}`: an id outside this session: the id just below this session's first one (ids
   grow globally, so that is another session's when one exists), else one far above its last.
 A YAML/JSON string that is exactly one placeholder becomes a number; inside a longer string, or

@@ -346,7 +346,7 @@ def _check_digest(digest: dict[str, Any], windows: list[dict[str, Any]], t: dict
     foreign += sorted(_times(summary) - _times(source))
     if foreign:
         return bad(t["d_entities"].format(items=", ".join(foreign)))
-    if _CAUSAL.search(normalize(summary)) and not _EVIDENCE_CAUSAL.search(normalize(source)):
+    if _CAUSAL.search(normalize(summary)) and not _CAUSAL.search(normalize(source)):
         return bad(t["d_causal"])
     return DigestCheck(digest_id=did, verification="faithful", detail=t["d_ok"])
 

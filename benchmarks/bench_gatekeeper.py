@@ -1,0 +1,264 @@
+"""Gatekeeper benchmark: excerpt checks against the naive baseline, verdict accuracy, history replay.
+
+    python benchmarks/bench_gatekeeper.py [--sessions 10000] [--seed 7]
+
+1. Excerpt check per binding on synthetic log-JSON outputs of 1 KB .. 10 MB, against
+   `rapidfuzz.fuzz.partial_ratio(excerpt, whole_output)` in the same run. "cold" includes
+   preparing the output (first binding of an invocation), "warm" reuses it (later bindings).
+2. Verdict accuracy on a labelled set: faithful excerpts (verbatim and reformatted) must pass,
+   mutated ones (number / service / error code swapped, negation added, fabricated) must not.
+   The baseline passes an excerpt when partial_ratio / 100 >= the same passThreshold.
+3. N synthetic sessions (~10 bindings each): full gatekeeper run, then a replay of all of them
+   after a threshold change from the cached features.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from rapidfuzz import fuzz
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pipeline.contracts import ToolInvocation  # noqa: E402
+from pipeline.gatekeeper import GateContext, ReplayInput, gate_verdict, load_rules, replay, run_gatekeeper  # noqa: E402
+from pipeline.gatekeeper.features import compute_features  # noqa: E402
+from pipeline.gatekeeper.matcher import OutputCache  # noqa: E402
+
+RULES = load_rules(Path(__file__).resolve().parent.parent / "rules")
+SERVICES = ["payment-service", "order-service", "inventory-service", "user-service", "api-gateway", "bank-gateway"]
+CODES = ["E_PAY_TIMEOUT", "E_DB_POOL", "E_STOCK_LOW", "E_AUTH_EXPIRED", "E_RATE_LIMIT"]
+TEMPLATES = [
+    "Request timeout after {ms}ms calling {svc2}, order_id=ord-{oid}",
+    "HTTP {status} upstream error; error code {code}, retry {n} of 3",
+    "HikariPool-1 connection pool usage {pct}% (active {n} / max 50)",
+    "支付接口调用超时，订单号: {oid} 处理失败，耗时 {ms}ms",
+    "库存服务返回错误码 {code}，请求 {rid} 重试 {n} 次",
+    "GC pause {ms}ms on {svc2}, heap {pct}% used",
+]
+
+
+def _message(rng: random.Random) -> str:
+    return rng.choice(TEMPLATES).format(
+        ms=rng.randint(100, 9999), svc2=rng.choice(SERVICES), oid=rng.randint(10000, 99999),
+        status=rng.choice([500, 502, 503, 504]), code=rng.choice(CODES), n=rng.randint(1, 9),
+        pct=f"{rng.uniform(10, 99):.1f}", rid=f"req-{rng.randint(1000, 9999)}",
+    )
+
+
+def _records(rng: random.Random, n: int) -> list[dict]:
+    return [
+        {"timestamp": f"2024-05-01T10:{i // 60 % 60:02d}:{i % 60:02d}Z", "service": rng.choice(SERVICES),
+         "level": rng.choice(["ERROR", "WARN", "INFO"]), "message": _message(rng)}
+        for i in range(n)
+    ]
+
+
+def _output_of_size(rng: random.Random, size: int) -> tuple[str, list[dict]]:
+    records = _records(rng, max(1, size // 150))
+    text = json.dumps({"logs": records}, ensure_ascii=False)
+    while len(text.encode()) > size and len(records) > 1:
+        records = records[: int(len(records) * size / len(text.encode()))] or records[:1]
+        text = json.dumps({"logs": records}, ensure_ascii=False)
+    return text, records
+
+
+def _verbatim(rng: random.Random, record: dict) -> str:
+    msg = record["message"]
+    a = rng.randint(0, max(0, len(msg) // 5))
+    return msg[a : len(msg) - rng.randint(0, len(msg) // 6)]
+
+
+def _reformatted(rng: random.Random, record: dict) -> str:
+    text = _verbatim(rng, record)
+    text = text.replace(", ", ",   ").replace("，", ", ").replace(": ", "：")
+    return text.upper() if rng.random() < 0.5 else "..." + text.replace(" ", "  ") + "..."
+
+
+def _mutations(rng: random.Random, record: dict) -> dict[str, str | None]:
+    msg = record["message"]
+    out: dict[str, str | None] = {}
+    digits = [tok for tok in msg.replace(",", " ").replace("%", " ").split() if any(c.isdigit() for c in tok)]
+    if digits:
+        tok = rng.choice(digits)
+        swapped = "".join(str((int(c) + 3) % 10) if c.isdigit() else c for c in tok)
+        out["number swapped"] = msg.replace(tok, swapped, 1)
+    svc = next((s for s in SERVICES if s in msg), None)
+    out["service swapped"] = msg.replace(svc, next(s for s in SERVICES if s != svc), 1) if svc else None
+    code = next((c for c in CODES if c in msg), None)
+    out["error code swapped"] = msg.replace(code, next(c for c in CODES if c != code), 1) if code else None
+    if "失败" in msg:
+        out["negation added"] = msg.replace("失败", "未失败", 1)
+    elif "timeout" in msg.lower():
+        out["negation added"] = msg.replace("timeout", "no timeout", 1)
+    else:
+        out["negation added"] = None
+    out["fabricated"] = rng.choice([
+        "Kafka consumer lag reached 2000000 messages on topic payments",
+        "数据库主从切换完成，复制延迟 0 秒",
+        "Redis cluster failover triggered by node 10.0.3.7",
+        "certificate for api.example.com expired at 09:58",
+    ])
+    return out
+
+
+def _structured(bindings: list[tuple[str, list[int], str]]) -> dict:
+    claims = []
+    for n in range(0, len(bindings), 3):
+        group = bindings[n : n + 3]
+        claims.append({
+            "claim_id": f"claim-{n // 3 + 1}", "claim_type": "symptom", "claim_text": "payment-service 请求超时",
+            "support_level": "direct",
+            "evidence_bindings": [
+                {"source_type": "tool_trace", "tool_name": tool, "source_invocation_ids": ids, "evidence_excerpt": ex}
+                for ex, ids, tool in group
+            ],
+        })
+    return {"answer_version": "executor_evidence_v2", "claims": claims}
+
+
+def _timed(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_sizes(rng: random.Random) -> None:
+    print("\n1. Excerpt check per binding (median ms; ratio = naive / ours)")
+    print(f"{'output':>8} {'kind':>12} {'naive':>9} {'ours cold':>10} {'ours warm':>10} {'x cold':>8} {'x warm':>8}")
+    for label, size in [("1 KB", 1_000), ("100 KB", 100_000), ("1 MB", 1_000_000), ("10 MB", 10_000_000)]:
+        output, records = _output_of_size(rng, size)
+        inv = ToolInvocation(id=1, session_id="b", tool_name="query_logs", model_tool_name="queryLogs", output=output)
+        invocations = {1: inv}
+        repeat = 3 if size >= 10_000_000 else 7
+        for kind, make in (("verbatim", _verbatim), ("reformatted", _reformatted),
+                           ("swapped", lambda r, rec: _mutations(r, rec)["number swapped"] or rec["message"])):
+            excerpts = [make(rng, rng.choice(records)) for _ in range(repeat)]
+            it = iter(excerpts * 3)
+            naive = _timed(lambda: fuzz.partial_ratio(next(it), output), repeat)
+            it = iter(excerpts * 3)
+            cold = _timed(lambda: compute_features(invocations, _structured([(next(it), [1], "query_logs")]), None,
+                                                   outputs=OutputCache()), repeat)
+            warm_cache = OutputCache()
+            compute_features(invocations, _structured([(excerpts[0], [1], "query_logs")]), None, outputs=warm_cache)
+            it = iter(excerpts * 3)
+            warm = _timed(lambda: compute_features(invocations, _structured([(next(it), [1], "query_logs")]), None,
+                                                   outputs=warm_cache), repeat)
+            print(f"{label:>8} {kind:>12} {naive * 1e3:9.2f} {cold * 1e3:10.2f} {warm * 1e3:10.2f} "
+                  f"{naive / cold:8.1f} {naive / warm:8.1f}")
+
+
+def bench_accuracy(rng: random.Random) -> None:
+    output, records = _output_of_size(rng, 100_000)
+    inv = ToolInvocation(id=1, session_id="b", tool_name="query_logs", model_tool_name="queryLogs", output=output)
+    ctx_of = lambda s: GateContext("b", s, {1: inv}, {1: inv}.get)  # noqa: E731
+    threshold = RULES.get("evidence.excerpt_similarity").params.passThreshold
+    cases: list[tuple[str, str, bool]] = []
+    for _ in range(60):
+        record = rng.choice(records)
+        cases.append(("faithful verbatim", _verbatim(rng, record), True))
+        cases.append(("faithful reformatted", _reformatted(rng, record), True))
+        for kind, text in _mutations(rng, record).items():
+            if text is not None:
+                cases.append((kind, text, False))
+    stats: dict[str, list[int]] = {}
+    for kind, excerpt, faithful in cases:
+        outcome = run_gatekeeper(ctx_of(_structured([(excerpt, [1], "query_logs")])), RULES)
+        ours_pass = gate_verdict(outcome.result, RULES) == "PASS"
+        naive_pass = fuzz.partial_ratio(excerpt, output) / 100 >= threshold
+        row = stats.setdefault(kind, [0, 0, 0])
+        row[0] += 1
+        row[1] += ours_pass == faithful
+        row[2] += naive_pass == faithful
+    print(f"\n2. Verdict accuracy on {len(cases)} labelled excerpts (100 KB output; naive passes at partial_ratio >= "
+          f"{threshold})")
+    print(f"{'case':>22} {'n':>5} {'ours':>8} {'naive':>8}")
+    total = [0, 0, 0]
+    for kind, (n, ours, naive) in stats.items():
+        total = [total[0] + n, total[1] + ours, total[2] + naive]
+        print(f"{kind:>22} {n:5d} {ours / n:8.1%} {naive / n:8.1%}")
+    print(f"{'all':>22} {total[0]:5d} {total[1] / total[0]:8.1%} {total[2] / total[0]:8.1%}")
+
+
+def _sessions(rng: random.Random, n: int):
+    inv_id = 0
+    for s in range(n):
+        sid = f"s{s}"
+        logs_records = _records(rng, 20)
+        alerts = [{"alertname": "HighLatency", "service": rng.choice(SERVICES), "status": "firing",
+                   "description": _message(rng)} for _ in range(5)]
+        logs = ToolInvocation(id=inv_id + 1, session_id=sid, tool_name="query_logs", model_tool_name="queryLogs",
+                              output=json.dumps({"logs": logs_records}, ensure_ascii=False))
+        metrics = ToolInvocation(id=inv_id + 2, session_id=sid, tool_name="query_metrics",
+                                 model_tool_name="queryPrometheusAlerts",
+                                 output=json.dumps({"alerts": alerts}, ensure_ascii=False))
+        inv_id += 2
+        bindings = []
+        for _ in range(10):
+            if rng.random() < 0.7:
+                record, inv = rng.choice(logs_records), logs
+            else:
+                record, inv = {"message": rng.choice(alerts)["description"]}, metrics
+            roll = rng.random()
+            if roll < 0.8:
+                excerpt = _verbatim(rng, record)
+            elif roll < 0.92:
+                excerpt = _reformatted(rng, record)
+            else:
+                excerpt = next(t for t in _mutations(rng, record).values() if t)
+            bindings.append((excerpt, [inv.id], inv.tool_name))
+        yield sid, _structured(bindings), {logs.id: logs, metrics.id: metrics}
+
+
+def bench_history(rng: random.Random, n: int) -> None:
+    sessions = list(_sessions(rng, n))
+    bindings = sum(len(c["evidence_bindings"]) for _, s, _ in sessions for c in s["claims"])
+    everyone = {i: inv for _, _, invs in sessions for i, inv in invs.items()}
+    start = time.perf_counter()
+    outcomes = [run_gatekeeper(GateContext(sid, s, invs, everyone.get), RULES) for sid, s, invs in sessions]
+    full = time.perf_counter() - start
+    inputs = [
+        ReplayInput(sid, o.normalized, "valid", {i: (inv.session_id, inv.tool_name) for i, inv in invs.items()},
+                    o.features, None, o.result.status, gate_verdict(o.result, RULES), None,
+                    o.result.failed_rules, o.result.warnings)
+        for (sid, _, invs), o in zip(sessions, outcomes)
+    ]
+    tuned = RULES.with_params("evidence.excerpt_similarity", passThreshold=0.9, warnThreshold=0.6)
+    start = time.perf_counter()
+    rows = replay(inputs, tuned)
+    replay_time = time.perf_counter() - start
+    start = time.perf_counter()
+    for (sid, s, invs), o in zip(sessions, outcomes):
+        run_gatekeeper(GateContext(sid, s, invs, everyone.get), tuned, features_cache=o.features)
+    cached = time.perf_counter() - start
+    changed = sum(r.changed for r in rows)
+    print(f"\n3. History: {n} sessions, {bindings} bindings")
+    print(f"{'step':>42} {'seconds':>9} {'target':>8}")
+    print(f"{'full gatekeeper run (features computed)':>42} {full:9.2f} {'<= 10':>8}")
+    print(f"{'replay after threshold change':>42} {replay_time:9.2f} {'<= 0.5':>8}")
+    print(f"{'run_gatekeeper with features_cache':>42} {cached:9.2f}")
+    print(f"replay: {changed} sessions change; speed-up over full run x{full / replay_time:.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    bench_sizes(rng)
+    bench_accuracy(rng)
+    bench_history(rng, args.sessions)
+
+
+if __name__ == "__main__":
+    main()

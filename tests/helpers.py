@@ -1,0 +1,42 @@
+"""Small builders shared by the engine tests (not fixtures: plain functions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.config import Settings
+
+
+def scripted(settings: Settings, tmp_path: Path, script: dict[str, Any], **overrides: Any) -> Settings:
+    """Settings for the scripted provider replaying `script` (stages not scripted run offline)."""
+    path = tmp_path / "script.yaml"
+    path.write_text(yaml.safe_dump(script, allow_unicode=True), encoding="utf-8")
+    data = settings.model_dump() | {"provider": "scripted", "scripted_fixture": str(path)}
+    for key, value in overrides.items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) else value
+    return Settings.model_validate(data)
+
+
+CPU_ALERT = "CPU使用率过高: 92.0%, 进程: java (PID: 1), 线程数: 245"
+CPU_QUESTION = "payment API times out since 10:00, what's going on?"
+
+
+def diagnosis_json(*claims: dict[str, Any], **extra: Any) -> str:
+    import json
+
+    body = {"answer_version": "executor_evidence_v2", "claims": list(claims), **extra}
+    # A quoted "{inv:TOOL:N}" placeholder becomes the invocation's number when replayed.
+    return json.dumps(body, ensure_ascii=False)
+
+
+def cpu_claim(claim_id: str = "claim-1", inv: str = "{inv:query_metrics:0}", excerpt: str = CPU_ALERT,
+              tool: str = "query_metrics", claim_type: str = "symptom", text: str | None = None) -> dict[str, Any]:
+    return {
+        "claim_id": claim_id, "claim_type": claim_type, "support_level": "direct",
+        "claim_text": text or "payment-service CPU usage is 92.0% with 245 threads.",
+        "evidence_bindings": [{"source_type": "tool_trace", "tool_name": tool,
+                               "source_invocation_ids": [inv], "evidence_excerpt": excerpt}],
+    }

@@ -1,0 +1,137 @@
+"""Every CLI command, through `python -m pipeline` and the `main` entry point."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+
+QUESTION = "payment API times out since 10:00, what's going on?"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def ask_json(capsys: pytest.CaptureFixture[str], question: str = QUESTION) -> dict:
+    code, out, _ = run(capsys, "ask", question, "--json")
+    assert code == 0
+    return json.loads(out)
+
+
+def test_python_dash_m_and_console_script_entry(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pipeline", "--help"], capture_output=True, text=True, check=True)
+    for command in ("ask", "show", "export", "import", "check", "replay", "eval", "doctor", "simulate"):
+        assert command in proc.stdout
+
+
+def test_ask_prints_answer_verdict_and_session(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "ask", "支付接口最近出现超时，帮我排查")
+    assert code == 0
+    assert out.startswith("[") and "session s-" in out and "cpu-saturation" in out
+
+
+def test_ask_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    data = ask_json(capsys)
+    assert set(data) == {"session_id", "verdict", "final_answer", "verifier_evaluation"}
+    assert data["verifier_evaluation"]["gatekeeper_result"]["status"] in ("pass", "warn", "fail")
+    assert data["verifier_evaluation"]["facts_checked"]
+
+
+def test_ask_empty_question_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "ask", "  ")
+    assert code == 2 and "empty" in err
+
+
+def test_show_renders_the_audit_chain(capsys: pytest.CaptureFixture[str]) -> None:
+    sid = ask_json(capsys)["session_id"]
+    code, out, _ = run(capsys, "show", sid)
+    assert code == 0
+    for heading in ("final answer", "composer input", "verifier", "gatekeeper", "tool invocations", "llm calls"):
+        assert heading in out
+    assert run(capsys, "show", "s-nope")[0] == 2
+
+
+def test_export_import_check_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    sid = ask_json(capsys)["session_id"]
+    code, out, _ = run(capsys, "export", sid)
+    assert code == 0
+    bundle = json.loads(out)
+    assert bundle["bundle_version"] == 1 and bundle["tool_invocations"]
+    path = tmp_path / "bundle.json"
+    path.write_text(out, encoding="utf-8")
+
+    code, out, _ = run(capsys, "check", str(path), "--json")
+    assert code == 0
+    checked = json.loads(out)
+    assert set(checked) >= {"executor_output_parse_status", "gatekeeper_result", "verifier_output",
+                            "verifier_evaluation", "composer_input", "composer_output", "final_answer"}
+    assert checked["gatekeeper_result"] == bundle["verifier_evaluation"]["gatekeeper_result"]
+
+    # Importing into the same store collides on every invocation id: they must be renumbered.
+    code, out, _ = run(capsys, "import", str(path))
+    assert code == 0 and "renumbered" in out
+    new_sid = out.split("session ")[1].split(" ")[0]
+    assert new_sid != sid
+    code, out, _ = run(capsys, "export", new_sid)
+    reimported = json.loads(out)
+    old_ids = {inv["id"] for inv in bundle["tool_invocations"]}
+    new_ids = {inv["id"] for inv in reimported["tool_invocations"]}
+    assert not old_ids & new_ids
+    path2 = tmp_path / "bundle2.json"
+    path2.write_text(out, encoding="utf-8")
+    code, out, _ = run(capsys, "check", str(path2), "--json")
+    again = json.loads(out)
+    assert again["gatekeeper_result"]["status"] == checked["gatekeeper_result"]["status"]
+    assert again["gatekeeper_result"]["failed_rules"] == checked["gatekeeper_result"]["failed_rules"]
+    assert again["verifier_evaluation"]["verdict"] == checked["verifier_evaluation"]["verdict"]
+
+
+def test_check_bad_bundle_exits_2_naming_the_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    sid = ask_json(capsys)["session_id"]
+    _, out, _ = run(capsys, "export", sid)
+    bundle = json.loads(out)
+    bundle["tool_invocations"][0]["id"] = "not-a-number"
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(bundle), encoding="utf-8")
+    code, _, err = run(capsys, "check", str(path))
+    assert code == 2 and "tool_invocations[0].id" in err
+    (tmp_path / "junk.json").write_text("{not json", encoding="utf-8")
+    code, _, err = run(capsys, "check", str(tmp_path / "junk.json"))
+    assert code == 2 and "not a JSON bundle" in err
+    bundle = json.loads(out)
+    del bundle["executor_raw_output"]
+    path.write_text(json.dumps(bundle), encoding="utf-8")
+    code, _, err = run(capsys, "import", str(path))
+    assert code == 2 and "executor_raw_output" in err
+
+
+def test_check_with_other_rules_dir(capsys: pytest.CaptureFixture[str], tmp_path: Path, repo_root: Path) -> None:
+    sid = ask_json(capsys)["session_id"]
+    _, out, _ = run(capsys, "export", sid)
+    path = tmp_path / "b.json"
+    path.write_text(out, encoding="utf-8")
+    bad_rules = tmp_path / "rules"
+    bad_rules.mkdir()
+    (bad_rules / "index.yaml").write_text("rules: [", encoding="utf-8")
+    (bad_rules / "metadata.yaml").write_text("ruleMetadata: {}", encoding="utf-8")
+    code, _, err = run(capsys, "check", str(path), "--rules", str(bad_rules))
+    assert code == 2 and "index.yaml" in err
+
+
+def test_replay_summarises_changes(capsys: pytest.CaptureFixture[str]) -> None:
+    ask_json(capsys)
+    code, out, _ = run(capsys, "replay")
+    assert code == 0 and out.strip()
+
+
+def test_doctor_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "doctor")
+    assert out.strip()
