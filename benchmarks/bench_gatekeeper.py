@@ -95,8 +95,8 @@ def _mutations(rng: random.Random, record: dict) -> dict[str, str | None]:
     out["error code swapped"] = msg.replace(code, next(c for c in CODES if c != code), 1) if code else None
     if "失败" in msg:
         out["negation added"] = msg.replace("失败", "未失败", 1)
-    elif "timeout" in msg.lower():
-        out["negation added"] = msg.replace("timeout", "no timeout", 1)
+    elif "timeout " in msg:
+        out["negation added"] = msg.replace("timeout ", "no timeout ", 1)
     else:
         out["negation added"] = None
     out["fabricated"] = rng.choice([
@@ -113,7 +113,8 @@ def _structured(bindings: list[tuple[str, list[int], str]]) -> dict:
     for n in range(0, len(bindings), 3):
         group = bindings[n : n + 3]
         claims.append({
-            "claim_id": f"claim-{n // 3 + 1}", "claim_type": "symptom", "claim_text": "payment-service 请求超时",
+            "claim_id": f"claim-{n // 3 + 1}", "claim_type": "symptom",
+            "claim_text": f"{group[0][0][:40]} 表明 payment-service 请求超时",
             "support_level": "direct",
             "evidence_bindings": [
                 {"source_type": "tool_trace", "tool_name": tool, "source_invocation_ids": ids, "evidence_excerpt": ex}
@@ -175,18 +176,20 @@ def bench_accuracy(rng: random.Random) -> None:
         outcome = run_gatekeeper(ctx_of(_structured([(excerpt, [1], "query_logs")])), RULES)
         ours_pass = gate_verdict(outcome.result, RULES) == "PASS"
         naive_pass = fuzz.partial_ratio(excerpt, output) / 100 >= threshold
-        row = stats.setdefault(kind, [0, 0, 0])
+        row = stats.setdefault(kind, [0, 0, 0, 0])
         row[0] += 1
         row[1] += ours_pass == faithful
-        row[2] += naive_pass == faithful
+        row[2] += (outcome.result.status == "pass") == faithful
+        row[3] += naive_pass == faithful
     print(f"\n2. Verdict accuracy on {len(cases)} labelled excerpts (100 KB output; naive passes at partial_ratio >= "
           f"{threshold})")
-    print(f"{'case':>22} {'n':>5} {'ours':>8} {'naive':>8}")
-    total = [0, 0, 0]
-    for kind, (n, ours, naive) in stats.items():
-        total = [total[0] + n, total[1] + ours, total[2] + naive]
-        print(f"{kind:>22} {n:5d} {ours / n:8.1%} {naive / n:8.1%}")
-    print(f"{'all':>22} {total[0]:5d} {total[1] / total[0]:8.1%} {total[2] / total[0]:8.1%}")
+    print("ours = verdict PASS iff faithful; ours flagged = gatekeeper status pass iff faithful (warn counts)")
+    print(f"{'case':>22} {'n':>5} {'ours':>8} {'flagged':>8} {'naive':>8}")
+    total = [0, 0, 0, 0]
+    for kind, row in stats.items():
+        total = [t + r for t, r in zip(total, row)]
+        print(f"{kind:>22} {row[0]:5d} {row[1] / row[0]:8.1%} {row[2] / row[0]:8.1%} {row[3] / row[0]:8.1%}")
+    print(f"{'all':>22} {total[0]:5d} {total[1] / total[0]:8.1%} {total[2] / total[0]:8.1%} {total[3] / total[0]:8.1%}")
 
 
 def _sessions(rng: random.Random, n: int):

@@ -187,6 +187,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "rules.valid": ("The candidate rules are valid.", "候选规则有效。"),
     "rules.unchanged": ("No change against the version you started from.", "与起始版本相比没有变化。"),
     "rules.preview": ("Preview impact on all stored sessions", "预览对全部已存会话的影响"),
+    "rules.preview_stale": ("The figures below are for an earlier candidate; preview again.",
+                            "以下数字对应较早的候选规则；请重新预览。"),
     "rules.replayed": ("Sessions replayed", "重放会话数"),
     "rules.changed": ("Changed", "有变化"),
     "rules.status_changes": ("Gatekeeper status changes", "Gatekeeper 状态变化"),

@@ -1,1 +1,357 @@
-import streamlit as st; st.write("todo")
+"""Rules: edit the gatekeeper rules as a form or as YAML, replay them over history, apply a version."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages import _common as ui
+from pipeline import views
+from pipeline.gatekeeper import RuleSet, RulesError, replay, similarity_scores
+from pipeline.replay_inputs import replay_inputs
+from pipeline.session import rules_in_force
+from pipeline.store import StaleRuleVersion
+
+
+# --- state ---------------------------------------------------------------------------------------
+
+
+def _load_active() -> None:
+    """Start (again) from the rules in force: the editor's base version and candidate text."""
+    rules, active_id = rules_in_force(ui.settings(), ui.store())
+    st.session_state["rules_base"] = active_id
+    st.session_state["rules_index"], st.session_state["rules_meta"] = rules.to_yaml()
+    st.session_state["rules_base_yaml"] = rules.to_yaml()
+    _bump("rules_form_gen")
+    _bump("rules_yaml_gen")
+    for key in ("rules_preview", "rules_stale", "rules_last_valid"):
+        st.session_state.pop(key, None)
+
+
+def _bump(key: str) -> None:
+    st.session_state[key] = st.session_state.get(key, 0) + 1
+
+
+def init_state() -> str | None:
+    """The load error of the rules in force, if any (the page then shows only that)."""
+    if "rules_index" not in st.session_state:
+        try:
+            _load_active()
+        except RulesError as exc:
+            return "\n".join(exc.messages)
+    return None
+
+
+def candidate() -> tuple[RuleSet | None, list[str]]:
+    return views.check_rules(st.session_state["rules_index"], st.session_state["rules_meta"])
+
+
+# --- permission ----------------------------------------------------------------------------------
+
+
+def _auth_configured() -> bool:
+    try:
+        return "auth" in st.secrets
+    except Exception:  # noqa: BLE001 - no secrets file at all means no auth either
+        return False
+
+
+def permission() -> tuple[bool, str]:
+    """(may apply, why not). With ui.editors set, only those authenticated users may apply."""
+    editors = ui.settings().ui.editors
+    if not editors:
+        return True, ""
+    who = ui.current_user()
+    if who and who in editors:
+        return True, ""
+    why = ui.t("rules.editors_only", who=", ".join(editors)) + " "
+    if who:
+        return False, why + ui.t("rules.not_editor", who=who)
+    return False, why + ui.t("rules.not_logged_in") + ("" if _auth_configured() else " " + ui.t("rules.auth_missing"))
+
+
+def author_field(key: str) -> str:
+    who = ui.current_user()
+    if who:
+        st.caption(f"{ui.t('rules.author')}: {who}")
+        return who
+    return st.text_input(ui.t("rules.author"), key=key, persist_state="session").strip()
+
+
+# --- sidebar ---------------------------------------------------------------------------------------
+
+
+def sidebar() -> None:
+    with st.sidebar:
+        base = st.session_state.get("rules_base")
+        st.caption(ui.t("rules.in_force", v=ui.t("rules.version", id=base) if base else ui.t("rules.dir")))
+        allowed, why = permission()
+        if not allowed:
+            st.warning(why)
+            if not ui.current_user() and _auth_configured():
+                st.button(ui.t("rules.login"), on_click=st.login, key="rules_login")
+        st.button(ui.t("rules.reload"), on_click=_load_active, key="rules_reload_side")
+
+
+# --- form ------------------------------------------------------------------------------------------
+
+
+def _on_form(rule_id: str, field_name: str, widget_key: str, kind: str) -> None:
+    value: Any = st.session_state[widget_key]
+    if kind == "text_list":
+        value = [line.strip() for line in str(value).splitlines() if line.strip()]
+    elif kind == "choice_list":
+        value = list(value)
+    st.session_state["rules_index"], st.session_state["rules_meta"] = views.set_rule_field(
+        st.session_state["rules_index"], st.session_state["rules_meta"], rule_id, field_name, value)
+    _bump("rules_yaml_gen")
+
+
+def _param_widget(spec: Any, pf: views.ParamField, gen: int) -> None:
+    key = f"rules_f{gen}_{spec.id}_{pf.name}"
+    args = (spec.id, f"params.{pf.name}", key, pf.kind)
+    if pf.kind == "number":
+        st.slider(pf.name, 0.0, 1.0, float(pf.value), 0.01, key=key, on_change=_on_form, args=args)
+    elif pf.kind == "bool":
+        st.checkbox(pf.name, bool(pf.value), key=key, on_change=_on_form, args=args)
+    elif pf.kind == "choice_list":
+        st.multiselect(pf.name, list(pf.options), default=list(pf.value), key=key, on_change=_on_form, args=args)
+    elif pf.kind == "choice":
+        st.selectbox(pf.name, list(pf.options), index=list(pf.options).index(pf.value), key=key,
+                     on_change=_on_form, args=args)
+    else:
+        st.text_area(f"{pf.name} ({ui.t('rules.one_per_line')})", "\n".join(map(str, pf.value)), key=key,
+                     on_change=_on_form, args=args, height=120)
+
+
+def form(rules: RuleSet | None, errors: list[str]) -> None:
+    """Drawn from the last valid candidate, so a value that breaks validation can be fixed here too."""
+    if errors:
+        st.error(ui.t("rules.invalid") + "\n\n" + "\n".join(f"- `{e}`" for e in errors))
+    if rules is not None:
+        st.session_state["rules_last_valid"] = rules
+    rules = st.session_state.get("rules_last_valid")
+    if rules is None:
+        return
+    gen = st.session_state.get("rules_form_gen", 0)
+    for spec in rules.rules:
+        title = f"{'●' if spec.enabled else '○'} {spec.id} · {spec.verdict_impact}"
+        with st.expander(title, expanded=spec.id == "evidence.excerpt_similarity"):
+            st.caption(f"{spec.name} — {spec.description}")
+            c1, c2, c3 = st.columns(3)
+            k = f"rules_f{gen}_{spec.id}"
+            c1.toggle(ui.t("rules.enabled"), spec.enabled, key=f"{k}_enabled", on_change=_on_form,
+                      args=(spec.id, "enabled", f"{k}_enabled", "bool"))
+            c2.selectbox(ui.t("rules.impact"), views.VERDICT_IMPACTS, index=views.VERDICT_IMPACTS.index(spec.verdict_impact), key=f"{k}_impact",
+                         on_change=_on_form, args=(spec.id, "verdictImpact", f"{k}_impact", "choice"))
+            c3.selectbox(ui.t("rules.severity"), views.SEVERITIES, index=views.SEVERITIES.index(spec.severity),
+                         key=f"{k}_severity", on_change=_on_form, args=(spec.id, "severity", f"{k}_severity", "choice"))
+            for pf in views.param_fields(spec):
+                _param_widget(spec, pf, gen)
+
+
+# --- YAML ------------------------------------------------------------------------------------------
+
+
+def _on_yaml(which: str, widget_key: str) -> None:
+    st.session_state[which] = st.session_state[widget_key]
+    rules, _ = candidate()
+    if rules is not None:
+        _bump("rules_form_gen")
+
+
+def yaml_editor(errors: list[str]) -> None:
+    gen = st.session_state.get("rules_yaml_gen", 0)
+    left, right = st.columns(2)
+    left.text_area("index.yaml", st.session_state["rules_index"], height=420, key=f"rules_y{gen}_index",
+                   on_change=_on_yaml, args=("rules_index", f"rules_y{gen}_index"))
+    right.text_area("metadata.yaml", st.session_state["rules_meta"], height=420, key=f"rules_y{gen}_meta",
+                    on_change=_on_yaml, args=("rules_meta", f"rules_y{gen}_meta"))
+    if errors:
+        st.error(ui.t("rules.invalid") + "\n\n" + "\n".join(f"- `{e}`" for e in errors))
+
+
+# --- preview ---------------------------------------------------------------------------------------
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _history(url: str, fingerprint: tuple[int, str]) -> tuple[list[Any], list[float]]:
+    """Replay inputs and excerpt similarities of every stored session; rebuilt when the store changes."""
+    inputs = replay_inputs(ui.store())
+    return inputs, similarity_scores(i.features for i in inputs)
+
+
+def history_inputs() -> tuple[list[Any], list[float]]:
+    return _history(ui.settings().db_url, views.store_fingerprint(ui.store()))
+
+
+def run_preview(rules: RuleSet) -> None:
+    inputs, _ = history_inputs()
+    rows = replay(inputs, rules)
+    st.session_state["rules_preview"] = {
+        "for": (st.session_state["rules_index"], st.session_state["rules_meta"]),
+        "total": len(rows),
+        "changed": [r for r in rows if r.changed],
+        "status": Counter(f"{r.old_status} → {r.new_status}" for r in rows if r.old_status != r.new_status),
+        "verdict": Counter(f"{r.old_verdict} → {r.projected_verdict}" for r in rows
+                           if r.old_verdict != r.projected_verdict),
+    }
+
+
+def _histogram(rules: RuleSet) -> None:
+    _, scores = history_inputs()
+    if not scores:
+        return
+    fig = go.Figure(go.Histogram(x=scores, xbins=dict(start=0, end=1.0001, size=0.05), marker_color="#3b5bdb"))
+    spec = rules.get("evidence.excerpt_similarity")
+    if spec is not None:
+        p = spec.params
+        fig.add_vline(x=p.warnThreshold, line_color="#c92a2a", line_dash="dash", annotation_text="warn")
+        fig.add_vline(x=p.passThreshold, line_color="#2b8a3e", line_dash="dash", annotation_text="pass")
+    fig.update_layout(title=ui.t("rules.similarity_hist"), height=280, margin=dict(l=10, r=10, t=40, b=10),
+                      bargap=0.05)
+    st.plotly_chart(fig, key="rules_hist")
+
+
+@st.fragment
+def preview(rules: RuleSet | None) -> None:
+    if st.button(ui.t("rules.preview"), disabled=rules is None, key="rules_preview_btn", type="primary"):
+        run_preview(rules)  # type: ignore[arg-type]
+    result = st.session_state.get("rules_preview")
+    if rules is not None:
+        _histogram(rules)
+    if not result:
+        return
+    if result["for"] != (st.session_state["rules_index"], st.session_state["rules_meta"]):
+        st.caption(ui.t("rules.preview_stale"))
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric(ui.t("rules.replayed"), result["total"])
+    c2.metric(ui.t("rules.changed"), len(result["changed"]))
+    c3.markdown(f"**{ui.t('rules.status_changes')}**\n\n" + ("\n".join(
+        f"- {k}: {v}" for k, v in result["status"].most_common()) or "—"))
+    c4.markdown(f"**{ui.t('rules.verdict_changes')}**\n\n" + ("\n".join(
+        f"- {k}: {v}" for k, v in result["verdict"].most_common()) or "—"))
+    if not result["changed"]:
+        st.info(ui.t("rules.no_change"))
+        return
+    st.dataframe([{
+        "session": f"trace?session={r.session_id}",
+        "gatekeeper": f"{r.old_status} → {r.new_status}",
+        "verdict": f"{r.old_verdict} → {r.projected_verdict}",
+        "rules responsible": ", ".join(r.rules_responsible),
+    } for r in result["changed"]], hide_index=True, key="rules_diff_table",
+        column_config={"session": st.column_config.LinkColumn(ui.t("common.session"), display_text=r"session=(.*)$")})
+
+
+# --- apply and history -----------------------------------------------------------------------------
+
+
+def _apply(index_yaml: str, metadata_yaml: str, author: str, comment: str, based_on: int | None) -> int | None:
+    try:
+        new_id = ui.store().apply_rule_version(index_yaml=index_yaml, metadata_yaml=metadata_yaml, author=author,
+                                               comment=comment, based_on=based_on)
+    except StaleRuleVersion as exc:
+        st.session_state["rules_stale"] = str(exc)
+        return None
+    ui.refresh_session_reads()
+    return new_id
+
+
+def _rebase() -> None:
+    active = ui.store().active_rule_version()
+    st.session_state["rules_base"] = active["id"] if active else None
+    if active:
+        st.session_state["rules_base_yaml"] = (active["index_yaml"], active["metadata_yaml"])
+    st.session_state.pop("rules_stale", None)
+
+
+def apply_section(rules: RuleSet | None) -> None:
+    st.subheader(ui.t("rules.apply"))
+    stale = st.session_state.get("rules_stale")
+    if stale:
+        st.error(ui.t("rules.stale", msg=stale))
+        c1, c2 = st.columns(2)
+        c1.button(ui.t("rules.rebase"), on_click=_rebase, key="rules_rebase")
+        c2.button(ui.t("rules.reload"), on_click=_load_active, key="rules_reload")
+    flash = st.session_state.pop("rules_flash", None)
+    if flash:
+        st.success(flash)
+    allowed, why = permission()
+    base_yaml = st.session_state.get("rules_base_yaml")
+    current = (st.session_state["rules_index"], st.session_state["rules_meta"])
+    unchanged = rules is not None and base_yaml is not None and views.check_rules(*base_yaml)[0] == rules
+    author = author_field("rules_author")
+    comment = st.text_input(ui.t("rules.comment"), key="rules_comment")
+    reason = why if not allowed else (ui.t("rules.invalid") if rules is None else
+                                      ui.t("rules.unchanged") if unchanged else
+                                      ui.t("rules.need_author") if not author else "")
+    if reason:
+        st.caption(reason)
+    if st.button(ui.t("rules.apply"), disabled=bool(reason), key="rules_apply", type="primary"):
+        new_id = _apply(*current, author, comment, st.session_state.get("rules_base"))
+        if new_id is not None:
+            st.session_state["rules_base"] = new_id
+            st.session_state["rules_base_yaml"] = current
+            st.session_state["rules_flash"] = ui.t("rules.applied", id=new_id)
+        st.rerun()
+
+
+def history() -> None:
+    versions = ui.store().rule_versions()
+    if not versions:
+        st.info(ui.t("rules.no_versions"))
+        return
+    st.dataframe([{"id": v["id"], "time": v["created_at"], "author": v["author"], "comment": v["comment"],
+                   "active": v["active"], "based on": v["parent_id"]} for v in versions], hide_index=True,
+                 key="rules_versions")
+    by_id = {v["id"]: v for v in versions}
+    ids = list(by_id)
+    c1, c2 = st.columns(2)
+    new = c2.selectbox(ui.t("rules.diff_to"), ids, index=0, key="rules_diff_new")
+    old_default = by_id[new]["parent_id"] if by_id[new]["parent_id"] in by_id else ids[-1]
+    old = c1.selectbox(ui.t("rules.diff_from"), ids, index=ids.index(old_default), key=f"rules_diff_old_{new}")
+    diff = views.yaml_diff((by_id[old]["index_yaml"], by_id[old]["metadata_yaml"]),
+                           (by_id[new]["index_yaml"], by_id[new]["metadata_yaml"]), f"v{old}", f"v{new}")
+    st.code(diff or "(no difference)", language="diff")
+    target = st.selectbox(ui.t("rules.rollback", id="…"), [i for i in ids if not by_id[i]["active"]],
+                          key="rules_rollback_pick")
+    allowed, why = permission()
+    author = ui.current_user() or st.session_state.get("rules_author", "")
+    if target is not None and st.button(ui.t("rules.rollback", id=target), disabled=not allowed or not author,
+                                        key="rules_rollback", help=why or (None if author else ui.t("rules.need_author"))):
+        active = ui.store().active_rule_version()
+        v = by_id[target]
+        new_id = _apply(v["index_yaml"], v["metadata_yaml"], author, f"roll back to version {target}",
+                        active["id"] if active else None)
+        if new_id is not None:
+            _load_active()
+            st.session_state["rules_flash"] = ui.t("rules.rolled_back", old=target, id=new_id)
+        st.rerun()
+
+
+def body(load_error: str | None) -> None:
+    st.title(ui.t("rules.title"))
+    if load_error:
+        st.error(ui.t("rules.load_error") + "\n\n" + load_error)
+        st.button(ui.t("rules.reload"), on_click=_load_active, key="rules_reload_err")
+        return
+    rules, errors = candidate()
+    tab_form, tab_yaml, tab_history = st.tabs([ui.t("rules.form"), ui.t("rules.yaml"), ui.t("rules.history")])
+    with tab_form:
+        form(rules, errors)
+    with tab_yaml:
+        yaml_editor(errors)
+    with tab_history:
+        history()
+    st.divider()
+    preview(rules)
+    st.divider()
+    apply_section(rules)
+
+
+_load_error = init_state()
+sidebar()
+body(_load_error)

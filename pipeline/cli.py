@@ -152,10 +152,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from pipeline.doctor import doctor
+    from pipeline.tools.health import backend_health
 
-    ok, lines = doctor(_settings(args))
-    print("\n".join(lines))
-    return 0 if ok else 1
+    settings = _settings(args)
+    ok, lines = doctor(settings)
+    backends = backend_health(settings)
+    print("\n".join([*lines, *backends]))
+    return 0 if ok and not any("UNREACHABLE" in line for line in backends) else 1
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

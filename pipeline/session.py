@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -43,12 +44,23 @@ class SessionResult:
     world: str | None
 
 
+@lru_cache(maxsize=32)
+def _parsed_rules(index_yaml: str, metadata_yaml: str) -> RuleSet:
+    # Parsing and validating the YAML costs more than a whole offline session; rules change rarely.
+    return load_rules_from_text(index_yaml, metadata_yaml)
+
+
 def rules_in_force(settings: Settings, store: Store) -> tuple[RuleSet, int | None]:
     """The active applied rule version if there is one, else the rules/ directory."""
     active = store.active_rule_version()
     if active:
-        return load_rules_from_text(active["index_yaml"], active["metadata_yaml"]), active["id"]
-    return load_rules(settings.rules_dir), None
+        return _parsed_rules(active["index_yaml"], active["metadata_yaml"]), active["id"]
+    try:
+        index = (settings.rules_dir / "index.yaml").read_text(encoding="utf-8")
+        metadata = (settings.rules_dir / "metadata.yaml").read_text(encoding="utf-8")
+    except OSError:
+        return load_rules(settings.rules_dir), None  # raises RulesError naming the missing file
+    return _parsed_rules(index, metadata), None
 
 
 def _uses_bundled(settings: Settings) -> bool:

@@ -15,15 +15,19 @@ import json
 import re
 import typing
 from collections import Counter
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal
 
+import yaml
 from sqlalchemy import Integer, Text, cast, func, select
 
 from pipeline.gatekeeper.features import binding_target
 from pipeline.gatekeeper.matcher import decode_output
-from pipeline.gatekeeper.rules_schema import PARAM_MODELS, RuleSpec
+from pipeline.contracts import VerdictImpact
+from pipeline.gatekeeper.rules_schema import PARAM_MODELS, RuleSet, RulesError, RuleSpec, Severity, load_rules_from_text
 from pipeline.store import SessionFilter, Store
+from pipeline.store.schema import DiagnosisSession
 
 SegmentKind = Literal["text", "match", "entity"]
 
@@ -437,6 +441,10 @@ def iter_filtered(store: Store, f: SessionFilter, batch: int = 1000) -> Iterator
 # --- rules editing ---------------------------------------------------------------------------
 
 
+VERDICT_IMPACTS: tuple[str, ...] = typing.get_args(VerdictImpact)
+SEVERITIES: tuple[str, ...] = typing.get_args(Severity)
+
+
 @dataclass
 class ParamField:
     name: str
@@ -479,3 +487,43 @@ def yaml_diff(old: tuple[str, str], new: tuple[str, str], old_name: str, new_nam
             fromfile=f"{old_name}/{fname}", tofile=f"{new_name}/{fname}",
         ))
     return "".join(parts)
+
+
+def check_rules(index_yaml: str, metadata_yaml: str) -> tuple[RuleSet | None, list[str]]:
+    """The candidate as a RuleSet, or None and every "file: field: problem" message."""
+    try:
+        return load_rules_from_text(index_yaml, metadata_yaml), []
+    except RulesError as exc:
+        return None, list(exc.messages)
+
+
+def set_rule_field(
+    index_yaml: str, metadata_yaml: str, rule_id: str, field_name: str, value: Any
+) -> tuple[str, str]:
+    """The two rule files with one field of one rule changed, unvalidated (the editor shows the errors).
+
+    `field_name` is "enabled", "severity", "verdictImpact" or "params.<name>".
+    """
+    index = yaml.safe_load(index_yaml) or {}
+    meta = yaml.safe_load(metadata_yaml) or {}
+    if field_name == "enabled":
+        for entry in index.get("rules") or []:
+            if isinstance(entry, dict) and entry.get("id") == rule_id:
+                entry["enabled"] = value
+    else:
+        entry = meta.setdefault("ruleMetadata", {}).setdefault(rule_id, {})
+        if field_name.startswith("params."):
+            entry.setdefault("params", {})[field_name.removeprefix("params.")] = value
+        else:
+            entry[field_name] = value
+    dump = lambda doc: yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)  # noqa: E731
+    return dump(index), dump(meta)
+
+
+def store_fingerprint(store: Store) -> tuple[int, str]:
+    """Changes whenever a session is added or updated: the key for caching whole-history reads."""
+    with store.engine.connect() as conn:
+        count, latest = conn.execute(
+            select(func.count(), func.max(DiagnosisSession.updated_at))
+        ).one()
+    return int(count), latest.isoformat() if isinstance(latest, datetime) else str(latest)

@@ -36,7 +36,7 @@ STRUCTURED = {
     "claims": [
         claim("c1", "symptom", "payment-service 出现请求超时，耗时 5.3 秒。"),
         claim("c2", "impact", "支付成功率下降。"),
-        claim("c3", "risk", "CPU 过高是支付超时的唯一根因。"),
+        claim("c3", "risk", "CPU 过高导致支付超时，这是唯一根因。"),
         claim("c4", "symptom", "数据库主从同步延迟严重。"),
         claim("c5", "symptom", "inventory-service 出现 ERR_STOCK_LOCK 错误。"),
         claim("c6", "symptom", "payment-service CPU 使用率为 29%。"),
@@ -79,7 +79,8 @@ def test_each_row_of_the_assembly_table():
     ci, filtered = assembled("LOW_CONFID")
     assert [c.claim_id for c in ci.allowed_claims] == ["c1", "c2"]  # direct + inference
     hyps = [h.hypothesis_text for h in ci.allowed_hypotheses]
-    assert "CPU 过高是支付超时的唯一根因。" in hyps  # overstated -> hypothesis
+    assert "CPU 过高导致支付超时。" in hyps  # overstated -> hypothesis, its certainty clause cut
+    assert "唯一根因" not in json.dumps(ci.model_dump(), ensure_ascii=False)
     assert "连接池压力可能参与了超时问题。" in hyps  # reasonable_hypothesis
     assert "网关阈值可能偏低。" in hyps  # no hypothesis check: kept
     assert "连接池耗尽导致了超时。" not in hyps  # overstated_as_fact
@@ -94,6 +95,15 @@ def test_each_row_of_the_assembly_table():
     assert reasons["claims[4]"].moved_to == "missing_info"
     assert reasons["claims[2]"].moved_to == "allowed_hypotheses"
     assert "hypotheses[1]" in reasons
+
+
+def test_a_demoted_claim_that_is_only_certainty_becomes_a_gap():
+    data = {"claims": [claim("c1", "root_cause", "CPU 过高是支付超时的唯一根因。")]}
+    out = VerifierOutput(verdict="LOW_CONFID", groundedness_score=0.3,
+                         claim_checks=[ClaimCheck(claim_id="c1", verification="overstated")])
+    ci, filtered = assemble_input(question="超时", verdict="LOW_CONFID", structured=data, verifier_output=out)
+    assert ci.allowed_hypotheses == [] and ci.missing_info and "根因" not in "".join(ci.missing_info)
+    assert filtered[0].moved_to == "missing_info"
 
 
 def test_composer_input_never_holds_raw_tool_output_or_executor_fields():

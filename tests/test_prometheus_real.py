@@ -152,3 +152,25 @@ def test_promql_range_query_is_bounded_in_points(cpu_prometheus: str) -> None:
 def test_bad_promql_is_an_error_not_no_data(cpu_prometheus: str) -> None:
     with pytest.raises(Exception, match="HTTP 400.*bad_data"):
         backend(cpu_prometheus).query_metrics(MetricsQuery(promql="sum(("))
+
+
+def test_session_with_prometheus_backend_binds_claims_to_real_alert_text(cpu_prometheus: str, settings,
+                                                                          store) -> None:
+    from pipeline.session import run_session
+
+    backends = settings.backends.model_copy(update={
+        "query_metrics": BackendSettings(kind="prometheus", url=cpu_prometheus, timeout_s=5)})
+    s = settings.model_copy(update={"backends": backends})
+    result = run_session("payment API times out, what's going on?", settings=s, store=store)
+    invocations = {inv.id: inv for inv in store.invocations(result.session_id)}
+    prom_ids = {i for i, inv in invocations.items() if inv.tool_name == "query_metrics" and inv.status == "ok"}
+    assert prom_ids, "no successful Prometheus call"
+    bound = [(n, c) for n, c in enumerate(result.evaluation.structured["claims"])
+             if set(c["evidence_bindings"][0]["source_invocation_ids"]) & prom_ids]
+    assert bound, "no claim cites the Prometheus alerts"
+    cpu = [c for _, c in bound if "CPU使用率过高" in c["evidence_bindings"][0]["evidence_excerpt"]]
+    assert cpu and "92" in cpu[0]["evidence_bindings"][0]["evidence_excerpt"]
+    for n, _ in bound:
+        hits = [e for e in result.evaluation.gatekeeper_result.errors if e.target.startswith(f"claims[{n}]")]
+        assert not hits, hits
+    assert result.evaluation.gatekeeper_result.status in ("pass", "warn")

@@ -25,6 +25,7 @@ FEATURES_VERSION = 1
 ROOT = "$"
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _MAX_NEARBY = 3
+_TOKEN_REACH = 40
 
 _shared_outputs = OutputCache()
 
@@ -47,9 +48,9 @@ def binding_target(ci: int, bi: int) -> str:
 
 def valid_ids(raw: Any) -> list[int]:
     """The integer ids of a source_invocation_ids value (bools are not ids)."""
-    if not isinstance(raw, list):
+    if type(raw) is not list:
         return []
-    return [i for i in raw if isinstance(i, int) and not isinstance(i, bool)]
+    return [i for i in raw if type(i) is int]  # bool is a subclass of int, and not an id
 
 
 @dataclass
@@ -193,11 +194,16 @@ def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str
     seg_len = len(normalize(seg.text))
     window_ents: tuple = ()
     window_folded = ""
+    record_ents: tuple = ()
     if seg.start is not None:
-        lo, hi = prepared.record(seg.start, seg.end)  # type: ignore[arg-type]
+        # Confirm against the matched stretch (whole tokens), not the whole record: a record often
+        # names two services, and the excerpt must quote the one where it matched.
+        lo, hi = _token_bounds(prepared.decoded, seg.start, seg.end)  # type: ignore[arg-type]
         window = prepared.decoded[lo:hi]
         window_ents = find_entities(window)
         window_folded = f" {fold(window)} "
+        rlo, rhi = prepared.record(seg.start, seg.end)  # type: ignore[arg-type]
+        record_ents = find_entities(prepared.decoded[rlo:rhi])
     window_values = {(e.kind, e.value) for e in window_ents}
     window_numbers = {e.value for e in window_ents if e.kind == "number"}
     own_values = {e.value for e in ents}
@@ -214,6 +220,7 @@ def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str
             if token and (token in window_folded if at_edge else f" {token} " in window_folded):
                 continue
         nearby = [e.token for e in window_ents if e.kind == ent.kind and e.value not in own_values]
+        nearby = nearby or [e.token for e in record_ents if e.kind == ent.kind and e.value not in own_values]
         misses.append(
             {
                 "kind": ent.kind,
@@ -225,6 +232,21 @@ def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str
             }
         )
     return misses
+
+
+def _token_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen a span to whole tokens (a match may start or end inside a number or a name)."""
+    lo, hi = start, end
+    floor, ceil = max(0, start - _TOKEN_REACH), min(len(text), end + _TOKEN_REACH)
+    while lo > floor and _in_token(text[lo - 1]):
+        lo -= 1
+    while hi < ceil and _in_token(text[hi]):
+        hi += 1
+    return lo, hi
+
+
+def _in_token(ch: str) -> bool:
+    return ch.isalnum() or ch in "-_.%"
 
 
 def _plain(number: str) -> str:

@@ -37,6 +37,19 @@ class RuleContext:
     invocation: InvocationInfo
     digests: list[EvidenceDigest] | None
     features: dict[str, dict[str, Any]]
+    _bindings: list[tuple[str, dict[str, Any], dict[str, Any] | None]] | None = field(default=None, repr=False)
+
+    @property
+    def bindings(self) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+        """(target, binding, cached features) of every claim binding, walked once for all rules."""
+        if self._bindings is None:
+            features = self.features
+            self._bindings = [
+                (target, binding, features.get(target))
+                for ci, bi, binding in claim_bindings(self.structured)
+                for target in (binding_target(ci, bi),)
+            ]
+        return self._bindings
 
 
 @dataclass
@@ -65,7 +78,7 @@ class GatekeeperRule(Protocol):
 
 
 def _is_text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+    return type(value) is str and not value.isspace() and value != ""
 
 
 class SchemaRule:
@@ -129,45 +142,53 @@ class SchemaRule:
         if not bindings:
             yield Finding(f"{target}.evidence_bindings", "evidence_bindings is empty; a claim needs evidence")
         for bi, binding in enumerate(bindings):
-            yield from self._binding(f"{target}.evidence_bindings[{bi}]", binding, p)
+            found = self._binding(f"{target}.evidence_bindings[{bi}]", binding, p)
+            if found:
+                yield from found
 
-    def _binding(self, target: str, binding: Any, p: SchemaParams) -> Iterator[Finding]:
-        if not isinstance(binding, dict):
-            yield Finding(target, "evidence binding must be an object")
-            return
-        for name in p.bindingRequiredFields:
-            if name not in binding:
-                yield Finding(f"{target}.{name}", f"required binding field {name} is missing")
+    def _binding(self, target: str, binding: Any, p: SchemaParams) -> list[Finding]:
+        if type(binding) is not dict:
+            return [Finding(target, "evidence binding must be an object")]
+        found = [
+            Finding(f"{target}.{name}", f"required binding field {name} is missing")
+            for name in p.bindingRequiredFields
+            if name not in binding
+        ]
         ids = binding.get("source_invocation_ids")
-        if "source_invocation_ids" in binding and (not isinstance(ids, list) or len(valid_ids(ids)) != len(ids)):
-            yield Finding(f"{target}.source_invocation_ids", "source_invocation_ids must be an array of integers")
+        if ids is not None and (type(ids) is not list or len(valid_ids(ids)) != len(ids)):
+            found.append(Finding(f"{target}.source_invocation_ids", "source_invocation_ids must be an array of integers"))
         for name in ("tool_name", "evidence_excerpt"):
             if name in binding and not _is_text(binding[name]):
-                yield Finding(f"{target}.{name}", f"{name} must be a non-empty string")
+                found.append(Finding(f"{target}.{name}", f"{name} must be a non-empty string"))
+        return found
+
+
+_persisted: dict[str, str | None] = {}
+
+
+def _tool(name: str) -> str | None:
+    if name not in _persisted:
+        _persisted[name] = persisted_name(name)
+    return _persisted[name]
 
 
 def _ref_problems(ids: Any, tool_name: Any, context: RuleContext) -> list[str]:
     """What is wrong with citing `ids` under `tool_name` from this session (shared with digest_ref)."""
-    problems: list[str] = []
     good = valid_ids(ids)
     if not good:
         return ["source_invocation_ids is empty or has no integer id"]
-    wanted = persisted_name(tool_name) if isinstance(tool_name, str) else None
-    if isinstance(tool_name, str) and wanted is None:
+    problems: list[str] = []
+    wanted = _tool(tool_name) if isinstance(tool_name, str) else None
+    if wanted is None and isinstance(tool_name, str):
         problems.append(f"tool_name {tool_name!r} is not a known tool")
     for inv_id in good:
         info = context.invocation(inv_id)
         if info is None:
             problems.append(f"source invocation {inv_id} does not exist (fabricated id)")
-            continue
-        session, tool = info
-        if session != context.session_id:
-            problems.append(f"source invocation {inv_id} belongs to another session ({session}), not this one")
-            continue
-        if wanted is not None and wanted != tool:
-            problems.append(
-                f"tool_name {tool_name} ({wanted}) does not match invocation {inv_id}, which is {tool}"
-            )
+        elif info[0] != context.session_id:
+            problems.append(f"source invocation {inv_id} belongs to another session ({info[0]}), not this one")
+        elif wanted is not None and wanted != info[1]:
+            problems.append(f"tool_name {tool_name} ({wanted}) does not match invocation {inv_id}, which is {info[1]}")
     return problems
 
 
@@ -185,20 +206,10 @@ class InvocationRefRule:
             if isinstance(claim, dict) and isinstance(claim.get("evidence_bindings"), list):
                 if not claim["evidence_bindings"]:
                     out.findings.append(Finding(f"claims[{ci}]", "claim has no evidence_bindings"))
-        for ci, bi, binding in claim_bindings(data):
-            target = binding_target(ci, bi)
+        for target, binding, _ in context.bindings:
             for problem in _ref_problems(binding.get("source_invocation_ids"), binding.get("tool_name"), context):
                 out.findings.append(Finding(target, problem))
         return out
-
-
-def _cited(context: RuleContext) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(target, binding, features) for bindings with features that cite at least one own invocation."""
-    for ci, bi, binding in claim_bindings(context.structured):
-        target = binding_target(ci, bi)
-        feats = context.features.get(target)
-        if feats is not None:
-            yield target, binding, feats
 
 
 class ExcerptSimilarityRule:
@@ -209,15 +220,19 @@ class ExcerptSimilarityRule:
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p: SimilarityParams = metadata.params  # type: ignore[assignment]
         out = RuleResult(self.id)
-        for target, _, feats in _cited(context):
+        compare, pass_at = p.compareAgainst, p.passThreshold
+        for target, _, feats in context.bindings:
+            if feats is None:
+                continue
             sources = feats["sources"]
-            scored = [(name, sources[name]) for name in p.compareAgainst if sources.get(name, {}).get("score") is not None]
-            if not scored:
+            name, score = "", -1.0
+            for source in compare:
+                entry = sources.get(source)
+                if entry is not None and entry["score"] is not None and entry["score"] > score:
+                    name, score = source, entry["score"]
+            if score >= pass_at or not name:
                 continue
-            name, best = max(scored, key=lambda item: item[1]["score"])
-            score = best["score"]
-            if score >= p.passThreshold:
-                continue
+            best = sources[name]
             level: Level = "fail" if score < p.warnThreshold else "warn"
             where = f"invocation {best['invocation_id']}" if name == "output" else name
             bound = f"< warnThreshold {p.warnThreshold}" if level == "fail" else f"< passThreshold {p.passThreshold}"
@@ -242,7 +257,9 @@ class ExcerptEntitiesRule:
         kinds = set(p.kinds)
         negations = _negation_terms(tuple(p.negationTerms))
         out = RuleResult(self.id)
-        for target, _, feats in _cited(context):
+        for target, _, feats in context.bindings:
+            if feats is None or not (feats.get("entities") or feats.get("added")):
+                continue
             for miss in feats.get("entities", ()):
                 if miss["kind"] not in kinds:
                     continue
@@ -389,8 +406,7 @@ class DigestRefRule:
         if context.digests is None:
             return out
         by_id = {d.digest_id: d for d in context.digests}
-        for ci, bi, binding in claim_bindings(context.structured):
-            target = binding_target(ci, bi)
+        for target, binding, _ in context.bindings:
             digest_id = binding.get("digest_id")
             if digest_id is None:
                 if p.requireDigestId:

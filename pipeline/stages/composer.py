@@ -61,6 +61,28 @@ _REMEDY_WORDS = (
 )
 
 
+# Clauses that claim certainty ("这是唯一根因", "the only root cause") are cut when a claim is
+# demoted: a hypothesis may name a cause, never its certainty.
+_CERTAINTY = re.compile(
+    r"唯一|根因|根本原因|一定|必然|肯定|毫无疑问|确定是|\b(?:root cause|only cause|sole cause|the only|definitely|"
+    r"certainly|undoubtedly|without doubt)\b"
+)
+_CLAUSE = re.compile(r"([，,。；;！!]\s*)")
+
+
+def soften(text: str) -> str | None:
+    """The text without its certainty clauses; None when nothing else is left."""
+    parts = _CLAUSE.split(text)
+    clauses = [(parts[i], parts[i + 1] if i + 1 < len(parts) else "") for i in range(0, len(parts), 2)]
+    kept = [(c, sep) for c, sep in clauses if c.strip() and not _CERTAINTY.search(normalize(c))]
+    if not kept:
+        return None
+    if len(kept) == len([c for c, _ in clauses if c.strip()]):
+        return text
+    body = "".join(c + sep for c, sep in kept[:-1]) + kept[-1][0]
+    return body.rstrip() + ("。" if detect_language(text) == "zh" else ".")
+
+
 def is_evidence_gathering(action_text: str) -> bool:
     norm = normalize(action_text)
     return any(w in norm for w in _GATHER_WORDS) and not any(w in norm for w in _REMEDY_WORDS)
@@ -91,6 +113,16 @@ def assemble_input(
     def keep_away(source: str, text: str, reason: str, moved_to: str = "dropped") -> None:
         filtered.append(FilteredItem(source=source, text=text, reason=reason, moved_to=moved_to))  # type: ignore[arg-type]
 
+    def demote(source: str, text: str, reason: str) -> None:
+        softened = soften(text)
+        if softened:
+            hypotheses.append(ComposerHypothesis(hypothesis_text=softened))
+            keep_away(source, text, reason + ("" if softened == text else "; its certainty clause removed"),
+                      "allowed_hypotheses")
+        else:
+            missing.append(gap["overstated"])
+            keep_away(source, text, reason + "; nothing but a certainty claim, stated as a gap", "missing_info")
+
     for i, claim in enumerate(_dicts(structured.get("claims"))):
         cid, ctype = str(claim.get("claim_id", "")), str(claim.get("claim_type", ""))
         text = str(claim.get("claim_text", ""))
@@ -102,9 +134,7 @@ def assemble_input(
             if verdict == "REJECT" and (verification != "direct_observation" or ctype == "root_cause"):
                 keep_away(source, text, f"{why}: under REJECT only directly observed, non-root-cause facts are stated")
             elif ctype == "root_cause" and (verdict != "PASS" or verification != "direct_observation"):
-                hypotheses.append(ComposerHypothesis(hypothesis_text=text))
-                keep_away(source, text, f"{why}: a root cause is confirmed only by a direct observation under PASS",
-                          "allowed_hypotheses")
+                demote(source, text, f"{why}: a root cause is confirmed only by a direct observation under PASS")
             else:
                 allowed_claims.append(ComposerClaim(claim_id=cid, claim_type=ctype, claim_text=text))
         elif verification == "overstated":
@@ -112,10 +142,10 @@ def assemble_input(
                 missing.append(gap["overstated"])
                 keep_away(source, text, f"{why}: no hypotheses under REJECT", "missing_info")
             else:
-                hypotheses.append(ComposerHypothesis(hypothesis_text=text))
-                keep_away(source, text, f"{why}: downgraded to a hypothesis", "allowed_hypotheses")
+                demote(source, text, f"{why}: downgraded to a hypothesis")
         elif verification == "unsupported":
-            missing.append(gap["unsupported"].format(text=text))
+            softened = soften(text)
+            missing.append(gap["unsupported"].format(text=softened) if softened else gap["overstated"])
             keep_away(source, text, f"{why}: stated only as an evidence gap", "missing_info")
         elif verification == "external_unknown":
             missing.append(gap["external_unknown"])

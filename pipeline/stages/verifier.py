@@ -63,7 +63,7 @@ _FUZZY_CUTOFF = 60.0
 # --- locating cited text in a tool output ---------------------------------------------------
 
 
-def _records(tool_name: str, output: str) -> list[str]:
+def _records(output: str) -> list[str]:
     """The evidence records of one output, one line each (seed 003 §2 shapes)."""
     try:
         data = json.loads(output)
@@ -105,7 +105,7 @@ class _Indexed:
 
     @classmethod
     def build(cls, inv: ToolInvocation) -> "_Indexed":
-        lines = _records(inv.tool_name, inv.output)
+        lines = _records(inv.output)
         norm_lines = [normalize(line) for line in lines]
         starts, pos = [], 0
         for n in norm_lines:

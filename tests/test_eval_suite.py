@@ -1,0 +1,25 @@
+"""The eval fixture suite (data/fixtures/) runs in CI: every expectation must hold."""
+
+from __future__ import annotations
+
+from pipeline.config import Settings
+from pipeline.eval.runner import format_table, load_fixtures, run_suite
+from pipeline.store import Store
+
+
+def test_fixture_suite_passes(settings: Settings, store: Store) -> None:
+    results = run_suite(settings, store=store)
+    assert len(results) == len(load_fixtures(settings.fixtures_dir)) >= 20
+    assert all(r.passed for r in results), format_table(results)
+    # Every result links to a stored session (the Eval page links to its trace).
+    assert all(r.session_id and store.get_session(r.session_id) for r in results)
+
+
+def test_a_failing_expectation_is_reported(settings: Settings, store: Store, tmp_path) -> None:
+    (tmp_path / "wrong.yaml").write_text(
+        "incident: cpu-saturation\nquestion: payment API times out since 10:00, what's going on?\n"
+        "expect: {verdict: REJECT, answer_must_not_contain: [payment-service]}\n", encoding="utf-8")
+    results = run_suite(settings.model_copy(update={"fixtures_dir": tmp_path}), store=store)
+    assert not results[0].passed
+    assert any("verdict" in f for f in results[0].failures)
+    assert any("payment-service" in f for f in results[0].failures)

@@ -1,0 +1,190 @@
+"""The workbench's read models (pipeline/views.py), without a browser."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from pipeline import views
+from pipeline.gatekeeper import load_rules
+from pipeline.session import run_session
+from pipeline.store import SessionFilter, Store
+
+
+def _session(errors: list[dict], features: dict, claims: list[dict], **extra) -> dict:
+    return {
+        "verdict": "LOW_CONFID",
+        "final_answer": "answer",
+        "gatekeeper_features": features,
+        "self_evaluation": {"verifier_evaluation": {
+            "gatekeeper_result": {"status": "fail", "errors": errors},
+            "claim_checks": [{"claim_id": "c1", "verification": "direct_observation"},
+                             {"claim_id": "c2", "verification": "unsupported"}],
+            "executor_structured_output": {"claims": claims},
+            "composer_input": {"allowed_claims": [{"claim_id": "c1", "claim_type": "symptom", "claim_text": "a"}],
+                               "missing_info": ["gap"]},
+            "composer_filtered": [{"source": "claims[1]", "text": "b", "reason": "unsupported",
+                                   "moved_to": "missing_info"}],
+        }},
+        **extra,
+    }
+
+
+def _claims(n: int) -> list[dict]:
+    return [{"claim_id": f"c{i + 1}", "claim_type": "symptom", "claim_text": f"claim {i}",
+             "evidence_bindings": [{"tool_name": "query_logs", "source_invocation_ids": [7],
+                                    "evidence_excerpt": "pool exhausted for order-service"}]} for i in range(n)]
+
+
+def test_errors_are_matched_to_claims_by_target_path_prefix() -> None:
+    errors = [
+        {"rule_id": "evidence.excerpt_similarity", "target": "claims[1].evidence_bindings[0]", "message": "low"},
+        {"rule_id": "schema.executor_v2", "target": "claims[10].claim_type", "message": "missing"},
+        {"rule_id": "schema.executor_v2", "target": "claims[1]", "message": "bad"},
+        {"rule_id": "evidence.digest_ref", "target": "digests[0]", "message": "quote"},
+    ]
+    cards = views.claim_cards(_session(errors, {}, _claims(11)))
+    assert [e["message"] for e in cards[1].errors] == ["low", "bad"]
+    assert [e["message"] for e in cards[1].bindings[0].errors] == ["low"]
+    assert [e["message"] for e in cards[10].errors] == ["missing"]
+    assert cards[0].errors == []
+    assert [e["target"] for e in views.session_level_errors(_session(errors, {}, []))] == ["digests[0]"]
+
+
+def test_claim_card_carries_check_composer_fate_and_binding_features() -> None:
+    features = {"claims[0].evidence_bindings[0]": {
+        "sources": {"output": {"score": 0.82, "invocation_id": 7, "spans": [[10, 20], [30, 35]]},
+                    "digest.source_quote": {"score": 1.0}},
+        "entities": [{"kind": "service", "token": "order-service", "nearby": ["payment-service"]}],
+        "added": [{"text": "exhausted", "score": 0.8}],
+        "other_match": None,
+    }}
+    reviews = [{"claim_id": "c2", "label": "hallucination", "reviewer": "ann"}, {"claim_id": None, "label": "x"}]
+    cards = views.claim_cards(_session([], features, _claims(2)), reviews)
+    first, second = cards
+    assert first.composer == "allowed" and first.claim_check["verification"] == "direct_observation"
+    b = first.bindings[0]
+    assert (b.invocation_id, b.score, b.spans) == (7, 0.82, [(10, 20), (30, 35)])
+    assert b.source_scores == {"output": 0.82, "digest.source_quote": 1.0}
+    assert b.added_words == ["exhausted"] and views.nearby_tokens(b.entity_misses) == ["payment-service"]
+    assert second.composer == "missing_info" and second.filter_reason == "unsupported"
+    assert [r["label"] for r in second.reviews] == ["hallucination"]
+    assert second.bindings[0].spans == [] and second.bindings[0].score is None
+
+
+def test_highlight_window_marks_match_and_entities_and_stays_small() -> None:
+    decoded = "x" * 100_000 + "ERROR pool exhausted on payment-service\n" + "y" * 100_000
+    start = 100_000 + len("ERROR ")
+    w = views.highlight_window(decoded, [(start, start + len("pool exhausted"))], entity_tokens=["payment-service"],
+                               context=50)
+    kinds = [k for _, k in w.segments]
+    assert ("pool exhausted", "match") in w.segments and ("payment-service", "entity") in w.segments
+    assert kinds.count("match") == 1
+    assert w.end - w.start < 300 and w.total == len(decoded) and w.line == 1
+    assert "".join(t for t, _ in w.segments) == decoded[w.start:w.end]
+
+
+def test_highlight_window_ignores_far_spans_and_counts_lines() -> None:
+    decoded = "line\n" * 50 + "first match" + "z" * 20_000 + "far"
+    at = decoded.index("first match")
+    w = views.highlight_window(decoded, [(at, at + 11), (len(decoded) - 3, len(decoded))], context=10)
+    assert w.line == 51 and w.end < len(decoded) - 1000
+
+
+def test_excerpt_segments_mark_missing_entities() -> None:
+    segs = views.excerpt_segments("timeout on order-service", [{"token": "order-service"}])
+    assert segs == [("timeout on ", "text"), ("order-service", "entity")]
+
+
+def test_output_pages_pretty_prints_wraps_and_searches() -> None:
+    output = json.dumps({"logs": [{"message": f"line {i} <script>alert(1)</script>"} for i in range(300)]})
+    pages = views.OutputPages(output)
+    assert pages.line_count > 300
+    hits = pages.search("LINE 299 <SCRIPT>")
+    assert len(hits) == 1 and "line 299 <script>" in pages.line(hits[0])
+    first = pages.lines(0, 5)
+    assert [n for n, _ in first] == [0, 1, 2, 3, 4]
+    one_line = "a" * 10_500
+    wrapped = views.OutputPages(one_line, wrap=1000)
+    assert wrapped.line_count == 11 and "".join(wrapped.line(n) for n in range(11)) == one_line
+    assert views.query_segments("abcABC", "b") == [("a", "text"), ("b", "match"), ("cA", "text"), ("B", "match"),
+                                                   ("C", "text")]
+
+
+def test_answer_view_links_confirmed_facts_to_their_evidence() -> None:
+    view = views.answer_view(_session([], {}, _claims(2)))
+    assert [f.claim_id for f in view.confirmed] == ["c1"]
+    assert view.confirmed[0].evidence[0]["source_invocation_ids"] == [7]
+    assert view.missing_info == ["gap"] and view.final_answer == "answer"
+
+
+def _store_with(tmp_path, n: int) -> Store:
+    store = Store(f"sqlite:///{tmp_path / 'views.db'}")
+    for i in range(n):
+        sid = store.create_session(question=f"q{i} payment", world=None, shape="split", provider="offline",
+                                   model="m", created_at=datetime(2026, 1, 1 + i % 3, 12, tzinfo=timezone.utc))
+        verdict = ("PASS", "LOW_CONFID", "REJECT")[i % 3]
+        failed = [] if verdict == "PASS" else ["evidence.excerpt_similarity"] + (["evidence.invocation_ref"] if i % 3 == 2 else [])
+        store.update_session(sid, status="completed", verdict=verdict, failed_rules=failed, groundedness=i / n,
+                             gatekeeper_status="pass" if not failed else "fail")
+    return store
+
+
+def test_queue_stats_aggregates_the_filtered_sessions(tmp_path) -> None:
+    store = _store_with(tmp_path, 9)
+    stats = views.queue_stats(store, SessionFilter())
+    assert stats.total == 9
+    assert sorted(stats.per_day) == [("2026-01-01", "PASS", 3), ("2026-01-02", "LOW_CONFID", 3),
+                                     ("2026-01-03", "REJECT", 3)]
+    assert stats.failed_rules == {"evidence.excerpt_similarity": 6, "evidence.invocation_ref": 3}
+    assert sum(n for _, n in stats.groundedness) == 9 and stats.groundedness[0] == (0.0, 1)
+    rejected = views.queue_stats(store, SessionFilter(verdicts=["REJECT"]))
+    assert rejected.total == 3 and rejected.failed_rules["evidence.invocation_ref"] == 3
+    assert len(list(views.iter_filtered(store, SessionFilter(), batch=4))) == 9
+
+
+def test_store_fingerprint_moves_when_a_session_changes(tmp_path) -> None:
+    store = _store_with(tmp_path, 2)
+    before = views.store_fingerprint(store)
+    sid = store.session_ids()[0]
+    store.update_session(sid, verdict="REJECT")
+    assert views.store_fingerprint(store) != before
+
+
+def test_rule_fields_edit_yaml_and_validation_names_file_and_field(repo_root) -> None:
+    rules = load_rules(repo_root / "rules")
+    index, meta = rules.to_yaml()
+    index2, meta2 = views.set_rule_field(index, meta, "evidence.excerpt_similarity", "params.warnThreshold", 0.9)
+    candidate, errors = views.check_rules(index2, meta2)
+    assert candidate is None
+    assert any(e.startswith("metadata.yaml: ruleMetadata.evidence.excerpt_similarity.params.warnThreshold") for e in errors)
+    index3, meta3 = views.set_rule_field(index, meta, "evidence.excerpt_similarity", "params.passThreshold", 0.7)
+    index3, meta3 = views.set_rule_field(index3, meta3, "claim.evidence_utilization", "enabled", True)
+    ok, errors = views.check_rules(index3, meta3)
+    assert errors == [] and ok.get("evidence.excerpt_similarity").params.passThreshold == 0.7
+    assert ok.get("claim.evidence_utilization").enabled
+    diff = views.yaml_diff((index, meta), (index3, meta3), "v1", "v2")
+    assert "-      passThreshold: 0.5" in diff and "+      passThreshold: 0.7" in diff
+
+
+def test_param_fields_follow_the_rule_kinds_parameter_models(repo_root) -> None:
+    rules = load_rules(repo_root / "rules")
+    kinds = {f.name: f.kind for f in views.param_fields(rules.get("evidence.excerpt_similarity"))}
+    assert kinds == {"passThreshold": "number", "warnThreshold": "number", "compareAgainst": "choice_list"}
+    entity = {f.name: f for f in views.param_fields(rules.get("evidence.excerpt_entities"))}
+    assert entity["negationOutcome"].kind == "choice" and "warn" in entity["negationOutcome"].options
+    assert entity["negationTerms"].kind == "text_list"
+    assert {f.kind for f in views.param_fields(rules.get("schema.executor_v2"))} >= {"bool", "text_list"}
+
+
+def test_a_real_session_gives_located_highlight_windows(settings, store) -> None:
+    result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
+    row = store.get_session(result.session_id)
+    cards = views.claim_cards(row)
+    located = [b for c in cards for b in c.bindings if b.spans]
+    assert located
+    b = located[0]
+    decoded = views.decoded_output(store.invocation(b.invocation_id).output)
+    w = views.highlight_window(decoded, b.spans)
+    marked = "".join(t for t, k in w.segments if k == "match")
+    assert marked and marked in decoded
