@@ -162,6 +162,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "trace.search": ("Search in output", "在输出中搜索"),
     "trace.hits": ("{n} matching lines", "{n} 行匹配"),
     "trace.hit": ("Go to match", "跳到匹配"),
+    "trace.page": ("Page", "页码"),
+    "trace.per_page": ("Lines per page", "每页行数"),
     "trace.lines": ("lines {first}-{last} of {total}", "第 {first}-{last} 行（共 {total}）"),
     "trace.llm_calls": ("LLM calls", "LLM 调用"),
     "trace.messages": ("Messages", "消息"),
@@ -318,9 +320,8 @@ CSS = """
 .wb-box{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:0.8rem;white-space:pre-wrap;
   word-break:break-all;background:rgba(127,127,127,0.08);border:1px solid rgba(127,127,127,0.25);
   border-radius:6px;padding:0.5rem 0.6rem;max-height:18rem;overflow:auto;margin:0}
-.wb-box mark.wb-match{background:#ffe066;color:#000;border-radius:2px;padding:0 1px}
-.wb-box mark.wb-entity, .wb-text mark.wb-entity{background:#ffc9c9;color:#7a0000;border-radius:2px;
-  text-decoration:underline wavy #c92a2a}
+mark.wb-match{background:#ffe066;color:#000;border-radius:2px;padding:0 1px}
+mark.wb-entity{background:#ffc9c9;color:#7a0000;border-radius:2px;text-decoration:underline wavy #c92a2a}
 .wb-text{white-space:pre-wrap;line-height:1.55}
 .wb-ln{color:#868e96;user-select:none;display:inline-block;min-width:4.5em}
 .wb-muted{color:#868e96;font-size:0.8rem}

@@ -86,7 +86,7 @@ def table(rows: list[dict]) -> None:
         "question": r["question"],
         "verdict": r.get("verdict") or "",
         "gatekeeper": r.get("gatekeeper_status") or "",
-        "failed rules": ", ".join(r.get("failed_rules") or []),
+        "failed rules": list(r.get("failed_rules") or []),
         "groundedness": r.get("groundedness"),
         "review": r.get("review_label") or "",
         "status": r.get("status"),
@@ -97,6 +97,11 @@ def table(rows: list[dict]) -> None:
             "trace": st.column_config.LinkColumn(ui.t("common.session"), display_text=r"session=(.*)$"),
             "time": st.column_config.DatetimeColumn(ui.t("common.time"), format="YYYY-MM-DD HH:mm:ss"),
             "question": st.column_config.TextColumn(ui.t("common.question"), width="large"),
+            "verdict": st.column_config.TextColumn(ui.t("common.verdict")),
+            "gatekeeper": st.column_config.TextColumn(ui.t("common.gatekeeper")),
+            "failed rules": st.column_config.ListColumn(ui.t("common.failed_rules")),
+            "review": st.column_config.TextColumn(ui.t("common.review")),
+            "status": st.column_config.TextColumn(ui.t("common.status")),
             "groundedness": st.column_config.ProgressColumn(ui.t("common.groundedness"), min_value=0.0,
                                                             max_value=1.0, format="%.2f"),
         },
@@ -120,14 +125,16 @@ def charts(f: SessionFilter) -> None:
             fig.add_bar(x=[d for d, _ in points], y=[n for _, n in points], name=verdict,
                         marker_color=CHART_COLORS[verdict])
     fig.update_layout(barmode="stack", title=ui.t("sessions.per_day"), **layout)
+    fig.update_xaxes(type="category")
     c1.plotly_chart(fig, width="stretch", key="sessions_chart_days")
     fig = go.Figure(go.Bar(x=list(stats.failed_rules.values()), y=list(stats.failed_rules), orientation="h",
                            marker_color="#c92a2a"))
     fig.update_layout(title=ui.t("sessions.rule_counts"), **{**layout, "showlegend": False})
     c2.plotly_chart(fig, width="stretch", key="sessions_chart_rules")
-    fig = go.Figure(go.Bar(x=[f"{b:.1f}" for b, _ in stats.groundedness], y=[n for _, n in stats.groundedness],
-                           marker_color="#3b5bdb"))
+    fig = go.Figure(go.Bar(x=[f"{b:.1f}–{b + 0.1:.1f}" for b, _ in stats.groundedness],
+                           y=[n for _, n in stats.groundedness], marker_color="#3b5bdb"))
     fig.update_layout(title=ui.t("sessions.histogram"), **{**layout, "showlegend": False})
+    fig.update_xaxes(type="category")
     c3.plotly_chart(fig, width="stretch", key="sessions_chart_ground")
 
 

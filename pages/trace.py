@@ -269,7 +269,7 @@ def output_viewer(url: str, metas: list[dict[str, Any]]) -> None:
                           format_func=lambda i: f"#{i} {by_id[i]['model_tool_name']} · {by_id[i]['status']} · "
                                                 f"{by_id[i]['output_bytes']:,} B")
     query = c2.text_input(ui.t("trace.search"), key="trace_viewer_query")
-    per_page = c3.selectbox("lines", [100, 200, 500], index=1, key="trace_viewer_per_page")
+    per_page = c3.selectbox(ui.t("trace.per_page"), [100, 200, 500], index=1, key="trace_viewer_per_page")
     pages = ui.output_pages(url, int(inv_id))
     hits = pages.search(query) if query else []
     first_line = 0
@@ -279,7 +279,7 @@ def output_viewer(url: str, metas: list[dict[str, Any]]) -> None:
             k = st.number_input(ui.t("trace.hit"), 1, len(hits), 1, key=f"trace_viewer_hit_{inv_id}_{query}")
             first_line = hits[int(k) - 1] // per_page * per_page
     n_pages = max(1, -(-pages.line_count // per_page))
-    page = st.number_input(ui.t("trace.claim_page"), 1, n_pages, first_line // per_page + 1,
+    page = st.number_input(ui.t("trace.page"), 1, n_pages, first_line // per_page + 1,
                            key=f"trace_viewer_page_{inv_id}_{query}_{per_page}_{first_line}")
     first = (int(page) - 1) * per_page
     lines = pages.lines(first, per_page)

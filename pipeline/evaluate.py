@@ -167,8 +167,19 @@ def evaluate(
         reasons.append("evidence is incomplete: " + ", ".join(
             f"{model_name(inv.tool_name)} #{inv.id} failed" for inv in failed_tools))
 
+    if retry_context is not None and verifier_output.retry_gaps_closed is False:
+        if VERDICT_ORDER[verdict] < VERDICT_ORDER["LOW_CONFID"]:
+            verdict = "LOW_CONFID"
+        reasons.append(f"round {retry_context.round} did not close the gaps of the previous round")
+
     composer_input, filtered = assemble_input(question=question, verdict=verdict,  # type: ignore[arg-type]
                                               structured=normalized, verifier_output=verifier_output)
+    if retry_context is not None and verifier_output.retry_gaps_closed is False:
+        # Generic on purpose: the unclosed items are unsupported text and must not reach the composer.
+        gaps = len(retry_context.unsupported_claims) + len(retry_context.missing_info)
+        composer_input.missing_info.append(
+            f"再次取证后，上一轮仍有 {gaps} 项内容未被证据证实。" if ctx.language == "zh"
+            else f"After another round of evidence gathering, {gaps} earlier item(s) remain unconfirmed.")
     composer = _GivenComposer(given_composer_raw) if given_composer_raw is not None else provider
     composer_output, guard, final_answer = run_composer(ctx, composer, composer_input,
                                                         enabled=settings.composer.enabled,

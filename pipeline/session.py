@@ -114,11 +114,15 @@ class _ToolRunner:
 
 
 def _retry_context(ev: Evaluation, next_round: int) -> RetryContext:
-    claims = {c.get("claim_id"): c.get("claim_text", "") for c in (ev.structured or {}).get("claims", [])
-              if isinstance(c, dict)}
+    """Seed 000 §14: what the next round must close — the claims not directly observed and the
+    executor's own missing_info (not the composer's wording of them)."""
+    structured = ev.structured or {}
+    claims = {c.get("claim_id"): c.get("claim_text", "") for c in structured.get("claims", []) if isinstance(c, dict)}
+    # A LOW_CONFID round may hold only inferences; those need direct evidence too.
     weak = [claims.get(c.claim_id, c.claim_id) for c in ev.verifier_output.claim_checks
-            if c.verification in ("unsupported", "external_unknown", "overstated")]
-    return RetryContext(round=next_round, unsupported_claims=weak, missing_info=list(ev.composer_input.missing_info))
+            if c.verification != "direct_observation"]
+    missing = [m for m in structured.get("missing_info", []) if isinstance(m, str)]
+    return RetryContext(round=next_round, unsupported_claims=weak, missing_info=missing)
 
 
 def run_session(

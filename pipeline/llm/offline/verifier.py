@@ -28,8 +28,10 @@ from pipeline.stages.verdict import matrix_verdict
 from pipeline.stages.verifier import groundedness
 from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize
 
-DIRECT_COVERAGE = 0.5
-INFERENCE_COVERAGE = 0.25
+DIRECT_COVERAGE = 0.7
+INFERENCE_COVERAGE = 0.5
+# Below this a claim shares too little with its evidence even to be called overstated.
+PARTIAL_COVERAGE = 0.25
 
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
 _HEDGE = re.compile(
@@ -291,7 +293,9 @@ def _check_claim(claim: dict[str, Any], entry: dict[str, Any] | None, gate_rules
         return done("unsupported", t["gate"].format(rules=", ".join(sorted(set(gate_rules)))))
     ev_norm = normalize(ev.text)
     cov = coverage(text, ev_norm)
-    if cov < INFERENCE_COVERAGE and not claim_ents:
+    # A service name alone is no support: "payment-service ran out of disk" shares only the name.
+    substantive = [e for e in claim_ents if e.kind != "service"]
+    if cov < PARTIAL_COVERAGE and not substantive:
         return done("unsupported", t["low_overlap"].format(cov=cov))
     norm = normalize(text)
     if _HEDGE.search(norm):
@@ -301,6 +305,8 @@ def _check_claim(claim: dict[str, Any], entry: dict[str, Any] | None, gate_rules
         return done("overstated", t["causal"])
     if claim.get("claim_type") == "root_cause" and not evidence_states_cause:
         return done("overstated", t["root"])
+    if cov < INFERENCE_COVERAGE and not substantive:
+        return done("unsupported", t["low_overlap"].format(cov=cov))
     if cov >= DIRECT_COVERAGE and claim.get("support_level") == "direct":
         return done("direct_observation", t["direct"].format(cov=cov))
     return done("reasonable_inference", t["inference"].format(cov=cov))

@@ -1,0 +1,205 @@
+"""The workbench in a real browser: headless Debian Chromium against `streamlit run app.py`.
+
+Screenshots of every page go to tests/screenshots/ (gitignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import ROOT
+from pipeline.store import Store
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SHOTS = ROOT / "tests" / "screenshots"
+WAIT_MS = 60_000
+
+
+def _need(condition: bool, what: str) -> None:
+    if condition:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} is required in CI but missing")
+    pytest.skip(f"{what} not available")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A streamlit server on a free port with its own workbench home; yields (base URL, home)."""
+    _need(Path(CHROMIUM).exists() or bool(shutil.which("chromium")), "Chromium (/usr/bin/chromium)")
+    home = tmp_path_factory.mktemp("browser-home")
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "WORKBENCH_PROVIDER", "WORKBENCH_MODEL")}
+    env.update(WORKBENCH_HOME=str(home), WORKBENCH_CONFIG=str(home / "no-config.yaml"))
+    log = open(home / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
+         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("streamlit did not start: " + (home / "streamlit.log").read_text(errors="replace")[-2000:])
+            time.sleep(0.3)
+        yield base, home
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def page(server: tuple[str, Path]) -> Iterator:
+    try:
+        from playwright import sync_api
+    except ImportError:
+        _need(False, "playwright")
+    dialogs: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        pg = browser.new_page(viewport={"width": 1440, "height": 1800})
+        pg.set_default_timeout(WAIT_MS)
+
+        def on_dialog(dialog) -> None:  # a dialog means a tool output ran as script
+            dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        pg.on("dialog", on_dialog)
+        yield pg
+        browser.close()
+    assert not dialogs, f"a dialog opened: {dialogs}"
+
+
+def _settled(pg) -> None:
+    """Wait until the script run has finished (no running indicator) and the page has painted."""
+    pg.wait_for_selector("[data-testid=stAppViewContainer]")
+    pg.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=WAIT_MS)
+    pg.wait_for_timeout(600)
+
+
+def _shot(pg, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def _store(home: Path) -> Store:
+    return Store(f"sqlite:///{home / 'workbench.db'}")
+
+
+def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], page) -> None:
+    base, home = server
+    pg = page
+
+    # Ask: a sample question of the cpu-saturation world (its logs hold a <script> probe line).
+    pg.goto(base + "/")
+    _settled(pg)
+    pg.get_by_role("button", name="payment API times out since 10:00, what's going on?").click()
+    pg.get_by_text("Confirmed facts").wait_for()
+    _settled(pg)
+    sessions, total = _store(home).list_sessions(limit=1)
+    assert total == 1
+    session = sessions[0]
+    badge = pg.locator("[data-testid=stMarkdownContainer]").filter(has_text=re.compile(f"^{session['verdict']}$"))
+    assert badge.count() >= 1
+    _shot(pg, "ask")
+
+    # Trace: the link of the answer opens the audit chain with a highlighted match.
+    pg.get_by_role("link", name="Open the audit trail of this session").click()
+    pg.get_by_role("heading", name="Audit trail").wait_for()
+    _settled(pg)
+    assert f"session={session['id']}" in pg.url
+    assert pg.locator("mark.wb-match").count() >= 1
+    _shot(pg, "trace")
+
+    # The XSS probe: show the output that holds the probe line, search it, see it as text.
+    metas = _store(home).invocation_meta(session["id"])
+    probe = next(m for m in metas if "user-agent probe" in (_store(home).invocation(m["id"]).output))
+    picker = pg.get_by_role("combobox", name="Invocation")
+    picker.click()
+    picker.fill(f"#{probe['id']} ")
+    pg.get_by_role("option", name=re.compile(rf"^#{probe['id']} ")).click()
+    _settled(pg)
+    search = pg.get_by_label("Search in output")
+    search.fill("user-agent probe")
+    search.press("Enter")
+    _settled(pg)
+    shown = pg.locator(".wb-box").filter(has_text="<script>alert(1)</script> user-agent probe")
+    assert shown.count() >= 1
+    assert pg.locator(".wb-box script").count() == 0 and pg.locator(".wb-box img").count() == 0
+    shown.first.scroll_into_view_if_needed()
+    _shot(pg, "trace-xss-probe")
+
+    # Rules: move the excerpt similarity pass threshold, preview the impact, apply.
+    pg.goto(base + "/rules")
+    pg.get_by_role("heading", name="Gatekeeper rules").wait_for()
+    _settled(pg)
+    thumb = pg.get_by_role("slider").first
+    thumb.focus()
+    for _ in range(5):
+        thumb.press("ArrowRight")
+    _settled(pg)
+    assert "passThreshold: 0.55" in pg.get_by_label("metadata.yaml").input_value()
+    pg.get_by_role("button", name="Preview impact on all stored sessions").click()
+    pg.get_by_text("Sessions replayed").wait_for()
+    _settled(pg)
+    pg.get_by_label("Author").fill("browser-test")
+    pg.get_by_label("Author").press("Enter")
+    pg.get_by_label("Comment").fill("pass threshold 0.55")
+    pg.get_by_label("Comment").press("Enter")
+    _settled(pg)
+    pg.get_by_role("button", name="Apply as a new version").click()
+    pg.get_by_text("Applied as version 1.").wait_for()
+    _settled(pg)
+    assert "Editing from: version 1" in pg.inner_text("body")
+    active = _store(home).active_rule_version()
+    assert active["author"] == "browser-test" and "passThreshold: 0.55" in active["metadata_yaml"]
+    _shot(pg, "rules")
+
+    # Sessions: the queue with every verdict shown.
+    pg.goto(base + "/sessions?sessions_reviewed=any&sessions_verdicts=PASS&sessions_verdicts=LOW_CONFID"
+                   "&sessions_verdicts=REJECT")
+    pg.get_by_role("heading", name="Review queue").wait_for()
+    _settled(pg)
+    assert "1 sessions match" in pg.inner_text("body")
+    _shot(pg, "sessions")
+
+    # Eval: run the fixture suite.
+    pg.goto(base + "/eval")
+    pg.get_by_role("button", name="Run the suite").click()
+    pg.get_by_text("Pass rate").wait_for()
+    _settled(pg)
+    _shot(pg, "eval")
