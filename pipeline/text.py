@@ -29,7 +29,7 @@ def detect_language(text: str) -> str:
 
 @dataclass(frozen=True, order=True)
 class Entity:
-    kind: str  # service | error_code | identifier | percentage | quantity | http_status | number
+    kind: str  # service | error_code | identifier | version | percentage | quantity | http_status | number
     value: str  # normalised, comparable form
 
 
@@ -44,6 +44,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("error_code", re.compile(r"\b[a-z][a-z0-9]*(?:exception|error)\b")),
     ("http_status", re.compile(r"\b(?:http|status|code)[ =:/]*([1-5]\d\d)\b")),
     ("http_status", re.compile(r"\b([1-5]xx)\b")),
+    ("version", re.compile(r"\bv\d+(?:\.\d+){1,3}\b")),
     ("percentage", re.compile(r"(\d+(?:\.\d+)?)\s*%")),
     (
         "quantity",
@@ -51,7 +52,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             r"(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds|秒|毫秒|分钟|min|minutes|mb|gb|kb|mib|gib|kib|b/s|rps|qps|个|次|条)(?![a-z])"
         ),
     ),
-    ("number", re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.%])")),
+    # A full stop after a number ends the sentence ("线程数: 120."); only ".5" continues it.
+    ("number", re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w%]|\.\d)")),
 ]
 
 _UNIT_SECONDS = {"ms": 0.001, "毫秒": 0.001, "s": 1.0, "sec": 1.0, "seconds": 1.0, "秒": 1.0,

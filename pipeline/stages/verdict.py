@@ -18,7 +18,7 @@ from pipeline.gatekeeper import gate_verdict
 from pipeline.text import extract_entities
 
 CORE_TYPES = frozenset({"root_cause", "symptom", "impact"})
-CORE_ENTITY_KINDS = frozenset({"service", "identifier", "error_code", "http_status", "percentage", "quantity"})
+CORE_ENTITY_KINDS = frozenset({"service", "identifier", "error_code", "http_status", "percentage", "quantity", "version"})
 
 
 def stricter(a: Verdict, b: Verdict) -> Verdict:
