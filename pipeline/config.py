@@ -2,7 +2,9 @@
 
 Sources, later wins: built-in defaults -> `workbench.yaml` (or the file named by
 WORKBENCH_CONFIG) -> environment variables (DATABASE_URL, OPENAI_BASE_URL, OPENAI_API_KEY,
-WORKBENCH_PROVIDER, WORKBENCH_MODEL, WORKBENCH_HOME). The embedded default needs none of them.
+OPENAI_MODEL, WORKBENCH_PROVIDER, WORKBENCH_MODEL, WORKBENCH_HOME, PROMETHEUS_URL, LOKI_URL,
+WORKBENCH_LOG_DIR, WORKBENCH_RUNBOOK_DIR, PROMETHEUS_BEARER_TOKEN, LOKI_BEARER_TOKEN). The
+embedded default needs none of them.
 """
 
 from __future__ import annotations
@@ -121,6 +123,20 @@ def _env_overrides() -> dict[str, Any]:
         openai["model"] = env["OPENAI_MODEL"]
     if openai:
         out["openai"] = openai
+    backends: dict[str, Any] = {}
+    for var, tool, kind, key in (
+        ("PROMETHEUS_URL", "query_metrics", "prometheus", "url"),
+        ("LOKI_URL", "query_logs", "loki", "url"),
+        ("WORKBENCH_LOG_DIR", "query_logs", "files", "path"),
+        ("WORKBENCH_RUNBOOK_DIR", "lookup_knowledge", "folder", "path"),
+    ):
+        if env.get(var):
+            backends[tool] = {"kind": kind, key: env[var]}
+    for var, tool in (("PROMETHEUS_BEARER_TOKEN", "query_metrics"), ("LOKI_BEARER_TOKEN", "query_logs")):
+        if env.get(var):
+            backends.setdefault(tool, {})["bearer_token"] = env[var]
+    if backends:
+        out["backends"] = backends
     return out
 
 

@@ -28,7 +28,9 @@ def require(condition: bool, what: str) -> None:
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("WORKBENCH_CONFIG", str(tmp_path / "no-config.yaml"))
-    for var in ("DATABASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "WORKBENCH_PROVIDER", "WORKBENCH_MODEL"):
+    for var in ("DATABASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "WORKBENCH_PROVIDER",
+                "WORKBENCH_MODEL", "PROMETHEUS_URL", "LOKI_URL", "WORKBENCH_LOG_DIR", "WORKBENCH_RUNBOOK_DIR",
+                "PROMETHEUS_BEARER_TOKEN", "LOKI_BEARER_TOKEN"):
         monkeypatch.delenv(var, raising=False)
 
 

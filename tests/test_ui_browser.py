@@ -174,7 +174,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     for _ in range(5):
         thumb.press("ArrowRight")
     _settled(pg)
-    sync_api.expect(pg.get_by_label("metadata.yaml")).to_have_value(re.compile(r"passThreshold: 0\.55\n"))
+    sync_api.expect(pg.get_by_label("metadata.yaml").last).to_have_value(re.compile(r"passThreshold: 0\.55\n"))
     pg.get_by_role("button", name="Preview impact on all stored sessions").click()
     pg.get_by_text("Sessions replayed").wait_for()
     _settled(pg)
