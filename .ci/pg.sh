@@ -8,7 +8,7 @@ ver=$(ls /usr/lib/postgresql | sort -n | tail -1)
 if ! pg_lsclusters -h | grep -q "^$ver main"; then
   pg_createcluster "$ver" main >/dev/null
 fi
-pg_ctlcluster "$ver" main start 2>/dev/null || true
+pg_ctlcluster "$ver" main start >/dev/null 2>&1 || true
 for _ in $(seq 1 30); do
   pg_isready -q -h 127.0.0.1 -p 5432 && break
   sleep 1

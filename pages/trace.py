@@ -272,18 +272,20 @@ def output_viewer(url: str, metas: list[dict[str, Any]]) -> None:
     per_page = c3.selectbox(ui.t("trace.per_page"), [100, 200, 500], index=1, key="trace_viewer_per_page")
     pages = ui.output_pages(url, int(inv_id))
     hits = pages.search(query) if query else []
-    first_line = 0
-    if query:
-        st.caption(ui.t("trace.hits", n=len(hits)))
-        if hits:
-            k = st.number_input(ui.t("trace.hit"), 1, len(hits), 1, key=f"trace_viewer_hit_{inv_id}_{query}")
-            first_line = hits[int(k) - 1] // per_page * per_page
     n_pages = max(1, -(-pages.line_count // per_page))
-    page = st.number_input(ui.t("trace.page"), 1, n_pages, first_line // per_page + 1,
-                           key=f"trace_viewer_page_{inv_id}_{query}_{per_page}_{first_line}")
-    first = (int(page) - 1) * per_page
+    c1, c2, c3 = st.columns([1, 1, 3], vertical_alignment="bottom")
+    if hits:
+        # A search shows the chosen hit at the top of the box, a few lines of context above it.
+        k = c1.number_input(ui.t("trace.hit"), 1, len(hits), 1, key=f"trace_viewer_hit_{inv_id}_{query}")
+        first = max(0, hits[int(k) - 1] - 3)
+        c3.caption(ui.t("trace.hits", n=len(hits)))
+    else:
+        page = c1.number_input(ui.t("trace.page"), 1, n_pages, 1, key=f"trace_viewer_page_{inv_id}_{per_page}")
+        first = (int(page) - 1) * per_page
+        if query:
+            c3.caption(ui.t("trace.hits", n=0))
     lines = pages.lines(first, per_page)
-    st.caption(ui.t("trace.lines", first=first + 1, last=first + len(lines), total=pages.line_count))
+    c2.caption(ui.t("trace.lines", first=first + 1, last=first + len(lines), total=pages.line_count))
     body = "\n".join(f"<span class='wb-ln'>{n + 1}</span>{ui.segments_html(views.query_segments(text, query))}"
                      for n, text in lines)
     ui.html_block(f"<div class='wb-box' style='max-height:32rem'>{body}</div>")

@@ -1,0 +1,326 @@
+"""Workbench pages in headless Chromium against big stores, each beside a naive baseline.
+
+1. Trace page of one session with 100 claims citing 5 tool outputs of 1 MB each (target <= 3 s).
+   Baseline: locating every excerpt in its full output with rapidfuzz partial_ratio at render
+   time, the way a page would without the cached gatekeeper features.
+2. Sessions page over 10,000 stored sessions (target <= 2 s).
+   Baseline: loading every row and counting the charts in Python.
+3. Rules preview over the same 10,000 sessions (target <= 1 s).
+   Baseline: rebuilding the replay inputs from the store for each preview instead of caching them.
+
+Run: python benchmarks/bench_ui.py   (needs /usr/bin/chromium; uses a temp WORKBENCH_HOME)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+from rapidfuzz import fuzz  # noqa: E402
+from sqlalchemy import insert  # noqa: E402
+
+from pipeline import views  # noqa: E402
+from pipeline.config import load_settings  # noqa: E402
+from pipeline.contracts import ToolInvocation  # noqa: E402
+from pipeline.gatekeeper import load_rules, replay  # noqa: E402
+from pipeline.gatekeeper.features import compute_features  # noqa: E402
+from pipeline.incidents import load_worlds  # noqa: E402
+from pipeline.replay_inputs import replay_inputs  # noqa: E402
+from pipeline.session import run_session  # noqa: E402
+from pipeline.store import SessionFilter, Store  # noqa: E402
+from pipeline.store.schema import DiagnosisSession, ToolInvocationRow  # noqa: E402
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SERVICES = ["payment-service", "order-service", "api-gateway", "inventory-service", "cart-service"]
+
+
+# --- data ----------------------------------------------------------------------------------------
+
+
+def _big_output(rng: random.Random, n_bytes: int, tag: int) -> tuple[str, list[str]]:
+    logs, size = [], 0
+    while size < n_bytes:
+        svc = rng.choice(SERVICES)
+        msg = (f"req {rng.randrange(10**6)} {svc} upstream timeout after {rng.randrange(100, 5000)}ms "
+               f"order_id={rng.randrange(10**5)} shard={tag}")
+        logs.append({"timestamp": f"2026-11-28T10:{rng.randrange(60):02d}:{rng.randrange(60):02d}Z",
+                     "service": svc, "level": "WARN", "message": msg})
+        size += len(msg) + 90
+    logs.append({"timestamp": "2026-11-28T10:59:59Z", "service": "api-gateway", "level": "WARN",
+                 "message": "<script>alert(1)</script> user-agent probe"})
+    return json.dumps({"logs": logs, "total": len(logs)}, ensure_ascii=False), [r["message"] for r in logs]
+
+
+def build_trace_session(store: Store) -> str:
+    """One session: 5 invocations of ~1 MB, 100 claims quoting them (some quotes altered)."""
+    rng = random.Random(7)
+    sid = store.create_session(question="bench: 100 claims over 5 MB of logs", world=None, shape="single",
+                               provider="offline", model="bench")
+    invs, messages = {}, {}
+    for k in range(5):
+        output, msgs = _big_output(rng, 1_000_000, k)
+        inv = store.add_invocation(session_id=sid, round=1, tool_name="query_logs", model_tool_name="queryLogs",
+                                   arguments={"service": SERVICES[k]}, status="ok", output=output, error=None,
+                                   latency_ms=3.0)
+        invs[inv.id], messages[inv.id] = inv, msgs
+    claims, checks = [], []
+    ids = list(invs)
+    for i in range(100):
+        inv_id = ids[i % 5]
+        excerpt = rng.choice(messages[inv_id][:-1])
+        if i % 4 == 3:  # a swapped service: fuzzy match plus an entity miss
+            excerpt = excerpt.replace("timeout", "timed out", 1).replace(excerpt.split()[2], "billing-service", 1)
+        claims.append({"claim_id": f"claim-{i + 1}", "claim_type": "observation", "support_level": "direct",
+                       "claim_text": f"Observed: {excerpt}",
+                       "evidence_bindings": [{"tool_name": "query_logs", "source_invocation_ids": [inv_id],
+                                              "evidence_excerpt": excerpt}]})
+        checks.append({"claim_id": f"claim-{i + 1}",
+                       "verification": "direct_observation" if i % 4 != 3 else "external_unknown", "detail": ""})
+    structured = {"answer_version": "executor_evidence_v2", "claims": claims, "hypotheses": [],
+                  "recommended_actions": [], "missing_info": []}
+    features = compute_features(invs, structured, None)
+    errors = [{"rule_id": "evidence.excerpt_entities", "target": f"claims[{i}].evidence_bindings[0]",
+               "message": "excerpt says billing-service, the cited output does not hold it"}
+              for i in range(3, 100, 4)]
+    evaluation = {
+        "verdict": "REJECT", "groundedness_score": 0.75, "claim_checks": checks, "rationale": "bench",
+        "executor_output_parse_status": {"status": "valid"}, "executor_structured_output": structured,
+        "gatekeeper_result": {"status": "fail", "failed_rules": ["evidence.excerpt_entities"], "warnings": [],
+                              "errors": errors},
+        "verifier_verdict": "PASS", "verdict_guard_reasons": ["gatekeeper rule failed"],
+        "composer_input": {"original_query": "bench", "verdict": "REJECT",
+                           "allowed_claims": [{"claim_id": c["claim_id"], "claim_type": "observation",
+                                               "claim_text": c["claim_text"]} for c in claims[:3]]},
+        "composer_filtered": [], "composer_guard": {"status": "pass", "violations": []},
+    }
+    store.update_session(sid, status="completed", stage="done", verdict="REJECT", gatekeeper_status="fail",
+                         failed_rules=["evidence.excerpt_entities"], groundedness=0.75, final_answer="bench answer",
+                         executor_raw_output=json.dumps(structured), gatekeeper_features=features,
+                         self_evaluation={"verifier_evaluation": evaluation, "rounds": []})
+    return sid
+
+
+def _remap(value: Any, id_map: dict[int, int]) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "source_invocation_ids" and isinstance(v, list):
+                out[k] = [id_map.get(i, i) for i in v]
+            elif k == "invocation_id" and isinstance(v, int):
+                out[k] = id_map.get(v, v)
+            else:
+                out[k] = _remap(v, id_map)
+        return out
+    if isinstance(value, list):
+        return [_remap(v, id_map) for v in value]
+    return value
+
+
+def build_history(store: Store, settings: Any, n: int) -> None:
+    """n sessions cloned from real offline runs of every bundled question (each clone gets its own
+    invocation rows, outputs left out: replay reads cached features, never an output)."""
+    templates = []
+    for world in load_worlds(settings.incidents_dir):
+        for q in (*world.questions_en, *world.questions_zh):
+            templates.append(run_session(q, settings=settings, store=store).session_id)
+    rows = [store.get_session(s) for s in templates]
+    metas = {s: store.invocation_meta(s) for s in templates}
+    next_id = 1_000_000
+    start = datetime(2026, 10, 1, tzinfo=timezone.utc)
+    sessions, invocations = [], []
+    for i in range(n - len(templates)):
+        row = rows[i % len(rows)]
+        sid = f"s-bench{i:06d}"
+        id_map = {}
+        for m in metas[row["id"]]:
+            id_map[m["id"]] = next_id
+            invocations.append({"id": next_id, "session_id": sid, "round": m["round"], "tool_name": m["tool_name"],
+                                "model_tool_name": m["model_tool_name"], "arguments": m["arguments"],
+                                "status": m["status"], "output": "", "output_preview": "", "output_bytes": 0,
+                                "latency_ms": m["latency_ms"]})
+            next_id += 1
+        clone = {k: v for k, v in row.items() if k not in ("id", "created_at", "updated_at")}
+        for key in ("self_evaluation", "gatekeeper_features", "evidence_digests"):
+            clone[key] = _remap(row[key], id_map)
+        clone.update(id=sid, created_at=start + timedelta(minutes=13 * i), updated_at=start + timedelta(minutes=13 * i),
+                     groundedness=min(1.0, max(0.0, (row["groundedness"] or 0) - (i % 7) * 0.05)))
+        sessions.append(clone)
+    with store.engine.begin() as conn:
+        for chunk in range(0, len(sessions), 1000):
+            conn.execute(insert(DiagnosisSession), sessions[chunk:chunk + 1000])
+        for chunk in range(0, len(invocations), 5000):
+            conn.execute(insert(ToolInvocationRow), invocations[chunk:chunk + 5000])
+
+
+# --- measuring -----------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(home: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    env = {**os.environ, "WORKBENCH_HOME": str(home), "WORKBENCH_CONFIG": str(home / "none.yaml")}
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                             "--server.address", "127.0.0.1", "--server.headless", "true"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(base + "/_stcore/health", timeout=1)
+            return proc, base
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("streamlit did not start")
+
+
+def _settle(pg) -> None:
+    """The run indicator shows only after a moment: look twice, 250 ms apart."""
+    for _ in range(2):
+        pg.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=120_000)
+        pg.wait_for_timeout(250)
+
+
+def _load(pg, url: str, ready: str) -> float:
+    """Seconds from navigation to the page's last element drawn (the settle pause not counted)."""
+    t = time.perf_counter()
+    pg.goto(url)
+    pg.wait_for_selector(ready, timeout=120_000)
+    drawn = time.perf_counter() - t
+    _settle(pg)
+    return drawn
+
+
+def _timed(fn: Any, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main() -> None:
+    n = int(os.environ.get("BENCH_SESSIONS", "10000"))
+    home = Path(tempfile.mkdtemp(prefix="wb-bench-"))
+    os.environ["WORKBENCH_HOME"] = str(home)
+    os.environ["WORKBENCH_CONFIG"] = str(home / "none.yaml")
+    settings = load_settings()
+    store = Store(settings.db_url)
+    t = time.perf_counter()
+    trace_sid = build_trace_session(store)
+    build_history(store, settings, n)
+    print(f"built store: 1 session with 100 claims / 5 x 1 MB outputs and {n} sessions "
+          f"in {time.perf_counter() - t:.1f} s ({home})")
+
+    # Baselines, in-process.
+    row = store.get_session(trace_sid)
+    invs = {i.id: i for i in store.invocations(trace_sid)}
+
+    def naive_trace() -> None:
+        for claim in row["self_evaluation"]["verifier_evaluation"]["executor_structured_output"]["claims"]:
+            b = claim["evidence_bindings"][0]
+            fuzz.partial_ratio_alignment(b["evidence_excerpt"], invs[b["source_invocation_ids"][0]].output)
+
+    def cached_trace() -> None:
+        decoded = {i: views.decoded_output(inv.output) for i, inv in invs.items()}
+        for card in views.claim_cards(row):
+            for b in card.bindings:
+                if b.invocation_id is not None:
+                    views.highlight_window(decoded[b.invocation_id], b.spans,
+                                           entity_tokens=views.nearby_tokens(b.entity_misses))
+
+    def naive_sessions() -> None:
+        rows = list(store.iter_sessions())
+        Counter((r["created_at"].date(), r["verdict"]) for r in rows)
+        Counter(rule for r in rows for rule in r["failed_rules"] or [])
+        rows.sort(key=lambda r: r["created_at"], reverse=True)
+
+    default = SessionFilter(verdicts=["LOW_CONFID", "REJECT"], reviewed=False)
+
+    def sql_sessions() -> None:
+        views.queue_stats(store, default)
+        store.list_sessions(default, limit=50)
+
+    rules = load_rules(settings.rules_dir).with_params("evidence.excerpt_similarity", passThreshold=0.9)
+    t = time.perf_counter()
+    inputs = replay_inputs(store)
+    build_inputs = time.perf_counter() - t
+    naive_preview = build_inputs + _timed(lambda: replay(inputs, rules), 1)
+    cached_preview = _timed(lambda: replay(inputs, rules))
+
+    # The pages, in Chromium.
+    proc, base = _start(home)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+            pg = browser.new_page(viewport={"width": 1440, "height": 1800})
+            _load(pg, base + "/", "text=Ask a diagnosis question")  # server warm-up (imports, jieba)
+            trace_url = f"{base}/trace?session={trace_sid}"
+            ready_trace = "text=Review this session"
+            trace_cold = _load(pg, trace_url, ready_trace)
+            trace_warm = min(_load(pg, trace_url, ready_trace) for _ in range(3))
+            marks = pg.locator("mark.wb-match").count()
+            sessions_url = base + "/sessions"
+            ready_sessions = "text=sessions match"
+            sessions_cold = _load(pg, sessions_url, ready_sessions)
+            sessions_warm = min(_load(pg, sessions_url, ready_sessions) for _ in range(3))
+            # The first Rules load builds and caches the replay inputs of the whole history.
+            rules_cold = _load(pg, base + "/rules", ".js-plotly-plot")
+
+            def click_preview() -> float:
+                t0 = time.perf_counter()
+                pg.get_by_role("button", name="Preview impact on all stored sessions").click()
+                pg.wait_for_selector("text=Sessions replayed", timeout=120_000)
+                drawn = time.perf_counter() - t0
+                _settle(pg)
+                pg.reload()
+                pg.wait_for_selector(".js-plotly-plot", timeout=120_000)
+                _settle(pg)
+                return drawn
+
+            preview = min(click_preview() for _ in range(3))
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+    naive_t, cached_t = _timed(naive_trace, 1), _timed(cached_trace)
+    naive_s, sql_s = _timed(naive_sessions, 1), _timed(sql_sessions)
+    print()
+    print(f"{'measure':<58} {'seconds':>8} {'target':>7}")
+    print(f"{'Trace page, 100 claims / 5 MB, first load (browser)':<58} {trace_cold:8.2f} {'3.0':>7}")
+    print(f"{'Trace page, repeat load (browser)':<58} {trace_warm:8.2f} {'3.0':>7}   ({marks} highlights drawn)")
+    print(f"{'Sessions page, {0} sessions, first load (browser)'.format(n):<58} {sessions_cold:8.2f} {'2.0':>7}")
+    print(f"{'Sessions page, repeat load (browser)':<58} {sessions_warm:8.2f} {'2.0':>7}")
+    print(f"{'Rules page first load, builds the replay cache (browser)':<58} {rules_cold:8.2f} {'-':>7}")
+    print(f"{'Rules preview click, {0} sessions (browser)'.format(n):<58} {preview:8.2f} {'1.0':>7}")
+    print()
+    print(f"{'engine work behind the page':<44} {'naive s':>8} {'ours s':>8} {'ratio':>7}")
+    print(f"{'trace: locate 100 excerpts in 1 MB outputs':<44} {naive_t:8.3f} {cached_t:8.3f} {naive_t / cached_t:7.1f}x")
+    print(f"{'sessions: charts + first page':<44} {naive_s:8.3f} {sql_s:8.3f} {naive_s / sql_s:7.1f}x")
+    print(f"{'rules preview (naive rebuilds inputs)':<44} {naive_preview:8.3f} {cached_preview:8.3f} "
+          f"{naive_preview / cached_preview:7.1f}x")
+
+
+if __name__ == "__main__":
+    main()
