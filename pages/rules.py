@@ -205,7 +205,9 @@ def _histogram(rules: RuleSet) -> None:
     _, scores = history_inputs()
     if not scores:
         return
-    fig = go.Figure(go.Histogram(x=scores, xbins=dict(start=0, end=1.0001, size=0.05), marker_color="#3b5bdb"))
+    bars = views.histogram(scores, 0.05)
+    fig = go.Figure(go.Bar(x=[b + 0.025 for b, _ in bars], y=[n for _, n in bars], width=0.048,
+                           marker_color="#3b5bdb"))
     spec = rules.get("evidence.excerpt_similarity")
     if spec is not None:
         p = spec.params
@@ -221,10 +223,11 @@ def preview(rules: RuleSet | None) -> None:
     if st.button(ui.t("rules.preview"), disabled=rules is None, key="rules_preview_btn", type="primary"):
         run_preview(rules)  # type: ignore[arg-type]
     result = st.session_state.get("rules_preview")
-    if rules is not None:
-        _histogram(rules)
     if not result:
         return
+    # Drawn only once a preview ran: building the history cache is the slow part of a first visit.
+    if rules is not None:
+        _histogram(rules)
     if result["for"] != (st.session_state["rules_index"], st.session_state["rules_meta"]):
         st.caption(ui.t("rules.preview_stale"))
     c1, c2, c3, c4 = st.columns(4)

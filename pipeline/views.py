@@ -489,6 +489,13 @@ def yaml_diff(old: tuple[str, str], new: tuple[str, str], old_name: str, new_nam
     return "".join(parts)
 
 
+def histogram(values: list[float], width: float = 0.05) -> list[tuple[float, int]]:
+    """(bin start, count) over [0, 1]; a chart gets 20 bars, not every stored score."""
+    bins = int(round(1 / width))
+    counts = Counter(min(int(v / width), bins - 1) for v in values)
+    return [(round(b * width, 4), counts.get(b, 0)) for b in range(bins)]
+
+
 def check_rules(index_yaml: str, metadata_yaml: str) -> tuple[RuleSet | None, list[str]]:
     """The candidate as a RuleSet, or None and every "file: field: problem" message."""
     try:

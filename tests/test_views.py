@@ -188,3 +188,8 @@ def test_a_real_session_gives_located_highlight_windows(settings, store) -> None
     w = views.highlight_window(decoded, b.spans)
     marked = "".join(t for t, k in w.segments if k == "match")
     assert marked and marked in decoded
+
+
+def test_histogram_bins_scores_over_unit_interval() -> None:
+    bars = views.histogram([0.0, 0.04, 0.05, 0.99, 1.0], 0.05)
+    assert len(bars) == 20 and bars[0] == (0.0, 2) and bars[1] == (0.05, 1) and bars[-1] == (0.95, 2)

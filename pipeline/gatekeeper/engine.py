@@ -10,7 +10,7 @@ from typing import Any
 from pipeline.contracts import VERDICT_ORDER, EvidenceDigest, GatekeeperError, GatekeeperResult, ToolInvocation, Verdict
 from pipeline.gatekeeper.features import compute_features
 from pipeline.gatekeeper.matcher import OutputCache
-from pipeline.gatekeeper.rules import RULES, RuleContext
+from pipeline.gatekeeper.rules import Finding, RuleContext
 from pipeline.gatekeeper.rules_schema import SchemaParams
 from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.tools.registry import persisted_name
@@ -57,24 +57,35 @@ def run_gatekeeper(
 
 def evaluate(context: RuleContext, rules: RuleSet) -> GatekeeperResult:
     """Seed §12.2: any fail -> fail, else any warn -> warn, else pass. Disabled rules do not run."""
-    failed: list[str] = []
-    warned: list[str] = []
-    errors: list[GatekeeperError] = []
+    outcomes: list[tuple[str, str, tuple[Finding, ...]]] = []
     for spec in rules.rules:
         if not spec.enabled:
             continue
-        result = RULES[spec.id].validate(context, spec)
-        if not result.findings:
+        status, findings = context.findings(spec)
+        if not findings:
             continue
-        status = result.status
         # A warn_only rule cannot fail the gatekeeper (law 2: a gatekeeper fail never yields PASS).
         if status == "fail" and spec.downgraded:
             status = "warn"
-        (failed if status == "fail" else warned).append(spec.id)
-        for finding in result.findings:
+        outcomes.append((spec.id, status, findings))
+    # A replay keeps the context: when no rule's outcome moved, the previous result object stands
+    # (most sessions under most edits), so a replay allocates almost nothing that outlives it.
+    last = context.last_result
+    if last is None or last[0] != outcomes:
+        last = context.last_result = (outcomes, _result(outcomes))
+    return last[1]
+
+
+def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]]) -> GatekeeperResult:
+    failed: list[str] = []
+    warned: list[str] = []
+    errors: list[GatekeeperError] = []
+    for rule_id, status, findings in outcomes:
+        (failed if status == "fail" else warned).append(rule_id)
+        for finding in findings:
             is_warn = finding.level == "warn" or status == "warn"
             message = f"[warn] {finding.message}" if is_warn and status == "fail" else finding.message
-            errors.append(GatekeeperError(rule_id=spec.id, target=finding.target, message=message))
+            errors.append(GatekeeperError(rule_id=rule_id, target=finding.target, message=message))
     status = "fail" if failed else "warn" if warned else "pass"
     return GatekeeperResult(status=status, failed_rules=failed, warnings=warned, errors=errors)
 
@@ -97,8 +108,12 @@ def normalize_structured(structured: Any, rules: RuleSet) -> dict | None:
         return None
     spec = rules.get("schema.executor_v2")
     deprecated = spec.params.deprecatedFields if spec is not None and isinstance(spec.params, SchemaParams) else []
-    # A JSON round trip is a deep copy (the structure came from JSON) at a tenth of deepcopy's cost.
-    normalized = json.loads(json.dumps({k: v for k, v in structured.items() if k not in deprecated}))
+    kept = {k: v for k, v in structured.items() if k not in deprecated}
+    try:
+        normalized = _json_copy(kept)
+    except _NotJson:
+        # What a JSON round trip makes of it (tuples become lists).
+        normalized = json.loads(json.dumps(kept))
     for name in _DEFAULT_ARRAYS:
         if normalized.get(name) is None:
             normalized[name] = []
@@ -106,3 +121,23 @@ def normalize_structured(structured: Any, rules: RuleSet) -> dict | None:
         if isinstance(action, dict) and action.get("evidence_bindings") is None:
             action["evidence_bindings"] = []
     return normalized
+
+
+class _NotJson(Exception):
+    pass
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_copy(value: Any) -> Any:
+    """Deep copy of a structure parsed from JSON (so its keys are strings); raises _NotJson on a
+    value that a JSON round trip would turn into something else (a tuple, a set, an object)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _json_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_json_copy(v) for v in value]
+    if kind in _SCALARS:
+        return value
+    raise _NotJson

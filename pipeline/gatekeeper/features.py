@@ -66,8 +66,10 @@ class ExcerptMatch:
         return longest.start, longest.end  # type: ignore[return-value]
 
 
-def match_excerpt(excerpt: str, prepared: PreparedOutput) -> ExcerptMatch:
-    parts = [locate(seg, prepared) for seg in segments(excerpt)]
+def match_excerpt(excerpt: str | list[tuple[str, str]], prepared: PreparedOutput, *, placed: bool = True) -> ExcerptMatch:
+    """The excerpt (or its segments, folded once by the caller) against one output."""
+    quotes = segments(excerpt) if isinstance(excerpt, str) else excerpt
+    parts = [locate(seg, prepared, needle, placed=placed) for seg, needle in quotes]
     total = sum(len(p.folded) for p in parts)
     score = sum(p.score * len(p.folded) for p in parts) / total if total else 0.0
     return ExcerptMatch(round(score, 4), parts)
@@ -116,7 +118,7 @@ def _fingerprint(excerpt: str, ids: list[int], quote: str | None, summary: str |
 
 
 def _best_match(
-    text: str, ids: list[int], invocations: Mapping[int, ToolInvocation], outputs: OutputCache
+    text: str | list[tuple[str, str]], ids: list[int], invocations: Mapping[int, ToolInvocation], outputs: OutputCache
 ) -> tuple[int, PreparedOutput, ExcerptMatch] | None:
     best = None
     for inv_id in ids:
@@ -152,23 +154,28 @@ def _binding_features(
     invocations: Mapping[int, ToolInvocation],
     outputs: OutputCache,
 ) -> dict[str, Any]:
-    best = _best_match(excerpt, ids, invocations, outputs)
+    quotes = segments(excerpt)
+    best = _best_match(quotes, ids, invocations, outputs)
     entry: dict[str, Any] = {"key": key, "sources": {"output": _source_entry(best)}}
     if digest is not None:
         for name, text in (("digest.source_quote", digest.source_quote), ("digest.summary", digest.summary)):
-            entry["sources"][name] = {"score": match_excerpt(excerpt, PreparedOutput.build(text)).score}
+            entry["sources"][name] = {"score": match_excerpt(quotes, PreparedOutput.build(text), placed=False).score}
     if best is None:
         entry["entities"], entry["added"], entry["other_match"] = [], [], None
         return entry
     _, prepared, found = best
     entry["entities"] = [m for seg in found.segments for m in _entity_misses(seg, prepared)]
     entry["added"] = [{"text": text, "score": seg.score} for seg in found.segments for text in seg.added]
-    entry["other_match"] = _other_match(excerpt, ids, found.score, invocations, outputs)
+    entry["other_match"] = _other_match(quotes, ids, found.score, invocations, outputs)
     return entry
 
 
 def _other_match(
-    excerpt: str, cited: list[int], score: float, invocations: Mapping[int, ToolInvocation], outputs: OutputCache
+    quotes: list[tuple[str, str]],
+    cited: list[int],
+    score: float,
+    invocations: Mapping[int, ToolInvocation],
+    outputs: OutputCache,
 ) -> dict[str, Any] | None:
     """Another invocation of this session that the excerpt matches better than the cited one."""
     if score == 1.0:
@@ -177,7 +184,7 @@ def _other_match(
     for inv_id, inv in invocations.items():
         if inv_id in cited:
             continue
-        found = match_excerpt(excerpt, outputs.get(inv_id, inv.output))
+        found = match_excerpt(quotes, outputs.get(inv_id, inv.output), placed=False)
         if found.score > score and (best is None or found.score > best["score"]):
             best = {"invocation_id": inv_id, "tool_name": inv.tool_name, "score": found.score}
     return best
@@ -194,7 +201,7 @@ def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str
     seg_len = len(normalize(seg.text))
     window_ents: tuple = ()
     window_folded = ""
-    record_ents: tuple = ()
+    record_ents: tuple | None = ()
     if seg.start is not None:
         # Confirm against the matched stretch (whole tokens), not the whole record: a record often
         # names two services, and the excerpt must quote the one where it matched.
@@ -202,8 +209,7 @@ def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str
         window = prepared.decoded[lo:hi]
         window_ents = find_entities(window)
         window_folded = f" {fold(window)} "
-        rlo, rhi = prepared.record(seg.start, seg.end)  # type: ignore[arg-type]
-        record_ents = find_entities(prepared.decoded[rlo:rhi])
+        record_ents = None  # extracted only if the window holds no entity of a missed kind
     window_values = {(e.kind, e.value) for e in window_ents}
     window_numbers = {e.value for e in window_ents if e.kind == "number"}
     own_values = {e.value for e in ents}
@@ -220,7 +226,11 @@ def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str
             if token and (token in window_folded if at_edge else f" {token} " in window_folded):
                 continue
         nearby = [e.token for e in window_ents if e.kind == ent.kind and e.value not in own_values]
-        nearby = nearby or [e.token for e in record_ents if e.kind == ent.kind and e.value not in own_values]
+        if not nearby:
+            if record_ents is None:
+                rlo, rhi = prepared.record(seg.start, seg.end)  # type: ignore[arg-type]
+                record_ents = find_entities(prepared.decoded[rlo:rhi])
+            nearby = [e.token for e in record_ents if e.kind == ent.kind and e.value not in own_values]
         misses.append(
             {
                 "kind": ent.kind,

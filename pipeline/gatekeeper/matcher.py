@@ -65,7 +65,9 @@ def _fold_codes(text: str) -> np.ndarray:
     if text.isascii():
         return _ascii_table()[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    return np.where(codes < 0x10000, _fold_table()[np.minimum(codes, 0xFFFF)], codes)
+    if codes.size and codes.max() > 0xFFFF:
+        return np.where(codes < 0x10000, _fold_table()[np.minimum(codes, 0xFFFF)], codes)
+    return _fold_table().take(codes)
 
 
 @lru_cache(maxsize=1)
@@ -107,6 +109,9 @@ def _unescape(m: re.Match[str]) -> str:
 
 
 _BLOCK = 4096
+# Up to this many characters an output keeps the decoded index of every folded character
+# (4 bytes each); longer ones keep one count per _BLOCK and search within the block.
+_DIRECT_INDEX = 1 << 20
 
 
 class PreparedOutput:
@@ -129,34 +134,39 @@ class PreparedOutput:
         return self._fold()[0]
 
     def _fold(self) -> tuple[str, np.ndarray, np.ndarray]:
+        """(folded text, keep mask or None, offset table): the table maps folded to decoded indices
+        directly for a short output, or holds kept-character counts per _BLOCK for a long one."""
         if self._folded is None:
             codes = _fold_codes(self.decoded)
             space = codes == _SPACE
-            prev_space = np.empty_like(space)
+            keep = np.empty_like(space)
             if space.size:
-                prev_space[0] = True  # drops a leading space
-                prev_space[1:] = space[:-1]
-            keep = ~(space & prev_space)
+                keep[0] = not space[0]  # drops a leading space
+                np.logical_not(space[1:] & space[:-1], out=keep[1:])
             kept = codes[keep]
             if kept.dtype == np.uint8:
                 text = kept.tobytes().decode("ascii")
             else:
-                text = kept.astype(np.uint32).tobytes().decode("utf-32-le", "replace")
+                text = kept.astype(np.uint32, copy=False).tobytes().decode("utf-32-le", "replace")
             if text.endswith(" "):
                 text = text[:-1]
-            per_block = np.add.reduceat(keep, np.arange(0, keep.size, _BLOCK)) if keep.size else np.zeros(0, np.int64)
-            # kept characters before each _BLOCK-sized block of the decoded text, for offset lookups
-            counts = np.concatenate(([0], np.cumsum(per_block)))
-            self._folded = (text, keep, counts)
+            if keep.size <= _DIRECT_INDEX:
+                self._folded = (text, None, np.flatnonzero(keep).astype(np.int32))
+            else:
+                per_block = np.add.reduceat(keep, np.arange(0, keep.size, _BLOCK))
+                # kept characters before each _BLOCK-sized block of the decoded text, for offset lookups
+                self._folded = (text, keep, np.concatenate(([0], np.cumsum(per_block))))
         return self._folded
 
     def _offset(self, k: int) -> int:
         """Decoded index of folded index k (the k-th kept character)."""
-        _, keep, block_counts = self._fold()
-        block = int(np.searchsorted(block_counts, k, side="right")) - 1
+        _, keep, table = self._fold()
+        if keep is None:
+            return int(table[k])
+        block = int(np.searchsorted(table, k, side="right")) - 1
         base = block * _BLOCK
         inside = np.flatnonzero(keep[base : base + _BLOCK])
-        return base + int(inside[k - int(block_counts[block])])
+        return base + int(inside[k - int(table[block])])
 
     def span(self, fstart: int, fend: int) -> tuple[int, int]:
         """Folded [fstart, fend) -> decoded [start, end)."""
@@ -225,34 +235,51 @@ class SegmentMatch:
     added: list[str] = field(default_factory=list)  # excerpt words absent from the matched window
 
 
-def segments(excerpt: str) -> list[str]:
-    """An excerpt cut with "..." is several quotes; each is located on its own."""
-    return [part.strip() for part in _ELLIPSIS.split(excerpt) if len(fold(part)) >= 2]
+def segments(excerpt: str) -> list[tuple[str, str]]:
+    """An excerpt cut with "..." is several quotes, each located on its own: (quote, folded quote)."""
+    out = []
+    for part in _ELLIPSIS.split(excerpt):
+        folded = fold(part)  # the same as fold(part.strip()): folding drops edge spaces
+        if len(folded) >= 2:
+            out.append((part.strip(), folded))
+    return out
 
 
-def locate(segment: str, prepared: PreparedOutput) -> SegmentMatch:
-    """Best place of one excerpt segment in a prepared output."""
-    needle = fold(segment)
+def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *, placed: bool = True) -> SegmentMatch:
+    """Best place of one excerpt segment (folded: needle) in a prepared output.
+
+    With placed=False only the score is wanted: no decoded span, no added words.
+    """
+    if needle is None:
+        needle = fold(segment)
     verbatim = prepared.decoded.find(segment)
     if verbatim >= 0:
         return SegmentMatch(segment, needle, 1.0, verbatim, verbatim + len(segment))
     hay = prepared.folded
     pos = hay.find(needle) if needle else -1
     if pos >= 0:
+        if not placed:
+            return SegmentMatch(segment, needle, 1.0)
         start, end = prepared.span(pos, pos + len(needle))
         return SegmentMatch(segment, needle, 1.0, start, end)
     if len(needle) < 4:
         return SegmentMatch(segment, needle, 0.0)
     aligned: tuple[float, int, int] | None = None
+    half = len(needle) // 2
     for wstart in _candidate_starts(needle, hay):
-        lo = max(0, wstart - len(needle) // 2)
-        window = hay[lo : wstart + len(needle) + len(needle) // 2]
-        align = fuzz.partial_ratio_alignment(needle, window) if window else None
+        lo = max(0, wstart - half)
+        window = hay[lo : wstart + len(needle) + half]
+        if not window:
+            continue
+        # A window scoring below the best so far is not wanted; rapidfuzz then stops early (None).
+        align = fuzz.partial_ratio_alignment(needle, window, score_cutoff=aligned[0] if aligned else None)
         if align is not None and (aligned is None or align.score > aligned[0]):
             aligned = (align.score, lo + align.dest_start, lo + align.dest_end)
     if aligned is None:
         return SegmentMatch(segment, needle, 0.0)
     score, fstart, fend = _refine(needle, hay, aligned[1], aligned[2])
+    if not placed:
+        return SegmentMatch(segment, needle, round(score, 4))
     start, end = prepared.span(fstart, fend)
     return SegmentMatch(segment, needle, round(score, 4), start, end, _added_words(needle, hay[fstart:fend]))
 

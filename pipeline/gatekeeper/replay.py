@@ -33,6 +33,16 @@ class ReplayInput:
     verifier_verdict: str | None = None  # the verifier's own verdict, before the gatekeeper's influence
     old_failed_rules: list[str] = field(default_factory=list)
     old_warnings: list[str] = field(default_factory=list)
+    # Built on the first replay and kept: it remembers facts and per-rule findings across replays,
+    # so the fields above must not change once the input has been replayed.
+    _context: RuleContext | None = field(default=None, init=False, repr=False, compare=False)
+
+    def rule_context(self) -> RuleContext:
+        if self._context is None:
+            table = {i: (session, persisted_name(tool) or tool) for i, (session, tool) in self.invocations.items()}
+            features = self.features if ROOT in self.features else {ROOT: {"raw_keys": []}, **self.features}
+            self._context = RuleContext(self.session_id, self.structured, table.get, self.digests, features)
+        return self._context
 
 
 @dataclass
@@ -66,10 +76,7 @@ def project_verdict(
 
 
 def replay_one(item: ReplayInput, rules: RuleSet) -> GatekeeperResult:
-    table = {inv_id: (session, persisted_name(tool) or tool) for inv_id, (session, tool) in item.invocations.items()}
-    features = item.features if ROOT in item.features else {ROOT: {"raw_keys": []}, **item.features}
-    context = RuleContext(item.session_id, item.structured, table.get, item.digests, features)
-    return evaluate(context, rules)
+    return evaluate(item.rule_context(), rules)
 
 
 def replay(inputs: Iterable[ReplayInput], rules: RuleSet) -> list[ReplayRow]:

@@ -28,16 +28,25 @@ from pipeline.tools.registry import persisted_name
 
 Level = Literal["fail", "warn"]
 InvocationInfo = Callable[[int], "tuple[str, str] | None"]  # id -> (session_id, persisted tool name)
+# Parameter sets remembered per rule and session: a slider being dragged should not grow memory.
+_REMEMBERED_PARAMS = 4
 
 
 @dataclass
 class RuleContext:
+    """One session as the rules see it. A replay keeps it per session, so the facts derived from
+    the session (never from a rule parameter) and each rule's findings per parameter set are
+    computed once and reused while the user tunes other rules or moves a threshold."""
+
     session_id: str
     structured: Any
     invocation: InvocationInfo
     digests: list[EvidenceDigest] | None
     features: dict[str, dict[str, Any]]
     _bindings: list[tuple[str, dict[str, Any], dict[str, Any] | None]] | None = field(default=None, repr=False)
+    _facts: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _findings: dict[str, dict[str, tuple[str, tuple[Finding, ...]]]] = field(default_factory=dict, repr=False)
+    last_result: tuple[Any, Any] | None = field(default=None, repr=False)  # (rule outcomes, result), see evaluate
 
     @property
     def bindings(self) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
@@ -50,6 +59,29 @@ class RuleContext:
                 for target in (binding_target(ci, bi),)
             ]
         return self._bindings
+
+    def fact(self, key: Any, compute: Callable[[RuleContext], Any]) -> Any:
+        """A parameter-free fact about this session, computed on first use."""
+        try:
+            return self._facts[key]
+        except KeyError:
+            value = self._facts[key] = compute(self)
+            return value
+
+    def findings(self, spec: RuleSpec) -> tuple[str, tuple[Finding, ...]]:
+        """(status, findings) of one rule under its parameters, remembered for the last few sets."""
+        by_params = self._findings.get(spec.id)
+        if by_params is None:
+            by_params = self._findings[spec.id] = {}
+        key = spec.params_key
+        found = by_params.get(key)
+        if found is None:
+            result = RULES[spec.id].validate(self, spec)
+            found = (result.status, tuple(result.findings)) if result.findings else _NO_FINDINGS
+            if len(by_params) >= _REMEMBERED_PARAMS:
+                del by_params[next(iter(by_params))]
+            by_params[key] = found
+        return found
 
 
 @dataclass
@@ -69,6 +101,9 @@ class RuleResult:
         if any(f.level == "fail" for f in self.findings):
             return "fail"
         return "warn" if self.findings else "pass"
+
+
+_NO_FINDINGS: tuple[str, tuple[Finding, ...]] = ("pass", ())
 
 
 class GatekeeperRule(Protocol):
@@ -114,8 +149,10 @@ class SchemaRule:
         elif isinstance(claims, list):
             if not claims and not p.allowEmptyClaims:
                 out.findings.append(Finding("claims", "claims is empty"))
+            need_claim, need_binding = frozenset(p.claimRequiredFields), frozenset(p.bindingRequiredFields)
             for ci, claim in enumerate(claims):
-                out.findings.extend(self._claim(f"claims[{ci}]", claim, p))
+                if not _clean_claim(claim, need_claim, need_binding, p.supportLevels):
+                    out.findings.extend(self._claim(f"claims[{ci}]", claim, p))
         return out
 
     def _claim(self, target: str, claim: Any, p: SchemaParams) -> Iterator[Finding]:
@@ -163,6 +200,35 @@ class SchemaRule:
         return found
 
 
+def _clean_claim(claim: Any, need_claim: frozenset[str], need_binding: frozenset[str], levels: list[str]) -> bool:
+    """True only if SchemaRule._claim would find nothing: the common case, checked without building findings."""
+    if not isinstance(claim, dict) or not claim.keys() >= need_claim:
+        return False
+    for name in ("claim_id", "claim_type", "claim_text"):
+        value = claim.get(name, "x")
+        if type(value) is not str or not value or value.isspace():
+            return False
+    if "support_level" in claim and claim["support_level"] not in levels:
+        return False
+    bindings = claim.get("evidence_bindings", _ABSENT)
+    if bindings is _ABSENT:
+        return True
+    if type(bindings) is not list or not bindings:
+        return False
+    for binding in bindings:
+        if type(binding) is not dict or not binding.keys() >= need_binding:
+            return False
+        ids = binding.get("source_invocation_ids")
+        if ids is not None and (type(ids) is not list or len(valid_ids(ids)) != len(ids)):
+            return False
+        for name in ("tool_name", "evidence_excerpt"):
+            value = binding.get(name, "x")
+            if type(value) is not str or not value or value.isspace():
+                return False
+    return True
+
+
+_ABSENT = object()
 _persisted: dict[str, str | None] = {}
 
 
@@ -206,8 +272,15 @@ class InvocationRefRule:
             if isinstance(claim, dict) and isinstance(claim.get("evidence_bindings"), list):
                 if not claim["evidence_bindings"]:
                     out.findings.append(Finding(f"claims[{ci}]", "claim has no evidence_bindings"))
+        # Bindings of a session mostly repeat a few (ids, tool) pairs; the problems depend on nothing else.
+        problems_of: dict[tuple[tuple[int, ...], str | None], list[str]] = {}
         for target, binding, _ in context.bindings:
-            for problem in _ref_problems(binding.get("source_invocation_ids"), binding.get("tool_name"), context):
+            ids, tool_name = binding.get("source_invocation_ids"), binding.get("tool_name")
+            key = (tuple(valid_ids(ids)), tool_name if isinstance(tool_name, str) else None)
+            problems = problems_of.get(key)
+            if problems is None:
+                problems = problems_of[key] = _ref_problems(ids, tool_name, context)
+            for problem in problems:
                 out.findings.append(Finding(target, problem))
         return out
 
@@ -221,15 +294,14 @@ class ExcerptSimilarityRule:
         p: SimilarityParams = metadata.params  # type: ignore[assignment]
         out = RuleResult(self.id)
         compare, pass_at = p.compareAgainst, p.passThreshold
+        lowest = context.fact((self.id, *compare), lambda c: _lowest_similarity(c, compare))
+        if lowest is None or lowest >= pass_at:
+            return out
         for target, _, feats in context.bindings:
             if feats is None:
                 continue
             sources = feats["sources"]
-            name, score = "", -1.0
-            for source in compare:
-                entry = sources.get(source)
-                if entry is not None and entry["score"] is not None and entry["score"] > score:
-                    name, score = source, entry["score"]
+            name, score = _best_source(sources, compare)
             if score >= pass_at or not name:
                 continue
             best = sources[name]
@@ -247,6 +319,23 @@ class ExcerptSimilarityRule:
         return out
 
 
+def _best_source(sources: dict[str, Any], compare: list[str]) -> tuple[str, float]:
+    """The compared source an excerpt matches best; ("", -1.0) if none has a score."""
+    name, score = "", -1.0
+    for source in compare:
+        entry = sources.get(source)
+        if entry is not None and entry["score"] is not None and entry["score"] > score:
+            name, score = source, entry["score"]
+    return name, score
+
+
+def _lowest_similarity(context: RuleContext, compare: list[str]) -> float | None:
+    """The lowest best-source score over the session's scored bindings: below it no threshold flags anything."""
+    scores = [score for _, _, feats in context.bindings if feats is not None
+              for name, score in (_best_source(feats["sources"], compare),) if name]
+    return min(scores, default=None)
+
+
 class ExcerptEntitiesRule:
     """evidence.excerpt_entities: numbers, services, codes and ids of an excerpt are in what it cites."""
 
@@ -254,9 +343,11 @@ class ExcerptEntitiesRule:
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p: EntityParams = metadata.params  # type: ignore[assignment]
+        out = RuleResult(self.id)
+        if not context.fact(self.id, _has_entity_facts):
+            return out
         kinds = set(p.kinds)
         negations = _negation_terms(tuple(p.negationTerms))
-        out = RuleResult(self.id)
         for target, _, feats in context.bindings:
             if feats is None or not (feats.get("entities") or feats.get("added")):
                 continue
@@ -278,6 +369,10 @@ class ExcerptEntitiesRule:
                     message = f'excerpt adds the negation "{term}" ("{added["text"]}"), which the cited output does not have'
                     out.findings.append(Finding(target, message, level))
         return out
+
+
+def _has_entity_facts(context: RuleContext) -> bool:
+    return any(feats is not None and (feats.get("entities") or feats.get("added")) for _, _, feats in context.bindings)
 
 
 def _entity_message(miss: dict[str, Any], located: bool) -> str:
@@ -343,17 +438,34 @@ class HallucinationPhraseRule:
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p: PhraseParams = metadata.params  # type: ignore[assignment]
-        pattern = _blacklist_pattern(tuple(p.blacklist))
+        phrases = tuple(p.blacklist)
+        pattern = _blacklist_pattern(phrases)
         out = RuleResult(self.id)
         if pattern is None:
             return out
+        literals = _blacklist_literals(phrases)
         for path in p.targetFields:
-            for target, text in _field_values(context.structured, path):
-                hits = list(dict.fromkeys(m.group(0) for m in pattern.finditer(normalize(text))))
+            texts, joined = context.fact((self.id, path), lambda c: _normalized_field(c.structured, path))
+            # Every match is one of the literals, so a session holding none of them is done; the
+            # texts are normalized (no newlines), so joining them cannot create a match.
+            if not any(literal in joined for literal in literals):
+                continue
+            for target, text in texts:
+                hits = list(dict.fromkeys(m.group(0) for m in pattern.finditer(text)))
                 if hits:
                     quoted = ", ".join(f'"{h}"' for h in hits)
                     out.findings.append(Finding(target, f"speculative wording {quoted} in a confirmed claim"))
         return out
+
+
+def _normalized_field(data: Any, path: str) -> tuple[list[tuple[str, str]], str]:
+    texts = [(target, normalize(text)) for target, text in _field_values(data, path)]
+    return texts, "\n".join(text for _, text in texts)
+
+
+@lru_cache(maxsize=32)
+def _blacklist_literals(phrases: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(normalize(p) for p in phrases if p.strip())
 
 
 @lru_cache(maxsize=32)
@@ -370,29 +482,33 @@ class EvidenceUtilizationRule:
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p: UtilizationParams = metadata.params  # type: ignore[assignment]
         out = RuleResult(self.id)
-        data = context.structured
-        if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-            return out
-        for ci, claim in enumerate(data["claims"]):
-            if not isinstance(claim, dict) or not _is_text(claim.get("claim_text")):
-                continue
-            wanted = keywords(claim["claim_text"])
-            if not wanted:
-                continue
-            have: set[str] = set()
-            for binding in claim.get("evidence_bindings") or ():
-                if isinstance(binding, dict) and _is_text(binding.get("evidence_excerpt")):
-                    have |= keywords(binding["evidence_excerpt"])
-            coverage = len(wanted & have) / len(wanted)
+        for target, coverage, missing in context.fact(self.id, _keyword_coverage):
             if coverage < p.minKeywordCoverage:
-                missing = ", ".join(sorted(wanted - have)[:6])
                 out.findings.append(
-                    Finding(
-                        f"claims[{ci}].claim_text",
-                        f"keyword coverage {coverage:.2f} < {p.minKeywordCoverage}; not in the excerpts: {missing}",
-                    )
+                    Finding(target, f"keyword coverage {coverage:.2f} < {p.minKeywordCoverage}; not in the excerpts: {missing}")
                 )
         return out
+
+
+def _keyword_coverage(context: RuleContext) -> list[tuple[str, float, str]]:
+    """(target, share of the claim's keywords found in its excerpts, some missing ones) per claim."""
+    data = context.structured
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        return []
+    out = []
+    for ci, claim in enumerate(data["claims"]):
+        if not isinstance(claim, dict) or not _is_text(claim.get("claim_text")):
+            continue
+        wanted = keywords(claim["claim_text"])
+        if not wanted:
+            continue
+        have: set[str] = set()
+        for binding in claim.get("evidence_bindings") or ():
+            if isinstance(binding, dict) and _is_text(binding.get("evidence_excerpt")):
+                have |= keywords(binding["evidence_excerpt"])
+        coverage = len(wanted & have) / len(wanted)
+        out.append((f"claims[{ci}].claim_text", coverage, ", ".join(sorted(wanted - have)[:6])))
+    return out
 
 
 class DigestRefRule:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -112,10 +113,15 @@ class RuleSpec:
     params: _Params
     note: str = ""  # metadata description: why the rule is tuned this way
 
-    @property
+    @cached_property
     def downgraded(self) -> bool:
         """A warning-only rule never fails the gatekeeper: its failures count as warnings."""
         return self.verdict_impact == "warn_only" or self.severity == "warning"
+
+    @cached_property
+    def params_key(self) -> str:
+        """The parameters as one comparable string: what a rule's remembered findings are keyed by."""
+        return self.params.model_dump_json()
 
 
 @dataclass(frozen=True)
