@@ -178,12 +178,18 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     pg.get_by_role("button", name="Preview impact on all stored sessions").click()
     pg.get_by_text("Sessions replayed").wait_for()
     _settled(pg)
-    pg.get_by_label("Author").fill("browser-test")
-    pg.get_by_label("Author").press("Enter")
-    pg.get_by_label("Comment").fill("pass threshold 0.55")
-    pg.get_by_label("Comment").press("Enter")
-    _settled(pg)
-    pg.get_by_role("button", name="Apply as a new version").click()
+    apply = pg.get_by_role("button", name="Apply as a new version")
+    for _ in range(3):
+        # A rerun still in flight can redraw the form and drop what was typed: type until it sticks.
+        for label, value in (("Author", "browser-test"), ("Comment", "pass threshold 0.55")):
+            if pg.get_by_label(label).input_value() != value:
+                pg.get_by_label(label).fill(value)
+                pg.get_by_label(label).press("Enter")
+                _settled(pg)
+        if apply.is_enabled():
+            break
+    sync_api.expect(apply).to_be_enabled()
+    apply.click()
     pg.get_by_text("Applied as version 1.").wait_for()
     _settled(pg)
     assert "Editing from: version 1" in pg.inner_text("body")
