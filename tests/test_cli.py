@@ -135,3 +135,44 @@ def test_replay_summarises_changes(capsys: pytest.CaptureFixture[str]) -> None:
 def test_doctor_offline(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "doctor")
     assert out.strip()
+
+
+def test_eval_exit_code_follows_expectations(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    (fixtures / "ok.yaml").write_text("incident: cpu-saturation\nquestion: payment API times out, why?\n"
+                                      "expect: {verdict_in: [PASS, LOW_CONFID]}\n", encoding="utf-8")
+    config = tmp_path / "wb.yaml"
+    config.write_text(f"fixtures_dir: {fixtures}\n", encoding="utf-8")
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
+    code, out, _ = run(capsys, "eval", "--json")
+    assert code == 0 and json.loads(out)[0]["passed"] is True
+    (fixtures / "bad.yaml").write_text("incident: cpu-saturation\nquestion: payment API times out, why?\n"
+                                       "expect: {verdict: REJECT}\n", encoding="utf-8")
+    code, out, _ = run(capsys, "eval")
+    assert code == 1 and "1/2 fixtures passed" in out
+
+
+def test_simulate_serves_an_incidents_metrics(tmp_path: Path) -> None:
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "simulate", "cpu-saturation", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        body = ""
+        for _ in range(100):
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1).read().decode()
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert 'process_cpu_usage_percent{pod="pay-7d9f-2",service="payment-service"} 92.0' in body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
