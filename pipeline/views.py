@@ -392,7 +392,7 @@ class QueueStats:
 
 def queue_stats(store: Store, f: SessionFilter) -> QueueStats:
     """Chart data of the filtered sessions, aggregated in SQL so 10,000 rows never leave the database."""
-    sub = store._filtered(f).subquery()  # noqa: SLF001 - the store's one definition of the filter
+    sub = store.filtered_query(f).subquery()
     day = func.date(sub.c.created_at)
     rules_text = cast(sub.c.failed_rules, Text)
     with store.engine.connect() as conn:

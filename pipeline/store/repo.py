@@ -111,7 +111,8 @@ class Store:
         with self._db() as db:
             return db.get(DiagnosisSession, session_id) is not None
 
-    def _filtered(self, f: SessionFilter) -> Any:
+    def filtered_query(self, f: SessionFilter) -> Any:
+        """The SELECT of sessions matching `f`: the one definition lists, charts and exports share."""
         q = select(DiagnosisSession)
         if f.verdicts:
             q = q.where(DiagnosisSession.verdict.in_(f.verdicts))
@@ -138,7 +139,7 @@ class Store:
     def list_sessions(self, f: SessionFilter | None = None, *, limit: int = 50, offset: int = 0
                       ) -> tuple[list[dict[str, Any]], int]:
         f = f or SessionFilter()
-        base = self._filtered(f)
+        base = self.filtered_query(f)
         cols = [DiagnosisSession.id, DiagnosisSession.created_at, DiagnosisSession.question,
                 DiagnosisSession.status, DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status,
                 DiagnosisSession.failed_rules, DiagnosisSession.groundedness, DiagnosisSession.services,
