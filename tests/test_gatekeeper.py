@@ -419,8 +419,25 @@ def _stored(rules):
         lambda r: r.with_params("evidence.excerpt_entities", minLocatedScore=0.99),
         lambda r: r.with_rule("evidence.excerpt_entities", verdict_impact="low_confid_on_fail"),
         lambda r: r.with_params("claim.hallucination_phrases", blacklist=["timeout"]),
+        lambda r: r.with_params("claim.hallucination_phrases", blacklist=["数据库", "可能", "database"]),
+        lambda r: r.with_params("claim.hallucination_phrases", blacklist=[]),
+        lambda r: r.with_params("claim.hallucination_phrases", targetFields=["claims[].claim_text", "claims[].claim_id"],
+                                blacklist=["claim", "可能是"]),
         lambda r: r.with_rule("claim.evidence_utilization", enabled=True),
+        lambda r: r.with_rule("claim.evidence_utilization", enabled=True, params={"minKeywordCoverage": 0.9}),
         lambda r: r.with_rule("schema.executor_v2", enabled=False),
+        lambda r: r.with_params("schema.executor_v2", requiredFields=["answer_version"],
+                                supportLevels=["indirect"], allowEmptyClaims=True),
+        lambda r: r.with_params("schema.executor_v2", bindingRequiredFields=["tool_name", "digest_id"],
+                                claimRequiredFields=["claim_id", "confidence"]),
+        lambda r: r.with_params("evidence.excerpt_similarity", compareAgainst=["digest.source_quote", "output"]),
+        lambda r: r.with_params("evidence.excerpt_similarity", passThreshold=0.2, warnThreshold=0.1),
+        lambda r: r.with_params("evidence.excerpt_entities", kinds=["service"], negationOutcome="off"),
+        lambda r: r.with_params("evidence.excerpt_entities", negationOutcome="warn", negationTerms=["timeout"]),
+        lambda r: r.with_rule("evidence.excerpt_entities", severity="warning", verdict_impact="warn_only"),
+        lambda r: r.with_params("evidence.digest_ref", quotePassThreshold=1.0, quoteWarnThreshold=1.0,
+                                requireIdsWithinDigest=False),
+        lambda r: r.with_rule("evidence.invocation_ref", enabled=False).with_rule("evidence.digest_ref", enabled=False),
     ],
 )
 def test_replay_equals_rerun_with_cache(rules, change):
@@ -431,6 +448,9 @@ def test_replay_equals_rerun_with_cache(rules, change):
                     verdict, "PASS", list(outcome.result.failed_rules), list(outcome.result.warnings))
         for n, _, digests, outcome, verdict, tools in stored
     ]
+    # The same inputs replayed under the rules in force first: what a replay remembers per session
+    # (facts, findings per parameter set) must not leak into the next one.
+    replay(inputs, rules)
     rows = replay(inputs, new_rules)
     for row, (_, structured, digests, outcome, _, _) in zip(rows, stored):
         cached = json.loads(json.dumps(outcome.features))  # as stored: JSON round trip
@@ -439,6 +459,25 @@ def test_replay_equals_rerun_with_cache(rules, change):
         assert row.new_status == rerun.result.status
         assert row.projected_verdict == project_verdict(rerun.result, new_rules, "valid", "PASS")
     assert summarize(rows).startswith(f"{len(rows)} sessions replayed")
+
+
+def test_repeated_replays_under_alternating_rules_agree(rules):
+    """Remembered findings are per parameter set: going back to earlier rules gives the earlier rows."""
+    stored = _stored(rules)
+    inputs = [
+        ReplayInput(SESSION, o.normalized, "valid", tools, o.features, digests, o.result.status, verdict, "PASS",
+                    list(o.result.failed_rules), list(o.result.warnings))
+        for n, _, digests, o, verdict, tools in stored
+    ]
+    variants = [rules] + [rules.with_params("evidence.excerpt_similarity", passThreshold=t, warnThreshold=t / 2)
+                          for t in (0.95, 0.9, 0.8, 0.7, 0.6, 0.99)]
+    first = [[r.result for r in replay(inputs, v)] for v in variants]
+    again = [[r.result for r in replay(inputs, v)] for v in reversed(variants)]
+    assert first == list(reversed(again))
+    fresh = [ReplayInput(i.session_id, i.structured, i.parse_status, i.invocations, i.features, i.digests,
+                         i.old_status, i.old_verdict, i.verifier_verdict, i.old_failed_rules, i.old_warnings)
+             for i in inputs]
+    assert [r.result for r in replay(fresh, variants[2])] == first[2]
 
 
 def test_replay_reports_changes_and_responsible_rules(rules):

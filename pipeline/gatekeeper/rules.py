@@ -438,18 +438,17 @@ class HallucinationPhraseRule:
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p: PhraseParams = metadata.params  # type: ignore[assignment]
-        phrases = tuple(p.blacklist)
-        pattern = _blacklist_pattern(phrases)
+        literals = _blacklist_literals(tuple(p.blacklist))
         out = RuleResult(self.id)
-        if pattern is None:
-            return out
-        literals = _blacklist_literals(phrases)
         for path in p.targetFields:
             texts, joined = context.fact((self.id, path), lambda c: _normalized_field(c.structured, path))
-            # Every match is one of the literals, so a session holding none of them is done; the
-            # texts are normalized (no newlines), so joining them cannot create a match.
-            if not any(literal in joined for literal in literals):
+            # Every match is one of the literals, so the alternation of just the literals the texts
+            # contain finds the same (leftmost, first-listed) matches, and most sessions contain
+            # none. The texts are normalized (no newlines), so joining them cannot create a match.
+            present = tuple(literal for literal in literals if literal in joined)
+            if not present:
                 continue
+            pattern = _alternation(present)
             for target, text in texts:
                 hits = list(dict.fromkeys(m.group(0) for m in pattern.finditer(text)))
                 if hits:
@@ -465,13 +464,13 @@ def _normalized_field(data: Any, path: str) -> tuple[list[tuple[str, str]], str]
 
 @lru_cache(maxsize=32)
 def _blacklist_literals(phrases: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(normalize(p) for p in phrases if p.strip())
+    """The normalized phrases, longest (as written) first: the order the alternation tries them."""
+    return tuple(normalize(p) for p in sorted(phrases, key=len, reverse=True) if p.strip())
 
 
-@lru_cache(maxsize=32)
-def _blacklist_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
-    parts = [_phrase_pattern(normalize(p)).pattern for p in sorted(phrases, key=len, reverse=True) if p.strip()]
-    return re.compile("|".join(parts)) if parts else None
+@lru_cache(maxsize=1024)
+def _alternation(literals: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(_phrase_pattern(literal).pattern for literal in literals))
 
 
 class EvidenceUtilizationRule:
