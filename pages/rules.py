@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-
 from collections import Counter
 from typing import Any
 
