@@ -36,7 +36,6 @@ from sqlalchemy import insert  # noqa: E402
 
 from pipeline import views  # noqa: E402
 from pipeline.config import load_settings  # noqa: E402
-from pipeline.contracts import ToolInvocation  # noqa: E402
 from pipeline.gatekeeper import load_rules, replay  # noqa: E402
 from pipeline.gatekeeper.features import compute_features  # noqa: E402
 from pipeline.incidents import load_worlds  # noqa: E402

@@ -12,7 +12,7 @@ import streamlit as st
 from pages import _common as ui
 from pipeline import views
 from pipeline.gatekeeper import RuleSet, RulesError, replay, similarity_scores
-from pipeline.replay_inputs import replay_inputs
+from pipeline.replay_inputs import ReplayHistory
 from pipeline.session import rules_in_force
 from pipeline.store import StaleRuleVersion
 
@@ -179,17 +179,19 @@ def yaml_editor(errors: list[str]) -> None:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _history(url: str, fingerprint: tuple[int, str]) -> tuple[list[Any], list[float]]:
-    """Replay inputs and excerpt similarities of every stored session; rebuilt when the store changes."""
-    inputs = replay_inputs(ui.store())
-    # ~2M long-lived objects at 10k sessions: full GC passes over them stalled previews for ~1 s.
-    gc.collect()
-    gc.freeze()
-    return inputs, similarity_scores(i.features for i in inputs)
+def _history(url: str) -> ReplayHistory:
+    return ReplayHistory(ui.store())
 
 
 def history_inputs() -> tuple[list[Any], list[float]]:
-    return _history(ui.settings().db_url, views.store_fingerprint(ui.store()))
+    """Replay inputs and excerpt similarities of every stored session; new sessions are added."""
+    history = _history(ui.settings().db_url)
+    inputs = history.refresh()
+    if history.last_added:
+        # ~2M long-lived objects at 10k sessions: full GC passes over them stalled previews for ~1 s.
+        gc.collect()
+        gc.freeze()
+    return inputs, similarity_scores(i.features for i in inputs)
 
 
 def run_preview(rules: RuleSet) -> None:

@@ -1,5 +1,8 @@
 """Stored sessions -> gatekeeper ReplayInputs, read in bulk so a preview over 10,000 sessions is quick.
 
+Only the parts of `self_evaluation` a replay needs are pulled out in SQL (JSON paths work on
+SQLite and PostgreSQL alike): decoding every session's whole audit record cost most of the time.
+
 The verifier side of a projected verdict is the §17 matrix over the stored claim_checks with the
 gatekeeper taken as passing; the replay then adds the candidate rules' gatekeeper floor. (An
 LLM verifier that saw the old gatekeeper result may have judged claims by it; that influence
@@ -8,7 +11,8 @@ cannot be undone without re-running the verifier, so relaxing a rule lifts no cl
 
 from __future__ import annotations
 
-from typing import Any
+import gc
+from typing import Any, Iterator
 
 from sqlalchemy import select
 
@@ -16,34 +20,97 @@ from pipeline.contracts import ClaimCheck, EvidenceDigest
 from pipeline.gatekeeper import ReplayInput, cited_invocation_ids
 from pipeline.stages.verdict import matrix_verdict
 from pipeline.store import Store
-from pipeline.store.schema import ToolInvocationRow
+from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
+
+_EV = DiagnosisSession.self_evaluation["verifier_evaluation"]
+_COLUMNS = (
+    DiagnosisSession.id,
+    DiagnosisSession.shape,
+    DiagnosisSession.verdict,
+    DiagnosisSession.evidence_digests,
+    DiagnosisSession.gatekeeper_features,
+    _EV["executor_structured_output"].label("structured"),
+    _EV["executor_output_parse_status"]["status"].as_string().label("parse_status"),
+    _EV["claim_checks"].label("claim_checks"),
+    _EV["gatekeeper_result"].label("gatekeeper_result"),
+)
 
 
-def _input(row: dict[str, Any], owners: dict[int, tuple[str, str]]) -> ReplayInput | None:
-    evaluation = (row.get("self_evaluation") or {}).get("verifier_evaluation")
-    if not evaluation:
-        return None
-    structured = evaluation.get("executor_structured_output")
-    parse_status = (evaluation.get("executor_output_parse_status") or {}).get("status", "missing")
-    digests = [EvidenceDigest.model_validate(d) for d in row.get("evidence_digests") or []] \
-        if row.get("shape") == "split" else None
-    checks = [ClaimCheck.model_validate(c) for c in evaluation.get("claim_checks", [])]
+def _input(row: Any, owners: dict[int, tuple[str, str]]) -> ReplayInput:
+    structured = row.structured
+    parse_status = row.parse_status or "missing"
+    # Stored rows were validated when written; re-validating 150k objects doubled the load time.
+    digests = [EvidenceDigest.model_construct(**d) for d in row.evidence_digests or []] \
+        if row.shape == "split" else None
+    checks = [ClaimCheck.model_construct(**c) for c in row.claim_checks or []]
     verifier_side, _ = matrix_verdict(structured=structured, claim_checks=checks, parse_status=parse_status,
                                       gatekeeper_status="pass")
-    gate = evaluation.get("gatekeeper_result") or {}
+    gate = row.gatekeeper_result or {}
     cited = cited_invocation_ids(structured, digests)
     return ReplayInput(
-        session_id=row["id"], structured=structured, parse_status=parse_status,
-        invocations={i: owners[i] for i in cited if i in owners}, features=row.get("gatekeeper_features") or {},
-        digests=digests, old_status=gate.get("status", "pass"), old_verdict=row.get("verdict") or "LOW_CONFID",
+        session_id=row.id, structured=structured, parse_status=parse_status,
+        invocations={i: owners[i] for i in cited if i in owners}, features=row.gatekeeper_features or {},
+        digests=digests, old_status=gate.get("status", "pass"), old_verdict=row.verdict or "LOW_CONFID",
         verifier_verdict=verifier_side, old_failed_rules=list(gate.get("failed_rules", [])),
         old_warnings=list(gate.get("warnings", [])),
     )
 
 
+_REPLAYABLE = DiagnosisSession.status.in_(("completed", "imported"))
+_CHUNK = 500  # ids per IN (...) query: inside every database's parameter limit
+
+
+def _chunks(ids: list[Any]) -> Iterator[list[Any]]:
+    for i in range(0, len(ids), _CHUNK):
+        yield ids[i:i + _CHUNK]
+
+
+class ReplayHistory:
+    """Every replayable session's ReplayInput, loaded once and then topped up with new sessions.
+
+    A finished session's audit record does not change, so a refresh only reads the sessions it
+    has not seen (one id query when there are none). Keeping the same ReplayInput objects also
+    keeps the per-rule findings the replay caches on them.
+    """
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._inputs: dict[str, ReplayInput] = {}
+        self.last_added = 0
+
+    def refresh(self) -> list[ReplayInput]:
+        with self.store.engine.connect() as conn:
+            ids = list(conn.execute(select(DiagnosisSession.id).where(_REPLAYABLE)
+                                    .order_by(DiagnosisSession.created_at, DiagnosisSession.id)).scalars())
+            known = set(ids)
+            for gone in self._inputs.keys() - known:
+                del self._inputs[gone]
+            new = [i for i in ids if i not in self._inputs]
+            if new:
+                self._load(conn, new)
+        self.last_added = len(new)
+        return [self._inputs[i] for i in ids if i in self._inputs]
+
+    def _load(self, conn: Any, session_ids: list[str]) -> None:
+        rows = [row for chunk in _chunks(session_ids)
+                for row in conn.execute(select(*_COLUMNS).where(DiagnosisSession.id.in_(chunk)))
+                if row.gatekeeper_result is not None]
+        cited = sorted({i for row in rows for i in cited_invocation_ids(
+            row.structured, [EvidenceDigest.model_construct(**d) for d in row.evidence_digests or []])})
+        owners = {i: (s, t) for chunk in _chunks(cited) for i, s, t in conn.execute(
+            select(ToolInvocationRow.id, ToolInvocationRow.session_id, ToolInvocationRow.tool_name)
+            .where(ToolInvocationRow.id.in_(chunk)))}
+        # Building ~2M small objects triggers repeated full GC passes that find nothing to free.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for row in rows:
+                self._inputs[row.id] = _input(row, owners)
+        finally:
+            if enabled:
+                gc.enable()
+
+
 def replay_inputs(store: Store) -> list[ReplayInput]:
-    with store.engine.connect() as conn:
-        owners = {i: (s, t) for i, s, t in conn.execute(
-            select(ToolInvocationRow.id, ToolInvocationRow.session_id, ToolInvocationRow.tool_name))}
-    items = (_input(row, owners) for row in store.iter_sessions())
-    return [item for item in items if item is not None]
+    """Every session that has a verifier evaluation (running and failed ones have nothing to replay)."""
+    return ReplayHistory(store).refresh()

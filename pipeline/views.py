@@ -15,7 +15,6 @@ import json
 import re
 import typing
 from collections import Counter
-from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal
 
@@ -27,7 +26,6 @@ from pipeline.gatekeeper.matcher import decode_output
 from pipeline.contracts import VerdictImpact
 from pipeline.gatekeeper.rules_schema import PARAM_MODELS, RuleSet, RulesError, RuleSpec, Severity, load_rules_from_text
 from pipeline.store import SessionFilter, Store
-from pipeline.store.schema import DiagnosisSession
 
 SegmentKind = Literal["text", "match", "entity"]
 
@@ -525,12 +523,3 @@ def set_rule_field(
             entry[field_name] = value
     dump = lambda doc: yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)  # noqa: E731
     return dump(index), dump(meta)
-
-
-def store_fingerprint(store: Store) -> tuple[int, str]:
-    """Changes whenever a session is added or updated: the key for caching whole-history reads."""
-    with store.engine.connect() as conn:
-        count, latest = conn.execute(
-            select(func.count(), func.max(DiagnosisSession.updated_at))
-        ).one()
-    return int(count), latest.isoformat() if isinstance(latest, datetime) else str(latest)

@@ -519,3 +519,18 @@ def test_features_are_json_serialisable_and_scores_collectable(rules):
     outcome = _run(rules, _output(_binding("Request timeout after 5300ms"), _binding("HTTP 504 upstream timeout")))
     assert json.loads(json.dumps(outcome.features)) == outcome.features
     assert similarity_scores([outcome.features]) == [1.0, 1.0]
+
+
+def test_replay_history_loads_new_sessions_only(settings, store) -> None:
+    from pipeline.replay_inputs import ReplayHistory, replay_inputs
+    from pipeline.session import run_session
+
+    run_session("payment API times out, what's going on?", settings=settings, store=store)
+    history = ReplayHistory(store)
+    first = history.refresh()
+    assert len(first) == 1 and history.last_added == 1
+    assert history.refresh()[0] is first[0] and history.last_added == 0
+    run_session("支付接口最近出现超时，帮我排查", settings=settings, store=store)
+    second = history.refresh()
+    assert len(second) == 2 and history.last_added == 1 and second[0] is first[0]
+    assert [i.session_id for i in second] == [i.session_id for i in replay_inputs(store)]

@@ -143,14 +143,6 @@ def test_queue_stats_aggregates_the_filtered_sessions(tmp_path) -> None:
     assert len(list(views.iter_filtered(store, SessionFilter(), batch=4))) == 9
 
 
-def test_store_fingerprint_moves_when_a_session_changes(tmp_path) -> None:
-    store = _store_with(tmp_path, 2)
-    before = views.store_fingerprint(store)
-    sid = store.session_ids()[0]
-    store.update_session(sid, verdict="REJECT")
-    assert views.store_fingerprint(store) != before
-
-
 def test_rule_fields_edit_yaml_and_validation_names_file_and_field(repo_root) -> None:
     rules = load_rules(repo_root / "rules")
     index, meta = rules.to_yaml()
