@@ -144,10 +144,6 @@ def _checks(settings: Settings) -> list[Check]:
     return checks
 
 
-def llm_health(settings: Settings) -> list[str]:
-    return [c.line for c in _checks(settings)]
-
-
 def doctor(settings: Settings) -> tuple[bool, list[str]]:
     """(usable, lines): usable unless a check failed outright; warnings have a fallback."""
     checks = _checks(settings)

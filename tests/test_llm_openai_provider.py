@@ -16,7 +16,7 @@ from pipeline.contracts import (
     PlannerPlan,
     ToolInvocation,
 )
-from pipeline.doctor import doctor, llm_health
+from pipeline.doctor import doctor
 from pipeline.llm.budget import estimate_messages_tokens
 from pipeline.llm.openai_provider import OpenAIProvider
 from pipeline.llm.provider import StageContext
@@ -228,4 +228,4 @@ def test_doctor_unknown_model_and_offline(stub: StubOpenAI) -> None:
     settings = load_settings(provider="openai", openai={"base_url": stub.base_url, "model": "other"})
     ok, lines = doctor(settings)
     assert not ok and "model other is not listed" in lines[0]
-    assert llm_health(load_settings()) == ["[ok] provider offline: no LLM endpoint is used"]
+    assert doctor(load_settings()) == (True, ["[ok] provider offline: no LLM endpoint is used"])

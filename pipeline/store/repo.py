@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from sqlalchemy import Text, cast, create_engine, event, func, or_, select, update
 from sqlalchemy.engine import Engine
@@ -164,20 +164,6 @@ class Store:
         with self._db() as db:
             return list(db.execute(select(DiagnosisSession.id).order_by(DiagnosisSession.created_at)).scalars())
 
-    def iter_sessions(self, batch: int = 500) -> Iterator[dict[str, Any]]:
-        """Every session row (all columns), streamed in batches for replay over the whole history."""
-        offset = 0
-        while True:
-            with self._db() as db:
-                rows = db.execute(
-                    select(DiagnosisSession).order_by(DiagnosisSession.created_at, DiagnosisSession.id)
-                    .limit(batch).offset(offset)
-                ).scalars().all()
-            if not rows:
-                return
-            yield from (_row_dict(r) for r in rows)
-            offset += batch
-
     # --- tool invocations --------------------------------------------------------------
 
     def add_invocation(self, *, session_id: str, round: int, tool_name: str, model_tool_name: str,
@@ -281,9 +267,3 @@ class Store:
             db.add(row)
             db.flush()
             return row.id
-
-    def rule_version(self, version_id: int) -> dict[str, Any] | None:
-        with self._db() as db:
-            row = db.get(RuleVersionRow, version_id)
-            return _row_dict(row) if row else None
-
