@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from typing import Any
 
@@ -180,17 +179,14 @@ def yaml_editor(errors: list[str]) -> None:
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _history(url: str) -> ReplayHistory:
-    return ReplayHistory(ui.store())
+    history = ReplayHistory(ui.store())
+    history.warm()
+    return history
 
 
 def history_inputs() -> tuple[list[Any], list[float]]:
     """Replay inputs and excerpt similarities of every stored session; new sessions are added."""
-    history = _history(ui.settings().db_url)
-    inputs = history.refresh()
-    if history.last_added:
-        # ~2M long-lived objects at 10k sessions: full GC passes over them stalled previews for ~1 s.
-        gc.collect()
-        gc.freeze()
+    inputs = _history(ui.settings().db_url).refresh()
     return inputs, similarity_scores(i.features for i in inputs)
 
 
@@ -347,6 +343,7 @@ def body(load_error: str | None) -> None:
         st.error(ui.t("rules.load_error") + "\n\n" + load_error)
         st.button(ui.t("rules.reload"), on_click=_load_active, key="rules_reload_err")
         return
+    _history(ui.settings().db_url)  # starts loading the history for previews in the background
     rules, errors = candidate()
     tab_form, tab_yaml, tab_history = st.tabs([ui.t("rules.form"), ui.t("rules.yaml"), ui.t("rules.history")])
     with tab_form:

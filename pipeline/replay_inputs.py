@@ -12,6 +12,7 @@ cannot be undone without re-running the verifier, so relaxing a rule lifts no cl
 from __future__ import annotations
 
 import gc
+import threading
 from typing import Any, Iterator
 
 from sqlalchemy import select
@@ -77,8 +78,20 @@ class ReplayHistory:
         self.store = store
         self._inputs: dict[str, ReplayInput] = {}
         self.last_added = 0
+        self._lock = threading.Lock()
+
+    def warm(self) -> threading.Thread:
+        """Load the history in the background (seconds at 10,000 sessions) while a tuner edits;
+        a refresh() meanwhile waits for it instead of loading twice."""
+        thread = threading.Thread(target=self.refresh, name="replay-history", daemon=True)
+        thread.start()
+        return thread
 
     def refresh(self) -> list[ReplayInput]:
+        with self._lock:
+            return self._refresh()
+
+    def _refresh(self) -> list[ReplayInput]:
         with self.store.engine.connect() as conn:
             ids = list(conn.execute(select(DiagnosisSession.id).where(_REPLAYABLE)
                                     .order_by(DiagnosisSession.created_at, DiagnosisSession.id)).scalars())
@@ -100,7 +113,9 @@ class ReplayHistory:
         owners = {i: (s, t) for chunk in _chunks(cited) for i, s, t in conn.execute(
             select(ToolInvocationRow.id, ToolInvocationRow.session_id, ToolInvocationRow.tool_name)
             .where(ToolInvocationRow.id.in_(chunk)))}
-        # Building ~2M small objects triggers repeated full GC passes that find nothing to free.
+        # Building ~2M small objects triggers repeated full GC passes that find nothing to free,
+        # and later passes over them stalled each preview by ~1 s: build with the collector off,
+        # then move the long-lived history out of its reach.
         enabled = gc.isenabled()
         gc.disable()
         try:
@@ -109,6 +124,7 @@ class ReplayHistory:
         finally:
             if enabled:
                 gc.enable()
+        gc.freeze()
 
 
 def replay_inputs(store: Store) -> list[ReplayInput]:
