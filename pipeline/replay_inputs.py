@@ -113,9 +113,9 @@ class ReplayHistory:
         owners = {i: (s, t) for chunk in _chunks(cited) for i, s, t in conn.execute(
             select(ToolInvocationRow.id, ToolInvocationRow.session_id, ToolInvocationRow.tool_name)
             .where(ToolInvocationRow.id.in_(chunk)))}
-        # Building ~2M small objects triggers repeated full GC passes that find nothing to free,
-        # and later passes over them stalled each preview by ~1 s: build with the collector off,
-        # then move the long-lived history out of its reach.
+        # Building ~2M small objects triggers repeated full GC passes that find nothing to free.
+        # (gc.freeze() afterwards would spare later passes too, but inside the Streamlit server
+        # it broke widget reruns, so the history stays collectable.)
         enabled = gc.isenabled()
         gc.disable()
         try:
@@ -124,7 +124,6 @@ class ReplayHistory:
         finally:
             if enabled:
                 gc.enable()
-        gc.freeze()
 
 
 def replay_inputs(store: Store) -> list[ReplayInput]:
