@@ -15,6 +15,7 @@ from pipeline.gatekeeper import (
     cited_invocation_ids,
     gate_verdict,
     load_rules,
+    matcher,
     project_verdict,
     replay,
     run_gatekeeper,
@@ -286,6 +287,34 @@ def test_chinese_escaped_output_is_decoded():
     prepared = PreparedOutput.build(raw)
     assert '支付 "超时" \\ 5.3 秒' in prepared.decoded
 
+
+
+def test_indexed_search_finds_what_a_full_scan_finds(monkeypatch):
+    # Records long enough to span many index blocks, with needles straddling block boundaries.
+    lines = [{"id": f"ord-{i:05d}", "msg": f"Request timeout after {100 + i % 900}ms, ＨＴＴＰ {500 + i % 5}"}
+             for i in range(3000)]
+    raw = json.dumps(lines, ensure_ascii=False)
+    hay = PreparedOutput.build(raw).folded
+    width = matcher._GramIndex.BLOCK
+    needles = ["ord 02999", "http 503", "timeout after 999ms", "ms http 50", "absent token", "ord 1"]
+    needles += [hay[k - 5 : k + 7] for k in range(width, len(hay), width)]
+    excerpts = ["REQUEST TIMEOUT AFTER 517MS", "request timeout after 9999ms, http 503", "ord-02999 ... http 501"]
+
+    def results(prepared: PreparedOutput) -> list:
+        found = [(list(prepared.finds(n)), prepared.contains(n)) for n in needles]
+        located = [matcher.locate(e, prepared) for e in excerpts]
+        return found + [(m.score, m.start, m.end, m.added) for m in located]
+
+    monkeypatch.setattr(matcher, "_INDEX_MIN_CHARS", len(hay) + 1)
+    plain = PreparedOutput.build(raw)
+    expected = results(plain)
+    assert not plain.indexed
+    assert expected[0][0] == [hay.find("ord 02999")]
+    monkeypatch.setattr(matcher, "_INDEX_AFTER_SCANS", 0)
+    monkeypatch.setattr(matcher, "_INDEX_MIN_CHARS", 0)
+    indexed = PreparedOutput.build(raw)
+    assert results(indexed) == expected
+    assert indexed.indexed
 
 # --- hallucination phrases -------------------------------------------------------------------
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import islice
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -34,6 +36,7 @@ _MAX_ANCHORS = 10
 _MAX_HITS = 48
 _MAX_WINDOWS = 8
 _ANCHOR_LEN = 8
+_MAX_REMEMBERED = 4096  # anchors whose hits an output remembers
 # How far the entity window may reach beyond the match when looking for the enclosing record.
 RECORD_REACH = 400
 
@@ -108,22 +111,25 @@ def _unescape(m: re.Match[str]) -> str:
     return chr(int(esc[1:], 16)) if esc[0] == "u" else _SIMPLE_ESCAPES[esc]
 
 
-_BLOCK = 4096
-# Up to this many characters an output keeps the decoded index of every folded character
-# (4 bytes each); longer ones keep one count per _BLOCK and search within the block.
-_DIRECT_INDEX = 1 << 20
+_BLOCK = 4096  # decoded characters per entry of the kept-count table behind offset lookups
 
 
 class PreparedOutput:
     """An output ready for matching: decoded text, and (built on first need) its folded form.
 
     Verbatim excerpts are found in the decoded text directly, so most outputs are never folded.
+    Short folded needles (anchors, entity tokens) are found with `str.find`; once those scans have
+    cost about as much as an index would, a trigram block index (_GramIndex) is built and later
+    searches only look inside the blocks that can hold the needle.
     """
 
     def __init__(self, output: str) -> None:
         self.decoded = decode_output(output)
         self.raw_offsets = self.decoded is output  # offsets also index the raw output text
         self._folded: tuple[str, np.ndarray, np.ndarray] | None = None
+        self._index: _GramIndex | None = None
+        self._scanned = 0  # folded characters searched without the index
+        self._anchors: dict[str, tuple[int, ...] | None] = {}
 
     @classmethod
     def build(cls, output: str) -> PreparedOutput:
@@ -133,9 +139,12 @@ class PreparedOutput:
     def folded(self) -> str:
         return self._fold()[0]
 
+    @property
+    def indexed(self) -> bool:
+        return self._index is not None
+
     def _fold(self) -> tuple[str, np.ndarray, np.ndarray]:
-        """(folded text, keep mask or None, offset table): the table maps folded to decoded indices
-        directly for a short output, or holds kept-character counts per _BLOCK for a long one."""
+        """(folded text, keep mask, kept-character counts before each _BLOCK of the decoded text)."""
         if self._folded is None:
             codes = _fold_codes(self.decoded)
             space = codes == _SPACE
@@ -146,23 +155,19 @@ class PreparedOutput:
             kept = codes[keep]
             if kept.dtype == np.uint8:
                 text = kept.tobytes().decode("ascii")
+            elif kept.dtype == np.uint16:
+                text = kept.tobytes().decode("utf-16-le", "surrogatepass")
             else:
                 text = kept.astype(np.uint32, copy=False).tobytes().decode("utf-32-le", "replace")
-            if text.endswith(" "):
-                text = text[:-1]
-            if keep.size <= _DIRECT_INDEX:
-                self._folded = (text, None, np.flatnonzero(keep).astype(np.int32))
-            else:
-                per_block = np.add.reduceat(keep, np.arange(0, keep.size, _BLOCK))
-                # kept characters before each _BLOCK-sized block of the decoded text, for offset lookups
-                self._folded = (text, keep, np.concatenate(([0], np.cumsum(per_block))))
+            text = text.removesuffix(" ")
+            whole = keep.size // _BLOCK * _BLOCK
+            per_block = keep[:whole].reshape(-1, _BLOCK).sum(axis=1, dtype=np.int64)
+            self._folded = (text, keep, np.concatenate(([0], np.cumsum(per_block))))
         return self._folded
 
     def _offset(self, k: int) -> int:
         """Decoded index of folded index k (the k-th kept character)."""
         _, keep, table = self._fold()
-        if keep is None:
-            return int(table[k])
         block = int(np.searchsorted(table, k, side="right")) - 1
         base = block * _BLOCK
         inside = np.flatnonzero(keep[base : base + _BLOCK])
@@ -171,6 +176,49 @@ class PreparedOutput:
     def span(self, fstart: int, fend: int) -> tuple[int, int]:
         """Folded [fstart, fend) -> decoded [start, end)."""
         return self._offset(fstart), self._offset(fend - 1) + 1
+
+    def finds(self, needle: str) -> Iterator[int]:
+        """Every position of needle in the folded text, in order (what repeated `str.find` gives)."""
+        hay = self.folded
+        if self._index is None and len(hay) >= _INDEX_MIN_CHARS and self._scanned >= _INDEX_AFTER_SCANS * len(hay):
+            self._index = _GramIndex(hay)
+        runs = self._index.runs(needle) if self._index is not None else None
+        if runs is None:
+            yield from self._scan(hay, needle)
+            return
+        width = _GramIndex.BLOCK
+        for first, stop in runs:
+            # Starts in these blocks belong to this run; an occurrence may reach past its last block.
+            hi = stop * width + len(needle) - 1
+            pos = hay.find(needle, first * width, hi)
+            while pos >= 0:
+                yield pos
+                pos = hay.find(needle, pos + 1, hi)
+
+    def anchor_hits(self, anchor: str) -> tuple[int, ...] | None:
+        """Positions of an anchor in the folded text; None when there are more than _MAX_HITS.
+
+        Remembered per output: the bindings citing one output share most of their words.
+        """
+        if anchor in self._anchors:
+            return self._anchors[anchor]
+        found = tuple(islice(self.finds(anchor), _MAX_HITS + 1))
+        hits = found if len(found) <= _MAX_HITS else None
+        if len(self._anchors) >= _MAX_REMEMBERED:
+            self._anchors.clear()
+        self._anchors[anchor] = hits
+        return hits
+
+    def _scan(self, hay: str, needle: str) -> Iterator[int]:
+        done = 0
+        pos = hay.find(needle)
+        while True:
+            self._scanned += (pos if pos >= 0 else len(hay)) - done
+            if pos < 0:
+                return
+            yield pos
+            done = pos
+            pos = hay.find(needle, pos + 1)
 
     def record(self, start: int, end: int) -> tuple[int, int]:
         """The record around a decoded span: the enclosing {...} or line, within RECORD_REACH."""
@@ -181,23 +229,99 @@ class PreparedOutput:
         return (left + 1 if left >= 0 else lo), (min(right_candidates) + 1 if right_candidates else hi)
 
     def contains(self, folded_token: str) -> bool:
-        return bool(folded_token) and _find_word(self.folded, folded_token) >= 0
-
-
-def _find_word(haystack: str, needle: str, start: int = 0) -> int:
-    """First occurrence of needle not glued to alphanumerics on either side (CJK may glue)."""
-    pos = haystack.find(needle, start)
-    while pos >= 0:
-        before = haystack[pos - 1] if pos else " "
-        after = haystack[pos + len(needle)] if pos + len(needle) < len(haystack) else " "
-        if not (_glues(before, needle[0]) or _glues(after, needle[-1])):
-            return pos
-        pos = haystack.find(needle, pos + 1)
-    return -1
+        """Whether the folded output holds the token, not glued to alphanumerics on either side (CJK may glue)."""
+        if not folded_token:
+            return False
+        hay = self.folded
+        for pos in self.finds(folded_token):
+            before = hay[pos - 1] if pos else " "
+            after = hay[pos + len(folded_token)] if pos + len(folded_token) < len(hay) else " "
+            if not (_glues(before, folded_token[0]) or _glues(after, folded_token[-1])):
+                return True
+        return False
 
 
 def _glues(neighbour: str, edge: str) -> bool:
     return neighbour.isascii() and neighbour.isalnum() and edge.isascii() and edge.isalnum()
+
+
+# Building the index costs about as much as this many full `str.find` scans of the folded text.
+_INDEX_AFTER_SCANS = 8
+_INDEX_MIN_CHARS = 1 << 16  # below this a scan is a few microseconds: never worth an index
+
+
+class _GramIndex:
+    """Which BLOCK-sized stretches of a folded text hold which trigrams (hashed to BITS bits).
+
+    A needle can only start in a block that holds all of its first PROBE characters' trigrams, so
+    a rare needle is looked for in a few blocks instead of the whole text. Each block also records
+    the trigrams starting in the first PROBE characters of the next one, so a needle starting near
+    a block's end is still seen as a whole. Half a byte per folded character, packed.
+    """
+
+    BLOCK = 2048
+    BITS = 13
+    PROBE = 64
+    _MULT = (0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D)
+
+    def __init__(self, hay: str) -> None:
+        codes = np.frombuffer(hay.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        grams = self._hash(codes[:-2], codes[1:-1], codes[2:])
+        self.count = (len(hay) + self.BLOCK - 1) // self.BLOCK
+        shift = np.uint32(self.BLOCK.bit_length() - 1)
+        starts = np.arange(grams.size, dtype=np.uint32)
+        cells = grams * np.uint32(self.count)
+        present = np.zeros((1 << self.BITS) * self.count, dtype=bool)
+        present[cells + (starts >> shift)] = True
+        # Trigrams near a block's start are also the previous block's overhang.
+        near = np.flatnonzero((starts & np.uint32(self.BLOCK - 1)) < self.PROBE)
+        near = near[near >= self.BLOCK]
+        present[cells[near] + (starts[near] >> shift) - np.uint32(1)] = True
+        self._packed = np.packbits(present.reshape(1 << self.BITS, self.count), axis=1, bitorder="little")
+        self._rows: dict[int, int] = {}  # trigram hash -> its blocks as an int bit set, converted on first use
+
+    def _row(self, gram: int) -> int:
+        row = self._rows.get(gram)
+        if row is None:
+            row = self._rows[gram] = int.from_bytes(self._packed[gram].tobytes(), "little")
+        return row
+
+    @classmethod
+    def _hash(cls, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        ka, kb, kc = (np.uint32(k) for k in cls._MULT)
+        return ((a * ka) ^ (b * kb) ^ (c * kc)) >> np.uint32(32 - cls.BITS)
+
+    def runs(self, needle: str) -> Iterator[tuple[int, int]] | None:
+        """[first, stop) runs of consecutive blocks where needle may start, ascending.
+
+        None when needle is too short to say; no runs at all when it is absent.
+        """
+        probe = [ord(ch) for ch in needle[: self.PROBE]]
+        if len(probe) < 3:
+            return None
+        ka, kb, kc = self._MULT
+        shift = 32 - self.BITS
+        grams = {(((a * ka) & _U32) ^ ((b * kb) & _U32) ^ ((c * kc) & _U32)) >> shift for a, b, c in zip(probe, probe[1:], probe[2:])}
+        candidates = -1
+        for gram in grams:
+            candidates &= self._row(gram)
+            if not candidates:
+                return iter(())
+        return _bit_runs(format(candidates, "b")[::-1])
+
+
+_U32 = 0xFFFFFFFF
+
+
+def _bit_runs(bits: str) -> Iterator[tuple[int, int]]:
+    """[first, stop) index runs of the '1's of a bit string (bit i at index i)."""
+    first = bits.find("1")
+    while first >= 0:
+        stop = bits.find("0", first)
+        if stop < 0:
+            stop = len(bits)
+        yield first, stop
+        first = bits.find("1", stop)
 
 
 class OutputCache:
@@ -252,11 +376,16 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
     """
     if needle is None:
         needle = fold(segment)
-    verbatim = prepared.decoded.find(segment)
-    if verbatim >= 0:
-        return SegmentMatch(segment, needle, 1.0, verbatim, verbatim + len(segment))
+    # A verbatim quote folds to a substring of the folded output, so an indexed output that lacks
+    # the folded needle is spared the full scan of the decoded text.
+    pos = next(prepared.finds(needle), -1) if prepared.indexed and needle else None
+    if pos is None or pos >= 0:
+        verbatim = prepared.decoded.find(segment)
+        if verbatim >= 0:
+            return SegmentMatch(segment, needle, 1.0, verbatim, verbatim + len(segment))
     hay = prepared.folded
-    pos = hay.find(needle) if needle else -1
+    if pos is None:
+        pos = next(prepared.finds(needle), -1) if needle else -1
     if pos >= 0:
         if not placed:
             return SegmentMatch(segment, needle, 1.0)
@@ -266,7 +395,7 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
         return SegmentMatch(segment, needle, 0.0)
     aligned: tuple[float, int, int] | None = None
     half = len(needle) // 2
-    for wstart in _candidate_starts(needle, hay):
+    for wstart in _candidate_starts(needle, prepared):
         lo = max(0, wstart - half)
         window = hay[lo : wstart + len(needle) + half]
         if not window:
@@ -308,7 +437,7 @@ def _refine(needle: str, hay: str, start: int, end: int) -> tuple[float, int, in
     return best
 
 
-def _candidate_starts(needle: str, hay: str) -> list[int]:
+def _candidate_starts(needle: str, prepared: PreparedOutput) -> list[int]:
     """Window starts voted for by the needle's rarest anchors (tokens or token chunks)."""
     anchors: list[tuple[str, int]] = []
     offset = 0
@@ -323,12 +452,8 @@ def _candidate_starts(needle: str, hay: str) -> list[int]:
     bucket = max(8, len(needle) // 4)
     votes: dict[int, float] = {}
     for anchor, at in anchors[:_MAX_ANCHORS]:
-        hits: list[int] = []
-        pos = hay.find(anchor)
-        while pos >= 0 and len(hits) <= _MAX_HITS:
-            hits.append(pos)
-            pos = hay.find(anchor, pos + 1)
-        if len(hits) > _MAX_HITS:
+        hits = prepared.anchor_hits(anchor)
+        if hits is None:
             continue
         for hit in hits:
             key = (hit - at) // bucket
