@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 from rapidfuzz import fuzz  # noqa: E402
-from sqlalchemy import insert  # noqa: E402
+from sqlalchemy import insert, select  # noqa: E402
 
 from pipeline import views  # noqa: E402
 from pipeline.config import load_settings  # noqa: E402
@@ -249,7 +249,9 @@ def main() -> None:
                                            entity_tokens=views.nearby_tokens(b.entity_misses))
 
     def naive_sessions() -> None:
-        rows = list(store.iter_sessions())
+        # Every session row with all its columns, aggregated in Python.
+        with store.engine.connect() as conn:
+            rows = list(conn.execute(select(DiagnosisSession.__table__)).mappings())
         Counter((r["created_at"].date(), r["verdict"]) for r in rows)
         Counter(rule for r in rows for rule in r["failed_rules"] or [])
         rows.sort(key=lambda r: r["created_at"], reverse=True)

@@ -12,16 +12,7 @@ import pytest
 from pipeline.config import ROOT, Settings, load_settings
 from pipeline.store import Store
 
-IN_CI = os.environ.get("CI") == "true"
-
-
-def require(condition: bool, what: str) -> None:
-    """Outside CI a missing server skips; in CI it fails, so a green run means it really ran."""
-    if condition:
-        return
-    if IN_CI:
-        pytest.fail(f"{what} is required in CI but missing")
-    pytest.skip(f"{what} not available")
+from helpers import require
 
 
 @pytest.fixture(autouse=True)

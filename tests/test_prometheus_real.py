@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -19,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from helpers import require
 
 from pipeline.config import ROOT, BackendSettings
 from pipeline.simulate import load_metrics, serve_metrics, write_prometheus_config
@@ -52,11 +52,7 @@ def prometheus_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     """
     tmp_path = tmp_path_factory.mktemp(f"prometheus-{request.param}")
     world_dir = ROOT / "data" / "incidents" / request.param
-    if not Path(PROMETHEUS_BIN).exists():
-        message = f"prometheus binary not found at {PROMETHEUS_BIN}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    require(Path(PROMETHEUS_BIN).exists(), f"the prometheus binary ({PROMETHEUS_BIN})")
     expected = {r["alert"] for r in load_metrics(world_dir).get("rules") or []}
     sim = serve_metrics(world_dir, 0)
     port = _free_port()

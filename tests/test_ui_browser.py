@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import require
 
 try:
     from playwright import sync_api
@@ -35,14 +36,6 @@ SHOTS = ROOT / "tests" / "screenshots"
 WAIT_MS = 60_000
 
 
-def _need(condition: bool, what: str) -> None:
-    if condition:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} is required in CI but missing")
-    pytest.skip(f"{what} not available")
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -52,7 +45,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A streamlit server on a free port with its own workbench home; yields (base URL, home)."""
-    _need(Path(CHROMIUM).exists() or bool(shutil.which("chromium")), "Chromium (/usr/bin/chromium)")
+    require(Path(CHROMIUM).exists() or bool(shutil.which("chromium")), "Chromium (/usr/bin/chromium)")
     home = tmp_path_factory.mktemp("browser-home")
     port = _free_port()
     env = {k: v for k, v in os.environ.items()
@@ -89,7 +82,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 @pytest.fixture
 def page(server: tuple[str, Path]) -> Iterator:
-    _need(sync_api is not None, "playwright")
+    require(sync_api is not None, "playwright")
     dialogs: list[str] = []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
