@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from typing import Any
 
@@ -186,7 +187,14 @@ def _history(url: str) -> ReplayHistory:
 
 def history_inputs() -> tuple[list[Any], list[float]]:
     """Replay inputs and excerpt similarities of every stored session; new sessions are added."""
-    inputs = _history(ui.settings().db_url).refresh()
+    history = _history(ui.settings().db_url)
+    inputs = history.refresh()
+    if history.unfrozen:
+        # ~1.7M long-lived objects at 10k sessions: every full GC pass over them stalled a preview
+        # by ~1 s. Frozen here, in the script thread after a preview click; freezing from the
+        # loading thread at page load broke widget reruns.
+        gc.freeze()
+        history.unfrozen = False
     return inputs, similarity_scores(i.features for i in inputs)
 
 

@@ -78,6 +78,8 @@ class ReplayHistory:
         self.store = store
         self._inputs: dict[str, ReplayInput] = {}
         self.last_added = 0
+        # Set when sessions were loaded: a long-running caller may then gc.freeze() them.
+        self.unfrozen = False
         self._lock = threading.Lock()
 
     def warm(self) -> threading.Thread:
@@ -102,6 +104,7 @@ class ReplayHistory:
             if new:
                 self._load(conn, new)
         self.last_added = len(new)
+        self.unfrozen = self.unfrozen or bool(new)
         return [self._inputs[i] for i in ids if i in self._inputs]
 
     def _load(self, conn: Any, session_ids: list[str]) -> None:
@@ -114,8 +117,6 @@ class ReplayHistory:
             select(ToolInvocationRow.id, ToolInvocationRow.session_id, ToolInvocationRow.tool_name)
             .where(ToolInvocationRow.id.in_(chunk)))}
         # Building ~2M small objects triggers repeated full GC passes that find nothing to free.
-        # (gc.freeze() afterwards would spare later passes too, but inside the Streamlit server
-        # it broke widget reruns, so the history stays collectable.)
         enabled = gc.isenabled()
         gc.disable()
         try:
