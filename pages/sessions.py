@@ -31,7 +31,15 @@ def _day(value: date | None, end: bool) -> datetime | None:
     return datetime.combine(value, time.max if end else time.min, tzinfo=timezone.utc)
 
 
+def _show_all() -> None:
+    # Runs before the filter widgets are drawn (a callback, or the flag set after the samples ran).
+    st.session_state["sessions_verdicts"] = list(ui.VERDICTS)
+    st.session_state["sessions_reviewed"] = "any"
+
+
 def sidebar() -> SessionFilter:
+    if st.session_state.pop("sessions_show_all", False):
+        _show_all()
     with st.sidebar:
         st.subheader(ui.t("sessions.filters"))
         verdicts = st.multiselect(ui.t("sessions.verdicts"), list(ui.VERDICTS), default=["LOW_CONFID", "REJECT"],
@@ -76,6 +84,8 @@ def empty_store() -> None:
     worlds = load_worlds(ui.settings().incidents_dir)
     if st.button(ui.t("sessions.run_samples", n=len(worlds)), type="primary", key="sessions_run_samples"):
         run_samples()
+        # The samples mostly PASS: show every verdict so a new user sees what just ran.
+        st.session_state["sessions_show_all"] = True
         st.rerun()
 
 
@@ -127,10 +137,14 @@ def charts(f: SessionFilter) -> None:
     fig.update_layout(barmode="stack", title=ui.t("sessions.per_day"), **layout)
     fig.update_xaxes(type="category")
     c1.plotly_chart(fig, width="stretch", key="sessions_chart_days")
-    fig = go.Figure(go.Bar(x=list(stats.failed_rules.values()), y=list(stats.failed_rules), orientation="h",
-                           marker_color="#c92a2a"))
-    fig.update_layout(title=ui.t("sessions.rule_counts"), **{**layout, "showlegend": False})
-    c2.plotly_chart(fig, width="stretch", key="sessions_chart_rules")
+    if stats.failed_rules:
+        fig = go.Figure(go.Bar(x=list(stats.failed_rules.values()), y=list(stats.failed_rules), orientation="h",
+                               marker_color="#c92a2a"))
+        fig.update_layout(title=ui.t("sessions.rule_counts"), **{**layout, "showlegend": False})
+        c2.plotly_chart(fig, width="stretch", key="sessions_chart_rules")
+    else:
+        c2.markdown(f"**{ui.t('sessions.rule_counts')}**")
+        c2.caption(ui.t("sessions.no_failed_rules"))
     fig = go.Figure(go.Bar(x=[f"{b:.1f}–{b + 0.1:.1f}" for b, _ in stats.groundedness],
                            y=[n for _, n in stats.groundedness], marker_color="#3b5bdb"))
     fig.update_layout(title=ui.t("sessions.histogram"), **{**layout, "showlegend": False})
@@ -176,7 +190,8 @@ def body(f: SessionFilter) -> None:
     charts(f)
     _, total = ui.list_sessions(url, f, 1, 0)
     if not total:
-        st.info(ui.t("sessions.no_match"))
+        st.info(ui.t("sessions.no_match_of", n=everything))
+        st.button(ui.t("sessions.show_all"), on_click=_show_all, key="sessions_show_all_btn")
         return
     pages = max(1, -(-total // PAGE_SIZE))
     left, right = st.columns([1, 5], vertical_alignment="bottom")

@@ -96,10 +96,24 @@ def test_sessions_default_queue_and_filters(store: Store) -> None:
     assert not at.exception
 
 
-def test_sessions_empty_store_offers_the_sample_questions() -> None:
+def test_sessions_empty_store_offers_the_sample_questions(store: Store) -> None:
     at = _app("pages/sessions.py")
     button = at.button(key="sessions_run_samples")
     assert "bundled sample questions" in button.label
+    button.click().run(timeout=120)
+    # The samples mostly PASS; the queue switches to every verdict so they are visible.
+    assert store.list_sessions()[1] >= 6
+    assert set(at.multiselect(key="sessions_verdicts").value) == {"PASS", "LOW_CONFID", "REJECT"}
+    assert _caption_count(at).startswith(f"{store.list_sessions()[1]} sessions match")
+    assert not at.exception
+
+
+def test_sessions_no_match_offers_to_show_all(settings: Settings, store: Store) -> None:
+    run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
+    at = _app("pages/sessions.py")
+    assert any("None of the 1 stored sessions" in i.value for i in at.info)
+    at.button(key="sessions_show_all_btn").click().run()
+    assert _caption_count(at).startswith("1 sessions match")
 
 
 def test_trace_renders_highlights_and_escapes_tool_output(settings: Settings, store: Store) -> None:
