@@ -27,6 +27,16 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(getattr(args, "config", None), **overrides)
 
 
+def _rules(args: argparse.Namespace, settings: Settings) -> Any:
+    """--rules DIR when given, else the rules in force (the workbench's applied version, or rules/)."""
+    from pipeline.gatekeeper import load_rules
+    from pipeline.session import rules_in_force
+
+    if getattr(args, "rules", None):
+        return load_rules(settings.rules_dir)
+    return rules_in_force(settings, Store(settings.db_url))[0]
+
+
 def _print_json(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
@@ -97,13 +107,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from pipeline.bundle import BundleError, load_bundle
     from pipeline.check import check_bundle, check_report
-    from pipeline.gatekeeper import RulesError, load_rules
+    from pipeline.gatekeeper import RulesError
     from pipeline.llm import make_provider
 
     settings = _settings(args)
     try:
         bundle = load_bundle(Path(args.file))
-        rules = load_rules(settings.rules_dir)
+        rules = _rules(args, settings)
     except (BundleError, RulesError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -120,13 +130,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from pipeline.gatekeeper import RulesError, load_rules
+    from pipeline.gatekeeper import RulesError
     from pipeline.gatekeeper.replay import replay, summarize
     from pipeline.replay_inputs import replay_inputs
 
     settings = _settings(args)
     try:
-        rules = load_rules(settings.rules_dir)
+        rules = _rules(args, settings)
     except RulesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -140,9 +150,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from pipeline.eval.runner import format_table, run_suite
+    from pipeline.gatekeeper import RulesError
 
     settings = _settings(args)
-    results = run_suite(settings)
+    try:
+        rules = _rules(args, settings)
+    except RulesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    results = run_suite(settings, rules=rules)
     if args.json:
         _print_json([r.as_dict() for r in results])
     else:

@@ -176,3 +176,40 @@ def test_simulate_serves_an_incidents_metrics(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_eval_rules_option_wins_over_an_applied_version(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch, repo_root: Path) -> None:
+    import shutil
+
+    import yaml
+
+    from pipeline.config import load_settings
+    from pipeline.store import Store
+
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    (fixtures / "phrase.yaml").write_text(
+        "incident: cpu-saturation\nquestion: payment API times out since 10:00, what's going on?\n"
+        "config: {digest: {enabled: false}}\n"
+        "script:\n  diagnosis: '{\"answer_version\": \"executor_evidence_v2\", \"claims\": [{\"claim_id\": \"claim-1\","
+        " \"claim_type\": \"symptom\", \"support_level\": \"direct\", \"claim_text\": \"payment-service CPU is probably"
+        " 92.0%.\", \"evidence_bindings\": [{\"tool_name\": \"query_metrics\", \"source_invocation_ids\":"
+        " [\"{inv:query_metrics:0}\"], \"evidence_excerpt\": \"CPU使用率过高: 92.0%\"}]}]}'\n"
+        "expect: {failed_rules: [claim.hallucination_phrases]}\n", encoding="utf-8")
+    config = tmp_path / "wb.yaml"
+    config.write_text(f"fixtures_dir: {fixtures}\n", encoding="utf-8")
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
+    # A version applied in the workbench that switches the phrase rule off...
+    relaxed = tmp_path / "relaxed"
+    shutil.copytree(repo_root / "rules", relaxed)
+    index = yaml.safe_load((relaxed / "index.yaml").read_text(encoding="utf-8"))
+    for rule in index["rules"]:
+        if rule["id"] == "claim.hallucination_phrases":
+            rule["enabled"] = False
+    Store(load_settings().db_url).apply_rule_version(
+        index_yaml=yaml.safe_dump(index, allow_unicode=True),
+        metadata_yaml=(relaxed / "metadata.yaml").read_text(encoding="utf-8"), author="t", comment="", based_on=None)
+    assert run(capsys, "eval")[0] == 1
+    # ...is overridden by --rules naming the shipped rules.
+    assert run(capsys, "eval", "--rules", str(repo_root / "rules"))[0] == 0
