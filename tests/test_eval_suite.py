@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from pipeline.config import Settings
 from pipeline.eval.runner import format_table, load_fixtures, run_suite
-from pipeline.store import Store
+from pipeline.store import SessionFilter, Store
 
 
 def test_fixture_suite_passes(settings: Settings, store: Store) -> None:
     results = run_suite(settings, store=store)
     assert len(results) == len(load_fixtures(settings.fixtures_dir)) >= 20
     assert all(r.passed for r in results), format_table(results)
-    # Every result links to a stored session (the Eval page links to its trace).
+    # Every result links to a stored session (the Eval page links to its trace), labelled as a
+    # fixture so it does not crowd the reviewers' queue of unreviewed LOW_CONFID / REJECT sessions.
     assert all(r.session_id and store.get_session(r.session_id) for r in results)
+    assert store.reviews(results[0].session_id)[0]["label"] == "eval_fixture"
+    assert store.list_sessions(SessionFilter(verdicts=["LOW_CONFID", "REJECT"], reviewed=False))[1] == 0
 
 
 def test_a_failing_expectation_is_reported(settings: Settings, store: Store, tmp_path) -> None:

@@ -124,6 +124,9 @@ def run_fixture(fixture: dict[str, Any], *, settings: Settings, store: Store, ru
         result.failures = [f"fixture cannot run: {exc}"]
         return result
     result.session_id, result.verdict = run.session_id, run.verdict
+    # Labelled so the fixture's (mostly deliberately bad) sessions stay out of the unreviewed queue,
+    # yet remain stored and traceable from the Eval page.
+    store.add_review(session_id=run.session_id, label="eval_fixture", reviewer="workbench eval", note=name)
     result.failures = _check(expect, run, fixture_settings, fixture.get("incident") or run.world or "")
     result.passed = not result.failures
     return result
