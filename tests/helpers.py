@@ -21,6 +21,19 @@ def require(condition: bool, what: str) -> None:
     pytest.skip(f"{what} not available")
 
 
+def rules_without(src: Path, dst: Path, rule_id: str) -> Path:
+    """A copy of the rules directory `src` at `dst` with one rule switched off (in YAML only)."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    index = yaml.safe_load((dst / "index.yaml").read_text(encoding="utf-8"))
+    for rule in index["rules"]:
+        if rule["id"] == rule_id:
+            rule["enabled"] = False
+    (dst / "index.yaml").write_text(yaml.safe_dump(index, allow_unicode=True), encoding="utf-8")
+    return dst
+
+
 def scripted(settings: Settings, tmp_path: Path, script: dict[str, Any], **overrides: Any) -> Settings:
     """Settings for the scripted provider replaying `script` (stages not scripted run offline)."""
     path = tmp_path / "script.yaml"

@@ -180,10 +180,7 @@ def test_simulate_serves_an_incidents_metrics(tmp_path: Path) -> None:
 
 def test_eval_rules_option_wins_over_an_applied_version(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch, repo_root: Path) -> None:
-    import shutil
-
-    import yaml
-
+    from helpers import rules_without
     from pipeline.config import load_settings
     from pipeline.store import Store
 
@@ -201,14 +198,9 @@ def test_eval_rules_option_wins_over_an_applied_version(capsys: pytest.CaptureFi
     config.write_text(f"fixtures_dir: {fixtures}\n", encoding="utf-8")
     monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
     # A version applied in the workbench that switches the phrase rule off...
-    relaxed = tmp_path / "relaxed"
-    shutil.copytree(repo_root / "rules", relaxed)
-    index = yaml.safe_load((relaxed / "index.yaml").read_text(encoding="utf-8"))
-    for rule in index["rules"]:
-        if rule["id"] == "claim.hallucination_phrases":
-            rule["enabled"] = False
+    relaxed = rules_without(repo_root / "rules", tmp_path / "relaxed", "claim.hallucination_phrases")
     Store(load_settings().db_url).apply_rule_version(
-        index_yaml=yaml.safe_dump(index, allow_unicode=True),
+        index_yaml=(relaxed / "index.yaml").read_text(encoding="utf-8"),
         metadata_yaml=(relaxed / "metadata.yaml").read_text(encoding="utf-8"), author="t", comment="", based_on=None)
     assert run(capsys, "eval")[0] == 1
     # ...is overridden by --rules naming the shipped rules.

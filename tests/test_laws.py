@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-import yaml
 
-from helpers import CPU_QUESTION, cpu_claim, diagnosis_json, scripted
+from helpers import CPU_QUESTION, cpu_claim, diagnosis_json, rules_without, scripted
 from pipeline.config import Settings
 from pipeline.contracts import ComposerInput
 from pipeline.llm.offline.provider import OfflineProvider
@@ -121,12 +119,6 @@ def test_law7_rules_are_data(settings: Settings, store: Store, tmp_path: Path, r
     strict = run_session(CPU_QUESTION, settings=s, store=store)
     assert "claim.hallucination_phrases" in strict.evaluation.gatekeeper_result.failed_rules
 
-    rules = tmp_path / "rules"
-    shutil.copytree(repo_root / "rules", rules)
-    index = yaml.safe_load((rules / "index.yaml").read_text(encoding="utf-8"))
-    for rule in index["rules"]:
-        if rule["id"] == "claim.hallucination_phrases":
-            rule["enabled"] = False
-    (rules / "index.yaml").write_text(yaml.safe_dump(index, allow_unicode=True), encoding="utf-8")
+    rules = rules_without(repo_root / "rules", tmp_path / "rules", "claim.hallucination_phrases")
     relaxed = run_session(CPU_QUESTION, settings=s.model_copy(update={"rules_dir": rules}), store=store)
     assert "claim.hallucination_phrases" not in relaxed.evaluation.gatekeeper_result.failed_rules
