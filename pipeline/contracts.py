@@ -7,6 +7,7 @@ should find a seed paragraph by grepping a field name.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -270,6 +271,38 @@ class ComposerGuardResult(_Model):
     detail: str = ""
 
 
+# --- Question scope and coverage (law 8) -------------------------------------------------
+
+CoverageStatus = Literal["answered", "healthy", "no_data", "not_queried"]
+
+
+class TimeWindow(_Model):
+    start: datetime | None = None
+    end: datetime | None = None
+    text: str = ""  # the phrase of the question it came from ("最近30分钟", "since 10:00")
+
+
+class QuestionScope(_Model):
+    """What the question asks about, read from its text in code before any stage runs."""
+
+    services: list[str] = Field(default_factory=list)
+    # The subset of `services` that some configured backend or the catalogue knows.
+    known_services: list[str] = Field(default_factory=list)
+    symptom: str = ""
+    time_window: TimeWindow | None = None
+    language: Literal["zh", "en"] = "zh"
+
+
+class ServiceCoverage(_Model):
+    """Per asked service: did the evidence answer it? Decided in code, never by the LLM."""
+
+    service: str
+    status: CoverageStatus
+    claim_ids: list[str] = Field(default_factory=list)
+    invocation_ids: list[int] = Field(default_factory=list)
+    detail: str = ""
+
+
 # --- Audit (seed 000 §23) -----------------------------------------------------------------
 
 
@@ -296,6 +329,8 @@ class VerifierEvaluation(_Model):
     composer_output: ComposerOutput | None = None
     composer_guard: ComposerGuardResult | None = None
     retry_context: RetryContext | None = None
+    # Law 8: per asked service, answered / healthy / no_data / not_queried (decided in code).
+    question_coverage: list[ServiceCoverage] = Field(default_factory=list)
 
 
 class LlmCallRecord(_Model):
