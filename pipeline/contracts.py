@@ -157,6 +157,9 @@ class GatekeeperResult(_Model):
     failed_rules: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     errors: list[GatekeeperError] = Field(default_factory=list)
+    # Claims none of whose bindings is evidence: every binding only reaches the warn band or
+    # quotes content the cited output lacks. Never shown as confirmed, never PASS (issue 11).
+    unbacked_claims: list[str] = Field(default_factory=list)
 
 
 # --- Verifier V2 (seed 000 §14-16, seed 003) ----------------------------------------------

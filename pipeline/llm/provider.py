@@ -17,6 +17,7 @@ from pipeline.contracts import (
     EvidenceDigest,
     LlmCallRecord,
     PlannerPlan,
+    QuestionScope,
     RetryContext,
     ToolInvocation,
     VerifierOutput,
@@ -46,6 +47,8 @@ class StageContext:
     round: int = 1
     # "Now" for relative time windows: the incident's end for a bundled world, else the clock.
     now: datetime | None = None
+    # What the question asks about (services, symptom, window); every stage and prompt gets it.
+    scope: QuestionScope | None = None
 
 
 class Provider(Protocol):
