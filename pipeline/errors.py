@@ -7,6 +7,12 @@ what was wrong and what to do, never a repr of a huge value.
 
 from __future__ import annotations
 
+import reprlib
+
+# How much of a user-supplied value a message may quote: enough to recognise it, never a
+# multi-megabyte repr (an expanded YAML alias bomb, a huge JSON reply).
+QUOTE_CHARS = 80
+
 
 class WorkbenchError(Exception):
     """Base of every expected failure; `str(err)` is the one line shown to the user."""
@@ -21,7 +27,15 @@ class ConfigError(WorkbenchError):
 
 
 class RulesError(WorkbenchError):
-    """A rules directory or rules YAML text that does not validate."""
+    """A rules directory or rules YAML text that does not validate.
+
+    `messages` holds one "file: field: problem" per problem, so a page can list them all; loading
+    reports every problem at once rather than one per edit-and-retry.
+    """
+
+    def __init__(self, messages: list[str] | str) -> None:
+        self.messages = [messages] if isinstance(messages, str) else list(messages)
+        super().__init__("\n".join(self.messages))
 
 
 class BundleError(WorkbenchError):
@@ -42,3 +56,25 @@ class LlmCallError(WorkbenchError):
 
 class InputError(WorkbenchError):
     """A question or argument that cannot be used as given."""
+
+
+def _short_repr() -> reprlib.Repr:
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxdict, r.maxstring, r.maxother = 2, 4, 4, QUOTE_CHARS, QUOTE_CHARS
+    return r
+
+
+_REPR = _short_repr()
+
+
+def quote(value: object, limit: int = QUOTE_CHARS) -> str:
+    """A short repr of `value`: reprlib bounds the depth and items it walks, so quoting an
+    expanded alias bomb or a 100k-deep list costs microseconds, then the text is cut to `limit`."""
+    short = _REPR.repr(value)
+    return short if len(short) <= limit else short[: limit - 1] + "…"
+
+
+def one_line(err: BaseException) -> str:
+    """The error as the single line the CLI prints: multi-line messages joined with "; "."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return "; ".join(lines) or type(err).__name__

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from pipeline.errors import NotFound, quote
 from pipeline.text import normalize
 
 
@@ -65,7 +66,8 @@ def world_by_id(incidents_dir: Path, world_id: str) -> World:
     for world in load_worlds(incidents_dir):
         if world.id == world_id:
             return world
-    raise KeyError(f"no bundled incident world {world_id!r} in {incidents_dir}")
+    known = ", ".join(w.id for w in load_worlds(incidents_dir)) or "none"
+    raise NotFound(f"no bundled incident world {quote(world_id)} in {incidents_dir} (known: {known})")
 
 
 def route_question(incidents_dir: Path, question: str) -> World | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pipeline.errors import NotFound
 from pipeline.store import Store
 
 
@@ -15,7 +16,7 @@ def _section(title: str) -> str:
 def render_trace(store: Store, session_id: str) -> str:
     row = store.get_session(session_id)
     if row is None:
-        raise KeyError(f"no session {session_id}")
+        raise NotFound(f"no session {session_id}")
     ev: dict[str, Any] = (row.get("self_evaluation") or {}).get("verifier_evaluation") or {}
     lines = [
         f"session {row['id']}  ({row['status']}, stage {row['stage']})",

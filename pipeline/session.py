@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from pipeline.config import Settings
 from pipeline.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation
+from pipeline.errors import WorkbenchError
 from pipeline.evaluate import Evaluation, evaluate
 from pipeline.gatekeeper import RuleSet, load_rules, load_rules_from_text
 from pipeline.incidents import World, route_question, world_by_id
@@ -28,7 +29,9 @@ from pipeline.tools.registry import NoData, model_name, persisted_name
 OnEvent = Callable[[str, dict[str, Any]], None]
 
 
-class SessionFailed(RuntimeError):
+class SessionFailed(WorkbenchError):
+    """A stage raised after the session row existed; the row is marked `failed` at that stage."""
+
     def __init__(self, session_id: str, stage: str, message: str):
         super().__init__(f"session {session_id} failed at {stage}: {message}")
         self.session_id = session_id

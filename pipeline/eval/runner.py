@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from pipeline.config import Settings
+from pipeline.errors import WorkbenchError
 from pipeline.gatekeeper import RuleSet
 from pipeline.incidents import world_by_id
 from pipeline.session import SessionFailed, SessionResult, run_session
@@ -120,7 +121,7 @@ def run_fixture(fixture: dict[str, Any], *, settings: Settings, store: Store, ru
         result.session_id = exc.session_id
         result.failures = [f"session failed: {exc}"]
         return result
-    except (KeyError, ValueError) as exc:
+    except (WorkbenchError, ValueError) as exc:
         result.failures = [f"fixture cannot run: {exc}"]
         return result
     result.session_id, result.verdict = run.session_id, run.verdict

@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictStr, ValidationError
 
 from pipeline.contracts import VerdictImpact
+from pipeline.errors import RulesError
 
 INDEX_FILE = "index.yaml"
 METADATA_FILE = "metadata.yaml"
@@ -26,14 +27,6 @@ _IMPACTS = ("warn_only", "low_confid_on_fail", "reject_on_fail")
 _SEVERITIES = ("error", "warning")
 Number = StrictFloat  # strict: "0.5" is refused, 1 is accepted as 1.0
 _FIELD_PATH = re.compile(r"[a-z_]+(\[\])?(\.[a-z_]+(\[\])?)*")
-
-
-class RulesError(Exception):
-    """Rule files that cannot be used; `messages` holds one "file: field: problem" per problem."""
-
-    def __init__(self, messages: list[str]) -> None:
-        super().__init__("\n".join(messages))
-        self.messages = messages
 
 
 class _Params(BaseModel):

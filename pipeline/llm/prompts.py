@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from pipeline.errors import ConfigError
 from pipeline.llm.provider import STAGES
 
 
@@ -31,8 +32,8 @@ class Prompt:
     text: str
 
 
-class PromptError(ValueError):
-    pass
+class PromptError(ConfigError):
+    """A prompt file that is missing or lacks its versioned front matter."""
 
 
 def _parse(path: Path, raw: str) -> tuple[dict[str, object], str]:

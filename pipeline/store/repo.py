@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from pipeline.contracts import LlmCallRecord, ToolInvocation
+from pipeline.errors import StoreError
 from pipeline.store.schema import (
     Base,
     DiagnosisSession,
@@ -25,7 +26,7 @@ from pipeline.store.schema import (
 PREVIEW_CHARS = 2000
 
 
-class StaleRuleVersion(RuntimeError):
+class StaleRuleVersion(StoreError):
     """Another tuner applied a rule version after the one this edit started from."""
 
 

@@ -17,14 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import BackendSettings
+from pipeline.errors import BackendError
 
 # A reply larger than this is refused rather than parsed: a runaway query must not eat memory.
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 _READ_CHUNK = 256 * 1024
-
-
-class BackendError(RuntimeError):
-    """A backend could not be reached, refused the request, or answered with something unusable."""
 
 
 @dataclass(frozen=True)
