@@ -1,4 +1,8 @@
-"""Tables of the audit store (design §7). SQLite by default, PostgreSQL from DATABASE_URL."""
+"""Tables of the audit store. SQLite by default, PostgreSQL from DATABASE_URL.
+
+The schema changes only through a new revision in pipeline/store/migrations/versions/; the
+test in tests/test_migrations.py fails while these models and the revisions disagree.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,10 @@ def utcnow() -> datetime:
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    # Every string is Text: a length that SQLite ignores and PostgreSQL enforces made the same
+    # session fail on one backend only (a planner's 60-character tool name, a 41-character
+    # imported id). Declare new string columns as plain `Mapped[str]`.
+    type_annotation_map = {str: Text, dict[str, Any]: JSON, list[Any]: JSON}
 
 
 class DiagnosisSession(Base):
@@ -22,23 +29,23 @@ class DiagnosisSession(Base):
 
     __tablename__ = "diagnosis_session"
 
-    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    id: Mapped[str] = mapped_column(primary_key=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
     question: Mapped[str] = mapped_column(Text)
-    world: Mapped[str | None] = mapped_column(String(80))
-    shape: Mapped[str] = mapped_column(String(10))
-    provider: Mapped[str] = mapped_column(String(40))
-    model: Mapped[str] = mapped_column(String(120))
-    # running -> completed | failed; `stage` is the last stage reached, so a crash stays visible.
-    status: Mapped[str] = mapped_column(String(20), default="running", index=True)
-    stage: Mapped[str] = mapped_column(String(30), default="created")
+    world: Mapped[str | None]
+    shape: Mapped[str]
+    provider: Mapped[str]
+    model: Mapped[str]
+    # [queued ->] running -> completed | failed | interrupted; `stage` is the last stage reached.
+    status: Mapped[str] = mapped_column(default="running", index=True)
+    stage: Mapped[str] = mapped_column(default="created")
     error: Mapped[str | None] = mapped_column(Text)
-    verdict: Mapped[str | None] = mapped_column(String(12), index=True)
-    gatekeeper_status: Mapped[str | None] = mapped_column(String(8), index=True)
+    verdict: Mapped[str | None] = mapped_column(index=True)
+    gatekeeper_status: Mapped[str | None] = mapped_column(index=True)
     failed_rules: Mapped[list[Any]] = mapped_column(JSON, default=list)
     groundedness: Mapped[float | None] = mapped_column(Float)
-    services: Mapped[str] = mapped_column(String(400), default="")
+    services: Mapped[str] = mapped_column(default="")
     final_answer: Mapped[str | None] = mapped_column(Text)
     rounds: Mapped[int] = mapped_column(Integer, default=1)
     planner_plan: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -55,6 +62,15 @@ class DiagnosisSession(Base):
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
     imported_id_map: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Jobs (pipeline/jobs): queued -> running -> completed | failed | interrupted. A running
+    # session's worker refreshes heartbeat_at; one whose lease lapsed is marked interrupted.
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # What started it: {"kind": "manual"} or the Alertmanager group (pipeline/webhook.py).
+    trigger: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Dedup key of an alert group (group key + fingerprints): one session per group per window.
+    trigger_key: Mapped[str | None] = mapped_column(String(64), index=True)
+    # The interrupted or failed session this one runs again.
+    rerun_of: Mapped[str | None] = mapped_column(String(40), index=True)
 
 
 class ToolInvocationRow(Base):
@@ -65,10 +81,10 @@ class ToolInvocationRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), index=True)
     round: Mapped[int] = mapped_column(Integer, default=1)
-    tool_name: Mapped[str] = mapped_column(String(40))
-    model_tool_name: Mapped[str] = mapped_column(String(40))
+    tool_name: Mapped[str]
+    model_tool_name: Mapped[str]
     arguments: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    status: Mapped[str] = mapped_column(String(10))
+    status: Mapped[str]
     output: Mapped[str] = mapped_column(Text, default="")
     output_preview: Mapped[str] = mapped_column(Text, default="")
     output_bytes: Mapped[int] = mapped_column(Integer, default=0)
@@ -87,15 +103,15 @@ class LlmCallRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), index=True)
-    stage: Mapped[str] = mapped_column(String(20))
+    stage: Mapped[str]
     round: Mapped[int] = mapped_column(Integer, default=1)
-    provider: Mapped[str] = mapped_column(String(40))
-    model: Mapped[str] = mapped_column(String(120))
-    prompt_file: Mapped[str] = mapped_column(String(200), default="")
-    prompt_version: Mapped[str] = mapped_column(String(40), default="")
+    provider: Mapped[str]
+    model: Mapped[str]
+    prompt_file: Mapped[str] = mapped_column(default="")
+    prompt_version: Mapped[str] = mapped_column(default="")
     messages: Mapped[list[Any]] = mapped_column(JSON, default=list)
     raw_response: Mapped[str] = mapped_column(Text, default="")
-    parse_status: Mapped[str] = mapped_column(String(10))
+    parse_status: Mapped[str]
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
@@ -111,10 +127,10 @@ class ReviewRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), index=True)
-    claim_id: Mapped[str | None] = mapped_column(String(80))
-    label: Mapped[str] = mapped_column(String(40))
+    claim_id: Mapped[str | None]
+    label: Mapped[str]
     note: Mapped[str] = mapped_column(Text, default="")
-    reviewer: Mapped[str] = mapped_column(String(120))
+    reviewer: Mapped[str]
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -125,12 +141,41 @@ class RuleVersionRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    author: Mapped[str] = mapped_column(String(120))
+    author: Mapped[str]
     comment: Mapped[str] = mapped_column(Text, default="")
     index_yaml: Mapped[str] = mapped_column(Text)
     metadata_yaml: Mapped[str] = mapped_column(Text)
     active: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
     parent_id: Mapped[int | None] = mapped_column(Integer)
+
+
+class SessionEventRow(Base):
+    """A session's stage events in order, so any page or replica follows a run it did not start."""
+
+    __tablename__ = "session_event"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), index=True)
+    stage: Mapped[str] = mapped_column(String(30))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class JobRow(Base):
+    """An eval run or batch check run as a job; its result stays here for the page that asked.
+    (A diagnosis job's record is its diagnosis_session row.)"""
+
+    __tablename__ = "job"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    args: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 Index("ix_session_review_queue", DiagnosisSession.verdict, DiagnosisSession.created_at)
