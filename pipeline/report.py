@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from pipeline.errors import NotFound
+from pipeline.record import SessionRecord, read_session
 from pipeline.store import Store
 
 
@@ -14,57 +13,66 @@ def _section(title: str) -> str:
 
 
 def render_trace(store: Store, session_id: str) -> str:
-    row = store.get_session(session_id)
-    if row is None:
-        raise NotFound(f"no session {session_id}")
-    ev: dict[str, Any] = (row.get("self_evaluation") or {}).get("verifier_evaluation") or {}
+    """Raises NotFound for an unknown id."""
+    return render_record(read_session(store, session_id))
+
+
+def render_record(r: SessionRecord) -> str:
     lines = [
-        f"session {row['id']}  ({row['status']}, stage {row['stage']})",
-        f"question: {row['question']}",
-        f"world: {row.get('world') or '-'}   shape: {row['shape']}   provider: {row['provider']} / {row['model']}",
-        f"verdict: {row.get('verdict') or '-'}   gatekeeper: {row.get('gatekeeper_status') or '-'}   "
-        f"groundedness: {row.get('groundedness')}",
+        f"session {r.id}  ({r.status}, stage {r.stage})",
+        f"question: {r.question}",
+        f"world: {r.world or '-'}   shape: {r.shape}   provider: {r.provider} / {r.model}",
+        f"verdict: {r.verdict or '-'}   gatekeeper: {r.gatekeeper_status or '-'}   groundedness: {r.groundedness}",
     ]
-    if row.get("error"):
-        lines.append(f"error: {row['error']}")
-    lines += [_section("final answer"), row.get("final_answer") or "(none)"]
-    guard = ev.get("composer_guard") or {}
-    if guard:
-        lines.append(f"composer guard: {guard.get('status')}" + (" (fixed template used)" if guard.get("used_template") else ""))
-        lines += [f"  - {v['kind']}: {v['token']}" for v in guard.get("violations", [])]
-    ci = ev.get("composer_input") or {}
-    lines.append(_section("composer input"))
-    lines += [f"  claim {c['claim_id']} [{c['claim_type']}]: {c['claim_text']}" for c in ci.get("allowed_claims", [])]
-    lines += [f"  hypothesis: {h['hypothesis_text']}" for h in ci.get("allowed_hypotheses", [])]
-    lines += [f"  missing: {m}" for m in ci.get("missing_info", [])]
-    lines += [f"  action: {a['action_text']}" for a in ci.get("recommended_actions", [])]
-    lines += [f"  filtered {f['source']}: {f['reason']}" for f in ev.get("composer_filtered", [])]
-    lines.append(_section("verifier"))
-    lines.append(f"verifier said {ev.get('verifier_verdict')}; final {ev.get('verdict')}; rationale: {ev.get('rationale', '')}")
-    lines += [f"  guard: {r}" for r in ev.get("verdict_guard_reasons", [])]
-    lines += [f"  {c['claim_id']}: {c['verification']} - {c.get('detail', '')}" for c in ev.get("claim_checks", [])]
-    lines += [f"  digest {d['digest_id']}: {d['verification']} {d.get('detail', '')}" for d in ev.get("digest_checks", [])]
-    gate = ev.get("gatekeeper_result") or {}
-    lines.append(_section("gatekeeper"))
-    lines.append(f"status {gate.get('status')}; failed {gate.get('failed_rules')}; warnings {gate.get('warnings')}")
-    lines += [f"  {e['rule_id']} @ {e['target']}: {e['message']}" for e in gate.get("errors", [])]
-    structured = ev.get("executor_structured_output") or {}
-    lines.append(_section(f"executor output (parse: {(ev.get('executor_output_parse_status') or {}).get('status')})"))
-    for c in structured.get("claims", []) if isinstance(structured.get("claims"), list) else []:
-        lines.append(f"  {c.get('claim_id')} [{c.get('claim_type')}/{c.get('support_level')}] {c.get('claim_text')}")
-        for b in c.get("evidence_bindings") or []:
-            lines.append(f"      <- {b.get('tool_name')} {b.get('source_invocation_ids')} "
-                         f"{b.get('digest_id') or ''}: “{b.get('evidence_excerpt')}”")
-    for d in row.get("evidence_digests") or []:
-        lines.append(f"  digest {d['digest_id']} <- {d['source_invocation_ids']}: {d['summary']}")
+    if r.error:
+        lines.append(f"error: {r.error}")
+    lines += [_section("final answer"), r.final_answer or "(none)"]
+    ev = r.evaluation
+    if ev is None:
+        lines.append("(no verification yet: the session stopped before it)")
+    else:
+        if ev.composer_guard:
+            g = ev.composer_guard
+            lines.append(f"composer guard: {g.status}" + (" (fixed template used)" if g.used_template else ""))
+            lines += [f"  - {v.kind}: {v.token}" for v in g.violations]
+        lines.append(_section("composer input"))
+        if ev.composer_input:
+            ci = ev.composer_input
+            lines += [f"  claim {c.claim_id} [{c.claim_type}]: {c.claim_text}" for c in ci.allowed_claims]
+            lines += [f"  hypothesis: {h.hypothesis_text}" for h in ci.allowed_hypotheses]
+            lines += [f"  missing: {m}" for m in ci.missing_info]
+            lines += [f"  action: {a.action_text}" for a in ci.recommended_actions]
+        lines += [f"  filtered {f.source}: {f.reason}" for f in ev.composer_filtered]
+        lines.append(_section("verifier"))
+        lines.append(f"verifier said {ev.verifier_verdict}; final {ev.verdict}; rationale: {ev.rationale}")
+        lines += [f"  guard: {reason}" for reason in ev.verdict_guard_reasons]
+        lines += [f"  {c.claim_id}: {c.verification} - {c.detail}" for c in ev.claim_checks]
+        lines += [f"  digest {d.digest_id}: {d.verification} {d.detail}" for d in ev.digest_checks]
+        lines += [f"  coverage {c.service}: {c.status} {c.detail}" for c in ev.question_coverage]
+        gate = ev.gatekeeper_result
+        lines.append(_section("gatekeeper"))
+        lines.append(f"status {gate.status}; failed {gate.failed_rules}; warnings {gate.warnings}")
+        lines += [f"  {e.rule_id} @ {e.target}: {e.message}" for e in gate.errors]
+        lines.append(_section(f"executor output (parse: {ev.executor_output_parse_status.status})"))
+    for c in r.claims:
+        lines.append(f"  {c.claim_id} [{c.claim_type}/{c.support_level}] {c.claim_text}")
+        for b in c.evidence_bindings:
+            lines.append(f"      <- {b.tool_name} {b.source_invocation_ids} {b.digest_id or ''}: “{b.evidence_excerpt}”")
+    for d in r.evidence_digests:
+        lines.append(f"  digest {d.digest_id} <- {d.source_invocation_ids}: {d.summary}")
     lines.append(_section("tool invocations"))
-    for inv in store.invocation_meta(session_id):
-        lines.append(f"  #{inv['id']} r{inv['round']} {inv['model_tool_name']} {json.dumps(inv['arguments'], ensure_ascii=False)}"
-                     f" -> {inv['status']} ({inv['output_bytes']} bytes, {inv['latency_ms']:.1f} ms)"
-                     + (f" error: {inv['error']}" if inv["error"] else ""))
+    for inv in r.invocations:
+        lines.append(f"  #{inv.id} r{inv.round} {inv.model_tool_name} {json.dumps(inv.arguments, ensure_ascii=False)}"
+                     f" -> {inv.status} ({inv.output_bytes} bytes, {inv.latency_ms:.1f} ms)"
+                     + (f" error: {inv.error}" if inv.error else ""))
     lines.append(_section("llm calls"))
-    for call in store.llm_calls(session_id):
-        lines.append(f"  {call['stage']} r{call['round']} #{call['attempt']} {call['provider']}/{call['model']} "
-                     f"parse={call['parse_status']} tokens={call['prompt_tokens']}+{call['completion_tokens']} "
-                     f"{call['latency_ms']:.1f} ms" + (f" error: {call['error']}" if call["error"] else ""))
+    for call in r.llm_calls:
+        lines.append(f"  {call.stage} r{call.round} #{call.attempt} {call.provider}/{call.model} "
+                     f"parse={call.parse_status} tokens={call.prompt_tokens}+{call.completion_tokens} "
+                     f"{call.latency_ms:.1f} ms" + (f" error: {call.error}" if call.error else ""))
+    if r.reviews:
+        lines.append(_section("reviews"))
+        lines += [f"  {rv.created_at:%Y-%m-%d %H:%M} {rv.reviewer}: {rv.label}"
+                  + (f" on {rv.claim_id}" if rv.claim_id else "") + (f" — {rv.note}" if rv.note else "")
+                  for rv in r.reviews]
     return "\n".join(lines)

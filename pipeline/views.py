@@ -15,16 +15,45 @@ import json
 import re
 import typing
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 import yaml
 from sqlalchemy import Integer, Text, cast, func, select
 
+from pipeline.contracts import (
+    ClaimCheck,
+    ComposerAction,
+    ComposerGuardResult,
+    ComposerHypothesis,
+    DigestCheck,
+    EvidenceDigest,
+    GatekeeperError,
+    HypothesisCheck,
+    Verdict,
+    VerdictImpact,
+)
 from pipeline.gatekeeper.features import binding_target
 from pipeline.gatekeeper.matcher import decode_output
-from pipeline.contracts import VerdictImpact
-from pipeline.gatekeeper.rules_schema import PARAM_MODELS, RuleSet, RulesError, RuleSpec, Severity, load_rules_from_text
+from pipeline.gatekeeper.rules_schema import (
+    PARAM_MODELS,
+    RulesError,
+    RuleSet,
+    RuleSpec,
+    Severity,
+    load_rules_from_text,
+)
+from pipeline.record import (
+    BindingFeatures,
+    EntityMiss,
+    OtherMatch,
+    ReviewRecord,
+    SessionRecord,
+    SourceMatch,
+    WrittenBinding,
+    WrittenClaim,
+)
 from pipeline.store import SessionFilter, Store
 
 SegmentKind = Literal["text", "match", "entity"]
@@ -32,135 +61,138 @@ SegmentKind = Literal["text", "match", "entity"]
 
 # --- one session: claims, bindings and where their excerpts sit ------------------------------
 
-
-def verifier_evaluation(session: dict[str, Any]) -> dict[str, Any]:
-    return (session.get("self_evaluation") or {}).get("verifier_evaluation") or {}
+GOOD_CHECKS = ("direct_observation", "reasonable_inference")
 
 
 def under(target: str, prefix: str) -> bool:
     """Whether a gatekeeper target path lies at or below `prefix` ("claims[1]" is not under "claims[10]")."""
-    return target == prefix or target.startswith(prefix + ".") or target.startswith(prefix + "[")
+    return target == prefix or target.startswith((prefix + ".", prefix + "["))
+
+
+def _gate_errors(record: SessionRecord) -> list[GatekeeperError]:
+    return list(record.evaluation.gatekeeper_result.errors) if record.evaluation else []
 
 
 @dataclass
 class BindingView:
     target: str
-    tool_name: str
-    source_invocation_ids: list[Any]
-    evidence_excerpt: str
-    digest_id: str | None
+    binding: WrittenBinding
     # Where the excerpt was found: invocation, similarity and decoded-text spans (None when not located).
     invocation_id: int | None
     score: float | None
     spans: list[tuple[int, int]]
     source_scores: dict[str, float | None]
-    entity_misses: list[dict[str, Any]]
+    entity_misses: list[EntityMiss]
     added_words: list[str]
-    other_match: dict[str, Any] | None
-    errors: list[dict[str, Any]]
+    other_match: OtherMatch | None
+    errors: list[GatekeeperError]
 
 
 @dataclass
 class ClaimCard:
     index: int
     target: str
-    claim: dict[str, Any]
-    claim_check: dict[str, Any] | None
-    errors: list[dict[str, Any]]  # every gatekeeper error at or below claims[i]
+    claim: WrittenClaim
+    claim_check: ClaimCheck | None
+    errors: list[GatekeeperError]  # every gatekeeper error at or below claims[i]
     bindings: list[BindingView]
     composer: str  # "allowed" or where the composer-input filter moved it ("missing_info", ...)
     filter_reason: str = ""
-    reviews: list[dict[str, Any]] = field(default_factory=list)
+    reviews: list[ReviewRecord] = field(default_factory=list)
+
+    @property
+    def has_findings(self) -> bool:
+        """What a reviewer should look at: a gatekeeper error, a weak check, or kept from the answer."""
+        check = self.claim_check.verification if self.claim_check else None
+        return bool(self.errors) or check not in GOOD_CHECKS or self.composer != "allowed"
 
 
-def _claims(structured: Any) -> list[Any]:
-    if isinstance(structured, dict) and isinstance(structured.get("claims"), list):
-        return structured["claims"]
-    return []
-
-
-def _binding_view(target: str, binding: Any, features: dict[str, Any], errors: list[dict[str, Any]]) -> BindingView:
-    b = binding if isinstance(binding, dict) else {}
-    feats = features.get(target) or {}
-    sources = feats.get("sources") or {}
-    out = sources.get("output") or {}
-    spans = [(int(s), int(e)) for s, e in out.get("spans") or [] if s is not None and e is not None]
-    ids = b.get("source_invocation_ids")
+def _binding_view(target: str, binding: WrittenBinding, feats: BindingFeatures | None,
+                  errors: list[GatekeeperError]) -> BindingView:
+    feats = feats or BindingFeatures()
+    out = feats.sources.get("output") or SourceMatch()
     return BindingView(
         target=target,
-        tool_name=str(b.get("tool_name", "")),
-        source_invocation_ids=ids if isinstance(ids, list) else [],
-        evidence_excerpt=str(b.get("evidence_excerpt", "")),
-        digest_id=b.get("digest_id") if isinstance(b.get("digest_id"), str) else None,
-        invocation_id=out.get("invocation_id"),
-        score=out.get("score"),
-        spans=spans,
-        source_scores={name: s.get("score") for name, s in sources.items()},
-        entity_misses=list(feats.get("entities") or []),
-        added_words=[a["text"] for a in feats.get("added") or [] if isinstance(a, dict) and "text" in a],
-        other_match=feats.get("other_match"),
-        errors=[e for e in errors if under(e.get("target", ""), target)],
+        binding=binding,
+        invocation_id=out.invocation_id,
+        score=out.score,
+        spans=[(s, e) for s, e in out.spans if s is not None and e is not None],
+        source_scores={name: s.score for name, s in feats.sources.items()},
+        entity_misses=list(feats.entities),
+        added_words=[a.text for a in feats.added],
+        other_match=feats.other_match,
+        errors=[e for e in errors if under(e.target, target)],
     )
 
 
-def claim_cards(session: dict[str, Any], reviews: list[dict[str, Any]] | None = None) -> list[ClaimCard]:
+def claim_cards(record: SessionRecord) -> list[ClaimCard]:
     """One card per executor claim, with everything the gatekeeper, verifier and filter said about it."""
-    ev = verifier_evaluation(session)
-    errors = list((ev.get("gatekeeper_result") or {}).get("errors") or [])
-    checks = {c.get("claim_id"): c for c in ev.get("claim_checks") or []}
-    allowed = {c.get("claim_id") for c in (ev.get("composer_input") or {}).get("allowed_claims") or []}
-    filtered = {f.get("source"): f for f in ev.get("composer_filtered") or []}
-    features = session.get("gatekeeper_features") or {}
-    by_claim: dict[str, list[dict[str, Any]]] = {}
-    for r in reviews or []:
-        if r.get("claim_id"):
-            by_claim.setdefault(r["claim_id"], []).append(r)
+    ev = record.evaluation
+    errors = _gate_errors(record)
+    checks = {c.claim_id: c for c in ev.claim_checks} if ev else {}
+    allowed = {c.claim_id for c in ev.composer_input.allowed_claims} if ev and ev.composer_input else set()
+    filtered = {f.source: f for f in ev.composer_filtered} if ev else {}
     cards = []
-    for ci, claim in enumerate(_claims(ev.get("executor_structured_output"))):
-        c = claim if isinstance(claim, dict) else {"claim_text": str(claim)}
+    for ci, claim in enumerate(record.claims):
         target = f"claims[{ci}]"
-        own = [e for e in errors if under(e.get("target", ""), target)]
-        raw_bindings = c.get("evidence_bindings") if isinstance(c.get("evidence_bindings"), list) else []
-        cid = c.get("claim_id")
+        own = [e for e in errors if under(e.target, target)]
         moved = filtered.get(target)
         cards.append(ClaimCard(
             index=ci,
             target=target,
-            claim=c,
-            claim_check=checks.get(cid),
+            claim=claim,
+            claim_check=checks.get(claim.claim_id),
             errors=own,
-            bindings=[_binding_view(binding_target(ci, bi), b, features, own) for bi, b in enumerate(raw_bindings)],
-            composer="allowed" if cid in allowed else (moved or {}).get("moved_to", "dropped"),
-            filter_reason=(moved or {}).get("reason", ""),
-            reviews=by_claim.get(str(cid), []),
+            bindings=[_binding_view(binding_target(ci, bi), b, record.features.get(binding_target(ci, bi)), own)
+                      for bi, b in enumerate(claim.evidence_bindings)],
+            composer="allowed" if claim.claim_id in allowed else (moved.moved_to if moved else "dropped"),
+            filter_reason=moved.reason if moved else "",
+            reviews=record.claim_reviews(claim.claim_id),
         ))
     return cards
 
 
-def session_level_errors(session: dict[str, Any]) -> list[dict[str, Any]]:
+def session_level_errors(record: SessionRecord) -> list[GatekeeperError]:
     """Gatekeeper errors that belong to no claim (root, hypotheses, digests ...)."""
-    errors = (verifier_evaluation(session).get("gatekeeper_result") or {}).get("errors") or []
-    return [e for e in errors if not str(e.get("target", "")).startswith("claims[")]
+    return [e for e in _gate_errors(record) if not e.target.startswith("claims[")]
 
 
-def digest_rows(session: dict[str, Any]) -> list[dict[str, Any]]:
+@dataclass
+class HypothesisRow:
+    index: int
+    text: str  # as the executor wrote it ("" when the check names an index it did not write)
+    check: HypothesisCheck
+
+
+def hypothesis_rows(record: SessionRecord) -> list[HypothesisRow]:
+    checks = record.evaluation.hypothesis_checks if record.evaluation else []
+    hyps = record.hypotheses
+    return [HypothesisRow(h.hypothesis_index,
+                          hyps[h.hypothesis_index].hypothesis_text if 0 <= h.hypothesis_index < len(hyps) else "", h)
+            for h in checks]
+
+
+@dataclass
+class DigestRow:
+    digest: EvidenceDigest
+    target: str
+    check: DigestCheck | None
+    quote_score: float | None
+    quote_invocation_id: int | None
+    errors: list[GatekeeperError]
+
+
+def digest_rows(record: SessionRecord) -> list[DigestRow]:
     """Each digest with its digest_check and quote-location features."""
-    ev = verifier_evaluation(session)
-    checks = {d.get("digest_id"): d for d in ev.get("digest_checks") or []}
-    features = session.get("gatekeeper_features") or {}
-    errors = (ev.get("gatekeeper_result") or {}).get("errors") or []
+    checks = {d.digest_id: d for d in record.evaluation.digest_checks} if record.evaluation else {}
+    errors = _gate_errors(record)
     rows = []
-    for di, d in enumerate(session.get("evidence_digests") or []):
+    for di, d in enumerate(record.evidence_digests):
         target = f"digests[{di}]"
-        quote = (features.get(target) or {}).get("quote") or {}
-        rows.append({
-            **d,
-            "target": target,
-            "digest_check": checks.get(d.get("digest_id")),
-            "quote_score": quote.get("score"),
-            "quote_invocation_id": quote.get("invocation_id"),
-            "errors": [e for e in errors if under(e.get("target", ""), target)],
-        })
+        feats = record.features.get(target)
+        quote = (feats.quote if feats else None) or SourceMatch()
+        rows.append(DigestRow(d, target, checks.get(d.digest_id), quote.score, quote.invocation_id,
+                              [e for e in errors if under(e.target, target)]))
     return rows
 
 
@@ -230,14 +262,14 @@ def highlight_window(
     return Window(_mark(text, lo, marks), lo, hi, len(decoded), line)
 
 
-def excerpt_segments(excerpt: str, misses: list[dict[str, Any]]) -> list[tuple[str, SegmentKind]]:
+def excerpt_segments(excerpt: str, misses: list[EntityMiss]) -> list[tuple[str, SegmentKind]]:
     """The excerpt with the entities its matched record lacks marked."""
-    return _mark(excerpt, 0, _token_spans(excerpt, 0, [m.get("token", "") for m in misses]))
+    return _mark(excerpt, 0, _token_spans(excerpt, 0, [m.token for m in misses]))
 
 
-def nearby_tokens(misses: list[dict[str, Any]]) -> list[str]:
+def nearby_tokens(misses: list[EntityMiss]) -> list[str]:
     """What the output record holds instead of the excerpt's missing entities."""
-    return [t for m in misses for t in m.get("nearby") or []]
+    return [t for m in misses for t in m.nearby]
 
 
 def decoded_output(output: str) -> str:
@@ -332,48 +364,36 @@ class ConfirmedFact:
     claim_id: str
     claim_type: str
     claim_text: str
-    evidence: list[dict[str, Any]]  # tool_name, source_invocation_ids, evidence_excerpt, digest_id
+    evidence: list[WrittenBinding]
 
 
 @dataclass
 class AnswerView:
-    verdict: str | None
+    verdict: Verdict | None
     final_answer: str
     confirmed: list[ConfirmedFact]
-    hypotheses: list[dict[str, Any]]
+    hypotheses: list[ComposerHypothesis]
     missing_info: list[str]
-    actions: list[dict[str, Any]]
+    actions: list[ComposerAction]
     rationale: str
-    guard: dict[str, Any]
+    guard: ComposerGuardResult | None
 
 
-def answer_view(session: dict[str, Any]) -> AnswerView:
+def answer_view(record: SessionRecord) -> AnswerView:
     """The composer input (what the answer may say), each confirmed fact with the evidence it cites."""
-    ev = verifier_evaluation(session)
-    ci = ev.get("composer_input") or {}
-    bindings = {
-        c.get("claim_id"): c.get("evidence_bindings") or []
-        for c in _claims(ev.get("executor_structured_output")) if isinstance(c, dict)
-    }
-    confirmed = [
-        ConfirmedFact(
-            claim_id=str(c.get("claim_id", "")),
-            claim_type=str(c.get("claim_type", "")),
-            claim_text=str(c.get("claim_text", "")),
-            evidence=[{k: b.get(k) for k in ("tool_name", "source_invocation_ids", "evidence_excerpt", "digest_id")}
-                      for b in bindings.get(c.get("claim_id"), []) if isinstance(b, dict)],
-        )
-        for c in ci.get("allowed_claims") or []
-    ]
+    ev = record.evaluation
+    ci = ev.composer_input if ev else None
+    bindings = {c.claim_id: c.evidence_bindings for c in record.claims}
     return AnswerView(
-        verdict=session.get("verdict"),
-        final_answer=session.get("final_answer") or "",
-        confirmed=confirmed,
-        hypotheses=list(ci.get("allowed_hypotheses") or []),
-        missing_info=list(ci.get("missing_info") or []),
-        actions=list(ci.get("recommended_actions") or []),
-        rationale=str(ci.get("rationale") or ""),
-        guard=ev.get("composer_guard") or {},
+        verdict=record.verdict,
+        final_answer=record.final_answer or "",
+        confirmed=[ConfirmedFact(c.claim_id, c.claim_type, c.claim_text, list(bindings.get(c.claim_id, [])))
+                   for c in (ci.allowed_claims if ci else [])],
+        hypotheses=list(ci.allowed_hypotheses) if ci else [],
+        missing_info=list(ci.missing_info) if ci else [],
+        actions=list(ci.recommended_actions) if ci else [],
+        rationale=ci.rationale if ci else "",
+        guard=ev.composer_guard if ev else None,
     )
 
 
@@ -478,7 +498,7 @@ def param_fields(spec: RuleSpec) -> list[ParamField]:
 
 def yaml_diff(old: tuple[str, str], new: tuple[str, str], old_name: str, new_name: str) -> str:
     """Unified diff of two (index.yaml, metadata.yaml) pairs."""
-    parts = []
+    parts: list[str] = []
     for fname, a, b in (("index.yaml", old[0], new[0]), ("metadata.yaml", old[1], new[1])):
         parts.extend(difflib.unified_diff(
             a.splitlines(keepends=True), b.splitlines(keepends=True),
@@ -489,7 +509,7 @@ def yaml_diff(old: tuple[str, str], new: tuple[str, str], old_name: str, new_nam
 
 def histogram(values: list[float], width: float = 0.05) -> list[tuple[float, int]]:
     """(bin start, count) over [0, 1]; a chart gets 20 bars, not every stored score."""
-    bins = int(round(1 / width))
+    bins = round(1 / width)
     counts = Counter(min(int(v / width), bins - 1) for v in values)
     return [(round(b * width, 4), counts.get(b, 0)) for b in range(bins)]
 
@@ -521,5 +541,5 @@ def set_rule_field(
             entry.setdefault("params", {})[field_name.removeprefix("params.")] = value
         else:
             entry[field_name] = value
-    dump = lambda doc: yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)  # noqa: E731
+    dump = lambda doc: yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)
     return dump(index), dump(meta)

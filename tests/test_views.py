@@ -3,31 +3,46 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+
+import pytest
 
 from pipeline import views
+from pipeline.errors import NotFound, StoreError
 from pipeline.gatekeeper import load_rules
+from pipeline.record import EntityMiss, SessionRecord, read_session
+from pipeline.report import render_trace
 from pipeline.session import run_session
 from pipeline.store import SessionFilter, Store
 
 
-def _session(errors: list[dict], features: dict, claims: list[dict], **extra) -> dict:
+def _row(errors: list[dict], features: dict, claims: list, **extra) -> dict:
+    """A diagnosis_session row as Store.get_session returns it."""
     return {
+        "id": "s-1", "created_at": datetime(2026, 1, 1, tzinfo=UTC), "question": "q", "shape": "split",
+        "provider": "offline", "model": "m", "status": "completed", "stage": "done",
         "verdict": "LOW_CONFID",
         "final_answer": "answer",
         "gatekeeper_features": features,
         "self_evaluation": {"verifier_evaluation": {
+            "verdict": "LOW_CONFID", "groundedness_score": 0.5,
+            "executor_output_parse_status": {"status": "valid"},
             "gatekeeper_result": {"status": "fail", "errors": errors},
             "claim_checks": [{"claim_id": "c1", "verification": "direct_observation"},
                              {"claim_id": "c2", "verification": "unsupported"}],
             "executor_structured_output": {"claims": claims},
-            "composer_input": {"allowed_claims": [{"claim_id": "c1", "claim_type": "symptom", "claim_text": "a"}],
+            "composer_input": {"original_query": "q", "verdict": "LOW_CONFID",
+                               "allowed_claims": [{"claim_id": "c1", "claim_type": "symptom", "claim_text": "a"}],
                                "missing_info": ["gap"]},
             "composer_filtered": [{"source": "claims[1]", "text": "b", "reason": "unsupported",
                                    "moved_to": "missing_info"}],
         }},
         **extra,
     }
+
+
+def _session(errors: list[dict], features: dict, claims: list, reviews: list[dict] = ()) -> SessionRecord:
+    return SessionRecord.from_row(_row(errors, features, claims), reviews=reviews)
 
 
 def _claims(n: int) -> list[dict]:
@@ -44,11 +59,11 @@ def test_errors_are_matched_to_claims_by_target_path_prefix() -> None:
         {"rule_id": "evidence.digest_ref", "target": "digests[0]", "message": "quote"},
     ]
     cards = views.claim_cards(_session(errors, {}, _claims(11)))
-    assert [e["message"] for e in cards[1].errors] == ["low", "bad"]
-    assert [e["message"] for e in cards[1].bindings[0].errors] == ["low"]
-    assert [e["message"] for e in cards[10].errors] == ["missing"]
+    assert [e.message for e in cards[1].errors] == ["low", "bad"]
+    assert [e.message for e in cards[1].bindings[0].errors] == ["low"]
+    assert [e.message for e in cards[10].errors] == ["missing"]
     assert cards[0].errors == []
-    assert [e["target"] for e in views.session_level_errors(_session(errors, {}, []))] == ["digests[0]"]
+    assert [e.target for e in views.session_level_errors(_session(errors, {}, []))] == ["digests[0]"]
 
 
 def test_claim_card_carries_check_composer_fate_and_binding_features() -> None:
@@ -59,16 +74,19 @@ def test_claim_card_carries_check_composer_fate_and_binding_features() -> None:
         "added": [{"text": "exhausted", "score": 0.8}],
         "other_match": None,
     }}
-    reviews = [{"claim_id": "c2", "label": "hallucination", "reviewer": "ann"}, {"claim_id": None, "label": "x"}]
-    cards = views.claim_cards(_session([], features, _claims(2)), reviews)
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    reviews = [{"session_id": "s-1", "claim_id": "c2", "label": "hallucination", "reviewer": "ann", "created_at": at},
+               {"session_id": "s-1", "claim_id": None, "label": "x", "reviewer": "bo", "created_at": at}]
+    cards = views.claim_cards(_session([], features, _claims(2), reviews))
     first, second = cards
-    assert first.composer == "allowed" and first.claim_check["verification"] == "direct_observation"
+    assert first.composer == "allowed" and first.claim_check.verification == "direct_observation"
+    assert not first.has_findings and second.has_findings
     b = first.bindings[0]
     assert (b.invocation_id, b.score, b.spans) == (7, 0.82, [(10, 20), (30, 35)])
     assert b.source_scores == {"output": 0.82, "digest.source_quote": 1.0}
     assert b.added_words == ["exhausted"] and views.nearby_tokens(b.entity_misses) == ["payment-service"]
     assert second.composer == "missing_info" and second.filter_reason == "unsupported"
-    assert [r["label"] for r in second.reviews] == ["hallucination"]
+    assert [r.label for r in second.reviews] == ["hallucination"]
     assert second.bindings[0].spans == [] and second.bindings[0].score is None
 
 
@@ -92,7 +110,7 @@ def test_highlight_window_ignores_far_spans_and_counts_lines() -> None:
 
 
 def test_excerpt_segments_mark_missing_entities() -> None:
-    segs = views.excerpt_segments("timeout on order-service", [{"token": "order-service"}])
+    segs = views.excerpt_segments("timeout on order-service", [EntityMiss(token="order-service")])
     assert segs == [("timeout on ", "text"), ("order-service", "entity")]
 
 
@@ -114,7 +132,7 @@ def test_output_pages_pretty_prints_wraps_and_searches() -> None:
 def test_answer_view_links_confirmed_facts_to_their_evidence() -> None:
     view = views.answer_view(_session([], {}, _claims(2)))
     assert [f.claim_id for f in view.confirmed] == ["c1"]
-    assert view.confirmed[0].evidence[0]["source_invocation_ids"] == [7]
+    assert view.confirmed[0].evidence[0].source_invocation_ids == [7]
     assert view.missing_info == ["gap"] and view.final_answer == "answer"
 
 
@@ -122,7 +140,7 @@ def _store_with(tmp_path, n: int) -> Store:
     store = Store(f"sqlite:///{tmp_path / 'views.db'}")
     for i in range(n):
         sid = store.create_session(question=f"q{i} payment", world=None, shape="split", provider="offline",
-                                   model="m", created_at=datetime(2026, 1, 1 + i % 3, 12, tzinfo=timezone.utc))
+                                   model="m", created_at=datetime(2026, 1, 1 + i % 3, 12, tzinfo=UTC))
         verdict = ("PASS", "LOW_CONFID", "REJECT")[i % 3]
         failed = [] if verdict == "PASS" else ["evidence.excerpt_similarity"] + (["evidence.invocation_ref"] if i % 3 == 2 else [])
         store.update_session(sid, status="completed", verdict=verdict, failed_rules=failed, groundedness=i / n,
@@ -171,8 +189,7 @@ def test_param_fields_follow_the_rule_kinds_parameter_models(repo_root) -> None:
 
 def test_a_real_session_gives_located_highlight_windows(settings, store) -> None:
     result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
-    row = store.get_session(result.session_id)
-    cards = views.claim_cards(row)
+    cards = views.claim_cards(read_session(store, result.session_id))
     located = [b for c in cards for b in c.bindings if b.spans]
     assert located
     b = located[0]
@@ -185,3 +202,38 @@ def test_a_real_session_gives_located_highlight_windows(settings, store) -> None
 def test_histogram_bins_scores_over_unit_interval() -> None:
     bars = views.histogram([0.0, 0.04, 0.05, 0.99, 1.0], 0.05)
     assert len(bars) == 20 and bars[0] == (0.0, 2) and bars[1] == (0.05, 1) and bars[-1] == (0.95, 2)
+
+
+def test_a_stored_session_reads_back_into_its_contracts(settings, store) -> None:
+    result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
+    store.add_review(session_id=result.session_id, label="correct", reviewer="ann", claim_id="c1")
+    record = read_session(store, result.session_id)
+    assert record.evaluation == result.evaluation.verifier_evaluation
+    assert record.verdict == result.verdict and record.planner_plan is not None
+    assert record.invocations and {c.stage for c in record.llm_calls} >= {"planner", "diagnosis", "composer"}
+    assert [r.label for r in record.claim_reviews("c1")] == ["correct"] and record.session_reviews == []
+    text = render_trace(store, result.session_id)
+    assert f"session {result.session_id}" in text and "ann: correct on c1" in text
+
+
+def test_executor_output_that_breaks_the_schema_still_shows_every_claim_in_place() -> None:
+    claims = [{"claim_id": 3, "claim_text": None, "evidence_bindings": "none"},
+              "a bare string",
+              {"claim_id": "c9", "evidence_bindings": ["junk", {"tool_name": "query_logs", "evidence_excerpt": "x",
+                                                                "source_invocation_ids": 7, "digest_id": 1}]}]
+    errors = [{"rule_id": "evidence.invocation_ref", "target": "claims[2].evidence_bindings[1]", "message": "ids"}]
+    cards = views.claim_cards(_session(errors, {}, claims))
+    assert [c.claim.claim_id for c in cards] == ["3", "", "c9"]
+    assert cards[0].claim.claim_text == "" and cards[0].bindings == [] and cards[1].claim.claim_text == "a bare string"
+    junk, real = cards[2].bindings
+    assert junk.binding.evidence_excerpt == "" and real.binding.source_invocation_ids == [] and real.binding.digest_id is None
+    assert [e.message for e in real.errors] == ["ids"] and junk.errors == []
+
+
+def test_a_row_that_breaks_a_contract_is_a_store_error_naming_the_field(store) -> None:
+    row = _row([], {}, [])
+    row["self_evaluation"]["verifier_evaluation"]["verdict"] = "MAYBE"
+    with pytest.raises(StoreError, match=r"session s-1: stored evaluation\.verdict .*MAYBE"):
+        SessionRecord.from_row(row)
+    with pytest.raises(NotFound, match="s-nope"):
+        read_session(store, "s-nope")
