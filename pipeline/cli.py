@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from pipeline.config import Settings, load_settings
+from pipeline.errors import WorkbenchError, one_line
 from pipeline.store import Store
 
 
@@ -42,7 +44,7 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from pipeline.session import SessionFailed, run_session
+    from pipeline.session import run_session
 
     settings = _settings(args)
     store = Store(settings.db_url)
@@ -51,14 +53,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if not args.json and stage == "tool":
             print(f"  tool #{data['id']} {data['tool']} -> {data['status']} ({data['latency_ms']} ms)", file=sys.stderr)
 
-    try:
-        result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except SessionFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
     if args.json:
         _print_json({"session_id": result.session_id, "verdict": result.verdict, "final_answer": result.final_answer,
                      "verifier_evaluation": result.evaluation.verifier_evaluation.model_dump(mode="json")})
@@ -71,11 +66,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from pipeline.report import render_trace
 
-    try:
-        print(render_trace(Store(_settings(args).db_url), args.session_id))
-    except KeyError as exc:
-        print(f"error: {exc.args[0]}", file=sys.stderr)
-        return 2
+    print(render_trace(Store(_settings(args).db_url), args.session_id))
     return 0
 
 
@@ -130,16 +121,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from pipeline.gatekeeper import RulesError
     from pipeline.gatekeeper.replay import replay, summarize
     from pipeline.replay_inputs import replay_inputs
 
     settings = _settings(args)
-    try:
-        rules = _rules(args, settings)
-    except RulesError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    rules = _rules(args, settings)
     rows = replay(replay_inputs(Store(settings.db_url)), rules)
     if args.json:
         _print_json([r.__dict__ for r in rows if r.changed])
@@ -150,14 +136,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from pipeline.eval.runner import format_table, run_suite
-    from pipeline.gatekeeper import RulesError
 
     settings = _settings(args)
-    try:
-        rules = _rules(args, settings)
-    except RulesError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    rules = _rules(args, settings)
     results = run_suite(settings, rules=rules)
     if args.json:
         _print_json([r.as_dict() for r in results])
@@ -190,6 +171,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         server.shutdown()
     return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from pipeline.resources import resource_dir
+
+    ui_dir = resource_dir("ui")
+    # Streamlit reads .streamlit/config.toml from its working directory; the packaged UI ships one.
+    command = [sys.executable, "-m", "streamlit", "run", str(ui_dir / "app.py"),
+               "--server.port", str(args.port), "--server.address", args.host]
+    return subprocess.call(command, cwd=ui_dir)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -240,12 +233,32 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("incident")
     sim.add_argument("--port", type=int, default=9464)
     sim.set_defaults(func=cmd_simulate)
+
+    ui = sub.add_parser("ui", help="start the Streamlit workbench (the packaged app)")
+    ui.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
+    ui.add_argument("--host", default="localhost", help="address to bind (default localhost)")
+    ui.set_defaults(func=cmd_ui)
     return p
 
 
+def _tolerant_streams() -> None:
+    """A question or a log line may hold lone surrogates (undecodable argv bytes, JSON "\\udcff"
+    escapes); printing them must show an escape, not raise UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerant_streams()
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except WorkbenchError as exc:
+        # Expected failures (docs: pipeline/errors.py) are one line and exit 2; anything else
+        # is a bug and keeps its traceback.
+        print(f"workbench: {one_line(exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

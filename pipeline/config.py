@@ -16,7 +16,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-ROOT = Path(__file__).resolve().parent.parent
+from pipeline.resources import SOURCE_ROOT as ROOT
+from pipeline.resources import default_config_file, default_home, resource_dir
 
 
 class _Section(BaseModel):
@@ -75,16 +76,34 @@ class UISettings(_Section):
     editors: list[str] = Field(default_factory=list)
 
 
+class JobsSettings(_Section):
+    """Sessions, eval runs and batch checks as jobs (pipeline/jobs, docs/deploy.md)."""
+
+    # auto: procrastinate workers when the store is PostgreSQL, else the in-process pool.
+    backend: Literal["auto", "local", "procrastinate"] = "auto"
+    concurrency: int = Field(default=2, ge=1, le=64)
+    # A running session refreshes its heartbeat this often; one silent for lease_s is interrupted.
+    heartbeat_s: float = Field(default=10.0, gt=0)
+    lease_s: float = Field(default=60.0, gt=0)
+    # Extra attempts of a job whose failure was transient (an LLM endpoint or database outage).
+    retries: int = Field(default=2, ge=0, le=10)
+    # Concurrent requests one process sends to one LLM endpoint (base URL).
+    llm_concurrency: int = Field(default=4, ge=1, le=256)
+    # Alertmanager groups: a repeat of the same group key and fingerprints within this window
+    # joins the session already started instead of starting another.
+    dedup_window_s: float = Field(default=3600.0, ge=0)
+
+
 class Settings(_Section):
     provider: Literal["offline", "openai", "scripted"] = "offline"
     model: str = "rule-based"
     scripted_fixture: str | None = None
-    home: Path = ROOT / ".workbench"
+    home: Path = Field(default_factory=default_home)
     database_url: str | None = None
-    rules_dir: Path = ROOT / "rules"
-    prompts_dir: Path = ROOT / "prompts"
-    incidents_dir: Path = ROOT / "data" / "incidents"
-    fixtures_dir: Path = ROOT / "data" / "fixtures"
+    rules_dir: Path = Field(default_factory=lambda: resource_dir("rules"))
+    prompts_dir: Path = Field(default_factory=lambda: resource_dir("prompts"))
+    incidents_dir: Path = Field(default_factory=lambda: resource_dir("data") / "incidents")
+    fixtures_dir: Path = Field(default_factory=lambda: resource_dir("data") / "fixtures")
     digest: Switch = Field(default_factory=Switch)
     gatekeeper: Switch = Field(default_factory=Switch)
     composer: Switch = Field(default_factory=Switch)
@@ -93,6 +112,7 @@ class Settings(_Section):
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     backends: BackendsSettings = Field(default_factory=BackendsSettings)
     ui: UISettings = Field(default_factory=UISettings)
+    jobs: JobsSettings = Field(default_factory=JobsSettings)
 
     @property
     def db_url(self) -> str:
@@ -152,7 +172,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
     """Settings from the config file, then the environment, then explicit keyword overrides."""
-    cfg_path = Path(path or os.environ.get("WORKBENCH_CONFIG") or ROOT / "workbench.yaml")
+    cfg_path = Path(path or os.environ.get("WORKBENCH_CONFIG") or default_config_file())
     data: dict[str, Any] = {}
     if cfg_path.exists():
         loaded = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
