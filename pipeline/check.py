@@ -7,10 +7,12 @@ when present (so a team checks what its agent really said); missing parts are co
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pipeline.bundle import SessionBundle
 from pipeline.config import Settings
+from pipeline.contracts import LlmCallRecord
 from pipeline.evaluate import Evaluation, evaluate
 from pipeline.gatekeeper import RuleSet
 from pipeline.llm.provider import Provider, StageContext
@@ -21,11 +23,13 @@ def _no_tools(tool_name: str, arguments: dict[str, Any]) -> Any:
     raise RuntimeError("check calls no tool")
 
 
-def check_bundle(bundle: SessionBundle, *, settings: Settings, rules: RuleSet, provider: Provider) -> Evaluation:
+def check_bundle(bundle: SessionBundle, *, settings: Settings, rules: RuleSet, provider: Provider,
+                 record: Callable[[LlmCallRecord], None] | None = None) -> Evaluation:
+    """`record` receives the LLM calls the check makes (an import stores them, law 6)."""
     by_id = {inv.id: inv for inv in bundle.tool_invocations}
     question = bundle.session.question
     ctx = StageContext(settings=settings, session_id=bundle.session.id, language=detect_language(question),
-                       record=lambda rec: None, run_tool=_no_tools)
+                       record=record or (lambda rec: None), run_tool=_no_tools)
     composer_raw = bundle.composer_output
     if isinstance(composer_raw, dict):
         composer_raw = json.dumps(composer_raw, ensure_ascii=False)

@@ -1,0 +1,35 @@
+"""Size and depth bounds shared by every path that stores or reads outside text (issue 12 item 5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# JSON nested deeper than this is refused before any recursive code (pydantic, json.dumps, the
+# id remapping) walks it: legitimate bundles and tool arguments nest a handful of levels.
+MAX_JSON_DEPTH = 100
+
+
+def cap_text(text: str, max_bytes: int) -> tuple[str, int]:
+    """`text` cut to at most `max_bytes` UTF-8 bytes (never inside a character) and the bytes cut."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) <= max_bytes:
+        return text, 0
+    kept = encoded[:max_bytes].decode("utf-8", "ignore")
+    return kept, len(encoded) - len(kept.encode("utf-8", "surrogatepass"))
+
+
+def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a decoded JSON value nests deeper than `limit`; iterative, so it cannot recurse out."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
