@@ -15,13 +15,14 @@ from typing import Any, Callable
 
 from pipeline.config import Settings
 from pipeline.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation
-from pipeline.errors import WorkbenchError
+from pipeline.errors import StoreError, WorkbenchError
 from pipeline.evaluate import Evaluation, evaluate
 from pipeline.gatekeeper import RuleSet, load_rules, load_rules_from_text
 from pipeline.incidents import World, route_question, world_by_id
 from pipeline.llm import make_provider
 from pipeline.llm.provider import Provider, StageContext
 from pipeline.store import Store
+from pipeline.store.lease import Heartbeat, add_event, claim_session
 from pipeline.text import detect_language, extract_entities
 from pipeline.tools import build_toolbox
 from pipeline.tools.registry import NoData, model_name, persisted_name
@@ -137,19 +138,47 @@ def run_session(
     world_id: str | None = None,
     on_event: OnEvent | None = None,
     rules: RuleSet | None = None,
+    session_id: str | None = None,
 ) -> SessionResult:
-    """Run one session. `rules` overrides the rules in force (the Eval page's candidate rules)."""
+    """Run one session. `rules` overrides the rules in force (the Eval page's candidate rules);
+    `session_id` names a queued row to run (pipeline/jobs) instead of creating one. The row's
+    heartbeat is kept fresh until this returns, so a dead process leaves it to the reaper."""
+    with Heartbeat(store, settings.jobs.heartbeat_s) as heartbeat:
+        return _run_session(question, settings=settings, store=store, provider=provider, world_id=world_id,
+                            on_event=on_event, rules=rules, session_id=session_id, heartbeat=heartbeat)
+
+
+def _open_row(store: Store, session_id: str | None, **columns: Any) -> str:
+    if session_id is None:
+        return store.create_session(**columns)
+    columns.pop("question")
+    if not claim_session(store, session_id, stage="created", **columns):
+        raise StoreError(f"session {session_id} is not queued (another worker took it, or it already ran)")
+    return session_id
+
+
+def _run_session(
+    question: str, *, settings: Settings, store: Store, provider: Provider | None, world_id: str | None,
+    on_event: OnEvent | None, rules: RuleSet | None, session_id: str | None, heartbeat: Heartbeat,
+) -> SessionResult:
     question = question.strip()
     if not question:
         raise ValueError("the question is empty: ask about a symptom, e.g. “payment API times out since 10:00”")
-    emit: OnEvent = on_event or (lambda stage, data: None)
+    callback: OnEvent = on_event or (lambda stage, data: None)
     provider = provider or make_provider(settings)
     world = _pick_world(settings, question, world_id)
     if rules is None:
         rules, _ = rules_in_force(settings, store)
     split = settings.digest.enabled
-    sid = store.create_session(question=question, world=world.id if world else None, shape=settings.shape,
-                               provider=provider.name, model=provider.model_for("diagnosis"))
+    sid = _open_row(store, session_id, question=question, world=world.id if world else None, shape=settings.shape,
+                    provider=provider.name, model=provider.model_for("diagnosis"))
+    heartbeat.hold(sid)
+
+    def emit(stage: str, data: dict[str, Any]) -> None:
+        # Stored first: any page or replica follows the run from the store (session_event).
+        add_event(store, sid, stage, json.loads(json.dumps(data, ensure_ascii=False, default=str)))
+        callback(stage, data)
+
     emit("session", {"session_id": sid, "world": world.id if world else None, "provider": provider.name,
                      "shape": settings.shape})
     timings: dict[str, float] = {}

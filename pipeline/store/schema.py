@@ -68,9 +68,9 @@ class DiagnosisSession(Base):
     # What started it: {"kind": "manual"} or the Alertmanager group (pipeline/webhook.py).
     trigger: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Dedup key of an alert group (group key + fingerprints): one session per group per window.
-    trigger_key: Mapped[str | None] = mapped_column(String(64), index=True)
+    trigger_key: Mapped[str | None] = mapped_column(Text, index=True)
     # The interrupted or failed session this one runs again.
-    rerun_of: Mapped[str | None] = mapped_column(String(40), index=True)
+    rerun_of: Mapped[str | None] = mapped_column(Text, index=True)
 
 
 class ToolInvocationRow(Base):
@@ -156,7 +156,7 @@ class SessionEventRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), index=True)
-    stage: Mapped[str] = mapped_column(String(30))
+    stage: Mapped[str] = mapped_column(Text)
     data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -167,10 +167,10 @@ class JobRow(Base):
 
     __tablename__ = "job"
 
-    id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(20))
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    kind: Mapped[str] = mapped_column(Text)
     args: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    status: Mapped[str] = mapped_column(Text, default="queued", index=True)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     error: Mapped[str | None] = mapped_column(Text)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

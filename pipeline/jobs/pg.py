@@ -1,0 +1,108 @@
+"""The team queue: procrastinate on the PostgreSQL of DATABASE_URL (no other server to run).
+
+Submitting processes (app replicas, the webhook receiver) only defer; `workbench worker` runs
+the same job functions as the in-process pool, with procrastinate's retry strategy for
+`TransientJobError`. The worker also reaps: sessions whose lease lapsed become `interrupted`,
+and procrastinate jobs left `doing` by a dead worker are retried (the retry runs the question
+again as a new session, see tasks.run_diagnosis).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import procrastinate
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from pipeline.config import Settings
+from pipeline.errors import ConfigError
+from pipeline.jobs.tasks import TASKS, TransientJobError
+from pipeline.store import Store
+from pipeline.store.lease import reap
+
+log = logging.getLogger(__name__)
+QUEUE = "workbench"
+_SCHEMA_LOCK = 4_711_013  # pg_advisory_lock key: one process applies procrastinate's schema
+
+
+def conninfo(db_url: str) -> str:
+    """The libpq URI of a SQLAlchemy PostgreSQL URL (drops the +psycopg driver suffix)."""
+    url = make_url(db_url)
+    if url.get_backend_name() != "postgresql":
+        raise ConfigError(f"procrastinate needs PostgreSQL; the store is {url.get_backend_name()} (set DATABASE_URL)")
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def build_app(settings: Settings, store: Store) -> procrastinate.App:
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(store.url)))
+    retry = procrastinate.RetryStrategy(max_attempts=settings.jobs.retries, exponential_wait=2,
+                                        retry_exceptions={TransientJobError})
+    for kind, func in TASKS.items():
+        def job(ref: str, _func: Any = func) -> None:
+            _func(settings, store, ref)
+
+        app.task(name=f"workbench.{kind}", queue=QUEUE, retry=retry, pass_context=False)(job)
+    return app
+
+
+def ensure_schema(app: procrastinate.App, store: Store) -> None:
+    """Apply procrastinate's tables once per database, whoever starts first."""
+    with store.engine.connect() as conn:
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _SCHEMA_LOCK})
+        try:
+            present = conn.execute(text("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")).scalar_one()
+            if not present:
+                app.schema_manager.apply_schema()
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _SCHEMA_LOCK})
+            conn.commit()
+
+
+class ProcrastinateQueue:
+    owned = False  # rows submitted here are run by `workbench worker` processes
+
+    def __init__(self, settings: Settings, store: Store):
+        self.app = build_app(settings, store)
+        self.app.open()
+        ensure_schema(self.app, store)
+
+    def defer(self, kind: str, ref: str) -> None:
+        self.app.tasks[f"workbench.{kind}"].defer(ref=ref)
+
+    def close(self) -> None:
+        self.app.close()
+
+
+async def _reap_forever(app: procrastinate.App, settings: Settings, store: Store) -> None:
+    lease = settings.jobs.lease_s
+    while True:
+        try:
+            lost = await asyncio.to_thread(reap, store, lease)
+            if lost:
+                log.warning("interrupted sessions whose worker stopped: %s", ", ".join(lost))
+            for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=lease):
+                log.warning("retrying job %s left running by a stopped worker", job.id)
+                await app.job_manager.retry_job(job)
+        except Exception:  # noqa: BLE001 - a database blip must not stop the worker; next round retries
+            log.exception("reaper round failed")
+        await asyncio.sleep(settings.jobs.heartbeat_s)
+
+
+async def _serve(app: procrastinate.App, settings: Settings, store: Store, concurrency: int) -> None:
+    async with app.open_async():
+        reaper = asyncio.create_task(_reap_forever(app, settings, store))
+        try:
+            await app.run_worker_async(queues=[QUEUE], concurrency=concurrency, install_signal_handlers=True)
+        finally:
+            reaper.cancel()
+
+
+def run_worker(settings: Settings, store: Store, concurrency: int) -> None:
+    """`workbench worker`: runs jobs until SIGINT/SIGTERM (finishing the ones in hand)."""
+    app = build_app(settings, store)
+    with app.open():
+        ensure_schema(app, store)
+    asyncio.run(_serve(app, settings, store, concurrency))

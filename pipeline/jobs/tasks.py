@@ -1,0 +1,104 @@
+"""The job functions: the same code runs on the in-process pool and on procrastinate workers.
+
+Each takes the id of a row that already exists (a queued session, a job row), so a job carries
+nothing but an id and whoever submitted it can follow it in the store at once. A job delivered
+twice runs once (the row is claimed atomically). A transient failure (an LLM endpoint that kept
+timing out or answering 429/5xx, a lost database connection) raises `TransientJobError` so the
+queue tries again; anything else is final and stays on the row.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from pipeline.config import Settings
+from pipeline.errors import NotFound, WorkbenchError
+from pipeline.jobs.records import claim_job, finish_job, get_job
+from pipeline.store import Store
+from pipeline.store.lease import Heartbeat, rerun_session
+
+
+class TransientJobError(WorkbenchError):
+    """The job failed for a reason that may pass; the queue runs it again (jobs.retries)."""
+
+
+def is_transient(exc: BaseException | None) -> bool:
+    while exc is not None:
+        if isinstance(exc, (OperationalError, InterfaceError)):
+            return True
+        # LlmCallError.reason "transport": no answer at all after the invoker's own retries.
+        if getattr(exc, "reason", None) == "transport":
+            return True
+        exc = exc.__cause__
+    return False
+
+
+def run_diagnosis(settings: Settings, store: Store, session_id: str) -> str | None:
+    """Run the queued session `session_id`; returns the id that ran, None for a duplicate delivery.
+
+    A retry finds its row `failed` or `interrupted` and runs the question again as a new session
+    (`rerun_of`), leaving the first attempt's partial audit chain as it was."""
+    from pipeline.session import SessionFailed, run_session
+
+    row = store.get_session(session_id)
+    if row is None:
+        raise NotFound(f"no session {session_id}")
+    if row["status"] in ("failed", "interrupted"):
+        session_id = rerun_session(store, session_id, owned=True)
+    elif row["status"] != "queued":
+        return None
+    try:
+        run_session(row["question"], settings=settings, store=store, world_id=row["world"], session_id=session_id)
+    except SessionFailed as exc:
+        if is_transient(exc):
+            raise TransientJobError(str(exc)) from exc
+    return session_id
+
+
+def run_eval(settings: Settings, store: Store, job_id: str) -> None:
+    """The eval fixture suite; args: {"rules_dir": optional candidate rules directory}."""
+    from pipeline.eval.runner import run_suite
+    from pipeline.gatekeeper import load_rules
+
+    _run_job(settings, store, job_id, lambda args: {"results": [r.as_dict() for r in run_suite(
+        settings, rules=load_rules(Path(args["rules_dir"])) if args.get("rules_dir") else None, store=store)]})
+
+
+def run_check(settings: Settings, store: Store, job_id: str) -> None:
+    """`workbench check` over many bundles; args: {"bundles": [bundle JSON, ...]}."""
+    from pipeline.bundle import parse_bundle
+    from pipeline.check import check_bundle, check_report
+    from pipeline.llm import make_provider
+    from pipeline.session import rules_in_force
+
+    def check_all(args: dict[str, Any]) -> dict[str, Any]:
+        rules, _ = rules_in_force(settings, store)
+        provider = make_provider(settings)
+        reports = []
+        for data in args.get("bundles", []):
+            report = check_report(check_bundle(parse_bundle(data), settings=settings, rules=rules, provider=provider))
+            reports.append(json.loads(json.dumps(report, ensure_ascii=False, default=str)))
+        return {"reports": reports}
+
+    _run_job(settings, store, job_id, check_all)
+
+
+def _run_job(settings: Settings, store: Store, job_id: str, work: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    if not claim_job(store, job_id):
+        return
+    try:
+        with Heartbeat(store, settings.jobs.heartbeat_s, [job_id]):
+            result = work(get_job(store, job_id)["args"])
+    except Exception as exc:  # noqa: BLE001 - the failure is the job's result; the queue decides on a retry
+        finish_job(store, job_id, error=f"{type(exc).__name__}: {exc}")
+        if is_transient(exc):
+            raise TransientJobError(str(exc)) from exc
+        return
+    finish_job(store, job_id, result=result)
+
+
+TASKS = {"diagnosis": run_diagnosis, "eval": run_eval, "check": run_check}

@@ -1,0 +1,147 @@
+"""Leases on running sessions: a heartbeat while a process works on one, a reaper for the rest.
+
+Design §7: a session whose worker died is `interrupted`, never `running` for ever. Whoever runs a
+session (a `workbench ask`, the app's in-process pool, a `workbench worker`) keeps heartbeat_at
+fresh from a background thread, so a long LLM call inside one stage does not look like death.
+Any process may reap: a row whose heartbeat is older than the lease lost its worker.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from pipeline.errors import NotFound, StoreError
+from pipeline.store.repo import Store
+from pipeline.store.schema import DiagnosisSession, JobRow, SessionEventRow
+
+TERMINAL = ("completed", "failed", "interrupted")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def enqueue_session(store: Store, *, question: str, world: str | None, shape: str, provider: str, model: str,
+                    trigger: dict[str, Any], trigger_key: str | None = None, rerun_of: str | None = None,
+                    owned: bool) -> str:
+    """A `queued` session row. `owned`: the submitting process will run it itself (the in-process
+    pool), so it heartbeats the row and the reaper may take it if that process dies. A row queued
+    for PostgreSQL workers has no heartbeat: procrastinate holds the job durably until one runs it."""
+    sid = f"s-{uuid.uuid4().hex[:12]}"
+    with Session(store.engine) as db, db.begin():
+        db.add(DiagnosisSession(id=sid, question=question, world=world, shape=shape, provider=provider,
+                                model=model, status="queued", stage="queued", trigger=trigger,
+                                trigger_key=trigger_key, rerun_of=rerun_of,
+                                heartbeat_at=_now() if owned else None))
+    return sid
+
+
+def claim_session(store: Store, session_id: str, **columns: Any) -> bool:
+    """queued -> running, atomically: a job delivered twice runs once."""
+    with Session(store.engine) as db, db.begin():
+        res = db.execute(update(DiagnosisSession)
+                         .where(DiagnosisSession.id == session_id, DiagnosisSession.status == "queued")
+                         .values(status="running", heartbeat_at=_now(), **columns))
+    return bool(res.rowcount)
+
+
+def beat(store: Store, ids: list[str]) -> None:
+    """Refresh the lease of these sessions and job rows (ids are unique across both tables)."""
+    if not ids:
+        return
+    with Session(store.engine) as db, db.begin():
+        for model in (DiagnosisSession, JobRow):
+            db.execute(update(model).where(model.id.in_(ids), model.status.in_(("queued", "running")))
+                       .values(heartbeat_at=_now()))
+
+
+def reap(store: Store, lease_s: float) -> list[str]:
+    """Mark every session whose lease lapsed `interrupted`, keeping the stage it reached.
+
+    Rows written before heartbeats existed have none: their last update stands in for it."""
+    cutoff = _now() - timedelta(seconds=lease_s)
+    last_sign = func.coalesce(DiagnosisSession.heartbeat_at, DiagnosisSession.updated_at)
+    lapsed = or_(
+        and_(DiagnosisSession.status == "running", last_sign < cutoff),
+        and_(DiagnosisSession.status == "queued", DiagnosisSession.heartbeat_at < cutoff),
+    )
+    with Session(store.engine) as db, db.begin():
+        rows = db.execute(select(DiagnosisSession.id, DiagnosisSession.stage, last_sign)
+                          .where(lapsed).with_for_update(skip_locked=True)).all()
+        for sid, stage, seen in rows:
+            db.execute(update(DiagnosisSession).where(DiagnosisSession.id == sid).values(
+                status="interrupted",
+                error=f"its worker stopped during stage {stage} (no heartbeat since {seen:%Y-%m-%d %H:%M:%S}); "
+                      "run it again with `workbench rerun`"))
+        db.execute(update(JobRow).where(JobRow.status.in_(("queued", "running")), JobRow.heartbeat_at < cutoff)
+                   .values(status="interrupted", error="its worker stopped", finished_at=_now()))
+    return [r[0] for r in rows]
+
+
+def rerun_session(store: Store, session_id: str, *, owned: bool) -> str:
+    """A new queued session asking the same question with the same trigger; the old row stays as
+    it ended (its partial audit chain is evidence of what happened)."""
+    old = store.get_session(session_id)
+    if old is None:
+        raise NotFound(f"no session {session_id}")
+    if old["status"] not in ("failed", "interrupted"):
+        raise StoreError(f"session {session_id} is {old['status']}: only a failed or interrupted session runs again")
+    return enqueue_session(store, question=old["question"], world=old["world"], shape=old["shape"],
+                           provider=old["provider"], model=old["model"],
+                           trigger=old.get("trigger") or {"kind": "manual"}, rerun_of=session_id, owned=owned)
+
+
+def add_event(store: Store, session_id: str, stage: str, data: dict[str, Any]) -> None:
+    with Session(store.engine) as db, db.begin():
+        db.add(SessionEventRow(session_id=session_id, stage=stage, data=data))
+
+
+def events(store: Store, session_id: str, after: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
+    """(event id, stage, data) of `session_id` after event id `after`, oldest first."""
+    with Session(store.engine) as db:
+        rows = db.execute(select(SessionEventRow.id, SessionEventRow.stage, SessionEventRow.data)
+                          .where(SessionEventRow.session_id == session_id, SessionEventRow.id > after)
+                          .order_by(SessionEventRow.id)).all()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+class Heartbeat:
+    """Refreshes heartbeat_at of the sessions and jobs it holds every `interval_s` from a daemon thread."""
+
+    def __init__(self, store: Store, interval_s: float, session_ids: list[str] | None = None):
+        self.store, self.interval_s = store, interval_s
+        self._ids: set[str] = set(session_ids or [])
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="workbench-heartbeat", daemon=True)
+
+    def hold(self, session_id: str) -> None:
+        with self._lock:
+            self._ids.add(session_id)
+
+    def release(self, session_id: str) -> None:
+        with self._lock:
+            self._ids.discard(session_id)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            with self._lock:
+                ids = sorted(self._ids)
+            try:
+                beat(self.store, ids)
+            except Exception:  # noqa: BLE001 - a missed beat must not kill the run; the lease absorbs a few
+                continue
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.interval_s + 5)
