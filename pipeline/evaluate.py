@@ -1,4 +1,4 @@
-"""parse -> gatekeeper -> verifier -> verdict guard -> composer input -> composer -> guard.
+"""parse -> gatekeeper -> verifier -> verdict policy -> composer input -> composer -> guard.
 
 The one path shared by a live session and `workbench check` on a bundle: what a session stores
 is exactly what checking its bundle recomputes.
@@ -6,14 +6,13 @@ is exactly what checking its bundle recomputes.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pipeline.config import Settings
+from pipeline.context import StageContext
 from pipeline.contracts import (
-    VERDICT_ORDER,
-    ClaimCheck,
     ComposerGuardResult,
     ComposerInput,
     ComposerOutput,
@@ -24,16 +23,16 @@ from pipeline.contracts import (
     RetryContext,
     ToolInvocation,
     ToolTraceSummaryItem,
+    Verdict,
     VerifierEvaluation,
     VerifierOutput,
 )
 from pipeline.gatekeeper import GateContext, RuleSet, run_gatekeeper
-from pipeline.llm.provider import StageContext
+from pipeline.coverage import backends_label, compute_coverage
+from pipeline.policy import apply_gatekeeper, claim_dicts, decide_verdict
 from pipeline.stages.composer import assemble_input, run_composer
 from pipeline.stages.parse import parse_executor_output
-from pipeline.stages.verdict import guard_verdict
-from pipeline.stages.verifier import build_payload, facts_checked, groundedness, run_verifier
-from pipeline.tools.registry import model_name
+from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
 
 
 @dataclass
@@ -43,7 +42,7 @@ class Evaluation:
     gatekeeper_result: GatekeeperResult
     features: dict[str, Any]
     verifier_output: VerifierOutput
-    verdict: str
+    verdict: Verdict
     verifier_evaluation: VerifierEvaluation
     composer_input: ComposerInput
     filtered: list[FilteredItem]
@@ -64,47 +63,10 @@ class _GivenComposer:
         return self.raw
 
 
-_CLAIM_TARGET = re.compile(r"^claims\[(\d+)\]")
-_WEAK = ("unsupported", "external_unknown", "contradicted")
-
-
-def enforce_gatekeeper(verifier_output: VerifierOutput, gate: GatekeeperResult, rules: RuleSet,
-                       structured: dict[str, Any] | None) -> tuple[VerifierOutput, list[str]]:
-    """Seed 000 §15.3 in code: a claim hit by a failed rule is at least unsupported.
-
-    An LLM verifier may ignore the gatekeeper (or obey text inside a tool output); the composer
-    filter trusts claim_checks, so the checks are corrected here before anything reads them.
-    An entity mismatch ("points at another value/service") becomes external_unknown.
-    """
-    claims = [c for c in (structured or {}).get("claims", []) if isinstance(c, dict)] \
-        if isinstance((structured or {}).get("claims"), list) else []
-    failing: dict[str, tuple[str, str]] = {}
-    for err in gate.errors:
-        m = _CLAIM_TARGET.match(err.target)
-        if not m or err.rule_id not in gate.failed_rules or rules.impact(err.rule_id) == "warn_only":
-            continue
-        index = int(m.group(1))
-        if index < len(claims):
-            failing.setdefault(str(claims[index].get("claim_id")), (err.rule_id, err.message))
-    if not failing:
-        return verifier_output, []
-    checks: dict[str, ClaimCheck] = {c.claim_id: c for c in verifier_output.claim_checks}
-    for claim_id in failing:
-        checks.setdefault(claim_id, ClaimCheck(claim_id=claim_id, verification="unsupported"))
-    reasons = []
-    for claim_id, (rule_id, message) in failing.items():
-        check = checks[claim_id]
-        if check.verification in _WEAK:
-            continue
-        verification = "external_unknown" if rule_id == "evidence.excerpt_entities" else "unsupported"
-        reasons.append(f"{claim_id}: verifier said {check.verification}, but gatekeeper rule {rule_id} "
-                       f"failed on it; treated as {verification}")
-        checks[claim_id] = check.model_copy(update={"verification": verification,
-                                                    "detail": f"gatekeeper {rule_id}: {message}"})
-    ordered = list(checks.values())
-    updated = verifier_output.model_copy(update={"claim_checks": ordered,
-                                                 "groundedness_score": groundedness(ordered, claims)})
-    return updated, reasons
+def _impacts(gate: GatekeeperResult, rules: RuleSet) -> dict[str, str | None]:
+    """verdictImpact of every rule the gatekeeper result names, for the verdict policy."""
+    named = set(gate.failed_rules) | set(gate.warnings) | {e.rule_id for e in gate.errors}
+    return {rule_id: rules.impact(rule_id) for rule_id in named}
 
 
 def _normalized_without_gatekeeper(structured: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -154,39 +116,36 @@ def evaluate(
     else:
         verifier_output = run_verifier(ctx, provider, payload)
 
-    enforced: list[str] = []
-    if settings.gatekeeper.enabled:
-        verifier_output, enforced = enforce_gatekeeper(verifier_output, gate_result, rules, normalized)
-    verdict, reasons = guard_verdict(verifier_output=verifier_output, gatekeeper_result=gate_result, rules=rules,
-                                     parse_status=parse_status, structured=normalized,
-                                     gatekeeper_enabled=settings.gatekeeper.enabled)
-    reasons = enforced + reasons
-    failed_tools = [inv for inv in invocations if inv.status == "error"]
-    if failed_tools and VERDICT_ORDER[verdict] < VERDICT_ORDER["LOW_CONFID"]:
-        verdict = "LOW_CONFID"
-        reasons.append("evidence is incomplete: " + ", ".join(
-            f"{model_name(inv.tool_name)} #{inv.id} failed" for inv in failed_tools))
-
-    if retry_context is not None and verifier_output.retry_gaps_closed is False:
-        if VERDICT_ORDER[verdict] < VERDICT_ORDER["LOW_CONFID"]:
-            verdict = "LOW_CONFID"
-        reasons.append(f"round {retry_context.round} did not close the gaps of the previous round")
-
-    composer_input, filtered = assemble_input(question=question, verdict=verdict,  # type: ignore[arg-type]
-                                              structured=normalized, verifier_output=verifier_output)
-    if retry_context is not None and verifier_output.retry_gaps_closed is False:
-        # Generic on purpose: the unclosed items are unsupported text and must not reach the composer.
-        gaps = len(retry_context.unsupported_claims) + len(retry_context.missing_info)
-        composer_input.missing_info.append(
-            f"再次取证后，上一轮仍有 {gaps} 项内容未被证据证实。" if ctx.language == "zh"
-            else f"After another round of evidence gathering, {gaps} earlier item(s) remain unconfirmed.")
+    # The verdict policy decides; the verifier's output then carries the checks it decided on, so
+    # the composer filter and the stored audit read the same corrected checks.
+    # Law 8: coverage of every asked service, from the gatekeeper-corrected checks.
+    gate_for_claims = gate_result if settings.gatekeeper.enabled else GatekeeperResult()
+    corrected, _ = apply_gatekeeper(verifier_output.claim_checks, claim_dicts(normalized), gate_for_claims,
+                                    _impacts(gate_for_claims, rules))
+    coverage = compute_coverage(ctx.scope, normalized, corrected, invocations, gate_for_claims,
+                                backends=backends_label({"logs": settings.backends.query_logs.kind,
+                                                         "alerts": settings.backends.query_metrics.kind}))
+    decision = decide_verdict(
+        parse_status=parse_status.status, structured=normalized, claim_checks=verifier_output.claim_checks,
+        gatekeeper=gate_result, rule_impacts=_impacts(gate_result, rules), coverage=coverage,
+        gatekeeper_enabled=settings.gatekeeper.enabled, verifier_verdict=verifier_output.verdict, invocations=invocations, retry_context=retry_context,
+        retry_gaps_closed=verifier_output.retry_gaps_closed, language=ctx.language,
+    )
+    verdict, reasons = decision.verdict, decision.reasons
+    verifier_output = verifier_output.model_copy(update={"claim_checks": decision.claim_checks,
+                                                         "groundedness_score": decision.groundedness_score})
+    composer_input, filtered = assemble_input(question=question, verdict=verdict,
+                                              structured=normalized, verifier_output=verifier_output,
+                                              unbacked=gate_for_claims.unbacked_claims, scope=ctx.scope,
+                                              coverage=coverage, max_key_facts=settings.composer.max_key_facts)
+    composer_input.missing_info.extend(decision.missing_info)
     composer = _GivenComposer(given_composer_raw) if given_composer_raw is not None else provider
     composer_output, guard, final_answer = run_composer(ctx, composer, composer_input,
                                                         enabled=settings.composer.enabled,
                                                         parse_status=parse_status)
     facts = facts_checked(verifier_output.claim_checks, normalized)
     evaluation = VerifierEvaluation(
-        verdict=verdict,  # type: ignore[arg-type]
+        verdict=verdict,
         groundedness_score=verifier_output.groundedness_score,
         critical_fact_count=sum(1 for f in facts if f.is_critical),
         claim_checks=verifier_output.claim_checks,
@@ -206,6 +165,7 @@ def evaluate(
         composer_output=composer_output,
         composer_guard=guard,
         retry_context=retry_context,
+        question_coverage=coverage,
     )
     return Evaluation(parse_status=parse_status, structured=normalized, gatekeeper_result=gate_result,
                       features=features, verifier_output=verifier_output, verdict=verdict,

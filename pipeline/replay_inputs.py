@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from pipeline.contracts import ClaimCheck, EvidenceDigest
 from pipeline.gatekeeper import ReplayInput, cited_invocation_ids
-from pipeline.stages.verdict import matrix_verdict
+from pipeline.policy import claim_dicts, claims_verdict
 from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
 
@@ -44,8 +44,7 @@ def _input(row: Any, owners: dict[int, tuple[str, str]]) -> ReplayInput:
     digests = [EvidenceDigest.model_construct(**d) for d in row.evidence_digests or []] \
         if row.shape == "split" else None
     checks = [ClaimCheck.model_construct(**c) for c in row.claim_checks or []]
-    verifier_side, _ = matrix_verdict(structured=structured, claim_checks=checks, parse_status=parse_status,
-                                      gatekeeper_status="pass")
+    verifier_side = claims_verdict(claim_dicts(structured), checks)[0] if parse_status == "valid" else "LOW_CONFID"
     gate = row.gatekeeper_result or {}
     cited = cited_invocation_ids(structured, digests)
     return ReplayInput(

@@ -1,16 +1,23 @@
-"""The verdict guard: seed 000 §17 enforced in code over whatever the verifier returned."""
+"""The verdict policy: each input's effect on `decide_verdict`, whatever the verifier said."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipeline.config import ROOT
-from pipeline.contracts import ClaimCheck, GatekeeperError, GatekeeperResult, ParseStatus, VerifierOutput
+from pipeline.contracts import (
+    ClaimCheck,
+    GatekeeperError,
+    GatekeeperResult,
+    RetryContext,
+    ServiceCoverage,
+    ToolInvocation,
+)
 from pipeline.gatekeeper import load_rules
-from pipeline.stages.verdict import guard_verdict
+from pipeline.policy import decide_verdict
+from pipeline.resources import resource_dir
 
-RULES = load_rules(ROOT / "rules")
-VALID = ParseStatus(status="valid")
+IMPACTS = {"evidence.excerpt_similarity": "low_confid_on_fail", "evidence.invocation_ref": "reject_on_fail",
+           "evidence.excerpt_entities": "reject_on_fail", "style.length": "warn_only"}
 
 
 def claims(*typed: tuple[str, str, str]) -> dict:
@@ -19,89 +26,145 @@ def claims(*typed: tuple[str, str, str]) -> dict:
         for cid, ctype, text in typed]}
 
 
-def said(verdict: str, *checks: tuple[str, str]) -> VerifierOutput:
-    return VerifierOutput(verdict=verdict, groundedness_score=1.0,
-                          claim_checks=[ClaimCheck(claim_id=c, verification=v) for c, v in checks])
+def checks(*pairs: tuple[str, str]) -> list[ClaimCheck]:
+    return [ClaimCheck(claim_id=c, verification=v) for c, v in pairs]
 
 
-def guard(out: VerifierOutput, data: dict | None, gate: GatekeeperResult | None = None, **kw):
-    return guard_verdict(verifier_output=out, gatekeeper_result=gate or GatekeeperResult(), rules=RULES,
-                         parse_status=kw.pop("parse_status", VALID), structured=data, **kw)
+def failed(rule_id: str, target: str = "claims[0].evidence_bindings[0]") -> GatekeeperResult:
+    return GatekeeperResult(status="fail", failed_rules=[rule_id],
+                            errors=[GatekeeperError(rule_id=rule_id, target=target, message="finding")])
 
 
 SYMPTOM = claims(("c1", "symptom", "payment-service 出现请求超时"))
+DIRECT = checks(("c1", "direct_observation"))
 
 
-def test_agreeing_pass_stays_pass():
-    assert guard(said("PASS", ("c1", "direct_observation")), SYMPTOM) == ("PASS", [])
+def decide(structured=SYMPTOM, claim_checks=DIRECT, gate=None, **kw):
+    kw.setdefault("parse_status", "valid")
+    kw.setdefault("verifier_verdict", "PASS")
+    return decide_verdict(structured=structured, claim_checks=claim_checks, gatekeeper=gate or GatekeeperResult(),
+                          rule_impacts=kw.pop("rule_impacts", IMPACTS), **kw)
 
 
-def test_gatekeeper_fail_never_passes():
-    gate = GatekeeperResult(status="fail", failed_rules=["evidence.excerpt_similarity"], errors=[
-        GatekeeperError(rule_id="evidence.excerpt_similarity", target="claims[0].evidence_bindings[0]", message="low")])
-    verdict, reasons = guard(said("PASS", ("c1", "direct_observation")), SYMPTOM, gate)
-    assert verdict == "LOW_CONFID"
-    assert any("evidence.excerpt_similarity" in r for r in reasons)
-
-
-def test_reject_on_fail_rule_rejects():
-    gate = GatekeeperResult(status="fail", failed_rules=["evidence.invocation_ref"], errors=[
-        GatekeeperError(rule_id="evidence.invocation_ref", target="claims[0].evidence_bindings[0]",
-                        message="source_invocation_ids not found in current session")])
-    verdict, reasons = guard(said("PASS", ("c1", "direct_observation")), SYMPTOM, gate)
-    assert verdict == "REJECT"
-    assert any("reject_on_fail" in r for r in reasons)
-
-
-def test_gatekeeper_switched_off_is_ignored():
-    gate = GatekeeperResult(status="fail", failed_rules=["evidence.invocation_ref"])
-    assert guard(said("PASS", ("c1", "direct_observation")), SYMPTOM, gate, gatekeeper_enabled=False)[0] == "PASS"
+def test_supported_claims_pass_with_no_reasons_and_full_groundedness():
+    d = decide()
+    assert (d.verdict, d.reasons, d.groundedness_score, d.missing_info) == ("PASS", [], 1.0, [])
 
 
 @pytest.mark.parametrize("status", ["missing", "malformed"])
-def test_unusable_parse_is_low_confid(status):
-    verdict, reasons = guard(said("PASS"), None, parse_status=ParseStatus(status=status))
-    assert verdict == "LOW_CONFID" and any(status in r for r in reasons)
+def test_unusable_executor_output_is_low_confid_with_zero_groundedness(status):
+    d = decide(parse_status=status)  # even with a verifier that said PASS over checks it was handed
+    assert d.verdict == "LOW_CONFID" and d.groundedness_score == 0 and d.claim_checks == []
+    assert any(status in r for r in d.reasons)
+
+
+def test_failed_low_confid_rule_keeps_off_pass_and_demotes_the_claim_it_hit():
+    d = decide(gate=failed("evidence.excerpt_similarity"))
+    assert d.verdict == "LOW_CONFID"
+    assert d.claim_checks[0].verification == "unsupported" and d.groundedness_score == 0
+    assert any("evidence.excerpt_similarity" in r and "low_confid_on_fail" in r for r in d.reasons)
+
+
+def test_reject_on_fail_rule_rejects_and_is_named_first():
+    d = decide(gate=failed("evidence.invocation_ref"))
+    assert d.verdict == "REJECT" and "reject_on_fail" in d.reasons[1]  # after "the verifier said PASS; ..."
+
+
+def test_shipped_rules_reject_a_binding_to_a_missing_invocation():
+    rules = load_rules(resource_dir("rules"))
+    d = decide(gate=failed("evidence.invocation_ref"), rule_impacts={"evidence.invocation_ref":
+                                                                     rules.impact("evidence.invocation_ref")})
+    assert d.verdict == "REJECT"
+
+
+def test_entity_mismatch_makes_the_claim_external_unknown():
+    d = decide(gate=failed("evidence.excerpt_entities"))
+    assert d.claim_checks[0].verification == "external_unknown" and d.verdict == "REJECT"
+
+
+def test_warn_only_rule_that_failed_is_never_pass_but_leaves_the_claim_alone():
+    d = decide(gate=failed("style.length"))
+    assert d.verdict == "LOW_CONFID" and d.claim_checks[0].verification == "direct_observation"
+
+
+def test_gatekeeper_switched_off_is_ignored():
+    assert decide(gate=failed("evidence.invocation_ref"), gatekeeper_enabled=False).verdict == "PASS"
+
+
+def test_unbacked_claim_is_never_pass_and_never_confirmed():
+    data = claims(("c1", "symptom", "payment-service 超时"), ("c2", "impact", "支付成功率下降"))
+    gate = GatekeeperResult(status="warn", warnings=["evidence.excerpt_similarity"], unbacked_claims=["c2"])
+    d = decide(data, checks(("c1", "direct_observation"), ("c2", "direct_observation")), gate)
+    assert d.verdict == "LOW_CONFID"
+    assert {c.claim_id: c.verification for c in d.claim_checks}["c2"] == "unsupported"
+    assert any("c2" in r for r in d.reasons)
+
+
+@pytest.mark.parametrize(("language", "status", "word"), [("zh", "no_data", "没有"), ("en", "not_queried", "queried")])
+def test_an_unanswered_service_caps_at_low_confid_and_is_named(language, status, word):
+    coverage = [ServiceCoverage(service="payment-service", status="answered"),
+                ServiceCoverage(service="billing-service", status=status)]
+    d = decide(coverage=coverage, language=language)
+    assert d.verdict == "LOW_CONFID"
+    assert any("billing-service" in r and status in r for r in d.reasons)
+    assert len(d.missing_info) == 1 and "billing-service" in d.missing_info[0] and word in d.missing_info[0]
+
+
+def test_answered_and_healthy_services_allow_pass():
+    coverage = [ServiceCoverage(service="payment-service", status="answered"),
+                ServiceCoverage(service="order-service", status="healthy")]
+    assert decide(coverage=coverage).verdict == "PASS"
+
+
+def test_a_failed_tool_call_leaves_the_evidence_incomplete():
+    calls = [ToolInvocation(id=7, session_id="s", tool_name="query_logs", model_tool_name="queryLogs"),
+             ToolInvocation(id=8, session_id="s", tool_name="query_metrics", model_tool_name="queryPrometheusAlerts",
+                            status="error", error="connection refused")]
+    d = decide(invocations=calls)
+    assert d.verdict == "LOW_CONFID" and any("queryPrometheusAlerts #8" in r for r in d.reasons)
+
+
+def test_a_retry_that_did_not_close_its_gaps_is_low_confid_and_says_so_generically():
+    retry = RetryContext(round=2, unsupported_claims=["secret unsupported text"], missing_info=["jstack"])
+    d = decide(retry_context=retry, retry_gaps_closed=False, language="en")
+    assert d.verdict == "LOW_CONFID" and any("round 2" in r for r in d.reasons)
+    assert d.missing_info == ["After another round of evidence gathering, 2 earlier item(s) remain unconfirmed."]
+    assert decide(retry_context=retry, retry_gaps_closed=True).verdict == "PASS"
+
+
+def test_a_stricter_verifier_wins_and_says_so():
+    d = decide(verifier_verdict="REJECT")
+    assert d.verdict == "REJECT" and d.reasons == ["the verifier judged REJECT"]
+
+
+def test_a_lenient_verifier_never_lifts():
+    data = claims(("c1", "symptom", "a"), ("c2", "risk", "b"))
+    d = decide(data, checks(("c1", "direct_observation"), ("c2", "contradicted")), verifier_verdict="PASS")
+    assert d.verdict == "REJECT" and d.reasons[0] == "the verifier said PASS; the policy requires REJECT"
 
 
 def test_no_claims_is_low_confid():
-    assert guard(said("PASS"), claims())[0] == "LOW_CONFID"
-
-
-@pytest.mark.parametrize("verification", ["overstated", "unsupported"])
-def test_weak_claims_are_low_confid(verification):
-    data = claims(("c1", "symptom", "payment-service 超时"), ("c2", "impact", "支付成功率下降"))
-    out = said("PASS", ("c1", "direct_observation"), ("c2", verification))
-    assert guard(out, data)[0] == "LOW_CONFID"
+    assert decide(claims(), []).verdict == "LOW_CONFID"
 
 
 def test_missing_check_counts_as_unsupported():
     data = claims(("c1", "symptom", "a"), ("c2", "impact", "b"))
-    verdict, reasons = guard(said("PASS", ("c1", "direct_observation")), data)
-    assert verdict == "LOW_CONFID" and any("no claim check" in r for r in reasons)
+    d = decide(data, DIRECT)
+    assert d.verdict == "LOW_CONFID" and any("no claim check" in r for r in d.reasons)
 
 
 def test_only_inferences_among_core_claims_is_low_confid():
     data = claims(("c1", "symptom", "a"), ("c2", "observation", "b"))
-    out = said("PASS", ("c1", "reasonable_inference"), ("c2", "direct_observation"))
-    verdict, reasons = guard(out, data)
-    assert verdict == "LOW_CONFID" and any("direct observation" in r for r in reasons)
+    d = decide(data, checks(("c1", "reasonable_inference"), ("c2", "direct_observation")))
+    assert d.verdict == "LOW_CONFID" and any("direct observation" in r for r in d.reasons)
 
 
-def test_contradicted_rejects():
-    data = claims(("c1", "symptom", "a"), ("c2", "risk", "b"))
-    assert guard(said("PASS", ("c1", "direct_observation"), ("c2", "contradicted")), data)[0] == "REJECT"
-
-
-def test_core_external_unknown_rejects_background_one_does_not():
-    core = claims(("c1", "symptom", "payment-service 超时"), ("c2", "root_cause", "数据库故障"))
-    assert guard(said("LOW_CONFID", ("c1", "direct_observation"), ("c2", "external_unknown")), core)[0] == "REJECT"
-    named = claims(("c1", "symptom", "payment-service 超时"), ("c2", "risk", "inventory-service 也会受影响"))
-    assert guard(said("PASS", ("c1", "direct_observation"), ("c2", "external_unknown")), named)[0] == "REJECT"
-    background = claims(("c1", "symptom", "payment-service 超时"), ("c2", "risk", "夜间流量较低"))
-    out = said("PASS", ("c1", "direct_observation"), ("c2", "external_unknown"))
-    assert guard(out, background)[0] == "LOW_CONFID"
-
-
-def test_a_stricter_verifier_wins_without_reasons():
-    assert guard(said("REJECT", ("c1", "direct_observation")), SYMPTOM) == ("REJECT", [])
+@pytest.mark.parametrize(("claim_type", "text", "verdict"), [
+    ("root_cause", "数据库故障", "REJECT"),                 # a core claim
+    ("risk", "inventory-service 也会受影响", "REJECT"),      # names a service
+    ("risk", "夜间流量较低", "LOW_CONFID"),                  # background
+])
+def test_external_unknown_rejects_when_core_or_naming_an_entity(claim_type, text, verdict):
+    data = claims(("c1", "symptom", "payment-service 超时"), ("c2", claim_type, text))
+    d = decide(data, checks(("c1", "direct_observation"), ("c2", "external_unknown")), verifier_verdict=None)
+    assert d.verdict == verdict

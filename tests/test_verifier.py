@@ -20,7 +20,8 @@ from pipeline.contracts import (
 )
 from pipeline.llm.offline.verifier import verify
 from pipeline.llm.provider import StageContext, StageFailure
-from pipeline.stages.verifier import build_payload, facts_checked, groundedness, run_verifier
+from pipeline.policy import groundedness
+from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
 
 LOGS = {
     "logs": [

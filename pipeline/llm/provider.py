@@ -6,49 +6,24 @@ all plug in here; the orchestrator in `pipeline.session` never knows which one i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
-from pipeline.config import Settings
+from pipeline.context import RunTool, StageContext, StageFailure
 from pipeline.contracts import (
     CollectionSummary,
     ComposerInput,
     EvidenceDigest,
-    LlmCallRecord,
     PlannerPlan,
-    QuestionScope,
     RetryContext,
     ToolInvocation,
     VerifierOutput,
 )
 
+# StageContext, StageFailure and RunTool live in pipeline.context (neutral ground for stages and
+# providers); they are re-exported here because every provider implements against them.
+__all__ = ["STAGES", "Provider", "RunTool", "StageContext", "StageFailure"]
+
 STAGES = ("planner", "collector", "digest", "diagnosis", "verifier", "composer")
-
-RunTool = Callable[[str, dict[str, Any]], ToolInvocation]
-
-
-class StageFailure(RuntimeError):
-    """A stage could not produce usable output after its retries (endpoint refused, etc.)."""
-
-    def __init__(self, stage: str, message: str):
-        super().__init__(f"{stage}: {message}")
-        self.stage = stage
-
-
-@dataclass
-class StageContext:
-    settings: Settings
-    session_id: str
-    language: str
-    record: Callable[[LlmCallRecord], None]
-    run_tool: RunTool
-    services: list[str] = field(default_factory=list)
-    round: int = 1
-    # "Now" for relative time windows: the incident's end for a bundled world, else the clock.
-    now: datetime | None = None
-    # What the question asks about (services, symptom, window); every stage and prompt gets it.
-    scope: QuestionScope | None = None
 
 
 class Provider(Protocol):

@@ -27,7 +27,7 @@ from pipeline.contracts import (
     Verdict,
     VerifierOutput,
 )
-from pipeline.llm.provider import StageContext, StageFailure
+from pipeline.context import StageContext, StageFailure
 from pipeline.stages import templates
 from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize
 

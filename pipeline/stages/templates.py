@@ -7,7 +7,8 @@ fixed sentences that carry no fact, so it can never add a number, a service or a
 
 from __future__ import annotations
 
-from pipeline.contracts import ComposerAction, ComposerInput, ComposerOutput
+from pipeline.contracts import ComposerInput, ComposerOutput
+from pipeline.safe_actions import fixed_actions
 
 _TEXT = {
     "zh": {
@@ -28,10 +29,6 @@ _TEXT = {
         "low_summary": "证据仍有缺口，结论为低置信；已确认：{first}",
         "reject_summary": "无法基于已获取证据生成可靠结论，需补充证据。",
         "sep": "；",
-        "fixed_actions": [
-            ("补充查询相关服务的日志、告警与指标，获取可直接支撑结论的证据。", "当前证据不足以得出可靠结论。"),
-            ("人工复核本次会话的工具调用与证据绑定。", "需要人工确认证据与结论是否对应。"),
-        ],
     },
     "en": {
         "pass_head": "From the evidence gathered, these facts are confirmed:",
@@ -51,20 +48,8 @@ _TEXT = {
         "low_summary": "The evidence has gaps, so this is low confidence; confirmed: {first}",
         "reject_summary": "No reliable conclusion can be drawn from the evidence gathered; more evidence is needed.",
         "sep": "; ",
-        "fixed_actions": [
-            ("Query the logs, alerts and metrics of the services involved for direct evidence.",
-             "The current evidence does not support a reliable conclusion."),
-            ("Have a person review this session's tool calls and evidence bindings.",
-             "Someone needs to confirm that the evidence matches the conclusions."),
-        ],
     },
 }
-
-
-def fixed_actions(language: str) -> list[ComposerAction]:
-    """Evidence-gathering and manual-review steps that are safe under any verdict."""
-    t = _TEXT[language if language in _TEXT else "en"]
-    return [ComposerAction(action_text=a, reason=r) for a, r in t["fixed_actions"]]
 
 
 def _bullets(items: list[str]) -> list[str]:

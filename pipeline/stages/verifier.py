@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from rapidfuzz import fuzz, process
 
+from pipeline.context import StageContext, StageFailure
 from pipeline.contracts import (
-    Claim,
     ClaimCheck,
     EvidenceDigest,
     FactChecked,
@@ -27,11 +27,8 @@ from pipeline.contracts import (
     ToolTraceSummaryItem,
     VerifierOutput,
 )
-from pipeline.llm.provider import StageContext, StageFailure
+from pipeline.policy import CRITICAL_TYPES, groundedness
 from pipeline.text import extract_entities, keywords, normalize
-
-# claim_type values whose facts are critical (seed 000 §16.1.1).
-CRITICAL_TYPES = frozenset({"root_cause", "symptom", "impact", "risk"})
 
 FACT_VERIFICATION = {
     "direct_observation": "direct_evidence",
@@ -40,16 +37,6 @@ FACT_VERIFICATION = {
     "unsupported": "no_evidence",
     "external_unknown": "no_evidence",
     "contradicted": "contradicted",
-}
-
-# Groundedness weight of each verification; see `groundedness`.
-SUPPORT_WEIGHT = {
-    "direct_observation": 1.0,
-    "reasonable_inference": 0.7,
-    "overstated": 0.3,
-    "unsupported": 0.0,
-    "external_unknown": 0.0,
-    "contradicted": 0.0,
 }
 
 # Window bounds: enough context for a judgement, never the whole output.
@@ -351,32 +338,6 @@ def _trace_summary(
 # --- scores and compatibility records ---------------------------------------------------------
 
 
-def _claim_fields(claim: Claim | Mapping[str, Any]) -> tuple[str, str, str]:
-    if isinstance(claim, Claim):
-        return claim.claim_id, claim.claim_type, claim.claim_text
-    return str(claim.get("claim_id", "")), str(claim.get("claim_type", "")), str(claim.get("claim_text", ""))
-
-
-def groundedness(claim_checks: Iterable[ClaimCheck], claims: Iterable[Claim | Mapping[str, Any]]) -> float:
-    """Weighted mean support of the claims, in [0, 1].
-
-    score = sum(w_c * s_c) / sum(w_c) over every claim c, where
-      s_c = 1.0 direct_observation, 0.7 reasonable_inference, 0.3 overstated,
-            0 unsupported / external_unknown / contradicted, and 0 for a claim without a check;
-      w_c = 2 for a critical claim (claim_type in root_cause, symptom, impact, risk), else 1.
-    No claims -> 0.0 (nothing is grounded). Computed in code so the score means the same
-    whichever provider produced the claim_checks.
-    """
-    verdicts = {c.claim_id: c.verification for c in claim_checks}
-    total = weight_sum = 0.0
-    for claim in claims:
-        claim_id, claim_type, _ = _claim_fields(claim)
-        weight = 2.0 if claim_type in CRITICAL_TYPES else 1.0
-        total += weight * SUPPORT_WEIGHT.get(verdicts.get(claim_id, "unsupported"), 0.0)
-        weight_sum += weight
-    return round(total / weight_sum, 4) if weight_sum else 0.0
-
-
 def facts_checked(claim_checks: list[ClaimCheck], structured: dict | None) -> list[FactChecked]:
     """Seed 000 §16.1.1: the legacy facts_checked list, derived from claim_checks only."""
     claims = {str(c.get("claim_id")): c for c in _dicts((structured or {}).get("claims"))}
@@ -423,7 +384,7 @@ def run_verifier(ctx: StageContext, provider: Any, payload: dict) -> VerifierOut
 
     The returned output is normalised in code: a claim the verifier skipped gets an explicit
     `unsupported` check, checks for claims that do not exist are dropped, and
-    groundedness_score is recomputed with `groundedness` from the claim_checks.
+    groundedness_score is recomputed with `pipeline.policy.groundedness` from the claim_checks.
     """
     status = payload.get("executor_output_parse_status") or {}
     if status.get("status") != "valid":

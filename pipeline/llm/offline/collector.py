@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pipeline.contracts import CollectionSummary, PlannerPlan, RetryContext, ToolInvocation
-from pipeline.llm.provider import StageContext
+from pipeline.context import StageContext
 from pipeline.text import extract_entities
 
 

@@ -8,7 +8,7 @@ else, so its answer passes the composer guard. Each possible cause carries its o
 from __future__ import annotations
 
 from pipeline.contracts import ComposerInput, ComposerOutput
-from pipeline.stages.templates import fixed_actions
+from pipeline.safe_actions import fixed_actions
 
 _P = {
     "zh": {

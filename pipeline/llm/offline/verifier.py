@@ -1,7 +1,7 @@
 """The offline verifier: rule-based claim, hypothesis and digest checks over the payload.
 
 It reads only what an LLM verifier would read: the claims and the bounded windows of the cited
-tool outputs (`cited_evidence`, `digest_evidence`, built by `pipeline.stages.verifier`). Per claim,
+tool outputs (`cited_evidence`, `digest_evidence`, built by the verifier stage). Per claim,
 in order of severity:
 
 1. contradicted      an entity of the claim's kind sits in the cited record with another value
@@ -22,10 +22,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.contracts import ClaimCheck, DigestCheck, EvidenceRef, HypothesisCheck, VerifierOutput
+from pipeline.contracts import ClaimCheck, DigestCheck, EvidenceRef, HypothesisCheck, Verdict, VerifierOutput
 from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE
-from pipeline.stages.verdict import matrix_verdict
-from pipeline.stages.verifier import groundedness
+from pipeline.policy import groundedness
 from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize
 
 DIRECT_COVERAGE = 0.7
@@ -367,6 +366,27 @@ def _gaps_closed(retry: dict[str, Any], claims: list[dict[str, Any]], checks: li
 
 # --- entry point -------------------------------------------------------------------------------
 
+# This verifier's own reading of its checks. The verdict policy (pipeline.policy) applies the
+# project's matrix afterwards and keeps the stricter of the two, so this is a second opinion,
+# not a copy of the policy: it cannot make the guard agree with itself.
+_SEVERE_TYPES = frozenset({"root_cause", "symptom", "impact"})
+
+
+def _judgement(claims: list[dict[str, Any]], checks: list[ClaimCheck], gate_failed: bool) -> Verdict:
+    """REJECT when a claim contradicts its evidence or a main claim (cause, symptom, impact) brings
+    in something the evidence lacks; LOW_CONFID when any claim is weak, none is directly observed,
+    or the gatekeeper failed; PASS otherwise."""
+    if not claims:
+        return "LOW_CONFID"
+    types = {str(c.get("claim_id")): c.get("claim_type") for c in claims}
+    found = [(c.verification, types.get(c.claim_id)) for c in checks]
+    if any(v == "contradicted" or (v == "external_unknown" and t in _SEVERE_TYPES) for v, t in found):
+        return "REJECT"
+    weak = any(v not in ("direct_observation", "reasonable_inference") for v, _ in found)
+    if weak or gate_failed or not any(v == "direct_observation" for v, _ in found):
+        return "LOW_CONFID"
+    return "PASS"
+
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
@@ -405,9 +425,7 @@ def verify(payload: dict) -> VerifierOutput:
     ]
 
     retry = payload.get("retry_context")
-    verdict, _ = matrix_verdict(
-        structured=structured, claim_checks=claim_checks, parse_status=status, gatekeeper_status=gate.get("status", "pass")
-    )
+    verdict = _judgement(claims, claim_checks, gate.get("status") == "fail")
     counts = {}
     for c in claim_checks:
         counts[c.verification] = counts.get(c.verification, 0) + 1

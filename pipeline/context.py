@@ -1,0 +1,42 @@
+"""What every stage is handed, whichever provider runs it: the neutral ground between stages
+and providers.
+
+Stages (pipeline.stages) and providers (pipeline.llm, the offline engine included) both import
+this module and never each other's internals, so dependencies flow one way (docs: design §4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pipeline.config import Settings
+from pipeline.contracts import LlmCallRecord, QuestionScope, ToolInvocation
+from pipeline.errors import LlmCallError
+
+RunTool = Callable[[str, dict[str, Any]], ToolInvocation]
+
+
+class StageFailure(LlmCallError):
+    """A stage could not produce usable output after its retries (endpoint refused, etc.)."""
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(f"{stage}: {message}")
+        self.stage = stage
+
+
+@dataclass
+class StageContext:
+    settings: Settings
+    session_id: str
+    language: str
+    record: Callable[[LlmCallRecord], None]
+    run_tool: RunTool
+    services: list[str] = field(default_factory=list)
+    round: int = 1
+    # "Now" for relative time windows: the incident's end for a bundled world, else the clock.
+    now: datetime | None = None
+    # What the question asks about (services, symptom, window); every stage and prompt gets it.
+    scope: QuestionScope | None = None

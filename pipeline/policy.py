@@ -1,0 +1,263 @@
+"""The verdict policy: the one place that decides PASS / LOW_CONFID / REJECT and says why.
+
+Every caller (a live session, `workbench check`, gatekeeper replay, eval, import) hands in what it
+knows and gets a `VerdictDecision` back; nothing else downgrades or lifts a verdict (law 2, law 3,
+law 8). It reads only contracts and text: rule impacts arrive as a plain mapping, so this module
+sits below the gatekeeper, the stages and the providers.
+
+The order of judgement:
+1. parse status: missing/malformed output -> LOW_CONFID, groundedness 0 (nothing to extract);
+2. gatekeeper findings on a claim make its check at least `unsupported` (an entity mismatch:
+   `external_unknown`); a claim none of whose bindings is evidence (`unbacked_claims`) too;
+3. the claim matrix (seed 000 §17) over the corrected checks;
+4. the gatekeeper floor from the failed rules' verdictImpact (a fail is never PASS);
+5. question coverage, tool failures and an unclosed retry: each keeps the verdict off PASS;
+6. the verifier's own verdict: the stricter one wins, it never lifts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.contracts import (
+    VERDICT_ORDER,
+    ClaimCheck,
+    ClaimVerification,
+    GatekeeperResult,
+    RetryContext,
+    ServiceCoverage,
+    ToolInvocation,
+    Verdict,
+)
+from pipeline.text import extract_entities
+
+# Matrix "core" claims; when a diagnosis has none of these types every claim counts as core, so
+# the matrix never judges an empty set.
+CORE_TYPES = frozenset({"root_cause", "symptom", "impact"})
+# An external_unknown claim naming one of these kinds is a fabrication of the kind §16.2 lists.
+CORE_ENTITY_KINDS = frozenset(
+    {"service", "identifier", "error_code", "http_status", "percentage", "quantity", "version"}
+)
+# Critical facts weigh double in groundedness (seed 000 §16.1.1).
+CRITICAL_TYPES = frozenset({"root_cause", "symptom", "impact", "risk"})
+SUPPORT_WEIGHT: dict[str, float] = {
+    "direct_observation": 1.0, "reasonable_inference": 0.7, "overstated": 0.3,
+    "unsupported": 0.0, "external_unknown": 0.0, "contradicted": 0.0,
+}
+_WEAK = frozenset({"unsupported", "external_unknown", "contradicted"})
+_IMPACT_FLOOR: dict[str, Verdict] = {"reject_on_fail": "REJECT", "low_confid_on_fail": "LOW_CONFID"}
+# A gatekeeper finding that an excerpt's values/services differ from its source: the claim then
+# brings in something the evidence lacks.
+_ENTITY_RULES = frozenset({"evidence.excerpt_entities"})
+_CLAIM_TARGET = re.compile(r"^claims\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class VerdictDecision:
+    verdict: Verdict
+    # Every reason the verdict is not PASS, strictest first; empty for a PASS.
+    reasons: list[str]
+    # The claim checks the verdict was decided on (the verifier's, corrected by the gatekeeper).
+    claim_checks: list[ClaimCheck]
+    groundedness_score: float
+    # Gaps the answer must state (an unanswered service, an unclosed retry), in the question's language.
+    missing_info: list[str] = field(default_factory=list)
+
+
+def stricter(a: Verdict, b: Verdict) -> Verdict:
+    return a if VERDICT_ORDER[a] >= VERDICT_ORDER[b] else b
+
+
+def claim_dicts(structured: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    claims = (structured or {}).get("claims")
+    return [c for c in claims if isinstance(c, dict)] if isinstance(claims, list) else []
+
+
+def groundedness(claim_checks: Iterable[ClaimCheck], claims: Iterable[Mapping[str, Any]]) -> float:
+    """Weighted mean support of the claims, in [0, 1].
+
+    score = sum(w_c * s_c) / sum(w_c) over every claim c, where s_c is SUPPORT_WEIGHT of its
+    check (0 for a claim without one) and w_c = 2 for a critical claim (CRITICAL_TYPES), else 1.
+    No claims -> 0.0 (nothing is grounded). Computed in code so the score means the same
+    whichever verifier produced the checks.
+    """
+    verdicts = {c.claim_id: c.verification for c in claim_checks}
+    total = weight_sum = 0.0
+    for claim in claims:
+        weight = 2.0 if str(claim.get("claim_type", "")) in CRITICAL_TYPES else 1.0
+        total += weight * SUPPORT_WEIGHT.get(verdicts.get(str(claim.get("claim_id", "")), "unsupported"), 0.0)
+        weight_sum += weight
+    return round(total / weight_sum, 4) if weight_sum else 0.0
+
+
+def gatekeeper_floor(failed_rules: Iterable[str], rule_impacts: Mapping[str, str | None]) -> Verdict:
+    """The verdict a set of failed rules allows at best. A rule without a known impact (dropped
+    from the files, or warn_only) still failed: LOW_CONFID."""
+    floor: Verdict = "PASS"
+    for rule_id in failed_rules:
+        floor = stricter(floor, _IMPACT_FLOOR.get(rule_impacts.get(rule_id) or "", "LOW_CONFID"))
+    return floor
+
+
+def apply_gatekeeper(
+    claim_checks: Sequence[ClaimCheck], claims: Sequence[Mapping[str, Any]], gate: GatekeeperResult,
+    rule_impacts: Mapping[str, str | None],
+) -> tuple[list[ClaimCheck], list[str]]:
+    """Seed 000 §15.3 in code: a claim hit by a failed (non-warn_only) rule, or left without any
+    binding that is evidence, is at least unsupported, whatever the verifier said. The composer
+    filter trusts claim_checks, so they are corrected before anything reads them."""
+    # claim id -> (what failed on it, its message)
+    failing: dict[str, tuple[str, str]] = {}
+    for err in gate.errors:
+        m = _CLAIM_TARGET.match(err.target)
+        if m and err.rule_id in gate.failed_rules and rule_impacts.get(err.rule_id) != "warn_only":
+            index = int(m.group(1))
+            if index < len(claims):
+                failing.setdefault(str(claims[index].get("claim_id")), (f"gatekeeper rule {err.rule_id}", err.message))
+    for claim_id in gate.unbacked_claims:
+        failing.setdefault(claim_id, ("the gatekeeper", "no evidence binding of this claim is evidence"))
+    checks = {c.claim_id: c for c in claim_checks}
+    reasons = []
+    for claim_id, (source, message) in failing.items():
+        check = checks.get(claim_id)
+        if check is not None and check.verification in _WEAK:
+            continue
+        entity_rule = any(source.endswith(f" {r}") for r in _ENTITY_RULES)
+        verification: ClaimVerification = "external_unknown" if entity_rule else "unsupported"
+        said = check.verification if check is not None else "nothing"
+        reasons.append(f"{claim_id}: verifier said {said}, but {source} failed on it; treated as {verification}")
+        base = check or ClaimCheck(claim_id=claim_id, verification=verification)
+        checks[claim_id] = base.model_copy(update={"verification": verification, "detail": f"{source}: {message}"})
+    return list(checks.values()), reasons
+
+
+def _core_ids(claims: Sequence[Mapping[str, Any]]) -> set[str]:
+    core = {str(c.get("claim_id")) for c in claims if c.get("claim_type") in CORE_TYPES}
+    return core or {str(c.get("claim_id")) for c in claims}
+
+
+def claims_verdict(
+    claims: Sequence[Mapping[str, Any]], claim_checks: Iterable[ClaimCheck]
+) -> tuple[Verdict, list[str]]:
+    """The §17 matrix over claim checks alone. A claim without a check counts as unsupported;
+    any contradicted claim rejects (§19.2.1); an external_unknown core claim, or one naming a
+    core entity (service, id, error code, value), rejects; other weak claims keep it LOW_CONFID."""
+    if not claims:
+        return "LOW_CONFID", ["the diagnosis has no claims"]
+    checks = {c.claim_id: c.verification for c in claim_checks}
+    core = _core_ids(claims)
+    reject: list[str] = []
+    low: list[str] = []
+    for claim in claims:
+        cid = str(claim.get("claim_id"))
+        verification = checks.get(cid, "unsupported")
+        label = f"{cid} ({claim.get('claim_type', '?')})"
+        if verification == "contradicted":
+            reject.append(f"{label} is contradicted by its evidence")
+        elif verification == "external_unknown":
+            names_core = any(e.kind in CORE_ENTITY_KINDS for e in extract_entities(str(claim.get("claim_text", ""))))
+            if cid in core or names_core:
+                reject.append(f"{label} introduces a service, id, error code, value or cause not in the evidence")
+            else:
+                low.append(f"{label} introduces background not in the evidence")
+        elif verification in ("unsupported", "overstated"):
+            low.append(f"{label} is {verification}" + ("" if cid in checks else " (no claim check)"))
+    if not any(checks.get(cid) == "direct_observation" for cid in core):
+        low.append("no core claim is a direct observation")
+    if reject:
+        return "REJECT", reject + low
+    return ("LOW_CONFID", low) if low else ("PASS", [])
+
+
+_GAP_TEXT = {
+    "zh": {
+        "no_data": "{service}：已配置的数据源中没有它的日志、告警或指标，问题尚未得到回答。",
+        "not_queried": "{service}：本次没有查询它的证据，问题尚未得到回答。",
+        "retry": "再次取证后，上一轮仍有 {gaps} 项内容未被证据证实。",
+    },
+    "en": {
+        "no_data": "{service}: the configured backends hold no logs, alerts or metrics for it; "
+        "the question about it is not answered.",
+        "not_queried": "{service}: no evidence about it was queried; the question about it is not answered.",
+        "retry": "After another round of evidence gathering, {gaps} earlier item(s) remain unconfirmed.",
+    },
+}
+
+
+def decide_verdict(
+    *,
+    parse_status: str,
+    structured: Mapping[str, Any] | None,
+    claim_checks: Sequence[ClaimCheck],
+    gatekeeper: GatekeeperResult,
+    rule_impacts: Mapping[str, str | None],
+    gatekeeper_enabled: bool = True,
+    verifier_verdict: Verdict | None = None,
+    coverage: Sequence[ServiceCoverage] = (),
+    invocations: Sequence[ToolInvocation] = (),
+    retry_context: RetryContext | None = None,
+    retry_gaps_closed: bool | None = None,
+    language: str = "en",
+) -> VerdictDecision:
+    """The verdict and every reason it is not PASS (see the module docstring for the order).
+
+    `invocations` are the session's tool calls: a failed one leaves the evidence incomplete.
+    `retry_gaps_closed` is the verifier's judgement of a retry round (None: not judged).
+    With the gatekeeper switched off (seed 000 §22.2) its result is ignored.
+    """
+    text = _GAP_TEXT["zh" if language == "zh" else "en"]
+    gate = gatekeeper if gatekeeper_enabled else GatekeeperResult()
+    if parse_status != "valid":
+        reasons = [f"executor output parse status is {parse_status}: nothing structured to verify"]
+        return _finish("LOW_CONFID", reasons, [], 0.0, [], verifier_verdict)
+    claims = claim_dicts(structured)
+    checks, reasons = apply_gatekeeper(claim_checks, claims, gate, rule_impacts)
+    verdict, matrix_reasons = claims_verdict(claims, checks)
+    reasons += matrix_reasons
+    floor = gatekeeper_floor(gate.failed_rules, rule_impacts)
+    verdict = stricter(verdict, floor)
+    for rule_id in gate.failed_rules:
+        impact = rule_impacts.get(rule_id) or "unknown impact"
+        reason = f"gatekeeper rule {rule_id} failed (verdictImpact {impact})"
+        if impact == "reject_on_fail":
+            reasons.insert(0, reason)
+        else:
+            reasons.append(reason)
+    for claim_id in gate.unbacked_claims:
+        reasons.append(f"{claim_id} has no binding that is evidence, so the session cannot PASS")
+    if gate.unbacked_claims:
+        verdict = stricter(verdict, "LOW_CONFID")
+
+    missing_info: list[str] = []
+    for cov in coverage:
+        if cov.status in ("answered", "healthy"):
+            continue
+        verdict = stricter(verdict, "LOW_CONFID")
+        reasons.append(f"asked service {cov.service} is {cov.status}: the question about it is not answered")
+        missing_info.append(text[cov.status].format(service=cov.service))
+    failed = [inv for inv in invocations if inv.status == "error"]
+    if failed:
+        verdict = stricter(verdict, "LOW_CONFID")
+        calls = ", ".join(f"{inv.model_tool_name} #{inv.id} failed" for inv in failed)
+        reasons.append(f"evidence is incomplete: {calls}")
+    if retry_context is not None and retry_gaps_closed is False:
+        verdict = stricter(verdict, "LOW_CONFID")
+        reasons.append(f"round {retry_context.round} did not close the gaps of the previous round")
+        # Generic on purpose: the unclosed items are unsupported text and must not reach the composer.
+        gaps = len(retry_context.unsupported_claims) + len(retry_context.missing_info)
+        missing_info.append(text["retry"].format(gaps=gaps))
+    return _finish(verdict, reasons, checks, groundedness(checks, claims), missing_info, verifier_verdict)
+
+
+def _finish(verdict: Verdict, reasons: list[str], checks: list[ClaimCheck], score: float, missing_info: list[str],
+            verifier_verdict: Verdict | None) -> VerdictDecision:
+    if verifier_verdict is not None and VERDICT_ORDER[verifier_verdict] > VERDICT_ORDER[verdict]:
+        reasons.insert(0, f"the verifier judged {verifier_verdict}")
+        verdict = verifier_verdict
+    elif verifier_verdict is not None and verifier_verdict != verdict:
+        reasons.insert(0, f"the verifier said {verifier_verdict}; the policy requires {verdict}")
+    return VerdictDecision(verdict=verdict, reasons=reasons if verdict != "PASS" else [], claim_checks=checks,
+                           groundedness_score=score, missing_info=missing_info)
