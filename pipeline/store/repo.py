@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Text, cast, create_engine, event, func, or_, select, update
+from sqlalchemy import Text, cast, func, or_, select, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pipeline.contracts import LlmCallRecord, ToolInvocation
 from pipeline.errors import StoreError
+from pipeline.store.engine import display_url, open_engine, sqlite_path
+from pipeline.store.migrate import ensure_current
 from pipeline.store.schema import (
-    Base,
     DiagnosisSession,
     LlmCallRow,
     ReviewRow,
@@ -62,36 +66,59 @@ def _invocation(row: ToolInvocationRow) -> ToolInvocation:
     )
 
 
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    # WAL lets the workbench read while a session writes; NORMAL sync keeps the many small
-    # stage-by-stage commits cheap (a crash may lose the last commit, never corrupt the file).
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA foreign_keys=ON")
-    cur.close()
+def _file_identity(path: Any) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class Store:
-    def __init__(self, url: str):
-        if url.startswith("sqlite:///"):
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        self.url = url
-        self.engine: Engine = create_engine(url, future=True)
-        if url.startswith("sqlite"):
-            event.listen(self.engine, "connect", _sqlite_pragmas)
-        Base.metadata.create_all(self.engine)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+    """Opening a Store brings its schema to the head revision (pipeline/store/migrate.py).
+    Every database failure surfaces as a StoreError naming the database, never a driver error."""
 
-    def _db(self) -> Session:
-        return self._sessions()
+    def __init__(self, url: str):
+        self.url = url
+        self.engine: Engine = open_engine(url)
+        self.revision = ensure_current(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        # An open SQLite connection keeps writing to a database file deleted or replaced under
+        # it, so a session would finish "stored" nowhere; writes compare the file to this.
+        self._file = sqlite_path(str(self.engine.url))
+        self._identity = _file_identity(self._file) if self._file else None
+
+    def _failure(self, doing: str, exc: SQLAlchemyError) -> StoreError:
+        reason = getattr(exc, "orig", None) or exc
+        return StoreError(f"cannot {doing} the database {display_url(self.url)}: {reason}")
+
+    @contextmanager
+    def _read(self) -> Iterator[Session]:
+        try:
+            with self._sessions() as db:
+                yield db
+        except SQLAlchemyError as exc:
+            raise self._failure("read", exc) from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[Session]:
+        """One transaction; committed when the block ends."""
+        if self._file is not None and _file_identity(self._file) != self._identity:
+            raise StoreError(f"the database file {self._file} was deleted or replaced while in use; "
+                             "nothing more is written to it")
+        try:
+            with self._sessions() as db, db.begin():
+                yield db
+        except SQLAlchemyError as exc:
+            raise self._failure("write to", exc) from exc
+
 
     # --- sessions ---------------------------------------------------------------------
 
     def create_session(self, *, question: str, world: str | None, shape: str, provider: str, model: str,
                        session_id: str | None = None, created_at: datetime | None = None) -> str:
         sid = session_id or f"s-{uuid.uuid4().hex[:12]}"
-        with self._db() as db, db.begin():
+        with self._write() as db:
             row = DiagnosisSession(id=sid, question=question, world=world, shape=shape, provider=provider,
                                    model=model, status="running", stage="created")
             if created_at is not None:
@@ -100,16 +127,19 @@ class Store:
         return sid
 
     def update_session(self, session_id: str, **values: Any) -> None:
-        with self._db() as db, db.begin():
-            db.execute(update(DiagnosisSession).where(DiagnosisSession.id == session_id).values(**values))
+        """StoreError when the row is gone: a session must not finish as if it were stored."""
+        with self._write() as db:
+            stmt = update(DiagnosisSession).where(DiagnosisSession.id == session_id).values(**values)
+            if db.connection().execute(stmt).rowcount == 0:
+                raise StoreError(f"session {session_id} is no longer in the database {display_url(self.url)}")
 
     def get_session(self, session_id: str) -> dict[str, Any] | None:
-        with self._db() as db:
+        with self._read() as db:
             row = db.get(DiagnosisSession, session_id)
             return _row_dict(row) if row else None
 
     def session_exists(self, session_id: str) -> bool:
-        with self._db() as db:
+        with self._read() as db:
             return db.get(DiagnosisSession, session_id) is not None
 
     def filtered_query(self, f: SessionFilter) -> Any:
@@ -145,7 +175,7 @@ class Store:
                 DiagnosisSession.status, DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status,
                 DiagnosisSession.failed_rules, DiagnosisSession.groundedness, DiagnosisSession.services,
                 DiagnosisSession.provider, DiagnosisSession.shape]
-        with self._db() as db:
+        with self._read() as db:
             total = db.execute(select(func.count()).select_from(base.subquery())).scalar_one()
             sub = base.subquery()
             rows = db.execute(
@@ -162,7 +192,7 @@ class Store:
         return [dict(r) | {"review_label": labels.get(r["id"])} for r in rows], total
 
     def session_ids(self) -> list[str]:
-        with self._db() as db:
+        with self._read() as db:
             return list(db.execute(select(DiagnosisSession.id).order_by(DiagnosisSession.created_at)).scalars())
 
     # --- tool invocations --------------------------------------------------------------
@@ -171,7 +201,7 @@ class Store:
                        arguments: dict[str, Any], status: str, output: str, error: str | None,
                        latency_ms: float, stored_cut_bytes: int = 0,
                        retrieval_details: dict[str, Any] | None = None) -> ToolInvocation:
-        with self._db() as db, db.begin():
+        with self._write() as db:
             row = ToolInvocationRow(
                 session_id=session_id, round=round, tool_name=tool_name, model_tool_name=model_tool_name,
                 arguments=arguments, status=status, output=output, output_preview=output[:PREVIEW_CHARS],
@@ -183,12 +213,12 @@ class Store:
             return _invocation(row)
 
     def invocation(self, invocation_id: int) -> ToolInvocation | None:
-        with self._db() as db:
+        with self._read() as db:
             row = db.get(ToolInvocationRow, invocation_id)
             return _invocation(row) if row else None
 
     def invocations(self, session_id: str) -> list[ToolInvocation]:
-        with self._db() as db:
+        with self._read() as db:
             rows = db.execute(
                 select(ToolInvocationRow).where(ToolInvocationRow.session_id == session_id)
                 .order_by(ToolInvocationRow.id)
@@ -197,7 +227,7 @@ class Store:
 
     def invocation_meta(self, session_id: str) -> list[dict[str, Any]]:
         """Invocation rows without the full output (for lists and the Trace page's index)."""
-        with self._db() as db:
+        with self._read() as db:
             rows = db.execute(
                 select(ToolInvocationRow.id, ToolInvocationRow.round, ToolInvocationRow.tool_name,
                        ToolInvocationRow.model_tool_name, ToolInvocationRow.arguments, ToolInvocationRow.status,
@@ -210,11 +240,11 @@ class Store:
     # --- LLM calls ----------------------------------------------------------------------
 
     def add_llm_call(self, session_id: str, rec: LlmCallRecord) -> None:
-        with self._db() as db, db.begin():
+        with self._write() as db:
             db.add(LlmCallRow(session_id=session_id, **rec.model_dump()))
 
     def llm_calls(self, session_id: str) -> list[dict[str, Any]]:
-        with self._db() as db:
+        with self._read() as db:
             rows = db.execute(
                 select(LlmCallRow).where(LlmCallRow.session_id == session_id).order_by(LlmCallRow.id)
             ).scalars().all()
@@ -226,11 +256,11 @@ class Store:
                    claim_id: str | None = None) -> None:
         if not reviewer.strip():
             raise ValueError("a review needs the reviewer's name")
-        with self._db() as db, db.begin():
+        with self._write() as db:
             db.add(ReviewRow(session_id=session_id, claim_id=claim_id, label=label, note=note, reviewer=reviewer))
 
     def reviews(self, session_id: str) -> list[dict[str, Any]]:
-        with self._db() as db:
+        with self._read() as db:
             rows = db.execute(
                 select(ReviewRow).where(ReviewRow.session_id == session_id).order_by(ReviewRow.created_at)
             ).scalars().all()
@@ -239,19 +269,19 @@ class Store:
     # --- rule versions ------------------------------------------------------------------
 
     def active_rule_version(self) -> dict[str, Any] | None:
-        with self._db() as db:
+        with self._read() as db:
             row = db.execute(select(RuleVersionRow).where(RuleVersionRow.active.is_(True))).scalar_one_or_none()
             return _row_dict(row) if row else None
 
     def rule_versions(self) -> list[dict[str, Any]]:
-        with self._db() as db:
+        with self._read() as db:
             rows = db.execute(select(RuleVersionRow).order_by(RuleVersionRow.id.desc())).scalars().all()
             return [_row_dict(r) for r in rows]
 
     def apply_rule_version(self, *, index_yaml: str, metadata_yaml: str, author: str, comment: str,
                            based_on: int | None) -> int:
         """Make a new active version. Refuses if the active one is no longer `based_on`."""
-        with self._db() as db, db.begin():
+        with self._write() as db:
             active = db.execute(
                 select(RuleVersionRow).where(RuleVersionRow.active.is_(True)).with_for_update()
             ).scalar_one_or_none()

@@ -1,0 +1,143 @@
+"""Opening the database: one engine per URL, the same text rules on SQLite and PostgreSQL.
+
+Everything backend-specific about a connection lives here, so the rest of the store writes
+plain SQLAlchemy: the driver check (a clear StoreError instead of ModuleNotFoundError), the
+SQLite file's directory and pragmas, and NUL handling. PostgreSQL refuses a NUL character in
+text (and in json it cannot extract as text) while SQLite stores it, so a NUL from a model or a
+bundle failed a session on one backend only. Here it is replaced with U+FFFD on every write,
+on both backends, which keeps the rest of the text and shows where the NUL was.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import NullPool
+
+from pipeline.errors import StoreError
+
+NUL, REPLACEMENT = "\x00", "\ufffd"
+# In JSON text a NUL is the escape \u0000, preceded by an odd number of backslashes (an even
+# run is an escaped backslash followed by the literal characters "u0000", which is kept).
+_JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+# Seconds a SQLite connection waits for another process's write lock before failing.
+SQLITE_BUSY_TIMEOUT = 60
+
+
+def clean_text(value: str) -> str:
+    return value.replace(NUL, REPLACEMENT) if NUL in value else value
+
+
+def _clean_param(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {k: _clean_param(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clean_param(v) for v in value)
+    return value
+
+
+def _json_dumps(value: Any) -> str:
+    text = json.dumps(value)
+    return _JSON_NUL.sub(r"\1\\ufffd", text) if "\\u0000" in text else text
+
+
+def _clean_statement_params(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any,
+                            _executemany: bool) -> tuple[str, Any]:
+    return statement, _clean_param(parameters)
+
+
+def display_url(url: str) -> str:
+    """The URL for messages: never the password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable database URL>"
+
+
+def normalize_url(url: str) -> str:
+    """postgres:// and postgresql:// mean the psycopg (3) driver, the one the [postgres] extra installs."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url.removeprefix(prefix)
+    return url
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a SQLite URL, or None for memory databases and URI filenames."""
+    database = make_url(url).database
+    if not url.startswith("sqlite") or not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+    # WAL lets the workbench read while a session writes; NORMAL sync keeps the many small
+    # stage-by-stage commits cheap (a crash may lose the last commit, never corrupt the file).
+    cur = dbapi_conn.cursor()
+    try:
+        cur.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.OperationalError:
+        pass  # a read-only file keeps the journal mode it has; reads still work
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def _sqlite_foreign_keys(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+    dbapi_conn.execute("PRAGMA foreign_keys=ON")
+
+
+def _sqlite_no_driver_transactions(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+    # pysqlite would open its own deferred transaction; with isolation_level None the BEGIN
+    # EXCLUSIVE below is the only one, so the lock is held from the first read of the revision.
+    dbapi_conn.isolation_level = None
+
+
+def _sqlite_begin_exclusive(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN EXCLUSIVE")
+
+
+def open_engine(url: str, *, migration: bool = False) -> Engine:
+    """An engine for `url`, its SQLite directory created; StoreError when that is impossible.
+
+    `migration=True` on SQLite: a pool-less engine whose transactions begin EXCLUSIVE (the
+    migration lock) and whose connections keep foreign keys off, so a revision that copies
+    diagnosis_session does not cascade-delete every invocation when it drops the old table.
+    """
+    options: dict[str, Any] = {}
+    url = normalize_url(url)
+    shown = display_url(url)
+    path = sqlite_path(url) if url.startswith("sqlite") else None
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the directory {path.parent} for the database: {exc.strerror}") from exc
+    if url.startswith("sqlite"):
+        options["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT}
+        if migration:
+            options["poolclass"] = NullPool
+    try:
+        engine = create_engine(url, json_serializer=_json_dumps, **options)
+    except ImportError as exc:
+        raise StoreError(f"the database driver for {shown} is not installed ({exc.name}); "
+                         "for PostgreSQL: pip install 'evidence-workbench[postgres]'") from exc
+    except ArgumentError as exc:
+        raise StoreError(f"{shown} is not a database URL SQLAlchemy understands") from exc
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+        if migration:
+            event.listen(engine, "connect", _sqlite_no_driver_transactions)
+            event.listen(engine, "begin", _sqlite_begin_exclusive)
+        else:
+            event.listen(engine, "connect", _sqlite_foreign_keys)
+    event.listen(engine, "before_cursor_execute", _clean_statement_params, retval=True)
+    return engine

@@ -1,0 +1,94 @@
+"""Schema migrations: named, run-once Alembic revisions in migrations/versions/, applied under a lock.
+
+Every process that opens the store calls `ensure_current`. It only reads when the database is
+already at the head revision (so a read-only database still serves reads), and otherwise takes
+the migration lock and upgrades: `BEGIN EXCLUSIVE` on SQLite, `pg_advisory_xact_lock` on
+PostgreSQL. The check of the current revision and every revision applied run inside that one
+locked transaction, so parallel first runs on a fresh database wait for each other instead of
+racing to create the same tables (the first release's `create_all` failed 2 in 24 such runs on
+SQLite and 1 in 8 on PostgreSQL). A database made by the first release has its tables but no
+alembic_version table: it is stamped 0001 (its schema) and upgraded from there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from pipeline.errors import StoreError
+from pipeline.store.engine import display_url, open_engine
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+FIRST_RELEASE = "0001"
+# Any fixed 64-bit number, the same in every process: the key of the PostgreSQL advisory lock.
+PG_LOCK_KEY = 0x65766964_776B6231
+
+
+def _config(connection: Connection | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(_config()).get_current_head()
+    assert head is not None, "pipeline/store/migrations/versions holds no revision"
+    return head
+
+
+def current_revision(conn: Connection) -> str | None:
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def _lock_engine(engine: Engine) -> Engine:
+    """SQLite: a separate engine whose transactions take the file's exclusive lock; PostgreSQL
+    takes its advisory lock inside the transaction instead."""
+    if engine.dialect.name != "sqlite":
+        return engine
+    return open_engine(engine.url.render_as_string(hide_password=False), migration=True)
+
+
+def _upgrade_locked(conn: Connection) -> str:
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_LOCK_KEY})
+    cfg = _config(conn)
+    if current_revision(conn) is None and inspect(conn).has_table("diagnosis_session"):
+        command.stamp(cfg, FIRST_RELEASE)
+    command.upgrade(cfg, "head")
+    revision = current_revision(conn)
+    assert revision is not None
+    return revision
+
+
+def upgrade(engine: Engine) -> str:
+    """Bring the database to the head revision under the migration lock; returns the revision."""
+    locking = _lock_engine(engine)
+    try:
+        with locking.connect() as conn, conn.begin():
+            return _upgrade_locked(conn)
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot migrate the database {display_url(str(engine.url))}: "
+                         f"{getattr(exc, 'orig', None) or exc}") from exc
+    finally:
+        if locking is not engine:
+            locking.dispose()
+
+
+def ensure_current(engine: Engine) -> str:
+    """The database's revision after upgrading it if it is behind. Reads only when it is current."""
+    head = head_revision()
+    try:
+        with engine.connect() as conn:
+            revision = current_revision(conn)
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot open the database {display_url(str(engine.url))}: "
+                         f"{getattr(exc, 'orig', None) or exc}") from exc
+    return revision if revision == head else upgrade(engine)

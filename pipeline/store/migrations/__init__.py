@@ -1,0 +1,1 @@
+"""Alembic migrations of the store; `pipeline.store.migrate` runs them (no alembic.ini)."""
