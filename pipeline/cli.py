@@ -185,6 +185,15 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return subprocess.call(command, cwd=ui_dir)
 
 
+def cmd_db(args: argparse.Namespace) -> int:
+    from pipeline.store.engine import display_url
+    from pipeline.store.migrate import upgrade_database
+
+    url = _settings(args).db_url
+    print(f"{display_url(url)}: schema at revision {upgrade_database(url)} (head)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="workbench", description="Evidence Workbench: evidence-checked incident diagnosis")
     p.add_argument("--config", help="settings file (default: workbench.yaml, or $WORKBENCH_CONFIG)")
@@ -238,6 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     ui.add_argument("--host", default="localhost", help="address to bind (default localhost)")
     ui.set_defaults(func=cmd_ui)
+
+    db = sub.add_parser("db", help="database schema (every start upgrades it too)")
+    db.add_argument("action", choices=["upgrade"], help="upgrade: apply pending migrations under the lock")
+    db.set_defaults(func=cmd_db)
     return p
 
 

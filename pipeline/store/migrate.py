@@ -92,3 +92,12 @@ def ensure_current(engine: Engine) -> str:
         raise StoreError(f"cannot open the database {display_url(str(engine.url))}: "
                          f"{getattr(exc, 'orig', None) or exc}") from exc
     return revision if revision == head else upgrade(engine)
+
+
+def upgrade_database(url: str) -> str:
+    """`workbench db upgrade`: take the lock and upgrade even if another process is about to."""
+    engine = open_engine(url)
+    try:
+        return upgrade(engine)
+    finally:
+        engine.dispose()
