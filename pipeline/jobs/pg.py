@@ -76,6 +76,15 @@ class ProcrastinateQueue:
         self.app.close()
 
 
+def _worker_beat(settings: Settings) -> float:
+    return min(10.0, settings.jobs.heartbeat_s)
+
+
+def _stalled_after(settings: Settings) -> float:
+    # A live worker beats every _worker_beat seconds: only three missed beats make it dead.
+    return max(settings.jobs.lease_s, 3 * _worker_beat(settings))
+
+
 async def _reap_forever(app: procrastinate.App, settings: Settings, store: Store) -> None:
     lease = settings.jobs.lease_s
     while True:
@@ -83,7 +92,7 @@ async def _reap_forever(app: procrastinate.App, settings: Settings, store: Store
             lost = await asyncio.to_thread(reap, store, lease)
             if lost:
                 log.warning("interrupted sessions whose worker stopped: %s", ", ".join(lost))
-            for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=lease):
+            for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=_stalled_after(settings)):
                 log.warning("retrying job %s left running by a stopped worker", job.id)
                 await app.job_manager.retry_job(job)
         except Exception:  # noqa: BLE001 - a database blip must not stop the worker; next round retries
@@ -95,7 +104,9 @@ async def _serve(app: procrastinate.App, settings: Settings, store: Store, concu
     async with app.open_async():
         reaper = asyncio.create_task(_reap_forever(app, settings, store))
         try:
-            await app.run_worker_async(queues=[QUEUE], concurrency=concurrency, install_signal_handlers=True)
+            await app.run_worker_async(queues=[QUEUE], concurrency=concurrency, install_signal_handlers=True,
+                                       update_heartbeat_interval=_worker_beat(settings),
+                                       stalled_worker_timeout=_stalled_after(settings))
         finally:
             reaper.cancel()
 

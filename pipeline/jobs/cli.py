@@ -1,0 +1,112 @@
+"""The job subcommands of `workbench`: worker, webhook, sessions, rerun (registered by pipeline/cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Any, Callable
+
+from pipeline.config import Settings, load_settings
+from pipeline.errors import ConfigError
+from pipeline.store import Store
+
+VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(getattr(args, "config", None))
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from pipeline.jobs.pg import run_worker
+
+    settings = _settings(args)
+    store = Store(settings.db_url)
+    if store.engine.dialect.name != "postgresql":
+        raise ConfigError("`workbench worker` serves the PostgreSQL queue (set DATABASE_URL); with SQLite the app "
+                          "and `workbench ask` run sessions in-process")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    run_worker(settings, store, args.concurrency or settings.jobs.concurrency)
+    return 0
+
+
+def cmd_webhook(args: argparse.Namespace) -> int:
+    from pipeline.jobs import make_queue
+    from pipeline.webhook import Receiver, make_server
+
+    settings = _settings(args)
+    store = Store(settings.db_url)
+    queue = make_queue(settings, store)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    server = make_server(Receiver(settings, store, queue, os.environ.get("WORKBENCH_WEBHOOK_TOKEN")),
+                         args.host, args.port)
+    host, port = server.server_address[:2]
+    print(f"receiving Alertmanager webhooks on http://{host}:{port}/alertmanager", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        queue.close()  # the in-process pool finishes the sessions it holds
+    return 0
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from pipeline.store.lease import reap
+    from pipeline.store.listing import session_list
+
+    settings = _settings(args)
+    store = Store(settings.db_url)
+    # A listing never shows a session whose worker died as running.
+    reap(store, settings.jobs.lease_s)
+    rows = session_list(store, verdict=args.verdict, status=args.status, limit=args.limit)
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2, default=str))
+        return 0
+    for r in rows:
+        trigger = (r["trigger"] or {}).get("kind", "manual")
+        question = r["question"] if len(r["question"]) <= 70 else r["question"][:69] + "…"
+        print(f"{r['id']}  {r['created_at']:%Y-%m-%d %H:%M:%S}  {r['status']:<11} {r['verdict'] or '-':<10} "
+              f"{trigger:<12} {question}")
+    return 0
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    from pipeline.jobs import make_queue, submit_rerun
+
+    settings = _settings(args)
+    store = Store(settings.db_url)
+    queue = make_queue(settings, store)
+    try:
+        sid = submit_rerun(queue, store, args.session_id)
+    finally:
+        queue.close()  # in-process: waits for the session; PostgreSQL: a worker runs it
+    row = store.get_session(sid) or {}
+    print(f"session {sid} ({row.get('status')}{', ' + row['verdict'] if row.get('verdict') else ''}) "
+          f"runs {args.session_id} again")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add the job subcommands to `workbench`'s subparsers."""
+    def add(name: str, func: Callable[[argparse.Namespace], int], helptext: str) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(name, help=helptext)
+        p.set_defaults(func=func)
+        return p
+
+    w = add("worker", cmd_worker, "run queued sessions, eval runs and batch checks (PostgreSQL)")
+    w.add_argument("--concurrency", type=int, help="jobs at once (default: jobs.concurrency)")
+    h = add("webhook", cmd_webhook, "receive Alertmanager alerts at POST /alertmanager; one session per group")
+    h.add_argument("--host", default="127.0.0.1")
+    h.add_argument("--port", type=int, default=9095)
+    s = add("sessions", cmd_sessions, "list sessions: id, question, trigger, status, verdict, created_at")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--verdict", choices=VERDICTS)
+    s.add_argument("--status", choices=("queued", "running", "completed", "failed", "interrupted"))
+    s.add_argument("--limit", type=int, default=20)
+    r = add("rerun", cmd_rerun, "run a failed or interrupted session's question again, as a new session")
+    r.add_argument("session_id")
