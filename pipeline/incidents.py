@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from pipeline.errors import NotFound, quote
+from pipeline.scope import asked_services
 from pipeline.text import normalize
 
 
@@ -71,18 +72,25 @@ def world_by_id(incidents_dir: Path, world_id: str) -> World:
 
 
 def route_question(incidents_dir: Path, question: str) -> World | None:
-    """The world whose services (weight 3) and keywords (weight 1) the question names most."""
+    """The world whose services (weight 3) and keywords (weight 1) the question names most.
+
+    A question that names services is only routed to a world holding one of them: a world
+    without "billing-service" would answer a billing question with another incident's story.
+    """
+    worlds = load_worlds(incidents_dir)
+    asked = asked_services(question, sorted({s for w in worlds for s in w.services}))
     text = normalize(question)
     best: tuple[int, World | None] = (0, None)
-    for world in load_worlds(incidents_dir):
-        score = 0
-        for service in world.services:
-            short = service.removesuffix("-service")
-            if service in text:
-                score += 3
-            elif len(short) > 2 and short in text:
-                score += 2
+    for world in worlds:
+        if asked and not set(asked) & set(world.services):
+            continue
+        score = 3 * sum(1 for s in asked if s in world.services)
         score += sum(1 for kw in world.keywords if normalize(kw) in text)
         if score > best[0]:
             best = (score, world)
     return best[1]
+
+
+def catalogue(incidents_dir: Path) -> list[str]:
+    """Every service some bundled world holds: the services the bundled backends know."""
+    return sorted({s for w in load_worlds(incidents_dir) for s in w.services})

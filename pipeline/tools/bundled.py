@@ -40,6 +40,14 @@ def _alerts(path: Path) -> tuple[dict[str, Any], ...]:
     return tuple(json.loads(path.read_text(encoding="utf-8")))
 
 
+def _nothing(what: str, service: str | None, world_dir: Path | None) -> str:
+    """The no-data message names the service and where it was looked for: the answer repeats
+    it ("no logs ... for billing-service in ..."), never another incident's story."""
+    subject = f" for {service}" if service else ""
+    where = f"bundled incident {world_dir.name}" if world_dir else "the bundled incidents (none holds this service)"
+    return f"no {what}{subject} matched the query in {where}"
+
+
 class BundledLogs:
     def __init__(self, world_dir: Path | None, limit: int = 500):
         self.world_dir = world_dir
@@ -47,7 +55,7 @@ class BundledLogs:
 
     def query_logs(self, q: LogQuery) -> dict[str, Any]:
         if self.world_dir is None:
-            raise NoData("no bundled incident matches the question's services")
+            raise NoData(_nothing("log lines", q.service, None))
         min_level = LEVELS.get((q.level or "DEBUG").upper(), 10)
         words = [normalize(k) for k in q.keywords if k.strip()]
         limit = min(q.limit, self.limit)
@@ -76,7 +84,7 @@ class BundledLogs:
                     }
                 )
         if not hits:
-            raise NoData("no log line matched the query")
+            raise NoData(_nothing("log lines", q.service, self.world_dir))
         return {"logs": hits, "total": total, "truncated": total > len(hits)}
 
 
@@ -86,7 +94,7 @@ class BundledMetrics:
 
     def query_metrics(self, q: MetricsQuery) -> dict[str, Any]:
         if self.world_dir is None:
-            raise NoData("no bundled incident matches the question's services")
+            raise NoData(_nothing("alerts", q.service, None))
         status = (q.status or "all").lower()
         alerts = []
         for alert in _alerts(self.world_dir / "alerts.json"):
@@ -98,5 +106,5 @@ class BundledMetrics:
                 continue
             alerts.append(dict(alert))
         if not alerts:
-            raise NoData("no alert matched the query")
+            raise NoData(_nothing("alerts", q.service, self.world_dir))
         return {"alerts": alerts, "total": len(alerts)}

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline import segment
 from pipeline.tools.registry import KnowledgeQuery, NoData
 
 K1 = 1.2
@@ -47,14 +48,12 @@ _ZH_STOP = frozenset(
 
 def tokenize(text: str) -> list[str]:
     """Index terms of a text, with repetition (BM25 needs term frequencies)."""
-    import jieba  # lazy: the dictionary load costs ~0.5 s
-
     norm = unicodedata.normalize("NFKC", text).lower()
     terms: list[str] = []
     pos = 0
     for m in _CJK_RUN.finditer(norm):
         _latin_terms(norm[pos : m.start()], terms)
-        for tok in jieba.cut_for_search(m.group(0)):
+        for tok in segment.jieba().cut_for_search(m.group(0)):
             if tok not in _ZH_STOP:
                 terms.append(tok)
         pos = m.end()
@@ -168,20 +167,33 @@ class _Index:
         postings = {t: (np.array(ids, dtype=np.int32), np.array(w)) for t, (ids, w) in lists.items()}
         return cls(blocks, postings, skipped)
 
-    def search(self, query: str, top_k: int) -> list[tuple[float, int]]:
+    def search(self, query: str, top_k: int, min_relevance: float = 0.0) -> list[tuple[float, float, int]]:
+        """(BM25 score, relevance, block index) of the best blocks, best first.
+
+        BM25 scores are unbounded and not comparable across queries, so a floor is set on
+        `relevance` instead: the idf-weighted share of the query's terms the block holds (0..1).
+        A term no block holds weighs the most, so a question about a service no runbook knows
+        ("billing-service 503") finds no block relevant merely for sharing "service" or "返回".
+        """
         n = len(self.blocks)
         scores = np.zeros(n)
+        covered = np.zeros(n)
+        total = 0.0
         for term in set(tokenize(query)):
             posting = self.postings.get(term)
+            df = len(posting[0]) if posting is not None else 0
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            total += idf
             if posting is None:
                 continue
             ids, weights = posting
-            idf = math.log(1.0 + (n - len(ids) + 0.5) / (len(ids) + 0.5))
             scores[ids] += idf * weights  # a term's block indices are unique, so this is exact
-        hits = np.flatnonzero(scores > 0.0)
+            covered[ids] += idf
+        relevance = covered / total if total else covered
+        hits = np.flatnonzero((scores > 0.0) & (relevance >= min_relevance))
         # Highest score first, ties in block order, so the same query always returns the same blocks.
         best = hits[np.lexsort((hits, -scores[hits]))[:top_k]]
-        return [(float(scores[i]), int(i)) for i in best]
+        return [(float(scores[i]), float(relevance[i]), int(i)) for i in best]
 
 
 _CACHE: dict[Path, tuple[tuple[tuple[str, int, int], ...], _Index]] = {}
@@ -220,12 +232,13 @@ def _load(root: Path, sig: tuple[tuple[str, int, int], ...]) -> _Index:
 class KnowledgeBase:
     """The lookup_knowledge backend over one folder of runbooks."""
 
-    def __init__(self, index: _Index, *, max_pack_tokens: int = 1500) -> None:
+    def __init__(self, index: _Index, *, max_pack_tokens: int = 1500, min_relevance: float = 0.0) -> None:
         self._index = index
         self.max_pack_tokens = max_pack_tokens
+        self.min_relevance = min_relevance
 
     @classmethod
-    def from_folder(cls, path: Path | str, *, max_pack_tokens: int = 1500) -> KnowledgeBase:
+    def from_folder(cls, path: Path | str, *, max_pack_tokens: int = 1500, min_relevance: float = 0.0) -> KnowledgeBase:
         root = Path(path).resolve()
         if not root.is_dir():
             raise FileNotFoundError(f"knowledge folder not found: {root}")
@@ -235,7 +248,7 @@ class KnowledgeBase:
             if cached is None or cached[0] != sig:
                 cached = (sig, _load(root, sig))
                 _CACHE[root] = cached
-        return cls(cached[1], max_pack_tokens=max_pack_tokens)
+        return cls(cached[1], max_pack_tokens=max_pack_tokens, min_relevance=min_relevance)
 
     @property
     def skipped(self) -> list[str]:
@@ -246,11 +259,11 @@ class KnowledgeBase:
         return list(self._index.blocks)
 
     def lookup_knowledge(self, q: KnowledgeQuery) -> dict[str, Any]:
-        hits = self._index.search(q.query, q.top_k)
+        hits = self._index.search(q.query, q.top_k, self.min_relevance)
         if not hits:
-            raise NoData(f"no runbook block matches {q.query!r}")
+            raise NoData(f"no runbook block reaches relevance {self.min_relevance:.2f} for {q.query!r}")
         evidence = []
-        for score, i in hits:
+        for score, relevance, i in hits:
             block = self._index.blocks[i]
             evidence.append(
                 {
@@ -258,6 +271,7 @@ class KnowledgeBase:
                     "title": block.title,
                     "source": block.source,
                     "score": round(score, 4),
+                    "relevance": round(relevance, 3),
                     "content": block.content,
                 }
             )

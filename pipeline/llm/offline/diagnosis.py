@@ -51,6 +51,32 @@ def _binding(d: EvidenceDigest, with_digest: bool) -> EvidenceBinding:
     )
 
 
+def _runbook_relevance(d: EvidenceDigest, invocations: list[ToolInvocation]) -> float | None:
+    """The relevance the knowledge tool gave the block this digest quotes (None: unknown)."""
+    for inv in invocations:
+        if inv.id not in d.source_invocation_ids or inv.status != "ok":
+            continue
+        try:
+            blocks = json.loads(inv.output).get("evidenceBlocks", [])
+        except (ValueError, AttributeError):
+            continue
+        for block in blocks:
+            if normalize(d.source_quote) in normalize(str(block.get("content", ""))):
+                value = block.get("relevance")
+                return float(value) if isinstance(value, (int, float)) else None
+    return None
+
+
+def _matches_scope(d: EvidenceDigest, invocations: list[ToolInvocation], asked: list[str], words: list[str]) -> bool:
+    """A runbook is suggested only when it names an asked service or the symptom."""
+    texts = [normalize(d.summary)]
+    for inv in invocations:
+        if inv.id in d.source_invocation_ids and inv.status == "ok":
+            texts.append(normalize(inv.output))
+    text = "\n".join(texts)
+    return any(normalize(s) in text for s in asked) or any(normalize(w) in text for w in words)
+
+
 def diagnose(
     digests: list[EvidenceDigest],
     invocations: list[ToolInvocation],
@@ -58,13 +84,20 @@ def diagnose(
     known_services: list[str],
     lang: str,
     with_digest_ids: bool,
+    asked: tuple[str, ...] = (),
+    symptom_words: tuple[str, ...] = (),
 ) -> str:
+    """Executor V2 JSON. `asked` are the question's services: their evidence is claimed first,
+    and a failure mode on one of them is the most likely cause."""
     evidence = [d for d in digests if d.domain != "knowledge"]
     knowledge = [d for d in digests if d.domain == "knowledge"]
+    # The asked services' evidence first, so every asked service that has any gets a claim.
+    evidence.sort(key=lambda d: _service_of(d, known_services) not in asked)
     claims: list[Claim] = []
-    hypotheses: list[Hypothesis] = []
+    hypotheses: list[tuple[float, Hypothesis, RecommendedAction, str]] = []
     actions: list[RecommendedAction] = []
     missing: list[str] = []
+    seen_text = normalize("\n".join(d.source_quote for d in evidence))
 
     for d in evidence[:MAX_CLAIMS]:
         service = _service_of(d, known_services)
@@ -87,28 +120,43 @@ def diagnose(
             continue
         service = _service_of(matching[0], known_services) or (sorted(focus_services)[0] if focus_services else "")
         quote = matching[0].source_quote
+        # Evidence already in hand is never asked for again (a jstack line is the thread dump).
+        keep = [i for i in range(len(sig.needed_zh))
+                if i >= len(sig.needed_seen) or not any(w in seen_text for w in sig.needed_seen[i])]
         if lang == "zh":
             hyp = sig.hypothesis_zh.format(service=service)
             basis = f"证据“{quote}”与该模式吻合，但现有证据只显示同时出现，不能证明因果。"
-            needed = [n.format(service=service) for n in sig.needed_zh]
+            needed = [sig.needed_zh[i].format(service=service) for i in keep]
             action, reason = sig.action_zh.format(service=service), f"用于确认：{hyp}"
-            gap = f"缺少{needed[0]}，无法确认这一方向是根因。"
+            gap = f"缺少{needed[0]}，无法确认这一方向是根因。" if needed else ""
         else:
             hyp = sig.hypothesis_en.format(service=service)
             basis = f"The evidence “{quote}” fits this pattern, but it only shows co-occurrence, not causation."
-            needed = [n.format(service=service) for n in sig.needed_en]
+            needed = [sig.needed_en[i].format(service=service) for i in keep]
             action, reason = sig.action_en.format(service=service), f"To confirm: {hyp}"
-            gap = f"Missing {needed[0]}; this direction cannot be confirmed as the root cause yet."
-        hypotheses.append(Hypothesis(hypothesis_text=hyp, basis=basis, needed_evidence=needed))
-        actions.append(RecommendedAction(action_text=action, reason=reason,
-                                         evidence_bindings=[_binding(matching[0], with_digest_ids)]))
-        missing.append(gap)
+            gap = f"Missing {needed[0]}; this direction cannot be confirmed as the root cause yet." if needed else ""
+        # Most likely first: a failure mode on an asked service, then one the monitoring system
+        # alerts on, then the one with the most matching evidence.
+        likelihood = (4.0 * (service in asked) + 2.0 * any(d.domain == "alerts" for d in matching)
+                      + 1.0 * (service in focus_services) + 0.5 * len(matching))
+        hypotheses.append((likelihood, Hypothesis(hypothesis_text=hyp, basis=basis, needed_evidence=needed),
+                           RecommendedAction(action_text=action, reason=reason,
+                                             evidence_bindings=[_binding(matching[0], with_digest_ids)]), gap))
+    hypotheses.sort(key=lambda item: -item[0])
+    for _, _, action_item, gap in hypotheses:
+        actions.append(action_item)
+        if gap:
+            missing.append(gap)
 
-    for d in knowledge[:1]:
+    # A runbook is suggested only when it names an asked service or the symptom, and only once
+    # there is evidence of a problem to check it against.
+    for d in [k for k in knowledge if evidence and _matches_scope(k, invocations, list(asked), list(symptom_words))][:1]:
         title = d.summary.split("》")[0].split("《")[-1] if lang == "zh" else d.summary.split("”")[0].split("“")[-1]
+        relevance = _runbook_relevance(d, invocations)
+        shown = f"{relevance:.2f}" if relevance is not None else "?"
         actions.append(RecommendedAction(
-            action_text=f"按运维手册《{title}》的步骤逐项核对。" if lang == "zh"
-            else f"Walk through the runbook “{title}”.",
+            action_text=f"按运维手册《{title}》的步骤逐项核对（相关度 {shown}）。" if lang == "zh"
+            else f"Walk through the runbook “{title}” (relevance {shown}).",
             reason="运维手册给出了该类问题的排查步骤。" if lang == "zh"
             else "The runbook lists the checks for this kind of problem.",
             evidence_bindings=[_binding(d, with_digest_ids)],
@@ -122,6 +170,7 @@ def diagnose(
         missing.append("未获取到与问题相关的日志或告警证据，无法判断。" if lang == "zh"
                        else "No log or alert evidence related to the question was found.")
 
-    out = ExecutorOutputV2(answer_version=ANSWER_VERSION, claims=claims, hypotheses=hypotheses,
+    out = ExecutorOutputV2(answer_version=ANSWER_VERSION, claims=claims,
+                           hypotheses=[h for _, h, _, _ in hypotheses],
                            recommended_actions=actions, missing_info=missing)
     return json.dumps(out.model_dump(exclude_none=True), ensure_ascii=False)

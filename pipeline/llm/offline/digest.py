@@ -30,6 +30,8 @@ class Focus:
     services: set[str]
     words: list[str]
     terms: frozenset[str] = field(default_factory=frozenset)
+    # The services the question asks about (scope), a subset of `services`.
+    asked: tuple[str, ...] = ()
 
 
 def _parse(inv: ToolInvocation) -> dict[str, Any]:
@@ -73,6 +75,19 @@ def _log_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[flo
         relevant = (in_focus and (alarming or asked)) or (level in ("ERROR", "FATAL") and asked)
         if relevant:
             groups.setdefault((str(line.get("service", "")), _DIGITS.sub("#", norm)), []).append(line)
+    # An asked service with nothing alarming still gets its most frequent line as a digest: the
+    # evidence that shows it healthy (law 8), instead of no word about it at all.
+    for service in focus.asked:
+        if any(key[0] == service for key in groups):
+            continue
+        ordinary = [line for line in _parse(inv).get("logs", []) if str(line.get("service", "")) == service
+                    and str(line.get("level", "INFO")).upper() == "INFO"]
+        if ordinary:
+            templates: dict[str, list[dict[str, Any]]] = {}
+            for line in ordinary:
+                templates.setdefault(_DIGITS.sub("#", normalize(str(line.get("message", "")))), []).append(line)
+            key, lines = max(templates.items(), key=lambda kv: len(kv[1]))
+            groups[(service, key)] = lines
     scored = []
     for (service, template), lines in groups.items():
         first = lines[0]
@@ -80,7 +95,8 @@ def _log_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[flo
         hits = sum(1 for w in focus.words if normalize(w) in template)
         overlap = len(keywords(first.get("message", "")) & focus.terms)
         score = (LEVEL_WEIGHT.get(level, 0.5) + 2.0 * hits + overlap
-                 + (2.0 if service in focus.services else 0.0)) * (1.0 + math.log(len(lines)))
+                 + (2.0 if service in focus.services else 0.0)
+                 + (3.0 if service in focus.asked else 0.0)) * (1.0 + math.log(len(lines)))
         quote = str(first.get("message", "")).strip()
         repeated = len(lines) > 1
         if lang == "zh":
@@ -130,7 +146,8 @@ def alarmed_services(invocations: list[ToolInvocation]) -> set[str]:
 
 
 def digest(invocations: list[ToolInvocation], focus: Focus, lang: str, round_: int = 1) -> list[EvidenceDigest]:
-    focus = Focus(services=focus.services | alarmed_services(invocations), words=focus.words, terms=focus.terms)
+    focus = Focus(services=focus.services | alarmed_services(invocations), words=focus.words, terms=focus.terms,
+                  asked=focus.asked)
     scored: list[tuple[float, EvidenceDigest]] = []
     seen_quotes: set[str] = set()
     for inv in invocations:

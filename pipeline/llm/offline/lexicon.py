@@ -1,41 +1,13 @@
 """Words the offline engine reasons with: symptom vocabularies and failure signatures.
 
-This is the rule-based engine's only domain knowledge. A signature says which evidence words
+Besides the symptom vocabulary (pipeline.scope.SYMPTOMS, shared with the scope reader), this
+is the rule-based engine's only domain knowledge. A signature says which evidence words
 point at a failure mode; the engine turns a match into a hypothesis, never into a fact.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-# Question words -> log search words. Keys are matched against the normalised question.
-SYMPTOMS: dict[str, tuple[str, ...]] = {
-    "timeout": ("timeout", "timed out", "超时", "err_timeout", "deadline"),
-    "time out": ("timeout", "timed out", "超时"),
-    "超时": ("timeout", "timed out", "超时", "err_timeout"),
-    "slow": ("slow", "latency", "p99", "延迟", "耗时"),
-    "latency": ("slow", "latency", "p99", "延迟"),
-    "慢": ("slow", "latency", "p99", "延迟", "耗时"),
-    "延迟": ("slow", "latency", "p99", "延迟"),
-    "5xx": ("500", "502", "503", "5xx", "exception", "error"),
-    "500": ("500", "5xx", "exception", "error"),
-    "error": ("error", "exception", "failed"),
-    "错误": ("error", "exception", "failed", "错误", "失败"),
-    "报错": ("error", "exception", "failed", "错误"),
-    "失败": ("failed", "失败", "error"),
-    "fail": ("failed", "error", "失败"),
-    "oom": ("outofmemory", "heap", "gc"),
-    "内存": ("outofmemory", "heap", "gc", "memory", "内存"),
-    "memory": ("outofmemory", "heap", "gc", "memory"),
-    "crash": ("outofmemory", "restart", "killed", "exception"),
-    "连接": ("connection", "pool", "连接"),
-    "connection": ("connection", "pool"),
-    "缓存": ("redis", "cache", "evict", "缓存"),
-    "cache": ("redis", "cache", "evict"),
-    "发布": ("deploy", "version", "rollout", "发布"),
-    "deploy": ("deploy", "version", "rollout"),
-    "上线": ("deploy", "version", "rollout", "上线"),
-}
 
 # Words that make a log line worth a digest even when the question did not name them.
 ERROR_WORDS: tuple[str, ...] = (
@@ -54,6 +26,9 @@ class Signature:
     needed_en: tuple[str, ...]
     action_zh: str
     action_en: str
+    # Per needed item, words that show the evidence already holds it (a jstack line is the
+    # thread dump): such an item is never listed as missing. Empty: never already held.
+    needed_seen: tuple[tuple[str, ...], ...] = ()
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -65,6 +40,7 @@ SIGNATURES: tuple[Signature, ...] = (
         ("a thread dump of {service} (hot threads)", "P95/P99 latency aligned in time with the CPU curve"),
         "抓取 {service} 的线程栈，定位 CPU 热点。",
         "Take a thread dump of {service} to find the CPU hot spot.",
+        (("jstack", "thread dump", "hot thread", "线程栈"), ()),
     ),
     Signature(
         "jvm_memory", ("outofmemoryerror", "java heap space", "full gc", "gc pause", "heap"),

@@ -1,43 +1,31 @@
-"""Offline Planner: services from the catalogue, search words from the symptom vocabulary."""
+"""Offline Planner: one log query per asked service (known or not), the symptom across all
+services, the alerts, and the runbooks for the symptom."""
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
-from pipeline.contracts import PlannedToolCall, PlannerPlan
-from pipeline.llm.offline.lexicon import SYMPTOMS
-from pipeline.text import detect_language, normalize
+from pipeline.contracts import PlannedToolCall, PlannerPlan, QuestionScope
+from pipeline.scope import symptom_words
 
 
-def mentioned_services(question: str, services: list[str]) -> list[str]:
-    """Services the question names, in full or by their stem as a whole word ("payment API")."""
-    text = normalize(question)
-    found = []
-    for service in services:
-        short = service.rsplit("-", 1)[0] if service.count("-") else service
-        if service in text or (len(short) > 2 and re.search(rf"(?<![a-z]){re.escape(short)}(?![a-z])", text)):
-            found.append(service)
-    return found
+def search_words(scope: QuestionScope) -> list[str]:
+    return symptom_words(t.strip() for t in scope.symptom.split(",") if t.strip())
 
 
-def plan(question: str, services: list[str], window: tuple[datetime, datetime] | None) -> PlannerPlan:
-    language = detect_language(question)
-    text = normalize(question)
-    targets = mentioned_services(question, services)
-    words: list[str] = []
-    for trigger, expansion in SYMPTOMS.items():
-        if trigger in text:
-            words.extend(w for w in expansion if w not in words)
+def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] | None) -> PlannerPlan:
+    words = search_words(scope)
     time_args = {"start": window[0].isoformat(), "end": window[1].isoformat()} if window else {}
 
     calls = [PlannedToolCall(tool_name="query_metrics", arguments={"status": "all", **time_args},
                              purpose="alerts firing or resolved around the incident")]
-    for service in targets:
+    for service in scope.services:
+        # Every level: a healthy service is shown healthy by its ordinary lines, and a service no
+        # backend knows gets a no-data answer of its own rather than silence.
         calls.append(PlannedToolCall(tool_name="query_logs",
-                                     arguments={"service": service, "level": "WARN", **time_args},
-                                     purpose=f"warnings and errors of {service}"))
-    if words or not targets:
+                                     arguments={"service": service, "level": "INFO", **time_args},
+                                     purpose=f"what {service} logged"))
+    if words or not scope.services:
         calls.append(PlannedToolCall(tool_name="query_logs",
                                      arguments={"keywords": words, "level": "INFO" if words else "WARN",
                                                 **time_args},
@@ -48,10 +36,10 @@ def plan(question: str, services: list[str], window: tuple[datetime, datetime] |
     skill = "timeout_diagnosis" if any(w in words for w in ("timeout", "slow")) else (
         "error_diagnosis" if words else "general_diagnosis")
     steps = (
-        ["查看告警", "查看相关服务的错误日志", "检索运维手册", "整理证据摘要", "区分事实与假设"]
-        if language == "zh"
-        else ["check alerts", "read error logs of the services involved", "search runbooks",
+        ["查看告警", "查看所问服务的日志", "检索运维手册", "整理证据摘要", "区分事实与假设"]
+        if scope.language == "zh"
+        else ["check alerts", "read the logs of the services asked about", "search runbooks",
               "digest the evidence", "separate facts from hypotheses"]
     )
-    return PlannerPlan(skill=skill, language=language, services=targets, keywords=words,  # type: ignore[arg-type]
+    return PlannerPlan(skill=skill, language=scope.language, services=list(scope.services), keywords=words,
                        steps=steps, tool_calls=calls)

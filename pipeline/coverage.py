@@ -1,0 +1,179 @@
+"""Question coverage: per asked service, did the evidence answer the question? Decided in code.
+
+Law 8: a PASS answers the question asked. For each service of the question's scope:
+- answered     a verified claim is about it (a direct observation or a reasonable inference,
+               backed by evidence the gatekeeper accepted);
+- healthy      verified claims are about it, none of them shows a fault, and nothing its tools
+               returned for it is a fault (no ERROR/FATAL line, no firing warning/critical alert);
+- no_data      its tools were asked and returned nothing usable for it;
+- not_queried  no tool call was about it at all.
+A claim whose cited records all lie outside the asked time window does not count: the detail
+says the evidence is outside the window. The verdict policy (pipeline.policy) keeps any session
+with a service neither answered nor healthy off PASS.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pipeline.contracts import (
+    ClaimCheck,
+    GatekeeperResult,
+    QuestionScope,
+    ServiceCoverage,
+    ToolInvocation,
+)
+from pipeline.text import normalize
+
+VERIFIED = frozenset({"direct_observation", "reasonable_inference"})
+_FAULT_LEVELS = frozenset({"ERROR", "FATAL", "CRITICAL"})
+_FAULT_SEVERITIES = frozenset({"warning", "critical", "error", "page"})
+# Used only for a claim whose cited record cannot be located (e.g. a paraphrasing LLM): then its
+# own words decide whether it reports a fault.
+_FAULT_WORDS = (
+    "error", "exception", "failed", "failure", "timeout", "timed out", "refused", "unavailable", "outofmemory",
+    "5xx", "crash", "超时", "失败", "错误", "异常", "故障", "不可用",
+)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One log line or alert of a tool output, as coverage needs it."""
+
+    invocation_id: int
+    service: str
+    text: str  # normalised message / description
+    fault: bool
+    at: datetime | None
+
+
+def _when(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def records(inv: ToolInvocation) -> list[Record]:
+    """The log lines and alerts of one successful invocation (runbooks are not evidence of state)."""
+    if inv.status != "ok" or inv.tool_name not in ("query_logs", "query_metrics"):
+        return []
+    try:
+        data = json.loads(inv.output)
+    except ValueError:
+        return []
+    if not isinstance(data, dict):
+        return []
+    out = []
+    for line in data.get("logs") or []:
+        if isinstance(line, dict):
+            out.append(Record(inv.id, str(line.get("service") or ""), normalize(str(line.get("message", ""))),
+                              str(line.get("level", "")).upper() in _FAULT_LEVELS,
+                              _when(line.get("timestamp") or line.get("ts"))))
+    for alert in data.get("alerts") or []:
+        if isinstance(alert, dict):
+            firing = str(alert.get("status", "firing")).lower() == "firing"
+            severity = str(alert.get("severity") or (alert.get("labels") or {}).get("severity") or "").lower()
+            out.append(Record(inv.id, str(alert.get("service") or (alert.get("labels") or {}).get("service") or ""),
+                              normalize(str(alert.get("description", ""))),
+                              firing and severity in _FAULT_SEVERITIES, _when(alert.get("startsAt"))))
+    return out
+
+
+def _asks_about(inv: ToolInvocation, service: str) -> bool:
+    args = inv.arguments
+    named = [args.get("service"), *(args.get("keywords") or []), args.get("query"), args.get("promql")]
+    return any(isinstance(v, str) and service in normalize(v) for v in named)
+
+
+def _in_window(at: datetime | None, scope: QuestionScope) -> bool:
+    w = scope.time_window
+    if at is None or w is None:
+        return True
+    return (w.start is None or at >= w.start) and (w.end is None or at <= w.end)
+
+
+def _claim_records(claim: Mapping[str, Any], by_id: Mapping[int, list[Record]]) -> list[Record]:
+    found = []
+    for binding in claim.get("evidence_bindings") or []:
+        if not isinstance(binding, dict):
+            continue
+        excerpt = normalize(str(binding.get("evidence_excerpt", "")))
+        for inv_id in binding.get("source_invocation_ids") or []:
+            found += [r for r in by_id.get(inv_id, []) if excerpt and (excerpt in r.text or r.text in excerpt)]
+    return found
+
+
+def compute_coverage(
+    scope: QuestionScope | None,
+    structured: Mapping[str, Any] | None,
+    claim_checks: Sequence[ClaimCheck],
+    invocations: Iterable[ToolInvocation],
+    gatekeeper_result: GatekeeperResult,
+    backends: str = "the configured backends",
+) -> list[ServiceCoverage]:
+    """One ServiceCoverage per asked service, in the scope's order. `claim_checks` should be the
+    checks after the gatekeeper's corrections; unbacked claims never count."""
+    if scope is None or not scope.services:
+        return []
+    invs = list(invocations)
+    by_id = {inv.id: records(inv) for inv in invs}
+    verified = {c.claim_id for c in claim_checks if c.verification in VERIFIED} - set(gatekeeper_result.unbacked_claims)
+    claims = [c for c in (structured or {}).get("claims") or [] if isinstance(c, dict)]
+    out = []
+    for service in scope.services:
+        name = normalize(service)
+        about: list[tuple[str, list[Record]]] = []
+        outside: list[str] = []
+        for claim in claims:
+            cid = str(claim.get("claim_id", ""))
+            cited = _claim_records(claim, by_id)
+            if cid not in verified or not (name in normalize(str(claim.get("claim_text", "")))
+                                           or any(r.service == service for r in cited)):
+                continue
+            if cited and not any(_in_window(r.at, scope) for r in cited):
+                outside.append(cid)
+                continue
+            about.append((cid, cited))
+        own = [r for rs in by_id.values() for r in rs if r.service == service and _in_window(r.at, scope)]
+        asked = [inv.id for inv in invs if _asks_about(inv, service) or any(r.service == service for r in by_id[inv.id])]
+        ids = sorted({*asked, *(r.invocation_id for _, cited in about for r in cited)})
+        claim_ids = [cid for cid, _ in about]
+        note = (f"; evidence {', '.join(outside)} lies outside the asked time window" if outside else "")
+        if about:
+            faulty = [cid for cid, cited in about if _shows_fault(cid, cited, claims)]
+            if not faulty and not any(r.fault for r in own):
+                status, detail = "healthy", f"no sign of a fault in {service}: checked {_calls(ids)}"
+            else:
+                status, detail = "answered", f"{len(claim_ids)} verified claim(s) about {service}"
+        elif asked:
+            status = "no_data"
+            detail = (f"{len(own)} record(s) of {service} returned, but no verified claim is about them"
+                      if own else f"no logs, alerts or metrics for {service} in {backends} ({_calls(asked)})")
+        else:
+            status, detail = "not_queried", f"no tool call asked about {service}"
+        out.append(ServiceCoverage(service=service, status=status, claim_ids=claim_ids, invocation_ids=ids,
+                                   detail=detail + note))
+    return out
+
+
+def _shows_fault(cid: str, cited: list[Record], claims: list[dict[str, Any]]) -> bool:
+    if cited:
+        return any(r.fault for r in cited)
+    text = next((normalize(str(c.get("claim_text", ""))) for c in claims if str(c.get("claim_id")) == cid), "")
+    return any(w in text for w in _FAULT_WORDS)
+
+
+def _calls(ids: Iterable[int]) -> str:
+    return ", ".join(f"#{i}" for i in ids) or "no call"
+
+
+def backends_label(kinds: Mapping[str, str]) -> str:
+    """"bundled logs, bundled alerts" / "loki logs, prometheus alerts": where the answer says it looked."""
+    return ", ".join(f"{kind} {what}" for what, kind in kinds.items())
