@@ -1,29 +1,34 @@
 """Session bundle v1: one session as a JSON file, for export, import and offline checking.
 
 A team can export its own agent's sessions in this shape and run `workbench check` in CI.
+Reading a bundle is bounded: a regular file only, at most `budget.max_bundle_bytes`, JSON at
+most `bounds.MAX_JSON_DEPTH` deep. Importing one is pipeline/bundle_import.py.
 """
 
 from __future__ import annotations
 
 import json
+import stat
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pipeline import errors
+from pipeline.bounds import MAX_JSON_DEPTH, too_deep
 from pipeline.contracts import EvidenceDigest, ToolInvocation
-from pipeline.stages.parse import parse_executor_output
+from pipeline.redact import redact_value
 from pipeline.store import Store
 
 
-class BundleError(ValueError):
+class BundleError(errors.BundleError):
     """A bundle that cannot be read; the message names the bad field."""
 
 
 class BundleSession(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    id: str
+    id: str = Field(min_length=1)
     question: str
     shape: Literal["split", "single"] = "split"
     provider: str = "unknown"
@@ -52,36 +57,79 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
+def _integer_session_ids(data: Any) -> Any:
+    """session.id and tool_invocations[].session_id as text: other agents number their sessions."""
+    def text_id(item: Any, key: str) -> Any:
+        if isinstance(item, dict) and isinstance(item.get(key), int) and not isinstance(item[key], bool):
+            return {**item, key: str(item[key])}
+        return item
+
+    if not isinstance(data, dict):
+        return data
+    data = {**data, "session": text_id(data.get("session"), "id")}
+    if isinstance(data.get("tool_invocations"), list):
+        data["tool_invocations"] = [text_id(inv, "session_id") for inv in data["tool_invocations"]]
+    return data
+
+
 def parse_bundle(data: Any) -> SessionBundle:
+    if too_deep(data):
+        raise BundleError(f"bundle JSON nests deeper than {MAX_JSON_DEPTH} levels; refused")
     try:
-        bundle = SessionBundle.model_validate(data)
+        bundle = SessionBundle.model_validate(_integer_session_ids(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise BundleError(f"bad bundle field {_field_path(first['loc'])}: {first['msg']}{more}") from exc
     foreign = [inv.id for inv in bundle.tool_invocations if inv.session_id != bundle.session.id]
     if foreign:
-        raise BundleError(f"bad bundle field tool_invocations: invocations {foreign} belong to another session "
+        shown = ", ".join(map(str, foreign[:10])) + (" ..." if len(foreign) > 10 else "")
+        raise BundleError(f"bad bundle field tool_invocations: invocations {shown} belong to another session "
                           f"than session.id {bundle.session.id!r}")
+    ids = [inv.id for inv in bundle.tool_invocations]
+    if len(set(ids)) != len(ids):
+        raise BundleError("bad bundle field tool_invocations: an invocation id occurs twice")
     return bundle
 
 
-def load_bundle(path: Path) -> SessionBundle:
+def read_bundle_bytes(path: Path, max_bytes: int) -> bytes:
+    """The file's bytes; a directory, a device, a pipe or a file over `max_bytes` is refused."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        # stat before open: opening a FIFO would block until someone writes to it.
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise BundleError(f"{path} is {kind}; a bundle is a JSON file")
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
     except FileNotFoundError as exc:
         raise BundleError(f"no such bundle file: {path}") from exc
+    except OSError as exc:
+        raise BundleError(f"cannot read bundle {path}: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise BundleError(f"{path} is larger than budget.max_bundle_bytes ({max_bytes} bytes); "
+                          "raise it in workbench.yaml if this bundle is genuine")
+    return data
+
+
+def load_bundle(path: Path, *, max_bytes: int) -> SessionBundle:
+    data = read_bundle_bytes(Path(path), max_bytes)
+    try:
+        decoded = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BundleError(f"{path} is not a JSON bundle: {exc}") from exc
-    return parse_bundle(data)
+    except RecursionError as exc:
+        raise BundleError(f"{path}: bundle JSON nests too deep to read; refused") from exc
+    return parse_bundle(decoded)
 
 
 def export_bundle(store: Store, session_id: str) -> dict[str, Any]:
+    """The session as a bundle, secrets redacted (an export leaves the workbench)."""
     row = store.get_session(session_id)
     if row is None:
-        raise KeyError(f"no session {session_id}")
+        raise errors.NotFound(f"no session {session_id}")
     evaluation = (row.get("self_evaluation") or {}).get("verifier_evaluation")
-    return {
+    bundle = {
         "bundle_version": 1,
         "session": {"id": row["id"], "question": row["question"], "shape": row["shape"],
                     "provider": row["provider"], "model": row["model"],
@@ -95,49 +143,4 @@ def export_bundle(store: Store, session_id: str) -> dict[str, Any]:
         "verifier_evaluation": evaluation,
         "final_answer": row.get("final_answer"),
     }
-
-
-def _remap_ids(value: Any, id_map: dict[int, int]) -> Any:
-    """Rewrite every source_invocation_ids list in a JSON value with the new ids."""
-    if isinstance(value, dict):
-        return {k: ([id_map.get(i, i) for i in v] if k == "source_invocation_ids" and isinstance(v, list)
-                    else _remap_ids(v, id_map)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_remap_ids(v, id_map) for v in value]
-    return value
-
-
-def import_bundle(store: Store, bundle: SessionBundle) -> tuple[str, dict[int, int]]:
-    """Store a bundle as a new session. Invocation ids are always renumbered (they are global in
-    this store), and every reference is rewritten, so two sessions' calls never merge."""
-    sid = bundle.session.id
-    if store.session_exists(sid):
-        sid = f"{sid}-imp-{len(store.session_ids())}"
-    store.create_session(question=bundle.session.question, world=None, shape=bundle.session.shape,
-                         provider=bundle.session.provider, model=bundle.session.model, session_id=sid,
-                         created_at=bundle.session.created_at)
-    id_map: dict[int, int] = {}
-    for inv in bundle.tool_invocations:
-        new = store.add_invocation(session_id=sid, round=inv.round, tool_name=inv.tool_name,
-                                   model_tool_name=inv.model_tool_name, arguments=inv.arguments, status=inv.status,
-                                   output=inv.output, error=inv.error, latency_ms=inv.latency_ms)
-        id_map[inv.id] = new.id
-    raw = bundle.executor_raw_output
-    status, structured = parse_executor_output(raw)
-    if status.status == "valid" and id_map:
-        raw = json.dumps(_remap_ids(structured, id_map), ensure_ascii=False)
-    digests = [_remap_ids(d.model_dump(), id_map) for d in bundle.evidence_digests]
-    evaluation = _remap_ids(bundle.verifier_evaluation, id_map) if bundle.verifier_evaluation else None
-    verdict = (evaluation or {}).get("verdict")
-    gate = (evaluation or {}).get("gatekeeper_result") or {}
-    store.update_session(
-        sid, status="completed" if evaluation else "imported", stage="imported", planner_plan=bundle.planner_plan,
-        evidence_digests=digests, executor_raw_output=raw,
-        verifier_output=_remap_ids(bundle.verifier_output, id_map) if bundle.verifier_output else None,
-        composer_output=bundle.composer_output if isinstance(bundle.composer_output, dict) else None,
-        self_evaluation={"verifier_evaluation": evaluation, "rounds": []} if evaluation else None,
-        verdict=verdict, gatekeeper_status=gate.get("status"), failed_rules=gate.get("failed_rules", []),
-        groundedness=(evaluation or {}).get("groundedness_score"), final_answer=bundle.final_answer,
-        imported_id_map={str(k): v for k, v in id_map.items()},
-    )
-    return sid, id_map
+    return cast(dict[str, Any], redact_value(bundle))

@@ -82,16 +82,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from pipeline.bundle import BundleError, import_bundle, load_bundle
+    from pipeline.bundle import load_bundle
+    from pipeline.bundle_import import import_bundle
+    from pipeline.llm import make_provider
 
-    try:
-        bundle = load_bundle(Path(args.file))
-    except BundleError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    sid, id_map = import_bundle(Store(_settings(args).db_url), bundle)
-    renumbered = sum(1 for old, new in id_map.items() if old != new)
-    print(f"imported as session {sid} ({len(id_map)} invocations, {renumbered} renumbered)")
+    settings = _settings(args)
+    bundle = load_bundle(Path(args.file), max_bytes=settings.budget.max_bundle_bytes)
+    result = import_bundle(Store(settings.db_url), bundle, settings=settings, rules=_rules(args, settings),
+                           provider=make_provider(settings))
+    renumbered = sum(1 for old, new in result.id_map.items() if old != new)
+    print(f"imported as session {result.session_id} ({len(result.id_map)} invocations, {renumbered} renumbered)")
+    claimed = f"; the source claimed {result.claimed_verdict}" if result.claimed_verdict else ""
+    print(f"re-verified: {result.verdict}{claimed}")
+    if result.capped:
+        print(f"outputs of invocations {result.capped} cut to budget.max_stored_output_bytes", file=sys.stderr)
     return 0
 
 
@@ -103,7 +107,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     try:
-        bundle = load_bundle(Path(args.file))
+        bundle = load_bundle(Path(args.file), max_bytes=settings.budget.max_bundle_bytes)
         rules = _rules(args, settings)
     except (BundleError, RulesError) as exc:
         print(f"error: {exc}", file=sys.stderr)

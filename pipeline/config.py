@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.redact import remember_settings
 from pipeline.resources import SOURCE_ROOT as ROOT
 from pipeline.resources import default_config_file, default_home, resource_dir
 
@@ -60,6 +61,8 @@ class BackendSettings(_Section):
     path: str | None = None
     bearer_token: str | None = None
     verify_tls: bool = True
+    # A bundle file larger than this is refused before it is read (`workbench import /dev/zero`).
+    max_bundle_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
     timeout_s: float = 10.0
     limit: int = 500
 
@@ -181,4 +184,6 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
         data = loaded
     data = _merge(data, _env_overrides())
     data = _merge(data, {k: v for k, v in overrides.items() if v is not None})
-    return Settings.model_validate(data)
+    settings = Settings.model_validate(data)
+    remember_settings(settings)  # from here on, every redact() masks the configured secrets
+    return settings

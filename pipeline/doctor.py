@@ -14,6 +14,7 @@ import openai
 
 from pipeline.config import Settings
 from pipeline.llm.invoker import strip_reasoning
+from pipeline.redact import redact
 
 PROBE_SCHEMA = {
     "type": "object",
@@ -147,4 +148,5 @@ def _checks(settings: Settings) -> list[Check]:
 def doctor(settings: Settings) -> tuple[bool, list[str]]:
     """(usable, lines): usable unless a check failed outright; warnings have a fallback."""
     checks = _checks(settings)
-    return all(c.status != "fail" for c in checks), [c.line for c in checks]
+    # Redacted: the endpoint URL may carry user:pass@, an error may echo the key.
+    return all(c.status != "fail" for c in checks), [redact(c.line) for c in checks]

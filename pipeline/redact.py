@@ -153,3 +153,9 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [redact_value(v) for v in value]
     return value
+
+
+def redacted_call(rec: Any) -> Any:
+    """An LlmCallRecord (pipeline.contracts) with its messages, reply and error redacted."""
+    return rec.model_copy(update={"messages": redact_value(rec.messages), "raw_response": redact(rec.raw_response),
+                                  "error": redact(rec.error) if rec.error else rec.error})

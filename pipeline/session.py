@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from pipeline.config import Settings
+from pipeline.bounds import cap_text
 from pipeline.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation
 from pipeline.errors import StoreError, WorkbenchError
 from pipeline.evaluate import Evaluation, evaluate
@@ -22,6 +23,8 @@ from pipeline.incidents import World, route_question, world_by_id
 from pipeline.llm import make_provider
 from pipeline.llm.provider import Provider, StageContext
 from pipeline.store import Store
+from pipeline.scope import read_scope
+from pipeline.redact import redact, redact_value, redacted_call, remember_settings
 from pipeline.store.lease import Heartbeat, add_event, claim_session
 from pipeline.text import detect_language, extract_entities
 from pipeline.tools import build_toolbox
@@ -100,15 +103,13 @@ class _ToolRunner:
         except NoData as exc:
             status, output = "no_data", json.dumps({"no_data": str(exc)}, ensure_ascii=False)
         except Exception as exc:  # noqa: BLE001 - any backend failure is evidence of a gap, not a crash
-            status, error = "error", f"{type(exc).__name__}: {exc}"
-        cut = 0
-        encoded = output.encode("utf-8")
-        if len(encoded) > self.max_bytes:
-            cut = len(encoded) - self.max_bytes
-            output = encoded[: self.max_bytes].decode("utf-8", errors="ignore")
+            status, error = "error", redact(f"{type(exc).__name__}: {exc}")
+        # Stored as the prompts will see it: capped, and without credentials a backend echoed.
+        output, cut = cap_text(output, self.max_bytes)
+        output = redact(output)
         inv = self.store.add_invocation(
             session_id=self.session_id, round=self.round, tool_name=persisted or tool_name,
-            model_tool_name=model_name(persisted) if persisted else tool_name, arguments=arguments,
+            model_tool_name=model_name(persisted) if persisted else tool_name, arguments=redact_value(arguments),
             status=status, output=output, error=error, latency_ms=(time.perf_counter() - started) * 1000,
             stored_cut_bytes=cut,
         )
@@ -168,6 +169,7 @@ def _run_session(
     provider = provider or make_provider(settings)
     world = _pick_world(settings, question, world_id)
     if rules is None:
+    remember_settings(settings)  # settings built in code, not by load_settings, hold secrets too
         rules, _ = rules_in_force(settings, store)
     split = settings.digest.enabled
     sid = _open_row(store, session_id, question=question, world=world.id if world else None, shape=settings.shape,
@@ -187,7 +189,7 @@ def _run_session(
     def record(rec: LlmCallRecord) -> None:
         tokens["prompt"] += rec.prompt_tokens
         tokens["completion"] += rec.completion_tokens
-        store.add_llm_call(sid, rec)
+        store.add_llm_call(sid, redacted_call(rec))
 
     runner = _ToolRunner(store, sid, build_toolbox(settings, world.path if world else None), settings, emit)
     # Bundled worlds are recordings: "last 30 minutes" is relative to the recording's end.
@@ -245,10 +247,10 @@ def _run_session(
                 continue
             break
     except Exception as exc:
-        store.update_session(sid, status="failed", error=f"{type(exc).__name__}: {exc}", timings_ms=timings,
+        store.update_session(sid, status="failed", error=redact(f"{type(exc).__name__}: {exc}"), timings_ms=timings,
                              prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"])
-        emit("failed", {"stage": stage, "error": str(exc)})
-        raise SessionFailed(sid, stage, str(exc)) from exc
+        emit("failed", {"stage": stage, "error": redact(str(exc))})
+        raise SessionFailed(sid, stage, redact(str(exc))) from exc
 
     services = sorted({e.value for e in extract_entities(question + " " + " ".join(
         c.claim_text for c in ev.composer_input.allowed_claims)) if e.kind == "service"} | set(plan.services))

@@ -29,6 +29,7 @@ from pipeline.llm.budget import estimate_messages_tokens, estimate_tokens, fit_m
 from pipeline.llm.prompts import Prompt
 from pipeline.llm.provider import StageContext, StageFailure
 
+from pipeline.redact import redact, redact_value
 T = TypeVar("T", bound=BaseModel)
 
 JSON_MODES = ("json_schema", "json_object", "prompt")
@@ -38,6 +39,8 @@ BACKOFF_CAP_S = 8.0
 # How much of a rejected reply is echoed back in a re-ask; enough to locate the error.
 REASK_ECHO_CHARS = 2000
 _RETRYABLE_STATUS = {408, 409, 429}
+# How much of a non-JSON HTTP body is recorded: enough to recognise the proxy page it is.
+NON_JSON_KEPT_CHARS = 4000
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.S)
@@ -140,7 +143,7 @@ class _Run:
 
     def failure(self, message: str, status_code: int | None = None, reason: str = "transport") -> LlmCallError:
         return LlmCallError(
-            self.stage, message, last_raw=self.last_raw, attempts=self.attempt, prompt_tokens=self.prompt_tokens,
+            self.stage, redact(message), last_raw=self.last_raw, attempts=self.attempt, prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens, status_code=status_code, reason=reason,
         )
 
@@ -234,7 +237,8 @@ class StructuredLlmInvoker:
         self, run: _Run, messages: list[dict[str, Any]], focus_terms: list[str], tools: list[dict[str, Any]] | None = None
     ) -> list[dict[str, Any]]:
         try:
-            return fit_messages(messages, self.settings.budget.prompt_tokens, focus_terms, tools)[0]
+            # Redacted before sending: a tool output or error may hold a credential (law 9).
+            return fit_messages(redact_value(messages), self.settings.budget.prompt_tokens, focus_terms, tools)[0]
         except ValueError as exc:
             raise run.failure(f"prompt does not fit budget.prompt_tokens: {exc}", reason="budget") from exc
 
@@ -365,6 +369,19 @@ class StructuredLlmInvoker:
             return self._completion(run, messages, response, (time.perf_counter() - started) * 1000)
 
     def _backoff(self, retry: int) -> float:
+            except ValueError as exc:
+                # A 200 whose body is not JSON (a proxy's or gateway's HTML page): the SDK raises
+                # when it is labelled JSON, and returns the bare text otherwise (handled below).
+                response = getattr(exc, "doc", None) or str(exc)
+            if isinstance(response, str):
+                latency = (time.perf_counter() - started) * 1000
+                message = f"HTTP 200 from {self.client.base_url} but the body is not a chat completion"
+                self._record_error(run, messages, response[:NON_JSON_KEPT_CHARS], message, latency)
+                if retries >= opts.max_retries:
+                    raise run.failure(f"{message} (gave up after {run.attempt} attempt(s))")
+                retries += 1
+                self.sleep(self._backoff(retries))
+                continue
         delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (retry - 1))
         return delay / 2 + self.jitter() * delay / 2
 
@@ -391,7 +408,7 @@ class StructuredLlmInvoker:
         run.ctx.record(LlmCallRecord(
             stage=run.stage, round=run.ctx.round, provider=self.provider_name, model=run.model,
             prompt_file=run.prompt.file, prompt_version=run.prompt.version, messages=messages,
-            raw_response=raw, parse_status=status, attempt=run.attempt,  # type: ignore[arg-type]
+            raw_response=redact(raw), parse_status=status, attempt=run.attempt,  # type: ignore[arg-type]
             prompt_tokens=comp.prompt_tokens, completion_tokens=comp.completion_tokens,
             latency_ms=round(comp.latency_ms, 1), error=error,
         ))
@@ -400,6 +417,6 @@ class StructuredLlmInvoker:
         run.ctx.record(LlmCallRecord(
             stage=run.stage, round=run.ctx.round, provider=self.provider_name, model=run.model,
             prompt_file=run.prompt.file, prompt_version=run.prompt.version, messages=messages,
-            raw_response=raw, parse_status="n/a", attempt=run.attempt, prompt_tokens=0, completion_tokens=0,
-            latency_ms=round(latency_ms, 1), error=error,
+            raw_response=redact(raw), parse_status="n/a", attempt=run.attempt, prompt_tokens=0, completion_tokens=0,
+            latency_ms=round(latency_ms, 1), error=redact(error),
         ))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Text, cast, func, or_, select, update
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pipeline.contracts import LlmCallRecord, ToolInvocation
@@ -34,6 +34,10 @@ class StaleRuleVersion(StoreError):
     """Another tuner applied a rule version after the one this edit started from."""
 
 
+class SessionIdTaken(StoreError):
+    """A new session's id is already in the store (two imports of one bundle raced for it)."""
+
+
 @dataclass
 class SessionFilter:
     verdicts: list[str] = field(default_factory=list)
@@ -49,6 +53,11 @@ class SessionFilter:
 
 def _row_dict(row: Any) -> dict[str, Any]:
     return {c.name: getattr(row, c.name) for c in row.__table__.columns}
+
+
+def _invocation_row(*, output: str, **columns: Any) -> ToolInvocationRow:
+    return ToolInvocationRow(output=output, output_preview=output[:PREVIEW_CHARS],
+                             output_bytes=len(output.encode("utf-8")), **columns)
 
 
 def _invocation(row: ToolInvocationRow) -> ToolInvocation:
@@ -202,15 +211,32 @@ class Store:
                        latency_ms: float, stored_cut_bytes: int = 0,
                        retrieval_details: dict[str, Any] | None = None) -> ToolInvocation:
         with self._write() as db:
-            row = ToolInvocationRow(
+            row = _invocation_row(
                 session_id=session_id, round=round, tool_name=tool_name, model_tool_name=model_tool_name,
-                arguments=arguments, status=status, output=output, output_preview=output[:PREVIEW_CHARS],
-                output_bytes=len(output.encode("utf-8")), stored_cut_bytes=stored_cut_bytes, error=error,
+                arguments=arguments, status=status, output=output, stored_cut_bytes=stored_cut_bytes, error=error,
                 retrieval_details=retrieval_details, latency_ms=latency_ms,
             )
             db.add(row)
             db.flush()
             return _invocation(row)
+    def add_whole_session(self, *, session: dict[str, Any], invocations: list[dict[str, Any]],
+                          llm_calls: list[LlmCallRecord], finish: Callable[[list[int]], dict[str, Any]]) -> None:
+        """A whole session in one transaction (an import): stored entirely or not at all.
+        `finish` gets the new invocation ids, in order, and returns the session's other columns."""
+        with self._write() as db:
+            row = DiagnosisSession(**session)
+            db.add(row)
+            try:
+                db.flush()
+            except IntegrityError as exc:
+                raise SessionIdTaken(f"session id {session['id']} is already taken") from exc
+            rows = [_invocation_row(session_id=row.id, **inv) for inv in invocations]
+            db.add_all(rows)
+            db.flush()
+            for key, value in finish([r.id for r in rows]).items():
+                setattr(row, key, value)
+            db.add_all([LlmCallRow(session_id=row.id, **rec.model_dump()) for rec in llm_calls])
+
 
     def invocation(self, invocation_id: int) -> ToolInvocation | None:
         with self._read() as db:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.config import BackendSettings, Settings
+from pipeline.redact import redact
 from pipeline.tools.http import BackendError, http_get
 from pipeline.tools.knowledge import KnowledgeBase
 
@@ -15,8 +16,9 @@ _DOCTOR_TIMEOUT_S = 5.0
 
 
 def backend_health(settings: Settings) -> list[str]:
+    # Redacted: a backend URL may carry user:pass@ and doctor output is pasted into tickets.
     return [
-        f"{tool}: {_check(getattr(settings.backends, tool), settings)}"
+        redact(f"{tool}: {_check(getattr(settings.backends, tool), settings)}")
         for tool in ("query_logs", "query_metrics", "lookup_knowledge")
     ]
 

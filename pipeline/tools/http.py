@@ -7,6 +7,7 @@ the orchestrator stores it as the invocation's error.
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import ssl
@@ -18,6 +19,7 @@ from typing import Any
 
 from pipeline.config import BackendSettings
 from pipeline.errors import BackendError
+from pipeline.redact import redact
 
 # A reply larger than this is refused rather than parsed: a runaway query must not eat memory.
 MAX_REPLY_BYTES = 64 * 1024 * 1024
@@ -26,7 +28,7 @@ _READ_CHUNK = 256 * 1024
 
 @dataclass(frozen=True)
 class HttpReply:
-    url: str
+    url: str  # redacted: it is only ever shown
     status: int
     text: str
     # Invalid UTF-8 sequences replaced by U+FFFD; reported so a mangled line is not mistaken
@@ -64,6 +66,18 @@ def build_url(base: str, path: str, params: dict[str, Any] | None = None) -> str
     return f"{url}?{urllib.parse.urlencode(clean)}" if clean else url
 
 
+def _without_userinfo(url: str) -> tuple[str, str | None]:
+    """(url without `user:pass@`, a Basic Authorization value for it). urllib would take the
+    userinfo for part of the host; sent as a header it works and never appears in a message."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    pair = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), "Basic " + base64.b64encode(pair.encode()).decode()
+
+
 def http_get(
     cfg: BackendSettings,
     path: str,
@@ -72,33 +86,38 @@ def http_get(
     what: str,
     max_bytes: int = MAX_REPLY_BYTES,
 ) -> HttpReply:
-    """GET `path` under cfg.url. HTTP >= 400, timeouts and oversized replies raise BackendError."""
+    """GET `path` under cfg.url. HTTP >= 400, timeouts and oversized replies raise BackendError,
+    whose message is redacted: it becomes an invocation error, a prompt line, a doctor line."""
     if not cfg.url:
         raise BackendError(f"{what}: no url configured")
-    url = build_url(cfg.url, path, params)
+    base, basic = _without_userinfo(cfg.url)
+    url = build_url(base, path, params)
+    shown = redact(url)
     headers = {"Accept": "application/json", "User-Agent": "evidence-workbench"}
     if cfg.bearer_token:
         headers["Authorization"] = f"Bearer {cfg.bearer_token}"
+    elif basic:
+        headers["Authorization"] = basic
     request = urllib.request.Request(url, headers=headers, method="GET")
     context = _ssl_context(cfg.verify_tls) if url.startswith("https:") else None
     try:
         with urllib.request.urlopen(request, timeout=cfg.timeout_s, context=context) as resp:
-            raw = _read_capped(resp, max_bytes, what, url)
+            raw = _read_capped(resp, max_bytes, what, shown)
             status = resp.status
     except urllib.error.HTTPError as exc:
-        body = _read_capped(exc, 64 * 1024, what, url, cut=True)
-        raise BackendError(f"{what}: HTTP {exc.code} from {url}: {_error_detail(body)}") from exc
+        body = _read_capped(exc, 64 * 1024, what, shown, cut=True)
+        raise BackendError(redact(f"{what}: HTTP {exc.code} from {shown}: {_error_detail(body)}")) from exc
     except (TimeoutError, socket.timeout) as exc:
-        raise BackendError(f"{what}: no answer from {url} within {cfg.timeout_s:g}s") from exc
+        raise BackendError(f"{what}: no answer from {shown} within {cfg.timeout_s:g}s") from exc
     except urllib.error.URLError as exc:
         reason = exc.reason
         if isinstance(reason, (TimeoutError, socket.timeout)):
-            raise BackendError(f"{what}: no answer from {url} within {cfg.timeout_s:g}s") from exc
-        raise BackendError(f"{what}: cannot reach {url}: {reason}") from exc
+            raise BackendError(f"{what}: no answer from {shown} within {cfg.timeout_s:g}s") from exc
+        raise BackendError(redact(f"{what}: cannot reach {shown}: {reason}")) from exc
     except (ConnectionError, OSError) as exc:
-        raise BackendError(f"{what}: connection to {url} failed: {exc}") from exc
+        raise BackendError(redact(f"{what}: connection to {shown} failed: {exc}")) from exc
     text, errors = decode_counting(raw)
-    return HttpReply(url=url, status=status, text=text, decode_errors=errors)
+    return HttpReply(url=shown, status=status, text=text, decode_errors=errors)
 
 
 def _read_capped(resp: Any, max_bytes: int, what: str, url: str, *, cut: bool = False) -> bytes:

@@ -1,0 +1,149 @@
+"""`workbench import`: a bundle becomes a stored session, re-verified here, never trusted (law 9).
+
+The bundle's executor output and tool outputs are evidence to check; its verdict, checks and
+answer are what the source *claims*. Import re-runs parse -> gatekeeper -> verifier -> verdict
+policy -> composer through `check_bundle` (the path `workbench check` uses) on the invocations
+as they will be stored (capped, redacted), keeps the bundle's own verdict, checks and answer
+under `self_evaluation.claimed_by_source`, and stores the whole session in one transaction.
+
+Invocation ids are global in a store, so the bundle's ids are renumbered and every reference
+rewritten. A reference to an id the bundle does not hold has nothing to be renumbered to: it
+becomes that id negated, which no row can have, so it never lands on another session's call
+(and evidence.invocation_ref fails on it now and in every replay).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.bounds import cap_text
+from pipeline.bundle import SessionBundle
+from pipeline.check import check_bundle
+from pipeline.config import Settings
+from pipeline.contracts import LlmCallRecord
+from pipeline.gatekeeper import RuleSet
+from pipeline.llm.provider import Provider
+from pipeline.redact import redact, redact_value, redacted_call
+from pipeline.stages.parse import parse_executor_output
+from pipeline.store import Store
+from pipeline.store.repo import SessionIdTaken
+
+# Another import may take the bundle's id between our check and our insert; a fresh name each time.
+_NAME_ATTEMPTS = 5
+
+
+@dataclass
+class ImportResult:
+    session_id: str
+    id_map: dict[int, int]  # bundle id -> stored id, for every invocation the bundle holds
+    verdict: str
+    claimed_verdict: str | None
+    capped: list[int]  # bundle ids of outputs cut to budget.max_stored_output_bytes
+
+
+def _remap(value: Any, id_map: dict[int, int]) -> Any:
+    """Every invocation reference in a JSON value rewritten (`*invocation_ids` lists, `invocation_id`)."""
+    def one(i: Any) -> Any:
+        if not isinstance(i, int) or isinstance(i, bool):
+            return i
+        return id_map.get(i, -abs(i) if i else i)
+
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if isinstance(key, str) and key.endswith("invocation_ids") and isinstance(item, list):
+                out[key] = [one(i) for i in item]
+            elif key == "invocation_id":
+                out[key] = one(item)
+            else:
+                out[key] = _remap(item, id_map)
+        return out
+    if isinstance(value, list):
+        return [_remap(v, id_map) for v in value]
+    return value
+
+
+def _as_stored(bundle: SessionBundle, max_bytes: int) -> tuple[SessionBundle, dict[int, int]]:
+    """The bundle with each invocation as it will be stored (output capped, secrets redacted),
+    and the bytes cut from each output."""
+    invocations, cuts = [], {}
+    for inv in bundle.tool_invocations:
+        output, cuts[inv.id] = cap_text(inv.output, max_bytes)
+        invocations.append(inv.model_copy(update={
+            "output": redact(output), "error": redact(inv.error) if inv.error else inv.error,
+            "arguments": redact_value(inv.arguments)}))
+    return bundle.model_copy(update={"tool_invocations": invocations}), cuts
+
+
+def _claimed(bundle: SessionBundle) -> dict[str, Any]:
+    evaluation = bundle.verifier_evaluation or {}
+    return redact_value({
+        "verdict": evaluation.get("verdict"),
+        "verifier_output": bundle.verifier_output,
+        "verifier_evaluation": bundle.verifier_evaluation,
+        "composer_output": bundle.composer_output,
+        "final_answer": bundle.final_answer,
+        "provider": bundle.session.provider,
+        "model": bundle.session.model,
+        "session_id": bundle.session.id,
+    })
+
+
+def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, rules: RuleSet,
+                  provider: Provider) -> ImportResult:
+    stored, cuts = _as_stored(bundle, settings.budget.max_stored_output_bytes)
+    calls: list[LlmCallRecord] = []
+    # Our verifier and composer, not the bundle's: given outputs would be trusted by check.
+    unverified = stored.model_copy(update={"verifier_output": None, "composer_output": None})
+    ev = check_bundle(unverified, settings=settings, rules=rules, provider=provider, record=calls.append)
+    invocations = [
+        {"round": inv.round, "tool_name": inv.tool_name, "model_tool_name": inv.model_tool_name,
+         "arguments": inv.arguments, "status": inv.status, "output": inv.output, "error": inv.error,
+         "latency_ms": inv.latency_ms, "stored_cut_bytes": cuts[inv.id]}
+        for inv in stored.tool_invocations
+    ]
+    claimed = _claimed(bundle)
+    id_map: dict[int, int] = {}
+
+    def finish(new_ids: list[int]) -> dict[str, Any]:
+        id_map.update(zip((inv.id for inv in stored.tool_invocations), new_ids))
+        status, structured = parse_executor_output(stored.executor_raw_output)
+        raw = stored.executor_raw_output
+        if status.status == "valid":
+            raw = json.dumps(_remap(structured, id_map), ensure_ascii=False)
+        evaluation = _remap(ev.verifier_evaluation.model_dump(mode="json"), id_map)
+        return {
+            "status": "completed", "stage": "imported", "planner_plan": redact_value(stored.planner_plan),
+            "evidence_digests": _remap([d.model_dump() for d in stored.evidence_digests], id_map),
+            "executor_raw_output": redact(raw),
+            "verifier_output": _remap(ev.verifier_output.model_dump(mode="json"), id_map),
+            "composer_output": ev.composer_output.model_dump(mode="json"),
+            "self_evaluation": {"verifier_evaluation": evaluation, "rounds": [], "claimed_by_source": claimed},
+            "verdict": ev.verdict, "gatekeeper_status": ev.gatekeeper_result.status,
+            "failed_rules": ev.gatekeeper_result.failed_rules, "groundedness": ev.verifier_output.groundedness_score,
+            "final_answer": ev.final_answer, "gatekeeper_features": _remap(ev.features, id_map),
+            "imported_id_map": {str(k): v for k, v in id_map.items()},
+        }
+
+    sid = bundle.session.id
+    session = {"question": redact(bundle.session.question), "world": None, "shape": bundle.session.shape,
+               "provider": bundle.session.provider, "model": bundle.session.model}
+    if bundle.session.created_at is not None:
+        session["created_at"] = bundle.session.created_at
+    for attempt in range(_NAME_ATTEMPTS):
+        if attempt or store.session_exists(sid):
+            sid = f"{bundle.session.id}-imp-{uuid.uuid4().hex[:10]}"
+        try:
+            store.add_whole_session(session={"id": sid, **session}, invocations=invocations,
+                                    llm_calls=[redacted_call(rec) for rec in calls], finish=finish)
+            break
+        except SessionIdTaken:
+            id_map.clear()
+            if attempt == _NAME_ATTEMPTS - 1:
+                raise
+    return ImportResult(session_id=sid, id_map=dict(id_map), verdict=ev.verdict,
+                        claimed_verdict=claimed.get("verdict"), capped=[i for i, cut in cuts.items() if cut])
+

@@ -1,0 +1,170 @@
+"""Import re-verifies, stores atomically, names uniquely; bundle reads are bounded (issue 12 items 1, 5)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import CPU_QUESTION
+from pipeline.bundle import BundleError, export_bundle, load_bundle, parse_bundle
+from pipeline.bundle_import import import_bundle
+from pipeline.config import Settings
+from pipeline.errors import WorkbenchError
+from pipeline.gatekeeper.replay import replay
+from pipeline.llm import make_provider
+from pipeline.replay_inputs import replay_inputs
+from pipeline.session import rules_in_force, run_session
+from pipeline.store import Store
+
+MAX = 64 * 1024 * 1024
+
+
+def _exported(settings: Settings, store: Store) -> dict[str, Any]:
+    result = run_session(CPU_QUESTION, settings=settings, store=store)
+    return export_bundle(store, result.session_id)
+
+
+def _import(store: Store, settings: Settings, data: dict[str, Any]):
+    return import_bundle(store, parse_bundle(data), settings=settings, rules=rules_in_force(settings, store)[0],
+                         provider=make_provider(settings))
+
+
+def _forged(bundle: dict[str, Any]) -> dict[str, Any]:
+    """Every citation moved to id 1, which the bundle does not hold, and a PASS claimed."""
+    forged = json.loads(json.dumps(bundle))
+    structured = json.loads(forged["executor_raw_output"])
+    for claim in structured["claims"]:
+        for binding in claim["evidence_bindings"]:
+            binding["source_invocation_ids"] = [1]
+    forged["executor_raw_output"] = json.dumps(structured, ensure_ascii=False)
+    forged["tool_invocations"] = [inv for inv in forged["tool_invocations"] if inv["id"] != 1]
+    forged["verifier_evaluation"] = {**(forged["verifier_evaluation"] or {}), "verdict": "PASS"}
+    return forged
+
+
+def test_import_reverifies_and_keeps_the_source_claims_apart(settings: Settings, store: Store) -> None:
+    bundle = _exported(settings, store)
+    original = store.get_session(bundle["session"]["id"])
+    bundle["final_answer"] = "Root cause: the database. (claimed by the bundle)"
+    result = _import(store, settings, bundle)
+    row = store.get_session(result.session_id)
+    assert result.session_id != bundle["session"]["id"] and "-imp-" in result.session_id
+    # Our own pipeline's verdict and answer, equal to the session the bundle came from.
+    assert row["verdict"] == original["verdict"] and row["status"] == "completed"
+    assert row["final_answer"] and row["final_answer"] != bundle["final_answer"]
+    claimed = row["self_evaluation"]["claimed_by_source"]
+    assert claimed["final_answer"] == bundle["final_answer"] and claimed["verdict"] == original["verdict"]
+    # Stored references point at the new rows of this session only.
+    own = {inv.id for inv in store.invocations(result.session_id)}
+    cited = {i for c in json.loads(row["executor_raw_output"])["claims"]
+             for b in c["evidence_bindings"] for i in b["source_invocation_ids"]}
+    assert cited and cited <= own and set(result.id_map.values()) == own
+    assert store.llm_calls(result.session_id), "the verifier and composer runs of the import are recorded"
+
+
+def test_a_forged_bundle_is_rejected_and_never_lands_on_another_sessions_call(settings: Settings,
+                                                                             store: Store) -> None:
+    bundle = _exported(settings, store)
+    assert 1 in {inv["id"] for inv in bundle["tool_invocations"]}  # id 1 exists in this store...
+    result = _import(store, settings, _forged(bundle))
+    row = store.get_session(result.session_id)
+    assert result.claimed_verdict == "PASS" and row["verdict"] == "REJECT"
+    assert "evidence.invocation_ref" in row["failed_rules"]
+    # ...so the unheld id must not be rewritten onto it (or onto a new row): it can never resolve.
+    cited = {i for c in json.loads(row["executor_raw_output"])["claims"]
+             for b in c["evidence_bindings"] for i in b["source_invocation_ids"]}
+    assert cited == {-1}
+    replayed = {r.session_id: r for r in replay(replay_inputs(store), rules_in_force(settings, store)[0])}
+    assert replayed[result.session_id].projected_verdict == "REJECT"
+    assert "evidence.invocation_ref" in replayed[result.session_id].result.failed_rules
+
+
+def test_a_failure_inside_the_import_leaves_nothing(settings: Settings, store: Store,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    bundle = _exported(settings, store)
+    before = set(store.session_ids())
+    import pipeline.bundle_import as bi
+
+    def broken(value: Any, id_map: dict[int, int]) -> Any:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(bi, "_remap", broken)
+    with pytest.raises(RuntimeError):
+        _import(store, settings, bundle)
+    assert set(store.session_ids()) == before
+    # A bad field is refused before anything is written, naming the field.
+    bundle["tool_invocations"][0]["latency_ms"] = None
+    with pytest.raises(BundleError, match=r"tool_invocations\[0\]\.latency_ms"):
+        parse_bundle(bundle)
+
+
+def test_parallel_imports_of_one_bundle_all_land(settings: Settings, store: Store) -> None:
+    bundle = _exported(settings, store)
+    parsed = parse_bundle(bundle)
+    rules = rules_in_force(settings, store)[0]
+    results: list[str] = []
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            results.append(import_bundle(store, parsed, settings=settings, rules=rules,
+                                         provider=make_provider(settings)).session_id)
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures and len(set(results)) == 8
+    again = _import(store, settings, bundle).session_id  # and once more after all of them
+    assert len(set(store.session_ids())) == 10 and again not in results
+
+
+def test_integer_session_ids_are_read(settings: Settings, store: Store) -> None:
+    bundle = _exported(settings, store)
+    bundle["session"]["id"] = 4711
+    for inv in bundle["tool_invocations"]:
+        inv["session_id"] = 4711
+    result = _import(store, settings, bundle)
+    assert result.session_id == "4711" and store.get_session("4711")["verdict"]
+
+
+def test_import_caps_outputs_at_the_storage_limit(settings: Settings, store: Store) -> None:
+    bundle = _exported(settings, store)
+    bundle["tool_invocations"][0]["output"] += " " + "x" * 300_000
+    capped = settings.model_copy(update={"budget": settings.budget.model_copy(
+        update={"max_stored_output_bytes": 100_000})})
+    result = _import(store, capped, bundle)
+    meta = store.invocation_meta(result.session_id)
+    assert all(m["output_bytes"] <= 100_000 for m in meta)
+    assert meta[0]["stored_cut_bytes"] > 200_000 and result.capped == [bundle["tool_invocations"][0]["id"]]
+
+
+def test_bundle_reads_are_bounded(tmp_path: Path) -> None:
+    with pytest.raises(BundleError, match="directory"):
+        load_bundle(tmp_path, max_bytes=MAX)
+    with pytest.raises(BundleError, match="not a regular file"):
+        load_bundle(Path("/dev/zero"), max_bytes=MAX)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 5000)
+    with pytest.raises(BundleError, match="max_bundle_bytes"):
+        load_bundle(big, max_bytes=4096)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(BundleError, match="deep"):
+        load_bundle(deep, max_bytes=MAX)
+    shallow_but_deep = {"bundle_version": 1, "session": {"id": "s", "question": "q"}, "tool_invocations": [],
+                        "executor_raw_output": "", "planner_plan": {}}
+    node: dict[str, Any] = shallow_but_deep["planner_plan"]
+    for _ in range(500):  # within json's own limit, beyond ours
+        node["x"] = {}
+        node = node["x"]
+    with pytest.raises(BundleError, match="deeper than"):
+        parse_bundle(shallow_but_deep)
+    assert issubclass(BundleError, WorkbenchError)
