@@ -3,10 +3,12 @@
 Only the parts of `self_evaluation` a replay needs are pulled out in SQL (JSON paths work on
 SQLite and PostgreSQL alike): decoding every session's whole audit record cost most of the time.
 
-The verifier side of a projected verdict is the §17 matrix over the stored claim_checks with the
-gatekeeper taken as passing; the replay then adds the candidate rules' gatekeeper floor. (An
-LLM verifier that saw the old gatekeeper result may have judged claims by it; that influence
-cannot be undone without re-running the verifier, so relaxing a rule lifts no claim check.)
+A projected verdict is the verdict policy (pipeline.policy) over the stored claim_checks, question
+coverage and failed tool calls with the candidate rules' gatekeeper result. The verifier's own
+verdict is left out: it was given under the old rules (the offline verifier, for one, marks down
+any session whose gatekeeper failed), so it would keep every relaxed rule from lifting anything.
+(An LLM verifier that saw the old gatekeeper result may also have judged claims by it; that
+influence cannot be undone without re-running the verifier, so relaxing a rule lifts no claim check.)
 """
 
 from __future__ import annotations
@@ -17,9 +19,8 @@ from typing import Any, Iterator
 
 from sqlalchemy import select
 
-from pipeline.contracts import ClaimCheck, EvidenceDigest
+from pipeline.contracts import ClaimCheck, EvidenceDigest, ServiceCoverage, ToolInvocation
 from pipeline.gatekeeper import ReplayInput, cited_invocation_ids
-from pipeline.policy import claim_dicts, claims_verdict
 from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
 
@@ -34,25 +35,26 @@ _COLUMNS = (
     _EV["executor_output_parse_status"]["status"].as_string().label("parse_status"),
     _EV["claim_checks"].label("claim_checks"),
     _EV["gatekeeper_result"].label("gatekeeper_result"),
+    _EV["question_coverage"].label("question_coverage"),
 )
 
 
-def _input(row: Any, owners: dict[int, tuple[str, str]]) -> ReplayInput:
+def _input(row: Any, owners: dict[int, tuple[str, str]], failed_tools: list[ToolInvocation]) -> ReplayInput:
     structured = row.structured
     parse_status = row.parse_status or "missing"
     # Stored rows were validated when written; re-validating 150k objects doubled the load time.
     digests = [EvidenceDigest.model_construct(**d) for d in row.evidence_digests or []] \
         if row.shape == "split" else None
     checks = [ClaimCheck.model_construct(**c) for c in row.claim_checks or []]
-    verifier_side = claims_verdict(claim_dicts(structured), checks)[0] if parse_status == "valid" else "LOW_CONFID"
     gate = row.gatekeeper_result or {}
     cited = cited_invocation_ids(structured, digests)
     return ReplayInput(
         session_id=row.id, structured=structured, parse_status=parse_status,
         invocations={i: owners[i] for i in cited if i in owners}, features=row.gatekeeper_features or {},
         digests=digests, old_status=gate.get("status", "pass"), old_verdict=row.verdict or "LOW_CONFID",
-        verifier_verdict=verifier_side, old_failed_rules=list(gate.get("failed_rules", [])),
-        old_warnings=list(gate.get("warnings", [])),
+        old_failed_rules=list(gate.get("failed_rules", [])), old_warnings=list(gate.get("warnings", [])),
+        claim_checks=checks, coverage=[ServiceCoverage.model_construct(**c) for c in row.question_coverage or []],
+        failed_tools=failed_tools,
     )
 
 
@@ -115,12 +117,20 @@ class ReplayHistory:
         owners = {i: (s, t) for chunk in _chunks(cited) for i, s, t in conn.execute(
             select(ToolInvocationRow.id, ToolInvocationRow.session_id, ToolInvocationRow.tool_name)
             .where(ToolInvocationRow.id.in_(chunk)))}
+        failed: dict[str, list[ToolInvocation]] = {}
+        for chunk in _chunks([row.id for row in rows]):
+            for i, s, t, m in conn.execute(
+                    select(ToolInvocationRow.id, ToolInvocationRow.session_id, ToolInvocationRow.tool_name,
+                           ToolInvocationRow.model_tool_name)
+                    .where(ToolInvocationRow.session_id.in_(chunk), ToolInvocationRow.status == "error")):
+                failed.setdefault(s, []).append(ToolInvocation.model_construct(
+                    id=i, session_id=s, tool_name=t, model_tool_name=m, status="error"))
         # Building ~2M small objects triggers repeated full GC passes that find nothing to free.
         enabled = gc.isenabled()
         gc.disable()
         try:
             for row in rows:
-                self._inputs[row.id] = _input(row, owners)
+                self._inputs[row.id] = _input(row, owners, failed.get(row.id, []))
         finally:
             if enabled:
                 gc.enable()

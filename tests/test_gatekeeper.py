@@ -433,7 +433,9 @@ def _stored(rules):
     everyone = {**_invocations(), FOREIGN.id: FOREIGN}
     for n, (structured, digests) in enumerate(_corpus()):
         outcome = _run(rules, structured, digests=digests)
-        verdict = project_verdict(outcome.result, rules, "valid", "PASS")
+        as_stored = ReplayInput(SESSION, outcome.normalized, "valid", {}, outcome.features, digests,
+                                outcome.result.status, "PASS", "PASS")
+        verdict = project_verdict(outcome.result, rules, as_stored)
         cited = cited_invocation_ids(structured, digests)
         tools = {i: (everyone[i].session_id, everyone[i].tool_name) for i in cited if i in everyone}
         sessions.append((n, structured, digests, outcome, verdict, tools))
@@ -481,12 +483,12 @@ def test_replay_equals_rerun_with_cache(rules, change):
     # (facts, findings per parameter set) must not leak into the next one.
     replay(inputs, rules)
     rows = replay(inputs, new_rules)
-    for row, (_, structured, digests, outcome, _, _) in zip(rows, stored):
+    for row, item, (_, structured, digests, outcome, _, _) in zip(rows, inputs, stored):
         cached = json.loads(json.dumps(outcome.features))  # as stored: JSON round trip
         rerun = run_gatekeeper(_context(copy.deepcopy(structured), digests=digests), new_rules, features_cache=cached)
         assert row.result == rerun.result
         assert row.new_status == rerun.result.status
-        assert row.projected_verdict == project_verdict(rerun.result, new_rules, "valid", "PASS")
+        assert row.projected_verdict == project_verdict(rerun.result, new_rules, item)
     assert summarize(rows).startswith(f"{len(rows)} sessions replayed")
 
 

@@ -12,11 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.contracts import VERDICT_ORDER, EvidenceDigest, GatekeeperResult, Verdict
-from pipeline.gatekeeper.engine import evaluate, gate_verdict
+from pipeline.contracts import ClaimCheck, EvidenceDigest, GatekeeperResult, ServiceCoverage, ToolInvocation, Verdict
+from pipeline.gatekeeper.engine import evaluate
 from pipeline.gatekeeper.features import ROOT, claim_bindings, valid_ids
 from pipeline.gatekeeper.rules import RuleContext
 from pipeline.gatekeeper.rules_schema import RuleSet
+from pipeline.policy import decide_verdict
 from pipeline.tools.registry import persisted_name
 
 
@@ -30,9 +31,13 @@ class ReplayInput:
     digests: list[EvidenceDigest] | None
     old_status: str
     old_verdict: str
-    verifier_verdict: str | None = None  # the verifier's own verdict, before the gatekeeper's influence
+    verifier_verdict: Verdict | None = None  # the verifier's own verdict, before the gatekeeper's influence
     old_failed_rules: list[str] = field(default_factory=list)
     old_warnings: list[str] = field(default_factory=list)
+    # What the verdict policy weighs besides the gatekeeper, as stored with the session.
+    claim_checks: list[ClaimCheck] = field(default_factory=list)
+    coverage: list[ServiceCoverage] = field(default_factory=list)
+    failed_tools: list[ToolInvocation] = field(default_factory=list)
     # Built on the first replay and kept: it remembers facts and per-rule findings across replays,
     # so the fields above must not change once the input has been replayed.
     _context: RuleContext | None = field(default=None, init=False, repr=False, compare=False)
@@ -65,14 +70,12 @@ def cited_invocation_ids(structured: Any, digests: list[EvidenceDigest] | None) 
     return ids
 
 
-def project_verdict(
-    result: GatekeeperResult, rules: RuleSet, parse_status: str, verifier_verdict: str | None
-) -> Verdict:
-    """The stricter of the verifier's verdict, the gatekeeper's floor and LOW_CONFID for unparsed output."""
-    candidates: list[Verdict] = [verifier_verdict or "PASS", gate_verdict(result, rules)]  # type: ignore[list-item]
-    if parse_status != "valid":
-        candidates.append("LOW_CONFID")
-    return max(candidates, key=VERDICT_ORDER.__getitem__)
+def project_verdict(result: GatekeeperResult, rules: RuleSet, item: ReplayInput) -> Verdict:
+    """The verdict policy over the stored session with the replayed gatekeeper result."""
+    impacts = {r: rules.impact(r) for r in {*result.failed_rules, *(e.rule_id for e in result.errors)}}
+    return decide_verdict(parse_status=item.parse_status, structured=item.structured, claim_checks=item.claim_checks,
+                          gatekeeper=result, rule_impacts=impacts, verifier_verdict=item.verifier_verdict,
+                          coverage=item.coverage, invocations=item.failed_tools).verdict
 
 
 def replay_one(item: ReplayInput, rules: RuleSet) -> GatekeeperResult:
@@ -83,7 +86,7 @@ def replay(inputs: Iterable[ReplayInput], rules: RuleSet) -> list[ReplayRow]:
     rows = []
     for item in inputs:
         result = replay_one(item, rules)
-        verdict = project_verdict(result, rules, item.parse_status, item.verifier_verdict)
+        verdict = project_verdict(result, rules, item)
         new_rules = set(result.failed_rules) | set(result.warnings)
         old_rules = set(item.old_failed_rules) | set(item.old_warnings)
         if old_rules or item.old_status == "pass":
