@@ -12,10 +12,12 @@ from typing import Any
 
 from pipeline.bundle import SessionBundle
 from pipeline.config import Settings
+from pipeline.context import StageContext
 from pipeline.contracts import LlmCallRecord
 from pipeline.evaluate import Evaluation, evaluate
 from pipeline.gatekeeper import RuleSet
-from pipeline.llm.provider import Provider, StageContext
+from pipeline.llm.provider import Provider
+from pipeline.scope import read_scope
 from pipeline.text import detect_language
 
 
@@ -28,8 +30,12 @@ def check_bundle(bundle: SessionBundle, *, settings: Settings, rules: RuleSet, p
     """`record` receives the LLM calls the check makes (an import stores them, law 6)."""
     by_id = {inv.id: inv for inv in bundle.tool_invocations}
     question = bundle.session.question
+    # The question's scope, as a session reads it: coverage of every asked service decides PASS
+    # (law 8) for a checked bundle too. The services its tool calls queried are the known ones.
+    queried = sorted({str(inv.arguments["service"]) for inv in bundle.tool_invocations if inv.arguments.get("service")})
     ctx = StageContext(settings=settings, session_id=bundle.session.id, language=detect_language(question),
-                       record=record or (lambda rec: None), run_tool=_no_tools)
+                       record=record or (lambda rec: None), run_tool=_no_tools, services=queried,
+                       scope=read_scope(question, queried))
     composer_raw = bundle.composer_output
     if isinstance(composer_raw, dict):
         composer_raw = json.dumps(composer_raw, ensure_ascii=False)
