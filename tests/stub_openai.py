@@ -24,6 +24,9 @@ class StubReply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    # Sent as is instead of the JSON of `body`: a proxy's HTML page, a truncated reply.
+    raw: bytes | None = None
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -142,10 +145,10 @@ class StubOpenAI:
                 reply = stub._next_reply(request)
                 if reply.delay_s and stub._stopping.wait(reply.delay_s):
                     return
-                payload = json.dumps(reply.body, ensure_ascii=False).encode("utf-8")
+                payload = reply.raw if reply.raw is not None else json.dumps(reply.body, ensure_ascii=False).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", reply.content_type)
                     self.send_header("content-length", str(len(payload)))
                     for key, value in reply.headers.items():
                         self.send_header(key, value)

@@ -1,0 +1,111 @@
+"""Secrets never leave in clear (law 9): canaries in every config path, grepped everywhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from sqlalchemy import MetaData, select
+
+from pipeline.cli import main
+from pipeline.redact import redact, redact_value, remember
+from pipeline.store import Store
+from tests.stub_openai import PipelineModel, StubOpenAI
+
+CANARIES = {
+    "yaml_api_key": "sk-canaryYamlKey0123456789abcdef",
+    "yaml_bearer": "canary-yaml-bearer-7f3a",
+    "yaml_url_pass": "canary-yaml-pass-91c2",
+    "env_api_key": "sk-canaryEnvKey0123456789abcdef",
+    "env_url_pass": "canary-env-pass-44d1",
+    "env_bearer": "canary-env-bearer-5e6f",
+    "base_url_pass": "canary-llm-pass-0b9e",
+}
+QUESTION = "Order 123 payment failed with ERR_TIMEOUT from the gateway, what happened?"
+
+
+def _leaks(text: str) -> list[str]:
+    return [name for name, value in CANARIES.items() if value in text]
+
+
+def _store_dump(url: str) -> str:
+    """Every row of every table, as text."""
+    engine = Store(url).engine
+    meta = MetaData()
+    meta.reflect(engine)
+    with engine.connect() as conn:
+        return "\n".join(str(row) for table in meta.sorted_tables for row in conn.execute(select(table)))
+
+
+def test_canaries_in_every_config_path_never_reach_store_prompts_exports_or_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    model = PipelineModel()
+    with StubOpenAI(responder=model) as stub:
+        host_port = stub.base_url.split("//", 1)[1]
+        config = tmp_path / "workbench.yaml"
+        config.write_text(yaml.safe_dump({
+            "provider": "openai",
+            "openai": {"api_key": CANARIES["yaml_api_key"], "model": "stub-model", "max_retries": 0},
+            "backends": {"query_metrics": {
+                # Port 9 (discard) refuses: the error names the URL, the prompt carries the error.
+                "kind": "prometheus", "url": f"http://prom:{CANARIES['yaml_url_pass']}@127.0.0.1:9/",
+                "bearer_token": CANARIES["yaml_bearer"], "timeout_s": 2}},
+        }), encoding="utf-8")
+        monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
+        monkeypatch.setenv("OPENAI_API_KEY", CANARIES["env_api_key"])
+        monkeypatch.setenv("OPENAI_BASE_URL", f"http://llm:{CANARIES['base_url_pass']}@{host_port}")
+        monkeypatch.setenv("LOKI_URL", f"http://loki:{CANARIES['env_url_pass']}@127.0.0.1:9")
+        monkeypatch.setenv("LOKI_BEARER_TOKEN", CANARIES["env_bearer"])
+
+        # Single shape: the stub's diagnosis binds straight to the tool outputs it was shown.
+        code = main(["ask", QUESTION, "--json", "--shape", "single"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        sid = json.loads(out)["session_id"]
+        assert main(["export", sid]) == 0
+        export, export_err = capsys.readouterr()
+        main(["doctor"])
+        doctor_out, doctor_err = capsys.readouterr()
+        main(["show", sid])
+        show_out, show_err = capsys.readouterr()
+        prompts = json.dumps([r.body for r in stub.requests], ensure_ascii=False)
+
+    from pipeline.config import load_settings
+    dump = _store_dump(load_settings().db_url)
+    # The session really exercised the paths: failed backends, prompts sent, calls stored.
+    assert "127.0.0.1:9" in dump
+    assert stub.chat_requests and "prometheus" in doctor_out
+    for where, text in (("stdout", out), ("stderr", err), ("export", export), ("export stderr", export_err),
+                        ("doctor", doctor_out + doctor_err), ("show", show_out + show_err),
+                        ("prompts", prompts), ("store", dump)):
+        assert not _leaks(text), f"{where} leaks {_leaks(text)}"
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("GET http://alice:s3cr3t-pw@prom:9090/api/v1/alerts failed", "prom:9090/api/v1/alerts"),
+    ("headers: Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig", "headers:"),
+    ("https://loki/loki/api/v1/query_range?query=x&api_key=abc123def&limit=5", "limit=5"),
+    ('{"token": "tok_9f8e7d6c", "service": "payment-service"}', "payment-service"),
+    ("openai said: invalid key sk-proj-abcdefghij0123456789", "openai said: invalid key"),
+    ("password=hunter2hunter2 user=bob", "user=bob"),
+])
+def test_secret_shapes_are_masked_and_the_rest_kept(text: str, kept: str) -> None:
+    masked = redact(text)
+    assert "***" in masked and kept in masked
+    assert not any(s in masked for s in ("s3cr3t-pw", "eyJhbGci", "abc123def", "tok_9f8e", "abcdefghij0123", "hunter2"))
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    for text in ("the basic information about bearer tokens", "APNs feedback: invalid device token removed uid=99",
+                 "cache hit key=cfg:feature-flags ttl=317s".replace("key=cfg:feature-flags", "hits=3"),
+                 "支付接口最近出现超时", "prompt_tokens: 1200"):
+        assert redact(text) == text
+
+
+def test_configured_secrets_are_masked_anywhere_and_in_json_values() -> None:
+    remember("zz-remembered-secret-42")
+    assert redact("prefix zz-remembered-secret-42suffix") == "prefix ***suffix"
+    value = {"arguments": {"api_key": "short", "query": "rate(x[5m])"}, "messages": ["zz-remembered-secret-42"]}
+    assert redact_value(value) == {"arguments": {"api_key": "***", "query": "rate(x[5m])"}, "messages": ["***"]}
