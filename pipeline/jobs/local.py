@@ -8,7 +8,7 @@ next start marks them `interrupted` rather than leaving them queued for ever.
 from __future__ import annotations
 
 import logging
-import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from pipeline.config import Settings
@@ -28,7 +28,6 @@ class LocalQueue:
         self._pool = ThreadPoolExecutor(max_workers=concurrency or settings.jobs.concurrency,
                                         thread_name_prefix="workbench-job")
         self._heartbeat = Heartbeat(store, settings.jobs.heartbeat_s).__enter__()
-        self._retry_wait = threading.Event()  # set on close: no retry waits out its backoff
 
     def defer(self, kind: str, ref: str) -> Future[None]:
         self._heartbeat.hold(ref)
@@ -45,8 +44,7 @@ class LocalQueue:
                     if attempt == retries:
                         log.warning("job %s %s gave up after %d attempts: %s", kind, ref, attempt + 1, exc)
                         return
-                    if self._retry_wait.wait(min(60.0, 2.0 * 2**attempt)):
-                        return
+                    time.sleep(min(60.0, 2.0 * 2**attempt))  # the endpoint or database may be back
                 except Exception:  # noqa: BLE001 - a pool thread has no caller; the row holds the error
                     log.exception("job %s %s failed", kind, ref)
                     return
@@ -54,6 +52,6 @@ class LocalQueue:
             self._heartbeat.release(ref)
 
     def close(self) -> None:
-        self._retry_wait.set()
+        """Waits for every job submitted here, retries included."""
         self._pool.shutdown(wait=True)
         self._heartbeat.__exit__(None, None, None)
