@@ -1,0 +1,121 @@
+"""Dependencies flow one way (design §4): contracts <- text and verdict policy <- gatekeeper,
+stages, providers <- evaluate, session, jobs <- cli and views <- pages.
+
+An AST walk over every module's imports (deferred imports inside functions included), so a new
+module must be given a layer here, and a shortcut upwards fails with the import that made it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Longest matching prefix wins; a module may import its own layer or any layer below it.
+LAYERS: dict[str, int] = {
+    # 0: contracts and what every layer may read (settings, errors, where resources are)
+    **dict.fromkeys(["pipeline.contracts", "pipeline.errors", "pipeline.config", "pipeline.resources",
+                     "pipeline.redact", "pipeline.bounds", "pipeline.segment", "pipeline.safeyaml",
+                     "pipeline.timewindow"], 0),
+    # 1: text primitives, the verdict policy, and the neutral ground stages and providers share
+    **dict.fromkeys(["pipeline.text", "pipeline.policy", "pipeline.context", "pipeline.scope", "pipeline.coverage",
+                     "pipeline.answer", "pipeline.safe_actions"], 1),
+    # 2: the engine's parts
+    **dict.fromkeys(["pipeline.gatekeeper", "pipeline.stages", "pipeline.llm", "pipeline.tools",
+                     "pipeline.incidents", "pipeline.store"], 2),
+    # 3: what runs a session, a check, an import, an eval, a job
+    **dict.fromkeys(["pipeline.evaluate", "pipeline.session", "pipeline.check", "pipeline.bundle",
+                     "pipeline.bundle_import", "pipeline.replay_inputs", "pipeline.jobs", "pipeline.eval",
+                     "pipeline.simulate", "pipeline.doctor", "pipeline.record"], 3),
+    # 4: front ends of the engine
+    **dict.fromkeys(["pipeline.cli", "pipeline.__main__", "pipeline.views", "pipeline.report",
+                     "pipeline.webhook", "pipeline.jobs.cli"], 4),
+}
+# Same-layer packages that must still not see each other: a provider (the offline engine
+# included) never imports a stage, a stage never imports a provider, the gatekeeper neither.
+SEPARATE: dict[str, tuple[str, ...]] = {
+    "pipeline.llm": ("pipeline.stages",),
+    "pipeline.stages": ("pipeline.llm",),
+    "pipeline.gatekeeper": ("pipeline.stages", "pipeline.llm"),
+}
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, module, imported names) of every absolute import in a file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module, [a.name for a in node.names]))
+    return found
+
+
+def _layer(module: str) -> int | None:
+    matches = [p for p in LAYERS if module == p or module.startswith(p + ".")]
+    return LAYERS[max(matches, key=len)] if matches else None
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+ENGINE = sorted((ROOT / "pipeline").rglob("*.py"))
+
+
+def test_every_engine_module_has_a_layer():
+    assert [m for m in map(_module, ENGINE) if m != "pipeline" and _layer(m) is None] == []
+
+
+@pytest.mark.parametrize("path", ENGINE, ids=lambda p: _module(p))
+def test_engine_imports_flow_one_way(path: Path):
+    here = _module(path)
+    mine = _layer(here)
+    wrong = []
+    for line, target, _ in _imports(path):
+        if _within(target, "streamlit"):
+            wrong.append(f"line {line}: {target} (the engine never imports streamlit)")
+        if not _within(target, "pipeline") or target == "pipeline" or mine is None:
+            continue
+        theirs = _layer(target)
+        if theirs is not None and theirs > mine:
+            wrong.append(f"line {line}: {target} (layer {theirs}) from layer {mine}")
+        for package, banned in SEPARATE.items():
+            if _within(here, package):
+                wrong += [f"line {line}: {target} ({package} stays apart from {b})" for b in banned if _within(target, b)]
+    assert wrong == []
+
+
+def test_the_verdict_policy_reads_only_contracts_and_text():
+    targets = {t for _, t, _ in _imports(ROOT / "pipeline" / "policy.py") if _within(t, "pipeline")}
+    assert targets <= {"pipeline.contracts", "pipeline.text"}
+
+
+PAGES = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_pages_use_no_private_engine_names(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    aliases = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+               and node.module and _within(node.module, "pipeline") for a in node.names}
+    aliases |= {(a.asname or a.name).split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for a in node.names if _within(a.name, "pipeline")}
+    wrong = []
+    for line, target, names in _imports(path):
+        if _within(target, "pipeline"):
+            private = [n for n in [*target.split("."), *names] if n.startswith("_") and not n.startswith("__")]
+            wrong += [f"line {line}: {target} {n}" for n in private]
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            wrong.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    assert wrong == []
