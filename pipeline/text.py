@@ -13,6 +13,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from pipeline import segment
+
 _WS = re.compile(r"\s+")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -33,6 +35,10 @@ class Entity:
     value: str  # normalised, comparable form
 
 
+# A number, with thousands separators when every group has three digits ("5,312" is 5312,
+# "3,4" is two numbers).
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?"
+
 # Order matters: earlier patterns claim their span first.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("service", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:service|gateway|svc|api|worker|db|cache)\b")),
@@ -45,15 +51,15 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("http_status", re.compile(r"\b(?:http|status|code)[ =:/]*([1-5]\d\d)\b")),
     ("http_status", re.compile(r"\b([1-5]xx)\b")),
     ("version", re.compile(r"\bv\d+(?:\.\d+){1,3}\b")),
-    ("percentage", re.compile(r"(\d+(?:\.\d+)?)\s*%")),
+    ("percentage", re.compile(rf"({_NUM})\s*%")),
     (
         "quantity",
         re.compile(
-            r"(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds|秒|毫秒|分钟|min|minutes|mb|gb|kb|mib|gib|kib|b/s|rps|qps|个|次|条)(?![a-z])"
+            rf"({_NUM})\s*(ms|s|sec|seconds|秒|毫秒|分钟|min|minutes|mb|gb|kb|mib|gib|kib|b/s|rps|qps|个|次|条)(?![a-z])"
         ),
     ),
     # A full stop after a number ends the sentence ("线程数: 120."); only ".5" continues it.
-    ("number", re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w%]|\.\d)")),
+    ("number", re.compile(rf"(?<![\w.])({_NUM})(?![\w%]|\.\d)")),
 ]
 
 _UNIT_SECONDS = {"ms": 0.001, "毫秒": 0.001, "s": 1.0, "sec": 1.0, "seconds": 1.0, "秒": 1.0,
@@ -61,14 +67,14 @@ _UNIT_SECONDS = {"ms": 0.001, "毫秒": 0.001, "s": 1.0, "sec": 1.0, "seconds": 
 
 
 def _num(text: str) -> str:
-    value = float(text)
+    value = float(text.replace(",", ""))
     return str(int(value)) if value.is_integer() else repr(value)
 
 
 def _quantity(value: str, unit: str) -> str:
     if unit in _UNIT_SECONDS:
         # 5300ms and 5.3s are the same duration; compare in seconds.
-        return f"{_num(str(round(float(value) * _UNIT_SECONDS[unit], 6)))}s"
+        return f"{_num(str(round(float(value.replace(',', '')) * _UNIT_SECONDS[unit], 6)))}s"
     return f"{_num(value)}{unit}"
 
 
@@ -144,10 +150,8 @@ def keywords(text: str) -> frozenset[str]:
             words.add(token)
     runs = _CJK_RUN.findall(norm)
     if runs:
-        import jieba  # imported lazily: its dictionary load costs ~0.5 s and few callers need it
-
         for run in runs:
-            for token in jieba.lcut(run):
+            for token in segment.jieba().lcut(run):
                 if len(token) >= 2 and token not in _ZH_STOP:
                     words.add(token)
     return frozenset(words)

@@ -303,7 +303,7 @@ def test_indexed_search_finds_what_a_full_scan_finds(monkeypatch):
     def results(prepared: PreparedOutput) -> list:
         found = [(list(prepared.finds(n)), prepared.contains(n)) for n in needles]
         located = [matcher.locate(e, prepared) for e in excerpts]
-        return found + [(m.score, m.start, m.end, m.added) for m in located]
+        return found + [(m.score, m.start, m.end, m.covered, m.hunks) for m in located]
 
     monkeypatch.setattr(matcher, "_INDEX_MIN_CHARS", len(hay) + 1)
     plain = PreparedOutput.build(raw)
@@ -362,7 +362,7 @@ def test_warn_only_rule_never_fails_the_gatekeeper(rules):
 
 
 def test_threshold_change_moves_similarity_verdict(rules):
-    structured = _output(_binding("payment-service ERROR Request timeout after 5300ms"))
+    structured = _output(_binding("Request timeout 5300ms after calling bank-gateway"))
     score = _run(rules, structured).features["claims[0].evidence_bindings[0]"]["sources"]["output"]["score"]
     assert 0.5 < score < 1.0
     strict = rules.with_params("evidence.excerpt_similarity", passThreshold=0.99, warnThreshold=0.98)
@@ -413,7 +413,7 @@ def test_digest_ref_skipped_without_digests(rules):
 
 def _corpus() -> list[tuple[dict, list | None]]:
     ok = _binding("Request timeout after 5300ms calling bank-gateway")
-    near = _binding("payment-service ERROR Request timeout after 5300ms")
+    near = _binding("Request timeout 5300ms after calling bank-gateway")  # words moved: no chain
     swapped = _binding("HikariPool-1 connection pool usage 29.0% (active 46 / max 50)")
     fake = _binding("Database connection refused by primary replica during failover")
     return [
@@ -537,7 +537,7 @@ def test_cache_is_used_and_stale_entries_are_recomputed(rules):
     first = _run(rules, structured)
     target = "claims[0].evidence_bindings[0]"
     planted = copy.deepcopy(first.features)
-    planted[target]["sources"]["output"]["score"] = 0.1  # a cached fact is trusted, not recomputed
+    planted[target]["sources"]["output"].update(score=0.1, covered=0.5)  # a cached fact is trusted, not recomputed
     again = run_gatekeeper(_context(structured), rules, features_cache=planted)
     assert "evidence.excerpt_similarity" in again.result.failed_rules
     changed = _output(_binding("HTTP 504 upstream timeout"))

@@ -58,6 +58,7 @@ def run_gatekeeper(
 def evaluate(context: RuleContext, rules: RuleSet) -> GatekeeperResult:
     """Seed §12.2: any fail -> fail, else any warn -> warn, else pass. Disabled rules do not run."""
     outcomes: list[tuple[str, str, tuple[Finding, ...]]] = []
+    binding_findings: set[str] = set()  # targets that a blocking rule found something on
     for spec in rules.rules:
         if not spec.enabled:
             continue
@@ -68,15 +69,32 @@ def evaluate(context: RuleContext, rules: RuleSet) -> GatekeeperResult:
         if status == "fail" and spec.downgraded:
             status = "warn"
         outcomes.append((spec.id, status, findings))
+        if not spec.downgraded:
+            binding_findings.update(f.target for f in findings)
     # A replay keeps the context: when no rule's outcome moved, the previous result object stands
     # (most sessions under most edits), so a replay allocates almost nothing that outlives it.
     last = context.last_result
     if last is None or last[0] != outcomes:
-        last = context.last_result = (outcomes, _result(outcomes))
+        last = context.last_result = (outcomes, _result(outcomes, unbacked_claims(context, binding_findings)))
     return last[1]
 
 
-def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]]) -> GatekeeperResult:
+def unbacked_claims(context: RuleContext, flagged: set[str]) -> list[str]:
+    """Claim ids none of whose bindings is evidence (issue 11): every binding was flagged by a
+    blocking rule (the warn band of similarity included, and invented content), or could not be
+    measured at all. Such a claim is never shown as confirmed and never lets a session PASS."""
+    data = context.structured
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        return []
+    backed: set[int] = set()
+    for target, _, feats in context.bindings:
+        if feats is not None and not any(t == target or t.startswith(target + ".") for t in flagged):
+            backed.add(int(target[7 : target.index("]")]))  # "claims[3].evidence_bindings[0]" -> 3
+    return [str(claim.get("claim_id", f"claims[{ci}]")) for ci, claim in enumerate(data["claims"])
+            if isinstance(claim, dict) and ci not in backed]
+
+
+def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]], unbacked: list[str]) -> GatekeeperResult:
     failed: list[str] = []
     warned: list[str] = []
     errors: list[GatekeeperError] = []
@@ -87,7 +105,7 @@ def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]]) -> GatekeeperR
             message = f"[warn] {finding.message}" if is_warn and status == "fail" else finding.message
             errors.append(GatekeeperError(rule_id=rule_id, target=finding.target, message=message))
     status = "fail" if failed else "warn" if warned else "pass"
-    return GatekeeperResult(status=status, failed_rules=failed, warnings=warned, errors=errors)
+    return GatekeeperResult(status=status, failed_rules=failed, warnings=warned, errors=errors, unbacked_claims=unbacked)
 
 
 def gate_verdict(result: GatekeeperResult, rules: RuleSet) -> Verdict:

@@ -19,15 +19,22 @@ from typing import Any
 
 from pipeline.contracts import EvidenceDigest, ToolInvocation
 from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, SegmentMatch, fold, locate, segments
+from pipeline.gatekeeper.vocabulary import absent_pieces
 from pipeline.text import find_entities, normalize
 
-FEATURES_VERSION = 1
+FEATURES_VERSION = 2  # 2: pieces (covered, gap), hunks, before, invented words; number formats folded
 ROOT = "$"
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _MAX_NEARBY = 3
+_MAX_INVENTED = 20
 _TOKEN_REACH = 40
 
 _shared_outputs = OutputCache()
+
+
+def prepare_output(invocation_id: int, output: str, outputs: OutputCache | None = None) -> PreparedOutput:
+    """Fold and index an output as it is stored, so checking its bindings later finds it ready."""
+    return (outputs or _shared_outputs).get(invocation_id, output, prepare=True)
 
 
 def claim_bindings(structured: Any) -> Iterator[tuple[int, int, dict[str, Any]]]:
@@ -57,6 +64,12 @@ def valid_ids(raw: Any) -> list[int]:
 class ExcerptMatch:
     score: float  # length-weighted over the excerpt's segments
     segments: list[SegmentMatch]
+
+    @property
+    def covered(self) -> float:
+        """Length-weighted share of the excerpt found as in-order verbatim pieces."""
+        total = sum(len(s.folded) for s in self.segments)
+        return round(sum(s.covered * len(s.folded) for s in self.segments) / total, 4) if total else 0.0
 
     def span(self) -> tuple[int, int] | None:
         placed = [s for s in self.segments if s.start is not None]
@@ -138,6 +151,8 @@ def _source_entry(best: tuple[int, PreparedOutput, ExcerptMatch] | None) -> dict
     span = found.span()
     return {
         "score": found.score,
+        "covered": found.covered,
+        "gap": max((s.gap for s in found.segments), default=0),
         "invocation_id": inv_id,
         "start": span[0] if span else None,
         "end": span[1] if span else None,
@@ -161,13 +176,23 @@ def _binding_features(
         for name, text in (("digest.source_quote", digest.source_quote), ("digest.summary", digest.summary)):
             entry["sources"][name] = {"score": match_excerpt(quotes, PreparedOutput.build(text), placed=False).score}
     if best is None:
-        entry["entities"], entry["added"], entry["other_match"] = [], [], None
+        entry["entities"], entry["hunks"], entry["before"], entry["invented"], entry["other_match"] = [], [], [], [], None
         return entry
     _, prepared, found = best
     entry["entities"] = [m for seg in found.segments for m in _entity_misses(seg, prepared)]
-    entry["added"] = [{"text": text, "score": seg.score} for seg in found.segments for text in seg.added]
+    entry["hunks"] = [{**hunk, "score": seg.score} for seg in found.segments for hunk in seg.hunks]
+    entry["before"] = [seg.before for seg in found.segments]
+    entry["invented"] = _invented(found, ids, invocations, outputs)
     entry["other_match"] = _other_match(quotes, ids, found.score, invocations, outputs)
     return entry
+
+
+def _invented(found: ExcerptMatch, ids: list[int], invocations: Mapping[int, ToolInvocation], outputs: OutputCache) -> list[str]:
+    """Excerpt words (Chinese: character runs) that none of the cited outputs holds anywhere."""
+    if found.score == 1.0:
+        return []  # every segment was found verbatim after folding
+    vocabularies = [outputs.get(i, invocations[i].output).vocabulary for i in ids]
+    return absent_pieces(" ".join(s.folded for s in found.segments if s.score < 1.0), vocabularies)[:_MAX_INVENTED]
 
 
 def _other_match(

@@ -25,6 +25,9 @@ import numpy as np
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
+from pipeline.gatekeeper.pieces import BEFORE, chain
+from pipeline.gatekeeper.vocabulary import Vocabulary
+
 _SPACE = 32
 _ELLIPSIS = re.compile(r"(?:\.{3,}|…+|⋯+|\[\s*\.\.\.\s*\])")
 _JSON_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|["\\/bfnrt])')
@@ -80,10 +83,35 @@ def _fold_dict() -> dict[int, int]:
 
 
 _ASCII_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+# Characters that only spell a number differently: a thousands separator ("5,312") and the
+# trailing zeros of a fraction ("92.0", "1.50"). Folding drops them, so 92 = 92.0 = 92.00 and
+# 5,312 = 5312 on both sides, while 92.5 still differs. Dotted runs (10.0.3.7, v1.2.0) are left.
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_FRACTION_ZEROS = re.compile(r"(?<![\d.])\d+(\.\d*?)(0+)(?![\d.]|,\d)")
+
+
+def number_noise(text: str) -> list[tuple[int, int]]:
+    """[start, end) spans of a text that folding drops as number formatting, in order."""
+    spans = [m.span() for m in _THOUSANDS.finditer(text)]
+    for m in _FRACTION_ZEROS.finditer(text):
+        # "92.0" loses ".0"; "1.50" keeps "1.5".
+        spans.append((m.start(1) if m.group(1) == "." else m.start(2), m.end(2)))
+    return sorted(spans)
+
+
+def _without(text: str, spans: list[tuple[int, int]]) -> str:
+    parts, at = [], 0
+    for a, b in spans:
+        parts.append(text[at:a])
+        at = b
+    parts.append(text[at:])
+    return "".join(parts)
 
 
 def fold(text: str) -> str:
     """The matching form of a short text (an excerpt): same folding as an output, runs collapsed."""
+    if any(ch.isdigit() for ch in text):
+        text = _without(text, number_noise(text))
     if text.isascii():
         return _ASCII_NON_ALNUM.sub(" ", text.lower()).strip()
     return " ".join(text.translate(_fold_dict()).split())
@@ -130,10 +158,25 @@ class PreparedOutput:
         self._index: _GramIndex | None = None
         self._scanned = 0  # folded characters searched without the index
         self._anchors: dict[str, tuple[int, ...] | None] = {}
+        self._vocabulary: Vocabulary | None = None
 
     @classmethod
     def build(cls, output: str) -> PreparedOutput:
         return cls(output)
+
+    def prepare(self) -> PreparedOutput:
+        """Fold, index and list the words now (when the output is stored), not during a check."""
+        hay = self.folded
+        if self._index is None and len(hay) >= _INDEX_MIN_CHARS:
+            self._index = _GramIndex(hay)
+        self._vocabulary = self.vocabulary
+        return self
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        if self._vocabulary is None:
+            self._vocabulary = Vocabulary(self.folded)
+        return self._vocabulary
 
     @property
     def folded(self) -> str:
@@ -152,6 +195,13 @@ class PreparedOutput:
             if space.size:
                 keep[0] = not space[0]  # drops a leading space
                 np.logical_not(space[1:] & space[:-1], out=keep[1:])
+            noise = number_noise(self.decoded)
+            if noise:
+                bounds = np.array(noise, dtype=np.int64)
+                edges = np.zeros(keep.size + 1, dtype=np.int32)
+                np.add.at(edges, bounds[:, 0], 1)
+                np.add.at(edges, bounds[:, 1], -1)
+                keep &= np.cumsum(edges[:-1]) == 0
             kept = codes[keep]
             if kept.dtype == np.uint8:
                 text = kept.tobytes().decode("ascii")
@@ -332,13 +382,15 @@ class OutputCache:
         self._chars = 0
         self._max = max_chars
 
-    def get(self, invocation_id: int, output: str) -> PreparedOutput:
+    def get(self, invocation_id: int, output: str, *, prepare: bool = False) -> PreparedOutput:
         key = (invocation_id, hash(output))
         item = self._items.get(key)
         if item is not None:
             self._items.move_to_end(key)
-            return item
+            return item.prepare() if prepare else item
         item = PreparedOutput.build(output)
+        if prepare:
+            item.prepare()
         self._items[key] = item
         self._chars += 2 * len(item.decoded)  # decoded + folded, once folded
         while self._chars > self._max and len(self._items) > 1:
@@ -353,10 +405,13 @@ class SegmentMatch:
 
     text: str  # the segment as written in the excerpt
     folded: str
-    score: float
+    score: float  # Levenshtein similarity to the best window (1.0: found verbatim after folding)
     start: int | None = None
     end: int | None = None
-    added: list[str] = field(default_factory=list)  # excerpt words absent from the matched window
+    covered: float = 0.0  # share of the segment found as in-order verbatim pieces (pieces.py)
+    gap: int = 0  # widest stretch of output skipped between two pieces
+    before: str = ""  # folded output just before the match
+    hunks: list[dict[str, str]] = field(default_factory=list)  # where excerpt and output differ
 
 
 def segments(excerpt: str) -> list[tuple[str, str]]:
@@ -382,15 +437,16 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
     if pos is None or pos >= 0:
         verbatim = prepared.decoded.find(segment)
         if verbatim >= 0:
-            return SegmentMatch(segment, needle, 1.0, verbatim, verbatim + len(segment))
+            before = fold(prepared.decoded[max(0, verbatim - 3 * BEFORE) : verbatim])[-BEFORE:] if placed else ""
+            return SegmentMatch(segment, needle, 1.0, verbatim, verbatim + len(segment), 1.0, before=before)
     hay = prepared.folded
     if pos is None:
         pos = next(prepared.finds(needle), -1) if needle else -1
     if pos >= 0:
         if not placed:
-            return SegmentMatch(segment, needle, 1.0)
+            return SegmentMatch(segment, needle, 1.0, covered=1.0)
         start, end = prepared.span(pos, pos + len(needle))
-        return SegmentMatch(segment, needle, 1.0, start, end)
+        return SegmentMatch(segment, needle, 1.0, start, end, 1.0, before=hay[max(0, pos - BEFORE) : pos])
     if len(needle) < 4:
         return SegmentMatch(segment, needle, 0.0)
     aligned: tuple[float, int, int] | None = None
@@ -409,8 +465,15 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
     score, fstart, fend = _refine(needle, hay, aligned[1], aligned[2])
     if not placed:
         return SegmentMatch(segment, needle, round(score, 4))
+    pieces = chain(needle, hay, max(0, fstart - len(needle)), fend)
+    if pieces is None:
+        start, end = prepared.span(fstart, fend)
+        return SegmentMatch(segment, needle, round(score, 4), start, end)
+    if pieces.covered == 1.0:
+        # Every word was found in order: the quote is the chain (it may run over two records).
+        fstart, fend = pieces.start, pieces.end
     start, end = prepared.span(fstart, fend)
-    return SegmentMatch(segment, needle, round(score, 4), start, end, _added_words(needle, hay[fstart:fend]))
+    return SegmentMatch(segment, needle, round(score, 4), start, end, pieces.covered, pieces.gap, pieces.before, pieces.hunks)
 
 
 def _refine(needle: str, hay: str, start: int, end: int) -> tuple[float, int, int]:
@@ -460,20 +523,3 @@ def _candidate_starts(needle: str, prepared: PreparedOutput) -> list[int]:
             votes[key] = votes.get(key, 0.0) + len(anchor)
     ranked = sorted(votes.items(), key=lambda kv: -kv[1])[:_MAX_WINDOWS]
     return [max(0, key * bucket) for key, _ in ranked]
-
-
-def _added_words(needle: str, matched: str) -> list[str]:
-    """Excerpt words (CJK: characters) that the aligned output window does not have."""
-    added: list[str] = []
-    for op in Levenshtein.opcodes(needle, matched):
-        if op.tag not in ("delete", "replace"):
-            continue
-        lo, hi = op.src_start, op.src_end
-        while lo > 0 and needle[lo - 1] != " " and needle[lo - 1].isascii():
-            lo -= 1
-        while hi < len(needle) and needle[hi] != " " and needle[hi].isascii():
-            hi += 1
-        chunk = needle[lo:hi].strip()
-        if chunk and chunk not in added:
-            added.append(chunk)
-    return added[:20]

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from pipeline.contracts import ANSWER_VERSION, EvidenceDigest
+from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.features import binding_target, claim_bindings, valid_ids
 from pipeline.gatekeeper.rules_schema import (
     DigestRefParams,
@@ -293,46 +294,66 @@ class ExcerptSimilarityRule:
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p: SimilarityParams = metadata.params  # type: ignore[assignment]
         out = RuleResult(self.id)
-        compare, pass_at = p.compareAgainst, p.passThreshold
-        lowest = context.fact((self.id, *compare), lambda c: _lowest_similarity(c, compare))
-        if lowest is None or lowest >= pass_at:
+        compare, pass_at, max_gap = p.compareAgainst, p.passThreshold, p.maxPieceGap
+        lowest = context.fact((self.id, max_gap, *compare), lambda c: _lowest_similarity(c, compare, max_gap))
+        invented = context.fact((self.id, "invented"), _has_invented)
+        if not invented and (lowest is None or lowest >= pass_at):
             return out
         for target, _, feats in context.bindings:
             if feats is None:
                 continue
-            sources = feats["sources"]
-            name, score = _best_source(sources, compare)
-            if score >= pass_at or not name:
-                continue
-            best = sources[name]
-            level: Level = "fail" if score < p.warnThreshold else "warn"
-            where = f"invocation {best['invocation_id']}" if name == "output" else name
-            bound = f"< warnThreshold {p.warnThreshold}" if level == "fail" else f"< passThreshold {p.passThreshold}"
-            message = f"excerpt similarity {score:.2f} {bound} against {where}"
-            other = feats.get("other_match")
-            if other:
-                message += (
-                    f"; the excerpt matches invocation {other['invocation_id']} ({other['tool_name']}) "
-                    f"at {other['score']:.2f} instead"
-                )
-            out.findings.append(Finding(target, message, level))
+            parts: list[str] = []
+            level: Level = "warn"
+            name, score = _best_source(feats["sources"], compare, max_gap)
+            if name and score < pass_at:
+                level = "fail" if score < p.warnThreshold else "warn"
+                parts.append(self._low(feats, name, score, level, p))
+            words = fidelity.invented(feats, p.inventedMinLetters, p.inventedMinCjkRun) if invented else []
+            if len(words) > p.inventedTolerated:
+                level = "fail"
+                shown = ", ".join(f'"{w}"' for w in words[:6])
+                parts.append(f"{'it' if parts else 'excerpt'} holds {len(words)} word(s) that the cited output has nowhere "
+                             f"(invented content, {p.inventedTolerated} tolerated): {shown}")
+            if parts:
+                out.findings.append(Finding(target, "; ".join(parts), level))
         return out
 
+    @staticmethod
+    def _low(feats: dict[str, Any], name: str, score: float, level: Level, p: SimilarityParams) -> str:
+        best = feats["sources"][name]
+        where = f"invocation {best['invocation_id']}" if name == "output" else name
+        bound = f"< warnThreshold {p.warnThreshold}" if level == "fail" else f"< passThreshold {p.passThreshold}"
+        message = f"excerpt similarity {score:.2f} {bound} against {where}"
+        other = feats.get("other_match")
+        if other:
+            message += (
+                f"; the excerpt matches invocation {other['invocation_id']} ({other['tool_name']}) "
+                f"at {other['score']:.2f} instead"
+            )
+        return message
 
-def _best_source(sources: dict[str, Any], compare: list[str]) -> tuple[str, float]:
+
+def _has_invented(context: RuleContext) -> bool:
+    return any(feats is not None and feats.get("invented") for _, _, feats in context.bindings)
+
+
+def _best_source(sources: dict[str, Any], compare: list[str], max_gap: int) -> tuple[str, float]:
     """The compared source an excerpt matches best; ("", -1.0) if none has a score."""
     name, score = "", -1.0
     for source in compare:
         entry = sources.get(source)
-        if entry is not None and entry["score"] is not None and entry["score"] > score:
-            name, score = source, entry["score"]
+        if entry is None or entry["score"] is None:
+            continue
+        value = fidelity.effective_score(entry, source, max_gap)
+        if value > score:
+            name, score = source, value
     return name, score
 
 
-def _lowest_similarity(context: RuleContext, compare: list[str]) -> float | None:
+def _lowest_similarity(context: RuleContext, compare: list[str], max_gap: int) -> float | None:
     """The lowest best-source score over the session's scored bindings: below it no threshold flags anything."""
     scores = [score for _, _, feats in context.bindings if feats is not None
-              for name, score in (_best_source(feats["sources"], compare),) if name]
+              for name, score in (_best_source(feats["sources"], compare, max_gap),) if name]
     return min(scores, default=None)
 
 
@@ -347,9 +368,8 @@ class ExcerptEntitiesRule:
         if not context.fact(self.id, _has_entity_facts):
             return out
         kinds = set(p.kinds)
-        negations = _negation_terms(tuple(p.negationTerms))
         for target, _, feats in context.bindings:
-            if feats is None or not (feats.get("entities") or feats.get("added")):
+            if feats is None:
                 continue
             for miss in feats.get("entities", ()):
                 if miss["kind"] not in kinds:
@@ -358,21 +378,41 @@ class ExcerptEntitiesRule:
                 if not located and miss["elsewhere"]:
                     continue
                 out.findings.append(Finding(target, _entity_message(miss, located)))
-            if p.negationOutcome == "off":
-                continue
-            for added in feats.get("added", ()):
-                if added["score"] < p.minLocatedScore:
-                    continue
-                term = _negation_in(added["text"], negations)
-                if term:
-                    level: Level = "fail" if p.negationOutcome == "fail" else "warn"
-                    message = f'excerpt adds the negation "{term}" ("{added["text"]}"), which the cited output does not have'
-                    out.findings.append(Finding(target, message, level))
+            out.findings.extend(Finding(target, message, level) for level, message in _meaning_changes(feats, p))
         return out
 
 
+def _meaning_changes(feats: dict[str, Any], p: EntityParams) -> Iterator[tuple[Level, str]]:
+    """Where a located excerpt says the opposite of its output: negation added or dropped, an
+    antonym flipped, another log level. Each is an entity-kind mismatch (external_unknown)."""
+    negations = tuple(p.negationTerms) if p.negationOutcome != "off" else ()
+    level: Level = "fail" if p.negationOutcome != "warn" else "warn"
+    pairs = tuple((pair[0], pair[1]) for pair in p.antonyms if len(pair) == 2)
+    levels = tuple(tuple(group) for group in p.logLevels)
+    befores = fidelity.befores(feats)
+    for hunk in fidelity.hunks(feats):
+        if hunk["score"] < p.minLocatedScore:
+            continue
+        for term in fidelity.added_negations(hunk, negations):
+            yield level, f'excerpt adds the negation "{term}" ("{hunk["added"]}"), which the cited output does not have'
+        for term in fidelity.dropped_negations(hunk, negations):
+            yield level, f'excerpt drops the negation "{term}" that the cited output has ("{hunk["out"]}")'
+        swap = fidelity.flipped(hunk, pairs)
+        if swap:
+            yield "fail", f'excerpt flips "{swap[1]}" to its opposite "{swap[0]}" ("{hunk["ex"]}" vs output "{hunk["out"]}")'
+        changed = fidelity.changed_level(hunk, befores, levels)
+        if changed:
+            yield "fail", f"excerpt changes the log level: it says {changed[0].upper()} where the record says {changed[1].upper()}"
+    if negations and feats.get("sources", {}).get("output", {}).get("score", 0.0) >= p.minLocatedScore:
+        for before in befores:
+            term = fidelity.negation_before(before, negations)
+            if term:
+                yield level, f'excerpt drops the negation "{term}" that directly precedes it in the cited output'
+
+
 def _has_entity_facts(context: RuleContext) -> bool:
-    return any(feats is not None and (feats.get("entities") or feats.get("added")) for _, _, feats in context.bindings)
+    return any(feats is not None and (feats.get("entities") or feats.get("hunks") or feats.get("added") or any(feats.get("before", ())))
+               for _, _, feats in context.bindings)
 
 
 def _entity_message(miss: dict[str, Any], located: bool) -> str:
@@ -384,18 +424,6 @@ def _entity_message(miss: dict[str, Any], located: bool) -> str:
         tail = "" if not miss["elsewhere"] else " (it appears elsewhere in the output)"
         return f"{said} but the matched output record does not hold it{tail}"
     return f"{said}, which the cited output does not hold anywhere"
-
-
-@lru_cache(maxsize=32)
-def _negation_terms(terms: tuple[str, ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((t, _phrase_pattern(normalize(t))) for t in terms if t.strip())
-
-
-def _negation_in(text: str, terms: tuple[tuple[str, re.Pattern[str]], ...]) -> str | None:
-    for term, pattern in terms:
-        if pattern.search(text):
-            return term
-    return None
 
 
 def _phrase_pattern(phrase: str) -> re.Pattern[str]:

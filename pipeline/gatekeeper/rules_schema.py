@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from pipeline.contracts import VerdictImpact
 from pipeline.errors import RulesError
@@ -25,7 +25,8 @@ METADATA_FILE = "metadata.yaml"
 Severity = Literal["error", "warning"]
 _IMPACTS = ("warn_only", "low_confid_on_fail", "reject_on_fail")
 _SEVERITIES = ("error", "warning")
-Number = StrictFloat  # strict: "0.5" is refused, 1 is accepted as 1.0
+Number = StrictFloat  # strict: "0.5" is refused, 1 is accepted as 1.0; a threshold in [0, 1]
+Count = StrictInt  # a length or a number of things, >= 0
 _FIELD_PATH = re.compile(r"[a-z_]+(\[\])?(\.[a-z_]+(\[\])?)*")
 
 
@@ -51,6 +52,10 @@ class SimilarityParams(_Params):
     passThreshold: Number
     warnThreshold: Number
     compareAgainst: list[Literal["output", "digest.source_quote", "digest.summary"]]
+    maxPieceGap: Count
+    inventedMinLetters: Count
+    inventedMinCjkRun: Count
+    inventedTolerated: Count
 
 
 class EntityParams(_Params):
@@ -58,6 +63,8 @@ class EntityParams(_Params):
     minLocatedScore: Number
     negationTerms: list[StrictStr]
     negationOutcome: Literal["fail", "warn", "off"]
+    antonyms: list[list[StrictStr]]
+    logLevels: list[list[StrictStr]]
 
 
 class PhraseParams(_Params):
@@ -355,13 +362,22 @@ def _param_messages(where: str, exc: ValidationError) -> list[str]:
 def _param_checks(rule_id: str, where: str, params: _Params) -> list[str]:
     out = []
     for name, value in params.model_dump().items():
-        if isinstance(value, float | int) and not isinstance(value, bool) and not 0.0 <= value <= 1.0:
+        if isinstance(value, float) and not 0.0 <= value <= 1.0:
             out.append(f"{where}.params.{name}: {value} is outside [0, 1]")
+        elif isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            out.append(f"{where}.params.{name}: {value} is negative")
     pair = _ORDERED.get(rule_id)
     if pair:
         low, high = getattr(params, pair[0]), getattr(params, pair[1])
         if low > high:
             out.append(f"{where}.params.{pair[0]}: {low} > {pair[1]} {high}")
+    if isinstance(params, EntityParams):
+        for pos, pair in enumerate(params.antonyms):
+            if len(pair) != 2 or not all(t.strip() for t in pair):
+                out.append(f"{where}.params.antonyms[{pos}]: must be a pair of two words, got {pair!r}")
+        for pos, group in enumerate(params.logLevels):
+            if not group:
+                out.append(f"{where}.params.logLevels[{pos}]: must list at least one level word")
     if isinstance(params, PhraseParams):
         both = set(params.targetFields) & set(params.allowInFields)
         for name in sorted(both):

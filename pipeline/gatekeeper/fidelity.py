@@ -1,0 +1,129 @@
+"""Quote fidelity: the rule-side reading of a binding's cached features (features.py, pieces.py).
+
+Features say, without any threshold, how an excerpt sits in its output: the pieces it was found
+as and the gaps between them, the words it holds that the output lacks anywhere, and the hunks
+where it differs from the output. The functions here apply a rule's parameters (gap limit,
+word-length limits, negation terms, antonym pairs, log levels) to those facts, so a tuner's edit
+re-judges stored sessions without reading a tool output again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+from pipeline.gatekeeper.matcher import fold
+from pipeline.gatekeeper.vocabulary import is_cjk
+
+
+def effective_score(source: dict[str, Any], name: str, max_gap: int) -> float:
+    """A source's similarity, 1.0 for an output the excerpt chains through (every word found, in
+    order, no gap wider than max_gap): a quote over two records or with a field skipped is faithful."""
+    score = source["score"]
+    if name == "output" and source.get("covered") == 1.0 and source.get("gap", 0) <= max_gap:
+        return 1.0
+    return score
+
+
+def invented(feats: dict[str, Any], min_letters: int, min_cjk_run: int) -> list[str]:
+    """The binding's words found nowhere in its cited outputs that are long enough to count."""
+    out = []
+    for piece in feats.get("invented", ()):
+        if is_cjk(piece[0]):
+            if len(piece) >= min_cjk_run:
+                out.append(piece)
+        elif sum(ch.isalpha() for ch in piece) >= min_letters:
+            out.append(piece)
+    return out
+
+
+@lru_cache(maxsize=256)
+def term_pattern(term: str) -> re.Pattern[str] | None:
+    """A word-list entry as it is looked for in folded text: whole words for Latin, anywhere for CJK."""
+    folded = fold(term)
+    if not folded:
+        return None
+    escaped = re.escape(folded)
+    if not is_cjk(folded[0]):
+        escaped = r"(?<![a-z0-9])" + escaped
+    if not is_cjk(folded[-1]):
+        escaped += r"(?![a-z0-9])"
+    return re.compile(escaped)
+
+
+def _has(text: str, term: str) -> bool:
+    pattern = term_pattern(term)
+    return pattern is not None and pattern.search(text) is not None
+
+
+def hunks(feats: dict[str, Any]) -> list[dict[str, Any]]:
+    """The binding's hunks; features stored before version 2 only kept the excerpt's added words."""
+    if "hunks" in feats:
+        return list(feats["hunks"])
+    return [{"ex": a["text"], "added": a["text"], "out": "", "gap": "", "score": a["score"]} for a in feats.get("added", ())]
+
+
+def befores(feats: dict[str, Any]) -> list[str]:
+    return [b for b in feats.get("before", ()) if b]
+
+
+def added_negations(hunk: dict[str, Any], terms: tuple[str, ...]) -> Iterator[str]:
+    for term in terms:
+        if _has(hunk["added"], term) and not _has(hunk["out"], term):
+            yield term
+
+
+def dropped_negations(hunk: dict[str, Any], terms: tuple[str, ...]) -> Iterator[str]:
+    for term in terms:
+        if _has(hunk["gap"], term) and not _has(hunk["ex"], term):
+            yield term
+
+
+def negation_before(before: str, terms: tuple[str, ...]) -> str | None:
+    """A negation that directly precedes the quote in the output ("no" before "OutOfMemoryError detected")."""
+    text = before.rstrip()
+    if not text:
+        return None
+    last = text[-2:] if is_cjk(text[-1]) else text.rsplit(" ", 1)[-1]
+    for term in terms:
+        folded = fold(term)
+        if folded and (last.endswith(folded) if is_cjk(folded[-1]) else last == folded):
+            return term
+    return None
+
+
+def flipped(hunk: dict[str, Any], pairs: tuple[tuple[str, str], ...]) -> tuple[str, str] | None:
+    """(excerpt word, output word) of an antonym pair the hunk swaps (成功 where the output says 失败)."""
+    ex, out = hunk["ex"], hunk["out"]
+    for a, b in pairs:
+        for said, held in ((a, b), (b, a)):
+            if _has(ex, said) and not _has(out, said) and _has(out, held) and not _has(ex, held):
+                return said, held
+    return None
+
+
+def changed_level(hunk: dict[str, Any], others: list[str], levels: tuple[tuple[str, ...], ...]) -> tuple[str, str] | None:
+    """(excerpt level, output level) when the excerpt adds a log level and the record says another.
+
+    The record's level is looked for in what the chain stepped over and just before the quote.
+    """
+    said = _level_of(hunk["added"], levels)
+    if said is None:
+        return None
+    for text in (hunk["gap"], *others):
+        held = _level_of(text, levels, but=said[0])
+        if held is not None and not _has(hunk["ex"], held[1]):
+            return said[1], held[1]
+    return None
+
+
+def _level_of(text: str, levels: tuple[tuple[str, ...], ...], but: int | None = None) -> tuple[int, str] | None:
+    for group, words in enumerate(levels):
+        if group == but:
+            continue
+        for word in words:
+            if _has(text, word):
+                return group, word
+    return None
