@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.gatekeeper import RulesError, load_rules, load_rules_from_text
+from pipeline.gatekeeper import RulesError, load_rules, load_rules_from_text, rules_schema
 from pipeline.gatekeeper.rules import RULES
 from pipeline.gatekeeper.rules_schema import PARAM_MODELS
 
@@ -178,8 +178,8 @@ def test_field_in_both_target_and_allow_lists():
         doc["ruleMetadata"]["claim.hallucination_phrases"]["params"]["allowInFields"].append("claims[].claim_text")
 
     assert _errors(metadata=_edit(METADATA, change)) == [
-        "metadata.yaml: ruleMetadata.claim.hallucination_phrases.params.allowInFields: "
-        "claims[].claim_text is also a targetField"
+        ("metadata.yaml: ruleMetadata.claim.hallucination_phrases.params.allowInFields: "
+         "claims[].claim_text is also a targetField")
     ]
 
 
@@ -206,3 +206,76 @@ def test_bad_file_does_not_replace_rules_in_force(tmp_path):
     except RulesError:
         pass
     assert in_force == load_rules(RULES_DIR)
+
+
+# --- hostile files: each is refused quickly with file, line and a bounded message --------------
+
+_BOMB = "".join(
+    f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9) if i else ', '.join(['lol'] * 9)}]\n" for i in range(10)
+)
+
+
+def test_alias_bomb_is_refused_at_the_first_anchor():
+    # 10 levels of 9-fold aliases would expand to 9**10 strings; the loader never expands one.
+    assert len(_BOMB.encode()) < 4096
+    (message,) = _errors(metadata=_BOMB)
+    assert message == "metadata.yaml: line 1, column 5: anchors and aliases (&name, *name) are not allowed here"
+
+
+def test_plain_alias_is_refused_too():
+    (message,) = _errors(index=INDEX + "extra: *nowhere\n")
+    assert message.startswith("index.yaml: line ") and "aliases" in message
+
+
+def test_duplicate_key_names_the_key_and_both_lines():
+    text = METADATA.replace("ruleMetadata:\n", "ruleMetadata:\n  claim.evidence_utilization: {}\n", 1)
+    (message,) = _errors(metadata=text)
+    first_line, dup_line = [n for n, line in enumerate(text.splitlines(), 1)
+                            if line.startswith("  claim.evidence_utilization:")]
+    assert message == (f"metadata.yaml: line {dup_line}, column 3: duplicate key 'claim.evidence_utilization' "
+                       f"(first set on line {first_line})")
+
+
+def test_deep_nesting_is_refused_before_the_parser_recurses():
+    deep = "rules: " + "[" * 5000 + "]" * 5000 + "\n"
+    (message,) = _errors(index=deep)
+    assert message.startswith("index.yaml: line 1, column ") and message.endswith("nested deeper than 32 levels")
+
+
+def test_size_cap_on_text_and_on_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(rules_schema, "MAX_RULES_FILE_BYTES", len(METADATA.encode()) - 1)
+    (message,) = _errors()
+    assert message == f"metadata.yaml: file: {len(METADATA.encode())} bytes exceeds the {len(METADATA.encode()) - 1}" \
+                      "-byte limit for a rule file"
+    (tmp_path / "index.yaml").write_text(INDEX, encoding="utf-8")
+    (tmp_path / "metadata.yaml").write_text(METADATA + "#" * 10_000_000, encoding="utf-8")
+    with pytest.raises(RulesError) as info:
+        load_rules(tmp_path)
+    limit = len(METADATA.encode()) - 1
+    assert info.value.messages == [f"metadata.yaml: file: larger than the {limit}-byte limit for a rule file"]
+
+
+def test_non_utf8_file_names_the_byte(tmp_path):
+    (tmp_path / "index.yaml").write_bytes(INDEX.encode("utf-8"))
+    (tmp_path / "metadata.yaml").write_bytes(METADATA.encode("gb18030"))
+    with pytest.raises(RulesError) as info:
+        load_rules(tmp_path)
+    (message,) = info.value.messages
+    assert message.startswith("metadata.yaml: file: not UTF-8 text (byte 0x") and "save it as UTF-8" in message
+
+
+def test_control_character_is_a_clear_error():
+    (message,) = _errors(index=INDEX + "\x00")
+    assert message.startswith("index.yaml: character ") and "#x0000" in message
+
+
+def test_huge_values_are_quoted_short():
+    def index_change(doc):
+        doc["rules"][0]["enabled"] = ["x" * 1000] * 100
+
+    def metadata_change(doc):
+        doc["ruleMetadata"]["evidence.excerpt_similarity"]["params"]["passThreshold"] = "9" * 100_000
+
+    messages = _errors(index=_edit(INDEX, index_change), metadata=_edit(METADATA, metadata_change))
+    assert len(messages) == 2 and all(len(m) < 300 for m in messages)
+    assert "got ['xxxx" in messages[0] and "(got '9999" in messages[1]

@@ -12,15 +12,19 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
+from pipeline import safeyaml
 from pipeline.contracts import VerdictImpact
-from pipeline.errors import RulesError
+from pipeline.errors import QUOTE_CHARS, RulesError, quote
 
 INDEX_FILE = "index.yaml"
+# The shipped files are ~5 KB; a limit far above any hand-tuned file keeps a pasted or
+# generated monster from being parsed at all.
+MAX_RULES_FILE_BYTES = 256 * 1024
 METADATA_FILE = "metadata.yaml"
 Severity = Literal["error", "warning"]
 _IMPACTS = ("warn_only", "low_confid_on_fail", "reject_on_fail")
@@ -154,7 +158,7 @@ class RuleSet:
         """A copy with one rule changed, validated like the files (raises RulesError)."""
         spec = self._by_id.get(rule_id)
         if spec is None:
-            raise RulesError([f"{INDEX_FILE}: rules: unknown rule id {rule_id!r}"])
+            raise RulesError([f"{INDEX_FILE}: rules: unknown rule id {quote(rule_id)}"])
         index, meta = self._documents()
         for entry in index["rules"]:
             if entry["id"] == rule_id and enabled is not None:
@@ -173,8 +177,7 @@ class RuleSet:
 
     def to_yaml(self) -> tuple[str, str]:
         index, meta = self._documents()
-        dump = lambda doc: yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)  # noqa: E731
-        return dump(index), dump(meta)
+        return _dump(index), _dump(meta)
 
     def _documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
         index = {
@@ -194,37 +197,63 @@ class RuleSet:
         return index, meta
 
 
+def _dump(doc: dict[str, Any]) -> str:
+    text: str = yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)
+    return text
+
+
 def load_rules(rules_dir: Path) -> RuleSet:
     rules_dir = Path(rules_dir)
     texts: dict[str, str] = {}
     errors: list[str] = []
     for name in (INDEX_FILE, METADATA_FILE):
-        try:
-            texts[name] = (rules_dir / name).read_text(encoding="utf-8")
-        except OSError as exc:
-            errors.append(f"{name}: file: cannot read ({exc.strerror or exc})")
+        text = _read_text(rules_dir / name, errors)
+        if text is not None:
+            texts[name] = text
     if errors:
         raise RulesError(errors)
     return load_rules_from_text(texts[INDEX_FILE], texts[METADATA_FILE])
 
 
+def _read_text(path: Path, errors: list[str]) -> str | None:
+    """The file as UTF-8 text, read no further than the size cap."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_RULES_FILE_BYTES + 1)
+    except OSError as exc:
+        errors.append(f"{path.name}: file: cannot read ({exc.strerror or exc})")
+        return None
+    if len(data) > MAX_RULES_FILE_BYTES:
+        errors.append(f"{path.name}: file: larger than the {MAX_RULES_FILE_BYTES}-byte limit for a rule file")
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        errors.append(f"{path.name}: file: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                      "save it as UTF-8")
+        return None
+
+
 def load_rules_from_text(index_yaml: str, metadata_yaml: str) -> RuleSet:
+    """Both rule files from text (the Rules page's editor and stored rule versions come here too)."""
     errors: list[str] = []
-    index = _parse_yaml(INDEX_FILE, index_yaml, errors)
-    meta = _parse_yaml(METADATA_FILE, metadata_yaml, errors)
+    index = parse_rules_yaml(INDEX_FILE, index_yaml, errors)
+    meta = parse_rules_yaml(METADATA_FILE, metadata_yaml, errors)
     if errors:
         raise RulesError(errors)
     return _build(index, meta)
 
 
-def _parse_yaml(name: str, text: str, errors: list[str]) -> Any:
+def parse_rules_yaml(name: str, text: str, errors: list[str]) -> Any:
+    """One rule file's document, or None with "file: where: problem" appended to `errors`."""
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_RULES_FILE_BYTES:
+        errors.append(f"{name}: file: {size} bytes exceeds the {MAX_RULES_FILE_BYTES}-byte limit for a rule file")
+        return None
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "syntax"
-        problem = getattr(exc, "problem", None) or str(exc)
-        errors.append(f"{name}: {where}: YAML syntax error: {problem}")
+        return safeyaml.load(text)
+    except safeyaml.YamlProblem as exc:
+        errors.append(f"{name}: {exc}")
         return None
 
 
@@ -241,31 +270,37 @@ def _build(index: Any, meta: Any) -> RuleSet:
             errors.append(f"{where}.id: missing or not a string")
             continue
         if rule_id in seen:
-            errors.append(f"{where}.id: duplicate rule id {rule_id!r}")
+            errors.append(f"{where}.id: duplicate rule id {quote(rule_id)}")
             continue
         seen.add(rule_id)
         if rule_id not in PARAM_MODELS:
             known = ", ".join(PARAM_MODELS)
-            errors.append(f"{where}.id: unknown rule id {rule_id!r} (no implementation; known: {known})")
+            errors.append(f"{where}.id: unknown rule id {quote(rule_id)} (no implementation; known: {known})")
             continue
         for key in entry:
             if key not in ("id", "name", "description", "enabled"):
-                errors.append(f"{where}.{key}: unknown field")
+                errors.append(f"{where}.{_key(key)}: unknown field")
         for key in ("name", "description"):
             if not isinstance(entry.get(key, ""), str):
                 errors.append(f"{where}.{key}: must be a string")
         enabled = entry.get("enabled", True)
         if not isinstance(enabled, bool):
-            errors.append(f"{where}.enabled: must be true or false, got {enabled!r}")
+            errors.append(f"{where}.enabled: must be true or false, got {quote(enabled)}")
         spec = _spec(rule_id, entry, metadata.get(rule_id), errors)
         if spec is not None:
             specs.append(spec)
     for rule_id in metadata:
         if rule_id not in seen:
-            errors.append(f"{METADATA_FILE}: ruleMetadata.{rule_id}: not listed in {INDEX_FILE}")
+            errors.append(f"{METADATA_FILE}: ruleMetadata.{_key(rule_id)}: not listed in {INDEX_FILE}")
     if errors:
         raise RulesError(errors)
     return RuleSet(tuple(specs))
+
+
+def _key(key: Any) -> str:
+    """A mapping key as it appears in a message path, cut like any quoted value."""
+    text = str(key)
+    return text if len(text) <= QUOTE_CHARS else quote(text)
 
 
 def _index_entries(index: Any, errors: list[str]) -> list[tuple[int, dict[str, Any]]]:
@@ -274,7 +309,7 @@ def _index_entries(index: Any, errors: list[str]) -> list[tuple[int, dict[str, A
         return []
     for key in index:
         if key != "rules":
-            errors.append(f"{INDEX_FILE}: {key}: unknown field")
+            errors.append(f"{INDEX_FILE}: {_key(key)}: unknown field")
     out = []
     for pos, entry in enumerate(index["rules"]):
         if isinstance(entry, dict):
@@ -290,13 +325,13 @@ def _metadata_entries(meta: Any, errors: list[str]) -> dict[str, dict[str, Any]]
         return {}
     for key in meta:
         if key != "ruleMetadata":
-            errors.append(f"{METADATA_FILE}: {key}: unknown field")
+            errors.append(f"{METADATA_FILE}: {_key(key)}: unknown field")
     out: dict[str, dict[str, Any]] = {}
     for rule_id, entry in meta["ruleMetadata"].items():
         if isinstance(entry, dict):
             out[str(rule_id)] = entry
         else:
-            errors.append(f"{METADATA_FILE}: ruleMetadata.{rule_id}: must be a mapping")
+            errors.append(f"{METADATA_FILE}: ruleMetadata.{_key(rule_id)}: must be a mapping")
     return out
 
 
@@ -308,13 +343,13 @@ def _spec(rule_id: str, entry: dict[str, Any], meta: dict[str, Any] | None, erro
     before = len(errors)
     for key in meta:
         if key not in ("severity", "verdictImpact", "description", "params"):
-            errors.append(f"{where}.{key}: unknown field")
+            errors.append(f"{where}.{_key(key)}: unknown field")
     severity = meta.get("severity")
     if severity not in _SEVERITIES:
-        errors.append(f"{where}.severity: {severity!r} is not one of {', '.join(_SEVERITIES)}")
+        errors.append(f"{where}.severity: {quote(severity)} is not one of {', '.join(_SEVERITIES)}")
     impact = meta.get("verdictImpact")
     if impact not in _IMPACTS:
-        errors.append(f"{where}.verdictImpact: {impact!r} is not one of {', '.join(_IMPACTS)}")
+        errors.append(f"{where}.verdictImpact: {quote(impact)} is not one of {', '.join(_IMPACTS)}")
     elif severity == "warning" and impact != "warn_only":
         errors.append(f"{where}.severity: warning contradicts verdictImpact {impact} (use error, or warn_only)")
     note = meta.get("description", "")
@@ -338,8 +373,8 @@ def _spec(rule_id: str, entry: dict[str, Any], meta: dict[str, Any] | None, erro
         name=entry.get("name", rule_id),
         description=entry.get("description", ""),
         enabled=entry.get("enabled", True),
-        severity=severity,
-        verdict_impact=impact,
+        severity=cast(Severity, severity),  # checked against _SEVERITIES above
+        verdict_impact=cast(VerdictImpact, impact),  # checked against _IMPACTS above
         params=params,
         note=note,
     )
@@ -354,7 +389,7 @@ def _param_messages(where: str, exc: ValidationError) -> list[str]:
         elif err["type"] == "missing":
             problem = "missing (rules are data: every parameter is set in the YAML)"
         else:
-            problem = f"{err['msg']} (got {err.get('input')!r})"
+            problem = f"{err['msg']} (got {quote(err.get('input'))})"
         out.append(f"{where}.params.{loc}: {problem}")
     return out
 
@@ -384,6 +419,6 @@ def _param_checks(rule_id: str, where: str, params: _Params) -> list[str]:
             out.append(f"{where}.params.allowInFields: {name} is also a targetField")
         for name in params.targetFields:
             if not _FIELD_PATH.fullmatch(name):
-                out.append(f"{where}.params.targetFields: {name!r} is not a field path like claims[].claim_text")
+                out.append(f"{where}.params.targetFields: {quote(name)} is not a field path like claims[].claim_text")
     return out
 
