@@ -19,6 +19,7 @@ from pipeline.contracts import EvidenceDigest, LlmCallRecord, RetryContext, Tool
 from pipeline.errors import StoreError, WorkbenchError
 from pipeline.evaluate import Evaluation, evaluate
 from pipeline.gatekeeper import RuleSet, load_rules, load_rules_from_text
+from pipeline.gatekeeper.features import prepare_output
 from pipeline.incidents import World, route_question, world_by_id
 from pipeline.llm import make_provider
 from pipeline.llm.provider import Provider, StageContext
@@ -113,6 +114,9 @@ class _ToolRunner:
             status=status, output=output, error=error, latency_ms=(time.perf_counter() - started) * 1000,
             stored_cut_bytes=cut,
         )
+        # Fold and index the output now, while the collector goes on: the gatekeeper later checks
+        # every binding citing it against the prepared form (cached per invocation id).
+        prepare_output(inv.id, inv.output)
         self.on_event("tool", {"id": inv.id, "tool": inv.model_tool_name, "arguments": arguments,
                                "status": inv.status, "latency_ms": round(inv.latency_ms, 1), "error": error})
         return inv
