@@ -90,6 +90,10 @@ class ToolInvocationRow(Base):
     output_bytes: Mapped[int] = mapped_column(Integer, default=0)
     # Set when the output was larger than budget.max_stored_output_bytes and cut before storing.
     stored_cut_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    # An output is stored once per session (migration 0004): a repeat has an empty `output` and
+    # `output_of` = the id of the row holding the text; the store's reads restore it.
+    output_sha256: Mapped[str | None] = mapped_column(Text)
+    output_of: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
     retrieval_details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
@@ -179,3 +183,4 @@ class JobRow(Base):
 
 
 Index("ix_session_review_queue", DiagnosisSession.verdict, DiagnosisSession.created_at)
+Index("ix_tool_invocation_output_once", ToolInvocationRow.session_id, ToolInvocationRow.output_sha256)
