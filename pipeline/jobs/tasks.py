@@ -19,7 +19,7 @@ from pipeline.config import Settings
 from pipeline.errors import NotFound, WorkbenchError
 from pipeline.jobs.records import claim_job, finish_job, get_job
 from pipeline.store import Store
-from pipeline.store.lease import Heartbeat, rerun_session
+from pipeline.store.lease import Heartbeat, fail_unclaimed, reap, rerun_session
 
 
 class TransientJobError(WorkbenchError):
@@ -44,6 +44,8 @@ def run_diagnosis(settings: Settings, store: Store, session_id: str) -> str | No
     (`rerun_of`), leaving the first attempt's partial audit chain as it was."""
     from pipeline.session import SessionFailed, run_session
 
+    # A redelivered job may find its first attempt's row still `running` after that worker died.
+    reap(store, settings.jobs.lease_s)
     row = store.get_session(session_id)
     if row is None:
         raise NotFound(f"no session {session_id}")
@@ -56,6 +58,12 @@ def run_diagnosis(settings: Settings, store: Store, session_id: str) -> str | No
     except SessionFailed as exc:
         if is_transient(exc):
             raise TransientJobError(str(exc)) from exc
+    except Exception as exc:
+        # It failed before its row was claimed (settings, backends, provider): the row says why.
+        fail_unclaimed(store, session_id, f"{type(exc).__name__}: {exc}")
+        if is_transient(exc):
+            raise TransientJobError(str(exc)) from exc
+        raise
     return session_id
 
 

@@ -51,6 +51,14 @@ def claim_session(store: Store, session_id: str, **columns: Any) -> bool:
     return bool(res.rowcount)
 
 
+def fail_unclaimed(store: Store, session_id: str, error: str) -> None:
+    """A queued row whose run failed before it started (settings, backends): `failed`, with why."""
+    with Session(store.engine) as db, db.begin():
+        db.execute(update(DiagnosisSession)
+                   .where(DiagnosisSession.id == session_id, DiagnosisSession.status == "queued")
+                   .values(status="failed", error=error))
+
+
 def beat(store: Store, ids: list[str]) -> None:
     """Refresh the lease of these sessions and job rows (ids are unique across both tables)."""
     if not ids:
