@@ -7,31 +7,34 @@ partial session. Stages run in a fixed order (seed 003 rejects a supervisor for 
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from pipeline.config import Settings
 from pipeline.bounds import cap_text
+from pipeline.config import Settings
 from pipeline.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation
-from pipeline.errors import StoreError, WorkbenchError
+from pipeline.errors import ConfigError, InputError, StoreError, WorkbenchError
 from pipeline.evaluate import Evaluation, evaluate
 from pipeline.gatekeeper import RuleSet, load_rules, load_rules_from_text
 from pipeline.gatekeeper.features import prepare_output
 from pipeline.incidents import World, route_question, world_by_id
 from pipeline.llm import make_provider
 from pipeline.llm.provider import Provider, StageContext
-from pipeline.store import Store
 from pipeline.scope import read_scope
 from pipeline.redact import redact, redact_value, redacted_call, remember_settings
+from pipeline.store import Store
 from pipeline.store.lease import Heartbeat, add_event, claim_session
 from pipeline.text import detect_language, extract_entities
 from pipeline.tools import build_toolbox
 from pipeline.tools.registry import NoData, model_name, persisted_name
 
 OnEvent = Callable[[str, dict[str, Any]], None]
+# Undecodable argv bytes arrive as lone surrogates; no database driver can encode them.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class SessionFailed(WorkbenchError):
@@ -166,16 +169,27 @@ def _run_session(
     question: str, *, settings: Settings, store: Store, provider: Provider | None, world_id: str | None,
     on_event: OnEvent | None, rules: RuleSet | None, session_id: str | None, heartbeat: Heartbeat,
 ) -> SessionResult:
-    question = question.strip()
+    question = _LONE_SURROGATE.sub("\ufffd", question.strip())
     if not question:
-        raise ValueError("the question is empty: ask about a symptom, e.g. “payment API times out since 10:00”")
+        raise InputError("the question is empty: ask about a symptom, e.g. “payment API times out since 10:00”")
     callback: OnEvent = on_event or (lambda stage, data: None)
+    remember_settings(settings)  # settings built in code, not by load_settings, hold secrets too
     provider = provider or make_provider(settings)
     world = _pick_world(settings, question, world_id)
     if rules is None:
-    remember_settings(settings)  # settings built in code, not by load_settings, hold secrets too
         rules, _ = rules_in_force(settings, store)
     split = settings.digest.enabled
+    # Backends are set up before the row exists: a misconfigured one is a ConfigError with
+    # nothing stored, never a session left `running`.
+    try:
+        toolbox = build_toolbox(settings, world.path if world else None)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"evidence backends cannot be set up: {exc} (see backends.* in workbench.yaml, "
+                          "WORKBENCH_LOG_DIR, WORKBENCH_RUNBOOK_DIR)") from exc
+    # Bundled worlds are recordings: "last 30 minutes" is relative to the recording's end.
+    now = datetime.fromisoformat(world.end.replace("Z", "+00:00")) if world and world.end else datetime.now(timezone.utc)
+    # Law 8: what the question asks (services known or not, symptom, window), read once in code.
+    scope = read_scope(question, world.services if world else (), now)
     sid = _open_row(store, session_id, question=question, world=world.id if world else None, shape=settings.shape,
                     provider=provider.name, model=provider.model_for("diagnosis"))
     heartbeat.hold(sid)
@@ -185,8 +199,9 @@ def _run_session(
         add_event(store, sid, stage, json.loads(json.dumps(data, ensure_ascii=False, default=str)))
         callback(stage, data)
 
+    store.update_session(sid, self_evaluation={"question_scope": scope.model_dump(mode="json")})
     emit("session", {"session_id": sid, "world": world.id if world else None, "provider": provider.name,
-                     "shape": settings.shape})
+                     "shape": settings.shape, "question_scope": scope.model_dump(mode="json")})
     timings: dict[str, float] = {}
     tokens = {"prompt": 0, "completion": 0}
 
@@ -195,11 +210,9 @@ def _run_session(
         tokens["completion"] += rec.completion_tokens
         store.add_llm_call(sid, redacted_call(rec))
 
-    runner = _ToolRunner(store, sid, build_toolbox(settings, world.path if world else None), settings, emit)
-    # Bundled worlds are recordings: "last 30 minutes" is relative to the recording's end.
-    now = datetime.fromisoformat(world.end.replace("Z", "+00:00")) if world and world.end else datetime.now(timezone.utc)
+    runner = _ToolRunner(store, sid, toolbox, settings, emit)
     ctx = StageContext(settings=settings, session_id=sid, language=detect_language(question), record=record,
-                       run_tool=runner, services=list(world.services) if world else [], now=now)
+                       run_tool=runner, services=list(world.services) if world else [], now=now, scope=scope)
     stage = "planner"
 
     def enter(name: str) -> float:
@@ -258,7 +271,8 @@ def _run_session(
 
     services = sorted({e.value for e in extract_entities(question + " " + " ".join(
         c.claim_text for c in ev.composer_input.allowed_claims)) if e.kind == "service"} | set(plan.services))
-    self_evaluation = {"verifier_evaluation": ev.verifier_evaluation.model_dump(mode="json"), "rounds": earlier}
+    self_evaluation = {"verifier_evaluation": ev.verifier_evaluation.model_dump(mode="json"), "rounds": earlier,
+                       "question_scope": scope.model_dump(mode="json")}
     o = settings.openai
     cost = (tokens["prompt"] * o.price_prompt_per_m + tokens["completion"] * o.price_completion_per_m) / 1e6
     store.update_session(

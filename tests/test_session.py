@@ -7,6 +7,7 @@ import json
 import pytest
 
 from pipeline.config import Settings
+from pipeline.errors import InputError
 from pipeline.incidents import load_worlds
 from pipeline.session import SessionFailed, run_session
 from pipeline.store import Store
@@ -68,7 +69,7 @@ def test_different_incidents_get_different_claims(settings: Settings, store: Sto
 
 
 def test_empty_question_is_refused_and_nothing_stored(settings: Settings, store: Store) -> None:
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(InputError, match="empty"):
         run_session("   ", settings=settings, store=store)
     assert store.list_sessions()[1] == 0
 
