@@ -109,7 +109,8 @@ def test_a_demoted_claim_that_is_only_certainty_becomes_a_gap():
 def test_composer_input_never_holds_raw_tool_output_or_executor_fields():
     ci, _ = assembled("PASS")
     assert set(ci.model_dump()) == {"original_query", "verdict", "allowed_claims", "allowed_hypotheses",
-                                    "missing_info", "recommended_actions", "rationale"}
+                                    "missing_info", "recommended_actions", "rationale", "answer_lead",
+                                    "key_claim_ids", "question_scope"}
     assert "evidence_bindings" not in json.dumps(ci.model_dump())
 
 
@@ -138,10 +139,11 @@ def test_root_cause_claim_confirmed_only_under_pass():
                          claim_checks=[ClaimCheck(claim_id="r1", verification="direct_observation")])
     ci, _ = assemble_input(question="超时", verdict="PASS", structured=data, verifier_output=out)
     assert [c.claim_id for c in ci.allowed_claims] == ["r1"]
-    assert "根因已确认" in render(ci, "zh").user_facing_answer
+    assert render(ci, "zh").user_facing_answer.startswith("最可能的原因（已确认）：连接池耗尽导致超时")
     ci, _ = assemble_input(question="超时", verdict="LOW_CONFID", structured=data, verifier_output=out)
     assert ci.allowed_claims == [] and ci.allowed_hypotheses[0].hypothesis_text == "连接池耗尽导致超时。"
-    assert "根因已确认" not in render(ci, "zh").user_facing_answer
+    text = render(ci, "zh").user_facing_answer
+    assert "（已确认）" not in text and text.startswith("最可能的原因（可能，但未证实）")
 
 
 # --- templates --------------------------------------------------------------------------------
@@ -151,7 +153,7 @@ def test_root_cause_claim_confirmed_only_under_pass():
 def test_templates_per_verdict(language):
     low, _ = assembled("LOW_CONFID")
     text = render(low, language).user_facing_answer
-    assert ("已确认" in text and "可能方向" in text) if language == "zh" else ("Confirmed" in text and "Possible" in text)
+    assert ("已确认" in text and "可能的原因" in text) if language == "zh" else ("confirmed" in text and "Possible" in text)
     assert ("证据缺口" in text or "下一步" in text) if language == "zh" else ("gaps" in text or "Next steps" in text)
     passed = ComposerInput(original_query="q", verdict="PASS",
                            allowed_claims=[ComposerClaim(claim_id="c1", claim_type="symptom", claim_text="A 超时")])
@@ -248,9 +250,9 @@ def test_hedged_cause_needs_an_allowed_hypothesis_and_never_under_reject():
     ok = ComposerOutput(answer_summary="s", user_facing_answer="连接池压力可能导致了超时问题。")
     assert check_output(ok, ZH_INPUT) == []
     reject = ZH_INPUT.model_copy(update={"verdict": "REJECT", "allowed_hypotheses": []})
-    assert [v.kind for v in check_output(ok, reject)] == ["root_cause"]
+    assert {v.kind for v in check_output(ok, reject)} == {"root_cause", "unattributed"}
     invented = ComposerOutput(answer_summary="s", user_facing_answer="磁盘写满可能导致了超时。")
-    assert [v.kind for v in check_output(invented, ZH_INPUT)] == ["root_cause"]
+    assert "root_cause" in {v.kind for v in check_output(invented, ZH_INPUT)}
 
 
 @pytest.mark.parametrize("status", ["missing", "malformed"])
@@ -278,7 +280,7 @@ def test_malformed_composer_json_uses_the_template(raw):
 
 
 def test_fenced_json_is_accepted_and_provider_failure_falls_back():
-    fenced = "```json\n" + answer("payment-service 出现请求超时，耗时 5.3 秒。") + "\n```"
+    fenced = "```json\n" + answer("payment-service 出现请求超时，耗时 5.3 秒。", "payment-service 出现请求超时。") + "\n```"
     out, guard, final = run_composer(ctx(), FakeComposer(fenced), ZH_INPUT, enabled=True,
                                      parse_status=ParseStatus(status="valid"))
     assert guard.status == "pass" and final == "payment-service 出现请求超时，耗时 5.3 秒。"

@@ -32,6 +32,7 @@ _GAP_FRAME = frozenset(
     "that there yet from with more before relying claim something absent gathered unknown whether which".split()
 )
 _LATIN = re.compile(r"[a-z][a-z0-9_]{3,}")
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 
 
 def _asked_in(text: str, scope: QuestionScope | None) -> bool:
@@ -76,6 +77,15 @@ def drop_closed(
     return kept, hyps, [g for g in missing if g not in kept]
 
 
+def _tied(hypothesis: str, claims: Sequence[ComposerClaim], scope: QuestionScope | None) -> bool:
+    """A confirmed fact about an asked service names the hypothesis' component, in full or by a
+    distinctive part ("redis command timeout" ties cart-service to redis-cart)."""
+    asked_parts = {p for svc in (scope.services if scope else []) for p in normalize(svc).split("-")}
+    names = set(_NAME.findall(normalize(hypothesis)))
+    names |= {p for n in names for p in n.split("-") if len(p) >= 4 and p not in asked_parts and p != "service"}
+    return any(_asked_in(c.claim_text, scope) and any(n in normalize(c.claim_text) for n in names) for c in claims)
+
+
 def decide_lead(
     verdict: Verdict,
     claims: Sequence[ComposerClaim],
@@ -90,6 +100,9 @@ def decide_lead(
         return AnswerLead(kind="cause", support="confirmed", services=asked, text=root.claim_text)
     if verdict != "REJECT" and hypotheses:
         hyp = next((h for h in hypotheses if _asked_in(h.hypothesis_text, scope)), None if asked else hypotheses[0])
+        # A cause in a dependency leads only when a confirmed fact ties it to an asked service
+        # ("order-service: payment failed ... from api-gateway"); an unrelated incident never does.
+        hyp = hyp or next((h for h in hypotheses if _tied(h.hypothesis_text, claims, scope)), None)
         if hyp is not None:
             return AnswerLead(kind="cause", support="likely", services=asked, text=hyp.hypothesis_text)
     missing = [c for c in coverage if c.status in ("no_data", "not_queried")]

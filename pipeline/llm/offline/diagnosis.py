@@ -89,10 +89,11 @@ def diagnose(
 ) -> str:
     """Executor V2 JSON. `asked` are the question's services: their evidence is claimed first,
     and a failure mode on one of them is the most likely cause."""
-    evidence = [d for d in digests if d.domain != "knowledge"]
+    in_order = [d for d in digests if d.domain != "knowledge"]
     knowledge = [d for d in digests if d.domain == "knowledge"]
-    # The asked services' evidence first, so every asked service that has any gets a claim.
-    evidence.sort(key=lambda d: _service_of(d, known_services) not in asked)
+    # The asked services' evidence is claimed first, so every asked service that has any gets a
+    # claim; failure modes are still read in the digest's order (alerts first).
+    evidence = sorted(in_order, key=lambda d: _service_of(d, known_services) not in asked)
     claims: list[Claim] = []
     hypotheses: list[tuple[float, Hypothesis, RecommendedAction, str]] = []
     actions: list[RecommendedAction] = []
@@ -113,7 +114,7 @@ def diagnose(
                             evidence_bindings=[_binding(d, with_digest_ids)]))
 
     # Only alerting evidence (alerts, WARN/ERROR lines) can point at a failure mode.
-    alarming = [d for d in evidence if d.domain == "alerts" or " WARN" in d.summary or " ERROR" in d.summary]
+    alarming = [d for d in in_order if d.domain == "alerts" or " WARN" in d.summary or " ERROR" in d.summary]
     for sig in SIGNATURES:
         matching = [d for d in alarming if any(w in normalize(d.source_quote) for w in sig.evidence_words)]
         if not matching:
