@@ -11,6 +11,7 @@ on both backends, which keeps the rest of the text and shows where the NUL was.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -79,16 +80,29 @@ def sqlite_path(url: str) -> Path | None:
     return Path(database)
 
 
+def read_only_url(url: str) -> str | None:
+    """The read-only URL of a SQLite file this process may not write, so show, export and the
+    UI's reads still work; None when the file is writable (or not a file)."""
+    path = sqlite_path(url)
+    if path is None or not path.exists():
+        return None
+    directory_writable = os.access(path.parent, os.W_OK)
+    if directory_writable and os.access(path, os.W_OK):
+        return None
+    # A WAL database needs its -shm file beside it; where the directory is read-only too, only
+    # immutable=1 (no shared memory, no locks) lets SQLite read it at all.
+    flags = "mode=ro" if directory_writable else "mode=ro&immutable=1"
+    return f"sqlite:///file:{path.resolve()}?{flags}&uri=true"
+
+
 def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
     # WAL lets the workbench read while a session writes; NORMAL sync keeps the many small
     # stage-by-stage commits cheap (a crash may lose the last commit, never corrupt the file).
-    cur = dbapi_conn.cursor()
     try:
-        cur.execute("PRAGMA journal_mode=WAL")
+        dbapi_conn.execute("PRAGMA journal_mode=WAL")
+        dbapi_conn.execute("PRAGMA synchronous=NORMAL")
     except sqlite3.OperationalError:
-        pass  # a read-only file keeps the journal mode it has; reads still work
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.close()
+        pass  # a read-only database keeps the modes it has; reads still work
 
 
 def _sqlite_foreign_keys(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
@@ -113,7 +127,7 @@ def open_engine(url: str, *, migration: bool = False) -> Engine:
     diagnosis_session does not cascade-delete every invocation when it drops the old table.
     """
     options: dict[str, Any] = {}
-    url = normalize_url(url)
+    url = read_only_url(url) or normalize_url(url)
     shown = display_url(url)
     path = sqlite_path(url) if url.startswith("sqlite") else None
     if path is not None:

@@ -1,0 +1,149 @@
+"""Schema migrations: an old database upgrades, parallel first runs agree, models match revisions."""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from conftest import postgres_url
+from helpers import require
+from sqlalchemy import create_engine, inspect, text
+
+from pipeline.store import Store
+from pipeline.store.engine import open_engine
+from pipeline.store.migrate import _config, head_revision, upgrade
+from pipeline.store.schema import Base
+
+PARALLEL_RUNS = 12
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty database: a new SQLite file, or a new PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'fresh' / 'wb.db'}"
+        return
+    url = postgres_url()
+    require(bool(url), "PostgreSQL (DATABASE_URL_TEST)")
+    assert url
+    schema = f"m_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(url)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    yield f"{url}?options=-csearch_path%3D{schema}"
+    with admin.begin() as conn:
+        conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+    admin.dispose()
+
+
+def _first_release_database(url: str) -> None:
+    """What the first release left behind: its tables (revision 0001) and no alembic_version."""
+    engine = open_engine(url, migration=True)
+    with engine.connect() as conn, conn.begin():
+        command.upgrade(_config(conn), "0001")
+        conn.execute(text("DROP TABLE alembic_version"))
+    engine.dispose()
+
+
+def _insert_old_session(url: str) -> None:
+    """Rows written the way the first release wrote them (its columns, plain SQL)."""
+    engine = create_engine(url)
+    now = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO diagnosis_session (id, created_at, updated_at, question, world, shape, provider, model,"
+            " status, stage, verdict, gatekeeper_status, failed_rules, services, rounds, timings_ms,"
+            " prompt_tokens, completion_tokens, cost_usd, self_evaluation)"
+            " VALUES ('s-old', :now, :now, '支付接口超时', 'payment', 'split', 'offline', 'offline-v1', 'completed',"
+            " 'done', 'REJECT', 'fail', '[\"evidence.invocation_ref\"]', 'payment-service', 1, '{}', 0, 0, 0,"
+            " '{\"verifier_evaluation\": {\"verdict\": \"REJECT\"}}')"), {"now": now})
+        conn.execute(text(
+            "INSERT INTO tool_invocation (session_id, round, tool_name, model_tool_name, arguments, status, output,"
+            " output_preview, output_bytes, stored_cut_bytes, latency_ms, created_at)"
+            " VALUES ('s-old', 1, 'query_logs', 'queryLogs', '{\"service\": \"payment-service\"}', 'ok',"
+            " 'ERROR timeout', 'ERROR timeout', 13, 0, 2.5, :now)"), {"now": now})
+        conn.execute(text(
+            "INSERT INTO llm_call (session_id, stage, round, provider, model, prompt_file, prompt_version, messages,"
+            " raw_response, parse_status, attempt, prompt_tokens, completion_tokens, latency_ms, created_at)"
+            " VALUES ('s-old', 'diagnosis', 1, 'offline', 'offline-v1', 'diagnosis.md', 'v1', '[]', '{}', 'valid',"
+            " 1, 0, 0, 1.0, :now)"), {"now": now})
+        conn.execute(text(
+            "INSERT INTO review (session_id, claim_id, label, note, reviewer, created_at)"
+            " VALUES ('s-old', NULL, 'confirmed_reject', 'forged id', 'ana', :now)"), {"now": now})
+    engine.dispose()
+
+
+def test_first_release_database_is_stamped_upgraded_and_read(fresh_url: str) -> None:
+    _first_release_database(fresh_url)
+    _insert_old_session(fresh_url)
+
+    store = Store(fresh_url)
+
+    assert store.revision == head_revision()
+    row = store.get_session("s-old")
+    assert row is not None and row["verdict"] == "REJECT" and row["question"] == "支付接口超时"
+    assert row["self_evaluation"] == {"verifier_evaluation": {"verdict": "REJECT"}}
+    [inv] = store.invocations("s-old")
+    assert (inv.tool_name, inv.output, inv.arguments) == ("query_logs", "ERROR timeout", {"service": "payment-service"})
+    assert store.llm_calls("s-old")[0]["prompt_file"] == "diagnosis.md"
+    assert store.reviews("s-old")[0]["label"] == "confirmed_reject"
+    # The upgraded columns take what varchar(40) refused, and the copied tables kept their
+    # foreign keys (SQLite rebuilt them): deleting the session still removes its invocations.
+    long_tool = "t" * 60
+    store.add_invocation(session_id="s-old", round=2, tool_name=long_tool, model_tool_name=long_tool, arguments={},
+                         status="ok", output="", error=None, latency_ms=0.0)
+    assert store.invocations("s-old")[-1].tool_name == long_tool
+    with store.engine.begin() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+        conn.execute(text("DELETE FROM diagnosis_session WHERE id = 's-old'"))
+    assert store.invocations("s-old") == []
+    assert {fk["referred_table"] for fk in inspect(store.engine).get_foreign_keys("tool_invocation")} == {
+        "diagnosis_session"}
+
+
+def test_models_and_migrations_agree(fresh_url: str) -> None:
+    store = Store(fresh_url)
+    with store.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
+    assert diff == [], f"schema.py and pipeline/store/migrations/versions disagree; add a revision for: {diff}"
+
+
+def _first_run(url: str, barrier: Any, results: Any) -> None:
+    barrier.wait(timeout=60)
+    store = Store(url)
+    sid = store.create_session(question="q", world=None, shape="split", provider="offline", model="m")
+    results.put((store.revision, sid))
+
+
+def test_parallel_first_runs_on_a_fresh_database_all_succeed(fresh_url: str) -> None:
+    # Real processes, released together by a barrier, each opening the store on the same empty
+    # database: the race that create_all lost (table or pg_type "already exists"). Forked, so
+    # they start with the modules imported and meet at the barrier at once.
+    ctx = multiprocessing.get_context("fork")
+    barrier, results = ctx.Barrier(PARALLEL_RUNS), ctx.Queue()
+    runs = [ctx.Process(target=_first_run, args=(fresh_url, barrier, results)) for _ in range(PARALLEL_RUNS)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(timeout=120)
+    assert [run.exitcode for run in runs] == [0] * PARALLEL_RUNS
+    opened = [results.get(timeout=5) for _ in runs]
+    assert {revision for revision, _ in opened} == {head_revision()}
+    assert sorted(Store(fresh_url).session_ids()) == sorted(sid for _, sid in opened)
+
+
+def test_upgrade_is_run_once(fresh_url: str) -> None:
+    engine = open_engine(fresh_url)
+    assert upgrade(engine) == upgrade(engine) == head_revision()
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar_one() == 1
+    engine.dispose()
