@@ -13,24 +13,58 @@ import streamlit as st
 
 from pipeline import views
 from pipeline.config import Settings, load_settings
+from pipeline.errors import NotFound
+from pipeline.record import SessionRecord, read_session
 from pipeline.store import SessionFilter, Store
 
 
-def _leave_pages_directory_mode() -> None:
-    """Make a deep link (/trace?session=ID) on a fresh server run app.py, not pages/trace.py alone.
+# --- the entry file and deep links ---------------------------------------------------------
 
-    Streamlit treats a folder named pages/ as the old file-per-page mode until some run calls
-    st.navigation; a first request for /trace would run the page without the entry file (no
-    navigation, no language switch). The first page import switches that mode off and reruns.
+PAGES = (  # (file, label key, icon); app.py builds st.navigation from this
+    ("pages/ask.py", "nav.ask", ":material/chat:"),
+    ("pages/sessions.py", "nav.sessions", ":material/inbox:"),
+    ("pages/trace.py", "nav.trace", ":material/account_tree:"),
+    ("pages/rules.py", "nav.rules", ":material/rule:"),
+    ("pages/eval.py", "nav.eval", ":material/science:"),
+)
+_ENTRY_RAN = "_workbench_entry_ran"  # set by frame() on each run, taken by the page
+_FRAMED = "_workbench_framed"  # frame() ran at least once in this browser session
+
+
+def frame() -> Any:
+    """What app.py draws around every page: page config, language switch, navigation, CSS.
+
+    Returns the page st.navigation picked from the URL; app.py runs it.
     """
-    from streamlit.runtime.pages_manager import PagesManager
+    st.set_page_config(page_title="Evidence Workbench", page_icon=":material/account_tree:", layout="wide")
+    with st.sidebar:
+        st.segmented_control(t("app.language"), ["en", "zh"], key="lang", default=settings().ui.language,
+                             format_func=lambda code: {"en": "English", "zh": "中文"}[code], required=True,
+                             bind="query-params", persist_state="session")
+    st.session_state[_ENTRY_RAN] = st.session_state[_FRAMED] = True
+    page = st.navigation([st.Page(path, title=t(key), icon=icon, default=i == 0)
+                          for i, (path, key, icon) in enumerate(PAGES)])
+    setup()
+    return page
 
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
 
+def page_start() -> None:
+    """First call of every page: make sure app.py framed this run.
 
-_leave_pages_directory_mode()
+    A folder named pages/ beside the entry file puts a fresh Streamlit server in its old
+    file-per-page mode until some run calls st.navigation, so the first request for
+    /trace?session=ID runs pages/trace.py alone (no language switch, no CSS). Drawing the
+    frame calls st.navigation, which ends that mode for the whole server; the rerun then goes
+    through app.py to the same URL before the user has touched anything.
+    """
+    if st.session_state.pop(_ENTRY_RAN, False):
+        return
+    if st.session_state.get(_FRAMED):
+        # Only streamlit.testing gets here: AppTest resets the mode before every run.
+        return
+    frame()
+    st.rerun()
+
 
 VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
 GATE_STATUSES = ("pass", "warn", "fail")
@@ -98,7 +132,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "common.label": ("Label", "标签"),
     "common.note": ("Note", "备注"),
     "common.save_review": ("Save review", "保存评审"),
-    "common.saved": ("Saved.", "已保存。"),
+    "common.saved_as": ("Saved “{label}” for {target}.", "已保存 “{label}”：{target}。"),
     "common.need_name": ("Enter your name first.", "请先填写名字。"),
     "sessions.title": ("Review queue", "评审队列"),
     "sessions.filters": ("Filters", "筛选"),
@@ -173,6 +207,12 @@ LABELS: dict[str, tuple[str, str]] = {
     "trace.raw_response": ("Raw response", "原始响应"),
     "trace.review": ("Review this session", "评审该会话"),
     "trace.review_claim": ("Review this claim", "评审该断言"),
+    "trace.review_panel": ("Review claim by claim", "逐条评审断言"),
+    "trace.review_keys": ("Keys: J next · K previous · 1-5 label the claim and go on (type a note first).",
+                          "快捷键：J 下一条 · K 上一条 · 1-5 给断言打标签并前进（可先填写备注）。"),
+    "trace.prev_claim": ("◀ Previous", "◀ 上一条"),
+    "trace.next_claim": ("Next ▶", "下一条 ▶"),
+    "trace.review_pos": ("Claim **{k}** of {n}", "第 **{k}** 条，共 {n} 条"),
     "trace.reviews": ("Reviews so far", "已有评审"),
     "trace.plan": ("Planner plan", "Planner 计划"),
     "trace.executor_raw": ("Executor raw output", "Executor 原始输出"),
@@ -276,23 +316,12 @@ def queue_stats(url: str, f: SessionFilter) -> views.QueueStats:
 
 
 @st.cache_data(ttl=5, show_spinner=False)
-def session(url: str, session_id: str) -> dict[str, Any] | None:
-    return _store(url).get_session(session_id)
-
-
-@st.cache_data(ttl=5, show_spinner=False)
-def invocation_meta(url: str, session_id: str) -> list[dict[str, Any]]:
-    return _store(url).invocation_meta(session_id)
-
-
-@st.cache_data(ttl=30, show_spinner=False)
-def llm_calls(url: str, session_id: str) -> list[dict[str, Any]]:
-    return _store(url).llm_calls(session_id)
-
-
-@st.cache_data(ttl=30, show_spinner=False)
-def reviews(url: str, session_id: str) -> list[dict[str, Any]]:
-    return _store(url).reviews(session_id)
+def record(url: str, session_id: str) -> SessionRecord | None:
+    """The session with its invocations, LLM calls and reviews, validated once per read."""
+    try:
+        return read_session(_store(url), session_id)
+    except NotFound:
+        return None
 
 
 # Tool outputs never change once stored and may be megabytes: kept as shared objects, not copied.
@@ -310,10 +339,12 @@ def output_pages(url: str, invocation_id: int) -> views.OutputPages:
     return views.OutputPages(inv.output if inv else "")
 
 
-def refresh_session_reads() -> None:
-    """After a write (new session, review): the lists and this session's reads must show it."""
-    for fn in (list_sessions, queue_stats, session, invocation_meta, llm_calls, reviews):
-        fn.clear()
+def refresh_session_reads(session_id: str | None = None) -> None:
+    """After a write (new session, review): the lists, charts and that session's record show it at once."""
+    list_sessions.clear()
+    queue_stats.clear()
+    if session_id:
+        record.clear(settings().db_url, session_id)
 
 
 # --- escaping and markup ---------------------------------------------------------------------
@@ -410,10 +441,15 @@ def current_user() -> str:
     return ""
 
 
-def reviewer_name() -> str:
-    """The logged-in user, else the name typed into the sidebar (kept for the browser session)."""
+def reviewer_name(key: str) -> str:
+    """The logged-in user, else a name typed beside the review form.
+
+    Without auth there is no identity to read, and Streamlit offers no browser storage, so
+    the name lives in the URL (?reviewer=...): it survives reloads and rides along in links.
+    """
     who = current_user()
     if who:
-        st.sidebar.caption(f"{t('common.reviewer')}: {who}")
+        st.caption(f"{t('common.reviewer')}: {who}")
         return who
-    return st.sidebar.text_input(t("common.reviewer"), key="reviewer_name", persist_state="session").strip()
+    name = st.text_input(t("common.reviewer"), key=key, bind="query-params", persist_state="session")
+    return (name or "").strip()

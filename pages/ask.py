@@ -129,11 +129,10 @@ def run(question: str) -> None:
     except SessionFailed as exc:
         st.error(f"{ui.t('ask.failed')}: {exc}")
         st.session_state["ask_session"] = exc.session_id
-        ui.refresh_session_reads()
+        ui.refresh_session_reads(exc.session_id)
         return
     st.session_state["ask_session"] = result.session_id
-    st.query_params["session"] = result.session_id
-    ui.refresh_session_reads()
+    ui.refresh_session_reads(result.session_id)
 
 
 def _items(title: str, items: list[str]) -> None:
@@ -145,10 +144,10 @@ def _items(title: str, items: list[str]) -> None:
 
 
 def answer(session_id: str) -> None:
-    row = ui.session(ui.settings().db_url, session_id)
-    if row is None:
+    r = ui.record(ui.settings().db_url, session_id)
+    if r is None:
         return
-    view = views.answer_view(row)
+    view = views.answer_view(r)
     st.divider()
     head, link = st.columns([3, 2])
     with head:
@@ -156,8 +155,8 @@ def answer(session_id: str) -> None:
         ui.verdict_badge(view.verdict)
     with link:
         ui.trace_link(session_id, ui.t("ask.open_trace"))
-    if row.get("status") == "failed":
-        st.error(f"{ui.t('ask.failed')}: {row.get('error')}")
+    if r.status == "failed":
+        st.error(f"{ui.t('ask.failed')}: {r.error}")
     ui.text_block(view.final_answer)
 
     st.markdown(f"**{ui.t('ask.confirmed')}**")
@@ -166,9 +165,9 @@ def answer(session_id: str) -> None:
     facts = []
     for fact in view.confirmed:
         evidence = "".join(
-            f"<div class='wb-ev'>↳ {ui.esc(e.get('tool_name'))} #{ui.esc(', #'.join(map(str, e.get('source_invocation_ids') or [])))}"
-            + (f" · {ui.esc(e['digest_id'])}" if e.get("digest_id") else "")
-            + f" · “{ui.esc(e.get('evidence_excerpt'))}”</div>"
+            f"<div class='wb-ev'>↳ {ui.esc(e.tool_name)} #{ui.esc(', #'.join(map(str, e.source_invocation_ids)))}"
+            + (f" · {ui.esc(e.digest_id)}" if e.digest_id else "")
+            + f" · “{ui.esc(e.evidence_excerpt)}”</div>"
             for e in fact.evidence
         )
         facts.append(f"<li>{ui.esc(fact.claim_text)} <span class='wb-muted'>[{ui.esc(fact.claim_id)} · "
@@ -177,13 +176,12 @@ def answer(session_id: str) -> None:
         ui.html_block('<ul class="wb-list">' + "".join(facts) + "</ul>")
     left, right = st.columns(2)
     with left:
-        _items(ui.t("ask.hypotheses"), [h.get("hypothesis_text", "") + (
-            f" — {ui.t('ask.gaps').lower()}: {'; '.join(h['needed_evidence'])}" if h.get("needed_evidence") else "")
+        _items(ui.t("ask.hypotheses"), [h.hypothesis_text + (
+            f" — {ui.t('ask.gaps').lower()}: {'; '.join(h.needed_evidence)}" if h.needed_evidence else "")
             for h in view.hypotheses])
         _items(ui.t("ask.gaps"), view.missing_info)
     with right:
-        _items(ui.t("ask.actions"), [a.get("action_text", "") + (f" — {a['reason']}" if a.get("reason") else "")
-                                     for a in view.actions])
+        _items(ui.t("ask.actions"), [a.action_text + (f" — {a.reason}" if a.reason else "") for a in view.actions])
         if view.rationale:
             st.markdown(f"**{ui.t('ask.rationale')}**")
             ui.text_block(view.rationale)
@@ -202,10 +200,15 @@ def body() -> None:
             st.warning(ui.t("ask.empty"))
         else:
             run(question)
-    if st.session_state.get("ask_session"):
-        answer(st.session_state["ask_session"])
+    sid = st.session_state.get("ask_session")
+    if sid:
+        # Set on every run that shows an answer, not only after the run that made it: a rerun
+        # racing the first one (a second click) could otherwise leave the URL at "/".
+        st.query_params["session"] = sid
+        answer(sid)
 
 
+ui.page_start()
 init_state()
 sidebar()
 body()

@@ -75,5 +75,6 @@ def body(source: str) -> None:
     })
 
 
+ui.page_start()
 init_state()
 body(sidebar())

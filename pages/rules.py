@@ -366,6 +366,7 @@ def body(load_error: str | None) -> None:
     apply_section(rules)
 
 
+ui.page_start()
 _load_error = init_state()
 sidebar()
 body(_load_error)

@@ -205,4 +205,5 @@ def body(f: SessionFilter) -> None:
     exports(f)
 
 
+ui.page_start()
 body(sidebar())

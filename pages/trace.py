@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import streamlit as st
 
 from pages import _common as ui
 from pipeline import views
+from pipeline.record import InvocationMeta, SessionRecord
 from pipeline.store import SessionFilter
 
 CLAIMS_PER_PAGE = 20
-GOOD_CHECKS = ("direct_observation", "reasonable_inference")
 
 
 def init_state() -> str | None:
@@ -41,85 +40,84 @@ def sidebar(current: str | None) -> str:
             if chosen != current:
                 _pick(chosen)
                 current = chosen
-        reviewer = ui.reviewer_name()
-    st.session_state["trace_reviewer"] = reviewer
     return current or ""
 
 
 # --- sections ----------------------------------------------------------------------------------
 
 
-def header(row: dict[str, Any]) -> None:
+def header(r: SessionRecord) -> None:
     st.title(ui.t("trace.title"))
-    ui.text_block(row["question"])
+    ui.text_block(r.question)
     cols = st.columns([1, 1, 1, 3])
     with cols[0]:
         st.caption(ui.t("common.verdict"))
-        ui.verdict_badge(row.get("verdict"))
+        ui.verdict_badge(r.verdict)
     with cols[1]:
         st.caption(ui.t("common.gatekeeper"))
-        ui.status_badge(row.get("gatekeeper_status"))
+        ui.status_badge(r.gatekeeper_status)
     with cols[2]:
         st.caption(ui.t("common.groundedness"))
-        g = row.get("groundedness")
-        st.write("—" if g is None else f"{g:.2f}")
+        st.write("—" if r.groundedness is None else f"{r.groundedness:.2f}")
     with cols[3]:
-        st.caption(f"`{row['id']}` · {row['created_at']:%Y-%m-%d %H:%M:%S} · {row.get('world') or '-'} · "
-                   f"{row['provider']}/{row['model']} · {row['shape']} · {ui.t('common.status')} {row['status']} "
-                   f"({row['stage']}) · rounds {row.get('rounds', 1)} · tokens "
-                   f"{row.get('prompt_tokens', 0)}+{row.get('completion_tokens', 0)}")
-        timings = row.get("timings_ms") or {}
-        if timings:
-            st.caption(" · ".join(f"{k} {v:.0f} ms" for k, v in timings.items()))
-    if row.get("error"):
-        st.error(row["error"])
+        st.caption(f"`{r.id}` · {r.created_at:%Y-%m-%d %H:%M:%S} · {r.world or '-'} · {r.provider}/{r.model} · "
+                   f"{r.shape} · {ui.t('common.status')} {r.status} ({r.stage}) · rounds {r.rounds} · tokens "
+                   f"{r.prompt_tokens}+{r.completion_tokens}")
+        if r.timings_ms:
+            st.caption(" · ".join(f"{k} {v:.0f} ms" for k, v in r.timings_ms.items()))
+    if r.error:
+        st.error(r.error)
 
 
-def final_answer(row: dict[str, Any], ev: dict[str, Any]) -> None:
+def final_answer(r: SessionRecord) -> None:
     st.subheader(ui.t("trace.final"))
-    ui.text_block(row.get("final_answer") or ui.t("common.none"))
-    guard = ev.get("composer_guard") or {}
+    ui.text_block(r.final_answer or ui.t("common.none"))
+    guard = r.evaluation.composer_guard if r.evaluation else None
     if guard:
-        line = f"{ui.t('trace.guard')}: {ui.pill(guard.get('status'))}"
-        if guard.get("used_template"):
+        line = f"{ui.t('trace.guard')}: {ui.pill(guard.status)}"
+        if guard.used_template:
             line += f" · {ui.esc(ui.t('trace.template'))}"
-        if guard.get("detail"):
-            line += f" · {ui.esc(guard['detail'])}"
-        violations = "".join(f"<li>{ui.esc(v.get('kind'))}: <code>{ui.esc(v.get('token'))}</code> "
-                             f"{ui.esc(v.get('field', ''))}</li>" for v in guard.get("violations", []))
+        if guard.detail:
+            line += f" · {ui.esc(guard.detail)}"
+        violations = "".join(f"<li>{ui.esc(v.kind)}: <code>{ui.esc(v.token)}</code> {ui.esc(v.field)}</li>"
+                             for v in guard.violations)
         ui.html_block(f"<div>{line}</div>" + (f'<ul class="wb-list">{violations}</ul>' if violations else ""))
 
 
-def composer_input(ev: dict[str, Any]) -> None:
+def composer_input(r: SessionRecord) -> None:
+    ev = r.evaluation
+    if ev is None:
+        return
     st.subheader(ui.t("trace.composer_input"))
-    ci = ev.get("composer_input") or {}
+    ci = ev.composer_input
     left, right = st.columns(2)
     with left:
         sections = [
-            ("ask.confirmed", [f"[{c.get('claim_id')}] {c.get('claim_text')}" for c in ci.get("allowed_claims", [])]),
-            ("ask.hypotheses", [h.get("hypothesis_text", "") for h in ci.get("allowed_hypotheses", [])]),
-            ("ask.gaps", list(ci.get("missing_info", []))),
-            ("ask.actions", [a.get("action_text", "") for a in ci.get("recommended_actions", [])]),
+            ("ask.confirmed", [f"[{c.claim_id}] {c.claim_text}" for c in ci.allowed_claims] if ci else []),
+            ("ask.hypotheses", [h.hypothesis_text for h in ci.allowed_hypotheses] if ci else []),
+            ("ask.gaps", list(ci.missing_info) if ci else []),
+            ("ask.actions", [a.action_text for a in ci.recommended_actions] if ci else []),
         ]
         parts = []
         for key, items in sections:
             lis = "".join(f"<li>{ui.esc(i)}</li>" for i in items) or f"<li class='wb-muted'>{ui.esc(ui.t('ask.none'))}</li>"
             parts.append(f"<b>{ui.esc(ui.t(key))}</b><ul class='wb-list'>{lis}</ul>")
-        if ci.get("rationale"):
-            parts.append(f"<b>{ui.esc(ui.t('ask.rationale'))}</b><div class='wb-text'>{ui.esc(ci['rationale'])}</div>")
+        if ci and ci.rationale:
+            parts.append(f"<b>{ui.esc(ui.t('ask.rationale'))}</b><div class='wb-text'>{ui.esc(ci.rationale)}</div>")
         ui.html_block("".join(parts))
     with right:
         st.markdown(f"**{ui.t('trace.filtered')}**")
-        filtered = ev.get("composer_filtered") or []
-        if filtered:
-            st.dataframe([{"source": f.get("source"), "text": f.get("text"), "moved to": f.get("moved_to"),
-                           "reason": f.get("reason")} for f in filtered], hide_index=True)
+        if ev.composer_filtered:
+            # Wrapped text, not a grid: a reason is a sentence and must fit at 1280 px.
+            ui.html_block("<ul class='wb-list'>" + "".join(
+                f"<li><code>{ui.esc(f.source)}</code> → <b>{ui.esc(f.moved_to)}</b>: {ui.esc(f.text)}"
+                f"<div class='wb-muted'>{ui.esc(f.reason)}</div></li>" for f in ev.composer_filtered) + "</ul>")
         else:
             st.caption(ui.t("ask.none"))
-        st.markdown(ui.t("trace.verdict_guard", v=ev.get("verifier_verdict") or "—", f=ev.get("verdict") or "—"))
-        reasons = ev.get("verdict_guard_reasons") or []
-        if reasons:
-            ui.html_block("<ul class='wb-list'>" + "".join(f"<li>{ui.esc(r)}</li>" for r in reasons) + "</ul>")
+        st.markdown(ui.t("trace.verdict_guard", v=ev.verifier_verdict or "—", f=ev.verdict))
+        if ev.verdict_guard_reasons:
+            ui.html_block("<ul class='wb-list'>" + "".join(f"<li>{ui.esc(x)}</li>" for x in ev.verdict_guard_reasons)
+                          + "</ul>")
 
 
 def _window_html(url: str, b: views.BindingView) -> str:
@@ -136,25 +134,25 @@ def _window_html(url: str, b: views.BindingView) -> str:
 def _binding(url: str, b: views.BindingView) -> None:
     left, right = st.columns(2)
     with left:
-        ids = ", ".join(f"#{i}" for i in b.source_invocation_ids)
+        ids = ", ".join(f"#{i}" for i in b.binding.source_invocation_ids)
         scores = " · ".join(f"{name} {score}" for name, score in b.source_scores.items())
         misses = "".join(
-            f"<li><mark class='wb-entity'>{ui.esc(m.get('token'))}</mark> ({ui.esc(m.get('kind'))}) "
+            f"<li><mark class='wb-entity'>{ui.esc(m.token)}</mark> ({ui.esc(m.kind)}) "
             f"{ui.esc(ui.t('trace.entity_miss'))}"
-            + (f" → {ui.esc(', '.join(m.get('nearby') or []))}" if m.get("nearby") else "") + "</li>"
+            + (f" → {ui.esc(', '.join(m.nearby))}" if m.nearby else "") + "</li>"
             for m in b.entity_misses)
         extra = ""
         if b.added_words:
             extra += f"<div class='wb-muted'>{ui.esc(ui.t('trace.added'))}: {ui.esc(', '.join(b.added_words))}</div>"
         if b.other_match:
             o = b.other_match
-            extra += f"<div class='wb-muted'>{ui.esc(ui.t('trace.other_match', id=o.get('invocation_id'), tool=o.get('tool_name'), score=o.get('score')))}</div>"
-        errors = "".join(f"<li>{ui.pill('fail')} {ui.esc(e.get('rule_id'))}: {ui.esc(e.get('message'))}</li>"
-                         for e in b.errors)
+            extra += ("<div class='wb-muted'>"
+                      f"{ui.esc(ui.t('trace.other_match', id=o.invocation_id, tool=o.tool_name, score=o.score))}</div>")
+        errors = "".join(f"<li>{ui.pill('fail')} {ui.esc(e.rule_id)}: {ui.esc(e.message)}</li>" for e in b.errors)
         ui.html_block(
-            f"<div class='wb-muted'>{ui.esc(b.target)} · {ui.esc(b.tool_name)} {ui.esc(ids)}"
-            + (f" · {ui.esc(b.digest_id)}" if b.digest_id else "") + f" · {ui.esc(scores)}</div>"
-            f"<div class='wb-box'>{ui.segments_html(views.excerpt_segments(b.evidence_excerpt, b.entity_misses))}</div>"
+            f"<div class='wb-muted'>{ui.esc(b.target)} · {ui.esc(b.binding.tool_name)} {ui.esc(ids)}"
+            + (f" · {ui.esc(b.binding.digest_id)}" if b.binding.digest_id else "") + f" · {ui.esc(scores)}</div>"
+            f"<div class='wb-box'>{ui.segments_html(views.excerpt_segments(b.binding.evidence_excerpt, b.entity_misses))}</div>"
             + (f"<ul class='wb-list'>{misses}</ul>" if misses else "") + extra
             + (f"<ul class='wb-list'>{errors}</ul>" if errors else "")
         )
@@ -162,112 +160,151 @@ def _binding(url: str, b: views.BindingView) -> None:
         ui.html_block(_window_html(url, b))
 
 
-def _review_form(session_id: str, claim_id: str | None, key: str) -> None:
-    with st.form(key, clear_on_submit=True, border=False):
-        label = st.selectbox(ui.t("common.label"), ui.REVIEW_LABELS, key=f"{key}_label")
-        note = st.text_input(ui.t("common.note"), key=f"{key}_note")
-        if st.form_submit_button(ui.t("common.save_review")):
-            reviewer = st.session_state.get("trace_reviewer", "")
-            if not reviewer:
-                st.warning(ui.t("common.need_name"))
-                return
-            ui.store().add_review(session_id=session_id, label=label, reviewer=reviewer, note=note, claim_id=claim_id)
-            ui.refresh_session_reads()
-            st.success(ui.t("common.saved"))
-
-
-def _flagged(card: views.ClaimCard) -> bool:
-    check = (card.claim_check or {}).get("verification")
-    return bool(card.errors) or check not in GOOD_CHECKS or card.composer != "allowed"
-
-
-def _card(url: str, row: dict[str, Any], card: views.ClaimCard) -> None:
+def _card(url: str, card: views.ClaimCard, *, pick: int | None = None) -> None:
+    """One claim with its checks and bindings; `pick` adds a button that opens it in the review panel."""
     c = card.claim
-    check = card.claim_check or {}
+    check = card.claim_check
     with st.container(border=True):
-        head = (f"<b>{ui.esc(c.get('claim_id'))}</b> <span class='wb-muted'>{ui.esc(card.target)} · "
-                f"{ui.esc(c.get('claim_type'))} · {ui.esc(c.get('support_level'))}</span> · "
+        head = (f"<b>{ui.esc(c.claim_id)}</b> <span class='wb-muted'>{ui.esc(card.target)} · "
+                f"{ui.esc(c.claim_type)} · {ui.esc(c.support_level)}</span> · "
                 f"{ui.esc(ui.t('trace.composer_state'))}: <b>{ui.esc(card.composer)}</b>"
                 + (f" <span class='wb-muted'>({ui.esc(card.filter_reason)})</span>" if card.filter_reason else "")
-                + f"<div class='wb-text'>{ui.esc(c.get('claim_text'))}</div>")
-        verification = check.get("verification", "—")
-        color = "pass" if verification in GOOD_CHECKS else ("warn" if verification in ("overstated", "external_unknown") else "fail")
+                + f"<div class='wb-text'>{ui.esc(c.claim_text)}</div>")
+        verification = check.verification if check else "—"
+        color = ("pass" if verification in views.GOOD_CHECKS else
+                 "warn" if verification in ("overstated", "external_unknown") else "fail")
         head += (f"<div>{ui.esc(ui.t('trace.claim_check'))}: <span class='wb-pill wb-{color}'>{ui.esc(verification)}</span> "
-                 f"<span class='wb-muted'>{ui.esc(check.get('detail', ''))}</span></div>")
+                 f"<span class='wb-muted'>{ui.esc(check.detail if check else '')}</span></div>")
         own = [e for e in card.errors if not any(e in b.errors for b in card.bindings)]
         if own:
             head += "<ul class='wb-list'>" + "".join(
-                f"<li>{ui.pill('fail')} {ui.esc(e.get('rule_id'))} @ {ui.esc(e.get('target'))}: {ui.esc(e.get('message'))}</li>"
+                f"<li>{ui.pill('fail')} {ui.esc(e.rule_id)} @ {ui.esc(e.target)}: {ui.esc(e.message)}</li>"
                 for e in own) + "</ul>"
+        if card.reviews:
+            head += (f"<div class='wb-muted'>{ui.esc(ui.t('trace.reviews'))}: "
+                     + ui.esc("; ".join(f"{rv.label} ({rv.reviewer})" for rv in card.reviews)) + "</div>")
         ui.html_block(head)
         for b in card.bindings:
             _binding(url, b)
-        reviews = "; ".join(f"{r['label']} ({r['reviewer']})" for r in card.reviews)
-        with st.popover(ui.t("trace.review_claim") + (f" · {reviews}" if reviews else "")):
-            _review_form(row["id"], str(c.get("claim_id")), f"trace_review_{card.index}")
+        if pick is not None:
+            st.button(ui.t("trace.review_claim"), key=f"trace_pick_claim_{card.index}", on_click=_focus, args=(pick,))
 
 
-@st.fragment
-def claims(url: str, row: dict[str, Any]) -> None:
-    cards = views.claim_cards(row, ui.reviews(url, row["id"]))
-    flagged = [c for c in cards if _flagged(c)]
+# --- reviewing ---------------------------------------------------------------------------------
+
+
+def _focus(pos: int) -> None:
+    st.session_state["trace_review_pos"] = pos
+
+
+def _save(sid: str, claim_id: str | None, label: str, reviewer: str, note_key: str, advance: int | None) -> None:
+    """A review button's callback: store, then every view (this page, the queue) reads it on this rerun."""
+    if not reviewer:
+        st.session_state["trace_review_flash"] = ("warning", ui.t("common.need_name"))
+        return
+    note = str(st.session_state.get(note_key) or "")
+    ui.store().add_review(session_id=sid, label=label, reviewer=reviewer, note=note, claim_id=claim_id)
+    ui.refresh_session_reads(sid)
+    st.session_state[note_key] = ""
+    st.session_state["trace_review_flash"] = ("success", ui.t("common.saved_as", label=label, target=claim_id or sid))
+    if advance is not None:
+        st.session_state["trace_review_pos"] = advance
+
+
+def _label_buttons(sid: str, claim_id: str | None, reviewer: str, note_key: str, advance: int | None,
+                   key: str, keys: bool) -> None:
+    """One button per label; with `keys`, digits 1-5 press them (the per-claim keyboard flow)."""
+    cols = st.columns(len(ui.REVIEW_LABELS))
+    for i, (col, label) in enumerate(zip(cols, ui.REVIEW_LABELS, strict=True)):
+        col.button(f"{label}", key=f"{key}_{label}", width="stretch", shortcut=str(i + 1) if keys else None,
+                   on_click=_save, args=(sid, claim_id, label, reviewer, note_key, advance))
+
+
+def review_panel(url: str, r: SessionRecord, queue: list[views.ClaimCard]) -> None:
+    """Claim after claim with findings: J / K move, 1-5 label and go to the next one."""
+    st.subheader(ui.t("trace.review_panel"))
+    name_col, info_col = st.columns([1, 2], vertical_alignment="bottom")
+    with name_col:
+        reviewer = ui.reviewer_name("reviewer")
+    flash = st.session_state.pop("trace_review_flash", None)
+    if flash:
+        (st.success if flash[0] == "success" else st.warning)(flash[1])
+    if not queue:
+        info_col.caption(ui.t("ask.none"))
+        return
+    pos = min(max(0, int(st.session_state.get("trace_review_pos", 0))), len(queue) - 1)
+    info_col.caption(ui.t("trace.review_keys"))
+    prev_col, at_col, next_col = st.columns([1, 3, 1], vertical_alignment="center")
+    prev_col.button(ui.t("trace.prev_claim"), key="trace_prev", shortcut="K", disabled=pos == 0, width="stretch",
+                    on_click=_focus, args=(pos - 1,))
+    at_col.markdown(ui.t("trace.review_pos", k=pos + 1, n=len(queue)))
+    next_col.button(ui.t("trace.next_claim"), key="trace_next", shortcut="J", disabled=pos >= len(queue) - 1,
+                    width="stretch", on_click=_focus, args=(pos + 1,))
+    card = queue[pos]
+    _card(url, card)
+    note_key = f"trace_note_{card.index}"
+    st.text_input(ui.t("common.note"), key=note_key)
+    _label_buttons(r.id, card.claim.claim_id, reviewer, note_key, min(pos + 1, len(queue) - 1), "trace_label", True)
+
+
+def claims(url: str, r: SessionRecord) -> None:
+    cards = views.claim_cards(r)
+    flagged = [c for c in cards if c.has_findings]
     st.subheader(f"{ui.t('trace.claims')} ({len(cards)}; {ui.t('trace.claims_flagged')}: {len(flagged)})")
     if not cards:
         st.caption(ui.t("ask.none"))
         return
     left, right = st.columns([2, 1])
-    show = left.segmented_control(ui.t("trace.claims_filter"), ["all", "flagged"], default="all", required=True,
+    show = left.segmented_control(ui.t("trace.claims_filter"), ["flagged", "all"],
+                                  default="flagged" if flagged else "all", required=True,
                                   format_func=lambda v: ui.t(f"trace.claims_{v}"), key="trace_claims_filter")
     shown = flagged if show == "flagged" else cards
+    review_panel(url, r, shown)
     pages = max(1, -(-len(shown) // CLAIMS_PER_PAGE))
     page = 1
     if pages > 1:
         page = int(right.number_input(ui.t("trace.claim_page"), 1, pages, 1, key="trace_claims_page"))
-    for card in shown[(page - 1) * CLAIMS_PER_PAGE : page * CLAIMS_PER_PAGE]:
-        _card(url, row, card)
+    first = (page - 1) * CLAIMS_PER_PAGE
+    for pos, card in enumerate(shown[first : first + CLAIMS_PER_PAGE], start=first):
+        _card(url, card, pick=pos)
 
 
-def verifier_rest(row: dict[str, Any], ev: dict[str, Any]) -> None:
-    errors = views.session_level_errors(row)
+def verifier_rest(r: SessionRecord) -> None:
+    errors = views.session_level_errors(r)
     if errors:
         st.subheader(ui.t("trace.session_errors"))
-        st.dataframe([{"rule": e.get("rule_id"), "target": e.get("target"), "message": e.get("message")}
-                      for e in errors], hide_index=True)
-    hyp = ev.get("hypothesis_checks") or []
-    if hyp:
+        st.dataframe([{"rule": e.rule_id, "target": e.target, "message": e.message} for e in errors],
+                     hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
+    hyps = views.hypothesis_rows(r)
+    if hyps:
         st.subheader(ui.t("trace.hypothesis_checks"))
-        hyps = ((ev.get("executor_structured_output") or {}).get("hypotheses")) or []
-        st.dataframe([{"#": h.get("hypothesis_index"),
-                       "hypothesis": (hyps[h["hypothesis_index"]].get("hypothesis_text")
-                                      if isinstance(h.get("hypothesis_index"), int) and h["hypothesis_index"] < len(hyps)
-                                      and isinstance(hyps[h["hypothesis_index"]], dict) else ""),
-                       "verification": h.get("verification"), "detail": h.get("detail")} for h in hyp],
-                     hide_index=True)
+        st.dataframe([{"#": h.index, "hypothesis": h.text, "verification": h.check.verification,
+                       "detail": h.check.detail} for h in hyps], hide_index=True)
 
 
-def digests(row: dict[str, Any]) -> None:
-    rows = views.digest_rows(row)
+def digests(r: SessionRecord) -> None:
+    rows = views.digest_rows(r)
     if not rows:
         return
     st.subheader(f"{ui.t('trace.digests')} ({len(rows)})")
     st.dataframe([{
-        "digest_id": d.get("digest_id"), "sources": ", ".join(f"#{i}" for i in d.get("source_invocation_ids", [])),
-        "tool": d.get("tool"), "summary": d.get("summary"), "source_quote": d.get("source_quote"),
-        "quote similarity": d.get("quote_score"),
-        "digest_check": (d.get("digest_check") or {}).get("verification"),
-        "detail": (d.get("digest_check") or {}).get("detail"),
-        "errors": "; ".join(f"{e.get('rule_id')}: {e.get('message')}" for e in d["errors"]),
+        "digest_id": d.digest.digest_id, "sources": ", ".join(f"#{i}" for i in d.digest.source_invocation_ids),
+        "tool": d.digest.tool, "summary": d.digest.summary, "source_quote": d.digest.source_quote,
+        "quote similarity": d.quote_score,
+        "digest_check": d.check.verification if d.check else None,
+        "detail": d.check.detail if d.check else None,
+        "errors": "; ".join(f"{e.rule_id}: {e.message}" for e in d.errors),
     } for d in rows], hide_index=True)
 
 
 @st.fragment
-def output_viewer(url: str, metas: list[dict[str, Any]]) -> None:
+def output_viewer(url: str, metas: list[InvocationMeta]) -> None:
     st.markdown(f"**{ui.t('trace.viewer')}**")
-    by_id = {m["id"]: m for m in metas}
+    by_id = {m.id: m for m in metas}
     c1, c2, c3 = st.columns([2, 2, 1])
     inv_id = c1.selectbox(ui.t("trace.viewer_pick"), list(by_id), key="trace_viewer_inv",
-                          format_func=lambda i: f"#{i} {by_id[i]['model_tool_name']} · {by_id[i]['status']} · "
-                                                f"{by_id[i]['output_bytes']:,} B")
+                          format_func=lambda i: f"#{i} {by_id[i].model_tool_name} · {by_id[i].status} · "
+                                                f"{by_id[i].output_bytes:,} B")
     query = c2.text_input(ui.t("trace.search"), key="trace_viewer_query")
     per_page = c3.selectbox(ui.t("trace.per_page"), [100, 200, 500], index=1, key="trace_viewer_per_page")
     pages = ui.output_pages(url, int(inv_id))
@@ -291,58 +328,66 @@ def output_viewer(url: str, metas: list[dict[str, Any]]) -> None:
     ui.html_block(f"<div class='wb-box' style='max-height:32rem'>{body}</div>")
 
 
-def invocations(url: str, session_id: str) -> None:
-    metas = ui.invocation_meta(url, session_id)
-    if not metas:
+def invocations(url: str, r: SessionRecord) -> None:
+    if not r.invocations:
         return
-    st.subheader(f"{ui.t('trace.invocations')} ({len(metas)})")
+    st.subheader(f"{ui.t('trace.invocations')} ({len(r.invocations)})")
     st.dataframe([{
-        "id": m["id"], "round": m["round"], "tool": m["model_tool_name"], "stored as": m["tool_name"],
-        "arguments": json.dumps(m["arguments"], ensure_ascii=False), "status": m["status"],
-        "latency ms": round(m["latency_ms"], 1), "bytes": m["output_bytes"],
-        "cut bytes": m["stored_cut_bytes"], "error": m["error"] or "",
-    } for m in metas], hide_index=True)
-    output_viewer(url, metas)
+        "id": m.id, "round": m.round, "tool": m.model_tool_name, "stored as": m.tool_name,
+        "arguments": json.dumps(m.arguments, ensure_ascii=False), "status": m.status,
+        "latency ms": round(m.latency_ms, 1), "bytes": m.output_bytes,
+        "cut bytes": m.stored_cut_bytes, "error": m.error or "",
+    } for m in r.invocations], hide_index=True, column_config={
+        "id": st.column_config.NumberColumn(width=50), "round": st.column_config.NumberColumn(width=50),
+        "arguments": st.column_config.TextColumn(width="medium"),
+    })
+    output_viewer(url, r.invocations)
 
 
-def llm_calls(url: str, session_id: str) -> None:
-    calls = ui.llm_calls(url, session_id)
-    if not calls:
+def llm_calls(r: SessionRecord) -> None:
+    if not r.llm_calls:
         return
-    st.subheader(f"{ui.t('trace.llm_calls')} ({len(calls)})")
-    for call in calls:
-        label = (f"{call['stage']} · r{call['round']} · attempt {call['attempt']} · {call['parse_status']} · "
-                 f"{call['prompt_tokens']}+{call['completion_tokens']} tokens · {call['latency_ms']:.0f} ms · "
-                 f"{call['provider']}/{call['model']}" + (" · error" if call.get("error") else ""))
+    st.subheader(f"{ui.t('trace.llm_calls')} ({len(r.llm_calls)})")
+    for call in r.llm_calls:
+        label = (f"{call.stage} · r{call.round} · attempt {call.attempt} · {call.parse_status} · "
+                 f"{call.prompt_tokens}+{call.completion_tokens} tokens · {call.latency_ms:.0f} ms · "
+                 f"{call.provider}/{call.model}" + (" · error" if call.error else ""))
         with st.expander(label):
-            if call.get("error"):
-                st.error(call["error"])
-            if call.get("prompt_file"):
-                st.caption(f"{call['prompt_file']} {call.get('prompt_version', '')}")
+            if call.error:
+                st.error(call.error)
+            if call.prompt_file:
+                st.caption(f"{call.prompt_file} {call.prompt_version}")
             st.markdown(f"**{ui.t('trace.messages')}**")
-            for m in call.get("messages") or []:
+            for m in call.messages:
                 content = m.get("content")
                 st.caption(str(m.get("role", "")))
                 st.code(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, indent=1),
                         language=None, wrap_lines=True, height=220 if len(str(content)) > 2000 else "content")
             st.markdown(f"**{ui.t('trace.raw_response')}**")
-            st.code(call.get("raw_response") or "", language="json", wrap_lines=True)
+            st.code(call.raw_response, language="json", wrap_lines=True)
 
 
-def audit_sources(row: dict[str, Any]) -> None:
+def audit_sources(r: SessionRecord) -> None:
     with st.expander(ui.t("trace.plan")):
-        st.json(row.get("planner_plan") or {}, expanded=2)
+        st.json(r.planner_plan.model_dump(mode="json") if r.planner_plan else {}, expanded=2)
     with st.expander(ui.t("trace.executor_raw")):
-        st.code(row.get("executor_raw_output") or "", language="json", wrap_lines=True)
+        st.code(r.executor_raw_output or "", language="json", wrap_lines=True)
 
 
-def review(url: str, session_id: str) -> None:
+def review(r: SessionRecord) -> None:
     st.subheader(ui.t("trace.review"))
-    done = [r for r in ui.reviews(url, session_id)]
-    if done:
-        st.dataframe([{"time": r["created_at"], "claim": r.get("claim_id") or "—", "label": r["label"],
-                       "reviewer": r["reviewer"], "note": r.get("note")} for r in done], hide_index=True)
-    _review_form(session_id, None, "trace_review_session")
+    if r.reviews:
+        st.dataframe([{"time": rv.created_at, "claim": rv.claim_id or "—", "label": rv.label,
+                       "reviewer": rv.reviewer, "note": rv.note} for rv in r.reviews], hide_index=True)
+    name_col, note_col = st.columns([1, 2])
+    with name_col:
+        # The same URL-bound name as the claim panel: one identity, typed once.
+        reviewer = ui.reviewer_name("reviewer") if not r.claims else ui.current_user() or str(
+            st.session_state.get("reviewer") or "").strip()
+        if r.claims:
+            st.caption(f"{ui.t('common.reviewer')}: {reviewer or '—'}")
+    note_col.text_input(ui.t("common.note"), key="trace_note_session")
+    _label_buttons(r.id, None, reviewer, "trace_note_session", None, "trace_session_label", False)
 
 
 def body(session_id: str) -> None:
@@ -351,22 +396,22 @@ def body(session_id: str) -> None:
         st.title(ui.t("trace.title"))
         st.info(ui.t("trace.no_sessions"))
         return
-    row = ui.session(url, session_id)
-    if row is None:
+    r = ui.record(url, session_id)
+    if r is None:
         st.title(ui.t("trace.title"))
         st.error(ui.t("trace.not_found", sid=session_id))
         return
-    ev = views.verifier_evaluation(row)
-    header(row)
-    final_answer(row, ev)
-    composer_input(ev)
-    claims(url, row)
-    verifier_rest(row, ev)
-    digests(row)
-    invocations(url, session_id)
-    llm_calls(url, session_id)
-    audit_sources(row)
-    review(url, session_id)
+    header(r)
+    final_answer(r)
+    composer_input(r)
+    claims(url, r)
+    verifier_rest(r)
+    digests(r)
+    invocations(url, r)
+    llm_calls(r)
+    audit_sources(r)
+    review(r)
 
 
+ui.page_start()
 body(sidebar(init_state()))

@@ -136,17 +136,32 @@ def test_trace_renders_highlights_and_escapes_tool_output(settings: Settings, st
     assert "<script>" not in _html(at)
 
 
-def test_trace_review_is_stored_with_the_reviewer(settings: Settings, store: Store) -> None:
+def test_trace_reviews_claim_by_claim_and_every_view_shows_them_at_once(settings: Settings, store: Store) -> None:
     result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
-    at = _app("pages/trace.py", session=result.session_id)
-    at.text_input(key="reviewer_name").input("ann").run()
-    at.selectbox(key="trace_review_session_label").set_value("incorrect")
-    at.text_input(key="trace_review_session_note").input("wrong service")
-    next(b for b in at.button if b.label == "Save review" and "trace_review_session" in b.id).click().run()
+    sid = result.session_id
+    at = _app("pages/trace.py", session=sid)
+    at.button(key="trace_label_correct").click().run()
+    assert "Enter your name first." in _texts(at) and store.reviews(sid) == []
+
+    at.text_input(key="reviewer").input("ann").run()
+    claims = [c["claim_id"] for c in result.evaluation.verifier_evaluation.executor_structured_output["claims"]]
+    assert "Claim **1** of" in _texts(at)
+    at.text_input(key="trace_note_0").input("wrong service").run()
+    at.button(key="trace_label_hallucination").click().run()
     assert not at.exception, at.exception
-    reviews = store.reviews(result.session_id)
-    assert [(r["label"], r["reviewer"], r["note"], r["claim_id"]) for r in reviews] == [
-        ("incorrect", "ann", "wrong service", None)]
+    assert [(r["label"], r["reviewer"], r["note"], r["claim_id"]) for r in store.reviews(sid)] == [
+        ("hallucination", "ann", "wrong service", claims[0])]
+    # Same run: the claim's card lists the review and the panel moved on to the next claim.
+    assert "hallucination (ann)" in _html(at)
+    if len(claims) > 1:
+        assert "Claim **2** of" in _texts(at)
+
+    at.button(key="trace_session_label_incorrect").click().run()
+    assert any("incorrect" in str(df.value) for df in at.dataframe)
+    at.switch_page("pages/sessions.py").run()
+    assert not at.exception, at.exception
+    rows, _ = store.list_sessions()
+    assert rows[0]["review_label"] == "incorrect"
 
 
 def test_trace_unknown_session_says_so() -> None:
