@@ -23,26 +23,27 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from playwright.sync_api import sync_playwright  # noqa: E402
-from rapidfuzz import fuzz  # noqa: E402
-from sqlalchemy import insert, select  # noqa: E402
+from playwright.sync_api import sync_playwright
+from rapidfuzz import fuzz
+from sqlalchemy import insert, select
 
-from pipeline import views  # noqa: E402
-from pipeline.config import load_settings  # noqa: E402
-from pipeline.gatekeeper import load_rules, replay  # noqa: E402
-from pipeline.gatekeeper.features import compute_features  # noqa: E402
-from pipeline.incidents import load_worlds  # noqa: E402
-from pipeline.replay_inputs import replay_inputs  # noqa: E402
-from pipeline.session import run_session  # noqa: E402
-from pipeline.store import SessionFilter, Store  # noqa: E402
-from pipeline.store.schema import DiagnosisSession, ToolInvocationRow  # noqa: E402
+from pipeline import views
+from pipeline.config import load_settings
+from pipeline.gatekeeper import load_rules, replay
+from pipeline.gatekeeper.features import compute_features
+from pipeline.incidents import load_worlds
+from pipeline.record import read_session
+from pipeline.replay_inputs import replay_inputs
+from pipeline.session import run_session
+from pipeline.store import SessionFilter, Store
+from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -141,7 +142,7 @@ def build_history(store: Store, settings: Any, n: int) -> None:
     rows = [store.get_session(s) for s in templates]
     metas = {s: store.invocation_meta(s) for s in templates}
     next_id = 1_000_000
-    start = datetime(2026, 10, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 10, 1, tzinfo=UTC)
     sessions, invocations = [], []
     for i in range(n - len(templates)):
         row = rows[i % len(rows)]
@@ -232,7 +233,7 @@ def main() -> None:
           f"in {time.perf_counter() - t:.1f} s ({home})")
 
     # Baselines, in-process.
-    row = store.get_session(trace_sid)
+    row = read_session(store, trace_sid)
     invs = {i.id: i for i in store.invocations(trace_sid)}
 
     def naive_trace() -> None:
@@ -317,10 +318,10 @@ def main() -> None:
     print(f"{'measure':<58} {'seconds':>8} {'target':>7}")
     print(f"{'Trace page, 100 claims / 5 MB, first load (browser)':<58} {trace_cold:8.2f} {'3.0':>7}")
     print(f"{'Trace page, repeat load (browser)':<58} {trace_warm:8.2f} {'3.0':>7}   ({marks} highlights drawn)")
-    print(f"{'Sessions page, {0} sessions, first load (browser)'.format(n):<58} {sessions_cold:8.2f} {'2.0':>7}")
+    print(f"{f'Sessions page, {n} sessions, first load (browser)':<58} {sessions_cold:8.2f} {'2.0':>7}")
     print(f"{'Sessions page, repeat load (browser)':<58} {sessions_warm:8.2f} {'2.0':>7}")
     print(f"{'Rules preview, first click: builds the history cache':<58} {rules_cold:8.2f} {'-':>7}")
-    print(f"{'Rules preview click, {0} sessions (browser)'.format(n):<58} {preview:8.2f} {'1.0':>7}")
+    print(f"{f'Rules preview click, {n} sessions (browser)':<58} {preview:8.2f} {'1.0':>7}")
     print()
     print(f"{'engine work behind the page':<44} {'naive s':>8} {'ours s':>8} {'ratio':>7}")
     print(f"{'trace: locate 100 excerpts in 1 MB outputs':<44} {naive_t:8.3f} {cached_t:8.3f} {naive_t / cached_t:7.1f}x")

@@ -7,7 +7,8 @@ answer passes through `esc` / `segments_html` before it becomes markup: a log li
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import streamlit as st
 
@@ -16,7 +17,6 @@ from pipeline.config import Settings, load_settings
 from pipeline.errors import NotFound
 from pipeline.record import SessionRecord, read_session
 from pipeline.store import SessionFilter, Store
-
 
 # --- the entry file and deep links ---------------------------------------------------------
 

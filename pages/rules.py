@@ -11,11 +11,10 @@ import streamlit as st
 
 from pages import _common as ui
 from pipeline import views
-from pipeline.gatekeeper import RuleSet, RulesError, replay, similarity_scores
+from pipeline.gatekeeper import RulesError, RuleSet, replay, similarity_scores
 from pipeline.replay_inputs import ReplayHistory
 from pipeline.session import rules_in_force
 from pipeline.store import StaleRuleVersion
-
 
 # --- state ---------------------------------------------------------------------------------------
 
@@ -223,7 +222,7 @@ def _histogram(rules: RuleSet) -> None:
         p = spec.params
         fig.add_vline(x=p.warnThreshold, line_color="#c92a2a", line_dash="dash", annotation_text="warn")
         fig.add_vline(x=p.passThreshold, line_color="#2b8a3e", line_dash="dash", annotation_text="pass")
-    fig.update_layout(title=ui.t("rules.similarity_hist"), height=280, margin=dict(l=10, r=10, t=40, b=10),
+    fig.update_layout(title=ui.t("rules.similarity_hist"), height=280, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       bargap=0.05)
     st.plotly_chart(fig, key="rules_hist")
 

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 import zipfile
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -28,7 +28,7 @@ CHART_COLORS = {"PASS": "#2b8a3e", "LOW_CONFID": "#e67700", "REJECT": "#c92a2a",
 def _day(value: date | None, end: bool) -> datetime | None:
     if value is None:
         return None
-    return datetime.combine(value, time.max if end else time.min, tzinfo=timezone.utc)
+    return datetime.combine(value, time.max if end else time.min, tzinfo=UTC)
 
 
 def _show_all() -> None:
@@ -126,8 +126,8 @@ def charts(f: SessionFilter) -> None:
     if not stats.total:
         return
     c1, c2, c3 = st.columns(3)
-    layout = dict(height=260, margin=dict(l=10, r=10, t=36, b=10), showlegend=True,
-                  legend=dict(orientation="h", y=-0.25))
+    layout = {"height": 260, "margin": {"l": 10, "r": 10, "t": 36, "b": 10}, "showlegend": True,
+                  "legend": {"orientation": "h", "y": -0.25}}
     fig = go.Figure()
     for verdict in (*ui.VERDICTS, "none"):
         points = [(d, n) for d, v, n in stats.per_day if v == verdict]

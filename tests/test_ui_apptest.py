@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -64,7 +64,7 @@ def _seed_queue(store: Store) -> None:
     for i, verdict in enumerate(["PASS", "LOW_CONFID", "REJECT", "REJECT"]):
         sid = store.create_session(question=f"question {i} about checkout", world=None, shape="split",
                                    provider="offline", model="m",
-                                   created_at=datetime(2026, 3, 1 + i, 9, tzinfo=timezone.utc))
+                                   created_at=datetime(2026, 3, 1 + i, 9, tzinfo=UTC))
         failed = {"PASS": [], "LOW_CONFID": ["evidence.excerpt_similarity"], "REJECT": ["evidence.invocation_ref"]}
         store.update_session(sid, status="completed", verdict=verdict, failed_rules=failed[verdict],
                              gatekeeper_status="pass" if verdict == "PASS" else "fail", groundedness=0.25 * i,
@@ -188,7 +188,7 @@ def test_rules_threshold_preview_and_apply_creates_a_version(settings: Settings,
     slider.set_value(1.0).run()
     assert "passThreshold: 1.0" in next(t for t in at.text_area if t.label == "metadata.yaml").value
     at.button(key="rules_preview_btn").click().run()
-    assert [m.value for m in at.metric][0] == "1"
+    assert next(m.value for m in at.metric) == "1"
     at.text_input(key="rules_author").input("tuner").run()
     at.text_input(key="rules_comment").input("stricter excerpts").run()
     at.button(key="rules_apply").click().run()
