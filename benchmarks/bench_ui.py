@@ -237,9 +237,9 @@ def main() -> None:
     invs = {i.id: i for i in store.invocations(trace_sid)}
 
     def naive_trace() -> None:
-        for claim in row["self_evaluation"]["verifier_evaluation"]["executor_structured_output"]["claims"]:
-            b = claim["evidence_bindings"][0]
-            fuzz.partial_ratio_alignment(b["evidence_excerpt"], invs[b["source_invocation_ids"][0]].output)
+        for claim in row.claims:
+            b = claim.evidence_bindings[0]
+            fuzz.partial_ratio_alignment(b.evidence_excerpt, invs[b.source_invocation_ids[0]].output)
 
     def cached_trace() -> None:
         decoded = {i: views.decoded_output(inv.output) for i, inv in invs.items()}
