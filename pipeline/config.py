@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pipeline.config_file import read_config_file, settings_error
 from pipeline.redact import remember_settings
 from pipeline.resources import SOURCE_ROOT as ROOT
 from pipeline.resources import default_config_file, default_home, resource_dir
@@ -176,14 +176,13 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
     """Settings from the config file, then the environment, then explicit keyword overrides."""
     cfg_path = Path(path or os.environ.get("WORKBENCH_CONFIG") or default_config_file())
-    data: dict[str, Any] = {}
-    if cfg_path.exists():
-        loaded = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{cfg_path}: top level must be a mapping")
-        data = loaded
-    data = _merge(data, _env_overrides())
+    data = read_config_file(cfg_path) if cfg_path.exists() else {}
+    env = _env_overrides()
+    data = _merge(data, env)
     data = _merge(data, {k: v for k, v in overrides.items() if v is not None})
-    settings = Settings.model_validate(data)
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise settings_error(Settings, exc, cfg_path, env) from None
     remember_settings(settings)  # from here on, every redact() masks the configured secrets
     return settings

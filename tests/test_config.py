@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from pipeline.config import load_settings
+from pipeline.errors import ConfigError
 
 
 def test_defaults_are_the_embedded_setup(tmp_path: Path) -> None:
@@ -35,8 +35,8 @@ def test_file_then_environment_then_overrides(tmp_path: Path, monkeypatch: pytes
 def test_bad_config_file_names_the_field(tmp_path: Path) -> None:
     cfg = tmp_path / "wb.yaml"
     cfg.write_text("retry: {max_rounds: 9}\n", encoding="utf-8")
-    with pytest.raises(ValidationError, match="retry.max_rounds"):
+    with pytest.raises(ConfigError, match="retry.max_rounds"):
         load_settings(cfg)
     cfg.write_text("- just a list\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="mapping"):
+    with pytest.raises(ConfigError, match="mapping"):
         load_settings(cfg)
