@@ -1,0 +1,109 @@
+"""A PASS answers the question asked (law 8): the first sentence, coverage, gaps, the meaning guard."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.config import Settings, load_settings
+from pipeline.context import StageContext
+from pipeline.contracts import ClaimCheck, ParseStatus, VerifierOutput
+from pipeline.incidents import load_worlds
+from pipeline.session import run_session
+from pipeline.stages.answer_lead import closed_by
+from pipeline.stages.composer import assemble_input, run_composer
+from pipeline.store import Store
+
+
+def test_unknown_service_ends_low_confid_and_names_the_service(settings: Settings, store: Store) -> None:
+    result = run_session("为什么 billing-service 返回 503？", settings=settings, store=store)
+    ev = result.evaluation
+    assert result.verdict == "LOW_CONFID"
+    assert [(c.service, c.status) for c in ev.verifier_evaluation.question_coverage] == [("billing-service", "no_data")]
+    first = ev.composer_output.answer_summary
+    assert "billing-service" in first and "没有" in first and result.final_answer.startswith(first)
+    assert any("billing-service" in gap for gap in ev.composer_input.missing_info)
+    assert not any("运维手册" in a.action_text for a in ev.composer_input.recommended_actions)  # no unrelated runbook
+
+
+@pytest.mark.parametrize(("question", "service", "opening"), [
+    ("user-service 登录失败了吗？", "user-service", "user-service 没有故障迹象"),
+    ("Is coupon-service healthy?", "coupon-service", "No sign of a fault in coupon-service"),
+])
+def test_healthy_service_passes_with_a_no_fault_sentence_bound_to_evidence(
+        settings: Settings, store: Store, question: str, service: str, opening: str) -> None:
+    result = run_session(question, settings=settings, store=store)
+    ev = result.evaluation
+    assert result.verdict == "PASS" and result.final_answer.startswith(opening)
+    (cov,) = ev.verifier_evaluation.question_coverage
+    assert cov.status == "healthy" and cov.claim_ids and cov.invocation_ids
+    claims = {c["claim_id"]: c for c in ev.structured["claims"]}
+    stored = {inv.id for inv in store.invocations(result.session_id)}
+    for cid in cov.claim_ids:  # the "no fault" sentence rests on claims bound to this session's calls
+        assert service in claims[cid]["claim_text"]
+        assert all(set(b["source_invocation_ids"]) <= stored for b in claims[cid]["evidence_bindings"])
+
+
+def test_a_question_about_one_service_leads_with_that_service(settings: Settings, store: Store) -> None:
+    result = run_session("Why is search-service returning errors?", settings=settings, store=store)
+    first = result.evaluation.composer_output.answer_summary
+    assert "search-service" in first and "inventory-service" not in first
+
+
+def test_every_bundled_question_leads_with_the_root_cause_service_and_lists_no_closed_gap(
+        settings: Settings, store: Store) -> None:
+    for world in load_worlds(settings.incidents_dir):
+        root = world.ground_truth()["root_cause_service"]
+        for question in world.questions_zh + world.questions_en:
+            ev = run_session(question, settings=settings, store=store).evaluation
+            first = ev.composer_output.answer_summary
+            assert root in first, (world.id, question, first)
+            ci = ev.composer_input
+            services = [c.service for c in ev.verifier_evaluation.question_coverage]
+            assert not [g for g in ci.missing_info if closed_by(g, ci.allowed_claims, services)], (world.id, question)
+
+
+# --- the meaning guard --------------------------------------------------------------------------
+
+STRUCTURED = {"claims": [
+    {"claim_id": "c1", "claim_type": "symptom", "claim_text": "order-service logged: create order failed with HTTP 500.",
+     "support_level": "direct", "evidence_bindings": []},
+    {"claim_id": "c2", "claim_type": "symptom", "claim_text": "order-service refund failed: card declined by issuer.",
+     "support_level": "direct", "evidence_bindings": []},
+]}
+
+
+def _run(text: str):
+    checks = [ClaimCheck(claim_id="c1", verification="direct_observation"),
+              ClaimCheck(claim_id="c2", verification="unsupported")]
+    ci, filtered = assemble_input(question="Why is order-service failing to create orders?", verdict="LOW_CONFID",
+                                  structured=STRUCTURED, verifier_output=VerifierOutput(
+                                      verdict="LOW_CONFID", groundedness_score=0.5, claim_checks=checks))
+
+    class Composer:
+        def compose(self, ctx, composer_input):
+            return json.dumps({"answer_summary": "order-service logged: create order failed with HTTP 500.",
+                               "user_facing_answer": text})
+
+    ctx = StageContext(settings=load_settings(), session_id="s", language="en", record=lambda r: None,
+                       run_tool=lambda n, a: None)  # type: ignore[arg-type,return-value]
+    return run_composer(ctx, Composer(), ci, enabled=True, parse_status=ParseStatus(status="valid"), filtered=filtered)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # a filtered-out claim restated in other words, as a fact
+    ("Confirmed: order-service refunds are failing because the issuer declines the card.", "unconfirmed_as_fact"),
+    # an invented "confirmed" sentence with no new number or name
+    ("Confirmed: order-service thread pool saturated, requests queued.", "unattributed"),
+])
+def test_guard_falls_back_on_unlicensed_meaning(text: str, kind: str) -> None:
+    out, guard, final = _run(text)
+    assert guard.status == "fail" and guard.used_template and kind in {v.kind for v in guard.violations}
+    assert "issuer declines" not in final and "thread pool" not in final
+
+
+def test_guard_passes_a_faithful_answer() -> None:
+    out, guard, final = _run("order-service logged: create order failed with HTTP 500. "
+                             "Not confirmed yet: the refund failures of order-service.")
+    assert guard.status == "pass", guard.violations

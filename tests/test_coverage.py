@@ -1,0 +1,81 @@
+"""Question coverage (law 8), decided in code: each of the four states, unbacked claims, windows."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from pipeline.contracts import ClaimCheck, GatekeeperResult, QuestionScope, TimeWindow, ToolInvocation
+from pipeline.coverage import compute_coverage
+
+
+def logs(inv_id: int, service: str | None, *lines: tuple[str, str, str, str]) -> ToolInvocation:
+    out = {"logs": [{"timestamp": ts, "service": svc, "level": level, "message": msg} for ts, svc, level, msg in lines]}
+    return ToolInvocation(id=inv_id, session_id="s", tool_name="query_logs", model_tool_name="queryLogs",
+                          arguments={"service": service} if service else {}, output=json.dumps(out))
+
+
+def no_data(inv_id: int, service: str) -> ToolInvocation:
+    return ToolInvocation(id=inv_id, session_id="s", tool_name="query_logs", model_tool_name="queryLogs",
+                          arguments={"service": service}, status="no_data", output='{"no_data": "nothing"}')
+
+
+def claim(cid: str, text: str, inv_id: int, excerpt: str) -> dict:
+    return {"claim_id": cid, "claim_type": "symptom", "claim_text": text, "support_level": "direct",
+            "evidence_bindings": [{"tool_name": "query_logs", "source_invocation_ids": [inv_id],
+                                   "evidence_excerpt": excerpt}]}
+
+
+T = "2026-11-28T10:10:00Z"
+INVS = [
+    logs(1, "payment-service", (T, "payment-service", "ERROR", "request timeout after 3000ms")),
+    logs(2, "user-service", (T, "user-service", "INFO", "用户登录成功 uid=1"), (T, "user-service", "WARN", "slow request")),
+    no_data(3, "billing-service"),
+]
+STRUCTURED = {"claims": [
+    claim("c1", "payment-service 的日志记录：request timeout after 3000ms。", 1, "request timeout after 3000ms"),
+    claim("c2", "user-service 的日志记录：用户登录成功 uid=1。", 2, "用户登录成功 uid=1"),
+]}
+CHECKS = [ClaimCheck(claim_id="c1", verification="direct_observation"),
+          ClaimCheck(claim_id="c2", verification="direct_observation")]
+
+
+def coverage(services, *, checks=CHECKS, gate=GatekeeperResult(), window=None):
+    scope = QuestionScope(services=services, time_window=window)
+    return {c.service: c for c in compute_coverage(scope, STRUCTURED, checks, INVS, gate, backends="bundled logs")}
+
+
+def test_each_state():
+    cov = coverage(["payment-service", "user-service", "billing-service", "search-service"])
+    assert cov["payment-service"].status == "answered" and cov["payment-service"].claim_ids == ["c1"]
+    assert cov["user-service"].status == "healthy" and cov["user-service"].invocation_ids == [2]
+    assert "no sign of a fault in user-service" in cov["user-service"].detail
+    assert cov["billing-service"].status == "no_data" and cov["billing-service"].invocation_ids == [3]
+    assert "no logs, alerts or metrics for billing-service in bundled logs" in cov["billing-service"].detail
+    assert cov["search-service"].status == "not_queried"
+
+
+def test_a_fault_in_the_services_own_output_is_not_healthy():
+    faulty = logs(2, "user-service", (T, "user-service", "INFO", "用户登录成功 uid=1"),
+                  (T, "user-service", "ERROR", "login backend unreachable"))
+    scope = QuestionScope(services=["user-service"])
+    cov = compute_coverage(scope, STRUCTURED, CHECKS, [faulty], GatekeeperResult())
+    assert cov[0].status == "answered"
+
+
+def test_unverified_or_unbacked_claims_do_not_answer():
+    weak = [CHECKS[0], ClaimCheck(claim_id="c2", verification="unsupported")]
+    assert coverage(["user-service"], checks=weak)["user-service"].status == "no_data"
+    unbacked = GatekeeperResult(unbacked_claims=["c1"])
+    assert coverage(["payment-service"], gate=unbacked)["payment-service"].status == "no_data"
+
+
+def test_evidence_outside_the_asked_window_is_said_to_be_outside():
+    window = TimeWindow(start=datetime(2026, 11, 28, 12, tzinfo=timezone.utc),
+                        end=datetime(2026, 11, 28, 13, tzinfo=timezone.utc))
+    cov = coverage(["payment-service"], window=window)["payment-service"]
+    assert cov.status != "answered" and "outside the asked time window" in cov.detail
+
+
+def test_no_scope_no_coverage():
+    assert compute_coverage(None, STRUCTURED, CHECKS, INVS, GatekeeperResult()) == []
