@@ -80,7 +80,7 @@ def _huge_session(home: Path) -> tuple[int, int, int]:
 
     def huge_toolbox(settings: Any, world_dir: Any) -> Any:
         box = original(settings, world_dir)
-        box.logs = _HugeLogs(box.logs)
+        box.backends["query_logs"] = _HugeLogs(box.backends["query_logs"])
         return box
 
     session_mod.build_toolbox = huge_toolbox

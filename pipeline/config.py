@@ -10,6 +10,7 @@ embedded default needs none of them.
 from __future__ import annotations
 
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +28,14 @@ class _Section(BaseModel):
 
 class Switch(_Section):
     enabled: bool = True
+
+
+class ComposerSettings(Switch):
+    # Facts listed first in the answer; the rest go under "other observations".
+    max_key_facts: int = Field(default=4, ge=1, le=20)
+    # Composer guard: a sentence's content words must overlap one composer-input item by at
+    # least this share, or the sentence is not attributable and the template is used.
+    min_sentence_overlap: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
 class RetrySettings(_Section):
@@ -53,18 +62,32 @@ class BudgetSettings(_Section):
     per_tool_tokens: int = Field(default=2500, ge=200)
     # Full output is stored up to this size; beyond it the cut is recorded on the invocation.
     max_stored_output_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
+    # A bundle file larger than this is refused before it is read (`workbench import /dev/zero`).
+    max_bundle_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+
+
+class BackendKind(StrEnum):
+    """Where a tool's evidence comes from; which kinds each tool accepts is its ToolSpec's
+    (pipeline/tools/registry.py), checked when the toolbox is built."""
+
+    BUNDLED = "bundled"  # the embedded incident worlds
+    LOKI = "loki"  # Loki query_range
+    FILES = "files"  # log files in a folder
+    PROMETHEUS = "prometheus"  # Prometheus HTTP API
+    FOLDER = "folder"  # a folder of runbooks
 
 
 class BackendSettings(_Section):
-    kind: str = "bundled"
+    kind: BackendKind = BackendKind.BUNDLED
     url: str | None = None
     path: str | None = None
     bearer_token: str | None = None
     verify_tls: bool = True
-    # A bundle file larger than this is refused before it is read (`workbench import /dev/zero`).
-    max_bundle_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
     timeout_s: float = 10.0
     limit: int = 500
+    # lookup_knowledge only: runbook blocks below this relevance (the idf-weighted share of
+    # the query's terms a block holds, 0..1) are not returned, so none is suggested.
+    min_relevance: float = Field(default=0.1, ge=0.0, le=1.0)
 
 
 class BackendsSettings(_Section):
@@ -109,7 +132,7 @@ class Settings(_Section):
     fixtures_dir: Path = Field(default_factory=lambda: resource_dir("data") / "fixtures")
     digest: Switch = Field(default_factory=Switch)
     gatekeeper: Switch = Field(default_factory=Switch)
-    composer: Switch = Field(default_factory=Switch)
+    composer: ComposerSettings = Field(default_factory=ComposerSettings)
     retry: RetrySettings = Field(default_factory=RetrySettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)

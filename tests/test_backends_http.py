@@ -77,7 +77,7 @@ def stub() -> Iterator[Stub]:
 
 
 def cfg(url: str, **kw: Any) -> BackendSettings:
-    return BackendSettings(kind="stub", url=url, timeout_s=kw.pop("timeout_s", 3), **kw)
+    return BackendSettings(url=url, timeout_s=kw.pop("timeout_s", 3), **kw)  # the class is built directly: no kind
 
 
 def ns(h: int, m: int, s: int = 0) -> str:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import openai
 from pydantic import BaseModel
 
+from pipeline.bounds import loads_bounded
 from pipeline.config import Settings
 from pipeline.contracts import (
     CollectionSummary,
@@ -32,7 +33,7 @@ from pipeline.llm.budget import cut_output, estimate_messages_tokens, focus_term
 from pipeline.llm.invoker import LlmCallError, StructuredLlmInvoker, strip_reasoning
 from pipeline.llm.prompts import Prompt, load_prompt
 from pipeline.llm.provider import StageContext
-from pipeline.tools.registry import ARG_MODELS, DESCRIPTIONS, MODEL_NAMES, model_name, persisted_name, tool_schemas
+from pipeline.tools.registry import TOOLS, model_name, persisted_name, tool_schemas
 
 # A payload field larger than this goes into its own (cuttable) message.
 OWN_MESSAGE_TOKENS = 400
@@ -66,9 +67,9 @@ def evidence_text(inv: ToolInvocation, budget_tokens: int, focus_terms: list[str
 
 def _tool_catalogue() -> str:
     rows = []
-    for name, model in ARG_MODELS.items():
-        args = ", ".join(model.model_json_schema().get("properties", {}))
-        rows.append(f"- {name} (model name {MODEL_NAMES[name]}): {DESCRIPTIONS[name]} Arguments: {args}")
+    for spec in TOOLS.values():
+        args = ", ".join(spec.args.model_json_schema().get("properties", {}))
+        rows.append(f"- {spec.name} (model name {spec.model_name}): {spec.description} Arguments: {args}")
     return "\n".join(rows)
 
 
@@ -97,7 +98,9 @@ class OpenAIProvider:
 
     def _system(self, prompt: Prompt, ctx: StageContext) -> dict[str, Any]:
         lang = "Chinese (zh)" if ctx.language == "zh" else "English (en)"
-        return {"role": "system", "content": f"{prompt.text}\nQuestion language: {lang}."}
+        # Law 8: every stage works from the same scope, read from the question in code.
+        scope = f"\nQuestion scope (data, read in code): {_json(ctx.scope.model_dump(mode='json'))}" if ctx.scope else ""
+        return {"role": "system", "content": f"{prompt.text}\nQuestion language: {lang}.{scope}"}
 
     # --- planner ---------------------------------------------------------------------------
 
@@ -329,9 +332,9 @@ class _ToolLoop:
         name = str(fn.get("name", ""))
         tool = persisted_name(name)
         if tool is None:
-            return f"error: unknown tool {name!r}; the tools are {', '.join(MODEL_NAMES.values())}"
+            return f"error: unknown tool {name!r}; the tools are {', '.join(t.model_name for t in TOOLS.values())}"
         try:
-            arguments = json.loads(fn.get("arguments") or "{}")
+            arguments = loads_bounded(fn.get("arguments") or "{}")
         except ValueError as exc:
             return f"error: arguments of {name} are not valid JSON ({exc}); nothing was run"
         if not isinstance(arguments, dict):

@@ -1,42 +1,30 @@
-"""The three evidence tools: their two spellings, argument models, and backend protocols.
+"""The evidence tools, one `ToolSpec` each: both spellings, argument model, backends.
 
 The model sees camelCase names (queryLogs, queryPrometheusAlerts, lookupKnowledge); storage and
-contracts use snake_case (query_logs, query_metrics, lookup_knowledge). This table is the only
-place that maps them (seed 003 §2).
+contracts use snake_case (query_logs, query_metrics, lookup_knowledge). `TOOLS` is the only place
+that maps them (seed 003 §2). Adding a tool is one spec here; adding a backend kind is its module,
+a `BackendKind` member (config) and one factory line in the spec that may use it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MODEL_NAMES: dict[str, str] = {
-    "query_logs": "queryLogs",
-    "query_metrics": "queryPrometheusAlerts",
-    "lookup_knowledge": "lookupKnowledge",
-}
-PERSISTED_NAMES: dict[str, str] = {v: k for k, v in MODEL_NAMES.items()}
+from pipeline.config import BackendKind, BackendSettings, Settings
+from pipeline.errors import ConfigError
 
 
-def persisted_name(name: str) -> str | None:
-    """Either spelling -> the persisted one; None for a tool that does not exist."""
-    if name in MODEL_NAMES:
-        return name
-    return PERSISTED_NAMES.get(name)
-
-
-def model_name(name: str) -> str:
-    return MODEL_NAMES[persisted_name(name) or name]
-
-
-class _Args(BaseModel):
+class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class LogQuery(_Args):
+class LogQuery(ToolArgs):
     service: str | None = None
     level: str | None = Field(default=None, description="minimum level: DEBUG, INFO, WARN or ERROR")
     keywords: list[str] = Field(default_factory=list, description="any of these words (case-insensitive)")
@@ -45,7 +33,7 @@ class LogQuery(_Args):
     limit: int = Field(default=200, ge=1, le=5000)
 
 
-class MetricsQuery(_Args):
+class MetricsQuery(ToolArgs):
     service: str | None = None
     status: str = Field(default="all", description="firing, resolved or all")
     alertname: str | None = None
@@ -54,72 +42,157 @@ class MetricsQuery(_Args):
     end: datetime | None = None
 
 
-class KnowledgeQuery(_Args):
+class KnowledgeQuery(ToolArgs):
     query: str
     top_k: int = Field(default=3, ge=1, le=20)
-
-
-ARG_MODELS: dict[str, type[_Args]] = {
-    "query_logs": LogQuery,
-    "query_metrics": MetricsQuery,
-    "lookup_knowledge": KnowledgeQuery,
-}
-
-DESCRIPTIONS: dict[str, str] = {
-    "query_logs": "Search service logs. Returns logs[] with timestamp, service, level, message.",
-    "query_metrics": "List Prometheus alerts (firing/resolved) and optional PromQL results. "
-    "Returns alerts[] with alertname, service, status, description.",
-    "lookup_knowledge": "Search runbooks. Returns evidenceBlocks[] (id, title, source, score, content) "
-    "and contextPack.packedText.",
-}
-
-
-def tool_schemas() -> list[dict[str, Any]]:
-    """OpenAI tool-calling schemas under the model-facing names."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": MODEL_NAMES[name],
-                "description": DESCRIPTIONS[name],
-                "parameters": model.model_json_schema(),
-            },
-        }
-        for name, model in ARG_MODELS.items()
-    ]
-
-
-class LogsBackend(Protocol):
-    def query_logs(self, q: LogQuery) -> dict[str, Any]: ...
-
-
-class MetricsBackend(Protocol):
-    def query_metrics(self, q: MetricsQuery) -> dict[str, Any]: ...
-
-
-class KnowledgeBackend(Protocol):
-    def lookup_knowledge(self, q: KnowledgeQuery) -> dict[str, Any]: ...
 
 
 class NoData(Exception):
     """A backend answered, but with nothing: stored as status `no_data`, not as success."""
 
 
-@dataclass
-class ToolBox:
-    """The backends one session's tools run against."""
+@dataclass(frozen=True)
+class ToolEnv:
+    """What a backend factory may read besides its own section of the settings."""
 
-    logs: LogsBackend
-    metrics: MetricsBackend
-    knowledge: KnowledgeBackend
+    settings: Settings
+    world_dir: Path | None  # the routed bundled incident world (None: no world matched)
+
+
+BackendFactory = Callable[[BackendSettings, ToolEnv], Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str  # the persisted spelling: storage, contracts, rules
+    model_name: str  # what the model is offered and calls
+    description: str
+    args: type[ToolArgs]
+    # Runs validated arguments against the backend object a factory built.
+    run: Callable[[Any, Any], dict[str, Any]]
+    backends: Mapping[BackendKind, BackendFactory]
+
+    def schema(self) -> dict[str, Any]:
+        """OpenAI tool-calling schema under the model-facing name."""
+        return {"type": "function", "function": {"name": self.model_name, "description": self.description,
+                                                 "parameters": self.args.model_json_schema()}}
+
+
+# Backend factories import their module when used: a session on the embedded data never loads
+# the HTTP clients, and the backend modules import this one for the argument models.
+def _bundled_logs(cfg: BackendSettings, env: ToolEnv) -> Any:
+    from pipeline.tools.bundled import BundledLogs
+
+    return BundledLogs(env.world_dir, cfg.limit)
+
+
+def _loki(cfg: BackendSettings, env: ToolEnv) -> Any:
+    from pipeline.tools.loki import LokiLogs
+
+    return LokiLogs(cfg)
+
+
+def _log_files(cfg: BackendSettings, env: ToolEnv) -> Any:
+    from pipeline.tools.logfiles import LogFiles
+
+    return LogFiles(cfg)
+
+
+def _bundled_metrics(cfg: BackendSettings, env: ToolEnv) -> Any:
+    from pipeline.tools.bundled import BundledMetrics
+
+    return BundledMetrics(env.world_dir)
+
+
+def _prometheus(cfg: BackendSettings, env: ToolEnv) -> Any:
+    from pipeline.tools.prometheus import PrometheusMetrics
+
+    return PrometheusMetrics(cfg)
+
+
+def _runbooks(folder: Path, cfg: BackendSettings) -> Any:
+    from pipeline.tools.knowledge import KnowledgeBase
+
+    return KnowledgeBase.from_folder(folder, min_relevance=cfg.min_relevance)
+
+
+def _bundled_runbooks(cfg: BackendSettings, env: ToolEnv) -> Any:
+    return _runbooks(env.world_dir / "knowledge" if env.world_dir else env.settings.incidents_dir, cfg)
+
+
+def _runbook_folder(cfg: BackendSettings, env: ToolEnv) -> Any:
+    if not cfg.path:
+        raise ConfigError("backends.lookup_knowledge: kind 'folder' needs a path (or set WORKBENCH_RUNBOOK_DIR)")
+    return _runbooks(Path(cfg.path).expanduser(), cfg)
+
+
+TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (
+    ToolSpec(
+        name="query_logs", model_name="queryLogs", args=LogQuery,
+        description="Search service logs. Returns logs[] with timestamp, service, level, message.",
+        run=lambda backend, q: backend.query_logs(q),
+        backends={BackendKind.BUNDLED: _bundled_logs, BackendKind.LOKI: _loki, BackendKind.FILES: _log_files},
+    ),
+    ToolSpec(
+        name="query_metrics", model_name="queryPrometheusAlerts", args=MetricsQuery,
+        description="List Prometheus alerts (firing/resolved) and optional PromQL results. "
+        "Returns alerts[] with alertname, service, status, description.",
+        run=lambda backend, q: backend.query_metrics(q),
+        backends={BackendKind.BUNDLED: _bundled_metrics, BackendKind.PROMETHEUS: _prometheus},
+    ),
+    ToolSpec(
+        name="lookup_knowledge", model_name="lookupKnowledge", args=KnowledgeQuery,
+        description="Search runbooks. Returns evidenceBlocks[] (id, title, source, score, content) "
+        "and contextPack.packedText.",
+        run=lambda backend, q: backend.lookup_knowledge(q),
+        backends={BackendKind.BUNDLED: _bundled_runbooks, BackendKind.FOLDER: _runbook_folder},
+    ),
+)}
+_BY_MODEL_NAME = {spec.model_name: spec for spec in TOOLS.values()}
+
+
+def tool_spec(name: str) -> ToolSpec | None:
+    """The spec of a tool by either spelling; None for a tool that does not exist."""
+    return TOOLS.get(name) or _BY_MODEL_NAME.get(name)
+
+
+def persisted_name(name: str) -> str | None:
+    """Either spelling -> the persisted one; None for a tool that does not exist."""
+    spec = tool_spec(name)
+    return spec.name if spec else None
+
+
+def model_name(name: str) -> str:
+    spec = tool_spec(name)
+    return spec.model_name if spec else name
+
+
+def tool_schemas() -> list[dict[str, Any]]:
+    return [spec.schema() for spec in TOOLS.values()]
+
+
+class ToolBox:
+    """The backends one session's tools run against, by persisted tool name."""
+
+    def __init__(self, backends: dict[str, Any]):
+        self.backends = backends
 
     def call(self, tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        name = persisted_name(tool_name)
-        if name is None:
+        spec = tool_spec(tool_name)
+        if spec is None:
             raise ValueError(f"unknown tool {tool_name!r}")
-        args = ARG_MODELS[name].model_validate(arguments)
-        if name == "query_logs":
-            return self.logs.query_logs(args)  # type: ignore[arg-type]
-        if name == "query_metrics":
-            return self.metrics.query_metrics(args)  # type: ignore[arg-type]
-        return self.knowledge.lookup_knowledge(args)  # type: ignore[arg-type]
+        return spec.run(self.backends[spec.name], spec.args.model_validate(arguments))
+
+
+def build_toolbox(settings: Settings, world_dir: Path | None) -> ToolBox:
+    """Each tool's backend by its configured kind; `bundled` reads the routed incident world
+    (None: no world matched). A kind the tool has no backend for is a ConfigError."""
+    built = {}
+    for spec in TOOLS.values():
+        cfg: BackendSettings = getattr(settings.backends, spec.name)
+        factory = spec.backends.get(cfg.kind)
+        if factory is None:
+            raise ConfigError(f"backends.{spec.name}.kind: {cfg.kind!s} is not a backend of {spec.name} "
+                              f"(choose one of: {', '.join(sorted(spec.backends))})")
+        built[spec.name] = factory(cfg, ToolEnv(settings=settings, world_dir=world_dir))
+    return ToolBox(built)
