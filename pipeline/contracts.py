@@ -236,14 +236,32 @@ class ComposerAction(_Model):
     reason: str = ""
 
 
+class AnswerLead(_Model):
+    """The answer's first sentence, decided in code (law 8): the most likely cause with its
+    support level, "no sign of a fault" in the asked services, or no data for them."""
+
+    kind: Literal["cause", "healthy", "no_data", "unknown"]
+    support: Literal["confirmed", "likely", "unknown"] = "unknown"
+    services: list[str] = Field(default_factory=list)
+    # The allowed claim or hypothesis it rests on, verbatim; for no_data the coverage detail.
+    text: str = ""
+    # What was checked, e.g. ["#21", "#22"] (tool invocation ids).
+    evidence: list[str] = Field(default_factory=list)
+
+
 class ComposerInput(_Model):
     original_query: str
     verdict: Verdict
+    # allowed_claims are ranked by relevance to the question; the first `key_claim_ids` are the
+    # key facts, the rest "other observations".
     allowed_claims: list[ComposerClaim] = Field(default_factory=list)
     allowed_hypotheses: list[ComposerHypothesis] = Field(default_factory=list)
     missing_info: list[str] = Field(default_factory=list)
     recommended_actions: list[ComposerAction] = Field(default_factory=list)
     rationale: str = ""
+    answer_lead: AnswerLead | None = None
+    key_claim_ids: list[str] = Field(default_factory=list)
+    question_scope: QuestionScope | None = None
 
 
 class FilteredItem(_Model):
@@ -256,9 +274,15 @@ class FilteredItem(_Model):
 
 
 class ComposerOutput(_Model):
+    # The first sentence: it answers the question (see AnswerLead).
     answer_summary: str
     recommended_actions: list[ComposerAction] = Field(default_factory=list)
     user_facing_answer: str
+    # The answer's sections, each optional so an older composer output still validates.
+    key_facts: list[str] = Field(default_factory=list)
+    other_observations: list[str] = Field(default_factory=list)
+    possible_causes: list[str] = Field(default_factory=list)
+    evidence_gaps: list[str] = Field(default_factory=list)
 
 
 class ComposerGuardViolation(_Model):

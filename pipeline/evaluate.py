@@ -142,7 +142,8 @@ def evaluate(
     composer = _GivenComposer(given_composer_raw) if given_composer_raw is not None else provider
     composer_output, guard, final_answer = run_composer(ctx, composer, composer_input,
                                                         enabled=settings.composer.enabled,
-                                                        parse_status=parse_status)
+                                                        parse_status=parse_status, filtered=filtered,
+                                                        min_overlap=settings.composer.min_sentence_overlap)
     facts = facts_checked(verifier_output.claim_checks, normalized)
     evaluation = VerifierEvaluation(
         verdict=verdict,

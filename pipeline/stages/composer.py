@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
+from pipeline.bounds import loads_bounded
 from pipeline.contracts import (
     ComposerAction,
     ComposerClaim,
@@ -24,11 +26,16 @@ from pipeline.contracts import (
     ComposerOutput,
     FilteredItem,
     ParseStatus,
+    QuestionScope,
+    ServiceCoverage,
     Verdict,
     VerifierOutput,
 )
 from pipeline.context import StageContext, StageFailure
+from pipeline.safe_actions import fixed_actions
 from pipeline.stages import templates
+from pipeline.stages.answer_lead import decide_lead, drop_closed, rank_claims
+from pipeline.stages.meaning_guard import check_meaning
 from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize
 
 # --- the input filter (§19.2.1) ---------------------------------------------------------------
@@ -93,13 +100,17 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 
 
 def assemble_input(
-    *, question: str, verdict: Verdict, structured: dict | None, verifier_output: VerifierOutput
+    *, question: str, verdict: Verdict, structured: dict | None, verifier_output: VerifierOutput,
+    unbacked: Sequence[str] = (), scope: QuestionScope | None = None, coverage: Sequence[ServiceCoverage] = (),
+    max_key_facts: int = 4,
 ) -> tuple[ComposerInput, list[FilteredItem]]:
     """Filter the diagnosis into what the composer may use; record everything kept away.
 
     Beyond the §19.2.1 table: a root_cause claim is stated as confirmed only when it is a
     direct observation under PASS; an inferred one becomes a hypothesis, and under REJECT only
-    directly observed, non-root-cause facts remain.
+    directly observed, non-root-cause facts remain. A claim in `unbacked` (no binding of it is
+    evidence, issue 11) is never confirmed, whatever its check and the verdict: it is a gap.
+    The claims are ranked by relevance to `scope` and the answer's lead is decided here.
     """
     lang = detect_language(question)
     gap = _GAP[lang]
@@ -130,7 +141,11 @@ def assemble_input(
         check = checks.get(cid)
         verification = check.verification if check else "unsupported"
         why = f"{verification}" + ("" if check else " (no claim check)")
-        if verification in ("direct_observation", "reasonable_inference"):
+        if cid in unbacked:
+            missing.append(gap["external_unknown"])
+            keep_away(source, text, f"{why}, but no binding of it is evidence (gatekeeper unbacked_claims): "
+                      "never stated as confirmed", "missing_info")
+        elif verification in ("direct_observation", "reasonable_inference"):
             if verdict == "REJECT" and (verification != "direct_observation" or ctype == "root_cause"):
                 keep_away(source, text, f"{why}: under REJECT only directly observed, non-root-cause facts are stated")
             elif ctype == "root_cause" and (verdict != "PASS" or verification != "direct_observation"):
@@ -180,16 +195,25 @@ def assemble_input(
             continue
         actions.append(ComposerAction(action_text=text, reason=reason))
     if verdict == "REJECT" and not actions:
-        actions = templates.fixed_actions(lang)
+        actions = fixed_actions(lang)
 
+    ranked = rank_claims(allowed_claims, scope)
+    services = list(scope.services) if scope else []
+    services += [e.value for c in ranked for e in extract_entities(c.claim_text) if e.kind == "service"]
+    missing, hypotheses, closed = drop_closed(list(dict.fromkeys(missing)), hypotheses, ranked, services)
+    for text in closed:
+        keep_away("missing_info", text, "a confirmed claim already holds the evidence this gap asks for")
     composer_input = ComposerInput(
         original_query=question,
         verdict=verdict,
-        allowed_claims=allowed_claims,
+        allowed_claims=ranked,
         allowed_hypotheses=hypotheses,
-        missing_info=list(dict.fromkeys(missing)),
+        missing_info=missing,
         recommended_actions=actions,
         rationale=verifier_output.rationale,
+        answer_lead=decide_lead(verdict, ranked, hypotheses, scope, coverage),
+        key_claim_ids=[c.claim_id for c in ranked[:max_key_facts]],
+        question_scope=scope,
     )
     return composer_input, filtered
 
@@ -245,11 +269,15 @@ def _input_text(ci: ComposerInput) -> str:
         parts += [h.hypothesis_text, *h.needed_evidence]
     for a in ci.recommended_actions:
         parts += [a.action_text, a.reason]
+    if ci.answer_lead is not None:
+        parts += [ci.answer_lead.text, *ci.answer_lead.services, *ci.answer_lead.evidence]
     return "\n".join(parts)
 
 
 def _fields(out: ComposerOutput) -> list[tuple[str, str]]:
     fields = [("answer_summary", out.answer_summary), ("user_facing_answer", out.user_facing_answer)]
+    for name in ("key_facts", "other_observations", "possible_causes", "evidence_gaps"):
+        fields += [(f"{name}[{i}]", text) for i, text in enumerate(getattr(out, name))]
     for i, a in enumerate(out.recommended_actions):
         fields += [(f"recommended_actions[{i}].action_text", a.action_text),
                    (f"recommended_actions[{i}].reason", a.reason)]
@@ -289,9 +317,11 @@ def _cause_violation(sentence: str, ci: ComposerInput) -> bool:
 
 
 def check_output(
-    output: ComposerOutput, composer_input: ComposerInput, services: Iterable[str] = ()
+    output: ComposerOutput, composer_input: ComposerInput, services: Iterable[str] = (),
+    filtered: Sequence[FilteredItem] = (), min_overlap: float = 0.5,
 ) -> list[ComposerGuardViolation]:
-    """Everything in the composer's answer that its input does not license."""
+    """Everything in the composer's answer that its input does not license: new tokens here,
+    sentences no input item says (or that say a kept-away claim) in pipeline.stages.meaning_guard."""
     source = _input_text(composer_input)
     allowed = entity_values(source)
     source_norm = normalize(source)
@@ -316,6 +346,8 @@ def check_output(
         for sentence in _SENTENCE.split(body):
             if sentence.strip() and _cause_violation(sentence, composer_input):
                 add("root_cause", sentence.strip().rstrip("。.!！")[:120], field)
+    violations += [v for v in check_meaning(output, composer_input, filtered, min_overlap)
+                   if (v.kind, v.token) not in seen]
     return violations
 
 
@@ -327,7 +359,7 @@ _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 def parse_composer_output(raw: str) -> ComposerOutput:
     """Strict JSON (one object, optionally inside a code fence) -> ComposerOutput; raises ValueError."""
     m = _FENCE.match(raw)
-    data = json.loads(m.group(1) if m else raw)
+    data = loads_bounded(m.group(1) if m else raw)
     if not isinstance(data, dict):
         raise ValueError("composer output is not a JSON object")
     return ComposerOutput.model_validate(data)
@@ -340,6 +372,8 @@ def run_composer(
     *,
     enabled: bool,
     parse_status: ParseStatus,
+    filtered: Sequence[FilteredItem] = (),
+    min_overlap: float = 0.5,
 ) -> tuple[ComposerOutput, ComposerGuardResult, str]:
     """(composer output actually used, guard result, final answer text)."""
     language = ctx.language if ctx.language in ("zh", "en") else detect_language(composer_input.original_query)
@@ -362,7 +396,7 @@ def run_composer(
         return template(ComposerGuardResult(
             status="fail", violations=[ComposerGuardViolation(kind="malformed", token=type(exc).__name__)],
             detail=f"composer output is not the strict JSON contract: {str(exc)[:300]}"))
-    violations = check_output(output, composer_input, ctx.services)
+    violations = check_output(output, composer_input, ctx.services, filtered, min_overlap)
     if violations:
         return template(ComposerGuardResult(
             status="fail", violations=violations,

@@ -13,15 +13,16 @@ from pipeline.contracts import (
     EvidenceDigest,
     LlmCallRecord,
     PlannerPlan,
+    QuestionScope,
     RetryContext,
     ToolInvocation,
     VerifierOutput,
 )
 from pipeline.llm.offline import collector, diagnosis, planner
 from pipeline.llm.offline import digest as digest_mod
-from pipeline.llm.provider import StageContext
+from pipeline.context import StageContext
+from pipeline.scope import read_scope
 from pipeline.text import keywords
-from pipeline.timewindow import parse_time_window
 
 T = TypeVar("T")
 
@@ -53,14 +54,21 @@ class OfflineProvider:
         ))
         return result
 
+    def _scope(self, ctx: StageContext, question: str) -> QuestionScope:
+        # A bundle checked offline has no session scope; it is read from the question the same way.
+        return ctx.scope or read_scope(question, ctx.services, ctx.now)
+
     def _focus(self, ctx: StageContext, question: str) -> digest_mod.Focus:
-        p = planner.plan(question, ctx.services, None)
-        return digest_mod.Focus(services=set(p.services), words=p.keywords, terms=keywords(question))
+        scope = self._scope(ctx, question)
+        return digest_mod.Focus(services=set(scope.services), words=planner.search_words(scope),
+                                terms=keywords(question), asked=tuple(scope.services))
 
     def plan(self, ctx: StageContext, question: str) -> PlannerPlan:
-        window = parse_time_window(question, now=ctx.now) if ctx.now else None
-        return self._run(ctx, "planner", {"question": question, "services": ctx.services},
-                         lambda: planner.plan(question, ctx.services, window),
+        scope = self._scope(ctx, question)
+        window = (scope.time_window.start, scope.time_window.end) if scope.time_window and \
+            scope.time_window.start and scope.time_window.end else None
+        return self._run(ctx, "planner", {"question": question, "question_scope": scope.model_dump(mode="json")},
+                         lambda: planner.plan(question, scope, window),
                          lambda p: p.model_dump_json())
 
     def collect(self, ctx: StageContext, question: str, plan: PlannerPlan,
@@ -86,7 +94,8 @@ class OfflineProvider:
             else {"question": question, "invocation_ids": [i.id for i in invocations]}
         return self._run(ctx, "diagnosis", stage_input,
                          lambda: diagnosis.diagnose(evidence, invocations, focus.services, ctx.services, ctx.language,
-                                                    with_digest_ids=digests is not None),
+                                                    with_digest_ids=digests is not None, asked=focus.asked,
+                                                    symptom_words=tuple(focus.words)),
                          lambda raw: raw)
 
     def verify(self, ctx: StageContext, payload: dict[str, Any]) -> VerifierOutput:
