@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+from helpers import require
+from sqlalchemy import text
 
 from pipeline.contracts import LlmCallRecord
+from pipeline.errors import StoreError
 from pipeline.session import run_session
 from pipeline.store import SessionFilter, StaleRuleVersion, Store
 
@@ -33,7 +41,7 @@ def test_invocation_ids_are_global_and_outputs_kept_whole(any_store: Store) -> N
 
 
 def test_filters_paging_and_reviews(any_store: Store) -> None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     ids = []
     for i in range(30):
         verdict = ("PASS", "LOW_CONFID", "REJECT")[i % 3]
@@ -91,3 +99,107 @@ def test_whole_session_persists(any_store: Store, settings) -> None:
     assert evaluation["traceability_version"] == "v2"
     assert row["gatekeeper_features"] and row["executor_raw_output"] and row["evidence_digests"]
     assert row["timings_ms"]
+
+
+def test_strings_from_models_and_bundles_have_no_length_limit(any_store: Store) -> None:
+    # varchar(40) on PostgreSQL refused these where SQLite stored them.
+    sid = any_store.create_session(question="q", world="w" * 100, shape="split", provider="p" * 100,
+                                   model="m" * 300, session_id="imported-" + "9" * 50)
+    tool = "planner_invented_tool_" + "x" * 40
+    inv = any_store.add_invocation(session_id=sid, round=1, tool_name=tool, model_tool_name=tool, arguments={},
+                                   status="error", output="", error="unknown tool", latency_ms=0.0)
+    any_store.add_review(session_id=sid, label="l" * 60, reviewer="r" * 200, claim_id="claim-" + "c" * 100)
+    any_store.add_llm_call(sid, LlmCallRecord(stage="diagnosis", provider="p" * 60, model="m" * 200,
+                                              parse_status="valid", prompt_file="f" * 300))
+    assert any_store.get_session(sid)["model"] == "m" * 300
+    assert any_store.invocation(inv.id).tool_name == tool
+    assert any_store.reviews(sid)[0]["claim_id"] == "claim-" + "c" * 100
+    assert any_store.llm_calls(sid)[0]["prompt_file"] == "f" * 300
+
+
+def test_nul_is_replaced_the_same_way_on_both_backends(any_store: Store) -> None:
+    sid = _session(any_store, question="pay\x00ment")
+    any_store.update_session(sid, final_answer="a\x00b", planner_plan={"steps": ["x\x00y"], "literal": "\\u0000"})
+    inv = any_store.add_invocation(session_id=sid, round=1, tool_name="query_logs", model_tool_name="queryLogs",
+                                   arguments={"q": "\x00"}, status="ok", output="log\x00line", error=None,
+                                   latency_ms=1.0)
+    row = any_store.get_session(sid)
+    assert (row["question"], row["final_answer"]) == ("pay\ufffdment", "a\ufffdb")
+    # A JSON string holding a NUL gets the same replacement; the six characters "\u0000" stay text.
+    assert row["planner_plan"] == {"steps": ["x\ufffdy"], "literal": "\\u0000"}
+    stored = any_store.invocation(inv.id)
+    assert (stored.output, stored.arguments) == ("log\ufffdline", {"q": "\ufffd"})
+    assert any_store.list_sessions(SessionFilter(text="pay\x00ment"))[1] == 1
+
+
+def test_updating_a_vanished_session_fails_loudly(any_store: Store) -> None:
+    sid = _session(any_store)
+    with any_store.engine.begin() as conn:
+        conn.execute(text("DELETE FROM diagnosis_session WHERE id = :id"), {"id": sid})
+    with pytest.raises(StoreError, match=f"session {sid} is no longer in the database"):
+        any_store.update_session(sid, verdict="PASS")
+
+
+def test_a_deleted_database_file_fails_the_next_write(tmp_path: Path) -> None:
+    # An open SQLite connection would go on writing into the unlinked file: stored nowhere.
+    store = Store(f"sqlite:///{tmp_path / 'wb.db'}")
+    sid = _session(store)
+    for name in ("wb.db", "wb.db-wal", "wb.db-shm"):
+        (tmp_path / name).unlink(missing_ok=True)
+    with pytest.raises(StoreError, match="deleted or replaced"):
+        store.update_session(sid, verdict="PASS")
+
+
+def test_unopenable_databases_raise_store_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(StoreError, match="cannot create the directory"):
+        Store(f"sqlite:///{tmp_path / 'a-file' / 'sub' / 'wb.db'}")
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the [postgres] extra were not installed
+    with pytest.raises(StoreError, match=r"not installed \(psycopg\).*evidence-workbench\[postgres\]") as err:
+        Store("postgresql://wb:s3cret@db.example/wb")
+    assert "s3cret" not in str(err.value)
+
+
+READ_ONLY_READER = """
+import sys
+from pipeline.errors import StoreError
+from pipeline.store import Store
+store = Store(sys.argv[1])
+rows, total = store.list_sessions()
+print(total, store.get_session(sys.argv[2])["question"], len(store.invocations(sys.argv[2])))
+try:
+    store.create_session(question="q", world=None, shape="split", provider="p", model="m")
+except StoreError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_a_read_only_database_still_serves_reads(tmp_path: Path) -> None:
+    home = tmp_path / "ro"
+    store = Store(f"sqlite:///{home / 'workbench.db'}")
+    sid = _session(store, question="支付超时")
+    store.add_invocation(session_id=sid, round=1, tool_name="query_logs", model_tool_name="queryLogs", arguments={},
+                         status="ok", output="x", error=None, latency_ms=1.0)
+    store.engine.dispose()
+    (home / "workbench.db").chmod(0o444)
+    home.chmod(0o555)
+    command = [sys.executable, "-c", READ_ONLY_READER, f"sqlite:///{home / 'workbench.db'}", sid]
+    if os.geteuid() == 0:
+        # root ignores file modes; without these capabilities it obeys them like any user.
+        require(shutil.which("setpriv") is not None, "setpriv (util-linux)")
+        caps = "-dac_override,-dac_read_search,-fowner"
+        command = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", *command]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        export = subprocess.run(
+            [*command[: command.index(sys.executable)], sys.executable, "-m", "pipeline", "export", sid],
+            capture_output=True, text=True, timeout=120, check=False,
+            env={**os.environ, "WORKBENCH_HOME": str(home)})
+    finally:
+        home.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "1 支付超时 1"
+    assert lines[1].startswith("refused: cannot write to the database") and "readonly" in lines[1]
+    assert sorted(os.listdir(home)) == ["workbench.db"], "reading wrote beside the database"
+    assert export.returncode == 0 and '"支付超时"' in export.stdout, export.stderr
