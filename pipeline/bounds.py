@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 # JSON nested deeper than this is refused before any recursive code (pydantic, json.dumps, the
@@ -33,3 +34,20 @@ def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children)
     return False
+
+
+class JsonTooDeep(ValueError):
+    """JSON nested beyond MAX_JSON_DEPTH: a ValueError, so every "not valid JSON" path handles it."""
+
+
+def loads_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> Any:
+    """json.loads for text from outside (LLM replies, tool-call arguments): a 100k-deep reply
+    raises JsonTooDeep instead of RecursionError, and nothing deeper than `limit` gets through
+    to the recursive code after it."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise JsonTooDeep(f"JSON nested deeper than {limit} levels") from None
+    if too_deep(value, limit):
+        raise JsonTooDeep(f"JSON nested deeper than {limit} levels")
+    return value

@@ -23,6 +23,7 @@ from typing import Any, Callable, Generic, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
+from pipeline.bounds import loads_bounded
 from pipeline.config import Settings
 from pipeline.contracts import LlmCallRecord
 from pipeline.llm.budget import estimate_messages_tokens, estimate_tokens, fit_messages
@@ -87,7 +88,7 @@ def parse_json_object(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     if not raw.strip():
         return None, "empty reply"
     try:
-        data = json.loads(raw)
+        data = loads_bounded(raw)  # a 100k-deep reply is "not valid JSON", never RecursionError
     except ValueError as exc:
         return None, f"not valid JSON: {exc}"
     if not isinstance(data, dict):

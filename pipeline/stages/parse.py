@@ -9,6 +9,7 @@ import json
 import re
 from typing import Any
 
+from pipeline.bounds import JsonTooDeep, loads_bounded
 from pipeline.contracts import ParseStatus
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
@@ -29,10 +30,12 @@ def parse_executor_output(raw: str | None) -> tuple[ParseStatus, dict[str, Any] 
     if text[0] not in "{[":
         return ParseStatus(status="missing", detail="executor output is not JSON"), None
     try:
-        data = json.loads(text)
+        data = loads_bounded(text)
     except json.JSONDecodeError as exc:
         return ParseStatus(status="malformed", detail=f"JSON parse error: {exc.msg} at line {exc.lineno} "
                                                        f"column {exc.colno}"), None
+    except JsonTooDeep as exc:
+        return ParseStatus(status="malformed", detail=str(exc)), None
     if not isinstance(data, dict):
         return ParseStatus(status="malformed", detail=f"executor output is a JSON {type(data).__name__}, "
                                                        "not an object"), None

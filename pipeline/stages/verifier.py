@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from rapidfuzz import fuzz, process
 
+from pipeline.bounds import loads_bounded
 from pipeline.context import StageContext, StageFailure
 from pipeline.contracts import (
     ClaimCheck,
@@ -392,7 +393,7 @@ def run_verifier(ctx: StageContext, provider: Any, payload: dict) -> VerifierOut
     try:
         raw = provider.verify(ctx, payload)
         out = raw if isinstance(raw, VerifierOutput) else VerifierOutput.model_validate(
-            json.loads(raw) if isinstance(raw, str) else raw
+            loads_bounded(raw) if isinstance(raw, str) else raw
         )
     except StageFailure as exc:
         return _fallback(ctx, "failure", error=str(exc))
