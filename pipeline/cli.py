@@ -73,11 +73,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from pipeline.bundle import export_bundle
 
-    try:
-        _print_json(export_bundle(Store(_settings(args).db_url), args.session_id))
-    except KeyError as exc:
-        print(f"error: {exc.args[0]}", file=sys.stderr)
-        return 2
+    _print_json(export_bundle(Store(_settings(args).db_url), args.session_id))
     return 0
 
 
@@ -100,9 +96,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from pipeline.bundle import BundleError, load_bundle
+    from pipeline.bundle import load_bundle
     from pipeline.check import check_bundle, check_report
-    from pipeline.gatekeeper import RulesError
     from pipeline.llm import make_provider
 
     settings = _settings(args)
