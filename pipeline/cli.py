@@ -101,12 +101,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from pipeline.llm import make_provider
 
     settings = _settings(args)
-    try:
-        bundle = load_bundle(Path(args.file), max_bytes=settings.budget.max_bundle_bytes)
-        rules = _rules(args, settings)
-    except (BundleError, RulesError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    bundle = load_bundle(Path(args.file), max_bytes=settings.budget.max_bundle_bytes)
+    rules = _rules(args, settings)
     ev = check_bundle(bundle, settings=settings, rules=rules, provider=make_provider(settings))
     if args.json:
         _print_json(check_report(ev))
