@@ -246,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="database schema (every start upgrades it too)")
     db.add_argument("action", choices=["upgrade"], help="upgrade: apply pending migrations under the lock")
     db.set_defaults(func=cmd_db)
+
+    from pipeline.jobs.cli import register as register_job_commands
+
+    register_job_commands(sub)  # worker, webhook, sessions, rerun
     return p
 
 

@@ -17,7 +17,7 @@ import hmac
 import json
 import logging
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -67,7 +67,7 @@ def question_for(firing: list[Alert]) -> str:
         text = a.annotations.get("description") or a.annotations.get("summary") or ""
         parts.append(f"{a.labels.get('alertname', 'alert')} on {_service(a)}" + (f": {text}" if text else ""))
     more = f" (+{len(firing) - MAX_ALERTS_IN_QUESTION} more)" if len(firing) > MAX_ALERTS_IN_QUESTION else ""
-    start = min(a.startsAt for a in firing).astimezone(timezone.utc)
+    start = min(a.startsAt for a in firing).astimezone(UTC)
     return f"Alertmanager: {'; '.join(parts)}{more}. Firing since {start:%H:%M} UTC: what is going on?"
 
 
@@ -77,7 +77,7 @@ def trigger_for(group: AlertGroup, firing: list[Alert]) -> tuple[dict[str, Any],
     key = hashlib.sha256(json.dumps([group.groupKey, fingerprints]).encode()).hexdigest()[:32]
     trigger = {
         "kind": "alertmanager", "receiver": group.receiver, "group_key": group.groupKey,
-        "starts_at": min(a.startsAt for a in firing).astimezone(timezone.utc).isoformat(),
+        "starts_at": min(a.startsAt for a in firing).astimezone(UTC).isoformat(),
         "alerts": [{"fingerprint": a.fingerprint, "alertname": a.labels.get("alertname"), "service": _service(a),
                     "severity": a.labels.get("severity"), "description": a.annotations.get("description"),
                     "startsAt": a.startsAt.isoformat()} for a in firing],
@@ -109,7 +109,7 @@ class Receiver:
         if not firing:
             return 202, {"ignored": "no firing alert in the group"}
         trigger, key = trigger_for(group, firing)
-        since = datetime.now(timezone.utc) - timedelta(seconds=self.settings.jobs.dedup_window_s)
+        since = datetime.now(UTC) - timedelta(seconds=self.settings.jobs.dedup_window_s)
         with self._lock:
             earlier = recent_trigger(self.store, key, since)
             if earlier:

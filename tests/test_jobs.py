@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ def _age(store: Store, session_id: str, seconds: float) -> None:
     """Pretend the row's last heartbeat was `seconds` ago (its worker went quiet)."""
     with Session(store.engine) as db, db.begin():
         db.execute(update(DiagnosisSession).where(DiagnosisSession.id == session_id)
-                   .values(heartbeat_at=datetime.now(timezone.utc) - timedelta(seconds=seconds)))
+                   .values(heartbeat_at=datetime.now(UTC) - timedelta(seconds=seconds)))
 
 
 def test_a_queued_session_runs_on_the_pool_and_its_stage_events_are_stored(settings: Settings, store: Store) -> None:

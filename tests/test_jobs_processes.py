@@ -97,7 +97,7 @@ def test_sigkill_mid_session_leaves_an_interrupted_session_that_runs_again(tmp_p
         def listed_interrupted() -> bool:
             out = subprocess.run([sys.executable, "-m", "pipeline", "sessions", "--json"], env=env,
                                  capture_output=True, text=True, check=True).stdout
-            return f'"status": "interrupted"' in out and sid in out
+            return '"status": "interrupted"' in out and sid in out
         _wait_for("the reaper to mark the session interrupted", listed_interrupted)
         row = store.get_session(sid)
         assert (row["status"], row["stage"]) == ("interrupted", stage)

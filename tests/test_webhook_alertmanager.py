@@ -27,7 +27,9 @@ from pipeline.store import Store
 from pipeline.webhook import Receiver, make_server
 
 PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"
-ALERTMANAGER_BIN = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager") or "/usr/bin/prometheus-alertmanager"
+# Debian names the binary prometheus-alertmanager; upstream releases call it alertmanager.
+ALERTMANAGER_BIN = (shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+                    or "/usr/bin/prometheus-alertmanager")
 WORLD = ROOT / "data" / "incidents" / "cpu-saturation"
 TOKEN = "am-token"
 DEADLINE_S = 120.0
@@ -66,7 +68,7 @@ class Processes:
 def alerting_stack(tmp_path: Path, settings: Settings, store: Store) -> Iterator[tuple[Store, Processes]]:
     """Simulator <- Prometheus -> Alertmanager -> webhook receiver (in this process) -> pool."""
     require(Path(PROMETHEUS_BIN).exists(), f"the prometheus binary ({PROMETHEUS_BIN})")
-    require(Path(ALERTMANAGER_BIN).exists(), f"the alertmanager binary ({ALERTMANAGER_BIN}, Debian prometheus-alertmanager)")
+    require(Path(ALERTMANAGER_BIN).exists(), f"the alertmanager binary ({ALERTMANAGER_BIN})")
     prom_port, am_port = _free_port(), _free_port()
     backends = settings.backends.model_copy(update={"query_metrics": BackendSettings(
         kind="prometheus", url=f"http://127.0.0.1:{prom_port}", timeout_s=5)})

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from pipeline.config import Settings
+from pipeline.errors import ConfigError
 from pipeline.jobs.records import create_job
 from pipeline.store import Store
 from pipeline.store.lease import enqueue_session, rerun_session
@@ -34,12 +35,20 @@ def make_queue(settings: Settings, store: Store) -> JobQueue:
     if backend == "auto":
         backend = "procrastinate" if store.engine.dialect.name == "postgresql" else "local"
     if backend == "procrastinate":
-        from pipeline.jobs.pg import ProcrastinateQueue
-
-        return ProcrastinateQueue(settings, store)
+        return pg_module().ProcrastinateQueue(settings, store)
     from pipeline.jobs.local import LocalQueue
 
     return LocalQueue(settings, store)
+
+
+def pg_module() -> Any:
+    """pipeline.jobs.pg, or a ConfigError naming the extra that installs procrastinate."""
+    try:
+        from pipeline.jobs import pg
+    except ImportError as exc:
+        raise ConfigError(f"the PostgreSQL job queue needs procrastinate ({exc}): "
+                          "pip install 'evidence-workbench[postgres]'") from exc
+    return pg
 
 
 def submit_session(queue: JobQueue, settings: Settings, store: Store, question: str, *,

@@ -7,7 +7,8 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pipeline.config import Settings, load_settings
 from pipeline.errors import ConfigError
@@ -21,7 +22,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from pipeline.jobs.pg import run_worker
+    from pipeline.jobs import pg_module
 
     settings = _settings(args)
     store = Store(settings.db_url)
@@ -29,7 +30,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise ConfigError("`workbench worker` serves the PostgreSQL queue (set DATABASE_URL); with SQLite the app "
                           "and `workbench ask` run sessions in-process")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    run_worker(settings, store, args.concurrency or settings.jobs.concurrency)
+    pg_module().run_worker(settings, store, args.concurrency or settings.jobs.concurrency)
     return 0
 
 
@@ -43,8 +44,8 @@ def cmd_webhook(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     server = make_server(Receiver(settings, store, queue, os.environ.get("WORKBENCH_WEBHOOK_TOKEN")),
                          args.host, args.port)
-    host, port = server.server_address[:2]
-    print(f"receiving Alertmanager webhooks on http://{host}:{port}/alertmanager", file=sys.stderr, flush=True)
+    print(f"receiving Alertmanager webhooks on http://{args.host}:{server.server_port}/alertmanager",
+          file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import update
@@ -15,7 +15,7 @@ from pipeline.store.schema import JobRow
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def create_job(store: Store, kind: str, args: dict[str, Any], *, owned: bool) -> str:
@@ -28,9 +28,10 @@ def create_job(store: Store, kind: str, args: dict[str, Any], *, owned: bool) ->
 def claim_job(store: Store, job_id: str) -> bool:
     """queued -> running (a retry after a transient failure is `failed` -> running)."""
     with Session(store.engine) as db, db.begin():
-        res = db.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status.in_(("queued", "failed")))
-                         .values(status="running", heartbeat_at=_now(), error=None))
-    return bool(res.rowcount)
+        claimed = db.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status.in_(("queued", "failed")))
+                             .values(status="running", heartbeat_at=_now(), error=None)
+                             .returning(JobRow.id)).first()
+    return claimed is not None
 
 
 def finish_job(store: Store, job_id: str, *, result: dict[str, Any] | None = None, error: str | None = None) -> None:

@@ -10,8 +10,9 @@ queue tries again; anything else is final and stays on the row.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 

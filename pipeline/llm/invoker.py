@@ -27,10 +27,11 @@ from pipeline.bounds import loads_bounded
 from pipeline.config import Settings
 from pipeline.contracts import LlmCallRecord
 from pipeline.llm.budget import estimate_messages_tokens, estimate_tokens, fit_messages
+from pipeline.llm.endpoint_limit import endpoint_slots
 from pipeline.llm.prompts import Prompt
 from pipeline.llm.provider import StageContext, StageFailure
-
 from pipeline.redact import redact, redact_value
+
 T = TypeVar("T", bound=BaseModel)
 
 JSON_MODES = ("json_schema", "json_object", "prompt")
@@ -39,9 +40,9 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
 # How much of a rejected reply is echoed back in a re-ask; enough to locate the error.
 REASK_ECHO_CHARS = 2000
-_RETRYABLE_STATUS = {408, 409, 429}
 # How much of a non-JSON HTTP body is recorded: enough to recognise the proxy page it is.
 NON_JSON_KEPT_CHARS = 4000
+_RETRYABLE_STATUS = {408, 409, 429}
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.S)
@@ -341,7 +342,9 @@ class StructuredLlmInvoker:
             run.attempt += 1
             started = time.perf_counter()
             try:
-                response = self.client.chat.completions.create(model=run.model, messages=messages, **extra)
+                with endpoint_slots(str(self.client.base_url), self.settings.jobs.llm_concurrency):
+                    started = time.perf_counter()  # the wait for a slot is not the endpoint's latency
+                    response = self.client.chat.completions.create(model=run.model, messages=messages, **extra)
             except openai.APIStatusError as exc:
                 latency = (time.perf_counter() - started) * 1000
                 retryable = exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
@@ -367,9 +370,6 @@ class StructuredLlmInvoker:
                 retries += 1
                 self.sleep(self._backoff(retries))
                 continue
-            return self._completion(run, messages, response, (time.perf_counter() - started) * 1000)
-
-    def _backoff(self, retry: int) -> float:
             except ValueError as exc:
                 # A 200 whose body is not JSON (a proxy's or gateway's HTML page): the SDK raises
                 # when it is labelled JSON, and returns the bare text otherwise (handled below).
@@ -383,6 +383,9 @@ class StructuredLlmInvoker:
                 retries += 1
                 self.sleep(self._backoff(retries))
                 continue
+            return self._completion(run, messages, response, (time.perf_counter() - started) * 1000)
+
+    def _backoff(self, retry: int) -> float:
         delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (retry - 1))
         return delay / 2 + self.jitter() * delay / 2
 

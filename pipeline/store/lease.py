@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update
@@ -24,7 +24,7 @@ TERMINAL = ("completed", "failed", "interrupted")
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def enqueue_session(store: Store, *, question: str, world: str | None, shape: str, provider: str, model: str,
@@ -45,10 +45,11 @@ def enqueue_session(store: Store, *, question: str, world: str | None, shape: st
 def claim_session(store: Store, session_id: str, **columns: Any) -> bool:
     """queued -> running, atomically: a job delivered twice runs once."""
     with Session(store.engine) as db, db.begin():
-        res = db.execute(update(DiagnosisSession)
-                         .where(DiagnosisSession.id == session_id, DiagnosisSession.status == "queued")
-                         .values(status="running", heartbeat_at=_now(), **columns))
-    return bool(res.rowcount)
+        claimed = db.execute(update(DiagnosisSession)
+                             .where(DiagnosisSession.id == session_id, DiagnosisSession.status == "queued")
+                             .values(status="running", heartbeat_at=_now(), **columns)
+                             .returning(DiagnosisSession.id)).first()
+    return claimed is not None
 
 
 def fail_unclaimed(store: Store, session_id: str, error: str) -> None:
