@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,12 +20,17 @@ from typing import Any
 
 import yaml
 
+from pipeline.errors import InputError, NotFound, WorkbenchError, one_line
+
 
 def load_metrics(world_dir: Path | str) -> dict[str, Any]:
     path = Path(world_dir) / "metrics.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise NotFound(f"{path}: no metrics to serve ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: top level must be a mapping with series: and rules:")
+        raise InputError(f"{path}: top level must be a mapping with series: and rules:")
     return data
 
 
@@ -86,7 +92,10 @@ def serve_metrics(world_dir: Path | str, port: int = 0, host: str = "127.0.0.1")
     """
     body = exposition(load_metrics(world_dir).get("series") or []).encode("utf-8")
     handler = type("WorldMetricsHandler", (_Handler,), {"body": body})
-    server = ThreadingHTTPServer((host, port), handler)
+    try:
+        server = ThreadingHTTPServer((host, port), handler)
+    except OSError as exc:  # port taken, or not ours to bind
+        raise InputError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another --port") from None
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="metrics-simulator", daemon=True).start()
     return server
@@ -136,7 +145,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=9109)
     parser.add_argument("--config-dir", type=Path, help="also write prometheus.yml and rules.yml here")
     args = parser.parse_args(argv)
-    server = serve_metrics(args.world_dir, args.port)
+    try:
+        server = serve_metrics(args.world_dir, args.port)
+    except WorkbenchError as exc:
+        print(f"simulate: {one_line(exc)}", file=sys.stderr)
+        raise SystemExit(2) from None
     port = server.server_address[1]
     print(f"serving {args.world_dir}/metrics.yaml at http://127.0.0.1:{port}/metrics")
     if args.config_dir:
