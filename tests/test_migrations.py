@@ -147,3 +147,10 @@ def test_upgrade_is_run_once(fresh_url: str) -> None:
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar_one() == 1
     engine.dispose()
+
+
+def test_db_upgrade_command_prints_the_revision(capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.cli import main
+
+    assert main(["db", "upgrade"]) == 0
+    assert capsys.readouterr().out.strip().endswith(f"schema at revision {head_revision()} (head)")

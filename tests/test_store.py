@@ -203,3 +203,15 @@ def test_a_read_only_database_still_serves_reads(tmp_path: Path) -> None:
     assert lines[1].startswith("refused: cannot write to the database") and "readonly" in lines[1]
     assert sorted(os.listdir(home)) == ["workbench.db"], "reading wrote beside the database"
     assert export.returncode == 0 and '"支付超时"' in export.stdout, export.stderr
+
+
+def test_a_session_whose_database_vanished_gives_no_verdict(settings, tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'gone.db'}")
+
+    def delete_database(stage: str, _data: dict) -> None:
+        if stage == "planner":
+            for name in ("gone.db", "gone.db-wal", "gone.db-shm"):
+                (tmp_path / name).unlink(missing_ok=True)
+
+    with pytest.raises(StoreError, match="deleted or replaced"):
+        run_session("支付接口最近出现超时", settings=settings, store=store, on_event=delete_database)
