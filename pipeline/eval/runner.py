@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from pipeline.config import Settings
+from pipeline.contracts import Verdict
 from pipeline.errors import WorkbenchError
 from pipeline.gatekeeper import RuleSet
 from pipeline.incidents import world_by_id
@@ -31,7 +32,7 @@ class EvalResult:
     passed: bool
     failures: list[str] = field(default_factory=list)
     session_id: str | None = None
-    verdict: str | None = None
+    verdict: Verdict | None = None
     expected: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:

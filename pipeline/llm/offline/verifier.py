@@ -22,7 +22,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.contracts import ClaimCheck, DigestCheck, EvidenceRef, HypothesisCheck, Verdict, VerifierOutput
+from pipeline.contracts import (
+    ClaimCheck,
+    ClaimVerification,
+    DigestCheck,
+    EvidenceRef,
+    HypothesisCheck,
+    Verdict,
+    VerifierOutput,
+)
 from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE
 from pipeline.policy import groundedness
 from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize
@@ -82,7 +90,7 @@ _CONFLICT_KINDS = frozenset({"service", "percentage", "error_code", "identifier"
 
 _GATE_TARGET = re.compile(r"^claims\[(\d+)\]")
 
-_T = {
+_T: dict[str, dict[str, Any]] = {
     "zh": {
         "no_evidence": "找不到该 claim 引用的证据（invocation 不存在或无可用输出）。",
         "conflict": "与所引证据冲突：证据中的 {kind} 为 {evidence}，claim 写的是 {claim}。",
@@ -258,13 +266,15 @@ def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> 
     return None
 
 
-def _check_claim(claim: dict[str, Any], entry: dict[str, Any] | None, gate_rules: list[str], t: dict) -> ClaimCheck:
+def _check_claim(
+    claim: dict[str, Any], entry: dict[str, Any] | None, gate_rules: list[str], t: dict[str, Any]
+) -> ClaimCheck:
     cid = str(claim.get("claim_id", ""))
     text = str(claim.get("claim_text", ""))
     ev = _gather(entry)
 
-    def done(verification: str, detail: str) -> ClaimCheck:
-        return ClaimCheck(claim_id=cid, verification=verification, detail=detail, evidence_refs=ev.refs)  # type: ignore[arg-type]
+    def done(verification: ClaimVerification, detail: str) -> ClaimCheck:
+        return ClaimCheck(claim_id=cid, verification=verification, detail=detail, evidence_refs=ev.refs)
 
     if not ev.anchor and not ev.related:
         return done("unsupported", t["no_evidence"])
@@ -314,7 +324,7 @@ def _check_claim(claim: dict[str, Any], entry: dict[str, Any] | None, gate_rules
 # --- hypotheses, digests, retry ---------------------------------------------------------------
 
 
-def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, t: dict) -> HypothesisCheck:
+def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, t: dict[str, Any]) -> HypothesisCheck:
     text = normalize(str(hyp.get("hypothesis_text", "")))
     basis = str(hyp.get("basis", "")).strip()
     needed = [n for n in hyp.get("needed_evidence") or [] if isinstance(n, str) and n.strip()]
@@ -329,7 +339,7 @@ def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, t: dict) -> Hy
     return HypothesisCheck(hypothesis_index=i, verification="reasonable_hypothesis", detail=t["h_ok"])
 
 
-def _check_digest(digest: dict[str, Any], windows: list[dict[str, Any]], t: dict) -> DigestCheck:
+def _check_digest(digest: dict[str, Any], windows: list[dict[str, Any]], t: dict[str, Any]) -> DigestCheck:
     did = str(digest.get("digest_id", ""))
 
     def bad(detail: str) -> DigestCheck:
@@ -392,7 +402,7 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def verify(payload: dict) -> VerifierOutput:
+def verify(payload: dict[str, Any]) -> VerifierOutput:
     lang = detect_language(str(payload.get("original_query", "")))
     t = _T[lang]
     structured = payload.get("executor_structured_output") or {}
@@ -426,7 +436,7 @@ def verify(payload: dict) -> VerifierOutput:
 
     retry = payload.get("retry_context")
     verdict = _judgement(claims, claim_checks, gate.get("status") == "fail")
-    counts = {}
+    counts: dict[str, int] = {}
     for c in claim_checks:
         counts[c.verification] = counts.get(c.verification, 0) + 1
     parts = [
