@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from pipeline.bounds import cap_text
 from pipeline.config import Settings
-from pipeline.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation
+from pipeline.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation, Verdict
 from pipeline.errors import ConfigError, InputError, StoreError, WorkbenchError
 from pipeline.evaluate import Evaluation, evaluate
 from pipeline.gatekeeper import RuleSet, load_rules, load_rules_from_text
@@ -49,7 +49,7 @@ class SessionFailed(WorkbenchError):
 @dataclass
 class SessionResult:
     session_id: str
-    verdict: str
+    verdict: Verdict
     final_answer: str
     evaluation: Evaluation
     world: str | None
