@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 # JSON nested deeper than this is refused before any recursive code (pydantic, json.dumps, the
 # id remapping) walks it: legitimate bundles and tool arguments nest a handful of levels.
 MAX_JSON_DEPTH = 100
+# Undecodable argv bytes (surrogateescape) and JSON "\ud800" escapes give lone surrogates,
+# which neither a database driver nor a UTF-8 stream can encode.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, so it can be stored and printed."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def cap_text(text: str, max_bytes: int) -> tuple[str, int]:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from pipeline.bounds import encodable
 from pipeline.config import Settings, load_settings
 from pipeline.errors import WorkbenchError, one_line
 from pipeline.store import Store
@@ -195,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     ask = sub.add_parser("ask", help="run a diagnosis session")
-    ask.add_argument("question")
+    ask.add_argument("question", type=encodable)
     ask.add_argument("--json", action="store_true")
     ask.add_argument("--provider", choices=["offline", "openai", "scripted"])
     ask.add_argument("--model")
@@ -207,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, helptext in (("show", cmd_show, "the audit chain as text"),
                                  ("export", cmd_export, "the session bundle as JSON")):
         sp = sub.add_parser(name, help=helptext)
-        sp.add_argument("session_id")
+        sp.add_argument("session_id", type=encodable)
         sp.set_defaults(func=func)
 
     imp = sub.add_parser("import", help="store a session bundle")

@@ -7,14 +7,13 @@ partial session. Stages run in a fixed order (seed 003 rejects a supervisor for 
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from pipeline.bounds import cap_text
+from pipeline.bounds import cap_text, encodable
 from pipeline.config import Settings
 from pipeline.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation, Verdict
 from pipeline.errors import ConfigError, InputError, StoreError, WorkbenchError
@@ -33,8 +32,6 @@ from pipeline.tools import build_toolbox
 from pipeline.tools.registry import NoData, model_name, persisted_name
 
 OnEvent = Callable[[str, dict[str, Any]], None]
-# Undecodable argv bytes arrive as lone surrogates; no database driver can encode them.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class SessionFailed(WorkbenchError):
@@ -169,7 +166,7 @@ def _run_session(
     question: str, *, settings: Settings, store: Store, provider: Provider | None, world_id: str | None,
     on_event: OnEvent | None, rules: RuleSet | None, session_id: str | None, heartbeat: Heartbeat,
 ) -> SessionResult:
-    question = _LONE_SURROGATE.sub("\ufffd", question.strip())
+    question = encodable(question.strip())
     if not question:
         raise InputError("the question is empty: ask about a symptom, e.g. “payment API times out since 10:00”")
     callback: OnEvent = on_event or (lambda stage, data: None)
