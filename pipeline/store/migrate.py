@@ -13,6 +13,7 @@ database made by the first release has its tables but no alembic_version table: 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from alembic import command
@@ -39,6 +40,7 @@ def _config(connection: Connection | None = None) -> Config:
     return cfg
 
 
+@functools.cache  # the revision files do not change while a process runs; reading them costs ~40 ms
 def head_revision() -> str:
     head = ScriptDirectory.from_config(_config()).get_current_head()
     assert head is not None, "pipeline/store/migrations/versions holds no revision"
