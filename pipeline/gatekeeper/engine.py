@@ -7,15 +7,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.contracts import VERDICT_ORDER, EvidenceDigest, GatekeeperError, GatekeeperResult, ToolInvocation, Verdict
+from pipeline.contracts import EvidenceDigest, GatekeeperError, GatekeeperResult, ToolInvocation, Verdict
 from pipeline.gatekeeper.features import compute_features
 from pipeline.gatekeeper.matcher import OutputCache
 from pipeline.gatekeeper.rules import Finding, RuleContext
 from pipeline.gatekeeper.rules_schema import SchemaParams
 from pipeline.gatekeeper.rules_schema import RuleSet
+from pipeline.policy import gatekeeper_floor
 from pipeline.tools.registry import persisted_name
 
-_IMPACT_VERDICT: dict[str, Verdict] = {"reject_on_fail": "REJECT", "low_confid_on_fail": "LOW_CONFID"}
 _DEFAULT_ARRAYS = ("hypotheses", "recommended_actions", "missing_info")
 
 
@@ -109,15 +109,9 @@ def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]], unbacked: list
 
 
 def gate_verdict(result: GatekeeperResult, rules: RuleSet) -> Verdict:
-    """Verdict floor from the failed rules' verdictImpact; a fail is never PASS (law 2)."""
-    verdict: Verdict = "PASS"
-    for rule_id in result.failed_rules:
-        impact = rules.impact(rule_id)
-        # A rule the current files no longer know (or now call warn_only) still failed: LOW_CONFID.
-        candidate = _IMPACT_VERDICT.get(impact or "", "LOW_CONFID")
-        if VERDICT_ORDER[candidate] > VERDICT_ORDER[verdict]:
-            verdict = candidate
-    return verdict
+    """Verdict floor from the failed rules' verdictImpact; a fail is never PASS (law 2). The
+    verdict policy decides it (pipeline.policy.gatekeeper_floor); this names the rules' impacts."""
+    return gatekeeper_floor(result.failed_rules, {r: rules.impact(r) for r in result.failed_rules})
 
 
 def normalize_structured(structured: Any, rules: RuleSet) -> dict | None:
