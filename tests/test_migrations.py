@@ -17,6 +17,7 @@ from conftest import postgres_url
 from helpers import require
 from sqlalchemy import create_engine, inspect, text
 
+from pipeline.errors import StoreError
 from pipeline.store import Store
 from pipeline.store.engine import open_engine
 from pipeline.store.migrate import _config, head_revision, upgrade
@@ -154,3 +155,11 @@ def test_db_upgrade_command_prints_the_revision(capsys: pytest.CaptureFixture[st
 
     assert main(["db", "upgrade"]) == 0
     assert capsys.readouterr().out.strip().endswith(f"schema at revision {head_revision()} (head)")
+
+
+def test_a_database_from_a_newer_release_is_refused_with_a_message(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'wb.db'}"
+    with Store(url).engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0999'"))
+    with pytest.raises(StoreError, match="has a schema this version does not know .*'0999'"):
+        Store(url)

@@ -20,6 +20,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -80,6 +81,10 @@ def upgrade(engine: Engine) -> str:
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot migrate the database {display_url(str(engine.url))}: "
                          f"{getattr(exc, 'orig', None) or exc}") from exc
+    except CommandError as exc:
+        # Typically a database a newer release has already upgraded past this one's head.
+        raise StoreError(f"the database {display_url(str(engine.url))} has a schema this version does not "
+                         f"know ({exc}); use the release that upgraded it, or a new database") from exc
     finally:
         if locking is not engine:
             locking.dispose()
