@@ -180,7 +180,8 @@ def test_rule_fields_edit_yaml_and_validation_names_file_and_field(repo_root) ->
 def test_param_fields_follow_the_rule_kinds_parameter_models(repo_root) -> None:
     rules = load_rules(repo_root / "rules")
     kinds = {f.name: f.kind for f in views.param_fields(rules.get("evidence.excerpt_similarity"))}
-    assert kinds == {"passThreshold": "number", "warnThreshold": "number", "compareAgainst": "choice_list"}
+    assert {k: kinds[k] for k in ("passThreshold", "warnThreshold", "compareAgainst")} == {
+        "passThreshold": "number", "warnThreshold": "number", "compareAgainst": "choice_list"}
     entity = {f.name: f for f in views.param_fields(rules.get("evidence.excerpt_entities"))}
     assert entity["negationOutcome"].kind == "choice" and "warn" in entity["negationOutcome"].options
     assert entity["negationTerms"].kind == "text_list"
