@@ -27,8 +27,8 @@ from pipeline.contracts import (
     VerifierEvaluation,
     VerifierOutput,
 )
-from pipeline.gatekeeper import GateContext, RuleSet, run_gatekeeper
 from pipeline.coverage import backends_label, compute_coverage
+from pipeline.gatekeeper import GateContext, RuleSet, run_gatekeeper
 from pipeline.policy import apply_gatekeeper, claim_dicts, decide_verdict
 from pipeline.stages.composer import assemble_input, run_composer
 from pipeline.stages.parse import parse_executor_output

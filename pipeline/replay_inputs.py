@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import gc
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from sqlalchemy import select
 

@@ -11,8 +11,7 @@ from pipeline.contracts import EvidenceDigest, GatekeeperError, GatekeeperResult
 from pipeline.gatekeeper.features import compute_features
 from pipeline.gatekeeper.matcher import OutputCache
 from pipeline.gatekeeper.rules import Finding, RuleContext
-from pipeline.gatekeeper.rules_schema import SchemaParams
-from pipeline.gatekeeper.rules_schema import RuleSet
+from pipeline.gatekeeper.rules_schema import RuleSet, SchemaParams
 from pipeline.policy import gatekeeper_floor
 from pipeline.tools.registry import persisted_name
 
