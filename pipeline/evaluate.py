@@ -116,8 +116,6 @@ def evaluate(
     else:
         verifier_output = run_verifier(ctx, provider, payload)
 
-    # The verdict policy decides; the verifier's output then carries the checks it decided on, so
-    # the composer filter and the stored audit read the same corrected checks.
     # Law 8: coverage of every asked service, from the gatekeeper-corrected checks.
     gate_for_claims = gate_result if settings.gatekeeper.enabled else GatekeeperResult()
     corrected, _ = apply_gatekeeper(verifier_output.claim_checks, claim_dicts(normalized), gate_for_claims,
@@ -128,9 +126,12 @@ def evaluate(
     decision = decide_verdict(
         parse_status=parse_status.status, structured=normalized, claim_checks=verifier_output.claim_checks,
         gatekeeper=gate_result, rule_impacts=_impacts(gate_result, rules), coverage=coverage,
-        gatekeeper_enabled=settings.gatekeeper.enabled, verifier_verdict=verifier_output.verdict, invocations=invocations, retry_context=retry_context,
-        retry_gaps_closed=verifier_output.retry_gaps_closed, language=ctx.language,
+        gatekeeper_enabled=settings.gatekeeper.enabled, verifier_verdict=verifier_output.verdict,
+        invocations=invocations, retry_context=retry_context, retry_gaps_closed=verifier_output.retry_gaps_closed,
+        language=ctx.language,
     )
+    # The verdict policy decides; the verifier's output then carries the checks it decided on, so
+    # the composer filter and the stored audit read the same corrected checks.
     verdict, reasons = decision.verdict, decision.reasons
     verifier_output = verifier_output.model_copy(update={"claim_checks": decision.claim_checks,
                                                          "groundedness_score": decision.groundedness_score})
