@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pipeline.bounds import cap_text
 from pipeline.bundle import SessionBundle
@@ -80,7 +80,7 @@ def _as_stored(bundle: SessionBundle, max_bytes: int) -> tuple[SessionBundle, di
 
 def _claimed(bundle: SessionBundle) -> dict[str, Any]:
     evaluation = bundle.verifier_evaluation or {}
-    return redact_value({
+    return cast(dict[str, Any], redact_value({
         "verdict": evaluation.get("verdict"),
         "verifier_output": bundle.verifier_output,
         "verifier_evaluation": bundle.verifier_evaluation,
@@ -89,7 +89,7 @@ def _claimed(bundle: SessionBundle) -> dict[str, Any]:
         "provider": bundle.session.provider,
         "model": bundle.session.model,
         "session_id": bundle.session.id,
-    })
+    }))
 
 
 def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, rules: RuleSet,
@@ -109,7 +109,7 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
     id_map: dict[int, int] = {}
 
     def finish(new_ids: list[int]) -> dict[str, Any]:
-        id_map.update(zip((inv.id for inv in stored.tool_invocations), new_ids))
+        id_map.update(zip((inv.id for inv in stored.tool_invocations), new_ids, strict=True))
         status, structured = parse_executor_output(stored.executor_raw_output)
         raw = stored.executor_raw_output
         if status.status == "valid":
@@ -129,8 +129,9 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
         }
 
     sid = bundle.session.id
-    session = {"question": redact(bundle.session.question), "world": None, "shape": bundle.session.shape,
-               "provider": bundle.session.provider, "model": bundle.session.model}
+    session: dict[str, Any] = {"question": redact(bundle.session.question), "world": None,
+                               "shape": bundle.session.shape, "provider": bundle.session.provider,
+                               "model": bundle.session.model}
     if bundle.session.created_at is not None:
         session["created_at"] = bundle.session.created_at
     for attempt in range(_NAME_ATTEMPTS):

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from helpers import CPU_QUESTION
+
 from pipeline.bundle import BundleError, export_bundle, load_bundle, parse_bundle
 from pipeline.bundle_import import import_bundle
 from pipeline.config import Settings
