@@ -16,11 +16,11 @@ import re
 import typing
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import yaml
-from sqlalchemy import Integer, Text, cast, func, select
+from sqlalchemy import Integer, Text, and_, cast, func, or_, select
 
 from pipeline.contracts import (
     ClaimCheck,
@@ -34,11 +34,11 @@ from pipeline.contracts import (
     Verdict,
     VerdictImpact,
 )
+from pipeline.errors import RulesError
 from pipeline.gatekeeper.features import binding_target
 from pipeline.gatekeeper.matcher import decode_output
 from pipeline.gatekeeper.rules_schema import (
     PARAM_MODELS,
-    RulesError,
     RuleSet,
     RuleSpec,
     Severity,
@@ -55,6 +55,7 @@ from pipeline.record import (
     WrittenClaim,
 )
 from pipeline.store import SessionFilter, Store
+from pipeline.store.schema import DiagnosisSession, ReviewRow
 
 SegmentKind = Literal["text", "match", "entity"]
 
@@ -400,6 +401,62 @@ def answer_view(record: SessionRecord) -> AnswerView:
 # --- the review queue's aggregates -----------------------------------------------------------
 
 
+EVAL_LABEL = "eval_fixture"  # the review label pipeline/eval/runner.py gives every eval run
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """The Sessions page's filter: the store's SessionFilter plus what "needs a person" means."""
+
+    base: SessionFilter = field(default_factory=SessionFilter)
+    # LOW_CONFID, REJECT, failed runs, and PASS with findings (gatekeeper warnings, claims kept
+    # from the answer, a composer guard fallback to the fixed template).
+    needs_person: bool = True
+    include_eval: bool = False
+    reviewed: bool | None = False  # by a person; the eval label is no review
+
+
+def queue_query(store: Store, q: QueueFilter) -> Any:
+    """The SELECT of the queue: store.filtered_query narrowed by the queue's own conditions."""
+    s = DiagnosisSession
+    query = store.filtered_query(replace(q.base, reviewed=None))
+    if q.needs_person:
+        # Text matches on the stored JSON: SQLAlchemy writes it with json.dumps separators on
+        # SQLite and PostgreSQL alike, and it keeps the condition in SQL for 10,000 rows.
+        ev = cast(s.self_evaluation, Text)
+        query = query.where(or_(
+            s.verdict.in_(("LOW_CONFID", "REJECT")),
+            s.status.in_(("failed", "interrupted")),
+            s.gatekeeper_status.in_(("warn", "fail")),
+            ev.contains('"used_template": true'),
+            and_(s.self_evaluation.is_not(None), ev.contains('"composer_filtered": [{')),
+        ))
+    if not q.include_eval:
+        query = query.where(s.id.not_in(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)))
+    if q.reviewed is not None:
+        people = select(ReviewRow.session_id).where(ReviewRow.claim_id.is_(None), ReviewRow.label != EVAL_LABEL)
+        query = query.where(s.id.in_(people) if q.reviewed else s.id.not_in(people))
+    return query
+
+
+_LIST_COLUMNS = ("id", "created_at", "question", "status", "verdict", "gatekeeper_status", "failed_rules",
+                 "groundedness", "services", "provider", "shape")
+
+
+def queue_page(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """One page of the queue, newest first, with each session's latest person's label."""
+    sub = queue_query(store, q).subquery()
+    with store.engine.connect() as conn:
+        total = conn.execute(select(func.count()).select_from(sub)).scalar_one()
+        rows = conn.execute(select(*[sub.c[c] for c in _LIST_COLUMNS]).order_by(sub.c.created_at.desc())
+                            .limit(limit).offset(offset)).mappings().all()
+        labels = dict(conn.execute(
+            select(ReviewRow.session_id, ReviewRow.label)
+            .where(ReviewRow.session_id.in_([r["id"] for r in rows]), ReviewRow.claim_id.is_(None))
+            .order_by(ReviewRow.created_at)).all())
+    return [dict(r) | {"review_label": labels.get(r["id"])} for r in rows], total
+
+
 @dataclass
 class QueueStats:
     total: int
@@ -408,9 +465,9 @@ class QueueStats:
     groundedness: list[tuple[float, int]]  # (bin start, sessions); bins of 0.1, 1.0 in the last
 
 
-def queue_stats(store: Store, f: SessionFilter) -> QueueStats:
-    """Chart data of the filtered sessions, aggregated in SQL so 10,000 rows never leave the database."""
-    sub = store.filtered_query(f).subquery()
+def queue_stats(store: Store, q: QueueFilter) -> QueueStats:
+    """Chart data of the queue, aggregated in SQL so 10,000 rows never leave the database."""
+    sub = queue_query(store, q).subquery()
     day = func.date(sub.c.created_at)
     rules_text = cast(sub.c.failed_rules, Text)
     with store.engine.connect() as conn:
@@ -445,11 +502,11 @@ def queue_stats(store: Store, f: SessionFilter) -> QueueStats:
     )
 
 
-def iter_filtered(store: Store, f: SessionFilter, batch: int = 1000) -> Iterator[dict[str, Any]]:
-    """Every row of the filtered list (list columns only), page by page, for export."""
+def iter_filtered(store: Store, q: QueueFilter, batch: int = 1000) -> Iterator[dict[str, Any]]:
+    """Every row of the queue (list columns only), page by page, for export."""
     offset = 0
     while True:
-        rows, _ = store.list_sessions(f, limit=batch, offset=offset)
+        rows, _ = queue_page(store, q, limit=batch, offset=offset)
         yield from rows
         if len(rows) < batch:
             return
@@ -541,5 +598,8 @@ def set_rule_field(
             entry.setdefault("params", {})[field_name.removeprefix("params.")] = value
         else:
             entry[field_name] = value
-    dump = lambda doc: yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)
-    return dump(index), dump(meta)
+    return _dump(index), _dump(meta)
+
+
+def _dump(doc: Any) -> str:
+    return yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)

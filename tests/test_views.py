@@ -150,15 +150,52 @@ def _store_with(tmp_path, n: int) -> Store:
 
 def test_queue_stats_aggregates_the_filtered_sessions(tmp_path) -> None:
     store = _store_with(tmp_path, 9)
-    stats = views.queue_stats(store, SessionFilter())
+    everything = views.QueueFilter(needs_person=False, reviewed=None)
+    stats = views.queue_stats(store, everything)
     assert stats.total == 9
     assert sorted(stats.per_day) == [("2026-01-01", "PASS", 3), ("2026-01-02", "LOW_CONFID", 3),
                                      ("2026-01-03", "REJECT", 3)]
     assert stats.failed_rules == {"evidence.excerpt_similarity": 6, "evidence.invocation_ref": 3}
     assert sum(n for _, n in stats.groundedness) == 9 and stats.groundedness[0] == (0.0, 1)
-    rejected = views.queue_stats(store, SessionFilter(verdicts=["REJECT"]))
+    rejected = views.queue_stats(store, views.QueueFilter(SessionFilter(verdicts=["REJECT"])))
     assert rejected.total == 3 and rejected.failed_rules["evidence.invocation_ref"] == 3
-    assert len(list(views.iter_filtered(store, SessionFilter(), batch=4))) == 9
+    assert len(list(views.iter_filtered(store, everything, batch=4))) == 9
+
+
+def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(tmp_path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'queue.db'}")
+
+    def add(name: str, day: int, *, verdict: str | None = "PASS", status: str = "completed", gate: str = "pass",
+            guard_template: bool = False, filtered: bool = False) -> str:
+        sid = store.create_session(question=name, world=None, shape="split", provider="offline", model="m",
+                                   session_id=name, created_at=datetime(2026, 2, day, tzinfo=UTC))
+        ev = _row([], {}, [])["self_evaluation"]
+        ev["verifier_evaluation"]["composer_guard"] = {"status": "fail" if guard_template else "pass",
+                                                       "used_template": guard_template}
+        if not filtered:
+            ev["verifier_evaluation"]["composer_filtered"] = []
+        store.update_session(sid, status=status, verdict=verdict, gatekeeper_status=gate, self_evaluation=ev)
+        return sid
+
+    add("clean-pass", 1)
+    add("pass-with-warning", 2, gate="warn")
+    add("pass-guard-template", 3, guard_template=True)
+    add("pass-dropped-claim", 4, filtered=True)
+    add("low", 5, verdict="LOW_CONFID")
+    add("crashed", 6, verdict=None, status="failed")
+    add("eval-reject", 7, verdict="REJECT")
+    store.add_review(session_id="eval-reject", label=views.EVAL_LABEL, reviewer="workbench eval")
+    add("reviewed-reject", 8, verdict="REJECT")
+    store.add_review(session_id="reviewed-reject", label="correct", reviewer="ann")
+
+    rows, total = views.queue_page(store, views.QueueFilter())
+    assert [r["id"] for r in rows] == ["crashed", "low", "pass-dropped-claim", "pass-guard-template",
+                                       "pass-with-warning"] and total == 5
+    with_eval, _ = views.queue_page(store, views.QueueFilter(include_eval=True))
+    assert with_eval[0]["id"] == "eval-reject" and with_eval[0]["review_label"] == views.EVAL_LABEL
+    done, _ = views.queue_page(store, views.QueueFilter(reviewed=True))
+    assert [r["id"] for r in done] == ["reviewed-reject"]
+    assert views.queue_stats(store, views.QueueFilter()).total == 5
 
 
 def test_rule_fields_edit_yaml_and_validation_names_file_and_field(repo_root) -> None:
