@@ -187,6 +187,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "trace.entity_miss": ("not in the matched record", "匹配记录中没有"),
     "trace.added": ("words not in the output", "输出中没有的词"),
     "trace.window": ("characters {start}-{end} of {total}, line {line}", "第 {start}-{end} 个字符（共 {total}），第 {line} 行"),
+    "trace.claimed": ("Imported: the source claimed {v}; re-verified here as {f} (its claim is kept, never used)",
+                      "导入会话：来源自称 {v}；本系统复核为 {f}（来源结论仅保留，不采用）"),
     "trace.composer_state": ("composer", "Composer"),
     "trace.claim_check": ("claim_check", "claim_check"),
     "trace.gate_errors": ("gatekeeper errors", "gatekeeper 错误"),

@@ -84,6 +84,16 @@ def final_answer(r: SessionRecord) -> None:
         ui.html_block(f"<div>{line}</div>" + (f'<ul class="wb-list">{violations}</ul>' if violations else ""))
 
 
+def claimed_by_source(r: SessionRecord) -> None:
+    """An imported session: the bundle's own verdict and answer beside ours, never used (law 9)."""
+    c = r.claimed_by_source
+    if c is None:
+        return
+    with st.expander(ui.t("trace.claimed", v=c.verdict or "—", f=r.verdict or "—"), expanded=c.verdict != r.verdict):
+        st.caption(f"{c.provider}/{c.model} · `{c.session_id}`")
+        ui.text_block(c.final_answer or ui.t("common.none"))
+
+
 def composer_input(r: SessionRecord) -> None:
     ev = r.evaluation
     if ev is None:
@@ -403,6 +413,7 @@ def body(session_id: str) -> None:
         return
     header(r)
     final_answer(r)
+    claimed_by_source(r)
     composer_input(r)
     claims(url, r)
     verifier_rest(r)

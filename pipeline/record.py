@@ -167,6 +167,18 @@ class ReviewRecord(_Read):
 # --- the session -------------------------------------------------------------------------------
 
 
+class ClaimedBySource(_Read):
+    """What an imported bundle said of itself (self_evaluation.claimed_by_source, pipeline/
+    bundle_import.py): shown beside the re-verified result, never used (law 9). The verdict is
+    free text: a source may claim anything."""
+
+    verdict: str | None = None
+    final_answer: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    session_id: str | None = None
+
+
 class SessionRecord(_Read):
     id: str
     created_at: datetime
@@ -193,6 +205,7 @@ class SessionRecord(_Read):
     evaluation: VerifierEvaluation | None = None
     earlier_rounds: list[VerifierEvaluation] = Field(default_factory=list)
     question_scope: QuestionScope | None = None
+    claimed_by_source: ClaimedBySource | None = None
     claims: list[WrittenClaim] = Field(default_factory=list)
     hypotheses: list[WrittenHypothesis] = Field(default_factory=list)
     features: dict[str, BindingFeatures] = Field(default_factory=dict)
@@ -233,6 +246,7 @@ class SessionRecord(_Read):
             "earlier_rounds": se.get("rounds") if isinstance(se, dict) else None,
             # Its own column once the schema has one; before that, inside self_evaluation.
             "question_scope": row.get("question_scope") or (se.get("question_scope") if isinstance(se, dict) else None),
+            "claimed_by_source": se.get("claimed_by_source") if isinstance(se, dict) else None,
             "claims": _written(structured, "claims", WrittenClaim),
             "hypotheses": _written(structured, "hypotheses", WrittenHypothesis),
             "features": {k: v for k, v in features.items() if k.startswith(("claims[", "digests["))},

@@ -168,3 +168,19 @@ def test_bundle_reads_are_bounded(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="deeper than"):
         parse_bundle(shallow_but_deep)
     assert issubclass(BundleError, WorkbenchError)
+
+
+def test_trace_shows_the_source_claim_beside_the_reverified_verdict(settings: Settings, store: Store) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from pipeline.config import ROOT
+
+    bundle = _exported(settings, store)
+    result = _import(store, settings, _forged(bundle))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at.switch_page("pages/trace.py")
+    at.query_params.update(session=result.session_id)
+    at.run()
+    assert not at.exception, at.exception
+    [claim] = [e for e in at.expander if "the source claimed" in e.label]
+    assert "claimed PASS" in claim.label and "re-verified here as REJECT" in claim.label
