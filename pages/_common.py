@@ -14,7 +14,7 @@ import streamlit as st
 
 from pipeline import views
 from pipeline.config import Settings, load_settings
-from pipeline.errors import NotFound
+from pipeline.errors import NotFound, WorkbenchError, one_line
 from pipeline.record import SessionRecord, read_session
 from pipeline.store import SessionFilter, Store
 
@@ -46,6 +46,16 @@ def frame() -> Any:
                           for i, (path, key, icon) in enumerate(PAGES)])
     setup()
     return page
+
+
+def run_app() -> None:
+    """app.py's whole body. A WorkbenchError from the frame (a bad workbench.yaml) or a page (a
+    store that cannot be opened, a rules file that does not load) becomes one message box; any
+    other exception is a bug and keeps Streamlit's traceback."""
+    try:
+        frame().run()
+    except WorkbenchError as exc:
+        st.error(one_line(exc), icon=":material/error:")
 
 
 def page_start() -> None:
@@ -96,6 +106,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "ask.running": ("Diagnosing ...", "诊断中 ..."),
     "ask.empty": ("The question is empty.", "问题为空。"),
     "ask.failed": ("The session failed", "会话失败"),
+    "ask.interrupted": ("Its worker stopped before the session finished", "会话未完成时其执行进程已停止"),
+    "ask.rerun": ("Run it again", "重新运行"),
     "ask.open_trace": ("Open the audit trail of this session", "打开该会话的审计链"),
     "ask.answer": ("Answer", "回答"),
     "ask.confirmed": ("Confirmed facts", "已确认事实"),
@@ -137,6 +149,12 @@ LABELS: dict[str, tuple[str, str]] = {
     "sessions.title": ("Review queue", "评审队列"),
     "sessions.filters": ("Filters", "筛选"),
     "sessions.verdicts": ("Verdicts", "结论"),
+    "sessions.needs_person": ("Needs a person", "需要人工处理"),
+    "sessions.needs_person_help": ("LOW_CONFID, REJECT, failed runs, and PASS with findings: gatekeeper warnings, "
+                                   "claims kept from the answer, a composer guard fallback.",
+                                   "LOW_CONFID、REJECT、失败的运行，以及有问题的 PASS：gatekeeper 警告、"
+                                   "未进入回答的断言、Composer 守卫回退到固定模板。"),
+    "sessions.eval": ("Include eval runs", "包含评测运行"),
     "sessions.gate": ("Gatekeeper status", "Gatekeeper 状态"),
     "sessions.rule": ("Failed rule id", "未通过的规则 id"),
     "sessions.since": ("From date", "起始日期"),
@@ -151,7 +169,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "sessions.page": ("Page", "页码"),
     "sessions.count": ("{total} sessions match; showing {first}-{last}", "共 {total} 个会话匹配；显示第 {first}-{last} 个"),
     "sessions.empty_store": ("No sessions stored yet.", "还没有任何会话。"),
-    "sessions.run_samples": ("Run the {n} bundled sample questions", "运行 {n} 个内置示例问题"),
+    "sessions.run_samples": ("Run the sample set: {n} sessions of every verdict, with claims to audit",
+                             "运行示例集：{n} 个各种结论的会话，含待审核的断言"),
     "sessions.no_match_of": ("None of the {n} stored sessions matches these filters.",
                              "已存储的 {n} 个会话中没有符合筛选条件的。"),
     "sessions.show_all": ("Show all sessions", "显示全部会话"),
@@ -168,6 +187,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "trace.not_found": ("No session with id {sid}.", "找不到会话 {sid}。"),
     "trace.no_sessions": ("No sessions yet: ask a question first.", "还没有会话：请先提问。"),
     "trace.final": ("Final answer", "最终回答"),
+    "trace.claimed": ("Imported: the source claimed {v}; re-verified here as {f} (its claim is kept, never used)",
+                      "导入会话：来源自称 {v}；本系统复核为 {f}（来源结论仅保留，不采用）"),
     "trace.guard": ("Composer guard", "Composer 守卫"),
     "trace.template": ("fixed template used", "已使用固定模板"),
     "trace.composer_input": ("Composer input (what the answer may use)", "Composer 输入（回答可用的内容）"),
@@ -187,8 +208,6 @@ LABELS: dict[str, tuple[str, str]] = {
     "trace.entity_miss": ("not in the matched record", "匹配记录中没有"),
     "trace.added": ("words not in the output", "输出中没有的词"),
     "trace.window": ("characters {start}-{end} of {total}, line {line}", "第 {start}-{end} 个字符（共 {total}），第 {line} 行"),
-    "trace.claimed": ("Imported: the source claimed {v}; re-verified here as {f} (its claim is kept, never used)",
-                      "导入会话：来源自称 {v}；本系统复核为 {f}（来源结论仅保留，不采用）"),
     "trace.composer_state": ("composer", "Composer"),
     "trace.claim_check": ("claim_check", "claim_check"),
     "trace.gate_errors": ("gatekeeper errors", "gatekeeper 错误"),
@@ -313,8 +332,13 @@ def list_sessions(url: str, f: SessionFilter, limit: int, offset: int) -> tuple[
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def queue_stats(url: str, f: SessionFilter) -> views.QueueStats:
-    return views.queue_stats(_store(url), f)
+def queue_page(url: str, q: views.QueueFilter, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
+    return views.queue_page(_store(url), q, limit=limit, offset=offset)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def queue_stats(url: str, q: views.QueueFilter) -> views.QueueStats:
+    return views.queue_stats(_store(url), q)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
@@ -343,8 +367,8 @@ def output_pages(url: str, invocation_id: int) -> views.OutputPages:
 
 def refresh_session_reads(session_id: str | None = None) -> None:
     """After a write (new session, review): the lists, charts and that session's record show it at once."""
-    list_sessions.clear()
-    queue_stats.clear()
+    for fn in (list_sessions, queue_page, queue_stats):
+        fn.clear()
     if session_id:
         record.clear(settings().db_url, session_id)
 

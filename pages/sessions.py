@@ -8,16 +8,14 @@ import json
 import zipfile
 from datetime import UTC, date, datetime, time
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _common as ui
 from pipeline import views
 from pipeline.bundle import export_bundle
+from pipeline.demo import demo_runs, run_demo
 from pipeline.gatekeeper.rules_schema import PARAM_MODELS
-from pipeline.incidents import load_worlds
-from pipeline.session import SessionFailed, run_session
 from pipeline.store import SessionFilter
 
 PAGE_SIZE = 50
@@ -32,18 +30,21 @@ def _day(value: date | None, end: bool) -> datetime | None:
 
 
 def _show_all() -> None:
-    # Runs before the filter widgets are drawn (a callback, or the flag set after the samples ran).
-    st.session_state["sessions_verdicts"] = list(ui.VERDICTS)
+    # Runs before the filter widgets are drawn (a callback): every stored session, eval runs too.
+    st.session_state["sessions_verdicts"] = []
     st.session_state["sessions_reviewed"] = "any"
+    st.session_state["sessions_needs_person"] = False
+    st.session_state["sessions_eval"] = True
 
 
-def sidebar() -> SessionFilter:
-    if st.session_state.pop("sessions_show_all", False):
-        _show_all()
+def sidebar() -> views.QueueFilter:
     with st.sidebar:
         st.subheader(ui.t("sessions.filters"))
-        verdicts = st.multiselect(ui.t("sessions.verdicts"), list(ui.VERDICTS), default=["LOW_CONFID", "REJECT"],
-                                  key="sessions_verdicts", bind="query-params")
+        needs = st.toggle(ui.t("sessions.needs_person"), True, key="sessions_needs_person", bind="query-params",
+                          help=ui.t("sessions.needs_person_help"))
+        include_eval = st.toggle(ui.t("sessions.eval"), False, key="sessions_eval", bind="query-params")
+        verdicts = st.multiselect(ui.t("sessions.verdicts"), list(ui.VERDICTS), key="sessions_verdicts",
+                                  bind="query-params")
         gate = st.multiselect(ui.t("sessions.gate"), list(ui.GATE_STATUSES), key="sessions_gate",
                               bind="query-params")
         reviewed = st.segmented_control(
@@ -56,42 +57,34 @@ def sidebar() -> SessionFilter:
         text = st.text_input(ui.t("sessions.text"), key="sessions_text", bind="query-params")
         statuses = st.multiselect(ui.t("sessions.statuses"), ["completed", "failed", "running"],
                                   key="sessions_statuses", bind="query-params")
-    return SessionFilter(
+    base = SessionFilter(
         verdicts=list(verdicts), gatekeeper_statuses=list(gate), rule_id=rule or None,
-        since=_day(since, False), until=_day(until, True), service=service.strip() or None,
-        reviewed={"no": False, "yes": True}.get(reviewed or "any"), text=text.strip() or None,
-        statuses=list(statuses),
+        since=_day(since, False), until=_day(until, True), service=(service or "").strip() or None,
+        text=(text or "").strip() or None, statuses=list(statuses),
     )
+    return views.QueueFilter(base, needs_person=bool(needs), include_eval=bool(include_eval),
+                             reviewed={"no": False, "yes": True}.get(reviewed or "any"))
 
 
 def run_samples() -> None:
-    s = ui.settings()
-    worlds = load_worlds(s.incidents_dir)
-    questions = [(w.questions_zh if ui.lang() == "zh" else w.questions_en)[:1] for w in worlds]
-    flat = [q for qs in questions for q in qs]
     bar = st.progress(0.0)
-    for i, q in enumerate(flat, 1):
-        try:
-            run_session(q, settings=s, store=ui.store())
-        except SessionFailed as exc:
-            st.error(str(exc))
-        bar.progress(i / len(flat), text=q)
+    run_demo(ui.settings(), ui.store(), language=ui.lang(),
+             on_progress=lambda n, total, question: bar.progress(n / total, text=question))
     ui.refresh_session_reads()
 
 
 def empty_store() -> None:
     st.info(ui.t("sessions.empty_store"))
-    worlds = load_worlds(ui.settings().incidents_dir)
-    if st.button(ui.t("sessions.run_samples", n=len(worlds)), type="primary", key="sessions_run_samples"):
+    n = len(demo_runs(ui.settings(), ui.lang()))
+    if st.button(ui.t("sessions.run_samples", n=n), type="primary", key="sessions_run_samples"):
         run_samples()
-        # The samples mostly PASS: show every verdict so a new user sees what just ran.
-        st.session_state["sessions_show_all"] = True
         st.rerun()
 
 
 def table(rows: list[dict]) -> None:
-    frame = pd.DataFrame([{
-        "trace": f"trace?session={r['id']}",
+    """Clicking a row opens its trace in this tab (a link column needs two clicks and opens a new one)."""
+    frame = [{
+        "session": r["id"],
         "time": r["created_at"],
         "question": r["question"],
         "verdict": r.get("verdict") or "",
@@ -100,28 +93,29 @@ def table(rows: list[dict]) -> None:
         "groundedness": r.get("groundedness"),
         "review": r.get("review_label") or "",
         "status": r.get("status"),
-    } for r in rows])
+    } for r in rows]
+    # Widths in pixels add up to ~1150, so every column shows at 1280 px with the sidebar closed.
     picked = st.dataframe(
         frame, hide_index=True, key="sessions_table", on_select="rerun", selection_mode="single-row",
         column_config={
-            "trace": st.column_config.LinkColumn(ui.t("common.session"), display_text=r"session=(.*)$"),
-            "time": st.column_config.DatetimeColumn(ui.t("common.time"), format="YYYY-MM-DD HH:mm:ss"),
-            "question": st.column_config.TextColumn(ui.t("common.question"), width="large"),
-            "verdict": st.column_config.TextColumn(ui.t("common.verdict")),
-            "gatekeeper": st.column_config.TextColumn(ui.t("common.gatekeeper")),
-            "failed rules": st.column_config.ListColumn(ui.t("common.failed_rules")),
-            "review": st.column_config.TextColumn(ui.t("common.review")),
-            "status": st.column_config.TextColumn(ui.t("common.status")),
+            "session": st.column_config.TextColumn(ui.t("common.session"), width=120),
+            "time": st.column_config.DatetimeColumn(ui.t("common.time"), format="MM-DD HH:mm", width=95),
+            "question": st.column_config.TextColumn(ui.t("common.question"), width=330),
+            "verdict": st.column_config.TextColumn(ui.t("common.verdict"), width=95),
+            "gatekeeper": st.column_config.TextColumn(ui.t("common.gatekeeper"), width=80),
+            "failed rules": st.column_config.ListColumn(ui.t("common.failed_rules"), width=170),
             "groundedness": st.column_config.ProgressColumn(ui.t("common.groundedness"), min_value=0.0,
-                                                            max_value=1.0, format="%.2f"),
+                                                            max_value=1.0, format="%.2f", width=100),
+            "review": st.column_config.TextColumn(ui.t("common.review"), width=85),
+            "status": st.column_config.TextColumn(ui.t("common.status"), width=75),
         },
     )
     selected = picked.selection.rows if picked else []
     if selected:
-        ui.trace_link(rows[selected[0]]["id"], ui.t("sessions.open") + f": {rows[selected[0]]['id']}")
+        st.switch_page("pages/trace.py", query_params={"session": rows[selected[0]]["id"]})
 
 
-def charts(f: SessionFilter) -> None:
+def charts(f: views.QueueFilter) -> None:
     stats = ui.queue_stats(ui.settings().db_url, f)
     if not stats.total:
         return
@@ -152,7 +146,7 @@ def charts(f: SessionFilter) -> None:
     c3.plotly_chart(fig, width="stretch", key="sessions_chart_ground")
 
 
-def exports(f: SessionFilter) -> None:
+def exports(f: views.QueueFilter) -> None:
     store = ui.store()
 
     def to_csv() -> bytes:
@@ -180,7 +174,7 @@ def exports(f: SessionFilter) -> None:
                        mime="application/zip", key="sessions_zip", on_click="ignore")
 
 
-def body(f: SessionFilter) -> None:
+def body(f: views.QueueFilter) -> None:
     st.title(ui.t("sessions.title"))
     url = ui.settings().db_url
     _, everything = ui.list_sessions(url, SessionFilter(), 1, 0)
@@ -188,7 +182,7 @@ def body(f: SessionFilter) -> None:
         empty_store()
         return
     charts(f)
-    _, total = ui.list_sessions(url, f, 1, 0)
+    _, total = ui.queue_page(url, f, 1, 0)
     if not total:
         st.info(ui.t("sessions.no_match_of", n=everything))
         st.button(ui.t("sessions.show_all"), on_click=_show_all, key="sessions_show_all_btn")
@@ -198,7 +192,7 @@ def body(f: SessionFilter) -> None:
     page = left.number_input(ui.t("sessions.page"), min_value=1, max_value=pages, step=1, key="sessions_page",
                              bind="query-params")
     page = min(max(1, int(page or 1)), pages)
-    rows, total = ui.list_sessions(url, f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+    rows, total = ui.queue_page(url, f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
     first = (page - 1) * PAGE_SIZE + 1
     right.caption(ui.t("sessions.count", total=total, first=first, last=first + len(rows) - 1))
     table(rows)

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pipeline.config import ROOT, Settings
+from pipeline.record import read_session
 from pipeline.session import run_session
 from pipeline.store import Store
 
@@ -80,11 +81,12 @@ def _caption_count(at: AppTest) -> str:
 def test_sessions_default_queue_and_filters(store: Store) -> None:
     _seed_queue(store)
     at = _app("pages/sessions.py")
-    # Default view: LOW_CONFID and REJECT that nobody reviewed yet.
+    # Default view: what needs a person (here LOW_CONFID and REJECT) that nobody reviewed yet.
     assert _caption_count(at).startswith("2 sessions match")
     assert sorted(at.dataframe[0].value["verdict"]) == ["LOW_CONFID", "REJECT"]
     at.segmented_control(key="sessions_reviewed").set_value("any").run()
     assert _caption_count(at).startswith("3 sessions match")
+    at.toggle(key="sessions_needs_person").set_value(False).run()
     at.multiselect(key="sessions_verdicts").set_value(["PASS"]).run()
     assert _caption_count(at).startswith("1 sessions match")
     at.multiselect(key="sessions_verdicts").set_value([]).run()
@@ -96,20 +98,23 @@ def test_sessions_default_queue_and_filters(store: Store) -> None:
     assert not at.exception
 
 
-def test_sessions_empty_store_offers_the_sample_questions(store: Store) -> None:
+def test_sessions_empty_store_runs_a_sample_set_with_work_for_a_reviewer(store: Store) -> None:
     at = _app("pages/sessions.py")
     button = at.button(key="sessions_run_samples")
-    assert "bundled sample questions" in button.label
-    button.click().run(timeout=120)
-    # The samples mostly PASS; the queue switches to every verdict so they are visible.
-    assert store.list_sessions()[1] >= 6
-    assert set(at.multiselect(key="sessions_verdicts").value) == {"PASS", "LOW_CONFID", "REJECT"}
-    assert _caption_count(at).startswith(f"{store.list_sessions()[1]} sessions match")
-    assert not at.exception
+    assert "sessions of every verdict" in button.label
+    button.click().run(timeout=300)
+    assert not at.exception, at.exception
+    rows, total = store.list_sessions(limit=100)
+    assert total >= 14 and {r["verdict"] for r in rows} >= {"PASS", "LOW_CONFID", "REJECT"}
+    # The default queue now holds sessions, none of them eval runs, with claims to audit.
+    queued = at.dataframe[0].value["session"].tolist()
+    assert len(queued) >= 8 and all(store.reviews(sid) == [] for sid in queued)
+    assert sum(bool(read_session(store, sid).claims) for sid in queued) >= 5
 
 
-def test_sessions_no_match_offers_to_show_all(settings: Settings, store: Store) -> None:
-    run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
+def test_sessions_no_match_offers_to_show_all(store: Store) -> None:
+    sid = store.create_session(question="all good?", world=None, shape="split", provider="offline", model="m")
+    store.update_session(sid, status="completed", verdict="PASS", gatekeeper_status="pass")
     at = _app("pages/sessions.py")
     assert any("None of the 1 stored sessions" in i.value for i in at.info)
     at.button(key="sessions_show_all_btn").click().run()
