@@ -143,6 +143,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from pipeline.demo import run_demo
+
+    settings = _settings(args)
+    ids = run_demo(settings, Store(settings.db_url), language=args.language,
+                   on_progress=lambda n, total, question: print(f"[{n}/{total}] {question}", file=sys.stderr))
+    print(f"stored {len(ids)} sample sessions; `workbench ui` shows them in the review queue")
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from pipeline.doctor import doctor
     from pipeline.tools.health import backend_health
@@ -230,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--rules", help="rules directory")
     ev.add_argument("--json", action="store_true")
     ev.set_defaults(func=cmd_eval)
+
+    demo = sub.add_parser("demo", help="store the sample set: sessions of every verdict with claims to review")
+    demo.add_argument("--language", choices=["en", "zh"], default="en", help="language of the sample questions")
+    demo.set_defaults(func=cmd_demo)
 
     doc = sub.add_parser("doctor", help="check the LLM endpoint and the evidence backends")
     doc.set_defaults(func=cmd_doctor)
