@@ -9,11 +9,13 @@ Two nets, both applied by `redact`:
 
 Applied where text is written or sent: backend errors (tools/http.py), invocation errors and
 outputs (session.py, bundle import), LLM prompts and records (llm/invoker.py, session.py),
-exports (bundle.py), `doctor`. Text is data here: a redaction never raises.
+exports (bundle.py), `doctor`, and the worker's and webhook's logs (`redact_logs`). Text is data
+here: a redaction never raises.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -159,3 +161,22 @@ def redacted_call(rec: Any) -> Any:
     """An LlmCallRecord (pipeline.contracts) with its messages, reply and error redacted."""
     return rec.model_copy(update={"messages": redact_value(rec.messages), "raw_response": redact(rec.raw_response),
                                   "error": redact(rec.error) if rec.error else rec.error})
+
+
+class RedactingFilter(logging.Filter):
+    """Log records redacted before any handler writes them: message, arguments and traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = redact(record.getMessage()), None
+        if record.exc_info:
+            # A formatter uses exc_text once it is set (an earlier handler may have set it), so
+            # setting it redacted here makes every later handler write the traceback redacted.
+            record.exc_text = redact(record.exc_text or logging.Formatter().formatException(record.exc_info))
+        return True
+
+
+def redact_logs() -> None:
+    """Put a RedactingFilter on every handler of the root logger (call after logging is set up)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())

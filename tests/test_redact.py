@@ -109,3 +109,20 @@ def test_configured_secrets_are_masked_anywhere_and_in_json_values() -> None:
     assert redact("prefix zz-remembered-secret-42suffix") == "prefix ***suffix"
     value = {"arguments": {"api_key": "short", "query": "rate(x[5m])"}, "messages": ["zz-remembered-secret-42"]}
     assert redact_value(value) == {"arguments": {"api_key": "***", "query": "rate(x[5m])"}, "messages": ["***"]}
+
+
+def test_log_records_are_redacted_message_arguments_and_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from pipeline.redact import RedactingFilter
+
+    remember("zz-log-secret-0042")
+    caplog.handler.addFilter(RedactingFilter())
+    log = logging.getLogger("pipeline.jobs.test")
+    try:
+        raise RuntimeError("cannot reach http://u:zz-log-secret-0042@prom:9090")
+    except RuntimeError:
+        log.exception("job %s failed with key %s", "j-1", "zz-log-secret-0042")
+    text = caplog.text
+    assert "j-1" in text and "prom:9090" in text and "RuntimeError" in text
+    assert "zz-log-secret-0042" not in text

@@ -12,6 +12,7 @@ from typing import Any
 
 from pipeline.config import Settings, load_settings
 from pipeline.errors import ConfigError
+from pipeline.redact import redact_logs
 from pipeline.store import Store
 
 VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
@@ -30,6 +31,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise ConfigError("`workbench worker` serves the PostgreSQL queue (set DATABASE_URL); with SQLite the app "
                           "and `workbench ask` run sessions in-process")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    redact_logs()
     pg_module().run_worker(settings, store, args.concurrency or settings.jobs.concurrency)
     return 0
 
@@ -42,6 +44,7 @@ def cmd_webhook(args: argparse.Namespace) -> int:
     store = Store(settings.db_url)
     queue = make_queue(settings, store)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    redact_logs()
     server = make_server(Receiver(settings, store, queue, os.environ.get("WORKBENCH_WEBHOOK_TOKEN")),
                          args.host, args.port)
     print(f"receiving Alertmanager webhooks on http://{args.host}:{server.server_port}/alertmanager",
