@@ -2,4 +2,4 @@
 
 from pages import _common as ui
 
-ui.frame().run()
+ui.run_app()
