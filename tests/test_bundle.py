@@ -67,7 +67,8 @@ def test_import_reverifies_and_keeps_the_source_claims_apart(settings: Settings,
 
 
 def test_a_forged_bundle_is_rejected_and_never_lands_on_another_sessions_call(settings: Settings,
-                                                                             store: Store) -> None:
+                                                                             any_store: Store) -> None:
+    store = any_store
     bundle = _exported(settings, store)
     assert 1 in {inv["id"] for inv in bundle["tool_invocations"]}  # id 1 exists in this store...
     result = _import(store, settings, _forged(bundle))
@@ -83,8 +84,9 @@ def test_a_forged_bundle_is_rejected_and_never_lands_on_another_sessions_call(se
     assert "evidence.invocation_ref" in replayed[result.session_id].result.failed_rules
 
 
-def test_a_failure_inside_the_import_leaves_nothing(settings: Settings, store: Store,
+def test_a_failure_inside_the_import_leaves_nothing(settings: Settings, any_store: Store,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    store = any_store
     bundle = _exported(settings, store)
     before = set(store.session_ids())
     import pipeline.bundle_import as bi
@@ -102,7 +104,8 @@ def test_a_failure_inside_the_import_leaves_nothing(settings: Settings, store: S
         parse_bundle(bundle)
 
 
-def test_parallel_imports_of_one_bundle_all_land(settings: Settings, store: Store) -> None:
+def test_parallel_imports_of_one_bundle_all_land(settings: Settings, any_store: Store) -> None:
+    store = any_store
     bundle = _exported(settings, store)
     parsed = parse_bundle(bundle)
     rules = rules_in_force(settings, store)[0]
@@ -144,6 +147,22 @@ def test_import_caps_outputs_at_the_storage_limit(settings: Settings, store: Sto
     meta = store.invocation_meta(result.session_id)
     assert all(m["output_bytes"] <= 100_000 for m in meta)
     assert meta[0]["stored_cut_bytes"] > 200_000 and result.capped == [bundle["tool_invocations"][0]["id"]]
+
+
+def test_an_output_repeated_in_a_bundle_is_stored_once(settings: Settings, any_store: Store) -> None:
+    from sqlalchemy import text
+
+    bundle = _exported(settings, any_store)
+    first, second = bundle["tool_invocations"][:2]
+    second["output"] = first["output"]
+    result = _import(any_store, settings, bundle)
+    stored = any_store.invocations(result.session_id)
+    assert stored[0].output == stored[1].output == first["output"]
+    assert any_store.invocation(stored[1].id).output == first["output"]
+    with any_store.engine.connect() as conn:
+        lengths = dict(conn.execute(text("SELECT id, LENGTH(output) FROM tool_invocation WHERE session_id = :s"),
+                                    {"s": result.session_id}).all())
+    assert lengths[stored[1].id] == 0 and lengths[stored[0].id] == len(first["output"])
 
 
 def test_bundle_reads_are_bounded(tmp_path: Path) -> None:
