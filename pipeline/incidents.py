@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -31,8 +32,9 @@ class World:
     questions_zh: tuple[str, ...] = field(default=())
     questions_en: tuple[str, ...] = field(default=())
 
-    def ground_truth(self) -> dict:
-        return yaml.safe_load((self.path / "ground_truth.yaml").read_text(encoding="utf-8")) or {}
+    def ground_truth(self) -> dict[str, Any]:
+        truth: dict[str, Any] = yaml.safe_load((self.path / "ground_truth.yaml").read_text(encoding="utf-8")) or {}
+        return truth
 
 
 def _load_world(path: Path) -> World:

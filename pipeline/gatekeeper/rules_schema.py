@@ -407,9 +407,9 @@ def _param_checks(rule_id: str, where: str, params: _Params) -> list[str]:
         if low > high:
             out.append(f"{where}.params.{pair[0]}: {low} > {pair[1]} {high}")
     if isinstance(params, EntityParams):
-        for pos, pair in enumerate(params.antonyms):
-            if len(pair) != 2 or not all(t.strip() for t in pair):
-                out.append(f"{where}.params.antonyms[{pos}]: must be a pair of two words, got {pair!r}")
+        for pos, words in enumerate(params.antonyms):
+            if len(words) != 2 or not all(t.strip() for t in words):
+                out.append(f"{where}.params.antonyms[{pos}]: must be a pair of two words, got {quote(words)}")
         for pos, group in enumerate(params.logLevels):
             if not group:
                 out.append(f"{where}.params.logLevels[{pos}]: must list at least one level word")
