@@ -110,11 +110,24 @@ def _on_form(rule_id: str, field_name: str, widget_key: str, kind: str) -> None:
     _bump("rules_yaml_gen")
 
 
+def _on_number(rule_id: str, name: str, source: str, other: str) -> None:
+    """Slider and number box of one parameter: whichever moved, both and the YAML get its value."""
+    value = round(float(st.session_state[source]), 4)
+    st.session_state[source] = st.session_state[other] = value
+    _on_form(rule_id, f"params.{name}", source, "number")
+
+
 def _param_widget(spec: Any, pf: views.ParamField, gen: int) -> None:
     key = f"rules_f{gen}_{spec.id}_{pf.name}"
     args = (spec.id, f"params.{pf.name}", key, pf.kind)
     if pf.kind == "number":
-        st.slider(pf.name, 0.0, 1.0, float(pf.value), 0.01, key=key, on_change=_on_form, args=args)
+        slide, box = st.columns([4, 1], vertical_alignment="bottom")
+        slide.slider(pf.name, 0.0, 1.0, float(pf.value), 0.01, key=key, on_change=_on_number,
+                     args=(spec.id, pf.name, key, f"{key}_n"))
+        box.number_input(pf.name, 0.0, 1.0, float(pf.value), 0.01, key=f"{key}_n", label_visibility="collapsed",
+                         on_change=_on_number, args=(spec.id, pf.name, f"{key}_n", key))
+    elif pf.kind == "count":
+        st.number_input(pf.name, 0, None, int(pf.value), 1, key=key, on_change=_on_form, args=args)
     elif pf.kind == "bool":
         st.checkbox(pf.name, bool(pf.value), key=key, on_change=_on_form, args=args)
     elif pf.kind == "choice_list":
@@ -197,10 +210,16 @@ def history_inputs() -> tuple[list[Any], list[float]]:
     return inputs, similarity_scores(i.features for i in inputs)
 
 
-def run_preview(rules: RuleSet) -> None:
+def run_preview(rules: RuleSet, include_eval: bool) -> None:
     inputs, _ = history_inputs()
+    if not include_eval:
+        left_out = views.eval_session_ids(ui.store())
+        inputs = [i for i in inputs if i.session_id not in left_out]
     rows = replay(inputs, rules)
+    base_index, base_meta = st.session_state["rules_base_yaml"]
+    edited = views.changed_rules(views.check_rules(base_index, base_meta)[0] or rules, rules)
     st.session_state["rules_preview"] = {
+        "responsible": {r.session_id: views.responsible_rules(r.rules_responsible, r.result, edited) for r in rows},
         "for": (st.session_state["rules_index"], st.session_state["rules_meta"]),
         "total": len(rows),
         "changed": [r for r in rows if r.changed],
@@ -229,8 +248,10 @@ def _histogram(rules: RuleSet) -> None:
 
 @st.fragment
 def preview(rules: RuleSet | None) -> None:
-    if st.button(ui.t("rules.preview"), disabled=rules is None, key="rules_preview_btn", type="primary"):
-        run_preview(rules)  # type: ignore[arg-type]
+    left, right = st.columns([2, 3], vertical_alignment="center")
+    include_eval = right.toggle(ui.t("rules.include_eval"), False, key="rules_preview_eval")
+    if left.button(ui.t("rules.preview"), disabled=rules is None, key="rules_preview_btn", type="primary") and rules:
+        run_preview(rules, include_eval)
     result = st.session_state.get("rules_preview")
     if not result:
         return
@@ -249,13 +270,16 @@ def preview(rules: RuleSet | None) -> None:
     if not result["changed"]:
         st.info(ui.t("rules.no_change"))
         return
-    st.dataframe([{
-        "session": f"trace?session={r.session_id}",
+    changed = result["changed"]
+    picked = st.dataframe([{
+        "session": r.session_id,
         "gatekeeper": f"{r.old_status} → {r.new_status}",
         "verdict": f"{r.old_verdict} → {r.projected_verdict}",
-        "rules responsible": ", ".join(r.rules_responsible),
-    } for r in result["changed"]], hide_index=True, key="rules_diff_table",
-        column_config={"session": st.column_config.LinkColumn(ui.t("common.session"), display_text=r"session=(.*)$")})
+        "rules responsible": ", ".join(result["responsible"].get(r.session_id, [])),
+    } for r in changed], hide_index=True, key="rules_diff_table", on_select="rerun", selection_mode="single-row")
+    rows = picked.selection.rows if picked else []
+    if rows:  # one click opens the session's trace in this tab
+        st.switch_page("pages/trace.py", query_params={"session": changed[rows[0]].session_id})
 
 
 # --- apply and history -----------------------------------------------------------------------------
@@ -295,6 +319,10 @@ def apply_section(rules: RuleSet | None) -> None:
     base_yaml = st.session_state.get("rules_base_yaml")
     current = (st.session_state["rules_index"], st.session_state["rules_meta"])
     unchanged = rules is not None and base_yaml is not None and views.check_rules(*base_yaml)[0] == rules
+    if base_yaml is not None and not unchanged:
+        with st.expander(ui.t("rules.diff_in_force"), expanded=True):
+            st.code(views.yaml_diff(base_yaml, current, "in force", "candidate") or ui.t("rules.unchanged"),
+                    language="diff")
     author = author_field("rules_author")
     comment = st.text_input(ui.t("rules.comment"), key="rules_comment")
     reason = why if not allowed else (ui.t("rules.invalid") if rules is None else
@@ -311,33 +339,42 @@ def apply_section(rules: RuleSet | None) -> None:
         st.rerun()
 
 
+def _shipped_yaml() -> tuple[str, str]:
+    d = ui.settings().rules_dir
+    return (d / "index.yaml").read_text(encoding="utf-8"), (d / "metadata.yaml").read_text(encoding="utf-8")
+
+
 def history() -> None:
-    versions = ui.store().rule_versions()
-    if not versions:
-        st.info(ui.t("rules.no_versions"))
-        return
-    st.dataframe([{"id": v["id"], "time": v["created_at"], "author": v["author"], "comment": v["comment"],
-                   "active": v["active"], "based on": v["parent_id"]} for v in versions], hide_index=True,
-                 key="rules_versions")
-    by_id = {v["id"]: v for v in versions}
+    versions = views.rule_history(ui.store(), _shipped_yaml())
+    st.dataframe([{"version": v.id, "time": v.created_at, "author": v.author, "comment": v.comment,
+                   "active": v.active, "based on": v.parent_id} for v in versions], hide_index=True,
+                 key="rules_versions", column_config={"comment": st.column_config.TextColumn(width="large")})
+    by_id = {v.id: v for v in versions}
     ids = list(by_id)
     c1, c2 = st.columns(2)
-    new = c2.selectbox(ui.t("rules.diff_to"), ids, index=0, key="rules_diff_new")
-    old_default = by_id[new]["parent_id"] if by_id[new]["parent_id"] in by_id else ids[-1]
-    old = c1.selectbox(ui.t("rules.diff_from"), ids, index=ids.index(old_default), key=f"rules_diff_old_{new}")
-    diff = views.yaml_diff((by_id[old]["index_yaml"], by_id[old]["metadata_yaml"]),
-                           (by_id[new]["index_yaml"], by_id[new]["metadata_yaml"]), f"v{old}", f"v{new}")
-    st.code(diff or "(no difference)", language="diff")
-    target = st.selectbox(ui.t("rules.rollback", id="…"), [i for i in ids if not by_id[i]["active"]],
-                          key="rules_rollback_pick")
+    new = c2.selectbox(ui.t("rules.diff_to"), ids, index=0, key="rules_diff_new",
+                       format_func=lambda i: ui.t("rules.version", id=i))
+    parent = by_id[new].parent_id
+    old = c1.selectbox(ui.t("rules.diff_from"), ids, index=ids.index(parent if parent in by_id else ids[-1]),
+                       key=f"rules_diff_old_{new}", format_func=lambda i: ui.t("rules.version", id=i))
+    diff = views.yaml_diff(by_id[old].yaml, by_id[new].yaml, f"v{old}", f"v{new}")
+    st.code(diff or ui.t("rules.no_difference"), language="diff")
+    targets = [i for i in ids if not by_id[i].active]
+    if not targets:
+        return
+    st.markdown(f"**{ui.t('rules.rollback_title')}**")
+    pick, who, go = st.columns([1, 1, 1], vertical_alignment="bottom")
+    target = pick.selectbox(ui.t("rules.rollback_to"), targets, key="rules_rollback_pick",
+                            format_func=lambda i: ui.t("rules.version", id=i))
     allowed, why = permission()
-    author = ui.current_user() or st.session_state.get("rules_author", "")
-    if target is not None and st.button(ui.t("rules.rollback", id=target), disabled=not allowed or not author,
-                                        key="rules_rollback", help=why or (None if author else ui.t("rules.need_author"))):
+    with who:
+        # Asked here, beside the button it enables; prefilled from the Apply form's author.
+        st.session_state.setdefault("rules_rollback_author", st.session_state.get("rules_author", ""))
+        author = author_field("rules_rollback_author")
+    if go.button(ui.t("rules.rollback", id=target), disabled=not allowed or not author, key="rules_rollback",
+                 help=why or (None if author else ui.t("rules.need_author"))):
         active = ui.store().active_rule_version()
-        v = by_id[target]
-        new_id = _apply(v["index_yaml"], v["metadata_yaml"], author, f"roll back to version {target}",
-                        active["id"] if active else None)
+        new_id = _apply(*by_id[target].yaml, author, f"roll back to version {target}", active["id"] if active else None)
         if new_id is not None:
             _load_active()
             st.session_state["rules_flash"] = ui.t("rules.rolled_back", old=target, id=new_id)

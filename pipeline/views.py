@@ -17,6 +17,7 @@ import typing
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Literal
 
 import yaml
@@ -30,6 +31,7 @@ from pipeline.contracts import (
     DigestCheck,
     EvidenceDigest,
     GatekeeperError,
+    GatekeeperResult,
     HypothesisCheck,
     Verdict,
     VerdictImpact,
@@ -38,11 +40,14 @@ from pipeline.errors import RulesError
 from pipeline.gatekeeper.features import binding_target
 from pipeline.gatekeeper.matcher import decode_output
 from pipeline.gatekeeper.rules_schema import (
+    INDEX_FILE,
+    METADATA_FILE,
     PARAM_MODELS,
     RuleSet,
     RuleSpec,
     Severity,
     load_rules_from_text,
+    parse_rules_yaml,
 )
 from pipeline.record import (
     BindingFeatures,
@@ -523,7 +528,7 @@ SEVERITIES: tuple[str, ...] = typing.get_args(Severity)
 @dataclass
 class ParamField:
     name: str
-    kind: Literal["number", "bool", "text_list", "choice_list", "choice"]
+    kind: Literal["number", "count", "bool", "text_list", "choice_list", "choice"]  # number: a ratio in [0, 1]
     value: Any
     options: tuple[str, ...] = ()
 
@@ -548,9 +553,55 @@ def param_fields(spec: RuleSpec) -> list[ParamField]:
             out.append(ParamField(name, "choice", value, _literal_options(ann)))
         elif isinstance(value, bool):
             out.append(ParamField(name, "bool", value))
+        elif ann is int:
+            out.append(ParamField(name, "count", value))
         else:
             out.append(ParamField(name, "number", value))
     return out
+
+
+@dataclass
+class RuleVersionView:
+    """One entry of the rules history; version 0 is the rules/ directory the package ships."""
+
+    id: int
+    created_at: datetime | None
+    author: str
+    comment: str
+    active: bool
+    parent_id: int | None
+    yaml: tuple[str, str]  # (index.yaml, metadata.yaml)
+
+
+def rule_history(store: Store, shipped: tuple[str, str]) -> list[RuleVersionView]:
+    """Applied versions newest first, then version 0: in force until the first Apply, and a
+    rollback target like any other."""
+    versions = [RuleVersionView(v["id"], v["created_at"], v["author"], v["comment"], bool(v["active"]),
+                                v["parent_id"] if v["parent_id"] is not None else 0,
+                                (v["index_yaml"], v["metadata_yaml"])) for v in store.rule_versions()]
+    in_force = not any(v.active for v in versions)
+    return [*versions, RuleVersionView(0, None, "shipped", "rules/ directory", in_force, None, shipped)]
+
+
+def eval_session_ids(store: Store) -> set[str]:
+    """Sessions of eval runs (labelled by the eval runner): left out of rule previews by default."""
+    with store.engine.connect() as conn:
+        return set(conn.execute(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)).scalars())
+
+
+def changed_rules(old: RuleSet, new: RuleSet) -> set[str]:
+    """Ids of rules whose switch, impact, severity or parameters differ between two rule sets."""
+    before = {r.id: r for r in old.rules}
+    return {r.id for r in new.rules if before.get(r.id) != r} | {rid for rid in before if new.get(rid) is None}
+
+
+def responsible_rules(listed: list[str], result: GatekeeperResult, edited: set[str]) -> list[str]:
+    """The replay's own list, else the edited rules among those the replayed result names:
+    an impact change moves a verdict without changing which rules fail."""
+    if listed:
+        return listed
+    named = {*result.failed_rules, *result.warnings, *(e.rule_id for e in result.errors)}
+    return sorted(named & edited)
 
 
 def yaml_diff(old: tuple[str, str], new: tuple[str, str], old_name: str, new_name: str) -> str:
@@ -586,8 +637,13 @@ def set_rule_field(
 
     `field_name` is "enabled", "severity", "verdictImpact" or "params.<name>".
     """
-    index = yaml.safe_load(index_yaml) or {}
-    meta = yaml.safe_load(metadata_yaml) or {}
+    # The same guarded reader as load_rules_from_text: an alias bomb pasted into the editor is
+    # refused, not expanded by a round trip; text it refuses is left as typed, errors shown.
+    refused: list[str] = []
+    index = parse_rules_yaml(INDEX_FILE, index_yaml, refused) or {}
+    meta = parse_rules_yaml(METADATA_FILE, metadata_yaml, refused) or {}
+    if refused or not isinstance(index, dict) or not isinstance(meta, dict):
+        return index_yaml, metadata_yaml
     if field_name == "enabled":
         for entry in index.get("rules") or []:
             if isinstance(entry, dict) and entry.get("id") == rule_id:
