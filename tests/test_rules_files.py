@@ -279,3 +279,14 @@ def test_huge_values_are_quoted_short():
     messages = _errors(index=_edit(INDEX, index_change), metadata=_edit(METADATA, metadata_change))
     assert len(messages) == 2 and all(len(m) < 300 for m in messages)
     assert "got ['xxxx" in messages[0] and "(got '9999" in messages[1]
+
+
+def test_rules_page_text_path_refuses_the_bomb_without_expanding_it():
+    from pipeline import views
+
+    rules, messages = views.check_rules(INDEX, _BOMB)
+    assert rules is None and messages == [
+        "metadata.yaml: line 1, column 5: anchors and aliases (&name, *name) are not allowed here"]
+    # A form edit while the editor holds the bomb leaves the text as typed, never a dumped expansion.
+    assert views.set_rule_field(INDEX, _BOMB, "evidence.excerpt_similarity", "params.passThreshold", 0.6) == (
+        INDEX, _BOMB)
