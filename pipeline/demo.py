@@ -23,6 +23,7 @@ from pipeline.session import SessionFailed, run_session
 from pipeline.store import Store
 
 OnProgress = Callable[[int, int, str], None]
+Run = tuple[str, str | None, dict[str, Any] | None]  # question, incident, scripted fixture (None: offline)
 
 
 def _scripted(base: Settings, fixture: dict[str, Any], script_dir: Path) -> Settings:
@@ -32,9 +33,9 @@ def _scripted(base: Settings, fixture: dict[str, Any], script_dir: Path) -> Sett
     return base.model_copy(update={"provider": "scripted", "scripted_fixture": str(path)})
 
 
-def demo_runs(settings: Settings, language: str) -> list[tuple[str, str | None, dict[str, Any] | None]]:
-    """(question, incident, scripted fixture or None) for every session of the sample set."""
-    runs: list[tuple[str, str | None, dict[str, Any] | None]] = []
+def demo_runs(settings: Settings, language: str) -> list[Run]:
+    """Every session of the sample set."""
+    runs: list[Run] = []
     for world in load_worlds(settings.incidents_dir):
         questions = world.questions_zh if language == "zh" else world.questions_en
         runs += [(questions[0], world.id, None)] if questions else []
@@ -42,10 +43,11 @@ def demo_runs(settings: Settings, language: str) -> list[tuple[str, str | None, 
     return runs
 
 
-def run_demo(settings: Settings, store: Store, *, language: str = "en",
+def run_demo(settings: Settings, store: Store, *, language: str = "en", runs: list[Run] | None = None,
              on_progress: OnProgress | None = None) -> list[str]:
-    """Run the sample set; returns the stored session ids (failed sessions included: they are findings too)."""
-    runs = demo_runs(settings, language)
+    """Run the sample set (or `runs`, a part of it); returns the stored session ids, failed
+    sessions included: they are findings too."""
+    runs = demo_runs(settings, language) if runs is None else runs
     ids: list[str] = []
     with tempfile.TemporaryDirectory(prefix="wb-demo-") as tmp:
         for n, (question, incident, fixture) in enumerate(runs, 1):
