@@ -85,6 +85,8 @@ class BackendSettings(_Section):
     verify_tls: bool = True
     timeout_s: float = 10.0
     limit: int = 500
+    # An HTTP backend's reply larger than this is refused (BackendError naming it), not parsed.
+    max_reply_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     # lookup_knowledge only: runbook blocks below this relevance (the idf-weighted share of
     # the query's terms a block holds, 0..1) are not returned, so none is suggested.
     min_relevance: float = Field(default=0.1, ge=0.0, le=1.0)

@@ -21,8 +21,6 @@ from pipeline.config import BackendSettings
 from pipeline.errors import BackendError
 from pipeline.redact import redact
 
-# A reply larger than this is refused rather than parsed: a runaway query must not eat memory.
-MAX_REPLY_BYTES = 64 * 1024 * 1024
 _READ_CHUNK = 256 * 1024
 
 
@@ -84,7 +82,7 @@ def http_get(
     params: dict[str, Any] | None = None,
     *,
     what: str,
-    max_bytes: int = MAX_REPLY_BYTES,
+    max_bytes: int | None = None,
 ) -> HttpReply:
     """GET `path` under cfg.url. HTTP >= 400, timeouts and oversized replies raise BackendError,
     whose message is redacted: it becomes an invocation error, a prompt line, a doctor line."""
@@ -102,7 +100,8 @@ def http_get(
     context = _ssl_context(cfg.verify_tls) if url.startswith("https:") else None
     try:
         with urllib.request.urlopen(request, timeout=cfg.timeout_s, context=context) as resp:
-            raw = _read_capped(resp, max_bytes, what, shown)
+            # Refused rather than parsed beyond the cap: a runaway query must not eat memory.
+            raw = _read_capped(resp, max_bytes or cfg.max_reply_bytes, what, shown)
             status = resp.status
     except urllib.error.HTTPError as exc:
         body = _read_capped(exc, 64 * 1024, what, shown, cut=True)
@@ -132,7 +131,7 @@ def _read_capped(resp: Any, max_bytes: int, what: str, url: str, *, cut: bool = 
             if cut:
                 chunks.append(chunk)
                 return b"".join(chunks)[:max_bytes]
-            raise BackendError(f"{what}: reply from {url} exceeds {max_bytes} bytes; narrow the query")
+            raise BackendError(f"{what}: reply from {url} exceeds {max_bytes} bytes (max_reply_bytes); narrow the query")
         chunks.append(chunk)
 
 
