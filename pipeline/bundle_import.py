@@ -79,9 +79,10 @@ def _as_stored(bundle: SessionBundle, max_bytes: int) -> tuple[SessionBundle, di
 
 
 def _claimed(bundle: SessionBundle) -> dict[str, Any]:
-    evaluation = bundle.verifier_evaluation or {}
+    claimed = (bundle.verifier_evaluation or {}).get("verdict")
     return cast(dict[str, Any], redact_value({
-        "verdict": evaluation.get("verdict"),
+        # Text whatever the source wrote there: it is shown, never used.
+        "verdict": None if claimed is None else str(claimed),
         "verifier_output": bundle.verifier_output,
         "verifier_evaluation": bundle.verifier_evaluation,
         "composer_output": bundle.composer_output,
