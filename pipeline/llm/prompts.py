@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, one_line
 from pipeline.llm.provider import STAGES
 
 
@@ -42,7 +42,10 @@ def _parse(path: Path, raw: str) -> tuple[dict[str, object], str]:
     end = raw.find("\n---\n", 4)
     if end < 0:
         raise PromptError(f"{path}: front matter is not closed by a '---' line")
-    meta = yaml.safe_load(raw[4:end]) or {}
+    try:
+        meta = yaml.safe_load(raw[4:end]) or {}
+    except yaml.YAMLError as exc:
+        raise PromptError(f"{path}: front matter is not YAML ({one_line(exc)})") from None
     if not isinstance(meta, dict) or "version" not in meta:
         raise PromptError(f"{path}: front matter needs a `version:` line")
     return meta, raw[end + 5 :].strip() + "\n"

@@ -36,8 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pipeline import safeyaml
 from pipeline.config import Settings
 from pipeline.contracts import (
     CollectionSummary,
@@ -49,6 +48,7 @@ from pipeline.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
+from pipeline.errors import ConfigError, one_line
 from pipeline.llm.provider import Provider, StageContext, StageFailure
 from pipeline.tools.registry import persisted_name
 
@@ -97,12 +97,18 @@ def substitute(value: Any, invocations: list[ToolInvocation]) -> Any:
 
 
 def load_fixture(path: Path) -> dict[str, Any]:
-    text = Path(path).read_text(encoding="utf-8")
-    data = json.loads(text) if Path(path).suffix == ".json" else yaml.safe_load(text)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the scripted fixture ({one_line(exc)})") from None
+    try:
+        data = json.loads(text) if Path(path).suffix == ".json" else safeyaml.load(text)
+    except ValueError as exc:  # JSONDecodeError and safeyaml.YamlProblem, both with line and column
+        raise ConfigError(f"{path}: the scripted fixture does not parse ({exc})") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: a scripted fixture is a mapping of stage -> output")
+        raise ConfigError(f"{path}: a scripted fixture is a mapping of stage -> output")
     return data
 
 
