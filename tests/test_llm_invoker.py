@@ -57,7 +57,8 @@ def test_valid_reply_is_parsed_and_recorded(stub: StubOpenAI) -> None:
     assert result.attempts == 1 and result.prompt_tokens == 120 and result.completion_tokens == 30
     [rec] = h.records
     assert (rec.stage, rec.provider, rec.parse_status, rec.attempt) == ("planner", "openai", "valid", 1)
-    assert rec.prompt_file == "prompts/planner.md" and rec.prompt_version == "1"
+    assert rec.prompt_file == "prompts/planner.md"
+    assert rec.prompt_version == load_prompt("planner", load_settings().prompts_dir).version
     assert rec.messages[1]["content"] == "payment times out" and rec.raw_response == json.dumps(PLAN)
     sent = stub.chat_requests[0].body
     assert sent["response_format"]["type"] == "json_schema"
