@@ -27,6 +27,7 @@ ROOT = "$"
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _MAX_NEARBY = 3
 _MAX_INVENTED = 20
+_MAX_CAPS = 24
 _TOKEN_REACH = 40
 
 _shared_outputs = OutputCache()
@@ -182,9 +183,24 @@ def _binding_features(
     entry["entities"] = [m for seg in found.segments for m in _entity_misses(seg, prepared)]
     entry["hunks"] = [{**hunk, "score": seg.score} for seg in found.segments for hunk in seg.hunks]
     entry["before"] = [seg.before for seg in found.segments]
+    entry["caps"] = _record_caps(found, prepared)
     entry["invented"] = _invented(found, ids, invocations, outputs)
     entry["other_match"] = _other_match(quotes, ids, found.score, invocations, outputs)
     return entry
+
+
+_CAPS = re.compile(r"(?<![A-Za-z])[A-Z]{3,}(?![A-Za-z])")
+
+
+def _record_caps(found: ExcerptMatch, prepared: PreparedOutput) -> list[str]:
+    """Upper-case words (ERROR, WARN, GET, HTTP ...) of the records the quote was found in: a log
+    level the excerpt states is checked against these, not against a neighbouring record's."""
+    caps: set[str] = set()
+    for seg in found.segments:
+        for start, end in seg.main:
+            lo, hi = prepared.record(start, end)
+            caps.update(_CAPS.findall(prepared.decoded[lo:hi]))
+    return sorted(caps)[:_MAX_CAPS]
 
 
 def _invented(found: ExcerptMatch, ids: list[int], invocations: Mapping[int, ToolInvocation], outputs: OutputCache) -> list[str]:

@@ -81,12 +81,27 @@ def dropped_negations(hunk: dict[str, Any], terms: tuple[str, ...]) -> Iterator[
             yield term
 
 
+def changed_number(hunk: dict[str, Any]) -> tuple[str, str] | None:
+    """(excerpt number, output number) where the excerpt puts another bare number in the output's
+    place (also numbers no entity pattern knows: an address part, a lag or a count). A number with
+    a unit is the entity rule's: 5300ms and 5.3 秒 are one duration."""
+    said = [t for t in hunk["added"].split(" ") if t.isdigit()]
+    held = [t for t in hunk["gap"].split(" ") if t.isdigit()]
+    if said and held and set(said) != set(held):
+        return said[0], held[0]
+    return None
+
+
 def negation_before(before: str, terms: tuple[str, ...]) -> str | None:
     """A negation that directly precedes the quote in the output ("no" before "OutOfMemoryError detected")."""
-    text = before.rstrip()
-    if not text:
+    if not before:
         return None
-    last = text[-2:] if is_cjk(text[-1]) else text.rsplit(" ", 1)[-1]
+    if before.endswith(" "):
+        last = before.rstrip().rsplit(" ", 1)[-1]
+    elif is_cjk(before[-1]):
+        last = before[-2:]
+    else:
+        return None  # the quote starts inside a word: nothing precedes it
     for term in terms:
         folded = fold(term)
         if folded and (last.endswith(folded) if is_cjk(folded[-1]) else last == folded):
@@ -116,6 +131,16 @@ def changed_level(hunk: dict[str, Any], others: list[str], levels: tuple[tuple[s
         held = _level_of(text, levels, but=said[0])
         if held is not None and not _has(hunk["ex"], held[1]):
             return said[1], held[1]
+    return None
+
+
+def stated_level(excerpt: str, caps: list[str], levels: tuple[tuple[str, ...], ...]) -> tuple[str, str] | None:
+    """(excerpt level, record level) when the excerpt writes a log level in capitals (ERROR, WARN)
+    and the records it was found in hold only levels of other groups."""
+    said = {g for g, words in enumerate(levels) for w in words if re.search(rf"(?<![A-Za-z]){re.escape(w.upper())}(?![A-Za-z])", excerpt)}
+    held = {g: w for g, words in enumerate(levels) for w in words if w.upper() in caps}
+    if said and held and not said & held.keys():
+        return levels[min(said)][0], next(iter(held.values()))
     return None
 
 

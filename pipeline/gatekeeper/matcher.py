@@ -25,7 +25,7 @@ import numpy as np
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
-from pipeline.gatekeeper.pieces import BEFORE, chain
+from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, Chain, chain
 from pipeline.gatekeeper.vocabulary import Vocabulary
 
 _SPACE = 32
@@ -36,6 +36,7 @@ _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\
 # Anchors: at most this many per segment, and an anchor seen more often than this is too
 # common to point anywhere. Both bound the work per excerpt, independent of output size.
 _MAX_ANCHORS = 10
+_MAX_LOOKUPS = 24
 _MAX_HITS = 48
 _MAX_WINDOWS = 8
 _ANCHOR_LEN = 8
@@ -412,6 +413,11 @@ class SegmentMatch:
     gap: int = 0  # widest stretch of output skipped between two pieces
     before: str = ""  # folded output just before the match
     hunks: list[dict[str, str]] = field(default_factory=list)  # where excerpt and output differ
+    main: list[tuple[int, int]] = field(default_factory=list)  # decoded spans carrying the quote
+
+    def __post_init__(self) -> None:
+        if not self.main and self.start is not None and self.end is not None:
+            self.main = [(self.start, self.end)]
 
 
 def segments(excerpt: str) -> list[tuple[str, str]]:
@@ -433,15 +439,15 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
         needle = fold(segment)
     # A verbatim quote folds to a substring of the folded output, so an indexed output that lacks
     # the folded needle is spared the full scan of the decoded text.
-    pos = next(prepared.finds(needle), -1) if prepared.indexed and needle else None
+    pos = _first_whole(prepared, needle) if prepared.indexed and needle else None
     if pos is None or pos >= 0:
-        verbatim = prepared.decoded.find(segment)
+        verbatim = _find_whole_numbers(prepared.decoded, segment)
         if verbatim >= 0:
-            before = fold(prepared.decoded[max(0, verbatim - 3 * BEFORE) : verbatim])[-BEFORE:] if placed else ""
+            before = _before(prepared.decoded, verbatim) if placed else ""
             return SegmentMatch(segment, needle, 1.0, verbatim, verbatim + len(segment), 1.0, before=before)
     hay = prepared.folded
     if pos is None:
-        pos = next(prepared.finds(needle), -1) if needle else -1
+        pos = _first_whole(prepared, needle) if needle else -1
     if pos >= 0:
         if not placed:
             return SegmentMatch(segment, needle, 1.0, covered=1.0)
@@ -449,23 +455,21 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
         return SegmentMatch(segment, needle, 1.0, start, end, 1.0, before=hay[max(0, pos - BEFORE) : pos])
     if len(needle) < 4:
         return SegmentMatch(segment, needle, 0.0)
-    aligned: tuple[float, int, int] | None = None
-    half = len(needle) // 2
-    for wstart in _candidate_starts(needle, prepared):
-        lo = max(0, wstart - half)
-        window = hay[lo : wstart + len(needle) + half]
-        if not window:
-            continue
-        # A window scoring below the best so far is not wanted; rapidfuzz then stops early (None).
-        align = fuzz.partial_ratio_alignment(needle, window, score_cutoff=aligned[0] if aligned else None)
-        if align is not None and (aligned is None or align.score > aligned[0]):
-            aligned = (align.score, lo + align.dest_start, lo + align.dest_end)
+    starts = _candidate_starts(needle, prepared)
+    pieces = _best_chain(needle, hay, starts) if placed else None
+    if pieces is not None and pieces.covered >= _CHAIN_LOCATES:
+        # Most of the quote was found verbatim there: score it there, not where a look-alike
+        # record of the same template happens to align a little better.
+        starts = [pieces.start]
+    aligned = _align(needle, hay, starts, pieces.end - pieces.start if pieces else len(needle))
     if aligned is None:
         return SegmentMatch(segment, needle, 0.0)
     score, fstart, fend = _refine(needle, hay, aligned[1], aligned[2])
     if not placed:
         return SegmentMatch(segment, needle, round(score, 4))
-    pieces = chain(needle, hay, max(0, fstart - len(needle)), fend)
+    if pieces is None or pieces.covered < _CHAIN_LOCATES:
+        # Not located by a chain (a short quote, or one rewritten): the pieces where it aligns best.
+        pieces = chain(needle, hay, max(0, fstart - SHORT_GAP), fstart + SHORT_GAP, short=0)
     if pieces is None:
         start, end = prepared.span(fstart, fend)
         return SegmentMatch(segment, needle, round(score, 4), start, end)
@@ -473,7 +477,79 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
         # Every word was found in order: the quote is the chain (it may run over two records).
         fstart, fend = pieces.start, pieces.end
     start, end = prepared.span(fstart, fend)
-    return SegmentMatch(segment, needle, round(score, 4), start, end, pieces.covered, pieces.gap, pieces.before, pieces.hunks)
+    main = [prepared.span(a, b) for a, b in pieces.main[:_MAX_MAIN]]
+    return SegmentMatch(segment, needle, round(score, 4), start, end, pieces.covered, pieces.gap, pieces.before,
+                        pieces.hunks, main)
+
+
+_MAX_MAIN = 4
+
+
+# A chain covering at least this share of a quote locates it (see locate).
+_CHAIN_LOCATES = 0.5
+
+
+def _best_chain(needle: str, hay: str, starts: list[int]) -> Chain | None:
+    """The chain covering most of the needle (then with the narrowest gaps) near any candidate start."""
+    best: Chain | None = None
+    tried: list[int] = []
+    for wstart in starts:
+        if any(abs(wstart - t) < len(needle) for t in tried):
+            continue  # a neighbouring window: the same records, the same chain
+        tried.append(wstart)
+        # Reach back far enough for a quote whose first record precedes the voted window.
+        found = chain(needle, hay, max(0, wstart - len(needle) - CLOSE), wstart + len(needle), near=wstart)
+        if found is not None and (best is None or found.rank > best.rank):
+            best = found
+        if best is not None and best.covered == 1.0 and best.gap <= CLOSE:
+            break
+    return best
+
+
+def _align(needle: str, hay: str, starts: list[int], width: int) -> tuple[float, int, int] | None:
+    """(partial_ratio score, folded start, end) of the needle's best window among the candidates."""
+    aligned: tuple[float, int, int] | None = None
+    half = len(needle) // 2
+    for wstart in starts:
+        lo = max(0, wstart - half)
+        window = hay[lo : wstart + max(width, len(needle)) + half]
+        if not window:
+            continue
+        # A window scoring below the best so far is not wanted; rapidfuzz then stops early (None).
+        align = fuzz.partial_ratio_alignment(needle, window, score_cutoff=aligned[0] if aligned else None)
+        if align is not None and (aligned is None or align.score > aligned[0]):
+            aligned = (align.score, lo + align.dest_start, lo + align.dest_end)
+    return aligned
+
+
+def _first_whole(prepared: PreparedOutput, needle: str) -> int:
+    """First position of a folded needle in the folded output that does not cut a number."""
+    hay = prepared.folded
+    head, tail = needle[:1].isdigit(), needle[-1:].isdigit()
+    for count, at in enumerate(prepared.finds(needle)):
+        if not ((head and hay[at - 1 : at].isdigit()) or (tail and hay[at + len(needle) : at + len(needle) + 1].isdigit())):
+            return at
+        if count >= _MAX_HITS:
+            break
+    return -1
+
+
+def _find_whole_numbers(text: str, segment: str) -> int:
+    """First occurrence of segment in text that does not cut a number ("lag=3" is not in "lag=37")."""
+    head, tail = segment[:1].isdigit(), segment[-1:].isdigit()
+    at = text.find(segment)
+    for _ in range(_MAX_HITS):
+        if at < 0 or not ((head and text[at - 1 : at].isdigit()) or (tail and text[at + len(segment) : at + len(segment) + 1].isdigit())):
+            return at
+        at = text.find(segment, at + 1)
+    return -1
+
+
+def _before(text: str, start: int) -> str:
+    """Folded text just before text[start:], ending in a space when a word boundary separates them."""
+    folded = fold(text[max(0, start - 3 * BEFORE) : start])[-BEFORE:]
+    prev = text[start - 1 : start]
+    return folded + " " if folded and not (prev.isalnum() or prev == "") else folded
 
 
 def _refine(needle: str, hay: str, start: int, end: int) -> tuple[float, int, int]:
@@ -514,12 +590,15 @@ def _candidate_starts(needle: str, prepared: PreparedOutput) -> list[int]:
     anchors.sort(key=lambda a: -len(a[0]))
     bucket = max(8, len(needle) // 4)
     votes: dict[int, float] = {}
-    for anchor, at in anchors[:_MAX_ANCHORS]:
-        hits = prepared.anchor_hits(anchor)
-        if hits is None:
-            continue
+    # A common anchor (a field name, a service every record names) points nowhere: of the longest
+    # _MAX_LOOKUPS anchors, the _MAX_ANCHORS rarest vote (a timestamp or an id beats "checkout").
+    found = [(hits, anchor, at) for anchor, at in anchors[:_MAX_LOOKUPS]
+             for hits in (prepared.anchor_hits(anchor),) if hits]
+    found.sort(key=lambda f: len(f[0]))
+    for hits, anchor, at in found[:_MAX_ANCHORS]:
+        weight = len(anchor) / len(hits)  # a word found once says more than one found in every record
         for hit in hits:
             key = (hit - at) // bucket
-            votes[key] = votes.get(key, 0.0) + len(anchor)
+            votes[key] = votes.get(key, 0.0) + weight
     ranked = sorted(votes.items(), key=lambda kv: -kv[1])[:_MAX_WINDOWS]
     return [max(0, key * bucket) for key, _ in ranked]

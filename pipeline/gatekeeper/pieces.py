@@ -22,62 +22,109 @@ from pipeline.gatekeeper.vocabulary import is_cjk
 # Search bounds (how far to look, not what to accept): the next piece is looked for at most REACH
 # folded characters after the previous one; the rule's maxPieceGap decides what gap is fine.
 REACH = 400
-# A piece this short ("no", "info", "92", "失败"; see _weight) chains only when it touches a neighbouring piece
-# (SHORT_GAP characters or less between): alone in a stretch of output it is a coincidence.
-SHORT = 8
+# A piece this short ("no", "info", "92", "api-gateway", "失败"; see _weight) chains only when it
+# touches a neighbouring piece (SHORT_GAP characters or less between): alone in a stretch of
+# output it is a coincidence, such as a service name picked up from the next record's fields.
+SHORT = 16
 SHORT_GAP = 12
+# Pieces further apart than FAR (more than the fields between two log records) must both weigh
+# at least 2 * SHORT: two adjacent alerts' descriptions chain, a service name 200 characters on does not.
+FAR = 120
 BEFORE = 40  # output characters kept from just before the first piece
+_MAX_NEAR = 64  # occurrences of a first piece compared for nearness
+STARTS = 4  # occurrences of the first piece a chain is tried from
+CLOSE = 320  # a complete chain with no wider gap than this is taken without trying further starts
 MAX_HUNKS = 8
 MAX_HUNK_CHARS = 160
+_HEAVY = re.compile(r"[0-9\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^ \u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
 @dataclass
 class Chain:
-    covered: float  # share of the excerpt's characters found as in-order pieces
+    covered: float  # share of the excerpt (by _weight) found as in-order pieces
     gap: int  # the widest stretch of output (folded characters) skipped between two pieces
     start: int  # folded span of the output from the first piece's start to the last piece's end
     end: int
     before: str  # folded output just before the first piece
     hunks: list[dict[str, str]] = field(default_factory=list)
+    main: list[tuple[int, int]] = field(default_factory=list)  # folded spans of the pieces that carry the quote
+
+    @property
+    def rank(self) -> tuple[bool, float, int]:
+        """Better chains rank higher: no gap wider than CLOSE, then more covered, then narrower gaps."""
+        return self.gap <= CLOSE, self.covered, -self.gap
 
 
-def chain(needle: str, hay: str, lo: int, hi: int) -> Chain | None:
-    """Greedy in-order pieces of a folded needle in hay, the first starting in [lo, hi).
+def chain(needle: str, hay: str, lo: int, hi: int, *, near: int | None = None, short: int = SHORT) -> Chain | None:
+    """In-order pieces of a folded needle in hay, the first starting in [lo, hi). None when nothing is found.
 
-    Each piece is the longest run of the needle's next tokens found (whole words) within REACH of
-    the previous piece; a token found nowhere near is left uncovered. None when nothing is found.
+    The first piece may occur in several records ("payment-service", "GET /actuator/health 200"),
+    and only one of them starts the quote: the walk first starts from the occurrence nearest to
+    `near` (where the quote's rare words point), then is tried from up to STARTS occurrences
+    and the chain covering most of the needle, with the narrowest gaps, is kept (one without a
+    gap wider than CLOSE first). short=0 lets short pieces chain anywhere: for a short quote
+    already located by its similarity.
     """
     toks = [m.span() for m in _TOKEN.finditer(needle)]
+    weights = [_weight(needle, a, b) for a, b in toks]
+    total = sum(weights) or 1
+    best: tuple[float, int, list[tuple[int, int, int, int]]] | None = None
+    pos = lo
+    for attempt in range(STARTS):
+        pieces = _walk(needle, toks, hay, pos, hi, short, near if attempt == 0 else None)
+        if not pieces:
+            break
+        covered = sum(weights[t] for p in pieces for t in range(p[0], p[1])) / total
+        gap = max((len(hay[a[3] : b[2]].strip()) for a, b in zip(pieces, pieces[1:])), default=0)
+        if best is None or (gap <= CLOSE, covered, -gap) > (best[1] <= CLOSE, best[0], -best[1]):
+            best = (covered, gap, pieces)
+        if covered == 1.0 and gap <= CLOSE:
+            break
+        if attempt:
+            pos = pieces[0][2] + 1
+    if best is None:
+        return None
+    covered, gap, pieces = best
+    first, last = pieces[0], pieces[-1]
+    # The quote's own records are those of its long pieces; a short one may sit in a neighbour.
+    main = [(p[2], p[3]) for p in pieces if _weight(hay, p[2], p[3]) >= SHORT] or [(p[2], p[3]) for p in pieces]
+    return Chain(round(covered, 4), gap, first[2], last[3], hay[max(0, first[2] - BEFORE) : first[2]],
+                 _hunks(needle, toks, hay, pieces), main)
+
+
+def _walk(needle: str, toks: list[tuple[int, int]], hay: str, lo: int, hi: int, short: int,
+          near: int | None) -> list[tuple[int, int, int, int]]:
+    """Greedy pieces (first token, stop token, hay start, hay end): each the longest run of the
+    needle's next tokens found (whole words) within REACH of the previous piece; a token found
+    nowhere near is left uncovered."""
     n = len(toks)
-    pieces: list[tuple[int, int, int, int]] = []  # (first token, stop token, hay start, hay end)
+    pieces: list[tuple[int, int, int, int]] = []
     i, pos = 0, lo
     while i < n:
         limit = hi if not pieces else pieces[-1][3] + REACH
-        found = _longest(needle, toks, i, hay, pos, limit)
+        found = _longest(needle, toks, i, hay, pos, limit, None if pieces else near)
         if found is None:
             i += 1
             continue
         k, at = found
         end = at + toks[k - 1][1] - toks[i][0]
-        if _weight(hay, at, end) < SHORT and k - i < n and not _touches(pieces, needle, toks, k, hay, at, end):
+        weight = _weight(hay, at, end)
+        if weight < short and k - i < n and not _touches(pieces, needle, toks, k, hay, at, end):
             i += 1
+            continue
+        if pieces and at - pieces[-1][3] > FAR and min(weight, _weight(hay, *pieces[-1][2:])) < 2 * short:
+            i += 1  # a long jump joins two whole records, not a record and a name picked up further on
             continue
         pieces.append((i, k, at, end))
         i, pos = k, end
-    if not pieces:
-        return None
-    size = sum(b - a for a, b in toks) or 1
-    covered = sum(toks[t][1] - toks[t][0] for p in pieces for t in range(p[0], p[1]))
-    gap = max((len(hay[a[3] : b[2]].strip()) for a, b in zip(pieces, pieces[1:])), default=0)
-    first, last = pieces[0], pieces[-1]
-    out = Chain(round(covered / size, 4), gap, first[2], last[3], hay[max(0, first[2] - BEFORE) : first[2]])
-    out.hunks = _hunks(needle, toks, hay, pieces)
-    return out
+    return pieces
 
 
-def _longest(needle: str, toks: list[tuple[int, int]], i: int, hay: str, lo: int, hi: int) -> tuple[int, int] | None:
-    """(stop token k, hay position) of the longest phrase toks[i:k] found starting in [lo, hi)."""
+def _longest(needle: str, toks: list[tuple[int, int]], i: int, hay: str, lo: int, hi: int,
+             near: int | None = None) -> tuple[int, int] | None:
+    """(stop token k, hay position) of the longest phrase toks[i:k] found starting in [lo, hi):
+    its first occurrence, or the one nearest to `near`."""
     at = _find(hay, needle[toks[i][0] : toks[i][1]], lo, hi)
     if at < 0:
         return None
@@ -100,12 +147,22 @@ def _longest(needle: str, toks: list[tuple[int, int]], i: int, hay: str, lo: int
             good, at = mid, q
         else:
             bad = mid
+    if near is not None:
+        phrase = needle[toks[i][0] : toks[good - 1][1]]
+        q = at
+        for _ in range(_MAX_NEAR):
+            q = _find(hay, phrase, q + 1, hi)
+            if q < 0:
+                break
+            if abs(q - near) < abs(at - near):
+                at = q
     return good, at
 
 
 def _weight(hay: str, at: int, end: int) -> int:
-    """A piece's length with each Chinese character counted three times (one carries a word's worth)."""
-    return end - at + 2 * sum(1 for ch in hay[at:end] if is_cjk(ch))
+    """A piece's length with each Chinese character and digit counted three times: a Chinese
+    character carries a word's worth, and a number is what tells two records of one template apart."""
+    return end - at + 2 * len(_HEAVY.findall(hay, at, end))
 
 
 def _touches(pieces: list[tuple[int, int, int, int]], needle: str, toks: list[tuple[int, int]], k: int,
@@ -152,8 +209,8 @@ def _hunks(needle: str, toks: list[tuple[int, int]], hay: str, pieces: list[tupl
     if first[0] > 0:
         head = _context(needle, toks, first[0], +1)
         ex_start, shown = 0, head - toks[first[0]][0]
-        hunks.append(_hunk(needle[ex_start:head], needle[:toks[first[0]][0]],
-                           hay[max(0, first[2] - SHORT_GAP) : first[2] + shown], ""))
+        lead = max(0, first[2] - SHORT_GAP)
+        hunks.append(_hunk(needle[ex_start:head], needle[: toks[first[0]][0]], hay[lead : first[2] + shown], hay[lead : first[2]]))
     for a, b in zip(pieces, pieces[1:]):
         added = needle[toks[a[1] - 1][1] : toks[b[0]][0]] if b[0] > a[1] else ""
         gap = hay[a[3] : b[2]]
@@ -166,10 +223,17 @@ def _hunks(needle: str, toks: list[tuple[int, int]], hay: str, pieces: list[tupl
     if last[1] < len(toks):
         tail = _context(needle, toks, last[1] - 1, -1)
         kept = toks[last[1] - 1][1] - tail
-        hunks.append(_hunk(needle[tail:], needle[toks[last[1]][0] :], hay[last[3] - kept : last[3] + SHORT_GAP], ""))
+        follow = last[3] + SHORT_GAP
+        hunks.append(_hunk(needle[tail:], needle[toks[last[1]][0] :], hay[last[3] - kept : follow], hay[last[3] : follow]))
     return hunks[:MAX_HUNKS]
 
 
 def _hunk(ex: str, added: str, out: str, gap: str) -> dict[str, str]:
-    return {"ex": ex.strip()[:MAX_HUNK_CHARS], "added": added.strip()[:MAX_HUNK_CHARS],
-            "out": out.strip()[:MAX_HUNK_CHARS], "gap": gap.strip()[:MAX_HUNK_CHARS]}
+    return {"ex": _clip(ex), "added": _clip(added), "out": _clip(out), "gap": _clip(gap)}
+
+
+def _clip(text: str) -> str:
+    """At most MAX_HUNK_CHARS: both ends of a long stretch (a record's level sits just before its message)."""
+    text = text.strip()
+    half = MAX_HUNK_CHARS // 2
+    return text if len(text) <= MAX_HUNK_CHARS else f"{text[:half]} {text[-half:]}"

@@ -368,7 +368,7 @@ class ExcerptEntitiesRule:
         if not context.fact(self.id, _has_entity_facts):
             return out
         kinds = set(p.kinds)
-        for target, _, feats in context.bindings:
+        for target, binding, feats in context.bindings:
             if feats is None:
                 continue
             for miss in feats.get("entities", ()):
@@ -378,11 +378,13 @@ class ExcerptEntitiesRule:
                 if not located and miss["elsewhere"]:
                     continue
                 out.findings.append(Finding(target, _entity_message(miss, located)))
-            out.findings.extend(Finding(target, message, level) for level, message in _meaning_changes(feats, p))
+            excerpt = binding.get("evidence_excerpt")
+            out.findings.extend(Finding(target, message, level)
+                                for level, message in _meaning_changes(feats, p, excerpt if isinstance(excerpt, str) else ""))
         return out
 
 
-def _meaning_changes(feats: dict[str, Any], p: EntityParams) -> Iterator[tuple[Level, str]]:
+def _meaning_changes(feats: dict[str, Any], p: EntityParams, excerpt: str) -> Iterator[tuple[Level, str]]:
     """Where a located excerpt says the opposite of its output: negation added or dropped, an
     antonym flipped, another log level. Each is an entity-kind mismatch (external_unknown)."""
     negations = tuple(p.negationTerms) if p.negationOutcome != "off" else ()
@@ -390,6 +392,9 @@ def _meaning_changes(feats: dict[str, Any], p: EntityParams) -> Iterator[tuple[L
     pairs = tuple((pair[0], pair[1]) for pair in p.antonyms if len(pair) == 2)
     levels = tuple(tuple(group) for group in p.logLevels)
     befores = fidelity.befores(feats)
+    stated = fidelity.stated_level(excerpt, feats.get("caps", []), levels) if feats.get("caps") else None
+    if stated:
+        yield "fail", f"excerpt changes the log level: it says {stated[0].upper()} where the record says {stated[1].upper()}"
     for hunk in fidelity.hunks(feats):
         if hunk["score"] < p.minLocatedScore:
             continue
@@ -400,7 +405,10 @@ def _meaning_changes(feats: dict[str, Any], p: EntityParams) -> Iterator[tuple[L
         swap = fidelity.flipped(hunk, pairs)
         if swap:
             yield "fail", f'excerpt flips "{swap[1]}" to its opposite "{swap[0]}" ("{hunk["ex"]}" vs output "{hunk["out"]}")'
-        changed = fidelity.changed_level(hunk, befores, levels)
+        number = fidelity.changed_number(hunk) if "number" in p.kinds else None
+        if number:
+            yield "fail", f'excerpt says "{number[0]}" where the cited output says "{number[1]}" ("{hunk["out"]}")'
+        changed = None if stated else fidelity.changed_level(hunk, befores, levels)
         if changed:
             yield "fail", f"excerpt changes the log level: it says {changed[0].upper()} where the record says {changed[1].upper()}"
     if negations and feats.get("sources", {}).get("output", {}).get("score", 0.0) >= p.minLocatedScore:
@@ -411,7 +419,8 @@ def _meaning_changes(feats: dict[str, Any], p: EntityParams) -> Iterator[tuple[L
 
 
 def _has_entity_facts(context: RuleContext) -> bool:
-    return any(feats is not None and (feats.get("entities") or feats.get("hunks") or feats.get("added") or any(feats.get("before", ())))
+    return any(feats is not None and (feats.get("entities") or feats.get("hunks") or feats.get("added")
+                                      or feats.get("caps") or any(feats.get("before", ())))
                for _, _, feats in context.bindings)
 
 
