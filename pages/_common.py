@@ -116,6 +116,10 @@ LABELS: dict[str, tuple[str, str]] = {
     "ask.actions": ("Next steps", "下一步建议"),
     "ask.rationale": ("Verifier rationale", "校验理由"),
     "ask.none": ("none", "无"),
+    "scope.services": ("Asked about", "所问服务"),
+    "scope.unknown": ("no backend knows it", "数据源中未知"),
+    "scope.symptom": ("symptom", "症状"),
+    "scope.window": ("window", "时间窗口"),
     "ask.evidence": ("evidence", "证据"),
     "stage.session": ("Session", "会话"),
     "stage.planner": ("Planner: plan", "Planner：计划"),
@@ -395,6 +399,7 @@ mark.wb-entity{background:#ffc9c9;color:#7a0000;border-radius:2px;text-decoratio
 .wb-pill{display:inline-block;border-radius:0.6rem;padding:0 0.45rem;font-size:0.75rem;font-weight:600;color:#fff}
 .wb-PASS,.wb-pass,.wb-ok{background:#2b8a3e}.wb-LOW_CONFID,.wb-warn{background:#e67700}
 .wb-REJECT,.wb-fail,.wb-error{background:#c92a2a}.wb-none,.wb-skipped,.wb-no_data{background:#868e96}
+.wb-answered,.wb-healthy{background:#2b8a3e}.wb-not_queried{background:#e67700}
 </style>
 """
 
@@ -424,6 +429,24 @@ def html_block(markup: str) -> None:
 def text_block(text: Any) -> None:
     """Free text from an LLM or a tool: shown as text, line breaks kept."""
     st.html(f'<div class="wb-text">{esc(text)}</div>')
+
+
+def scope_block(r: SessionRecord) -> None:
+    """What the question asked (law 8) and, once verified, each asked service's coverage."""
+    scope = r.question_scope
+    if scope is None:
+        return
+    known = set(scope.known_services)
+    services = ", ".join(f"{esc(s)}" + ("" if s in known else f" <span class='wb-muted'>({esc(t('scope.unknown'))})</span>")
+                         for s in scope.services) or esc(t("ask.none"))
+    window = scope.time_window
+    span = f"{window.start:%Y-%m-%d %H:%M} – {window.end:%H:%M} UTC" if window and window.start and window.end else "—"
+    parts = [f"{esc(t('scope.services'))}: {services}", f"{esc(t('scope.symptom'))}: {esc(scope.symptom or '—')}",
+             f"{esc(t('scope.window'))}: {esc(span)}"]
+    coverage = r.evaluation.question_coverage if r.evaluation else []
+    items = "".join(f"<li>{esc(c.service)} {pill(c.status)} <span class='wb-muted'>{esc(c.detail)}</span></li>"
+                    for c in coverage)
+    html_block(f"<div>{' · '.join(parts)}</div>" + (f'<ul class="wb-list">{items}</ul>' if items else ""))
 
 
 def pill(value: str | None) -> str:

@@ -158,6 +158,7 @@ def answer(session_id: str) -> None:
     if r.status == "failed":
         st.error(f"{ui.t('ask.failed')}: {r.error}")
     ui.text_block(view.final_answer)
+    ui.scope_block(r)
 
     st.markdown(f"**{ui.t('ask.confirmed')}**")
     if not view.confirmed:

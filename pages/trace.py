@@ -72,6 +72,7 @@ def header(r: SessionRecord) -> None:
 def final_answer(r: SessionRecord) -> None:
     st.subheader(ui.t("trace.final"))
     ui.text_block(r.final_answer or ui.t("common.none"))
+    ui.scope_block(r)
     guard = r.evaluation.composer_guard if r.evaluation else None
     if guard:
         line = f"{ui.t('trace.guard')}: {ui.pill(guard.status)}"
