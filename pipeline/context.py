@@ -2,7 +2,7 @@
 and providers.
 
 Stages (pipeline.stages) and providers (pipeline.llm, the offline engine included) both import
-this module and never each other's internals, so dependencies flow one way (docs: design §4).
+this module and never each other's internals, so dependencies flow one way (tests/test_architecture.py keeps it so).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The verdict policy: the one place that decides PASS / LOW_CONFID / REJECT and says why.
+"""The verdict policy (docs/spec.md#verdict-policy): the one place that decides PASS / LOW_CONFID /
+REJECT and says why.
 
 Every caller (a live session, `workbench check`, gatekeeper replay, eval, import) hands in what it
 knows and gets a `VerdictDecision` back; nothing else downgrades or lifts a verdict (law 2, law 3,
@@ -9,7 +10,7 @@ The order of judgement:
 1. parse status: missing/malformed output -> LOW_CONFID, groundedness 0 (nothing to extract);
 2. gatekeeper findings on a claim make its check at least `unsupported` (an entity mismatch:
    `external_unknown`); a claim none of whose bindings is evidence (`unbacked_claims`) too;
-3. the claim matrix (seed 000 §17) over the corrected checks;
+3. the claim matrix (docs/spec.md#verdict-matrix) over the corrected checks;
 4. the gatekeeper floor from the failed rules' verdictImpact (a fail is never PASS);
 5. question coverage, tool failures and an unclosed retry: each keeps the verdict off PASS;
 6. the verifier's own verdict: the stricter one wins, it never lifts.
@@ -37,11 +38,12 @@ from pipeline.text import extract_entities
 # Matrix "core" claims; when a diagnosis has none of these types every claim counts as core, so
 # the matrix never judges an empty set.
 CORE_TYPES = frozenset({"root_cause", "symptom", "impact"})
-# An external_unknown claim naming one of these kinds is a fabrication of the kind §16.2 lists.
+# An external_unknown claim naming one of these kinds brings in a service, id, code or value
+# (docs/spec.md#claim-verification): a core fabrication, whatever its claim type.
 CORE_ENTITY_KINDS = frozenset(
     {"service", "identifier", "error_code", "http_status", "percentage", "quantity", "version"}
 )
-# Critical facts weigh double in groundedness (seed 000 §16.1.1).
+# Critical facts weigh double in groundedness (docs/spec.md#facts-checked).
 CRITICAL_TYPES = frozenset({"root_cause", "symptom", "impact", "risk"})
 SUPPORT_WEIGHT: dict[str, float] = {
     "direct_observation": 1.0, "reasonable_inference": 0.7, "overstated": 0.3,
@@ -106,9 +108,10 @@ def apply_gatekeeper(
     claim_checks: Sequence[ClaimCheck], claims: Sequence[Mapping[str, Any]], gate: GatekeeperResult,
     rule_impacts: Mapping[str, str | None],
 ) -> tuple[list[ClaimCheck], list[str]]:
-    """Seed 000 §15.3 in code: a claim hit by a failed (non-warn_only) rule, or left without any
-    binding that is evidence, is at least unsupported, whatever the verifier said. The composer
-    filter trusts claim_checks, so they are corrected before anything reads them."""
+    """The gatekeeper over the verifier (docs/spec.md#gatekeeper-result): a claim hit by a failed
+    (non-warn_only) rule, or left without any binding that is evidence, is at least unsupported,
+    whatever the verifier said. The composer filter trusts claim_checks, so they are corrected
+    before anything reads them."""
     # claim id -> (what failed on it, its message)
     failing: dict[str, tuple[str, str]] = {}
     for err in gate.errors:
@@ -142,9 +145,10 @@ def _core_ids(claims: Sequence[Mapping[str, Any]]) -> set[str]:
 def claims_verdict(
     claims: Sequence[Mapping[str, Any]], claim_checks: Iterable[ClaimCheck]
 ) -> tuple[Verdict, list[str]]:
-    """The §17 matrix over claim checks alone. A claim without a check counts as unsupported;
-    any contradicted claim rejects (§19.2.1); an external_unknown core claim, or one naming a
-    core entity (service, id, error code, value), rejects; other weak claims keep it LOW_CONFID."""
+    """The matrix (docs/spec.md#verdict-matrix) over claim checks alone. A claim without a check
+    counts as unsupported; any contradicted claim rejects; an external_unknown core claim, or one
+    naming a core entity (service, id, error code, value), rejects; other weak claims keep it
+    LOW_CONFID."""
     if not claims:
         return "LOW_CONFID", ["the diagnosis has no claims"]
     checks = {c.claim_id: c.verification for c in claim_checks}
@@ -206,7 +210,7 @@ def decide_verdict(
 
     `invocations` are the session's tool calls: a failed one leaves the evidence incomplete.
     `retry_gaps_closed` is the verifier's judgement of a retry round (None: not judged).
-    With the gatekeeper switched off (seed 000 §22.2) its result is ignored.
+    With the gatekeeper switched off (docs/spec.md#switches) its result is ignored.
     """
     text = _GAP_TEXT["zh" if language == "zh" else "en"]
     gate = gatekeeper if gatekeeper_enabled else GatekeeperResult()

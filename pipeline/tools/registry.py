@@ -2,7 +2,7 @@
 
 The model sees camelCase names (queryLogs, queryPrometheusAlerts, lookupKnowledge); storage and
 contracts use snake_case (query_logs, query_metrics, lookup_knowledge). `TOOLS` is the only place
-that maps them (seed 003 §2). Adding a tool is one spec here; adding a backend kind is its module,
+that maps them (docs/spec.md#tool-results). Adding a tool is one spec here; adding a backend kind is its module,
 a `BackendKind` member (config) and one factory line in the spec that may use it.
 """
 
