@@ -42,15 +42,22 @@ def _asked_in(text: str, scope: QuestionScope | None) -> bool:
     return any(normalize(s) in norm for s in scope.services)
 
 
+def _score(c: ComposerClaim, scope: QuestionScope | None) -> float:
+    words = [normalize(w) for w in symptom_words(t.strip() for t in (scope.symptom if scope else "").split(","))]
+    norm = normalize(c.claim_text)
+    return 3.0 * _asked_in(c.claim_text, scope) + _CORE.get(c.claim_type, 0.0) + sum(w in norm for w in words)
+
+
 def rank_claims(claims: Sequence[ComposerClaim], scope: QuestionScope | None) -> list[ComposerClaim]:
     """Most relevant first: about an asked service, a core type, naming the symptom; stable."""
-    words = [normalize(w) for w in symptom_words(t.strip() for t in (scope.symptom if scope else "").split(","))]
+    return sorted(claims, key=lambda c: -_score(c, scope))
 
-    def score(c: ComposerClaim) -> float:
-        norm = normalize(c.claim_text)
-        return 3.0 * _asked_in(c.claim_text, scope) + _CORE.get(c.claim_type, 0.0) + sum(w in norm for w in words)
 
-    return sorted(claims, key=lambda c: -score(c))
+def key_claims(ranked: Sequence[ComposerClaim], scope: QuestionScope | None, limit: int) -> list[str]:
+    """The key facts: at most `limit`, and when services were asked only facts about them (another
+    service's facts are other observations), unless none is about them."""
+    about = [c for c in ranked if _asked_in(c.claim_text, scope)]
+    return [c.claim_id for c in (about or list(ranked))[:limit]]
 
 
 def _distinct_terms(gap: str, services: Sequence[str]) -> list[str]:

@@ -34,7 +34,7 @@ from pipeline.contracts import (
 from pipeline.context import StageContext, StageFailure
 from pipeline.safe_actions import fixed_actions
 from pipeline.stages import templates
-from pipeline.stages.answer_lead import decide_lead, drop_closed, rank_claims
+from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, rank_claims
 from pipeline.stages.meaning_guard import check_meaning
 from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize
 
@@ -212,7 +212,7 @@ def assemble_input(
         recommended_actions=actions,
         rationale=verifier_output.rationale,
         answer_lead=decide_lead(verdict, ranked, hypotheses, scope, coverage),
-        key_claim_ids=[c.claim_id for c in ranked[:max_key_facts]],
+        key_claim_ids=key_claims(ranked, scope, max_key_facts),
         question_scope=scope,
     )
     return composer_input, filtered

@@ -33,11 +33,11 @@ def compose(composer_input: ComposerInput, language: str) -> ComposerOutput:
         sentence(p["gaps"], s.evidence_gaps),
         sentence(p["next"], [a.action_text for a in s.actions]),
     ]
-    joiner = "" if language == "zh" else " "
     return ComposerOutput(
         answer_summary=s.lead,
         recommended_actions=s.actions,
-        user_facing_answer=joiner.join(b for b in body if b),
+        # One paragraph per section, the answer first: never every quote strung into one block.
+        user_facing_answer="\n".join(b for b in body if b),
         key_facts=s.key_facts,
         other_observations=s.other_observations,
         possible_causes=s.possible_causes,
