@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.config_file import read_config_file, settings_error
+from pipeline.errors import ConfigError
 from pipeline.redact import remember_settings
 from pipeline.resources import SOURCE_ROOT as ROOT
 from pipeline.resources import default_config_file, default_home, resource_dir
@@ -201,6 +202,9 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
     """Settings from the config file, then the environment, then explicit keyword overrides."""
     cfg_path = Path(path or os.environ.get("WORKBENCH_CONFIG") or default_config_file())
+    if path and not cfg_path.exists():
+        # Named explicitly (--config): a typo must not fall back to the defaults unnoticed.
+        raise ConfigError(f"{cfg_path}: no such settings file")
     data = read_config_file(cfg_path) if cfg_path.exists() else {}
     env = _env_overrides()
     data = _merge(data, env)

@@ -78,6 +78,11 @@ def test_misspelt_settings_key_names_key_and_file(capsys: pytest.CaptureFixture[
     assert line == f"{cfg}: openai.modle: unknown key; did you mean 'model'?"
 
 
+def test_settings_file_named_but_missing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "wrokbench.yaml"
+    assert _refused(capsys, "--config", str(missing), "ask", QUESTION) == f"{missing}: no such settings file"
+
+
 def test_bad_value_from_the_environment_says_so(capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_PROVIDER", "gpt")

@@ -221,7 +221,7 @@ def _read_text(path: Path, errors: list[str]) -> str | None:
         with path.open("rb") as fh:
             data = fh.read(MAX_RULES_FILE_BYTES + 1)
     except OSError as exc:
-        errors.append(f"{path.name}: file: cannot read ({exc.strerror or exc})")
+        errors.append(f"{path.name}: file: cannot read {path} ({exc.strerror or exc})")
         return None
     if len(data) > MAX_RULES_FILE_BYTES:
         errors.append(f"{path.name}: file: larger than the {MAX_RULES_FILE_BYTES}-byte limit for a rule file")
