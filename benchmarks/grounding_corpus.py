@@ -26,6 +26,7 @@ import random
 import re
 import sys
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,6 +93,7 @@ def _synthetic(lang: str, rng: random.Random) -> dict:
     return {"logs": logs, "total": len(logs), "truncated": False}
 
 
+@lru_cache(maxsize=1)
 def build_outputs() -> dict[str, tuple[str, str]]:
     """Output name -> (tool name, stored output text)."""
     outputs: dict[str, tuple[str, str]] = {}

@@ -581,7 +581,11 @@ def _candidate_starts(needle: str, prepared: PreparedOutput) -> list[int]:
     anchors: list[tuple[str, int]] = []
     offset = 0
     for token in needle.split(" "):
-        if len(token) >= 3:
+        if not token.isascii() and len(token) >= 2:
+            # Chinese has no spaces: a run is cut into short chunks, each a word or two.
+            step = 4 if len(token) > 6 else 2
+            anchors.extend((token[i : i + step], offset + i) for i in range(0, len(token) - 1, step))
+        elif len(token) >= 3:
             if len(token) <= _ANCHOR_LEN + 2:
                 anchors.append((token, offset))
             else:
