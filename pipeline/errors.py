@@ -74,7 +74,13 @@ def quote(value: object, limit: int = QUOTE_CHARS) -> str:
     return short if len(short) <= limit else short[: limit - 1] + "…"
 
 
+# A one-line summary lists this many of an error's lines (a rules file can have dozens of problems).
+ONE_LINE_PARTS = 5
+
+
 def one_line(err: BaseException) -> str:
     """The error as the single line the CLI prints: multi-line messages joined with "; "."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return "; ".join(lines) or type(err).__name__
+    more = len(lines) - ONE_LINE_PARTS
+    shown = "; ".join(lines[:ONE_LINE_PARTS]) + (f"; and {more} more" if more > 0 else "")
+    return shown or type(err).__name__

@@ -58,6 +58,16 @@ def test_error_classes_share_one_base() -> None:
     assert not issubclass(NotFound, KeyError)
 
 
+def test_many_rule_problems_still_print_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = "ruleMetadata:\n" + "".join(f"  rule.{i}: {{}}\n" for i in range(12))
+    line = _refused(capsys, "replay", "--rules", str(_rules_dir(tmp_path, bad.encode())))
+    # Each shipped rule lacks its metadata and each of the 12 is unlisted: far more than five lines.
+    from pipeline.gatekeeper import load_rules
+
+    problems = len(load_rules(ROOT / "rules").rules) + 12
+    assert line.count("; ") == 5 and line.endswith(f"; and {problems - 5} more")
+
+
 def test_ask_unknown_world(capsys: pytest.CaptureFixture[str]) -> None:
     line = _refused(capsys, "ask", "--world", "nope", QUESTION)
     assert line.startswith("no bundled incident world 'nope' in ") and "known: " in line and "gateway-timeout" in line
