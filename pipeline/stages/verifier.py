@@ -46,6 +46,8 @@ ANCHOR_LINES = 2
 RELATED_LINES = 3
 SUMMARY_CHARS = 1200
 _FUZZY_CUTOFF = 60.0
+# Bounds of the fuzzy anchor search: words looked up, lines per word, lines scored, quote characters scored.
+_FUZZY_WORDS, _FUZZY_HITS, _FUZZY_CANDIDATES, _FUZZY_PROBE = 12, 50, 24, 400
 
 
 # --- locating cited text in a tool output ---------------------------------------------------
@@ -115,10 +117,31 @@ class _Indexed:
         return found
 
     def fuzzy(self, needle: str, limit: int) -> list[int]:
-        hits = process.extract(
-            needle, self.norm_lines, scorer=fuzz.partial_ratio, limit=limit, score_cutoff=_FUZZY_CUTOFF
-        )
+        """Lines most like a quote that is not in the output verbatim.
+
+        Only lines holding one of its longest words (Chinese: 4-character chunks) are scored, with
+        its first _FUZZY_PROBE characters: partial_ratio of a 10,000-character excerpt against every
+        long line of a 1 MB output took minutes (issue 11)."""
+        votes: dict[int, int] = {}
+        for word in _fuzzy_words(needle):
+            for idx in self.occurrences(word, limit=_FUZZY_HITS):
+                votes[idx] = votes.get(idx, 0) + 1
+        candidates = sorted(votes, key=lambda i: -votes[i])[:_FUZZY_CANDIDATES]
+        probe = needle[:_FUZZY_PROBE]
+        hits = process.extract(probe, {i: self.norm_lines[i] for i in candidates}, scorer=fuzz.partial_ratio,
+                               limit=limit, score_cutoff=_FUZZY_CUTOFF)
         return [idx for _, _, idx in hits]
+
+
+def _fuzzy_words(needle: str) -> list[str]:
+    words: set[str] = set()
+    for token in needle.split():
+        if token.isascii():
+            if len(token) >= 4:
+                words.add(token)
+        else:
+            words.update(token[i : i + 4] for i in range(0, max(1, len(token) - 3), 4))
+    return sorted(words, key=len, reverse=True)[:_FUZZY_WORDS]
 
 
 def _clip(line: str, needle: str) -> str:
