@@ -22,6 +22,7 @@ from typing import Any
 
 from pipeline.contracts import (
     ClaimCheck,
+    CoverageStatus,
     GatekeeperResult,
     QuestionScope,
     ServiceCoverage,
@@ -146,6 +147,7 @@ def compute_coverage(
         ids = sorted({*asked, *(r.invocation_id for _, cited in about for r in cited)})
         claim_ids = [cid for cid, _ in about]
         note = (f"; evidence {', '.join(outside)} lies outside the asked time window" if outside else "")
+        status: CoverageStatus
         if about:
             faulty = [cid for cid, cited in about if _shows_fault(cid, cited, claims)]
             if not faulty and not any(r.fault for r in own):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,40 @@ def test_guard_passes_a_faithful_answer() -> None:
     out, guard, final = _run("order-service logged: create order failed with HTTP 500. "
                              "Not confirmed yet: the refund failures of order-service.")
     assert guard.status == "pass", guard.violations
+
+
+# --- runbooks: relevance shown, floor in config --------------------------------------------------
+
+
+def test_runbooks_below_the_relevance_floor_are_not_returned(tmp_path) -> None:
+    from pipeline.tools.knowledge import KnowledgeBase
+    from pipeline.tools.registry import KnowledgeQuery, NoData
+
+    (tmp_path / "cpu.md").write_text("# CPU high\n\nJava CPU usage high: take jstack of the hot threads.\n")
+    (tmp_path / "redis.md").write_text("# Redis latency\n\nredis maxmemory and key eviction slow the cart.\n")
+    kb = KnowledgeBase.from_folder(tmp_path, min_relevance=0.5)
+    out = kb.lookup_knowledge(KnowledgeQuery(query="cpu jstack"))
+    assert [(b["title"], b["relevance"]) for b in out["evidenceBlocks"]] == [("CPU high", 1.0)]
+    with pytest.raises(NoData):  # shares only a generic word with a runbook: nothing relevant
+        kb.lookup_knowledge(KnowledgeQuery(query="billing-service slow"))
+
+
+def test_a_suggested_runbook_matches_the_symptom_and_shows_its_relevance(settings: Settings, store: Store) -> None:
+    ev = run_session("支付接口从10点左右开始大量超时，帮我排查一下原因", settings=settings, store=store).evaluation
+    runbooks = [a.action_text for a in ev.composer_input.recommended_actions if "运维手册" in a.action_text]
+    assert runbooks and all("相关度 0." in a for a in runbooks)
+
+
+def test_trace_shows_the_scope_and_coverage(settings: Settings, store: Store) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    sid = run_session("为什么 billing-service 返回 503？", settings=settings, store=store).session_id
+    app = Path(__file__).resolve().parent.parent / "app.py"
+    at = AppTest.from_file(str(app), default_timeout=120).run()
+    at.switch_page("pages/trace.py")
+    at.query_params.update({"session": sid})
+    at.run()
+    assert not at.exception, at.exception
+    html = "\n".join(el.proto.body for el in at.get("html"))
+    assert "billing-service <span class='wb-muted'>(no backend knows it)</span>" in html
+    assert 'wb-no_data">no_data</span>' in html

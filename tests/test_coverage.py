@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pipeline.contracts import ClaimCheck, GatekeeperResult, QuestionScope, TimeWindow, ToolInvocation
 from pipeline.coverage import compute_coverage
@@ -40,9 +40,10 @@ CHECKS = [ClaimCheck(claim_id="c1", verification="direct_observation"),
           ClaimCheck(claim_id="c2", verification="direct_observation")]
 
 
-def coverage(services, *, checks=CHECKS, gate=GatekeeperResult(), window=None):
+def coverage(services, *, checks=CHECKS, gate=None, window=None):
     scope = QuestionScope(services=services, time_window=window)
-    return {c.service: c for c in compute_coverage(scope, STRUCTURED, checks, INVS, gate, backends="bundled logs")}
+    cov = compute_coverage(scope, STRUCTURED, checks, INVS, gate or GatekeeperResult(), backends="bundled logs")
+    return {c.service: c for c in cov}
 
 
 def test_each_state():
@@ -71,8 +72,8 @@ def test_unverified_or_unbacked_claims_do_not_answer():
 
 
 def test_evidence_outside_the_asked_window_is_said_to_be_outside():
-    window = TimeWindow(start=datetime(2026, 11, 28, 12, tzinfo=timezone.utc),
-                        end=datetime(2026, 11, 28, 13, tzinfo=timezone.utc))
+    window = TimeWindow(start=datetime(2026, 11, 28, 12, tzinfo=UTC),
+                        end=datetime(2026, 11, 28, 13, tzinfo=UTC))
     cov = coverage(["payment-service"], window=window)["payment-service"]
     assert cov.status != "answered" and "outside the asked time window" in cov.detail
 

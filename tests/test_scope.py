@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from pipeline.scope import asked_services, read_scope
 
 CATALOGUE = ["payment-service", "user-service", "api-gateway", "orders-db"]
-NOW = datetime(2026, 11, 28, 11, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 28, 11, 0, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(("question", "services", "known"), [
@@ -33,7 +33,7 @@ def test_hyphenated_words_and_bare_kinds_are_not_services(question):
 def test_symptom_window_and_language():
     zh = read_scope("最近30分钟 user-service 大量超时", CATALOGUE, NOW)
     assert zh.language == "zh" and zh.symptom == "超时"
-    assert zh.time_window and zh.time_window.start == datetime(2026, 11, 28, 10, 30, tzinfo=timezone.utc)
+    assert zh.time_window and zh.time_window.start == datetime(2026, 11, 28, 10, 30, tzinfo=UTC)
     en = read_scope("Why is search-service returning errors?", CATALOGUE, NOW)
     assert en.language == "en" and en.symptom == "error" and en.time_window is None
     assert read_scope("payment API times out since 10:00", CATALOGUE).time_window is None  # no clock, no window

@@ -25,7 +25,7 @@ def _ts(value: str | None) -> datetime | None:
 
 
 @lru_cache(maxsize=32)
-def _logs(path: Path) -> tuple[tuple[dict[str, Any], datetime, str], ...]:
+def _logs(path: Path) -> tuple[tuple[dict[str, Any], datetime | None, str], ...]:
     rows = []
     with path.open(encoding="utf-8", errors="replace") as fh:
         for line in fh:

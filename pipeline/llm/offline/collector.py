@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from pipeline.contracts import CollectionSummary, PlannerPlan, RetryContext, ToolInvocation
 from pipeline.context import StageContext
+from pipeline.contracts import CollectionSummary, PlannerPlan, RetryContext, ToolInvocation
 from pipeline.text import extract_entities
 
 
@@ -34,8 +34,8 @@ def collect(ctx: StageContext, plan: PlannerPlan, retry_context: RetryContext | 
         # A retry widens the search: every level, and the services / entities the gaps name.
         gaps = " ".join([*retry_context.missing_info, *retry_context.unsupported_claims])
         services = sorted({e.value for e in extract_entities(gaps) if e.kind == "service"}) or plan.services
-        for service in services or [None]:
-            args = {"level": "INFO", "limit": 500}
+        for service in services or [""]:
+            args: dict[str, object] = {"level": "INFO", "limit": 500}
             if service:
                 args["service"] = service
             done.append(ctx.run_tool("query_logs", args))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 from pipeline.contracts import (
-    ANSWER_VERSION,
     Claim,
     EvidenceBinding,
     EvidenceDigest,
@@ -171,7 +170,7 @@ def diagnose(
         missing.append("未获取到与问题相关的日志或告警证据，无法判断。" if lang == "zh"
                        else "No log or alert evidence related to the question was found.")
 
-    out = ExecutorOutputV2(answer_version=ANSWER_VERSION, claims=claims,
+    out = ExecutorOutputV2(claims=claims,
                            hypotheses=[h for _, h, _, _ in hypotheses],
                            recommended_actions=actions, missing_info=missing)
     return json.dumps(out.model_dump(exclude_none=True), ensure_ascii=False)
