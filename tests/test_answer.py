@@ -17,15 +17,22 @@ from pipeline.stages.composer import assemble_input, run_composer
 from pipeline.store import Store
 
 
-def test_unknown_service_ends_low_confid_and_names_the_service(settings: Settings, store: Store) -> None:
-    result = run_session("为什么 billing-service 返回 503？", settings=settings, store=store)
+@pytest.mark.parametrize(("question", "says"), [
+    ("为什么 billing-service 返回 503？", "没有 billing-service 的日志、告警或指标"),
+    # "payments" names the payment incident, but no world holds billing-service: never its story
+    ("Why is billing-service failing payments with 503?", "No logs, alerts or metrics for billing-service"),
+])
+def test_unknown_service_ends_low_confid_and_names_the_service(
+        settings: Settings, store: Store, question: str, says: str) -> None:
+    result = run_session(question, settings=settings, store=store)
     ev = result.evaluation
     assert result.verdict == "LOW_CONFID"
-    assert [(c.service, c.status) for c in ev.verifier_evaluation.question_coverage] == [("billing-service", "no_data")]
+    assert ("billing-service", "no_data") in [(c.service, c.status) for c in ev.verifier_evaluation.question_coverage]
     first = ev.composer_output.answer_summary
-    assert "billing-service" in first and "没有" in first and result.final_answer.startswith(first)
+    assert says in first and result.final_answer.startswith(first)
     assert any("billing-service" in gap for gap in ev.composer_input.missing_info)
-    assert not any("运维手册" in a.action_text for a in ev.composer_input.recommended_actions)  # no unrelated runbook
+    runbooks = [a for a in ev.composer_input.recommended_actions if "runbook" in a.action_text or "运维手册" in a.action_text]
+    assert not runbooks  # nothing about billing-service was found, so no runbook is suggested
 
 
 @pytest.mark.parametrize(("question", "service", "opening"), [

@@ -287,3 +287,11 @@ def test_fenced_json_is_accepted_and_provider_failure_falls_back():
     out, guard, final = run_composer(ctx(), FakeComposer(error=StageFailure("composer", "timeout")), ZH_INPUT,
                                      enabled=True, parse_status=ParseStatus(status="valid"))
     assert guard.used_template and guard.status == "fail"
+
+
+@pytest.mark.parametrize("verdict", ["PASS", "LOW_CONFID", "REJECT"])
+def test_unbacked_claims_never_reach_allowed_claims(verdict):
+    ci, filtered = assemble_input(question="超时", verdict=verdict, structured=STRUCTURED,
+                                  verifier_output=verifier(verdict), unbacked=["c1"])
+    assert "c1" not in [c.claim_id for c in ci.allowed_claims]
+    assert any(f.source == "claims[0]" and "unbacked" in f.reason for f in filtered)
