@@ -440,7 +440,8 @@ def scope_block(r: SessionRecord) -> None:
     services = ", ".join(f"{esc(s)}" + ("" if s in known else f" <span class='wb-muted'>({esc(t('scope.unknown'))})</span>")
                          for s in scope.services) or esc(t("ask.none"))
     window = scope.time_window
-    span = f"{window.start:%Y-%m-%d %H:%M} – {window.end:%H:%M} UTC" if window and window.start and window.end else "—"
+    span = (f"{window.text} = " if window and window.text else "") + (
+        f"{window.start:%Y-%m-%d %H:%M} – {window.end:%H:%M} UTC" if window and window.start and window.end else "—")
     parts = [f"{esc(t('scope.services'))}: {services}", f"{esc(t('scope.symptom'))}: {esc(scope.symptom or '—')}",
              f"{esc(t('scope.window'))}: {esc(span)}"]
     coverage = r.evaluation.question_coverage if r.evaluation else []
@@ -482,6 +483,17 @@ def engine_caption() -> str:
 def trace_link(session_id: str, label: str | None = None) -> None:
     st.page_link("pages/trace.py", label=label or f"{t('nav.trace')}: {session_id}", icon=":material/account_tree:",
                  query_params={"session": session_id})
+
+
+PICK = ("single-row", "single-cell")  # selection_mode of tables whose rows open a trace
+
+
+def open_picked_trace(event: Any, session_ids: list[str]) -> None:
+    """A table's row or cell click opens that session's trace in this tab, in one click."""
+    selection = event.selection if event else None
+    picked = [*(selection.rows if selection else []), *(row for row, _ in (selection.cells if selection else []))]
+    if picked:
+        st.switch_page("pages/trace.py", query_params={"session": session_ids[picked[0]]})
 
 
 def current_user() -> str:

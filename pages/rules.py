@@ -276,10 +276,8 @@ def preview(rules: RuleSet | None) -> None:
         "gatekeeper": f"{r.old_status} → {r.new_status}",
         "verdict": f"{r.old_verdict} → {r.projected_verdict}",
         "rules responsible": ", ".join(result["responsible"].get(r.session_id, [])),
-    } for r in changed], hide_index=True, key="rules_diff_table", on_select="rerun", selection_mode="single-row")
-    rows = picked.selection.rows if picked else []
-    if rows:  # one click opens the session's trace in this tab
-        st.switch_page("pages/trace.py", query_params={"session": changed[rows[0]].session_id})
+    } for r in changed], hide_index=True, key="rules_diff_table", on_select="rerun", selection_mode=ui.PICK)
+    ui.open_picked_trace(picked, [r.session_id for r in changed])
 
 
 # --- apply and history -----------------------------------------------------------------------------

@@ -82,37 +82,34 @@ def empty_store() -> None:
 
 
 def table(rows: list[dict]) -> None:
-    """Clicking a row opens its trace in this tab (a link column needs two clicks and opens a new one)."""
+    """Clicking a row or cell opens its trace in this tab (a link column needs two clicks and opens a new one)."""
     frame = [{
         "session": r["id"],
         "time": r["created_at"],
         "question": r["question"],
-        "verdict": r.get("verdict") or "",
+        "verdict": r.get("verdict") or r.get("status") or "",
         "gatekeeper": r.get("gatekeeper_status") or "",
         "failed rules": list(r.get("failed_rules") or []),
         "groundedness": r.get("groundedness"),
         "review": r.get("review_label") or "",
-        "status": r.get("status"),
     } for r in rows]
-    # Widths in pixels add up to ~1150, so every column shows at 1280 px with the sidebar closed.
+    # Pixel widths sum to ~800, the main column at 1280 px with the sidebar open; the full
+    # question shows on hover, and on the trace.
     picked = st.dataframe(
-        frame, hide_index=True, key="sessions_table", on_select="rerun", selection_mode="single-row",
+        frame, hide_index=True, key="sessions_table", on_select="rerun", selection_mode=ui.PICK,
         column_config={
-            "session": st.column_config.TextColumn(ui.t("common.session"), width=120),
-            "time": st.column_config.DatetimeColumn(ui.t("common.time"), format="MM-DD HH:mm", width=95),
-            "question": st.column_config.TextColumn(ui.t("common.question"), width=330),
+            "session": st.column_config.TextColumn(ui.t("common.session"), width=105),
+            "time": st.column_config.DatetimeColumn(ui.t("common.time"), format="MM-DD HH:mm", width=80),
+            "question": st.column_config.TextColumn(ui.t("common.question"), width=185),
             "verdict": st.column_config.TextColumn(ui.t("common.verdict"), width=95),
-            "gatekeeper": st.column_config.TextColumn(ui.t("common.gatekeeper"), width=80),
-            "failed rules": st.column_config.ListColumn(ui.t("common.failed_rules"), width=170),
+            "gatekeeper": st.column_config.TextColumn(ui.t("common.gatekeeper"), width=70),
+            "failed rules": st.column_config.ListColumn(ui.t("common.failed_rules"), width=105),
             "groundedness": st.column_config.ProgressColumn(ui.t("common.groundedness"), min_value=0.0,
-                                                            max_value=1.0, format="%.2f", width=100),
-            "review": st.column_config.TextColumn(ui.t("common.review"), width=85),
-            "status": st.column_config.TextColumn(ui.t("common.status"), width=75),
+                                                            max_value=1.0, format="%.2f", width=75),
+            "review": st.column_config.TextColumn(ui.t("common.review"), width=75),
         },
     )
-    selected = picked.selection.rows if picked else []
-    if selected:
-        st.switch_page("pages/trace.py", query_params={"session": rows[selected[0]]["id"]})
+    ui.open_picked_trace(picked, [r["id"] for r in rows])
 
 
 def charts(f: views.QueueFilter) -> None:

@@ -24,7 +24,9 @@ try:
 except ImportError:  # the fixture turns this into a skip, or a failure under CI
     sync_api = None
 
-from pipeline.config import ROOT
+from pipeline.config import ROOT, load_settings
+from pipeline.demo import demo_runs, run_demo
+from pipeline.record import read_session
 from pipeline.store import Store
 
 pytestmark = pytest.mark.browser
@@ -113,6 +115,84 @@ def _shot(pg, name: str) -> None:
 
 def _store(home: Path) -> Store:
     return Store(f"sqlite:///{home / 'workbench.db'}")
+
+
+def _seed_reviewer_work(home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """One clean PASS and two weak-model sessions of the sample set, stored in the server's home."""
+    monkeypatch.setenv("WORKBENCH_HOME", str(home))
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(home / "no-config.yaml"))
+    settings = load_settings()
+    runs = demo_runs(settings, "en")
+    offline = [r for r in runs if r[2] is None][:1]
+    weak = [r for r in runs if r[2] and r[2]["name"].startswith(("07-", "14-"))]
+    ids = run_demo(settings, _store(home), runs=offline + weak)
+    return ids[0], ids[-1]
+
+
+def test_a_reviewer_deep_links_labels_claims_by_keyboard_and_finds_the_queue(
+        server: tuple[str, Path], page, monkeypatch: pytest.MonkeyPatch) -> None:
+    base, home = server
+    pg = page
+    pg.set_viewport_size({"width": 1280, "height": 1600})
+    _, weak = _seed_reviewer_work(home, monkeypatch)
+    store = _store(home)
+    claims = read_session(store, weak).claims
+    assert len(claims) >= 2
+
+    # The very first request of a fresh server is a deep link: the frame (language switch) and the trace.
+    pg.goto(f"{base}/trace?session={weak}")
+    pg.get_by_role("heading", name="Audit trail").wait_for()
+    _settled(pg)
+    assert "Language" in pg.inner_text("[data-testid=stSidebar]")
+    assert f"session={weak}" in pg.url
+    _shot(pg, "review-deep-link")
+
+    # The name is asked beside the review panel and kept in the URL.
+    name = pg.get_by_label("Your name (reviewer)")
+    name.fill("ann")
+    name.press("Enter")
+    _settled(pg)
+    assert "reviewer=ann" in pg.url
+    panel = pg.get_by_text(re.compile(r"^Claim \d+ of \d+$"))
+    sync_api.expect(panel).to_have_text(re.compile(r"^Claim 1 of"))
+    # Keys: J next, K previous, 4 labels "hallucination" and moves on.
+    pg.get_by_role("heading", name="Audit trail").click()
+    pg.keyboard.press("j")
+    _settled(pg)
+    sync_api.expect(panel).to_have_text(re.compile(r"^Claim 2 of"))
+    pg.keyboard.press("k")
+    _settled(pg)
+    sync_api.expect(panel).to_have_text(re.compile(r"^Claim 1 of"))
+    pg.keyboard.press("4")
+    _settled(pg)
+    sync_api.expect(panel).to_have_text(re.compile(r"^Claim 2 of"))
+    reviews = store.reviews(weak)
+    assert [(r["label"], r["reviewer"]) for r in reviews] == [("hallucination", "ann")]
+    assert "hallucination (ann)" in pg.inner_text("body")
+    panel.scroll_into_view_if_needed()
+    _shot(pg, "review-keyboard")
+
+    # A reload keeps the name.
+    pg.reload()
+    pg.get_by_role("heading", name="Audit trail").wait_for()
+    _settled(pg)
+    assert pg.get_by_label("Your name (reviewer)").input_value() == "ann"
+
+    # Sessions: by default the weak-model sessions wait; the clean PASS does not. A row click opens its trace here.
+    pg.goto(f"{base}/sessions")
+    pg.get_by_role("heading", name="Review queue").wait_for()
+    pg.get_by_text(re.compile(r"sessions match")).wait_for()
+    _settled(pg)
+    assert re.search(r"\b2 sessions match", pg.inner_text("body"))
+    pg.locator(".js-plotly-plot").first.wait_for()
+    _shot(pg, "review-queue-1280")
+    pages_before = len(pg.context.pages)
+    grid = pg.locator("[data-testid=stDataFrame]").first
+    box = grid.bounding_box()
+    pg.mouse.click(box["x"] + 80, box["y"] + 55)  # a cell of the first data row
+    pg.get_by_role("heading", name="Audit trail").wait_for()
+    _settled(pg)
+    assert "/trace?session=" in pg.url and len(pg.context.pages) == pages_before
 
 
 def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], page) -> None:
