@@ -15,7 +15,7 @@ from datetime import datetime
 
 from pipeline.contracts import QuestionScope, TimeWindow
 from pipeline.text import detect_language, normalize
-from pipeline.timewindow import parse_time_window
+from pipeline.timewindow import parse_time_window, window_phrase
 
 # Question words -> log search words. Keys are matched against the normalised question; the
 # keys found are the question's symptom, their expansions what the tools search for.
@@ -109,6 +109,6 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         services=services,
         known_services=[s for s in services if s in known],
         symptom=", ".join(symptom_triggers(question)),
-        time_window=TimeWindow(start=window[0], end=window[1]) if window else None,
+        time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question)) if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
     )

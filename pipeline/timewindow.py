@@ -126,3 +126,12 @@ def parse_time_window(
             return _utc(midnight - timedelta(days=1)), _utc(midnight)
         return _utc(midnight), _utc(now)
     return None
+
+
+def window_phrase(question: str) -> str:
+    """The words of the question that name its window ("最近30分钟", "since 10:00"), for display."""
+    for pattern in (_RANGE, _SINCE, _RELATIVE, _DAY_ONLY):
+        m = pattern.search(question)
+        if m:
+            return m.group(0).strip()
+    return ""

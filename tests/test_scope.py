@@ -32,7 +32,7 @@ def test_hyphenated_words_and_bare_kinds_are_not_services(question):
 
 def test_symptom_window_and_language():
     zh = read_scope("最近30分钟 user-service 大量超时", CATALOGUE, NOW)
-    assert zh.language == "zh" and zh.symptom == "超时"
+    assert zh.language == "zh" and zh.symptom == "超时" and zh.time_window and zh.time_window.text == "最近30分钟"
     assert zh.time_window and zh.time_window.start == datetime(2026, 11, 28, 10, 30, tzinfo=UTC)
     en = read_scope("Why is search-service returning errors?", CATALOGUE, NOW)
     assert en.language == "en" and en.symptom == "error" and en.time_window is None
