@@ -80,3 +80,17 @@ def test_evidence_outside_the_asked_window_is_said_to_be_outside():
 
 def test_no_scope_no_coverage():
     assert compute_coverage(None, STRUCTURED, CHECKS, INVS, GatekeeperResult()) == []
+
+
+def test_the_answer_says_evidence_lies_outside_the_asked_window():
+    from pipeline.contracts import VerifierOutput
+    from pipeline.stages.composer import assemble_input
+
+    window = TimeWindow(start=datetime(2026, 11, 28, 12, tzinfo=UTC), end=datetime(2026, 11, 28, 13, tzinfo=UTC),
+                        text="since 12:00")
+    scope = QuestionScope(services=["payment-service"], time_window=window)
+    cov = compute_coverage(scope, STRUCTURED, CHECKS, INVS, GatekeeperResult())
+    ci, _ = assemble_input(question="payment-service timeouts since 12:00?", verdict="LOW_CONFID", structured=STRUCTURED,
+                           verifier_output=VerifierOutput(verdict="LOW_CONFID", groundedness_score=1, claim_checks=CHECKS),
+                           scope=scope, coverage=cov)
+    assert "The evidence about payment-service lies outside the asked time window (since 12:00)." in ci.missing_info

@@ -45,12 +45,14 @@ _GAP = {
         "unsupported": "尚无证据确认：{text}",
         "external_unknown": "有一条断言引用了已获取证据中不存在的内容（已隐去），需补充证据后再判断。",
         "overstated": "部分断言超出了已获取证据所能支持的范围，需补充证据。",
+        "outside": "{service} 的相关证据不在所问的时间窗口（{window}）内。",
     },
     "en": {
         "unsupported": "Not confirmed by the evidence gathered: {text}",
         "external_unknown": "A claim referred to something absent from the evidence gathered (withheld); "
         "more evidence is needed before relying on it.",
         "overstated": "Some statements went beyond what the evidence gathered supports; more evidence is needed.",
+        "outside": "The evidence about {service} lies outside the asked time window ({window}).",
     },
 }
 
@@ -197,6 +199,10 @@ def assemble_input(
     if verdict == "REJECT" and not actions:
         actions = fixed_actions(lang)
 
+    window = scope.time_window if scope else None
+    for cov in coverage:
+        if "outside the asked time window" in cov.detail and window is not None:
+            missing.append(gap["outside"].format(service=cov.service, window=window.text or f"{window.start} - {window.end}"))
     ranked = rank_claims(allowed_claims, scope)
     services = list(scope.services) if scope else []
     services += [e.value for c in ranked for e in extract_entities(c.claim_text) if e.kind == "service"]
