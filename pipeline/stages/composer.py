@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pipeline.bounds import loads_bounded
+from pipeline.context import StageContext, StageFailure
 from pipeline.contracts import (
     ComposerAction,
     ComposerClaim,
@@ -31,7 +32,6 @@ from pipeline.contracts import (
     Verdict,
     VerifierOutput,
 )
-from pipeline.context import StageContext, StageFailure
 from pipeline.safe_actions import fixed_actions
 from pipeline.stages import templates
 from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, rank_claims
