@@ -204,6 +204,35 @@ def test_rules_threshold_preview_and_apply_creates_a_version(settings: Settings,
     assert f"Applied as version {active['id']}" in _texts(at)
 
 
+def test_rules_history_starts_at_version_0_diffs_before_apply_and_rolls_back_to_it(
+        settings: Settings, store: Store) -> None:
+    at = _app("pages/rules.py")
+    versions = next(d.value for d in at.dataframe if "version" in d.value.columns)
+    assert versions["version"].tolist() == [0] and versions["active"].tolist() == [True]
+    # Slider and number box show one value whichever moved, and the YAML holds it.
+    key = next(s.key for s in at.slider if s.key.endswith("evidence.excerpt_similarity_passThreshold"))
+    at.number_input(key=f"{key}_n").set_value(0.54).run()
+    assert at.slider(key=key).value == 0.54
+    assert "passThreshold: 0.54" in next(t for t in at.text_area if t.label == "metadata.yaml").value
+    at.slider(key=key).set_value(0.7).run()
+    assert at.number_input(key=f"{key}_n").value == 0.7
+    # Before Apply: the difference against the rules in force.
+    diff = "\n".join(c.value for c in at.code)
+    assert "-      passThreshold: 0.5" in diff and "+      passThreshold: 0.7" in diff
+    at.text_input(key="rules_author").input("tuner").run()
+    at.button(key="rules_apply").click().run()
+    assert store.active_rule_version()["id"] == 1
+    # Roll back to the shipped rules: version 0 is offered, the author is asked beside the button.
+    assert at.selectbox(key="rules_rollback_pick").options == ["version 0"]
+    assert at.text_input(key="rules_rollback_author").value == "tuner"
+    at.button(key="rules_rollback").click().run()
+    assert not at.exception, at.exception
+    active = store.active_rule_version()
+    shipped = (settings.rules_dir / "metadata.yaml").read_text(encoding="utf-8")
+    assert active["id"] == 2 and active["comment"] == "roll back to version 0" and active["metadata_yaml"] == shipped
+    assert "Version 0 re-applied as version 2." in _texts(at)
+
+
 def test_rules_apply_on_a_stale_base_is_refused(store: Store, repo_root: Path) -> None:
     at = _app("pages/rules.py")
     # Another tuner applies while this editor is open.
