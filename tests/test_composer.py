@@ -20,7 +20,8 @@ from pipeline.contracts import (
 )
 from pipeline.llm.offline.composer import compose
 from pipeline.llm.provider import StageContext, StageFailure
-from pipeline.stages.composer import assemble_input, check_output, run_composer
+from pipeline.stages.composer import assemble_input, run_composer
+from pipeline.stages.composer_guard import check_output
 from pipeline.stages.templates import render
 
 EXECUTOR_TEXT = "EXECUTOR SAYS: the root cause is a bad deploy of order-service"

@@ -1,6 +1,6 @@
 """Composer guard, meaning part (issue 11 item 9): every sentence must come from one input item.
 
-The token guard (pipeline.stages.composer.check_output) catches a new number, code or service.
+The token guard (pipeline.stages.composer_guard.check_output) catches a new number, code or service.
 A fluent composer can invent without any: "Confirmed: order-service thread pool saturated,
 requests queued." names only a service the input holds. So each sentence's content words (the
 framing vocabulary of pipeline.answer, hedges and gap words aside) must overlap one item of the
