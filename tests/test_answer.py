@@ -152,3 +152,10 @@ def test_trace_shows_the_scope_and_coverage(settings: Settings, store: Store) ->
     html = "\n".join(el.proto.body for el in at.get("html"))
     assert "billing-service <span class='wb-muted'>(no backend knows it)</span>" in html
     assert 'wb-no_data">no_data</span>' in html
+
+
+def test_an_answer_that_does_not_open_with_the_lead_falls_back() -> None:
+    out, guard, final = _run("Next steps: have a person review this session's tool calls and evidence bindings. "
+                             "order-service logged: create order failed with HTTP 500.")
+    assert guard.used_template and "lead_missing" in {v.kind for v in guard.violations}
+    assert final.splitlines()[0] == "Cause unknown: the evidence does not establish one."

@@ -65,6 +65,13 @@ def _items(ci: ComposerInput) -> list[_Item]:
     return [i for i in items if i.words]
 
 
+def _lead_words(ci: ComposerInput) -> frozenset[str]:
+    lead = ci.answer_lead
+    if lead is None or ci.verdict == "REJECT":
+        return frozenset()
+    return _words(" ".join([lead.text, *lead.services]) if lead.kind != "no_data" else " ".join(lead.services))
+
+
 def _overlap(words: frozenset[str], other: frozenset[str]) -> float:
     return len(words & other) / len(words) if words else 1.0
 
@@ -86,6 +93,12 @@ def check_meaning(
     kept_away = [_words(f.text) for f in filtered if f.moved_to != "allowed_hypotheses"]
     claims = [i.words for i in items if i.kind in ("claim", "lead")]
     violations: list[ComposerGuardViolation] = []
+    # Law 8: the answer opens with the lead decided in code (the cause, "no sign of a fault", no data).
+    first = next((p for p in _SPLIT.split(output.user_facing_answer) if _words(p)), "")
+    lead = _lead_words(ci)
+    if lead and first and _overlap(lead, _words(first)) < min_overlap:
+        violations.append(ComposerGuardViolation(kind="lead_missing", token=first.strip()[:120],
+                                                 field="user_facing_answer"))
     for field, text in _texts(output):
         heading_confirms = heading_hedges = False
         for line in text.splitlines() or [text]:
