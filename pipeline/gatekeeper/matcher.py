@@ -87,16 +87,24 @@ _ASCII_NON_ALNUM = re.compile(r"[^a-z0-9]+")
 # Characters that only spell a number differently: a thousands separator ("5,312") and the
 # trailing zeros of a fraction ("92.0", "1.50"). Folding drops them, so 92 = 92.0 = 92.00 and
 # 5,312 = 5312 on both sides, while 92.5 still differs. Dotted runs (10.0.3.7, v1.2.0) are left.
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_FRACTION_ZEROS = re.compile(r"(?<![\d.])\d+(\.\d*?)(0+)(?![\d.]|,\d)")
+# Each pattern starts with a literal, so a scan of a 10 MB output jumps from "," to "," and "." to
+# "."; what precedes the match (a digit, not a dotted run) is checked in code.
+_THOUSANDS = re.compile(r",(?=\d{3}(?!\d))")
+_FRACTION_ZEROS = re.compile(r"\.(\d*?)(0+)(?![\d.]|,\d)")
 
 
 def number_noise(text: str) -> list[tuple[int, int]]:
     """[start, end) spans of a text that folding drops as number formatting, in order."""
-    spans = [m.span() for m in _THOUSANDS.finditer(text)]
+    spans = [m.span() for m in _THOUSANDS.finditer(text) if text[m.start() - 1 : m.start()].isdigit()]
     for m in _FRACTION_ZEROS.finditer(text):
+        dot = m.start()
+        first = dot
+        while first and text[first - 1].isdigit():
+            first -= 1
+        if first == dot or text[first - 1 : first] == ".":
+            continue  # no integer part, or a dotted run such as 10.0.3.7
         # "92.0" loses ".0"; "1.50" keeps "1.5".
-        spans.append((m.start(1) if m.group(1) == "." else m.start(2), m.end(2)))
+        spans.append((dot if not m.group(1) else m.start(2), m.end(2)))
     return sorted(spans)
 
 
@@ -576,6 +584,12 @@ def _refine(needle: str, hay: str, start: int, end: int) -> tuple[float, int, in
     return best
 
 
+def _may_occur(anchor: str, prepared: PreparedOutput) -> bool:
+    """False for a two-character Chinese anchor the output's word list lacks: too short for the
+    trigram index, it would cost a full scan to find nothing."""
+    return len(anchor) != 2 or anchor.isascii() or prepared.vocabulary.has_pair(anchor)
+
+
 def _candidate_starts(needle: str, prepared: PreparedOutput) -> list[int]:
     """Window starts voted for by the needle's rarest anchors (tokens or token chunks)."""
     anchors: list[tuple[str, int]] = []
@@ -596,7 +610,7 @@ def _candidate_starts(needle: str, prepared: PreparedOutput) -> list[int]:
     votes: dict[int, float] = {}
     # A common anchor (a field name, a service every record names) points nowhere: of the longest
     # _MAX_LOOKUPS anchors, the _MAX_ANCHORS rarest vote (a timestamp or an id beats "checkout").
-    found = [(hits, anchor, at) for anchor, at in anchors[:_MAX_LOOKUPS]
+    found = [(hits, anchor, at) for anchor, at in anchors[:_MAX_LOOKUPS] if _may_occur(anchor, prepared)
              for hits in (prepared.anchor_hits(anchor),) if hits]
     found.sort(key=lambda f: len(f[0]))
     for hits, anchor, at in found[:_MAX_ANCHORS]:
