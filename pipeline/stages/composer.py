@@ -45,6 +45,7 @@ _GAP = {
         "external_unknown": "有一条断言引用了已获取证据中不存在的内容（已隐去），需补充证据后再判断。",
         "overstated": "部分断言超出了已获取证据所能支持的范围，需补充证据。",
         "outside": "{service} 的相关证据不在所问的时间窗口（{window}）内。",
+        "partly_outside": "{service} 的部分证据不在所问的时间窗口（{window}）内，未计入回答。",
     },
     "en": {
         "unsupported": "Not confirmed by the evidence gathered: {text}",
@@ -52,6 +53,8 @@ _GAP = {
         "more evidence is needed before relying on it.",
         "overstated": "Some statements went beyond what the evidence gathered supports; more evidence is needed.",
         "outside": "The evidence about {service} lies outside the asked time window ({window}).",
+        "partly_outside": "Some evidence about {service} lies outside the asked time window ({window}) "
+        "and does not count towards the answer.",
     },
 }
 
@@ -201,7 +204,8 @@ def assemble_input(
     window = scope.time_window if scope else None
     for cov in coverage:
         if "outside the asked time window" in cov.detail and window is not None:
-            missing.append(gap["outside"].format(service=cov.service, window=window.text or f"{window.start} - {window.end}"))
+            key = "partly_outside" if cov.status in ("answered", "healthy") else "outside"
+            missing.append(gap[key].format(service=cov.service, window=window.text or f"{window.start} - {window.end}"))
     ranked = rank_claims(allowed_claims, scope)
     services = list(scope.services) if scope else []
     services += [e.value for c in ranked for e in extract_entities(c.claim_text) if e.kind == "service"]
