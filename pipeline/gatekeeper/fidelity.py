@@ -21,10 +21,9 @@ from pipeline.gatekeeper.vocabulary import is_cjk
 def effective_score(source: dict[str, Any], name: str, max_gap: int) -> float:
     """A source's similarity, 1.0 for an output the excerpt chains through (every word found, in
     order, no gap wider than max_gap): a quote over two records or with a field skipped is faithful."""
-    score = source["score"]
     if name == "output" and source.get("covered") == 1.0 and source.get("gap", 0) <= max_gap:
         return 1.0
-    return score
+    return float(source["score"])
 
 
 def invented(feats: dict[str, Any], min_letters: int, min_cjk_run: int) -> list[str]:

@@ -76,7 +76,7 @@ def chain(needle: str, hay: str, lo: int, hi: int, *, near: int | None = None, s
         if not pieces:
             break
         covered = sum(weights[t] for p in pieces for t in range(p[0], p[1])) / total
-        gap = max((len(hay[a[3] : b[2]].strip()) for a, b in zip(pieces, pieces[1:])), default=0)
+        gap = max((len(hay[a[3] : b[2]].strip()) for a, b in zip(pieces, pieces[1:], strict=False)), default=0)
         if best is None or (gap <= CLOSE, covered, -gap) > (best[1] <= CLOSE, best[0], -best[1]):
             best = (covered, gap, pieces)
         if covered == 1.0 and gap <= CLOSE:
@@ -211,7 +211,7 @@ def _hunks(needle: str, toks: list[tuple[int, int]], hay: str, pieces: list[tupl
         ex_start, shown = 0, head - toks[first[0]][0]
         lead = max(0, first[2] - SHORT_GAP)
         hunks.append(_hunk(needle[ex_start:head], needle[: toks[first[0]][0]], hay[lead : first[2] + shown], hay[lead : first[2]]))
-    for a, b in zip(pieces, pieces[1:]):
+    for a, b in zip(pieces, pieces[1:], strict=False):
         added = needle[toks[a[1] - 1][1] : toks[b[0]][0]] if b[0] > a[1] else ""
         gap = hay[a[3] : b[2]]
         if not added.strip() and not gap.strip():

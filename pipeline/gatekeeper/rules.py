@@ -7,7 +7,7 @@ and the cached features, never a tool output, so `run_gatekeeper` and `replay` s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, Protocol
@@ -337,7 +337,7 @@ def _has_invented(context: RuleContext) -> bool:
     return any(feats is not None and feats.get("invented") for _, _, feats in context.bindings)
 
 
-def _best_source(sources: dict[str, Any], compare: list[str], max_gap: int) -> tuple[str, float]:
+def _best_source(sources: dict[str, Any], compare: Sequence[str], max_gap: int) -> tuple[str, float]:
     """The compared source an excerpt matches best; ("", -1.0) if none has a score."""
     name, score = "", -1.0
     for source in compare:
@@ -350,7 +350,7 @@ def _best_source(sources: dict[str, Any], compare: list[str], max_gap: int) -> t
     return name, score
 
 
-def _lowest_similarity(context: RuleContext, compare: list[str], max_gap: int) -> float | None:
+def _lowest_similarity(context: RuleContext, compare: Sequence[str], max_gap: int) -> float | None:
     """The lowest best-source score over the session's scored bindings: below it no threshold flags anything."""
     scores = [score for _, _, feats in context.bindings if feats is not None
               for name, score in (_best_source(feats["sources"], compare, max_gap),) if name]
@@ -413,9 +413,9 @@ def _meaning_changes(feats: dict[str, Any], p: EntityParams, excerpt: str) -> It
             yield "fail", f"excerpt changes the log level: it says {changed[0].upper()} where the record says {changed[1].upper()}"
     if negations and feats.get("sources", {}).get("output", {}).get("score", 0.0) >= p.minLocatedScore:
         for before in befores:
-            term = fidelity.negation_before(before, negations)
-            if term:
-                yield level, f'excerpt drops the negation "{term}" that directly precedes it in the cited output'
+            preceding = fidelity.negation_before(before, negations)
+            if preceding:
+                yield level, f'excerpt drops the negation "{preceding}" that directly precedes it in the cited output'
 
 
 def _has_entity_facts(context: RuleContext) -> bool:
