@@ -50,6 +50,9 @@ class Record:
     text: str  # normalised message / description
     fault: bool
     at: datetime | None
+    # An alert spans startsAt..endsAt (None while it fires); a log line is one instant.
+    until: datetime | None = None
+    ongoing: bool = False
 
 
 def _when(value: Any) -> datetime | None:
@@ -76,6 +79,7 @@ def records(inv: ToolInvocation) -> list[Record]:
         if isinstance(line, dict):
             out.append(Record(inv.id, str(line.get("service") or ""), normalize(str(line.get("message", ""))),
                               str(line.get("level", "")).upper() in _FAULT_LEVELS,
+                              _when(line.get("timestamp") or line.get("ts")),
                               _when(line.get("timestamp") or line.get("ts"))))
     for alert in data.get("alerts") or []:
         if isinstance(alert, dict):
@@ -83,7 +87,8 @@ def records(inv: ToolInvocation) -> list[Record]:
             severity = str(alert.get("severity") or (alert.get("labels") or {}).get("severity") or "").lower()
             out.append(Record(inv.id, str(alert.get("service") or (alert.get("labels") or {}).get("service") or ""),
                               normalize(str(alert.get("description", ""))),
-                              firing and severity in _FAULT_SEVERITIES, _when(alert.get("startsAt"))))
+                              firing and severity in _FAULT_SEVERITIES, _when(alert.get("startsAt")),
+                              _when(alert.get("endsAt")), ongoing=firing))
     return out
 
 
@@ -93,11 +98,13 @@ def _asks_about(inv: ToolInvocation, service: str) -> bool:
     return any(isinstance(v, str) and service in normalize(v) for v in named)
 
 
-def _in_window(at: datetime | None, scope: QuestionScope) -> bool:
+def _in_window(r: Record, scope: QuestionScope) -> bool:
+    """The record overlaps the asked window (a record without a time is given the benefit)."""
     w = scope.time_window
-    if at is None or w is None:
+    if r.at is None or w is None:
         return True
-    return (w.start is None or at >= w.start) and (w.end is None or at <= w.end)
+    until = None if r.ongoing else (r.until or r.at)
+    return (w.end is None or r.at <= w.end) and (w.start is None or until is None or until >= w.start)
 
 
 def _claim_records(claim: Mapping[str, Any], by_id: Mapping[int, list[Record]]) -> list[Record]:
@@ -138,11 +145,11 @@ def compute_coverage(
             if cid not in verified or not (name in normalize(str(claim.get("claim_text", "")))
                                            or any(r.service == service for r in cited)):
                 continue
-            if cited and not any(_in_window(r.at, scope) for r in cited):
+            if cited and not any(_in_window(r, scope) for r in cited):
                 outside.append(cid)
                 continue
             about.append((cid, cited))
-        own = [r for rs in by_id.values() for r in rs if r.service == service and _in_window(r.at, scope)]
+        own = [r for rs in by_id.values() for r in rs if r.service == service and _in_window(r, scope)]
         asked = [inv.id for inv in invs if _asks_about(inv, service) or any(r.service == service for r in by_id[inv.id])]
         ids = sorted({*asked, *(r.invocation_id for _, cited in about for r in cited)})
         claim_ids = [cid for cid, _ in about]

@@ -94,3 +94,15 @@ def test_the_answer_says_evidence_lies_outside_the_asked_window():
                            verifier_output=VerifierOutput(verdict="LOW_CONFID", groundedness_score=1, claim_checks=CHECKS),
                            scope=scope, coverage=cov)
     assert "The evidence about payment-service lies outside the asked time window (since 12:00)." in ci.missing_info
+
+
+def test_an_alert_firing_since_before_the_window_is_inside_it():
+    alert = {"alerts": [{"service": "payment-service", "status": "firing", "severity": "critical",
+                         "startsAt": "2026-11-28T09:00:00Z", "endsAt": None, "description": "CPU使用率过高: 92.0%"}]}
+    inv = ToolInvocation(id=9, session_id="s", tool_name="query_metrics", model_tool_name="queryPrometheusAlerts",
+                         arguments={"status": "all"}, output=json.dumps(alert, ensure_ascii=False))
+    structured = {"claims": [claim("a1", "payment-service 出现告警：CPU使用率过高: 92.0%。", 9, "CPU使用率过高: 92.0%")]}
+    window = TimeWindow(start=datetime(2026, 11, 28, 10, tzinfo=UTC), end=datetime(2026, 11, 28, 11, tzinfo=UTC))
+    cov = compute_coverage(QuestionScope(services=["payment-service"], time_window=window), structured,
+                           [ClaimCheck(claim_id="a1", verification="direct_observation")], [inv], GatekeeperResult())
+    assert cov[0].status == "answered" and "outside" not in cov[0].detail

@@ -104,6 +104,12 @@ class BundledMetrics:
                 continue
             if q.alertname and alert.get("alertname") != q.alertname:
                 continue
+            # An alert belongs to a window it overlaps: one firing since before it still counts.
+            began, ended = _ts(alert.get("startsAt")), _ts(alert.get("endsAt"))
+            if q.end and began and began > q.end:
+                continue
+            if q.start and ended and ended < q.start:
+                continue
             alerts.append(dict(alert))
         if not alerts:
             raise NoData(_nothing("alerts", q.service, self.world_dir))
