@@ -493,8 +493,10 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
 _MAX_MAIN = 4
 
 
-# A chain covering at least this share of a quote locates it (see locate).
+# A chain covering at least this share of a quote locates it (see locate); one covering
+# _CHAIN_SETTLES (all of it) is not bettered by looking near the other candidate windows.
 _CHAIN_LOCATES = 0.5
+_CHAIN_SETTLES = 1.0
 
 
 def _best_chain(needle: str, hay: str, starts: list[int]) -> Chain | None:
@@ -509,7 +511,7 @@ def _best_chain(needle: str, hay: str, starts: list[int]) -> Chain | None:
         found = chain(needle, hay, max(0, wstart - len(needle) - CLOSE), wstart + len(needle), near=wstart)
         if found is not None and (best is None or found.rank > best.rank):
             best = found
-        if best is not None and best.covered == 1.0 and best.gap <= CLOSE:
+        if best is not None and best.covered >= _CHAIN_SETTLES and best.gap <= CLOSE:
             break
     return best
 

@@ -81,8 +81,11 @@ def chain(needle: str, hay: str, lo: int, hi: int, *, near: int | None = None, s
             best = (covered, gap, pieces)
         if covered == 1.0 and gap <= CLOSE:
             break
+        first = pieces[0]
+        if _find(hay, needle[toks[first[0]][0] : toks[first[1] - 1][1]], first[2] + 1, hi) < 0:
+            break  # the first piece occurs nowhere else: no other start to try
         if attempt:
-            pos = pieces[0][2] + 1
+            pos = first[2] + 1
     if best is None:
         return None
     covered, gap, pieces = best
