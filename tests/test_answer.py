@@ -159,3 +159,28 @@ def test_an_answer_that_does_not_open_with_the_lead_falls_back() -> None:
                              "order-service logged: create order failed with HTTP 500.")
     assert guard.used_template and "lead_missing" in {v.kind for v in guard.violations}
     assert final.splitlines()[0] == "Cause unknown: the evidence does not establish one."
+
+
+# --- the LLM collector: every asked service is queried, whatever the model chose ------------------
+
+
+def test_llm_collector_queries_every_asked_service_and_the_prompt_holds_the_scope() -> None:
+    from pipeline.contracts import PlannerPlan
+    from pipeline.llm.openai_provider import OpenAIProvider
+    from pipeline.scope import read_scope
+    from tests.stub_openai import StubOpenAI, tool_call
+    from tests.test_llm_openai_provider import FakeTools
+
+    with StubOpenAI() as stub:
+        settings = load_settings(openai={"base_url": stub.base_url, "model": "stub", "timeout_s": 5.0, "max_retries": 1})
+        tools = FakeTools()
+        ctx = StageContext(settings=settings, session_id="s-1", language="zh", record=lambda r: None, run_tool=tools,
+                           services=["payment-service"],
+                           scope=read_scope("payment-service 和 billing-service 都超时了吗？", ["payment-service"]))
+        stub.reply_tools(tool_call("queryLogs", {"service": "payment-service"}, "c1"))
+        stub.reply("已完成日志查询")
+        summary = OpenAIProvider(settings).collect(ctx, "q", PlannerPlan(skill="s"), None)
+        system = stub.chat_requests[0].messages[0]["content"]
+    assert [i.arguments.get("service") for i in tools.invocations] == ["payment-service", "billing-service"]
+    assert "billing-service" in summary.collection_summary and len(summary.tool_invocation_ids) == 2
+    assert "Question scope" in system and "billing-service" in system

@@ -175,6 +175,10 @@ class OpenAIProvider:
                 messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": loop.run(call)})
         if not loop.ids and plan.tool_calls:
             return loop.run_plan(plan, "the model called no tool; ran the planner's tool calls")
+        if retry_context is None and ctx.scope is not None:
+            missed = loop.ask_every_service(ctx.scope.services)
+            if missed:
+                summary = f"{summary} (also queried the logs of {', '.join(missed)}, which the model left out)".strip()
         return CollectionSummary(
             collection_summary=summary or f"collected {len(loop.ids)} tool invocation(s)",
             tool_invocation_ids=loop.ids,
@@ -350,6 +354,17 @@ class _ToolLoop:
         self._done[key] = inv
         self.ids.append(inv.id)
         return evidence_text(inv, self.budget_tokens, self.focus_terms)
+
+    def ask_every_service(self, services: list[str]) -> list[str]:
+        """Law 8: every asked service gets a log query, known to a backend or not, whatever the
+        model chose; its empty answer is the answer for it. Returns the services added."""
+        asked = {str(inv.arguments.get("service")) for inv in self._done.values() if inv.arguments.get("service")}
+        missed = [s for s in services if s not in asked]
+        for service in missed:
+            arguments = {"service": service}
+            self._done[self._key("query_logs", arguments)] = inv = self.ctx.run_tool("query_logs", arguments)
+            self.ids.append(inv.id)
+        return missed
 
     def run_plan(self, plan: PlannerPlan, why: str) -> CollectionSummary:
         for planned in plan.tool_calls:
