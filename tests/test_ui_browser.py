@@ -265,6 +265,8 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
         thumb.press("ArrowRight")
         _settled(pg)
     sync_api.expect(metadata).to_have_value(re.compile(r"passThreshold: 0\.55\n"))
+    # Before Apply the tuner sees the difference against the rules in force.
+    assert "+      passThreshold: 0.55" in pg.inner_text("body")
     pg.get_by_role("button", name="Preview impact on all stored sessions").click()
     pg.get_by_text("Sessions replayed").wait_for()
     _settled(pg)
@@ -287,9 +289,22 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     assert active["author"] == "browser-test" and "passThreshold: 0.55" in active["metadata_yaml"]
     _shot(pg, "rules")
 
+    # History: the shipped rules are version 0; roll back to them, the author asked beside the button.
+    pg.get_by_role("tab", name="History").click()
+    _settled(pg)
+    rollback = pg.get_by_role("button", name="Roll back to version 0")
+    rollback.scroll_into_view_if_needed()
+    _shot(pg, "rules-history")
+    sync_api.expect(rollback).to_be_enabled()
+    rollback.click()
+    pg.get_by_text("Version 0 re-applied as version 2.").wait_for()
+    active = _store(home).active_rule_version()
+    assert active["id"] == 2 and active["comment"] == "roll back to version 0"
+
     # Sessions: the queue with every verdict shown.
     pg.goto(base + "/sessions?sessions_reviewed=any&sessions_needs_person=false")
     pg.get_by_role("heading", name="Review queue").wait_for()
+    pg.get_by_text(re.compile(r"sessions match")).wait_for()
     _settled(pg)
     assert "1 sessions match" in pg.inner_text("body")
     _shot(pg, "sessions")
