@@ -346,11 +346,14 @@ def history() -> None:
     versions = views.rule_history(ui.store(), _shipped_yaml())
     st.dataframe([{"version": v.id, "time": v.created_at, "author": v.author, "comment": v.comment,
                    "active": v.active, "based on": v.parent_id} for v in versions], hide_index=True,
-                 key="rules_versions", column_config={"comment": st.column_config.TextColumn(width="large")})
+                 key="rules_versions", column_config={
+                     "time": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm", width=140),
+                     "comment": st.column_config.TextColumn(width="large")})
     by_id = {v.id: v for v in versions}
     ids = list(by_id)
     c1, c2 = st.columns(2)
-    new = c2.selectbox(ui.t("rules.diff_to"), ids, index=0, key="rules_diff_new",
+    # Keyed by the newest id: after an Apply the comparison starts from the new version again.
+    new = c2.selectbox(ui.t("rules.diff_to"), ids, index=0, key=f"rules_diff_new_{ids[0]}",
                        format_func=lambda i: ui.t("rules.version", id=i))
     parent = by_id[new].parent_id
     old = c1.selectbox(ui.t("rules.diff_from"), ids, index=ids.index(parent if parent in by_id else ids[-1]),
