@@ -108,6 +108,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "ask.failed": ("The session failed", "会话失败"),
     "ask.interrupted": ("Its worker stopped before the session finished", "会话未完成时其执行进程已停止"),
     "ask.rerun": ("Run it again", "重新运行"),
+    "ask.interrupted": ("Its worker stopped before the session finished", "会话未完成时其执行进程已停止"),
+    "ask.rerun": ("Run it again", "重新运行"),
     "ask.open_trace": ("Open the audit trail of this session", "打开该会话的审计链"),
     "ask.answer": ("Answer", "回答"),
     "ask.confirmed": ("Confirmed facts", "已确认事实"),

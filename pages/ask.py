@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import streamlit as st
 
 from pages import _common as ui
 from pipeline import views
+from pipeline.errors import WorkbenchError
 from pipeline.incidents import load_worlds
-from pipeline.session import SessionFailed, run_session
+from pipeline.jobs import JobQueue, make_queue, submit_rerun, submit_session
+from pipeline.store.lease import events
+
+# How often a follower reads new stage events from the store.
+FOLLOW_POLL_S = 0.3
 
 
 def init_state() -> None:
@@ -119,20 +125,44 @@ class Progress:
         st.status(f"{ui.t('ask.failed')}: {data.get('stage')}", state="error")
 
 
+@st.cache_resource(show_spinner=False)
+def _queue(url: str) -> JobQueue:
+    # One per server process: the in-process pool (SQLite) or the PostgreSQL queue's client.
+    return make_queue(ui.settings(), ui.store())
+
+
 def run(question: str) -> None:
+    """Queue the session; it runs on a worker, not in this script, so closing the tab stops nothing."""
     s = ui.settings()
     try:
-        result = run_session(question, settings=s, store=ui.store(), on_event=Progress())
-    except ValueError as exc:
+        sid = submit_session(_queue(s.db_url), s, ui.store(), question)
+    except WorkbenchError as exc:
         st.warning(str(exc))
         return
-    except SessionFailed as exc:
-        st.error(f"{ui.t('ask.failed')}: {exc}")
-        st.session_state["ask_session"] = exc.session_id
-        ui.refresh_session_reads(exc.session_id)
-        return
-    st.session_state["ask_session"] = result.session_id
-    ui.refresh_session_reads(result.session_id)
+    st.session_state["ask_session"] = sid
+    ui.refresh_session_reads(sid)
+
+
+def follow(session_id: str) -> None:
+    """Draw a queued or running session's stage events from the store as workers write them;
+    a reload or another browser following the same session sees the same progress."""
+    store, progress, seen = ui.store(), Progress(), 0
+    while True:
+        row = store.get_session(session_id)
+        for event_id, stage, data in events(store, session_id, after=seen):
+            progress(stage, data)
+            seen = event_id
+        if row is None or row["status"] not in ("queued", "running"):
+            break
+        time.sleep(FOLLOW_POLL_S)
+    ui.refresh_session_reads(session_id)
+
+
+def interrupted(session_id: str, error: str) -> None:
+    st.warning(f"{ui.t('ask.interrupted')}: {error}")
+    if st.button(ui.t("ask.rerun"), key=f"ask_rerun_{session_id}"):
+        st.session_state["ask_session"] = submit_rerun(_queue(ui.settings().db_url), ui.store(), session_id)
+        st.rerun()
 
 
 def _items(title: str, items: list[str]) -> None:
@@ -206,6 +236,12 @@ def body() -> None:
         # Set on every run that shows an answer, not only after the run that made it: a rerun
         # racing the first one (a second click) could otherwise leave the URL at "/".
         st.query_params["session"] = sid
+        row = ui.store().get_session(sid)
+        if row and row["status"] in ("queued", "running"):
+            follow(sid)
+            row = ui.store().get_session(sid)
+        if row and row["status"] == "interrupted":
+            interrupted(sid, row.get("error") or "")
         answer(sid)
 
 
