@@ -12,8 +12,7 @@ from streamlit.testing.v1 import AppTest
 from pipeline.config import ROOT, Settings, load_settings
 from pipeline.jobs import submit_session
 from pipeline.jobs.local import LocalQueue
-from pipeline.store import Store
-from pipeline.store import lease
+from pipeline.store import Store, lease
 from tests.stub_openai import PipelineModel, StubOpenAI, StubReply
 
 QUESTION = "Order 123 payment failed with ERR_TIMEOUT from the gateway, what happened?"
