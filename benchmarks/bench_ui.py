@@ -42,7 +42,7 @@ from pipeline.incidents import load_worlds
 from pipeline.record import read_session
 from pipeline.replay_inputs import replay_inputs
 from pipeline.session import run_session
-from pipeline.store import SessionFilter, Store
+from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -257,11 +257,11 @@ def main() -> None:
         Counter(rule for r in rows for rule in r["failed_rules"] or [])
         rows.sort(key=lambda r: r["created_at"], reverse=True)
 
-    default = SessionFilter(verdicts=["LOW_CONFID", "REJECT"], reviewed=False)
+    default = views.QueueFilter()  # the page's default queue: needs a person, unreviewed, no eval runs
 
     def sql_sessions() -> None:
         views.queue_stats(store, default)
-        store.list_sessions(default, limit=50)
+        views.queue_page(store, default, limit=50)
 
     rules = load_rules(settings.rules_dir).with_params("evidence.excerpt_similarity", passThreshold=0.9)
     t = time.perf_counter()
