@@ -19,6 +19,7 @@ from typing import Any
 
 from pipeline.contracts import EvidenceDigest, ToolInvocation
 from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, SegmentMatch, fold, locate, segments
+from pipeline.gatekeeper.fidelity import capitals
 from pipeline.gatekeeper.vocabulary import absent_pieces
 from pipeline.text import find_entities, normalize
 
@@ -189,9 +190,6 @@ def _binding_features(
     return entry
 
 
-_CAPS = re.compile(r"(?<![A-Za-z])[A-Z]{3,}(?![A-Za-z])")
-
-
 def _record_caps(found: ExcerptMatch, prepared: PreparedOutput) -> list[str]:
     """Upper-case words (ERROR, WARN, GET, HTTP ...) of the records the quote was found in: a log
     level the excerpt states is checked against these, not against a neighbouring record's."""
@@ -199,7 +197,7 @@ def _record_caps(found: ExcerptMatch, prepared: PreparedOutput) -> list[str]:
     for seg in found.segments:
         for start, end in seg.main:
             lo, hi = prepared.record(start, end)
-            caps.update(_CAPS.findall(prepared.decoded[lo:hi]))
+            caps.update(capitals(prepared.decoded[lo:hi]))
     return sorted(caps)[:_MAX_CAPS]
 
 

@@ -91,19 +91,21 @@ def changed_number(hunk: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def negation_before(before: str, terms: tuple[str, ...]) -> str | None:
-    """A negation that directly precedes the quote in the output ("no" before "OutOfMemoryError detected")."""
-    if not before:
-        return None
+def preceding_word(before: str) -> str:
+    """The output's word right before a quote ("" when the quote starts inside a word); for
+    Chinese, the two characters before it."""
     if before.endswith(" "):
-        last = before.rstrip().rsplit(" ", 1)[-1]
-    elif is_cjk(before[-1]):
-        last = before[-2:]
-    else:
-        return None  # the quote starts inside a word: nothing precedes it
+        return before.rstrip().rsplit(" ", 1)[-1]
+    if before and is_cjk(before[-1]):
+        return before[-2:]
+    return ""
+
+
+def negation_before(word: str, terms: tuple[str, ...]) -> str | None:
+    """A negation that directly precedes the quote in the output ("no" before "OutOfMemoryError detected")."""
     for term in terms:
         folded = fold(term)
-        if folded and (last.endswith(folded) if is_cjk(folded[-1]) else last == folded):
+        if folded and (word.endswith(folded) if is_cjk(folded[-1]) else word == folded):
             return term
     return None
 
@@ -133,13 +135,22 @@ def changed_level(hunk: dict[str, Any], others: list[str], levels: tuple[tuple[s
     return None
 
 
-def stated_level(excerpt: str, caps: list[str], levels: tuple[tuple[str, ...], ...]) -> tuple[str, str] | None:
-    """(excerpt level, record level) when the excerpt writes a log level in capitals (ERROR, WARN)
-    and the records it was found in hold only levels of other groups."""
-    said = {g for g, words in enumerate(levels) for w in words if re.search(rf"(?<![A-Za-z]){re.escape(w.upper())}(?![A-Za-z])", excerpt)}
-    held = {g: w for g, words in enumerate(levels) for w in words if w.upper() in caps}
-    if said and held and not said & held.keys():
-        return levels[min(said)][0], next(iter(held.values()))
+_CAPITALS = re.compile(r"(?<![A-Za-z])[A-Z]{3,}(?![A-Za-z])")
+
+
+def capitals(text: str) -> list[str]:
+    """Words written in capitals (ERROR, WARN, GET): how a log level is written."""
+    return _CAPITALS.findall(text)
+
+
+def stated_level(said_caps: frozenset[str], record_caps: frozenset[str],
+                 levels: tuple[tuple[str, ...], ...]) -> tuple[str, str] | None:
+    """(excerpt level, record level) when the excerpt writes a log level in capitals and the
+    records it was found in hold only levels of other groups."""
+    said = [g for g, words in enumerate(levels) if any(w.upper() in said_caps for w in words)]
+    held = {g: w for g, words in enumerate(levels) for w in words if w.upper() in record_caps}
+    if said and held and not set(said) & held.keys():
+        return levels[said[0]][0], next(iter(held.values()))
     return None
 
 

@@ -296,7 +296,10 @@ class ExcerptSimilarityRule:
         out = RuleResult(self.id)
         compare, pass_at, max_gap = p.compareAgainst, p.passThreshold, p.maxPieceGap
         lowest = context.fact((self.id, max_gap, *compare), lambda c: _lowest_similarity(c, compare, max_gap))
-        invented = context.fact((self.id, "invented"), _has_invented)
+        # Invented words depend on their own three parameters only: a similarity threshold being
+        # dragged re-judges scores, not words.
+        key = (self.id, "invented", p.inventedMinLetters, p.inventedMinCjkRun, p.inventedTolerated)
+        invented = context.fact(key, lambda c: _invented_words(c, p))
         if not invented and (lowest is None or lowest >= pass_at):
             return out
         for target, _, feats in context.bindings:
@@ -308,8 +311,8 @@ class ExcerptSimilarityRule:
             if name and score < pass_at:
                 level = "fail" if score < p.warnThreshold else "warn"
                 parts.append(self._low(feats, name, score, level, p))
-            words = fidelity.invented(feats, p.inventedMinLetters, p.inventedMinCjkRun) if invented else []
-            if len(words) > p.inventedTolerated:
+            words = invented.get(target)
+            if words:
                 level = "fail"
                 shown = ", ".join(f'"{w}"' for w in words[:6])
                 parts.append(f"{'it' if parts else 'excerpt'} holds {len(words)} word(s) that the cited output has nowhere "
@@ -333,8 +336,15 @@ class ExcerptSimilarityRule:
         return message
 
 
-def _has_invented(context: RuleContext) -> bool:
-    return any(feats is not None and feats.get("invented") for _, _, feats in context.bindings)
+def _invented_words(context: RuleContext, p: SimilarityParams) -> dict[str, list[str]]:
+    """Target -> the invented words that count, for the bindings with more than are tolerated."""
+    out = {}
+    for target, _, feats in context.bindings:
+        if feats is not None and feats.get("invented"):
+            words = fidelity.invented(feats, p.inventedMinLetters, p.inventedMinCjkRun)
+            if len(words) > p.inventedTolerated:
+                out[target] = words
+    return out
 
 
 def _best_source(sources: dict[str, Any], compare: Sequence[str], max_gap: int) -> tuple[str, float]:
@@ -365,12 +375,8 @@ class ExcerptEntitiesRule:
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p: EntityParams = metadata.params  # type: ignore[assignment]
         out = RuleResult(self.id)
-        if not context.fact(self.id, _has_entity_facts):
-            return out
         kinds = set(p.kinds)
-        for target, binding, feats in context.bindings:
-            if feats is None:
-                continue
+        for target, feats, said_caps, record_caps, words in context.fact(self.id, _entity_facts):
             for miss in feats.get("entities", ()):
                 if miss["kind"] not in kinds:
                     continue
@@ -378,23 +384,27 @@ class ExcerptEntitiesRule:
                 if not located and miss["elsewhere"]:
                     continue
                 out.findings.append(Finding(target, _entity_message(miss, located)))
-            excerpt = binding.get("evidence_excerpt")
             out.findings.extend(Finding(target, message, level)
-                                for level, message in _meaning_changes(feats, p, excerpt if isinstance(excerpt, str) else ""))
+                                for level, message in _meaning_changes(feats, p, said_caps, record_caps, words))
         return out
 
 
-def _meaning_changes(feats: dict[str, Any], p: EntityParams, excerpt: str) -> Iterator[tuple[Level, str]]:
+def _meaning_changes(feats: dict[str, Any], p: EntityParams, said_caps: frozenset[str], record_caps: frozenset[str],
+                     preceding: tuple[str, ...]) -> Iterator[tuple[Level, str]]:
     """Where a located excerpt says the opposite of its output: negation added or dropped, an
     antonym flipped, another log level. Each is an entity-kind mismatch (external_unknown)."""
     negations = tuple(p.negationTerms) if p.negationOutcome != "off" else ()
     level: Level = "fail" if p.negationOutcome != "warn" else "warn"
-    pairs = tuple((pair[0], pair[1]) for pair in p.antonyms if len(pair) == 2)
     levels = tuple(tuple(group) for group in p.logLevels)
-    befores = fidelity.befores(feats)
-    stated = fidelity.stated_level(excerpt, feats.get("caps", []), levels) if feats.get("caps") else None
+    stated = fidelity.stated_level(said_caps, record_caps, levels) if said_caps and record_caps else None
     if stated:
         yield "fail", f"excerpt changes the log level: it says {stated[0].upper()} where the record says {stated[1].upper()}"
+    if negations and preceding and feats["sources"].get("output", {}).get("score", 0.0) >= p.minLocatedScore:
+        for word in preceding:
+            term = fidelity.negation_before(word, negations)
+            if term:
+                yield level, f'excerpt drops the negation "{term}" that directly precedes it in the cited output'
+    pairs = tuple((pair[0], pair[1]) for pair in p.antonyms if len(pair) == 2)
     for hunk in fidelity.hunks(feats):
         if hunk["score"] < p.minLocatedScore:
             continue
@@ -408,20 +418,26 @@ def _meaning_changes(feats: dict[str, Any], p: EntityParams, excerpt: str) -> It
         number = fidelity.changed_number(hunk) if "number" in p.kinds else None
         if number:
             yield "fail", f'excerpt says "{number[0]}" where the cited output says "{number[1]}" ("{hunk["out"]}")'
-        changed = None if stated else fidelity.changed_level(hunk, befores, levels)
+        changed = None if stated else fidelity.changed_level(hunk, fidelity.befores(feats), levels)
         if changed:
             yield "fail", f"excerpt changes the log level: it says {changed[0].upper()} where the record says {changed[1].upper()}"
-    if negations and feats.get("sources", {}).get("output", {}).get("score", 0.0) >= p.minLocatedScore:
-        for before in befores:
-            preceding = fidelity.negation_before(before, negations)
-            if preceding:
-                yield level, f'excerpt drops the negation "{preceding}" that directly precedes it in the cited output'
 
 
-def _has_entity_facts(context: RuleContext) -> bool:
-    return any(feats is not None and (feats.get("entities") or feats.get("hunks") or feats.get("added")
-                                      or feats.get("caps") or any(feats.get("before", ())))
-               for _, _, feats in context.bindings)
+def _entity_facts(context: RuleContext) -> list[tuple[str, dict[str, Any], frozenset[str], frozenset[str], tuple[str, ...]]]:
+    """Per binding with something to judge: (target, features, capitals of the excerpt, capitals
+    of its records, words right before each quote). Parameter-free, so built once per session."""
+    out = []
+    for target, binding, feats in context.bindings:
+        if feats is None:
+            continue
+        excerpt = binding.get("evidence_excerpt")
+        # An excerpt written all in capitals says nothing by its capitals.
+        stated = isinstance(excerpt, str) and any(ch.islower() for ch in excerpt)
+        said = frozenset(fidelity.capitals(excerpt)) if stated else frozenset()
+        words = tuple(w for w in map(fidelity.preceding_word, fidelity.befores(feats)) if w)
+        if feats.get("entities") or feats.get("hunks") or feats.get("added") or words or (said and feats.get("caps")):
+            out.append((target, feats, said, frozenset(feats.get("caps", ())), words))
+    return out
 
 
 def _entity_message(miss: dict[str, Any], located: bool) -> str:
