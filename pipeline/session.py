@@ -26,7 +26,7 @@ from pipeline.llm.provider import Provider, StageContext
 from pipeline.scope import read_scope
 from pipeline.redact import redact, redact_value, redacted_call, remember_settings
 from pipeline.store import Store
-from pipeline.store.lease import Heartbeat, add_event, claim_session
+from pipeline.store.lease import Heartbeat, add_event, claim_session, reap
 from pipeline.text import detect_language, extract_entities
 from pipeline.tools import build_toolbox
 from pipeline.tools.registry import NoData, model_name, persisted_name
@@ -148,6 +148,8 @@ def run_session(
     """Run one session. `rules` overrides the rules in force (the Eval page's candidate rules);
     `session_id` names a queued row to run (pipeline/jobs) instead of creating one. The row's
     heartbeat is kept fresh until this returns, so a dead process leaves it to the reaper."""
+    # The embedded default has no separate reaper: every session start is one (design §7).
+    reap(store, settings.jobs.lease_s)
     with Heartbeat(store, settings.jobs.heartbeat_s) as heartbeat:
         return _run_session(question, settings=settings, store=store, provider=provider, world_id=world_id,
                             on_event=on_event, rules=rules, session_id=session_id, heartbeat=heartbeat)
