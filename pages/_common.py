@@ -15,7 +15,7 @@ import streamlit as st
 from pipeline import views
 from pipeline.config import Settings, load_settings
 from pipeline.errors import NotFound, WorkbenchError, one_line
-from pipeline.record import SessionRecord, read_session
+from pipeline.record import SessionRecord, SessionRow, read_session
 from pipeline.store import SessionFilter, Store
 
 # --- the entry file and deep links ---------------------------------------------------------
@@ -106,8 +106,6 @@ LABELS: dict[str, tuple[str, str]] = {
     "ask.running": ("Diagnosing ...", "诊断中 ..."),
     "ask.empty": ("The question is empty.", "问题为空。"),
     "ask.failed": ("The session failed", "会话失败"),
-    "ask.interrupted": ("Its worker stopped before the session finished", "会话未完成时其执行进程已停止"),
-    "ask.rerun": ("Run it again", "重新运行"),
     "ask.interrupted": ("Its worker stopped before the session finished", "会话未完成时其执行进程已停止"),
     "ask.rerun": ("Run it again", "重新运行"),
     "ask.open_trace": ("Open the audit trail of this session", "打开该会话的审计链"),
@@ -342,7 +340,7 @@ def list_sessions(url: str, f: SessionFilter, limit: int, offset: int) -> tuple[
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def queue_page(url: str, q: views.QueueFilter, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
+def queue_page(url: str, q: views.QueueFilter, limit: int, offset: int) -> tuple[list[SessionRow], int]:
     return views.queue_page(_store(url), q, limit=limit, offset=offset)
 
 

@@ -16,6 +16,7 @@ from pipeline import views
 from pipeline.bundle import export_bundle
 from pipeline.demo import demo_runs, run_demo
 from pipeline.gatekeeper.rules_schema import PARAM_MODELS
+from pipeline.record import SessionRow
 from pipeline.store import SessionFilter
 
 PAGE_SIZE = 50
@@ -81,17 +82,17 @@ def empty_store() -> None:
         st.rerun()
 
 
-def table(rows: list[dict]) -> None:
+def table(rows: list[SessionRow]) -> None:
     """Clicking a row or cell opens its trace in this tab (a link column needs two clicks and opens a new one)."""
     frame = [{
-        "session": r["id"],
-        "time": r["created_at"],
-        "question": r["question"],
-        "verdict": r.get("verdict") or r.get("status") or "",
-        "gatekeeper": r.get("gatekeeper_status") or "",
-        "failed rules": list(r.get("failed_rules") or []),
-        "groundedness": r.get("groundedness"),
-        "review": r.get("review_label") or "",
+        "session": r.id,
+        "time": r.created_at,
+        "question": r.question,
+        "verdict": r.verdict or r.status,
+        "gatekeeper": r.gatekeeper_status or "",
+        "failed rules": r.failed_rules,
+        "groundedness": r.groundedness,
+        "review": r.review_label or "",
     } for r in rows]
     # Pixel widths sum to ~800, the main column at 1280 px with the sidebar open; the full
     # question shows on hover, and on the trace.
@@ -109,7 +110,7 @@ def table(rows: list[dict]) -> None:
             "review": st.column_config.TextColumn(ui.t("common.review"), width=75),
         },
     )
-    ui.open_picked_trace(picked, [r["id"] for r in rows])
+    ui.open_picked_trace(picked, [r.id for r in rows])
 
 
 def charts(f: views.QueueFilter) -> None:
@@ -153,15 +154,15 @@ def exports(f: views.QueueFilter) -> None:
         writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         for row in views.iter_filtered(store, f):
-            writer.writerow({**row, "failed_rules": " ".join(row.get("failed_rules") or [])})
+            writer.writerow({**row.model_dump(), "failed_rules": " ".join(row.failed_rules)})
         return buf.getvalue().encode("utf-8-sig")
 
     def to_zip() -> bytes:
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
             for row in views.iter_filtered(store, f):
-                bundle = export_bundle(store, row["id"])
-                zf.writestr(f"{row['id']}.json", json.dumps(bundle, ensure_ascii=False, indent=1, default=str))
+                bundle = export_bundle(store, row.id)
+                zf.writestr(f"{row.id}.json", json.dumps(bundle, ensure_ascii=False, indent=1, default=str))
         return buf.getvalue()
 
     c1, c2, _ = st.columns([1, 1, 3])

@@ -164,6 +164,28 @@ class ReviewRecord(_Read):
     created_at: datetime
 
 
+class SessionRow(_Read):
+    """A row of the session list: the list columns and the latest session-level label."""
+
+    id: str
+    created_at: datetime
+    question: str
+    status: str
+    verdict: Verdict | None = None
+    gatekeeper_status: Literal["pass", "warn", "fail"] | None = None
+    failed_rules: list[str] = Field(default_factory=list)
+    groundedness: float | None = None
+    services: str = ""
+    provider: str
+    shape: str
+    review_label: str | None = None
+
+    @field_validator("failed_rules", mode="before")
+    @classmethod
+    def _null_list(cls, v: Any) -> Any:
+        return [] if v is None else v
+
+
 # --- the session -------------------------------------------------------------------------------
 
 

@@ -55,6 +55,7 @@ from pipeline.record import (
     OtherMatch,
     ReviewRecord,
     SessionRecord,
+    SessionRow,
     SourceMatch,
     WrittenBinding,
     WrittenClaim,
@@ -448,7 +449,7 @@ _LIST_COLUMNS = ("id", "created_at", "question", "status", "verdict", "gatekeepe
                  "groundedness", "services", "provider", "shape")
 
 
-def queue_page(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+def queue_page(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[SessionRow], int]:
     """One page of the queue, newest first, with each session's latest person's label."""
     sub = queue_query(store, q).subquery()
     with store.engine.connect() as conn:
@@ -459,7 +460,7 @@ def queue_page(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0
             select(ReviewRow.session_id, ReviewRow.label)
             .where(ReviewRow.session_id.in_([r["id"] for r in rows]), ReviewRow.claim_id.is_(None))
             .order_by(ReviewRow.created_at)).all())
-    return [dict(r) | {"review_label": labels.get(r["id"])} for r in rows], total
+    return [SessionRow.model_validate(dict(r) | {"review_label": labels.get(r["id"])}) for r in rows], total
 
 
 @dataclass
@@ -507,7 +508,7 @@ def queue_stats(store: Store, q: QueueFilter) -> QueueStats:
     )
 
 
-def iter_filtered(store: Store, q: QueueFilter, batch: int = 1000) -> Iterator[dict[str, Any]]:
+def iter_filtered(store: Store, q: QueueFilter, batch: int = 1000) -> Iterator[SessionRow]:
     """Every row of the queue (list columns only), page by page, for export."""
     offset = 0
     while True:

@@ -189,12 +189,12 @@ def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(tmp_
     store.add_review(session_id="reviewed-reject", label="correct", reviewer="ann")
 
     rows, total = views.queue_page(store, views.QueueFilter())
-    assert [r["id"] for r in rows] == ["crashed", "low", "pass-dropped-claim", "pass-guard-template",
+    assert [r.id for r in rows] == ["crashed", "low", "pass-dropped-claim", "pass-guard-template",
                                        "pass-with-warning"] and total == 5
     with_eval, _ = views.queue_page(store, views.QueueFilter(include_eval=True))
-    assert with_eval[0]["id"] == "eval-reject" and with_eval[0]["review_label"] == views.EVAL_LABEL
+    assert with_eval[0].id == "eval-reject" and with_eval[0].review_label == views.EVAL_LABEL
     done, _ = views.queue_page(store, views.QueueFilter(reviewed=True))
-    assert [r["id"] for r in done] == ["reviewed-reject"]
+    assert [r.id for r in done] == ["reviewed-reject"]
     assert views.queue_stats(store, views.QueueFilter()).total == 5
 
 
