@@ -296,6 +296,8 @@ LABELS: dict[str, tuple[str, str]] = {
                           "规则页上没有有效的候选规则；使用当前生效规则。"),
     "eval.run": ("Run the suite", "运行用例集"),
     "eval.pass_rate": ("Pass rate", "通过率"),
+    "eval.progress": ("Fixture {n} of {total}: {name}", "用例 {n}/{total}：{name}"),
+    "eval.open_hint": ("Click a row to open its session's audit trail.", "点击一行打开该会话的审计链。"),
     "eval.unavailable": ("The eval runner is not available: {err}", "评测执行器不可用：{err}"),
     "eval.not_run": ("Not run yet.", "尚未运行。"),
 }
@@ -488,12 +490,13 @@ def trace_link(session_id: str, label: str | None = None) -> None:
 PICK = ("single-row", "single-cell")  # selection_mode of tables whose rows open a trace
 
 
-def open_picked_trace(event: Any, session_ids: list[str]) -> None:
+def open_picked_trace(event: Any, session_ids: list[str | None]) -> None:
     """A table's row or cell click opens that session's trace in this tab, in one click."""
     selection = event.selection if event else None
     picked = [*(selection.rows if selection else []), *(row for row, _ in (selection.cells if selection else []))]
-    if picked:
-        st.switch_page("pages/trace.py", query_params={"session": session_ids[picked[0]]})
+    sid = session_ids[picked[0]] if picked else None
+    if sid:  # an eval fixture that could not start has no session
+        st.switch_page("pages/trace.py", query_params={"session": sid})
 
 
 def current_user() -> str:

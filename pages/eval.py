@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import streamlit as st
 
 from pages import _common as ui
 from pipeline import views
-from pipeline.eval.runner import run_suite
+from pipeline.eval.runner import load_fixtures, run_fixture
 from pipeline.session import rules_in_force
 
 SOURCES = ("force", "candidate")
@@ -40,8 +42,15 @@ def run(source: str) -> None:
         st.warning(ui.t("eval.no_candidate"))
     if rules is None:
         rules, _ = rules_in_force(s, ui.store())
-    with st.spinner(ui.t("eval.run")):
-        results = run_suite(s, rules=rules, store=ui.store())
+    fixtures = load_fixtures(s.fixtures_dir)
+    bar = st.progress(0.0)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="wb-eval-") as tmp:
+        for n, fixture in enumerate(fixtures, 1):
+            bar.progress((n - 1) / len(fixtures), text=ui.t("eval.progress", n=n, total=len(fixtures),
+                                                               name=fixture.get("name", "")))
+            results.append(run_fixture(fixture, settings=s, store=ui.store(), rules=rules, script_dir=Path(tmp)))
+    bar.empty()
     st.session_state["eval_results"] = {"source": source, "rows": [r.as_dict() for r in results]}
     ui.refresh_session_reads()
 
@@ -55,24 +64,30 @@ def body(source: str) -> None:
     if not done:
         st.info(ui.t("eval.not_run"))
         return
-    rows = done["rows"]
+    # Failures first: they are what a tuner came to see.
+    rows = sorted(done["rows"], key=lambda r: (r["passed"], r["name"]))
     passed = sum(r["passed"] for r in rows)
     c1, c2 = st.columns([1, 3])
-    c1.metric(ui.t("eval.pass_rate"), f"{passed}/{len(rows)}", f"{passed / len(rows):.0%}" if rows else None,
-              delta_color="off")
+    c1.metric(ui.t("eval.pass_rate"), f"{passed} / {len(rows)}")
     c2.caption(f"{ui.t('eval.rules')}: {ui.t('eval.rules.' + done['source'])}")
-    st.dataframe([{
+    picked = st.dataframe([{
         "fixture": r["name"],
         "result": "pass" if r["passed"] else "FAIL",
         "verdict": r.get("verdict") or "",
-        "expected": json.dumps(r.get("expected") or {}, ensure_ascii=False),
-        "failures": "; ".join(r.get("failures") or []),
-        "trace": f"trace?session={r['session_id']}" if r.get("session_id") else None,
-        "description": r.get("description", ""),
-    } for r in rows], hide_index=True, key="eval_table", column_config={
-        "trace": st.column_config.LinkColumn(ui.t("nav.trace"), display_text=r"session=(.*)$"),
-        "expected": st.column_config.TextColumn(width="large"),
-    })
+        "failures": "; ".join(r["failures"]),
+        "expected": json.dumps(r["expected"], ensure_ascii=False),
+        "description": r["description"],
+    } for r in rows], hide_index=True, key="eval_table", on_select="rerun", selection_mode=ui.PICK,
+        column_config={
+            "fixture": st.column_config.TextColumn(width=200),
+            "result": st.column_config.TextColumn(width=60),
+            "verdict": st.column_config.TextColumn(width=95),
+            "failures": st.column_config.TextColumn(width=200),
+            "expected": st.column_config.TextColumn(width=120),
+            "description": st.column_config.TextColumn(width=150),
+        })
+    st.caption(ui.t("eval.open_hint"))
+    ui.open_picked_trace(picked, [r["session_id"] for r in rows])
 
 
 ui.page_start()

@@ -281,8 +281,8 @@ def test_eval_runs_the_suite_with_the_rules_in_force(store: Store) -> None:
     table = at.dataframe[0].value
     assert len(table) >= 1 and set(table["result"]) <= {"pass", "FAIL"}
     passed = (table["result"] == "pass").sum()
-    assert at.metric[0].value == f"{passed}/{len(table)}"
-    assert all(str(link).startswith("trace?session=s-") for link in table["trace"] if link)
+    assert at.metric[0].value == f"{passed} / {len(table)}"  # a plain ratio, no percentage badge
+    assert table["result"].tolist() == sorted(table["result"], key=lambda r: r == "pass")  # failures first
     assert store.list_sessions()[1] == len(table)
 
 
