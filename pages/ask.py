@@ -46,7 +46,7 @@ def samples() -> None:
             title = world.title_zh if ui.lang() == "zh" else world.title_en
             st.markdown(f"**{ui.esc(title)}** · `{world.id}`")
             cols = st.columns(max(1, len(questions)))
-            for i, (col, q) in enumerate(zip(cols, questions)):
+            for i, (col, q) in enumerate(zip(cols, questions, strict=False)):
                 col.button(q, key=f"ask_sample_{world.id}_{i}", on_click=_use_sample, args=(q,),
                            width="stretch")
 
