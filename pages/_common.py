@@ -348,9 +348,12 @@ def queue_stats(url: str, q: views.QueueFilter) -> views.QueueStats:
     return views.queue_stats(_store(url), q)
 
 
-@st.cache_data(ttl=5, show_spinner=False)
+@st.cache_resource(ttl=5, max_entries=32, show_spinner=False)
 def record(url: str, session_id: str) -> SessionRecord | None:
-    """The session with its invocations, LLM calls and reviews, validated once per read."""
+    """The session with its invocations, LLM calls and reviews, validated once per read.
+
+    Shared, not copied per rerun (a big session's LLM messages run to megabytes); pages only
+    read it. The short TTL lets a running session's page follow its progress."""
     try:
         return read_session(_store(url), session_id)
     except NotFound:
