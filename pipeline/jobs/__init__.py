@@ -35,7 +35,8 @@ def make_queue(settings: Settings, store: Store) -> JobQueue:
     if backend == "auto":
         backend = "procrastinate" if store.engine.dialect.name == "postgresql" else "local"
     if backend == "procrastinate":
-        return pg_module().ProcrastinateQueue(settings, store)
+        queue: JobQueue = pg_module().ProcrastinateQueue(settings, store)
+        return queue
     from pipeline.jobs.local import LocalQueue
 
     return LocalQueue(settings, store)

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy.exc import OperationalError
+
 from pipeline.config import Settings, load_settings
 from pipeline.errors import ConfigError
 from pipeline.redact import redact_logs
@@ -65,8 +67,11 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     store = Store(settings.db_url)
-    # A listing never shows a session whose worker died as running.
-    reap(store, settings.jobs.lease_s)
+    # A listing never shows a session whose worker died as running (a read-only store: as stored).
+    try:
+        reap(store, settings.jobs.lease_s)
+    except OperationalError:
+        pass
     rows = session_list(store, verdict=args.verdict, status=args.status, limit=args.limit)
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=2, default=str))
