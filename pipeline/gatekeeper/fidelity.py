@@ -103,11 +103,27 @@ def preceding_word(before: str) -> str:
 
 def negation_before(word: str, terms: tuple[str, ...]) -> str | None:
     """A negation that directly precedes the quote in the output ("no" before "OutOfMemoryError detected")."""
-    for term in terms:
-        folded = fold(term)
-        if folded and (word.endswith(folded) if is_cjk(folded[-1]) else word == folded):
+    whole, tails = _negation_index(terms)
+    if word in whole:
+        return whole[word]
+    for folded, term in tails:
+        if word.endswith(folded):
             return term
     return None
+
+
+@lru_cache(maxsize=32)
+def _negation_index(terms: tuple[str, ...]) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """Folded Latin terms (whole words) and folded Chinese ones (ending the two characters)."""
+    whole: dict[str, str] = {}
+    tails: list[tuple[str, str]] = []
+    for term in terms:
+        folded = fold(term)
+        if folded and is_cjk(folded[-1]):
+            tails.append((folded, term))
+        elif folded:
+            whole.setdefault(folded, term)
+    return whole, tuple(tails)
 
 
 def flipped(hunk: dict[str, Any], pairs: tuple[tuple[str, str], ...]) -> tuple[str, str] | None:
@@ -143,14 +159,16 @@ def capitals(text: str) -> list[str]:
     return _CAPITALS.findall(text)
 
 
-def stated_level(said_caps: frozenset[str], record_caps: frozenset[str],
-                 levels: tuple[tuple[str, ...], ...]) -> tuple[str, str] | None:
+def stated_level(said_caps: frozenset[str], record_caps: frozenset[str], levels: tuple[tuple[str, ...], ...],
+                 groups: dict[str, int]) -> tuple[str, str] | None:
     """(excerpt level, record level) when the excerpt writes a log level in capitals and the
-    records it was found in hold only levels of other groups."""
-    said = [g for g, words in enumerate(levels) if any(w.upper() in said_caps for w in words)]
-    held = {g: w for g, words in enumerate(levels) for w in words if w.upper() in record_caps}
-    if said and held and not set(said) & held.keys():
-        return levels[said[0]][0], next(iter(held.values()))
+    records it was found in hold only levels of other groups (groups: capitals -> level group)."""
+    said = {groups[w] for w in said_caps if w in groups}
+    if not said:
+        return None
+    held = {groups[w]: w for w in record_caps if w in groups}
+    if held and not said & held.keys():
+        return levels[min(said)][0], min(held.values())
     return None
 
 

@@ -119,8 +119,10 @@ def _without(text: str, spans: list[tuple[int, int]]) -> str:
 
 def fold(text: str) -> str:
     """The matching form of a short text (an excerpt): same folding as an output, runs collapsed."""
-    if any(ch.isdigit() for ch in text):
-        text = _without(text, number_noise(text))
+    if "." in text or "," in text:
+        noise = number_noise(text)
+        if noise:
+            text = _without(text, noise)
     if text.isascii():
         return _ASCII_NON_ALNUM.sub(" ", text.lower()).strip()
     return " ".join(text.translate(_fold_dict()).split())
@@ -557,7 +559,10 @@ def _find_whole_numbers(text: str, segment: str) -> int:
 
 def _before(text: str, start: int) -> str:
     """Folded text just before text[start:], ending in a space when a word boundary separates them."""
-    folded = fold(text[max(0, start - 3 * BEFORE) : start])[-BEFORE:]
+    # Plain folding (no number canonicalisation): only the words before the quote are wanted.
+    raw = text[max(0, start - BEFORE - 8) : start]
+    plain = _ASCII_NON_ALNUM.sub(" ", raw.lower()) if raw.isascii() else raw.translate(_fold_dict())
+    folded = " ".join(plain.split())[-BEFORE:]
     prev = text[start - 1 : start]
     return folded + " " if folded and not (prev.isalnum() or prev == "") else folded
 

@@ -376,6 +376,7 @@ class ExcerptEntitiesRule:
         p: EntityParams = metadata.params  # type: ignore[assignment]
         out = RuleResult(self.id)
         kinds = set(p.kinds)
+        lists = _MeaningLists.of(metadata)
         for target, feats, said_caps, record_caps, words in context.fact(self.id, _entity_facts):
             for miss in feats.get("entities", ()):
                 if miss["kind"] not in kinds:
@@ -385,18 +386,45 @@ class ExcerptEntitiesRule:
                     continue
                 out.findings.append(Finding(target, _entity_message(miss, located)))
             out.findings.extend(Finding(target, message, level)
-                                for level, message in _meaning_changes(feats, p, said_caps, record_caps, words))
+                                for level, message in _meaning_changes(feats, p, lists, said_caps, record_caps, words))
         return out
 
 
-def _meaning_changes(feats: dict[str, Any], p: EntityParams, said_caps: frozenset[str], record_caps: frozenset[str],
-                     preceding: tuple[str, ...]) -> Iterator[tuple[Level, str]]:
+@dataclass(frozen=True)
+class _MeaningLists:
+    """The entity rule's word lists in the shape the checks want, built once per parameter set."""
+
+    negations: tuple[str, ...]
+    level: Level  # what a negation finding is
+    pairs: tuple[tuple[str, str], ...]
+    levels: tuple[tuple[str, ...], ...]
+    level_groups: dict[str, int]  # a level word in capitals -> its group in levels
+
+    @staticmethod
+    def of(spec: RuleSpec) -> _MeaningLists:
+        lists = _MEANING_LISTS.get(spec.params_key)
+        if lists is None:
+            p: EntityParams = spec.params  # type: ignore[assignment]
+            if len(_MEANING_LISTS) >= _REMEMBERED_PARAMS:
+                _MEANING_LISTS.clear()
+            lists = _MEANING_LISTS[spec.params_key] = _MeaningLists(
+                tuple(p.negationTerms) if p.negationOutcome != "off" else (),
+                "warn" if p.negationOutcome == "warn" else "fail",
+                tuple((pair[0], pair[1]) for pair in p.antonyms if len(pair) == 2),
+                tuple(tuple(group) for group in p.logLevels),
+                {word.upper(): g for g, group in enumerate(p.logLevels) for word in group})
+        return lists
+
+
+_MEANING_LISTS: dict[str, _MeaningLists] = {}
+
+
+def _meaning_changes(feats: dict[str, Any], p: EntityParams, lists: _MeaningLists, said_caps: frozenset[str],
+                     record_caps: frozenset[str], preceding: tuple[str, ...]) -> Iterator[tuple[Level, str]]:
     """Where a located excerpt says the opposite of its output: negation added or dropped, an
     antonym flipped, another log level. Each is an entity-kind mismatch (external_unknown)."""
-    negations = tuple(p.negationTerms) if p.negationOutcome != "off" else ()
-    level: Level = "fail" if p.negationOutcome != "warn" else "warn"
-    levels = tuple(tuple(group) for group in p.logLevels)
-    stated = fidelity.stated_level(said_caps, record_caps, levels) if said_caps and record_caps else None
+    negations, level, levels = lists.negations, lists.level, lists.levels
+    stated = fidelity.stated_level(said_caps, record_caps, levels, lists.level_groups) if said_caps and record_caps else None
     if stated:
         yield "fail", f"excerpt changes the log level: it says {stated[0].upper()} where the record says {stated[1].upper()}"
     if negations and preceding and feats["sources"].get("output", {}).get("score", 0.0) >= p.minLocatedScore:
@@ -404,7 +432,7 @@ def _meaning_changes(feats: dict[str, Any], p: EntityParams, said_caps: frozense
             term = fidelity.negation_before(word, negations)
             if term:
                 yield level, f'excerpt drops the negation "{term}" that directly precedes it in the cited output'
-    pairs = tuple((pair[0], pair[1]) for pair in p.antonyms if len(pair) == 2)
+    pairs = lists.pairs
     for hunk in fidelity.hunks(feats):
         if hunk["score"] < p.minLocatedScore:
             continue
