@@ -34,7 +34,7 @@ from playwright.sync_api import sync_playwright
 from rapidfuzz import fuzz
 from sqlalchemy import insert, select
 
-from pipeline import views
+from pipeline import queue, views
 from pipeline.config import load_settings
 from pipeline.gatekeeper import load_rules, replay
 from pipeline.gatekeeper.features import compute_features
@@ -257,11 +257,12 @@ def main() -> None:
         Counter(rule for r in rows for rule in r["failed_rules"] or [])
         rows.sort(key=lambda r: r["created_at"], reverse=True)
 
-    default = views.QueueFilter()  # the page's default queue: needs a person, unreviewed, no eval runs
+    # The page's default queue: needs a person, unreviewed, no eval runs.
+    default = queue.QueueFilter(pass_findings=queue.FindingsIndex(store).refresh())
 
     def sql_sessions() -> None:
-        views.queue_stats(store, default)
-        views.queue_page(store, default, limit=50)
+        queue.queue_stats(store, default)
+        queue.queue_page(store, default, limit=50)
 
     rules = load_rules(settings.rules_dir).with_params("evidence.excerpt_similarity", passThreshold=0.9)
     t = time.perf_counter()

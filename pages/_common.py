@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from pipeline import views
+from pipeline import queue, views
 from pipeline.config import Settings, load_settings
 from pipeline.errors import NotFound, WorkbenchError, one_line
 from pipeline.record import SessionRecord, SessionRow, read_session
@@ -338,14 +338,24 @@ def list_sessions(url: str, f: SessionFilter, limit: int, offset: int) -> tuple[
     return _store(url).list_sessions(f, limit=limit, offset=offset)
 
 
-@st.cache_data(ttl=30, show_spinner=False)
-def queue_page(url: str, q: views.QueueFilter, limit: int, offset: int) -> tuple[list[SessionRow], int]:
-    return views.queue_page(_store(url), q, limit=limit, offset=offset)
+@st.cache_resource(show_spinner=False)
+def _findings(url: str) -> queue.FindingsIndex:
+    return queue.FindingsIndex(_store(url))
+
+
+def pass_findings() -> frozenset[str]:
+    """PASS sessions with findings: read once per server, then only sessions written since."""
+    return _findings(settings().db_url).refresh()
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def queue_stats(url: str, q: views.QueueFilter) -> views.QueueStats:
-    return views.queue_stats(_store(url), q)
+def queue_page(url: str, q: queue.QueueFilter, limit: int, offset: int) -> tuple[list[SessionRow], int]:
+    return queue.queue_page(_store(url), q, limit=limit, offset=offset)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def queue_stats(url: str, q: queue.QueueFilter) -> queue.QueueStats:
+    return queue.queue_stats(_store(url), q)
 
 
 @st.cache_resource(ttl=5, max_entries=32, show_spinner=False)

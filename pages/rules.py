@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _common as ui
-from pipeline import views
+from pipeline import queue, views
 from pipeline.gatekeeper import RulesError, RuleSet, replay, similarity_scores
 from pipeline.replay_inputs import ReplayHistory
 from pipeline.session import rules_in_force
@@ -213,7 +213,7 @@ def history_inputs() -> tuple[list[Any], list[float]]:
 def run_preview(rules: RuleSet, include_eval: bool) -> None:
     inputs, _ = history_inputs()
     if not include_eval:
-        left_out = views.eval_session_ids(ui.store())
+        left_out = queue.eval_session_ids(ui.store())
         inputs = [i for i in inputs if i.session_id not in left_out]
     rows = replay(inputs, rules)
     base_index, base_meta = st.session_state["rules_base_yaml"]

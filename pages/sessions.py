@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _common as ui
-from pipeline import views
+from pipeline import queue
 from pipeline.bundle import export_bundle
 from pipeline.demo import demo_runs, run_demo
 from pipeline.gatekeeper.rules_schema import PARAM_MODELS
@@ -38,7 +38,7 @@ def _show_all() -> None:
     st.session_state["sessions_eval"] = True
 
 
-def sidebar() -> views.QueueFilter:
+def sidebar() -> queue.QueueFilter:
     with st.sidebar:
         st.subheader(ui.t("sessions.filters"))
         needs = st.toggle(ui.t("sessions.needs_person"), True, key="sessions_needs_person", bind="query-params",
@@ -63,7 +63,8 @@ def sidebar() -> views.QueueFilter:
         since=_day(since, False), until=_day(until, True), service=(service or "").strip() or None,
         text=(text or "").strip() or None, statuses=list(statuses),
     )
-    return views.QueueFilter(base, needs_person=bool(needs), include_eval=bool(include_eval),
+    return queue.QueueFilter(base, needs_person=bool(needs), include_eval=bool(include_eval),
+                             pass_findings=ui.pass_findings() if needs else frozenset(),
                              reviewed={"no": False, "yes": True}.get(reviewed or "any"))
 
 
@@ -113,7 +114,7 @@ def table(rows: list[SessionRow]) -> None:
     ui.open_picked_trace(picked, [r.id for r in rows])
 
 
-def charts(f: views.QueueFilter) -> None:
+def charts(f: queue.QueueFilter) -> None:
     stats = ui.queue_stats(ui.settings().db_url, f)
     if not stats.total:
         return
@@ -144,7 +145,7 @@ def charts(f: views.QueueFilter) -> None:
     c3.plotly_chart(fig, width="stretch", key="sessions_chart_ground")
 
 
-def exports(f: views.QueueFilter) -> None:
+def exports(f: queue.QueueFilter) -> None:
     store = ui.store()
 
     def to_csv() -> bytes:
@@ -153,14 +154,14 @@ def exports(f: views.QueueFilter) -> None:
                   "groundedness", "services", "provider", "shape", "review_label"]
         writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
-        for row in views.iter_filtered(store, f):
+        for row in queue.iter_filtered(store, f):
             writer.writerow({**row.model_dump(), "failed_rules": " ".join(row.failed_rules)})
         return buf.getvalue().encode("utf-8-sig")
 
     def to_zip() -> bytes:
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-            for row in views.iter_filtered(store, f):
+            for row in queue.iter_filtered(store, f):
                 bundle = export_bundle(store, row.id)
                 zf.writestr(f"{row.id}.json", json.dumps(bundle, ensure_ascii=False, indent=1, default=str))
         return buf.getvalue()
@@ -172,7 +173,7 @@ def exports(f: views.QueueFilter) -> None:
                        mime="application/zip", key="sessions_zip", on_click="ignore")
 
 
-def body(f: views.QueueFilter) -> None:
+def body(f: queue.QueueFilter) -> None:
     st.title(ui.t("sessions.title"))
     url = ui.settings().db_url
     _, everything = ui.list_sessions(url, SessionFilter(), 1, 0)

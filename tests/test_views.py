@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pipeline import views
+from pipeline import queue, views
 from pipeline.errors import NotFound, StoreError
 from pipeline.gatekeeper import load_rules
 from pipeline.record import EntityMiss, SessionRecord, read_session
@@ -150,16 +150,16 @@ def _store_with(tmp_path, n: int) -> Store:
 
 def test_queue_stats_aggregates_the_filtered_sessions(tmp_path) -> None:
     store = _store_with(tmp_path, 9)
-    everything = views.QueueFilter(needs_person=False, reviewed=None)
-    stats = views.queue_stats(store, everything)
+    everything = queue.QueueFilter(needs_person=False, reviewed=None)
+    stats = queue.queue_stats(store, everything)
     assert stats.total == 9
     assert sorted(stats.per_day) == [("2026-01-01", "PASS", 3), ("2026-01-02", "LOW_CONFID", 3),
                                      ("2026-01-03", "REJECT", 3)]
     assert stats.failed_rules == {"evidence.excerpt_similarity": 6, "evidence.invocation_ref": 3}
     assert sum(n for _, n in stats.groundedness) == 9 and stats.groundedness[0] == (0.0, 1)
-    rejected = views.queue_stats(store, views.QueueFilter(SessionFilter(verdicts=["REJECT"])))
+    rejected = queue.queue_stats(store, queue.QueueFilter(SessionFilter(verdicts=["REJECT"])))
     assert rejected.total == 3 and rejected.failed_rules["evidence.invocation_ref"] == 3
-    assert len(list(views.iter_filtered(store, everything, batch=4))) == 9
+    assert len(list(queue.iter_filtered(store, everything, batch=4))) == 9
 
 
 def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(tmp_path) -> None:
@@ -184,18 +184,23 @@ def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(tmp_
     add("low", 5, verdict="LOW_CONFID")
     add("crashed", 6, verdict=None, status="failed")
     add("eval-reject", 7, verdict="REJECT")
-    store.add_review(session_id="eval-reject", label=views.EVAL_LABEL, reviewer="workbench eval")
+    store.add_review(session_id="eval-reject", label=queue.EVAL_LABEL, reviewer="workbench eval")
     add("reviewed-reject", 8, verdict="REJECT")
     store.add_review(session_id="reviewed-reject", label="correct", reviewer="ann")
 
-    rows, total = views.queue_page(store, views.QueueFilter())
+    findings = queue.FindingsIndex(store)
+    default = queue.QueueFilter(pass_findings=findings.refresh())
+    rows, total = queue.queue_page(store, default)
     assert [r.id for r in rows] == ["crashed", "low", "pass-dropped-claim", "pass-guard-template",
                                        "pass-with-warning"] and total == 5
-    with_eval, _ = views.queue_page(store, views.QueueFilter(include_eval=True))
-    assert with_eval[0].id == "eval-reject" and with_eval[0].review_label == views.EVAL_LABEL
-    done, _ = views.queue_page(store, views.QueueFilter(reviewed=True))
+    with_eval, _ = queue.queue_page(store, queue.QueueFilter(include_eval=True))
+    assert with_eval[0].id == "eval-reject" and with_eval[0].review_label == queue.EVAL_LABEL
+    done, _ = queue.queue_page(store, queue.QueueFilter(reviewed=True))
     assert [r.id for r in done] == ["reviewed-reject"]
-    assert views.queue_stats(store, views.QueueFilter()).total == 5
+    assert queue.queue_stats(store, default).total == 5
+    # Only sessions written since are read again: a guard fallback later in a PASS session counts.
+    add("pass-late-guard", 9, guard_template=True)
+    assert "pass-late-guard" in findings.refresh() and "pass-guard-template" in findings.refresh()
 
 
 def test_rule_fields_edit_yaml_and_validation_names_file_and_field(repo_root) -> None:
