@@ -392,11 +392,13 @@ def review(r: SessionRecord) -> None:
                        "reviewer": rv.reviewer, "note": rv.note} for rv in r.reviews], hide_index=True)
     name_col, note_col = st.columns([1, 2])
     with name_col:
-        # The same URL-bound name as the claim panel: one identity, typed once.
-        reviewer = ui.reviewer_name("reviewer") if not r.claims else ui.current_user() or str(
-            st.session_state.get("reviewer") or "").strip()
         if r.claims:
+            # The claim panel above drew the name field (a widget key appears once per page):
+            # one identity, typed once, shown here beside this form too.
+            reviewer = ui.current_user() or str(st.session_state.get("reviewer") or "").strip()
             st.caption(f"{ui.t('common.reviewer')}: {reviewer or '—'}")
+        else:
+            reviewer = ui.reviewer_name("reviewer")
     note_col.text_input(ui.t("common.note"), key="trace_note_session")
     _label_buttons(r.id, None, reviewer, "trace_note_session", None, "trace_session_label", False)
 
