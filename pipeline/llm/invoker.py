@@ -338,6 +338,7 @@ class StructuredLlmInvoker:
     def _send(self, run: _Run, messages: list[dict[str, Any]], extra: dict[str, Any]) -> Completion:
         retries = 0
         opts = self.settings.openai
+        response: Any  # a ChatCompletion, or the text of a body that is not one
         while True:
             run.attempt += 1
             started = time.perf_counter()

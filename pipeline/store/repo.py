@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -55,12 +56,20 @@ def _row_dict(row: Any) -> dict[str, Any]:
     return {c.name: getattr(row, c.name) for c in row.__table__.columns}
 
 
-def _invocation_row(*, output: str, **columns: Any) -> ToolInvocationRow:
-    return ToolInvocationRow(output=output, output_preview=output[:PREVIEW_CHARS],
+def _output_hash(output: str) -> str | None:
+    return hashlib.sha256(output.encode("utf-8", "surrogatepass")).hexdigest() if output else None
+
+
+def _invocation_row(*, output: str, output_of: int | None = None, **columns: Any) -> ToolInvocationRow:
+    """A row for `output`; with `output_of` (a row of the same session holding the same text) the
+    text is not stored again (migration 0004)."""
+    return ToolInvocationRow(output="" if output_of else output, output_of=output_of,
+                             output_sha256=_output_hash(output), output_preview=output[:PREVIEW_CHARS],
                              output_bytes=len(output.encode("utf-8")), **columns)
 
 
-def _invocation(row: ToolInvocationRow) -> ToolInvocation:
+def _invocation(row: ToolInvocationRow, output: str | None = None) -> ToolInvocation:
+    """`output` is the text of the row named by row.output_of, when it is set."""
     return ToolInvocation(
         id=row.id,
         session_id=row.session_id,
@@ -69,7 +78,7 @@ def _invocation(row: ToolInvocationRow) -> ToolInvocation:
         model_tool_name=row.model_tool_name,
         arguments=row.arguments or {},
         status=row.status,  # type: ignore[arg-type]
-        output=row.output,
+        output=row.output if output is None else output,
         error=row.error,
         latency_ms=row.latency_ms,
     )
@@ -209,16 +218,31 @@ class Store:
     def add_invocation(self, *, session_id: str, round: int, tool_name: str, model_tool_name: str,
                        arguments: dict[str, Any], status: str, output: str, error: str | None,
                        latency_ms: float, stored_cut_bytes: int = 0,
+        first = self._first_with_output(session_id, output)
                        retrieval_details: dict[str, Any] | None = None) -> ToolInvocation:
         with self._write() as db:
             row = _invocation_row(
                 session_id=session_id, round=round, tool_name=tool_name, model_tool_name=model_tool_name,
                 arguments=arguments, status=status, output=output, stored_cut_bytes=stored_cut_bytes, error=error,
-                retrieval_details=retrieval_details, latency_ms=latency_ms,
+                retrieval_details=retrieval_details, latency_ms=latency_ms, output_of=first,
             )
             db.add(row)
             db.flush()
-            return _invocation(row)
+            return _invocation(row, output)
+
+    def _first_with_output(self, session_id: str, output: str) -> int | None:
+        """The row of this session already holding `output`. Read outside the write transaction:
+        on SQLite a read-then-write transaction fails at once when another writer got in between."""
+        digest = _output_hash(output)
+        if digest is None:
+            return None
+        with self._read() as db:
+            return db.execute(
+                select(ToolInvocationRow.id).where(ToolInvocationRow.session_id == session_id,
+                                                   ToolInvocationRow.output_sha256 == digest,
+                                                   ToolInvocationRow.output_of.is_(None)).limit(1)
+            ).scalar()
+
     def add_whole_session(self, *, session: dict[str, Any], invocations: list[dict[str, Any]],
                           llm_calls: list[LlmCallRecord], finish: Callable[[list[int]], dict[str, Any]]) -> None:
         """A whole session in one transaction (an import): stored entirely or not at all.
@@ -232,6 +256,13 @@ class Store:
                 raise SessionIdTaken(f"session id {session['id']} is already taken") from exc
             rows = [_invocation_row(session_id=row.id, **inv) for inv in invocations]
             db.add_all(rows)
+            first: dict[str, ToolInvocationRow] = {}
+            for inv_row in rows:  # each output once per session, as add_invocation does
+                if inv_row.output_sha256 is None:
+                    continue
+                held = first.setdefault(inv_row.output_sha256, inv_row)
+                if held is not inv_row:
+                    inv_row.output, inv_row.output_of = "", held.id
             db.flush()
             for key, value in finish([r.id for r in rows]).items():
                 setattr(row, key, value)
@@ -241,7 +272,10 @@ class Store:
     def invocation(self, invocation_id: int) -> ToolInvocation | None:
         with self._read() as db:
             row = db.get(ToolInvocationRow, invocation_id)
-            return _invocation(row) if row else None
+            if row is None:
+                return None
+            source = db.get(ToolInvocationRow, row.output_of) if row.output_of else None
+            return _invocation(row, source.output if source else None)
 
     def invocations(self, session_id: str) -> list[ToolInvocation]:
         with self._read() as db:
@@ -249,7 +283,8 @@ class Store:
                 select(ToolInvocationRow).where(ToolInvocationRow.session_id == session_id)
                 .order_by(ToolInvocationRow.id)
             ).scalars().all()
-            return [_invocation(r) for r in rows]
+            texts = {r.id: r.output for r in rows}
+            return [_invocation(r, texts.get(r.output_of, "") if r.output_of else None) for r in rows]
 
     def invocation_meta(self, session_id: str) -> list[dict[str, Any]]:
         """Invocation rows without the full output (for lists and the Trace page's index)."""
