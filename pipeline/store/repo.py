@@ -130,7 +130,6 @@ class Store:
         except SQLAlchemyError as exc:
             raise self._failure("write to", exc) from exc
 
-
     # --- sessions ---------------------------------------------------------------------
 
     def create_session(self, *, question: str, world: str | None, shape: str, provider: str, model: str,
@@ -218,8 +217,8 @@ class Store:
     def add_invocation(self, *, session_id: str, round: int, tool_name: str, model_tool_name: str,
                        arguments: dict[str, Any], status: str, output: str, error: str | None,
                        latency_ms: float, stored_cut_bytes: int = 0,
-        first = self._first_with_output(session_id, output)
                        retrieval_details: dict[str, Any] | None = None) -> ToolInvocation:
+        first = self._first_with_output(session_id, output)
         with self._write() as db:
             row = _invocation_row(
                 session_id=session_id, round=round, tool_name=tool_name, model_tool_name=model_tool_name,
@@ -256,6 +255,7 @@ class Store:
                 raise SessionIdTaken(f"session id {session['id']} is already taken") from exc
             rows = [_invocation_row(session_id=row.id, **inv) for inv in invocations]
             db.add_all(rows)
+            db.flush()
             first: dict[str, ToolInvocationRow] = {}
             for inv_row in rows:  # each output once per session, as add_invocation does
                 if inv_row.output_sha256 is None:
@@ -263,11 +263,9 @@ class Store:
                 held = first.setdefault(inv_row.output_sha256, inv_row)
                 if held is not inv_row:
                     inv_row.output, inv_row.output_of = "", held.id
-            db.flush()
             for key, value in finish([r.id for r in rows]).items():
                 setattr(row, key, value)
             db.add_all([LlmCallRow(session_id=row.id, **rec.model_dump()) for rec in llm_calls])
-
 
     def invocation(self, invocation_id: int) -> ToolInvocation | None:
         with self._read() as db:
