@@ -72,7 +72,11 @@ def page_start() -> None:
     if st.session_state.get(_FRAMED):
         # Only streamlit.testing gets here: AppTest resets the mode before every run.
         return
-    frame()
+    try:
+        frame()
+    except WorkbenchError as exc:  # the same message box run_app shows
+        st.error(one_line(exc), icon=":material/error:")
+        st.stop()
     st.rerun()
 
 
