@@ -6,8 +6,9 @@ import argparse
 import io
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from pipeline.bounds import encodable
 from pipeline.config import Settings, load_settings

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.config import BackendSettings, Settings
+from pipeline.errors import BackendError
 from pipeline.redact import redact
-from pipeline.tools.http import BackendError, http_get
+from pipeline.tools.http import http_get
 from pipeline.tools.knowledge import KnowledgeBase
 
 # Readiness endpoints: cheap, no query cost on the server.

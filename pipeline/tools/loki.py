@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from pipeline.config import BackendSettings
-from pipeline.tools.http import BackendError, http_get
+from pipeline.errors import BackendError
+from pipeline.tools.http import http_get
 from pipeline.tools.logfiles import (
     LEVEL_RANK,
     iso,

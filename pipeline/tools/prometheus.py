@@ -14,7 +14,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from pipeline.config import BackendSettings
-from pipeline.tools.http import BackendError, http_get
+from pipeline.errors import BackendError
+from pipeline.tools.http import http_get
 from pipeline.tools.logfiles import iso, parse_timestamp, utc
 from pipeline.tools.registry import MetricsQuery, NoData
 
