@@ -17,7 +17,7 @@ import yaml
 
 from pipeline.config import Settings
 from pipeline.contracts import Verdict
-from pipeline.errors import WorkbenchError
+from pipeline.errors import ConfigError, WorkbenchError
 from pipeline.gatekeeper import RuleSet
 from pipeline.incidents import world_by_id
 from pipeline.session import SessionFailed, SessionResult, run_session
@@ -43,6 +43,8 @@ def load_fixtures(fixtures_dir: Path) -> list[dict[str, Any]]:
     fixtures = []
     for path in sorted(fixtures_dir.glob("*.yaml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict) or not isinstance(data.get("question"), str):
+            raise ConfigError(f"{path}: an eval fixture is a mapping with at least a `question:`")
         data.setdefault("name", path.stem)
         fixtures.append(data)
     return fixtures
