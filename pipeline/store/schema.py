@@ -182,5 +182,47 @@ class JobRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
+class GateSessionColumns(Base):
+    """One replayable session in the columnar replay (pipeline/gatekeeper/columns.py): what a
+    threshold replay needs of it besides its bindings, as numbers and small codes. `seq` is the
+    dense integer that gate_binding rows point at, so arrays never hold session id strings."""
+
+    __tablename__ = "gate_session"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), unique=True)
+    # Fingerprint of the non-threshold rule parameters `lists_clean` was judged under.
+    lists_key: Mapped[str] = mapped_column(Text)
+    lists_clean: Mapped[bool] = mapped_column(Boolean)  # schema, invocation_ref, phrases, digest refs found nothing
+    min_coverage: Mapped[float | None] = mapped_column(Float)  # lowest claim keyword coverage
+    min_quote: Mapped[float | None] = mapped_column(Float)  # lowest digest source_quote similarity
+    # The projected verdict when the gatekeeper finds nothing: rule-independent (no rule impacts).
+    clean_verdict: Mapped[str] = mapped_column(Text)
+    clean_unbacked: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    old_status: Mapped[str] = mapped_column(Text)
+    old_verdict: Mapped[str] = mapped_column(Text)
+    old_rules: Mapped[str] = mapped_column(Text, default="")  # failed + warned rule ids, comma-joined
+
+
+class GateBinding(Base):
+    """Threshold-free numbers of one evidence binding (a few dozen bytes), read into arrays."""
+
+    __tablename__ = "gate_binding"
+
+    seq: Mapped[int] = mapped_column(ForeignKey("gate_session.seq", ondelete="CASCADE"), primary_key=True)
+    claim: Mapped[int] = mapped_column(Integer, primary_key=True)
+    binding: Mapped[int] = mapped_column(Integer, primary_key=True)
+    out_score: Mapped[float | None] = mapped_column(Float)  # best cited output; NULL: nothing measured
+    out_covered: Mapped[float | None] = mapped_column(Float)
+    out_gap: Mapped[int | None] = mapped_column(Integer)
+    quote_score: Mapped[float | None] = mapped_column(Float)  # vs the cited digest's source_quote
+    summary_score: Mapped[float | None] = mapped_column(Float)
+    invented: Mapped[int] = mapped_column(Integer, default=0)  # invented pieces before length filters
+    # Highest score at which an entity/meaning finding is gated (2.0: found at any minLocatedScore).
+    entity_score: Mapped[float] = mapped_column(Float, default=-1.0)
+
+
 Index("ix_session_review_queue", DiagnosisSession.verdict, DiagnosisSession.created_at)
 Index("ix_tool_invocation_output_once", ToolInvocationRow.session_id, ToolInvocationRow.output_sha256)
+Index("ix_session_status_created", DiagnosisSession.status, DiagnosisSession.created_at)
+Index("ix_session_gatekeeper_created", DiagnosisSession.gatekeeper_status, DiagnosisSession.created_at)
