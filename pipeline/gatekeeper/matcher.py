@@ -293,6 +293,14 @@ class PreparedOutput:
         """Whether the folded output holds the token, not glued to alphanumerics on either side (CJK may glue)."""
         if not folded_token:
             return False
+        if folded_token.isascii():
+            # The word list answers without a scan: a missing word rules the token out, and a
+            # one-word token that is an output word is there, unglued by construction.
+            words = folded_token.split(" ")
+            if not all(self.vocabulary.has_exact(w) for w in words):
+                return False
+            if len(words) == 1:
+                return True
         hay = self.folded
         for pos in self.finds(folded_token):
             before = hay[pos - 1] if pos else " "

@@ -37,6 +37,7 @@ class Vocabulary:
                 chars.update(run)
                 pairs.update(run[i : i + 2] for i in range(len(run) - 1))
         words.discard("")
+        self._exact = words
         self._words = sorted(words)
         self._pairs = pairs
         self._chars = chars
@@ -44,6 +45,10 @@ class Vocabulary:
     def has_word(self, word: str) -> bool:
         at = bisect_left(self._words, word)
         return at < len(self._words) and self._words[at].startswith(word)
+
+    def has_exact(self, word: str) -> bool:
+        """Whether the word is a whole output word (glued to Chinese at most)."""
+        return word in self._exact
 
     def has_pair(self, pair: str) -> bool:
         return pair in self._pairs
