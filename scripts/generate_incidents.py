@@ -3,8 +3,8 @@
 
 Definitions are data: scripts/incidents/common.yaml (world order, hosts, noise templates),
 scripts/incidents/<world-id>.yaml (meta, alerts, metrics, ground truth, questions, scripted
-timeline), scripts/incidents/runbooks/*.md and README.template.md. Per world, NOISE_LINES noise
-lines are drawn from the templates, then the timeline's lines are added (the incident's key
+timeline), scripts/incidents/runbooks/*.md and README.template.md. Per world, `noise_lines`
+noise lines are drawn from the templates, then the timeline's lines are added (the incident's key
 evidence plus hand-placed red herrings and hostile strings tagged as noise); all randomness
 comes from the world's seeded random.Random, so a rerun writes byte-identical files.
 tests/test_generate_incidents.py checks that regenerating changes nothing.
@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+# Siblings in scripts/ (on sys.path when this file runs as a script); never part of the package.
 from incident_check import self_check
 from incident_timeline import Hosts, Line, Timeline, draw, render
 
