@@ -181,15 +181,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    import subprocess
+    import os
 
     from pipeline.resources import resource_dir
 
     ui_dir = resource_dir("ui")
     # Streamlit reads .streamlit/config.toml from its working directory; the packaged UI ships one.
+    # exec, not a child process: a signal to `workbench ui` must reach the server itself.
+    os.chdir(ui_dir)
     command = [sys.executable, "-m", "streamlit", "run", str(ui_dir / "app.py"),
                "--server.port", str(args.port), "--server.address", args.host]
-    return subprocess.call(command, cwd=ui_dir)
+    os.execv(sys.executable, command)
 
 
 def cmd_db(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ run from an empty directory, far from the source tree.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -78,7 +79,8 @@ def test_ui_serves_the_packaged_app(venv: Path, tmp_path: Path) -> None:
     port = _free_port()
     env = dict(os.environ, WORKBENCH_HOME=str(tmp_path / "home"))
     proc = subprocess.Popen([str(venv / "bin" / "workbench"), "ui", "--port", str(port), "--host", "127.0.0.1"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
     try:
         health = f"http://127.0.0.1:{port}/_stcore/health"
         body = ""
@@ -92,5 +94,5 @@ def test_ui_serves_the_packaged_app(venv: Path, tmp_path: Path) -> None:
         page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
         assert "<div id=\"root\">" in page or "streamlit" in page.lower()
     finally:
-        proc.terminate()
+        os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
