@@ -95,6 +95,15 @@ class ReplayHistory:
         with self._lock:
             return self._refresh()
 
+    def inputs(self, session_ids: list[str]) -> list[ReplayInput]:
+        """Just these sessions' inputs (the columnar replay's exact path), loaded once and kept."""
+        with self._lock:
+            new = [i for i in session_ids if i not in self._inputs]
+            if new:
+                with self.store.engine.connect() as conn:
+                    self._load(conn, new)
+            return [self._inputs[i] for i in session_ids if i in self._inputs]
+
     def _refresh(self) -> list[ReplayInput]:
         with self.store.engine.connect() as conn:
             ids = list(conn.execute(select(DiagnosisSession.id).where(_REPLAYABLE)

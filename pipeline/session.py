@@ -20,6 +20,7 @@ from pipeline.errors import ConfigError, InputError, StoreError, WorkbenchError
 from pipeline.evaluate import Evaluation, evaluate
 from pipeline.gatekeeper import RuleSet, load_rules, load_rules_from_text
 from pipeline.gatekeeper.features import prepare_output
+from pipeline.history import record_session
 from pipeline.incidents import World, route_question, world_by_id
 from pipeline.llm import make_provider
 from pipeline.llm.provider import Provider, StageContext
@@ -283,6 +284,7 @@ def _run_session(
         gatekeeper_features=ev.features, prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
         cost_usd=cost,
     )
+    record_session(store, sid, rules)  # its row in the columnar replay history
     emit("done", {"verdict": ev.verdict, "final_answer": ev.final_answer})
     return SessionResult(session_id=sid, verdict=ev.verdict, final_answer=ev.final_answer, evaluation=ev,
                          world=world.id if world else None)

@@ -102,8 +102,12 @@ def summarize(rows: list[ReplayRow]) -> str:
     """One line for the Rules page / CLI: how many sessions change, and how."""
     status = Counter(f"{r.old_status}->{r.new_status}" for r in rows if r.old_status != r.new_status)
     verdict = Counter(f"{r.old_verdict}->{r.projected_verdict}" for r in rows if r.old_verdict != r.projected_verdict)
-    changed = sum(r.changed for r in rows)
-    parts = [f"{len(rows)} sessions replayed, {changed} changed"]
+    return summary_line(len(rows), sum(r.changed for r in rows), status, verdict)
+
+
+def summary_line(total: int, changed: int, status: Counter[str], verdict: Counter[str]) -> str:
+    """The summary from its counts (the columnar replay counts without building rows)."""
+    parts = [f"{total} sessions replayed, {changed} changed"]
     if status:
         parts.append("status " + ", ".join(f"{k} {v}" for k, v in sorted(status.items())))
     if verdict:

@@ -1,0 +1,296 @@
+"""History at scale (issue 13 item 4): the columnar replay against the per-session replay.
+
+    python benchmarks/bench_history.py --sessions 1000000 --naive 10000 [--db URL] [--e2e]
+
+Builds the store itself: a few offline sessions are run for real, `VARIANTS` perturbed copies of
+them (scores, entity misses, invented words, hunks, a speculative phrase, a fabricated id, digest
+quotes) get their gate rows from the real derivation, and the rest are bulk-inserted clones of
+the variants (own ids, own tool invocations, the variant's gate rows). Reported: seeding time,
+cold load, warm threshold replay (several thresholds), peak RSS, `workbench replay --rules DIR`
+end to end in a fresh process, and the per-session replay on the first `--naive` sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select, text
+
+from pipeline.store import Store
+from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
+
+VARIANTS = 200
+_PLACEHOLDER = 7_770_000_000  # invocation ids in a variant's JSON text, replaced per clone
+_FEATURE_KEYS = ("key", "sources", "entities", "hunks", "before", "caps", "invented", "other_match", "quote")
+_SOURCE_KEYS = ("score", "covered", "gap", "invocation_id")
+_EV_KEYS = ("executor_structured_output", "executor_output_parse_status", "claim_checks", "gatekeeper_result",
+            "question_coverage")
+
+
+def templates(store: Store, session_ids: list[str] | None = None) -> list[dict[str, Any]]:
+    """Completed sessions (all, or these in this order) as clone templates, trimmed to what a replay reads."""
+    out = []
+    query = select(DiagnosisSession.__table__).where(DiagnosisSession.status == "completed")
+    if session_ids is not None:
+        query = query.where(DiagnosisSession.id.in_(session_ids))
+    with store.engine.connect() as conn:
+        for row in conn.execute(query.order_by(DiagnosisSession.created_at, DiagnosisSession.id)).mappings():
+            invs = conn.execute(select(ToolInvocationRow.id, ToolInvocationRow.tool_name,
+                                       ToolInvocationRow.model_tool_name, ToolInvocationRow.status)
+                                .where(ToolInvocationRow.session_id == row["id"]).order_by(ToolInvocationRow.id)).all()
+            ev = (row["self_evaluation"] or {}).get("verifier_evaluation", {})
+            out.append({"id": row["id"], "question": row["question"], "shape": row["shape"], "verdict": row["verdict"],
+                        "digests": row["evidence_digests"], "features": _trim(row["gatekeeper_features"] or {}),
+                        "ev": {k: ev.get(k) for k in _EV_KEYS}, "invocations": [tuple(i) for i in invs]})
+    if session_ids is not None:
+        order = {sid: n for n, sid in enumerate(session_ids)}
+        out.sort(key=lambda t: order[t["id"]])
+    return out
+
+
+def _trim(features: dict[str, Any]) -> dict[str, Any]:
+    """Features without the spans and offsets only the Trace page draws."""
+    out = {}
+    for target, entry in features.items():
+        kept = {k: v for k, v in entry.items() if k in _FEATURE_KEYS or target == "$"}
+        if "sources" in kept:
+            kept["sources"] = {n: {k: v for k, v in s.items() if k in _SOURCE_KEYS} for n, s in kept["sources"].items()}
+        out[target] = kept
+    return out
+
+
+def mutate(t: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """A plausible other session: scores jitter; about one in three has one kind of trouble, so
+    every rule kind is exercised while most sessions stay clean, as in a real history."""
+    t = copy.deepcopy(t)
+    trouble = rng.choice(["score", "entity", "invented", "hunk", "before", "quote", "phrase", "fabricated"]) \
+        if rng.random() < 0.35 else None
+    bindings = [(k, e) for k, e in t["features"].items() if k.startswith("claims[")]
+    picked = rng.choice(bindings)[0] if bindings else None
+    for target, entry in t["features"].items():
+        if target.startswith("digests[") and entry.get("quote", {}).get("score") is not None:
+            low = 0.3 if trouble == "quote" else 0.85
+            entry["quote"]["score"] = rng.choice([1.0, round(rng.uniform(low, 1.0), 4)])
+        if not target.startswith("claims["):
+            continue
+        out = entry["sources"].get("output")
+        if out and out.get("score") is not None and rng.random() < 0.5:
+            out["score"] = round(rng.uniform(0.2 if trouble == "score" else 0.75, 1.0), 4)
+            out["covered"] = 1.0 if rng.random() < 0.4 else round(rng.uniform(0.3, 1.0), 4)
+            out["gap"] = rng.randrange(0, 600)
+        if target != picked:
+            continue
+        if trouble == "entity":
+            entry["entities"] = [*entry.get("entities", []), {
+                "kind": rng.choice(["service", "error_code", "number", "percentage"]), "token": "svc-9",
+                "value": "svc-9", "elsewhere": rng.random() < 0.5, "nearby": ["svc-1"], "score": round(rng.random(), 4)}]
+        elif trouble == "invented":
+            entry["invented"] = [rng.choice(["zzqx", "abc", "假造数据", "虚"])]
+        elif trouble == "hunk":
+            entry["hunks"] = [*entry.get("hunks", []), {"ex": "up", "added": "not up", "out": "down", "gap": "5",
+                                                         "score": round(rng.uniform(0.4, 1.0), 4)}]
+        elif trouble == "before":
+            entry["before"] = ["no "]
+    structured = t["ev"]["executor_structured_output"]
+    claims = structured.get("claims", []) if isinstance(structured, dict) else []
+    if claims and trouble == "phrase":
+        claims[0]["claim_text"] = "可能 " + str(claims[0].get("claim_text", ""))
+    if claims and claims[0].get("evidence_bindings") and trouble == "fabricated":
+        claims[0]["evidence_bindings"][0]["source_invocation_ids"] = [999_999_999]
+    t["ev"]["gatekeeper_result"] = {**(t["ev"]["gatekeeper_result"] or {}),
+                                    "status": rng.choice(["pass", "pass", "warn", "fail"])}
+    t["verdict"] = rng.choice(["PASS", "PASS", "LOW_CONFID", "REJECT"])
+    return t
+
+
+def _text_template(t: dict[str, Any]) -> tuple[str, str, str]:
+    """(self_evaluation, digests, features) JSON with each invocation id as a placeholder number."""
+    ids = {inv[0]: _PLACEHOLDER + k for k, inv in enumerate(t["invocations"])}
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: ([ids.get(i, i) for i in v] if k == "source_invocation_ids" and isinstance(v, list)
+                         else swap(v)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return value
+
+    ev = json.dumps({"verifier_evaluation": swap(t["ev"])}, ensure_ascii=False)
+    return ev, json.dumps(swap(t["digests"]), ensure_ascii=False), json.dumps(t["features"], ensure_ascii=False)
+
+
+def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: str,
+                    gate_rows: list[tuple[dict[str, Any], list[tuple[Any, ...]]]] | None = None) -> list[str]:
+    """n sessions cycling through `items`, in bulk, each with its own invocations (and gate rows)."""
+    pg = store.engine.dialect.name == "postgresql"
+    j = (lambda p: f"CAST(:{p} AS JSON)") if pg else (lambda p: f":{p}")
+    session_sql = text(
+        "INSERT INTO diagnosis_session (id, created_at, updated_at, question, shape, provider, model, status, stage, "
+        "verdict, gatekeeper_status, failed_rules, services, rounds, evidence_digests, self_evaluation, "
+        "gatekeeper_features, timings_ms, prompt_tokens, completion_tokens, cost_usd) VALUES (:id, :at, :at, :q, "
+        f":shape, 'offline', 'bench', 'completed', 'done', :verdict, :gate, {j('failed')}, '', 1, {j('digests')}, "
+        f"{j('ev')}, {j('features')}, {j('timings')}, 0, 0, 0)")
+    inv_sql = text("INSERT INTO tool_invocation (id, session_id, round, tool_name, model_tool_name, arguments, status, "
+                   "output, output_preview, output_bytes, latency_ms, stored_cut_bytes, created_at) VALUES (:id, :sid, "
+                   f"1, :tool, :model, {j('args')}, :status, '', '', 0, 1.0, 0, :at)")
+    texts = [_text_template(t) for t in items]
+    ids: list[str] = []
+    with store.engine.begin() as conn:
+        next_inv = (conn.execute(select(func.max(ToolInvocationRow.id))).scalar() or 0) + 1
+        next_seq = (conn.execute(text("SELECT max(seq) FROM gate_session")).scalar() or 0) + 1
+        start = datetime(2026, 1, 1, tzinfo=UTC)
+        step = 20_000
+        for lo in range(0, n, step):
+            sessions, invs, gate_s, gate_b = [], [], [], []
+            for i in range(lo, min(n, lo + step)):
+                k = i % len(items)
+                t, (ev, digests, features) = items[k], texts[k]
+                sid = f"{prefix}-{i:08d}"
+                for m, inv in enumerate(t["invocations"]):
+                    ev = ev.replace(str(_PLACEHOLDER + m), str(next_inv))
+                    digests = digests.replace(str(_PLACEHOLDER + m), str(next_inv))
+                    invs.append({"id": next_inv, "sid": sid, "tool": inv[1], "model": inv[2], "args": "{}",
+                                 "status": inv[3], "at": start + timedelta(seconds=i)})
+                    next_inv += 1
+                gate = t["ev"]["gatekeeper_result"] or {}
+                sessions.append({"id": sid, "at": start + timedelta(seconds=i), "q": t["question"], "shape": t["shape"],
+                                 "verdict": t["verdict"], "gate": gate.get("status"),
+                                 "failed": json.dumps(gate.get("failed_rules", [])), "digests": digests, "ev": ev,
+                                 "features": features, "timings": "{}"})
+                ids.append(sid)
+                if gate_rows is not None:
+                    values, bindings = gate_rows[k]
+                    gate_s.append({**values, "seq": next_seq, "session_id": sid,
+                                   "clean_unbacked": json.dumps(values["clean_unbacked"])})
+                    gate_cols = list(gate_s[0])
+                    gate_b.extend({"seq": next_seq, **dict(zip(_BINDING_COLS, b, strict=True))} for b in bindings)
+                    next_seq += 1
+            conn.execute(session_sql, sessions)
+            conn.execute(inv_sql, invs)
+            if gate_rows is not None:
+                conn.execute(text(f"INSERT INTO gate_session ({', '.join(gate_cols)}) VALUES ("
+                                  + ", ".join(j(c) if c == "clean_unbacked" else f":{c}" for c in gate_cols) + ")"),
+                             gate_s)
+                if gate_b:
+                    conn.execute(text(f"INSERT INTO gate_binding ({', '.join(gate_b[0])}) VALUES "
+                                      f"({', '.join(':' + c for c in gate_b[0])})"), gate_b)
+        if pg:  # explicit ids leave the sequences behind
+            for table, column in (("tool_invocation", "id"), ("gate_session", "seq")):
+                conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                                  f"(SELECT max({column}) FROM {table}))"))
+    return ids
+
+
+_BINDING_COLS = ("claim", "binding", "out_score", "out_covered", "out_gap", "quote_score", "summary_score",
+                 "invented", "entity_score")
+
+
+def gate_rows_of(store: Store, session_ids: list[str]) -> list[tuple[dict[str, Any], list[tuple[Any, ...]]]]:
+    out = []
+    with store.engine.connect() as conn:
+        for sid in session_ids:
+            s = conn.execute(text("SELECT * FROM gate_session WHERE session_id = :s"), {"s": sid}).mappings().one()
+            b = conn.execute(text(f"SELECT {', '.join(_BINDING_COLS)} FROM gate_binding WHERE seq = :q "
+                                  "ORDER BY claim, binding"), {"q": s["seq"]}).all()
+            values = {k: v for k, v in s.items() if k not in ("seq", "session_id")}
+            if isinstance(values["clean_unbacked"], str):
+                values["clean_unbacked"] = json.loads(values["clean_unbacked"])
+            out.append((values, [tuple(r) for r in b]))
+    return out
+
+
+def seed_variants(store: Store, count: int, rng: random.Random) -> list[str]:
+    """`count` perturbed copies of the store's completed sessions, with gate rows derived for real."""
+    from pipeline.config import load_settings
+    from pipeline.history import backfill
+    from pipeline.session import rules_in_force
+
+    base = templates(store)
+    ids = insert_sessions(store, [mutate(base[i % len(base)], rng) for i in range(count)], count, "v")
+    backfill(store, rules_in_force(load_settings(), store)[0])
+    return ids
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _timed(fn: Any) -> tuple[Any, float]:
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=100_000)
+    ap.add_argument("--naive", type=int, default=10_000, help="sessions for the per-session baseline (0: skip)")
+    ap.add_argument("--db", help="database URL (default: a SQLite file in a temp dir)")
+    ap.add_argument("--e2e", action="store_true", help="also time `workbench replay --rules DIR` in a fresh process")
+    args = ap.parse_args()
+    from pipeline.config import load_settings
+    from pipeline.gatekeeper import replay, summarize
+    from pipeline.history import ColumnarHistory
+    from pipeline.replay_inputs import ReplayHistory
+    from pipeline.session import rules_in_force, run_session
+
+    work = Path(tempfile.mkdtemp(prefix="bench-history-"))
+    url = args.db or f"sqlite:///{work / 'history.db'}"
+    store = Store(url)
+    settings = load_settings()
+    rng = random.Random(13)
+    for q in ("payment API times out, what's going on?", "支付接口最近出现超时，帮我排查", "order-service CPU is high",
+              "redis latency spikes on cart-service"):
+        run_session(q, settings=settings, store=store)
+    rules = rules_in_force(settings, store)[0]
+    variants, took = _timed(lambda: seed_variants(store, VARIANTS, rng))
+    print(f"variants: {len(variants)} derived in {took:.1f} s")
+    clones = max(0, args.sessions - VARIANTS - 4)
+    _, took = _timed(lambda: insert_sessions(store, templates(store, variants), clones, "h",
+                                             gate_rows_of(store, variants)))
+    print(f"seeded {clones} clones in {took:.1f} s")
+    history = ColumnarHistory(store)
+    arrays, cold = _timed(lambda: history.refresh(rules))
+    print(f"cold load: {len(arrays.session_ids)} sessions, {len(arrays.b_score)} bindings in {cold:.1f} s; "
+          f"rss {_rss_mb():.0f} MB")
+    history.replay(rules)  # the first replay loads the exact path's few sessions
+    for p in (0.5, 0.6, 0.7, 0.5):
+        candidate = rules.with_params("evidence.excerpt_similarity", passThreshold=p, warnThreshold=0.3)
+        result, took = _timed(lambda c=candidate: history.replay(c))
+        print(f"warm replay passThreshold={p}: {took:.3f} s, exact path {len(result.exact)}; {result.summary()}")
+    print(f"peak rss after columnar replays: {_rss_mb():.0f} MB")
+    if args.e2e:
+        rules_dir = work / "rules"
+        shutil.copytree(settings.rules_dir, rules_dir)
+        meta = rules_dir / "metadata.yaml"
+        meta.write_text(meta.read_text(encoding="utf-8").replace("passThreshold: 0.5", "passThreshold: 0.6"),
+                        encoding="utf-8")
+        cmd = [sys.executable, "-m", "pipeline", "--db", url, "replay", "--rules", str(rules_dir)]
+        t = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True, check=False)
+        print(f"workbench replay e2e: {time.perf_counter() - t:.1f} s, peak {int(proc.stderr.split()[-1]) / 1024:.0f} MB:"
+              f" {proc.stdout.strip()[:200]}")
+    if args.naive:
+        ids = [s for s in arrays.session_ids[: args.naive]]
+        naive = ReplayHistory(store)
+        inputs, load = _timed(lambda: naive.inputs(ids))
+        rows, took = _timed(lambda: replay(inputs, rules.with_params("evidence.excerpt_similarity", passThreshold=0.6,
+                                                                     warnThreshold=0.3)))
+        print(f"naive at {len(ids)}: load {load:.1f} s, replay {took:.2f} s; {summarize(rows)}; rss {_rss_mb():.0f} MB")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""The columnar replay over the store: gate_session / gate_binding rows in, arrays out, replay.
+
+Rows are written when a session completes (pipeline/session.py) and, for sessions stored before
+the tables existed or imported since, on the first replay that misses them. Arrays are read with
+the driver's own cursor in chunks (a named, server-side cursor on PostgreSQL), so no per-row
+Python object outlives its chunk; the binding arrays are allocated once from a count.
+What the columns decide and what they leave to the exact per-session replay:
+pipeline/gatekeeper/columns.py.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import delete, insert, select
+
+from pipeline.contracts import GatekeeperResult
+from pipeline.gatekeeper import ReplayInput, ReplayRow, RuleSet, replay
+from pipeline.gatekeeper.columns import HistoryArrays, maybe_flagged, session_columns
+from pipeline.gatekeeper.replay import summary_line
+from pipeline.replay_inputs import ReplayHistory
+from pipeline.store import Store
+from pipeline.store.schema import DiagnosisSession, GateBinding, GateSessionColumns
+
+_CHUNK = 200_000  # rows per fetch: ~13 MB of binding tuples at a time
+_WRITE_CHUNK = 500  # sessions per backfill step (an IN list within every database's limit)
+_REPLAYABLE = "('completed', 'imported')"
+_BINDINGS = ("out_score", "out_covered", "out_gap", "quote_score", "summary_score", "invented", "entity_score")
+
+
+def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> None:
+    """(Re)write these sessions' rows, judged under `rules`' word lists."""
+    derived = [session_columns(item, rules) for item in items]
+    if not derived:
+        return
+    ids = [s["session_id"] for s, _ in derived]
+    with store.engine.begin() as conn:
+        conn.execute(delete(GateSessionColumns).where(GateSessionColumns.session_id.in_(ids)))
+        conn.execute(insert(GateSessionColumns), [s for s, _ in derived])
+        seqs = dict(conn.execute(select(GateSessionColumns.session_id, GateSessionColumns.seq)
+                                 .where(GateSessionColumns.session_id.in_(ids))).all())
+        # Rows of a rewritten session whose old seq lingers (SQLite without foreign keys) are dropped too.
+        conn.execute(delete(GateBinding).where(GateBinding.seq.in_(list(seqs.values()))))
+        rows = [{"seq": seqs[s["session_id"]], "claim": b[0], "binding": b[1], **dict(zip(_BINDINGS, b[2:], strict=True))}
+                for s, bindings in derived for b in bindings]
+        if rows:
+            conn.execute(insert(GateBinding), rows)
+
+
+def record_session(store: Store, session_id: str, rules: RuleSet) -> None:
+    """Columns of one just-finished session (a few queries; its features are already stored)."""
+    write_columns(store, ReplayHistory(store).inputs([session_id]), rules)
+
+
+def backfill(store: Store, rules: RuleSet) -> int:
+    """Rows for every replayable session that has none yet; returns how many sessions it wrote."""
+    with store.engine.connect() as conn:
+        missing = list(conn.exec_driver_sql(
+            "SELECT d.id FROM diagnosis_session d LEFT JOIN gate_session g ON g.session_id = d.id "
+            f"WHERE d.status IN {_REPLAYABLE} AND g.seq IS NULL").scalars())
+    done = 0
+    for i in range(0, len(missing), _WRITE_CHUNK):
+        items = ReplayHistory(store).inputs(missing[i:i + _WRITE_CHUNK])
+        write_columns(store, items, rules)
+        done += len(items)
+    return done
+
+
+def _fetch(conn: Any, sql: str) -> Iterator[list[tuple[Any, ...]]]:
+    """Chunks of raw driver rows; a named cursor on PostgreSQL keeps the result on the server."""
+    raw = conn.connection.dbapi_connection
+    cursor = raw.cursor(name="gate_load") if conn.dialect.name == "postgresql" else raw.cursor()
+    try:
+        cursor.execute(sql)
+        while rows := cursor.fetchmany(_CHUNK):
+            yield rows
+    finally:
+        cursor.close()
+
+
+def _codes(values: tuple[Any, ...], table: dict[Any, int]) -> npt.NDArray[np.int16]:
+    return np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int16, count=len(values))
+
+
+@dataclass
+class _Names:
+    """Small categorical codes: each distinct string once."""
+
+    keys: dict[str, int]
+    words: dict[str, int]  # statuses, verdicts and rule lists share one table
+
+    def reverse(self) -> list[str]:
+        return sorted(self.words, key=self.words.__getitem__)
+
+
+def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]], _Names]:
+    """Every replayable session with rows, as arrays; plus the code arrays of old/clean outcomes."""
+    names = _Names({}, {})
+    seq_parts: list[npt.NDArray[np.int64]] = []
+    ids: list[str] = []
+    cols: dict[str, list[npt.NDArray[Any]]] = {
+        k: [] for k in ("key", "clean", "cov", "quote", "verdict", "status", "old_v", "rules")}
+    with store.engine.connect() as conn:
+        sql = ("SELECT g.seq, g.session_id, g.lists_key, g.lists_clean, g.min_coverage, g.min_quote, g.clean_verdict, "
+               "g.old_status, g.old_verdict, g.old_rules FROM gate_session g JOIN diagnosis_session d "
+               f"ON d.id = g.session_id WHERE d.status IN {_REPLAYABLE} ORDER BY g.seq")
+        for rows in _fetch(conn, sql):
+            seq, sid, key, clean, cov, quote, verdict, status, old_v, rules = zip(*rows, strict=True)
+            seq_parts.append(np.array(seq, dtype=np.int64))
+            ids.extend(sid)
+            cols["key"].append(_codes(key, names.keys))
+            cols["clean"].append(np.array(clean, dtype=bool))
+            cols["cov"].append(np.array(cov, dtype=np.float64))
+            cols["quote"].append(np.array(quote, dtype=np.float64))
+            for name, values in (("verdict", verdict), ("status", status), ("old_v", old_v), ("rules", rules)):
+                cols[name].append(_codes(values, names.words))
+        seqs = np.concatenate(seq_parts) if seq_parts else np.zeros(0, dtype=np.int64)
+        n = conn.exec_driver_sql("SELECT count(*) FROM gate_binding").scalar_one()
+        data = np.empty((n, 1 + len(_BINDINGS)), dtype=np.float64)
+        filled = 0
+        sql = f"SELECT seq, {', '.join(_BINDINGS)} FROM gate_binding ORDER BY seq, claim, binding"
+        for rows in _fetch(conn, sql):
+            chunk = np.array(rows, dtype=np.float64)
+            data[filled:filled + len(chunk)] = chunk[: n - filled]
+            filled += len(chunk)
+    data = data[:filled]
+    index = np.searchsorted(seqs, data[:, 0].astype(np.int64)).clip(max=max(len(seqs) - 1, 0))
+    keep = (seqs[index] == data[:, 0]) if len(seqs) else np.zeros(len(data), dtype=bool)
+    data, index = data[keep], index[keep]
+    joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
+    arrays = HistoryArrays(
+        session_ids=ids, lists_key=joined["key"].astype(np.int16), keys=list(names.keys),
+        lists_clean=joined["clean"].astype(bool), min_coverage=joined["cov"], min_quote=joined["quote"],
+        b_session=index.astype(np.int32), b_score=data[:, 1].copy(), b_full=data[:, 2] == 1.0,
+        b_gap=np.nan_to_num(data[:, 3]).astype(np.int32), b_quote=data[:, 4].copy(), b_summary=data[:, 5].copy(),
+        b_invented=data[:, 6].astype(np.int16), b_entity=data[:, 7].copy())
+    outcomes = {k: joined[k].astype(np.int16) for k in ("verdict", "status", "old_v", "rules")}
+    return arrays, outcomes, names
+
+
+class ColumnarHistory:
+    """The history loaded once as arrays; the exact path's inputs are loaded per session on demand."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.exact = ReplayHistory(store)
+        self._loaded: tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]], _Names] | None = None
+
+    def refresh(self, rules: RuleSet) -> HistoryArrays:
+        """Backfill sessions without rows; reload the arrays when any session was added."""
+        added = backfill(self.store, rules)
+        if self._loaded is None or added or self._count() != len(self._loaded[0].session_ids):
+            self._loaded = load_arrays(self.store)
+        return self._loaded[0]
+
+    def _count(self) -> int:
+        with self.store.engine.connect() as conn:
+            return int(conn.execute(select(GateSessionColumns.seq).join(
+                DiagnosisSession, DiagnosisSession.id == GateSessionColumns.session_id)
+                .where(DiagnosisSession.status.in_(("completed", "imported"))).with_only_columns(
+                    GateSessionColumns.seq.count())).scalar_one())
+
+    def replay(self, rules: RuleSet, exclude: set[str] | frozenset[str] = frozenset()) -> HistoryReplay:
+        if self._loaded is None:
+            self.refresh(rules)
+        assert self._loaded is not None
+        arrays, outcomes, names = self._loaded
+        included = np.ones(len(arrays.session_ids), dtype=bool)
+        if exclude:
+            included = np.fromiter((s not in exclude for s in arrays.session_ids), dtype=bool,
+                                   count=len(arrays.session_ids))
+        flagged = maybe_flagged(arrays, rules) & included
+        exact_ids = [arrays.session_ids[i] for i in np.flatnonzero(flagged)]
+        exact = {r.session_id: r for r in replay(self.exact.inputs(exact_ids), rules)}
+        return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, exact)
+
+
+@dataclass
+class HistoryReplay:
+    """A replay's outcome: cleared sessions as code arrays, the others as exact ReplayRows."""
+
+    store: Store
+    arrays: HistoryArrays
+    outcomes: dict[str, npt.NDArray[np.int16]]
+    names: _Names
+    clean: npt.NDArray[np.bool_]
+    exact: dict[str, ReplayRow]
+
+    def _clean_changed(self) -> npt.NDArray[np.bool_]:
+        passed = self.names.words.get("pass", -1)
+        o = self.outcomes
+        changed: npt.NDArray[np.bool_] = self.clean & ((o["status"] != passed) | (o["old_v"] != o["verdict"]))
+        return changed
+
+    def summary(self) -> str:
+        """Exactly what gatekeeper.replay.summarize says of the same rows."""
+        names, o = self.names.reverse(), self.outcomes
+        status: Counter[str] = Counter(f"{r.old_status}->{r.new_status}" for r in self.exact.values()
+                                       if r.old_status != r.new_status)
+        verdict: Counter[str] = Counter(f"{r.old_verdict}->{r.projected_verdict}" for r in self.exact.values()
+                                        if r.old_verdict != r.projected_verdict)
+        passed = self.names.words.get("pass", -1)
+        moved = self.clean & (o["status"] != passed)
+        for code, count in zip(*np.unique(o["status"][moved], return_counts=True), strict=True):
+            status[f"{names[code]}->pass"] += int(count)
+        moved = self.clean & (o["old_v"] != o["verdict"])
+        pairs = o["old_v"][moved].astype(np.int64) * 65536 + o["verdict"][moved]
+        for pair, count in zip(*np.unique(pairs, return_counts=True), strict=True):
+            verdict[f"{names[pair // 65536]}->{names[pair % 65536]}"] += int(count)
+        total = int(self.clean.sum()) + len(self.exact)
+        changed = int(self._clean_changed().sum()) + sum(r.changed for r in self.exact.values())
+        return summary_line(total, changed, status, verdict)
+
+    def rows(self, changed_only: bool = False) -> list[ReplayRow]:
+        """ReplayRows in history order (the cleared ones built here; all of them can be many)."""
+        chosen = self._clean_changed() if changed_only else self.clean
+        unbacked = self._unbacked([self.arrays.session_ids[i] for i in np.flatnonzero(chosen)])
+        names, o = self.names.reverse(), self.outcomes
+        out = []
+        for i, sid in enumerate(self.arrays.session_ids):
+            row = self.exact.get(sid)
+            if row is not None:
+                if row.changed or not changed_only:
+                    out.append(row)
+            elif chosen[i]:
+                old_rules = names[o["rules"][i]]
+                old_status, old_verdict, verdict = names[o["status"][i]], names[o["old_v"][i]], names[o["verdict"][i]]
+                out.append(ReplayRow(sid, old_status, "pass", old_verdict, verdict,
+                                     old_rules.split(",") if old_rules else [],
+                                     old_status != "pass" or old_verdict != verdict,
+                                     GatekeeperResult(status="pass", unbacked_claims=unbacked.get(sid, []))))
+        return out
+
+    def _unbacked(self, session_ids: list[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        with self.store.engine.connect() as conn:
+            for i in range(0, len(session_ids), _WRITE_CHUNK):
+                chunk = session_ids[i:i + _WRITE_CHUNK]
+                out.update(conn.execute(select(GateSessionColumns.session_id, GateSessionColumns.clean_unbacked)
+                                        .where(GateSessionColumns.session_id.in_(chunk))).all())
+        return out
+
+
+def similarity_scores(arrays: HistoryArrays) -> npt.NDArray[np.float64]:
+    """Every measured binding's excerpt-vs-output similarity (the Rules page histogram)."""
+    scores: npt.NDArray[np.float64] = arrays.b_score[~np.isnan(arrays.b_score)]
+    return scores
