@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from typing import Any
 
@@ -11,8 +10,8 @@ import streamlit as st
 
 from pages import _common as ui
 from pipeline import queue, views
-from pipeline.gatekeeper import RulesError, RuleSet, replay, similarity_scores
-from pipeline.replay_inputs import ReplayHistory
+from pipeline.gatekeeper import RulesError, RuleSet
+from pipeline.history import ColumnarHistory, similarity_histogram
 from pipeline.session import rules_in_force
 from pipeline.store import StaleRuleVersion
 
@@ -191,38 +190,31 @@ def yaml_editor(errors: list[str]) -> None:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _history(url: str) -> ReplayHistory:
-    history = ReplayHistory(ui.store())
-    history.warm()
+def _history(url: str) -> ColumnarHistory:
+    history = ColumnarHistory(ui.store())
+    history.warm(rules_in_force(ui.settings(), ui.store())[0])
     return history
 
 
-def history_inputs() -> tuple[list[Any], list[float]]:
-    """Replay inputs and excerpt similarities of every stored session; new sessions are added."""
+def history_now() -> ColumnarHistory:
+    """The columnar history with every stored session in it (new ones are added)."""
     history = _history(ui.settings().db_url)
-    inputs = history.refresh()
-    if history.unfrozen:
-        # ~1.7M long-lived objects at 10k sessions: every full GC pass over them stalled a preview
-        # by ~1 s. Frozen here, in the script thread after a preview click; freezing from the
-        # loading thread at page load broke widget reruns.
-        gc.freeze()
-        history.unfrozen = False
-    return inputs, similarity_scores(i.features for i in inputs)
+    history.refresh(rules_in_force(ui.settings(), ui.store())[0])
+    return history
 
 
 def run_preview(rules: RuleSet, include_eval: bool) -> None:
-    inputs, _ = history_inputs()
-    if not include_eval:
-        left_out = queue.eval_session_ids(ui.store())
-        inputs = [i for i in inputs if i.session_id not in left_out]
-    rows = replay(inputs, rules)
+    left_out = frozenset() if include_eval else frozenset(queue.eval_session_ids(ui.store()))
+    result = history_now().replay(rules, exclude=left_out)
+    # Only changed rows are drawn; a status or verdict change is always a changed row.
+    rows = result.rows(changed_only=True)
     base_index, base_meta = st.session_state["rules_base_yaml"]
     edited = views.changed_rules(views.check_rules(base_index, base_meta)[0] or rules, rules)
     st.session_state["rules_preview"] = {
         "responsible": {r.session_id: views.responsible_rules(r.rules_responsible, r.result, edited) for r in rows},
         "for": (st.session_state["rules_index"], st.session_state["rules_meta"]),
-        "total": len(rows),
-        "changed": [r for r in rows if r.changed],
+        "total": int(result.clean.sum()) + len(result.exact),
+        "changed": rows,
         "status": Counter(f"{r.old_status} → {r.new_status}" for r in rows if r.old_status != r.new_status),
         "verdict": Counter(f"{r.old_verdict} → {r.projected_verdict}" for r in rows
                            if r.old_verdict != r.projected_verdict),
@@ -230,10 +222,10 @@ def run_preview(rules: RuleSet, include_eval: bool) -> None:
 
 
 def _histogram(rules: RuleSet) -> None:
-    _, scores = history_inputs()
-    if not scores:
+    arrays = _history(ui.settings().db_url).arrays  # as the preview just refreshed them
+    bars = similarity_histogram(arrays, 0.05) if arrays is not None else []
+    if not any(n for _, n in bars):
         return
-    bars = views.histogram(scores, 0.05)
     fig = go.Figure(go.Bar(x=[b + 0.025 for b, _ in bars], y=[n for _, n in bars], width=0.048,
                            marker_color="#3b5bdb"))
     spec = rules.get("evidence.excerpt_similarity")

@@ -118,16 +118,20 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from pipeline.gatekeeper.replay import replay, summarize
-    from pipeline.replay_inputs import replay_inputs
+    from pipeline.history import ColumnarHistory
+    from pipeline.session import rules_in_force
 
     settings = _settings(args)
     rules = _rules(args, settings)
-    rows = replay(replay_inputs(Store(settings.db_url)), rules)
+    store = Store(settings.db_url)
+    history = ColumnarHistory(store)
+    # Sessions without columnar rows get them under the rules in force, not the candidate's lists.
+    history.refresh(rules_in_force(settings, store)[0])
+    result = history.replay(rules)
     if args.json:
-        _print_json([r.__dict__ for r in rows if r.changed])
+        _print_json([r.__dict__ for r in result.rows(changed_only=True)])
     else:
-        print(summarize(rows))
+        print(result.summary())
     return 0
 
 

@@ -10,6 +10,7 @@ pipeline/gatekeeper/columns.py.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +18,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline.contracts import GatekeeperResult
 from pipeline.gatekeeper import ReplayInput, ReplayRow, RuleSet, replay
@@ -57,8 +59,9 @@ def record_session(store: Store, session_id: str, rules: RuleSet) -> None:
     write_columns(store, ReplayHistory(store).inputs([session_id]), rules)
 
 
-def backfill(store: Store, rules: RuleSet) -> int:
-    """Rows for every replayable session that has none yet; returns how many sessions it wrote."""
+def backfill(store: Store, rules: RuleSet, unwritten: list[str] | None = None) -> int:
+    """Rows for every replayable session that has none yet; returns how many sessions it wrote.
+    On a store this process cannot write (a read-only file), the ids go to `unwritten` if given."""
     with store.engine.connect() as conn:
         missing = list(conn.exec_driver_sql(
             "SELECT d.id FROM diagnosis_session d LEFT JOIN gate_session g ON g.session_id = d.id "
@@ -66,7 +69,14 @@ def backfill(store: Store, rules: RuleSet) -> int:
     done = 0
     for i in range(0, len(missing), _WRITE_CHUNK):
         items = ReplayHistory(store).inputs(missing[i:i + _WRITE_CHUNK])
-        write_columns(store, items, rules)
+        try:
+            write_columns(store, items, rules)
+        except SQLAlchemyError:
+            if unwritten is None:
+                raise
+            # Read-only: these sessions are replayed one by one instead (correct, just slower).
+            unwritten.extend(item.session_id for item in items)
+            continue
         done += len(items)
     return done
 
@@ -150,32 +160,52 @@ class ColumnarHistory:
         self.store = store
         self.exact = ReplayHistory(store)
         self._loaded: tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]], _Names] | None = None
+        self.unwritten: list[str] = []  # sessions without rows that could not be given any
+        self._lock = threading.RLock()  # the page warms it in the background while a tuner edits
+
+    def warm(self, rules: RuleSet) -> threading.Thread:
+        thread = threading.Thread(target=self.refresh, args=(rules,), name="columnar-history", daemon=True)
+        thread.start()
+        return thread
 
     def refresh(self, rules: RuleSet) -> HistoryArrays:
         """Backfill sessions without rows; reload the arrays when any session was added."""
-        added = backfill(self.store, rules)
+        with self._lock:
+            return self._refresh(rules)
+
+    def _refresh(self, rules: RuleSet) -> HistoryArrays:
+        self.unwritten = []
+        added = backfill(self.store, rules, self.unwritten)
         if self._loaded is None or added or self._count() != len(self._loaded[0].session_ids):
             self._loaded = load_arrays(self.store)
         return self._loaded[0]
 
+    @property
+    def arrays(self) -> HistoryArrays | None:
+        """The arrays as last refreshed, if any."""
+        return self._loaded[0] if self._loaded else None
+
     def _count(self) -> int:
         with self.store.engine.connect() as conn:
-            return int(conn.execute(select(GateSessionColumns.seq).join(
-                DiagnosisSession, DiagnosisSession.id == GateSessionColumns.session_id)
-                .where(DiagnosisSession.status.in_(("completed", "imported"))).with_only_columns(
-                    GateSessionColumns.seq.count())).scalar_one())
+            return int(conn.execute(
+                select(func.count()).select_from(GateSessionColumns)
+                .join(DiagnosisSession, DiagnosisSession.id == GateSessionColumns.session_id)
+                .where(DiagnosisSession.status.in_(("completed", "imported")))).scalar_one())
 
     def replay(self, rules: RuleSet, exclude: set[str] | frozenset[str] = frozenset()) -> HistoryReplay:
-        if self._loaded is None:
-            self.refresh(rules)
-        assert self._loaded is not None
-        arrays, outcomes, names = self._loaded
+        """The candidate over the history as last refreshed (refreshed under `rules` if never)."""
+        with self._lock:
+            if self._loaded is None:
+                self._refresh(rules)
+            assert self._loaded is not None
+            arrays, outcomes, names = self._loaded
         included = np.ones(len(arrays.session_ids), dtype=bool)
         if exclude:
             included = np.fromiter((s not in exclude for s in arrays.session_ids), dtype=bool,
                                    count=len(arrays.session_ids))
         flagged = maybe_flagged(arrays, rules) & included
         exact_ids = [arrays.session_ids[i] for i in np.flatnonzero(flagged)]
+        exact_ids += [i for i in self.unwritten if i not in exclude]
         exact = {r.session_id: r for r in replay(self.exact.inputs(exact_ids), rules)}
         return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, exact)
 
@@ -234,6 +264,8 @@ class HistoryReplay:
                                      old_rules.split(",") if old_rules else [],
                                      old_status != "pass" or old_verdict != verdict,
                                      GatekeeperResult(status="pass", unbacked_claims=unbacked.get(sid, []))))
+        listed = set(self.arrays.session_ids)
+        out.extend(r for r in self.exact.values() if r.session_id not in listed and (r.changed or not changed_only))
         return out
 
     def _unbacked(self, session_ids: list[str]) -> dict[str, list[str]]:
@@ -246,7 +278,9 @@ class HistoryReplay:
         return out
 
 
-def similarity_scores(arrays: HistoryArrays) -> npt.NDArray[np.float64]:
-    """Every measured binding's excerpt-vs-output similarity (the Rules page histogram)."""
-    scores: npt.NDArray[np.float64] = arrays.b_score[~np.isnan(arrays.b_score)]
-    return scores
+def similarity_histogram(arrays: HistoryArrays, width: float = 0.05) -> list[tuple[float, int]]:
+    """(bin start, count) of every measured binding's similarity, as pipeline.views.histogram bins it."""
+    bins = round(1 / width)
+    scores = arrays.b_score[~np.isnan(arrays.b_score)]
+    counts = np.bincount(np.minimum((scores / width).astype(np.int64), bins - 1), minlength=bins)
+    return [(round(b * width, 4), int(counts[b])) for b in range(bins)]

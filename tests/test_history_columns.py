@@ -88,13 +88,16 @@ def test_threshold_moves_stay_mostly_on_arrays(history_store: Store) -> None:
 
 def test_sessions_without_rows_are_backfilled(history_store: Store, tmp_path: Path) -> None:
     rules = rules_in_force(load_settings(), history_store)[0]
+    history = ColumnarHistory(history_store)
+    assert len(history.refresh(rules).session_ids) == 304
     with history_store.engine.begin() as conn:
         sid = conn.execute(text("SELECT session_id FROM gate_session ORDER BY seq DESC LIMIT 1")).scalar_one()
         seq = conn.execute(text("SELECT seq FROM gate_session WHERE session_id = :s"), {"s": sid}).scalar_one()
         bindings = conn.execute(text("SELECT count(*) FROM gate_binding WHERE seq = :q"), {"q": seq}).scalar_one()
         conn.execute(text("DELETE FROM gate_binding WHERE seq = :q"), {"q": seq})
         conn.execute(text("DELETE FROM gate_session WHERE seq = :q"), {"q": seq})
-    assert backfill(history_store, rules) == 1
+    assert len(history.refresh(rules).session_ids) == 304  # given rows again, under a new seq
+    assert sid in history.refresh(rules).session_ids
     assert backfill(history_store, rules) == 0
     with history_store.engine.connect() as conn:
         seq = conn.execute(text("SELECT seq FROM gate_session WHERE session_id = :s"), {"s": sid}).scalar_one()
