@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.messages import Message
+
 ANSWER_VERSION = "executor_evidence_v2"
 TRACEABILITY_VERSION = "v2"
 
@@ -150,6 +152,9 @@ class GatekeeperError(_Model):
     rule_id: str
     target: str
     message: str
+    # The message as code + parameters, rendered in the reader's language (`message` is its English
+    # rendering, kept so sessions stored before codes still validate and read).
+    msg: Message | None = None
 
 
 class GatekeeperResult(_Model):
@@ -270,6 +275,7 @@ class FilteredItem(_Model):
     source: str  # e.g. "claims[2]" or "hypotheses[0]"
     text: str
     reason: str
+    msg: Message | None = None  # `reason` as code + parameters (see GatekeeperError.msg)
     moved_to: Literal["dropped", "allowed_hypotheses", "missing_info"] = "dropped"
 
 
@@ -296,6 +302,7 @@ class ComposerGuardResult(_Model):
     violations: list[ComposerGuardViolation] = Field(default_factory=list)
     used_template: bool = False
     detail: str = ""
+    msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
 
 
 # --- Question scope and coverage (law 8) -------------------------------------------------
@@ -328,6 +335,7 @@ class ServiceCoverage(_Model):
     claim_ids: list[str] = Field(default_factory=list)
     invocation_ids: list[int] = Field(default_factory=list)
     detail: str = ""
+    msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
 
 
 # --- Audit (seed 000 §23) -----------------------------------------------------------------
@@ -351,6 +359,8 @@ class VerifierEvaluation(_Model):
     # The verifier's own verdict and the reasons the code-side guard made it stricter.
     verifier_verdict: Verdict | None = None
     verdict_guard_reasons: list[str] = Field(default_factory=list)
+    # The same reasons as code + parameters, for the reader's language (empty in older sessions).
+    verdict_reasons: list[Message] = Field(default_factory=list)
     composer_input: ComposerInput | None = None
     composer_filtered: list[FilteredItem] = Field(default_factory=list)
     composer_output: ComposerOutput | None = None

@@ -10,8 +10,8 @@ from typing import Any
 from pipeline.contracts import EvidenceDigest, GatekeeperError, GatekeeperResult, ToolInvocation, Verdict
 from pipeline.gatekeeper.features import compute_features
 from pipeline.gatekeeper.matcher import OutputCache
-from pipeline.gatekeeper.rules import Finding, RuleContext
-from pipeline.gatekeeper.rules_schema import RuleSet, SchemaParams
+from pipeline.gatekeeper.rules import Finding, RuleContext, SchemaRule
+from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.policy import gatekeeper_floor
 from pipeline.tools.registry import persisted_name
 
@@ -101,8 +101,9 @@ def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]], unbacked: list
         (failed if status == "fail" else warned).append(rule_id)
         for finding in findings:
             is_warn = finding.level == "warn" or status == "warn"
-            message = f"[warn] {finding.message}" if is_warn and status == "fail" else finding.message
-            errors.append(GatekeeperError(rule_id=rule_id, target=finding.target, message=message))
+            text = finding.text
+            message = f"[warn] {text}" if is_warn and status == "fail" else text
+            errors.append(GatekeeperError(rule_id=rule_id, target=finding.target, message=message, msg=finding.msg))
     status = "fail" if failed else "warn" if warned else "pass"
     return GatekeeperResult(status=status, failed_rules=failed, warnings=warned, errors=errors, unbacked_claims=unbacked)
 
@@ -118,7 +119,7 @@ def normalize_structured(structured: Any, rules: RuleSet) -> dict | None:
     if not isinstance(structured, dict):
         return None
     spec = rules.get("schema.executor_v2")
-    deprecated = spec.params.deprecatedFields if spec is not None and isinstance(spec.params, SchemaParams) else []
+    deprecated = spec.params.deprecatedFields if spec is not None and isinstance(spec.params, SchemaRule.Params) else []
     kept = {k: v for k, v in structured.items() if k not in deprecated}
     try:
         normalized = _json_copy(kept)

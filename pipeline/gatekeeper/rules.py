@@ -10,24 +10,25 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import StrictBool, StrictStr
 
 from pipeline.contracts import ANSWER_VERSION, EvidenceDigest
+from pipeline.errors import quote
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.features import binding_target, claim_bindings, valid_ids
-from pipeline.gatekeeper.rules_schema import (
-    DigestRefParams,
-    EntityParams,
-    PhraseParams,
-    RuleSpec,
-    SchemaParams,
-    SimilarityParams,
-    UtilizationParams,
-)
+from pipeline.gatekeeper.kinds import RULES as RULES  # re-exported: filled by the kinds below
+from pipeline.gatekeeper.kinds import Count, Number, RuleKind, RuleParams, params_of, rule_kind
+from pipeline.messages import Message, msg, render
 from pipeline.text import keywords, normalize
 from pipeline.tools.registry import persisted_name
 
+if TYPE_CHECKING:
+    from pipeline.gatekeeper.rules_schema import RuleSpec
+
 Level = Literal["fail", "warn"]
+_FIELD_PATH = re.compile(r"[a-z_]+(\[\])?(\.[a-z_]+(\[\])?)*")  # claims[].claim_text
 InvocationInfo = Callable[[int], "tuple[str, str] | None"]  # id -> (session_id, persisted tool name)
 # Parameter sets remembered per rule and session: a slider being dragged should not grow memory.
 _REMEMBERED_PARAMS = 4
@@ -88,8 +89,18 @@ class RuleContext:
 @dataclass
 class Finding:
     target: str
-    message: str
+    # A catalogued Message (pipeline/messages.py), rendered in the reader's language; plain English
+    # text is accepted from a rule kind that has no codes yet.
+    message: str | Message
     level: Level = "fail"
+
+    @property
+    def text(self) -> str:
+        return self.message if isinstance(self.message, str) else render(self.message, "en")
+
+    @property
+    def msg(self) -> Message | None:
+        return None if isinstance(self.message, str) else self.message
 
 
 @dataclass
@@ -107,97 +118,106 @@ class RuleResult:
 _NO_FINDINGS: tuple[str, tuple[Finding, ...]] = ("pass", ())
 
 
-class GatekeeperRule(Protocol):
-    id: str
-
-    def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult: ...
-
-
 def _is_text(value: Any) -> bool:
     return type(value) is str and not value.isspace() and value != ""
 
 
-class SchemaRule:
+@rule_kind
+class SchemaRule(RuleKind):
     """schema.executor_v2 (§11.1): the V2 shape; deprecated fields refused."""
 
     id = "schema.executor_v2"
+    name = "Executor V2 Schema"
+    description = "the executor output has the Executor V2 shape"
+    severity = "error"
+    verdict_impact = "low_confid_on_fail"
+
+    class Params(RuleParams):
+        requiredFields: list[StrictStr]
+        claimRequiredFields: list[StrictStr]
+        bindingRequiredFields: list[StrictStr]
+        supportLevels: list[StrictStr]
+        deprecatedFields: list[StrictStr]
+        arrayFields: list[StrictStr]
+        allowEmptyClaims: StrictBool
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
-        p: SchemaParams = metadata.params  # type: ignore[assignment]
+        p = params_of(metadata, SchemaRule.Params)
         out = RuleResult(self.id)
         data = context.structured
         if not isinstance(data, dict):
-            what = "no parseable executor output" if data is None else f"a JSON {type(data).__name__}"
-            out.findings.append(Finding("$", f"executor output must be a JSON object, got {what}"))
+            what = msg("gk.no_output") if data is None else msg("gk.not_object", type=type(data).__name__)
+            out.findings.append(Finding("$", what))
             return out
         for name in p.requiredFields:
             if name not in data:
-                out.findings.append(Finding(name, f"required field {name} is missing"))
+                out.findings.append(Finding(name, msg("gk.field_missing", name=name)))
         if "answer_version" in data and data["answer_version"] != ANSWER_VERSION:
             out.findings.append(
-                Finding("answer_version", f"answer_version is {data['answer_version']!r}, expected {ANSWER_VERSION!r}")
+                Finding("answer_version", msg("gk.answer_version", got=repr(data["answer_version"]),
+                                              expected=repr(ANSWER_VERSION)))
             )
         present = set(data) | set(context.features.get("$", {}).get("raw_keys", ()))
         for name in p.deprecatedFields:
             if name in present:
-                out.findings.append(Finding(name, f"deprecated field {name} is not allowed in executor_evidence_v2"))
+                out.findings.append(Finding(name, msg("gk.deprecated_field", name=name)))
         for name in p.arrayFields:
             if data.get(name) is not None and not isinstance(data[name], list):
-                out.findings.append(Finding(name, f"{name} must be an array, got {type(data[name]).__name__}"))
+                out.findings.append(Finding(name, msg("gk.not_array", name=name, type=type(data[name]).__name__)))
         claims = data.get("claims")
         if "claims" in data and not isinstance(claims, list):
-            out.findings.append(Finding("claims", f"claims must be an array, got {type(claims).__name__}"))
+            out.findings.append(Finding("claims", msg("gk.not_array", name="claims", type=type(claims).__name__)))
         elif isinstance(claims, list):
             if not claims and not p.allowEmptyClaims:
-                out.findings.append(Finding("claims", "claims is empty"))
+                out.findings.append(Finding("claims", msg("gk.claims_empty")))
             need_claim, need_binding = frozenset(p.claimRequiredFields), frozenset(p.bindingRequiredFields)
             for ci, claim in enumerate(claims):
                 if not _clean_claim(claim, need_claim, need_binding, p.supportLevels):
                     out.findings.extend(self._claim(f"claims[{ci}]", claim, p))
         return out
 
-    def _claim(self, target: str, claim: Any, p: SchemaParams) -> Iterator[Finding]:
+    def _claim(self, target: str, claim: Any, p: SchemaRule.Params) -> Iterator[Finding]:
         if not isinstance(claim, dict):
-            yield Finding(target, "claim must be an object")
+            yield Finding(target, msg("gk.claim_not_object"))
             return
         for name in p.claimRequiredFields:
             if name not in claim:
-                yield Finding(f"{target}.{name}", f"required claim field {name} is missing")
+                yield Finding(f"{target}.{name}", msg("gk.claim_field_missing", name=name))
         for name in ("claim_id", "claim_type", "claim_text"):
             if name in claim and not _is_text(claim[name]):
-                yield Finding(f"{target}.{name}", f"{name} must be a non-empty string")
+                yield Finding(f"{target}.{name}", msg("gk.not_text", name=name))
         if "support_level" in claim and claim["support_level"] not in p.supportLevels:
             yield Finding(
                 f"{target}.support_level",
-                f"support_level {claim['support_level']!r} is not one of {', '.join(p.supportLevels)}",
+                msg("gk.support_level", value=repr(claim["support_level"]), allowed=", ".join(p.supportLevels)),
             )
         bindings = claim.get("evidence_bindings")
         if "evidence_bindings" not in claim:
             return
         if not isinstance(bindings, list):
-            yield Finding(f"{target}.evidence_bindings", "evidence_bindings must be an array")
+            yield Finding(f"{target}.evidence_bindings", msg("gk.bindings_not_array"))
             return
         if not bindings:
-            yield Finding(f"{target}.evidence_bindings", "evidence_bindings is empty; a claim needs evidence")
+            yield Finding(f"{target}.evidence_bindings", msg("gk.bindings_empty"))
         for bi, binding in enumerate(bindings):
             found = self._binding(f"{target}.evidence_bindings[{bi}]", binding, p)
             if found:
                 yield from found
 
-    def _binding(self, target: str, binding: Any, p: SchemaParams) -> list[Finding]:
+    def _binding(self, target: str, binding: Any, p: SchemaRule.Params) -> list[Finding]:
         if type(binding) is not dict:
-            return [Finding(target, "evidence binding must be an object")]
+            return [Finding(target, msg("gk.binding_not_object"))]
         found = [
-            Finding(f"{target}.{name}", f"required binding field {name} is missing")
+            Finding(f"{target}.{name}", msg("gk.binding_field_missing", name=name))
             for name in p.bindingRequiredFields
             if name not in binding
         ]
         ids = binding.get("source_invocation_ids")
         if ids is not None and (type(ids) is not list or len(valid_ids(ids)) != len(ids)):
-            found.append(Finding(f"{target}.source_invocation_ids", "source_invocation_ids must be an array of integers"))
+            found.append(Finding(f"{target}.source_invocation_ids", msg("gk.ids_not_integers")))
         for name in ("tool_name", "evidence_excerpt"):
             if name in binding and not _is_text(binding[name]):
-                found.append(Finding(f"{target}.{name}", f"{name} must be a non-empty string"))
+                found.append(Finding(f"{target}.{name}", msg("gk.not_text", name=name)))
         return found
 
 
@@ -239,30 +259,39 @@ def _tool(name: str) -> str | None:
     return _persisted[name]
 
 
-def _ref_problems(ids: Any, tool_name: Any, context: RuleContext) -> list[str]:
-    """What is wrong with citing `ids` under `tool_name` from this session (shared with digest_ref)."""
+def _ref_problems(ids: Any, tool_name: Any, context: RuleContext, digest: str = "") -> list[Message]:
+    """What is wrong with citing `ids` under `tool_name` from this session (shared with digest_ref,
+    which names the `digest` the citation is made in)."""
+    prefix = "gk.digest_ref." if digest else "gk.ref."
+    where: dict[str, str] = {"digest": digest} if digest else {}
     good = valid_ids(ids)
     if not good:
-        return ["source_invocation_ids is empty or has no integer id"]
-    problems: list[str] = []
+        return [msg(prefix + "ids_empty", **where)]
+    problems: list[Message] = []
     wanted = _tool(tool_name) if isinstance(tool_name, str) else None
     if wanted is None and isinstance(tool_name, str):
-        problems.append(f"tool_name {tool_name!r} is not a known tool")
+        problems.append(msg(prefix + "unknown_tool", tool=repr(tool_name), **where))
     for inv_id in good:
         info = context.invocation(inv_id)
         if info is None:
-            problems.append(f"source invocation {inv_id} does not exist (fabricated id)")
+            problems.append(msg(prefix + "fabricated_id", invocation=inv_id, **where))
         elif info[0] != context.session_id:
-            problems.append(f"source invocation {inv_id} belongs to another session ({info[0]}), not this one")
+            problems.append(msg(prefix + "other_session", invocation=inv_id, session=info[0], **where))
         elif wanted is not None and wanted != info[1]:
-            problems.append(f"tool_name {tool_name} ({wanted}) does not match invocation {inv_id}, which is {info[1]}")
+            problems.append(msg(prefix + "tool_mismatch", tool=tool_name, wanted=wanted, invocation=inv_id,
+                                actual=info[1], **where))
     return problems
 
 
-class InvocationRefRule:
+@rule_kind
+class InvocationRefRule(RuleKind):
     """evidence.invocation_ref (§11.2): claims cite real invocations of this session with the right tool."""
 
     id = "evidence.invocation_ref"
+    name = "Invocation Reference Check"
+    description = "cited invocations exist, belong to this session and match tool_name"
+    severity = "error"
+    verdict_impact = "reject_on_fail"
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         out = RuleResult(self.id)
@@ -272,9 +301,9 @@ class InvocationRefRule:
         for ci, claim in enumerate(data["claims"]):
             if isinstance(claim, dict) and isinstance(claim.get("evidence_bindings"), list):
                 if not claim["evidence_bindings"]:
-                    out.findings.append(Finding(f"claims[{ci}]", "claim has no evidence_bindings"))
+                    out.findings.append(Finding(f"claims[{ci}]", msg("gk.claim_no_bindings")))
         # Bindings of a session mostly repeat a few (ids, tool) pairs; the problems depend on nothing else.
-        problems_of: dict[tuple[tuple[int, ...], str | None], list[str]] = {}
+        problems_of: dict[tuple[tuple[int, ...], str | None], list[Message]] = {}
         for target, binding, _ in context.bindings:
             ids, tool_name = binding.get("source_invocation_ids"), binding.get("tool_name")
             key = (tuple(valid_ids(ids)), tool_name if isinstance(tool_name, str) else None)
@@ -286,13 +315,31 @@ class InvocationRefRule:
         return out
 
 
-class ExcerptSimilarityRule:
+@rule_kind
+class ExcerptSimilarityRule(RuleKind):
     """evidence.excerpt_similarity (§11.3): the excerpt is found in what it cites."""
 
     id = "evidence.excerpt_similarity"
+    name = "Excerpt Similarity Check"
+    description = "each excerpt is found in the full output it cites"
+    severity = "error"
+    verdict_impact = "low_confid_on_fail"
+
+    class Params(RuleParams):
+        passThreshold: Number
+        warnThreshold: Number
+        compareAgainst: list[Literal["output", "digest.source_quote", "digest.summary"]]
+        maxPieceGap: Count
+        inventedMinLetters: Count
+        inventedMinCjkRun: Count
+        inventedTolerated: Count
+
+        def problems(self) -> Iterator[tuple[str, str]]:
+            if self.warnThreshold > self.passThreshold:
+                yield "warnThreshold", f"{self.warnThreshold} > passThreshold {self.passThreshold}"
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
-        p: SimilarityParams = metadata.params  # type: ignore[assignment]
+        p = params_of(metadata, ExcerptSimilarityRule.Params)
         out = RuleResult(self.id)
         compare, pass_at, max_gap = p.compareAgainst, p.passThreshold, p.maxPieceGap
         lowest = context.fact((self.id, max_gap, *compare), lambda c: _lowest_similarity(c, compare, max_gap))
@@ -305,7 +352,7 @@ class ExcerptSimilarityRule:
         for target, _, feats in context.bindings:
             if feats is None:
                 continue
-            parts: list[str] = []
+            parts: list[Message] = []
             level: Level = "warn"
             name, score = _best_source(feats["sources"], compare, max_gap)
             if name and score < pass_at:
@@ -315,28 +362,27 @@ class ExcerptSimilarityRule:
             if words:
                 level = "fail"
                 shown = ", ".join(f'"{w}"' for w in words[:6])
-                parts.append(f"{'it' if parts else 'excerpt'} holds {len(words)} word(s) that the cited output has nowhere "
-                             f"(invented content, {p.inventedTolerated} tolerated): {shown}")
+                parts.append(msg("gk.invented_words_also" if parts else "gk.invented_words", count=len(words),
+                                 tolerated=p.inventedTolerated, words=shown))
             if parts:
-                out.findings.append(Finding(target, "; ".join(parts), level))
+                out.findings.append(Finding(target, parts[0].model_copy(update={"then": [*parts[0].then, *parts[1:]]}), level))
         return out
 
     @staticmethod
-    def _low(feats: dict[str, Any], name: str, score: float, level: Level, p: SimilarityParams) -> str:
+    def _low(feats: dict[str, Any], name: str, score: float, level: Level, p: ExcerptSimilarityRule.Params) -> Message:
         best = feats["sources"][name]
-        where = f"invocation {best['invocation_id']}" if name == "output" else name
-        bound = f"< warnThreshold {p.warnThreshold}" if level == "fail" else f"< passThreshold {p.passThreshold}"
-        message = f"excerpt similarity {score:.2f} {bound} against {where}"
+        bound_name, bound = ("warnThreshold", p.warnThreshold) if level == "fail" else ("passThreshold", p.passThreshold)
+        message = (msg("gk.similarity_invocation", score=score, bound_name=bound_name, bound=bound,
+                       invocation=best["invocation_id"]) if name == "output"
+                   else msg("gk.similarity_source", score=score, bound_name=bound_name, bound=bound, source=name))
         other = feats.get("other_match")
         if other:
-            message += (
-                f"; the excerpt matches invocation {other['invocation_id']} ({other['tool_name']}) "
-                f"at {other['score']:.2f} instead"
-            )
+            message.then.append(msg("gk.similarity_other", invocation=other["invocation_id"], tool=other["tool_name"],
+                                    score=other["score"]))
         return message
 
 
-def _invented_words(context: RuleContext, p: SimilarityParams) -> dict[str, list[str]]:
+def _invented_words(context: RuleContext, p: ExcerptSimilarityRule.Params) -> dict[str, list[str]]:
     """Target -> the invented words that count, for the bindings with more than are tolerated."""
     out = {}
     for target, _, feats in context.bindings:
@@ -367,13 +413,34 @@ def _lowest_similarity(context: RuleContext, compare: Sequence[str], max_gap: in
     return min(scores, default=None)
 
 
-class ExcerptEntitiesRule:
+@rule_kind
+class ExcerptEntitiesRule(RuleKind):
     """evidence.excerpt_entities: numbers, services, codes and ids of an excerpt are in what it cites."""
 
     id = "evidence.excerpt_entities"
+    name = "Excerpt Entity Check"
+    description = "numbers, services, codes and ids of an excerpt are in the cited output"
+    severity = "error"
+    verdict_impact = "reject_on_fail"
+
+    class Params(RuleParams):
+        kinds: list[Literal["service", "error_code", "identifier", "percentage", "quantity", "http_status", "number"]]
+        minLocatedScore: Number
+        negationTerms: list[StrictStr]
+        negationOutcome: Literal["fail", "warn", "off"]
+        antonyms: list[list[StrictStr]]
+        logLevels: list[list[StrictStr]]
+
+        def problems(self) -> Iterator[tuple[str, str]]:
+            for pos, words in enumerate(self.antonyms):
+                if len(words) != 2 or not all(t.strip() for t in words):
+                    yield f"antonyms[{pos}]", f"must be a pair of two words, got {quote(words)}"
+            for pos, group in enumerate(self.logLevels):
+                if not group:
+                    yield f"logLevels[{pos}]", "must list at least one level word"
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
-        p: EntityParams = metadata.params  # type: ignore[assignment]
+        p = params_of(metadata, ExcerptEntitiesRule.Params)
         out = RuleResult(self.id)
         kinds = set(p.kinds)
         lists = _MeaningLists.of(metadata)
@@ -404,7 +471,7 @@ class _MeaningLists:
     def of(spec: RuleSpec) -> _MeaningLists:
         lists = _MEANING_LISTS.get(spec.params_key)
         if lists is None:
-            p: EntityParams = spec.params  # type: ignore[assignment]
+            p = params_of(spec, ExcerptEntitiesRule.Params)
             if len(_MEANING_LISTS) >= _REMEMBERED_PARAMS:
                 _MEANING_LISTS.clear()
             lists = _MEANING_LISTS[spec.params_key] = _MeaningLists(
@@ -419,36 +486,36 @@ class _MeaningLists:
 _MEANING_LISTS: dict[str, _MeaningLists] = {}
 
 
-def _meaning_changes(feats: dict[str, Any], p: EntityParams, lists: _MeaningLists, said_caps: frozenset[str],
-                     record_caps: frozenset[str], preceding: tuple[str, ...]) -> Iterator[tuple[Level, str]]:
+def _meaning_changes(feats: dict[str, Any], p: ExcerptEntitiesRule.Params, lists: _MeaningLists, said_caps: frozenset[str],
+                     record_caps: frozenset[str], preceding: tuple[str, ...]) -> Iterator[tuple[Level, Message]]:
     """Where a located excerpt says the opposite of its output: negation added or dropped, an
     antonym flipped, another log level. Each is an entity-kind mismatch (external_unknown)."""
     negations, level, levels = lists.negations, lists.level, lists.levels
     stated = fidelity.stated_level(said_caps, record_caps, levels, lists.level_groups) if said_caps and record_caps else None
     if stated:
-        yield "fail", f"excerpt changes the log level: it says {stated[0].upper()} where the record says {stated[1].upper()}"
+        yield "fail", msg("gk.level_changed", said=stated[0].upper(), record=stated[1].upper())
     if negations and preceding and feats["sources"].get("output", {}).get("score", 0.0) >= p.minLocatedScore:
         for word in preceding:
             term = fidelity.negation_before(word, negations)
             if term:
-                yield level, f'excerpt drops the negation "{term}" that directly precedes it in the cited output'
+                yield level, msg("gk.negation_dropped_before", term=term)
     pairs = lists.pairs
     for hunk in fidelity.hunks(feats):
         if hunk["score"] < p.minLocatedScore:
             continue
         for term in fidelity.added_negations(hunk, negations):
-            yield level, f'excerpt adds the negation "{term}" ("{hunk["added"]}"), which the cited output does not have'
+            yield level, msg("gk.negation_added", term=term, added=hunk["added"])
         for term in fidelity.dropped_negations(hunk, negations):
-            yield level, f'excerpt drops the negation "{term}" that the cited output has ("{hunk["out"]}")'
+            yield level, msg("gk.negation_dropped", term=term, out=hunk["out"])
         swap = fidelity.flipped(hunk, pairs)
         if swap:
-            yield "fail", f'excerpt flips "{swap[1]}" to its opposite "{swap[0]}" ("{hunk["ex"]}" vs output "{hunk["out"]}")'
+            yield "fail", msg("gk.antonym", orig=swap[1], said=swap[0], ex=hunk["ex"], out=hunk["out"])
         number = fidelity.changed_number(hunk) if "number" in p.kinds else None
         if number:
-            yield "fail", f'excerpt says "{number[0]}" where the cited output says "{number[1]}" ("{hunk["out"]}")'
+            yield "fail", msg("gk.number_changed", said=number[0], orig=number[1], out=hunk["out"])
         changed = None if stated else fidelity.changed_level(hunk, fidelity.befores(feats), levels)
         if changed:
-            yield "fail", f"excerpt changes the log level: it says {changed[0].upper()} where the record says {changed[1].upper()}"
+            yield "fail", msg("gk.level_changed", said=changed[0].upper(), record=changed[1].upper())
 
 
 def _entity_facts(context: RuleContext) -> list[tuple[str, dict[str, Any], frozenset[str], frozenset[str], tuple[str, ...]]]:
@@ -468,15 +535,13 @@ def _entity_facts(context: RuleContext) -> list[tuple[str, dict[str, Any], froze
     return out
 
 
-def _entity_message(miss: dict[str, Any], located: bool) -> str:
-    said = f'excerpt says "{miss["token"]}" ({miss["kind"]})'
+def _entity_message(miss: dict[str, Any], located: bool) -> Message:
+    token, kind = miss["token"], miss["kind"]
     if located and miss["nearby"]:
-        held = ", ".join(f'"{t}"' for t in miss["nearby"])
-        return f"{said} but output near the match holds {held}"
+        return msg("gk.entity_nearby", token=token, kind=kind, held=", ".join(f'"{t}"' for t in miss["nearby"]))
     if located:
-        tail = "" if not miss["elsewhere"] else " (it appears elsewhere in the output)"
-        return f"{said} but the matched output record does not hold it{tail}"
-    return f"{said}, which the cited output does not hold anywhere"
+        return msg("gk.entity_elsewhere" if miss["elsewhere"] else "gk.entity_not_in_record", token=token, kind=kind)
+    return msg("gk.entity_nowhere", token=token, kind=kind)
 
 
 def _phrase_pattern(phrase: str) -> re.Pattern[str]:
@@ -512,13 +577,30 @@ def _field_values(data: Any, path: str) -> Iterator[tuple[str, str]]:
             yield where, value
 
 
-class HallucinationPhraseRule:
+@rule_kind
+class HallucinationPhraseRule(RuleKind):
     """claim.hallucination_phrases (§11.4): no speculative wording in confirmed claims."""
 
     id = "claim.hallucination_phrases"
+    name = "Hallucination Phrase Check"
+    description = "no speculative wording in confirmed claims"
+    severity = "error"
+    verdict_impact = "low_confid_on_fail"
+
+    class Params(RuleParams):
+        targetFields: list[StrictStr]
+        blacklist: list[StrictStr]
+        allowInFields: list[StrictStr]
+
+        def problems(self) -> Iterator[tuple[str, str]]:
+            for name in sorted(set(self.targetFields) & set(self.allowInFields)):
+                yield "allowInFields", f"{name} is also a targetField"
+            for name in self.targetFields:
+                if not _FIELD_PATH.fullmatch(name):
+                    yield "targetFields", f"{quote(name)} is not a field path like claims[].claim_text"
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
-        p: PhraseParams = metadata.params  # type: ignore[assignment]
+        p = params_of(metadata, HallucinationPhraseRule.Params)
         literals = _blacklist_literals(tuple(p.blacklist))
         out = RuleResult(self.id)
         for path in p.targetFields:
@@ -534,7 +616,7 @@ class HallucinationPhraseRule:
                 hits = list(dict.fromkeys(m.group(0) for m in pattern.finditer(text)))
                 if hits:
                     quoted = ", ".join(f'"{h}"' for h in hits)
-                    out.findings.append(Finding(target, f"speculative wording {quoted} in a confirmed claim"))
+                    out.findings.append(Finding(target, msg("gk.speculative", phrases=quoted)))
         return out
 
 
@@ -554,18 +636,26 @@ def _alternation(literals: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(_phrase_pattern(literal).pattern for literal in literals))
 
 
-class EvidenceUtilizationRule:
+@rule_kind
+class EvidenceUtilizationRule(RuleKind):
     """claim.evidence_utilization (§11.5): the claim's content words come from its excerpts."""
 
     id = "claim.evidence_utilization"
+    name = "Evidence Utilization Check"
+    description = "keyword coverage of a claim by its excerpts"
+    severity = "warning"
+    verdict_impact = "warn_only"
+
+    class Params(RuleParams):
+        minKeywordCoverage: Number
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
-        p: UtilizationParams = metadata.params  # type: ignore[assignment]
+        p = params_of(metadata, EvidenceUtilizationRule.Params)
         out = RuleResult(self.id)
         for target, coverage, missing in context.fact(self.id, _keyword_coverage):
             if coverage < p.minKeywordCoverage:
                 out.findings.append(
-                    Finding(target, f"keyword coverage {coverage:.2f} < {p.minKeywordCoverage}; not in the excerpts: {missing}")
+                    Finding(target, msg("gk.keyword_coverage", coverage=coverage, min=p.minKeywordCoverage, missing=missing))
                 )
         return out
 
@@ -591,13 +681,28 @@ def _keyword_coverage(context: RuleContext) -> list[tuple[str, float, str]]:
     return out
 
 
-class DigestRefRule:
+@rule_kind
+class DigestRefRule(RuleKind):
     """evidence.digest_ref (split shape): claims cite real digests, digests cite real invocations."""
 
     id = "evidence.digest_ref"
+    name = "Digest Reference Check"
+    description = "split shape only; cited digests exist and quote their invocations"
+    severity = "error"
+    verdict_impact = "reject_on_fail"
+
+    class Params(RuleParams):
+        requireDigestId: StrictBool
+        requireIdsWithinDigest: StrictBool
+        quotePassThreshold: Number
+        quoteWarnThreshold: Number
+
+        def problems(self) -> Iterator[tuple[str, str]]:
+            if self.quoteWarnThreshold > self.quotePassThreshold:
+                yield "quoteWarnThreshold", f"{self.quoteWarnThreshold} > quotePassThreshold {self.quotePassThreshold}"
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
-        p: DigestRefParams = metadata.params  # type: ignore[assignment]
+        p = params_of(metadata, DigestRefRule.Params)
         out = RuleResult(self.id)
         if context.digests is None:
             return out
@@ -606,42 +711,29 @@ class DigestRefRule:
             digest_id = binding.get("digest_id")
             if digest_id is None:
                 if p.requireDigestId:
-                    out.findings.append(Finding(target, "binding has no digest_id (split shape cites digests)"))
+                    out.findings.append(Finding(target, msg("gk.no_digest_id")))
                 continue
             digest = by_id.get(digest_id)
             if digest is None:
-                out.findings.append(Finding(target, f"digest_id {digest_id!r} does not exist in this session"))
+                out.findings.append(Finding(target, msg("gk.digest_missing", digest=repr(digest_id))))
                 continue
             if p.requireIdsWithinDigest:
                 outside = [i for i in valid_ids(binding.get("source_invocation_ids")) if i not in digest.source_invocation_ids]
                 if outside:
                     out.findings.append(
-                        Finding(target, f"source_invocation_ids {outside} are not among digest {digest_id}'s sources")
+                        Finding(target, msg("gk.ids_outside_digest", ids=str(outside), digest=digest_id))
                     )
         for di, digest in enumerate(context.digests):
             target = f"digests[{di}]"
-            for problem in _ref_problems(digest.source_invocation_ids, digest.tool, context):
-                out.findings.append(Finding(target, f"digest {digest.digest_id}: {problem}"))
+            for problem in _ref_problems(digest.source_invocation_ids, digest.tool, context, digest.digest_id):
+                out.findings.append(Finding(target, problem))
             quote = context.features.get(target, {}).get("quote", {})
             score = quote.get("score")
             if score is None or score >= p.quotePassThreshold:
                 continue
             level: Level = "fail" if score < p.quoteWarnThreshold else "warn"
             out.findings.append(
-                Finding(target, f"digest {digest.digest_id}: source_quote similarity {score:.2f} to its cited output is below {p.quotePassThreshold if level == 'warn' else p.quoteWarnThreshold}", level)
+                Finding(target, msg("gk.quote_similarity", digest=digest.digest_id, score=score,
+                                    bound=p.quotePassThreshold if level == "warn" else p.quoteWarnThreshold), level)
             )
         return out
-
-
-RULES: dict[str, GatekeeperRule] = {
-    rule.id: rule
-    for rule in (
-        SchemaRule(),
-        InvocationRefRule(),
-        ExcerptSimilarityRule(),
-        ExcerptEntitiesRule(),
-        HallucinationPhraseRule(),
-        EvidenceUtilizationRule(),
-        DigestRefRule(),
-    )
-}
