@@ -28,6 +28,7 @@ from pipeline.contracts import (
     ServiceCoverage,
     ToolInvocation,
 )
+from pipeline.messages import msg, render
 from pipeline.text import normalize
 
 VERIFIED = frozenset({"direct_observation", "reasonable_inference"})
@@ -153,22 +154,23 @@ def compute_coverage(
         asked = [inv.id for inv in invs if _asks_about(inv, service) or any(r.service == service for r in by_id[inv.id])]
         ids = sorted({*asked, *(r.invocation_id for _, cited in about for r in cited)})
         claim_ids = [cid for cid, _ in about]
-        note = (f"; evidence {', '.join(outside)} lies outside the asked time window" if outside else "")
         status: CoverageStatus
         if about:
             faulty = [cid for cid, cited in about if _shows_fault(cid, cited, claims)]
             if not faulty and not any(r.fault for r in own):
-                status, detail = "healthy", f"no sign of a fault in {service}: checked {_calls(ids)}"
+                status, detail = "healthy", msg("coverage.healthy", service=service, calls=_calls(ids))
             else:
-                status, detail = "answered", f"{len(claim_ids)} verified claim(s) about {service}"
+                status, detail = "answered", msg("coverage.answered", count=len(claim_ids), service=service)
         elif asked:
             status = "no_data"
-            detail = (f"{len(own)} record(s) of {service} returned, but no verified claim is about them"
-                      if own else f"no logs, alerts or metrics for {service} in {backends} ({_calls(asked)})")
+            detail = (msg("coverage.unclaimed", count=len(own), service=service) if own
+                      else msg("coverage.no_records", service=service, backends=backends, calls=_calls(asked)))
         else:
-            status, detail = "not_queried", f"no tool call asked about {service}"
+            status, detail = "not_queried", msg("coverage.not_queried", service=service)
+        if outside:
+            detail.then.append(msg("coverage.outside_window", claims=", ".join(outside)))
         out.append(ServiceCoverage(service=service, status=status, claim_ids=claim_ids, invocation_ids=ids,
-                                   detail=detail + note))
+                                   detail=render(detail, "en"), msg=detail))
     return out
 
 

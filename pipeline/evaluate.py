@@ -162,6 +162,7 @@ def evaluate(
         gatekeeper_result=gate_result,
         verifier_verdict=verifier_output.verdict,
         verdict_guard_reasons=reasons,
+        verdict_reasons=decision.messages,
         composer_input=composer_input,
         composer_filtered=filtered,
         composer_output=composer_output,

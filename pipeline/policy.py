@@ -33,6 +33,7 @@ from pipeline.contracts import (
     ToolInvocation,
     Verdict,
 )
+from pipeline.messages import Message, msg, render
 from pipeline.text import extract_entities
 
 # Matrix "core" claims; when a diagnosis has none of these types every claim counts as core, so
@@ -61,12 +62,17 @@ _CLAIM_TARGET = re.compile(r"^claims\[(\d+)\]")
 class VerdictDecision:
     verdict: Verdict
     # Every reason the verdict is not PASS, strictest first; empty for a PASS.
-    reasons: list[str]
+    messages: list[Message]
     # The claim checks the verdict was decided on (the verifier's, corrected by the gatekeeper).
     claim_checks: list[ClaimCheck]
     groundedness_score: float
     # Gaps the answer must state (an unanswered service, an unclosed retry), in the question's language.
     missing_info: list[str] = field(default_factory=list)
+
+    @property
+    def reasons(self) -> list[str]:
+        """The reasons in English, as `verdict_guard_reasons` stores them."""
+        return [render(m, "en") for m in self.messages]
 
 
 def stricter(a: Verdict, b: Verdict) -> Verdict:
@@ -107,31 +113,32 @@ def gatekeeper_floor(failed_rules: Iterable[str], rule_impacts: Mapping[str, str
 def apply_gatekeeper(
     claim_checks: Sequence[ClaimCheck], claims: Sequence[Mapping[str, Any]], gate: GatekeeperResult,
     rule_impacts: Mapping[str, str | None],
-) -> tuple[list[ClaimCheck], list[str]]:
+) -> tuple[list[ClaimCheck], list[Message]]:
     """The gatekeeper over the verifier (docs/spec.md#gatekeeper-result): a claim hit by a failed
     (non-warn_only) rule, or left without any binding that is evidence, is at least unsupported,
     whatever the verifier said. The composer filter trusts claim_checks, so they are corrected
     before anything reads them."""
-    # claim id -> (what failed on it, its message)
+    # claim id -> (the rule that failed on it, "" for unbacked, its message)
     failing: dict[str, tuple[str, str]] = {}
     for err in gate.errors:
         m = _CLAIM_TARGET.match(err.target)
         if m and err.rule_id in gate.failed_rules and rule_impacts.get(err.rule_id) != "warn_only":
             index = int(m.group(1))
             if index < len(claims):
-                failing.setdefault(str(claims[index].get("claim_id")), (f"gatekeeper rule {err.rule_id}", err.message))
+                failing.setdefault(str(claims[index].get("claim_id")), (err.rule_id, err.message))
     for claim_id in gate.unbacked_claims:
-        failing.setdefault(claim_id, ("the gatekeeper", "no evidence binding of this claim is evidence"))
+        failing.setdefault(claim_id, ("", render(msg("policy.no_binding_evidence"), "en")))
     checks = {c.claim_id: c for c in claim_checks}
-    reasons = []
-    for claim_id, (source, message) in failing.items():
+    reasons: list[Message] = []
+    for claim_id, (rule_id, message) in failing.items():
         check = checks.get(claim_id)
         if check is not None and check.verification in _WEAK:
             continue
-        entity_rule = any(source.endswith(f" {r}") for r in _ENTITY_RULES)
-        verification: ClaimVerification = "external_unknown" if entity_rule else "unsupported"
+        verification: ClaimVerification = "external_unknown" if rule_id in _ENTITY_RULES else "unsupported"
         said = check.verification if check is not None else "nothing"
-        reasons.append(f"{claim_id}: verifier said {said}, but {source} failed on it; treated as {verification}")
+        reasons.append(msg("policy.gk_override", claim=claim_id, said=said, rule=rule_id, verification=verification)
+                       if rule_id else msg("policy.gk_override_unbacked", claim=claim_id, said=said, verification=verification))
+        source = f"gatekeeper rule {rule_id}" if rule_id else "the gatekeeper"
         base = check or ClaimCheck(claim_id=claim_id, verification=verification)
         checks[claim_id] = base.model_copy(update={"verification": verification, "detail": f"{source}: {message}"})
     return list(checks.values()), reasons
@@ -144,33 +151,33 @@ def _core_ids(claims: Sequence[Mapping[str, Any]]) -> set[str]:
 
 def claims_verdict(
     claims: Sequence[Mapping[str, Any]], claim_checks: Iterable[ClaimCheck]
-) -> tuple[Verdict, list[str]]:
+) -> tuple[Verdict, list[Message]]:
     """The matrix (docs/spec.md#verdict-matrix) over claim checks alone. A claim without a check
     counts as unsupported; any contradicted claim rejects; an external_unknown core claim, or one
     naming a core entity (service, id, error code, value), rejects; other weak claims keep it
     LOW_CONFID."""
     if not claims:
-        return "LOW_CONFID", ["the diagnosis has no claims"]
+        return "LOW_CONFID", [msg("policy.no_claims")]
     checks = {c.claim_id: c.verification for c in claim_checks}
     core = _core_ids(claims)
-    reject: list[str] = []
-    low: list[str] = []
+    reject: list[Message] = []
+    low: list[Message] = []
     for claim in claims:
         cid = str(claim.get("claim_id"))
         verification = checks.get(cid, "unsupported")
-        label = f"{cid} ({claim.get('claim_type', '?')})"
+        label: dict[str, str] = {"claim": cid, "type": str(claim.get("claim_type", "?"))}
         if verification == "contradicted":
-            reject.append(f"{label} is contradicted by its evidence")
+            reject.append(msg("policy.contradicted", **label))
         elif verification == "external_unknown":
             names_core = any(e.kind in CORE_ENTITY_KINDS for e in extract_entities(str(claim.get("claim_text", ""))))
             if cid in core or names_core:
-                reject.append(f"{label} introduces a service, id, error code, value or cause not in the evidence")
+                reject.append(msg("policy.external_core", **label))
             else:
-                low.append(f"{label} introduces background not in the evidence")
+                low.append(msg("policy.external_background", **label))
         elif verification in ("unsupported", "overstated"):
-            low.append(f"{label} is {verification}" + ("" if cid in checks else " (no claim check)"))
+            low.append(msg("policy.weak" if cid in checks else "policy.weak_unchecked", verification=verification, **label))
     if not any(checks.get(cid) == "direct_observation" for cid in core):
-        low.append("no core claim is a direct observation")
+        low.append(msg("policy.no_direct_core"))
     if reject:
         return "REJECT", reject + low
     return ("LOW_CONFID", low) if low else ("PASS", [])
@@ -215,7 +222,7 @@ def decide_verdict(
     text = _GAP_TEXT["zh" if language == "zh" else "en"]
     gate = gatekeeper if gatekeeper_enabled else GatekeeperResult()
     if parse_status != "valid":
-        reasons = [f"executor output parse status is {parse_status}: nothing structured to verify"]
+        reasons = [msg("policy.parse_status", status=parse_status)]
         return _finish("LOW_CONFID", reasons, [], 0.0, [], verifier_verdict)
     claims = claim_dicts(structured)
     checks, reasons = apply_gatekeeper(claim_checks, claims, gate, rule_impacts)
@@ -225,13 +232,13 @@ def decide_verdict(
     verdict = stricter(verdict, floor)
     for rule_id in gate.failed_rules:
         impact = rule_impacts.get(rule_id) or "unknown impact"
-        reason = f"gatekeeper rule {rule_id} failed (verdictImpact {impact})"
+        reason = msg("policy.rule_failed", rule=rule_id, impact=impact)
         if impact == "reject_on_fail":
             reasons.insert(0, reason)
         else:
             reasons.append(reason)
     for claim_id in gate.unbacked_claims:
-        reasons.append(f"{claim_id} has no binding that is evidence, so the session cannot PASS")
+        reasons.append(msg("policy.unbacked", claim=claim_id))
     if gate.unbacked_claims:
         verdict = stricter(verdict, "LOW_CONFID")
 
@@ -240,28 +247,27 @@ def decide_verdict(
         if cov.status in ("answered", "healthy"):
             continue
         verdict = stricter(verdict, "LOW_CONFID")
-        reasons.append(f"asked service {cov.service} is {cov.status}: the question about it is not answered")
+        reasons.append(msg("policy.coverage", service=cov.service, status=cov.status))
         missing_info.append(text[cov.status].format(service=cov.service))
     failed = [inv for inv in invocations if inv.status == "error"]
     if failed:
         verdict = stricter(verdict, "LOW_CONFID")
-        calls = ", ".join(f"{inv.model_tool_name} #{inv.id} failed" for inv in failed)
-        reasons.append(f"evidence is incomplete: {calls}")
+        reasons.append(msg("policy.tools_failed", calls=", ".join(f"{inv.model_tool_name} #{inv.id}" for inv in failed)))
     if retry_context is not None and retry_gaps_closed is False:
         verdict = stricter(verdict, "LOW_CONFID")
-        reasons.append(f"round {retry_context.round} did not close the gaps of the previous round")
+        reasons.append(msg("policy.retry_open", round=retry_context.round))
         # Generic on purpose: the unclosed items are unsupported text and must not reach the composer.
         gaps = len(retry_context.unsupported_claims) + len(retry_context.missing_info)
         missing_info.append(text["retry"].format(gaps=gaps))
     return _finish(verdict, reasons, checks, groundedness(checks, claims), missing_info, verifier_verdict)
 
 
-def _finish(verdict: Verdict, reasons: list[str], checks: list[ClaimCheck], score: float, missing_info: list[str],
+def _finish(verdict: Verdict, reasons: list[Message], checks: list[ClaimCheck], score: float, missing_info: list[str],
             verifier_verdict: Verdict | None) -> VerdictDecision:
     if verifier_verdict is not None and VERDICT_ORDER[verifier_verdict] > VERDICT_ORDER[verdict]:
-        reasons.insert(0, f"the verifier judged {verifier_verdict}")
+        reasons.insert(0, msg("policy.verifier_stricter", verdict=verifier_verdict))
         verdict = verifier_verdict
     elif verifier_verdict is not None and verifier_verdict != verdict:
-        reasons.insert(0, f"the verifier said {verifier_verdict}; the policy requires {verdict}")
-    return VerdictDecision(verdict=verdict, reasons=reasons if verdict != "PASS" else [], claim_checks=checks,
+        reasons.insert(0, msg("policy.verifier_differs", said=verifier_verdict, verdict=verdict))
+    return VerdictDecision(verdict=verdict, messages=reasons if verdict != "PASS" else [], claim_checks=checks,
                            groundedness_score=score, missing_info=missing_info)

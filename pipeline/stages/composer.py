@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from pipeline.bounds import loads_bounded
 from pipeline.context import StageContext, StageFailure
 from pipeline.contracts import (
+    ClaimCheck,
     ComposerAction,
     ComposerClaim,
     ComposerGuardResult,
@@ -31,6 +32,7 @@ from pipeline.contracts import (
     Verdict,
     VerifierOutput,
 )
+from pipeline.messages import Message, msg, render
 from pipeline.safe_actions import fixed_actions
 from pipeline.stages import templates
 from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, rank_claims
@@ -125,18 +127,21 @@ def assemble_input(
     missing: list[str] = []
     filtered: list[FilteredItem] = []
 
-    def keep_away(source: str, text: str, reason: str, moved_to: str = "dropped") -> None:
-        filtered.append(FilteredItem(source=source, text=text, reason=reason, moved_to=moved_to))  # type: ignore[arg-type]
+    def keep_away(source: str, text: str, reason: Message, moved_to: str = "dropped") -> None:
+        filtered.append(FilteredItem(source=source, text=text, reason=render(reason, "en"), msg=reason,
+                                     moved_to=moved_to))  # type: ignore[arg-type]
 
-    def demote(source: str, text: str, reason: str) -> None:
+    def demote(source: str, text: str, reason: Message) -> None:
         softened = soften(text)
         if softened:
             hypotheses.append(ComposerHypothesis(hypothesis_text=softened))
-            keep_away(source, text, reason + ("" if softened == text else "; its certainty clause removed"),
-                      "allowed_hypotheses")
+            if softened != text:
+                reason.then.append(msg("filter.certainty_removed"))
+            keep_away(source, text, reason, "allowed_hypotheses")
         else:
             missing.append(gap["overstated"])
-            keep_away(source, text, reason + "; nothing but a certainty claim, stated as a gap", "missing_info")
+            reason.then.append(msg("filter.certainty_only"))
+            keep_away(source, text, reason, "missing_info")
 
     for i, claim in enumerate(_dicts(structured.get("claims"))):
         cid, ctype = str(claim.get("claim_id", "")), str(claim.get("claim_type", ""))
@@ -144,34 +149,32 @@ def assemble_input(
         source = f"claims[{i}]"
         check = checks.get(cid)
         verification = check.verification if check else "unsupported"
-        why = f"{verification}" + ("" if check else " (no claim check)")
+        why = verification
         if cid in unbacked:
             missing.append(gap["external_unknown"])
-            keep_away(source, text, f"{why}, but no binding of it is evidence (gatekeeper unbacked_claims): "
-                      "never stated as confirmed", "missing_info")
+            keep_away(source, text, _because("filter.unbacked", why, check), "missing_info")
         elif verification in ("direct_observation", "reasonable_inference"):
             if verdict == "REJECT" and (verification != "direct_observation" or ctype == "root_cause"):
-                keep_away(source, text, f"{why}: under REJECT only directly observed, non-root-cause facts are stated")
+                keep_away(source, text, _because("filter.reject_not_direct", why, check))
             elif ctype == "root_cause" and (verdict != "PASS" or verification != "direct_observation"):
-                demote(source, text, f"{why}: a root cause is confirmed only by a direct observation under PASS")
+                demote(source, text, _because("filter.root_cause", why, check))
             else:
                 allowed_claims.append(ComposerClaim(claim_id=cid, claim_type=ctype, claim_text=text))
         elif verification == "overstated":
             if verdict == "REJECT":
                 missing.append(gap["overstated"])
-                keep_away(source, text, f"{why}: no hypotheses under REJECT", "missing_info")
+                keep_away(source, text, _because("filter.overstated_reject", why, check), "missing_info")
             else:
-                demote(source, text, f"{why}: downgraded to a hypothesis")
+                demote(source, text, _because("filter.downgraded", why, check))
         elif verification == "unsupported":
             softened = soften(text)
             missing.append(gap["unsupported"].format(text=softened) if softened else gap["overstated"])
-            keep_away(source, text, f"{why}: stated only as an evidence gap", "missing_info")
+            keep_away(source, text, _because("filter.unsupported", why, check), "missing_info")
         elif verification == "external_unknown":
             missing.append(gap["external_unknown"])
-            keep_away(source, text, f"{why}: its entity is not in the evidence; the gap is stated generically",
-                      "missing_info")
+            keep_away(source, text, _because("filter.external", why, check), "missing_info")
         else:
-            keep_away(source, text, f"{why}: contradicted by the evidence")
+            keep_away(source, text, _because("filter.contradicted", why, check))
 
     hyp_checks = {h.hypothesis_index: h for h in verifier_output.hypothesis_checks}
     for i, hyp in enumerate(_dicts(structured.get("hypotheses"))):
@@ -179,12 +182,12 @@ def assemble_input(
         needed = [str(n) for n in hyp.get("needed_evidence") or [] if isinstance(n, str)]
         hcheck = hyp_checks.get(i)
         if hcheck is not None and hcheck.verification != "reasonable_hypothesis":
-            keep_away(f"hypotheses[{i}]", text, hcheck.verification)
+            keep_away(f"hypotheses[{i}]", text, msg("filter.hypothesis_check", verification=hcheck.verification))
         else:
             hypotheses.append(ComposerHypothesis(hypothesis_text=text, needed_evidence=needed))
     if verdict == "REJECT":
         for h in hypotheses:
-            keep_away("hypotheses", h.hypothesis_text, "REJECT: no hypotheses reach the composer")
+            keep_away("hypotheses", h.hypothesis_text, msg("filter.reject_hypotheses"))
         hypotheses = []
 
     for item in structured.get("missing_info") or []:
@@ -195,7 +198,7 @@ def assemble_input(
     for i, action in enumerate(_dicts(structured.get("recommended_actions"))):
         text, reason = str(action.get("action_text", "")), str(action.get("reason", ""))
         if verdict == "REJECT" and not is_evidence_gathering(text):
-            keep_away(f"recommended_actions[{i}]", text, "REJECT: only evidence-gathering or manual-review actions")
+            keep_away(f"recommended_actions[{i}]", text, msg("filter.reject_action"))
             continue
         actions.append(ComposerAction(action_text=text, reason=reason))
     if verdict == "REJECT" and not actions:
@@ -259,22 +262,31 @@ def run_composer(
         return out, guard.model_copy(update={"used_template": True}), out.user_facing_answer
 
     if not enabled or parse_status.status != "valid":
-        why = "composer disabled" if not enabled else f"executor output {parse_status.status}"
-        return template(ComposerGuardResult(status="skipped", detail=f"{why}: fixed template"))
+        why = msg("guard.disabled") if not enabled else msg("guard.parse_status", status=parse_status.status)
+        return template(_guard("skipped", why))
     try:
         raw = provider.compose(ctx, composer_input)
         output = parse_composer_output(raw if isinstance(raw, str) else json.dumps(raw))
     except StageFailure as exc:
-        return template(ComposerGuardResult(
-            status="fail", violations=[ComposerGuardViolation(kind="malformed", token="provider failure")],
-            detail=str(exc)[:300]))
+        return template(_guard("fail", msg("guard.provider_failed", error=str(exc)[:300]),
+                               [ComposerGuardViolation(kind="malformed", token="provider failure")]))
     except (ValueError, ValidationError, TypeError) as exc:
-        return template(ComposerGuardResult(
-            status="fail", violations=[ComposerGuardViolation(kind="malformed", token=type(exc).__name__)],
-            detail=f"composer output is not the strict JSON contract: {str(exc)[:300]}"))
+        return template(_guard("fail", msg("guard.not_contract", error=str(exc)[:300]),
+                               [ComposerGuardViolation(kind="malformed", token=type(exc).__name__)]))
     violations = check_output(output, composer_input, ctx.services, filtered, min_overlap)
     if violations:
-        return template(ComposerGuardResult(
-            status="fail", violations=violations,
-            detail=f"{len(violations)} statement(s) not licensed by the composer input"))
+        return template(_guard("fail", msg("guard.unlicensed", count=len(violations)), violations))
     return output, ComposerGuardResult(status="pass"), output.user_facing_answer
+
+
+def _because(code: str, verification: str, check: ClaimCheck | None) -> Message:
+    """A filter reason for a claim; one the verifier left unchecked says so (it counts as unsupported)."""
+    reason = msg(code, why=verification)
+    if check is None:
+        reason.then.append(msg("filter.no_check"))
+    return reason
+
+
+def _guard(status: str, why: Message, violations: Sequence[ComposerGuardViolation] = ()) -> ComposerGuardResult:
+    return ComposerGuardResult(status=status, violations=list(violations), detail=render(why, "en"),  # type: ignore[arg-type]
+                               msg=why)
