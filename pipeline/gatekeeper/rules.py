@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import StrictBool, StrictStr
@@ -259,28 +259,30 @@ def _tool(name: str) -> str | None:
     return _persisted[name]
 
 
-def _ref_problems(ids: Any, tool_name: Any, context: RuleContext, digest: str = "") -> list[Message]:
-    """What is wrong with citing `ids` under `tool_name` from this session (shared with digest_ref,
-    which names the `digest` the citation is made in)."""
-    prefix = "gk.digest_ref." if digest else "gk.ref."
-    where: dict[str, str] = {"digest": digest} if digest else {}
+def _ref_problems(ids: Any, tool_name: Any, context: RuleContext) -> list[Message]:
+    """What is wrong with citing `ids` under `tool_name` from this session (shared with digest_ref)."""
     good = valid_ids(ids)
     if not good:
-        return [msg(prefix + "ids_empty", **where)]
+        return [msg("gk.ref.ids_empty")]
     problems: list[Message] = []
     wanted = _tool(tool_name) if isinstance(tool_name, str) else None
     if wanted is None and isinstance(tool_name, str):
-        problems.append(msg(prefix + "unknown_tool", tool=repr(tool_name), **where))
+        problems.append(msg("gk.ref.unknown_tool", tool=repr(tool_name)))
     for inv_id in good:
         info = context.invocation(inv_id)
         if info is None:
-            problems.append(msg(prefix + "fabricated_id", invocation=inv_id, **where))
+            problems.append(msg("gk.ref.fabricated_id", invocation=inv_id))
         elif info[0] != context.session_id:
-            problems.append(msg(prefix + "other_session", invocation=inv_id, session=info[0], **where))
+            problems.append(msg("gk.ref.other_session", invocation=inv_id, session=info[0]))
         elif wanted is not None and wanted != info[1]:
-            problems.append(msg(prefix + "tool_mismatch", tool=tool_name, wanted=wanted, invocation=inv_id,
-                                actual=info[1], **where))
+            problems.append(msg("gk.ref.tool_mismatch", tool=tool_name, wanted=wanted, invocation=inv_id, actual=info[1]))
     return problems
+
+
+def _in_digest(problem: Message, digest_id: str) -> Message:
+    """A reference problem said of a digest: its gk.digest_ref twin, which names the digest."""
+    return problem.model_copy(update={"code": problem.code.replace("gk.ref.", "gk.digest_ref.", 1),
+                                      "params": {**problem.params, "digest": digest_id}})
 
 
 @rule_kind
@@ -528,7 +530,7 @@ def _entity_facts(context: RuleContext) -> list[tuple[str, dict[str, Any], froze
         excerpt = binding.get("evidence_excerpt")
         # An excerpt written all in capitals says nothing by its capitals.
         stated = isinstance(excerpt, str) and any(ch.islower() for ch in excerpt)
-        said = frozenset(fidelity.capitals(excerpt)) if stated else frozenset()
+        said = frozenset(fidelity.capitals(excerpt)) if stated and isinstance(excerpt, str) else frozenset()
         words = tuple(w for w in map(fidelity.preceding_word, fidelity.befores(feats)) if w)
         if feats.get("entities") or feats.get("hunks") or feats.get("added") or words or (said and feats.get("caps")):
             out.append((target, feats, said, frozenset(feats.get("caps", ())), words))
@@ -604,7 +606,9 @@ class HallucinationPhraseRule(RuleKind):
         literals = _blacklist_literals(tuple(p.blacklist))
         out = RuleResult(self.id)
         for path in p.targetFields:
-            texts, joined = context.fact((self.id, path), lambda c: _normalized_field(c.structured, path))
+            # partial, not a closure over the loop variable: the fact is computed now or never
+            # today, but a lazier cache must not read the loop's last path.
+            texts, joined = context.fact((self.id, path), partial(_normalized_field, path))
             # Every match is one of the literals, so the alternation of just the literals the texts
             # contain finds the same (leftmost, first-listed) matches, and most sessions contain
             # none. The texts are normalized (no newlines), so joining them cannot create a match.
@@ -620,8 +624,8 @@ class HallucinationPhraseRule(RuleKind):
         return out
 
 
-def _normalized_field(data: Any, path: str) -> tuple[list[tuple[str, str]], str]:
-    texts = [(target, normalize(text)) for target, text in _field_values(data, path)]
+def _normalized_field(path: str, context: RuleContext) -> tuple[list[tuple[str, str]], str]:
+    texts = [(target, normalize(text)) for target, text in _field_values(context.structured, path)]
     return texts, "\n".join(text for _, text in texts)
 
 
@@ -725,8 +729,8 @@ class DigestRefRule(RuleKind):
                     )
         for di, digest in enumerate(context.digests):
             target = f"digests[{di}]"
-            for problem in _ref_problems(digest.source_invocation_ids, digest.tool, context, digest.digest_id):
-                out.findings.append(Finding(target, problem))
+            for problem in _ref_problems(digest.source_invocation_ids, digest.tool, context):
+                out.findings.append(Finding(target, _in_digest(problem, digest.digest_id)))
             quote = context.features.get(target, {}).get("quote", {})
             score = quote.get("score")
             if score is None or score >= p.quotePassThreshold:

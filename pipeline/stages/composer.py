@@ -152,29 +152,29 @@ def assemble_input(
         why = verification
         if cid in unbacked:
             missing.append(gap["external_unknown"])
-            keep_away(source, text, _because("filter.unbacked", why, check), "missing_info")
+            keep_away(source, text, _because(msg("filter.unbacked", why=why), check), "missing_info")
         elif verification in ("direct_observation", "reasonable_inference"):
             if verdict == "REJECT" and (verification != "direct_observation" or ctype == "root_cause"):
-                keep_away(source, text, _because("filter.reject_not_direct", why, check))
+                keep_away(source, text, _because(msg("filter.reject_not_direct", why=why), check))
             elif ctype == "root_cause" and (verdict != "PASS" or verification != "direct_observation"):
-                demote(source, text, _because("filter.root_cause", why, check))
+                demote(source, text, _because(msg("filter.root_cause", why=why), check))
             else:
                 allowed_claims.append(ComposerClaim(claim_id=cid, claim_type=ctype, claim_text=text))
         elif verification == "overstated":
             if verdict == "REJECT":
                 missing.append(gap["overstated"])
-                keep_away(source, text, _because("filter.overstated_reject", why, check), "missing_info")
+                keep_away(source, text, _because(msg("filter.overstated_reject", why=why), check), "missing_info")
             else:
-                demote(source, text, _because("filter.downgraded", why, check))
+                demote(source, text, _because(msg("filter.downgraded", why=why), check))
         elif verification == "unsupported":
             softened = soften(text)
             missing.append(gap["unsupported"].format(text=softened) if softened else gap["overstated"])
-            keep_away(source, text, _because("filter.unsupported", why, check), "missing_info")
+            keep_away(source, text, _because(msg("filter.unsupported", why=why), check), "missing_info")
         elif verification == "external_unknown":
             missing.append(gap["external_unknown"])
-            keep_away(source, text, _because("filter.external", why, check), "missing_info")
+            keep_away(source, text, _because(msg("filter.external", why=why), check), "missing_info")
         else:
-            keep_away(source, text, _because("filter.contradicted", why, check))
+            keep_away(source, text, _because(msg("filter.contradicted", why=why), check))
 
     hyp_checks = {h.hypothesis_index: h for h in verifier_output.hypothesis_checks}
     for i, hyp in enumerate(_dicts(structured.get("hypotheses"))):
@@ -279,9 +279,8 @@ def run_composer(
     return output, ComposerGuardResult(status="pass"), output.user_facing_answer
 
 
-def _because(code: str, verification: str, check: ClaimCheck | None) -> Message:
+def _because(reason: Message, check: ClaimCheck | None) -> Message:
     """A filter reason for a claim; one the verifier left unchecked says so (it counts as unsupported)."""
-    reason = msg(code, why=verification)
     if check is None:
         reason.then.append(msg("filter.no_check"))
     return reason
