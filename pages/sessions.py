@@ -15,7 +15,7 @@ from pages import _common as ui
 from pipeline import queue
 from pipeline.bundle import export_bundle
 from pipeline.demo import demo_runs, run_demo
-from pipeline.gatekeeper.rules_schema import PARAM_MODELS
+from pipeline.gatekeeper.rules import RULES
 from pipeline.record import SessionRow
 from pipeline.store import SessionFilter
 
@@ -51,7 +51,7 @@ def sidebar() -> queue.QueueFilter:
         reviewed = st.segmented_control(
             ui.t("sessions.reviewed"), list(REVIEWED), default="no", required=True, key="sessions_reviewed",
             format_func=lambda v: ui.t(f"sessions.reviewed.{v}"), bind="query-params")
-        rule = st.selectbox(ui.t("sessions.rule"), ["", *PARAM_MODELS], key="sessions_rule", bind="query-params")
+        rule = st.selectbox(ui.t("sessions.rule"), ["", *RULES], key="sessions_rule", bind="query-params")
         since = st.date_input(ui.t("sessions.since"), value=None, key="sessions_since", bind="query-params")
         until = st.date_input(ui.t("sessions.until"), value=None, key="sessions_until", bind="query-params")
         service = st.text_input(ui.t("sessions.service"), key="sessions_service", bind="query-params")

@@ -36,14 +36,13 @@ from pipeline.contracts import (
 )
 from pipeline.errors import RulesError
 from pipeline.gatekeeper.features import binding_target
+from pipeline.gatekeeper.kinds import Severity
 from pipeline.gatekeeper.matcher import decode_output
 from pipeline.gatekeeper.rules_schema import (
     INDEX_FILE,
     METADATA_FILE,
-    PARAM_MODELS,
     RuleSet,
     RuleSpec,
-    Severity,
     load_rules_from_text,
     parse_rules_yaml,
 )
@@ -421,7 +420,7 @@ def _literal_options(annotation: Any) -> tuple[str, ...]:
 
 def param_fields(spec: RuleSpec) -> list[ParamField]:
     """How to edit each parameter of a rule, read from the rule kind's parameter model."""
-    model = PARAM_MODELS[spec.id]
+    model = type(spec.params)
     values = spec.params.model_dump()
     out = []
     for name, info in model.model_fields.items():

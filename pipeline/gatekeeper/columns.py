@@ -29,14 +29,16 @@ from pipeline.contracts import GatekeeperResult
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.engine import unbacked_claims
 from pipeline.gatekeeper.replay import ReplayInput, project_verdict
-from pipeline.gatekeeper.rules import RULES, RuleContext, _keyword_coverage  # the rule's own measure, not a copy
-from pipeline.gatekeeper.rules_schema import (
-    DigestRefParams,
-    EntityParams,
-    RuleSet,
-    SimilarityParams,
-    UtilizationParams,
+from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own measure, not a copy
+    RULES,
+    DigestRefRule,
+    EvidenceUtilizationRule,
+    ExcerptEntitiesRule,
+    ExcerptSimilarityRule,
+    RuleContext,
+    _keyword_coverage,
 )
+from pipeline.gatekeeper.rules_schema import RuleSet
 
 COLUMNS_VERSION = 1  # part of lists_key: rows derived by older code are judged again
 ALWAYS = 2.0  # an entity_score above any minLocatedScore (thresholds lie in [0, 1])
@@ -70,7 +72,7 @@ def _lists_clean(context: RuleContext, rules: RuleSet) -> bool:
         spec = rules.get(rule_id)
         if spec is None:
             continue
-        if isinstance(spec.params, DigestRefParams):
+        if isinstance(spec.params, DigestRefRule.Params):
             # The quote thresholds are judged per candidate from min_quote, so nothing is below 0 here.
             spec = replace(spec, params=spec.params.model_copy(update={"quotePassThreshold": 0.0,
                                                                        "quoteWarnThreshold": 0.0}))
@@ -104,7 +106,7 @@ def _entity_scores(context: RuleContext, rules: RuleSet) -> dict[str, float]:
 
 def _invented(feats: dict[str, Any], rules: RuleSet) -> int:
     spec = rules.get("evidence.excerpt_similarity")
-    if spec is None or not isinstance(spec.params, SimilarityParams):
+    if spec is None or not isinstance(spec.params, ExcerptSimilarityRule.Params):
         return 0
     return len(fidelity.invented(feats, spec.params.inventedMinLetters, spec.params.inventedMinCjkRun))
 
@@ -179,7 +181,7 @@ def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_
     code = arrays.keys.index(key) if key in arrays.keys else -1
     session = ~(arrays.lists_clean & (arrays.lists_key == code))
     flagged = np.zeros(len(arrays.b_session), dtype=bool)
-    sim: SimilarityParams | None = _enabled(rules, "evidence.excerpt_similarity")
+    sim: ExcerptSimilarityRule.Params | None = _enabled(rules, "evidence.excerpt_similarity")
     if sim is not None:
         candidates = {"output": np.where(arrays.b_full & (arrays.b_gap <= sim.maxPieceGap), 1.0, arrays.b_score),
                       "digest.source_quote": arrays.b_quote, "digest.summary": arrays.b_summary}
@@ -188,13 +190,13 @@ def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_
             best = np.fmax(best, candidates[name])  # fmax: a NaN (no score) loses to any score
         flagged |= (best >= 0) & (best < sim.passThreshold)
         flagged |= arrays.b_invented > sim.inventedTolerated
-    ent: EntityParams | None = _enabled(rules, "evidence.excerpt_entities")
+    ent: ExcerptEntitiesRule.Params | None = _enabled(rules, "evidence.excerpt_entities")
     if ent is not None:
         flagged |= arrays.b_entity >= ent.minLocatedScore
-    util: UtilizationParams | None = _enabled(rules, "claim.evidence_utilization")
+    util: EvidenceUtilizationRule.Params | None = _enabled(rules, "claim.evidence_utilization")
     if util is not None:
         session |= arrays.min_coverage < util.minKeywordCoverage  # NaN compares False
-    ref: DigestRefParams | None = _enabled(rules, "evidence.digest_ref")
+    ref: DigestRefRule.Params | None = _enabled(rules, "evidence.digest_ref")
     if ref is not None:
         session |= arrays.min_quote < ref.quotePassThreshold
     hit: npt.NDArray[np.bool_] = session | np.bincount(arrays.b_session[flagged], minlength=n).astype(bool)

@@ -1,107 +1,36 @@
 """The two rule files (seed 000 §10): index.yaml lists rules, metadata.yaml tunes them.
 
-Every threshold, list and switch lives in these files; the parameter models below only say
-which keys a rule kind accepts and of what type (no defaults, so the YAML is the single
-source). Loading is all-or-nothing: any problem raises RulesError with every message as
-"file: field: problem", and the caller keeps the RuleSet it already had.
+Every threshold, list and switch lives in these files; each rule kind's `Params` model
+(pipeline/gatekeeper/rules.py) only says which keys it accepts and of what type (no defaults,
+so the YAML is the single source). Name, description, severity and verdictImpact fall back to
+the kind's own when a file leaves them out. Loading is all-or-nothing: any problem raises
+RulesError with every message as "file: field: problem", and the caller keeps the RuleSet it
+already had.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import ValidationError
 
 from pipeline import safeyaml
 from pipeline.contracts import VerdictImpact
 from pipeline.errors import QUOTE_CHARS, RulesError, quote
+from pipeline.gatekeeper.kinds import RuleKind, RuleParams, Severity
+from pipeline.gatekeeper.rules import RULES  # importing the kinds' module is what registers them
 
 INDEX_FILE = "index.yaml"
 # The shipped files are ~5 KB; a limit far above any hand-tuned file keeps a pasted or
 # generated monster from being parsed at all.
 MAX_RULES_FILE_BYTES = 256 * 1024
 METADATA_FILE = "metadata.yaml"
-Severity = Literal["error", "warning"]
-_IMPACTS = ("warn_only", "low_confid_on_fail", "reject_on_fail")
-_SEVERITIES = ("error", "warning")
-Number = StrictFloat  # strict: "0.5" is refused, 1 is accepted as 1.0; a threshold in [0, 1]
-Count = StrictInt  # a length or a number of things, >= 0
-_FIELD_PATH = re.compile(r"[a-z_]+(\[\])?(\.[a-z_]+(\[\])?)*")
-
-
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SchemaParams(_Params):
-    requiredFields: list[StrictStr]
-    claimRequiredFields: list[StrictStr]
-    bindingRequiredFields: list[StrictStr]
-    supportLevels: list[StrictStr]
-    deprecatedFields: list[StrictStr]
-    arrayFields: list[StrictStr]
-    allowEmptyClaims: StrictBool
-
-
-class InvocationRefParams(_Params):
-    pass
-
-
-class SimilarityParams(_Params):
-    passThreshold: Number
-    warnThreshold: Number
-    compareAgainst: list[Literal["output", "digest.source_quote", "digest.summary"]]
-    maxPieceGap: Count
-    inventedMinLetters: Count
-    inventedMinCjkRun: Count
-    inventedTolerated: Count
-
-
-class EntityParams(_Params):
-    kinds: list[Literal["service", "error_code", "identifier", "percentage", "quantity", "http_status", "number"]]
-    minLocatedScore: Number
-    negationTerms: list[StrictStr]
-    negationOutcome: Literal["fail", "warn", "off"]
-    antonyms: list[list[StrictStr]]
-    logLevels: list[list[StrictStr]]
-
-
-class PhraseParams(_Params):
-    targetFields: list[StrictStr]
-    blacklist: list[StrictStr]
-    allowInFields: list[StrictStr]
-
-
-class UtilizationParams(_Params):
-    minKeywordCoverage: Number
-
-
-class DigestRefParams(_Params):
-    requireDigestId: StrictBool
-    requireIdsWithinDigest: StrictBool
-    quotePassThreshold: Number
-    quoteWarnThreshold: Number
-
-
-PARAM_MODELS: dict[str, type[_Params]] = {
-    "schema.executor_v2": SchemaParams,
-    "evidence.invocation_ref": InvocationRefParams,
-    "evidence.excerpt_similarity": SimilarityParams,
-    "evidence.excerpt_entities": EntityParams,
-    "claim.hallucination_phrases": PhraseParams,
-    "claim.evidence_utilization": UtilizationParams,
-    "evidence.digest_ref": DigestRefParams,
-}
-# Pairs (lower, upper) of thresholds that must be ordered.
-_ORDERED = {
-    "evidence.excerpt_similarity": ("warnThreshold", "passThreshold"),
-    "evidence.digest_ref": ("quoteWarnThreshold", "quotePassThreshold"),
-}
+_IMPACTS: tuple[str, ...] = get_args(VerdictImpact)
+_SEVERITIES: tuple[str, ...] = get_args(Severity)
 
 
 @dataclass(frozen=True)
@@ -114,7 +43,7 @@ class RuleSpec:
     enabled: bool
     severity: Severity
     verdict_impact: VerdictImpact
-    params: _Params
+    params: RuleParams
     note: str = ""  # metadata description: why the rule is tuned this way
 
     @cached_property
@@ -273,8 +202,9 @@ def _build(index: Any, meta: Any) -> RuleSet:
             errors.append(f"{where}.id: duplicate rule id {quote(rule_id)}")
             continue
         seen.add(rule_id)
-        if rule_id not in PARAM_MODELS:
-            known = ", ".join(PARAM_MODELS)
+        kind = RULES.get(rule_id)
+        if kind is None:
+            known = ", ".join(RULES)
             errors.append(f"{where}.id: unknown rule id {quote(rule_id)} (no implementation; known: {known})")
             continue
         for key in entry:
@@ -286,7 +216,7 @@ def _build(index: Any, meta: Any) -> RuleSet:
         enabled = entry.get("enabled", True)
         if not isinstance(enabled, bool):
             errors.append(f"{where}.enabled: must be true or false, got {quote(enabled)}")
-        spec = _spec(rule_id, entry, metadata.get(rule_id), errors)
+        spec = _spec(kind, entry, metadata.get(rule_id), errors)
         if spec is not None:
             specs.append(spec)
     for rule_id in metadata:
@@ -335,19 +265,20 @@ def _metadata_entries(meta: Any, errors: list[str]) -> dict[str, dict[str, Any]]
     return out
 
 
-def _spec(rule_id: str, entry: dict[str, Any], meta: dict[str, Any] | None, errors: list[str]) -> RuleSpec | None:
-    where = f"{METADATA_FILE}: ruleMetadata.{rule_id}"
+def _spec(kind: RuleKind, entry: dict[str, Any], meta: dict[str, Any] | None, errors: list[str]) -> RuleSpec | None:
+    where = f"{METADATA_FILE}: ruleMetadata.{kind.id}"
     if meta is None:
-        errors.append(f"{where}: missing (every rule in {INDEX_FILE} needs severity and verdictImpact)")
+        # Present even when empty: a tuner reads one file to see how every rule is set.
+        errors.append(f"{where}: missing (every rule in {INDEX_FILE} has an entry here, {{}} for the kind's defaults)")
         return None
     before = len(errors)
     for key in meta:
         if key not in ("severity", "verdictImpact", "description", "params"):
             errors.append(f"{where}.{_key(key)}: unknown field")
-    severity = meta.get("severity")
+    severity = meta.get("severity", kind.severity)
     if severity not in _SEVERITIES:
         errors.append(f"{where}.severity: {quote(severity)} is not one of {', '.join(_SEVERITIES)}")
-    impact = meta.get("verdictImpact")
+    impact = meta.get("verdictImpact", kind.verdict_impact)
     if impact not in _IMPACTS:
         errors.append(f"{where}.verdictImpact: {quote(impact)} is not one of {', '.join(_IMPACTS)}")
     elif severity == "warning" and impact != "warn_only":
@@ -361,17 +292,17 @@ def _spec(rule_id: str, entry: dict[str, Any], meta: dict[str, Any] | None, erro
         errors.append(f"{where}.params: must be a mapping")
     else:
         try:
-            params = PARAM_MODELS[rule_id].model_validate(raw_params)
+            params = kind.Params.model_validate(raw_params)
         except ValidationError as exc:
             errors.extend(_param_messages(where, exc))
     if params is not None:
-        errors.extend(_param_checks(rule_id, where, params))
+        errors.extend(_param_checks(where, params))
     if len(errors) > before or params is None:
         return None
     return RuleSpec(
-        id=rule_id,
-        name=entry.get("name", rule_id),
-        description=entry.get("description", ""),
+        id=kind.id,
+        name=entry.get("name", kind.name),
+        description=entry.get("description", kind.description),
         enabled=entry.get("enabled", True),
         severity=cast(Severity, severity),  # checked against _SEVERITIES above
         verdict_impact=cast(VerdictImpact, impact),  # checked against _IMPACTS above
@@ -394,31 +325,12 @@ def _param_messages(where: str, exc: ValidationError) -> list[str]:
     return out
 
 
-def _param_checks(rule_id: str, where: str, params: _Params) -> list[str]:
+def _param_checks(where: str, params: RuleParams) -> list[str]:
     out = []
     for name, value in params.model_dump().items():
         if isinstance(value, float) and not 0.0 <= value <= 1.0:
             out.append(f"{where}.params.{name}: {value} is outside [0, 1]")
         elif isinstance(value, int) and not isinstance(value, bool) and value < 0:
             out.append(f"{where}.params.{name}: {value} is negative")
-    pair = _ORDERED.get(rule_id)
-    if pair:
-        low, high = getattr(params, pair[0]), getattr(params, pair[1])
-        if low > high:
-            out.append(f"{where}.params.{pair[0]}: {low} > {pair[1]} {high}")
-    if isinstance(params, EntityParams):
-        for pos, words in enumerate(params.antonyms):
-            if len(words) != 2 or not all(t.strip() for t in words):
-                out.append(f"{where}.params.antonyms[{pos}]: must be a pair of two words, got {quote(words)}")
-        for pos, group in enumerate(params.logLevels):
-            if not group:
-                out.append(f"{where}.params.logLevels[{pos}]: must list at least one level word")
-    if isinstance(params, PhraseParams):
-        both = set(params.targetFields) & set(params.allowInFields)
-        for name in sorted(both):
-            out.append(f"{where}.params.allowInFields: {name} is also a targetField")
-        for name in params.targetFields:
-            if not _FIELD_PATH.fullmatch(name):
-                out.append(f"{where}.params.targetFields: {quote(name)} is not a field path like claims[].claim_text")
+    out.extend(f"{where}.params.{name}: {problem}" for name, problem in params.problems())
     return out
-

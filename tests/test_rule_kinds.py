@@ -1,0 +1,131 @@
+"""A rule kind is one class: declared here, it loads from the rule files, runs, sets the verdict
+and gets a Rules-page form, with no other code touched."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline import views
+from pipeline.gatekeeper import GateContext, RulesError, gate_verdict, load_rules_from_text, run_gatekeeper
+from pipeline.gatekeeper.kinds import Count, RuleKind, RuleParams, params_of, rule_kind
+from pipeline.gatekeeper.rules import RULES, Finding, RuleContext, RuleResult
+from pipeline.gatekeeper.rules_schema import RuleSpec
+
+RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+INDEX = (RULES_DIR / "index.yaml").read_text(encoding="utf-8")
+METADATA = (RULES_DIR / "metadata.yaml").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def registry() -> Iterator[dict[str, RuleKind]]:
+    """The registry as it was before the test's kinds registered themselves."""
+    before = dict(RULES)
+    yield RULES
+    RULES.clear()
+    RULES.update(before)
+
+
+def _declare_claim_count() -> type[RuleKind]:
+    @rule_kind
+    class ClaimCountRule(RuleKind):
+        id = "claim.count"
+        name = "Claim Count Check"
+        description = "an answer makes few enough claims to be reviewed"
+        severity = "error"
+        verdict_impact = "reject_on_fail"
+
+        class Params(RuleParams):
+            maxClaims: Count
+
+            def problems(self) -> Iterator[tuple[str, str]]:
+                if self.maxClaims == 0:
+                    yield "maxClaims", "0 would refuse every answer"
+
+        def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
+            p = params_of(metadata, ClaimCountRule.Params)
+            out = RuleResult(self.id)
+            claims = context.structured.get("claims") if isinstance(context.structured, dict) else None
+            if isinstance(claims, list) and len(claims) > p.maxClaims:
+                out.findings.append(Finding("claims", f"{len(claims)} claims, more than maxClaims {p.maxClaims}"))
+            return out
+
+    return ClaimCountRule
+
+
+def _files(params: str = "maxClaims: 1") -> tuple[str, str]:
+    # Only id in the index and only params in the metadata: the rest are the class's defaults.
+    index = INDEX + "  - id: claim.count\n"
+    metadata = METADATA + f"  claim.count:\n    params: {{{params}}}\n"
+    return index, metadata
+
+
+def _claim(n: int) -> dict:
+    return {"claim_id": f"c{n}", "claim_type": "symptom", "claim_text": "payment-service times out",
+            "support_level": "direct", "evidence_bindings": []}
+
+
+def test_a_kind_declared_in_one_class_loads_runs_and_decides_the_verdict(registry):
+    _declare_claim_count()
+    rules = load_rules_from_text(*_files())
+    spec = rules.get("claim.count")
+    assert spec is not None and spec.enabled
+    assert (spec.name, spec.description) == ("Claim Count Check", "an answer makes few enough claims to be reviewed")
+    assert (spec.severity, spec.verdict_impact) == ("error", "reject_on_fail")
+    assert spec.params.model_dump() == {"maxClaims": 1}
+
+    structured = {"answer_version": "executor_evidence_v2", "claims": [_claim(1), _claim(2)]}
+    outcome = run_gatekeeper(GateContext("s-1", structured, {}, lambda _id: None), rules)
+    ours = [e for e in outcome.result.errors if e.rule_id == "claim.count"]
+    assert [(e.target, e.message) for e in ours] == [("claims", "2 claims, more than maxClaims 1")]
+    assert "claim.count" in outcome.result.failed_rules
+    assert gate_verdict(outcome.result, rules) == "REJECT"
+    # Retuned from the Rules page: the same session passes this rule at a higher limit.
+    relaxed = rules.with_params("claim.count", maxClaims=2)
+    outcome = run_gatekeeper(GateContext("s-1", structured, {}, lambda _id: None), relaxed)
+    assert "claim.count" not in outcome.result.failed_rules
+    # The Rules page form is read from the class's Params, and the YAML round-trips.
+    assert [(f.name, f.kind, f.value) for f in views.param_fields(spec)] == [("maxClaims", "count", 1)]
+    assert load_rules_from_text(*relaxed.to_yaml()) == relaxed
+
+
+@pytest.mark.parametrize("params, message", [
+    ("maxClaims: '3'", "metadata.yaml: ruleMetadata.claim.count.params.maxClaims: Input should be a valid integer"),
+    ("maxClaims: 0", "metadata.yaml: ruleMetadata.claim.count.params.maxClaims: 0 would refuse every answer"),
+    ("maxClaims: -1", "metadata.yaml: ruleMetadata.claim.count.params.maxClaims: -1 is negative"),
+    ("maxClaims: 2, maxWords: 9", "metadata.yaml: ruleMetadata.claim.count.params.maxWords: unknown parameter"),
+    ("", "metadata.yaml: ruleMetadata.claim.count.params.maxClaims: missing"),
+])
+def test_the_files_are_validated_against_the_declared_params(registry, params, message):
+    _declare_claim_count()
+    with pytest.raises(RulesError) as info:
+        load_rules_from_text(*_files(params))
+    (found,) = info.value.messages
+    assert found.startswith(message)
+
+
+def test_without_the_class_the_rule_id_has_no_implementation():
+    with pytest.raises(RulesError) as info:
+        load_rules_from_text(*_files())
+    assert info.value.messages[0].startswith("index.yaml: rules[7].id: unknown rule id 'claim.count'")
+
+
+def test_a_wrong_declaration_fails_at_import(registry):
+    _declare_claim_count()
+    with pytest.raises(TypeError, match="registered twice"):
+        _declare_claim_count()
+
+    class NoImpact(RuleKind):
+        id, name, description, severity = "claim.no_impact", "x", "x", "error"
+
+    with pytest.raises(TypeError, match="verdict_impact"):
+        rule_kind(NoImpact)
+
+    class LooseWarning(RuleKind):
+        id, name, description, severity, verdict_impact = "claim.loose", "x", "x", "warning", "reject_on_fail"
+
+    with pytest.raises(TypeError, match="warn_only"):
+        rule_kind(LooseWarning)
+    assert "claim.no_impact" not in RULES and "claim.loose" not in RULES
