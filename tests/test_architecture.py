@@ -99,7 +99,7 @@ def test_engine_imports_flow_one_way(path: Path):
 
 def test_the_verdict_policy_reads_only_contracts_and_text():
     targets = {t for _, t, _ in _imports(ROOT / "pipeline" / "policy.py") if _within(t, "pipeline")}
-    assert targets <= {"pipeline.contracts", "pipeline.text"}
+    assert targets <= {"pipeline.contracts", "pipeline.text", "pipeline.messages"}
 
 
 PAGES = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
