@@ -68,7 +68,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from pipeline.report import render_trace
 
-    print(render_trace(Store(_settings(args).db_url), args.session_id))
+    print(render_trace(Store(_settings(args).db_url), args.session_id, getattr(args, "lang", "en")))
     return 0
 
 

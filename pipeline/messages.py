@@ -9,8 +9,9 @@ Message with `then` parts, joined in the reader's punctuation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from string import Formatter
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,6 +47,17 @@ def render(message: Message, lang: str) -> str:
     else:
         text = entry[key].format(**message.params)
     return _JOIN[key].join([text, *(render(part, key) for part in message.then)])
+
+
+def localized(text: str, message: Message | Mapping[str, Any] | None, lang: str) -> str:
+    """A stored English `text` in `lang`: its message rendered, or the text itself when the record
+    was written before messages had codes. A gatekeeper warning inside a failed rule keeps its mark."""
+    if not message:
+        return text
+    shown = render(message if isinstance(message, Message) else Message.model_validate(message), lang)
+    if text.startswith("[warn] "):
+        return ("[警告] " if lang == "zh" else "[warn] ") + shown
+    return shown
 
 
 def placeholders(template: str) -> set[str]:

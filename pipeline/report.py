@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import json
 
+from pipeline.messages import localized
 from pipeline.record import SessionRecord, read_session
 from pipeline.store import Store
+from pipeline.views import verdict_reasons
 
 
 def _section(title: str) -> str:
     return f"\n== {title} " + "=" * max(3, 70 - len(title))
 
 
-def render_trace(store: Store, session_id: str) -> str:
+def render_trace(store: Store, session_id: str, lang: str = "en") -> str:
     """Raises NotFound for an unknown id."""
-    return render_record(read_session(store, session_id))
+    return render_record(read_session(store, session_id), lang)
 
 
-def render_record(r: SessionRecord) -> str:
+def render_record(r: SessionRecord, lang: str = "en") -> str:
+    """The engine's messages (reasons, findings, coverage) in `lang`; the layout stays English."""
+
     lines = [
         f"session {r.id}  ({r.status}, stage {r.stage})",
         f"question: {r.question}",
@@ -42,17 +46,17 @@ def render_record(r: SessionRecord) -> str:
             lines += [f"  hypothesis: {h.hypothesis_text}" for h in ci.allowed_hypotheses]
             lines += [f"  missing: {m}" for m in ci.missing_info]
             lines += [f"  action: {a.action_text}" for a in ci.recommended_actions]
-        lines += [f"  filtered {f.source}: {f.reason}" for f in ev.composer_filtered]
+        lines += [f"  filtered {f.source}: {localized(f.reason, f.msg, lang)}" for f in ev.composer_filtered]
         lines.append(_section("verifier"))
         lines.append(f"verifier said {ev.verifier_verdict}; final {ev.verdict}; rationale: {ev.rationale}")
-        lines += [f"  guard: {reason}" for reason in ev.verdict_guard_reasons]
+        lines += [f"  guard: {reason}" for reason in verdict_reasons(ev, lang)]
         lines += [f"  {c.claim_id}: {c.verification} - {c.detail}" for c in ev.claim_checks]
         lines += [f"  digest {d.digest_id}: {d.verification} {d.detail}" for d in ev.digest_checks]
-        lines += [f"  coverage {c.service}: {c.status} {c.detail}" for c in ev.question_coverage]
+        lines += [f"  coverage {c.service}: {c.status} {localized(c.detail, c.msg, lang)}" for c in ev.question_coverage]
         gate = ev.gatekeeper_result
         lines.append(_section("gatekeeper"))
         lines.append(f"status {gate.status}; failed {gate.failed_rules}; warnings {gate.warnings}")
-        lines += [f"  {e.rule_id} @ {e.target}: {e.message}" for e in gate.errors]
+        lines += [f"  {e.rule_id} @ {e.target}: {localized(e.message, e.msg, lang)}" for e in gate.errors]
         lines.append(_section(f"executor output (parse: {ev.executor_output_parse_status.status})"))
     for c in r.claims:
         lines.append(f"  {c.claim_id} [{c.claim_type}/{c.support_level}] {c.claim_text}")

@@ -33,6 +33,7 @@ from pipeline.contracts import (
     HypothesisCheck,
     Verdict,
     VerdictImpact,
+    VerifierEvaluation,
 )
 from pipeline.errors import RulesError
 from pipeline.gatekeeper.features import binding_target
@@ -46,6 +47,7 @@ from pipeline.gatekeeper.rules_schema import (
     load_rules_from_text,
     parse_rules_yaml,
 )
+from pipeline.messages import Message, render
 from pipeline.record import (
     BindingFeatures,
     EntityMiss,
@@ -100,6 +102,7 @@ class ClaimCard:
     bindings: list[BindingView]
     composer: str  # "allowed" or where the composer-input filter moved it ("missing_info", ...)
     filter_reason: str = ""
+    filter_msg: Message | None = None  # filter_reason as code + parameters, for the reader's language
     reviews: list[ReviewRecord] = field(default_factory=list)
 
     @property
@@ -149,9 +152,15 @@ def claim_cards(record: SessionRecord) -> list[ClaimCard]:
                       for bi, b in enumerate(claim.evidence_bindings)],
             composer="allowed" if claim.claim_id in allowed else (moved.moved_to if moved else "dropped"),
             filter_reason=moved.reason if moved else "",
+            filter_msg=moved.msg if moved else None,
             reviews=record.claim_reviews(claim.claim_id),
         ))
     return cards
+
+
+def verdict_reasons(ev: VerifierEvaluation, lang: str) -> list[str]:
+    """Why the verdict is not PASS, in `lang`; a session stored before reasons had codes keeps its English."""
+    return [render(m, lang) for m in ev.verdict_reasons] if ev.verdict_reasons else list(ev.verdict_guard_reasons)
 
 
 def session_level_errors(record: SessionRecord) -> list[GatekeeperError]:
