@@ -227,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=helptext)
         sp.add_argument("session_id", type=encodable)
         sp.set_defaults(func=func)
+        if name == "show":
+            sp.add_argument("--lang", choices=["en", "zh"], default="en",
+                            help="language of the engine's messages (reasons, findings, coverage)")
 
     imp = sub.add_parser("import", help="store a session bundle")
     imp.add_argument("file")
