@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -31,21 +32,41 @@ _ENTRY_RAN = "_workbench_entry_ran"  # set by frame() on each run, taken by the 
 _FRAMED = "_workbench_framed"  # frame() ran at least once in this browser session
 
 
+# A local file: a :material/...: or emoji icon is fetched from fonts.gstatic.com, a failed
+# name lookup in every browser console of a workbench without internet access.
+ICON = str(Path(__file__).with_name("icon.png"))
+
+
 def frame() -> Any:
     """What app.py draws around every page: page config, language switch, navigation, CSS.
 
     Returns the page st.navigation picked from the URL; app.py runs it.
     """
-    st.set_page_config(page_title="Evidence Workbench", page_icon=":material/account_tree:", layout="wide")
+    st.set_page_config(page_title="Evidence Workbench", page_icon=ICON, layout="wide")
+    _lang_from_url()
     with st.sidebar:
-        st.segmented_control(t("app.language"), ["en", "zh"], key="lang", default=settings().ui.language,
-                             format_func=lambda code: {"en": "English", "zh": "中文"}[code], required=True,
-                             bind="query-params", persist_state="session")
+        st.segmented_control(t("app.language"), ["en", "zh"], key="lang", required=True, persist_state="session",
+                             format_func=lambda code: {"en": "English", "zh": "中文"}[code])
+    # The URL carries the code (?lang=zh), not the label a bound widget would write (?lang=中文).
+    st.query_params["lang"] = st.session_state[_LANG_URL] = lang()
     st.session_state[_ENTRY_RAN] = st.session_state[_FRAMED] = True
     page = st.navigation([st.Page(path, title=t(key), icon=icon, default=i == 0)
                           for i, (path, key, icon) in enumerate(PAGES)])
     setup()
     return page
+
+
+_LANG_URL = "_workbench_lang_url"  # the ?lang= value frame() last wrote
+
+
+def _lang_from_url() -> None:
+    """?lang=zh|en decides the language on a fresh load and whenever the URL changes it; else the
+    choice in the sidebar (kept for the browser session) stands."""
+    wanted = st.query_params.get("lang")
+    if wanted in ("en", "zh") and wanted != st.session_state.get(_LANG_URL):
+        st.session_state["lang"] = wanted
+    elif st.session_state.get("lang") not in ("en", "zh"):
+        st.session_state["lang"] = settings().ui.language
 
 
 def run_app() -> None:

@@ -105,9 +105,22 @@ def page() -> Iterator:
             dialog.dismiss()
 
         pg.on("dialog", on_dialog)
+        # Issue 14: a page that works still must not log errors (usage statistics are off in
+        # .streamlit/config.toml, so no telemetry host is looked up).
+        console: list[str] = []
+
+        def on_console(msg) -> None:
+            url = msg.location.get("url", "")
+            # Streamlit's client probes /<page>/_stcore/{health,host-config} before the root path
+            # on a deep link: its own 404s, not the workbench's.
+            if msg.type == "error" and not re.search(r"/[^/]+/_stcore/(health|host-config)$", url):
+                console.append(f"{msg.text} {url}")
+
+        pg.on("console", on_console)
         yield pg
         browser.close()
     assert not dialogs, f"a dialog opened: {dialogs}"
+    assert not console, f"browser console errors: {console[:5]}"
 
 
 def _settled(pg) -> None:
@@ -189,7 +202,7 @@ def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
     pg.reload()
     pg.get_by_role("heading", name="Audit trail").wait_for()
     _settled(pg)
-    assert pg.get_by_label("Your name (reviewer)").input_value() == "ann"
+    sync_api.expect(pg.get_by_label("Your name (reviewer)")).to_have_value("ann")
 
     # Sessions: by default the weak-model sessions wait; the clean PASS does not. A row click opens its trace here.
     pg.goto(f"{base}/sessions")
