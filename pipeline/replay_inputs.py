@@ -22,6 +22,7 @@ from sqlalchemy import select
 
 from pipeline.contracts import ClaimCheck, EvidenceDigest, ServiceCoverage, ToolInvocation
 from pipeline.gatekeeper import ReplayInput, cited_invocation_ids
+from pipeline.gatekeeper.features import valid_ids
 from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
 
@@ -122,8 +123,11 @@ class ReplayHistory:
         rows = [row for chunk in _chunks(session_ids)
                 for row in conn.execute(select(*_COLUMNS).where(DiagnosisSession.id.in_(chunk)))
                 if row.gatekeeper_result is not None]
-        cited = sorted({i for row in rows for i in cited_invocation_ids(
-            row.structured, [EvidenceDigest.model_construct(**d) for d in row.evidence_digests or []])})
+        # The digests' ids read from the stored dicts: building digest objects here as well as in
+        # _input was a third of the load.
+        cited = sorted({i for row in rows for i in cited_invocation_ids(row.structured, None)}
+                       | {i for row in rows for d in row.evidence_digests or () if isinstance(d, dict)
+                          for i in valid_ids(d.get("source_invocation_ids"))})
         owners = {i: (s, t) for chunk in _chunks(cited) for i, s, t in conn.execute(
             select(ToolInvocationRow.id, ToolInvocationRow.session_id, ToolInvocationRow.tool_name)
             .where(ToolInvocationRow.id.in_(chunk)))}
