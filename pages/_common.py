@@ -16,6 +16,7 @@ import streamlit as st
 from pipeline import queue, views
 from pipeline.config import Settings, load_settings
 from pipeline.errors import NotFound, WorkbenchError, one_line
+from pipeline.messages import localized
 from pipeline.record import SessionRecord, SessionRow, read_session
 from pipeline.store import SessionFilter, Store
 
@@ -330,6 +331,11 @@ def lang() -> str:
     return value if value in ("en", "zh") else settings().ui.language
 
 
+def say(text: str, message: Any) -> str:
+    """An engine message (gatekeeper finding, reason, coverage) in the page language."""
+    return localized(text, message, lang())
+
+
 def t(key: str, **kw: Any) -> str:
     en, zh = LABELS[key]
     text = zh if lang() == "zh" else en
@@ -482,7 +488,7 @@ def scope_block(r: SessionRecord) -> None:
     parts = [f"{esc(t('scope.services'))}: {services}", f"{esc(t('scope.symptom'))}: {esc(scope.symptom or '—')}",
              f"{esc(t('scope.window'))}: {esc(span)}"]
     coverage = r.evaluation.question_coverage if r.evaluation else []
-    items = "".join(f"<li>{esc(c.service)} {pill(c.status)} <span class='wb-muted'>{esc(c.detail)}</span></li>"
+    items = "".join(f"<li>{esc(c.service)} {pill(c.status)} <span class='wb-muted'>{esc(say(c.detail, c.msg))}</span></li>"
                     for c in coverage)
     html_block(f"<div>{' · '.join(parts)}</div>" + (f'<ul class="wb-list">{items}</ul>' if items else ""))
 

@@ -114,7 +114,7 @@ class Progress:
                 st.write(f"{ui.t('common.warnings')}: {', '.join(gate['warnings'])}")
             for e in gate.get("errors", [])[:20]:
                 ui.html_block(f"<div class='wb-muted'>{ui.esc(e.get('rule_id'))} @ {ui.esc(e.get('target'))}: "
-                              f"{ui.esc(e.get('message'))}</div>")
+                              f"{ui.esc(ui.say(str(e.get('message')), e.get('msg')))}</div>")
 
     def on_retry(self, data: dict[str, Any]) -> None:
         ctx = data.get("retry_context") or {}

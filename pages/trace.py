@@ -8,6 +8,7 @@ import streamlit as st
 
 from pages import _common as ui
 from pipeline import views
+from pipeline.messages import guard_kind
 from pipeline.record import InvocationMeta, SessionRecord
 from pipeline.store import SessionFilter
 
@@ -79,8 +80,9 @@ def final_answer(r: SessionRecord) -> None:
         if guard.used_template:
             line += f" · {ui.esc(ui.t('trace.template'))}"
         if guard.detail:
-            line += f" · {ui.esc(guard.detail)}"
-        violations = "".join(f"<li>{ui.esc(v.kind)}: <code>{ui.esc(v.token)}</code> {ui.esc(v.field)}</li>"
+            line += f" · {ui.esc(ui.say(guard.detail, guard.msg))}"
+        violations = "".join(f"<li>{ui.esc(guard_kind(v.kind, ui.lang()))}: <code>{ui.esc(v.token)}</code> "
+                             f"<code>{ui.esc(v.field)}</code></li>"
                              for v in guard.violations)
         ui.html_block(f"<div>{line}</div>" + (f'<ul class="wb-list">{violations}</ul>' if violations else ""))
 
@@ -122,13 +124,13 @@ def composer_input(r: SessionRecord) -> None:
             # Wrapped text, not a grid: a reason is a sentence and must fit at 1280 px.
             ui.html_block("<ul class='wb-list'>" + "".join(
                 f"<li><code>{ui.esc(f.source)}</code> → <b>{ui.esc(f.moved_to)}</b>: {ui.esc(f.text)}"
-                f"<div class='wb-muted'>{ui.esc(f.reason)}</div></li>" for f in ev.composer_filtered) + "</ul>")
+                f"<div class='wb-muted'>{ui.esc(ui.say(f.reason, f.msg))}</div></li>" for f in ev.composer_filtered) + "</ul>")
         else:
             st.caption(ui.t("ask.none"))
         st.markdown(ui.t("trace.verdict_guard", v=ev.verifier_verdict or "—", f=ev.verdict))
-        if ev.verdict_guard_reasons:
-            ui.html_block("<ul class='wb-list'>" + "".join(f"<li>{ui.esc(x)}</li>" for x in ev.verdict_guard_reasons)
-                          + "</ul>")
+        reasons = views.verdict_reasons(ev, ui.lang())
+        if reasons:
+            ui.html_block("<ul class='wb-list'>" + "".join(f"<li>{ui.esc(x)}</li>" for x in reasons) + "</ul>")
 
 
 def _window_html(url: str, b: views.BindingView) -> str:
@@ -159,7 +161,8 @@ def _binding(url: str, b: views.BindingView) -> None:
             o = b.other_match
             extra += ("<div class='wb-muted'>"
                       f"{ui.esc(ui.t('trace.other_match', id=o.invocation_id, tool=o.tool_name, score=o.score))}</div>")
-        errors = "".join(f"<li>{ui.pill('fail')} {ui.esc(e.rule_id)}: {ui.esc(e.message)}</li>" for e in b.errors)
+        errors = "".join(f"<li>{ui.pill('fail')} <code>{ui.esc(e.rule_id)}</code>: {ui.esc(ui.say(e.message, e.msg))}</li>"
+                         for e in b.errors)
         ui.html_block(
             f"<div class='wb-muted'>{ui.esc(b.target)} · {ui.esc(b.binding.tool_name)} {ui.esc(ids)}"
             + (f" · {ui.esc(b.binding.digest_id)}" if b.binding.digest_id else "") + f" · {ui.esc(scores)}</div>"
@@ -179,7 +182,8 @@ def _card(url: str, card: views.ClaimCard, *, pick: int | None = None) -> None:
         head = (f"<b>{ui.esc(c.claim_id)}</b> <span class='wb-muted'>{ui.esc(card.target)} · "
                 f"{ui.esc(c.claim_type)} · {ui.esc(c.support_level)}</span> · "
                 f"{ui.esc(ui.t('trace.composer_state'))}: <b>{ui.esc(card.composer)}</b>"
-                + (f" <span class='wb-muted'>({ui.esc(card.filter_reason)})</span>" if card.filter_reason else "")
+                + (f" <span class='wb-muted'>({ui.esc(ui.say(card.filter_reason, card.filter_msg))})</span>"
+                   if card.filter_reason else "")
                 + f"<div class='wb-text'>{ui.esc(c.claim_text)}</div>")
         verification = check.verification if check else "—"
         color = ("pass" if verification in views.GOOD_CHECKS else
@@ -189,7 +193,8 @@ def _card(url: str, card: views.ClaimCard, *, pick: int | None = None) -> None:
         own = [e for e in card.errors if not any(e in b.errors for b in card.bindings)]
         if own:
             head += "<ul class='wb-list'>" + "".join(
-                f"<li>{ui.pill('fail')} {ui.esc(e.rule_id)} @ {ui.esc(e.target)}: {ui.esc(e.message)}</li>"
+                f"<li>{ui.pill('fail')} <code>{ui.esc(e.rule_id)}</code> @ <code>{ui.esc(e.target)}</code>: "
+                f"{ui.esc(ui.say(e.message, e.msg))}</li>"
                 for e in own) + "</ul>"
         if card.reviews:
             head += (f"<div class='wb-muted'>{ui.esc(ui.t('trace.reviews'))}: "
@@ -284,7 +289,7 @@ def verifier_rest(r: SessionRecord) -> None:
     errors = views.session_level_errors(r)
     if errors:
         st.subheader(ui.t("trace.session_errors"))
-        st.dataframe([{"rule": e.rule_id, "target": e.target, "message": e.message} for e in errors],
+        st.dataframe([{"rule": e.rule_id, "target": e.target, "message": ui.say(e.message, e.msg)} for e in errors],
                      hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
     hyps = views.hypothesis_rows(r)
     if hyps:
@@ -304,7 +309,7 @@ def digests(r: SessionRecord) -> None:
         "quote similarity": d.quote_score,
         "digest_check": d.check.verification if d.check else None,
         "detail": d.check.detail if d.check else None,
-        "errors": "; ".join(f"{e.rule_id}: {e.message}" for e in d.errors),
+        "errors": "; ".join(f"{e.rule_id}: {ui.say(e.message, e.msg)}" for e in d.errors),
     } for d in rows], hide_index=True)
 
 
