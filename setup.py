@@ -2,8 +2,8 @@
 stay at the top of the repository (the product card fixes that layout) and ship inside the
 wheel as the `evidence_workbench` package folder, where pipeline/resources.py finds them."""
 
-from pathlib import Path
 import shutil
+from pathlib import Path
 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py

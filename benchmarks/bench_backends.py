@@ -179,7 +179,7 @@ def main() -> None:
     header = ("measure", "ours", "baseline", "ratio")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(4)]
     for r in [header, tuple("-" * w for w in widths), *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def _run(question: str, world: str, shape: str, cut: bool, home: Path) -> list[t
         session_mod.run_session(question, settings=settings, store=Store(settings.db_url), world_id=world,
                                 provider=OpenAIProvider(settings, sleep=lambda s: None))
         sent = [estimate_messages_tokens(r.messages, r.body.get("tools")) for r in stub.chat_requests]
-    return list(zip(model.stages, sent))
+    return list(zip(model.stages, sent, strict=True))  # one stage per request
 
 
 def _questions() -> list[tuple[str, str, str]]:

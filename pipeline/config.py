@@ -19,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pipeline.config_file import read_config_file, settings_error
 from pipeline.errors import ConfigError
 from pipeline.redact import remember_settings
-from pipeline.resources import SOURCE_ROOT as ROOT
-from pipeline.resources import default_config_file, default_home, resource_dir
+from pipeline.resources import SOURCE_ROOT, default_config_file, default_home, resource_dir
+
+ROOT = SOURCE_ROOT  # the checkout (tests and scripts read bundled data relative to it)
 
 
 class _Section(BaseModel):

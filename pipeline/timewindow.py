@@ -10,7 +10,7 @@ use their own default rather than a guessed one.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _NUM = r"\d+(?:\.\d+)?|[零一二两三四五六七八九十]+|半|an?|one|two|three|four|five|six|ten|twelve"
@@ -81,7 +81,7 @@ def _clock_value(m: re.Match[str], tag: str, now_local: datetime) -> datetime | 
 
 
 def _utc(dt: datetime) -> datetime:
-    return dt.astimezone(timezone.utc)
+    return dt.astimezone(UTC)
 
 
 def parse_time_window(
@@ -89,7 +89,7 @@ def parse_time_window(
 ) -> tuple[datetime, datetime] | None:
     """(start, end) in UTC of the window the question names, or None."""
     if now.tzinfo is None:
-        now = now.replace(tzinfo=timezone.utc)
+        now = now.replace(tzinfo=UTC)
     now_local = now.astimezone(tz or now.tzinfo)
 
     m = _RANGE.search(question)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
+from helpers import require
 
 from pipeline.config import ROOT, Settings, load_settings
 from pipeline.store import Store
-
-from helpers import require
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -81,7 +81,7 @@ def cfg(url: str, **kw: Any) -> BackendSettings:
 
 
 def ns(h: int, m: int, s: int = 0) -> str:
-    return str(int(datetime(2026, 11, 28, h, m, s, tzinfo=timezone.utc).timestamp() * 1e9))
+    return str(int(datetime(2026, 11, 28, h, m, s, tzinfo=UTC).timestamp() * 1e9))
 
 
 LOKI_REPLY = {
@@ -123,8 +123,8 @@ def test_logql_is_built_from_the_query() -> None:
 
 def test_loki_streams_become_logs(stub: Stub) -> None:
     stub.routes["/loki/api/v1/query_range"] = Reply(LOKI_REPLY)
-    start = datetime(2026, 11, 28, 10, 0, tzinfo=timezone.utc)
-    end = datetime(2026, 11, 28, 10, 30, tzinfo=timezone.utc)
+    start = datetime(2026, 11, 28, 10, 0, tzinfo=UTC)
+    end = datetime(2026, 11, 28, 10, 30, tzinfo=UTC)
     out = LokiLogs(cfg(stub.url, bearer_token="s3cret")).query_logs(
         LogQuery(service="payment-service", keywords=["cpu"], start=start, end=end, limit=50)
     )
@@ -219,7 +219,7 @@ def test_prometheus_no_alerts_is_no_data_and_resolved_come_from_alerts_series(st
     prom = PrometheusMetrics(cfg(stub.url))
     with pytest.raises(NoData):
         prom.query_metrics(MetricsQuery())
-    t0 = datetime(2026, 11, 28, 10, 0, tzinfo=timezone.utc).timestamp()
+    t0 = datetime(2026, 11, 28, 10, 0, tzinfo=UTC).timestamp()
     stub.routes["/api/v1/query_range"] = Reply({"status": "success", "data": {"resultType": "matrix", "result": [
         {"metric": {"__name__": "ALERTS", "alertname": "DiskFull", "alertstate": "firing", "service": "db"},
          "values": [[t0, "1"], [t0 + 60, "1"]]}
@@ -246,7 +246,7 @@ def test_prometheus_caps_alerts_at_the_limit(stub: Stub) -> None:
 
 
 def test_range_step_keeps_about_a_hundred_points() -> None:
-    t0 = datetime(2026, 11, 28, 0, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 11, 28, 0, 0, tzinfo=UTC)
     assert step_for(t0, t0.replace(hour=1)) == 36
     assert step_for(t0, t0.replace(minute=1)) == 1
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import CPU_QUESTION
+
 from pipeline.config import Settings
 from pipeline.session import run_session
 from pipeline.store import Store

@@ -181,6 +181,7 @@ def test_simulate_serves_an_incidents_metrics(tmp_path: Path) -> None:
 def test_eval_rules_option_wins_over_an_applied_version(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch, repo_root: Path) -> None:
     from helpers import rules_without
+
     from pipeline.config import load_settings
     from pipeline.store import Store
 

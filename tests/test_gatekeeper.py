@@ -483,7 +483,7 @@ def test_replay_equals_rerun_with_cache(rules, change):
     # (facts, findings per parameter set) must not leak into the next one.
     replay(inputs, rules)
     rows = replay(inputs, new_rules)
-    for row, item, (_, structured, digests, outcome, _, _) in zip(rows, inputs, stored):
+    for row, item, (_, structured, digests, outcome, _, _) in zip(rows, inputs, stored, strict=True):
         cached = json.loads(json.dumps(outcome.features))  # as stored: JSON round trip
         rerun = run_gatekeeper(_context(copy.deepcopy(structured), digests=digests), new_rules, features_cache=cached)
         assert row.result == rerun.result

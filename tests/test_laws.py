@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-
 from helpers import CPU_QUESTION, cpu_claim, diagnosis_json, rules_without, scripted
+
 from pipeline.config import Settings
 from pipeline.contracts import ComposerInput
 from pipeline.llm.offline.provider import OfflineProvider

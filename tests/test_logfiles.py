@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ from pipeline.tools.registry import LogQuery, NoData
 
 
 def utc(h: int, m: int, s: int = 0) -> datetime:
-    return datetime(2026, 11, 28, h, m, s, tzinfo=timezone.utc)
+    return datetime(2026, 11, 28, h, m, s, tzinfo=UTC)
 
 
 @pytest.fixture()

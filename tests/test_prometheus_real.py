@@ -14,7 +14,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -134,7 +134,7 @@ def test_promql_instant_query(cpu_prometheus: str) -> None:
 
 
 def test_promql_range_query_is_bounded_in_points(cpu_prometheus: str) -> None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     out = backend(cpu_prometheus).query_metrics(
         MetricsQuery(promql="process_cpu_usage_percent", start=now - timedelta(minutes=10), end=now)
     )

@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 from helpers import CPU_QUESTION
+
 from pipeline.config import Settings
 from pipeline.llm.offline.provider import OfflineProvider
 from pipeline.session import run_session
 from pipeline.store import Store
-
 
 
 class FirstRoundGuesses(OfflineProvider):

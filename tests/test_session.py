@@ -6,14 +6,12 @@ import json
 
 import pytest
 
-from pipeline.config import Settings
+from pipeline.config import ROOT, Settings
 from pipeline.errors import InputError
 from pipeline.incidents import load_worlds
 from pipeline.session import SessionFailed, run_session
 from pipeline.store import Store
 from pipeline.tools.registry import NoData
-
-from pipeline.config import ROOT
 
 WORLDS = load_worlds(ROOT / "data" / "incidents")
 

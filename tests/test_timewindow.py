@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from pipeline.timewindow import parse_time_window
 
-UTC = timezone.utc
+UTC = UTC
 CST = timezone(timedelta(hours=8))
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 

@@ -1,8 +1,23 @@
 """Gatekeeper (seed 000 §9-13): deterministic rules between the executor output and the verifier."""
 
-from pipeline.gatekeeper.engine import GateContext, GateOutcome, evaluate, gate_verdict, normalize_structured, run_gatekeeper
-from pipeline.gatekeeper.replay import ReplayInput, ReplayRow, cited_invocation_ids, project_verdict, replay, similarity_scores, summarize
 from pipeline.errors import RulesError
+from pipeline.gatekeeper.engine import (
+    GateContext,
+    GateOutcome,
+    evaluate,
+    gate_verdict,
+    normalize_structured,
+    run_gatekeeper,
+)
+from pipeline.gatekeeper.replay import (
+    ReplayInput,
+    ReplayRow,
+    cited_invocation_ids,
+    project_verdict,
+    replay,
+    similarity_scores,
+    summarize,
+)
 from pipeline.gatekeeper.rules_schema import RuleSet, RuleSpec, load_rules, load_rules_from_text
 
 __all__ = [

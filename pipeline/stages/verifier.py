@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rapidfuzz import fuzz, process
 
@@ -94,7 +95,7 @@ class _Indexed:
     starts: list[int] = field(default_factory=list)
 
     @classmethod
-    def build(cls, inv: ToolInvocation) -> "_Indexed":
+    def build(cls, inv: ToolInvocation) -> _Indexed:
         lines = _records(inv.output)
         norm_lines = [normalize(line) for line in lines]
         starts, pos = [], 0

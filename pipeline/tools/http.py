@@ -106,7 +106,7 @@ def http_get(
     except urllib.error.HTTPError as exc:
         body = _read_capped(exc, 64 * 1024, what, shown, cut=True)
         raise BackendError(redact(f"{what}: HTTP {exc.code} from {shown}: {_error_detail(body)}")) from exc
-    except (TimeoutError, socket.timeout) as exc:
+    except TimeoutError as exc:
         raise BackendError(f"{what}: no answer from {shown} within {cfg.timeout_s:g}s") from exc
     except urllib.error.URLError as exc:
         reason = exc.reason

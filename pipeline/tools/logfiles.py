@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,7 @@ def parse_timestamp(value: Any) -> datetime | None:
                 num /= scale
                 break
         try:
-            return datetime.fromtimestamp(num, tz=timezone.utc)
+            return datetime.fromtimestamp(num, tz=UTC)
         except (OverflowError, OSError, ValueError):
             return None
     if not isinstance(value, str):
@@ -88,7 +88,7 @@ def parse_timestamp(value: Any) -> datetime | None:
         ts = datetime.fromisoformat(text)
     except ValueError:
         return None
-    return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def utc(ts: datetime | None) -> datetime | None:
     """Aware UTC; a naive datetime is taken to be UTC already."""
     if ts is None:
         return None
-    return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
 def iso(ts: datetime | None) -> str | None:
@@ -143,7 +143,7 @@ def iso(ts: datetime | None) -> str | None:
     if ts is None:
         return None
     spec = "milliseconds" if ts.microsecond else "seconds"
-    return ts.astimezone(timezone.utc).isoformat(timespec=spec).replace("+00:00", "Z")
+    return ts.astimezone(UTC).isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 def level_words(min_level: str) -> list[str]:

@@ -10,7 +10,7 @@ given, with a step that keeps each series near 100 points. Every series gets a o
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pipeline.config import BackendSettings
@@ -66,7 +66,7 @@ class PrometheusMetrics:
         return body.get("data")
 
     def query_metrics(self, q: MetricsQuery) -> dict[str, Any]:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         alerts = [a for a in self._active_alerts() if self._wanted(a, q)]
         if q.status in ("resolved", "all"):
             active = {(a["alertname"], tuple(sorted(a["labels"].items()))) for a in alerts}

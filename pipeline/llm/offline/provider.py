@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pipeline.config import Settings
+from pipeline.context import StageContext
 from pipeline.contracts import (
     CollectionSummary,
     ComposerInput,
@@ -20,7 +22,6 @@ from pipeline.contracts import (
 )
 from pipeline.llm.offline import collector, diagnosis, planner
 from pipeline.llm.offline import digest as digest_mod
-from pipeline.context import StageContext
 from pipeline.scope import read_scope
 from pipeline.text import keywords
 
