@@ -213,42 +213,44 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     ask = sub.add_parser("ask", help="run a diagnosis session")
-    ask.add_argument("question", type=encodable)
-    ask.add_argument("--json", action="store_true")
-    ask.add_argument("--provider", choices=["offline", "openai", "scripted"])
-    ask.add_argument("--model")
+    ask.add_argument("question", type=encodable, help="the diagnosis question, Chinese or English")
+    ask.add_argument("--json", action="store_true", help="print the session result as JSON")
+    ask.add_argument("--provider", choices=["offline", "openai", "scripted"],
+                     help="LLM provider for this session (default: settings, offline)")
+    ask.add_argument("--model", help="model name for the openai provider (default: settings)")
     ask.add_argument("--fixture", help="stage outputs to replay with --provider scripted")
-    ask.add_argument("--shape", choices=["split", "single"])
+    ask.add_argument("--shape", choices=["split", "single"],
+                     help="split: Collector -> Digest -> Diagnosis; single: the Executor reads raw outputs")
     ask.add_argument("--world", help="bundled incident world (default: routed from the question)")
     ask.set_defaults(func=cmd_ask)
 
     for name, func, helptext in (("show", cmd_show, "the audit chain as text"),
                                  ("export", cmd_export, "the session bundle as JSON")):
         sp = sub.add_parser(name, help=helptext)
-        sp.add_argument("session_id", type=encodable)
+        sp.add_argument("session_id", type=encodable, help="a session id (see `workbench sessions`)")
         sp.set_defaults(func=func)
         if name == "show":
             sp.add_argument("--lang", choices=["en", "zh"], default="en",
                             help="language of the engine's messages (reasons, findings, coverage)")
 
     imp = sub.add_parser("import", help="store a session bundle")
-    imp.add_argument("file")
+    imp.add_argument("file", help="a session bundle (JSON); it is re-verified, its own verdict kept only as claimed")
     imp.set_defaults(func=cmd_import)
 
     chk = sub.add_parser("check", help="parse, gatekeeper, verifier and composer on a bundle; stores nothing")
-    chk.add_argument("file")
+    chk.add_argument("file", help="a session bundle (JSON)")
     chk.add_argument("--rules", help="rules directory (index.yaml + metadata.yaml)")
-    chk.add_argument("--json", action="store_true")
+    chk.add_argument("--json", action="store_true", help="print the check report as JSON")
     chk.set_defaults(func=cmd_check)
 
     rep = sub.add_parser("replay", help="what the rules in DIR would change over all stored sessions")
     rep.add_argument("--rules", help="candidate rules directory")
-    rep.add_argument("--json", action="store_true")
+    rep.add_argument("--json", action="store_true", help="print every changed session as JSON")
     rep.set_defaults(func=cmd_replay)
 
     ev = sub.add_parser("eval", help="run the eval fixture suite")
     ev.add_argument("--rules", help="rules directory")
-    ev.add_argument("--json", action="store_true")
+    ev.add_argument("--json", action="store_true", help="print the results as JSON")
     ev.set_defaults(func=cmd_eval)
 
     demo = sub.add_parser("demo", help="store the sample set: sessions of every verdict with claims to review")
@@ -259,8 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     doc.set_defaults(func=cmd_doctor)
 
     sim = sub.add_parser("simulate", help="expose a bundled incident's metrics for Prometheus to scrape")
-    sim.add_argument("incident")
-    sim.add_argument("--port", type=int, default=9464)
+    sim.add_argument("incident", help="a bundled incident id, e.g. cpu-saturation")
+    sim.add_argument("--port", type=int, default=9464, help="port of the /metrics endpoint (default 9464)")
     sim.set_defaults(func=cmd_simulate)
 
     ui = sub.add_parser("ui", help="start the Streamlit workbench (the packaged app)")
