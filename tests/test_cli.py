@@ -206,3 +206,22 @@ def test_eval_rules_option_wins_over_an_applied_version(capsys: pytest.CaptureFi
     assert run(capsys, "eval")[0] == 1
     # ...is overridden by --rules naming the shipped rules.
     assert run(capsys, "eval", "--rules", str(repo_root / "rules"))[0] == 0
+
+
+def test_every_cli_option_has_help_text():
+    import argparse
+
+    from pipeline.cli import build_parser
+
+    missing: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{prefix} {name}")
+            elif action.dest != "help" and not action.help:
+                missing.append(f"{prefix} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "workbench")
+    assert missing == []
