@@ -67,10 +67,24 @@ def _ascii_table() -> np.ndarray:
     return _fold_table()[:128].astype(np.uint8)
 
 
+@lru_cache(maxsize=1)
+def _bmp_table() -> tuple[np.ndarray, str]:
+    """The fold table as uint16, and the few BMP characters that fold outside the BMP (it cannot hold those)."""
+    table = _fold_table()
+    wide = np.flatnonzero(table > 0xFFFF)
+    return table.astype(np.uint16), "".join(chr(cp) for cp in wide)
+
+
 def _fold_codes(text: str) -> np.ndarray:
-    """Folded code points of a text, one per character (uint8 for ASCII text: 4x less to move)."""
+    """Folded code points of a text, one per character (uint8 for ASCII text, uint16 for the BMP:
+    less memory to move than uint32)."""
     if text.isascii():
         return _ascii_table()[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
+    table16, wide = _bmp_table()
+    units = np.frombuffer(text.encode("utf-16-le", "surrogatepass"), dtype=np.uint16)
+    # One UTF-16 unit per character unless the text leaves the BMP (a surrogate pair per character).
+    if units.size == len(text) and not any(ch in text for ch in wide):
+        return table16.take(units)
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     if codes.size and codes.max() > 0xFFFF:
         return np.where(codes < 0x10000, _fold_table()[np.minimum(codes, 0xFFFF)], codes)
@@ -198,7 +212,7 @@ class PreparedOutput:
         return self._index is not None
 
     def _fold(self) -> tuple[str, np.ndarray, np.ndarray]:
-        """(folded text, keep mask, kept-character counts before each _BLOCK of the decoded text)."""
+        """(folded text, keep mask packed as bits, kept-character counts before each _BLOCK of the decoded text)."""
         if self._folded is None:
             codes = _fold_codes(self.decoded)
             space = codes == _SPACE
@@ -208,11 +222,12 @@ class PreparedOutput:
                 np.logical_not(space[1:] & space[:-1], out=keep[1:])
             noise = number_noise(self.decoded)
             if noise:
+                # The spans are short and few: clear their characters by index, not with a
+                # mask the size of the output.
                 bounds = np.array(noise, dtype=np.int64)
-                edges = np.zeros(keep.size + 1, dtype=np.int32)
-                np.add.at(edges, bounds[:, 0], 1)
-                np.add.at(edges, bounds[:, 1], -1)
-                keep &= np.cumsum(edges[:-1]) == 0
+                lengths = bounds[:, 1] - bounds[:, 0]
+                firsts = np.repeat(bounds[:, 0] - (np.cumsum(lengths) - lengths), lengths)
+                keep[firsts + np.arange(int(lengths.sum()))] = False
             kept = codes[keep]
             if kept.dtype == np.uint8:
                 text = kept.tobytes().decode("ascii")
@@ -223,15 +238,16 @@ class PreparedOutput:
             text = text.removesuffix(" ")
             whole = keep.size // _BLOCK * _BLOCK
             per_block = keep[:whole].reshape(-1, _BLOCK).sum(axis=1, dtype=np.int64)
-            self._folded = (text, keep, np.concatenate(([0], np.cumsum(per_block))))
+            # Kept as bits (an eighth of the memory): an offset lookup unpacks one block.
+            self._folded = (text, np.packbits(keep), np.concatenate(([0], np.cumsum(per_block))))
         return self._folded
 
     def _offset(self, k: int) -> int:
         """Decoded index of folded index k (the k-th kept character)."""
-        _, keep, table = self._fold()
+        _, packed, table = self._fold()
         block = int(np.searchsorted(table, k, side="right")) - 1
         base = block * _BLOCK
-        inside = np.flatnonzero(keep[base : base + _BLOCK])
+        inside = np.flatnonzero(np.unpackbits(packed[base // 8 : (base + _BLOCK) // 8]))
         return base + int(inside[k - int(table[block])])
 
     def span(self, fstart: int, fend: int) -> tuple[int, int]:
@@ -394,9 +410,15 @@ def _bit_runs(bits: str) -> Iterator[tuple[int, int]]:
 
 
 class OutputCache:
-    """Prepared outputs by invocation id, bounded by total characters (LRU)."""
+    """Prepared outputs by invocation id, bounded by total decoded characters (LRU).
 
-    def __init__(self, max_chars: int = 64_000_000) -> None:
+    A prepared output holds about two bytes per character beside its text (the folded copy, the
+    trigram index, the offset bits). The default bound (~250 MB of that) keeps six outputs at the
+    default 20 MB storage cap: a session citing three of them must not evict one to check another,
+    or every binding would fold and index its output again (tens of seconds per binding).
+    """
+
+    def __init__(self, max_chars: int = 128_000_000) -> None:
         self._items: OrderedDict[tuple[int, int], PreparedOutput] = OrderedDict()
         self._chars = 0
         self._max = max_chars
@@ -411,10 +433,10 @@ class OutputCache:
         if prepare:
             item.prepare()
         self._items[key] = item
-        self._chars += 2 * len(item.decoded)  # decoded + folded, once folded
+        self._chars += len(item.decoded)
         while self._chars > self._max and len(self._items) > 1:
             _, old = self._items.popitem(last=False)
-            self._chars -= 2 * len(old.decoded)
+            self._chars -= len(old.decoded)
         return item
 
 
