@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.contracts import EvidenceDigest, ToolInvocation
-from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, SegmentMatch, fold, locate, segments
 from pipeline.gatekeeper.fidelity import capitals
+from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, SegmentMatch, fold, locate, segments
 from pipeline.gatekeeper.vocabulary import absent_pieces
-from pipeline.text import find_entities, normalize
+from pipeline.text import EntityMatch, find_entities, normalize
 
 FEATURES_VERSION = 2  # 2: pieces (covered, gap), hunks, before, invented words; number formats folded
 ROOT = "$"
@@ -106,7 +106,8 @@ def compute_features(
         if not isinstance(excerpt, str) or not excerpt.strip():
             continue
         ids = [i for i in valid_ids(binding.get("source_invocation_ids")) if i in session_invocations]
-        digest = by_digest.get(binding.get("digest_id")) if isinstance(binding.get("digest_id"), str) else None
+        digest_id = binding.get("digest_id")
+        digest = by_digest.get(digest_id) if isinstance(digest_id, str) else None
         key = _fingerprint(excerpt, ids, digest.source_quote if digest else None, digest.summary if digest else None)
         target = binding_target(ci, bi)
         cached = cache.get(target)
@@ -219,7 +220,7 @@ def _other_match(
     """Another invocation of this session that the excerpt matches better than the cited one."""
     if score == 1.0:
         return None
-    best = None
+    best: dict[str, Any] | None = None
     for inv_id, inv in invocations.items():
         if inv_id in cited:
             continue
@@ -238,9 +239,9 @@ def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str
     if not ents:
         return []
     seg_len = len(normalize(seg.text))
-    window_ents: tuple = ()
+    window_ents: tuple[EntityMatch, ...] = ()
     window_folded = ""
-    record_ents: tuple | None = ()
+    record_ents: tuple[EntityMatch, ...] | None = ()
     if seg.start is not None:
         # Confirm against the matched stretch (whole tokens), not the whole record: a record often
         # names two services, and the excerpt must quote the one where it matched.

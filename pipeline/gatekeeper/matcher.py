@@ -148,7 +148,7 @@ def decode_output(output: str) -> str:
     Without backslashes this is the output itself, so offsets are raw offsets.
     """
     stripped = output.strip()
-    if "\\" not in output or not stripped[:1] in ("{", "[") or not stripped[-1:] in ("}", "]"):
+    if "\\" not in output or stripped[:1] not in ("{", "[") or stripped[-1:] not in ("}", "]"):
         return output
     if output.isascii():
         text = output.encode("ascii").decode("unicode_escape")
@@ -386,7 +386,7 @@ class _GramIndex:
             return None
         ka, kb, kc = self._MULT
         shift = 32 - self.BITS
-        grams = {(((a * ka) & _U32) ^ ((b * kb) & _U32) ^ ((c * kc) & _U32)) >> shift for a, b, c in zip(probe, probe[1:], probe[2:])}
+        grams = {(((a * ka) & _U32) ^ ((b * kb) & _U32) ^ ((c * kc) & _U32)) >> shift for a, b, c in zip(probe, probe[1:], probe[2:], strict=False)}
         candidates = -1
         for gram in grams:
             candidates &= self._row(gram)
