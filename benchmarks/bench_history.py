@@ -133,8 +133,11 @@ def _text_template(t: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: str,
-                    gate_rows: list[tuple[dict[str, Any], list[tuple[Any, ...]]]] | None = None) -> list[str]:
-    """n sessions cycling through `items`, in bulk, each with its own invocations (and gate rows)."""
+                    gate_rows: list[tuple[dict[str, Any], list[tuple[Any, ...]]]] | None = None,
+                    audit: bool = True) -> list[str]:
+    """n sessions cycling through `items`, in bulk, each with its own invocations (and gate rows).
+    audit=False leaves out the JSON audit record (~15 KB a session): a store that measures the
+    arrays, the listing and the charts at 1 M sessions without writing 15 GB first."""
     pg = store.engine.dialect.name == "postgresql"
     j = (lambda p: f"CAST(:{p} AS JSON)") if pg else (lambda p: f":{p}")
     session_sql = text(
@@ -157,7 +160,7 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
             sessions, invs, gate_s, gate_b = [], [], [], []
             for i in range(lo, min(n, lo + step)):
                 k = i % len(items)
-                t, (ev, digests, features) = items[k], texts[k]
+                t, (ev, digests, features) = items[k], texts[k] if audit else ("{}", "[]", "{}")
                 sid = f"{prefix}-{i:08d}"
                 for m, inv in enumerate(t["invocations"]):
                     ev = ev.replace(str(_PLACEHOLDER + m), str(next_inv))
@@ -238,7 +241,7 @@ def _timed(fn: Any) -> tuple[Any, float]:
     return out, time.perf_counter() - t
 
 
-def seed(url: str, sessions: int, trouble: float) -> None:
+def seed(url: str, sessions: int, trouble: float, audit: bool = True) -> None:
     from pipeline.config import load_settings
     from pipeline.session import run_session
 
@@ -251,7 +254,7 @@ def seed(url: str, sessions: int, trouble: float) -> None:
     print(f"variants: {len(variants)} derived in {took:.1f} s (trouble rate {trouble})")
     clones = max(0, sessions - VARIANTS - 4)
     _, took = _timed(lambda: insert_sessions(store, templates(store, variants), clones, "h",
-                                             gate_rows_of(store, variants)))
+                                             gate_rows_of(store, variants), audit))
     print(f"seeded {clones} clones in {took:.1f} s")
 
 
@@ -290,6 +293,17 @@ def measure_naive(url: str, count: int) -> None:
     print(f"naive at {len(ids)}: load {load:.1f} s, replay {took:.2f} s, peak rss {_rss_mb():.0f} MB; {summarize(rows)}")
 
 
+def measure_listing(url: str) -> None:
+    """The Sessions page's SQL: one page of the queue and the chart aggregates."""
+    from pipeline.queue import QueueFilter, queue_page, queue_stats
+
+    store = Store(url)
+    for name, q in (("queue", QueueFilter()), ("all sessions", QueueFilter(needs_person=False, reviewed=None))):
+        (_, total), page = _timed(lambda q=q: queue_page(store, q))
+        _, stats = _timed(lambda q=q: queue_stats(store, q))
+        print(f"sessions page, {name} ({total} rows): first page {page:.2f} s, chart aggregates {stats:.2f} s")
+
+
 def _child(*args: str, env: dict[str, str] | None = None) -> None:
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=False, env=env)
     print(proc.stdout.strip() or proc.stderr.strip()[-2000:])
@@ -302,10 +316,15 @@ def main() -> None:
     ap.add_argument("--trouble", type=float, default=0.05, help="share of variants with something to find")
     ap.add_argument("--db", help="database URL (default: a SQLite file in a temp dir)")
     ap.add_argument("--e2e", action="store_true", help="also time `workbench replay --rules DIR` in a fresh process")
-    ap.add_argument("--measure", choices=["columnar", "naive"], help=argparse.SUPPRESS)
+    ap.add_argument("--no-audit", action="store_true",
+                    help="clones without their JSON audit record: arrays, listing and charts only")
+    ap.add_argument("--measure", choices=["columnar", "naive", "listing"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure == "columnar":
         measure_columnar(args.db)
+        return
+    if args.measure == "listing":
+        measure_listing(args.db)
         return
     if args.measure == "naive":
         measure_naive(args.db, args.naive)
@@ -314,8 +333,9 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="bench-history-"))
     url = args.db or f"sqlite:///{work / 'history.db'}"
-    seed(url, args.sessions, args.trouble)
+    seed(url, args.sessions, args.trouble, audit=not args.no_audit)
     _child("--measure", "columnar", "--db", url)
+    _child("--measure", "listing", "--db", url)
     if args.e2e:
         rules_dir = work / "rules"
         shutil.copytree(load_settings().rules_dir, rules_dir)

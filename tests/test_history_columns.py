@@ -102,3 +102,19 @@ def test_sessions_without_rows_are_backfilled(history_store: Store, tmp_path: Pa
     with history_store.engine.connect() as conn:
         seq = conn.execute(text("SELECT seq FROM gate_session WHERE session_id = :s"), {"s": sid}).scalar_one()
         assert conn.execute(text("SELECT count(*) FROM gate_binding WHERE seq = :q"), {"q": seq}).scalar() == bindings
+
+
+def test_columnar_replay_on_each_database(any_store: Store) -> None:
+    """The driver-level loading (a named cursor on PostgreSQL) and the row writes on both backends."""
+    settings = load_settings()
+    run_session("payment API times out, what's going on?", settings=settings, store=any_store)
+    bench.seed_variants(any_store, 40, random.Random(3))
+    rules = rules_in_force(settings, any_store)[0]
+    history = ColumnarHistory(any_store)
+    for change in (CASES[0], CASES[1], CASES[4]):
+        candidate = change(rules)
+        naive = replay(replay_inputs(any_store), candidate)
+        result = history.replay(candidate)
+        assert {r.session_id: r for r in result.rows()} == {r.session_id: r for r in naive}
+        assert result.summary() == summarize(naive)
+    assert result.clean.any()
