@@ -136,15 +136,31 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    import getpass
+    from datetime import UTC, datetime
+
+    from pipeline.eval.history import format_history, list_runs, record_run, suite_rules
     from pipeline.eval.runner import format_table, run_suite
+    from pipeline.gatekeeper import load_rules
 
     settings = _settings(args)
-    rules = _rules(args, settings)
-    results = run_suite(settings, rules=rules)
+    store = Store(settings.db_url)
+    if args.history:
+        runs = list_runs(store)
+        if args.json:
+            _print_json([{**r.__dict__, "score": r.score} for r in runs])
+        else:
+            print(format_history(runs))
+        return 0
+    started = datetime.now(UTC)
+    rules, label = suite_rules(settings, store, candidate=load_rules(settings.rules_dir) if args.rules else None)
+    results = run_suite(settings, rules=rules, store=store)
+    run_id = record_run(store, who=args.who or getpass.getuser(), rules=label, results=results, started_at=started)
     if args.json:
         _print_json([r.as_dict() for r in results])
     else:
         print(format_table(results))
+        print(f"stored as eval run {run_id}; `workbench eval --history` lists the runs")
     return 0 if all(r.passed for r in results) else 1
 
 
@@ -251,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="run the eval fixture suite")
     ev.add_argument("--rules", help="rules directory")
     ev.add_argument("--json", action="store_true", help="print the results as JSON")
+    ev.add_argument("--history", action="store_true", help="list the stored eval runs instead of running")
+    ev.add_argument("--who", help="who ran it, kept with the run (default: the login name)")
     ev.set_defaults(func=cmd_eval)
 
     demo = sub.add_parser("demo", help="store the sample set: sessions of every verdict with claims to review")

@@ -1,0 +1,134 @@
+"""Eval runs kept: who ran the suite, when, with which rules, each fixture's result and the score.
+
+A run is a row of the `job` table (kind "eval", migration 0003), the same row a queued eval job
+writes: `args` say who and which rules, `result` holds the per-fixture results. So a run from the
+Eval page, from `workbench eval` and from a worker all land in one history, and no new table is
+needed. Runs queued before who/rules were recorded read back with those fields empty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pipeline.config import Settings
+from pipeline.errors import NotFound
+from pipeline.eval.runner import EvalResult
+from pipeline.gatekeeper import RuleSet
+from pipeline.session import rules_in_force
+from pipeline.store import Store
+from pipeline.store.schema import JobRow
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    id: str
+    who: str
+    rules: str  # "v3", "rules/ directory", or "candidate 1a2b3c4d5e": what a tuner compares by
+    started_at: datetime
+    results: tuple[dict[str, Any], ...]
+
+    @property
+    def passed(self) -> int:
+        return sum(bool(r.get("passed")) for r in self.results)
+
+    @property
+    def score(self) -> str:
+        """A plain ratio: "24 / 26" says more than 92 %."""
+        return f"{self.passed} / {len(self.results)}"
+
+
+@dataclass(frozen=True)
+class FixtureChange:
+    name: str
+    before: dict[str, Any] | None  # None: the fixture did not exist in that run
+    after: dict[str, Any] | None
+
+    @property
+    def changed(self) -> bool:
+        return _outcome(self.before) != _outcome(self.after)
+
+
+def rules_label(rules: RuleSet, version: int | None, *, candidate: bool) -> str:
+    """How a run names its rules. An unsaved candidate has no id, so its content hash stands in:
+    two runs with the same candidate show the same label."""
+    if candidate:
+        digest = hashlib.sha256(repr(rules.rules).encode("utf-8")).hexdigest()[:10]
+        return f"candidate {digest}"
+    return f"v{version}" if version is not None else "rules/ directory"
+
+
+def suite_rules(settings: Settings, store: Store, *, candidate: RuleSet | None) -> tuple[RuleSet, str]:
+    """The rules a run uses and its label: the candidate when there is one, else the rules in force."""
+    if candidate is not None:
+        return candidate, rules_label(candidate, None, candidate=True)
+    rules, version = rules_in_force(settings, store)
+    return rules, rules_label(rules, version, candidate=False)
+
+
+def record_run(store: Store, *, who: str, rules: str, results: Sequence[EvalResult],
+               started_at: datetime | None = None) -> str:
+    run_id = f"j-{uuid.uuid4().hex[:12]}"
+    now = datetime.now(UTC)
+    with Session(store.engine) as db, db.begin():
+        db.add(JobRow(id=run_id, kind="eval", args={"who": who, "rules": rules}, status="completed",
+                      result={"results": [r.as_dict() for r in results]},
+                      created_at=started_at or now, finished_at=now))
+    return run_id
+
+
+def _utc(when: datetime) -> datetime:
+    # SQLite hands timestamps back without a zone; they were written in UTC.
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _run(row: JobRow) -> EvalRun:
+    args, result = row.args or {}, row.result or {}
+    return EvalRun(id=row.id, who=str(args.get("who") or ""),
+                   rules=str(args.get("rules") or ("candidate" if args.get("rules_dir") else "")),
+                   started_at=_utc(row.created_at), results=tuple(result.get("results") or ()))
+
+
+def list_runs(store: Store, limit: int = 50) -> list[EvalRun]:
+    """Completed eval runs, newest first."""
+    with Session(store.engine) as db:
+        rows = db.scalars(select(JobRow).where(JobRow.kind == "eval", JobRow.status == "completed")
+                          .order_by(JobRow.created_at.desc()).limit(limit)).all()
+        return [_run(r) for r in rows]
+
+
+def get_run(store: Store, run_id: str) -> EvalRun:
+    with Session(store.engine) as db:
+        row = db.get(JobRow, run_id)
+        if row is None or row.kind != "eval" or row.status != "completed":
+            raise NotFound(f"no completed eval run {run_id}")
+        return _run(row)
+
+
+def _outcome(result: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    return None if result is None else (bool(result.get("passed")), result.get("verdict"),
+                                        tuple(result.get("failures") or ()))
+
+
+def compare(before: EvalRun, after: EvalRun) -> list[FixtureChange]:
+    """Every fixture of either run, those whose result changed first (then by name)."""
+    a = {r["name"]: r for r in before.results}
+    b = {r["name"]: r for r in after.results}
+    changes = [FixtureChange(name, a.get(name), b.get(name)) for name in sorted(a.keys() | b.keys())]
+    return sorted(changes, key=lambda c: not c.changed)
+
+
+def format_history(runs: Sequence[EvalRun]) -> str:
+    lines = [f"{'run':<14}  {'when (UTC)':<16}  {'score':>7}  {'rules':<22}  who"]
+    for run in runs:
+        lines.append(f"{run.id:<14}  {run.started_at:%Y-%m-%d %H:%M}  {run.score:>7}  {run.rules or '-':<22}  {run.who or '-'}")
+    if not runs:
+        lines.append("no eval runs stored yet; `workbench eval` runs the suite and keeps the result")
+    return "\n".join(lines)
