@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.messages import Message
 
-ANSWER_VERSION = "executor_evidence_v2"
+ANSWER_VERSION: Literal["executor_evidence_v2"] = "executor_evidence_v2"
 TRACEABILITY_VERSION = "v2"
 
 Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import openai
 
@@ -16,13 +17,17 @@ from pipeline.config import Settings
 from pipeline.llm.invoker import strip_reasoning
 from pipeline.redact import redact
 
+if TYPE_CHECKING:  # the SDK's request types; annotations only, so any supported SDK version runs this
+    from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
+    from openai.types.chat.completion_create_params import ResponseFormat
+
 PROBE_SCHEMA = {
     "type": "object",
     "properties": {"ok": {"type": "boolean"}},
     "required": ["ok"],
     "additionalProperties": False,
 }
-PROBE_TOOL = {
+PROBE_TOOL: ChatCompletionToolParam = {
     "type": "function",
     "function": {
         "name": "ping",
@@ -53,7 +58,7 @@ def _why(exc: Exception) -> str:
         return f"HTTP {exc.status_code}: {exc.message}"
     if isinstance(exc, openai.APITimeoutError):
         return "timed out"
-    cause = exc
+    cause: BaseException = exc
     while cause.__cause__ is not None:
         cause = cause.__cause__
     return str(cause) or type(cause).__name__
@@ -80,15 +85,16 @@ def _reachable(client: openai.OpenAI, model: str) -> Check:
 
 
 def _json_mode(client: openai.OpenAI, model: str) -> Check:
-    messages = [{"role": "user", "content": 'Reply with the JSON object {"ok": true} and nothing else.'}]
-    formats = [
+    messages: list[ChatCompletionMessageParam] = [
+        {"role": "user", "content": 'Reply with the JSON object {"ok": true} and nothing else.'}]
+    formats: list[tuple[str, ResponseFormat]] = [
         ("json_schema", {"type": "json_schema", "json_schema": {"name": "probe", "schema": PROBE_SCHEMA, "strict": False}}),
         ("json_object", {"type": "json_object"}),
     ]
     rejected: list[str] = []
     for name, response_format in formats:
         try:
-            reply = client.chat.completions.create(model=model, messages=messages, response_format=response_format)  # type: ignore[arg-type]
+            reply = client.chat.completions.create(model=model, messages=messages, response_format=response_format)
         except openai.BadRequestError as exc:
             rejected.append(f"{name} ({_why(exc)})")
             continue
@@ -113,7 +119,7 @@ def _tools(client: openai.OpenAI, model: str) -> Check:
     try:
         reply = client.chat.completions.create(
             model=model, messages=[{"role": "user", "content": "Call the ping tool with target 'db'."}],
-            tools=[PROBE_TOOL], tool_choice="auto",  # type: ignore[list-item]
+            tools=[PROBE_TOOL], tool_choice="auto",
         )
     except openai.BadRequestError as exc:
         return Check("warn", f"tool calling refused ({_why(exc)}); the Collector will run the planner's tool calls")

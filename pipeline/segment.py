@@ -18,4 +18,5 @@ def jieba() -> ModuleType:
 
     _jieba.setLogLevel(logging.WARNING)
     _jieba.initialize()
-    return _jieba
+    module: ModuleType = _jieba  # jieba ships no type information: name what it is
+    return module

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pipeline.contracts import EvidenceDigest, GatekeeperError, GatekeeperResult, ToolInvocation, Verdict
 from pipeline.gatekeeper.features import compute_features
@@ -21,7 +21,7 @@ _DEFAULT_ARRAYS = ("hypotheses", "recommended_actions", "missing_info")
 @dataclass
 class GateContext:
     session_id: str
-    structured: dict | None  # parsed executor JSON (may be schema-invalid); None if parsing failed
+    structured: dict[str, Any] | None  # parsed executor JSON (may be schema-invalid); None if parsing failed
     invocations: Mapping[int, ToolInvocation]  # this session's invocations by id
     lookup_invocation: Callable[[int], ToolInvocation | None]  # any session's invocation by global id
     digests: list[EvidenceDigest] | None = None  # split shape only
@@ -30,14 +30,14 @@ class GateContext:
 @dataclass
 class GateOutcome:
     result: GatekeeperResult
-    normalized: dict | None  # for the verifier: default arrays present, deprecated fields removed
+    normalized: dict[str, Any] | None  # for the verifier: default arrays present, deprecated fields removed
     features: dict[str, dict[str, Any]]  # threshold-free, JSON-serialisable; pass back as features_cache
 
 
 def run_gatekeeper(
     ctx: GateContext,
     rules: RuleSet,
-    features_cache: dict | None = None,
+    features_cache: dict[str, dict[str, Any]] | None = None,
     outputs: OutputCache | None = None,
 ) -> GateOutcome:
     features = compute_features(ctx.invocations, ctx.structured, ctx.digests, features_cache, outputs)
@@ -104,8 +104,8 @@ def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]], unbacked: list
             text = finding.text
             message = f"[warn] {text}" if is_warn and status == "fail" else text
             errors.append(GatekeeperError(rule_id=rule_id, target=finding.target, message=message, msg=finding.msg))
-    status = "fail" if failed else "warn" if warned else "pass"
-    return GatekeeperResult(status=status, failed_rules=failed, warnings=warned, errors=errors, unbacked_claims=unbacked)
+    overall: Literal["pass", "warn", "fail"] = "fail" if failed else "warn" if warned else "pass"
+    return GatekeeperResult(status=overall, failed_rules=failed, warnings=warned, errors=errors, unbacked_claims=unbacked)
 
 
 def gate_verdict(result: GatekeeperResult, rules: RuleSet) -> Verdict:
@@ -114,13 +114,14 @@ def gate_verdict(result: GatekeeperResult, rules: RuleSet) -> Verdict:
     return gatekeeper_floor(result.failed_rules, {r: rules.impact(r) for r in result.failed_rules})
 
 
-def normalize_structured(structured: Any, rules: RuleSet) -> dict | None:
+def normalize_structured(structured: Any, rules: RuleSet) -> dict[str, Any] | None:
     """Seed §11.1: missing hypotheses / recommended_actions / missing_info -> [], deprecated fields out."""
     if not isinstance(structured, dict):
         return None
     spec = rules.get("schema.executor_v2")
     deprecated = spec.params.deprecatedFields if spec is not None and isinstance(spec.params, SchemaRule.Params) else []
     kept = {k: v for k, v in structured.items() if k not in deprecated}
+    normalized: dict[str, Any]
     try:
         normalized = _json_copy(kept)
     except _NotJson:

@@ -24,7 +24,7 @@ from pipeline.tools.registry import persisted_name
 @dataclass
 class ReplayInput:
     session_id: str
-    structured: dict | None  # the executor output as stored (normalized is fine: features keep raw keys)
+    structured: dict[str, Any] | None  # the executor output as stored (normalized is fine: features keep raw keys)
     parse_status: str  # valid | missing | malformed
     invocations: dict[int, tuple[str, str]]  # cited id -> (session_id, tool_name), see cited_invocation_ids
     features: dict[str, dict[str, Any]]  # GateOutcome.features stored with the session

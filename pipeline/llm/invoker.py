@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import openai
 from pydantic import BaseModel, ValidationError
@@ -32,6 +32,9 @@ from pipeline.llm.endpoint_limit import endpoint_slots
 from pipeline.llm.prompts import Prompt
 from pipeline.llm.provider import StageContext, StageFailure
 from pipeline.redact import redact, redact_value
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -346,7 +349,9 @@ class StructuredLlmInvoker:
             try:
                 with endpoint_slots(str(self.client.base_url), self.settings.jobs.llm_concurrency):
                     started = time.perf_counter()  # the wait for a slot is not the endpoint's latency
-                    response = self.client.chat.completions.create(model=run.model, messages=messages, **extra)
+                    # The messages are the chat shape as plain dicts (they are also what llm_call records).
+                    sent = cast("list[ChatCompletionMessageParam]", messages)
+                    response = self.client.chat.completions.create(model=run.model, messages=sent, **extra)
             except openai.APIStatusError as exc:
                 latency = (time.perf_counter() - started) * 1000
                 retryable = exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
@@ -388,7 +393,7 @@ class StructuredLlmInvoker:
             return self._completion(run, messages, response, (time.perf_counter() - started) * 1000)
 
     def _backoff(self, retry: int) -> float:
-        delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (retry - 1))
+        delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (retry - 1))
         return delay / 2 + self.jitter() * delay / 2
 
     @staticmethod

@@ -22,6 +22,7 @@ from pipeline.contracts import (
     ClaimCheck,
     EvidenceDigest,
     FactChecked,
+    FactVerification,
     GatekeeperResult,
     ParseStatus,
     RetryContext,
@@ -32,7 +33,7 @@ from pipeline.contracts import (
 from pipeline.policy import CRITICAL_TYPES, groundedness
 from pipeline.text import extract_entities, keywords, normalize
 
-FACT_VERIFICATION = {
+FACT_VERIFICATION: dict[str, FactVerification] = {
     "direct_observation": "direct_evidence",
     "reasonable_inference": "indirect_support",
     "overstated": "indirect_support",
@@ -222,13 +223,13 @@ def build_payload(
     question: str,
     raw_output: str,
     parse_status: ParseStatus,
-    structured: dict | None,
+    structured: dict[str, Any] | None,
     invocations: list[ToolInvocation],
     digests: list[EvidenceDigest] | None,
     gatekeeper_result: GatekeeperResult,
     retry_context: RetryContext | None,
-    features: dict | None = None,
-) -> dict:
+    features: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The seed 000 §14 payload plus `evidence_digests` (split shape), `cited_evidence` and
     `digest_evidence` (bounded windows of the cited outputs).
 
@@ -363,7 +364,7 @@ def _trace_summary(
 # --- scores and compatibility records ---------------------------------------------------------
 
 
-def facts_checked(claim_checks: list[ClaimCheck], structured: dict | None) -> list[FactChecked]:
+def facts_checked(claim_checks: list[ClaimCheck], structured: dict[str, Any] | None) -> list[FactChecked]:
     """Seed 000 §16.1.1: the legacy facts_checked list, derived from claim_checks only."""
     claims = {str(c.get("claim_id")): c for c in _dicts((structured or {}).get("claims"))}
     facts = []
@@ -404,7 +405,7 @@ def _fallback(ctx: StageContext, key: str, **kw: Any) -> VerifierOutput:
     return VerifierOutput(verdict="LOW_CONFID", groundedness_score=0.0, rationale=_MESSAGES[key][lang].format(**kw))
 
 
-def run_verifier(ctx: StageContext, provider: Any, payload: dict) -> VerifierOutput:
+def run_verifier(ctx: StageContext, provider: Any, payload: dict[str, Any]) -> VerifierOutput:
     """Call the verifier unless there is nothing structured to verify (seed 000 §15.4).
 
     The returned output is normalised in code: a claim the verifier skipped gets an explicit

@@ -261,7 +261,7 @@ class LogFiles:
             if q.service and not own and path.suffix != ".jsonl":
                 # Only a mixed JSON file can hold another service's lines (each names its service).
                 continue
-            file_service = q.service if own else service_of_file(path)
+            file_service = q.service if own and q.service else service_of_file(path)
             scanned.append(path.relative_to(self.root).as_posix())
             for line_no, raw in iter_lines(path, prefilter):
                 text, bad = decode_counting(raw.rstrip(b"\r"))
