@@ -1,4 +1,5 @@
-"""Rule kinds (seed 000 §10.3, §11): one class per kind, `validate(context, metadata) -> RuleResult`.
+"""Rule kinds (seed 000 §10.3, §11): one class per kind, `validate(context, metadata) -> RuleResult`,
+declaring its defaults and its `Params` and registered by `@rule_kind` (see kinds.py).
 
 Rules read only the executor output, the cited invocations' (session, tool) pairs, the digests
 and the cached features, never a tool output, so `run_gatekeeper` and `replay` share them.
