@@ -73,14 +73,23 @@ def suite_rules(settings: Settings, store: Store, *, candidate: RuleSet | None) 
     return rules, rules_label(rules, version, candidate=False)
 
 
-def record_run(store: Store, *, who: str, rules: str, results: Sequence[EvalResult],
-               started_at: datetime | None = None) -> str:
+def record_run(
+    store: Store, *, who: str, rules: str, results: Sequence[EvalResult], started_at: datetime | None = None
+) -> str:
     run_id = f"j-{uuid.uuid4().hex[:12]}"
     now = datetime.now(UTC)
     with Session(store.engine) as db, db.begin():
-        db.add(JobRow(id=run_id, kind="eval", args={"who": who, "rules": rules}, status="completed",
-                      result={"results": [r.as_dict() for r in results]},
-                      created_at=started_at or now, finished_at=now))
+        db.add(
+            JobRow(
+                id=run_id,
+                kind="eval",
+                args={"who": who, "rules": rules},
+                status="completed",
+                result={"results": [r.as_dict() for r in results]},
+                created_at=started_at or now,
+                finished_at=now,
+            )
+        )
     return run_id
 
 
@@ -91,16 +100,24 @@ def _utc(when: datetime) -> datetime:
 
 def _run(row: JobRow) -> EvalRun:
     args, result = row.args or {}, row.result or {}
-    return EvalRun(id=row.id, who=str(args.get("who") or ""),
-                   rules=str(args.get("rules") or ("candidate" if args.get("rules_dir") else "")),
-                   started_at=_utc(row.created_at), results=tuple(result.get("results") or ()))
+    return EvalRun(
+        id=row.id,
+        who=str(args.get("who") or ""),
+        rules=str(args.get("rules") or ("candidate" if args.get("rules_dir") else "")),
+        started_at=_utc(row.created_at),
+        results=tuple(result.get("results") or ()),
+    )
 
 
 def list_runs(store: Store, limit: int = 50) -> list[EvalRun]:
     """Completed eval runs, newest first."""
     with Session(store.engine) as db:
-        rows = db.scalars(select(JobRow).where(JobRow.kind == "eval", JobRow.status == "completed")
-                          .order_by(JobRow.created_at.desc()).limit(limit)).all()
+        rows = db.scalars(
+            select(JobRow)
+            .where(JobRow.kind == "eval", JobRow.status == "completed")
+            .order_by(JobRow.created_at.desc())
+            .limit(limit)
+        ).all()
         return [_run(r) for r in rows]
 
 
@@ -113,8 +130,11 @@ def get_run(store: Store, run_id: str) -> EvalRun:
 
 
 def _outcome(result: dict[str, Any] | None) -> tuple[Any, ...] | None:
-    return None if result is None else (bool(result.get("passed")), result.get("verdict"),
-                                        tuple(result.get("failures") or ()))
+    return (
+        None
+        if result is None
+        else (bool(result.get("passed")), result.get("verdict"), tuple(result.get("failures") or ()))
+    )
 
 
 def compare(before: EvalRun, after: EvalRun) -> list[FixtureChange]:
@@ -128,7 +148,9 @@ def compare(before: EvalRun, after: EvalRun) -> list[FixtureChange]:
 def format_history(runs: Sequence[EvalRun]) -> str:
     lines = [f"{'run':<14}  {'when (UTC)':<16}  {'score':>7}  {'rules':<22}  who"]
     for run in runs:
-        lines.append(f"{run.id:<14}  {run.started_at:%Y-%m-%d %H:%M}  {run.score:>7}  {run.rules or '-':<22}  {run.who or '-'}")
+        lines.append(
+            f"{run.id:<14}  {run.started_at:%Y-%m-%d %H:%M}  {run.score:>7}  {run.rules or '-':<22}  {run.who or '-'}"
+        )
     if not runs:
         lines.append("no eval runs stored yet; `workbench eval` runs the suite and keeps the result")
     return "\n".join(lines)
