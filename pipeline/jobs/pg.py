@@ -81,8 +81,10 @@ def _worker_beat(settings: Settings) -> float:
 
 
 def _stalled_after(settings: Settings) -> float:
-    # A live worker beats every _worker_beat seconds: only three missed beats make it dead.
-    return max(settings.jobs.lease_s, 3 * _worker_beat(settings))
+    # A live worker beats every _worker_beat seconds: three missed beats make it dead. Counted on
+    # top of the session lease, so a dead worker's sessions are already `interrupted` when its
+    # jobs are retried, and the retry runs them again instead of taking them for live duplicates.
+    return settings.jobs.lease_s + 3 * _worker_beat(settings)
 
 
 async def _reap_forever(app: procrastinate.App, settings: Settings, store: Store) -> None:
