@@ -152,7 +152,7 @@ def form(rules: RuleSet | None, errors: list[str]) -> None:
     for spec in rules.rules:
         title = f"{'●' if spec.enabled else '○'} {spec.id} · {spec.verdict_impact}"
         with st.expander(title, expanded=spec.id == "evidence.excerpt_similarity"):
-            st.caption(f"{spec.name} — {spec.description}")
+            st.caption(f"{spec.name} — {views.in_language(spec.description, ui.lang())}")
             c1, c2, c3 = st.columns(3)
             k = f"rules_f{gen}_{spec.id}"
             c1.toggle(ui.t("rules.enabled"), spec.enabled, key=f"{k}_enabled", on_change=_on_form,

@@ -158,6 +158,14 @@ def claim_cards(record: SessionRecord) -> list[ClaimCard]:
     return cards
 
 
+def in_language(text: str, lang: str) -> str:
+    """One half of a bilingual "中文 / English" text from rules/index.yaml; other text unchanged."""
+    zh, sep, en = text.partition(" / ")
+    if not sep:
+        return text
+    return zh if lang == "zh" else en
+
+
 def verdict_reasons(ev: VerifierEvaluation, lang: str) -> list[str]:
     """Why the verdict is not PASS, in `lang`; a session stored before reasons had codes keeps its English."""
     return [render(m, lang) for m in ev.verdict_reasons] if ev.verdict_reasons else list(ev.verdict_guard_reasons)

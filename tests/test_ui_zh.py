@@ -1,0 +1,113 @@
+"""Every page in Chinese (issue 14 item 6): headless Debian Chromium walks Ask, Sessions, Trace,
+Rules and Eval with ?lang=zh and finds no English sentence outside quoted evidence, code and
+identifiers. Screenshots go to tests/screenshots/zh-*.png for a person to look at.
+
+"An English sentence" here: a run of three or more Latin words, one of them a common English
+function word ("the", "is", "not" ...), in the page text left after removing what is data, not
+prose: code and pre blocks, evidence boxes (.wb-box), free text from a tool or a model (.wb-text),
+form inputs, Streamlit's own chrome (its skip link, icon ligatures). A run that a stored tool
+output holds verbatim is quoted evidence (a log line inside a claim). Rule ids, tool names and
+field names are single tokens and never make such a run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_ui_browser import _settled, _shot, _store, _streamlit, page  # noqa: F401  (page is a fixture)
+
+from pipeline.config import load_settings
+from pipeline.demo import demo_runs, run_demo
+from pipeline.record import read_session
+
+pytestmark = pytest.mark.browser
+
+COMMON = frozenset(
+    "the a an is are was were be been of to in on at for from with by as and or but not no nor this that these those "
+    "it its has have had will would can cannot could should may might must than then there here what which who when "
+    "where why how all any some only also yet so too very more most less into about after before without".split())
+_RUN = re.compile(r"[A-Za-z]+(?:'[a-z]+)?(?:[ ,:;]+[A-Za-z]+(?:'[a-z]+)?){2,}")
+
+# Page text without data: the DOM is cloned and data elements removed before reading it.
+_PROSE_JS = """() => {
+  const clone = document.body.cloneNode(true);
+  clone.querySelectorAll('code, pre, script, style, noscript, textarea, input, .wb-box, .wb-text, '
+    + '[data-testid=stDataFrame], [data-testid=stToast], [data-testid=stSkipToContent], '
+    + '[data-testid=stIconMaterial]').forEach(e => e.remove());
+  return clone.textContent;
+}"""
+
+
+def english_sentences(text: str, evidence: str = "") -> list[str]:
+    """Runs of 3+ Latin words holding a common English word and not quoted from `evidence` (the
+    tool outputs shown): prose left untranslated."""
+    return [m.group(0) for m in _RUN.finditer(text)
+            if any(w.lower() in COMMON for w in re.split(r"[ ,:;]+", m.group(0))) and m.group(0) not in evidence]
+
+
+def test_the_check_finds_an_english_reason_and_passes_identifiers():
+    assert english_sentences("判定原因：c1 (root_cause) is contradicted by its evidence") == [
+        "is contradicted by its evidence"]
+    assert english_sentences("规则 evidence.excerpt_similarity 在 claims[0].evidence_bindings[0] 未通过；"
+                             "query_logs #12 Evidence Workbench PASS LOW_CONFID") == []
+    log = "ERROR Unhandled exception in CheckoutController.submit"
+    assert english_sentences("日志记录：Unhandled exception in CheckoutController", log) == []
+
+
+@pytest.fixture(scope="module")
+def zh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str, str]]:
+    """(base URL, a PASS session, a REJECT session with gatekeeper errors and filtered claims,
+    every tool output and runbook they cite)."""
+    home: Path = tmp_path_factory.mktemp("zh-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WORKBENCH_HOME", str(home))
+        mp.setenv("WORKBENCH_CONFIG", str(home / "no-config.yaml"))
+        settings = load_settings()
+        runs = demo_runs(settings, "zh")
+        picked = [r for r in runs if r[2] is None][:1] + [r for r in runs if r[2] and r[2]["name"].startswith("07-")]
+        passed, rejected = run_demo(settings, _store(home), runs=picked, language="zh")
+    record = read_session(_store(home), rejected)
+    assert record.verdict == "REJECT" and record.evaluation is not None
+    assert record.evaluation.gatekeeper_result.errors and record.evaluation.composer_filtered
+    store = _store(home)
+    evidence = "\n".join(store.invocation(m["id"]).output for sid in (passed, rejected)
+                         for m in store.invocation_meta(sid))
+    with _streamlit(home) as base:
+        yield base, passed, rejected, evidence
+
+
+def _prose(pg) -> str:
+    pg.get_by_role("heading").first.wait_for()
+    pg.get_by_text("中文", exact=True).wait_for()  # the sidebar's language switch: the frame is drawn
+    _settled(pg)
+    return pg.evaluate(_PROSE_JS)
+
+
+def test_every_page_in_chinese_has_no_english_sentence(zh_server: tuple[str, str, str, str], page) -> None:  # noqa: F811
+    base, passed, rejected, evidence = zh_server
+    pg = page
+    found: dict[str, list[str]] = {}
+    walk = [
+        ("ask", f"/?lang=zh&session={passed}"),
+        ("sessions", "/sessions?lang=zh&sessions_reviewed=any&sessions_needs_person=false"),
+        ("trace-reject", f"/trace?lang=zh&session={rejected}"),
+        ("rules", "/rules?lang=zh"),
+        ("eval", "/eval?lang=zh"),
+    ]
+    for name, path in walk:
+        pg.goto(base + path)
+        text = _prose(pg)
+        assert "中文" in text and re.search(r"[\u4e00-\u9fff]{4}", text), f"{name} is not in Chinese"
+        found[name] = english_sentences(text, evidence)
+        pg.set_viewport_size({"width": 1440, "height": 2400})
+        _shot(pg, f"zh-{name}")
+    # The REJECT session's engine messages (gatekeeper findings, verdict and filter reasons) in Chinese.
+    pg.goto(base + f"/trace?lang=zh&session={rejected}")
+    body = _prose(pg)
+    assert "守门规则" in body or "摘录" in body
+    assert "lang=zh" in pg.url
+    print(found)
+    assert {name: hits for name, hits in found.items() if hits} == {}
