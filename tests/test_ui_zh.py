@@ -97,17 +97,24 @@ def test_every_page_in_chinese_has_no_english_sentence(zh_server: tuple[str, str
         ("rules", "/rules?lang=zh"),
         ("eval", "/eval?lang=zh"),
     ]
+    pg.set_viewport_size({"width": 1440, "height": 2400})
     for name, path in walk:
         pg.goto(base + path)
+        if name == "sessions":  # its table and charts draw after the script run
+            pg.locator("[data-testid=stDataFrame]").first.wait_for()
+            pg.locator(".js-plotly-plot").first.wait_for()
         text = _prose(pg)
         assert "中文" in text and re.search(r"[\u4e00-\u9fff]{4}", text), f"{name} is not in Chinese"
         found[name] = english_sentences(text, evidence)
-        pg.set_viewport_size({"width": 1440, "height": 2400})
         _shot(pg, f"zh-{name}")
     # The REJECT session's engine messages (gatekeeper findings, verdict and filter reasons) in Chinese.
     pg.goto(base + f"/trace?lang=zh&session={rejected}")
     body = _prose(pg)
     assert "守门规则" in body or "摘录" in body
     assert "lang=zh" in pg.url
-    print(found)
+    # ?lang=en switches back, and the URL keeps the code.
+    pg.goto(base + f"/trace?lang=en&session={rejected}")
+    pg.get_by_role("heading", name="Audit trail").wait_for()
+    _settled(pg)
+    assert "lang=en" in pg.url and "gatekeeper rule evidence.digest_ref failed" in pg.inner_text("body")
     assert {name: hits for name, hits in found.items() if hits} == {}
