@@ -238,32 +238,39 @@ def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str
     ents = find_entities(seg.text)
     if not ents:
         return []
-    seg_len = len(normalize(seg.text))
-    window_ents: tuple[EntityMatch, ...] = ()
-    window_folded = ""
-    record_ents: tuple[EntityMatch, ...] | None = ()
-    if seg.start is not None:
+    placed = seg.start is not None
+    window = window_folded = ""
+    if placed:
         # Confirm against the matched stretch (whole tokens), not the whole record: a record often
         # names two services, and the excerpt must quote the one where it matched.
         lo, hi = _token_bounds(prepared.decoded, seg.start, seg.end)  # type: ignore[arg-type]
         window = prepared.decoded[lo:hi]
-        window_ents = find_entities(window)
         window_folded = f" {fold(window)} "
-        record_ents = None  # extracted only if the window holds no entity of a missed kind
+    seg_len = len(normalize(seg.text))
+    # The cheap test first: an entity whose token the window holds as written is there. The
+    # window's own entities (a dozen regex scans) are extracted only when some entity is not.
+    unseen = []
+    for ent in ents:
+        token = fold(ent.token)
+        at_edge = ent.start == 0 or ent.end >= seg_len
+        if placed and token and (token in window_folded if at_edge else f" {token} " in window_folded):
+            continue
+        unseen.append((ent, token))
+    if not unseen:
+        return []
+    window_ents = find_entities(window) if placed else ()
+    # The record's entities are extracted only if the window holds none of a missed kind.
+    record_ents: tuple[EntityMatch, ...] | None = None if placed else ()
     window_values = {(e.kind, e.value) for e in window_ents}
     window_numbers = {e.value for e in window_ents if e.kind == "number"}
     own_values = {e.value for e in ents}
     misses = []
-    for ent in ents:
-        token = fold(ent.token)
-        if seg.start is not None:
+    for ent, token in unseen:
+        if placed:
             if (ent.kind, ent.value) in window_values:
                 continue
             number = _NUMBER.search(ent.token)
             if ent.kind == "quantity" and number and _plain(number.group(0)) in window_numbers:
-                continue
-            at_edge = ent.start == 0 or ent.end >= seg_len
-            if token and (token in window_folded if at_edge else f" {token} " in window_folded):
                 continue
         nearby = [e.token for e in window_ents if e.kind == ent.kind and e.value not in own_values]
         if not nearby:
