@@ -101,3 +101,30 @@ def test_stored_records_without_codes_still_validate():
         "verdict": "PASS", "groundedness_score": 1.0, "executor_output_parse_status": {"status": "valid"},
         "gatekeeper_result": {}, "verdict_guard_reasons": ["older reason"]})
     assert ev.verdict_reasons == []
+
+
+def test_workbench_show_speaks_the_readers_language(settings, store, capsys: pytest.CaptureFixture[str]):
+    """A REJECT session of a misbehaving model (fixture 07): its gatekeeper findings, verdict
+    reasons and filter reasons come out of `workbench show --lang zh` in Chinese, with the rule
+    ids and quoted evidence verbatim, and in English with --lang en."""
+    from pipeline.cli import main
+    from pipeline.demo import demo_runs, run_demo
+    from pipeline.record import read_session
+
+    run = [r for r in demo_runs(settings, "zh") if r[2] and r[2]["name"].startswith("07-")]
+    (sid,) = run_demo(settings, store, runs=run, language="zh")
+    ev = read_session(store, sid).evaluation
+    assert ev is not None and ev.verdict == "REJECT"
+    assert ev.verdict_reasons and all(e.msg for e in ev.gatekeeper_result.errors)
+    assert all(f.msg for f in ev.composer_filtered) and all(c.msg for c in ev.question_coverage)
+    # The stored English text is the en rendering, so older readers see the same sentences.
+    assert ev.verdict_guard_reasons == [render(m, "en") for m in ev.verdict_reasons]
+
+    assert main(["show", sid, "--lang", "zh"]) == 0
+    zh = capsys.readouterr().out
+    assert main(["show", sid, "--lang", "en"]) == 0
+    en = capsys.readouterr().out
+    assert "守门规则 evidence.digest_ref 未通过" in zh and "证据绑定没有 digest_id" in zh
+    assert "gatekeeper rule evidence.digest_ref failed" in en and "gatekeeper rule" not in zh
+    for e in ev.gatekeeper_result.errors:
+        assert render(e.msg, "zh") in zh and e.message in en  # type: ignore[arg-type]
