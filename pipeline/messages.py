@@ -217,6 +217,8 @@ CATALOGUE.update({
                               "zh": "只剩确定性表述，改作缺口陈述"},
     "filter.hypothesis_check": {"en": "{verification}", "zh": "假设核验结果：{verification}"},
     "filter.reject_hypotheses": {"en": "REJECT: no hypotheses reach the composer", "zh": "REJECT：假设不交给撰写器"},
+    "filter.gap_closed": {"en": "a confirmed claim already holds the evidence this gap asks for",
+                          "zh": "已有一条确认的结论含有该缺口所要的证据"},
     "filter.reject_action": {"en": "REJECT: only evidence-gathering or manual-review actions",
                              "zh": "REJECT：只保留取证或人工复核类行动"},
     # --- question coverage (pipeline/coverage.py) ---

@@ -214,7 +214,7 @@ def assemble_input(
     services += [e.value for c in ranked for e in extract_entities(c.claim_text) if e.kind == "service"]
     missing, hypotheses, closed = drop_closed(list(dict.fromkeys(missing)), hypotheses, ranked, services)
     for text in closed:
-        keep_away("missing_info", text, "a confirmed claim already holds the evidence this gap asks for")
+        keep_away("missing_info", text, msg("filter.gap_closed"))
     composer_input = ComposerInput(
         original_query=question,
         verdict=verdict,
