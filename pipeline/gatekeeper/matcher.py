@@ -364,6 +364,14 @@ class _GramIndex:
         present[cells[near] + (starts[near] >> shift) - np.uint32(1)] = True
         self._packed = np.packbits(present.reshape(1 << self.BITS, self.count), axis=1, bitorder="little")
         self._rows: dict[int, int] = {}  # trigram hash -> its blocks as an int bit set, converted on first use
+        self._by_text: dict[str, int] = {}  # trigram -> the same bit set
+
+    @classmethod
+    def _gram(cls, tri: str) -> int:
+        """The hash of one trigram, as _hash computes it over the whole text."""
+        a, b, c = (ord(ch) for ch in tri)
+        ka, kb, kc = cls._MULT
+        return (((a * ka) & _U32) ^ ((b * kb) & _U32) ^ ((c * kc) & _U32)) >> (32 - cls.BITS)
 
     def _row(self, gram: int) -> int:
         row = self._rows.get(gram)
@@ -381,21 +389,28 @@ class _GramIndex:
 
         None when needle is too short to say; no runs at all when it is absent.
         """
-        probe = [ord(ch) for ch in needle[: self.PROBE]]
-        if len(probe) < 3:
+        head = needle[: self.PROBE]
+        if len(head) < 3:
             return None
-        ka, kb, kc = self._MULT
-        shift = 32 - self.BITS
-        grams = {(((a * ka) & _U32) ^ ((b * kb) & _U32) ^ ((c * kc) & _U32)) >> shift for a, b, c in zip(probe, probe[1:], probe[2:], strict=False)}
+        # Block sets by trigram text: the needles checked against one output share most trigrams,
+        # and a dict lookup costs less than hashing the trigram again.
+        known = self._by_text
+        if len(known) >= _MAX_TRIGRAMS:
+            known.clear()
         candidates = -1
-        for gram in grams:
-            candidates &= self._row(gram)
+        for i in range(len(head) - 2):
+            tri = head[i : i + 3]
+            row = known.get(tri)
+            if row is None:
+                row = known[tri] = self._row(self._gram(tri))
+            candidates &= row
             if not candidates:
                 return iter(())
         return _bit_runs(format(candidates, "b")[::-1])
 
 
 _U32 = 0xFFFFFFFF
+_MAX_TRIGRAMS = 65536  # trigrams whose block sets an index remembers by text
 
 
 def _bit_runs(bits: str) -> Iterator[tuple[int, int]]:
