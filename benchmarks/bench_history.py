@@ -162,7 +162,7 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
                 k = i % len(items)
                 t, (ev, digests, features) = items[k], texts[k] if audit else ("{}", "[]", "{}")
                 sid = f"{prefix}-{i:08d}"
-                for m, inv in enumerate(t["invocations"]):
+                for m, inv in enumerate(t["invocations"] if audit else ()):  # nothing cites them without JSON
                     ev = ev.replace(str(_PLACEHOLDER + m), str(next_inv))
                     digests = digests.replace(str(_PLACEHOLDER + m), str(next_inv))
                     invs.append({"id": next_inv, "sid": sid, "tool": inv[1], "model": inv[2], "args": "{}",
@@ -182,7 +182,8 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
                     gate_b.extend({"seq": next_seq, **dict(zip(_BINDING_COLS, b, strict=True))} for b in bindings)
                     next_seq += 1
             conn.execute(session_sql, sessions)
-            conn.execute(inv_sql, invs)
+            if invs:
+                conn.execute(inv_sql, invs)
             if gate_rows is not None:
                 conn.execute(text(f"INSERT INTO gate_session ({', '.join(gate_cols)}) VALUES ("
                                   + ", ".join(j(c) if c == "clean_unbacked" else f":{c}" for c in gate_cols) + ")"),
@@ -278,6 +279,44 @@ def measure_columnar(url: str) -> None:
     print(f"columnar peak rss: {_rss_mb():.0f} MB")
 
 
+def measure_tiled(url: str, times: int) -> None:
+    """The array half at `times` x the stored history: the arrays of the store repeated, the
+    clearing test and the outcome counts timed on them (the exact path is not included)."""
+    import dataclasses
+
+    import numpy as np
+
+    from pipeline.config import load_settings
+    from pipeline.gatekeeper.columns import maybe_flagged
+    from pipeline.history import load_arrays
+    from pipeline.session import rules_in_force
+
+    store = Store(url)
+    rules = rules_in_force(load_settings(), store)[0]
+    arrays, outcomes, _ = load_arrays(store)
+    n = len(arrays.session_ids)
+    tiled = dataclasses.replace(
+        arrays, session_ids=arrays.session_ids * times,
+        b_session=np.concatenate([arrays.b_session + k * n for k in range(times)]),
+        **{f.name: np.tile(getattr(arrays, f.name), times) for f in dataclasses.fields(arrays)
+           if f.name not in ("session_ids", "keys", "b_session")})
+    codes = {k: np.tile(v, times) for k, v in outcomes.items()}
+    del arrays, outcomes
+    for p in (0.45, 0.5, 0.55):
+        candidate = rules.with_params("evidence.excerpt_similarity", passThreshold=p, warnThreshold=0.3)
+
+        def run(c: Any = candidate) -> int:
+            clean = ~maybe_flagged(tiled, c)
+            np.unique(codes["status"][clean], return_counts=True)
+            np.unique(codes["old_v"][clean].astype(np.int64) * 65536 + codes["verdict"][clean], return_counts=True)
+            return int(clean.sum())
+
+        cleared, took = _timed(run)
+        print(f"arrays x{times}: {len(tiled.session_ids)} sessions, {len(tiled.b_score)} bindings, passThreshold={p}:"
+              f" {took:.3f} s, {cleared} cleared")
+    print(f"tiled peak rss: {_rss_mb():.0f} MB")
+
+
 def measure_naive(url: str, count: int) -> None:
     from pipeline.config import load_settings
     from pipeline.gatekeeper import replay, summarize
@@ -319,9 +358,14 @@ def main() -> None:
     ap.add_argument("--no-audit", action="store_true",
                     help="clones without their JSON audit record: arrays, listing and charts only")
     ap.add_argument("--measure", choices=["columnar", "naive", "listing"], help=argparse.SUPPRESS)
+    ap.add_argument("--tile", type=int, default=0,
+                    help="with --db of a seeded store: time the array half at this many times its size")
     args = ap.parse_args()
     if args.measure == "columnar":
         measure_columnar(args.db)
+        return
+    if args.tile:
+        measure_tiled(args.db, args.tile)
         return
     if args.measure == "listing":
         measure_listing(args.db)

@@ -141,7 +141,8 @@ def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.i
     data = data[:filled]
     index = np.searchsorted(seqs, data[:, 0].astype(np.int64)).clip(max=max(len(seqs) - 1, 0))
     keep = (seqs[index] == data[:, 0]) if len(seqs) else np.zeros(len(data), dtype=bool)
-    data, index = data[keep], index[keep]
+    if not keep.all():  # rows of sessions no longer replayable; the copy is skipped when there are none
+        data, index = data[keep], index[keep]
     joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
     arrays = HistoryArrays(
         session_ids=ids, lists_key=joined["key"].astype(np.int16), keys=list(names.keys),
