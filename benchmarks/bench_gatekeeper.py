@@ -162,22 +162,23 @@ def bench_sizes(rng: random.Random) -> None:
         invocations = {1: inv}
         repeat = 3 if size >= 10_000_000 else 7
         prepared: list[OutputCache] = []
-        prepare = _timed(lambda: prepared.append(_prepared_cache(output)), repeat)
+        # Loop variables are bound as defaults: each lambda runs within its iteration, but says so.
+        prepare = _timed(lambda out=prepared, text=output: out.append(_prepared_cache(text)), repeat)
 
-        def check(excerpt: str, cache: OutputCache) -> None:
+        def check(excerpt: str, cache: OutputCache, invocations: dict[int, ToolInvocation] = invocations) -> None:
             compute_features(invocations, _structured([(excerpt, [1], "query_logs")]), None, outputs=cache)
 
         for kind, make in KINDS:
             excerpts = [make(rng, rng.choice(records)) for _ in range(repeat)]
             it = iter(excerpts * 3)
-            naive = _timed(lambda: fuzz.partial_ratio(next(it), output), repeat)
+            naive = _timed(lambda it=it, text=output: fuzz.partial_ratio(next(it), text), repeat)
             fresh = iter([_prepared_cache(output) for _ in range(repeat)])
             it = iter(excerpts * 3)
-            cold = _timed(lambda: check(next(it), next(fresh)), repeat)
+            cold = _timed(lambda it=it, fresh=fresh: check(next(it), next(fresh)), repeat)
             warm_cache = prepared[0]
             check(excerpts[0], warm_cache)
             it = iter(excerpts * 3)
-            warm = _timed(lambda: check(next(it), warm_cache), repeat)
+            warm = _timed(lambda it=it, cache=warm_cache: check(next(it), cache), repeat)
             print(f"{label:>8} {kind:>12} {naive * 1e3:9.2f} {prepare * 1e3:9.1f} {cold * 1e3:10.2f} {warm * 1e3:10.2f} "
                   f"{naive / cold:8.1f} {naive / warm:8.1f}")
 
@@ -262,7 +263,7 @@ def bench_accuracy(rng: random.Random) -> None:
     print(f"{'case':>22} {'n':>5} {'ours':>8} {'flagged':>8} {'naive':>8}")
     total = [0, 0, 0, 0]
     for kind, row in stats.items():
-        total = [t + r for t, r in zip(total, row)]
+        total = [t + r for t, r in zip(total, row, strict=True)]
         print(f"{kind:>22} {row[0]:5d} {row[1] / row[0]:8.1%} {row[2] / row[0]:8.1%} {row[3] / row[0]:8.1%}")
     print(f"{'all':>22} {total[0]:5d} {total[1] / total[0]:8.1%} {total[2] / total[0]:8.1%} {total[3] / total[0]:8.1%}")
 
@@ -322,7 +323,7 @@ def bench_history(rng: random.Random, n: int) -> None:
     def load() -> list[ReplayInput]:
         # What pipeline.replay_inputs does with the store's rows.
         inputs = []
-        for (sid, _, invs), (features, normalized, result, verdict) in zip(sessions, stored):
+        for (sid, _, invs), (features, normalized, result, verdict) in zip(sessions, stored, strict=True):
             gate = json.loads(result)
             inputs.append(ReplayInput(
                 sid, json.loads(normalized), "valid", {i: (inv.session_id, inv.tool_name) for i, inv in invs.items()},
@@ -344,13 +345,14 @@ def bench_history(rng: random.Random, n: int) -> None:
     changed = 0
     for kind, variants in edits.items():
         for rules in variants:
-            took, rows = _timed_once(lambda: replay(inputs, rules))  # noqa: B023
+            took, rows = _timed_once(lambda rules=rules: replay(inputs, rules))
             timings.setdefault(kind, []).append(took)
             changed = max(changed, sum(r.changed for r in rows))
     tuned = edits["threshold"][0]
     sample = sessions[: max(1, n // 10)]
     cached = _timed(lambda: [run_gatekeeper(GateContext(sid, s, invs, everyone.get), tuned, features_cache=f)
-                             for (sid, s, invs), f in zip(sample, (i.features for i in inputs))], 1) * n / len(sample)
+                             # sample is the first tenth of the sessions, so the zip stops early on purpose
+                             for (sid, s, invs), f in zip(sample, (i.features for i in inputs), strict=False)], 1) * n / len(sample)
     threshold = statistics.median(timings["threshold"])
     print(f"\n3. History: {n} sessions, {bindings} bindings")
     print(f"{'step':>48} {'seconds':>9} {'target':>8}")
