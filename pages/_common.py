@@ -323,6 +323,15 @@ LABELS: dict[str, tuple[str, str]] = {
     "eval.open_hint": ("Click a row to open its session's audit trail.", "点击一行打开该会话的审计链。"),
     "eval.unavailable": ("The eval runner is not available: {err}", "评测执行器不可用：{err}"),
     "eval.not_run": ("Not run yet.", "尚未运行。"),
+    "eval.shown": ("Run shown", "显示的运行"),
+    "eval.run_label": ("{when} · {score} · {rules} · {who}", "{when} · {score} · {rules} · {who}"),
+    "eval.rules_of_run": ("Rules: {rules} · run by {who} at {when} UTC", "规则：{rules} · 运行人 {who} · {when} UTC"),
+    "eval.history": ("History", "历史"),
+    "eval.compare": ("Compare two runs", "比较两次运行"),
+    "eval.before": ("Before", "之前"),
+    "eval.after": ("After", "之后"),
+    "eval.changed": ("{n} fixture(s) changed result.", "{n} 个用例的结果变了。"),
+    "eval.one_run": ("Run the suite again to compare two runs.", "再运行一次用例集即可比较两次运行。"),
 }
 
 

@@ -1,23 +1,23 @@
-"""Eval: run the fixture suite with the rules in force or the Rules page's candidate."""
+"""Eval: run the fixture suite with the rules in force or the Rules page's candidate; every run is
+kept (pipeline/eval/history.py), so results survive the browser session and two runs compare."""
 
 from __future__ import annotations
 
 import json
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
 from pages import _common as ui
 from pipeline import views
+from pipeline.eval import history
+from pipeline.eval.history import EvalRun
 from pipeline.eval.runner import load_fixtures, run_fixture
-from pipeline.session import rules_in_force
 
 SOURCES = ("force", "candidate")
-
-
-def init_state() -> None:
-    st.session_state.setdefault("eval_results", None)
 
 
 def _candidate():
@@ -35,14 +35,14 @@ def sidebar() -> str:
     return source or "force"
 
 
-def run(source: str) -> None:
+def run(source: str, who: str) -> None:
     s = ui.settings()
-    rules = _candidate() if source == "candidate" else None
-    if source == "candidate" and rules is None:
+    candidate = _candidate() if source == "candidate" else None
+    if source == "candidate" and candidate is None:
         st.warning(ui.t("eval.no_candidate"))
-    if rules is None:
-        rules, _ = rules_in_force(s, ui.store())
+    rules, label = history.suite_rules(s, ui.store(), candidate=candidate)
     fixtures = load_fixtures(s.fixtures_dir)
+    started = datetime.now(UTC)
     bar = st.progress(0.0)
     results = []
     with tempfile.TemporaryDirectory(prefix="wb-eval-") as tmp:
@@ -51,25 +51,39 @@ def run(source: str) -> None:
                                                                name=fixture.get("name", "")))
             results.append(run_fixture(fixture, settings=s, store=ui.store(), rules=rules, script_dir=Path(tmp)))
     bar.empty()
-    st.session_state["eval_results"] = {"source": source, "rows": [r.as_dict() for r in results]}
+    # The new run is the one shown; the selectbox below is not drawn yet in this script run.
+    st.session_state["eval_shown"] = history.record_run(ui.store(), who=who, rules=label, results=results,
+                                                        started_at=started)
+    for key in ("eval_after", "eval_before"):  # compare the new run with the one before it
+        st.session_state.pop(key, None)
     ui.refresh_session_reads()
 
 
-def body(source: str) -> None:
-    st.title(ui.t("eval.title"))
-    st.caption(ui.engine_caption())
-    if st.button(ui.t("eval.run"), type="primary", key="eval_run"):
-        run(source)
-    done = st.session_state.get("eval_results")
-    if not done:
-        st.info(ui.t("eval.not_run"))
-        return
+def _rules(run: EvalRun) -> str:
+    """The stored label in the page's words; a candidate keeps its hash so two runs can be matched."""
+    if run.rules.startswith("candidate"):
+        return f"{ui.t('eval.rules.candidate')} {run.rules.removeprefix('candidate').strip()}".strip()
+    return run.rules or "—"
+
+
+def _label(run: EvalRun) -> str:
+    return ui.t("eval.run_label", when=f"{run.started_at:%Y-%m-%d %H:%M}", score=run.score,
+                rules=_rules(run), who=run.who or "—")
+
+
+def _outcome(result: dict[str, Any] | None) -> str:
+    if result is None:
+        return "—"
+    return f"{'pass' if result.get('passed') else 'FAIL'} {result.get('verdict') or ''}".strip()
+
+
+def results(run: EvalRun) -> None:
     # Failures first: they are what a tuner came to see.
-    rows = sorted(done["rows"], key=lambda r: (r["passed"], r["name"]))
-    passed = sum(r["passed"] for r in rows)
+    rows = sorted(run.results, key=lambda r: (r["passed"], r["name"]))
     c1, c2 = st.columns([1, 3])
-    c1.metric(ui.t("eval.pass_rate"), f"{passed} / {len(rows)}")
-    c2.caption(f"{ui.t('eval.rules')}: {ui.t('eval.rules.' + done['source'])}")
+    c1.metric(ui.t("eval.pass_rate"), run.score)
+    c2.caption(ui.t("eval.rules_of_run", rules=_rules(run), who=run.who or "—",
+                    when=f"{run.started_at:%Y-%m-%d %H:%M}"))
     picked = st.dataframe([{
         "fixture": r["name"],
         "result": "pass" if r["passed"] else "FAIL",
@@ -90,6 +104,62 @@ def body(source: str) -> None:
     ui.open_picked_trace(picked, [r["session_id"] for r in rows])
 
 
+def past_runs(runs: list[EvalRun]) -> None:
+    st.subheader(ui.t("eval.history"))
+    st.dataframe([{"when (UTC)": f"{r.started_at:%Y-%m-%d %H:%M}", "score": r.score, "rules": _rules(r),
+                   "who": r.who or "—", "run": r.id} for r in runs],
+                 hide_index=True, key="eval_history", column_config={
+                     "when (UTC)": st.column_config.TextColumn(width=140),
+                     "score": st.column_config.TextColumn(width=70),
+                     "rules": st.column_config.TextColumn(width=180),
+                     "who": st.column_config.TextColumn(width=140),
+                 })
+
+
+def comparison(runs: list[EvalRun]) -> None:
+    st.subheader(ui.t("eval.compare"))
+    if len(runs) < 2:
+        st.caption(ui.t("eval.one_run"))
+        return
+    by_id = {r.id: r for r in runs}
+    ids = list(by_id)
+    c1, c2 = st.columns(2)
+    after = c1.selectbox(ui.t("eval.after"), ids, index=0, key="eval_after", format_func=lambda i: _label(by_id[i]))
+    before = c2.selectbox(ui.t("eval.before"), ids, index=1, key="eval_before",
+                          format_func=lambda i: _label(by_id[i]))
+    changes = history.compare(by_id[before], by_id[after])
+    st.caption(ui.t("eval.changed", n=sum(c.changed for c in changes)))
+    st.dataframe([{"fixture": c.name, "changed": "≠" if c.changed else "", "before": _outcome(c.before),
+                   "after": _outcome(c.after), "failures after": "; ".join((c.after or {}).get("failures") or [])}
+                  for c in changes], hide_index=True, key="eval_diff", column_config={
+                      "fixture": st.column_config.TextColumn(width=220),
+                      "changed": st.column_config.TextColumn(width=70),
+                      "before": st.column_config.TextColumn(width=120),
+                      "after": st.column_config.TextColumn(width=120),
+                      "failures after": st.column_config.TextColumn(width=300),
+                  })
+
+
+def body(source: str) -> None:
+    st.title(ui.t("eval.title"))
+    st.caption(ui.engine_caption())
+    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
+    with c1:
+        who = ui.reviewer_name("reviewer")  # the name the Trace page labels reviews with
+    if c2.button(ui.t("eval.run"), type="primary", key="eval_run"):
+        run(source, who)
+    runs = history.list_runs(ui.store())
+    if not runs:
+        st.info(ui.t("eval.not_run"))
+        return
+    by_id = {r.id: r for r in runs}
+    if st.session_state.get("eval_shown") not in by_id:
+        st.session_state["eval_shown"] = runs[0].id
+    shown = st.selectbox(ui.t("eval.shown"), list(by_id), key="eval_shown", format_func=lambda i: _label(by_id[i]))
+    results(by_id[shown])
+    past_runs(runs)
+    comparison(runs)
+
+
 ui.page_start()
-init_state()
 body(sidebar())

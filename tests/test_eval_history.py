@@ -1,0 +1,106 @@
+"""Eval runs kept and compared: the store, `workbench eval --history`, and the Eval page."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from pipeline.cli import main
+from pipeline.config import ROOT
+from pipeline.contracts import Verdict
+from pipeline.errors import NotFound
+from pipeline.eval import history
+from pipeline.eval.runner import EvalResult
+from pipeline.store import Store
+
+FIXTURES = ("01-fabricated-invocation-id", "05-number-swapped")
+
+
+@pytest.fixture
+def two_fixtures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A suite of two real fixtures, so a run through the page or the CLI takes seconds."""
+    suite = tmp_path / "fixtures"
+    suite.mkdir()
+    for name in FIXTURES:
+        shutil.copy(ROOT / "data" / "fixtures" / f"{name}.yaml", suite / f"{name}.yaml")
+    config = tmp_path / "config.yaml"
+    config.write_text(f"fixtures_dir: {suite}\n", encoding="utf-8")
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
+    return suite
+
+
+def _result(name: str, passed: bool, verdict: Verdict = "REJECT", failures: tuple[str, ...] = ()) -> EvalResult:
+    return EvalResult(name=name, description="", passed=passed, failures=list(failures), verdict=verdict)
+
+
+def test_runs_are_stored_listed_newest_first_and_compared_changes_first(any_store: Store) -> None:
+    first = history.record_run(any_store, who="alice", rules="v0", results=[
+        _result("a-steady", True), _result("b-flips", True), _result("c-dropped", True)])
+    second = history.record_run(any_store, who="bob", rules="candidate 1a2b3c4d5e", results=[
+        _result("a-steady", True), _result("b-flips", False, "PASS", ("verdict PASS != REJECT",)),
+        _result("d-new", True)])
+    runs = history.list_runs(any_store)
+    assert [r.id for r in runs] == [second, first]
+    assert (runs[0].who, runs[0].rules, runs[0].score) == ("bob", "candidate 1a2b3c4d5e", "2 / 3")
+    changes = history.compare(history.get_run(any_store, first), history.get_run(any_store, second))
+    assert [(c.name, c.changed) for c in changes] == [
+        ("b-flips", True), ("c-dropped", True), ("d-new", True), ("a-steady", False)]
+    assert changes[1].after is None and changes[2].before is None
+    with pytest.raises(NotFound):
+        history.get_run(any_store, "j-nosuchrun")
+
+
+def test_cli_records_who_and_rules_and_lists_history(two_fixtures: Path, store: Store,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--history"]) == 0
+    assert "no eval runs stored yet" in capsys.readouterr().out
+    main(["eval", "--who", "carol"])
+    assert "stored as eval run j-" in capsys.readouterr().out
+    assert main(["eval", "--history", "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+    assert (run["who"], run["rules"]) == ("carol", "rules/ directory")
+    assert sorted(r["name"] for r in run["results"]) == sorted(FIXTURES)
+    assert run["score"] == f"{sum(r['passed'] for r in run['results'])} / 2"
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at.switch_page("pages/eval.py")
+    at.query_params["reviewer"] = "dana"
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_page_keeps_runs_and_compares_a_candidate_with_the_rules_in_force(two_fixtures: Path, store: Store) -> None:
+    at = _app()
+    at.button(key="eval_run").click().run()
+    assert not at.exception, at.exception
+    # Turning off the invocation-reference rule lets the fabricated invocation id through: that
+    # fixture's result must change between the two runs, and the other must not.
+    at.switch_page("pages/rules.py").run()
+    next(t for t in at.toggle if t.key.endswith("evidence.invocation_ref_enabled")).set_value(False).run()
+    at.switch_page("pages/eval.py").run()
+    at.radio(key="eval_rules").set_value("candidate").run()
+    at.button(key="eval_run").click().run()
+    assert not at.exception, at.exception
+
+    runs = history.list_runs(store)
+    assert [r.who for r in runs] == ["dana", "dana"]
+    assert runs[0].rules.startswith("candidate ") and runs[1].rules == "rules/ directory"
+    assert at.selectbox(key="eval_shown").value == runs[0].id  # the new run is the one shown
+    shown, past, diff = (table.value for table in at.dataframe)  # results, history, comparison
+    assert "evidence.invocation_ref" in shown.set_index("fixture").loc[FIXTURES[0], "failures"]
+    assert past["run"].tolist() == [runs[0].id, runs[1].id]
+    assert diff["fixture"].tolist() == list(FIXTURES) and diff["changed"].tolist() == ["≠", ""]
+    assert diff.loc[0, "before"].startswith("pass") and diff.loc[0, "after"].startswith("FAIL")
+    assert "1 fixture(s) changed result." in [c.value for c in at.caption]
+
+    # Results outlive the browser session: a fresh one shows the latest run from the store.
+    fresh = _app()
+    assert fresh.selectbox(key="eval_shown").value == runs[0].id
+    assert fresh.metric[0].value == runs[0].score
