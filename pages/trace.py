@@ -189,7 +189,7 @@ def _card(url: str, card: views.ClaimCard, *, pick: int | None = None) -> None:
         color = ("pass" if verification in views.GOOD_CHECKS else
                  "warn" if verification in ("overstated", "external_unknown") else "fail")
         head += (f"<div>{ui.esc(ui.t('trace.claim_check'))}: <span class='wb-pill wb-{color}'>{ui.esc(verification)}</span> "
-                 f"<span class='wb-muted'>{ui.esc(check.detail if check else '')}</span></div>")
+                 f"<span class='wb-muted'>{ui.esc(ui.say(check.detail, check.msg) if check else '')}</span></div>")
         own = [e for e in card.errors if not any(e in b.errors for b in card.bindings)]
         if own:
             head += "<ul class='wb-list'>" + "".join(

@@ -187,6 +187,9 @@ class ClaimCheck(_Model):
     claim_id: str
     verification: ClaimVerification
     detail: str = ""
+    # Set when the verdict policy overrode the verifier: `detail` as code + parameters. A verifier's
+    # own detail is its free text, in the question's language.
+    msg: Message | None = None
     evidence_refs: list[EvidenceRef] = Field(default_factory=list)
 
 

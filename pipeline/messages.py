@@ -196,8 +196,9 @@ CATALOGUE.update({
     "policy.verifier_stricter": {"en": "the verifier judged {verdict}", "zh": "核验器判定为 {verdict}"},
     "policy.verifier_differs": {"en": "the verifier said {said}; the policy requires {verdict}",
                                 "zh": "核验器判为 {said}；判定策略要求 {verdict}"},
-    "policy.no_binding_evidence": {"en": "no evidence binding of this claim is evidence",
-                                   "zh": "该结论的证据绑定没有一条成立"},
+    "policy.check_rule": {"en": "gatekeeper rule {rule} failed on this claim", "zh": "守门规则 {rule} 在该结论上未通过"},
+    "policy.check_unbacked": {"en": "the gatekeeper: no evidence binding of this claim is evidence",
+                               "zh": "守门器：该结论的证据绑定没有一条成立"},
     # --- composer-input filter (pipeline/stages/composer.py) ---
     "filter.unbacked": {"en": "{why}, but no binding of it is evidence (gatekeeper unbacked_claims): never stated as confirmed",
                         "zh": "{why}，但它没有一条证据绑定成立（gatekeeper unbacked_claims）：不作为确认事实陈述"},

@@ -27,6 +27,7 @@ from pipeline.contracts import (
     VERDICT_ORDER,
     ClaimCheck,
     ClaimVerification,
+    GatekeeperError,
     GatekeeperResult,
     RetryContext,
     ServiceCoverage,
@@ -119,18 +120,18 @@ def apply_gatekeeper(
     whatever the verifier said. The composer filter trusts claim_checks, so they are corrected
     before anything reads them."""
     # claim id -> (the rule that failed on it, "" for unbacked, its message)
-    failing: dict[str, tuple[str, str]] = {}
+    failing: dict[str, tuple[str, GatekeeperError]] = {}
     for err in gate.errors:
         m = _CLAIM_TARGET.match(err.target)
         if m and err.rule_id in gate.failed_rules and rule_impacts.get(err.rule_id) != "warn_only":
             index = int(m.group(1))
             if index < len(claims):
-                failing.setdefault(str(claims[index].get("claim_id")), (err.rule_id, err.message))
+                failing.setdefault(str(claims[index].get("claim_id")), (err.rule_id, err))
     for claim_id in gate.unbacked_claims:
-        failing.setdefault(claim_id, ("", render(msg("policy.no_binding_evidence"), "en")))
+        failing.setdefault(claim_id, ("", GatekeeperError(rule_id="", target="", message="")))
     checks = {c.claim_id: c for c in claim_checks}
     reasons: list[Message] = []
-    for claim_id, (rule_id, message) in failing.items():
+    for claim_id, (rule_id, err) in failing.items():
         check = checks.get(claim_id)
         if check is not None and check.verification in _WEAK:
             continue
@@ -138,9 +139,15 @@ def apply_gatekeeper(
         said = check.verification if check is not None else "nothing"
         reasons.append(msg("policy.gk_override", claim=claim_id, said=said, rule=rule_id, verification=verification)
                        if rule_id else msg("policy.gk_override_unbacked", claim=claim_id, said=said, verification=verification))
-        source = f"gatekeeper rule {rule_id}" if rule_id else "the gatekeeper"
         base = check or ClaimCheck(claim_id=claim_id, verification=verification)
-        checks[claim_id] = base.model_copy(update={"verification": verification, "detail": f"{source}: {message}"})
+        # The check's detail names what failed and the finding; a finding without a code (a rule
+        # kind that has none) is kept as its English text.
+        why = msg("policy.check_rule", rule=rule_id) if rule_id else msg("policy.check_unbacked")
+        if err.msg:
+            why.then.append(err.msg)
+        detail = f"gatekeeper rule {rule_id}: {err.message}" if rule_id and not err.msg else render(why, "en")
+        checks[claim_id] = base.model_copy(update={"verification": verification, "detail": detail,
+                                                   "msg": None if rule_id and not err.msg else why})
     return list(checks.values()), reasons
 
 
