@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import lru_cache
-from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from pipeline.bounds import cap_text, encodable
 from pipeline.config import Settings
@@ -24,8 +25,8 @@ from pipeline.history import record_session
 from pipeline.incidents import World, route_question, world_by_id
 from pipeline.llm import make_provider
 from pipeline.llm.provider import Provider, StageContext
-from pipeline.scope import read_scope
 from pipeline.redact import redact, redact_value, redacted_call, remember_settings
+from pipeline.scope import read_scope
 from pipeline.store import Store
 from pipeline.store.lease import Heartbeat, add_event, claim_session, reap
 from pipeline.text import detect_language, extract_entities
@@ -187,7 +188,7 @@ def _run_session(
         raise ConfigError(f"evidence backends cannot be set up: {exc} (see backends.* in workbench.yaml, "
                           "WORKBENCH_LOG_DIR, WORKBENCH_RUNBOOK_DIR)") from exc
     # Bundled worlds are recordings: "last 30 minutes" is relative to the recording's end.
-    now = datetime.fromisoformat(world.end.replace("Z", "+00:00")) if world and world.end else datetime.now(timezone.utc)
+    now = datetime.fromisoformat(world.end.replace("Z", "+00:00")) if world and world.end else datetime.now(UTC)
     # Law 8: what the question asks (services known or not, symptom, window), read once in code.
     scope = read_scope(question, world.services if world else (), now)
     sid = _open_row(store, session_id, question=question, world=world.id if world else None, shape=settings.shape,
