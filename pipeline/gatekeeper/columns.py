@@ -51,8 +51,9 @@ _LISTS: dict[str, set[str]] = {
                                     "inventedTolerated"},
     "evidence.excerpt_entities": {"minLocatedScore"},
 }
-# A rule id the columns cannot judge makes every session take the exact path.
-_KNOWN = frozenset(RULES)
+# The kinds the columns judge; a rule of any other kind (a newly registered one) makes every
+# session take the exact path.
+_KNOWN = frozenset({*_LISTS, "claim.evidence_utilization"})
 
 BindingRow = tuple[int, int, float | None, float | None, int | None, float | None, float | None, int, float]
 
