@@ -8,15 +8,17 @@
 3. Rules preview over the same 10,000 sessions (target <= 1 s).
    Baseline: rebuilding the replay inputs from the store for each preview instead of caching them.
 
-Run: python benchmarks/bench_ui.py   (needs /usr/bin/chromium; uses a temp WORKBENCH_HOME)
+Run: python benchmarks/bench_ui.py [--trace-only]   (needs /usr/bin/chromium; uses a temp WORKBENCH_HOME)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -219,7 +221,43 @@ def _timed(fn: Any, repeat: int = 3) -> float:
     return best
 
 
+def trace_only(repeat: int) -> None:
+    """Trace first open only, each time on a fresh server (an empty cache), the median reported:
+    a quick before/after for the Trace page without seeding 10,000 sessions."""
+    home = Path(tempfile.mkdtemp(prefix="wb-bench-"))
+    os.environ["WORKBENCH_HOME"] = str(home)
+    os.environ["WORKBENCH_CONFIG"] = str(home / "none.yaml")
+    sid = build_trace_session(Store(load_settings().db_url))
+    firsts, repeats, floors = [], [], []
+    for _ in range(repeat):
+        proc, base = _start(home)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+                pg = browser.new_page(viewport={"width": 1440, "height": 1800})
+                _load(pg, base + "/", "text=Ask a diagnosis question")  # server warm-up (imports, jieba)
+                # The frontend's own load on a page with little on it: what no Trace change can cut.
+                floors.append(_load(pg, base + "/", "text=Ask a diagnosis question"))
+                firsts.append(_load(pg, f"{base}/trace?session={sid}", "text=Review this session"))
+                repeats.append(_load(pg, f"{base}/trace?session={sid}", "text=Review this session"))
+                browser.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    print(f"Trace first open, median of {repeat}: {statistics.median(firsts):.2f} s "
+          f"({', '.join(f'{x:.2f}' for x in firsts)}); repeat open {statistics.median(repeats):.2f} s; "
+          f"Ask page open {statistics.median(floors):.2f} s; "
+          f"load average {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trace-only", action="store_true", help="measure only Trace first/repeat open")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh servers for --trace-only (median reported)")
+    args = parser.parse_args()
+    if args.trace_only:
+        trace_only(args.repeat)
+        return
     n = int(os.environ.get("BENCH_SESSIONS", "10000"))
     home = Path(tempfile.mkdtemp(prefix="wb-bench-"))
     os.environ["WORKBENCH_HOME"] = str(home)

@@ -7,6 +7,7 @@ answer passes through `esc` / `segments_html` before it becomes markup: a log li
 from __future__ import annotations
 
 import html
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,17 @@ def _lang_from_url() -> None:
         st.session_state["lang"] = wanted
     elif st.session_state.get("lang") not in ("en", "zh"):
         st.session_state["lang"] = settings().ui.language
+
+
+def _warm_imports() -> None:
+    # st.dataframe imports pandas and pyarrow on its first call in a server process: about a
+    # second, paid by whoever first opens a page with a table (Trace, Sessions) unless it is
+    # already under way from the first page drawn.
+    import pandas  # noqa: F401
+    import pyarrow  # noqa: F401
+
+
+threading.Thread(target=_warm_imports, name="workbench-warm-imports", daemon=True).start()
 
 
 def run_app() -> None:
@@ -244,6 +256,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "trace.invocations": ("Tool invocations", "工具调用"),
     "trace.viewer": ("Full output", "完整输出"),
     "trace.viewer_pick": ("Invocation", "调用"),
+    "trace.viewer_none": ("Pick one to read its whole output", "选择一个调用以阅读其完整输出"),
     "trace.search": ("Search in output", "在输出中搜索"),
     "trace.hits": ("{n} matching lines", "{n} 行匹配"),
     "trace.hit": ("Go to match", "跳到匹配"),

@@ -12,7 +12,7 @@ from pipeline.messages import guard_kind
 from pipeline.record import InvocationMeta, SessionRecord
 from pipeline.store import SessionFilter
 
-CLAIMS_PER_PAGE = 20
+CLAIMS_PER_PAGE = 10
 
 
 def init_state() -> str | None:
@@ -318,11 +318,16 @@ def output_viewer(url: str, metas: list[InvocationMeta]) -> None:
     st.markdown(f"**{ui.t('trace.viewer')}**")
     by_id = {m.id: m for m in metas}
     c1, c2, c3 = st.columns([2, 2, 1])
-    inv_id = c1.selectbox(ui.t("trace.viewer_pick"), list(by_id), key="trace_viewer_inv",
+    # Nothing picked at first: an output may be megabytes, and reading one nobody asked for
+    # would cost every opening of the page.
+    inv_id = c1.selectbox(ui.t("trace.viewer_pick"), list(by_id), index=None, key="trace_viewer_inv",
+                          placeholder=ui.t("trace.viewer_none"),
                           format_func=lambda i: f"#{i} {by_id[i].model_tool_name} · {by_id[i].status} · "
                                                 f"{by_id[i].output_bytes:,} B")
     query = c2.text_input(ui.t("trace.search"), key="trace_viewer_query")
     per_page = c3.selectbox(ui.t("trace.per_page"), [100, 200, 500], index=1, key="trace_viewer_per_page")
+    if inv_id is None:
+        return
     pages = ui.output_pages(url, int(inv_id))
     hits = pages.search(query) if query else []
     n_pages = max(1, -(-pages.line_count // per_page))
