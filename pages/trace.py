@@ -369,11 +369,16 @@ def llm_calls(r: SessionRecord) -> None:
     if not r.llm_calls:
         return
     st.subheader(f"{ui.t('trace.llm_calls')} ({len(r.llm_calls)})")
-    for call in r.llm_calls:
+    for n, call in enumerate(r.llm_calls):
         label = (f"{call.stage} · r{call.round} · attempt {call.attempt} · {call.parse_status} · "
                  f"{call.prompt_tokens}+{call.completion_tokens} tokens · {call.latency_ms:.0f} ms · "
                  f"{call.provider}/{call.model}" + (" · error" if call.error else ""))
-        with st.expander(label):
+        # Drawn only when opened: a call's messages may be megabytes, and a closed expander's
+        # content is still sent and laid out by the browser.
+        panel = st.expander(label, key=f"trace_llm_{n}", on_change="rerun")
+        if not panel.open:
+            continue
+        with panel:
             if call.error:
                 st.error(call.error)
             if call.prompt_file:
@@ -389,10 +394,14 @@ def llm_calls(r: SessionRecord) -> None:
 
 
 def audit_sources(r: SessionRecord) -> None:
-    with st.expander(ui.t("trace.plan")):
-        st.json(r.planner_plan.model_dump(mode="json") if r.planner_plan else {}, expanded=2)
-    with st.expander(ui.t("trace.executor_raw")):
-        st.code(r.executor_raw_output or "", language="json", wrap_lines=True)
+    plan = st.expander(ui.t("trace.plan"), key="trace_plan", on_change="rerun")
+    if plan.open:
+        with plan:
+            st.json(r.planner_plan.model_dump(mode="json") if r.planner_plan else {}, expanded=2)
+    raw = st.expander(ui.t("trace.executor_raw"), key="trace_executor_raw", on_change="rerun")
+    if raw.open:  # tens of kilobytes of JSON to highlight: only when asked for
+        with raw:
+            st.code(r.executor_raw_output or "", language="json", wrap_lines=True)
 
 
 def review(r: SessionRecord) -> None:
