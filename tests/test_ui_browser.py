@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,8 @@ except ImportError:  # the fixture turns this into a skip, or a failure under CI
 
 from pipeline.config import ROOT, load_settings
 from pipeline.demo import demo_runs, run_demo
+from pipeline.eval import history
+from pipeline.eval.runner import EvalResult
 from pipeline.record import read_session
 from pipeline.store import Store
 
@@ -263,6 +266,13 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     assert pg.locator(".wb-box script").count() == 0 and pg.locator(".wb-box img").count() == 0
     shown.first.scroll_into_view_if_needed()
     _shot(pg, "trace-xss-probe")
+    # The executor's raw output is drawn only once its expander is opened.
+    raw = pg.get_by_text("Executor raw output")
+    raw.scroll_into_view_if_needed()
+    assert pg.get_by_text('"answer_version"').count() == 0
+    raw.click()
+    pg.get_by_text('"answer_version"').first.wait_for()
+    _settled(pg)
 
     # Rules: move the excerpt similarity pass threshold, preview the impact, apply.
     pg.goto(base + "/rules")
@@ -322,9 +332,25 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     assert "1 sessions match" in pg.inner_text("body")
     _shot(pg, "sessions")
 
-    # Eval: run the fixture suite.
+    # Eval: run the fixture suite under the reviewer's name.
     pg.goto(base + "/eval")
+    _settled(pg)
+    pg.get_by_label("Your name (reviewer)").fill("browser-test")
+    pg.get_by_label("Your name (reviewer)").press("Enter")
+    _settled(pg)
     pg.get_by_role("button", name="Run the suite").click()
-    pg.get_by_text("Pass rate").wait_for(timeout=240_000)  # 26 fixture sessions on a shared CI core
+    pg.get_by_text("run by browser-test").wait_for(timeout=240_000)  # 26 fixture sessions on a shared CI core
     _settled(pg)
     _shot(pg, "eval")
+    latest = history.list_runs(_store(home))[0]
+    assert latest.who == "browser-test" and latest.score == f"{len(latest.results)} / {len(latest.results)}"
+    # An earlier run, stored, in which one fixture failed: the comparison puts that fixture first.
+    earlier = [{**r, "passed": False, "failures": ["verdict PASS != REJECT"]} if r["name"] == "05-number-swapped"
+               else r for r in latest.results]
+    history.record_run(_store(home), who="yesterday", rules="v0", started_at=datetime(2026, 1, 1, tzinfo=UTC),
+                       results=[EvalResult(**r) for r in earlier])
+    pg.reload()
+    _settled(pg)
+    pg.get_by_text("1 fixture(s) changed result.").scroll_into_view_if_needed()
+    _settled(pg)
+    _shot(pg, "eval-compare")
