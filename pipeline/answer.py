@@ -113,7 +113,7 @@ def sections(ci: ComposerInput, language: str) -> AnswerSections:
     """The answer's sections from the composer input alone (it is already filtered in code)."""
     p = phrases(language)
     claims = ci.allowed_claims
-    if ci.verdict == "REJECT":  # §19.4: REJECT states no root cause, whatever reached the input
+    if ci.verdict == "REJECT":  # docs/spec.md#verdict-expression: REJECT states no root cause, whatever reached the input
         claims = [c for c in claims if c.claim_type != "root_cause"]
     key_ids = set(ci.key_claim_ids) if ci.key_claim_ids else {c.claim_id for c in claims}
     actions = list(ci.recommended_actions)

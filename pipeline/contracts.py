@@ -1,8 +1,8 @@
-"""Every stage's data contract, named exactly as in the seed documents.
+"""Every stage's data contract, named exactly as in docs/spec.md (the design records' names).
 
-Seed 000 defines the Executor V2 / Gatekeeper / Verifier V2 / Composer shapes, seed 003 the
+docs/spec.md defines the Executor V2 / Gatekeeper / Verifier V2 / Composer shapes and the
 Collector -> Evidence Digest -> Diagnosis split. JSON field names here are binding: a reader
-should find a seed paragraph by grepping a field name.
+should find its rule in docs/spec.md by grepping a field name.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-# --- Planner / Collector (seed 003) -------------------------------------------------------
+# --- Planner / Collector (docs/spec.md#split-chain) -------------------------------------------------------
 
 
 class PlannedToolCall(_Model):
@@ -86,7 +86,7 @@ class ToolTraceSummaryItem(_Model):
     output_summary: str
 
 
-# --- Evidence Digest (seed 003) -----------------------------------------------------------
+# --- Evidence Digest (docs/spec.md#split-chain) -----------------------------------------------------------
 
 
 class EvidenceDigest(_Model):
@@ -98,7 +98,7 @@ class EvidenceDigest(_Model):
     source_quote: str
 
 
-# --- Executor V2 (seed 000 §2-8) ----------------------------------------------------------
+# --- Executor V2 (docs/spec.md#executor-v2) ----------------------------------------------------------
 
 
 class EvidenceBinding(_Model):
@@ -139,13 +139,13 @@ class ExecutorOutputV2(_Model):
 
 
 class ParseStatus(_Model):
-    """Seed 000 §13.1.1: JSON parse result only; schema validity is the gatekeeper's."""
+    """docs/spec.md#parse-status: JSON parse result only; schema validity is the gatekeeper's."""
 
     status: Literal["valid", "missing", "malformed"]
     detail: str = ""
 
 
-# --- Gatekeeper (seed 000 §12) ------------------------------------------------------------
+# --- Gatekeeper (docs/spec.md#gatekeeper-result) ------------------------------------------------------------
 
 
 class GatekeeperError(_Model):
@@ -167,7 +167,7 @@ class GatekeeperResult(_Model):
     unbacked_claims: list[str] = Field(default_factory=list)
 
 
-# --- Verifier V2 (seed 000 §14-16, seed 003) ----------------------------------------------
+# --- Verifier V2 (docs/spec.md#verifier-payload) ----------------------------------------------
 
 
 class RetryContext(_Model):
@@ -217,7 +217,7 @@ class VerifierOutput(_Model):
 
 
 class FactChecked(_Model):
-    """Seed 000 §16.1.1 compatibility record, always derived from claim_checks."""
+    """docs/spec.md#facts-checked compatibility record, always derived from claim_checks."""
 
     fact: str
     verification: FactVerification
@@ -225,7 +225,7 @@ class FactChecked(_Model):
     evidence_refs: list[EvidenceRef] = Field(default_factory=list)
 
 
-# --- Composer (seed 000 §19) --------------------------------------------------------------
+# --- Composer (docs/spec.md#composer) --------------------------------------------------------------
 
 
 class ComposerClaim(_Model):
@@ -341,7 +341,7 @@ class ServiceCoverage(_Model):
     msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
 
 
-# --- Audit (seed 000 §23) -----------------------------------------------------------------
+# --- Audit (docs/spec.md#audit-record) -----------------------------------------------------------------
 
 
 class VerifierEvaluation(_Model):

@@ -1,6 +1,6 @@
 """Question scope: what a question asks about, read from its text in code before any stage runs.
 
-Law 8 (design §2): a PASS must answer the question asked, so the asked services, the symptom
+Law 8 (docs/architecture.md#pipeline): a PASS must answer the question asked, so the asked services, the symptom
 and the time window are fixed here, once, and every stage, prompt, coverage check and the
 answer's first sentence work from the same reading. A service counts as asked whether or not
 any backend knows it: "billing-service" is asked even when no log mentions it, and the answer

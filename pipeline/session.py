@@ -1,7 +1,7 @@
-"""The orchestrator: one diagnosis session from question to persisted audit chain (design §2).
+"""The orchestrator: one diagnosis session from question to persisted audit chain (docs/architecture.md#pipeline).
 
 The session row is written first and updated after every stage, so a crash leaves a visible
-partial session. Stages run in a fixed order (seed 003 rejects a supervisor for now).
+partial session. Stages run in a fixed order (docs/spec.md#split-chain: no supervisor agent).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class _ToolRunner:
 
 
 def _retry_context(ev: Evaluation, next_round: int) -> RetryContext:
-    """Seed 000 §14: what the next round must close — the claims not directly observed and the
+    """docs/spec.md#verifier-payload: what the next round must close — the claims not directly observed and the
     executor's own missing_info (not the composer's wording of them)."""
     structured = ev.structured or {}
     claims = {c.get("claim_id"): c.get("claim_text", "") for c in structured.get("claims", []) if isinstance(c, dict)}
@@ -150,7 +150,7 @@ def run_session(
     """Run one session. `rules` overrides the rules in force (the Eval page's candidate rules);
     `session_id` names a queued row to run (pipeline/jobs) instead of creating one. The row's
     heartbeat is kept fresh until this returns, so a dead process leaves it to the reaper."""
-    # The embedded default has no separate reaper: every session start is one (design §7).
+    # The embedded default has no separate reaper: every session start is one (docs/architecture.md#store).
     reap(store, settings.jobs.lease_s)
     with Heartbeat(store, settings.jobs.heartbeat_s) as heartbeat:
         return _run_session(question, settings=settings, store=store, provider=provider, world_id=world_id,

@@ -1,4 +1,4 @@
-"""Dependencies flow one way (design §4): contracts <- text and verdict policy <- gatekeeper,
+"""Dependencies flow one way (docs/architecture.md#layers): contracts <- text and verdict policy <- gatekeeper,
 stages, providers <- evaluate, session, jobs <- cli and views <- pages.
 
 An AST walk over every module's imports (deferred imports inside functions included), so a new

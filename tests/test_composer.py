@@ -1,4 +1,4 @@
-"""Composer input filter (§19.2.1), composer stage, composer guard and the fixed templates."""
+"""Composer input filter (docs/spec.md#composer-input), composer stage, composer guard and the fixed templates."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def assembled(verdict: str = "LOW_CONFID"):
                           verifier_output=verifier(verdict))
 
 
-# --- the §19.2.1 table ------------------------------------------------------------------------
+# --- the docs/spec.md#composer-input table ------------------------------------------------------------------------
 
 
 def test_each_row_of_the_assembly_table():

@@ -1,4 +1,4 @@
-"""Gatekeeper behaviour: seed 000 stage-2 acceptance lines plus the forgeries the seed names."""
+"""Gatekeeper behaviour: the gatekeeper's acceptance lines (docs/spec.md#rule-set) plus the forgeries docs/spec.md#verdict-matrix names."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def _rule_errors(outcome, rule_id: str) -> list[str]:
     return [e.message for e in outcome.result.errors if e.rule_id == rule_id]
 
 
-# --- seed 000 stage-2 acceptance ----------------------------------------------------------
+# --- gatekeeper acceptance (docs/spec.md#rule-set) ----------------------------------------------------------
 
 
 def test_faithful_output_passes(rules):

@@ -1,4 +1,4 @@
-"""The laws of design §2, one test each, through whole sessions (scripted misbehaving LLM)."""
+"""The laws of docs/spec.md#laws, one test each, through whole sessions (scripted misbehaving LLM)."""
 
 from __future__ import annotations
 

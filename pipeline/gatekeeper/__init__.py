@@ -1,4 +1,4 @@
-"""Gatekeeper (seed 000 §9-13): deterministic rules between the executor output and the verifier."""
+"""Gatekeeper (docs/spec.md#gatekeeper): deterministic rules between the executor output and the verifier."""
 
 from pipeline.errors import RulesError
 from pipeline.gatekeeper.engine import (

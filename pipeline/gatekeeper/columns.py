@@ -1,4 +1,4 @@
-"""Columnar replay (design §7, §9): a threshold replay over a million sessions as array arithmetic.
+"""Columnar replay (docs/architecture.md#store, docs/spec.md#gatekeeper): a threshold replay over a million sessions as array arithmetic.
 
 Per binding a few numbers that no threshold moves (best similarity, whether the quote chains
 through its output, the widest gap, digest scores, invented words, and the highest minLocatedScore

@@ -1,4 +1,4 @@
-"""Running the enabled rules over one session (seed 000 §9, §12) and turning the result into a verdict."""
+"""Running the enabled rules over one session (docs/spec.md#gatekeeper, docs/spec.md#gatekeeper-result) and turning the result into a verdict."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def run_gatekeeper(
 
 
 def evaluate(context: RuleContext, rules: RuleSet) -> GatekeeperResult:
-    """Seed §12.2: any fail -> fail, else any warn -> warn, else pass. Disabled rules do not run."""
+    """docs/spec.md#gatekeeper-result: any fail -> fail, else any warn -> warn, else pass. Disabled rules do not run."""
     outcomes: list[tuple[str, str, tuple[Finding, ...]]] = []
     binding_findings: set[str] = set()  # targets that a blocking rule found something on
     for spec in rules.rules:
@@ -115,7 +115,7 @@ def gate_verdict(result: GatekeeperResult, rules: RuleSet) -> Verdict:
 
 
 def normalize_structured(structured: Any, rules: RuleSet) -> dict[str, Any] | None:
-    """Seed §11.1: missing hypotheses / recommended_actions / missing_info -> [], deprecated fields out."""
+    """docs/spec.md#rule-schema: missing hypotheses / recommended_actions / missing_info -> [], deprecated fields out."""
     if not isinstance(structured, dict):
         return None
     spec = rules.get("schema.executor_v2")

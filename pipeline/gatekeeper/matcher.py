@@ -8,7 +8,7 @@ anything else is scored only on the few windows that its rarest tokens point to.
 
 Scores are Levenshtein similarities in [0, 1] between an excerpt segment and its best window:
 unlike the Indel ratio behind partial_ratio, two unrelated sentences score low (~0.2-0.3), so
-the seed's 0.5 / 0.3 thresholds mean what they say.
+the 0.5 / 0.3 thresholds of docs/spec.md#rule-excerpt-similarity mean what they say.
 """
 
 from __future__ import annotations

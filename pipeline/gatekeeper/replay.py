@@ -1,4 +1,4 @@
-"""Re-verdicting stored sessions under changed rules, from cached features only (design §9).
+"""Re-verdicting stored sessions under changed rules, from cached features only (docs/architecture.md#performance).
 
 A replay never reads a tool output: the rules see the stored executor output, the (session,
 tool) of each cited invocation and the features cached when the session ran. `run_gatekeeper`

@@ -1,4 +1,4 @@
-"""Rule kinds (seed 000 §10.3, §11): one class per kind, `validate(context, metadata) -> RuleResult`,
+"""Rule kinds (docs/spec.md#rules-as-data, docs/spec.md#rule-set): one class per kind, `validate(context, metadata) -> RuleResult`,
 declaring its defaults and its `Params` and registered by `@rule_kind` (see kinds.py).
 
 Rules read only the executor output, the cited invocations' (session, tool) pairs, the digests
@@ -125,7 +125,7 @@ def _is_text(value: Any) -> bool:
 
 @rule_kind
 class SchemaRule(RuleKind):
-    """schema.executor_v2 (§11.1): the V2 shape; deprecated fields refused."""
+    """schema.executor_v2 (docs/spec.md#rule-schema): the V2 shape; deprecated fields refused."""
 
     id = "schema.executor_v2"
     name = "Executor V2 Schema"
@@ -288,7 +288,7 @@ def _in_digest(problem: Message, digest_id: str) -> Message:
 
 @rule_kind
 class InvocationRefRule(RuleKind):
-    """evidence.invocation_ref (§11.2): claims cite real invocations of this session with the right tool."""
+    """evidence.invocation_ref (docs/spec.md#rule-invocation-ref): claims cite real invocations of this session with the right tool."""
 
     id = "evidence.invocation_ref"
     name = "Invocation Reference Check"
@@ -320,7 +320,7 @@ class InvocationRefRule(RuleKind):
 
 @rule_kind
 class ExcerptSimilarityRule(RuleKind):
-    """evidence.excerpt_similarity (§11.3): the excerpt is found in what it cites."""
+    """evidence.excerpt_similarity (docs/spec.md#rule-excerpt-similarity): the excerpt is found in what it cites."""
 
     id = "evidence.excerpt_similarity"
     name = "Excerpt Similarity Check"
@@ -582,7 +582,7 @@ def _field_values(data: Any, path: str) -> Iterator[tuple[str, str]]:
 
 @rule_kind
 class HallucinationPhraseRule(RuleKind):
-    """claim.hallucination_phrases (§11.4): no speculative wording in confirmed claims."""
+    """claim.hallucination_phrases (docs/spec.md#rule-hallucination-phrases): no speculative wording in confirmed claims."""
 
     id = "claim.hallucination_phrases"
     name = "Hallucination Phrase Check"
@@ -643,7 +643,7 @@ def _alternation(literals: tuple[str, ...]) -> re.Pattern[str]:
 
 @rule_kind
 class EvidenceUtilizationRule(RuleKind):
-    """claim.evidence_utilization (§11.5): the claim's content words come from its excerpts."""
+    """claim.evidence_utilization (docs/spec.md#rule-evidence-utilization): the claim's content words come from its excerpts."""
 
     id = "claim.evidence_utilization"
     name = "Evidence Utilization Check"

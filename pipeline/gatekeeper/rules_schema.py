@@ -1,4 +1,4 @@
-"""The two rule files (seed 000 §10): index.yaml lists rules, metadata.yaml tunes them.
+"""The two rule files (docs/spec.md#rules-as-data): index.yaml lists rules, metadata.yaml tunes them.
 
 Every threshold, list and switch lives in these files; each rule kind's `Params` model
 (pipeline/gatekeeper/rules.py) only says which keys it accepts and of what type (no defaults,

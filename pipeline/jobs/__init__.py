@@ -1,4 +1,4 @@
-"""Sessions, eval runs and batch checks as jobs (design §10; deployment in docs/deploy.md).
+"""Sessions, eval runs and batch checks as jobs (docs/architecture.md#jobs; deployment in docs/deploy.md).
 
 - tasks.py   the job functions, shared by both queues; transient failures retry
 - local.py   embedded default: a thread pool in this process (SQLite, or jobs.backend: local)

@@ -28,7 +28,7 @@ _CJK = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-
 CHARS_PER_TOKEN = 4
 # Per-message framing tokens the chat format adds (role, separators).
 MESSAGE_OVERHEAD_TOKENS = 4
-# The items of each tool's JSON result that carry the evidence (seed 003 §2).
+# The items of each tool's JSON result that carry the evidence (docs/spec.md#tool-results).
 EVIDENCE_LIST_KEYS = ("logs", "alerts", "evidenceBlocks")
 ERROR_WORDS = (
     "error", "exception", "timeout", "timed out", "fail", "refused", "oom", "outofmemory", "killed",

@@ -1,4 +1,4 @@
-"""StructuredLlmInvoker: one place for strict-JSON calls to an OpenAI-compatible endpoint (seed 003).
+"""StructuredLlmInvoker: one place for strict-JSON calls to an OpenAI-compatible endpoint (docs/spec.md#split-chain).
 
 The loop: call -> strip reasoning and code fences -> parse -> validate with pydantic -> on failure
 re-ask with the error appended, a bounded number of times. Around each call: transport retries

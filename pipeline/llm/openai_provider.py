@@ -41,7 +41,7 @@ OWN_MESSAGE_TOKENS = 400
 
 
 class DigestBatch(BaseModel):
-    """The digest stage's reply: `{"digests": [...]}` (seed 003)."""
+    """The digest stage's reply: `{"digests": [...]}` (docs/spec.md#split-chain)."""
 
     digests: list[EvidenceDigest]
 

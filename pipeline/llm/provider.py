@@ -52,8 +52,8 @@ class Provider(Protocol):
     ) -> str:
         """Executor V2 JSON as the raw text the model returned (parsed later, in code).
 
-        `digests` is None in the single-Executor shape (seed 000); then the executor reads the
-        invocations. In the split shape (seed 003) it must only read the digests.
+        `digests` is None in the single-Executor shape (docs/spec.md#executor-v2); then the executor reads the
+        invocations. In the split shape (docs/spec.md#split-chain) it must only read the digests.
         """
         ...
 

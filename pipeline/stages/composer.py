@@ -1,6 +1,6 @@
-"""Composer input filter and composer call (seed 000 §19).
+"""Composer input filter and composer call (docs/spec.md#composer).
 
-The filter decides, in code, what the composer may say (§19.2.1); the guard
+The filter decides, in code, what the composer may say (docs/spec.md#composer-input); the guard
 (pipeline.stages.composer_guard) checks, in code, that it said nothing else. Any doubt ends in
 the fixed template for the verdict (law 1: never Executor text).
 """
@@ -39,7 +39,7 @@ from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, ra
 from pipeline.stages.composer_guard import check_output
 from pipeline.text import detect_language, extract_entities, normalize
 
-# --- the input filter (§19.2.1) ---------------------------------------------------------------
+# --- the input filter (docs/spec.md#composer-input) ---------------------------------------------------------------
 
 _GAP = {
     "zh": {
@@ -60,7 +60,7 @@ _GAP = {
     },
 }
 
-# REJECT keeps only evidence-gathering / manual-review actions (§19.2.1).
+# REJECT keeps only evidence-gathering / manual-review actions (docs/spec.md#composer-input).
 _GATHER_WORDS = (
     "补充", "查询", "检查", "核查", "核实", "核对", "确认", "复核", "收集", "排查", "查看", "获取", "抓取", "对比",
     "比对", "人工", "分析", "定位", "采集", "query", "check", "collect", "gather", "verify", "review", "inspect",
@@ -112,7 +112,7 @@ def assemble_input(
 ) -> tuple[ComposerInput, list[FilteredItem]]:
     """Filter the diagnosis into what the composer may use; record everything kept away.
 
-    Beyond the §19.2.1 table: a root_cause claim is stated as confirmed only when it is a
+    Beyond the docs/spec.md#composer-input table: a root_cause claim is stated as confirmed only when it is a
     direct observation under PASS; an inferred one becomes a hypothesis, and under REJECT only
     directly observed, non-root-cause facts remain. A claim in `unbacked` (no binding of it is
     evidence, issue 11) is never confirmed, whatever its check and the verdict: it is a gap.

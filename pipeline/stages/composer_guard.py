@@ -1,4 +1,4 @@
-"""Composer guard (seed 000 §19): the composer's answer says nothing its input does not license.
+"""Composer guard (docs/spec.md#composer): the composer's answer says nothing its input does not license.
 
 Two parts: here the tokens (no number, duration, percentage, error code, service or id that the
 composer input lacks, and no root-cause statement the verdict does not allow); in

@@ -1,4 +1,4 @@
-"""Parse-only boundary (seed 000 §10.4, §13.1.1): raw executor text -> parse status + JSON object.
+"""Parse-only boundary (docs/spec.md#parse-status, docs/spec.md#parse-status): raw executor text -> parse status + JSON object.
 
 Schema validity is not judged here; that is the gatekeeper's `schema.executor_v2`.
 """

@@ -1,4 +1,4 @@
-"""Fixed answer templates (seed 000 §19.4), in Chinese and English.
+"""Fixed answer templates (docs/spec.md#verdict-expression), in Chinese and English.
 
 Used when the composer is switched off, the executor output is unusable, the composer's JSON is
 malformed, or its answer fails the guard. A template only arranges composer_input text under

@@ -1,4 +1,4 @@
-"""Verifier V2 stage (seed 000 §14-16): the payload, the call, and the scores derived from it.
+"""Verifier V2 stage (docs/spec.md#verifier-payload): the payload, the call, and the scores derived from it.
 
 The verifier judges claims against the tool outputs they cite, but a tool output can be 10 MB.
 So the payload carries, per evidence binding, bounded *windows* of the cited output: the records
@@ -56,7 +56,7 @@ _FUZZY_WORDS, _FUZZY_HITS, _FUZZY_CANDIDATES, _FUZZY_PROBE = 12, 50, 24, 400
 
 
 def _records(output: str) -> list[str]:
-    """The evidence records of one output, one line each (seed 003 §2 shapes)."""
+    """The evidence records of one output, one line each (docs/spec.md#tool-results shapes)."""
     try:
         data = json.loads(output)
     except (ValueError, TypeError):
@@ -230,7 +230,7 @@ def build_payload(
     retry_context: RetryContext | None,
     features: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The seed 000 §14 payload plus `evidence_digests` (split shape), `cited_evidence` and
+    """The docs/spec.md#verifier-payload payload plus `evidence_digests` (split shape), `cited_evidence` and
     `digest_evidence` (bounded windows of the cited outputs).
 
     `features` are the gatekeeper's threshold-free measurements keyed by binding path
@@ -310,7 +310,7 @@ def build_payload(
     payload: dict[str, Any] = {
         "original_query": question,
         "executor_raw_output": raw_output,
-        "executor_final_answer": raw_output,  # deprecated alias (seed 000 §14, §22.1)
+        "executor_final_answer": raw_output,  # deprecated alias (docs/spec.md#verifier-payload, docs/spec.md#facts-checked)
         "executor_structured_output": structured if parse_status.status == "valid" else None,
         "executor_output_parse_status": parse_status.model_dump(),
         "tool_trace_summary": [
@@ -365,7 +365,7 @@ def _trace_summary(
 
 
 def facts_checked(claim_checks: list[ClaimCheck], structured: dict[str, Any] | None) -> list[FactChecked]:
-    """Seed 000 §16.1.1: the legacy facts_checked list, derived from claim_checks only."""
+    """docs/spec.md#facts-checked: the legacy facts_checked list, derived from claim_checks only."""
     claims = {str(c.get("claim_id")): c for c in _dicts((structured or {}).get("claims"))}
     facts = []
     for check in claim_checks:
@@ -406,7 +406,7 @@ def _fallback(ctx: StageContext, key: str, **kw: Any) -> VerifierOutput:
 
 
 def run_verifier(ctx: StageContext, provider: Any, payload: dict[str, Any]) -> VerifierOutput:
-    """Call the verifier unless there is nothing structured to verify (seed 000 §15.4).
+    """Call the verifier unless there is nothing structured to verify (docs/spec.md#parse-status).
 
     The returned output is normalised in code: a claim the verifier skipped gets an explicit
     `unsupported` check, checks for claims that do not exist are dropped, and

@@ -1,6 +1,6 @@
 """Leases on running sessions: a heartbeat while a process works on one, a reaper for the rest.
 
-Design §7: a session whose worker died is `interrupted`, never `running` for ever. Whoever runs a
+docs/architecture.md#store: a session whose worker died is `interrupted`, never `running` for ever. Whoever runs a
 session (a `workbench ask`, the app's in-process pool, a `workbench worker`) keeps heartbeat_at
 fresh from a background thread, so a long LLM call inside one stage does not look like death.
 Any process may reap: a row whose heartbeat is older than the lease lost its worker.

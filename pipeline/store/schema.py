@@ -53,7 +53,7 @@ class DiagnosisSession(Base):
     executor_raw_output: Mapped[str | None] = mapped_column(Text)
     verifier_output: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     composer_output: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    # seed 000 §23: {"verifier_evaluation": {...}}; earlier rounds kept under "rounds".
+    # docs/spec.md#audit-record: {"verifier_evaluation": {...}}; earlier rounds kept under "rounds".
     self_evaluation: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Threshold-free gatekeeper features per binding: a rules change re-verdicts without recompute.
     gatekeeper_features: Mapped[dict[str, Any] | None] = mapped_column(JSON)

@@ -1,4 +1,4 @@
-"""The offline composer: a prose answer woven only from composer_input text (seed 000 §19.4).
+"""The offline composer: a prose answer woven only from composer_input text (docs/spec.md#verdict-expression).
 
 Where the fixed templates list, this writes sentences from the same sections (pipeline.answer):
 the first sentence answers the question, connective words add nothing, so its answer passes

@@ -1,6 +1,6 @@
 """Offline Evidence Digest: extractive. Each digest quotes one output line verbatim and says no more.
 
-Seed 003: a digest summarises, cites its invocation, and never adds causality or fixes. Being
+docs/spec.md#split-chain: a digest summarises, cites its invocation, and never adds causality or fixes. Being
 extractive, the offline digest cannot be unfaithful by construction; the summary only restates
 the quote with its service and level.
 """

@@ -89,7 +89,7 @@ class OfflineProvider:
     def diagnose(self, ctx: StageContext, question: str, plan: PlannerPlan, digests: list[EvidenceDigest] | None,
                  invocations: list[ToolInvocation], retry_context: RetryContext | None) -> str:
         focus = self._focus(ctx, question)
-        # Single shape (seed 000): the executor reads raw outputs; it extracts the same lines itself.
+        # Single shape (docs/spec.md#executor-v2): the executor reads raw outputs; it extracts the same lines itself.
         evidence = digests if digests is not None else digest_mod.digest(invocations, focus, ctx.language, ctx.round)
         stage_input = {"question": question, "digest_ids": [d.digest_id for d in digests]} if digests is not None \
             else {"question": question, "invocation_ids": [i.id for i in invocations]}
