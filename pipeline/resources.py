@@ -9,7 +9,6 @@ directory.
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +26,9 @@ def resource_dir(name: str) -> Path:
         raise ValueError(f"unknown resource {name!r}")
     if _from_source():
         return SOURCE_ROOT if name == "ui" else SOURCE_ROOT / name
-    return Path(str(resources.files("evidence_workbench") / name))
+    # setup.py installs the resources beside this package. Not importlib.resources: an editable
+    # install elsewhere on sys.path maps the same namespace and would answer instead.
+    return SOURCE_ROOT / "evidence_workbench" / name
 
 
 def default_home() -> Path:
