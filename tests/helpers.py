@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,26 @@ def require(condition: bool, what: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{what} is required in CI but missing")
     pytest.skip(f"{what} not available")
+
+
+@contextmanager
+def postgres_schema(prefix: str = "t") -> Iterator[str]:
+    """A fresh schema on the test PostgreSQL (DATABASE_URL_TEST), as a database URL; dropped after."""
+    url = os.environ.get("DATABASE_URL_TEST")
+    require(bool(url), "PostgreSQL (DATABASE_URL_TEST)")
+    assert url
+    from sqlalchemy import create_engine, text
+
+    schema = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(url)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield f"{url}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
 
 
 def rules_without(src: Path, dst: Path, rule_id: str) -> Path:

@@ -8,14 +8,13 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from helpers import require
+from helpers import postgres_schema
 
 from pipeline.config import Settings, load_settings
 from pipeline.jobs import make_queue, submit_session
@@ -114,18 +113,8 @@ def test_sigkill_mid_session_leaves_an_interrupted_session_that_runs_again(tmp_p
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A fresh schema on the test PostgreSQL, as a DATABASE_URL."""
-    url = os.environ.get("DATABASE_URL_TEST")
-    require(bool(url), "PostgreSQL (DATABASE_URL_TEST)")
-    from sqlalchemy import create_engine, text
-
-    schema = f"t_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(url)
-    with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    yield f"{url}?options=-csearch_path%3D{schema}"
-    with admin.begin() as conn:
-        conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-    admin.dispose()
+    with postgres_schema("t") as url:
+        yield url
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import multiprocessing
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,8 +12,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from conftest import postgres_url
-from helpers import require
+from helpers import postgres_schema
 from sqlalchemy import create_engine, inspect, text
 
 from pipeline.errors import StoreError
@@ -32,17 +30,8 @@ def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'fresh' / 'wb.db'}"
         return
-    url = postgres_url()
-    require(bool(url), "PostgreSQL (DATABASE_URL_TEST)")
-    assert url
-    schema = f"m_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(url)
-    with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    yield f"{url}?options=-csearch_path%3D{schema}"
-    with admin.begin() as conn:
-        conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-    admin.dispose()
+    with postgres_schema("m") as url:
+        yield url
 
 
 def _first_release_database(url: str) -> None:
