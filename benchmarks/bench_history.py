@@ -199,7 +199,7 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
 
 
 _BINDING_COLS = ("claim", "binding", "out_score", "out_covered", "out_gap", "quote_score", "summary_score",
-                 "invented", "entity_score")
+                 "invented", "entity_score", "entity_low", "entity_points")
 
 
 def gate_rows_of(store: Store, session_ids: list[str]) -> list[tuple[dict[str, Any], list[tuple[Any, ...]]]]:

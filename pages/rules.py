@@ -213,7 +213,7 @@ def run_preview(rules: RuleSet, include_eval: bool) -> None:
     st.session_state["rules_preview"] = {
         "responsible": {r.session_id: views.responsible_rules(r.rules_responsible, r.result, edited) for r in rows},
         "for": (st.session_state["rules_index"], st.session_state["rules_meta"]),
-        "total": int(result.clean.sum()) + len(result.exact),
+        "total": result.total,
         "changed": rows,
         "status": Counter(f"{r.old_status} → {r.new_status}" for r in rows if r.old_status != r.new_status),
         "verdict": Counter(f"{r.old_verdict} → {r.projected_verdict}" for r in rows

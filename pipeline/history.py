@@ -12,27 +12,37 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import delete, func, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline.contracts import GatekeeperResult
 from pipeline.gatekeeper import ReplayInput, ReplayRow, RuleSet, replay
-from pipeline.gatekeeper.columns import HistoryArrays, maybe_flagged, session_columns
+from pipeline.gatekeeper.columns import (
+    HistoryArrays,
+    frame_key,
+    maybe_flagged,
+    reference_key,
+    same_as_reference,
+    session_columns,
+    thresholds,
+)
 from pipeline.gatekeeper.replay import summary_line
 from pipeline.replay_inputs import ReplayHistory
 from pipeline.store import Store
-from pipeline.store.schema import DiagnosisSession, GateBinding, GateSessionColumns
+from pipeline.store.schema import DiagnosisSession, GateBinding, GateReference, GateSessionColumns
 
 _CHUNK = 200_000  # rows per fetch: ~13 MB of binding tuples at a time
 _WRITE_CHUNK = 500  # sessions per backfill step (an IN list within every database's limit)
 _REPLAYABLE = "('completed', 'imported')"
-_BINDINGS = ("out_score", "out_covered", "out_gap", "quote_score", "summary_score", "invented", "entity_score")
+_BINDINGS = ("out_score", "out_covered", "out_gap", "quote_score", "summary_score", "invented", "entity_score",
+             "entity_low", "entity_points")
 
 
 def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> None:
@@ -41,7 +51,13 @@ def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> Non
     if not derived:
         return
     ids = [s["session_id"] for s, _ in derived]
+    key, frame = reference_key(rules), frame_key(rules)
     with store.engine.begin() as conn:
+        if key is not None and frame is not None:
+            # Sessions finishing at once under the same rules write the same row: the first one stands.
+            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+            conn.execute(dialect.insert(GateReference).on_conflict_do_nothing(),
+                         [{"key": key, "frame_key": frame, "thresholds": thresholds(rules)}])
         conn.execute(delete(GateSessionColumns).where(GateSessionColumns.session_id.in_(ids)))
         conn.execute(insert(GateSessionColumns), [s for s, _ in derived])
         seqs = dict(conn.execute(select(GateSessionColumns.session_id, GateSessionColumns.seq)
@@ -109,33 +125,39 @@ class _Names:
 
 
 def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]], _Names]:
-    """Every replayable session with rows, as arrays; plus the code arrays of old/clean outcomes."""
+    """Every replayable session with rows, as arrays; plus the code arrays of old, clean and reference outcomes."""
     names = _Names({}, {})
+    refs: dict[str, int] = {}
     seq_parts: list[npt.NDArray[np.int64]] = []
     ids: list[str] = []
-    cols: dict[str, list[npt.NDArray[Any]]] = {
-        k: [] for k in ("key", "clean", "cov", "quote", "verdict", "status", "old_v", "rules")}
+    outcome_names = ("verdict", "status", "old_v", "rules", "ref_status", "ref_verdict", "ref_rules")
+    cols: dict[str, list[npt.NDArray[Any]]] = {k: [] for k in ("key", "clean", "cov", "quote", "ref", *outcome_names)}
     with store.engine.connect() as conn:
         sql = ("SELECT g.seq, g.session_id, g.lists_key, g.lists_clean, g.min_coverage, g.min_quote, g.clean_verdict, "
-               "g.old_status, g.old_verdict, g.old_rules FROM gate_session g JOIN diagnosis_session d "
+               "g.old_status, g.old_verdict, g.old_rules, g.ref_key, g.ref_status, g.ref_verdict, g.ref_rules "
+               "FROM gate_session g JOIN diagnosis_session d "
                f"ON d.id = g.session_id WHERE d.status IN {_REPLAYABLE} ORDER BY g.seq")
         for rows in _fetch(conn, sql):
-            seq, sid, key, clean, cov, quote, verdict, status, old_v, rules = zip(*rows, strict=True)
+            seq, sid, key, clean, cov, quote, *stored_outcomes, ref, ref_status, ref_verdict, ref_rules = zip(*rows, strict=True)
             seq_parts.append(np.array(seq, dtype=np.int64))
             ids.extend(sid)
             cols["key"].append(_codes(key, names.keys))
             cols["clean"].append(np.array(clean, dtype=bool))
             cols["cov"].append(np.array(cov, dtype=np.float64))
             cols["quote"].append(np.array(quote, dtype=np.float64))
-            for name, values in (("verdict", verdict), ("status", status), ("old_v", old_v), ("rules", rules)):
+            cols["ref"].append(np.fromiter((-1 if r is None else refs.setdefault(r, len(refs)) for r in ref),
+                                           dtype=np.int16, count=len(ref)))
+            for name, values in zip(outcome_names, (*stored_outcomes, ref_status, ref_verdict, ref_rules), strict=True):
                 cols[name].append(_codes(values, names.words))
         seqs = np.concatenate(seq_parts) if seq_parts else np.zeros(0, dtype=np.int64)
+        stored = {key: (frame, thr) for key, frame, thr in conn.execute(
+            select(GateReference.key, GateReference.frame_key, GateReference.thresholds))}
         n = conn.exec_driver_sql("SELECT count(*) FROM gate_binding").scalar_one()
         data = np.empty((n, 1 + len(_BINDINGS)), dtype=np.float64)
         filled = 0
         sql = f"SELECT seq, {', '.join(_BINDINGS)} FROM gate_binding ORDER BY seq, claim, binding"
         for rows in _fetch(conn, sql):
-            chunk = np.array(rows, dtype=np.float64)
+            chunk = np.array(rows, dtype=np.float64)  # NULL becomes NaN
             data[filled:filled + len(chunk)] = chunk[: n - filled]
             filled += len(chunk)
     data = data[:filled]
@@ -144,13 +166,17 @@ def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.i
     if not keep.all():  # rows of sessions no longer replayable; the copy is skipped when there are none
         data, index = data[keep], index[keep]
     joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
+    ref_list = sorted(refs, key=refs.__getitem__)
+    names.words.setdefault("pass", len(names.words))  # the status of every cleared session
     arrays = HistoryArrays(
         session_ids=ids, lists_key=joined["key"].astype(np.int16), keys=list(names.keys),
         lists_clean=joined["clean"].astype(bool), min_coverage=joined["cov"], min_quote=joined["quote"],
         b_session=index.astype(np.int32), b_score=data[:, 1].copy(), b_full=data[:, 2] == 1.0,
         b_gap=np.nan_to_num(data[:, 3]).astype(np.int32), b_quote=data[:, 4].copy(), b_summary=data[:, 5].copy(),
-        b_invented=data[:, 6].astype(np.int16), b_entity=data[:, 7].copy())
-    outcomes = {k: joined[k].astype(np.int16) for k in ("verdict", "status", "old_v", "rules")}
+        b_invented=data[:, 6].astype(np.int16), b_entity=data[:, 7].copy(), b_entity_low=data[:, 8].copy(),
+        b_entity_points=np.nan_to_num(data[:, 9], nan=-1).astype(np.int16), ref_code=joined["ref"].astype(np.int16),
+        refs=[stored.get(key, (None, {})) for key in ref_list])
+    outcomes = {k: joined[k].astype(np.int16) for k in outcome_names}
     return arrays, outcomes, names
 
 
@@ -205,27 +231,46 @@ class ColumnarHistory:
             included = np.fromiter((s not in exclude for s in arrays.session_ids), dtype=bool,
                                    count=len(arrays.session_ids))
         flagged = maybe_flagged(arrays, rules) & included
-        exact_ids = [arrays.session_ids[i] for i in np.flatnonzero(flagged)]
+        reused = flagged & same_as_reference(arrays, rules)
+        exact_ids = [arrays.session_ids[i] for i in np.flatnonzero(flagged & ~reused)]
         exact_ids += [i for i in self.unwritten if i not in exclude]
-        exact = {r.session_id: r for r in replay(self.exact.inputs(exact_ids), rules)}
-        return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, exact)
+
+        def rerun(session_ids: list[str]) -> list[ReplayRow]:
+            return replay(self.exact.inputs(session_ids), rules)
+
+        exact = {r.session_id: r for r in rerun(exact_ids)}
+        return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, reused, exact, rerun)
 
 
 @dataclass
 class HistoryReplay:
-    """A replay's outcome: cleared sessions as code arrays, the others as exact ReplayRows."""
+    """A replay's outcome: sessions the arrays settle (cleared, or as their reference) as code
+    arrays, the others as exact ReplayRows."""
 
     store: Store
     arrays: HistoryArrays
     outcomes: dict[str, npt.NDArray[np.int16]]
     names: _Names
-    clean: npt.NDArray[np.bool_]
+    clean: npt.NDArray[np.bool_]  # no rule finds anything
+    reused: npt.NDArray[np.bool_]  # the reference outcome stands
     exact: dict[str, ReplayRow]
+    rerun: Callable[[list[str]], list[ReplayRow]]  # the exact path, for settled rows that are listed
 
-    def _clean_changed(self) -> npt.NDArray[np.bool_]:
-        passed = self.names.words.get("pass", -1)
+    @property
+    def total(self) -> int:
+        return int(self.clean.sum()) + int(self.reused.sum()) + len(self.exact)
+
+    def _settled(self) -> tuple[npt.NDArray[np.int16], npt.NDArray[np.int16], npt.NDArray[np.bool_]]:
+        """Codes of the new status and projected verdict, and which sessions they hold for."""
         o = self.outcomes
-        changed: npt.NDArray[np.bool_] = self.clean & ((o["status"] != passed) | (o["old_v"] != o["verdict"]))
+        status = np.where(self.clean, np.int16(self.names.words["pass"]), o["ref_status"]).astype(np.int16)
+        verdict = np.where(self.clean, o["verdict"], o["ref_verdict"]).astype(np.int16)
+        return status, verdict, self.clean | self.reused
+
+    def _changed(self) -> npt.NDArray[np.bool_]:
+        status, verdict, settled = self._settled()
+        changed: npt.NDArray[np.bool_] = settled & ((self.outcomes["status"] != status) |
+                                                     (self.outcomes["old_v"] != verdict))
         return changed
 
     def summary(self) -> str:
@@ -235,26 +280,26 @@ class HistoryReplay:
                                        if r.old_status != r.new_status)
         verdict: Counter[str] = Counter(f"{r.old_verdict}->{r.projected_verdict}" for r in self.exact.values()
                                         if r.old_verdict != r.projected_verdict)
-        passed = self.names.words.get("pass", -1)
-        moved = self.clean & (o["status"] != passed)
-        for code, count in zip(*np.unique(o["status"][moved], return_counts=True), strict=True):
-            status[f"{names[code]}->pass"] += int(count)
-        moved = self.clean & (o["old_v"] != o["verdict"])
-        pairs = o["old_v"][moved].astype(np.int64) * 65536 + o["verdict"][moved]
-        for pair, count in zip(*np.unique(pairs, return_counts=True), strict=True):
-            verdict[f"{names[pair // 65536]}->{names[pair % 65536]}"] += int(count)
-        total = int(self.clean.sum()) + len(self.exact)
-        changed = int(self._clean_changed().sum()) + sum(r.changed for r in self.exact.values())
-        return summary_line(total, changed, status, verdict)
+        new_status, new_verdict, settled = self._settled()
+        for counter, old, new in ((status, o["status"], new_status), (verdict, o["old_v"], new_verdict)):
+            moved = settled & (old != new)
+            pairs = old[moved].astype(np.int64) * 65536 + new[moved]
+            for pair, count in zip(*np.unique(pairs, return_counts=True), strict=True):
+                counter[f"{names[pair // 65536]}->{names[pair % 65536]}"] += int(count)
+        changed = int(self._changed().sum()) + sum(r.changed for r in self.exact.values())
+        return summary_line(self.total, changed, status, verdict)
 
     def rows(self, changed_only: bool = False) -> list[ReplayRow]:
-        """ReplayRows in history order (the cleared ones built here; all of them can be many)."""
-        chosen = self._clean_changed() if changed_only else self.clean
-        unbacked = self._unbacked([self.arrays.session_ids[i] for i in np.flatnonzero(chosen)])
+        """ReplayRows in history order (the cleared ones built here, the reused ones replayed:
+        all of them can be many)."""
+        chosen = self._changed() if changed_only else self.clean | self.reused
+        ids = self.arrays.session_ids
+        unbacked = self._unbacked([ids[i] for i in np.flatnonzero(chosen & self.clean)])
+        rerun = {r.session_id: r for r in self.rerun([ids[i] for i in np.flatnonzero(chosen & self.reused)])}
         names, o = self.names.reverse(), self.outcomes
         out = []
-        for i, sid in enumerate(self.arrays.session_ids):
-            row = self.exact.get(sid)
+        for i, sid in enumerate(ids):
+            row = self.exact.get(sid) or rerun.get(sid)
             if row is not None:
                 if row.changed or not changed_only:
                     out.append(row)
@@ -265,7 +310,7 @@ class HistoryReplay:
                                      old_rules.split(",") if old_rules else [],
                                      old_status != "pass" or old_verdict != verdict,
                                      GatekeeperResult(status="pass", unbacked_claims=unbacked.get(sid, []))))
-        listed = set(self.arrays.session_ids)
+        listed = set(ids)
         out.extend(r for r in self.exact.values() if r.session_id not in listed and (r.changed or not changed_only))
         return out
 

@@ -6,12 +6,13 @@ import importlib.util
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 
 from pipeline.config import load_settings
 from pipeline.gatekeeper import replay, summarize
-from pipeline.history import ColumnarHistory, backfill
+from pipeline.history import ColumnarHistory, backfill, write_columns
 from pipeline.replay_inputs import replay_inputs
 from pipeline.session import rules_in_force, run_session
 from pipeline.store import Store
@@ -57,6 +58,12 @@ CASES = [
     lambda r: r.with_params("evidence.digest_ref", quotePassThreshold=0.9, quoteWarnThreshold=0.5),
     lambda r: r.with_rule("evidence.invocation_ref", enabled=False),
     lambda r: r.with_params("claim.hallucination_phrases", blacklist=["timeout", "可能"]),  # a list: exact path
+    # Thresholds only, several rules at once: the reference outcomes settle most sessions.
+    lambda r: r.with_params("evidence.excerpt_similarity", passThreshold=0.62, warnThreshold=0.45)
+               .with_params("evidence.excerpt_entities", minLocatedScore=0.7)
+               .with_params("evidence.digest_ref", quotePassThreshold=0.85, quoteWarnThreshold=0.6),
+    lambda r: r.with_params("evidence.excerpt_entities", minLocatedScore=0.3)
+               .with_params("evidence.excerpt_similarity", passThreshold=0.4, warnThreshold=0.1),
 ]
 
 
@@ -75,15 +82,45 @@ def test_columnar_replay_equals_per_session_replay(history_store: Store, change)
 
 
 def test_threshold_moves_stay_mostly_on_arrays(history_store: Store) -> None:
-    """Under threshold changes most sessions are settled by the arrays; a word-list change is not."""
+    """Under threshold changes the arrays settle most sessions, as cleared or as their reference
+    outcome; only sessions with a score between the old and the new threshold are replayed one by
+    one. A word-list change settles none."""
     rules = rules_in_force(load_settings(), history_store)[0]
     history = ColumnarHistory(history_store)
+    same = history.replay(rules)
+    assert not same.exact and same.reused.any() and same.total == 304
     for p in (0.3, 0.5, 0.7):
         result = history.replay(rules.with_params("evidence.excerpt_similarity", passThreshold=p, warnThreshold=0.3))
-        assert 0 < len(result.exact) < 304 // 2
-        assert int(result.clean.sum()) + len(result.exact) == 304
+        assert len(result.exact) < 304 // 4
+        assert result.total == 304
     listed = history.replay(rules.with_params("claim.hallucination_phrases", blacklist=["zzz"]))
     assert len(listed.exact) == 304
+
+
+def test_references_written_under_other_rules(history_store: Store) -> None:
+    """Rows written under rules whose utilization rule blocks (so a low coverage marks its own
+    claim) and whose thresholds differ: threshold moves from there still equal the per-session
+    replay, and sessions written under another frame are replayed one by one."""
+    base = rules_in_force(load_settings(), history_store)[0]
+    written = base.with_rule("claim.evidence_utilization", enabled=True, severity="error", verdict_impact="low_confid_on_fail",
+                             params={"minKeywordCoverage": 0.4}).with_params("evidence.excerpt_entities",
+                                                                             minLocatedScore=0.5)
+    inputs = replay_inputs(history_store)
+    try:
+        write_columns(history_store, inputs[::2], written)  # half the history under each
+        history = ColumnarHistory(history_store)
+        for candidate in (written, written.with_params("claim.evidence_utilization", minKeywordCoverage=0.7),
+                          written.with_params("evidence.excerpt_entities", minLocatedScore=0.9)
+                                 .with_params("evidence.excerpt_similarity", passThreshold=0.55)):
+            naive = replay(replay_inputs(history_store), candidate)
+            result = history.replay(candidate)
+            assert {r.session_id: r for r in result.rows()} == {r.session_id: r for r in naive}
+            assert result.summary() == summarize(naive)
+            assert result.reused.any()
+            settled = {result.arrays.session_ids[i] for i in np.flatnonzero(result.reused)}
+            assert settled <= {item.session_id for item in inputs[::2]}  # the other half has another frame
+    finally:
+        write_columns(history_store, inputs[::2], base)
 
 
 def test_sessions_without_rows_are_backfilled(history_store: Store, tmp_path: Path) -> None:

@@ -7,7 +7,13 @@ at which the entity rule finds something); per session the facts that no thresho
 something. The test is sound, not exact: a session it clears is one where every rule finds
 nothing, so its gatekeeper result is a plain pass and its projected verdict is `clean_verdict`
 (with no failed rule the verdict policy reads no rule parameter). Every other session goes
-through the per-session replay (pipeline/gatekeeper/replay.py), which is exact.
+through the per-session replay (pipeline/gatekeeper/replay.py), which is exact, unless its
+*reference* settles it: each session's rows also hold its outcome under the rules they were
+written with (status, projected verdict, rule ids) and those rules' thresholds. Every rule's
+findings depend on a threshold only through which side of it each score lies (similarity
+pass/warn bands, the entity rule's change points, the lowest keyword coverage and digest quote),
+so a candidate that differs only in thresholds and puts every score of a session on the same side
+as the reference did has the reference's outcome, exactly (`same_as_reference`).
 
 Each binding's entity_score is found by running the entity rule itself at the scores its
 features hold, and its invented count under the similarity rule's length filters; those and the
@@ -19,6 +25,7 @@ or filters finds no session clean under its key, so every session takes the exac
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,7 +34,7 @@ import numpy.typing as npt
 
 from pipeline.contracts import GatekeeperResult
 from pipeline.gatekeeper import fidelity
-from pipeline.gatekeeper.engine import unbacked_claims
+from pipeline.gatekeeper.engine import evaluate, unbacked_claims
 from pipeline.gatekeeper.replay import ReplayInput, project_verdict
 from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own measure, not a copy
     RULES,
@@ -55,7 +62,18 @@ _LISTS: dict[str, set[str]] = {
 # session take the exact path.
 _KNOWN = frozenset({*_LISTS, "claim.evidence_utilization"})
 
-BindingRow = tuple[int, int, float | None, float | None, int | None, float | None, float | None, int, float]
+# The threshold parameters of each rule: everything else of a rule set is its frame.
+_THRESHOLDS: dict[str, tuple[str, ...]] = {
+    "evidence.excerpt_similarity": ("passThreshold", "warnThreshold"),
+    "evidence.excerpt_entities": ("minLocatedScore",),
+    "claim.evidence_utilization": ("minKeywordCoverage",),
+    "evidence.digest_ref": ("quotePassThreshold", "quoteWarnThreshold"),
+}
+# An entity change point list longer than this is stored as its ends only (see entity_points).
+MAX_POINTS = 2
+
+BindingRow = tuple[int, int, float | None, float | None, int | None, float | None, float | None, int, float,
+                   float, int]
 
 
 def lists_key(rules: RuleSet) -> str:
@@ -66,6 +84,36 @@ def lists_key(rules: RuleSet) -> str:
         params = spec.params.model_dump(exclude=thresholds) if spec else None
         parts.append(f"{rule_id}={params}")
     return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).hexdigest()
+
+
+def frame_key(rules: RuleSet) -> str | None:
+    """Fingerprint of everything in `rules` but the thresholds (rule order, switches, severities,
+    impacts, lists, filters); None when a rule kind is one the columns do not judge."""
+    if any(spec.id not in _KNOWN for spec in rules.rules):
+        return None
+    parts = [str(COLUMNS_VERSION)]
+    for spec in rules.rules:
+        params = spec.params.model_dump(exclude=set(_THRESHOLDS.get(spec.id, ())))
+        parts.append(f"{spec.id}|{spec.enabled}|{spec.severity}|{spec.verdict_impact}|{params}")
+    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).hexdigest()
+
+
+def thresholds(rules: RuleSet) -> dict[str, float]:
+    """The threshold parameters of `rules`, named rule_id:param."""
+    out = {}
+    for rule_id, names in _THRESHOLDS.items():
+        spec = rules.get(rule_id)
+        if spec is not None:
+            out.update({f"{rule_id}:{name}": float(getattr(spec.params, name)) for name in names})
+    return out
+
+
+def reference_key(rules: RuleSet) -> str | None:
+    """Identifies the rules a reference outcome was judged under: frame and thresholds."""
+    frame = frame_key(rules)
+    if frame is None:
+        return None
+    return hashlib.blake2b(f"{frame}{sorted(thresholds(rules).items())}".encode(), digest_size=8).hexdigest()
 
 
 def _lists_clean(context: RuleContext, rules: RuleSet) -> bool:
@@ -82,9 +130,9 @@ def _lists_clean(context: RuleContext, rules: RuleSet) -> bool:
     return True
 
 
-def _entity_scores(context: RuleContext, rules: RuleSet) -> dict[str, float]:
-    """Per binding target, the highest minLocatedScore at which the entity rule finds something
-    on it (ALWAYS: at any; absent: at none). Its findings only grow as the threshold falls and
+def _entity_points(context: RuleContext, rules: RuleSet) -> dict[str, list[float]]:
+    """Per binding target, every minLocatedScore at which the entity rule's findings on it grow,
+    highest first (ALWAYS: found at any score). Its findings only grow as the threshold falls and
     change only at a score the features hold, so trying those scores (highest first) is exact."""
     spec = rules.get("evidence.excerpt_entities")
     if spec is None:
@@ -97,12 +145,16 @@ def _entity_scores(context: RuleContext, rules: RuleSet) -> dict[str, float]:
         candidates.update(hunk["score"] for hunk in fidelity.hunks(feats))
         out = feats.get("sources", {}).get("output", {}).get("score")
         candidates.add(0.0 if out is None else out)
-    found: dict[str, float] = {}
+    points: dict[str, list[float]] = {}
+    counts: Counter[str] = Counter()
     for threshold in sorted(candidates, reverse=True):
         probe = replace(spec, params=spec.params.model_copy(update={"minLocatedScore": threshold}))
-        for finding in RULES[spec.id].validate(context, probe).findings:
-            found.setdefault(finding.target, threshold)
-    return found
+        now = Counter(finding.target for finding in RULES[spec.id].validate(context, probe).findings)
+        for target in now.keys() | counts.keys():
+            if now[target] != counts[target]:
+                points.setdefault(target, []).append(threshold)
+        counts = now
+    return points
 
 
 def _invented(feats: dict[str, Any], rules: RuleSet) -> int:
@@ -113,26 +165,30 @@ def _invented(feats: dict[str, Any], rules: RuleSet) -> int:
 
 
 def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], list[BindingRow]]:
-    """(gate_session values, gate_binding rows) of one stored session, judged under `rules`' lists."""
+    """(gate_session values, gate_binding rows) of one stored session, judged under `rules`' lists,
+    with its reference outcome under `rules` itself."""
     context = item.rule_context()
     bindings: list[BindingRow] = []
-    entity = _entity_scores(context, rules)
+    entity = _entity_points(context, rules)
     for target, _, feats in context.bindings:
         if feats is None:
             continue  # no rule judges an unmeasured binding; it only leaves its claim unbacked
         ci, bi = (int(part.split("[")[1].rstrip("]")) for part in target.split("."))
         sources = feats.get("sources", {})
         out = sources.get("output", {})
+        points = entity.get(target, [])
         bindings.append((ci, bi, out.get("score"), out.get("covered"), out.get("gap", 0),
                          sources.get("digest.source_quote", {}).get("score"),
                          sources.get("digest.summary", {}).get("score"),
-                         _invented(feats, rules), entity.get(target, -1.0)))
+                         _invented(feats, rules), points[0] if points else -1.0,
+                         points[-1] if points else -1.0, len(points)))
     # The same fact key as the utilization rule, so both share one computation per session.
     coverage = [c for _, c, _ in context.fact("claim.evidence_utilization", _keyword_coverage)]
     quotes = [score for di in range(len(item.digests or ()))
               for score in (context.features.get(f"digests[{di}]", {}).get("quote", {}).get("score"),)
               if score is not None]
     clean = GatekeeperResult(status="pass", unbacked_claims=unbacked_claims(context, set()))
+    reference = evaluate(context, rules)
     session = {
         "session_id": item.session_id,
         "lists_key": lists_key(rules),
@@ -144,6 +200,10 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         "old_status": item.old_status,
         "old_verdict": item.old_verdict,
         "old_rules": ",".join(sorted({*item.old_failed_rules, *item.old_warnings})),
+        "ref_key": reference_key(rules),
+        "ref_status": reference.status,
+        "ref_verdict": project_verdict(reference, rules, item),
+        "ref_rules": ",".join(sorted({*reference.failed_rules, *reference.warnings})),
     }
     return session, bindings
 
@@ -165,12 +225,27 @@ class HistoryArrays:
     b_quote: npt.NDArray[np.float64]
     b_summary: npt.NDArray[np.float64]
     b_invented: npt.NDArray[np.int16]
-    b_entity: npt.NDArray[np.float64]
+    b_entity: npt.NDArray[np.float64]  # the highest entity change point (-1: none)
+    b_entity_low: npt.NDArray[np.float64]  # the lowest (NaN: not recorded)
+    b_entity_points: npt.NDArray[np.int16]  # how many (-1: not recorded)
+    ref_code: npt.NDArray[np.int16]  # code into `refs` (-1: no reference outcome)
+    # Per reference: (frame_key, thresholds) of the rules its sessions' outcomes were judged under.
+    refs: list[tuple[str | None, dict[str, float]]]
 
 
 def _enabled(rules: RuleSet, rule_id: str) -> Any:
     spec = rules.get(rule_id)
     return spec.params if spec is not None and spec.enabled else None
+
+
+def _best(arrays: HistoryArrays, sim: ExcerptSimilarityRule.Params) -> npt.NDArray[np.float64]:
+    """Per binding the best compared score, as the similarity rule picks it (-1: none scored)."""
+    candidates = {"output": np.where(arrays.b_full & (arrays.b_gap <= sim.maxPieceGap), 1.0, arrays.b_score),
+                  "digest.source_quote": arrays.b_quote, "digest.summary": arrays.b_summary}
+    best = np.full(len(arrays.b_session), -1.0)
+    for name in sim.compareAgainst:
+        best = np.fmax(best, candidates[name])  # fmax: a NaN (no score) loses to any score
+    return best
 
 
 def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_]:
@@ -184,11 +259,7 @@ def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_
     flagged = np.zeros(len(arrays.b_session), dtype=bool)
     sim: ExcerptSimilarityRule.Params | None = _enabled(rules, "evidence.excerpt_similarity")
     if sim is not None:
-        candidates = {"output": np.where(arrays.b_full & (arrays.b_gap <= sim.maxPieceGap), 1.0, arrays.b_score),
-                      "digest.source_quote": arrays.b_quote, "digest.summary": arrays.b_summary}
-        best = np.full(len(flagged), -1.0)
-        for name in sim.compareAgainst:
-            best = np.fmax(best, candidates[name])  # fmax: a NaN (no score) loses to any score
+        best = _best(arrays, sim)
         flagged |= (best >= 0) & (best < sim.passThreshold)
         flagged |= arrays.b_invented > sim.inventedTolerated
     ent: ExcerptEntitiesRule.Params | None = _enabled(rules, "evidence.excerpt_entities")
@@ -202,3 +273,59 @@ def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_
         session |= arrays.min_quote < ref.quotePassThreshold
     hit: npt.NDArray[np.bool_] = session | np.bincount(arrays.b_session[flagged], minlength=n).astype(bool)
     return hit
+
+
+def _states(arrays: HistoryArrays, rules: RuleSet, thr: dict[str, float]) -> tuple[
+        npt.NDArray[np.int8], npt.NDArray[np.bool_], npt.NDArray[np.int8]]:
+    """Under `rules`' frame with thresholds `thr`: per binding a code of its similarity band and
+    entity findings, whether that code is unknown (more entity change points than stored), and
+    per session a code of its coverage and quote bands. Equal codes, equal findings."""
+    n_b = len(arrays.b_session)
+    code = np.zeros(n_b, dtype=np.int8)
+    unknown = np.zeros(n_b, dtype=bool)
+    session = np.zeros(len(arrays.session_ids), dtype=np.int8)
+    sim: ExcerptSimilarityRule.Params | None = _enabled(rules, "evidence.excerpt_similarity")
+    if sim is not None:
+        best = _best(arrays, sim)
+        scored = best >= 0
+        code += (scored & (best < thr["evidence.excerpt_similarity:passThreshold"])).astype(np.int8)
+        code += (scored & (best < thr["evidence.excerpt_similarity:warnThreshold"])).astype(np.int8)
+    if _enabled(rules, "evidence.excerpt_entities") is not None:
+        at = thr["evidence.excerpt_entities:minLocatedScore"]
+        hi, lo, points = arrays.b_entity, arrays.b_entity_low, arrays.b_entity_points
+        code += 3 * ((at <= hi).astype(np.int8) + (at <= lo).astype(np.int8))
+        # Between the ends of a longer list (or anywhere below an unrecorded one) the codes cannot tell.
+        unknown = ((points > MAX_POINTS) & (at <= hi) & ~(at <= lo)) | ((points < 0) & (at <= hi))
+    if _enabled(rules, "claim.evidence_utilization") is not None:
+        session += (arrays.min_coverage < thr["claim.evidence_utilization:minKeywordCoverage"]).astype(np.int8)
+    if _enabled(rules, "evidence.digest_ref") is not None:
+        for name in ("quotePassThreshold", "quoteWarnThreshold"):
+            session += 2 * (arrays.min_quote < thr[f"evidence.digest_ref:{name}"]).astype(np.int8)
+    return code, unknown, session
+
+
+def same_as_reference(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_]:
+    """Per session: is its outcome under `rules` its stored reference outcome? (True is certain.)"""
+    n = len(arrays.session_ids)
+    same = np.zeros(n, dtype=bool)
+    frame = frame_key(rules)
+    if frame is None or not arrays.refs:
+        return same
+    candidate = thresholds(rules)
+    code, unknown, session = _states(arrays, rules, candidate)
+    util = rules.get("claim.evidence_utilization")
+    for ref, (ref_frame, ref_thr) in enumerate(arrays.refs):
+        members = arrays.ref_code == ref
+        if ref_frame != frame or not members.any():
+            continue
+        ref_code, ref_unknown, ref_session = _states(arrays, rules, ref_thr)
+        differ = ref_session != session
+        if util is not None and util.enabled and not util.downgraded:
+            # A failing utilization finding marks its own claim: the lowest coverage alone cannot tell which.
+            name = "claim.evidence_utilization:minKeywordCoverage"
+            if candidate[name] != ref_thr[name]:
+                differ |= arrays.min_coverage < max(candidate[name], ref_thr[name])
+        moved = (ref_code != code) | unknown | ref_unknown
+        differ |= np.bincount(arrays.b_session[moved], minlength=n).astype(bool)
+        same |= members & ~differ
+    return same

@@ -202,6 +202,23 @@ class GateSessionColumns(Base):
     old_status: Mapped[str] = mapped_column(Text)
     old_verdict: Mapped[str] = mapped_column(Text)
     old_rules: Mapped[str] = mapped_column(Text, default="")  # failed + warned rule ids, comma-joined
+    # The outcome under the rules the row was written with (gate_reference): a replay whose
+    # thresholds leave every score on the same side reuses it (columns.same_as_reference).
+    ref_key: Mapped[str | None] = mapped_column(Text)
+    ref_status: Mapped[str | None] = mapped_column(Text)
+    ref_verdict: Mapped[str | None] = mapped_column(Text)
+    ref_rules: Mapped[str | None] = mapped_column(Text)
+
+
+class GateReference(Base):
+    """The rules a reference outcome was judged under, as the columns compare them: the frame
+    (everything but thresholds) by fingerprint, and the thresholds themselves."""
+
+    __tablename__ = "gate_reference"
+
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    frame_key: Mapped[str] = mapped_column(Text)
+    thresholds: Mapped[dict[str, float]] = mapped_column(JSON)
 
 
 class GateBinding(Base):
@@ -220,6 +237,8 @@ class GateBinding(Base):
     invented: Mapped[int] = mapped_column(Integer, default=0)  # invented pieces before length filters
     # Highest score at which an entity/meaning finding is gated (2.0: found at any minLocatedScore).
     entity_score: Mapped[float] = mapped_column(Float, default=-1.0)
+    entity_low: Mapped[float | None] = mapped_column(Float)  # the lowest such score (NULL: not recorded)
+    entity_points: Mapped[int | None] = mapped_column(Integer)  # how many scores change its findings
 
 
 Index("ix_session_review_queue", DiagnosisSession.verdict, DiagnosisSession.created_at)
