@@ -133,7 +133,7 @@ def _text_template(t: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: str,
-                    gate_rows: list[tuple[dict[str, Any], list[tuple[Any, ...]]]] | None = None,
+                    gate_rows: list[GateRows] | None = None,
                     audit: bool = True) -> list[str]:
     """n sessions cycling through `items`, in bulk, each with its own invocations (and gate rows).
     audit=False leaves out the JSON audit record (~15 KB a session): a store that measures the
@@ -157,7 +157,7 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
         start = datetime(2026, 1, 1, tzinfo=UTC)
         step = 20_000
         for lo in range(0, n, step):
-            sessions, invs, gate_s, gate_b = [], [], [], []
+            sessions, invs, gate_s, gate_b, gate_c = [], [], [], [], []
             for i in range(lo, min(n, lo + step)):
                 k = i % len(items)
                 t, (ev, digests, features) = items[k], texts[k] if audit else ("{}", "[]", "{}")
@@ -175,11 +175,12 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
                                  "features": features, "timings": "{}"})
                 ids.append(sid)
                 if gate_rows is not None:
-                    values, bindings = gate_rows[k]
+                    values, bindings, claims = gate_rows[k]
                     gate_s.append({**values, "seq": next_seq, "session_id": sid,
                                    "clean_unbacked": json.dumps(values["clean_unbacked"])})
                     gate_cols = list(gate_s[0])
                     gate_b.extend({"seq": next_seq, **dict(zip(_BINDING_COLS, b, strict=True))} for b in bindings)
+                    gate_c.extend({"seq": next_seq, **dict(zip(_CLAIM_COLS, c, strict=True))} for c in claims)
                     next_seq += 1
             conn.execute(session_sql, sessions)
             if invs:
@@ -188,9 +189,10 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
                 conn.execute(text(f"INSERT INTO gate_session ({', '.join(gate_cols)}) VALUES ("
                                   + ", ".join(j(c) if c == "clean_unbacked" else f":{c}" for c in gate_cols) + ")"),
                              gate_s)
-                if gate_b:
-                    conn.execute(text(f"INSERT INTO gate_binding ({', '.join(gate_b[0])}) VALUES "
-                                      f"({', '.join(':' + c for c in gate_b[0])})"), gate_b)
+                for table, rows in (("gate_binding", gate_b), ("gate_claim", gate_c)):
+                    if rows:
+                        conn.execute(text(f"INSERT INTO {table} ({', '.join(rows[0])}) VALUES "
+                                          f"({', '.join(':' + c for c in rows[0])})"), rows)
         if pg:  # explicit ids leave the sequences behind
             for table, column in (("tool_invocation", "id"), ("gate_session", "seq")):
                 conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
@@ -199,20 +201,27 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
 
 
 _BINDING_COLS = ("claim", "binding", "out_score", "out_covered", "out_gap", "quote_score", "summary_score",
-                 "invented", "entity_score", "entity_low", "entity_points")
+                 "invented", "entity_score", "entity_low", "entity_points", "entity_fail")
+_CLAIM_COLS = ("claim", "untouched", "hit", "entity_hit", "direct_core")
 
 
-def gate_rows_of(store: Store, session_ids: list[str]) -> list[tuple[dict[str, Any], list[tuple[Any, ...]]]]:
+GateRows = tuple[dict[str, Any], list[tuple[Any, ...]], list[tuple[Any, ...]]]
+
+
+def gate_rows_of(store: Store, session_ids: list[str]) -> list[GateRows]:
+    """Each session's gate_session values, gate_binding rows and gate_claim rows, to clone."""
     out = []
     with store.engine.connect() as conn:
         for sid in session_ids:
             s = conn.execute(text("SELECT * FROM gate_session WHERE session_id = :s"), {"s": sid}).mappings().one()
             b = conn.execute(text(f"SELECT {', '.join(_BINDING_COLS)} FROM gate_binding WHERE seq = :q "
                                   "ORDER BY claim, binding"), {"q": s["seq"]}).all()
+            c = conn.execute(text(f"SELECT {', '.join(_CLAIM_COLS)} FROM gate_claim WHERE seq = :q ORDER BY claim"),
+                             {"q": s["seq"]}).all()
             values = {k: v for k, v in s.items() if k not in ("seq", "session_id")}
             if isinstance(values["clean_unbacked"], str):
                 values["clean_unbacked"] = json.loads(values["clean_unbacked"])
-            out.append((values, [tuple(r) for r in b]))
+            out.append((values, [tuple(r) for r in b], [tuple(r) for r in c]))
     return out
 
 
@@ -272,10 +281,18 @@ def measure_columnar(url: str) -> None:
     first, took = _timed(lambda: history.replay(rules))
     print(f"cold load: {len(arrays.session_ids)} sessions, {len(arrays.b_score)} bindings in {cold:.1f} s; "
           f"first replay {took:.1f} s (loads the exact path's {len(first.exact)} sessions)")
-    for p in (0.45, 0.5, 0.55, 0.5):
-        candidate = rules.with_params("evidence.excerpt_similarity", passThreshold=p, warnThreshold=0.3)
+    sim, ent = "evidence.excerpt_similarity", "evidence.excerpt_entities"
+    candidates = [(f"passThreshold={p}", rules.with_params(sim, passThreshold=p, warnThreshold=0.3))
+                  for p in (0.45, 0.5, 0.55, 0.5)]
+    # Thresholds that cross many stored scores: those sessions take the exact path.
+    candidates += [("passThreshold=0.8 warnThreshold=0.6", rules.with_params(sim, passThreshold=0.8, warnThreshold=0.6)),
+                   ("minLocatedScore=0.9", rules.with_params(ent, minLocatedScore=0.9)),
+                   ("passThreshold=0.8 warnThreshold=0.6 again", rules.with_params(sim, passThreshold=0.8,
+                                                                                   warnThreshold=0.6))]
+    for label, candidate in candidates:
         result, took = _timed(lambda c=candidate: history.replay(c))
-        print(f"warm replay passThreshold={p}: {took:.3f} s, exact path {len(result.exact)}; {result.summary()}")
+        print(f"warm replay {label}: {took:.3f} s, settled by arrays {result.total - len(result.exact)}, "
+              f"exact path {len(result.exact)}; {result.summary()}")
     print(f"columnar peak rss: {_rss_mb():.0f} MB")
 
 

@@ -124,7 +124,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     settings = _settings(args)
     rules = _rules(args, settings)
     store = Store(settings.db_url)
-    history = ColumnarHistory(store)
+    history = ColumnarHistory(store, kept=0)  # one replay: nothing is worth keeping
     # Sessions without columnar rows get them under the rules in force, not the candidate's lists.
     history.refresh(rules_in_force(settings, store)[0])
     result = history.replay(rules)

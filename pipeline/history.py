@@ -22,11 +22,13 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
-from pipeline.contracts import GatekeeperResult
+from pipeline.contracts import VERDICT_ORDER, GatekeeperResult
 from pipeline.gatekeeper import ReplayInput, ReplayRow, RuleSet, replay
 from pipeline.gatekeeper.columns import (
+    STATUSES,
     HistoryArrays,
     frame_key,
+    judge,
     maybe_flagged,
     reference_key,
     same_as_reference,
@@ -36,13 +38,15 @@ from pipeline.gatekeeper.columns import (
 from pipeline.gatekeeper.replay import summary_line
 from pipeline.replay_inputs import ReplayHistory
 from pipeline.store import Store
-from pipeline.store.schema import DiagnosisSession, GateBinding, GateReference, GateSessionColumns
+from pipeline.store.schema import DiagnosisSession, GateBinding, GateClaim, GateReference, GateSessionColumns
 
 _CHUNK = 200_000  # rows per fetch: ~13 MB of binding tuples at a time
+_EXACT_CHUNK = 2_000  # sessions per load on the exact path
 _WRITE_CHUNK = 500  # sessions per backfill step (an IN list within every database's limit)
 _REPLAYABLE = "('completed', 'imported')"
 _BINDINGS = ("out_score", "out_covered", "out_gap", "quote_score", "summary_score", "invented", "entity_score",
-             "entity_low", "entity_points")
+             "entity_low", "entity_points", "entity_fail")
+_CLAIMS = ("claim", "untouched", "hit", "entity_hit", "direct_core")
 
 
 def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> None:
@@ -50,7 +54,7 @@ def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> Non
     derived = [session_columns(item, rules) for item in items]
     if not derived:
         return
-    ids = [s["session_id"] for s, _ in derived]
+    ids = [s["session_id"] for s, _, _ in derived]
     key, frame = reference_key(rules), frame_key(rules)
     with store.engine.begin() as conn:
         if key is not None and frame is not None:
@@ -59,15 +63,20 @@ def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> Non
             conn.execute(dialect.insert(GateReference).on_conflict_do_nothing(),
                          [{"key": key, "frame_key": frame, "thresholds": thresholds(rules)}])
         conn.execute(delete(GateSessionColumns).where(GateSessionColumns.session_id.in_(ids)))
-        conn.execute(insert(GateSessionColumns), [s for s, _ in derived])
+        conn.execute(insert(GateSessionColumns), [s for s, _, _ in derived])
         seqs = dict(conn.execute(select(GateSessionColumns.session_id, GateSessionColumns.seq)
                                  .where(GateSessionColumns.session_id.in_(ids))).all())
         # Rows of a rewritten session whose old seq lingers (SQLite without foreign keys) are dropped too.
-        conn.execute(delete(GateBinding).where(GateBinding.seq.in_(list(seqs.values()))))
+        for table in (GateBinding, GateClaim):
+            conn.execute(delete(table).where(table.seq.in_(list(seqs.values()))))
         rows = [{"seq": seqs[s["session_id"]], "claim": b[0], "binding": b[1], **dict(zip(_BINDINGS, b[2:], strict=True))}
-                for s, bindings in derived for b in bindings]
+                for s, bindings, _ in derived for b in bindings]
         if rows:
             conn.execute(insert(GateBinding), rows)
+        claims = [{"seq": seqs[s["session_id"]], **dict(zip(_CLAIMS, c, strict=True))}
+                  for s, _, claim_rows in derived for c in claim_rows]
+        if claims:
+            conn.execute(insert(GateClaim), claims)
 
 
 def record_session(store: Store, session_id: str, rules: RuleSet) -> None:
@@ -131,20 +140,25 @@ def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.i
     seq_parts: list[npt.NDArray[np.int64]] = []
     ids: list[str] = []
     outcome_names = ("verdict", "status", "old_v", "rules", "ref_status", "ref_verdict", "ref_rules")
-    cols: dict[str, list[npt.NDArray[Any]]] = {k: [] for k in ("key", "clean", "cov", "quote", "ref", *outcome_names)}
+    cols: dict[str, list[npt.NDArray[Any]]] = {
+        k: [] for k in ("key", "clean", "cov", "quote", "ref", "claims_ok", "floor", *outcome_names)}
     with store.engine.connect() as conn:
         sql = ("SELECT g.seq, g.session_id, g.lists_key, g.lists_clean, g.min_coverage, g.min_quote, g.clean_verdict, "
-               "g.old_status, g.old_verdict, g.old_rules, g.ref_key, g.ref_status, g.ref_verdict, g.ref_rules "
+               "g.old_status, g.old_verdict, g.old_rules, g.ref_key, g.ref_status, g.ref_verdict, g.ref_rules, "
+               "g.claims_ok, g.evidence_floor "
                "FROM gate_session g JOIN diagnosis_session d "
                f"ON d.id = g.session_id WHERE d.status IN {_REPLAYABLE} ORDER BY g.seq")
         for rows in _fetch(conn, sql):
-            seq, sid, key, clean, cov, quote, *stored_outcomes, ref, ref_status, ref_verdict, ref_rules = zip(*rows, strict=True)
+            (seq, sid, key, clean, cov, quote, *stored_outcomes, ref, ref_status, ref_verdict, ref_rules,
+             claims_ok, floor) = zip(*rows, strict=True)
             seq_parts.append(np.array(seq, dtype=np.int64))
             ids.extend(sid)
             cols["key"].append(_codes(key, names.keys))
             cols["clean"].append(np.array(clean, dtype=bool))
             cols["cov"].append(np.array(cov, dtype=np.float64))
             cols["quote"].append(np.array(quote, dtype=np.float64))
+            cols["claims_ok"].append(np.array([bool(c) for c in claims_ok], dtype=bool))
+            cols["floor"].append(np.fromiter((VERDICT_ORDER.get(f, -1) for f in floor), dtype=np.int8, count=len(floor)))
             cols["ref"].append(np.fromiter((-1 if r is None else refs.setdefault(r, len(refs)) for r in ref),
                                            dtype=np.int16, count=len(ref)))
             for name, values in zip(outcome_names, (*stored_outcomes, ref_status, ref_verdict, ref_rules), strict=True):
@@ -152,22 +166,17 @@ def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.i
         seqs = np.concatenate(seq_parts) if seq_parts else np.zeros(0, dtype=np.int64)
         stored = {key: (frame, thr) for key, frame, thr in conn.execute(
             select(GateReference.key, GateReference.frame_key, GateReference.thresholds))}
-        n = conn.exec_driver_sql("SELECT count(*) FROM gate_binding").scalar_one()
-        data = np.empty((n, 1 + len(_BINDINGS)), dtype=np.float64)
-        filled = 0
-        sql = f"SELECT seq, {', '.join(_BINDINGS)} FROM gate_binding ORDER BY seq, claim, binding"
-        for rows in _fetch(conn, sql):
-            chunk = np.array(rows, dtype=np.float64)  # NULL becomes NaN
-            data[filled:filled + len(chunk)] = chunk[: n - filled]
-            filled += len(chunk)
-    data = data[:filled]
-    index = np.searchsorted(seqs, data[:, 0].astype(np.int64)).clip(max=max(len(seqs) - 1, 0))
-    keep = (seqs[index] == data[:, 0]) if len(seqs) else np.zeros(len(data), dtype=bool)
-    if not keep.all():  # rows of sessions no longer replayable; the copy is skipped when there are none
-        data, index = data[keep], index[keep]
+        data, index = _table(conn, "gate_binding", ("claim", *_BINDINGS), "seq, claim, binding", seqs)
+        claims, c_index = _table(conn, "gate_claim", _CLAIMS, "seq, claim", seqs)
+    # A binding's claim row: claims are sorted by (session index, claim) as bindings are.
+    c_key = c_index.astype(np.int64) * 65536 + claims[:, 0].astype(np.int64)
+    b_key = index.astype(np.int64) * 65536 + data[:, 0].astype(np.int64)
+    row = np.searchsorted(c_key, b_key).clip(max=max(len(c_key) - 1, 0))
+    b_claim_row = np.where((c_key[row] == b_key) if len(c_key) else False, row, -1).astype(np.int32)
     joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
     ref_list = sorted(refs, key=refs.__getitem__)
-    names.words.setdefault("pass", len(names.words))  # the status of every cleared session
+    for word in ("pass", "warn", "fail", *VERDICT_ORDER):  # the outcomes the arrays settle sessions with
+        names.words.setdefault(word, len(names.words))
     arrays = HistoryArrays(
         session_ids=ids, lists_key=joined["key"].astype(np.int16), keys=list(names.keys),
         lists_clean=joined["clean"].astype(bool), min_coverage=joined["cov"], min_quote=joined["quote"],
@@ -175,17 +184,41 @@ def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.i
         b_gap=np.nan_to_num(data[:, 3]).astype(np.int32), b_quote=data[:, 4].copy(), b_summary=data[:, 5].copy(),
         b_invented=data[:, 6].astype(np.int16), b_entity=data[:, 7].copy(), b_entity_low=data[:, 8].copy(),
         b_entity_points=np.nan_to_num(data[:, 9], nan=-1).astype(np.int16), ref_code=joined["ref"].astype(np.int16),
-        refs=[stored.get(key, (None, {})) for key in ref_list])
+        refs=[stored.get(key, (None, {})) for key in ref_list], claims_ok=joined["claims_ok"].astype(bool),
+        evidence_floor=joined["floor"].astype(np.int8), b_claim_row=b_claim_row,
+        b_entity_fail=np.nan_to_num(data[:, 10]).astype(np.int8), c_session=c_index.astype(np.int32),
+        c_standing=claims[:, 1:4].astype(np.int8), c_direct=claims[:, 4] == 1.0)
     outcomes = {k: joined[k].astype(np.int16) for k in outcome_names}
     return arrays, outcomes, names
+
+
+def _table(conn: Any, table: str, columns: tuple[str, ...], order: str,
+           seqs: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.intp]]:
+    """A per-session table's rows as one float array (NULL: NaN) allocated once from a count, with
+    each row's session index; rows of sessions not in `seqs` (no longer replayable) left out."""
+    n = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one()
+    data = np.empty((n, 1 + len(columns)), dtype=np.float64)
+    filled = 0
+    for rows in _fetch(conn, f"SELECT seq, {', '.join(columns)} FROM {table} ORDER BY {order}"):
+        chunk = np.array(rows, dtype=np.float64)
+        data[filled:filled + len(chunk)] = chunk[: n - filled]
+        filled += len(chunk)
+    data = data[:filled]
+    index = np.searchsorted(seqs, data[:, 0].astype(np.int64)).clip(max=max(len(seqs) - 1, 0))
+    keep = (seqs[index] == data[:, 0]) if len(seqs) else np.zeros(len(data), dtype=bool)
+    if not keep.all():  # the copy is skipped when every row is kept
+        data, index = data[keep], index[keep]
+    return data[:, 1:], index
 
 
 class ColumnarHistory:
     """The history loaded once as arrays; the exact path's inputs are loaded per session on demand."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, kept: int = 5_000):
         self.store = store
-        self.exact = ReplayHistory(store)
+        # The exact path's inputs kept between replays (a tuner moving a slider back and forth
+        # replays the same sessions); 0 for a one-off replay.
+        self.exact = ReplayHistory(store, kept=kept)
         self._loaded: tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]], _Names] | None = None
         self.unwritten: list[str] = []  # sessions without rows that could not be given any
         self._lock = threading.RLock()  # the page warms it in the background while a tuner edits
@@ -232,14 +265,28 @@ class ColumnarHistory:
                                    count=len(arrays.session_ids))
         flagged = maybe_flagged(arrays, rules) & included
         reused = flagged & same_as_reference(arrays, rules)
-        exact_ids = [arrays.session_ids[i] for i in np.flatnonzero(flagged & ~reused)]
+        judged, status, verdict = judge(arrays, rules, flagged & ~reused)
+        exact_ids = [arrays.session_ids[i] for i in np.flatnonzero(flagged & ~reused & ~judged)]
         exact_ids += [i for i in self.unwritten if i not in exclude]
 
         def rerun(session_ids: list[str]) -> list[ReplayRow]:
-            return replay(self.exact.inputs(session_ids), rules)
+            # In chunks, so at most a chunk's inputs (and the kept ones) are in memory at once.
+            return [row for i in range(0, len(session_ids), _EXACT_CHUNK)
+                    for row in replay(self.exact.inputs(session_ids[i:i + _EXACT_CHUNK]), rules)]
 
         exact = {r.session_id: r for r in rerun(exact_ids)}
-        return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, reused, exact, rerun)
+        # Every session the arrays settle, as codes of `names`: cleared, as its reference, or judged.
+        words = names.words
+        settled_status = np.select(
+            [~flagged, reused, judged],
+            [np.int16(words["pass"]), outcomes["ref_status"],
+             np.array([words[w] for w in STATUSES], dtype=np.int16)[status]], -1).astype(np.int16)
+        settled_verdict = np.select(
+            [~flagged, reused, judged],
+            [outcomes["verdict"], outcomes["ref_verdict"],
+             np.array([words[v] for v in VERDICT_ORDER], dtype=np.int16)[verdict]], -1).astype(np.int16)
+        return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, reused & included,
+                             judged & included, settled_status, settled_verdict, exact, rerun)
 
 
 @dataclass
@@ -253,19 +300,24 @@ class HistoryReplay:
     names: _Names
     clean: npt.NDArray[np.bool_]  # no rule finds anything
     reused: npt.NDArray[np.bool_]  # the reference outcome stands
+    judged: npt.NDArray[np.bool_]  # found by columns.judge
+    new_status: npt.NDArray[np.int16]  # codes of `names` for the three kinds above
+    new_verdict: npt.NDArray[np.int16]
     exact: dict[str, ReplayRow]
     rerun: Callable[[list[str]], list[ReplayRow]]  # the exact path, for settled rows that are listed
 
     @property
     def total(self) -> int:
-        return int(self.clean.sum()) + int(self.reused.sum()) + len(self.exact)
+        return int(self._settled_mask.sum()) + len(self.exact)
+
+    @property
+    def _settled_mask(self) -> npt.NDArray[np.bool_]:
+        settled: npt.NDArray[np.bool_] = self.clean | self.reused | self.judged
+        return settled
 
     def _settled(self) -> tuple[npt.NDArray[np.int16], npt.NDArray[np.int16], npt.NDArray[np.bool_]]:
         """Codes of the new status and projected verdict, and which sessions they hold for."""
-        o = self.outcomes
-        status = np.where(self.clean, np.int16(self.names.words["pass"]), o["ref_status"]).astype(np.int16)
-        verdict = np.where(self.clean, o["verdict"], o["ref_verdict"]).astype(np.int16)
-        return status, verdict, self.clean | self.reused
+        return self.new_status, self.new_verdict, self._settled_mask
 
     def _changed(self) -> npt.NDArray[np.bool_]:
         status, verdict, settled = self._settled()
@@ -290,12 +342,12 @@ class HistoryReplay:
         return summary_line(self.total, changed, status, verdict)
 
     def rows(self, changed_only: bool = False) -> list[ReplayRow]:
-        """ReplayRows in history order (the cleared ones built here, the reused ones replayed:
-        all of them can be many)."""
-        chosen = self._changed() if changed_only else self.clean | self.reused
+        """ReplayRows in history order (the cleared ones built here, the other settled ones
+        replayed for their findings: all of them can be many)."""
+        chosen = self._changed() if changed_only else self._settled_mask
         ids = self.arrays.session_ids
         unbacked = self._unbacked([ids[i] for i in np.flatnonzero(chosen & self.clean)])
-        rerun = {r.session_id: r for r in self.rerun([ids[i] for i in np.flatnonzero(chosen & self.reused)])}
+        rerun = {r.session_id: r for r in self.rerun([ids[i] for i in np.flatnonzero(chosen & ~self.clean)])}
         names, o = self.names.reverse(), self.outcomes
         out = []
         for i, sid in enumerate(ids):

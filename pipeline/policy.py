@@ -133,9 +133,9 @@ def apply_gatekeeper(
     reasons: list[Message] = []
     for claim_id, (rule_id, err) in failing.items():
         check = checks.get(claim_id)
-        if check is not None and check.verification in _WEAK:
+        verification = overridden(check.verification if check is not None else None, rule_id in _ENTITY_RULES)
+        if verification is None:
             continue
-        verification: ClaimVerification = "external_unknown" if rule_id in _ENTITY_RULES else "unsupported"
         said = check.verification if check is not None else "nothing"
         reasons.append(msg("policy.gk_override", claim=claim_id, said=said, rule=rule_id, verification=verification)
                        if rule_id else msg("policy.gk_override_unbacked", claim=claim_id, said=said, verification=verification))
@@ -149,6 +149,51 @@ def apply_gatekeeper(
         checks[claim_id] = base.model_copy(update={"verification": verification, "detail": detail,
                                                    "msg": None if rule_id and not err.msg else why})
     return list(checks.values()), reasons
+
+
+def overridden(said: ClaimVerification | None, entity: bool) -> ClaimVerification | None:
+    """What a gatekeeper hit (by an entity rule, or another rule / no evidence) makes of a claim
+    whose check said `said` (None: no check); None when the check stands (already weak)."""
+    if said is not None and said in _WEAK:
+        return None
+    return "external_unknown" if entity else "unsupported"
+
+
+def claim_level(claim: Mapping[str, Any], verification: str, core: bool) -> Verdict:
+    """What one claim with this verification allows at best in the matrix (docs/spec.md#verdict-matrix)."""
+    if verification == "contradicted":
+        return "REJECT"
+    if verification == "external_unknown":
+        names_core = any(e.kind in CORE_ENTITY_KINDS for e in extract_entities(str(claim.get("claim_text", ""))))
+        return "REJECT" if core or names_core else "LOW_CONFID"
+    return "LOW_CONFID" if verification in ("unsupported", "overstated") else "PASS"
+
+
+@dataclass(frozen=True)
+class ClaimStanding:
+    """One claim's place in the matrix under each gatekeeper outcome for it: untouched, hit by a
+    rule other than the entity rule (or left without evidence), hit by the entity rule; and
+    whether, untouched, it is a core claim observed directly."""
+
+    untouched: Verdict
+    hit: Verdict
+    entity_hit: Verdict
+    direct_core: bool
+
+
+def claim_standings(claims: Sequence[Mapping[str, Any]], claim_checks: Iterable[ClaimCheck]) -> list[ClaimStanding]:
+    """Per claim, what apply_gatekeeper and claims_verdict make of it under each outcome: the
+    columnar replay (pipeline/gatekeeper/columns.py) combines these instead of re-running both."""
+    checks = {c.claim_id: c.verification for c in claim_checks}
+    core = _core_ids(claims)
+    out = []
+    for claim in claims:
+        cid = str(claim.get("claim_id"))
+        said, is_core = checks.get(cid), cid in core
+        untouched, hit, entity_hit = (claim_level(claim, (v if v is not None else said) or "unsupported", is_core)
+                                      for v in (None, overridden(said, False), overridden(said, True)))
+        out.append(ClaimStanding(untouched, hit, entity_hit, direct_core=is_core and said == "direct_observation"))
+    return out
 
 
 def _core_ids(claims: Sequence[Mapping[str, Any]]) -> set[str]:
@@ -173,15 +218,13 @@ def claims_verdict(
         cid = str(claim.get("claim_id"))
         verification = checks.get(cid, "unsupported")
         label: dict[str, str] = {"claim": cid, "type": str(claim.get("claim_type", "?"))}
+        level = claim_level(claim, verification, cid in core)
         if verification == "contradicted":
             reject.append(msg("policy.contradicted", **label))
         elif verification == "external_unknown":
-            names_core = any(e.kind in CORE_ENTITY_KINDS for e in extract_entities(str(claim.get("claim_text", ""))))
-            if cid in core or names_core:
-                reject.append(msg("policy.external_core", **label))
-            else:
-                low.append(msg("policy.external_background", **label))
-        elif verification in ("unsupported", "overstated"):
+            (reject if level == "REJECT" else low).append(
+                msg("policy.external_core" if level == "REJECT" else "policy.external_background", **label))
+        elif level == "LOW_CONFID":
             low.append(msg("policy.weak" if cid in checks else "policy.weak_unchecked", verification=verification, **label))
     if not any(checks.get(cid) == "direct_observation" for cid in core):
         low.append(msg("policy.no_direct_core"))

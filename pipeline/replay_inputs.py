@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import select
@@ -77,8 +78,12 @@ class ReplayHistory:
     keeps the per-rule findings the replay caches on them.
     """
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, kept: int | None = None):
         self.store = store
+        # What inputs() keeps between calls, most recently asked first: a session's input with its
+        # remembered findings runs to tens of KB, and an exact path over 100,000 sessions would
+        # otherwise hold gigabytes. None: everything (refresh() always keeps what it loads).
+        self.kept = kept
         self._inputs: dict[str, ReplayInput] = {}
         self.last_added = 0
         # Set when sessions were loaded: a long-running caller may then gc.freeze() them.
@@ -103,7 +108,13 @@ class ReplayHistory:
             if new:
                 with self.store.engine.connect() as conn:
                     self._load(conn, new)
-            return [self._inputs[i] for i in session_ids if i in self._inputs]
+            out = [self._inputs[i] for i in session_ids if i in self._inputs]
+            if self.kept is not None:
+                for item in out:  # moved to the end: the most recently asked are dropped last
+                    self._inputs[item.session_id] = self._inputs.pop(item.session_id)
+                for stale in list(islice(self._inputs, max(0, len(self._inputs) - self.kept))):
+                    del self._inputs[stale]
+            return out
 
     def _refresh(self) -> list[ReplayInput]:
         with self.store.engine.connect() as conn:

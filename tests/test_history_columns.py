@@ -11,7 +11,9 @@ import pytest
 from sqlalchemy import text
 
 from pipeline.config import load_settings
+from pipeline.contracts import VERDICT_ORDER
 from pipeline.gatekeeper import replay, summarize
+from pipeline.gatekeeper.columns import STATUSES, judge
 from pipeline.history import ColumnarHistory, backfill, write_columns
 from pipeline.replay_inputs import replay_inputs
 from pipeline.session import rules_in_force, run_session
@@ -79,6 +81,41 @@ def test_columnar_replay_equals_per_session_replay(history_store: Store, change)
     assert result.summary() == summarize(naive)
     assert [r.session_id for r in result.rows(changed_only=True)] == \
         [r.session_id for r in result.rows() if r.changed]
+
+
+def test_arrays_judge_as_the_per_session_replay(history_store: Store) -> None:
+    """columns.judge on its own, asked for every session under random thresholds, switches and
+    impacts: every session it answers for has the per-session replay's status and verdict."""
+    base = rules_in_force(load_settings(), history_store)[0]
+    history = ColumnarHistory(history_store)
+    arrays = history.refresh(base)
+    inputs = replay_inputs(history_store)
+    index = {sid: i for i, sid in enumerate(arrays.session_ids)}
+    rng = random.Random(11)
+    answered = 0
+    for _ in range(16):
+        warn = round(rng.uniform(0.1, 0.8), 2)
+        rules = base.with_params("evidence.excerpt_similarity", passThreshold=round(rng.uniform(warn, 0.95), 2),
+                                 warnThreshold=warn, inventedTolerated=rng.choice([0, 1, 3]))
+        rules = rules.with_params("evidence.excerpt_entities", minLocatedScore=round(rng.uniform(0.0, 1.0), 2))
+        rules = rules.with_params("evidence.digest_ref", quotePassThreshold=0.9, quoteWarnThreshold=round(rng.uniform(0.3, 0.9), 2))
+        rules = rules.with_rule("claim.evidence_utilization", enabled=rng.random() < 0.5,
+                                params={"minKeywordCoverage": round(rng.uniform(0.2, 0.9), 2)})
+        if rng.random() < 0.3:
+            rules = rules.with_rule("evidence.excerpt_entities", severity="warning", verdict_impact="warn_only")
+        if rng.random() < 0.3:
+            rules = rules.with_rule("evidence.excerpt_similarity", verdict_impact="reject_on_fail")
+        if rng.random() < 0.3:
+            rules = rules.with_rule("claim.evidence_utilization", enabled=True, severity="error",
+                                    verdict_impact="low_confid_on_fail")
+        ok, status, verdict = judge(arrays, rules, np.ones(len(arrays.session_ids), dtype=bool))
+        for row in replay(inputs, rules):
+            i = index[row.session_id]
+            if ok[i]:
+                answered += 1
+                assert (STATUSES[status[i]], list(VERDICT_ORDER)[verdict[i]]) == \
+                    (row.new_status, row.projected_verdict), (row.session_id, rules.to_yaml()[1])
+    assert answered > 16 * 200  # most sessions are judged in arrays
 
 
 def test_threshold_moves_stay_mostly_on_arrays(history_store: Store) -> None:

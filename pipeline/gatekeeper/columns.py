@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.contracts import GatekeeperResult
+from pipeline.contracts import VERDICT_ORDER, ClaimCheck, GatekeeperResult, Verdict
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.engine import evaluate, unbacked_claims
 from pipeline.gatekeeper.replay import ReplayInput, project_verdict
@@ -46,6 +46,7 @@ from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own mea
     _keyword_coverage,
 )
 from pipeline.gatekeeper.rules_schema import RuleSet
+from pipeline.policy import claim_dicts, claim_standings, decide_verdict, gatekeeper_floor
 
 COLUMNS_VERSION = 1  # part of lists_key: rows derived by older code are judged again
 ALWAYS = 2.0  # an entity_score above any minLocatedScore (thresholds lie in [0, 1])
@@ -73,7 +74,8 @@ _THRESHOLDS: dict[str, tuple[str, ...]] = {
 MAX_POINTS = 2
 
 BindingRow = tuple[int, int, float | None, float | None, int | None, float | None, float | None, int, float,
-                   float, int]
+                   float, int, int]
+ClaimRow = tuple[int, int, int, int, bool]  # claim index, standing codes (VERDICT_ORDER), direct core
 
 
 def lists_key(rules: RuleSet) -> str:
@@ -130,10 +132,11 @@ def _lists_clean(context: RuleContext, rules: RuleSet) -> bool:
     return True
 
 
-def _entity_points(context: RuleContext, rules: RuleSet) -> dict[str, list[float]]:
-    """Per binding target, every minLocatedScore at which the entity rule's findings on it grow,
-    highest first (ALWAYS: found at any score). Its findings only grow as the threshold falls and
-    change only at a score the features hold, so trying those scores (highest first) is exact."""
+def _entity_points(context: RuleContext, rules: RuleSet) -> dict[str, list[tuple[float, bool]]]:
+    """Per binding target, every minLocatedScore at which the entity rule's findings on it change,
+    highest first (ALWAYS: found at any score), each with whether the findings from there down
+    hold a fail-level one. Its findings only grow as the threshold falls and change only at a
+    score the features hold, so trying those scores (highest first) is exact."""
     spec = rules.get("evidence.excerpt_entities")
     if spec is None:
         return {}
@@ -145,14 +148,16 @@ def _entity_points(context: RuleContext, rules: RuleSet) -> dict[str, list[float
         candidates.update(hunk["score"] for hunk in fidelity.hunks(feats))
         out = feats.get("sources", {}).get("output", {}).get("score")
         candidates.add(0.0 if out is None else out)
-    points: dict[str, list[float]] = {}
+    points: dict[str, list[tuple[float, bool]]] = {}
     counts: Counter[str] = Counter()
     for threshold in sorted(candidates, reverse=True):
         probe = replace(spec, params=spec.params.model_copy(update={"minLocatedScore": threshold}))
-        now = Counter(finding.target for finding in RULES[spec.id].validate(context, probe).findings)
+        findings = RULES[spec.id].validate(context, probe).findings
+        now = Counter(finding.target for finding in findings)
+        failing = {finding.target for finding in findings if finding.level == "fail"}
         for target in now.keys() | counts.keys():
             if now[target] != counts[target]:
-                points.setdefault(target, []).append(threshold)
+                points.setdefault(target, []).append((threshold, target in failing))
         counts = now
     return points
 
@@ -164,9 +169,29 @@ def _invented(feats: dict[str, Any], rules: RuleSet) -> int:
     return len(fidelity.invented(feats, spec.params.inventedMinLetters, spec.params.inventedMinCjkRun))
 
 
-def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], list[BindingRow]]:
-    """(gate_session values, gate_binding rows) of one stored session, judged under `rules`' lists,
-    with its reference outcome under `rules` itself."""
+def _claims_ok(item: ReplayInput) -> bool:
+    """Can gate_claim rows stand for this session's claims? Its output parsed, every claim an
+    object with a claim_id of its own (the policy matches claims by id, findings by index)."""
+    claims = item.structured.get("claims") if isinstance(item.structured, dict) else None
+    if item.parse_status != "valid" or not isinstance(claims, list):
+        return False
+    ids = [c.get("claim_id") if isinstance(c, dict) else None for c in claims]
+    return all(isinstance(i, str) for i in ids) and len(set(ids)) == len(ids)
+
+
+def _evidence_floor(item: ReplayInput) -> Verdict:
+    """The verdict the session's coverage and failed tool calls allow at best: the policy itself
+    over one directly observed core claim and no findings, so nothing else can lower it."""
+    probe = {"claims": [{"claim_id": "c", "claim_type": "root_cause", "claim_text": ""}]}
+    return decide_verdict(parse_status="valid", structured=probe,
+                          claim_checks=[ClaimCheck(claim_id="c", verification="direct_observation")],
+                          gatekeeper=GatekeeperResult(), rule_impacts={}, verifier_verdict=item.verifier_verdict,
+                          coverage=item.coverage, invocations=item.failed_tools).verdict
+
+
+def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], list[BindingRow], list[ClaimRow]]:
+    """(gate_session values, gate_binding rows, gate_claim rows) of one stored session, judged
+    under `rules`' lists, with its reference outcome under `rules` itself."""
     context = item.rule_context()
     bindings: list[BindingRow] = []
     entity = _entity_points(context, rules)
@@ -177,11 +202,12 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         sources = feats.get("sources", {})
         out = sources.get("output", {})
         points = entity.get(target, [])
+        fails = points[0][1] + 2 * points[-1][1] if points else 0
         bindings.append((ci, bi, out.get("score"), out.get("covered"), out.get("gap", 0),
                          sources.get("digest.source_quote", {}).get("score"),
                          sources.get("digest.summary", {}).get("score"),
-                         _invented(feats, rules), points[0] if points else -1.0,
-                         points[-1] if points else -1.0, len(points)))
+                         _invented(feats, rules), points[0][0] if points else -1.0,
+                         points[-1][0] if points else -1.0, len(points), fails))
     # The same fact key as the utilization rule, so both share one computation per session.
     coverage = [c for _, c, _ in context.fact("claim.evidence_utilization", _keyword_coverage)]
     quotes = [score for di in range(len(item.digests or ()))
@@ -189,6 +215,10 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
               if score is not None]
     clean = GatekeeperResult(status="pass", unbacked_claims=unbacked_claims(context, set()))
     reference = evaluate(context, rules)
+    claims_ok = _claims_ok(item)
+    claims = [(ci, VERDICT_ORDER[c.untouched], VERDICT_ORDER[c.hit], VERDICT_ORDER[c.entity_hit], c.direct_core)
+              for ci, c in enumerate(claim_standings(claim_dicts(item.structured), item.claim_checks))] \
+        if claims_ok else []
     session = {
         "session_id": item.session_id,
         "lists_key": lists_key(rules),
@@ -204,8 +234,10 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         "ref_status": reference.status,
         "ref_verdict": project_verdict(reference, rules, item),
         "ref_rules": ",".join(sorted({*reference.failed_rules, *reference.warnings})),
+        "claims_ok": claims_ok,
+        "evidence_floor": _evidence_floor(item),
     }
-    return session, bindings
+    return session, bindings, claims
 
 
 @dataclass
@@ -229,6 +261,13 @@ class HistoryArrays:
     b_entity_low: npt.NDArray[np.float64]  # the lowest (NaN: not recorded)
     b_entity_points: npt.NDArray[np.int16]  # how many (-1: not recorded)
     ref_code: npt.NDArray[np.int16]  # code into `refs` (-1: no reference outcome)
+    claims_ok: npt.NDArray[np.bool_]  # gate_claim rows stand for every claim
+    evidence_floor: npt.NDArray[np.int8]  # VERDICT_ORDER code (-1: not recorded)
+    b_claim_row: npt.NDArray[np.int32]  # index into the claim arrays (-1: none)
+    b_entity_fail: npt.NDArray[np.int8]  # entity_fail bits
+    c_session: npt.NDArray[np.int32]  # claims grouped by session index, in claim order
+    c_standing: npt.NDArray[np.int8]  # (claims, 3): untouched, hit, entity_hit as VERDICT_ORDER codes
+    c_direct: npt.NDArray[np.bool_]
     # Per reference: (frame_key, thresholds) of the rules its sessions' outcomes were judged under.
     refs: list[tuple[str | None, dict[str, float]]]
 
@@ -238,11 +277,13 @@ def _enabled(rules: RuleSet, rule_id: str) -> Any:
     return spec.params if spec is not None and spec.enabled else None
 
 
-def _best(arrays: HistoryArrays, sim: ExcerptSimilarityRule.Params) -> npt.NDArray[np.float64]:
-    """Per binding the best compared score, as the similarity rule picks it (-1: none scored)."""
-    candidates = {"output": np.where(arrays.b_full & (arrays.b_gap <= sim.maxPieceGap), 1.0, arrays.b_score),
-                  "digest.source_quote": arrays.b_quote, "digest.summary": arrays.b_summary}
-    best = np.full(len(arrays.b_session), -1.0)
+def _best(arrays: HistoryArrays, sim: ExcerptSimilarityRule.Params,
+          at: npt.NDArray[np.intp] | slice = slice(None)) -> npt.NDArray[np.float64]:
+    """Per binding (those at `at`) the best compared score, as the similarity rule picks it (-1: none scored)."""
+    full, gap = arrays.b_full[at], arrays.b_gap[at]
+    candidates = {"output": np.where(full & (gap <= sim.maxPieceGap), 1.0, arrays.b_score[at]),
+                  "digest.source_quote": arrays.b_quote[at], "digest.summary": arrays.b_summary[at]}
+    best = np.full(len(full), -1.0)
     for name in sim.compareAgainst:
         best = np.fmax(best, candidates[name])  # fmax: a NaN (no score) loses to any score
     return best
@@ -329,3 +370,101 @@ def same_as_reference(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.b
         differ |= np.bincount(arrays.b_session[moved], minlength=n).astype(bool)
         same |= members & ~differ
     return same
+
+
+STATUSES = ("pass", "warn", "fail")
+
+
+def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) -> tuple[
+        npt.NDArray[np.bool_], npt.NDArray[np.int8], npt.NDArray[np.int8]]:
+    """The gatekeeper status (index into STATUSES) and projected verdict (VERDICT_ORDER code) of the
+    `wanted` sessions under `rules`, in arrays, and which of them that holds for: those whose
+    findings come only from the threshold rules (the text rules found nothing under this word
+    list) and whose claims gate_claim describes. The combination is the verdict policy's
+    (pipeline/policy.py decide_verdict): a claim hit by a failed blocking rule, the first in rule
+    order deciding entity or not, or left without evidence takes its hit standing; the matrix,
+    the failed rules' floors, unbacked claims and the evidence floor, the strictest wins."""
+    n = len(arrays.session_ids)
+    status = np.zeros(n, dtype=np.int8)
+    verdict = np.zeros(n, dtype=np.int8)
+    key = lists_key(rules)
+    ok = wanted & arrays.claims_ok & arrays.lists_clean & (arrays.evidence_floor >= 0)
+    ok &= arrays.lists_key == (arrays.keys.index(key) if key in arrays.keys else -1)
+    if any(spec.id not in _KNOWN for spec in rules.rules) or not ok.any():
+        return np.zeros(n, dtype=bool), status, verdict
+    thr = thresholds(rules)
+    util = rules.get("claim.evidence_utilization")
+    if util is not None and util.enabled and not util.downgraded:
+        # A blocking utilization finding marks its own claim: the lowest coverage cannot tell which.
+        ok &= ~(arrays.min_coverage < thr["claim.evidence_utilization:minKeywordCoverage"])
+    at = np.flatnonzero(ok[arrays.b_session])
+    orphans = arrays.b_claim_row[at] < 0  # a binding of a claim without a row: not judged here
+    if orphans.any():
+        ok[arrays.b_session[at[orphans]]] = False
+        at = np.flatnonzero(ok[arrays.b_session])
+    b_session = arrays.b_session[at]
+    found: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]] = {}  # rule -> per binding (any, fail)
+    sim: ExcerptSimilarityRule.Params | None = _enabled(rules, "evidence.excerpt_similarity")
+    if sim is not None:
+        best = _best(arrays, sim, at)
+        invented = arrays.b_invented[at] > sim.inventedTolerated
+        scored = best >= 0
+        found["evidence.excerpt_similarity"] = (
+            (scored & (best < thr["evidence.excerpt_similarity:passThreshold"])) | invented,
+            (scored & (best < thr["evidence.excerpt_similarity:warnThreshold"])) | invented)
+    if _enabled(rules, "evidence.excerpt_entities") is not None:
+        located = thr["evidence.excerpt_entities:minLocatedScore"]
+        hi, lo = located <= arrays.b_entity[at], located <= arrays.b_entity_low[at]
+        points, fails = arrays.b_entity_points[at], arrays.b_entity_fail[at]
+        unknown = ((points > MAX_POINTS) & hi & ~lo) | ((points < 0) & hi)
+        ok[b_session[unknown]] = False
+        found["evidence.excerpt_entities"] = (hi, (hi & ~lo & (fails & 1 > 0)) | (lo & (fails & 2 > 0)))
+    # Per session and enabled rule: failed (blocking) or warned.
+    failed_any = np.zeros(n, dtype=bool)
+    warned_any = np.zeros(n, dtype=bool)
+    floor = np.zeros(n, dtype=np.int8)
+    failed: dict[str, npt.NDArray[np.bool_]] = {}
+    for spec in rules.enabled():
+        if spec.id in found:
+            any_b, fail_b = found[spec.id]
+            has = np.bincount(b_session[any_b], minlength=n) > 0
+            fail = np.bincount(b_session[fail_b], minlength=n) > 0
+        elif spec.id == "claim.evidence_utilization":
+            has = fail = arrays.min_coverage < thr["claim.evidence_utilization:minKeywordCoverage"]
+        elif spec.id == "evidence.digest_ref":
+            has = arrays.min_quote < thr["evidence.digest_ref:quotePassThreshold"]
+            fail = arrays.min_quote < thr["evidence.digest_ref:quoteWarnThreshold"]
+        else:
+            continue  # a text rule: found nothing in these sessions
+        if spec.downgraded:
+            fail = np.zeros(n, dtype=bool)
+        failed[spec.id] = fail
+        failed_any |= fail
+        warned_any |= has & ~fail
+        impact = VERDICT_ORDER[gatekeeper_floor([spec.id], {spec.id: spec.verdict_impact})]
+        floor = np.maximum(floor, np.where(fail, impact, 0)).astype(np.int8)
+    status[:] = np.where(failed_any, 2, np.where(warned_any, 1, 0))
+    # Per claim: evidence left, and the first failed blocking rule (in rule order) with a finding on it.
+    n_claims = len(arrays.c_session)
+    claim_of = arrays.b_claim_row[at]
+    flagged = np.zeros(len(at), dtype=bool)
+    kind = np.zeros(n_claims, dtype=np.int8)  # 0 untouched, 1 hit, 2 entity_hit
+    for spec in rules.rules:
+        if spec.id not in found or not spec.enabled or spec.downgraded:
+            continue
+        any_b = found[spec.id][0]
+        flagged |= any_b
+        hit = (np.bincount(claim_of[any_b], minlength=n_claims) > 0) & failed[spec.id][arrays.c_session]
+        kind = np.where((kind == 0) & hit, 2 if spec.id == "evidence.excerpt_entities" else 1, kind).astype(np.int8)
+    backed = np.bincount(claim_of[~flagged], minlength=n_claims) > 0
+    kind = np.where((kind == 0) & ~backed, 1, kind).astype(np.int8)
+    chosen = np.flatnonzero(ok[arrays.c_session])
+    c_session = arrays.c_session[chosen]
+    level = arrays.c_standing[chosen, kind[chosen]]
+    strictest = np.zeros(n, dtype=np.int8)
+    np.maximum.at(strictest, c_session, level)
+    direct = np.bincount(c_session[arrays.c_direct[chosen] & (kind[chosen] == 0)], minlength=n) > 0
+    unbacked = np.bincount(c_session[~backed[chosen]], minlength=n) > 0
+    matrix = np.where(strictest == 2, 2, np.where((strictest == 1) | ~direct, 1, 0))
+    verdict[:] = np.maximum.reduce([matrix, floor, unbacked.astype(np.int8), arrays.evidence_floor])
+    return ok, status, verdict

@@ -208,6 +208,25 @@ class GateSessionColumns(Base):
     ref_status: Mapped[str | None] = mapped_column(Text)
     ref_verdict: Mapped[str | None] = mapped_column(Text)
     ref_rules: Mapped[str | None] = mapped_column(Text)
+    # Whether gate_claim rows describe every claim (valid output, each claim an object with its
+    # own claim_id), so the arrays can judge it under any thresholds; and the verdict its
+    # coverage and failed tool calls allow at best.
+    claims_ok: Mapped[bool | None] = mapped_column(Boolean)
+    evidence_floor: Mapped[str | None] = mapped_column(Text)
+
+
+class GateClaim(Base):
+    """One claim's standing in the verdict matrix under each gatekeeper outcome for it
+    (pipeline.policy.ClaimStanding), as verdict codes 0 PASS, 1 LOW_CONFID, 2 REJECT."""
+
+    __tablename__ = "gate_claim"
+
+    seq: Mapped[int] = mapped_column(ForeignKey("gate_session.seq", ondelete="CASCADE"), primary_key=True)
+    claim: Mapped[int] = mapped_column(Integer, primary_key=True)
+    untouched: Mapped[int] = mapped_column(Integer)
+    hit: Mapped[int] = mapped_column(Integer)
+    entity_hit: Mapped[int] = mapped_column(Integer)
+    direct_core: Mapped[bool] = mapped_column(Boolean)
 
 
 class GateReference(Base):
@@ -239,6 +258,8 @@ class GateBinding(Base):
     entity_score: Mapped[float] = mapped_column(Float, default=-1.0)
     entity_low: Mapped[float | None] = mapped_column(Float)  # the lowest such score (NULL: not recorded)
     entity_points: Mapped[int | None] = mapped_column(Integer)  # how many scores change its findings
+    # Whether the findings hold a fail-level one: bit 0 from the highest score down, bit 1 from the lowest.
+    entity_fail: Mapped[int | None] = mapped_column(Integer)
 
 
 Index("ix_session_review_queue", DiagnosisSession.verdict, DiagnosisSession.created_at)

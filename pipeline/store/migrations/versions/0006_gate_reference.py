@@ -1,9 +1,11 @@
-"""Reference outcomes for the columnar replay (pipeline/gatekeeper/columns.py, same_as_reference).
+"""Reference outcomes and claim standings for the columnar replay (pipeline/gatekeeper/columns.py).
 
-gate_session rows gain the outcome under the rules they were written with, gate_reference holds
-those rules' frame fingerprint and thresholds, and gate_binding rows gain the lowest entity
-change point and their count. Rows written before have none: their sessions take the exact
-per-session path until a rewrite gives them one.
+gate_session rows gain the outcome under the rules they were written with (gate_reference holds
+those rules' frame fingerprint and thresholds), whether their claims can be judged in arrays and
+the verdict floor of their coverage and tool calls; gate_binding rows gain the lowest entity
+change point, their count and the findings' levels; gate_claim holds each claim's standing in
+the verdict matrix. Rows written before have none: their sessions take the exact per-session
+path until a rewrite gives them these.
 
 Revision ID: 0006
 Revises: 0005
@@ -27,19 +29,31 @@ def upgrade() -> None:
         sa.Column("frame_key", sa.Text(), nullable=False),
         sa.Column("thresholds", sa.JSON(), nullable=False),
     )
+    op.create_table(
+        "gate_claim",
+        sa.Column("seq", sa.Integer(), sa.ForeignKey("gate_session.seq", ondelete="CASCADE"), primary_key=True),
+        sa.Column("claim", sa.Integer(), primary_key=True),
+        sa.Column("untouched", sa.Integer(), nullable=False),
+        sa.Column("hit", sa.Integer(), nullable=False),
+        sa.Column("entity_hit", sa.Integer(), nullable=False),
+        sa.Column("direct_core", sa.Boolean(), nullable=False),
+    )
     with op.batch_alter_table("gate_session") as batch:
-        for name in ("ref_key", "ref_status", "ref_verdict", "ref_rules"):
+        for name in ("ref_key", "ref_status", "ref_verdict", "ref_rules", "evidence_floor"):
             batch.add_column(sa.Column(name, sa.Text()))
+        batch.add_column(sa.Column("claims_ok", sa.Boolean()))
     with op.batch_alter_table("gate_binding") as batch:
         batch.add_column(sa.Column("entity_low", sa.Float()))
         batch.add_column(sa.Column("entity_points", sa.Integer()))
+        batch.add_column(sa.Column("entity_fail", sa.Integer()))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("gate_binding") as batch:
-        batch.drop_column("entity_points")
-        batch.drop_column("entity_low")
-    with op.batch_alter_table("gate_session") as batch:
-        for name in ("ref_rules", "ref_verdict", "ref_key", "ref_status"):
+        for name in ("entity_fail", "entity_points", "entity_low"):
             batch.drop_column(name)
+    with op.batch_alter_table("gate_session") as batch:
+        for name in ("claims_ok", "evidence_floor", "ref_rules", "ref_verdict", "ref_key", "ref_status"):
+            batch.drop_column(name)
+    op.drop_table("gate_claim")
     op.drop_table("gate_reference")
