@@ -45,8 +45,8 @@ _EXACT_CHUNK = 2_000  # sessions per load on the exact path
 _WRITE_CHUNK = 500  # sessions per backfill step (an IN list within every database's limit)
 _REPLAYABLE = "('completed', 'imported')"
 _BINDINGS = ("out_score", "out_covered", "out_gap", "quote_score", "summary_score", "invented", "entity_score",
-             "entity_low", "entity_points", "entity_fail")
-_CLAIMS = ("claim", "untouched", "hit", "entity_hit", "direct_core")
+             "entity_low", "entity_points", "entity_fail", "text_flag")
+_CLAIMS = ("claim", "untouched", "hit", "entity_hit", "direct_core", "text_hit")
 
 
 def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> None:
@@ -141,22 +141,25 @@ def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.i
     ids: list[str] = []
     outcome_names = ("verdict", "status", "old_v", "rules", "ref_status", "ref_verdict", "ref_rules")
     cols: dict[str, list[npt.NDArray[Any]]] = {
-        k: [] for k in ("key", "clean", "cov", "quote", "ref", "claims_ok", "floor", *outcome_names)}
+        k: [] for k in ("key", "clean", "cov", "quote", "ref", "claims_ok", "floor", "text_has", "text_fail",
+                        *outcome_names)}
     with store.engine.connect() as conn:
         sql = ("SELECT g.seq, g.session_id, g.lists_key, g.lists_clean, g.min_coverage, g.min_quote, g.clean_verdict, "
                "g.old_status, g.old_verdict, g.old_rules, g.ref_key, g.ref_status, g.ref_verdict, g.ref_rules, "
-               "g.claims_ok, g.evidence_floor "
+               "g.claims_ok, g.evidence_floor, g.text_has, g.text_fail "
                "FROM gate_session g JOIN diagnosis_session d "
                f"ON d.id = g.session_id WHERE d.status IN {_REPLAYABLE} ORDER BY g.seq")
         for rows in _fetch(conn, sql):
             (seq, sid, key, clean, cov, quote, *stored_outcomes, ref, ref_status, ref_verdict, ref_rules,
-             claims_ok, floor) = zip(*rows, strict=True)
+             claims_ok, floor, text_has, text_fail) = zip(*rows, strict=True)
             seq_parts.append(np.array(seq, dtype=np.int64))
             ids.extend(sid)
             cols["key"].append(_codes(key, names.keys))
             cols["clean"].append(np.array(clean, dtype=bool))
             cols["cov"].append(np.array(cov, dtype=np.float64))
             cols["quote"].append(np.array(quote, dtype=np.float64))
+            for name, bits in (("text_has", text_has), ("text_fail", text_fail)):
+                cols[name].append(np.fromiter((-1 if b is None else b for b in bits), dtype=np.int8, count=len(bits)))
             cols["claims_ok"].append(np.array([bool(c) for c in claims_ok], dtype=bool))
             cols["floor"].append(np.fromiter((VERDICT_ORDER.get(f, -1) for f in floor), dtype=np.int8, count=len(floor)))
             cols["ref"].append(np.fromiter((-1 if r is None else refs.setdefault(r, len(refs)) for r in ref),
@@ -187,7 +190,9 @@ def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.i
         refs=[stored.get(key, (None, {})) for key in ref_list], claims_ok=joined["claims_ok"].astype(bool),
         evidence_floor=joined["floor"].astype(np.int8), b_claim_row=b_claim_row,
         b_entity_fail=np.nan_to_num(data[:, 10]).astype(np.int8), c_session=c_index.astype(np.int32),
-        c_standing=claims[:, 1:4].astype(np.int8), c_direct=claims[:, 4] == 1.0)
+        c_standing=claims[:, 1:4].astype(np.int8), c_direct=claims[:, 4] == 1.0,
+        text_has=joined["text_has"].astype(np.int8), text_fail=joined["text_fail"].astype(np.int8),
+        b_text=np.nan_to_num(data[:, 11]).astype(np.int8), c_text=claims[:, 5].astype(np.int8))
     outcomes = {k: joined[k].astype(np.int16) for k in outcome_names}
     return arrays, outcomes, names
 

@@ -122,9 +122,8 @@ def apply_gatekeeper(
     # claim id -> (the rule that failed on it, "" for unbacked, its message)
     failing: dict[str, tuple[str, GatekeeperError]] = {}
     for err in gate.errors:
-        m = _CLAIM_TARGET.match(err.target)
-        if m and err.rule_id in gate.failed_rules and rule_impacts.get(err.rule_id) != "warn_only":
-            index = int(m.group(1))
+        index = claim_index(err.target)
+        if index is not None and err.rule_id in gate.failed_rules and rule_impacts.get(err.rule_id) != "warn_only":
             if index < len(claims):
                 failing.setdefault(str(claims[index].get("claim_id")), (err.rule_id, err))
     for claim_id in gate.unbacked_claims:
@@ -149,6 +148,12 @@ def apply_gatekeeper(
         checks[claim_id] = base.model_copy(update={"verification": verification, "detail": detail,
                                                    "msg": None if rule_id and not err.msg else why})
     return list(checks.values()), reasons
+
+
+def claim_index(target: str) -> int | None:
+    """The claim a finding's target lies in ("claims[2].evidence_bindings[0]" -> 2), if any."""
+    m = _CLAIM_TARGET.match(target)
+    return int(m.group(1)) if m else None
 
 
 def overridden(said: ClaimVerification | None, entity: bool) -> ClaimVerification | None:

@@ -85,7 +85,8 @@ def test_columnar_replay_equals_per_session_replay(history_store: Store, change)
 
 def test_arrays_judge_as_the_per_session_replay(history_store: Store) -> None:
     """columns.judge on its own, asked for every session under random thresholds, switches and
-    impacts: every session it answers for has the per-session replay's status and verdict."""
+    impacts (text rules switched off or made warn-only too): every session it answers for has the
+    per-session replay's status and verdict."""
     base = rules_in_force(load_settings(), history_store)[0]
     history = ColumnarHistory(history_store)
     arrays = history.refresh(base)
@@ -93,7 +94,7 @@ def test_arrays_judge_as_the_per_session_replay(history_store: Store) -> None:
     index = {sid: i for i, sid in enumerate(arrays.session_ids)}
     rng = random.Random(11)
     answered = 0
-    for _ in range(16):
+    for _ in range(24):
         warn = round(rng.uniform(0.1, 0.8), 2)
         rules = base.with_params("evidence.excerpt_similarity", passThreshold=round(rng.uniform(warn, 0.95), 2),
                                  warnThreshold=warn, inventedTolerated=rng.choice([0, 1, 3]))
@@ -108,6 +109,13 @@ def test_arrays_judge_as_the_per_session_replay(history_store: Store) -> None:
         if rng.random() < 0.3:
             rules = rules.with_rule("claim.evidence_utilization", enabled=True, severity="error",
                                     verdict_impact="low_confid_on_fail")
+        for text_rule in ("schema.executor_v2", "evidence.invocation_ref", "claim.hallucination_phrases",
+                          "evidence.digest_ref"):
+            draw = rng.random()
+            if draw < 0.15:
+                rules = rules.with_rule(text_rule, enabled=False)
+            elif draw < 0.3:
+                rules = rules.with_rule(text_rule, severity="warning", verdict_impact="warn_only")
         ok, status, verdict = judge(arrays, rules, np.ones(len(arrays.session_ids), dtype=bool))
         for row in replay(inputs, rules):
             i = index[row.session_id]
@@ -115,7 +123,7 @@ def test_arrays_judge_as_the_per_session_replay(history_store: Store) -> None:
                 answered += 1
                 assert (STATUSES[status[i]], list(VERDICT_ORDER)[verdict[i]]) == \
                     (row.new_status, row.projected_verdict), (row.session_id, rules.to_yaml()[1])
-    assert answered > 16 * 200  # most sessions are judged in arrays
+    assert answered > 24 * 280  # most sessions are judged in arrays
 
 
 def test_threshold_moves_stay_mostly_on_arrays(history_store: Store) -> None:

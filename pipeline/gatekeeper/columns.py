@@ -42,11 +42,12 @@ from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own mea
     EvidenceUtilizationRule,
     ExcerptEntitiesRule,
     ExcerptSimilarityRule,
+    Finding,
     RuleContext,
     _keyword_coverage,
 )
 from pipeline.gatekeeper.rules_schema import RuleSet
-from pipeline.policy import claim_dicts, claim_standings, decide_verdict, gatekeeper_floor
+from pipeline.policy import claim_dicts, claim_index, claim_standings, decide_verdict, gatekeeper_floor
 
 COLUMNS_VERSION = 1  # part of lists_key: rows derived by older code are judged again
 ALWAYS = 2.0  # an entity_score above any minLocatedScore (thresholds lie in [0, 1])
@@ -74,8 +75,8 @@ _THRESHOLDS: dict[str, tuple[str, ...]] = {
 MAX_POINTS = 2
 
 BindingRow = tuple[int, int, float | None, float | None, int | None, float | None, float | None, int, float,
-                   float, int, int]
-ClaimRow = tuple[int, int, int, int, bool]  # claim index, standing codes (VERDICT_ORDER), direct core
+                   float, int, int, int]
+ClaimRow = tuple[int, int, int, int, bool, int]  # claim index, standing codes (VERDICT_ORDER), direct core, text bits
 
 
 def lists_key(rules: RuleSet) -> str:
@@ -118,18 +119,40 @@ def reference_key(rules: RuleSet) -> str | None:
     return hashlib.blake2b(f"{frame}{sorted(thresholds(rules).items())}".encode(), digest_size=8).hexdigest()
 
 
-def _lists_clean(context: RuleContext, rules: RuleSet) -> bool:
+def _text_findings(context: RuleContext, rules: RuleSet) -> list[list[Finding]]:
+    """The findings of each text rule (in _TEXT_RULES order) under `rules`' lists, whatever its switch."""
+    out: list[list[Finding]] = []
     for rule_id in _TEXT_RULES:
         spec = rules.get(rule_id)
         if spec is None:
+            out.append([])
             continue
         if isinstance(spec.params, DigestRefRule.Params):
             # The quote thresholds are judged per candidate from min_quote, so nothing is below 0 here.
             spec = replace(spec, params=spec.params.model_copy(update={"quotePassThreshold": 0.0,
                                                                        "quoteWarnThreshold": 0.0}))
-        if RULES[rule_id].validate(context, spec).findings:
-            return False
-    return True
+        out.append(RULES[rule_id].validate(context, spec).findings)
+    return out
+
+
+def _text_bits(found: list[list[Finding]], bindings: list[str]) -> tuple[int, int, dict[int, int], dict[str, int]]:
+    """The text rules' findings as bit i for rule i of _TEXT_RULES: any finding, a fail-level
+    one, per claim index a finding in it, per binding target a finding on it or inside it."""
+    has = fail = 0
+    claims: dict[int, int] = {}
+    flagged: dict[str, int] = {}
+    for i, findings in enumerate(found):
+        bit = 1 << i
+        for finding in findings:
+            has |= bit
+            fail |= bit if finding.level == "fail" else 0
+            index = claim_index(finding.target)
+            if index is not None:
+                claims[index] = claims.get(index, 0) | bit
+            for target in bindings:
+                if finding.target == target or finding.target.startswith(target + "."):
+                    flagged[target] = flagged.get(target, 0) | bit
+    return has, fail, claims, flagged
 
 
 def _entity_points(context: RuleContext, rules: RuleSet) -> dict[str, list[tuple[float, bool]]]:
@@ -195,6 +218,8 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
     context = item.rule_context()
     bindings: list[BindingRow] = []
     entity = _entity_points(context, rules)
+    text = _text_findings(context, rules)
+    text_has, text_fail, text_claims, text_flagged = _text_bits(text, [t for t, _, _ in context.bindings])
     for target, _, feats in context.bindings:
         if feats is None:
             continue  # no rule judges an unmeasured binding; it only leaves its claim unbacked
@@ -207,7 +232,7 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
                          sources.get("digest.source_quote", {}).get("score"),
                          sources.get("digest.summary", {}).get("score"),
                          _invented(feats, rules), points[0][0] if points else -1.0,
-                         points[-1][0] if points else -1.0, len(points), fails))
+                         points[-1][0] if points else -1.0, len(points), fails, text_flagged.get(target, 0)))
     # The same fact key as the utilization rule, so both share one computation per session.
     coverage = [c for _, c, _ in context.fact("claim.evidence_utilization", _keyword_coverage)]
     quotes = [score for di in range(len(item.digests or ()))
@@ -216,13 +241,14 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
     clean = GatekeeperResult(status="pass", unbacked_claims=unbacked_claims(context, set()))
     reference = evaluate(context, rules)
     claims_ok = _claims_ok(item)
-    claims = [(ci, VERDICT_ORDER[c.untouched], VERDICT_ORDER[c.hit], VERDICT_ORDER[c.entity_hit], c.direct_core)
+    claims = [(ci, VERDICT_ORDER[c.untouched], VERDICT_ORDER[c.hit], VERDICT_ORDER[c.entity_hit], c.direct_core,
+               text_claims.get(ci, 0))
               for ci, c in enumerate(claim_standings(claim_dicts(item.structured), item.claim_checks))] \
         if claims_ok else []
     session = {
         "session_id": item.session_id,
         "lists_key": lists_key(rules),
-        "lists_clean": _lists_clean(context, rules),
+        "lists_clean": not text_has,
         "min_coverage": min(coverage, default=None),
         "min_quote": min(quotes, default=None) if item.digests is not None else None,
         "clean_verdict": project_verdict(clean, rules, item),
@@ -235,6 +261,8 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         "ref_verdict": project_verdict(reference, rules, item),
         "ref_rules": ",".join(sorted({*reference.failed_rules, *reference.warnings})),
         "claims_ok": claims_ok,
+        "text_has": text_has,
+        "text_fail": text_fail,
         "evidence_floor": _evidence_floor(item),
     }
     return session, bindings, claims
@@ -268,6 +296,11 @@ class HistoryArrays:
     c_session: npt.NDArray[np.int32]  # claims grouped by session index, in claim order
     c_standing: npt.NDArray[np.int8]  # (claims, 3): untouched, hit, entity_hit as VERDICT_ORDER codes
     c_direct: npt.NDArray[np.bool_]
+    # The text rules' findings as bits in _TEXT_RULES order (text_has -1: not recorded).
+    text_has: npt.NDArray[np.int8]
+    text_fail: npt.NDArray[np.int8]
+    b_text: npt.NDArray[np.int8]  # a finding on or inside the binding
+    c_text: npt.NDArray[np.int8]  # a finding in the claim
     # Per reference: (frame_key, thresholds) of the rules its sessions' outcomes were judged under.
     refs: list[tuple[str | None, dict[str, float]]]
 
@@ -377,18 +410,17 @@ STATUSES = ("pass", "warn", "fail")
 
 def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) -> tuple[
         npt.NDArray[np.bool_], npt.NDArray[np.int8], npt.NDArray[np.int8]]:
-    """The gatekeeper status (index into STATUSES) and projected verdict (VERDICT_ORDER code) of the
-    `wanted` sessions under `rules`, in arrays, and which of them that holds for: those whose
-    findings come only from the threshold rules (the text rules found nothing under this word
-    list) and whose claims gate_claim describes. The combination is the verdict policy's
-    (pipeline/policy.py decide_verdict): a claim hit by a failed blocking rule, the first in rule
-    order deciding entity or not, or left without evidence takes its hit standing; the matrix,
-    the failed rules' floors, unbacked claims and the evidence floor, the strictest wins."""
+    """The gatekeeper status (index into STATUSES) and projected verdict (VERDICT_ORDER code) of
+    the `wanted` sessions under `rules`, in arrays, and which of them that holds for: those judged
+    under this word list whose claims gate_claim describes. The combination is the verdict
+    policy's (pipeline/policy.py decide_verdict): a claim hit by a failed blocking rule (the first
+    in rule order deciding entity or not) or left without evidence takes its hit standing; the
+    matrix, the failed rules' floors, unbacked claims and the evidence floor: the strictest wins."""
     n = len(arrays.session_ids)
     status = np.zeros(n, dtype=np.int8)
     verdict = np.zeros(n, dtype=np.int8)
     key = lists_key(rules)
-    ok = wanted & arrays.claims_ok & arrays.lists_clean & (arrays.evidence_floor >= 0)
+    ok = wanted & arrays.claims_ok & (arrays.text_has >= 0) & (arrays.evidence_floor >= 0)
     ok &= arrays.lists_key == (arrays.keys.index(key) if key in arrays.keys else -1)
     if any(spec.id not in _KNOWN for spec in rules.rules) or not ok.any():
         return np.zeros(n, dtype=bool), status, verdict
@@ -403,7 +435,8 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
         ok[arrays.b_session[at[orphans]]] = False
         at = np.flatnonzero(ok[arrays.b_session])
     b_session = arrays.b_session[at]
-    found: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]] = {}  # rule -> per binding (any, fail)
+    # Per rule and binding: (any finding, a fail-level finding).
+    found: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]] = {}
     sim: ExcerptSimilarityRule.Params | None = _enabled(rules, "evidence.excerpt_similarity")
     if sim is not None:
         best = _best(arrays, sim, at)
@@ -419,12 +452,14 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
         unknown = ((points > MAX_POINTS) & hi & ~lo) | ((points < 0) & hi)
         ok[b_session[unknown]] = False
         found["evidence.excerpt_entities"] = (hi, (hi & ~lo & (fails & 1 > 0)) | (lo & (fails & 2 > 0)))
+    bits = {rule_id: np.int8(1 << i) for i, rule_id in enumerate(_TEXT_RULES)}
     # Per session and enabled rule: failed (blocking) or warned.
     failed_any = np.zeros(n, dtype=bool)
     warned_any = np.zeros(n, dtype=bool)
     floor = np.zeros(n, dtype=np.int8)
     failed: dict[str, npt.NDArray[np.bool_]] = {}
     for spec in rules.enabled():
+        has = fail = np.zeros(n, dtype=bool)
         if spec.id in found:
             any_b, fail_b = found[spec.id]
             has = np.bincount(b_session[any_b], minlength=n) > 0
@@ -434,8 +469,9 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
         elif spec.id == "evidence.digest_ref":
             has = arrays.min_quote < thr["evidence.digest_ref:quotePassThreshold"]
             fail = arrays.min_quote < thr["evidence.digest_ref:quoteWarnThreshold"]
-        else:
-            continue  # a text rule: found nothing in these sessions
+        if spec.id in bits:
+            has = has | (arrays.text_has & bits[spec.id] != 0)
+            fail = fail | (arrays.text_fail & bits[spec.id] != 0)
         if spec.downgraded:
             fail = np.zeros(n, dtype=bool)
         failed[spec.id] = fail
@@ -444,17 +480,25 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
         impact = VERDICT_ORDER[gatekeeper_floor([spec.id], {spec.id: spec.verdict_impact})]
         floor = np.maximum(floor, np.where(fail, impact, 0)).astype(np.int8)
     status[:] = np.where(failed_any, 2, np.where(warned_any, 1, 0))
-    # Per claim: evidence left, and the first failed blocking rule (in rule order) with a finding on it.
+    # Per claim: evidence left, and the first failed blocking rule (in rule order) with a finding in it.
     n_claims = len(arrays.c_session)
     claim_of = arrays.b_claim_row[at]
     flagged = np.zeros(len(at), dtype=bool)
     kind = np.zeros(n_claims, dtype=np.int8)  # 0 untouched, 1 hit, 2 entity_hit
-    for spec in rules.rules:
-        if spec.id not in found or not spec.enabled or spec.downgraded:
+    for spec in rules.enabled():
+        if spec.downgraded or spec.id not in failed:
             continue
-        any_b = found[spec.id][0]
+        if spec.id in found:
+            any_b = found[spec.id][0]
+            in_claim = np.bincount(claim_of[any_b], minlength=n_claims) > 0
+        else:
+            any_b = np.zeros(len(at), dtype=bool)
+            in_claim = np.zeros(n_claims, dtype=bool)
+        if spec.id in bits:
+            any_b = any_b | (arrays.b_text[at] & bits[spec.id] != 0)
+            in_claim = in_claim | (arrays.c_text & bits[spec.id] != 0)
         flagged |= any_b
-        hit = (np.bincount(claim_of[any_b], minlength=n_claims) > 0) & failed[spec.id][arrays.c_session]
+        hit = in_claim & failed[spec.id][arrays.c_session]
         kind = np.where((kind == 0) & hit, 2 if spec.id == "evidence.excerpt_entities" else 1, kind).astype(np.int8)
     backed = np.bincount(claim_of[~flagged], minlength=n_claims) > 0
     kind = np.where((kind == 0) & ~backed, 1, kind).astype(np.int8)

@@ -213,6 +213,10 @@ class GateSessionColumns(Base):
     # coverage and failed tool calls allow at best.
     claims_ok: Mapped[bool | None] = mapped_column(Boolean)
     evidence_floor: Mapped[str | None] = mapped_column(Text)
+    # The text rules' findings (schema, invocation_ref, phrases, digest refs) as bits in
+    # columns._TEXT_RULES order: any finding, a fail-level one.
+    text_has: Mapped[int | None] = mapped_column(Integer)
+    text_fail: Mapped[int | None] = mapped_column(Integer)
 
 
 class GateClaim(Base):
@@ -227,6 +231,7 @@ class GateClaim(Base):
     hit: Mapped[int] = mapped_column(Integer)
     entity_hit: Mapped[int] = mapped_column(Integer)
     direct_core: Mapped[bool] = mapped_column(Boolean)
+    text_hit: Mapped[int] = mapped_column(Integer, default=0)  # text rules with a finding in this claim
 
 
 class GateReference(Base):
@@ -260,6 +265,7 @@ class GateBinding(Base):
     entity_points: Mapped[int | None] = mapped_column(Integer)  # how many scores change its findings
     # Whether the findings hold a fail-level one: bit 0 from the highest score down, bit 1 from the lowest.
     entity_fail: Mapped[int | None] = mapped_column(Integer)
+    text_flag: Mapped[int | None] = mapped_column(Integer)  # text rules with a finding on or inside this binding
 
 
 Index("ix_session_review_queue", DiagnosisSession.verdict, DiagnosisSession.created_at)
