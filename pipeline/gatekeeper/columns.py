@@ -1,25 +1,23 @@
 """Columnar replay (docs/architecture.md#store, docs/spec.md#gatekeeper): a threshold replay over a million sessions as array arithmetic.
 
 Per binding a few numbers that no threshold moves (best similarity, whether the quote chains
-through its output, the widest gap, digest scores, invented words, and the highest minLocatedScore
-at which the entity rule finds something); per session the facts that no threshold touches. From these,
-`maybe_flagged` finds, for candidate thresholds, every session in which some rule *could* find
-something. The test is sound, not exact: a session it clears is one where every rule finds
-nothing, so its gatekeeper result is a plain pass and its projected verdict is `clean_verdict`
-(with no failed rule the verdict policy reads no rule parameter). Every other session goes
-through the per-session replay (pipeline/gatekeeper/replay.py), which is exact, unless its
-*reference* settles it: each session's rows also hold its outcome under the rules they were
-written with (status, projected verdict, rule ids) and those rules' thresholds. Every rule's
-findings depend on a threshold only through which side of it each score lies (similarity
-pass/warn bands, the entity rule's change points, the lowest keyword coverage and digest quote),
-so a candidate that differs only in thresholds and puts every score of a session on the same side
-as the reference did has the reference's outcome, exactly (`same_as_reference`).
+through its output, the widest gap, digest scores, invented words, the minLocatedScores at which
+the entity rule's findings change and their levels, the text rules' findings); per claim its
+standing in the verdict matrix under each gatekeeper outcome (pipeline.policy.claim_standings);
+per session the facts that no threshold touches. A replay settles each session by the first of:
 
-Each binding's entity_score is found by running the entity rule itself at the scores its
-features hold, and its invented count under the similarity rule's length filters; those and the
-rules judged on text and lists (schema, invocation_ref, hallucination_phrases, digest refs) are
-judged under the parameters fingerprinted by `lists_key`. A candidate with other word lists, kinds
-or filters finds no session clean under its key, so every session takes the exact path.
+1. `maybe_flagged`: no rule can find anything under the candidate, so the result is a plain pass
+   and the projected verdict `clean_verdict` (with no failed rule the policy reads no parameter);
+2. `same_as_reference`: the rows also hold the outcome under the rules they were written with;
+   findings depend on a threshold only through which side of it each score lies, so a candidate
+   differing only in thresholds that leaves every score on the same side has that outcome;
+3. `judge`: the rules' findings per binding and claim from the arrays, combined as the verdict
+   policy combines them;
+4. otherwise the per-session replay (pipeline/gatekeeper/replay.py) decides.
+
+All four are exact; tests/test_history_columns.py holds them to the per-session replay. The
+features are judged under the parameters fingerprinted by `lists_key` (word lists, kinds, length
+filters): a candidate with other ones settles nothing by 1 and 3, and 2 needs the same frame.
 """
 
 from __future__ import annotations
