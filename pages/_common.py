@@ -300,6 +300,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "rules.status_changes": ("Gatekeeper status changes", "Gatekeeper 状态变化"),
     "rules.verdict_changes": ("Verdict changes", "结论变化"),
     "rules.no_change": ("No stored session would change.", "没有会话会发生变化。"),
+    "rules.listed_first": ("The first {shown} of {total} changed sessions are listed.",
+                           "列出了 {total} 个变化会话中的前 {shown} 个。"),
     "rules.similarity_hist": ("Excerpt similarity of all stored bindings", "全部证据绑定的摘录相似度"),
     "rules.apply": ("Apply as a new version", "应用为新版本"),
     "rules.author": ("Author", "作者"),

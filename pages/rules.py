@@ -203,21 +203,26 @@ def history_now() -> ColumnarHistory:
     return history
 
 
+# Changed sessions listed with their findings; each costs a per-session replay, so a preview over
+# a large history lists the first ones and counts the rest.
+LISTED = 500
+
+
 def run_preview(rules: RuleSet, include_eval: bool) -> None:
     left_out = frozenset() if include_eval else frozenset(queue.eval_session_ids(ui.store()))
     result = history_now().replay(rules, exclude=left_out)
-    # Only changed rows are drawn; a status or verdict change is always a changed row.
-    rows = result.rows(changed_only=True)
+    total, changed, status, verdict = result.counts()
+    rows = result.rows(changed_only=True, limit=LISTED)
     base_index, base_meta = st.session_state["rules_base_yaml"]
     edited = views.changed_rules(views.check_rules(base_index, base_meta)[0] or rules, rules)
     st.session_state["rules_preview"] = {
         "responsible": {r.session_id: views.responsible_rules(r.rules_responsible, r.result, edited) for r in rows},
         "for": (st.session_state["rules_index"], st.session_state["rules_meta"]),
-        "total": result.total,
+        "total": total,
         "changed": rows,
-        "status": Counter(f"{r.old_status} → {r.new_status}" for r in rows if r.old_status != r.new_status),
-        "verdict": Counter(f"{r.old_verdict} → {r.projected_verdict}" for r in rows
-                           if r.old_verdict != r.projected_verdict),
+        "changed_count": changed,
+        "status": Counter({k.replace("->", " → "): v for k, v in status.items()}),
+        "verdict": Counter({k.replace("->", " → "): v for k, v in verdict.items()}),
     }
 
 
@@ -254,7 +259,7 @@ def preview(rules: RuleSet | None) -> None:
         st.caption(ui.t("rules.preview_stale"))
     c1, c2, c3, c4 = st.columns(4)
     c1.metric(ui.t("rules.replayed"), result["total"])
-    c2.metric(ui.t("rules.changed"), len(result["changed"]))
+    c2.metric(ui.t("rules.changed"), result["changed_count"])
     c3.markdown(f"**{ui.t('rules.status_changes')}**\n\n" + ("\n".join(
         f"- {k}: {v}" for k, v in result["status"].most_common()) or "—"))
     c4.markdown(f"**{ui.t('rules.verdict_changes')}**\n\n" + ("\n".join(
@@ -263,6 +268,8 @@ def preview(rules: RuleSet | None) -> None:
         st.info(ui.t("rules.no_change"))
         return
     changed = result["changed"]
+    if result["changed_count"] > len(changed):
+        st.caption(ui.t("rules.listed_first", shown=len(changed), total=result["changed_count"]))
     picked = st.dataframe([{
         "session": r.session_id,
         "gatekeeper": f"{r.old_status} → {r.new_status}",

@@ -271,7 +271,8 @@ class ColumnarHistory:
         flagged = maybe_flagged(arrays, rules) & included
         reused = flagged & same_as_reference(arrays, rules)
         judged, status, verdict = judge(arrays, rules, flagged & ~reused)
-        exact_ids = [arrays.session_ids[i] for i in np.flatnonzero(flagged & ~reused & ~judged)]
+        exact_at = np.flatnonzero(flagged & ~reused & ~judged)
+        exact_ids = [arrays.session_ids[i] for i in exact_at]
         exact_ids += [i for i in self.unwritten if i not in exclude]
 
         def rerun(session_ids: list[str]) -> list[ReplayRow]:
@@ -291,7 +292,7 @@ class ColumnarHistory:
             [outcomes["verdict"], outcomes["ref_verdict"],
              np.array([words[v] for v in VERDICT_ORDER], dtype=np.int16)[verdict]], -1).astype(np.int16)
         return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, reused & included,
-                             judged & included, settled_status, settled_verdict, exact, rerun)
+                             judged & included, settled_status, settled_verdict, exact, exact_at, rerun)
 
 
 @dataclass
@@ -309,6 +310,7 @@ class HistoryReplay:
     new_status: npt.NDArray[np.int16]  # codes of `names` for the three kinds above
     new_verdict: npt.NDArray[np.int16]
     exact: dict[str, ReplayRow]
+    exact_at: npt.NDArray[np.intp]  # the exact sessions' positions in the arrays
     rerun: Callable[[list[str]], list[ReplayRow]]  # the exact path, for settled rows that are listed
 
     @property
@@ -330,8 +332,8 @@ class HistoryReplay:
                                                      (self.outcomes["old_v"] != verdict))
         return changed
 
-    def summary(self) -> str:
-        """Exactly what gatekeeper.replay.summarize says of the same rows."""
+    def counts(self) -> tuple[int, int, Counter[str], Counter[str]]:
+        """(sessions, changed, status moves, verdict moves), as gatekeeper.replay.summarize counts rows."""
         names, o = self.names.reverse(), self.outcomes
         status: Counter[str] = Counter(f"{r.old_status}->{r.new_status}" for r in self.exact.values()
                                        if r.old_status != r.new_status)
@@ -344,32 +346,38 @@ class HistoryReplay:
             for pair, count in zip(*np.unique(pairs, return_counts=True), strict=True):
                 counter[f"{names[pair // 65536]}->{names[pair % 65536]}"] += int(count)
         changed = int(self._changed().sum()) + sum(r.changed for r in self.exact.values())
-        return summary_line(self.total, changed, status, verdict)
+        return self.total, changed, status, verdict
 
-    def rows(self, changed_only: bool = False) -> list[ReplayRow]:
-        """ReplayRows in history order (the cleared ones built here, the other settled ones
-        replayed for their findings: all of them can be many)."""
-        chosen = self._changed() if changed_only else self._settled_mask
+    def summary(self) -> str:
+        """Exactly what gatekeeper.replay.summarize says of the same rows."""
+        return summary_line(*self.counts())
+
+    def rows(self, changed_only: bool = False, limit: int | None = None) -> list[ReplayRow]:
+        """ReplayRows in history order, the first `limit` if given. Cleared ones are built here;
+        the other settled ones are replayed for their findings, which costs per row."""
         ids = self.arrays.session_ids
-        unbacked = self._unbacked([ids[i] for i in np.flatnonzero(chosen & self.clean)])
-        rerun = {r.session_id: r for r in self.rerun([ids[i] for i in np.flatnonzero(chosen & ~self.clean)])}
+        listed = self._changed() if changed_only else self._settled_mask.copy()
+        for i in self.exact_at:
+            listed[i] = self.exact[ids[i]].changed or not changed_only
+        order = np.flatnonzero(listed)[:limit]
+        unbacked = self._unbacked([ids[i] for i in order if self.clean[i]])
+        rerun = {r.session_id: r for r in self.rerun([ids[i] for i in order
+                                                       if not self.clean[i] and ids[i] not in self.exact])}
         names, o = self.names.reverse(), self.outcomes
         out = []
-        for i, sid in enumerate(ids):
+        for i in order:
+            sid = ids[i]
             row = self.exact.get(sid) or rerun.get(sid)
-            if row is not None:
-                if row.changed or not changed_only:
-                    out.append(row)
-            elif chosen[i]:
+            if row is None:
                 old_rules = names[o["rules"][i]]
                 old_status, old_verdict, verdict = names[o["status"][i]], names[o["old_v"][i]], names[o["verdict"][i]]
-                out.append(ReplayRow(sid, old_status, "pass", old_verdict, verdict,
-                                     old_rules.split(",") if old_rules else [],
-                                     old_status != "pass" or old_verdict != verdict,
-                                     GatekeeperResult(status="pass", unbacked_claims=unbacked.get(sid, []))))
-        listed = set(ids)
-        out.extend(r for r in self.exact.values() if r.session_id not in listed and (r.changed or not changed_only))
-        return out
+                row = ReplayRow(sid, old_status, "pass", old_verdict, verdict, old_rules.split(",") if old_rules else [],
+                                old_status != "pass" or old_verdict != verdict,
+                                GatekeeperResult(status="pass", unbacked_claims=unbacked.get(sid, [])))
+            out.append(row)
+        placed = {ids[i] for i in self.exact_at}  # the others had no rows in the arrays (unwritten)
+        out.extend(r for r in self.exact.values() if r.session_id not in placed and (r.changed or not changed_only))
+        return out[:limit]
 
     def _unbacked(self, session_ids: list[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

@@ -81,6 +81,7 @@ def test_columnar_replay_equals_per_session_replay(history_store: Store, change)
     assert result.summary() == summarize(naive)
     assert [r.session_id for r in result.rows(changed_only=True)] == \
         [r.session_id for r in result.rows() if r.changed]
+    assert result.rows(changed_only=True, limit=7) == result.rows(changed_only=True)[:7]
 
 
 def test_arrays_judge_as_the_per_session_replay(history_store: Store) -> None:
