@@ -85,12 +85,14 @@ def record_session(store: Store, session_id: str, rules: RuleSet) -> None:
 
 
 def backfill(store: Store, rules: RuleSet, unwritten: list[str] | None = None) -> int:
-    """Rows for every replayable session that has none yet; returns how many sessions it wrote.
+    """Rows for every replayable session that has none yet (or rows written before migration 0006);
+    returns how many sessions it wrote.
     On a store this process cannot write (a read-only file), the ids go to `unwritten` if given."""
     with store.engine.connect() as conn:
         missing = list(conn.exec_driver_sql(
             "SELECT d.id FROM diagnosis_session d LEFT JOIN gate_session g ON g.session_id = d.id "
-            f"WHERE d.status IN {_REPLAYABLE} AND g.seq IS NULL").scalars())
+            # claims_ok NULL: written before migration 0006, so without claim standings or a reference.
+            f"WHERE d.status IN {_REPLAYABLE} AND (g.seq IS NULL OR g.claims_ok IS NULL)").scalars())
     done = 0
     for i in range(0, len(missing), _WRITE_CHUNK):
         items = ReplayHistory(store).inputs(missing[i:i + _WRITE_CHUNK])

@@ -182,6 +182,11 @@ def test_sessions_without_rows_are_backfilled(history_store: Store, tmp_path: Pa
     assert len(history.refresh(rules).session_ids) == 304  # given rows again, under a new seq
     assert sid in history.refresh(rules).session_ids
     assert backfill(history_store, rules) == 0
+    with history_store.engine.begin() as conn:  # as a row written before migration 0006 reads
+        conn.execute(text("UPDATE gate_session SET claims_ok = NULL, ref_key = NULL WHERE session_id = :s"), {"s": sid})
+    assert backfill(history_store, rules) == 1
+    with history_store.engine.connect() as conn:
+        assert conn.execute(text("SELECT claims_ok FROM gate_session WHERE session_id = :s"), {"s": sid}).scalar()
     with history_store.engine.connect() as conn:
         seq = conn.execute(text("SELECT seq FROM gate_session WHERE session_id = :s"), {"s": sid}).scalar_one()
         assert conn.execute(text("SELECT count(*) FROM gate_binding WHERE seq = :q"), {"q": seq}).scalar() == bindings
