@@ -9,7 +9,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    Text,
+    cast,
+    false,
+    func,
+    literal_column,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -71,6 +84,11 @@ class DiagnosisSession(Base):
     trigger_key: Mapped[str | None] = mapped_column(Text, index=True)
     # The interrupted or failed session this one runs again.
     rerun_of: Mapped[str | None] = mapped_column(Text, index=True)
+    # The audit record holds composer findings: claims the composer-input filter kept from the
+    # answer (composer_filtered) or a composer guard fallback to the fixed template. Set by the
+    # store whenever self_evaluation is written (repo.composer_findings); the review queue reads
+    # it instead of every session's JSON (migration 0007).
+    composer_findings: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class ToolInvocationRow(Base):
@@ -272,3 +290,15 @@ Index("ix_session_review_queue", DiagnosisSession.verdict, DiagnosisSession.crea
 Index("ix_tool_invocation_output_once", ToolInvocationRow.session_id, ToolInvocationRow.output_sha256)
 Index("ix_session_status_created", DiagnosisSession.status, DiagnosisSession.created_at)
 Index("ix_session_gatekeeper_created", DiagnosisSession.gatekeeper_status, DiagnosisSession.created_at)
+# The review queue's counts and charts (pipeline/queue.py) in one pass over this index: it holds
+# every column the queue's conditions read, and leads with the chart groups in the form the
+# query groups by, so SQLite reads the groups in order (no sort of a million rows) and never the
+# table rows, whose JSON audit record runs to ~15 KB. SQLite only: PostgreSQL has no btree over
+# json and cannot index date() of a timestamptz; it scans in parallel and hashes the groups
+# (migration 0007). SQLite cannot reflect an expression index, so a batch migration that
+# rebuilds diagnosis_session must create it again (tests/test_views.py checks the plan).
+LISTING_GROUPS = (func.date(DiagnosisSession.created_at), DiagnosisSession.verdict,
+                  cast(DiagnosisSession.failed_rules, Text),
+                  cast(DiagnosisSession.groundedness * literal_column("10"), Integer))
+Index("ix_session_listing", *LISTING_GROUPS, DiagnosisSession.status, DiagnosisSession.gatekeeper_status,
+      DiagnosisSession.composer_findings, DiagnosisSession.created_at, DiagnosisSession.id).ddl_if(dialect="sqlite")
