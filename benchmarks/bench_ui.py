@@ -296,11 +296,11 @@ def main() -> None:
         rows.sort(key=lambda r: r["created_at"], reverse=True)
 
     # The page's default queue: needs a person, unreviewed, no eval runs.
-    default = queue.QueueFilter(pass_findings=queue.FindingsIndex(store).refresh())
+    default = queue.QueueFilter()
 
     def sql_sessions() -> None:
         queue.queue_stats(store, default)
-        queue.queue_page(store, default, limit=50)
+        queue.queue_rows(store, default, limit=50)
 
     rules = load_rules(settings.rules_dir).with_params("evidence.excerpt_similarity", passThreshold=0.9)
     t = time.perf_counter()

@@ -393,19 +393,9 @@ def list_sessions(url: str, f: SessionFilter, limit: int, offset: int) -> tuple[
     return _store(url).list_sessions(f, limit=limit, offset=offset)
 
 
-@st.cache_resource(show_spinner=False)
-def _findings(url: str) -> queue.FindingsIndex:
-    return queue.FindingsIndex(_store(url))
-
-
-def pass_findings() -> frozenset[str]:
-    """PASS sessions with findings: read once per server, then only sessions written since."""
-    return _findings(settings().db_url).refresh()
-
-
 @st.cache_data(ttl=30, show_spinner=False)
-def queue_page(url: str, q: queue.QueueFilter, limit: int, offset: int) -> tuple[list[SessionRow], int]:
-    return queue.queue_page(_store(url), q, limit=limit, offset=offset)
+def queue_rows(url: str, q: queue.QueueFilter, limit: int, offset: int) -> list[SessionRow]:
+    return queue.queue_rows(_store(url), q, limit=limit, offset=offset)
 
 
 @st.cache_data(ttl=30, show_spinner=False)
@@ -442,7 +432,7 @@ def output_pages(url: str, invocation_id: int) -> views.OutputPages:
 
 def refresh_session_reads(session_id: str | None = None) -> None:
     """After a write (new session, review): the lists, charts and that session's record show it at once."""
-    for fn in (list_sessions, queue_page, queue_stats):
+    for fn in (list_sessions, queue_rows, queue_stats):
         fn.clear()
     if session_id:
         record.clear(settings().db_url, session_id)

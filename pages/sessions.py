@@ -64,7 +64,6 @@ def sidebar() -> queue.QueueFilter:
         text=(text or "").strip() or None, statuses=list(statuses),
     )
     return queue.QueueFilter(base, needs_person=bool(needs), include_eval=bool(include_eval),
-                             pass_findings=ui.pass_findings() if needs else frozenset(),
                              reviewed={"no": False, "yes": True}.get(reviewed or "any"))
 
 
@@ -114,10 +113,7 @@ def table(rows: list[SessionRow]) -> None:
     ui.open_picked_trace(picked, [r.id for r in rows])
 
 
-def charts(f: queue.QueueFilter) -> None:
-    stats = ui.queue_stats(ui.settings().db_url, f)
-    if not stats.total:
-        return
+def charts(stats: queue.QueueStats) -> None:
     c1, c2, c3 = st.columns(3)
     layout = {"height": 260, "margin": {"l": 10, "r": 10, "t": 36, "b": 10}, "showlegend": True,
                   "legend": {"orientation": "h", "y": -0.25}}
@@ -176,22 +172,24 @@ def exports(f: queue.QueueFilter) -> None:
 def body(f: queue.QueueFilter) -> None:
     st.title(ui.t("sessions.title"))
     url = ui.settings().db_url
-    _, everything = ui.list_sessions(url, SessionFilter(), 1, 0)
-    if not everything:
-        empty_store()
-        return
-    charts(f)
-    _, total = ui.queue_page(url, f, 1, 0)
+    # One grouped scan gives the charts and the count; the rows are one walk of an index.
+    stats = ui.queue_stats(url, f)
+    total = stats.total
     if not total:
+        _, everything = ui.list_sessions(url, SessionFilter(), 1, 0)
+        if not everything:
+            empty_store()
+            return
         st.info(ui.t("sessions.no_match_of", n=everything))
         st.button(ui.t("sessions.show_all"), on_click=_show_all, key="sessions_show_all_btn")
         return
+    charts(stats)
     pages = max(1, -(-total // PAGE_SIZE))
     left, right = st.columns([1, 5], vertical_alignment="bottom")
     page = left.number_input(ui.t("sessions.page"), min_value=1, max_value=pages, step=1, key="sessions_page",
                              bind="query-params")
     page = min(max(1, int(page or 1)), pages)
-    rows, total = ui.queue_page(url, f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+    rows = ui.queue_rows(url, f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
     first = (page - 1) * PAGE_SIZE + 1
     right.caption(ui.t("sessions.count", total=total, first=first, last=first + len(rows) - 1))
     table(rows)

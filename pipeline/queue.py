@@ -3,23 +3,25 @@
 Shared by the Sessions page, its exports and the Rules page's preview (which leaves eval runs
 out). "Needs a person" is LOW_CONFID, REJECT, a failed or interrupted run, and a PASS with
 findings (gatekeeper warnings, claims kept from the answer, a composer guard fallback).
+
+At a million sessions the page's first open is one grouped scan for the count and all three
+charts and one walk of the created_at index for the rows; every condition reads a column
+(composer findings included, migration 0007), none the JSON audit record.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Integer, Text, cast, func, or_, select
+from sqlalchemy import and_, func, or_, select
 
 from pipeline.record import SessionRow
 from pipeline.store import SessionFilter, Store
-from pipeline.store.schema import DiagnosisSession, ReviewRow
+from pipeline.store.schema import LISTING_GROUPS, DiagnosisSession, ReviewRow
 
 EVAL_LABEL = "eval_fixture"  # the review label pipeline/eval/runner.py gives every eval run
 
@@ -32,9 +34,6 @@ class QueueFilter:
     # LOW_CONFID, REJECT, failed runs, and PASS with findings (gatekeeper warnings, claims kept
     # from the answer, a composer guard fallback to the fixed template).
     needs_person: bool = True
-    # Ids of PASS sessions with findings, from FindingsIndex: the only part of "needs a person"
-    # that lives in the stored JSON rather than in indexed columns.
-    pass_findings: frozenset[str] = frozenset()
     include_eval: bool = False
     reviewed: bool | None = False  # by a person; the eval label is no review
 
@@ -44,11 +43,15 @@ def queue_query(store: Store, q: QueueFilter) -> Any:
     s = DiagnosisSession
     query = store.filtered_query(replace(q.base, reviewed=None))
     if q.needs_person:
+        # Without statistics SQLite answers an OR whose every branch has an index with one index
+        # per branch and sorts the union: 0.6 s for 50 rows of a million. A branch no index
+        # answers (coalesce; NULL and '' both fail the test) leaves it the created_at index for
+        # the rows and ix_session_listing for the counts and charts.
         query = query.where(or_(
-            s.verdict.in_(("LOW_CONFID", "REJECT")),
+            func.coalesce(s.verdict, "").in_(("LOW_CONFID", "REJECT")),
             s.status.in_(("failed", "interrupted")),
             s.gatekeeper_status.in_(("warn", "fail")),
-            s.id.in_(q.pass_findings),
+            and_(s.verdict == "PASS", s.gatekeeper_status == "pass", s.composer_findings),
         ))
     if not q.include_eval:
         query = query.where(s.id.not_in(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)))
@@ -62,18 +65,28 @@ _LIST_COLUMNS = ("id", "created_at", "question", "status", "verdict", "gatekeepe
                  "groundedness", "services", "provider", "shape")
 
 
-def queue_page(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[SessionRow], int]:
-    """One page of the queue, newest first, with each session's latest person's label."""
+def queue_rows(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> list[SessionRow]:
+    """One page of the queue, newest first, with each session's latest person's label. Not
+    counted: the page takes the count from queue_stats, which scans the queue anyway."""
     sub = queue_query(store, q).subquery()
     with store.engine.connect() as conn:
-        total = conn.execute(select(func.count()).select_from(sub)).scalar_one()
         rows = conn.execute(select(*[sub.c[c] for c in _LIST_COLUMNS]).order_by(sub.c.created_at.desc())
                             .limit(limit).offset(offset)).mappings().all()
         labels = dict(conn.execute(
             select(ReviewRow.session_id, ReviewRow.label)
             .where(ReviewRow.session_id.in_([r["id"] for r in rows]), ReviewRow.claim_id.is_(None))
             .order_by(ReviewRow.created_at)).all())
-    return [SessionRow.model_validate(dict(r) | {"review_label": labels.get(r["id"])}) for r in rows], total
+    return [SessionRow.model_validate(dict(r) | {"review_label": labels.get(r["id"])}) for r in rows]
+
+
+def queue_count(store: Store, q: QueueFilter) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(queue_query(store, q).subquery())).scalar_one())
+
+
+def queue_page(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[SessionRow], int]:
+    """One page of the queue and how many sessions the queue holds."""
+    return queue_rows(store, q, limit=limit, offset=offset), queue_count(store, q)
 
 
 @dataclass
@@ -85,37 +98,35 @@ class QueueStats:
 
 
 def queue_stats(store: Store, q: QueueFilter) -> QueueStats:
-    """Chart data of the queue, aggregated in SQL so 10,000 rows never leave the database."""
-    sub = queue_query(store, q).subquery()
-    day = func.date(sub.c.created_at)
-    rules_text = cast(sub.c.failed_rules, Text)
+    """The queue's count and chart data in one grouped scan: sessions share few distinct (day,
+    verdict, failed-rule list, groundedness tenth) tuples, so the groups, not the sessions, leave
+    the database, and each chart is a sum over them here."""
+    # The index's own expressions (schema.LISTING_GROUPS): SQLite reads the groups off it in order.
+    query = queue_query(store, q).with_only_columns(*LISTING_GROUPS, func.count()).group_by(*LISTING_GROUPS)
     with store.engine.connect() as conn:
-        total = conn.execute(select(func.count()).select_from(sub)).scalar_one()
-        per_day = conn.execute(
-            select(day, sub.c.verdict, func.count()).group_by(day, sub.c.verdict).order_by(day)
-        ).all()
-        # Sessions share few distinct failed-rule lists: group them in SQL, count rules per group here.
-        combos = conn.execute(
-            select(rules_text, func.count()).where(sub.c.failed_rules.is_not(None)).group_by(rules_text)
-        ).all()
-        bucket = cast(sub.c.groundedness * 10, Integer)
-        bins = conn.execute(
-            select(bucket, func.count()).where(sub.c.groundedness.is_not(None)).group_by(bucket).order_by(bucket)
-        ).all()
+        groups = conn.execute(query).all()
+    total = 0
+    days: Counter[tuple[str, str]] = Counter()
+    combos: Counter[str] = Counter()
+    hist: Counter[float] = Counter()
+    for day, verdict, rules_text, bucket, n in groups:
+        total += n
+        days[(str(day), verdict or "none")] += n
+        if rules_text is not None:
+            combos[rules_text] += n
+        if bucket is not None:
+            hist[min(int(bucket), 9) / 10] += n
     rules: Counter[str] = Counter()
-    for text, n in combos:
+    for text, n in sorted(combos.items()):  # in text order, as GROUP BY gave them: ties keep their order
         try:
             listed = json.loads(text) if text else []
         except ValueError:
             continue
         for rule_id in listed if isinstance(listed, list) else []:
             rules[str(rule_id)] += n
-    hist: Counter[float] = Counter()
-    for b, n in bins:
-        hist[min(int(b), 9) / 10] += n
     return QueueStats(
         total=total,
-        per_day=[(str(d), v or "none", n) for d, v, n in per_day],
+        per_day=[(d, v, n) for (d, v), n in sorted(days.items())],
         failed_rules=dict(rules.most_common()),
         groundedness=sorted(hist.items()),
     )
@@ -125,7 +136,7 @@ def iter_filtered(store: Store, q: QueueFilter, batch: int = 1000) -> Iterator[S
     """Every row of the queue (list columns only), page by page, for export."""
     offset = 0
     while True:
-        rows, _ = queue_page(store, q, limit=batch, offset=offset)
+        rows = queue_rows(store, q, limit=batch, offset=offset)
         yield from rows
         if len(rows) < batch:
             return
@@ -137,34 +148,3 @@ def eval_session_ids(store: Store) -> set[str]:
     with store.engine.connect() as conn:
         return set(conn.execute(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)).scalars())
 
-
-class FindingsIndex:
-    """Ids of PASS sessions whose audit record holds findings: claims the composer-input filter
-    kept from the answer, or a composer guard that fell back to the fixed template.
-
-    Reading that out of every stored verifier evaluation costs seconds at 10,000 sessions (the
-    JSON runs to ~20 KB a session), so it is read once and then only for sessions written
-    since (updated_at), the way ReplayHistory tops up the replay inputs.
-    """
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._ids: set[str] = set()
-        self._since: datetime | None = None
-        self._lock = threading.Lock()
-
-    def refresh(self) -> frozenset[str]:
-        s = DiagnosisSession
-        ev = ("verifier_evaluation",)
-        query = select(s.id, s.updated_at, s.verdict, s.gatekeeper_status,
-                       s.self_evaluation[(*ev, "composer_guard")], s.self_evaluation[(*ev, "composer_filtered")])
-        with self._lock:
-            if self._since is not None:
-                query = query.where(s.updated_at >= self._since)
-            with self.store.engine.connect() as conn:
-                for sid, updated, verdict, gate, guard, filtered in conn.execute(query):
-                    found = verdict == "PASS" and gate == "pass" and (
-                        bool(isinstance(guard, dict) and guard.get("used_template")) or bool(filtered))
-                    (self._ids.add if found else self._ids.discard)(sid)
-                    self._since = updated if self._since is None or updated > self._since else self._since
-            return frozenset(self._ids)

@@ -136,8 +136,7 @@ def test_answer_view_links_confirmed_facts_to_their_evidence() -> None:
     assert view.missing_info == ["gap"] and view.final_answer == "answer"
 
 
-def _store_with(tmp_path, n: int) -> Store:
-    store = Store(f"sqlite:///{tmp_path / 'views.db'}")
+def _store_with(store: Store, n: int) -> Store:
     for i in range(n):
         sid = store.create_session(question=f"q{i} payment", world=None, shape="split", provider="offline",
                                    model="m", created_at=datetime(2026, 1, 1 + i % 3, 12, tzinfo=UTC))
@@ -148,8 +147,8 @@ def _store_with(tmp_path, n: int) -> Store:
     return store
 
 
-def test_queue_stats_aggregates_the_filtered_sessions(tmp_path) -> None:
-    store = _store_with(tmp_path, 9)
+def test_queue_stats_aggregates_the_filtered_sessions(any_store: Store) -> None:
+    store = _store_with(any_store, 9)
     everything = queue.QueueFilter(needs_person=False, reviewed=None)
     stats = queue.queue_stats(store, everything)
     assert stats.total == 9
@@ -162,8 +161,59 @@ def test_queue_stats_aggregates_the_filtered_sessions(tmp_path) -> None:
     assert len(list(queue.iter_filtered(store, everything, batch=4))) == 9
 
 
-def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(tmp_path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'queue.db'}")
+def _stats_in_four_queries(store: Store, q: queue.QueueFilter) -> queue.QueueStats:
+    """queue_stats as it was before the one grouped scan: a count and one query per chart."""
+    from collections import Counter
+
+    from sqlalchemy import Integer, Text, cast, func, select
+
+    sub = queue.queue_query(store, q).subquery()
+    day = func.date(sub.c.created_at)
+    with store.engine.connect() as conn:
+        total = conn.execute(select(func.count()).select_from(sub)).scalar_one()
+        per_day = conn.execute(select(day, sub.c.verdict, func.count()).group_by(day, sub.c.verdict)).all()
+        combos = conn.execute(select(cast(sub.c.failed_rules, Text), func.count())
+                              .where(sub.c.failed_rules.is_not(None)).group_by(cast(sub.c.failed_rules, Text))).all()
+        bucket = cast(sub.c.groundedness * 10, Integer)
+        bins = conn.execute(select(bucket, func.count()).where(sub.c.groundedness.is_not(None)).group_by(bucket)).all()
+    rules: Counter[str] = Counter()
+    for text, n in combos:
+        listed = json.loads(text) if text else []
+        for rule_id in listed if isinstance(listed, list) else []:
+            rules[rule_id] += n
+    hist: Counter[float] = Counter()
+    for b, n in bins:
+        hist[min(int(b), 9) / 10] += n
+    return queue.QueueStats(total=total, per_day=sorted((str(d), v or "none", n) for d, v, n in per_day),
+                            failed_rules=dict(rules.most_common()), groundedness=sorted(hist.items()))
+
+
+def test_one_grouped_scan_gives_what_the_four_chart_queries_gave(any_store: Store) -> None:
+    store = any_store
+    verdicts = ("PASS", "LOW_CONFID", "REJECT", None)
+    rule_lists = ([], ["evidence.excerpt_similarity"], ["evidence.invocation_ref", "evidence.excerpt_similarity"],
+                  ["output.speculative_phrase"])
+    for i in range(60):
+        # Days across a month boundary and late in the day (UTC), groundedness on and between tenths.
+        sid = store.create_session(question=f"q{i}", world=None, shape="split", provider="offline", model="m",
+                                   created_at=datetime(2026, 1, 30 + i % 4, 23 if i % 2 else 0, 59, tzinfo=UTC)
+                                   if i % 4 < 2 else datetime(2026, 2, i % 4, 23, 59, 59, tzinfo=UTC))
+        store.update_session(sid, status=("completed", "failed", "interrupted")[i % 3], verdict=verdicts[i % 4],
+                             gatekeeper_status=("pass", "warn", "fail", None)[i % 5 % 4],
+                             failed_rules=rule_lists[i % 7 % 4], groundedness=None if i % 9 == 0 else (i % 11) / 10,
+                             self_evaluation={"verifier_evaluation": {"composer_filtered": [{"text": "x"}] * (i % 2)}})
+        if i % 6 == 0:
+            store.add_review(session_id=sid, label="correct", reviewer="ann")
+    for q in (queue.QueueFilter(), queue.QueueFilter(needs_person=False, reviewed=None),
+              queue.QueueFilter(SessionFilter(verdicts=["REJECT"]), reviewed=True),
+              queue.QueueFilter(SessionFilter(rule_id="evidence.excerpt_similarity"), needs_person=False)):
+        stats = queue.queue_stats(store, q)
+        assert stats == _stats_in_four_queries(store, q)
+        assert stats.total == queue.queue_count(store, q) > 0
+
+
+def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(any_store: Store) -> None:
+    store = any_store
 
     def add(name: str, day: int, *, verdict: str | None = "PASS", status: str = "completed", gate: str = "pass",
             guard_template: bool = False, filtered: bool = False) -> str:
@@ -187,20 +237,67 @@ def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(tmp_
     store.add_review(session_id="eval-reject", label=queue.EVAL_LABEL, reviewer="workbench eval")
     add("reviewed-reject", 8, verdict="REJECT")
     store.add_review(session_id="reviewed-reject", label="correct", reviewer="ann")
+    add("skipped-gate-dropped-claim", 9, gate="skipped", filtered=True)  # findings count on a PASS the gate passed
 
-    findings = queue.FindingsIndex(store)
-    default = queue.QueueFilter(pass_findings=findings.refresh())
+    default = queue.QueueFilter()
     rows, total = queue.queue_page(store, default)
     assert [r.id for r in rows] == ["crashed", "low", "pass-dropped-claim", "pass-guard-template",
                                        "pass-with-warning"] and total == 5
+    assert queue.queue_rows(store, default, limit=2, offset=1) == rows[1:3]
     with_eval, _ = queue.queue_page(store, queue.QueueFilter(include_eval=True))
     assert with_eval[0].id == "eval-reject" and with_eval[0].review_label == queue.EVAL_LABEL
     done, _ = queue.queue_page(store, queue.QueueFilter(reviewed=True))
     assert [r.id for r in done] == ["reviewed-reject"]
     assert queue.queue_stats(store, default).total == 5
-    # Only sessions written since are read again: a guard fallback later in a PASS session counts.
-    add("pass-late-guard", 9, guard_template=True)
-    assert "pass-late-guard" in findings.refresh() and "pass-guard-template" in findings.refresh()
+    # The findings are a column written with the audit record: a session stored later counts at
+    # once, and one rewritten without findings leaves the queue.
+    add("pass-late-guard", 10, guard_template=True)
+    rewritten = _row([], {}, [])["self_evaluation"]
+    rewritten["verifier_evaluation"]["composer_filtered"] = []
+    store.update_session("pass-guard-template", self_evaluation=rewritten)
+    assert [r.id for r in queue.queue_rows(store, default)][:1] == ["pass-late-guard"]
+    assert "pass-guard-template" not in {r.id for r in queue.iter_filtered(store, default)}
+
+
+def test_an_imported_pass_with_claims_kept_from_its_answer_is_in_the_queue(any_store: Store) -> None:
+    store = any_store
+    evaluation = _row([], {}, [])["self_evaluation"]  # composer_filtered: one claim kept out
+    store.add_whole_session(
+        session={"id": "imported", "question": "q", "world": None, "shape": "split", "provider": "offline",
+                 "model": "m"},
+        invocations=[], llm_calls=[],
+        finish=lambda _ids: {"status": "completed", "verdict": "PASS", "gatekeeper_status": "pass",
+                             "self_evaluation": evaluation})
+    assert [r.id for r in queue.queue_rows(store, queue.QueueFilter())] == ["imported"]
+
+
+def test_sqlite_answers_the_queue_from_its_listing_index(tmp_path) -> None:
+    # The plans, not times. Without statistics SQLite answered the needs-a-person OR with one index
+    # per branch and a sort of their union (0.6 s for 50 rows of a million sessions), and the
+    # chart groups with a sort of every row; and a batch migration that rebuilds the table drops
+    # the expression index it cannot reflect.
+    from sqlalchemy import event
+
+    store = _store_with(Store(f"sqlite:///{tmp_path / 'plan.db'}"), 3)
+    ran: list[tuple[str, object]] = []
+    event.listen(store.engine, "before_cursor_execute", lambda _c, _cur, sql, params, _ctx, _many: ran.append(
+        (sql, params)) if "diagnosis_session" in sql else None)
+
+    def plan(sql: str, params: object) -> str:
+        with store.engine.connect() as conn:
+            return " | ".join(r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params))
+
+    for q in (queue.QueueFilter(), queue.QueueFilter(needs_person=False, reviewed=None)):
+        ran.clear()
+        queue.queue_stats(store, q)
+        [(sql, params)] = ran
+        counts = plan(sql, params)  # the groups in index order: no sort, no table row
+        assert "SCAN diagnosis_session USING INDEX ix_session_listing" in counts and "TEMP B-TREE" not in counts
+        ran.clear()
+        queue.queue_rows(store, q)
+        [(sql, params)] = ran
+        rows = plan(sql, params)
+        assert "SCAN diagnosis_session USING" in rows and "MULTI-INDEX OR" not in rows and "TEMP B-TREE" not in rows
 
 
 def test_rule_fields_edit_yaml_and_validation_names_file_and_field(repo_root) -> None:
