@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import delete, func, insert, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline.contracts import VERDICT_ORDER, GatekeeperResult
@@ -27,27 +26,31 @@ from pipeline.gatekeeper import ReplayInput, ReplayRow, RuleSet, replay
 from pipeline.gatekeeper.columns import (
     STATUSES,
     HistoryArrays,
-    frame_key,
     judge,
     maybe_flagged,
-    reference_key,
-    same_as_reference,
     session_columns,
-    thresholds,
 )
 from pipeline.gatekeeper.replay import summary_line
 from pipeline.replay_inputs import ReplayHistory
 from pipeline.store import Store
-from pipeline.store.schema import DiagnosisSession, GateBinding, GateClaim, GateReference, GateSessionColumns
+from pipeline.store.schema import DiagnosisSession, GateBinding, GateClaim, GateSessionColumns
 
 _CHUNK = 200_000  # rows per fetch: ~13 MB of binding tuples at a time
 _EXACT_CHUNK = 2_000  # sessions per load on the exact path
 _WRITE_CHUNK = 500  # sessions per backfill step (an IN list within every database's limit)
 _REPLAYABLE = "('completed', 'imported')"
-_BINDINGS = ("out_score", "out_covered", "out_gap", "quote_score", "summary_score", "invented", "entity_score",
-             "entity_low", "entity_points", "entity_fail", "text_flag")
-_CLAIMS = ("claim", "untouched", "hit", "entity_hit", "direct_core", "text_hit")
-
+# Per column of gate_binding / gate_claim: the array type and what NULL becomes (NaN for floats;
+# a bool column is "equals 1").
+_B_TYPES: dict[str, tuple[Any, float]] = {
+    "claim": (np.int32, 0), "out_score": (np.float64, np.nan), "out_covered": (np.bool_, 0),
+    "out_gap": (np.int32, 0), "quote_score": (np.float64, np.nan), "summary_score": (np.float64, np.nan),
+    "invented": (np.int16, 0), "entity_score": (np.float64, -1.0), "entity_low": (np.float64, np.nan),
+    "entity_points": (np.int16, -1), "entity_fail": (np.int8, 0), "text_flag": (np.int8, 0)}
+_C_TYPES: dict[str, tuple[Any, float]] = {
+    "claim": (np.int32, 0), "untouched": (np.int8, 0), "hit": (np.int8, 0), "entity_hit": (np.int8, 0),
+    "direct_core": (np.bool_, 0), "text_hit": (np.int8, 0)}
+_BINDINGS = tuple(_B_TYPES)[1:]  # as session_columns orders a binding row after (claim, binding)
+_CLAIMS = tuple(_C_TYPES)
 
 def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> None:
     """(Re)write these sessions' rows, judged under `rules`' word lists."""
@@ -55,13 +58,7 @@ def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> Non
     if not derived:
         return
     ids = [s["session_id"] for s, _, _ in derived]
-    key, frame = reference_key(rules), frame_key(rules)
     with store.engine.begin() as conn:
-        if key is not None and frame is not None:
-            # Sessions finishing at once under the same rules write the same row: the first one stands.
-            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-            conn.execute(dialect.insert(GateReference).on_conflict_do_nothing(),
-                         [{"key": key, "frame_key": frame, "thresholds": thresholds(rules)}])
         conn.execute(delete(GateSessionColumns).where(GateSessionColumns.session_id.in_(ids)))
         conn.execute(insert(GateSessionColumns), [s for s, _, _ in derived])
         seqs = dict(conn.execute(select(GateSessionColumns.session_id, GateSessionColumns.seq)
@@ -91,7 +88,7 @@ def backfill(store: Store, rules: RuleSet, unwritten: list[str] | None = None) -
     with store.engine.connect() as conn:
         missing = list(conn.exec_driver_sql(
             "SELECT d.id FROM diagnosis_session d LEFT JOIN gate_session g ON g.session_id = d.id "
-            # claims_ok NULL: written before migration 0006, so without claim standings or a reference.
+            # claims_ok NULL: written before migration 0006, so without claim standings or finding bits.
             f"WHERE d.status IN {_REPLAYABLE} AND (g.seq IS NULL OR g.claims_ok IS NULL)").scalars())
     done = 0
     for i in range(0, len(missing), _WRITE_CHUNK):
@@ -136,24 +133,23 @@ class _Names:
 
 
 def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]], _Names]:
-    """Every replayable session with rows, as arrays; plus the code arrays of old, clean and reference outcomes."""
+    """Every replayable session with rows, as arrays; plus the code arrays of old and clean outcomes."""
     names = _Names({}, {})
-    refs: dict[str, int] = {}
     seq_parts: list[npt.NDArray[np.int64]] = []
     ids: list[str] = []
-    outcome_names = ("verdict", "status", "old_v", "rules", "ref_status", "ref_verdict", "ref_rules")
+    outcome_names = ("verdict", "status", "old_v", "rules")
     cols: dict[str, list[npt.NDArray[Any]]] = {
-        k: [] for k in ("key", "clean", "cov", "quote", "ref", "claims_ok", "floor", "text_has", "text_fail",
+        k: [] for k in ("key", "clean", "cov", "quote", "claims_ok", "floor", "text_has", "text_fail",
                         *outcome_names)}
     with store.engine.connect() as conn:
         sql = ("SELECT g.seq, g.session_id, g.lists_key, g.lists_clean, g.min_coverage, g.min_quote, g.clean_verdict, "
-               "g.old_status, g.old_verdict, g.old_rules, g.ref_key, g.ref_status, g.ref_verdict, g.ref_rules, "
+               "g.old_status, g.old_verdict, g.old_rules, "
                "g.claims_ok, g.evidence_floor, g.text_has, g.text_fail "
                "FROM gate_session g JOIN diagnosis_session d "
                f"ON d.id = g.session_id WHERE d.status IN {_REPLAYABLE} ORDER BY g.seq")
         for rows in _fetch(conn, sql):
-            (seq, sid, key, clean, cov, quote, *stored_outcomes, ref, ref_status, ref_verdict, ref_rules,
-             claims_ok, floor, text_has, text_fail) = zip(*rows, strict=True)
+            (seq, sid, key, clean, cov, quote, *stored_outcomes, claims_ok, floor, text_has,
+             text_fail) = zip(*rows, strict=True)
             seq_parts.append(np.array(seq, dtype=np.int64))
             ids.extend(sid)
             cols["key"].append(_codes(key, names.keys))
@@ -164,58 +160,62 @@ def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.i
                 cols[name].append(np.fromiter((-1 if b is None else b for b in bits), dtype=np.int8, count=len(bits)))
             cols["claims_ok"].append(np.array([bool(c) for c in claims_ok], dtype=bool))
             cols["floor"].append(np.fromiter((VERDICT_ORDER.get(f, -1) for f in floor), dtype=np.int8, count=len(floor)))
-            cols["ref"].append(np.fromiter((-1 if r is None else refs.setdefault(r, len(refs)) for r in ref),
-                                           dtype=np.int16, count=len(ref)))
-            for name, values in zip(outcome_names, (*stored_outcomes, ref_status, ref_verdict, ref_rules), strict=True):
+            for name, values in zip(outcome_names, stored_outcomes, strict=True):
                 cols[name].append(_codes(values, names.words))
         seqs = np.concatenate(seq_parts) if seq_parts else np.zeros(0, dtype=np.int64)
-        stored = {key: (frame, thr) for key, frame, thr in conn.execute(
-            select(GateReference.key, GateReference.frame_key, GateReference.thresholds))}
-        data, index = _table(conn, "gate_binding", ("claim", *_BINDINGS), "seq, claim, binding", seqs)
-        claims, c_index = _table(conn, "gate_claim", _CLAIMS, "seq, claim", seqs)
-    # A binding's claim row: claims are sorted by (session index, claim) as bindings are.
-    c_key = c_index.astype(np.int64) * 65536 + claims[:, 0].astype(np.int64)
-    b_key = index.astype(np.int64) * 65536 + data[:, 0].astype(np.int64)
+        # In storage order: nothing reads bindings in order, and a sort costs the database more than numpy.
+        b, index = _table(conn, "gate_binding", _B_TYPES, seqs)
+        c, c_index = _table(conn, "gate_claim", _C_TYPES, seqs)
+    # Claims grouped by session, in claim order, so a binding finds its claim's row by bisection.
+    c_key = c_index.astype(np.int64) * 65536 + c["claim"]
+    order = np.argsort(c_key, kind="stable")
+    c_key, c_index, c = c_key[order], c_index[order], {name: values[order] for name, values in c.items()}
+    b_key = index.astype(np.int64) * 65536 + b["claim"]
     row = np.searchsorted(c_key, b_key).clip(max=max(len(c_key) - 1, 0))
     b_claim_row = np.where((c_key[row] == b_key) if len(c_key) else False, row, -1).astype(np.int32)
+    del c_key, b_key, row, order
     joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
-    ref_list = sorted(refs, key=refs.__getitem__)
     for word in ("pass", "warn", "fail", *VERDICT_ORDER):  # the outcomes the arrays settle sessions with
         names.words.setdefault(word, len(names.words))
     arrays = HistoryArrays(
         session_ids=ids, lists_key=joined["key"].astype(np.int16), keys=list(names.keys),
         lists_clean=joined["clean"].astype(bool), min_coverage=joined["cov"], min_quote=joined["quote"],
-        b_session=index.astype(np.int32), b_score=data[:, 1].copy(), b_full=data[:, 2] == 1.0,
-        b_gap=np.nan_to_num(data[:, 3]).astype(np.int32), b_quote=data[:, 4].copy(), b_summary=data[:, 5].copy(),
-        b_invented=data[:, 6].astype(np.int16), b_entity=data[:, 7].copy(), b_entity_low=data[:, 8].copy(),
-        b_entity_points=np.nan_to_num(data[:, 9], nan=-1).astype(np.int16), ref_code=joined["ref"].astype(np.int16),
-        refs=[stored.get(key, (None, {})) for key in ref_list], claims_ok=joined["claims_ok"].astype(bool),
-        evidence_floor=joined["floor"].astype(np.int8), b_claim_row=b_claim_row,
-        b_entity_fail=np.nan_to_num(data[:, 10]).astype(np.int8), c_session=c_index.astype(np.int32),
-        c_standing=claims[:, 1:4].astype(np.int8), c_direct=claims[:, 4] == 1.0,
-        text_has=joined["text_has"].astype(np.int8), text_fail=joined["text_fail"].astype(np.int8),
-        b_text=np.nan_to_num(data[:, 11]).astype(np.int8), c_text=claims[:, 5].astype(np.int8))
+        b_session=index.astype(np.int32), b_score=b["out_score"], b_full=b["out_covered"], b_gap=b["out_gap"],
+        b_quote=b["quote_score"], b_summary=b["summary_score"], b_invented=b["invented"], b_entity=b["entity_score"],
+        b_entity_low=b["entity_low"], b_entity_points=b["entity_points"], claims_ok=joined["claims_ok"].astype(bool),
+        evidence_floor=joined["floor"].astype(np.int8), b_claim_row=b_claim_row, b_entity_fail=b["entity_fail"],
+        c_session=c_index.astype(np.int32), c_standing=np.stack([c["untouched"], c["hit"], c["entity_hit"]], axis=1),
+        c_direct=c["direct_core"], text_has=joined["text_has"].astype(np.int8),
+        text_fail=joined["text_fail"].astype(np.int8), b_text=b["text_flag"], c_text=c["text_hit"])
     outcomes = {k: joined[k].astype(np.int16) for k in outcome_names}
     return arrays, outcomes, names
 
 
-def _table(conn: Any, table: str, columns: tuple[str, ...], order: str,
-           seqs: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.intp]]:
-    """A per-session table's rows as one float array (NULL: NaN) allocated once from a count, with
-    each row's session index; rows of sessions not in `seqs` (no longer replayable) left out."""
+def _table(conn: Any, table: str, columns: dict[str, tuple[Any, float]],
+           seqs: npt.NDArray[np.int64]) -> tuple[dict[str, npt.NDArray[Any]], npt.NDArray[np.intp]]:
+    """A per-session table's rows as typed column arrays allocated once from a count (a chunk at
+    a time passes through floats), with each row's session index; rows of sessions not in `seqs`
+    (no longer replayable) left out."""
     n = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one()
-    data = np.empty((n, 1 + len(columns)), dtype=np.float64)
+    out = {name: np.empty(n, dtype=dtype) for name, (dtype, _) in columns.items()}
+    index = np.empty(n, dtype=np.intp)
+    keep = np.zeros(n, dtype=bool)
     filled = 0
-    for rows in _fetch(conn, f"SELECT seq, {', '.join(columns)} FROM {table} ORDER BY {order}"):
-        chunk = np.array(rows, dtype=np.float64)
-        data[filled:filled + len(chunk)] = chunk[: n - filled]
-        filled += len(chunk)
-    data = data[:filled]
-    index = np.searchsorted(seqs, data[:, 0].astype(np.int64)).clip(max=max(len(seqs) - 1, 0))
-    keep = (seqs[index] == data[:, 0]) if len(seqs) else np.zeros(len(data), dtype=bool)
-    if not keep.all():  # the copy is skipped when every row is kept
-        data, index = data[keep], index[keep]
-    return data[:, 1:], index
+    for rows in _fetch(conn, f"SELECT seq, {', '.join(columns)} FROM {table}"):
+        chunk = np.array(rows[: n - filled], dtype=np.float64)  # NULL becomes NaN
+        end = filled + len(chunk)
+        at = np.searchsorted(seqs, chunk[:, 0].astype(np.int64)).clip(max=max(len(seqs) - 1, 0))
+        index[filled:end] = at
+        keep[filled:end] = (seqs[at] == chunk[:, 0]) if len(seqs) else False
+        for k, (name, (dtype, null)) in enumerate(columns.items(), start=1):
+            values = chunk[:, k]
+            out[name][filled:end] = values == 1.0 if dtype is np.bool_ else np.where(np.isnan(values), null, values)
+        filled = end
+    if filled < n or not keep[:filled].all():  # the copies are skipped when every row is kept
+        mask = keep[:filled]
+        out = {name: values[:filled][mask] for name, values in out.items()}
+        index = index[:filled][mask]
+    return out, index
 
 
 class ColumnarHistory:
@@ -271,9 +271,8 @@ class ColumnarHistory:
             included = np.fromiter((s not in exclude for s in arrays.session_ids), dtype=bool,
                                    count=len(arrays.session_ids))
         flagged = maybe_flagged(arrays, rules) & included
-        reused = flagged & same_as_reference(arrays, rules)
-        judged, status, verdict = judge(arrays, rules, flagged & ~reused)
-        exact_at = np.flatnonzero(flagged & ~reused & ~judged)
+        judged, status, verdict = judge(arrays, rules, flagged)
+        exact_at = np.flatnonzero(flagged & ~judged)
         exact_ids = [arrays.session_ids[i] for i in exact_at]
         exact_ids += [i for i in self.unwritten if i not in exclude]
 
@@ -283,33 +282,28 @@ class ColumnarHistory:
                     for row in replay(self.exact.inputs(session_ids[i:i + _EXACT_CHUNK]), rules)]
 
         exact = {r.session_id: r for r in rerun(exact_ids)}
-        # Every session the arrays settle, as codes of `names`: cleared, as its reference, or judged.
+        # Every session the arrays settle, as codes of `names`: cleared or judged.
         words = names.words
-        settled_status = np.select(
-            [~flagged, reused, judged],
-            [np.int16(words["pass"]), outcomes["ref_status"],
-             np.array([words[w] for w in STATUSES], dtype=np.int16)[status]], -1).astype(np.int16)
-        settled_verdict = np.select(
-            [~flagged, reused, judged],
-            [outcomes["verdict"], outcomes["ref_verdict"],
-             np.array([words[v] for v in VERDICT_ORDER], dtype=np.int16)[verdict]], -1).astype(np.int16)
-        return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, reused & included,
-                             judged & included, settled_status, settled_verdict, exact, exact_at, rerun)
+        settled_status = np.where(~flagged, np.int16(words["pass"]),
+                                  np.array([words[w] for w in STATUSES], dtype=np.int16)[status]).astype(np.int16)
+        settled_verdict = np.where(~flagged, outcomes["verdict"],
+                                   np.array([words[v] for v in VERDICT_ORDER], dtype=np.int16)[verdict]).astype(np.int16)
+        return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, judged & included,
+                             settled_status, settled_verdict, exact, exact_at, rerun)
 
 
 @dataclass
 class HistoryReplay:
-    """A replay's outcome: sessions the arrays settle (cleared, or as their reference) as code
-    arrays, the others as exact ReplayRows."""
+    """A replay's outcome: sessions the arrays settle (cleared or judged) as code arrays, the
+    others as exact ReplayRows."""
 
     store: Store
     arrays: HistoryArrays
     outcomes: dict[str, npt.NDArray[np.int16]]
     names: _Names
     clean: npt.NDArray[np.bool_]  # no rule finds anything
-    reused: npt.NDArray[np.bool_]  # the reference outcome stands
     judged: npt.NDArray[np.bool_]  # found by columns.judge
-    new_status: npt.NDArray[np.int16]  # codes of `names` for the three kinds above
+    new_status: npt.NDArray[np.int16]  # codes of `names` for the two kinds above
     new_verdict: npt.NDArray[np.int16]
     exact: dict[str, ReplayRow]
     exact_at: npt.NDArray[np.intp]  # the exact sessions' positions in the arrays
@@ -321,7 +315,7 @@ class HistoryReplay:
 
     @property
     def _settled_mask(self) -> npt.NDArray[np.bool_]:
-        settled: npt.NDArray[np.bool_] = self.clean | self.reused | self.judged
+        settled: npt.NDArray[np.bool_] = self.clean | self.judged
         return settled
 
     def _settled(self) -> tuple[npt.NDArray[np.int16], npt.NDArray[np.int16], npt.NDArray[np.bool_]]:

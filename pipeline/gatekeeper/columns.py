@@ -8,23 +8,22 @@ per session the facts that no threshold touches. A replay settles each session b
 
 1. `maybe_flagged`: no rule can find anything under the candidate, so the result is a plain pass
    and the projected verdict `clean_verdict` (with no failed rule the policy reads no parameter);
-2. `same_as_reference`: the rows also hold the outcome under the rules they were written with;
-   findings depend on a threshold only through which side of it each score lies, so a candidate
-   differing only in thresholds that leaves every score on the same side has that outcome;
-3. `judge`: the rules' findings per binding and claim from the arrays, combined as the verdict
+2. `judge`: the rules' findings per binding and claim from the arrays, combined as the verdict
    policy combines them;
-4. otherwise the per-session replay (pipeline/gatekeeper/replay.py) decides.
+3. otherwise the per-session replay (pipeline/gatekeeper/replay.py) decides: sessions stored
+   before these rows existed, whose output did not parse into claims with their own ids, or
+   whose entity findings change at more scores than the rows keep, between the ones they keep.
 
-All four are exact; tests/test_history_columns.py holds them to the per-session replay. The
+All three are exact; tests/test_history_columns.py holds them to the per-session replay. The
 features are judged under the parameters fingerprinted by `lists_key` (word lists, kinds, length
-filters): a candidate with other ones settles nothing by 1 and 3, and 2 needs the same frame.
+filters): under a candidate with other ones, 1 and 2 settle nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,7 +31,7 @@ import numpy.typing as npt
 
 from pipeline.contracts import VERDICT_ORDER, ClaimCheck, GatekeeperResult, Verdict
 from pipeline.gatekeeper import fidelity
-from pipeline.gatekeeper.engine import evaluate, unbacked_claims
+from pipeline.gatekeeper.engine import unbacked_claims
 from pipeline.gatekeeper.replay import ReplayInput, project_verdict
 from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own measure, not a copy
     RULES,
@@ -62,7 +61,7 @@ _LISTS: dict[str, set[str]] = {
 # session take the exact path.
 _KNOWN = frozenset({*_LISTS, "claim.evidence_utilization"})
 
-# The threshold parameters of each rule: everything else of a rule set is its frame.
+# The threshold parameters of each rule: what judge compares the stored numbers with.
 _THRESHOLDS: dict[str, tuple[str, ...]] = {
     "evidence.excerpt_similarity": ("passThreshold", "warnThreshold"),
     "evidence.excerpt_entities": ("minLocatedScore",),
@@ -87,18 +86,6 @@ def lists_key(rules: RuleSet) -> str:
     return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).hexdigest()
 
 
-def frame_key(rules: RuleSet) -> str | None:
-    """Fingerprint of everything in `rules` but the thresholds (rule order, switches, severities,
-    impacts, lists, filters); None when a rule kind is one the columns do not judge."""
-    if any(spec.id not in _KNOWN for spec in rules.rules):
-        return None
-    parts = [str(COLUMNS_VERSION)]
-    for spec in rules.rules:
-        params = spec.params.model_dump(exclude=set(_THRESHOLDS.get(spec.id, ())))
-        parts.append(f"{spec.id}|{spec.enabled}|{spec.severity}|{spec.verdict_impact}|{params}")
-    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).hexdigest()
-
-
 def thresholds(rules: RuleSet) -> dict[str, float]:
     """The threshold parameters of `rules`, named rule_id:param."""
     out = {}
@@ -107,14 +94,6 @@ def thresholds(rules: RuleSet) -> dict[str, float]:
         if spec is not None:
             out.update({f"{rule_id}:{name}": float(getattr(spec.params, name)) for name in names})
     return out
-
-
-def reference_key(rules: RuleSet) -> str | None:
-    """Identifies the rules a reference outcome was judged under: frame and thresholds."""
-    frame = frame_key(rules)
-    if frame is None:
-        return None
-    return hashlib.blake2b(f"{frame}{sorted(thresholds(rules).items())}".encode(), digest_size=8).hexdigest()
 
 
 def _text_findings(context: RuleContext, rules: RuleSet) -> list[list[Finding]]:
@@ -212,7 +191,7 @@ def _evidence_floor(item: ReplayInput) -> Verdict:
 
 def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], list[BindingRow], list[ClaimRow]]:
     """(gate_session values, gate_binding rows, gate_claim rows) of one stored session, judged
-    under `rules`' lists, with its reference outcome under `rules` itself."""
+    under `rules`' lists."""
     context = item.rule_context()
     bindings: list[BindingRow] = []
     entity = _entity_points(context, rules)
@@ -237,7 +216,6 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
               for score in (context.features.get(f"digests[{di}]", {}).get("quote", {}).get("score"),)
               if score is not None]
     clean = GatekeeperResult(status="pass", unbacked_claims=unbacked_claims(context, set()))
-    reference = evaluate(context, rules)
     claims_ok = _claims_ok(item)
     claims = [(ci, VERDICT_ORDER[c.untouched], VERDICT_ORDER[c.hit], VERDICT_ORDER[c.entity_hit], c.direct_core,
                text_claims.get(ci, 0))
@@ -254,10 +232,6 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         "old_status": item.old_status,
         "old_verdict": item.old_verdict,
         "old_rules": ",".join(sorted({*item.old_failed_rules, *item.old_warnings})),
-        "ref_key": reference_key(rules),
-        "ref_status": reference.status,
-        "ref_verdict": project_verdict(reference, rules, item),
-        "ref_rules": ",".join(sorted({*reference.failed_rules, *reference.warnings})),
         "claims_ok": claims_ok,
         "text_has": text_has,
         "text_fail": text_fail,
@@ -286,7 +260,6 @@ class HistoryArrays:
     b_entity: npt.NDArray[np.float64]  # the highest entity change point (-1: none)
     b_entity_low: npt.NDArray[np.float64]  # the lowest (NaN: not recorded)
     b_entity_points: npt.NDArray[np.int16]  # how many (-1: not recorded)
-    ref_code: npt.NDArray[np.int16]  # code into `refs` (-1: no reference outcome)
     claims_ok: npt.NDArray[np.bool_]  # gate_claim rows stand for every claim
     evidence_floor: npt.NDArray[np.int8]  # VERDICT_ORDER code (-1: not recorded)
     b_claim_row: npt.NDArray[np.int32]  # index into the claim arrays (-1: none)
@@ -299,8 +272,8 @@ class HistoryArrays:
     text_fail: npt.NDArray[np.int8]
     b_text: npt.NDArray[np.int8]  # a finding on or inside the binding
     c_text: npt.NDArray[np.int8]  # a finding in the claim
-    # Per reference: (frame_key, thresholds) of the rules its sessions' outcomes were judged under.
-    refs: list[tuple[str | None, dict[str, float]]]
+    # Threshold-free per-binding results kept between replays (see _best).
+    best_cache: dict[tuple[Any, ...], npt.NDArray[np.float64]] = field(default_factory=dict, repr=False, compare=False)
 
 
 def _enabled(rules: RuleSet, rule_id: str) -> Any:
@@ -310,14 +283,20 @@ def _enabled(rules: RuleSet, rule_id: str) -> Any:
 
 def _best(arrays: HistoryArrays, sim: ExcerptSimilarityRule.Params,
           at: npt.NDArray[np.intp] | slice = slice(None)) -> npt.NDArray[np.float64]:
-    """Per binding (those at `at`) the best compared score, as the similarity rule picks it (-1: none scored)."""
-    full, gap = arrays.b_full[at], arrays.b_gap[at]
-    candidates = {"output": np.where(full & (gap <= sim.maxPieceGap), 1.0, arrays.b_score[at]),
-                  "digest.source_quote": arrays.b_quote[at], "digest.summary": arrays.b_summary[at]}
-    best = np.full(len(full), -1.0)
-    for name in sim.compareAgainst:
-        best = np.fmax(best, candidates[name])  # fmax: a NaN (no score) loses to any score
-    return best
+    """Per binding (those at `at`) the best compared score, as the similarity rule picks it (-1:
+    none scored). It moves with no threshold, so it is kept per (sources, gap) for the next replay."""
+    key = (tuple(sim.compareAgainst), sim.maxPieceGap)
+    best = arrays.best_cache.get(key)
+    if best is None:
+        candidates = {"output": np.where(arrays.b_full & (arrays.b_gap <= sim.maxPieceGap), 1.0, arrays.b_score),
+                      "digest.source_quote": arrays.b_quote, "digest.summary": arrays.b_summary}
+        best = np.full(len(arrays.b_session), -1.0)
+        for name in sim.compareAgainst:
+            best = np.fmax(best, candidates[name])  # fmax: a NaN (no score) loses to any score
+        if len(arrays.best_cache) >= 2:
+            arrays.best_cache.clear()
+        arrays.best_cache[key] = best
+    return best[at]
 
 
 def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_]:
@@ -345,62 +324,6 @@ def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_
         session |= arrays.min_quote < ref.quotePassThreshold
     hit: npt.NDArray[np.bool_] = session | np.bincount(arrays.b_session[flagged], minlength=n).astype(bool)
     return hit
-
-
-def _states(arrays: HistoryArrays, rules: RuleSet, thr: dict[str, float]) -> tuple[
-        npt.NDArray[np.int8], npt.NDArray[np.bool_], npt.NDArray[np.int8]]:
-    """Under `rules`' frame with thresholds `thr`: per binding a code of its similarity band and
-    entity findings, whether that code is unknown (more entity change points than stored), and
-    per session a code of its coverage and quote bands. Equal codes, equal findings."""
-    n_b = len(arrays.b_session)
-    code = np.zeros(n_b, dtype=np.int8)
-    unknown = np.zeros(n_b, dtype=bool)
-    session = np.zeros(len(arrays.session_ids), dtype=np.int8)
-    sim: ExcerptSimilarityRule.Params | None = _enabled(rules, "evidence.excerpt_similarity")
-    if sim is not None:
-        best = _best(arrays, sim)
-        scored = best >= 0
-        code += (scored & (best < thr["evidence.excerpt_similarity:passThreshold"])).astype(np.int8)
-        code += (scored & (best < thr["evidence.excerpt_similarity:warnThreshold"])).astype(np.int8)
-    if _enabled(rules, "evidence.excerpt_entities") is not None:
-        at = thr["evidence.excerpt_entities:minLocatedScore"]
-        hi, lo, points = arrays.b_entity, arrays.b_entity_low, arrays.b_entity_points
-        code += 3 * ((at <= hi).astype(np.int8) + (at <= lo).astype(np.int8))
-        # Between the ends of a longer list (or anywhere below an unrecorded one) the codes cannot tell.
-        unknown = ((points > MAX_POINTS) & (at <= hi) & ~(at <= lo)) | ((points < 0) & (at <= hi))
-    if _enabled(rules, "claim.evidence_utilization") is not None:
-        session += (arrays.min_coverage < thr["claim.evidence_utilization:minKeywordCoverage"]).astype(np.int8)
-    if _enabled(rules, "evidence.digest_ref") is not None:
-        for name in ("quotePassThreshold", "quoteWarnThreshold"):
-            session += 2 * (arrays.min_quote < thr[f"evidence.digest_ref:{name}"]).astype(np.int8)
-    return code, unknown, session
-
-
-def same_as_reference(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_]:
-    """Per session: is its outcome under `rules` its stored reference outcome? (True is certain.)"""
-    n = len(arrays.session_ids)
-    same = np.zeros(n, dtype=bool)
-    frame = frame_key(rules)
-    if frame is None or not arrays.refs:
-        return same
-    candidate = thresholds(rules)
-    code, unknown, session = _states(arrays, rules, candidate)
-    util = rules.get("claim.evidence_utilization")
-    for ref, (ref_frame, ref_thr) in enumerate(arrays.refs):
-        members = arrays.ref_code == ref
-        if ref_frame != frame or not members.any():
-            continue
-        ref_code, ref_unknown, ref_session = _states(arrays, rules, ref_thr)
-        differ = ref_session != session
-        if util is not None and util.enabled and not util.downgraded:
-            # A failing utilization finding marks its own claim: the lowest coverage alone cannot tell which.
-            name = "claim.evidence_utilization:minKeywordCoverage"
-            if candidate[name] != ref_thr[name]:
-                differ |= arrays.min_coverage < max(candidate[name], ref_thr[name])
-        moved = (ref_code != code) | unknown | ref_unknown
-        differ |= np.bincount(arrays.b_session[moved], minlength=n).astype(bool)
-        same |= members & ~differ
-    return same
 
 
 STATUSES = ("pass", "warn", "fail")

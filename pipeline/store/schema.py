@@ -220,12 +220,6 @@ class GateSessionColumns(Base):
     old_status: Mapped[str] = mapped_column(Text)
     old_verdict: Mapped[str] = mapped_column(Text)
     old_rules: Mapped[str] = mapped_column(Text, default="")  # failed + warned rule ids, comma-joined
-    # The outcome under the rules the row was written with (gate_reference): a replay whose
-    # thresholds leave every score on the same side reuses it (columns.same_as_reference).
-    ref_key: Mapped[str | None] = mapped_column(Text)
-    ref_status: Mapped[str | None] = mapped_column(Text)
-    ref_verdict: Mapped[str | None] = mapped_column(Text)
-    ref_rules: Mapped[str | None] = mapped_column(Text)
     # Whether gate_claim rows describe every claim (valid output, each claim an object with its
     # own claim_id), so the arrays can judge it under any thresholds; and the verdict its
     # coverage and failed tool calls allow at best.
@@ -250,17 +244,6 @@ class GateClaim(Base):
     entity_hit: Mapped[int] = mapped_column(Integer)
     direct_core: Mapped[bool] = mapped_column(Boolean)
     text_hit: Mapped[int] = mapped_column(Integer, default=0)  # text rules with a finding in this claim
-
-
-class GateReference(Base):
-    """The rules a reference outcome was judged under, as the columns compare them: the frame
-    (everything but thresholds) by fingerprint, and the thresholds themselves."""
-
-    __tablename__ = "gate_reference"
-
-    key: Mapped[str] = mapped_column(Text, primary_key=True)
-    frame_key: Mapped[str] = mapped_column(Text)
-    thresholds: Mapped[dict[str, float]] = mapped_column(JSON)
 
 
 class GateBinding(Base):
@@ -290,6 +273,7 @@ Index("ix_session_review_queue", DiagnosisSession.verdict, DiagnosisSession.crea
 Index("ix_tool_invocation_output_once", ToolInvocationRow.session_id, ToolInvocationRow.output_sha256)
 Index("ix_session_status_created", DiagnosisSession.status, DiagnosisSession.created_at)
 Index("ix_session_gatekeeper_created", DiagnosisSession.gatekeeper_status, DiagnosisSession.created_at)
+Index("ix_session_status_id", DiagnosisSession.status, DiagnosisSession.id)  # covering for the columnar load
 # The review queue's counts and charts (pipeline/queue.py) in one pass over this index: it holds
 # every column the queue's conditions read, and leads with the chart groups in the form the
 # query groups by, so SQLite reads the groups in order (no sort of a million rows) and never the

@@ -1,11 +1,10 @@
-"""Reference outcomes and claim standings for the columnar replay (pipeline/gatekeeper/columns.py).
+"""Claim standings and finding bits for the columnar replay (pipeline/gatekeeper/columns.py, judge).
 
-gate_session rows gain the outcome under the rules they were written with (gate_reference holds
-those rules' frame fingerprint and thresholds), whether their claims can be judged in arrays and
-the verdict floor of their coverage and tool calls; gate_binding rows gain the lowest entity
-change point, their count and the findings' levels; gate_claim holds each claim's standing in
-the verdict matrix; sessions, claims and bindings gain the text rules' findings as bits. Rows written before have none: their sessions take the exact per-session
-path until a rewrite gives them these.
+gate_claim holds each claim's standing in the verdict matrix under each gatekeeper outcome;
+gate_session rows gain whether their claims can be judged in arrays, the verdict floor of their
+coverage and tool calls, and the text rules' findings as bits; gate_binding rows gain the lowest
+entity change point, their count, the entity findings' levels and the text rules' findings as
+bits. Rows written before have none of these: backfill rewrites them on the next replay.
 
 Revision ID: 0006
 Revises: 0005
@@ -23,12 +22,9 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_table(
-        "gate_reference",
-        sa.Column("key", sa.Text(), primary_key=True),
-        sa.Column("frame_key", sa.Text(), nullable=False),
-        sa.Column("thresholds", sa.JSON(), nullable=False),
-    )
+    # The columnar load and backfill find replayable sessions by status and id alone: without a
+    # covering index SQLite reads each row of the table that holds the JSON audit record.
+    op.create_index("ix_session_status_id", "diagnosis_session", ["status", "id"])
     op.create_table(
         "gate_claim",
         sa.Column("seq", sa.Integer(), sa.ForeignKey("gate_session.seq", ondelete="CASCADE"), primary_key=True),
@@ -40,8 +36,7 @@ def upgrade() -> None:
         sa.Column("text_hit", sa.Integer(), nullable=False),
     )
     with op.batch_alter_table("gate_session") as batch:
-        for name in ("ref_key", "ref_status", "ref_verdict", "ref_rules", "evidence_floor"):
-            batch.add_column(sa.Column(name, sa.Text()))
+        batch.add_column(sa.Column("evidence_floor", sa.Text()))
         batch.add_column(sa.Column("claims_ok", sa.Boolean()))
         batch.add_column(sa.Column("text_has", sa.Integer()))
         batch.add_column(sa.Column("text_fail", sa.Integer()))
@@ -57,7 +52,7 @@ def downgrade() -> None:
         for name in ("text_flag", "entity_fail", "entity_points", "entity_low"):
             batch.drop_column(name)
     with op.batch_alter_table("gate_session") as batch:
-        for name in ("text_fail", "text_has", "claims_ok", "evidence_floor", "ref_rules", "ref_verdict", "ref_key", "ref_status"):
+        for name in ("text_fail", "text_has", "claims_ok", "evidence_floor"):
             batch.drop_column(name)
     op.drop_table("gate_claim")
-    op.drop_table("gate_reference")
+    op.drop_index("ix_session_status_id", "diagnosis_session")
