@@ -349,15 +349,84 @@ def measure_naive(url: str, count: int) -> None:
     print(f"naive at {len(ids)}: load {load:.1f} s, replay {took:.2f} s, peak rss {_rss_mb():.0f} MB; {summarize(rows)}")
 
 
-def measure_listing(url: str) -> None:
-    """The Sessions page's SQL: one page of the queue and the chart aggregates."""
-    from pipeline.queue import QueueFilter, queue_page, queue_stats
+def _first_open_before_0007(store: Store, q: Any) -> int:
+    """The Sessions page's first open as it read the store before migration 0007 (the naive
+    baseline): PASS sessions with findings out of every audit record (FindingsIndex's first
+    refresh), the store's count, a count and three chart queries, then two queue pages that each
+    count the queue again."""
+    import dataclasses
+
+    from sqlalchemy import Integer, Text, cast, or_
+
+    from pipeline.queue import EVAL_LABEL
+    from pipeline.store import SessionFilter
+    from pipeline.store.schema import ReviewRow
+
+    s = DiagnosisSession
+    ev = ("verifier_evaluation",)
+    found = set()
+    with store.engine.connect() as conn:
+        for sid, verdict, gate, guard, filtered in conn.execute(select(
+                s.id, s.verdict, s.gatekeeper_status, s.self_evaluation[(*ev, "composer_guard")],
+                s.self_evaluation[(*ev, "composer_filtered")])) if q.needs_person else ():
+            if verdict == "PASS" and gate == "pass" and (
+                    bool(isinstance(guard, dict) and guard.get("used_template")) or bool(filtered)):
+                found.add(sid)
+    store.list_sessions(SessionFilter(), limit=1)
+    query = store.filtered_query(dataclasses.replace(q.base, reviewed=None))
+    if q.needs_person:
+        query = query.where(or_(s.verdict.in_(("LOW_CONFID", "REJECT")), s.status.in_(("failed", "interrupted")),
+                                s.gatekeeper_status.in_(("warn", "fail")), s.id.in_(found)))
+    if not q.include_eval:
+        query = query.where(s.id.not_in(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)))
+    if q.reviewed is not None:
+        people = select(ReviewRow.session_id).where(ReviewRow.claim_id.is_(None), ReviewRow.label != EVAL_LABEL)
+        query = query.where(s.id.in_(people) if q.reviewed else s.id.not_in(people))
+    sub = query.subquery()
+    day, bucket = func.date(sub.c.created_at), cast(sub.c.groundedness * 10, Integer)
+    with store.engine.connect() as conn:
+        total = conn.execute(select(func.count()).select_from(sub)).scalar_one()
+        conn.execute(select(day, sub.c.verdict, func.count()).group_by(day, sub.c.verdict).order_by(day)).all()
+        conn.execute(select(cast(sub.c.failed_rules, Text), func.count()).where(sub.c.failed_rules.is_not(None))
+                     .group_by(cast(sub.c.failed_rules, Text))).all()
+        conn.execute(select(bucket, func.count()).where(sub.c.groundedness.is_not(None)).group_by(bucket)).all()
+        for limit in (1, 50):
+            conn.execute(select(func.count()).select_from(sub)).scalar_one()
+            conn.execute(select(sub.c.id, sub.c.question).order_by(sub.c.created_at.desc()).limit(limit)).all()
+    return int(total)
+
+
+def measure_listing(url: str, runs: int = 3) -> None:
+    """The Sessions page's first open, as pages/sessions.py reads the store: the queue's count and
+    charts in one grouped scan, one page of rows (the store's count only when the queue is
+    empty). Median of `runs`, against the naive baseline (the reads before migration 0007) run
+    once, in the same run and on the same store: it reads every audit record (minutes at a
+    million sessions with their JSON)."""
+    import statistics
+
+    from pipeline.queue import QueueFilter, queue_rows, queue_stats
+    from pipeline.store import SessionFilter
 
     store = Store(url)
+
+    def first_open(q: QueueFilter) -> int:
+        stats = queue_stats(store, q)
+        if not stats.total:
+            store.list_sessions(SessionFilter(), limit=1)
+        queue_rows(store, q, limit=50)
+        return stats.total
+
+    print(f"sessions page on {store.engine.dialect.name}, load average {os.getloadavg()[0]:.2f}")
     for name, q in (("queue", QueueFilter()), ("all sessions", QueueFilter(needs_person=False, reviewed=None))):
-        (_, total), page = _timed(lambda q=q: queue_page(store, q))
-        _, stats = _timed(lambda q=q: queue_stats(store, q))
-        print(f"sessions page, {name} ({total} rows): first page {page:.2f} s, chart aggregates {stats:.2f} s")
+        stats_s = [_timed(lambda q=q: queue_stats(store, q))[1] for _ in range(runs)]
+        rows_s = [_timed(lambda q=q: queue_rows(store, q, limit=50))[1] for _ in range(runs)]
+        now = [_timed(lambda q=q: first_open(q)) for _ in range(runs)]
+        counted, naive = _timed(lambda q=q: _first_open_before_0007(store, q))
+        assert {n for n, _ in now} == {counted}, "the page and the baseline count different sessions"
+        took = statistics.median(t for _, t in now)
+        print(f"  {name} ({counted} sessions): first open {took:.2f} s, median of {runs} (count and charts "
+              f"{statistics.median(stats_s):.2f} s, first page {statistics.median(rows_s):.3f} s); "
+              f"before 0007 {naive:.2f} s, {naive / took:.1f}x")
 
 
 def _child(*args: str, env: dict[str, str] | None = None) -> None:
