@@ -274,15 +274,19 @@ Index("ix_tool_invocation_output_once", ToolInvocationRow.session_id, ToolInvoca
 Index("ix_session_status_created", DiagnosisSession.status, DiagnosisSession.created_at)
 Index("ix_session_gatekeeper_created", DiagnosisSession.gatekeeper_status, DiagnosisSession.created_at)
 Index("ix_session_status_id", DiagnosisSession.status, DiagnosisSession.id)  # covering for the columnar load
-# The review queue's counts and charts (pipeline/queue.py) in one pass over this index: it holds
-# every column the queue's conditions read, and leads with the chart groups in the form the
-# query groups by, so SQLite reads the groups in order (no sort of a million rows) and never the
-# table rows, whose JSON audit record runs to ~15 KB. SQLite only: PostgreSQL has no btree over
-# json and cannot index date() of a timestamptz; it scans in parallel and hashes the groups
-# (migration 0007). SQLite cannot reflect an expression index, so a batch migration that
-# rebuilds diagnosis_session must create it again (tests/test_views.py checks the plan).
+# The review queue's counts and charts (pipeline/queue.py) in one pass over an index holding
+# every column its conditions and groups read, never over the table rows, whose JSON audit
+# record runs to ~15 KB a session (migration 0007). SQLite's leads with the chart groups in the
+# form the query groups by, so it reads the groups in order (no sort of a million rows); SQLite
+# cannot reflect an expression index, so a batch migration that rebuilds diagnosis_session must
+# create it again (tests/test_views.py checks the plan). PostgreSQL can index neither json nor
+# date() of a timestamptz: its index carries the plain columns, failed_rules as a payload, and
+# hashes the groups from an index-only scan.
 LISTING_GROUPS = (func.date(DiagnosisSession.created_at), DiagnosisSession.verdict,
                   cast(DiagnosisSession.failed_rules, Text),
                   cast(DiagnosisSession.groundedness * literal_column("10"), Integer))
 Index("ix_session_listing", *LISTING_GROUPS, DiagnosisSession.status, DiagnosisSession.gatekeeper_status,
       DiagnosisSession.composer_findings, DiagnosisSession.created_at, DiagnosisSession.id).ddl_if(dialect="sqlite")
+Index("ix_session_listing_pg", DiagnosisSession.created_at, DiagnosisSession.verdict, DiagnosisSession.status,
+      DiagnosisSession.gatekeeper_status, DiagnosisSession.composer_findings, DiagnosisSession.groundedness,
+      DiagnosisSession.id, postgresql_include=["failed_rules"]).ddl_if(dialect="postgresql")
