@@ -10,6 +10,8 @@ pipeline/gatekeeper/columns.py.
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -106,19 +108,45 @@ def backfill(store: Store, rules: RuleSet, unwritten: list[str] | None = None) -
 
 
 def _fetch(conn: Any, sql: str) -> Iterator[list[tuple[Any, ...]]]:
-    """Chunks of raw driver rows; a named cursor on PostgreSQL keeps the result on the server."""
+    """Chunks of raw driver rows, the next one fetched on a thread while the caller converts this
+    one (the driver waits on the database without the GIL). On PostgreSQL a named cursor keeps
+    the result on the server, and the binary protocol spares parsing every number from text."""
     raw = conn.connection.dbapi_connection
-    cursor = raw.cursor(name="gate_load") if conn.dialect.name == "postgresql" else raw.cursor()
+    chunks: queue.Queue[list[tuple[Any, ...]] | BaseException | None] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def produce() -> None:
+        cursor = raw.cursor(name="gate_load", binary=True) if conn.dialect.name == "postgresql" else raw.cursor()
+        try:
+            cursor.execute(sql)
+            while not stop.is_set() and (rows := cursor.fetchmany(_CHUNK)):
+                chunks.put(rows)
+            chunks.put(None)
+        except BaseException as exc:  # handed to the caller's thread, which raises it
+            chunks.put(exc)
+        finally:
+            cursor.close()
+
+    thread = threading.Thread(target=produce, name="gate-load", daemon=True)
+    thread.start()
     try:
-        cursor.execute(sql)
-        while rows := cursor.fetchmany(_CHUNK):
-            yield rows
+        while (item := chunks.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
     finally:
-        cursor.close()
+        stop.set()
+        while thread.is_alive():  # unblock a producer waiting on a full queue
+            with contextlib.suppress(queue.Empty):
+                chunks.get(timeout=0.1)
+        thread.join()
 
 
 def _codes(values: tuple[Any, ...], table: dict[Any, int]) -> npt.NDArray[np.int16]:
-    return np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int16, count=len(values))
+    """Each value's code in `table`, new values added; the loops run in C (dict.fromkeys, map)."""
+    for value in dict.fromkeys(values):
+        table.setdefault(value, len(table))
+    return np.fromiter(map(table.__getitem__, values), dtype=np.int16, count=len(values))
 
 
 @dataclass
