@@ -1,9 +1,9 @@
 """The columnar replay over the store: gate_session / gate_binding rows in, arrays out, replay.
 
 Rows are written when a session completes (pipeline/session.py) and, for sessions stored before
-the tables existed or imported since, on the first replay that misses them. Arrays are read with
-the driver's own cursor in chunks (a named, server-side cursor on PostgreSQL), so no per-row
-Python object outlives its chunk; the binding arrays are allocated once from a count.
+the tables existed or imported since, on the first replay that misses them. Arrays are read as
+Arrow record batches (ADBC), so a million sessions' ten million bindings never become Python
+objects: building those objects was most of a cold load (docs/architecture.md §9).
 What the columns decide and what they leave to the exact per-session replay:
 pipeline/gatekeeper/columns.py.
 """
@@ -11,19 +11,22 @@ pipeline/gatekeeper/columns.py.
 from __future__ import annotations
 
 import contextlib
-import queue
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import adbc_driver_manager
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline.contracts import VERDICT_ORDER, GatekeeperResult
+from pipeline.errors import StoreError
 from pipeline.gatekeeper import ReplayInput, ReplayRow, RuleSet, replay
 from pipeline.gatekeeper.columns import (
     STATUSES,
@@ -35,14 +38,21 @@ from pipeline.gatekeeper.columns import (
 from pipeline.gatekeeper.replay import summary_line
 from pipeline.replay_inputs import ReplayHistory
 from pipeline.store import Store
+from pipeline.store.engine import arrow_connect, display_url
 from pipeline.store.schema import DiagnosisSession, GateBinding, GateClaim, GateSessionColumns
 
-_CHUNK = 200_000  # rows per fetch: ~13 MB of binding tuples at a time
+_CHUNK = 200_000  # rows per Arrow batch: ~20 MB of binding columns at a time
 _EXACT_CHUNK = 2_000  # sessions per load on the exact path
 _WRITE_CHUNK = 500  # sessions per backfill step (an IN list within every database's limit)
 _REPLAYABLE = "('completed', 'imported')"
-# Per column of gate_binding / gate_claim: the array type and what NULL becomes (NaN for floats;
-# a bool column is "equals 1").
+# Per column of gate_session / gate_binding / gate_claim: the array type and what NULL becomes
+# (NaN for floats). A bool column is "not 0", one of _FLOAT_FLAGS (stored as a float) "equals 1".
+_S_WORDS = ("clean_verdict", "old_status", "old_verdict", "old_rules", "evidence_floor")
+_S_TYPES: dict[str, tuple[Any, float]] = {
+    "seq": (np.int64, 0), "session_id": (str, 0), "lists_key": (str, 0), "lists_clean": (np.bool_, 0),
+    "min_coverage": (np.float64, np.nan), "min_quote": (np.float64, np.nan), **{c: (str, 0) for c in _S_WORDS},
+    "claims_ok": (np.bool_, 0), "text_has": (np.int8, -1), "text_fail": (np.int8, -1)}
+_FLOAT_FLAGS = {"out_covered"}
 _B_TYPES: dict[str, tuple[Any, float]] = {
     "claim": (np.int32, 0), "out_score": (np.float64, np.nan), "out_covered": (np.bool_, 0),
     "out_gap": (np.int32, 0), "quote_score": (np.float64, np.nan), "summary_score": (np.float64, np.nan),
@@ -107,46 +117,73 @@ def backfill(store: Store, rules: RuleSet, unwritten: list[str] | None = None) -
     return done
 
 
-def _fetch(conn: Any, sql: str) -> Iterator[list[tuple[Any, ...]]]:
-    """Chunks of raw driver rows, the next one fetched on a thread while the caller converts this
-    one (the driver waits on the database without the GIL). On PostgreSQL a named cursor keeps
-    the result on the server, and the binary protocol spares parsing every number from text."""
-    raw = conn.connection.dbapi_connection
-    chunks: queue.Queue[list[tuple[Any, ...]] | BaseException | None] = queue.Queue(maxsize=2)
-    stop = threading.Event()
-
-    def produce() -> None:
-        cursor = raw.cursor(name="gate_load", binary=True) if conn.dialect.name == "postgresql" else raw.cursor()
-        try:
-            cursor.execute(sql)
-            while not stop.is_set() and (rows := cursor.fetchmany(_CHUNK)):
-                chunks.put(rows)
-            chunks.put(None)
-        except BaseException as exc:  # handed to the caller's thread, which raises it
-            chunks.put(exc)
-        finally:
-            cursor.close()
-
-    thread = threading.Thread(target=produce, name="gate-load", daemon=True)
-    thread.start()
-    try:
-        while (item := chunks.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while thread.is_alive():  # unblock a producer waiting on a full queue
-            with contextlib.suppress(queue.Empty):
-                chunks.get(timeout=0.1)
-        thread.join()
+def _expr(column: str, dtype: Any, null: float, dialect: str) -> str:
+    """How a column is selected so that every batch of a read has one type and no NULL, whatever
+    the rows hold: SQLite's Arrow driver takes a column's type from its first batch, so a batch of
+    NULLs would make a float column an integer one (and fail on its first float)."""
+    if dtype is np.float64 or dtype is np.bool_ and column in _FLOAT_FLAGS:
+        # NULL as -inf: no stored score is -inf, and SQLite cannot store NaN.
+        return (f"CAST(coalesce({column}, -9e999) AS DOUBLE PRECISION)" if dialect == "sqlite"
+                else f"CAST({column} AS DOUBLE PRECISION)")
+    if dtype is np.bool_:
+        return f"CAST(coalesce({column}, FALSE) AS INTEGER)"
+    if dtype is str:
+        return f"coalesce({column}, '')"
+    return f"CAST(coalesce({column}, {int(null)}) AS BIGINT)"
 
 
-def _codes(values: tuple[Any, ...], table: dict[Any, int]) -> npt.NDArray[np.int16]:
-    """Each value's code in `table`, new values added; the loops run in C (dict.fromkeys, map)."""
-    for value in dict.fromkeys(values):
-        table.setdefault(value, len(table))
-    return np.fromiter(map(table.__getitem__, values), dtype=np.int16, count=len(values))
+def _convert(values: pa.Array, column: str, dtype: Any, null: float) -> npt.NDArray[Any]:
+    if dtype is np.float64 or dtype is np.bool_ and column in _FLOAT_FLAGS:
+        floats = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)  # a NULL is NaN
+        if dtype is np.bool_:
+            return np.equal(floats, 1.0)
+        return np.where(np.isnan(floats) | np.isneginf(floats), null, floats)
+    converted: npt.NDArray[Any] = np.asarray(values.to_numpy(zero_copy_only=False)).astype(dtype)
+    return converted
+
+
+def _read(store: Store, connection: Any, select_from: str, columns: dict[str, tuple[Any, float]],
+          tables: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """One query's columns as typed arrays (text in `tables` as int16 codes, session_id as a
+    list), a batch at a time, through `connection` (Arrow) or else the store's own driver."""
+    dialect = store.engine.dialect.name
+    sql = f"SELECT {', '.join(_expr(c, t, n, dialect) for c, (t, n) in columns.items())} {select_from}"
+    parts: dict[str, list[Any]] = {c: [] for c in columns}
+    for batch in _batches(store, connection, sql):
+        for k, (column, (dtype, null)) in enumerate(columns.items()):
+            values = batch.column(k)
+            if column == "session_id":
+                parts[column].extend(values.to_pylist())
+            elif dtype is str:
+                parts[column].append(_codes(values, tables[column]))
+            else:
+                parts[column].append(_convert(values, column, dtype, null))
+    return {c: v if c == "session_id" else
+            np.concatenate(v) if v else np.zeros(0, dtype=np.int16 if columns[c][0] is str else columns[c][0])
+            for c, v in parts.items()}
+
+
+def _batches(store: Store, connection: Any, sql: str) -> Iterator[pa.RecordBatch]:
+    if connection is None:  # a memory database: its rows as Arrow batches, a chunk at a time
+        with store.engine.connect() as conn:
+            result = conn.exec_driver_sql(sql)
+            names = list(result.keys())
+            while rows := result.fetchmany(_CHUNK):
+                yield pa.RecordBatch.from_arrays([pa.array(c) for c in zip(*rows, strict=True)], names=names)
+        return
+    with connection, connection.cursor() as cursor:
+        if store.engine.dialect.name == "sqlite":
+            cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(_CHUNK)})
+        cursor.execute(sql)
+        yield from cursor.fetch_record_batch()
+
+
+def _codes(values: pa.Array, table: dict[str, int]) -> npt.NDArray[np.int16]:
+    """Each value's code in `table`, new values added (a batch holds a handful of distinct ones)."""
+    encoded = values.dictionary_encode()
+    lookup = np.array([table.setdefault(v, len(table)) for v in encoded.dictionary.to_pylist()], dtype=np.int16)
+    codes: npt.NDArray[np.int16] = lookup[np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
+    return codes
 
 
 @dataclass
@@ -161,89 +198,71 @@ class _Names:
 
 
 def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]], _Names]:
-    """Every replayable session with rows, as arrays; plus the code arrays of old and clean outcomes."""
+    """Every replayable session with rows, as arrays; plus the code arrays of old and clean outcomes.
+    The three tables are read at once on their own Arrow connections (the drivers read without
+    the GIL); a memory database is read through the store's connection, one table after another."""
     names = _Names({}, {})
-    seq_parts: list[npt.NDArray[np.int64]] = []
-    ids: list[str] = []
-    outcome_names = ("verdict", "status", "old_v", "rules")
-    cols: dict[str, list[npt.NDArray[Any]]] = {
-        k: [] for k in ("key", "clean", "cov", "quote", "claims_ok", "floor", "text_has", "text_fail",
-                        *outcome_names)}
-    with store.engine.connect() as conn:
-        sql = ("SELECT g.seq, g.session_id, g.lists_key, g.lists_clean, g.min_coverage, g.min_quote, g.clean_verdict, "
-               "g.old_status, g.old_verdict, g.old_rules, "
-               "g.claims_ok, g.evidence_floor, g.text_has, g.text_fail "
-               "FROM gate_session g JOIN diagnosis_session d "
-               f"ON d.id = g.session_id WHERE d.status IN {_REPLAYABLE} ORDER BY g.seq")
-        for rows in _fetch(conn, sql):
-            (seq, sid, key, clean, cov, quote, *stored_outcomes, claims_ok, floor, text_has,
-             text_fail) = zip(*rows, strict=True)
-            seq_parts.append(np.array(seq, dtype=np.int64))
-            ids.extend(sid)
-            cols["key"].append(_codes(key, names.keys))
-            cols["clean"].append(np.array(clean, dtype=bool))
-            cols["cov"].append(np.array(cov, dtype=np.float64))
-            cols["quote"].append(np.array(quote, dtype=np.float64))
-            for name, bits in (("text_has", text_has), ("text_fail", text_fail)):
-                cols[name].append(np.fromiter((-1 if b is None else b for b in bits), dtype=np.int8, count=len(bits)))
-            cols["claims_ok"].append(np.array([bool(c) for c in claims_ok], dtype=bool))
-            cols["floor"].append(np.fromiter((VERDICT_ORDER.get(f, -1) for f in floor), dtype=np.int8, count=len(floor)))
-            for name, values in zip(outcome_names, stored_outcomes, strict=True):
-                cols[name].append(_codes(values, names.words))
-        seqs = np.concatenate(seq_parts) if seq_parts else np.zeros(0, dtype=np.int64)
-        # In storage order: nothing reads bindings in order, and a sort costs the database more than numpy.
-        b, index = _table(conn, "gate_binding", _B_TYPES, seqs)
-        c, c_index = _table(conn, "gate_claim", _C_TYPES, seqs)
+    tables = {"lists_key": names.keys, **{c: names.words for c in _S_WORDS}}
+    reads = [("FROM gate_session WHERE EXISTS (SELECT 1 FROM diagnosis_session d WHERE d.id = session_id "
+              f"AND d.status IN {_REPLAYABLE}) ORDER BY seq", _S_TYPES),
+             ("FROM gate_binding", {"seq": (np.int64, 0), **_B_TYPES}),
+             ("FROM gate_claim", {"seq": (np.int64, 0), **_C_TYPES})]
+    url = store.engine.url.render_as_string(hide_password=False)
+    connections: list[Any] = []
+    try:
+        connections.extend(arrow_connect(url) for _ in reads)
+        if None in connections:
+            s, b, c = (_read(store, None, sql, columns, tables) for sql, columns in reads)
+        else:
+            with ThreadPoolExecutor(len(reads), thread_name_prefix="gate-load") as pool:
+                # Only the session read writes the code tables, so the threads share none.
+                s, b, c = pool.map(lambda read, connection: _read(store, connection, read[0], read[1], tables),
+                                   reads, connections)
+    except (adbc_driver_manager.Error, pa.ArrowException, SQLAlchemyError) as exc:
+        for connection in connections:  # each read closes its own; these are the ones never read
+            with contextlib.suppress(adbc_driver_manager.Error):
+                if connection is not None:
+                    connection.close()
+        raise StoreError(f"cannot read the replay history from the database {display_url(url)}: "
+                         f"{getattr(exc, 'orig', None) or exc}") from exc
+    seqs = s["seq"]
+    b_index, c_index = _index(seqs, b), _index(seqs, c)
     # Claims grouped by session, in claim order, so a binding finds its claim's row by bisection.
     c_key = c_index.astype(np.int64) * 65536 + c["claim"]
     order = np.argsort(c_key, kind="stable")
     c_key, c_index, c = c_key[order], c_index[order], {name: values[order] for name, values in c.items()}
-    b_key = index.astype(np.int64) * 65536 + b["claim"]
+    b_key = b_index.astype(np.int64) * 65536 + b["claim"]
     row = np.searchsorted(c_key, b_key).clip(max=max(len(c_key) - 1, 0))
     b_claim_row = np.where((c_key[row] == b_key) if len(c_key) else False, row, -1).astype(np.int32)
     del c_key, b_key, row, order
-    joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
     for word in ("pass", "warn", "fail", *VERDICT_ORDER):  # the outcomes the arrays settle sessions with
         names.words.setdefault(word, len(names.words))
+    floor_codes = np.array([VERDICT_ORDER.get(w, -1) for w in names.reverse()], dtype=np.int8)
     arrays = HistoryArrays(
-        session_ids=ids, lists_key=joined["key"].astype(np.int16), keys=list(names.keys),
-        lists_clean=joined["clean"].astype(bool), min_coverage=joined["cov"], min_quote=joined["quote"],
-        b_session=index.astype(np.int32), b_score=b["out_score"], b_full=b["out_covered"], b_gap=b["out_gap"],
+        session_ids=s["session_id"], lists_key=s["lists_key"], keys=list(names.keys),
+        lists_clean=s["lists_clean"], min_coverage=s["min_coverage"], min_quote=s["min_quote"],
+        b_session=b_index.astype(np.int32), b_score=b["out_score"], b_full=b["out_covered"], b_gap=b["out_gap"],
         b_quote=b["quote_score"], b_summary=b["summary_score"], b_invented=b["invented"], b_entity=b["entity_score"],
-        b_entity_low=b["entity_low"], b_entity_points=b["entity_points"], claims_ok=joined["claims_ok"].astype(bool),
-        evidence_floor=joined["floor"].astype(np.int8), b_claim_row=b_claim_row, b_entity_fail=b["entity_fail"],
+        b_entity_low=b["entity_low"], b_entity_points=b["entity_points"], claims_ok=s["claims_ok"],
+        evidence_floor=floor_codes[s["evidence_floor"]], b_claim_row=b_claim_row, b_entity_fail=b["entity_fail"],
         c_session=c_index.astype(np.int32), c_standing=np.stack([c["untouched"], c["hit"], c["entity_hit"]], axis=1),
-        c_direct=c["direct_core"], text_has=joined["text_has"].astype(np.int8),
-        text_fail=joined["text_fail"].astype(np.int8), b_text=b["text_flag"], c_text=c["text_hit"])
-    outcomes = {k: joined[k].astype(np.int16) for k in outcome_names}
+        c_direct=c["direct_core"], text_has=s["text_has"], text_fail=s["text_fail"], b_text=b["text_flag"],
+        c_text=c["text_hit"])
+    outcomes = {"verdict": s["clean_verdict"], "status": s["old_status"], "old_v": s["old_verdict"],
+                "rules": s["old_rules"]}
     return arrays, outcomes, names
 
 
-def _table(conn: Any, table: str, columns: dict[str, tuple[Any, float]],
-           seqs: npt.NDArray[np.int64]) -> tuple[dict[str, npt.NDArray[Any]], npt.NDArray[np.intp]]:
-    """A per-session table's rows as typed column arrays allocated once from a count (a chunk at
-    a time passes through floats), with each row's session index; rows of sessions not in `seqs`
-    (no longer replayable) left out."""
-    n = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one()
-    out = {name: np.empty(n, dtype=dtype) for name, (dtype, _) in columns.items()}
-    index = np.empty(n, dtype=np.intp)
-    keep = np.zeros(n, dtype=bool)
-    filled = 0
-    for rows in _fetch(conn, f"SELECT seq, {', '.join(columns)} FROM {table}"):
-        chunk = np.array(rows[: n - filled], dtype=np.float64)  # NULL becomes NaN
-        end = filled + len(chunk)
-        at = np.searchsorted(seqs, chunk[:, 0].astype(np.int64)).clip(max=max(len(seqs) - 1, 0))
-        index[filled:end] = at
-        keep[filled:end] = (seqs[at] == chunk[:, 0]) if len(seqs) else False
-        for k, (name, (dtype, null)) in enumerate(columns.items(), start=1):
-            values = chunk[:, k]
-            out[name][filled:end] = values == 1.0 if dtype is np.bool_ else np.where(np.isnan(values), null, values)
-        filled = end
-    if filled < n or not keep[:filled].all():  # the copies are skipped when every row is kept
-        mask = keep[:filled]
-        out = {name: values[:filled][mask] for name, values in out.items()}
-        index = index[:filled][mask]
-    return out, index
+def _index(seqs: npt.NDArray[np.int64], rows: dict[str, Any]) -> npt.NDArray[np.intp]:
+    """Each row's session index in `seqs`; rows of sessions not in `seqs` (no longer
+    replayable) are dropped from `rows` in place."""
+    at: npt.NDArray[np.intp] = np.searchsorted(seqs, rows["seq"]).clip(max=max(len(seqs) - 1, 0))
+    keep = seqs[at] == rows["seq"] if len(seqs) else np.zeros(len(at), dtype=bool)
+    if not keep.all():
+        for name, values in rows.items():
+            rows[name] = values[keep]
+        at = at[keep]
+    return at
 
 
 class ColumnarHistory:

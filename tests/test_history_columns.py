@@ -201,3 +201,66 @@ def test_columnar_replay_on_each_database(any_store: Store) -> None:
         assert {r.session_id: r for r in result.rows()} == {r.session_id: r for r in naive}
         assert result.summary() == summarize(naive)
     assert result.clean.any()
+
+
+def test_arrow_and_driver_loads_agree_whatever_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Arrow reader types a SQLite column from its first batch: a batch holding only NULL in
+    a float column must still give the arrays the store's own driver gives."""
+    from pipeline import history
+
+    store = Store(f"sqlite:///{tmp_path / 'wb.db'}")
+    run_session("payment API times out, what's going on?", settings=load_settings(), store=store)
+    bench.seed_variants(store, 30, random.Random(5))
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE gate_binding SET out_score = NULL, out_covered = NULL, out_gap = NULL, "
+                          "quote_score = NULL, summary_score = NULL, entity_low = NULL, entity_points = NULL, "
+                          "entity_fail = NULL, text_flag = NULL WHERE rowid IN (SELECT rowid FROM gate_binding ORDER BY rowid LIMIT 3)"))
+        conn.execute(text("UPDATE gate_session SET min_coverage = NULL, min_quote = NULL, evidence_floor = NULL, "
+                          "text_has = NULL, text_fail = NULL WHERE seq IN (SELECT seq FROM gate_session ORDER BY seq LIMIT 3)"))
+    monkeypatch.setattr(history, "_CHUNK", 3)  # so a batch holds nothing but those NULLs
+    arrow = history.load_arrays(store)
+    monkeypatch.setattr(history, "arrow_connect", lambda _url: None)  # as for a memory database
+    driver = history.load_arrays(store)
+    assert arrow[2] == driver[2]
+    for name, values in vars(arrow[0]).items():
+        other = vars(driver[0])[name]
+        if isinstance(values, np.ndarray):
+            assert values.dtype == other.dtype and np.array_equal(values, other, equal_nan=values.dtype.kind == "f"), name
+        else:
+            assert values == other, name
+    for name, codes in arrow[1].items():
+        assert np.array_equal(codes, driver[1][name]), name
+    first = int(np.flatnonzero(arrow[0].b_session == 0)[0])
+    assert np.isnan(arrow[0].b_quote[first]) and np.isnan(arrow[0].b_score[first]) and not arrow[0].b_full[first]
+    assert np.isnan(arrow[0].min_quote[0]) and arrow[0].text_has[0] == -1
+    assert len(arrow[0].session_ids) == 31 and np.isfinite(arrow[0].b_score).sum() > 0
+
+
+def test_arrow_reads_a_read_only_database(tmp_path: Path) -> None:
+    """The read-only URL a store falls back to (mode=ro) is opened read-only by the Arrow reader too."""
+    from pipeline.store.engine import arrow_connect
+
+    store = Store(f"sqlite:///{tmp_path / 'wb.db'}")
+    run_session("order-service CPU is high", settings=load_settings(), store=store)
+    store.engine.dispose()
+    connection = arrow_connect(f"sqlite:///file:{tmp_path / 'wb.db'}?mode=ro&uri=true")
+    assert connection is not None
+    with connection, connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM gate_binding")
+        assert cursor.fetchone()[0] > 0
+        with pytest.raises(Exception, match="readonly"):
+            cursor.execute("DELETE FROM gate_binding")
+    assert arrow_connect("sqlite://") is None and arrow_connect("sqlite:///:memory:") is None
+
+
+def test_a_failing_history_read_is_a_store_error(history_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database the Arrow reader cannot reach (or a read it fails) is named, not a driver traceback."""
+    import adbc_driver_postgresql.dbapi
+
+    from pipeline import history
+    from pipeline.errors import StoreError
+
+    monkeypatch.setattr(history, "arrow_connect",
+                        lambda _url: adbc_driver_postgresql.dbapi.connect("postgresql://wb@127.0.0.1:1/gone"))
+    with pytest.raises(StoreError, match=r"cannot read the replay history from the database .*Connection refused"):
+        history.load_arrays(history_store)
