@@ -164,8 +164,9 @@ def _read(store: Store, connection: Any, select_from: str, columns: dict[str, tu
 
 
 def _batches(store: Store, connection: Any, sql: str) -> Iterator[pa.RecordBatch]:
-    if connection is None:  # a memory database: its rows as Arrow batches, a chunk at a time
-        with store.engine.connect() as conn:
+    if connection is None:  # no Arrow driver for it: its rows as Arrow batches, a chunk at a time
+        # stream_results: a server-side cursor on PostgreSQL, or psycopg holds all rows at once.
+        with store.engine.connect().execution_options(stream_results=True, max_row_buffer=_CHUNK) as conn:
             result = conn.exec_driver_sql(sql)
             names = list(result.keys())
             while rows := result.fetchmany(_CHUNK):
@@ -200,7 +201,8 @@ class _Names:
 def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]], _Names]:
     """Every replayable session with rows, as arrays; plus the code arrays of old and clean outcomes.
     The three tables are read at once on their own Arrow connections (the drivers read without
-    the GIL); a memory database is read through the store's connection, one table after another."""
+    the GIL). Where no Arrow driver reaches the data (a memory database, PostgreSQL without
+    adbc-driver-postgresql) the store's own connection reads the tables one after another."""
     names = _Names({}, {})
     tables = {"lists_key": names.keys, **{c: names.words for c in _S_WORDS}}
     reads = [("FROM gate_session WHERE EXISTS (SELECT 1 FROM diagnosis_session d WHERE d.id = session_id "
