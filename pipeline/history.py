@@ -3,14 +3,13 @@
 Rows are written when a session completes (pipeline/session.py) and, for sessions stored before
 the tables existed or imported since, on the first replay that misses them. Arrays are read as
 Arrow record batches (ADBC), so a million sessions' ten million bindings never become Python
-objects: building those objects was most of a cold load (docs/architecture.md §9).
+objects: building those objects was most of a cold load (docs/architecture.md#performance).
 What the columns decide and what they leave to the exact per-session replay:
 pipeline/gatekeeper/columns.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -18,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import adbc_driver_manager
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -38,10 +36,13 @@ from pipeline.gatekeeper.columns import (
 from pipeline.gatekeeper.replay import summary_line
 from pipeline.replay_inputs import ReplayHistory
 from pipeline.store import Store
-from pipeline.store.engine import arrow_connect, display_url
+from pipeline.store.arrow import arrow_available, arrow_batches
+from pipeline.store.engine import display_url
 from pipeline.store.schema import DiagnosisSession, GateBinding, GateClaim, GateSessionColumns
 
 _CHUNK = 200_000  # rows per Arrow batch: ~20 MB of binding columns at a time
+# Sessions from which the Arrow reader is worth its start (on SQLite a child process, ~0.5 s).
+_ARROW_FROM = 20_000
 _EXACT_CHUNK = 2_000  # sessions per load on the exact path
 _WRITE_CHUNK = 500  # sessions per backfill step (an IN list within every database's limit)
 _REPLAYABLE = "('completed', 'imported')"
@@ -142,14 +143,14 @@ def _convert(values: pa.Array, column: str, dtype: Any, null: float) -> npt.NDAr
     return converted
 
 
-def _read(store: Store, connection: Any, select_from: str, columns: dict[str, tuple[Any, float]],
+def _read(store: Store, arrow: bool, select_from: str, columns: dict[str, tuple[Any, float]],
           tables: dict[str, dict[str, int]]) -> dict[str, Any]:
     """One query's columns as typed arrays (text in `tables` as int16 codes, session_id as a
-    list), a batch at a time, through `connection` (Arrow) or else the store's own driver."""
+    list), a batch at a time, through the Arrow reader or else the store's own driver."""
     dialect = store.engine.dialect.name
     sql = f"SELECT {', '.join(_expr(c, t, n, dialect) for c, (t, n) in columns.items())} {select_from}"
     parts: dict[str, list[Any]] = {c: [] for c in columns}
-    for batch in _batches(store, connection, sql):
+    for batch in _batches(store, arrow, sql):
         for k, (column, (dtype, null)) in enumerate(columns.items()):
             values = batch.column(k)
             if column == "session_id":
@@ -163,20 +164,16 @@ def _read(store: Store, connection: Any, select_from: str, columns: dict[str, tu
             for c, v in parts.items()}
 
 
-def _batches(store: Store, connection: Any, sql: str) -> Iterator[pa.RecordBatch]:
-    if connection is None:  # no Arrow driver for it: its rows as Arrow batches, a chunk at a time
-        # stream_results: a server-side cursor on PostgreSQL, or psycopg holds all rows at once.
-        with store.engine.connect().execution_options(stream_results=True, max_row_buffer=_CHUNK) as conn:
-            result = conn.exec_driver_sql(sql)
-            names = list(result.keys())
-            while rows := result.fetchmany(_CHUNK):
-                yield pa.RecordBatch.from_arrays([pa.array(c) for c in zip(*rows, strict=True)], names=names)
+def _batches(store: Store, arrow: bool, sql: str) -> Iterator[pa.RecordBatch]:
+    if arrow:
+        yield from arrow_batches(store.engine.url.render_as_string(hide_password=False), sql, _CHUNK)
         return
-    with connection, connection.cursor() as cursor:
-        if store.engine.dialect.name == "sqlite":
-            cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(_CHUNK)})
-        cursor.execute(sql)
-        yield from cursor.fetch_record_batch()
+    # stream_results: a server-side cursor on PostgreSQL, or psycopg holds all rows at once.
+    with store.engine.connect().execution_options(stream_results=True, max_row_buffer=_CHUNK) as conn:
+        result = conn.exec_driver_sql(sql)
+        names = list(result.keys())
+        while rows := result.fetchmany(_CHUNK):
+            yield pa.RecordBatch.from_arrays([pa.array(c) for c in zip(*rows, strict=True)], names=names)
 
 
 def _codes(values: pa.Array, table: dict[str, int]) -> npt.NDArray[np.int16]:
@@ -198,11 +195,13 @@ class _Names:
         return sorted(self.words, key=self.words.__getitem__)
 
 
-def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]], _Names]:
+def load_arrays(store: Store, sessions: int | None = None) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]],
+                                                                   _Names]:
     """Every replayable session with rows, as arrays; plus the code arrays of old and clean outcomes.
-    The three tables are read at once on their own Arrow connections (the drivers read without
-    the GIL). Where no Arrow driver reaches the data (a memory database, PostgreSQL without
-    adbc-driver-postgresql) the store's own connection reads the tables one after another."""
+    For a history of `sessions` (None: unknown, read it all the fast way) from _ARROW_FROM on,
+    the three tables are read at once by the Arrow reader (its drivers read without the GIL).
+    Below that, or where no Arrow driver reaches the data (a memory database, PostgreSQL without
+    adbc-driver-postgresql), the store's own connection reads the tables one after another."""
     names = _Names({}, {})
     tables = {"lists_key": names.keys, **{c: names.words for c in _S_WORDS}}
     reads = [("FROM gate_session WHERE EXISTS (SELECT 1 FROM diagnosis_session d WHERE d.id = session_id "
@@ -210,21 +209,15 @@ def load_arrays(store: Store) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.i
              ("FROM gate_binding", {"seq": (np.int64, 0), **_B_TYPES}),
              ("FROM gate_claim", {"seq": (np.int64, 0), **_C_TYPES})]
     url = store.engine.url.render_as_string(hide_password=False)
-    connections: list[Any] = []
+    arrow = (sessions is None or sessions >= _ARROW_FROM) and arrow_available(url)
     try:
-        connections.extend(arrow_connect(url) for _ in reads)
-        if None in connections:
-            s, b, c = (_read(store, None, sql, columns, tables) for sql, columns in reads)
+        if not arrow:
+            s, b, c = (_read(store, False, sql, columns, tables) for sql, columns in reads)
         else:
             with ThreadPoolExecutor(len(reads), thread_name_prefix="gate-load") as pool:
                 # Only the session read writes the code tables, so the threads share none.
-                s, b, c = pool.map(lambda read, connection: _read(store, connection, read[0], read[1], tables),
-                                   reads, connections)
-    except (adbc_driver_manager.Error, pa.ArrowException, SQLAlchemyError) as exc:
-        for connection in connections:  # each read closes its own; these are the ones never read
-            with contextlib.suppress(adbc_driver_manager.Error):
-                if connection is not None:
-                    connection.close()
+                s, b, c = pool.map(lambda read: _read(store, True, read[0], read[1], tables), reads)
+    except (StoreError, pa.ArrowException, SQLAlchemyError) as exc:
         raise StoreError(f"cannot read the replay history from the database {display_url(url)}: "
                          f"{getattr(exc, 'orig', None) or exc}") from exc
     seqs = s["seq"]
@@ -292,8 +285,9 @@ class ColumnarHistory:
     def _refresh(self, rules: RuleSet) -> HistoryArrays:
         self.unwritten = []
         added = backfill(self.store, rules, self.unwritten)
-        if self._loaded is None or added or self._count() != len(self._loaded[0].session_ids):
-            self._loaded = load_arrays(self.store)
+        count = self._count()
+        if self._loaded is None or added or count != len(self._loaded[0].session_ids):
+            self._loaded = load_arrays(self.store, count)
         return self._loaded[0]
 
     @property

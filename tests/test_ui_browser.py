@@ -246,7 +246,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     pg.get_by_role("heading", name="Audit trail").wait_for()
     _settled(pg)
     assert f"session={session['id']}" in pg.url
-    assert pg.locator("mark.wb-match").count() >= 1
+    pg.locator("mark.wb-match").first.wait_for()  # drawn by the evidence column, after the heading
     _shot(pg, "trace")
 
     # The XSS probe: show the output that holds the probe line, search it, see it as text.

@@ -95,35 +95,6 @@ def read_only_url(url: str) -> str | None:
     return f"sqlite:///file:{path.resolve()}?{flags}&uri=true"
 
 
-def arrow_connect(url: str) -> Any | None:
-    """An ADBC (Arrow) DB-API connection to the database behind `url`, for bulk columnar reads
-    that build no Python object per value; None where there is none: a memory database (only
-    this process's SQLAlchemy connection sees it) or a backend without an installed driver."""
-    url = read_only_url(url) or normalize_url(url)
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        if not database or database == ":memory:" or "mode=memory" in url:
-            return None
-        import adbc_driver_sqlite.dbapi  # a dependency: no Python object per value on the biggest reads
-
-        if database.startswith("file:"):  # the read-only URI of read_only_url, SQLite's own syntax
-            query = "&".join(f"{k}={v}" for k, v in parsed.query.items() if k != "uri")
-            database = f"{database}?{query}" if query else database
-        connection = adbc_driver_sqlite.dbapi.connect(database)
-        with connection.cursor() as cursor:  # wait for a writer as the store's connections do
-            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT * 1000}")
-        return connection
-    if parsed.get_backend_name() == "postgresql":
-        try:
-            import adbc_driver_postgresql.dbapi
-        except ImportError:
-            return None
-        return adbc_driver_postgresql.dbapi.connect(
-            parsed.set(drivername="postgresql").render_as_string(hide_password=False))
-    return None
-
-
 def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
     # WAL lets the workbench read while a session writes; NORMAL sync keeps the many small
     # stage-by-stage commits cheap (a crash may lose the last commit, never corrupt the file).
