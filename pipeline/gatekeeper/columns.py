@@ -399,7 +399,7 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
         failed_any |= fail
         warned_any |= has & ~fail
         impact = VERDICT_ORDER[gatekeeper_floor([spec.id], {spec.id: spec.verdict_impact})]
-        floor = np.maximum(floor, np.where(fail, impact, 0)).astype(np.int8)
+        np.maximum(floor, np.int8(impact), out=floor, where=fail)
     status[:] = np.where(failed_any, 2, np.where(warned_any, 1, 0))
     # Per claim: evidence left, and the first failed blocking rule (in rule order) with a finding in it.
     n_claims = len(arrays.c_session)
@@ -407,8 +407,8 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
     flagged = np.zeros(len(at), dtype=bool)
     kind = np.zeros(n_claims, dtype=np.int8)  # 0 untouched, 1 hit, 2 entity_hit
     for spec in rules.enabled():
-        if spec.downgraded or spec.id not in failed:
-            continue
+        if spec.downgraded or spec.id not in failed or (spec.id not in found and spec.id not in bits):
+            continue  # no finding of it sits in a binding or claim
         if spec.id in found:
             any_b = found[spec.id][0]
             in_claim = np.bincount(claim_of[any_b], minlength=n_claims) > 0
@@ -419,8 +419,10 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
             any_b = any_b | (arrays.b_text[at] & bits[spec.id] != 0)
             in_claim = in_claim | (arrays.c_text & bits[spec.id] != 0)
         flagged |= any_b
-        hit = in_claim & failed[spec.id][arrays.c_session]
-        kind = np.where((kind == 0) & hit, 2 if spec.id == "evidence.excerpt_entities" else 1, kind).astype(np.int8)
+        # Only claims with a finding and no standing yet are looked up: a few of all claims.
+        open_claims = np.flatnonzero(in_claim & (kind == 0))
+        hit = open_claims[failed[spec.id][arrays.c_session[open_claims]]]
+        kind[hit] = 2 if spec.id == "evidence.excerpt_entities" else 1
     backed = np.bincount(claim_of[~flagged], minlength=n_claims) > 0
     kind = np.where((kind == 0) & ~backed, 1, kind).astype(np.int8)
     chosen = np.flatnonzero(ok[arrays.c_session])

@@ -105,13 +105,18 @@ def _from_child(url: str, sql: str, batch_rows: int) -> Iterator[pa.RecordBatch]
 
 
 def _serve(target: str, batch_rows: int, sql: str, out: Any) -> None:
-    import adbc_driver_sqlite.dbapi
+    # The driver's low-level API: its DB-API module imports pandas, 60 MB in each child.
+    import adbc_driver_manager
+    import adbc_driver_sqlite
 
-    with adbc_driver_sqlite.dbapi.connect(target) as connection, connection.cursor() as cursor:
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT * 1000}")  # wait for a writer as the store does
-        cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(batch_rows)})
-        cursor.execute(sql)
-        reader = cursor.fetch_record_batch()
+    with (adbc_driver_sqlite.connect(target) as database, adbc_driver_manager.AdbcConnection(database) as connection,
+          adbc_driver_manager.AdbcStatement(connection) as statement):
+        statement.set_sql_query(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT * 1000}")  # wait for a writer as the store does
+        statement.execute_update()
+        statement.set_options(**{"adbc.sqlite.query.batch_rows": str(batch_rows)})
+        statement.set_sql_query(sql)
+        handle, _ = statement.execute_query()
+        reader = pa.RecordBatchReader._import_from_c(handle.address)
         with pa.ipc.new_stream(out, reader.schema) as stream:
             for batch in reader:
                 stream.write_batch(batch)
