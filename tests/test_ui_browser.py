@@ -294,16 +294,19 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     pg.get_by_text("Sessions replayed").wait_for()
     _settled(pg)
     apply = pg.get_by_role("button", name="Apply as a new version")
-    for _ in range(3):
+    for attempt in range(6):
         # A rerun still in flight can redraw the form and drop what was typed: type until it sticks.
         for label, value in (("Author", "browser-test"), ("Comment", "pass threshold 0.55")):
             if pg.get_by_label(label).input_value() != value:
                 pg.get_by_label(label).fill(value)
                 pg.get_by_label(label).press("Enter")
                 _settled(pg)
-        if apply.is_enabled():
+        try:
+            sync_api.expect(apply).to_be_enabled(timeout=5_000)
             break
-    sync_api.expect(apply).to_be_enabled()
+        except AssertionError:
+            if attempt == 5:
+                raise
     apply.click()
     pg.get_by_text("Applied as version 1.").wait_for()
     _settled(pg)
