@@ -10,10 +10,12 @@ IPC format; on PostgreSQL it connects over the network in this process.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -79,8 +81,12 @@ def _from_child(url: str, sql: str, batch_rows: int) -> Iterator[pa.RecordBatch]
         raise ArrowReadError(f"{display_url(url)} is a memory database: no other process can read it")
     # stderr to a file: a pipe the parent did not drain could block a child writing a long error.
     with tempfile.TemporaryFile() as errors:
+        # The child imports this package from where this process did, installed or not.
+        root = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
         child = subprocess.Popen([sys.executable, "-m", "pipeline.store.arrow", target, str(batch_rows)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                                 env={**os.environ, "PYTHONPATH": path})
         assert child.stdin is not None and child.stdout is not None
         try:
             child.stdin.write(sql.encode())
