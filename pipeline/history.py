@@ -146,14 +146,14 @@ def _convert(values: pa.Array, column: str, dtype: Any, null: float) -> npt.NDAr
     return converted
 
 
-def _read(store: Store, arrow: bool, select_from: str, columns: dict[str, tuple[Any, float]],
+def _read(store: Store, arrow_url: str | None, select_from: str, columns: dict[str, tuple[Any, float]],
           tables: dict[str, dict[str, int]]) -> dict[str, Any]:
     """One query's columns as typed arrays (text in `tables` as int16 codes, session_id as a
-    list), a batch at a time, through the Arrow reader or else the store's own driver."""
+    list), a batch at a time, through the Arrow reader of `arrow_url` or else the store's own driver."""
     dialect = store.engine.dialect.name
     sql = f"SELECT {', '.join(_expr(c, t, n, dialect) for c, (t, n) in columns.items())} {select_from}"
     parts: dict[str, list[Any]] = {c: [] for c in columns}
-    for batch in _batches(store, arrow, sql):
+    for batch in _batches(store, arrow_url, sql):
         for k, (column, (dtype, null)) in enumerate(columns.items()):
             values = batch.column(k)
             if column == "session_id":
@@ -167,13 +167,12 @@ def _read(store: Store, arrow: bool, select_from: str, columns: dict[str, tuple[
         v = parts.pop(c)
         out[c] = v if c == "session_id" else (
             np.concatenate(v) if v else np.zeros(0, dtype=np.int16 if columns[c][0] is str else columns[c][0]))
-        del v
     return out
 
 
-def _batches(store: Store, arrow: bool, sql: str) -> Iterator[pa.RecordBatch]:
-    if arrow:
-        yield from arrow_batches(store.engine.url.render_as_string(hide_password=False), sql, _CHUNK)
+def _batches(store: Store, arrow_url: str | None, sql: str) -> Iterator[pa.RecordBatch]:
+    if arrow_url is not None:
+        yield from arrow_batches(arrow_url, sql, _CHUNK)
         return
     # stream_results: a server-side cursor on PostgreSQL, or psycopg holds all rows at once.
     with store.engine.connect().execution_options(stream_results=True, max_row_buffer=_CHUNK) as conn:
@@ -243,11 +242,11 @@ def load_arrays(store: Store, sessions: int | None = None) -> tuple[HistoryArray
     arrow = (sessions is None or sessions >= _ARROW_FROM) and arrow_available(url)
     try:
         if not arrow:
-            s, b, c = (_read(store, False, sql, columns, tables) for sql, columns in reads)
+            s, b, c = (_read(store, None, sql, columns, tables) for sql, columns in reads)
         else:
             with _freed_batches_returned(), ThreadPoolExecutor(len(reads), thread_name_prefix="gate-load") as pool:
                 # Only the session read writes the code tables, so the threads share none.
-                s, b, c = pool.map(lambda read: _read(store, True, read[0], read[1], tables), reads)
+                s, b, c = pool.map(lambda read: _read(store, url, read[0], read[1], tables), reads)
     except (StoreError, pa.ArrowException, SQLAlchemyError) as exc:
         raise StoreError(f"cannot read the replay history from the database {display_url(url)}: "
                          f"{getattr(exc, 'orig', None) or exc}") from exc
