@@ -4,8 +4,11 @@ Two nets, both applied by `redact`:
 - the configured secrets themselves (OPENAI_API_KEY, backend bearer tokens, passwords in any
   configured URL, any *_TOKEN / *_KEY / *_SECRET / *_PASSWORD environment variable), replaced
   wherever they occur, whatever surrounds them;
+  and the base64 of a URL's `user:pass` (the Basic credentials the backends send, which a
+  backend may echo bare);
 - shapes that are secrets wherever they come from: `scheme://user:pass@`, `Bearer <token>`,
-  `Authorization: <value>`, `api_key=` / `token=` / `password=` parameters, `sk-...` keys.
+  `Basic <base64 of user:pass>`, `Authorization: <value>` (a JSON header list included),
+  `api_key=` / `token=` / `password=` parameters, `sk-...` keys.
 
 Applied where text is written or sent: backend errors (tools/http.py), invocation errors and
 outputs (session.py, bundle import), LLM prompts and records (llm/invoker.py, session.py),
@@ -15,6 +18,8 @@ here: a redaction never raises.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import os
 import re
@@ -28,13 +33,15 @@ MIN_SECRET_CHARS = 6
 _SECRET_ENV = re.compile(r"(TOKEN|API_KEY|ACCESS_KEY|SECRET|PASSWORD|PASSWD)$", re.I)
 
 # Byte patterns (ASCII only): a run of non-ASCII bytes is never split, so the result stays UTF-8.
-_PATTERNS: tuple[tuple[re.Pattern[bytes], bytes], ...] = (
+_PATTERNS: tuple[tuple[re.Pattern[bytes], bytes | None], ...] = (
     # scheme://user:pass@host and scheme://token@host: the userinfo is credentials either way.
     (re.compile(rb"\b([a-zA-Z][a-zA-Z0-9+.-]{1,15}://)[^/\s@\"'<>]+@"), rb"\1***@"),
-    (re.compile(rb"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token|apikey)\s+)?[^\s\"',;}]+"),
-     rb"\1***"),
-    # A token has a digit or a symbol; "basic information" and "bearer authentication" stay.
-    (re.compile(rb"(?i)\b(bearer|basic)\s+(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}"), rb"\1 ***"),
+    # `Authorization: v`, `"Authorization": "v"` and a header dump's `"Authorization": ["v"]`.
+    (re.compile(rb"(?i)\b(authorization[\"']?\s*[:=]\s*\[?\s*[\"']?)(?:(?:bearer|basic|token|apikey)\s+)?"
+                rb"[^\s\"',;}\]]+"), rb"\1***"),
+    # A token has a digit or a symbol, or is base64 of `user:pass`; "basic information" and
+    # "bearer authentication" stay.
+    (re.compile(rb"(?i)\b(bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})"), None),
     (re.compile(rb"(?i)\b((?:x-)?api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|secret|"
                 rb"client[_-]?secret|password|passwd)([\"']?\s*[=:]\s*[\"']?)(?!\*\*\*)[^\s&\"',;}]{3,}"),
      rb"\1\2***"),
@@ -61,6 +68,30 @@ _lock = threading.Lock()
 _known: frozenset[str] = frozenset()
 
 
+def _credential_token(match: re.Match[bytes]) -> bytes:
+    token = match.group(2)
+    if re.search(rb"[0-9._~+/=-]", token) or _basic_pair(token):
+        return match.group(1) + b" " + MASK.encode()
+    return match.group(0)
+
+
+def _basic_pair(token: bytes) -> bool:
+    """Whether `token` is base64 of `user:pass` (printable text with a colon)."""
+    try:
+        decoded = base64.b64decode(token + b"=" * (-len(token) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in decoded and decoded.isascii() and all(32 <= c < 127 for c in decoded)
+
+
+def basic_forms(user: str, password: str) -> list[str]:
+    """The base64 forms `user:pass` travels in as Basic credentials (padded and not, standard
+    and URL-safe alphabet): a backend may echo the header value without its `Basic ` prefix."""
+    pair = f"{user}:{password}".encode()
+    forms = {base64.b64encode(pair).decode(), base64.urlsafe_b64encode(pair).decode()}
+    return sorted(forms | {f.rstrip("=") for f in forms})
+
+
 def remember(*secrets: str | None) -> None:
     """Add configured secret values; every later `redact` masks them."""
     global _known
@@ -72,9 +103,10 @@ def remember(*secrets: str | None) -> None:
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """The secret of a URL's userinfo: the password, or a lone user part (`https://TOKEN@host`).
-    A user name beside a password ("prometheus") is no secret, and masking it everywhere would
-    blank ordinary words."""
+    """The secret of a URL's userinfo: the password, or a lone user part (`https://TOKEN@host`),
+    and the base64 forms of `user:pass` that tools/http.py sends as Basic credentials. A user
+    name beside a password ("prometheus") is no secret, and masking it everywhere would blank
+    ordinary words."""
     if not url or "@" not in url:
         return []
     try:
@@ -82,7 +114,9 @@ def url_secrets(url: str | None) -> list[str]:
     except ValueError:
         return []
     secret = parts.password if parts.password is not None else parts.username
-    return [secret] if secret else []
+    if not secret:
+        return []
+    return [secret, *basic_forms(unquote(parts.username or ""), unquote(parts.password or ""))]
 
 
 def remember_settings(settings: Any) -> None:
@@ -137,7 +171,7 @@ def redact(text: str) -> str:
         piece = data[start:end]
         for index in sorted(patterns):
             pattern, repl = _PATTERNS[index]
-            piece = pattern.sub(repl, piece)
+            piece = pattern.sub(_credential_token if repl is None else repl, piece)
         out += [data[done:start], piece]
         done = end
     out.append(data[done:])

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -10,7 +15,7 @@ import yaml
 from sqlalchemy import MetaData, select
 
 from pipeline.cli import main
-from pipeline.redact import redact, redact_value, remember
+from pipeline.redact import basic_forms, redact, redact_value, remember
 from pipeline.store import Store
 from tests.stub_openai import PipelineModel, StubOpenAI
 
@@ -22,12 +27,54 @@ CANARIES = {
     "env_url_pass": "canary-env-pass-44d1",
     "env_bearer": "canary-env-bearer-5e6f",
     "base_url_pass": "canary-llm-pass-0b9e",
+    # The Basic credentials of LOKI_URL as the echoing backend below sends them back.
+    **{f"env_basic_{n}": form for n, form in enumerate(basic_forms("loki", "canary-env-pass-44d1"))},
 }
 QUESTION = "Order 123 payment failed with ERR_TIMEOUT from the gateway, what happened?"
 
 
 def _leaks(text: str) -> list[str]:
     return [name for name, value in CANARIES.items() if value in text]
+
+
+@dataclass
+class _Echoed:
+    port: int = 0
+    requests: list[str] = field(default_factory=list)  # the Authorization headers received
+
+
+@contextmanager
+def _echoing_backend() -> Iterator[_Echoed]:
+    """A backend that refuses every request and echoes its Authorization header back: bare
+    (the base64 alone), as a header line and as a JSON header dump."""
+    seen = _Echoed()
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            auth = self.headers.get("Authorization", "")
+            seen.requests.append(auth)
+            bare = auth.split(" ", 1)[-1]
+            body = json.dumps({"status": "error", "errorType": "unauthorized",
+                               "error": f"credentials {bare} rejected; Authorization: {auth}; "
+                                        + json.dumps({"headers": {"Authorization": [auth]}})}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    seen.port = server.server_port
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def _store_dump(url: str) -> str:
@@ -42,8 +89,9 @@ def _store_dump(url: str) -> str:
 def test_canaries_in_every_config_path_never_reach_store_prompts_exports_or_output(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     model = PipelineModel()
-    with StubOpenAI(responder=model) as stub:
+    with StubOpenAI(responder=model) as stub, _echoing_backend() as echoed:
         host_port = stub.base_url.split("//", 1)[1]
+        echo_port = echoed.port
         config = tmp_path / "workbench.yaml"
         config.write_text(yaml.safe_dump({
             "provider": "openai",
@@ -56,8 +104,9 @@ def test_canaries_in_every_config_path_never_reach_store_prompts_exports_or_outp
         monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
         monkeypatch.setenv("OPENAI_API_KEY", CANARIES["env_api_key"])
         monkeypatch.setenv("OPENAI_BASE_URL", f"http://llm:{CANARIES['base_url_pass']}@{host_port}")
-        monkeypatch.setenv("LOKI_URL", f"http://loki:{CANARIES['env_url_pass']}@127.0.0.1:9")
-        monkeypatch.setenv("LOKI_BEARER_TOKEN", CANARIES["env_bearer"])
+        # Basic credentials (from the URL) only go out without a bearer token for the same backend.
+        monkeypatch.setenv("LOKI_URL", f"http://loki:{CANARIES['env_url_pass']}@127.0.0.1:{echo_port}")
+        monkeypatch.setenv("WORKBENCH_WEBHOOK_TOKEN", CANARIES["env_bearer"])
 
         # Single shape: the stub's diagnosis binds straight to the tool outputs it was shown.
         code = main(["ask", QUESTION, "--json", "--shape", "single"])
@@ -77,6 +126,7 @@ def test_canaries_in_every_config_path_never_reach_store_prompts_exports_or_outp
     # The session really exercised the paths: failed backends, prompts sent, calls stored.
     assert "127.0.0.1:9" in dump
     assert stub.chat_requests and "prometheus" in doctor_out
+    assert CANARIES["env_basic_1"] in echoed.requests[0] and "HTTP 401" in dump and "HTTP 401" in doctor_out
     for where, text in (("stdout", out), ("stderr", err), ("export", export), ("export stderr", export_err),
                         ("doctor", doctor_out + doctor_err), ("show", show_out + show_err),
                         ("prompts", prompts), ("store", dump)):
@@ -90,11 +140,15 @@ def test_canaries_in_every_config_path_never_reach_store_prompts_exports_or_outp
     ('{"token": "tok_9f8e7d6c", "service": "payment-service"}', "payment-service"),
     ("openai said: invalid key sk-proj-abcdefghij0123456789", "openai said: invalid key"),
     ("password=hunter2hunter2 user=bob", "user=bob"),
+    # base64("alice:hunterpw"): letters only, yet a user:pass pair.
+    ("upstream said: Basic YWxpY2U6aHVudGVycHc rejected", "rejected"),
+    ('{"headers": {"Authorization": ["Basic YWxpY2U6aHVudGVycHc="], "Accept": ["*/*"]}}', '"Accept"'),
 ])
 def test_secret_shapes_are_masked_and_the_rest_kept(text: str, kept: str) -> None:
     masked = redact(text)
     assert "***" in masked and kept in masked
-    assert not any(s in masked for s in ("s3cr3t-pw", "eyJhbGci", "abc123def", "tok_9f8e", "abcdefghij0123", "hunter2"))
+    assert not any(s in masked for s in ("s3cr3t-pw", "eyJhbGci", "abc123def", "tok_9f8e", "abcdefghij0123", "hunter2",
+                                         "YWxpY2U6"))
 
 
 def test_ordinary_text_is_left_alone() -> None:
