@@ -14,7 +14,6 @@ with a service neither answered nor healthy off PASS.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +29,7 @@ from pipeline.contracts import (
 )
 from pipeline.messages import msg, render
 from pipeline.text import normalize
+from pipeline.tools.results import read_result
 
 VERIFIED = frozenset({"direct_observation", "reasonable_inference"})
 _FAULT_LEVELS = frozenset({"ERROR", "FATAL", "CRITICAL"})
@@ -56,40 +56,18 @@ class Record:
     ongoing: bool = False
 
 
-def _when(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def records(inv: ToolInvocation) -> list[Record]:
     """The log lines and alerts of one successful invocation (runbooks are not evidence of state)."""
     if inv.status != "ok" or inv.tool_name not in ("query_logs", "query_metrics"):
         return []
-    try:
-        data = json.loads(inv.output)
-    except ValueError:
-        return []
-    if not isinstance(data, dict):
-        return []
     out = []
-    for line in data.get("logs") or []:
-        if isinstance(line, dict):
-            out.append(Record(inv.id, str(line.get("service") or ""), normalize(str(line.get("message", ""))),
-                              str(line.get("level", "")).upper() in _FAULT_LEVELS,
-                              _when(line.get("timestamp") or line.get("ts")),
-                              _when(line.get("timestamp") or line.get("ts"))))
-    for alert in data.get("alerts") or []:
-        if isinstance(alert, dict):
-            firing = str(alert.get("status", "firing")).lower() == "firing"
-            severity = str(alert.get("severity") or (alert.get("labels") or {}).get("severity") or "").lower()
-            out.append(Record(inv.id, str(alert.get("service") or (alert.get("labels") or {}).get("service") or ""),
-                              normalize(str(alert.get("description", ""))),
-                              firing and severity in _FAULT_SEVERITIES, _when(alert.get("startsAt")),
-                              _when(alert.get("endsAt")), ongoing=firing))
+    for r in read_result(inv.output).of_kind("log", "alert"):
+        if r.kind == "log":
+            out.append(Record(inv.id, r.service, normalize(r.text), r.level in _FAULT_LEVELS, r.at, r.until))
+        else:
+            firing = (r.status or "firing") == "firing"
+            out.append(Record(inv.id, r.service, normalize(r.text), firing and r.severity in _FAULT_SEVERITIES,
+                              r.at, r.until, ongoing=firing))
     return out
 
 

@@ -102,7 +102,7 @@ class _ToolRunner:
         try:
             if persisted is None:
                 raise ValueError(f"unknown tool {tool_name!r}")
-            output = json.dumps(self.toolbox.call(persisted, arguments), ensure_ascii=False, default=str)
+            output = self.toolbox.call(persisted, arguments).to_json()
         except NoData as exc:
             status, output = "no_data", json.dumps({"no_data": str(exc)}, ensure_ascii=False)
         except Exception as exc:  # noqa: BLE001 - any backend failure is evidence of a gap, not a crash

@@ -20,7 +20,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(["pipeline.contracts", "pipeline.errors", "pipeline.config", "pipeline.config_file",
                      "pipeline.resources",
                      "pipeline.redact", "pipeline.bounds", "pipeline.segment", "pipeline.safeyaml",
-                     "pipeline.timewindow", "pipeline.messages"], 0),
+                     "pipeline.timewindow", "pipeline.messages", "pipeline.tools.results"], 0),
     # 1: text primitives, the verdict policy, and the neutral ground stages and providers share
     **dict.fromkeys(["pipeline.text", "pipeline.policy", "pipeline.context", "pipeline.scope", "pipeline.coverage",
                      "pipeline.answer", "pipeline.safe_actions"], 1),

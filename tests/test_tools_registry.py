@@ -53,8 +53,13 @@ def test_a_call_by_either_spelling_validates_arguments_and_reaches_the_configure
     box = build_toolbox(settings, settings.incidents_dir / "jvm-oom")
     by_model = box.call("queryLogs", {"level": "ERROR", "limit": 3, "unknown_key": 1})
     by_persisted = box.call("query_logs", {"level": "ERROR", "limit": 3})
-    assert json.dumps(by_model, default=str) == json.dumps(by_persisted, default=str)
-    assert 0 < len(by_model["logs"]) <= 3 and all(log["level"] == "ERROR" for log in by_model["logs"])
+    assert by_model.to_json() == by_persisted.to_json()
+    logs = by_model.of_kind("log")
+    assert 0 < len(logs) <= 3 and all(log.level == "ERROR" for log in logs)
+    # Numbered records in output order, each the stored item's values without its keys.
+    assert [r.number for r in logs] == list(range(len(logs)))
+    first = json.loads(by_model.to_json())["logs"][0]
+    assert logs[0].line == " ".join(str(v) for v in first.values())
     with pytest.raises(ValueError):
         box.call("query_logs", {"limit": 0})  # below the argument model's bound
     with pytest.raises(ValueError, match="unknown tool"):

@@ -22,14 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.text import extract_entities, keywords
+from pipeline.tools.results import RECORD_KINDS, RECORD_LIST_KEYS, read_result
 
 # CJK ideographs, CJK punctuation, full-width forms, kana, hangul: ~1 token each.
 _CJK = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
 CHARS_PER_TOKEN = 4
 # Per-message framing tokens the chat format adds (role, separators).
 MESSAGE_OVERHEAD_TOKENS = 4
-# The items of each tool's JSON result that carry the evidence (docs/spec.md#tool-results).
-EVIDENCE_LIST_KEYS = ("logs", "alerts", "evidenceBlocks")
 ERROR_WORDS = (
     "error", "exception", "timeout", "timed out", "fail", "refused", "oom", "outofmemory", "killed",
     "panic", "fatal", "unavailable", "5xx", "503", "504", "500", "slow", "latency", "firing",
@@ -118,21 +117,18 @@ def _as_evidence_items(text: str) -> tuple[list[str], list[str], str] | None:
         if not rest.lstrip().startswith("{"):
             return None
         header, stripped = first, rest
-    try:
-        data = json.loads(stripped)
-    except ValueError:
+    result = read_result(stripped)
+    data = result.data
+    key = next((k for k in RECORD_LIST_KEYS if data is not None and isinstance(data.get(k), list)), None)
+    if data is None or key is None:
         return None
-    if not isinstance(data, dict):
-        return None
-    key = next((k for k in EVIDENCE_LIST_KEYS if isinstance(data.get(k), list)), None)
-    if key is None:
-        return None
+    kind = RECORD_KINDS[key]
     rest_obj = {k: v for k, v in data.items() if k != key}
     prefix = [header] if header else []
     if rest_obj:
         prefix.append(json.dumps(rest_obj, ensure_ascii=False))
     prefix.append(f"{key}[] ({len(data[key]):,} items, one per line):")
-    items = [json.dumps(item, ensure_ascii=False) for item in data[key]]
+    items = [json.dumps(dict(r.fields), ensure_ascii=False) for r in result.of_kind(kind)]
     return prefix, items, f"{key}[] items"
 
 

@@ -8,7 +8,6 @@ claim's own entities. An LLM verifier and the offline one read the same windows.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pipeline.contracts import (
 )
 from pipeline.policy import CRITICAL_TYPES, groundedness
 from pipeline.text import extract_entities, keywords, normalize
+from pipeline.tools.results import read_result
 
 FACT_VERIFICATION: dict[str, FactVerification] = {
     "direct_observation": "direct_evidence",
@@ -56,33 +56,13 @@ _FUZZY_WORDS, _FUZZY_HITS, _FUZZY_CANDIDATES, _FUZZY_PROBE = 12, 50, 24, 400
 
 
 def _records(output: str) -> list[str]:
-    """The evidence records of one output, one line each (docs/spec.md#tool-results shapes)."""
-    try:
-        data = json.loads(output)
-    except (ValueError, TypeError):
-        return [line for line in output.splitlines() if line.strip()]
-    if not isinstance(data, dict):
-        return [json.dumps(data, ensure_ascii=False)]
+    """The evidence records of one output, one line each (a packed runbook text by its lines)."""
     lines: list[str] = []
-    for log in data.get("logs") or []:
-        if isinstance(log, dict):
-            head = " ".join(str(log.get(k, "")) for k in ("timestamp", "service", "level") if log.get(k))
-            lines.append(f"{head} {log.get('message', '')}".strip())
-    for alert in data.get("alerts") or []:
-        if isinstance(alert, dict):
-            head = " ".join(str(alert.get(k, "")) for k in ("alertname", "service", "status") if alert.get(k))
-            lines.append(f"[{head}] {alert.get('description', '')}".strip())
-    for block in data.get("evidenceBlocks") or []:
-        if isinstance(block, dict):
-            lines.append(f"{block.get('title', '')}: {block.get('content', '')}".strip())
-    pack = data.get("contextPack")
-    if isinstance(pack, dict) and pack.get("packedText"):
-        lines.extend(s for s in str(pack["packedText"]).splitlines() if s.strip())
-    for key in ("results", "series", "data"):  # PromQL results behind query_metrics
-        if key in data and not isinstance(data[key], (str, int, float)):
-            lines.append(json.dumps(data[key], ensure_ascii=False)[:4000])
-    if not lines:
-        lines = [json.dumps(data, ensure_ascii=False)]
+    for r in read_result(output).records:
+        if r.kind == "pack":
+            lines.extend(s for s in r.text.splitlines() if s.strip())
+        elif r.line.strip():
+            lines.append(r.line)
     return lines
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.config import BackendKind, BackendSettings, Settings
 from pipeline.errors import ConfigError
+from pipeline.tools.results import ToolResult, from_data
 
 
 class ToolArgs(BaseModel):
@@ -177,11 +178,12 @@ class ToolBox:
     def __init__(self, backends: dict[str, Any]):
         self.backends = backends
 
-    def call(self, tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def call(self, tool_name: str, arguments: dict[str, Any]) -> ToolResult:
+        """The tool's result as numbered records; `to_json()` is what the store keeps."""
         spec = tool_spec(tool_name)
         if spec is None:
             raise ValueError(f"unknown tool {tool_name!r}")
-        return spec.run(self.backends[spec.name], spec.args.model_validate(arguments))
+        return from_data(spec.run(self.backends[spec.name], spec.args.model_validate(arguments)))
 
 
 def build_toolbox(settings: Settings, world_dir: Path | None) -> ToolBox:

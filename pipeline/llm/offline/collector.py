@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 from pipeline.context import StageContext
 from pipeline.contracts import CollectionSummary, PlannerPlan, RetryContext, ToolInvocation
 from pipeline.text import extract_entities
+from pipeline.tools.results import read_result
 
 
 def _firing_services(inv: ToolInvocation) -> list[str]:
     if inv.tool_name != "query_metrics" or inv.status != "ok":
         return []
-    try:
-        alerts = json.loads(inv.output).get("alerts", [])
-    except (ValueError, AttributeError):
-        return []
-    return [a["service"] for a in alerts if a.get("status") == "firing" and a.get("service")]
+    return [a.service for a in read_result(inv.output).of_kind("alert") if a.status == "firing" and a.service]
 
 
 def collect(ctx: StageContext, plan: PlannerPlan, retry_context: RetryContext | None) -> CollectionSummary:

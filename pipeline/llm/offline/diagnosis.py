@@ -21,6 +21,7 @@ from pipeline.contracts import (
 from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE, SIGNATURES
 from pipeline.text import extract_entities, normalize
 from pipeline.tools.registry import model_name
+from pipeline.tools.results import read_result
 
 MAX_CLAIMS = 6
 
@@ -55,14 +56,9 @@ def _runbook_relevance(d: EvidenceDigest, invocations: list[ToolInvocation]) -> 
     for inv in invocations:
         if inv.id not in d.source_invocation_ids or inv.status != "ok":
             continue
-        try:
-            blocks = json.loads(inv.output).get("evidenceBlocks", [])
-        except (ValueError, AttributeError):
-            continue
-        for block in blocks:
-            if normalize(d.source_quote) in normalize(str(block.get("content", ""))):
-                value = block.get("relevance")
-                return float(value) if isinstance(value, (int, float)) else None
+        for block in read_result(inv.output).of_kind("block"):
+            if normalize(d.source_quote) in normalize(block.text):
+                return block.number_value("relevance")
     return None
 
 

@@ -7,15 +7,14 @@ the quote with its service and level.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from pipeline.contracts import EvidenceDigest, ToolInvocation
 from pipeline.llm.offline.lexicon import ERROR_WORDS
 from pipeline.text import extract_entities, keywords, normalize
+from pipeline.tools.results import ToolRecord, read_result
 
 LEVEL_WEIGHT = {"ERROR": 3.0, "FATAL": 3.0, "WARN": 2.0, "WARNING": 2.0, "INFO": 0.5, "DEBUG": 0.0}
 MAX_LOG_DIGESTS_PER_CALL = 5
@@ -34,24 +33,15 @@ class Focus:
     asked: tuple[str, ...] = ()
 
 
-def _parse(inv: ToolInvocation) -> dict[str, Any]:
-    try:
-        data = json.loads(inv.output)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _alert_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[float, EvidenceDigest]]:
     out = []
-    for alert in _parse(inv).get("alerts", []):
-        description = str(alert.get("description", "")).strip()
-        service = str(alert.get("service", ""))
-        status = str(alert.get("status", ""))
-        critical = alert.get("severity") == "critical"
+    for alert in read_result(inv.output).of_kind("alert"):
+        description = alert.text.strip()
+        service, status = alert.service, alert.status
+        critical = alert.severity == "critical"
         if not description or not (service in focus.services or (status == "firing" and critical)):
             continue
-        name = alert.get("alertname", "")
+        name = alert.get("alertname")
         summary = (
             f"{service} 的告警 {name}（{status}）：{description}" if lang == "zh"
             else f"Alert {name} on {service} is {status}: {description}"
@@ -63,41 +53,40 @@ def _alert_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[f
 
 
 def _log_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[float, EvidenceDigest]]:
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for line in _parse(inv).get("logs", []):
-        message = str(line.get("message", ""))
-        norm = normalize(message)
-        level = str(line.get("level", "INFO")).upper()
+    logs = read_result(inv.output).of_kind("log")
+    groups: dict[tuple[str, str], list[ToolRecord]] = {}
+    for line in logs:
+        norm = normalize(line.text)
+        level = line.level or "INFO"
         asked = any(normalize(w) in norm for w in focus.words)
         alarming = LEVEL_WEIGHT.get(level, 0.5) >= 2.0 or any(w in norm for w in ERROR_WORDS)
-        in_focus = str(line.get("service", "")) in focus.services
+        in_focus = line.service in focus.services
         # Outside the services in focus only errors that also match the question's words count.
         relevant = (in_focus and (alarming or asked)) or (level in ("ERROR", "FATAL") and asked)
         if relevant:
-            groups.setdefault((str(line.get("service", "")), _DIGITS.sub("#", norm)), []).append(line)
+            groups.setdefault((line.service, _DIGITS.sub("#", norm)), []).append(line)
     # An asked service with nothing alarming still gets its most frequent line as a digest: the
     # evidence that shows it healthy (law 8), instead of no word about it at all.
     for service in focus.asked:
         if any(key[0] == service for key in groups):
             continue
-        ordinary = [line for line in _parse(inv).get("logs", []) if str(line.get("service", "")) == service
-                    and str(line.get("level", "INFO")).upper() == "INFO"]
+        ordinary = [line for line in logs if line.service == service and (line.level or "INFO") == "INFO"]
         if ordinary:
-            templates: dict[str, list[dict[str, Any]]] = {}
+            templates: dict[str, list[ToolRecord]] = {}
             for line in ordinary:
-                templates.setdefault(_DIGITS.sub("#", normalize(str(line.get("message", "")))), []).append(line)
+                templates.setdefault(_DIGITS.sub("#", normalize(line.text)), []).append(line)
             key, lines = max(templates.items(), key=lambda kv: len(kv[1]))
             groups[(service, key)] = lines
     scored = []
     for (service, template), lines in groups.items():
         first = lines[0]
-        level = str(first.get("level", "INFO")).upper()
+        level = first.level or "INFO"
         hits = sum(1 for w in focus.words if normalize(w) in template)
-        overlap = len(keywords(first.get("message", "")) & focus.terms)
+        overlap = len(keywords(first.text) & focus.terms)
         score = (LEVEL_WEIGHT.get(level, 0.5) + 2.0 * hits + overlap
                  + (2.0 if service in focus.services else 0.0)
                  + (3.0 if service in focus.asked else 0.0)) * (1.0 + math.log(len(lines)))
-        quote = str(first.get("message", "")).strip()
+        quote = first.text.strip()
         repeated = len(lines) > 1
         if lang == "zh":
             summary = f"{service} 日志{'多次' if repeated else ''}出现 {level} 记录：{quote}"
@@ -118,9 +107,9 @@ def _best_sentence(content: str, focus: Focus) -> str:
 
 def _knowledge_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[float, EvidenceDigest]]:
     out = []
-    for block in _parse(inv).get("evidenceBlocks", [])[:2]:
-        quote = _best_sentence(str(block.get("content", "")), focus)
-        title = block.get("title", "")
+    for block in read_result(inv.output).of_kind("block")[:2]:
+        quote = _best_sentence(block.text, focus)
+        title = block.get("title")
         summary = f"运维手册《{title}》写道：{quote}" if lang == "zh" else f"Runbook “{title}” says: {quote}"
         out.append((0.5, EvidenceDigest(digest_id="", source_invocation_ids=[inv.id], tool=inv.tool_name,
                                         domain="knowledge", summary=summary, source_quote=quote)))
@@ -136,11 +125,10 @@ def alarmed_services(invocations: list[ToolInvocation]) -> set[str]:
     for inv in invocations:
         if inv.tool_name != "query_metrics" or inv.status != "ok":
             continue
-        for alert in _parse(inv).get("alerts", []):
-            if alert.get("status") == "firing" and alert.get("severity") == "critical":
-                services.add(str(alert.get("service", "")))
-                text = str(alert.get("description", ""))
-                services.update(e.value for e in extract_entities(text) if e.kind == "service")
+        for alert in read_result(inv.output).of_kind("alert"):
+            if alert.status == "firing" and alert.severity == "critical":
+                services.add(alert.service)
+                services.update(e.value for e in extract_entities(alert.text) if e.kind == "service")
     services.discard("")
     return services
 
