@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import zipfile
 from datetime import UTC, date, datetime, time
 
 import plotly.graph_objects as go
@@ -13,7 +9,6 @@ import streamlit as st
 
 from pages import _common as ui
 from pipeline import queue
-from pipeline.bundle import export_bundle
 from pipeline.demo import demo_runs, run_demo
 from pipeline.gatekeeper.rules import RULES
 from pipeline.record import SessionRow
@@ -143,29 +138,10 @@ def charts(stats: queue.QueueStats) -> None:
 
 def exports(f: queue.QueueFilter) -> None:
     store = ui.store()
-
-    def to_csv() -> bytes:
-        buf = io.StringIO()
-        fields = ["id", "created_at", "question", "status", "verdict", "gatekeeper_status", "failed_rules",
-                  "groundedness", "services", "provider", "shape", "review_label"]
-        writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        for row in queue.iter_filtered(store, f):
-            writer.writerow({**row.model_dump(), "failed_rules": " ".join(row.failed_rules)})
-        return buf.getvalue().encode("utf-8-sig")
-
-    def to_zip() -> bytes:
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-            for row in queue.iter_filtered(store, f):
-                bundle = export_bundle(store, row.id)
-                zf.writestr(f"{row.id}.json", json.dumps(bundle, ensure_ascii=False, indent=1, default=str))
-        return buf.getvalue()
-
     c1, c2, _ = st.columns([1, 1, 3])
-    c1.download_button(ui.t("sessions.export_csv"), to_csv, file_name="sessions.csv", mime="text/csv",
-                       key="sessions_csv", on_click="ignore")
-    c2.download_button(ui.t("sessions.export_zip"), to_zip, file_name="session-bundles.zip",
+    c1.download_button(ui.t("sessions.export_csv"), lambda: queue.export_csv(store, f), file_name="sessions.csv",
+                       mime="text/csv", key="sessions_csv", on_click="ignore")
+    c2.download_button(ui.t("sessions.export_zip"), lambda: queue.export_zip(store, f), file_name="session-bundles.zip",
                        mime="application/zip", key="sessions_zip", on_click="ignore")
 
 

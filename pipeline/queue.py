@@ -11,14 +11,20 @@ charts and one walk of the created_at index for the rows; every condition reads 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
+import zipfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
 
+from pipeline.bundle import export_bundle
 from pipeline.record import SessionRow
 from pipeline.store import SessionFilter, Store
 from pipeline.store.schema import LISTING_GROUPS, DiagnosisSession, ReviewRow
@@ -148,3 +154,56 @@ def eval_session_ids(store: Store) -> set[str]:
     with store.engine.connect() as conn:
         return set(conn.execute(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)).scalars())
 
+
+
+# --- exports (the Sessions page's downloads and `workbench sessions --format csv`) --------------
+
+CSV_FIELDS = ("id", "created_at", "question", "status", "verdict", "gatekeeper_status", "failed_rules",
+              "groundedness", "services", "provider", "shape", "review_label")
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...) in a question).
+_FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A text cell a spreadsheet shows as text: a formula-leading one gets a leading apostrophe."""
+    if isinstance(value, str) and value.startswith(_FORMULA_LEAD):
+        return "'" + value
+    return value
+
+
+def export_csv(store: Store, q: QueueFilter, *, limit: int | None = None) -> bytes:
+    """The queue's sessions (every one, or the newest `limit`) as CSV, UTF-8 with a BOM so that
+    spreadsheets read Chinese."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(CSV_FIELDS)
+    for row in islice(iter_filtered(store, q), limit):
+        values = {**row.model_dump(), "failed_rules": " ".join(row.failed_rules)}
+        writer.writerow([csv_cell(values[f]) for f in CSV_FIELDS])
+    return buf.getvalue().encode("utf-8-sig")
+
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def bundle_file_name(session_id: str, taken: set[str]) -> str:
+    """A zip entry name for a session's bundle: no directory part, no markup, bounded, unique.
+    Ids written before imports got the workbench's own may hold anything (`../../x`)."""
+    stem = _UNSAFE_NAME.sub("_", session_id).strip("_")[:100] or "session"
+    name, n = f"{stem}.json", 1
+    while name in taken:
+        n += 1
+        name = f"{stem}-{n}.json"
+    taken.add(name)
+    return name
+
+
+def export_zip(store: Store, q: QueueFilter) -> bytes:
+    """Every session of the queue as a bundle file in one zip."""
+    buf = io.BytesIO()
+    taken: set[str] = set()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for row in iter_filtered(store, q):
+            bundle = export_bundle(store, row.id)
+            zf.writestr(bundle_file_name(row.id, taken), json.dumps(bundle, ensure_ascii=False, indent=1, default=str))
+    return buf.getvalue()

