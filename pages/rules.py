@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _common as ui
-from pipeline import queue, views
+from pipeline import queue, rulebook, views
 from pipeline.gatekeeper import RulesError, RuleSet
 from pipeline.history import ColumnarHistory, similarity_histogram
+from pipeline.messages import msg, render
 from pipeline.session import rules_in_force
 from pipeline.store import StaleRuleVersion
 
@@ -19,11 +21,13 @@ from pipeline.store import StaleRuleVersion
 
 
 def _load_active() -> None:
-    """Start (again) from the rules in force: the editor's base version and candidate text."""
-    rules, active_id = rules_in_force(ui.settings(), ui.store())
-    st.session_state["rules_base"] = active_id
-    st.session_state["rules_index"], st.session_state["rules_meta"] = rules.to_yaml()
-    st.session_state["rules_base_yaml"] = rules.to_yaml()
+    """Start (again) from the rules in force, as their author wrote them: the editor's base
+    version and candidate text."""
+    in_force = rulebook.text_in_force(ui.settings(), ui.store())
+    rules_in_force(ui.settings(), ui.store())  # the page shows only a load error if they do not load
+    st.session_state["rules_base"] = in_force.version
+    st.session_state["rules_index"], st.session_state["rules_meta"] = in_force.texts
+    st.session_state["rules_base_yaml"] = in_force.texts
     _bump("rules_form_gen")
     _bump("rules_yaml_gen")
     for key in ("rules_preview", "rules_stale", "rules_last_valid"):
@@ -282,12 +286,14 @@ def preview(rules: RuleSet | None) -> None:
 # --- apply and history -----------------------------------------------------------------------------
 
 
-def _apply(index_yaml: str, metadata_yaml: str, author: str, comment: str, based_on: int | None) -> int | None:
+def _apply(do: Callable[[], int]) -> int | None:
     try:
-        new_id = ui.store().apply_rule_version(index_yaml=index_yaml, metadata_yaml=metadata_yaml, author=author,
-                                               comment=comment, based_on=based_on)
+        new_id = do()
     except StaleRuleVersion as exc:
         st.session_state["rules_stale"] = str(exc)
+        return None
+    except rulebook.RulesRefused as exc:
+        st.session_state["rules_stale"] = render(exc.message, ui.lang())
         return None
     ui.refresh_session_reads()
     return new_id
@@ -318,17 +324,18 @@ def apply_section(rules: RuleSet | None) -> None:
     unchanged = rules is not None and base_yaml is not None and views.check_rules(*base_yaml)[0] == rules
     if base_yaml is not None and not unchanged:
         with st.expander(ui.t("rules.diff_in_force"), expanded=True):
-            st.code(views.yaml_diff(base_yaml, current, "in force", "candidate") or ui.t("rules.unchanged"),
-                    language="diff")
+            st.code(views.yaml_diff(base_yaml, current, "in force", "candidate")
+                    or render(msg("rules.unchanged"), ui.lang()), language="diff")
     author = author_field("rules_author")
     comment = st.text_input(ui.t("rules.comment"), key="rules_comment")
-    reason = why if not allowed else (ui.t("rules.invalid") if rules is None else
-                                      ui.t("rules.unchanged") if unchanged else
-                                      ui.t("rules.need_author") if not author else "")
+    refused, _ = rulebook.refusal(ui.settings(), current, base_yaml, author)
+    reason = why if not allowed else render(refused, ui.lang()) if refused else ""
     if reason:
         st.caption(reason)
     if st.button(ui.t("rules.apply"), disabled=bool(reason), key="rules_apply", type="primary"):
-        new_id = _apply(*current, author, comment, st.session_state.get("rules_base"))
+        base = st.session_state.get("rules_base") or 0
+        new_id = _apply(lambda: rulebook.apply_rules(ui.settings(), ui.store(), current, author=author,
+                                                     comment=comment, based_on=base))
         if new_id is not None:
             st.session_state["rules_base"] = new_id
             st.session_state["rules_base_yaml"] = current
@@ -336,13 +343,8 @@ def apply_section(rules: RuleSet | None) -> None:
         st.rerun()
 
 
-def _shipped_yaml() -> tuple[str, str]:
-    d = ui.settings().rules_dir
-    return (d / "index.yaml").read_text(encoding="utf-8"), (d / "metadata.yaml").read_text(encoding="utf-8")
-
-
 def history() -> None:
-    versions = views.rule_history(ui.store(), _shipped_yaml())
+    versions = views.rule_history(ui.store(), rulebook.read_rules_dir(ui.settings()))
     st.dataframe([{"version": v.id, "time": v.created_at, "author": v.author, "comment": v.comment,
                    "active": v.active, "based on": v.parent_id} for v in versions], hide_index=True,
                  key="rules_versions", column_config={
@@ -372,9 +374,8 @@ def history() -> None:
         st.session_state.setdefault("rules_rollback_author", st.session_state.get("rules_author", ""))
         author = author_field("rules_rollback_author")
     if go.button(ui.t("rules.rollback", id=target), disabled=not allowed or not author, key="rules_rollback",
-                 help=why or (None if author else ui.t("rules.need_author"))):
-        active = ui.store().active_rule_version()
-        new_id = _apply(*by_id[target].yaml, author, f"roll back to version {target}", active["id"] if active else None)
+                 help=why or (None if author else render(msg("rules.need_author"), ui.lang()))):
+        new_id = _apply(lambda: rulebook.rollback(ui.settings(), ui.store(), target, author=author))
         if new_id is not None:
             _load_active()
             st.session_state["rules_flash"] = ui.t("rules.rolled_back", old=target, id=new_id)

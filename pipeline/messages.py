@@ -241,6 +241,14 @@ CATALOGUE.update({
                            "zh": "撰写器输出不符合严格 JSON 契约：{error}"},
     "guard.unlicensed": {"en": "{count} statement(s) not licensed by the composer input",
                          "zh": "{count} 处表述没有撰写器输入的依据"},
+    # --- applying rules (pipeline/rulebook.py) ---
+    "rules.invalid": {"en": "the candidate rules are invalid ({count} problem(s))",
+                      "zh": "候选规则无效（{count} 个问题）"},
+    "rules.unchanged": {"en": "No change against the version you started from.", "zh": "与起始版本相比没有变化。"},
+    "rules.need_author": {"en": "Enter the author's name.", "zh": "请填写作者。"},
+    "rules.not_an_editor": {"en": "{who} is not one of the editors who may apply rules: {editors}.",
+                            "zh": "{who} 不是可以应用规则的编辑者：{editors}。"},
+    "rules.already_in_force": {"en": "Version {id} is already in force.", "zh": "版本 {id} 已经生效。"},
 })
 
 # What a composer-guard violation's `kind` means; the kind is its code, the token its parameter.

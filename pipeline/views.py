@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import io
+import itertools
 import json
 import re
 import typing
@@ -19,7 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from pipeline.contracts import (
     ClaimCheck,
@@ -525,29 +528,75 @@ def check_rules(index_yaml: str, metadata_yaml: str) -> tuple[RuleSet | None, li
 def set_rule_field(
     index_yaml: str, metadata_yaml: str, rule_id: str, field_name: str, value: Any
 ) -> tuple[str, str]:
-    """The two rule files with one field of one rule changed, unvalidated (the editor shows the errors).
+    """The two rule files with one field of one rule changed, unvalidated (the editor shows the
+    errors); every other line as its author wrote it, comments included, so the change diffs as
+    the lines it touched.
 
     `field_name` is "enabled", "severity", "verdictImpact" or "params.<name>".
     """
-    # The same guarded reader as load_rules_from_text: an alias bomb pasted into the editor is
-    # refused, not expanded by a round trip; text it refuses is left as typed, errors shown.
+    # The guarded reader first (size, anchors and aliases, depth, duplicate keys): a bomb pasted
+    # into the editor is refused, never expanded by the round trip; refused text is left as typed.
     refused: list[str] = []
-    index = parse_rules_yaml(INDEX_FILE, index_yaml, refused) or {}
-    meta = parse_rules_yaml(METADATA_FILE, metadata_yaml, refused) or {}
+    index = parse_rules_yaml(INDEX_FILE, index_yaml, refused)
+    meta = parse_rules_yaml(METADATA_FILE, metadata_yaml, refused)
     if refused or not isinstance(index, dict) or not isinstance(meta, dict):
         return index_yaml, metadata_yaml
     if field_name == "enabled":
-        for entry in index.get("rules") or []:
+        doc = _round_trip(index_yaml)
+        for entry in doc.get("rules") or []:
             if isinstance(entry, dict) and entry.get("id") == rule_id:
-                entry["enabled"] = value
+                _assign(entry, "enabled", value)
+        return _emit(doc, index_yaml), metadata_yaml
+    doc = _round_trip(metadata_yaml)
+    entry = _child(_child(doc, "ruleMetadata"), rule_id)
+    if field_name.startswith("params."):
+        _assign(_child(entry, "params"), field_name.removeprefix("params."), value)
     else:
-        entry = meta.setdefault("ruleMetadata", {}).setdefault(rule_id, {})
-        if field_name.startswith("params."):
-            entry.setdefault("params", {})[field_name.removeprefix("params.")] = value
-        else:
-            entry[field_name] = value
-    return _dump(index), _dump(meta)
+        _assign(entry, field_name, value)
+    return index_yaml, _emit(doc, metadata_yaml)
 
 
-def _dump(doc: Any) -> str:
-    return yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)
+def _yaml(text: str) -> YAML:
+    """A round-trip reader and writer set to the text's own indentation: mappings by the first
+    nested key's step, block sequences by how far the first dash sits under its key."""
+    mapping, offset = 2, 2
+    lines = [(len(line) - len(line.lstrip(" ")), line.strip()) for line in text.splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    for (indent, line), (below, nxt) in itertools.pairwise(lines):
+        if line.endswith(":") and below > indent and not nxt.startswith("- "):
+            mapping = below - indent
+            break
+    for (indent, line), (below, nxt) in itertools.pairwise(lines):
+        if line.endswith(":") and nxt.startswith("- "):
+            offset = below - indent
+            break
+    rt = YAML(typ="rt")
+    rt.preserve_quotes = True
+    rt.width = 4096  # never re-wrap a long line the author kept on one
+    rt.indent(mapping=mapping, sequence=offset + 2, offset=offset)
+    return rt
+
+
+def _round_trip(text: str) -> Any:
+    return _yaml(text).load(text)
+
+
+def _emit(doc: Any, like: str) -> str:
+    out = io.StringIO()
+    _yaml(like).dump(doc, out)
+    return out.getvalue()
+
+
+def _child(mapping: Any, key: str) -> Any:
+    if not isinstance(mapping.get(key), dict):
+        mapping[key] = CommentedMap()
+    return mapping[key]
+
+
+def _assign(mapping: Any, key: str, value: Any) -> None:
+    """Set one value; a list keeps its flow or block style and the comments of its items."""
+    old = mapping.get(key)
+    if isinstance(old, CommentedSeq) and isinstance(value, list):
+        old[:] = value
+    elif isinstance(old, bool) != isinstance(value, bool) or old != value:
+        mapping[key] = value

@@ -30,7 +30,7 @@ LAYERS: dict[str, int] = {
     # 3: what runs a session, a check, an import, an eval, a job
     **dict.fromkeys(["pipeline.evaluate", "pipeline.session", "pipeline.check", "pipeline.bundle",
                      "pipeline.bundle_import", "pipeline.replay_inputs", "pipeline.history", "pipeline.jobs", "pipeline.eval",
-                     "pipeline.simulate", "pipeline.doctor", "pipeline.record", "pipeline.queue",
+                     "pipeline.simulate", "pipeline.doctor", "pipeline.record", "pipeline.queue", "pipeline.rulebook",
                      "pipeline.demo"], 3),
     # 4: front ends of the engine
     **dict.fromkeys(["pipeline.cli", "pipeline.__main__", "pipeline.views", "pipeline.report",

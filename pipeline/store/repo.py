@@ -24,6 +24,7 @@ from pipeline.store.schema import (
     DiagnosisSession,
     LlmCallRow,
     ReviewRow,
+    RulesInForce,
     RuleVersionRow,
     ToolInvocationRow,
 )
@@ -342,33 +343,42 @@ class Store:
 
     # --- rule versions ------------------------------------------------------------------
 
-    def active_rule_version(self) -> dict[str, Any] | None:
+    def rules_version(self) -> int:
+        """The id of the rule version in force; 0: the shipped rules/ directory."""
         with self._read() as db:
-            row = db.execute(select(RuleVersionRow).where(RuleVersionRow.active.is_(True))).scalar_one_or_none()
-            return _row_dict(row) if row else None
+            return int(db.execute(select(RulesInForce.version)).scalar_one())
+
+    def active_rule_version(self) -> dict[str, Any] | None:
+        """The applied version in force, None while the shipped rules are."""
+        with self._read() as db:
+            row = db.execute(select(RuleVersionRow).join(RulesInForce, RulesInForce.version == RuleVersionRow.id)
+                             ).scalar_one_or_none()
+            return _row_dict(row) | {"active": True} if row else None
 
     def rule_versions(self) -> list[dict[str, Any]]:
+        """Applied versions newest first, each with whether it is the one in force."""
         with self._read() as db:
+            in_force = db.execute(select(RulesInForce.version)).scalar_one()
             rows = db.execute(select(RuleVersionRow).order_by(RuleVersionRow.id.desc())).scalars().all()
-            return [_row_dict(r) for r in rows]
+            return [_row_dict(r) | {"active": r.id == in_force} for r in rows]
 
     def apply_rule_version(self, *, index_yaml: str, metadata_yaml: str, author: str, comment: str,
                            based_on: int | None) -> int:
-        """Make a new active version. Refuses if the active one is no longer `based_on`."""
+        """Store a version and put it in force, provided the one in force is still `based_on`
+        (None or 0: the shipped rules); else StaleRuleVersion names the version applied meanwhile."""
+        based = based_on or 0
         with self._write() as db:
-            active = db.execute(
-                select(RuleVersionRow).where(RuleVersionRow.active.is_(True)).with_for_update()
-            ).scalar_one_or_none()
-            active_id = active.id if active else None
-            if active_id != based_on:
-                raise StaleRuleVersion(
-                    f"rule version {active_id} was applied after you started from {based_on}; "
-                    "reload, review the difference and apply again"
-                )
-            if active:
-                active.active = False
+            # The insert comes first: on SQLite it takes the write lock before anything is read,
+            # so the pointer read below is the latest one.
             row = RuleVersionRow(index_yaml=index_yaml, metadata_yaml=metadata_yaml, author=author,
-                                 comment=comment, active=True, parent_id=active_id)
+                                 comment=comment, parent_id=based or None)
             db.add(row)
             db.flush()
+            moved = db.connection().execute(update(RulesInForce).where(RulesInForce.id == 1, RulesInForce.version == based)
+                               .values(version=row.id)).rowcount
+            if moved != 1:
+                now = db.execute(select(RulesInForce.version)).scalar_one()
+                raise StaleRuleVersion(
+                    f"version {now} was applied meanwhile (you started from version {based}); "
+                    "reload, review the difference and apply again")
             return row.id

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     Boolean,
+    CheckConstraint,
     DateTime,
     Float,
     ForeignKey,
@@ -157,7 +158,8 @@ class ReviewRow(Base):
 
 
 class RuleVersionRow(Base):
-    """Applied gatekeeper rules; exactly one is active. parent_id makes concurrent applies detectable."""
+    """Applied gatekeeper rules, the version each started from in parent_id; which one is in
+    force is RulesInForce's."""
 
     __tablename__ = "rule_version"
 
@@ -167,8 +169,19 @@ class RuleVersionRow(Base):
     comment: Mapped[str] = mapped_column(Text, default="")
     index_yaml: Mapped[str] = mapped_column(Text)
     metadata_yaml: Mapped[str] = mapped_column(Text)
-    active: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
     parent_id: Mapped[int | None] = mapped_column(Integer)
+
+
+class RulesInForce(Base):
+    """The rule version in force, as one row (id 1), so that the database keeps it one: an apply
+    moves `version` from the version it started from in a single conditional UPDATE, and of
+    applies started from the same version only the first finds it there (migration 0008)."""
+
+    __tablename__ = "rules_in_force"
+    __table_args__ = (CheckConstraint("id = 1", name="ck_rules_in_force_one_row"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # 0: the shipped rules/
 
 
 class SessionEventRow(Base):
