@@ -1,4 +1,4 @@
-"""Generate the labelled grounding corpus: excerpts of real tool outputs, faithful and mutated.
+"""Generate the grounding regression corpus: excerpts of the bundled tools' outputs, faithful and mutated.
 
     python benchmarks/grounding_corpus.py            # writes benchmarks/grounding_corpus.jsonl
 
@@ -13,6 +13,13 @@ faithful   verbatim, reformatted (case, width, spacing, punctuation), elided wit
 mutated    number changed, service swapped, error code swapped, invented clause inserted,
            fabricated sentence (sharing the service name), negation added, negation dropped,
            antonym flipped, log level changed
+
+What this corpus is: a regression suite for the gatekeeper on this project's own material, not
+an independent measure. It grades the matcher with the matcher (`fold` and `PreparedOutput` drop
+the mutations the matcher would equate with their source), its negations and antonyms are the
+words of the rule's own lists in rules/metadata.yaml, and its outputs are this project's
+generated incidents, so its catch rates hold largely by construction. The independent yardstick,
+over public logs of systems nobody here wrote, is benchmarks/real_logs_corpus.py.
 
 Each line of the corpus is one case: {"id", "class", "faithful", "lang", "output", "tool",
 "excerpt"}; "output" names an output that `build_outputs()` rebuilds from the same data.

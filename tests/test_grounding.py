@@ -1,7 +1,10 @@
-"""The labelled grounding corpus (benchmarks/grounding_corpus.jsonl) meets issue 11's targets.
+"""The grounding regression corpus (benchmarks/grounding_corpus.jsonl) keeps its targets.
 
-All of it runs (a few seconds): faithful excerpts pass, every mutation class is caught, and no
-invented or fabricated excerpt lets a session end PASS. Counts, never times.
+A regression suite on the project's own incidents, built with the matcher's own folding and the
+rule's own word lists (see its generator), so it guards against losing what worked rather than
+measuring fidelity; tests/test_grounding_real_logs.py is the independent yardstick. All of it runs
+(a few seconds): faithful excerpts pass, every mutation class is caught, and no invented or
+fabricated excerpt lets a session end PASS. Counts, never times.
 """
 
 from __future__ import annotations

@@ -1,0 +1,87 @@
+"""The real-log grounding corpus (benchmarks/real_logs_corpus.jsonl) is an independent yardstick.
+
+Its generator owes nothing to the matcher it grades: no import from `pipeline/`, no word of
+rules/metadata.yaml among the words it inserts, its own normalisation. The committed corpus is
+exactly what the generator makes from the committed log slices.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import real_logs_corpus as corpus  # noqa: E402
+
+RULES = BENCHMARKS.parent / "rules" / "metadata.yaml"
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names.add("." * node.level + (node.module or ""))
+    return names
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_the_generator_imports_only_the_standard_library() -> None:
+    imported = _imports(Path(corpus.__file__))
+    top = {name.split(".")[0] for name in imported}
+    assert "pipeline" not in top
+    assert top <= set(sys.stdlib_module_names) | {"__future__"}, top - set(sys.stdlib_module_names)
+
+
+def test_the_words_it_inserts_are_none_of_the_rules_words() -> None:
+    params = [rule.get("params") or {} for rule in yaml.safe_load(RULES.read_text(encoding="utf-8"))["ruleMetadata"].values()]
+    rule_words = {w for p in params for s in _strings(p) for w in corpus.norm(s).split()}
+    inserted = [*corpus.CONTRACTED.values(), *corpus.INSERTED_NEGATIONS, *corpus.INVENTED]
+    ours = {w for s in inserted for w in corpus.norm(s).split()}
+    assert {"not", "never", "without", "warn", "error"} <= rule_words  # the lists were read
+    assert ours and not ours & rule_words, ours & rule_words
+
+
+def test_corpus_is_what_the_generator_makes_from_the_committed_logs() -> None:
+    cases = corpus.generate()
+    assert corpus.dump(cases) == corpus.CORPUS.read_text(encoding="utf-8")
+    systems = {c["system"] for c in cases}
+    assert len(systems) >= 10
+    licence = (corpus.LOGS / "LICENSE-and-SOURCE.md").read_text(encoding="utf-8")
+    assert all(f"{system}.log" in licence for system in systems)
+    per_class = Counter(c["class"] for c in cases)
+    systems_per_class = {cls: {c["system"] for c in cases if c["class"] == cls} for cls in per_class}
+    for cls in (*corpus.FAITHFUL, *corpus.MUTATED):
+        assert per_class[cls] >= 100 and len(systems_per_class[cls]) >= 7, (cls, per_class[cls])
+    assert {c["shape"] for c in cases} == set(corpus.SHAPES)
+
+
+def test_faithful_quotes_are_in_the_log_and_mutated_ones_are_not() -> None:
+    """By the corpus's own normalisation, not the product's."""
+    for case in corpus.generate():
+        said = not corpus.really_differs(case["system"], case["excerpt"])
+        if case["faithful"] and case["class"] in ("exact", "sub-span", "reflowed whitespace", "full-width punctuation",
+                                                  "adjacent records"):
+            assert said, case
+        if not case["faithful"]:
+            assert not said, case
+    # The normalisation folds width, case and spacing, and nothing else.
+    assert corpus.norm("Ａ：B，\n c") == "a b c"
+    assert corpus.norm("92.0") != corpus.norm("92")
