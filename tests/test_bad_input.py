@@ -25,6 +25,7 @@ def _huge_logs(n_lines: int):
     return query_logs
 
 
+@pytest.mark.slow
 def test_ten_megabyte_output_is_stored_whole_and_the_session_completes(settings: Settings, store: Store,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bundled.BundledLogs, "query_logs", _huge_logs(60_000))

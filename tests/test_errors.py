@@ -201,6 +201,7 @@ def test_100k_deep_llm_reply_is_malformed_and_recorded(capsys: pytest.CaptureFix
     assert code == 0 and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_lone_surrogate_in_a_question(tmp_path: Path) -> None:
     # Bytes that are not UTF-8 reach Python as lone surrogates (surrogateescape); a real
     # process, so argv decoding and the standard streams are the genuine ones.

@@ -103,6 +103,7 @@ def _import_in_child(path: str) -> None:
     os._exit(main(["import", path]))
 
 
+@pytest.mark.slow
 def test_parallel_imports_of_one_bundle_all_land(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     _, path = exported_bundle(capsys, tmp_path)
     before = session_count()
@@ -128,6 +129,7 @@ def _logs_of(text: str):
     return query_logs
 
 
+@pytest.mark.slow
 def test_fifty_megabyte_output_is_stored_capped_with_the_cut_stated(settings: Settings, store: Store,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bundled.BundledLogs, "query_logs", _logs_of("x" * 50_000_000))

@@ -203,6 +203,7 @@ def test_columnar_replay_on_each_database(any_store: Store) -> None:
     assert result.clean.any()
 
 
+@pytest.mark.slow
 def test_arrow_and_driver_loads_agree_whatever_comes_first(any_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Arrow reader types a SQLite column from its first batch: a batch holding only NULL in
     a float column must still give the arrays the store's own driver gives."""
@@ -238,6 +239,7 @@ def test_arrow_and_driver_loads_agree_whatever_comes_first(any_store: Store, mon
     assert len(arrow[0].session_ids) == 31 and np.isfinite(arrow[0].b_score).sum() > 0
 
 
+@pytest.mark.slow
 def test_an_arrow_load_leaves_this_process_sqlite_connections_sound(tmp_path: Path) -> None:
     """The Arrow driver's own SQLite, opened in this process, reset the WAL index under the
     store's connections: the next write vanished or a read failed with "disk I/O error"."""
@@ -253,6 +255,7 @@ def test_an_arrow_load_leaves_this_process_sqlite_connections_sound(tmp_path: Pa
     assert len(load_arrays(Store(url), sessions=None)[0].session_ids) == 1
 
 
+@pytest.mark.slow
 def test_arrow_reads_a_read_only_database(tmp_path: Path) -> None:
     """The read-only URL a store falls back to (mode=ro) is opened read-only by the Arrow reader too."""
     from pipeline.store.arrow import ArrowReadError, arrow_available, arrow_batches
@@ -268,6 +271,7 @@ def test_arrow_reads_a_read_only_database(tmp_path: Path) -> None:
     assert not arrow_available("sqlite://") and not arrow_available("sqlite:///:memory:")
 
 
+@pytest.mark.slow
 def test_a_failing_history_read_is_a_store_error(tmp_path: Path) -> None:
     """A read the Arrow reader fails is named with the driver's reason, not a traceback of the child."""
     from pipeline import history

@@ -22,6 +22,8 @@ from pipeline.store import Store
 from pipeline.store.lease import reap
 from tests.stub_openai import PipelineModel, StubOpenAI, StubReply
 
+pytestmark = pytest.mark.slow
+
 QUESTION = "Order 123 payment failed with ERR_TIMEOUT from the gateway, what happened?"
 DEADLINE_S = 180.0  # a loaded CI machine: worker start-up alone takes seconds
 JOBS = {"heartbeat_s": 0.2, "lease_s": 2.0, "concurrency": 2}

@@ -95,7 +95,7 @@ def cpu_prometheus(prometheus_server: str) -> str:
     return prometheus_server
 
 
-pytestmark = pytest.mark.parametrize("prometheus_server", ["cpu-saturation"], indirect=True)
+pytestmark = [pytest.mark.slow, pytest.mark.parametrize("prometheus_server", ["cpu-saturation"], indirect=True)]
 
 
 def backend(url: str) -> PrometheusMetrics:

@@ -23,7 +23,7 @@ from pipeline.config import load_settings
 from pipeline.demo import demo_runs, run_demo
 from pipeline.record import read_session
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 COMMON = frozenset(
     "the a an is are was were be been of to in on at for from with by as and or but not no nor this that these those "

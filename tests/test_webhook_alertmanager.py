@@ -26,6 +26,8 @@ from pipeline.simulate import serve_metrics, write_prometheus_config
 from pipeline.store import Store
 from pipeline.webhook import Receiver, make_server
 
+pytestmark = pytest.mark.slow
+
 PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"
 # Debian names the binary prometheus-alertmanager; upstream releases call it alertmanager.
 ALERTMANAGER_BIN = (shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
