@@ -295,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pipeline.jobs.cli import register as register_job_commands
 
     register_job_commands(sub)  # worker, webhook, sessions, rerun
+    from pipeline.rules_cli import register as register_rules_commands
+
+    register_rules_commands(sub)  # rules apply | history | diff | rollback
     return p
 
 

@@ -34,7 +34,7 @@ LAYERS: dict[str, int] = {
                      "pipeline.demo"], 3),
     # 4: front ends of the engine
     **dict.fromkeys(["pipeline.cli", "pipeline.__main__", "pipeline.views", "pipeline.report",
-                     "pipeline.webhook", "pipeline.jobs.cli"], 4),
+                     "pipeline.webhook", "pipeline.jobs.cli", "pipeline.rules_cli"], 4),
 }
 # Same-layer packages that must still not see each other: a provider (the offline engine
 # included) never imports a stage, a stage never imports a provider, the gatekeeper neither.
