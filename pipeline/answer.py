@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from pipeline.contracts import AnswerLead, ComposerAction, ComposerInput
+from pipeline.messages import SYMPTOM_NAMES, Lang
 from pipeline.safe_actions import fixed_actions
 from pipeline.text import keywords
 
@@ -21,15 +22,24 @@ PHRASES: dict[str, dict[str, str]] = {
         "cause_confirmed": "最可能的原因（已确认）：{text}",
         "cause_likely": "最可能的原因（可能，但未证实）：{text}",
         "healthy": "{services} 没有故障迹象：已检查的证据为工具调用 {evidence}。",
-        "no_data": "已配置的数据源中没有 {services} 的日志、告警或指标（已查询 {evidence}）。",
+        "healthy_symptom": "没有发现 {pairs} 的迹象：{text}（已查 {evidence}）",
+        "present": "是的，{pairs}：{text}",
+        "no_data": "无法判断 {pairs}：{text}",
+        "no_data_any": "{services}：{text}",
+        "instead_confirmed": "；证据实际显示的是：{text}",
+        "also_confirmed": "；原因（已确认）：{text}",
+        "also_likely": "；最可能的原因（可能，但未证实）：{text}",
+        "instead_likely": "；证据指向的原因（可能，但未证实）：{text}",
+        "pair": "{service} {symptom}",
+        "any_service": "任一服务",
         "unknown": "原因未知：现有证据不足以确定原因。",
         "unknown_fact": "原因未知：现有证据不足以确定原因；{services} 的证据显示：{text}",
         "low_note": "当前证据仍有缺口，以上结论为低置信。",
         "reject_note": "无法基于已获取证据生成可靠结论。",
         "key_facts": "已确认的关键事实：",
         "other": "其他观察：",
-        "possible": "可能的原因（未证实）：",
-        "hypothesis": "可能（未证实）：{text}",
+        "possible": "可能的原因：",
+        "hypothesis": "{text}（未证实）",
         "needed": "（需补充：{items}）",
         "gaps": "证据缺口：",
         "next": "下一步建议：",
@@ -42,15 +52,24 @@ PHRASES: dict[str, dict[str, str]] = {
         "cause_confirmed": "Most likely cause (confirmed): {text}",
         "cause_likely": "Most likely cause (likely but not confirmed): {text}",
         "healthy": "No sign of a fault in {services}: checked tool calls {evidence}.",
-        "no_data": "No logs, alerts or metrics for {services} in the configured backends (queried {evidence}).",
+        "healthy_symptom": "No sign of {pairs}: {text} (checked {evidence})",
+        "present": "Yes, {pairs}: {text}",
+        "no_data": "Cannot tell about {pairs}: {text}",
+        "no_data_any": "{services}: {text}",
+        "instead_confirmed": "; what the evidence does show is: {text}",
+        "also_confirmed": "; the cause (confirmed): {text}",
+        "also_likely": "; the most likely cause (likely but not confirmed): {text}",
+        "instead_likely": "; what the evidence points to instead (likely but not confirmed): {text}",
+        "pair": "{symptom} in {service}",
+        "any_service": "any service",
         "unknown": "Cause unknown: the evidence does not establish one.",
         "unknown_fact": "Cause unknown: the evidence does not establish one; what {services} shows: {text}",
         "low_note": "The evidence still has gaps, so this answer is low confidence.",
         "reject_note": "No reliable conclusion can be drawn from the evidence gathered.",
         "key_facts": "Key facts (confirmed):",
         "other": "Other observations:",
-        "possible": "Possible causes (unconfirmed):",
-        "hypothesis": "Possibly (unconfirmed): {text}",
+        "possible": "Possible causes:",
+        "hypothesis": "{text} (unconfirmed)",
         "needed": " (needs: {items})",
         "gaps": "Evidence gaps:",
         "next": "Next steps:",
@@ -80,19 +99,38 @@ def _item(text: str) -> str:
     return text.strip().rstrip("。.；;")
 
 
+def _pairs(lead: AnswerLead, language: str) -> str:
+    """"a memory problem in order-service, high latency in user-service": the asked pairs the lead speaks of."""
+    p = phrases(language)
+    lang: Lang = "zh" if language == "zh" else "en"
+    pairs = [p["pair"].format(service=service or p["any_service"],
+                              symptom=SYMPTOM_NAMES.get(symptom, {}).get(lang, symptom))
+             for service, symptom in dict.fromkeys(zip(lead.services, lead.symptoms, strict=False))]
+    return p["and"].join(pairs)
+
+
 def lead_sentence(lead: AnswerLead | None, language: str) -> str:
     p = phrases(language)
     if lead is None:
         return p["unknown"]
+    end = "。" if language == "zh" else "."
     services = p["and"].join(lead.services)
     evidence = p["and"].join(lead.evidence) or "-"
     if lead.kind == "cause":
         key = "cause_confirmed" if lead.support == "confirmed" else "cause_likely"
-        return p[key].format(text=_item(lead.text)) + ("。" if language == "zh" else ".")
+        return p[key].format(text=_item(lead.text)) + end
+    if lead.symptoms and lead.kind in ("present", "healthy", "no_data"):
+        key = "healthy_symptom" if lead.kind == "healthy" else lead.kind
+        head = p[key].format(pairs=_pairs(lead, language), text=_item(lead.text), evidence=evidence)
+        if lead.instead:
+            key = ("also_" if lead.kind == "present" else "instead_") + (
+                "likely" if lead.instead_support == "likely" else "confirmed")
+            head += p[key].format(text=_item(lead.instead))
+        return head + end
     if lead.kind == "healthy":
         return p["healthy"].format(services=services, evidence=evidence)
     if lead.kind == "no_data":
-        return p["no_data"].format(services=services, evidence=evidence)
+        return p["no_data_any"].format(services=services, text=_item(lead.text)) + end
     if lead.text and services:
         return p["unknown_fact"].format(services=services, text=_item(lead.text)) + ("。" if language == "zh" else ".")
     return p["unknown"]
@@ -119,6 +157,8 @@ def sections(ci: ComposerInput, language: str) -> AnswerSections:
     actions = list(ci.recommended_actions)
     if ci.verdict != "PASS" and not actions:
         actions = fixed_actions(language)
+    # One hedge per cause, on the item itself: the guard reads each item alone, and a heading
+    # that hedged again read "Possible causes (unconfirmed): Possibly (unconfirmed): ...".
     causes = [] if ci.verdict == "REJECT" else [
         p["hypothesis"].format(text=_item(h.hypothesis_text))
         + (p["needed"].format(items=p["sep"].join(h.needed_evidence)) if h.needed_evidence else "")

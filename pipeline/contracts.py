@@ -36,6 +36,9 @@ ToolStatus = Literal["ok", "no_data", "error"]
 Shape = Literal["split", "single"]
 
 
+QuestionForm = Literal["yes_no", "why", "what"]
+
+
 class _Model(BaseModel):
     # LLM output carries stray keys often; the gatekeeper judges the raw dict, the models stay lenient.
     model_config = ConfigDict(extra="ignore")
@@ -248,13 +251,23 @@ class AnswerLead(_Model):
     """The answer's first sentence, decided in code (law 8): the most likely cause with its
     support level, "no sign of a fault" in the asked services, or no data for them."""
 
-    kind: Literal["cause", "healthy", "no_data", "unknown"]
+    # cause: the cause; present: yes, the asked symptom shows (a fact about it); healthy: no sign of
+    # the asked symptom (its figure); no_data: nothing to tell from; unknown: none of these.
+    kind: Literal["cause", "present", "healthy", "no_data", "unknown"]
     support: Literal["confirmed", "likely", "unknown"] = "unknown"
     services: list[str] = Field(default_factory=list)
-    # The allowed claim or hypothesis it rests on, verbatim; for no_data the coverage detail.
+    # The allowed claim or hypothesis it rests on, verbatim; for healthy the figures that show the
+    # symptom normal; for no_data the coverage detail.
     text: str = ""
     # What was checked, e.g. ["#21", "#22"] (tool invocation ids).
     evidence: list[str] = Field(default_factory=list)
+    form: QuestionForm = "what"
+    # The asked symptoms the lead speaks of (pipeline.scope ids).
+    symptoms: list[str] = Field(default_factory=list)
+    # What the evidence does show instead, when the asked symptom does not show or has no data:
+    # an allowed claim or hypothesis, verbatim.
+    instead: str = ""
+    instead_support: Literal["confirmed", "likely", "unknown"] = "unknown"
 
 
 class ComposerInput(_Model):
@@ -325,16 +338,27 @@ class QuestionScope(_Model):
     services: list[str] = Field(default_factory=list)
     # The subset of `services` that some configured backend or the catalogue knows.
     known_services: list[str] = Field(default_factory=list)
+    # Every symptom id the question names, suspected causes included ("timeout, deploy"): what
+    # the tools search for.
     symptom: str = ""
+    # The symptoms asked of each service (pipeline.scope.SYMPTOMS ids, "any" for a service asked
+    # nothing in particular); key "" when the question names no service.
+    symptoms: dict[str, list[str]] = Field(default_factory=dict)
+    form: QuestionForm = "what"
     time_window: TimeWindow | None = None
     language: Literal["zh", "en"] = "zh"
 
 
 class ServiceCoverage(_Model):
-    """Per asked service: did the evidence answer it? Decided in code, never by the LLM."""
+    """Per asked (service, symptom): did the evidence answer it? Decided in code, never by the LLM."""
 
-    service: str
+    service: str  # "" when the question names no service: the symptom anywhere
     status: CoverageStatus
+    symptom: str = "any"
+    # Log lines, alerts and series of this service that its invocations returned.
+    records: int = 0
+    # What shows the symptom normal or present, verbatim from a record ("jvm_heap_used_percent 54.0").
+    figure: str = ""
     claim_ids: list[str] = Field(default_factory=list)
     invocation_ids: list[int] = Field(default_factory=list)
     detail: str = ""

@@ -45,8 +45,19 @@ def render(message: Message, lang: str) -> str:
     if entry is None:
         text = message.code + (f" {message.params}" if message.params else "")
     else:
-        text = entry[key].format(**message.params)
+        text = entry[key].format(**{k: _param(k, v, key) for k, v in message.params.items()})
     return _JOIN[key].join([text, *(render(part, key) for part in message.then)])
+
+
+def _param(name: str, value: Param, lang: Lang) -> Param:
+    """A parameter as the sentence needs it: a symptom id becomes its name in the reader's
+    language ("memory" -> "a memory problem" / "内存问题"), a blank service "any service"; the
+    rest (quoted evidence, identifiers) stays verbatim."""
+    if name == "symptom" and isinstance(value, str):
+        return SYMPTOM_NAMES.get(value, {}).get(lang, value)
+    if name == "service" and value == "":
+        return "任一服务" if lang == "zh" else "any service"
+    return value
 
 
 def localized(text: str, message: Message | Mapping[str, Any] | None, lang: str) -> str:
@@ -190,6 +201,8 @@ CATALOGUE.update({
                         "zh": "{claim} 没有一条证据绑定成立，会话不能判为 PASS"},
     "policy.coverage": {"en": "asked service {service} is {status}: the question about it is not answered",
                         "zh": "所问服务 {service} 为 {status}：关于它的问题没有得到回答"},
+    "policy.coverage_symptom": {"en": "{symptom} in {service} is {status}: the question about it is not answered",
+                                "zh": "{service} 的{symptom}为 {status}：关于它的问题没有得到回答"},
     "policy.tools_failed": {"en": "evidence is incomplete: {calls} failed", "zh": "证据不完整：{calls} 调用失败"},
     "policy.retry_open": {"en": "round {round} did not close the gaps of the previous round",
                           "zh": "第 {round} 轮没有补上上一轮的证据缺口"},
@@ -231,6 +244,27 @@ CATALOGUE.update({
     "coverage.no_records": {"en": "no logs, alerts or metrics for {service} in {backends} ({calls})",
                             "zh": "{backends} 中没有 {service} 的日志、告警或指标（{calls}）"},
     "coverage.not_queried": {"en": "no tool call asked about {service}", "zh": "没有工具调用查询 {service}"},
+    "coverage.answered_symptom": {"en": "{count} verified claim(s) about {symptom} in {service}",
+                                  "zh": "关于 {service} 的{symptom}有 {count} 条已核验结论"},
+    "coverage.healthy_figure": {"en": "no sign of {symptom} in {service}: {figure} ({calls})",
+                                "zh": "{service} 没有{symptom}的迹象：{figure}（{calls}）"},
+    "coverage.healthy_quiet": {
+        "en": "no sign of {symptom} in {service}: none of its {count} record(s) is a warning, error or firing "
+              "alert about it ({calls})",
+        "zh": "{service} 没有{symptom}的迹象：它的 {count} 条记录中没有关于此的警告、错误或触发中的告警（{calls}）"},
+    "coverage.quiet_figure": {"en": "none of {count} record(s) is a warning, error or firing alert about it",
+                              "zh": "{count} 条记录中没有关于此的警告、错误或触发中的告警"},
+    "coverage.unclaimed_symptom": {
+        "en": "{count} record(s) about {symptom} in {service} returned ({calls}), but no verified claim is about them",
+        "zh": "返回了 {service} 关于{symptom}的 {count} 条记录（{calls}），但没有已核验结论涉及它们"},
+    "coverage.unclaimed_records": {
+        "en": "{count} record(s) of {service} returned ({calls}), but no verified claim is about {symptom}",
+        "zh": "返回了 {service} 的 {count} 条记录（{calls}），但没有关于{symptom}的已核验结论"},
+    "coverage.records_outside": {
+        "en": "{count} record(s) of {service} returned ({calls}), none inside the asked time window",
+        "zh": "返回了 {service} 的 {count} 条记录（{calls}），但都不在所问的时间窗口内"},
+    "coverage.unanswered": {"en": "the question about {symptom} in {service} is not answered",
+                            "zh": "关于 {service} 的{symptom}的问题尚未得到回答"},
     "coverage.outside_window": {"en": "evidence {claims} lies outside the asked time window",
                                 "zh": "证据 {claims} 不在所问的时间窗口内"},
     # --- composer guard (pipeline/stages/composer.py, composer_guard.py, meaning_guard.py) ---
@@ -250,6 +284,24 @@ CATALOGUE.update({
                             "zh": "{who} 不是可以应用规则的编辑者：{editors}。"},
     "rules.already_in_force": {"en": "Version {id} is already in force.", "zh": "版本 {id} 已经生效。"},
 })
+
+# What a symptom is called in a sentence (ids: pipeline.scope.SYMPTOMS; "any": the pair asked of
+# a service named without a symptom).
+SYMPTOM_NAMES: dict[str, dict[Lang, str]] = {
+    "any": {"en": "a fault", "zh": "故障"},
+    "latency": {"en": "high latency", "zh": "延迟升高"},
+    "timeout": {"en": "timeouts", "zh": "超时"},
+    "errors": {"en": "errors", "zh": "报错"},
+    "cpu": {"en": "CPU saturation", "zh": "CPU 饱和"},
+    "memory": {"en": "a memory problem", "zh": "内存问题"},
+    "disk": {"en": "a disk problem", "zh": "磁盘问题"},
+    "restarts": {"en": "restarts or crashes", "zh": "重启或崩溃"},
+    "connection_pool": {"en": "connection pool exhaustion", "zh": "连接池耗尽"},
+    "queue_lag": {"en": "queue lag", "zh": "队列积压"},
+    "cache": {"en": "a cache problem", "zh": "缓存问题"},
+    "deploy": {"en": "a deploy", "zh": "发布"},
+}
+
 
 # What a composer-guard violation's `kind` means; the kind is its code, the token its parameter.
 GUARD_KINDS: dict[str, dict[Lang, str]] = {

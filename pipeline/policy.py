@@ -238,18 +238,9 @@ def claims_verdict(
     return ("LOW_CONFID", low) if low else ("PASS", [])
 
 
-_GAP_TEXT = {
-    "zh": {
-        "no_data": "{service}：已配置的数据源中没有它的日志、告警或指标，问题尚未得到回答。",
-        "not_queried": "{service}：本次没有查询它的证据，问题尚未得到回答。",
-        "retry": "再次取证后，上一轮仍有 {gaps} 项内容未被证据证实。",
-    },
-    "en": {
-        "no_data": "{service}: the configured backends hold no logs, alerts or metrics for it; "
-        "the question about it is not answered.",
-        "not_queried": "{service}: no evidence about it was queried; the question about it is not answered.",
-        "retry": "After another round of evidence gathering, {gaps} earlier item(s) remain unconfirmed.",
-    },
+_RETRY_GAP = {
+    "zh": "再次取证后，上一轮仍有 {gaps} 项内容未被证据证实。",
+    "en": "After another round of evidence gathering, {gaps} earlier item(s) remain unconfirmed.",
 }
 
 
@@ -274,7 +265,7 @@ def decide_verdict(
     `retry_gaps_closed` is the verifier's judgement of a retry round (None: not judged).
     With the gatekeeper switched off (docs/spec.md#switches) its result is ignored.
     """
-    text = _GAP_TEXT["zh" if language == "zh" else "en"]
+    lang = "zh" if language == "zh" else "en"
     gate = gatekeeper if gatekeeper_enabled else GatekeeperResult()
     if parse_status != "valid":
         reasons = [msg("policy.parse_status", status=parse_status)]
@@ -302,8 +293,11 @@ def decide_verdict(
         if cov.status in ("answered", "healthy"):
             continue
         verdict = stricter(verdict, "LOW_CONFID")
-        reasons.append(msg("policy.coverage", service=cov.service, status=cov.status))
-        missing_info.append(text[cov.status].format(service=cov.service))
+        reasons.append(msg("policy.coverage_symptom", service=cov.service, symptom=cov.symptom or "any",
+                           status=cov.status))
+        # The row's own finding ("176 records ... returned, but no verified claim is about them"),
+        # never a stock sentence that could contradict what the trace shows beside it.
+        missing_info.append(_sentence(render(gap_message(cov), lang), lang))
     failed = [inv for inv in invocations if inv.status == "error"]
     if failed:
         verdict = stricter(verdict, "LOW_CONFID")
@@ -313,8 +307,24 @@ def decide_verdict(
         reasons.append(msg("policy.retry_open", round=retry_context.round))
         # Generic on purpose: the unclosed items are unsupported text and must not reach the composer.
         gaps = len(retry_context.unsupported_claims) + len(retry_context.missing_info)
-        missing_info.append(text["retry"].format(gaps=gaps))
+        missing_info.append(_RETRY_GAP[lang].format(gaps=gaps))
     return _finish(verdict, reasons, checks, groundedness(checks, claims), missing_info, verifier_verdict)
+
+
+def gap_message(cov: ServiceCoverage) -> Message:
+    """What the answer says about a pair left unanswered: the row's own finding, then that the
+    question about it is open. Built from the row, so the gap never contradicts the trace."""
+    base = cov.msg if isinstance(cov.msg, Message) else (
+        Message.model_validate(cov.msg) if isinstance(cov.msg, Mapping) else None)
+    gap = msg("coverage.unanswered", service=cov.service, symptom=cov.symptom)
+    if base is None:
+        return gap
+    return base.model_copy(update={"then": [*base.then, gap]})
+
+
+def _sentence(text: str, lang: str) -> str:
+    text = text[:1].upper() + text[1:] if lang == "en" else text
+    return text + ("。" if lang == "zh" else ".")
 
 
 def _finish(verdict: Verdict, reasons: list[Message], checks: list[ClaimCheck], score: float, missing_info: list[str],

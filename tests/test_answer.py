@@ -20,7 +20,7 @@ from pipeline.store import Store
 @pytest.mark.parametrize(("question", "says"), [
     ("为什么 billing-service 返回 503？", "没有 billing-service 的日志、告警或指标"),
     # "payments" names the payment incident, but no world holds billing-service: never its story
-    ("Why is billing-service failing payments with 503?", "No logs, alerts or metrics for billing-service"),
+    ("Why is billing-service failing payments with 503?", "no logs, alerts or metrics for billing-service"),
 ])
 def test_unknown_service_ends_low_confid_and_names_the_service(
         settings: Settings, store: Store, question: str, says: str) -> None:
@@ -36,7 +36,8 @@ def test_unknown_service_ends_low_confid_and_names_the_service(
 
 
 @pytest.mark.parametrize(("question", "service", "opening"), [
-    ("user-service 登录失败了吗？", "user-service", "user-service 没有故障迹象"),
+    # A wrong password is the user's mistake, not the service failing: no sign of errors, with the figure.
+    ("user-service 登录失败了吗？", "user-service", "没有发现 user-service 报错 的迹象：login failed: wrong password"),
     ("Is coupon-service healthy?", "coupon-service", "No sign of a fault in coupon-service"),
 ])
 def test_healthy_service_passes_with_a_no_fault_sentence_bound_to_evidence(

@@ -106,3 +106,41 @@ def test_an_alert_firing_since_before_the_window_is_inside_it():
     cov = compute_coverage(QuestionScope(services=["payment-service"], time_window=window), structured,
                            [ClaimCheck(claim_id="a1", verification="direct_observation")], [inv], GatekeeperResult())
     assert cov[0].status == "answered" and "outside" not in cov[0].detail
+
+
+# --- per (service, symptom) -----------------------------------------------------------------------
+
+def series(inv_id: int, name: str, service: str, value: str) -> ToolInvocation:
+    labels = {"__name__": name, "service": service}
+    out = {"alerts": [], "series": [{"metric": labels, "values": [[None, value]],
+                                     "description": f'{name}{{service="{service}"}} = {value}'}]}
+    return ToolInvocation(id=inv_id, session_id="s", tool_name="query_metrics", model_tool_name="queryPrometheusAlerts",
+                          arguments={"service": service, "promql": f'{{__name__=~".*heap.*", service="{service}"}}'},
+                          output=json.dumps(out))
+
+
+def symptom_coverage(symptoms, invs, structured=STRUCTURED, checks=CHECKS):
+    scope = QuestionScope(services=list(symptoms), symptoms=symptoms)
+    return {(c.service, c.symptom): c for c in compute_coverage(scope, structured, checks, invs, GatekeeperResult())}
+
+
+def test_the_asked_symptom_decides_not_the_service_alone():
+    """A verified timeout claim answers payment-service's timeouts, not its memory; a heap series
+    shows user-service's memory normal, with the figure; a returned record count is never "no data"."""
+    invs = [*INVS, series(4, "jvm_heap_used_percent", "user-service", "54")]
+    cov = symptom_coverage({"payment-service": ["timeout", "memory"], "user-service": ["memory"]}, invs)
+    assert cov["payment-service", "timeout"].status == "answered"
+    memory = cov["payment-service", "memory"]
+    # payment-service's one line is an ERROR about a timeout, not memory: no claim about memory,
+    # and a warning-level record about something else does not make memory healthy either.
+    assert memory.status == "healthy" and memory.records == 1 and "none of its 1 record(s)" in memory.detail
+    heap = cov["user-service", "memory"]
+    assert heap.status == "healthy" and heap.figure == 'jvm_heap_used_percent{service="user-service"} = 54'
+    assert "no sign of a memory problem in user-service" in heap.detail and "#4" in heap.detail
+
+
+def test_records_without_a_verified_claim_are_counted_not_called_missing():
+    weak = [ClaimCheck(claim_id="c1", verification="unsupported")]
+    cov = symptom_coverage({"payment-service": ["timeout"]}, INVS, checks=weak)["payment-service", "timeout"]
+    assert cov.status == "no_data" and cov.records == 1
+    assert cov.detail == "1 record(s) about timeouts in payment-service returned (#1), but no verified claim is about them"

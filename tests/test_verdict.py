@@ -13,6 +13,7 @@ from pipeline.contracts import (
     ToolInvocation,
 )
 from pipeline.gatekeeper import load_rules
+from pipeline.messages import msg
 from pipeline.policy import decide_verdict
 from pipeline.resources import resource_dir
 
@@ -100,14 +101,20 @@ def test_unbacked_claim_is_never_pass_and_never_confirmed():
     assert any("c2" in r for r in d.reasons)
 
 
-@pytest.mark.parametrize(("language", "status", "word"), [("zh", "no_data", "没有"), ("en", "not_queried", "queried")])
-def test_an_unanswered_service_caps_at_low_confid_and_is_named(language, status, word):
+@pytest.mark.parametrize(("language", "status", "said"), [
+    ("zh", "no_data", "返回了 billing-service 的 176 条记录（#88），但没有关于内存问题的已核验结论；关于 billing-service 的内存问题的问题尚未得到回答。"),
+    ("en", "not_queried", "No tool call asked about billing-service; the question about a memory problem in "
+                          "billing-service is not answered."),
+])
+def test_an_unanswered_pair_caps_at_low_confid_and_its_gap_is_the_rows_own_finding(language, status, said):
+    row = (msg("coverage.unclaimed_records", count=176, calls="#88", service="billing-service", symptom="memory")
+           if status == "no_data" else msg("coverage.not_queried", service="billing-service"))
     coverage = [ServiceCoverage(service="payment-service", status="answered"),
-                ServiceCoverage(service="billing-service", status=status)]
+                ServiceCoverage(service="billing-service", symptom="memory", status=status, msg=row)]
     d = decide(coverage=coverage, language=language)
     assert d.verdict == "LOW_CONFID"
     assert any("billing-service" in r and status in r for r in d.reasons)
-    assert len(d.missing_info) == 1 and "billing-service" in d.missing_info[0] and word in d.missing_info[0]
+    assert d.missing_info == [said]
 
 
 def test_answered_and_healthy_services_allow_pass():

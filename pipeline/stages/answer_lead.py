@@ -2,9 +2,14 @@
 
 - allowed claims are ranked by relevance to the question's scope (asked services, symptom);
   the first N are the key facts, the rest other observations;
-- the lead: a confirmed root cause, else the most likely hypothesis about an asked service (or,
-  with no service asked, the most likely one), else "no sign of a fault" for asked services the
-  coverage shows healthy, else no data for them, else "cause unknown" with the first key fact;
+- the lead answers the question in its own form (the scope's `form`), from the coverage rows:
+  a yes/no question gets yes (an asked symptom shows: the fact about it) or no (every asked
+  symptom shows healthy: the figures), or that it cannot be told (no data), each followed by
+  what the evidence does show instead; a why/what question gets the cause (a confirmed root
+  cause, else the most likely hypothesis about an asked service, or with no service asked the
+  most likely one), except that an asked symptom the evidence shows normal, and none shown, is
+  said first and the cause found instead after it; then no data for asked pairs, then "no sign
+  of a fault", else "cause unknown" with the first key fact;
 - a gap that a confirmed fact already closes is dropped ("missing jstack" beside a confirmed
   jstack line), and so is such an item of a hypothesis' needed evidence.
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
 from pipeline.contracts import (
     AnswerLead,
@@ -22,7 +28,8 @@ from pipeline.contracts import (
     ServiceCoverage,
     Verdict,
 )
-from pipeline.scope import symptom_words
+from pipeline.messages import Message, msg, render
+from pipeline.scope import ANY, symptom_words
 from pipeline.text import normalize
 
 _CORE = {"root_cause": 2.0, "symptom": 1.0, "impact": 1.0}
@@ -93,6 +100,42 @@ def _tied(hypothesis: str, claims: Sequence[ComposerClaim], scope: QuestionScope
     return any(_asked_in(c.claim_text, scope) and any(n in normalize(c.claim_text) for n in names) for c in claims)
 
 
+def _cause(verdict: Verdict, claims: Sequence[ComposerClaim], hypotheses: Sequence[ComposerHypothesis],
+           scope: QuestionScope | None) -> tuple[str, Literal["confirmed", "likely"]] | None:
+    """The cause the answer may name: a root cause confirmed under PASS about an asked service (any,
+    when none was asked), else the most likely hypothesis about one, or tied to one by a confirmed fact."""
+    asked = list(scope.services) if scope else []
+    roots = [c for c in claims if c.claim_type == "root_cause"] if verdict == "PASS" else []
+    root = next((c for c in roots if _asked_in(c.claim_text, scope)), roots[0] if roots and not asked else None)
+    if root is not None:
+        return root.claim_text, "confirmed"
+    if verdict != "REJECT" and hypotheses:
+        hyp = next((h for h in hypotheses if _asked_in(h.hypothesis_text, scope)), None if asked else hypotheses[0])
+        # A cause in a dependency leads only when a confirmed fact ties it to an asked service
+        # ("order-service: payment failed ... from api-gateway"); an unrelated incident never does.
+        hyp = hyp or next((h for h in hypotheses if _tied(h.hypothesis_text, claims, scope)), None)
+        if hyp is not None:
+            return hyp.hypothesis_text, "likely"
+    return None
+
+
+def _row_text(cov: ServiceCoverage, language: str) -> str:
+    m = cov.msg if isinstance(cov.msg, Message) else None
+    return render(m, language) if m is not None else cov.detail
+
+
+def _figures(rows: Sequence[ServiceCoverage], language: str) -> str:
+    """What shows the rows healthy: each one's figure, or for a row shown healthy by a quiet log
+    how many records were looked at."""
+    out = []
+    for c in rows:
+        if c.figure:
+            out.append(c.figure)
+        elif isinstance(c.msg, Message) and c.msg.code == "coverage.healthy_quiet":
+            out.append(render(msg("coverage.quiet_figure", count=c.msg.params.get("count", 0)), language))
+    return "; ".join(dict.fromkeys(out))
+
+
 def decide_lead(
     verdict: Verdict,
     claims: Sequence[ComposerClaim],
@@ -101,23 +144,44 @@ def decide_lead(
     coverage: Sequence[ServiceCoverage],
 ) -> AnswerLead:
     asked = list(scope.services) if scope else []
-    roots = [c for c in claims if c.claim_type == "root_cause"] if verdict == "PASS" else []
-    root = next((c for c in roots if _asked_in(c.claim_text, scope)), roots[0] if roots and not asked else None)
-    if root is not None:
-        return AnswerLead(kind="cause", support="confirmed", services=asked, text=root.claim_text)
-    if verdict != "REJECT" and hypotheses:
-        hyp = next((h for h in hypotheses if _asked_in(h.hypothesis_text, scope)), None if asked else hypotheses[0])
-        # A cause in a dependency leads only when a confirmed fact ties it to an asked service
-        # ("order-service: payment failed ... from api-gateway"); an unrelated incident never does.
-        hyp = hyp or next((h for h in hypotheses if _tied(h.hypothesis_text, claims, scope)), None)
-        if hyp is not None:
-            return AnswerLead(kind="cause", support="likely", services=asked, text=hyp.hypothesis_text)
+    form = scope.form if scope else "what"
+    language = scope.language if scope else "en"
+    cause = _cause(verdict, claims, hypotheses, scope)
+    pairs = [c for c in coverage if c.symptom != ANY]
+    present = [c for c in pairs if c.status == "answered"]
+    healthy = [c for c in pairs if c.status == "healthy"]
     missing = [c for c in coverage if c.status in ("no_data", "not_queried")]
+    by_id = {c.claim_id: c for c in claims}
+    # What the evidence shows beside the asked symptom: the cause, else the first fact about an asked
+    # service that is not the asked pairs' own evidence (the lead already quotes that).
+    own = {cid for c in coverage for cid in c.claim_ids}
+    other = [c for c in claims if c.claim_id not in own]
+    first = next((c for c in other if _asked_in(c.claim_text, scope)), other[0] if other else None)
+    instead, instead_support = cause or ((first.claim_text, "confirmed") if first else ("", "unknown"))
+
+    def ids(rows: Sequence[ServiceCoverage]) -> list[str]:
+        return [f"#{i}" for i in sorted({i for c in rows for i in c.invocation_ids})]
+
+    def lead(kind: Literal["present", "healthy", "no_data"], rows: Sequence[ServiceCoverage], text: str,
+             other: str = "", other_support: Literal["confirmed", "likely", "unknown"] = "unknown") -> AnswerLead:
+        return AnswerLead(kind=kind, form=form, services=[c.service for c in rows], symptoms=[c.symptom for c in rows],
+                          evidence=ids(rows), text=text, instead=other if other != text else "",
+                          instead_support=other_support if other and other != text else "unknown")
+
+    if form == "yes_no" and present:
+        fact = next((by_id[cid].claim_text for c in present for cid in c.claim_ids if cid in by_id), present[0].figure)
+        return lead("present", present, fact, *(cause or ("", "unknown")))
+    if (form == "yes_no" or not present) and healthy and not missing:
+        return lead("healthy", healthy, _figures(healthy, language), instead, instead_support)
+    if missing and form == "yes_no":
+        return lead("no_data", missing, "; ".join(_row_text(c, language) for c in missing), instead, instead_support)
+    if cause is not None:
+        return AnswerLead(kind="cause", support=cause[1], form=form, services=asked, text=cause[0])
     if missing:
-        return AnswerLead(kind="no_data", services=[c.service for c in missing],
-                          evidence=[f"#{i}" for c in missing for i in c.invocation_ids], text=missing[0].detail)
+        return lead("no_data", missing, "; ".join(_row_text(c, language) for c in missing), instead, instead_support)
     if coverage and all(c.status == "healthy" for c in coverage):
-        return AnswerLead(kind="healthy", services=[c.service for c in coverage],
-                          evidence=[f"#{i}" for i in sorted({i for c in coverage for i in c.invocation_ids})])
-    first = next((c for c in claims if _asked_in(c.claim_text, scope)), claims[0] if claims and not asked else None)
-    return AnswerLead(kind="unknown", services=asked if first else [], text=first.claim_text if first else "")
+        return AnswerLead(kind="healthy", form=form, services=[c.service for c in coverage],
+                          symptoms=[c.symptom for c in coverage], evidence=ids(coverage),
+                          text=_figures(coverage, language))
+    top = next((c for c in claims if _asked_in(c.claim_text, scope)), claims[0] if claims and not asked else None)
+    return AnswerLead(kind="unknown", form=form, services=asked if top else [], text=top.claim_text if top else "")

@@ -7,12 +7,16 @@ offline session benchmark runs every bundled question many times.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from pipeline.text import normalize
+from pipeline.tools.prometheus import series_name
 from pipeline.tools.registry import LogQuery, MetricsQuery, NoData
 
 LEVELS = {"DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "FATAL": 50}
@@ -38,6 +42,48 @@ def _logs(path: Path) -> tuple[tuple[dict[str, Any], datetime | None, str], ...]
 @lru_cache(maxsize=32)
 def _alerts(path: Path) -> tuple[dict[str, Any], ...]:
     return tuple(json.loads(path.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=32)
+def _series(path: Path) -> tuple[tuple[dict[str, str], float], ...]:
+    """metrics.yaml `series:` as (labels with __name__, value); a world without the file has none."""
+    if not path.is_file():
+        return ()
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return tuple(({"__name__": str(s["name"]), **{str(k): str(v) for k, v in (s.get("labels") or {}).items()}},
+                  float(s["value"])) for s in data.get("series") or [] if isinstance(s, dict) and "name" in s)
+
+
+_SELECTOR = re.compile(r'^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)?\s*(?:\{(.*)\})?\s*$')
+_MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*,?')
+
+
+def _selector(promql: str) -> list[tuple[str, str, str]] | None:
+    """A bare PromQL series selector (`name{label="v", __name__=~"re"}`) as (label, op, value)
+    matchers; None for anything else (functions, arithmetic): the bundled world holds instant
+    values only, so it answers selectors and says so otherwise."""
+    m = _SELECTOR.match(promql)
+    if not m or not (m.group(1) or m.group(2)):
+        return None
+    matchers = [("__name__", "=", m.group(1))] if m.group(1) else []
+    body = m.group(2) or ""
+    pos = 0
+    while pos < len(body):
+        mm = _MATCHER.match(body, pos)
+        if not mm or mm.end() == pos:
+            return None
+        matchers.append((mm.group(1), mm.group(2), mm.group(3)))
+        pos = mm.end()
+    return matchers
+
+
+def _matches(labels: dict[str, str], matchers: list[tuple[str, str, str]]) -> bool:
+    for label, op, value in matchers:
+        have = labels.get(label, "")
+        if (op == "=" and have != value) or (op == "!=" and have == value) or (
+                op == "=~" and not re.fullmatch(value, have)):
+            return False
+    return True
 
 
 def _nothing(what: str, service: str | None, world_dir: Path | None) -> str:
@@ -111,6 +157,24 @@ class BundledMetrics:
             if q.start and ended and ended < q.start:
                 continue
             alerts.append(dict(alert))
-        if not alerts:
-            raise NoData(_nothing("alerts", q.service, self.world_dir))
-        return {"alerts": alerts, "total": len(alerts)}
+        series = self._series(q) if q.promql else []
+        if not alerts and not series:
+            raise NoData(_nothing("alerts or series" if q.promql else "alerts", q.service, self.world_dir))
+        out: dict[str, Any] = {"alerts": alerts, "total": len(alerts)}
+        if q.promql:
+            out.update(series=series, series_total=len(series), query={"promql": q.promql, "type": "instant"})
+        return out
+
+    def _series(self, q: MetricsQuery) -> list[dict[str, Any]]:
+        assert self.world_dir is not None and q.promql is not None
+        matchers = _selector(q.promql)
+        if matchers is None:
+            raise NoData(f"the bundled incident {self.world_dir.name} answers PromQL series selectors only, "
+                         f"not {q.promql!r}")
+        out = []
+        for labels, value in _series(self.world_dir / "metrics.yaml"):
+            if _matches(labels, matchers) and (not q.service or labels.get("service") == q.service):
+                shown = f"{value:g}"
+                out.append({"metric": labels, "values": [[None, shown]],
+                            "description": f"{series_name(labels)} = {shown}"})
+        return out

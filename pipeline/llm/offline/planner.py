@@ -1,12 +1,14 @@
 """Offline Planner: one log query per asked service (known or not), the symptom across all
-services, the alerts, and the runbooks for the symptom."""
+services, the alerts, and the runbooks for the symptom; per asked (service, symptom) pair, the
+metrics that measure that symptom and the service's log lines about it (a memory question asks
+for heap/memory series and OutOfMemory lines), so coverage can show it answered or healthy."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from pipeline.contracts import PlannedToolCall, PlannerPlan, QuestionScope
-from pipeline.scope import symptom_words
+from pipeline.scope import ANY, SYMPTOMS, asked_pairs, symptom_words
 
 
 def search_words(scope: QuestionScope) -> list[str]:
@@ -25,6 +27,20 @@ def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] 
         calls.append(PlannedToolCall(tool_name="query_logs",
                                      arguments={"service": service, "level": "INFO", **time_args},
                                      purpose=f"what {service} logged"))
+    for service, symptom in asked_pairs(scope):
+        entry = SYMPTOMS.get(symptom) if symptom != ANY else None
+        if entry is None:
+            continue
+        selector = f'__name__=~".*({entry.metric}).*"' + (f', service="{service}"' if service else "")
+        calls.append(PlannedToolCall(tool_name="query_metrics",
+                                     arguments={"promql": "{" + selector + "}", **({"service": service} if service else {}),
+                                                "status": "all", **time_args},
+                                     purpose=f"metrics of {symptom} for {service or 'every service'}"))
+        if service:
+            calls.append(PlannedToolCall(tool_name="query_logs",
+                                         arguments={"service": service, "keywords": list(entry.search), "level": "INFO",
+                                                    **time_args},
+                                         purpose=f"what {service} logged about {symptom}"))
     if words or not scope.services:
         calls.append(PlannedToolCall(tool_name="query_logs",
                                      arguments={"keywords": words, "level": "INFO" if words else "WARN",
