@@ -12,7 +12,7 @@ from typing import Any
 
 from pipeline.bounds import encodable
 from pipeline.config import Settings, load_settings
-from pipeline.errors import WorkbenchError, one_line
+from pipeline.errors import ConfigError, WorkbenchError, one_line
 from pipeline.store import Store
 
 
@@ -75,7 +75,21 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from pipeline.bundle import export_bundle
 
+    if getattr(args, "otlp", False):
+        return _export_otlp(_settings(args), args.session_id)
     _print_json(export_bundle(Store(_settings(args).db_url), args.session_id))
+    return 0
+
+
+def _export_otlp(settings: Settings, session_id: str) -> int:
+    from pipeline.telemetry.tracing import export_session
+
+    if not settings.telemetry.otlp_endpoint:
+        raise ConfigError("no OTLP endpoint: set OTEL_EXPORTER_OTLP_ENDPOINT or telemetry.otlp_endpoint "
+                          "in workbench.yaml")
+    if not export_session(settings, Store(settings.db_url), session_id, flush=True):
+        raise ConfigError(f"the OTLP collector at {settings.telemetry.otlp_endpoint} did not take the trace")
+    print(f"session {session_id} sent as a trace to {settings.telemetry.otlp_endpoint}")
     return 0
 
 
@@ -248,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "show":
             sp.add_argument("--lang", choices=["en", "zh"], default="en",
                             help="language of the engine's messages (reasons, findings, coverage)")
+        else:
+            sp.add_argument("--otlp", action="store_true",
+                            help="send the session as an OpenTelemetry trace to the configured OTLP endpoint instead")
 
     imp = sub.add_parser("import", help="store a session bundle")
     imp.add_argument("file", help="a session bundle (JSON); it is re-verified, its own verdict kept only as claimed")

@@ -3,7 +3,8 @@
 Sources, later wins: built-in defaults -> `workbench.yaml` (or the file named by
 WORKBENCH_CONFIG) -> environment variables (DATABASE_URL, OPENAI_BASE_URL, OPENAI_API_KEY,
 OPENAI_MODEL, WORKBENCH_PROVIDER, WORKBENCH_MODEL, WORKBENCH_HOME, PROMETHEUS_URL, LOKI_URL,
-WORKBENCH_LOG_DIR, WORKBENCH_RUNBOOK_DIR, PROMETHEUS_BEARER_TOKEN, LOKI_BEARER_TOKEN). The
+WORKBENCH_LOG_DIR, WORKBENCH_RUNBOOK_DIR, PROMETHEUS_BEARER_TOKEN, LOKI_BEARER_TOKEN,
+OTEL_EXPORTER_OTLP_ENDPOINT). The
 embedded default needs none of them.
 """
 
@@ -124,6 +125,17 @@ class JobsSettings(_Section):
     dedup_window_s: float = Field(default=3600.0, ge=0)
 
 
+class TelemetrySettings(_Section):
+    """OpenTelemetry traces of sessions (pipeline/telemetry/tracing.py); off while no endpoint is set.
+    OTEL_EXPORTER_OTLP_ENDPOINT, the variable every OpenTelemetry SDK reads, sets the endpoint too."""
+
+    otlp_endpoint: str | None = None
+    # openinference.project.name: the project Phoenix files the traces under.
+    project: str = "evidence-workbench"
+    timeout_s: float = Field(default=5.0, gt=0, le=60)
+    max_queue_spans: int = Field(default=2048, ge=16)
+
+
 class Settings(_Section):
     provider: Literal["offline", "openai", "scripted"] = "offline"
     model: str = "rule-based"
@@ -143,6 +155,7 @@ class Settings(_Section):
     backends: BackendsSettings = Field(default_factory=BackendsSettings)
     ui: UISettings = Field(default_factory=UISettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
     @property
     def db_url(self) -> str:
@@ -187,6 +200,8 @@ def _env_overrides() -> dict[str, Any]:
             backends.setdefault(tool, {})["bearer_token"] = env[var]
     if backends:
         out["backends"] = backends
+    if env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        out["telemetry"] = {"otlp_endpoint": env["OTEL_EXPORTER_OTLP_ENDPOINT"]}
     return out
 
 

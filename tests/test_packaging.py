@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 import urllib.request
 import zipfile
@@ -39,7 +40,14 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert any(n.startswith("evidence_workbench/data/incidents/") for n in names)
     assert not any("__pycache__" in n for n in names)
     env_dir = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True)
+    # The dependencies are borrowed from the interpreter running the tests. `--system-site-packages`
+    # would borrow from the *base* interpreter instead, which inside a virtualenv lacks them.
+    child_site = subprocess.run([str(env_dir / "bin" / "python"), "-c",
+                                 "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                check=True, capture_output=True, text=True).stdout.strip()
+    ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    Path(child_site, "borrowed_dependencies.pth").write_text("".join(f"{d}\n" for d in ours))
     subprocess.run([str(env_dir / "bin" / "pip"), "install", "-q", "--no-deps", str(wheel)], check=True)
     return env_dir
 
@@ -96,3 +104,17 @@ def test_ui_serves_the_packaged_app(venv: Path, tmp_path: Path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_every_dependency_has_a_tested_floor() -> None:
+    """CI installs .ci/floors.txt and the package with --no-deps: a dependency missing there would
+    only fail at the lowest versions, on the first import of the module that needs it."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((SOURCE_ROOT / "pyproject.toml").read_text())["project"]
+    floors = {re.split(r"[=<>\[]", line)[0].strip().lower().replace("_", "-")
+              for line in (SOURCE_ROOT / ".ci" / "floors.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    wanted = {re.split(r"[=<>\[ ;]", dep)[0].lower().replace("_", "-") for dep in project["dependencies"]}
+    assert wanted - floors == set()
