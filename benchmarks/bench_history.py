@@ -200,7 +200,7 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
     return ids
 
 
-_BINDING_COLS = ("claim", "binding", "out_score", "out_covered", "out_gap", "quote_score", "summary_score",
+_BINDING_COLS = ("claim", "binding", "out_score", "out_covered", "out_split", "quote_score", "summary_score",
                  "invented", "entity_score", "entity_low", "entity_points", "entity_fail", "text_flag")
 _CLAIM_COLS = ("claim", "untouched", "hit", "entity_hit", "direct_core", "text_hit")
 

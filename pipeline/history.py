@@ -59,7 +59,7 @@ _S_TYPES: dict[str, tuple[Any, float]] = {
 _FLOAT_FLAGS = {"out_covered"}
 _B_TYPES: dict[str, tuple[Any, float]] = {
     "claim": (np.int32, 0), "out_score": (np.float64, np.nan), "out_covered": (np.bool_, 0),
-    "out_gap": (np.int32, 0), "quote_score": (np.float64, np.nan), "summary_score": (np.float64, np.nan),
+    "out_split": (np.int32, 0), "quote_score": (np.float64, np.nan), "summary_score": (np.float64, np.nan),
     "invented": (np.int16, 0), "entity_score": (np.float64, -1.0), "entity_low": (np.float64, np.nan),
     "entity_points": (np.int16, -1), "entity_fail": (np.int8, 0), "text_flag": (np.int8, 0)}
 _C_TYPES: dict[str, tuple[Any, float]] = {
@@ -266,7 +266,7 @@ def load_arrays(store: Store, sessions: int | None = None) -> tuple[HistoryArray
     arrays = HistoryArrays(
         session_ids=s["session_id"], lists_key=s["lists_key"], keys=list(names.keys),
         lists_clean=s["lists_clean"], min_coverage=s["min_coverage"], min_quote=s["min_quote"],
-        b_session=b_index.astype(np.int32), b_score=b["out_score"], b_full=b["out_covered"], b_gap=b["out_gap"],
+        b_session=b_index.astype(np.int32), b_score=b["out_score"], b_full=b["out_covered"], b_split=b["out_split"],
         b_quote=b["quote_score"], b_summary=b["summary_score"], b_invented=b["invented"], b_entity=b["entity_score"],
         b_entity_low=b["entity_low"], b_entity_points=b["entity_points"], claims_ok=s["claims_ok"],
         evidence_floor=floor_codes[s["evidence_floor"]], b_claim_row=b_claim_row, b_entity_fail=b["entity_fail"],

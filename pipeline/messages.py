@@ -106,6 +106,12 @@ CATALOGUE: dict[str, dict[Lang, str]] = {
     "gk.similarity_invocation": {
         "en": "excerpt similarity {score:.2f} < {bound_name} {bound} against invocation {invocation}",
         "zh": "摘录与调用 {invocation} 的相似度 {score:.2f} 低于 {bound_name} {bound}"},
+    "gk.not_by_structure": {
+        "en": "excerpt is not one span of a record of invocation {invocation}, nor pieces split at an "
+              "elision mark or between adjacent records (words reordered, left out or taken from another "
+              "record; best window similarity {score:.2f})",
+        "zh": "摘录不是调用 {invocation} 某条记录中连续的一段，也不是在省略号处或相邻记录之间断开的片段"
+              "（词序被调换、漏词或取自另一条记录；最相近窗口的相似度 {score:.2f}）"},
     "gk.similarity_source": {"en": "excerpt similarity {score:.2f} < {bound_name} {bound} against {source}",
                              "zh": "摘录与 {source} 的相似度 {score:.2f} 低于 {bound_name} {bound}"},
     "gk.similarity_other": {"en": "the excerpt matches invocation {invocation} ({tool}) at {score:.2f} instead",

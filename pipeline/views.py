@@ -41,7 +41,7 @@ from pipeline.contracts import (
 from pipeline.errors import RulesError
 from pipeline.gatekeeper.features import binding_target
 from pipeline.gatekeeper.kinds import Severity
-from pipeline.gatekeeper.matcher import decode_output
+from pipeline.gatekeeper.matcher import record_text
 from pipeline.gatekeeper.rules_schema import (
     INDEX_FILE,
     METADATA_FILE,
@@ -295,8 +295,9 @@ def nearby_tokens(misses: list[EntityMiss]) -> list[str]:
 
 
 def decoded_output(output: str) -> str:
-    """The text the gatekeeper's offsets index (JSON escapes decoded)."""
-    return decode_output(output)
+    """The text the gatekeeper's offsets index: a structured output's records one per line, else
+    the output with JSON escapes decoded."""
+    return record_text(output)[0]
 
 
 # --- full output viewer ----------------------------------------------------------------------

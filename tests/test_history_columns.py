@@ -50,7 +50,7 @@ def _changes(r):  # noqa: ANN001, ANN202 - a rules transformer per case
 CASES = [
     _changes,
     lambda r: r.with_params("evidence.excerpt_similarity", passThreshold=0.7, warnThreshold=0.4),
-    lambda r: r.with_params("evidence.excerpt_similarity", passThreshold=0.3, warnThreshold=0.2, maxPieceGap=50),
+    lambda r: r.with_params("evidence.excerpt_similarity", passThreshold=0.3, warnThreshold=0.2, minPieceWeight=40),
     lambda r: r.with_params("evidence.excerpt_similarity", compareAgainst=["digest.source_quote", "output"],
                             inventedTolerated=1),
     lambda r: r.with_params("evidence.excerpt_entities", minLocatedScore=0.95),
@@ -213,7 +213,7 @@ def test_arrow_and_driver_loads_agree_whatever_comes_first(any_store: Store, mon
     run_session("payment API times out, what's going on?", settings=load_settings(), store=store)
     bench.seed_variants(store, 30, random.Random(5))
     with store.engine.begin() as conn:
-        conn.execute(text("UPDATE gate_binding SET out_score = NULL, out_covered = NULL, out_gap = NULL, "
+        conn.execute(text("UPDATE gate_binding SET out_score = NULL, out_covered = NULL, out_split = NULL, "
                           "quote_score = NULL, summary_score = NULL, entity_low = NULL, entity_points = NULL, "
                           "entity_fail = NULL, text_flag = NULL "
                           "WHERE (seq, claim, binding) IN (SELECT seq, claim, binding FROM gate_binding "

@@ -53,7 +53,7 @@ _TEXT_RULES = ("schema.executor_v2", "evidence.invocation_ref", "claim.hallucina
 _LISTS: dict[str, set[str]] = {
     **{rule_id: set() for rule_id in _TEXT_RULES},
     "evidence.digest_ref": {"quotePassThreshold", "quoteWarnThreshold"},
-    "evidence.excerpt_similarity": {"passThreshold", "warnThreshold", "compareAgainst", "maxPieceGap",
+    "evidence.excerpt_similarity": {"passThreshold", "warnThreshold", "compareAgainst", "minPieceWeight",
                                     "inventedTolerated"},
     "evidence.excerpt_entities": {"minLocatedScore"},
 }
@@ -205,7 +205,7 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         out = sources.get("output", {})
         points = entity.get(target, [])
         fails = points[0][1] + 2 * points[-1][1] if points else 0
-        bindings.append((ci, bi, out.get("score"), out.get("covered"), out.get("gap", 0),
+        bindings.append((ci, bi, out.get("score"), out.get("covered"), out.get("split", 0),
                          sources.get("digest.source_quote", {}).get("score"),
                          sources.get("digest.summary", {}).get("score"),
                          _invented(feats, rules), points[0][0] if points else -1.0,
@@ -252,8 +252,8 @@ class HistoryArrays:
     min_quote: npt.NDArray[np.float64]  # NaN: no scored digest
     b_session: npt.NDArray[np.int32]
     b_score: npt.NDArray[np.float64]  # NaN: no output score
-    b_full: npt.NDArray[np.bool_]  # covered == 1.0
-    b_gap: npt.NDArray[np.int32]
+    b_full: npt.NDArray[np.bool_]  # covered == 1.0: every segment found by structure
+    b_split: npt.NDArray[np.int32]  # the lightest piece of a quote split between records (0: none split)
     b_quote: npt.NDArray[np.float64]
     b_summary: npt.NDArray[np.float64]
     b_invented: npt.NDArray[np.int16]
@@ -284,11 +284,14 @@ def _enabled(rules: RuleSet, rule_id: str) -> Any:
 def _best(arrays: HistoryArrays, sim: ExcerptSimilarityRule.Params,
           at: npt.NDArray[np.intp] | slice = slice(None)) -> npt.NDArray[np.float64]:
     """Per binding (those at `at`) the best compared score, as the similarity rule picks it (-1:
-    none scored). It moves with no threshold, so it is kept per (sources, gap) for the next replay."""
-    key = (tuple(sim.compareAgainst), sim.maxPieceGap)
+    none scored). It moves with no threshold, so it is kept per (sources, piece weight) for the next replay."""
+    key = (tuple(sim.compareAgainst), sim.minPieceWeight)
     best = arrays.best_cache.get(key)
     if best is None:
-        candidates = {"output": np.where(arrays.b_full & (arrays.b_gap <= sim.maxPieceGap), 1.0, arrays.b_score),
+        structural = arrays.b_full & ((arrays.b_split == 0) | (arrays.b_split >= sim.minPieceWeight))
+        # Found by structure or not; NaN (no output scored) stays out of the comparison.
+        output = np.where(np.isnan(arrays.b_score), np.nan, np.where(structural, 1.0, 0.0))
+        candidates = {"output": output,
                       "digest.source_quote": arrays.b_quote, "digest.summary": arrays.b_summary}
         best = np.full(len(arrays.b_session), -1.0)
         for name in sim.compareAgainst:

@@ -23,7 +23,7 @@ from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, SegmentMatc
 from pipeline.gatekeeper.vocabulary import absent_pieces
 from pipeline.text import EntityMatch, find_entities, normalize
 
-FEATURES_VERSION = 2  # 2: pieces (covered, gap), hunks, before, invented words; number formats folded
+FEATURES_VERSION = 3  # 3: found by structure (covered, split), records as lines; 2: hunks, invented words
 ROOT = "$"
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _MAX_NEARBY = 3
@@ -69,7 +69,7 @@ class ExcerptMatch:
 
     @property
     def covered(self) -> float:
-        """Length-weighted share of the excerpt found as in-order verbatim pieces."""
+        """Length-weighted share of the excerpt found by structure (1.0: all of it)."""
         total = sum(len(s.folded) for s in self.segments)
         return round(sum(s.covered * len(s.folded) for s in self.segments) / total, 4) if total else 0.0
 
@@ -155,7 +155,7 @@ def _source_entry(best: tuple[int, PreparedOutput, ExcerptMatch] | None) -> dict
     return {
         "score": found.score,
         "covered": found.covered,
-        "gap": max((s.gap for s in found.segments), default=0),
+        "split": min((s.split for s in found.segments if s.split), default=0),
         "invocation_id": inv_id,
         "start": span[0] if span else None,
         "end": span[1] if span else None,

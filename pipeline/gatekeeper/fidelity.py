@@ -18,11 +18,19 @@ from pipeline.gatekeeper.matcher import fold
 from pipeline.gatekeeper.vocabulary import is_cjk
 
 
-def effective_score(source: dict[str, Any], name: str, max_gap: int) -> float:
-    """A source's similarity, 1.0 for an output the excerpt chains through (every word found, in
-    order, no gap wider than max_gap): a quote over two records or with a field skipped is faithful."""
-    if name == "output" and source.get("covered") == 1.0 and source.get("gap", 0) <= max_gap:
-        return 1.0
+def by_structure(source: dict[str, Any], min_piece: int) -> bool:
+    """Whether the excerpt was found in its output by structure: every segment one span of a
+    record, or pieces split between adjacent records whose lightest weighs at least min_piece."""
+    split = source.get("split", 0)
+    return source.get("covered") == 1.0 and (split == 0 or split >= min_piece)
+
+
+def effective_score(source: dict[str, Any], name: str, min_piece: int) -> float:
+    """A source's score as the similarity rule compares it: for the output, 1.0 when the excerpt
+    is found by structure and 0.0 when it is not, whatever its similarity (a reordered or stitched
+    quote is close to the output and still not the tool's own); a digest's texts by similarity."""
+    if name == "output":
+        return 1.0 if by_structure(source, min_piece) else 0.0
     return float(source["score"])
 
 

@@ -6,6 +6,13 @@ character map folds case, full-width forms and punctuation, and whitespace runs 
 kept with an offset map back to the decoded text. A faithful excerpt is then one `str.find`;
 anything else is scored only on the few windows that its rarest tokens point to.
 
+A JSON output of the seed's shape is matched as its records' lines (pipeline/tools/results.py:
+values without keys, one record per line), anything else as its lines. A quote is found *by
+structure* (docs/spec.md#quote-fidelity) when it is one contiguous span of that text after
+folding, or pieces of it split only between adjacent records: the first piece ends its record,
+the next lies in the following one, each at least _MIN_PIECE heavy. Reordered words, a dropped
+word or a value taken from a sibling record are not found by structure, whatever their similarity.
+
 Scores are Levenshtein similarities in [0, 1] between an excerpt segment and its best window:
 unlike the Indel ratio behind partial_ratio, two unrelated sentences score low (~0.2-0.3), so
 the 0.5 / 0.3 thresholds of docs/spec.md#rule-excerpt-similarity mean what they say.
@@ -25,11 +32,13 @@ import numpy as np
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
-from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, Chain, chain
+from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, TOKEN, Chain, chain, weight
 from pipeline.gatekeeper.vocabulary import Vocabulary
+from pipeline.tools.results import parse_result
 
 _SPACE = 32
 _ELLIPSIS = re.compile(r"(?:\.{3,}|…+|⋯+|\[\s*\.\.\.\s*\])")
+_JSON_KEY = re.compile(r'"[A-Za-z_][\w.-]*"\s*:')
 _JSON_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|["\\/bfnrt])')
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -43,6 +52,11 @@ _ANCHOR_LEN = 8
 _MAX_REMEMBERED = 4096  # anchors whose hits an output remembers
 # How far the entity window may reach beyond the match when looking for the enclosing record.
 RECORD_REACH = 400
+# A piece of a quote split between two records must weigh this much (pieces.weight: a digit or a
+# Chinese character counts three) to say which record it comes from; what the rule then asks of
+# the lightest piece is its minPieceWeight.
+_MIN_PIECE = 8
+_MAX_SPLITS = 3  # records one quote may run over without an elision mark, beyond the first
 
 
 @lru_cache(maxsize=1)
@@ -176,9 +190,17 @@ class PreparedOutput:
     searches only look inside the blocks that can hold the needle.
     """
 
-    def __init__(self, output: str) -> None:
-        self.decoded = decode_output(output)
+    def __init__(self, output: str, records: tuple[str, list[int], list[int] | None] | None = None) -> None:
+        """`records`: (text, record starts, record numbers) when the caller already has the records
+        (the cited records of a binding); otherwise they are read from the output."""
+        if records is None:
+            records = record_text(output)
+        text, starts, numbers = records
+        self.decoded = text
         self.raw_offsets = self.decoded is output  # offsets also index the raw output text
+        self.starts = np.asarray(starts if starts else [0], dtype=np.int64)  # decoded start of each record
+        self.numbers = numbers  # each record's number in its output (None: its position here)
+        self._fstarts: np.ndarray | None = None
         self._folded: tuple[str, np.ndarray, np.ndarray] | None = None
         self._index: _GramIndex | None = None
         self._scanned = 0  # folded characters searched without the index
@@ -236,6 +258,7 @@ class PreparedOutput:
             else:
                 text = kept.astype(np.uint32, copy=False).tobytes().decode("utf-32-le", "replace")
             text = text.removesuffix(" ")
+            self._fstarts = _kept_before(keep, self.starts)
             whole = keep.size // _BLOCK * _BLOCK
             per_block = keep[:whole].reshape(-1, _BLOCK).sum(axis=1, dtype=np.int64)
             # Kept as bits (an eighth of the memory): an offset lookup unpacks one block.
@@ -253,6 +276,37 @@ class PreparedOutput:
     def span(self, fstart: int, fend: int) -> tuple[int, int]:
         """Folded [fstart, fend) -> decoded [start, end)."""
         return self._offset(fstart), self._offset(fend - 1) + 1
+
+    @property
+    def record_starts(self) -> np.ndarray:
+        """Folded start of each record."""
+        self._fold()
+        assert self._fstarts is not None
+        return self._fstarts
+
+    def record_at(self, fpos: int) -> int:
+        """The record (its index here) holding folded position fpos."""
+        return int(np.searchsorted(self.record_starts, fpos, side="right")) - 1
+
+    def record_end(self, index: int) -> int:
+        """Folded end of a record (the next one's start, or the text's end)."""
+        starts = self.record_starts
+        return int(starts[index + 1]) if index + 1 < len(starts) else len(self.folded)
+
+    def adjacent(self, index: int) -> bool:
+        """Whether record index + 1 directly follows record index in the output."""
+        if index + 1 >= len(self.starts):
+            return False
+        return self.numbers is None or self.numbers[index + 1] == self.numbers[index] + 1
+
+    def number(self, index: int) -> int:
+        return self.numbers[index] if self.numbers is not None else index
+
+    def decoded_record(self, dpos: int) -> tuple[int, int]:
+        """Decoded [start, end) of the record holding decoded position dpos (its newline left out)."""
+        i = int(np.searchsorted(self.starts, dpos, side="right")) - 1
+        end = int(self.starts[i + 1]) - 1 if i + 1 < len(self.starts) else len(self.decoded)
+        return int(self.starts[i]), end
 
     def finds(self, needle: str) -> Iterator[int]:
         """Every position of needle in the folded text, in order (what repeated `str.find` gives)."""
@@ -324,6 +378,32 @@ class PreparedOutput:
             if not (_glues(before, folded_token[0]) or _glues(after, folded_token[-1])):
                 return True
         return False
+
+
+def _kept_before(keep: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Folded start of each record: the kept characters before its decoded start."""
+    out = np.zeros(len(starts), dtype=np.int64)
+    inside = starts[starts < keep.size]
+    if len(inside) > 1:
+        per = np.add.reduceat(keep.view(np.uint8), inside, dtype=np.int64)
+        out[1 : len(inside)] = np.cumsum(per)[:-1]
+    out[len(inside) :] = int(keep.sum())
+    return out
+
+
+def record_text(output: str) -> tuple[str, list[int], list[int] | None]:
+    """(text, record starts, None): a structured output's record lines, else the decoded output by line."""
+    stripped = output.lstrip()
+    if stripped[:1] == "{":
+        result = parse_result(output)
+        if result.structured:
+            text, starts = result.quotable()
+            return text, starts, None
+    text = decode_output(output)
+    return text, [0, *(m.end() for m in _NEWLINE.finditer(text))], None
+
+
+_NEWLINE = re.compile("\n")
 
 
 def _glues(neighbour: str, edge: str) -> bool:
@@ -464,8 +544,8 @@ class SegmentMatch:
     score: float  # Levenshtein similarity to the best window (1.0: found verbatim after folding)
     start: int | None = None
     end: int | None = None
-    covered: float = 0.0  # share of the segment found as in-order verbatim pieces (pieces.py)
-    gap: int = 0  # widest stretch of output skipped between two pieces
+    covered: float = 0.0  # 1.0: found by structure (one span, or pieces split between adjacent records)
+    split: int = 0  # found split between records: the weight of its lightest piece (0: one span)
     before: str = ""  # folded output just before the match
     hunks: list[dict[str, str]] = field(default_factory=list)  # where excerpt and output differ
     main: list[tuple[int, int]] = field(default_factory=list)  # decoded spans carrying the quote
@@ -479,14 +559,17 @@ def segments(excerpt: str) -> list[tuple[str, str]]:
     """An excerpt cut with "..." is several quotes, each located on its own: (quote, folded quote)."""
     out = []
     for part in _ELLIPSIS.split(excerpt):
-        folded = fold(part)  # the same as fold(part.strip()): folding drops edge spaces
+        # A quote copied from the JSON the model was shown keeps the keys, which a record's line
+        # leaves out ('"level": "ERROR", "message": "HTTP 504' is the line's "ERROR HTTP 504").
+        folded = fold(_JSON_KEY.sub(" ", part) if '":' in part else part)
         if len(folded) >= 2:
             out.append((part.strip(), folded))
     return out
 
 
 def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *, placed: bool = True) -> SegmentMatch:
-    """Best place of one excerpt segment (folded: needle) in a prepared output.
+    """Where one excerpt segment (folded: needle) sits in a prepared output: by structure when it
+    can be, else its best window by similarity, inside one record.
 
     With placed=False only the score is wanted: no decoded span, no added words.
     """
@@ -497,17 +580,20 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
     pos = _first_whole(prepared, needle) if prepared.indexed and needle else None
     if pos is None or pos >= 0:
         verbatim = _find_whole_numbers(prepared.decoded, segment)
-        if verbatim >= 0:
+        if verbatim >= 0 and prepared.numbers is None:  # contiguous text of one output: adjacent records
             before = _before(prepared.decoded, verbatim) if placed else ""
             return SegmentMatch(segment, needle, 1.0, verbatim, verbatim + len(segment), 1.0, before=before)
     hay = prepared.folded
-    if pos is None:
-        pos = _first_whole(prepared, needle) if needle else -1
-    if pos >= 0:
+    found = _structural(needle, prepared) if len(needle) >= 2 else None
+    if found:
+        cut = [piece for a, b in found for piece in _by_record(prepared, a, b)]
+        split = min(weight(hay, a, b) for a, b in cut) if len(cut) > 1 else 0
         if not placed:
-            return SegmentMatch(segment, needle, 1.0, covered=1.0)
-        start, end = prepared.span(pos, pos + len(needle))
-        return SegmentMatch(segment, needle, 1.0, start, end, 1.0, before=hay[max(0, pos - BEFORE) : pos])
+            return SegmentMatch(segment, needle, 1.0, covered=1.0, split=split)
+        main = [prepared.span(a, b) for a, b in found]
+        first = found[0][0]
+        return SegmentMatch(segment, needle, 1.0, main[0][0], main[-1][1], 1.0, split,
+                            before=hay[max(0, first - BEFORE) : first], main=main)
     if len(needle) < 4:
         return SegmentMatch(segment, needle, 0.0)
     starts = _candidate_starts(needle, prepared)
@@ -526,15 +612,99 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
         # Not located by a chain (a short quote, or one rewritten): the pieces where it aligns best.
         pieces = chain(needle, hay, max(0, fstart - SHORT_GAP), fstart + SHORT_GAP, short=0)
     if pieces is None:
-        start, end = prepared.span(fstart, fend)
+        start, end = _one_record(prepared, *prepared.span(fstart, fend), [])
         return SegmentMatch(segment, needle, round(score, 4), start, end)
     if pieces.covered == 1.0:
-        # Every word was found in order: the quote is the chain (it may run over two records).
+        # Every word was found in order, yet not by structure (a value of a sibling record, a word
+        # left out): the chain shows where, and its differences are the hunks.
         fstart, fend = pieces.start, pieces.end
-    start, end = prepared.span(fstart, fend)
     main = [prepared.span(a, b) for a, b in pieces.main[:_MAX_MAIN]]
-    return SegmentMatch(segment, needle, round(score, 4), start, end, pieces.covered, pieces.gap, pieces.before,
-                        pieces.hunks, main)
+    start, end = _one_record(prepared, *prepared.span(fstart, fend), main)
+    return SegmentMatch(segment, needle, round(score, 4), start, end, 0.0, 0, pieces.before, pieces.hunks, main)
+
+
+def _one_record(prepared: PreparedOutput, start: int, end: int, main: list[tuple[int, int]]) -> tuple[int, int]:
+    """The part of a decoded span inside one record, the one holding its longest piece: a quote
+    not found by structure is judged against one record, so a value it took from a neighbour is
+    not found in its window (the entity rule's swapped entity)."""
+    anchor = max(main, key=lambda m: m[1] - m[0]) if main else (start, end)
+    lo, hi = prepared.decoded_record(anchor[0])
+    clipped = max(start, lo), min(end, hi)
+    return clipped if clipped[0] < clipped[1] else anchor
+
+
+def _structural(needle: str, prepared: PreparedOutput, within: int | None = None, depth: int = 0) -> list[tuple[int, int]] | None:
+    """Folded spans of the needle found by structure (starting in record `within` if given): one
+    contiguous span, or a first piece that ends its record and the rest found the same way from
+    the next, adjacent record. The longest first piece is tried first."""
+    hay = prepared.folded
+    for at in _hits(prepared, needle, within):
+        if _runs_adjacent(prepared, at, at + len(needle)):
+            return [(at, at + len(needle))]
+    if depth >= _MAX_SPLITS:
+        return None
+    toks = [m.span() for m in TOKEN.finditer(needle)]
+    for k in range(len(toks) - 1, 0, -1):
+        head_end, tail_start = toks[k - 1][1], toks[k][0]
+        if weight(needle, 0, head_end) < _MIN_PIECE:
+            break  # every shorter first piece weighs less
+        if weight(needle, tail_start, len(needle)) < _MIN_PIECE:
+            continue
+        head = needle[:head_end]
+        for at in _hits(prepared, head, within):
+            end = at + len(head)
+            record = prepared.record_at(end - 1)
+            stop = prepared.record_end(record)
+            if end > stop or hay[end:stop].strip() or not prepared.adjacent(record):
+                continue  # the piece does not end its record, or no record follows it
+            if not _runs_adjacent(prepared, at, end):
+                continue
+            rest = _structural(needle[tail_start:], prepared, record + 1, depth + 1)
+            if rest:
+                return [(at, end), *rest]
+    return None
+
+
+def _hits(prepared: PreparedOutput, needle: str, within: int | None) -> Iterator[int]:
+    """Folded positions of a needle that cut no number: anywhere (at most _MAX_HITS), or starting in one record."""
+    hay = prepared.folded
+    head, tail = needle[:1].isdigit(), needle[-1:].isdigit()
+
+    def whole(at: int) -> bool:
+        return not ((head and hay[at - 1 : at].isdigit())
+                    or (tail and hay[at + len(needle) : at + len(needle) + 1].isdigit()))
+
+    if within is None:
+        yield from (at for at in islice(prepared.finds(needle), _MAX_HITS) if whole(at))
+        return
+    lo, hi = int(prepared.record_starts[within]), prepared.record_end(within)
+    at = hay.find(needle, lo, hi + len(needle))
+    while 0 <= at < hi:
+        if whole(at):
+            yield at
+        at = hay.find(needle, at + 1, hi + len(needle))
+
+
+def _by_record(prepared: PreparedOutput, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """A folded span cut where records begin, each part without its edge spaces."""
+    hay = prepared.folded
+    first, last = prepared.record_at(start), prepared.record_at(max(start, end - 1))
+    bounds = [start, *(int(prepared.record_starts[i]) for i in range(first + 1, last + 1)), end]
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        while a < b and hay[a] == " ":
+            a += 1
+        while b > a and hay[b - 1] == " ":
+            b -= 1
+        if a < b:
+            yield a, b
+
+
+def _runs_adjacent(prepared: PreparedOutput, start: int, end: int) -> bool:
+    """Whether a contiguous folded span runs only over adjacent records (always, in a whole output)."""
+    if prepared.numbers is None:
+        return True
+    first, last = prepared.record_at(start), prepared.record_at(max(start, end - 1))
+    return all(prepared.adjacent(i) for i in range(first, last))
 
 
 _MAX_MAIN = 4

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pipeline.gatekeeper.vocabulary import is_cjk
 
 # Search bounds (how far to look, not what to accept): the next piece is looked for at most REACH
-# folded characters after the previous one; the rule's maxPieceGap decides what gap is fine.
+# folded characters after the previous one.
 REACH = 400
-# A piece this short ("no", "info", "92", "api-gateway", "失败"; see _weight) chains only when it
+# A piece this short ("no", "info", "92", "api-gateway", "失败"; see weight) chains only when it
 # touches a neighbouring piece (SHORT_GAP characters or less between): alone in a stretch of
 # output it is a coincidence, such as a service name picked up from the next record's fields.
 SHORT = 16
@@ -37,12 +37,12 @@ CLOSE = 320  # a complete chain with no wider gap than this is taken without try
 MAX_HUNKS = 8
 MAX_HUNK_CHARS = 160
 _HEAVY = re.compile(r"[0-9\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^ \u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^ \u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
 @dataclass
 class Chain:
-    covered: float  # share of the excerpt (by _weight) found as in-order pieces
+    covered: float  # share of the excerpt (by weight) found as in-order pieces
     gap: int  # the widest stretch of output (folded characters) skipped between two pieces
     start: int  # folded span of the output from the first piece's start to the last piece's end
     end: int
@@ -66,8 +66,8 @@ def chain(needle: str, hay: str, lo: int, hi: int, *, near: int | None = None, s
     gap wider than CLOSE first). short=0 lets short pieces chain anywhere: for a short quote
     already located by its similarity.
     """
-    toks = [m.span() for m in _TOKEN.finditer(needle)]
-    weights = [_weight(needle, a, b) for a, b in toks]
+    toks = [m.span() for m in TOKEN.finditer(needle)]
+    weights = [weight(needle, a, b) for a, b in toks]
     total = sum(weights) or 1
     best: tuple[float, int, list[tuple[int, int, int, int]]] | None = None
     pos = lo
@@ -91,7 +91,7 @@ def chain(needle: str, hay: str, lo: int, hi: int, *, near: int | None = None, s
     covered, gap, pieces = best
     first, last = pieces[0], pieces[-1]
     # The quote's own records are those of its long pieces; a short one may sit in a neighbour.
-    main = [(p[2], p[3]) for p in pieces if _weight(hay, p[2], p[3]) >= SHORT] or [(p[2], p[3]) for p in pieces]
+    main = [(p[2], p[3]) for p in pieces if weight(hay, p[2], p[3]) >= SHORT] or [(p[2], p[3]) for p in pieces]
     return Chain(round(covered, 4), gap, first[2], last[3], hay[max(0, first[2] - BEFORE) : first[2]],
                  _hunks(needle, toks, hay, pieces), main)
 
@@ -112,11 +112,11 @@ def _walk(needle: str, toks: list[tuple[int, int]], hay: str, lo: int, hi: int, 
             continue
         k, at = found
         end = at + toks[k - 1][1] - toks[i][0]
-        weight = _weight(hay, at, end)
-        if weight < short and k - i < n and not _touches(pieces, needle, toks, k, hay, at, end):
+        heft = weight(hay, at, end)
+        if heft < short and k - i < n and not _touches(pieces, needle, toks, k, hay, at, end):
             i += 1
             continue
-        if pieces and at - pieces[-1][3] > FAR and min(weight, _weight(hay, *pieces[-1][2:])) < 2 * short:
+        if pieces and at - pieces[-1][3] > FAR and min(heft, weight(hay, *pieces[-1][2:])) < 2 * short:
             i += 1  # a long jump joins two whole records, not a record and a name picked up further on
             continue
         pieces.append((i, k, at, end))
@@ -162,7 +162,7 @@ def _longest(needle: str, toks: list[tuple[int, int]], i: int, hay: str, lo: int
     return good, at
 
 
-def _weight(hay: str, at: int, end: int) -> int:
+def weight(hay: str, at: int, end: int) -> int:
     """A piece's length with each Chinese character and digit counted three times: a Chinese
     character carries a word's worth, and a number is what tells two records of one template apart."""
     return end - at + 2 * len(_HEAVY.findall(hay, at, end))

@@ -332,7 +332,7 @@ class ExcerptSimilarityRule(RuleKind):
         passThreshold: Number
         warnThreshold: Number
         compareAgainst: list[Literal["output", "digest.source_quote", "digest.summary"]]
-        maxPieceGap: Count
+        minPieceWeight: Count
         inventedMinLetters: Count
         inventedMinCjkRun: Count
         inventedTolerated: Count
@@ -344,8 +344,8 @@ class ExcerptSimilarityRule(RuleKind):
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p = params_of(metadata, ExcerptSimilarityRule.Params)
         out = RuleResult(self.id)
-        compare, pass_at, max_gap = p.compareAgainst, p.passThreshold, p.maxPieceGap
-        lowest = context.fact((self.id, max_gap, *compare), lambda c: _lowest_similarity(c, compare, max_gap))
+        compare, pass_at, min_piece = p.compareAgainst, p.passThreshold, p.minPieceWeight
+        lowest = context.fact((self.id, min_piece, *compare), lambda c: _lowest_similarity(c, compare, min_piece))
         # Invented words depend on their own three parameters only: a similarity threshold being
         # dragged re-judges scores, not words.
         key = (self.id, "invented", p.inventedMinLetters, p.inventedMinCjkRun, p.inventedTolerated)
@@ -357,7 +357,7 @@ class ExcerptSimilarityRule(RuleKind):
                 continue
             parts: list[Message] = []
             level: Level = "warn"
-            name, score = _best_source(feats["sources"], compare, max_gap)
+            name, score = _best_source(feats["sources"], compare, min_piece)
             if name and score < pass_at:
                 level = "fail" if score < p.warnThreshold else "warn"
                 parts.append(self._low(feats, name, score, level, p))
@@ -375,8 +375,7 @@ class ExcerptSimilarityRule(RuleKind):
     def _low(feats: dict[str, Any], name: str, score: float, level: Level, p: ExcerptSimilarityRule.Params) -> Message:
         best = feats["sources"][name]
         bound_name, bound = ("warnThreshold", p.warnThreshold) if level == "fail" else ("passThreshold", p.passThreshold)
-        message = (msg("gk.similarity_invocation", score=score, bound_name=bound_name, bound=bound,
-                       invocation=best["invocation_id"]) if name == "output"
+        message = (msg("gk.not_by_structure", invocation=best["invocation_id"], score=best["score"]) if name == "output"
                    else msg("gk.similarity_source", score=score, bound_name=bound_name, bound=bound, source=name))
         other = feats.get("other_match")
         if other:
@@ -396,23 +395,23 @@ def _invented_words(context: RuleContext, p: ExcerptSimilarityRule.Params) -> di
     return out
 
 
-def _best_source(sources: dict[str, Any], compare: Sequence[str], max_gap: int) -> tuple[str, float]:
+def _best_source(sources: dict[str, Any], compare: Sequence[str], min_piece: int) -> tuple[str, float]:
     """The compared source an excerpt matches best; ("", -1.0) if none has a score."""
     name, score = "", -1.0
     for source in compare:
         entry = sources.get(source)
         if entry is None or entry["score"] is None:
             continue
-        value = fidelity.effective_score(entry, source, max_gap)
+        value = fidelity.effective_score(entry, source, min_piece)
         if value > score:
             name, score = source, value
     return name, score
 
 
-def _lowest_similarity(context: RuleContext, compare: Sequence[str], max_gap: int) -> float | None:
+def _lowest_similarity(context: RuleContext, compare: Sequence[str], min_piece: int) -> float | None:
     """The lowest best-source score over the session's scored bindings: below it no threshold flags anything."""
     scores = [score for _, _, feats in context.bindings if feats is not None
-              for name, score in (_best_source(feats["sources"], compare, max_gap),) if name]
+              for name, score in (_best_source(feats["sources"], compare, min_piece),) if name]
     return min(scores, default=None)
 
 

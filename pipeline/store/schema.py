@@ -269,7 +269,8 @@ class GateBinding(Base):
     binding: Mapped[int] = mapped_column(Integer, primary_key=True)
     out_score: Mapped[float | None] = mapped_column(Float)  # best cited output; NULL: nothing measured
     out_covered: Mapped[float | None] = mapped_column(Float)
-    out_gap: Mapped[int | None] = mapped_column(Integer)
+    # The lightest piece of a quote found split between adjacent records (0: one span).
+    out_split: Mapped[int | None] = mapped_column(Integer)
     quote_score: Mapped[float | None] = mapped_column(Float)  # vs the cited digest's source_quote
     summary_score: Mapped[float | None] = mapped_column(Float)
     invented: Mapped[int] = mapped_column(Integer, default=0)  # invented pieces before length filters

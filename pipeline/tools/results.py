@@ -75,13 +75,20 @@ class ToolRecord:
 
     @property
     def line(self) -> str:
-        """The record as a quote of it is read: its values in order, keys left out. A runbook
-        block is its title and content (id, source and scores are the index's, not the text's)."""
+        """The record as a quote of it is read: its values in order, keys left out, the prose field
+        last (fields the tool wrote after it, such as a log's host, come first), so a quote running
+        on into the next record leaves this one at its end. A runbook block is its title and
+        content (id, source and scores are the index's, not the text's)."""
         if self.kind in ("pack", "line"):
             return self.raw_text
         if self.kind == "block":
             return f"{self.get('title')}\n{self.get('content')}".strip()
-        return " ".join(v for v in _values(self.fields) if v)
+        name = _TEXT_FIELD[self.kind]
+        keys = list(self.fields)
+        if name in keys:
+            at = keys.index(name)
+            keys = keys[at + 1 :] + keys[:at] + [name]
+        return " ".join(v for v in _values({k: self.fields[k] for k in keys}) if v)
 
     @property
     def service(self) -> str:
@@ -185,9 +192,8 @@ def _lines(text: str) -> ToolResult:
     return ToolResult(tuple(ToolRecord(n, "line", raw_text=line) for n, line in enumerate(text.split("\n"))))
 
 
-@lru_cache(maxsize=32)
-def read_result(output: str) -> ToolResult:
-    """The records of a stored output (cached: a session's consumers read the same outputs)."""
+def parse_result(output: str) -> ToolResult:
+    """The records of a stored output."""
     stripped = output.lstrip()
     if stripped[:1] in ("{", "["):
         try:
@@ -195,3 +201,9 @@ def read_result(output: str) -> ToolResult:
         except ValueError:
             pass
     return _lines(output)
+
+
+@lru_cache(maxsize=8)
+def read_result(output: str) -> ToolResult:
+    """The records of a stored output, cached: a session's consumers read the same few outputs."""
+    return parse_result(output)

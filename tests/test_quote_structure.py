@@ -1,0 +1,90 @@
+"""Quote fidelity by structure (docs/spec.md#quote-fidelity, design Law 10).
+
+Inside one record an excerpt is one contiguous span after folding; it splits only at an elision
+mark or between adjacent records. Reordered words and a value taken from a sibling record of the
+same template are not the tool's own, however close their similarity.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.contracts import ToolInvocation
+from pipeline.gatekeeper import GateContext, load_rules, run_gatekeeper
+from pipeline.gatekeeper.features import match_excerpt
+from pipeline.gatekeeper.matcher import PreparedOutput
+from tests.test_gatekeeper_fidelity import RULES_DIR
+
+SIMILARITY, ENTITIES = "evidence.excerpt_similarity", "evidence.excerpt_entities"
+# Two lines of one template (a block id and an address each), as a DataNode logs them.
+LINES = [
+    "Receiving block blk_-1608999687919862906 src: /10.250.19.102:54106 dest: /10.250.19.102:50010",
+    "Receiving block blk_7503483334202473044 src: /10.251.215.16:55695 dest: /10.251.215.16:50010",
+    "PacketResponder 1 for block blk_-1608999687919862906 terminating",
+    "服务 order-service 健康检查通过，耗时 12 毫秒",
+]
+OUTPUT = json.dumps({"logs": [{"ts": f"2026-11-30T08:00:0{i}Z", "service": "hdfs-datanode", "level": "INFO",
+                               "message": m, "host": f"dn-{i}"} for i, m in enumerate(LINES)]}, ensure_ascii=False)
+INVOCATION = ToolInvocation(id=11, session_id="s", tool_name="query_logs", model_tool_name="queryLogs", output=OUTPUT)
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return load_rules(RULES_DIR)
+
+
+def _check(rules, excerpt: str):
+    structured = {"answer_version": "executor_evidence_v2", "claims": [
+        {"claim_id": "c1", "claim_type": "observation", "claim_text": "hdfs-datanode received a block",
+         "support_level": "direct", "evidence_bindings": [
+             {"source_type": "tool_trace", "tool_name": "query_logs", "source_invocation_ids": [11],
+              "evidence_excerpt": excerpt}]}]}
+    return run_gatekeeper(GateContext("s", structured, {11: INVOCATION}, {11: INVOCATION}.get), rules).result
+
+
+@pytest.mark.parametrize("excerpt", [
+    "Receiving block blk_7503483334202473044 src: /10.251.215.16:55695",  # a sub-span
+    "receiving   BLOCK blk_7503483334202473044\nsrc：／10.251.215.16：55695",  # case, width, reflowed spaces
+    "hdfs-datanode INFO Receiving block blk_-1608999687919862906",  # the record's fields, without their keys
+    "Receiving block blk_-1608999687919862906 … dest: /10.250.19.102:50010",  # elided with a mark
+    "Receiving block blk_-1608999687919862906 [...] dest: /10.250.19.102:50010",
+    # the end of one record and the next record's message: adjacent records
+    "dest: /10.250.19.102:50010 Receiving block blk_7503483334202473044",
+    "blk_-1608999687919862906 terminating 服务 order-service 健康检查通过",
+])
+def test_faithful_quotes_are_found_by_structure(rules, excerpt):
+    result = _check(rules, excerpt)
+    assert result.status == "pass" and result.unbacked_claims == [], result.errors
+
+
+def test_reordered_tokens_fail_whatever_their_similarity(rules):
+    reordered = "Receiving block src: blk_7503483334202473044 /10.251.215.16:55695"
+    result = _check(rules, reordered)
+    assert SIMILARITY in result.failed_rules and result.unbacked_claims == ["c1"]
+    (error,) = [e for e in result.errors if e.rule_id == SIMILARITY]
+    assert error.msg is not None and error.msg.code == "gk.not_by_structure"
+    assert error.msg.params["score"] > 0.8  # close by similarity, and still not the tool's own
+
+
+def test_a_value_from_a_sibling_line_fails_as_a_swapped_entity(rules):
+    # The block id of the first line with the address of the second: every token is in the output.
+    stitched = "Receiving block blk_-1608999687919862906 src: /10.251.215.16:55695"
+    result = _check(rules, stitched)
+    assert SIMILARITY in result.failed_rules
+    assert ENTITIES in result.failed_rules, result.errors
+    # The record it was located in holds its own values instead.
+    assert any("54106" in e.message for e in result.errors if e.rule_id == ENTITIES)
+
+
+def test_pieces_split_only_between_adjacent_records_in_order():
+    prepared = PreparedOutput(OUTPUT)
+    # Records 0 and 2 are not adjacent; record 1 before record 0 is out of order.
+    assert match_excerpt("dest: /10.250.19.102:50010 PacketResponder 1 for block", prepared).covered == 0.0
+    assert match_excerpt("dest: /10.251.215.16:50010 Receiving block blk_-1608999687919862906", prepared).covered == 0.0
+    # A first piece that does not end its record does not split.
+    assert match_excerpt("Receiving block blk_-1608999687919862906 Receiving block blk_7503", prepared).covered == 0.0
+    found = match_excerpt("dest: /10.250.19.102:50010 Receiving block blk_7503483334202473044", prepared)
+    assert found.covered == 1.0 and found.segments[0].split > 0
+    assert len(found.segments[0].main) == 2  # one span per record, for Trace to mark
