@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,8 +66,13 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _spans(url: str, project: str) -> list[dict[str, Any]]:
-    with urllib.request.urlopen(f"{url}/v1/projects/{project}/spans?limit=1000", timeout=10) as r:
-        return list(json.load(r)["data"])
+    try:
+        with urllib.request.urlopen(f"{url}/v1/projects/{project}/spans?limit=1000", timeout=10) as r:
+            return list(json.load(r)["data"])
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:  # the project appears with its first inserted span
+            return []
+        raise
 
 
 @pytest.mark.slow
@@ -85,7 +91,7 @@ def test_a_session_is_one_trace_in_phoenix_with_stage_tool_and_llm_spans(
         time.sleep(0.5)
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for s in spans:
-        by_kind.setdefault(s["attributes"].get("openinference.span.kind", ""), []).append(s)
+        by_kind.setdefault(s["span_kind"], []).append(s)  # Phoenix lifts openinference.span.kind out
     (root,) = by_kind["AGENT"]
     assert root["attributes"]["session.id"] == result.session_id
     assert root["attributes"]["workbench.verdict"] == result.verdict
