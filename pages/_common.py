@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +226,16 @@ LABELS: dict[str, tuple[str, str]] = {
     "trace.not_found": ("No session with id {sid}.", "找不到会话 {sid}。"),
     "trace.no_sessions": ("No sessions yet: ask a question first.", "还没有会话：请先提问。"),
     "trace.final": ("Final answer", "最终回答"),
+    "mark.ungated": ("ungated", "未把关"),
+    "mark.ungated.help": ("Judged with the gatekeeper or an evidence rule switched off or warn-only: forged quotes "
+                          "would have passed", "判定时闸门或某条证据规则被关闭或仅告警：伪造的引文也会通过"),
+    "mark.unverified": ("unverified", "来源未验证"),
+    "mark.unverified.help": ("Imported from a bundle no trusted key signed (or changed after signing): re-verified "
+                             "here, held for a person", "导入的会话包未经受信密钥签名（或签名后被改动）：已重新核验，留待人工复核"),
+    "trace.provenance": ("Provenance", "来源"),
+    "rules.ungated_warning": ("This version switches off what stops forged quotes ({rules}): every verdict under it "
+                              "will be marked ungated.", "此版本关闭了拦截伪造引文的检查（{rules}）：其下的判定都将标为“未把关”。"),
+    "rules.ungated_confirm": ("Apply it anyway", "仍然应用"),
     "trace.claimed": ("Imported: the source claimed {v}; re-verified here as {f} (its claim is kept, never used)",
                       "导入会话：来源自称 {v}；本系统复核为 {f}（来源结论仅保留，不采用）"),
     "trace.guard": ("Composer guard", "Composer 守卫"),
@@ -510,8 +520,12 @@ def pill(value: str | None) -> str:
     return f'<span class="wb-pill wb-{esc(v)}">{esc(v)}</span>'
 
 
-def verdict_badge(verdict: str | None) -> None:
+def verdict_badge(verdict: str | None, marks: Sequence[str] = ()) -> None:
+    """The verdict and what qualifies it (record.verdict_marks: "ungated", "unverified")."""
     st.badge(verdict or "—", color=VERDICT_COLORS.get(verdict or "", "gray"))  # type: ignore[arg-type]
+    for mark in marks:
+        st.badge(t(f"mark.{mark}"), color="orange" if mark == "ungated" else "red",
+                 help=t(f"mark.{mark}.help"))
 
 
 def status_badge(status: str | None, prefix: str = "") -> None:

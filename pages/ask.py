@@ -182,7 +182,7 @@ def answer(session_id: str) -> None:
     head, link = st.columns([3, 2])
     with head:
         st.subheader(ui.t("ask.answer"))
-        ui.verdict_badge(view.verdict)
+        ui.verdict_badge(view.verdict, r.marks)
     with link:
         ui.trace_link(session_id, ui.t("ask.open_trace"))
     if r.status == "failed":

@@ -330,9 +330,15 @@ def apply_section(rules: RuleSet | None) -> None:
     comment = st.text_input(ui.t("rules.comment"), key="rules_comment")
     refused, _ = rulebook.refusal(ui.settings(), current, base_yaml, author)
     reason = why if not allowed else render(refused, ui.lang()) if refused else ""
+    # RuleSet.ungated_by: the same test `rules apply` makes before a version goes into force.
+    ungated = rules.ungated_by(gatekeeper_enabled=ui.settings().gatekeeper.enabled) if rules else []
+    unconfirmed = False
+    if ungated and not reason:
+        st.warning(ui.t("rules.ungated_warning", rules=", ".join(ungated)), icon=":material/gpp_maybe:")
+        unconfirmed = not st.checkbox(ui.t("rules.ungated_confirm"), key="rules_ungated_confirm")
     if reason:
         st.caption(reason)
-    if st.button(ui.t("rules.apply"), disabled=bool(reason), key="rules_apply", type="primary"):
+    if st.button(ui.t("rules.apply"), disabled=bool(reason) or unconfirmed, key="rules_apply", type="primary"):
         base = st.session_state.get("rules_base") or 0
         new_id = _apply(lambda: rulebook.apply_rules(ui.settings(), ui.store(), current, author=author,
                                                      comment=comment, based_on=base))

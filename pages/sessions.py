@@ -11,6 +11,7 @@ from pages import _common as ui
 from pipeline import queue
 from pipeline.demo import demo_runs, run_demo
 from pipeline.gatekeeper.rules import RULES
+from pipeline.provenance import NoSigningKey, signing_key
 from pipeline.record import SessionRow
 from pipeline.store import SessionFilter
 
@@ -83,7 +84,7 @@ def table(rows: list[SessionRow]) -> None:
         "session": r.id,
         "time": r.created_at,
         "question": r.question,
-        "verdict": r.verdict or r.status,
+        "verdict": " · ".join([r.verdict or r.status, *(ui.t(f"mark.{m}") for m in r.marks)]),
         "gatekeeper": r.gatekeeper_status or "",
         "failed rules": r.failed_rules,
         "groundedness": r.groundedness,
@@ -137,12 +138,20 @@ def charts(stats: queue.QueueStats) -> None:
 
 
 def exports(f: queue.QueueFilter) -> None:
-    store = ui.store()
+    store, settings = ui.store(), ui.settings()
+
+    def bundles() -> bytes:
+        try:
+            key = signing_key(settings)
+        except NoSigningKey:
+            key = None  # a read-only home still exports; importers see unsigned bundles
+        return queue.export_zip(store, f, key=key)
+
     c1, c2, _ = st.columns([1, 1, 3])
     c1.download_button(ui.t("sessions.export_csv"), lambda: queue.export_csv(store, f), file_name="sessions.csv",
                        mime="text/csv", key="sessions_csv", on_click="ignore")
-    c2.download_button(ui.t("sessions.export_zip"), lambda: queue.export_zip(store, f), file_name="session-bundles.zip",
-                       mime="application/zip", key="sessions_zip", on_click="ignore")
+    c2.download_button(ui.t("sessions.export_zip"), bundles,
+                       file_name="session-bundles.zip", mime="application/zip", key="sessions_zip", on_click="ignore")
 
 
 def body(f: queue.QueueFilter) -> None:

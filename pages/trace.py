@@ -9,7 +9,7 @@ import streamlit as st
 from pages import _common as ui
 from pipeline import views
 from pipeline.messages import guard_kind
-from pipeline.record import InvocationMeta, SessionRecord
+from pipeline.record import InvocationMeta, SessionRecord, verdict_marks
 from pipeline.store import SessionFilter
 
 CLAIMS_PER_PAGE = 10
@@ -34,7 +34,9 @@ def sidebar(current: str | None) -> str:
         options = [r["id"] for r in rows]
         if current and current not in options:
             options.insert(0, current)
-        labels = {r["id"]: f"{r['id']} · {r.get('verdict') or r.get('status')} · {r['question'][:40]}" for r in rows}
+        labels = {r["id"]: " · ".join([r["id"], r.get("verdict") or r.get("status"),
+                                         *verdict_marks(ungated=r["ungated"], provenance=r["provenance"]),
+                                         r["question"][:40]]) for r in rows}
         if options:
             chosen = st.selectbox(ui.t("trace.pick"), options, index=options.index(current) if current else 0,
                                   format_func=lambda sid: labels.get(sid, sid), key=f"trace_pick_{current}")
@@ -53,7 +55,7 @@ def header(r: SessionRecord) -> None:
     cols = st.columns([1, 1, 1, 3])
     with cols[0]:
         st.caption(ui.t("common.verdict"))
-        ui.verdict_badge(r.verdict)
+        ui.verdict_badge(r.verdict, r.marks)
     with cols[1]:
         st.caption(ui.t("common.gatekeeper"))
         ui.status_badge(r.gatekeeper_status)
@@ -93,7 +95,12 @@ def claimed_by_source(r: SessionRecord) -> None:
     if c is None:
         return
     with st.expander(ui.t("trace.claimed", v=c.verdict or "—", f=r.verdict or "—"), expanded=c.verdict != r.verdict):
-        st.caption(f"{c.provider}/{c.model} · `{c.session_id}`")
+        sig = c.signature
+        ui.html_block(f'<div class="wb-muted">{ui.esc(c.provider)}/{ui.esc(c.model)} · '
+                      f'<code>{ui.esc(c.session_id)}</code></div>'
+                      f'<div>{ui.esc(ui.t("trace.provenance"))}: {ui.pill(r.provenance)} '
+                      f'{ui.esc(sig.reason if sig else "")}'
+                      + (f' <code>{ui.esc(sig.key)}</code>' if sig and sig.key else "") + "</div>")
         ui.text_block(c.final_answer or ui.t("common.none"))
 
 

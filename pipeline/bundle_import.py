@@ -6,6 +6,10 @@ policy -> composer through `check_bundle` (the path `workbench check` uses) on t
 as they will be stored (capped, redacted), keeps the bundle's own verdict, checks and answer
 under `self_evaluation.claimed_by_source`, and stores the whole session in one transaction.
 
+The stored session gets an id of the workbench's own; the bundle's id is kept, as text, under
+`claimed_by_source.session_id`. The bundle's signature decides its provenance
+(pipeline/provenance.py): an unverified import is held in the review queue whatever its verdict.
+
 Invocation ids are global in a store, so the bundle's ids are renumbered and every reference
 rewritten. A reference to an id the bundle does not hold has nothing to be renumbered to: it
 becomes that id negated, which no row can have, so it never lands on another session's call
@@ -15,7 +19,6 @@ becomes that id negated, which no row can have, so it never lands on another ses
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -26,13 +29,11 @@ from pipeline.config import Settings
 from pipeline.contracts import LlmCallRecord
 from pipeline.gatekeeper import RuleSet
 from pipeline.llm.provider import Provider
+from pipeline.provenance import SignatureCheck, check_signature, trusted_keys
 from pipeline.redact import redact, redact_value, redacted_call
 from pipeline.stages.parse import parse_executor_output
 from pipeline.store import Store
-from pipeline.store.repo import SessionIdTaken
-
-# Another import may take the bundle's id between our check and our insert; a fresh name each time.
-_NAME_ATTEMPTS = 5
+from pipeline.store.repo import new_session_id
 
 
 @dataclass
@@ -42,6 +43,8 @@ class ImportResult:
     verdict: str
     claimed_verdict: str | None
     capped: list[int]  # bundle ids of outputs cut to budget.max_stored_output_bytes
+    signature: SignatureCheck
+    ungated_by: list[str]  # RuleSet.ungated_by of the rules it was judged under
 
 
 def _remap(value: Any, id_map: dict[int, int]) -> Any:
@@ -78,9 +81,10 @@ def _as_stored(bundle: SessionBundle, max_bytes: int) -> tuple[SessionBundle, di
     return bundle.model_copy(update={"tool_invocations": invocations}), cuts
 
 
-def _claimed(bundle: SessionBundle) -> dict[str, Any]:
+def _claimed(bundle: SessionBundle, signature: SignatureCheck) -> dict[str, Any]:
     claimed = (bundle.verifier_evaluation or {}).get("verdict")
     return cast(dict[str, Any], redact_value({
+        "signature": {"provenance": signature.provenance, "reason": signature.reason, "key": signature.key},
         # Text whatever the source wrote there: it is shown, never used.
         "verdict": None if claimed is None else str(claimed),
         "verifier_output": bundle.verifier_output,
@@ -95,6 +99,7 @@ def _claimed(bundle: SessionBundle) -> dict[str, Any]:
 
 def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, rules: RuleSet,
                   provider: Provider) -> ImportResult:
+    signature = check_signature(bundle.document, trusted_keys(settings))
     stored, cuts = _as_stored(bundle, settings.budget.max_stored_output_bytes)
     calls: list[LlmCallRecord] = []
     # Our verifier and composer, not the bundle's: given outputs would be trusted by check.
@@ -106,7 +111,8 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
          "latency_ms": inv.latency_ms, "stored_cut_bytes": cuts[inv.id]}
         for inv in stored.tool_invocations
     ]
-    claimed = _claimed(bundle)
+    claimed = _claimed(bundle, signature)
+    ungated_by = rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)
     id_map: dict[int, int] = {}
 
     def finish(new_ids: list[int]) -> dict[str, Any]:
@@ -127,25 +133,18 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
             "failed_rules": ev.gatekeeper_result.failed_rules, "groundedness": ev.verifier_output.groundedness_score,
             "final_answer": ev.final_answer, "gatekeeper_features": _remap(ev.features, id_map),
             "imported_id_map": {str(k): v for k, v in id_map.items()},
+            "provenance": signature.provenance, "ungated": bool(ungated_by),
         }
 
-    sid = bundle.session.id
-    session: dict[str, Any] = {"question": redact(bundle.session.question), "world": None,
+    sid = new_session_id()
+    session: dict[str, Any] = {"id": sid, "question": redact(bundle.session.question), "world": None,
                                "shape": bundle.session.shape, "provider": bundle.session.provider,
                                "model": bundle.session.model}
     if bundle.session.created_at is not None:
         session["created_at"] = bundle.session.created_at
-    for attempt in range(_NAME_ATTEMPTS):
-        if attempt or store.session_exists(sid):
-            sid = f"{bundle.session.id}-imp-{uuid.uuid4().hex[:10]}"
-        try:
-            store.add_whole_session(session={"id": sid, **session}, invocations=invocations,
-                                    llm_calls=[redacted_call(rec) for rec in calls], finish=finish)
-            break
-        except SessionIdTaken:
-            id_map.clear()
-            if attempt == _NAME_ATTEMPTS - 1:
-                raise
+    store.add_whole_session(session=session, invocations=invocations,
+                            llm_calls=[redacted_call(rec) for rec in calls], finish=finish)
     return ImportResult(session_id=sid, id_map=dict(id_map), verdict=ev.verdict,
-                        claimed_verdict=claimed.get("verdict"), capped=[i for i, cut in cuts.items() if cut])
+                        claimed_verdict=claimed.get("verdict"), capped=[i for i, cut in cuts.items() if cut],
+                        signature=signature, ungated_by=ungated_by)
 

@@ -57,10 +57,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
     if args.json:
-        _print_json({"session_id": result.session_id, "verdict": result.verdict, "final_answer": result.final_answer,
+        _print_json({"session_id": result.session_id, "verdict": result.verdict, "ungated": bool(result.ungated_by),
+                     "final_answer": result.final_answer,
                      "verifier_evaluation": result.evaluation.verifier_evaluation.model_dump(mode="json")})
     else:
-        print(f"[{result.verdict}] session {result.session_id}" + (f" (incident {result.world})" if result.world else ""))
+        from pipeline.record import verdict_marks
+
+        marks = verdict_marks(ungated=bool(result.ungated_by), provenance=None)
+        print(f"[{' '.join([result.verdict, *marks])}] session {result.session_id}"
+              + (f" (incident {result.world})" if result.world else ""))
         print(result.final_answer)
     return 0
 
@@ -74,10 +79,27 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from pipeline.bundle import export_bundle
+    from pipeline.provenance import NoSigningKey, signing_key
 
     if getattr(args, "otlp", False):
         return _export_otlp(_settings(args), args.session_id)
-    _print_json(export_bundle(Store(_settings(args).db_url), args.session_id))
+    settings = _settings(args)
+    try:
+        key = signing_key(settings)
+    except NoSigningKey as exc:
+        key = None  # a read-only home still exports; the importer sees an unsigned bundle
+        print(f"workbench: exported unsigned: {exc}", file=sys.stderr)
+    _print_json(export_bundle(Store(settings.db_url), args.session_id, key=key))
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from pipeline.provenance import key_path, public_key_text, signing_key
+
+    settings = _settings(args)
+    print(public_key_text(signing_key(settings).public_key()))
+    print(f"private key: {key_path(settings)}; another workbench trusts this one's bundles by listing the line "
+          "above under provenance.trusted_keys", file=sys.stderr)
     return 0
 
 
@@ -102,10 +124,19 @@ def cmd_import(args: argparse.Namespace) -> int:
     bundle = load_bundle(Path(args.file), max_bytes=settings.budget.max_bundle_bytes)
     result = import_bundle(Store(settings.db_url), bundle, settings=settings, rules=_rules(args, settings),
                            provider=make_provider(settings))
+    from pipeline.record import verdict_text
+
     renumbered = sum(1 for old, new in result.id_map.items() if old != new)
-    print(f"imported as session {result.session_id} ({len(result.id_map)} invocations, {renumbered} renumbered)")
+    print(f"imported as session {result.session_id} ({len(result.id_map)} invocations, {renumbered} renumbered; "
+          f"source id {bundle.session.id!r})")
     claimed = f"; the source claimed {result.claimed_verdict}" if result.claimed_verdict else ""
-    print(f"re-verified: {result.verdict}{claimed}")
+    print(f"re-verified: {verdict_text(result.verdict, ['ungated'] if result.ungated_by else [])}{claimed}")
+    sig = result.signature
+    print(f"provenance: {sig.provenance} ({sig.reason}"
+          + (f"; key {sig.key})" if sig.key else ")")
+          + ("; held in the review queue" if sig.provenance == "unverified" else ""))
+    if result.ungated_by:
+        print(f"ungated: judged with {', '.join(result.ungated_by)} off or warn-only", file=sys.stderr)
     if result.capped:
         print(f"outputs of invocations {result.capped} cut to budget.max_stored_output_bytes", file=sys.stderr)
     return 0
@@ -121,10 +152,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     rules = _rules(args, settings)
     ev = check_bundle(bundle, settings=settings, rules=rules, provider=make_provider(settings))
     if args.json:
-        _print_json(check_report(ev))
+        _print_json({**check_report(ev), "ungated_by": rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)})
     else:
         g = ev.gatekeeper_result
-        print(f"parse: {ev.parse_status.status}  gatekeeper: {g.status} {g.failed_rules}  verdict: {ev.verdict}")
+        ungated = rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)
+        print(f"parse: {ev.parse_status.status}  gatekeeper: {g.status} {g.failed_rules}  verdict: {ev.verdict}"
+              + (f" (ungated: {', '.join(ungated)} off or warn-only)" if ungated else ""))
         for e in g.errors:
             print(f"  {e.rule_id} @ {e.target}: {e.message}")
         print(ev.final_answer)
@@ -291,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="store the sample set: sessions of every verdict with claims to review")
     demo.add_argument("--language", choices=["en", "zh"], default="en", help="language of the sample questions")
     demo.set_defaults(func=cmd_demo)
+
+    keys = sub.add_parser("keys", help="print the public key export signs bundles with (made on first use)")
+    keys.set_defaults(func=cmd_keys)
 
     doc = sub.add_parser("doctor", help="check the LLM endpoint and the evidence backends")
     doc.set_defaults(func=cmd_doctor)

@@ -136,6 +136,16 @@ class TelemetrySettings(_Section):
     max_queue_spans: int = Field(default=2048, ge=16)
 
 
+class ProvenanceSettings(_Section):
+    """Bundle signatures (pipeline/provenance.py)."""
+
+    # The Ed25519 private key (PEM) export signs with; made on first use. Default: home/signing-key.pem.
+    key_file: Path | None = None
+    # Public keys (as `workbench keys` prints them) whose signed bundles import as "verified";
+    # the workbench's own key is always trusted.
+    trusted_keys: list[str] = Field(default_factory=list)
+
+
 class Settings(_Section):
     provider: Literal["offline", "openai", "scripted"] = "offline"
     model: str = "rule-based"
@@ -156,6 +166,7 @@ class Settings(_Section):
     ui: UISettings = Field(default_factory=UISettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    provenance: ProvenanceSettings = Field(default_factory=ProvenanceSettings)
 
     @property
     def db_url(self) -> str:

@@ -1,8 +1,9 @@
 """The review queue: which stored sessions need a person, listed and charted in SQL.
 
 Shared by the Sessions page, its exports and the Rules page's preview (which leaves eval runs
-out). "Needs a person" is LOW_CONFID, REJECT, a failed or interrupted run, and a PASS with
-findings (gatekeeper warnings, claims kept from the answer, a composer guard fallback).
+out). "Needs a person" is LOW_CONFID, REJECT, a failed or interrupted run, a PASS with findings
+(gatekeeper warnings, claims kept from the answer, a composer guard fallback), and an import
+no trusted key signed (provenance "unverified").
 
 At a million sessions the page's first open is one grouped scan for the count and all three
 charts and one walk of the created_at index for the rows; every condition reads a column
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import and_, func, or_, select
 
 from pipeline.bundle import export_bundle
@@ -58,6 +60,8 @@ def queue_query(store: Store, q: QueueFilter) -> Any:
             s.status.in_(("failed", "interrupted")),
             s.gatekeeper_status.in_(("warn", "fail")),
             and_(s.verdict == "PASS", s.gatekeeper_status == "pass", s.composer_findings),
+            # An import no trusted key signed: its verdict is ours, its evidence the source's word.
+            s.provenance == "unverified",
         ))
     if not q.include_eval:
         query = query.where(s.id.not_in(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)))
@@ -68,7 +72,7 @@ def queue_query(store: Store, q: QueueFilter) -> Any:
 
 
 _LIST_COLUMNS = ("id", "created_at", "question", "status", "verdict", "gatekeeper_status", "failed_rules",
-                 "groundedness", "services", "provider", "shape")
+                 "groundedness", "services", "provider", "shape", "provenance", "ungated")
 
 
 def queue_rows(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> list[SessionRow]:
@@ -158,8 +162,8 @@ def eval_session_ids(store: Store) -> set[str]:
 
 # --- exports (the Sessions page's downloads and `workbench sessions --format csv`) --------------
 
-CSV_FIELDS = ("id", "created_at", "question", "status", "verdict", "gatekeeper_status", "failed_rules",
-              "groundedness", "services", "provider", "shape", "review_label")
+CSV_FIELDS = ("id", "created_at", "question", "status", "verdict", "ungated", "provenance", "gatekeeper_status",
+              "failed_rules", "groundedness", "services", "provider", "shape", "review_label")
 # A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...) in a question).
 _FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")
 
@@ -198,12 +202,12 @@ def bundle_file_name(session_id: str, taken: set[str]) -> str:
     return name
 
 
-def export_zip(store: Store, q: QueueFilter) -> bytes:
-    """Every session of the queue as a bundle file in one zip."""
+def export_zip(store: Store, q: QueueFilter, *, key: Ed25519PrivateKey | None = None) -> bytes:
+    """Every session of the queue as a bundle file in one zip, each signed with `key` when given."""
     buf = io.BytesIO()
     taken: set[str] = set()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for row in iter_filtered(store, q):
-            bundle = export_bundle(store, row.id)
+            bundle = export_bundle(store, row.id, key=key)
             zf.writestr(bundle_file_name(row.id, taken), json.dumps(bundle, ensure_ascii=False, indent=1, default=str))
     return buf.getvalue()

@@ -179,14 +179,37 @@ class SessionRow(_Read):
     provider: str
     shape: str
     review_label: str | None = None
+    provenance: Literal["verified", "unverified"] | None = None
+    ungated: bool = False
 
     @field_validator("failed_rules", mode="before")
     @classmethod
     def _null_list(cls, v: Any) -> Any:
         return [] if v is None else v
 
+    @property
+    def marks(self) -> list[str]:
+        return verdict_marks(ungated=self.ungated, provenance=self.provenance)
+
 
 # --- the session -------------------------------------------------------------------------------
+
+
+def verdict_marks(*, ungated: bool, provenance: str | None) -> list[str]:
+    """What qualifies a verdict wherever it is shown: "ungated" (judged with the gatekeeper or an
+    evidence rule off, RuleSet.ungated_by) and "unverified" (an import no trusted key signed)."""
+    return [*(["ungated"] if ungated else []), *(["unverified"] if provenance == "unverified" else [])]
+
+
+def verdict_text(verdict: str | None, marks: Sequence[str]) -> str:
+    """A verdict with its marks, for one-line displays: "PASS (ungated, unverified)"."""
+    return (verdict or "-") + (f" ({', '.join(marks)})" if marks else "")
+
+
+class SignatureRecord(_Read):
+    provenance: str | None = None
+    reason: str | None = None
+    key: str | None = None
 
 
 class ClaimedBySource(_Read):
@@ -199,6 +222,7 @@ class ClaimedBySource(_Read):
     provider: str | None = None
     model: str | None = None
     session_id: str | None = None
+    signature: SignatureRecord | None = None
 
 
 class SessionRecord(_Read):
@@ -237,6 +261,8 @@ class SessionRecord(_Read):
     invocations: list[InvocationMeta] = Field(default_factory=list)
     llm_calls: list[LlmCallRecord] = Field(default_factory=list)
     reviews: list[ReviewRecord] = Field(default_factory=list)
+    provenance: Literal["verified", "unverified"] | None = None
+    ungated: bool = False
 
     @field_validator("failed_rules", "evidence_digests", "earlier_rounds", mode="before")
     @classmethod
@@ -287,6 +313,10 @@ class SessionRecord(_Read):
             ) from exc
 
     # --- what readers ask of a session -----------------------------------------------------------
+
+    @property
+    def marks(self) -> list[str]:
+        return verdict_marks(ungated=self.ungated, provenance=self.provenance)
 
     def claim_reviews(self, claim_id: str) -> list[ReviewRecord]:
         return [r for r in self.reviews if r.claim_id == claim_id]

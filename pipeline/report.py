@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pipeline.messages import localized
-from pipeline.record import SessionRecord, read_session
+from pipeline.record import SessionRecord, read_session, verdict_text
 from pipeline.store import Store
 from pipeline.views import verdict_reasons
 
@@ -26,10 +26,15 @@ def render_record(r: SessionRecord, lang: str = "en") -> str:
         f"session {r.id}  ({r.status}, stage {r.stage})",
         f"question: {r.question}",
         f"world: {r.world or '-'}   shape: {r.shape}   provider: {r.provider} / {r.model}",
-        f"verdict: {r.verdict or '-'}   gatekeeper: {r.gatekeeper_status or '-'}   groundedness: {r.groundedness}",
+        f"verdict: {verdict_text(r.verdict, r.marks)}   gatekeeper: {r.gatekeeper_status or '-'}   groundedness: {r.groundedness}",
     ]
     if r.error:
         lines.append(f"error: {r.error}")
+    source = r.claimed_by_source
+    if source is not None:
+        sig = source.signature
+        lines.append(f"imported: source session {source.session_id!r}, source claimed {source.verdict or '-'}; "
+                     f"provenance {r.provenance or '-'}" + (f" ({sig.reason})" if sig and sig.reason else ""))
     lines += [_section("final answer"), r.final_answer or "(none)"]
     ev = r.evaluation
     if ev is None:

@@ -52,6 +52,7 @@ class SessionResult:
     final_answer: str
     evaluation: Evaluation
     world: str | None
+    ungated_by: list[str]  # RuleSet.ungated_by of the rules it was judged under; empty: gated
 
 
 @lru_cache(maxsize=32)
@@ -276,6 +277,7 @@ def _run_session(
                        "question_scope": scope.model_dump(mode="json")}
     o = settings.openai
     cost = (tokens["prompt"] * o.price_prompt_per_m + tokens["completion"] * o.price_completion_per_m) / 1e6
+    ungated_by = rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)
     store.update_session(
         sid, status="completed", stage="done", verdict=ev.verdict, gatekeeper_status=ev.gatekeeper_result.status,
         failed_rules=ev.gatekeeper_result.failed_rules, groundedness=ev.verifier_output.groundedness_score,
@@ -283,9 +285,9 @@ def _run_session(
         verifier_output=ev.verifier_output.model_dump(mode="json"),
         composer_output=ev.composer_output.model_dump(mode="json"), self_evaluation=self_evaluation,
         gatekeeper_features=ev.features, prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
-        cost_usd=cost,
+        cost_usd=cost, ungated=bool(ungated_by),
     )
     record_session(store, sid, rules)  # its row in the columnar replay history
     emit("done", {"verdict": ev.verdict, "final_answer": ev.final_answer})
     return SessionResult(session_id=sid, verdict=ev.verdict, final_answer=ev.final_answer, evaluation=ev,
-                         world=world.id if world else None)
+                         world=world.id if world else None, ungated_by=ungated_by)

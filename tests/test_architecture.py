@@ -23,7 +23,7 @@ LAYERS: dict[str, int] = {
                      "pipeline.timewindow", "pipeline.messages", "pipeline.tools.results"], 0),
     # 1: text primitives, the verdict policy, and the neutral ground stages and providers share
     **dict.fromkeys(["pipeline.text", "pipeline.policy", "pipeline.context", "pipeline.scope", "pipeline.coverage",
-                     "pipeline.answer", "pipeline.safe_actions"], 1),
+                     "pipeline.answer", "pipeline.safe_actions", "pipeline.provenance"], 1),
     # 2: the engine's parts
     **dict.fromkeys(["pipeline.gatekeeper", "pipeline.stages", "pipeline.llm", "pipeline.tools",
                      "pipeline.incidents", "pipeline.store"], 2),

@@ -33,6 +33,11 @@ def _import(store: Store, settings: Settings, data: dict[str, Any]):
                          provider=make_provider(settings))
 
 
+def claimed_id(row: dict[str, Any]) -> str:
+    """The bundle's own session id, kept beside the workbench's."""
+    return str(row["self_evaluation"]["claimed_by_source"]["session_id"])
+
+
 def _forged(bundle: dict[str, Any]) -> dict[str, Any]:
     """Every citation moved to id 1, which the bundle does not hold, and a PASS claimed."""
     forged = json.loads(json.dumps(bundle))
@@ -52,7 +57,7 @@ def test_import_reverifies_and_keeps_the_source_claims_apart(settings: Settings,
     bundle["final_answer"] = "Root cause: the database. (claimed by the bundle)"
     result = _import(store, settings, bundle)
     row = store.get_session(result.session_id)
-    assert result.session_id != bundle["session"]["id"] and "-imp-" in result.session_id
+    assert result.session_id != bundle["session"]["id"] and claimed_id(row) == bundle["session"]["id"]
     # Our own pipeline's verdict and answer, equal to the session the bundle came from.
     assert row["verdict"] == original["verdict"] and row["status"] == "completed"
     assert row["final_answer"] and row["final_answer"] != bundle["final_answer"]
@@ -135,7 +140,8 @@ def test_integer_session_ids_are_read(settings: Settings, store: Store) -> None:
     for inv in bundle["tool_invocations"]:
         inv["session_id"] = 4711
     result = _import(store, settings, bundle)
-    assert result.session_id == "4711" and store.get_session("4711")["verdict"]
+    row = store.get_session(result.session_id)
+    assert claimed_id(row) == "4711" and row["verdict"]
 
 
 def test_import_caps_outputs_at_the_storage_limit(settings: Settings, store: Store) -> None:

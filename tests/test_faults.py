@@ -339,3 +339,190 @@ def test_bundle_zip_entries_are_plain_file_names_whatever_the_stored_id(store: S
     assert len(names) == len(set(names)) == 5
     assert all(n.endswith(".json") and len(n) <= 110 and "/" not in n and "\\" not in n and ".." not in n
                and "<" not in n for n in names), names
+
+
+# --- bundles from outside: ids, numbers, dates, sizes, provenance ----------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def cli_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The CLI's store on SQLite (the workbench home) or on a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield request.param
+        return
+    from helpers import postgres_schema
+
+    with postgres_schema("faults") as url:
+        monkeypatch.setenv("DATABASE_URL", url)
+        yield request.param
+        Store(url).engine.dispose()
+
+
+def _set(bundle: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    node: Any = bundle
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    node[int(last) if isinstance(node, list) else last] = value
+
+
+@pytest.mark.parametrize("path, value, named", [
+    ("tool_invocations.0.latency_ms", float("nan"), "not a number"),
+    ("verifier_output.groundedness_score", float("inf"), "not a number"),
+    ("tool_invocations.0.round", 10**30, "64 bits"),
+    ("tool_invocations.0.round", 2**40, "round"),
+    ("bundle_version", True, "integer 1"),
+    ("session.created_at", "9999-12-31T00:00:00Z", "created_at"),
+    ("session.created_at", "0001-01-01T00:00:00Z", "created_at"),
+    ("session.id", "s-1\u0000../x", "control character"),
+    ("session.id", "x" * 1_000_000, "session.id"),
+])
+def test_hostile_bundle_fields_are_refused_in_one_line_on_both_backends(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, cli_backend: str, path: str, value: Any,
+        named: str) -> None:
+    bundle, file = exported_bundle(capsys, tmp_path)
+    _set(bundle, path, value)
+    if path == "session.id":
+        for inv in bundle["tool_invocations"]:
+            inv["session_id"] = value
+    file.write_text(json.dumps(bundle), encoding="utf-8")  # Python writes NaN and Infinity
+    before = session_count()
+    code, _, err = run(capsys, "import", str(file))
+    assert code == 2 and named in one_line_error(err)
+    assert session_count() == before
+
+
+def test_an_imported_session_gets_an_id_of_the_workbenchs_own_and_keeps_the_source_id(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, cli_backend: str) -> None:
+    import re
+
+    bundle, file = exported_bundle(capsys, tmp_path)
+    for hostile in ("../../../../tmp/pwned", "<script>alert(1)</script>", "x" * 200):
+        bundle["session"]["id"] = hostile
+        for inv in bundle["tool_invocations"]:
+            inv["session_id"] = hostile
+        file.write_text(json.dumps(bundle), encoding="utf-8")
+        code, out, _ = run(capsys, "import", str(file))
+        assert code == 0
+        sid = out.split("session ")[1].split(" ")[0]
+        assert re.fullmatch(r"s-[0-9a-f]{12}", sid) and f"source id {hostile!r}" in out
+        code, shown, _ = run(capsys, "show", sid)
+        assert code == 0 and f"source session {hostile!r}" in shown
+    assert not any(re.search(r"[/<]|x{100}", s) for s in Store(load_settings().db_url).session_ids())
+
+
+def test_an_oversize_bundle_is_refused_from_its_size_before_reading(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    import tracemalloc
+
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(300 * 1024 * 1024)  # sparse: 300 MB that take no disk
+    tracemalloc.start()
+    try:
+        code, _, err = run(capsys, "import", str(big))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 2 and "max_bundle_bytes" in one_line_error(err)
+    assert peak < 16 * 1024 * 1024, f"{peak} bytes held: the file was read"
+
+
+def _import_line(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[str, str]:
+    """(stored session id, the import's output)."""
+    code, out, err = run(capsys, "import", str(path))
+    assert code == 0, err
+    return out.split("session ")[1].split(" ")[0], out
+
+
+def _listed(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
+    code, out, _ = run(capsys, "sessions", "--json", "--limit", "100")
+    assert code == 0
+    return {r["id"]: r for r in json.loads(out)}
+
+
+def test_bundle_provenance_signed_edited_unsigned_and_foreign(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              cli_backend: str) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from pipeline.provenance import public_key_text, sign
+    from pipeline.queue import QueueFilter, queue_rows
+
+    bundle, signed = exported_bundle(capsys, tmp_path)
+    assert bundle["signature"]["public_key"] == run(capsys, "keys")[1].strip()
+    ours, out = _import_line(capsys, signed)
+    assert "provenance: verified (signed by a trusted key" in out and "re-verified: PASS" in out
+
+    # The tool output and the quote that cites it edited together: still a consistent PASS to the
+    # gatekeeper, but no longer what was signed.
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(bundle, ensure_ascii=False).replace("线程数: 245", "线程数: 246"), encoding="utf-8")
+    assert "246" in edited.read_text(encoding="utf-8")
+    tampered, out = _import_line(capsys, edited)
+    assert "re-verified: PASS" in out and "provenance: unverified (signature does not match" in out
+
+    unsigned_file = tmp_path / "unsigned.json"
+    unsigned_file.write_text(json.dumps({k: v for k, v in bundle.items() if k != "signature"}), encoding="utf-8")
+    unsigned, out = _import_line(capsys, unsigned_file)
+    assert "provenance: unverified (unsigned)" in out
+
+    theirs = Ed25519PrivateKey.generate()
+    foreign_file = tmp_path / "foreign.json"
+    foreign_file.write_text(json.dumps(sign({k: v for k, v in bundle.items() if k != "signature"}, theirs)),
+                            encoding="utf-8")
+    foreign, out = _import_line(capsys, foreign_file)
+    assert "provenance: unverified (signed by a key that is not trusted" in out
+
+    listed = _listed(capsys)
+    assert listed[ours]["provenance"] == "verified"
+    assert {listed[s]["provenance"] for s in (tampered, unsigned, foreign)} == {"unverified"}
+    assert all(listed[s]["verdict"] == "PASS" for s in (ours, tampered, unsigned, foreign))
+    # The review queue holds the unverified PASSes for a person; the verified one counts as PASS.
+    queue = {r.id for r in queue_rows(Store(load_settings().db_url), QueueFilter())}
+    assert {tampered, unsigned, foreign} <= queue and ours not in queue
+    code, shown, _ = run(capsys, "show", tampered)
+    assert "verdict: PASS (unverified)" in shown and "changed after signing" in shown
+
+    # Trusting their key (as `workbench keys` prints it) makes their bundle verified.
+    config = tmp_path / "trust.yaml"
+    config.write_text(yaml.safe_dump({"provenance": {"trusted_keys": [public_key_text(theirs.public_key())]}}),
+                      encoding="utf-8")
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
+    _, out = _import_line(capsys, foreign_file)
+    assert "provenance: verified" in out
+
+
+def _ungated_config(tmp_path: Path, how: str) -> Path:
+    from helpers import rules_without
+
+    config = tmp_path / f"{how.replace('.', '_')}.yaml"
+    if how == "gatekeeper":
+        settings: dict[str, Any] = {"gatekeeper": {"enabled": False}}
+    else:
+        settings = {"rules_dir": str(rules_without(ROOT / "rules", tmp_path / f"rules-{how}", how))}
+    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    return config
+
+
+@pytest.mark.parametrize("how", ["gatekeeper", "evidence.excerpt_similarity", "evidence.invocation_ref"])
+def test_a_verdict_judged_ungated_says_so_wherever_it_is_shown(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    from pipeline.gatekeeper import load_rules
+
+    assert load_rules(ROOT / "rules").ungated_by() == []  # the shipped rules gate
+    _, gated_file = exported_bundle(capsys, tmp_path)
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(_ungated_config(tmp_path, how)))
+    code, out, _ = run(capsys, "ask", CPU_QUESTION)
+    assert code == 0 and out.startswith("[PASS ungated] session ")
+    sid = out.split("session ")[1].split()[0]
+    code, out, _ = run(capsys, "ask", CPU_QUESTION, "--json")
+    assert json.loads(out)["ungated"] is True
+    listed = _listed(capsys)
+    assert listed[sid]["ungated"] is True
+    code, table, _ = run(capsys, "sessions")
+    assert f"{sid}" in table and "PASS ungated" in table.split(sid)[1].splitlines()[0]
+    assert "verdict: PASS (ungated)" in run(capsys, "show", sid)[1]
+    assert "(ungated: " in run(capsys, "check", str(gated_file))[1]
+    imported, out = _import_line(capsys, gated_file)
+    assert "re-verified: PASS (ungated)" in out and _listed(capsys)[imported]["ungated"] is True

@@ -297,3 +297,16 @@ def test_eval_uses_the_rules_page_candidate(store: Store) -> None:
     assert "candidate rules from the Rules page" in _texts(at)
     fabricated = at.dataframe[0].value.set_index("fixture").loc["01-fabricated-invocation-id"]
     assert "evidence.invocation_ref" in fabricated["failures"]
+
+
+def test_rules_warn_before_an_ungated_version_goes_into_force(store: Store) -> None:
+    at = _app("pages/rules.py")
+    toggle = next(t for t in at.toggle if t.key.endswith("evidence.excerpt_similarity_enabled"))
+    toggle.set_value(False).run()
+    at.text_input(key="rules_author").input("tuner").run()
+    assert "evidence.excerpt_similarity" in "\n".join(w.value for w in at.warning)
+    assert at.button(key="rules_apply").disabled  # until the tuner says so
+    at.checkbox(key="rules_ungated_confirm").check().run()
+    at.button(key="rules_apply").click().run()
+    assert not at.exception, at.exception
+    assert store.active_rule_version() is not None

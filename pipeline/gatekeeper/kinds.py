@@ -44,6 +44,9 @@ class RuleKind:
     severity: ClassVar[Severity]
     verdict_impact: ClassVar[VerdictImpact]
     Params: ClassVar[type[RuleParams]] = RuleParams  # a kind without parameters keeps the empty model
+    # Whether the rule ties a claim to the tool's own output (the cited call exists, the quote is
+    # in it): with one of these off or warn-only, a forged quote passes, and verdicts are "ungated".
+    gates_evidence: ClassVar[bool] = False
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         raise NotImplementedError

@@ -291,6 +291,7 @@ class InvocationRefRule(RuleKind):
     """evidence.invocation_ref (docs/spec.md#rule-invocation-ref): claims cite real invocations of this session with the right tool."""
 
     id = "evidence.invocation_ref"
+    gates_evidence = True
     name = "Invocation Reference Check"
     description = "cited invocations exist, belong to this session and match tool_name"
     severity = "error"
@@ -323,6 +324,7 @@ class ExcerptSimilarityRule(RuleKind):
     """evidence.excerpt_similarity (docs/spec.md#rule-excerpt-similarity): the excerpt is found in what it cites."""
 
     id = "evidence.excerpt_similarity"
+    gates_evidence = True
     name = "Excerpt Similarity Check"
     description = "each excerpt is found in the full output it cites"
     severity = "error"
@@ -420,6 +422,7 @@ class ExcerptEntitiesRule(RuleKind):
     """evidence.excerpt_entities: numbers, services, codes and ids of an excerpt are in what it cites."""
 
     id = "evidence.excerpt_entities"
+    gates_evidence = True
     name = "Excerpt Entity Check"
     description = "numbers, services, codes and ids of an excerpt are in the cited output"
     severity = "error"
@@ -690,6 +693,7 @@ class DigestRefRule(RuleKind):
     """evidence.digest_ref (split shape): claims cite real digests, digests cite real invocations."""
 
     id = "evidence.digest_ref"
+    gates_evidence = True
     name = "Digest Reference Check"
     description = "split shape only; cited digests exist and quote their invocations"
     severity = "error"

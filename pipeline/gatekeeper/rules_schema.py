@@ -75,6 +75,15 @@ class RuleSet:
     def enabled(self) -> list[RuleSpec]:
         return [r for r in self.rules if r.enabled]
 
+    def ungated_by(self, *, gatekeeper_enabled: bool = True) -> list[str]:
+        """What lets a forged quote through under these rules: "gatekeeper" when it is switched
+        off, else the evidence rules (their kind's `gates_evidence`) that are off or warn-only.
+        Empty: verdicts under these rules are gated. Sessions record it; the Rules page and
+        `rules apply` warn before such a version goes into force."""
+        if not gatekeeper_enabled:
+            return ["gatekeeper"]
+        return [r.id for r in self.rules if RULES[r.id].gates_evidence and (not r.enabled or r.downgraded)]
+
     def with_rule(
         self,
         rule_id: str,

@@ -62,6 +62,7 @@ def cmd_webhook(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
+    from pipeline.record import verdict_marks
     from pipeline.store.lease import reap
     from pipeline.store.listing import session_list
 
@@ -89,7 +90,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     for r in rows:
         trigger = (r["trigger"] or {}).get("kind", "manual")
         question = r["question"] if len(r["question"]) <= 70 else r["question"][:69] + "…"
-        print(f"{r['id']}  {r['created_at']:%Y-%m-%d %H:%M:%S}  {r['status']:<11} {r['verdict'] or '-':<10} "
+        verdict = " ".join([r["verdict"] or "-", *verdict_marks(ungated=r["ungated"], provenance=r["provenance"])])
+        print(f"{r['id']}  {r['created_at']:%Y-%m-%d %H:%M:%S}  {r['status']:<11} {verdict:<10} "
               f"{trigger:<12} {question}")
     return 0
 

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 from pipeline.store.repo import Store
 from pipeline.store.schema import DiagnosisSession
 
-LIST_COLUMNS = ("id", "question", "trigger", "status", "stage", "verdict", "created_at", "rerun_of", "error")
+LIST_COLUMNS = ("id", "question", "trigger", "status", "stage", "verdict", "ungated", "provenance", "created_at",
+                "rerun_of", "error")
 
 
 def session_list(store: Store, *, verdict: str | None = None, status: str | None = None,

@@ -61,6 +61,11 @@ def _output_hash(output: str) -> str | None:
     return hashlib.sha256(output.encode("utf-8", "surrogatepass")).hexdigest() if output else None
 
 
+def new_session_id() -> str:
+    """A session id of the workbench's own: every session run here or imported gets one."""
+    return f"s-{uuid.uuid4().hex[:12]}"
+
+
 def composer_findings(self_evaluation: Any) -> bool:
     """Whether an audit record holds composer findings: claims the composer-input filter kept from
     the answer, or a composer guard that fell back to the fixed template. Stored beside the record
@@ -147,7 +152,7 @@ class Store:
 
     def create_session(self, *, question: str, world: str | None, shape: str, provider: str, model: str,
                        session_id: str | None = None, created_at: datetime | None = None) -> str:
-        sid = session_id or f"s-{uuid.uuid4().hex[:12]}"
+        sid = session_id or new_session_id()
         with self._write() as db:
             row = DiagnosisSession(id=sid, question=question, world=world, shape=shape, provider=provider,
                                    model=model, status="running", stage="created")
@@ -206,7 +211,8 @@ class Store:
         cols = [DiagnosisSession.id, DiagnosisSession.created_at, DiagnosisSession.question,
                 DiagnosisSession.status, DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status,
                 DiagnosisSession.failed_rules, DiagnosisSession.groundedness, DiagnosisSession.services,
-                DiagnosisSession.provider, DiagnosisSession.shape]
+                DiagnosisSession.provider, DiagnosisSession.shape, DiagnosisSession.ungated,
+                DiagnosisSession.provenance]
         with self._read() as db:
             total = db.execute(select(func.count()).select_from(base.subquery())).scalar_one()
             sub = base.subquery()

@@ -90,6 +90,13 @@ class DiagnosisSession(Base):
     # store whenever self_evaluation is written (repo.composer_findings); the review queue reads
     # it instead of every session's JSON (migration 0007).
     composer_findings: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # An imported session's provenance (pipeline/provenance.py): "verified" when its bundle was
+    # signed by a trusted key and unchanged since, else "unverified", which the review queue
+    # holds for a person whatever the re-verified verdict; NULL for a session run here.
+    provenance: Mapped[str | None] = mapped_column(Text)
+    # Judged with the gatekeeper or an evidence rule off or warn-only (RuleSet.ungated_by): its
+    # verdict says nothing about forged quotes, and every view of the verdict says "ungated".
+    ungated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class ToolInvocationRow(Base):
@@ -300,7 +307,8 @@ LISTING_GROUPS = (func.date(DiagnosisSession.created_at), DiagnosisSession.verdi
                   cast(DiagnosisSession.failed_rules, Text),
                   cast(DiagnosisSession.groundedness * literal_column("10"), Integer))
 Index("ix_session_listing", *LISTING_GROUPS, DiagnosisSession.status, DiagnosisSession.gatekeeper_status,
-      DiagnosisSession.composer_findings, DiagnosisSession.created_at, DiagnosisSession.id).ddl_if(dialect="sqlite")
+      DiagnosisSession.composer_findings, DiagnosisSession.provenance, DiagnosisSession.created_at,
+      DiagnosisSession.id).ddl_if(dialect="sqlite")
 Index("ix_session_listing_pg", DiagnosisSession.created_at, DiagnosisSession.verdict, DiagnosisSession.status,
-      DiagnosisSession.gatekeeper_status, DiagnosisSession.composer_findings, DiagnosisSession.groundedness,
-      DiagnosisSession.id, postgresql_include=["failed_rules"]).ddl_if(dialect="postgresql")
+      DiagnosisSession.gatekeeper_status, DiagnosisSession.composer_findings, DiagnosisSession.provenance,
+      DiagnosisSession.groundedness, DiagnosisSession.id, postgresql_include=["failed_rules"]).ddl_if(dialect="postgresql")
