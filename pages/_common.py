@@ -148,6 +148,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "ask.rerun": ("Run it again", "重新运行"),
     "ask.open_trace": ("Open the audit trail of this session", "打开该会话的审计链"),
     "ask.answer": ("Answer", "回答"),
+    "ask.full_answer": ("The whole answer as text", "完整回答文本"),
     "ask.confirmed": ("Confirmed facts", "已确认事实"),
     "ask.hypotheses": ("Possible causes (not confirmed)", "可能原因（未确认）"),
     "ask.gaps": ("Evidence gaps", "证据缺口"),
@@ -510,8 +511,8 @@ def scope_block(r: SessionRecord) -> None:
     parts = [f"{esc(t('scope.services'))}: {services}", f"{esc(t('scope.symptom'))}: {esc(scope.symptom or '—')}",
              f"{esc(t('scope.window'))}: {esc(span)}"]
     coverage = r.evaluation.question_coverage if r.evaluation else []
-    items = "".join(f"<li>{esc(c.service)} {pill(c.status)} <span class='wb-muted'>{esc(say(c.detail, c.msg))}</span></li>"
-                    for c in coverage)
+    items = "".join(f"<li>{esc(c.service or '*')} · {esc(c.symptom)} {pill(c.status)} "
+                    f"<span class='wb-muted'>{esc(say(c.detail, c.msg))}</span></li>" for c in coverage)
     html_block(f"<div>{' · '.join(parts)}</div>" + (f'<ul class="wb-list">{items}</ul>' if items else ""))
 
 

@@ -187,7 +187,9 @@ def answer(session_id: str) -> None:
         ui.trace_link(session_id, ui.t("ask.open_trace"))
     if r.status == "failed":
         st.error(f"{ui.t('ask.failed')}: {r.error}")
-    ui.text_block(view.final_answer)
+    ui.text_block(view.lead)
+    with st.expander(ui.t("ask.full_answer")):
+        ui.text_block(view.final_answer)
     ui.scope_block(r)
 
     st.markdown(f"**{ui.t('ask.confirmed')}**")

@@ -9,6 +9,7 @@ whether a sentence's content comes from the composer input.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -109,8 +110,11 @@ def _pairs(lead: AnswerLead, language: str) -> str:
     return p["and"].join(pairs)
 
 
-def lead_sentence(lead: AnswerLead | None, language: str) -> str:
+def lead_sentence(lead: AnswerLead | None, language: str, needed: Sequence[str] = ()) -> str:
+    """The first sentence; `needed` is what the hypothesis it names still needs (the possible
+    causes section then leaves that hypothesis out rather than say it twice)."""
     p = phrases(language)
+    needs = p["needed"].format(items=p["sep"].join(needed)) if needed else ""
     if lead is None:
         return p["unknown"]
     end = "。" if language == "zh" else "."
@@ -118,14 +122,14 @@ def lead_sentence(lead: AnswerLead | None, language: str) -> str:
     evidence = p["and"].join(lead.evidence) or "-"
     if lead.kind == "cause":
         key = "cause_confirmed" if lead.support == "confirmed" else "cause_likely"
-        return p[key].format(text=_item(lead.text)) + end
+        return p[key].format(text=_item(lead.text)) + needs + end
     if lead.symptoms and lead.kind in ("present", "healthy", "no_data"):
         key = "healthy_symptom" if lead.kind == "healthy" else lead.kind
         head = p[key].format(pairs=_pairs(lead, language), text=_item(lead.text), evidence=evidence)
         if lead.instead:
             key = ("also_" if lead.kind == "present" else "instead_") + (
                 "likely" if lead.instead_support == "likely" else "confirmed")
-            head += p[key].format(text=_item(lead.instead))
+            head += p[key].format(text=_item(lead.instead)) + (needs if lead.instead_support == "likely" else "")
         return head + end
     if lead.kind == "healthy":
         return p["healthy"].format(services=services, evidence=evidence)
@@ -157,16 +161,22 @@ def sections(ci: ComposerInput, language: str) -> AnswerSections:
     actions = list(ci.recommended_actions)
     if ci.verdict != "PASS" and not actions:
         actions = fixed_actions(language)
+    # The hypothesis the lead names is said there, with what it needs, and not again below.
+    lead = ci.answer_lead
+    named = (lead.text if lead.kind == "cause" and lead.support == "likely" else
+             lead.instead if lead.instead_support == "likely" else "") if lead else ""
+    in_lead = next((h for h in ci.allowed_hypotheses if named and h.hypothesis_text == named), None)
     # One hedge per cause, on the item itself: the guard reads each item alone, and a heading
     # that hedged again read "Possible causes (unconfirmed): Possibly (unconfirmed): ...".
     causes = [] if ci.verdict == "REJECT" else [
         p["hypothesis"].format(text=_item(h.hypothesis_text))
         + (p["needed"].format(items=p["sep"].join(h.needed_evidence)) if h.needed_evidence else "")
-        for h in ci.allowed_hypotheses
+        for h in ci.allowed_hypotheses if h is not in_lead
     ]
     note = {"LOW_CONFID": p["low_note"], "REJECT": p["reject_note"]}.get(ci.verdict, "")
     return AnswerSections(
-        lead=lead_sentence(ci.answer_lead, language) if ci.verdict != "REJECT" else p["reject_note"],
+        lead=lead_sentence(lead, language, in_lead.needed_evidence if in_lead else ())
+        if ci.verdict != "REJECT" else p["reject_note"],
         verdict_note=note if ci.verdict != "REJECT" else "",
         key_facts=[c.claim_text for c in claims if c.claim_id in key_ids],
         other_observations=[c.claim_text for c in claims if c.claim_id not in key_ids],

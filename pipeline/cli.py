@@ -57,8 +57,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
     if args.json:
+        out = result.evaluation.composer_output
         _print_json({"session_id": result.session_id, "verdict": result.verdict, "ungated": bool(result.ungated_by),
-                     "final_answer": result.final_answer,
+                     "final_answer": result.final_answer, "lead": out.answer_summary if out else "",
                      "verifier_evaluation": result.evaluation.verifier_evaluation.model_dump(mode="json")})
     else:
         from pipeline.record import verdict_marks

@@ -57,7 +57,8 @@ def render_record(r: SessionRecord, lang: str = "en") -> str:
         lines += [f"  guard: {reason}" for reason in verdict_reasons(ev, lang)]
         lines += [f"  {c.claim_id}: {c.verification} - {c.detail}" for c in ev.claim_checks]
         lines += [f"  digest {d.digest_id}: {d.verification} {d.detail}" for d in ev.digest_checks]
-        lines += [f"  coverage {c.service}: {c.status} {localized(c.detail, c.msg, lang)}" for c in ev.question_coverage]
+        lines += [f"  coverage {c.service or '*'}/{c.symptom}: {c.status} {localized(c.detail, c.msg, lang)}"
+                  for c in ev.question_coverage]
         gate = ev.gatekeeper_result
         lines.append(_section("gatekeeper"))
         lines.append(f"status {gate.status}; failed {gate.failed_rules}; warnings {gate.warnings}")

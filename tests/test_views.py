@@ -133,7 +133,7 @@ def test_answer_view_links_confirmed_facts_to_their_evidence() -> None:
     view = views.answer_view(_session([], {}, _claims(2)))
     assert [f.claim_id for f in view.confirmed] == ["c1"]
     assert view.confirmed[0].evidence[0].source_invocation_ids == [7]
-    assert view.missing_info == ["gap"] and view.final_answer == "answer"
+    assert view.missing_info == ["gap"] and view.final_answer == "answer" and view.lead == "answer"
 
 
 def _store_with(store: Store, n: int) -> Store:
