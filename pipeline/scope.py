@@ -191,6 +191,14 @@ def question_form(question: str) -> QuestionForm:
     return "why" if _WHY.search(norm) else "what"
 
 
+def _unnamed(text: str, services: Iterable[str]) -> str:
+    """The text without the service names in it: "redis-cart" names a service, not a cache problem."""
+    norm = normalize(text)
+    for service in services:
+        norm = norm.replace(normalize(service), " ")
+    return norm
+
+
 def service_symptoms(question: str, services: list[str], catalogue: Iterable[str] = ()) -> dict[str, list[str]]:
     """The symptoms asked of each service ("" when the question names no service).
 
@@ -204,7 +212,7 @@ def service_symptoms(question: str, services: list[str], catalogue: Iterable[str
     shared: list[str] = []
     for clause in _CLAUSES.split(normalize(question)):
         named = [s for s in asked_services(clause, known) if s in own]
-        found = [sid for sid in asked_symptoms(clause) if not SYMPTOMS[sid].cause_only]
+        found = [sid for sid in asked_symptoms(_unnamed(clause, services)) if not SYMPTOMS[sid].cause_only]
         for sid in found:
             for target in (own[s] for s in named) if named else [shared]:
                 if sid not in target:
@@ -228,7 +236,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
-        symptom=", ".join(asked_symptoms(question)),
+        symptom=", ".join(asked_symptoms(_unnamed(question, services))),
         symptoms=service_symptoms(question, services, known),
         form=question_form(question),
         time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question)) if window else None,

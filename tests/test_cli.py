@@ -40,7 +40,8 @@ def test_ask_prints_answer_verdict_and_session(capsys: pytest.CaptureFixture[str
 
 def test_ask_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     data = ask_json(capsys)
-    assert set(data) == {"session_id", "verdict", "ungated", "final_answer", "verifier_evaluation"}
+    assert set(data) == {"session_id", "verdict", "ungated", "final_answer", "lead", "verifier_evaluation"}
+    assert data["lead"] and data["final_answer"].startswith(data["lead"])  # the JSON leads as the CLI does
     assert data["verifier_evaluation"]["gatekeeper_result"]["status"] in ("pass", "warn", "fail")
     assert data["verifier_evaluation"]["facts_checked"]
 

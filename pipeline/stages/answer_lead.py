@@ -119,6 +119,10 @@ def _cause(verdict: Verdict, claims: Sequence[ComposerClaim], hypotheses: Sequen
     return None
 
 
+def _item(text: str) -> str:
+    return text.strip().rstrip("。.；;")
+
+
 def _row_text(cov: ServiceCoverage, language: str) -> str:
     m = cov.msg if isinstance(cov.msg, Message) else None
     return render(m, language) if m is not None else cov.detail
@@ -169,8 +173,10 @@ def decide_lead(
                           instead_support=other_support if other and other != text else "unknown")
 
     if form == "yes_no" and present:
-        fact = next((by_id[cid].claim_text for c in present for cid in c.claim_ids if cid in by_id), present[0].figure)
-        return lead("present", present, fact, *(cause or ("", "unknown")))
+        # One fact per asked pair that shows, the pair's first allowed claim (else its figure).
+        facts = [next((by_id[cid].claim_text for cid in c.claim_ids if cid in by_id), c.figure) for c in present]
+        return lead("present", present, "; ".join(_item(f) for f in dict.fromkeys(facts) if f),
+                    *(cause or ("", "unknown")))
     if (form == "yes_no" or not present) and healthy and not missing:
         return lead("healthy", healthy, _figures(healthy, language), instead, instead_support)
     if missing and form == "yes_no":
