@@ -10,8 +10,9 @@ import streamlit as st
 from pages import _common as ui
 from pipeline import views
 from pipeline.errors import WorkbenchError
-from pipeline.incidents import load_worlds
+from pipeline.incidents import load_worlds, sample_notice, world_by_id
 from pipeline.jobs import JobQueue, make_queue, submit_rerun, submit_session
+from pipeline.messages import render
 from pipeline.store.lease import events
 
 # How often a follower reads new stage events from the store.
@@ -66,6 +67,8 @@ class Progress:
     def on_session(self, data: dict[str, Any]) -> None:
         st.caption(f"{ui.t('common.session')} `{data['session_id']}` · {data.get('world') or '-'} · "
                    f"{data.get('provider')} · {data.get('shape')}")
+        if data.get("world"):
+            st.info(render(sample_notice(world_by_id(ui.settings().incidents_dir, data["world"])), ui.lang()))
 
     def on_planner(self, data: dict[str, Any]) -> None:
         plan = data.get("plan") or {}

@@ -14,6 +14,7 @@ from pipeline.bounds import encodable
 from pipeline.config import Settings, load_settings
 from pipeline.errors import ConfigError, WorkbenchError, one_line
 from pipeline.store import Store
+from pipeline.text import detect_language
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -56,19 +57,33 @@ def cmd_ask(args: argparse.Namespace) -> int:
             print(f"  tool #{data['id']} {data['tool']} -> {data['status']} ({data['latency_ms']} ms)", file=sys.stderr)
 
     result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
+    sample = _sample(settings, result.world, detect_language(args.question))
     if args.json:
         out = result.evaluation.composer_output
         _print_json({"session_id": result.session_id, "verdict": result.verdict, "ungated": bool(result.ungated_by),
                      "final_answer": result.final_answer, "lead": out.answer_summary if out else "",
+                     "sample_incident": sample,
                      "verifier_evaluation": result.evaluation.verifier_evaluation.model_dump(mode="json")})
     else:
         from pipeline.record import verdict_marks
 
         marks = verdict_marks(ungated=bool(result.ungated_by), provenance=None)
-        print(f"[{' '.join([result.verdict, *marks])}] session {result.session_id}"
-              + (f" (incident {result.world})" if result.world else ""))
+        print(f"[{' '.join([result.verdict, *marks])}] session {result.session_id}")
+        if sample:
+            print(sample["notice"])
         print(result.final_answer)
     return 0
+
+
+def _sample(settings: Settings, world_id: str | None, lang: str) -> dict[str, str] | None:
+    """The bundled sample incident a session was answered from (None: the configured backends)."""
+    from pipeline.incidents import sample_notice, world_by_id
+    from pipeline.messages import render
+
+    if not world_id:
+        return None
+    world = world_by_id(settings.incidents_dir, world_id)
+    return {"id": world.id, "start": world.start, "end": world.end, "notice": render(sample_notice(world), lang)}
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ never reads ground_truth.yaml (only eval does).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import yaml
 
 from pipeline.errors import NotFound, quote
+from pipeline.messages import Message, msg
 from pipeline.scope import asked_services
 from pipeline.text import normalize
 
@@ -63,6 +65,19 @@ def load_worlds(incidents_dir: Path) -> tuple[World, ...]:
     return tuple(
         _load_world(p) for p in sorted(incidents_dir.iterdir()) if (p / "world.yaml").is_file()
     )
+
+
+def recording_window(world: World) -> str:
+    """The world's recorded time span, e.g. "2026-11-28 09:30-11:00 UTC"."""
+    start, end = (datetime.fromisoformat(t.replace("Z", "+00:00")).astimezone(UTC) for t in (world.start, world.end))
+    tail = f"{end:%H:%M}" if end.date() == start.date() else f"{end:%Y-%m-%d %H:%M}"
+    return f"{start:%Y-%m-%d %H:%M}-{tail} UTC"
+
+
+def sample_notice(world: World) -> Message:
+    """Says that an answer came from a bundled recording, so nobody reads it as a diagnosis of their
+    own systems (the CLI, the JSON and the Ask page show it)."""
+    return msg("sample.answered_from", world=world.id, window=recording_window(world))
 
 
 def world_by_id(incidents_dir: Path, world_id: str) -> World:

@@ -289,6 +289,11 @@ CATALOGUE.update({
     "rules.not_an_editor": {"en": "{who} is not one of the editors who may apply rules: {editors}.",
                             "zh": "{who} 不是可以应用规则的编辑者：{editors}。"},
     "rules.already_in_force": {"en": "Version {id} is already in force.", "zh": "版本 {id} 已经生效。"},
+    # --- the bundled sample incidents (pipeline/incidents.py) ---
+    "sample.answered_from": {
+        "en": "Answered from the bundled sample incident {world}, {window}: a recording shipped with the "
+              "workbench, not your systems.",
+        "zh": "本回答依据内置示例事故 {world}（{window}）：这是随工作台附带的录制数据，不是你的系统。"},
 })
 
 # What a symptom is called in a sentence (ids: pipeline.scope.SYMPTOMS; "any": the pair asked of

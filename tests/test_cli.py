@@ -40,7 +40,8 @@ def test_ask_prints_answer_verdict_and_session(capsys: pytest.CaptureFixture[str
 
 def test_ask_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     data = ask_json(capsys)
-    assert set(data) == {"session_id", "verdict", "ungated", "final_answer", "lead", "verifier_evaluation"}
+    assert set(data) == {"session_id", "verdict", "ungated", "final_answer", "lead", "sample_incident",
+                         "verifier_evaluation"}
     assert data["lead"] and data["final_answer"].startswith(data["lead"])  # the JSON leads as the CLI does
     assert data["verifier_evaluation"]["gatekeeper_result"]["status"] in ("pass", "warn", "fail")
     assert data["verifier_evaluation"]["facts_checked"]
@@ -226,3 +227,22 @@ def test_every_cli_option_has_help_text():
 
     walk(build_parser(), "workbench")
     assert missing == []
+
+
+def test_an_answer_from_a_bundled_recording_names_the_sample_and_its_window(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = ask_json(capsys)
+    assert data["sample_incident"]["id"] == "cpu-saturation"
+    assert "cpu-saturation, 2026-11-28 09:30-11:00 UTC" in data["sample_incident"]["notice"]
+    _, out, _ = run(capsys, "ask", "支付接口最近出现超时，帮我排查")
+    assert out.splitlines()[1].startswith("本回答依据内置示例事故 cpu-saturation（2026-11-28 09:30-11:00 UTC）")
+    # Evidence from one's own backends only (log and runbook folders, a Prometheus) is no sample.
+    for folder in ("logs", "runbooks"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "logs" / "payment-service.log").write_text(
+        "2026-12-01T10:00:01Z ERROR payment-service request timeout after 3000ms\n")
+    monkeypatch.setenv("WORKBENCH_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setenv("WORKBENCH_RUNBOOK_DIR", str(tmp_path / "runbooks"))
+    monkeypatch.setenv("PROMETHEUS_URL", "http://127.0.0.1:9")  # nothing there: that tool call fails
+    data = ask_json(capsys)
+    assert data["sample_incident"] is None and "sample incident" not in data["final_answer"]
