@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(["pipeline.evaluate", "pipeline.session", "pipeline.check", "pipeline.bundle",
                      "pipeline.bundle_import", "pipeline.replay_inputs", "pipeline.history", "pipeline.jobs", "pipeline.eval",
                      "pipeline.simulate", "pipeline.doctor", "pipeline.record", "pipeline.queue", "pipeline.rulebook",
-                     "pipeline.demo"], 3),
+                     "pipeline.demo", "pipeline.telemetry"], 3),
     # 4: front ends of the engine
     **dict.fromkeys(["pipeline.cli", "pipeline.__main__", "pipeline.views", "pipeline.report",
                      "pipeline.webhook", "pipeline.jobs.cli", "pipeline.rules_cli"], 4),
