@@ -281,6 +281,8 @@ CATALOGUE.update({
                            "zh": "撰写器输出不符合严格 JSON 契约：{error}"},
     "guard.unlicensed": {"en": "{count} statement(s) not licensed by the composer input",
                          "zh": "{count} 处表述没有撰写器输入的依据"},
+    "guard.degenerate": {"en": "composer answer unusable ({what}): fixed template",
+                         "zh": "撰写器答案不可用（{what}）：使用固定模板"},
     # --- applying rules (pipeline/rulebook.py) ---
     "rules.invalid": {"en": "the candidate rules are invalid ({count} problem(s))",
                       "zh": "候选规则无效（{count} 个问题）"},
@@ -324,6 +326,11 @@ GUARD_KINDS: dict[str, dict[Lang, str]] = {
     "unattributed": {"en": "sentence from no input item", "zh": "句子不来自任何输入条目"},
     "unconfirmed_as_fact": {"en": "an unconfirmed item stated as fact", "zh": "未确认的内容被写成事实"},
     "filtered_claim": {"en": "restates a claim kept from the composer", "zh": "复述了被拦下的结论"},
+    "misattributed": {"en": "a fact moved onto another service", "zh": "事实被安到了另一个服务上"},
+    "negation": {"en": "says the opposite of its source", "zh": "与来源的说法相反"},
+    "empty": {"en": "empty answer", "zh": "空答案"},
+    "placeholder": {"en": "placeholder instead of content", "zh": "占位符而非内容"},
+    "verdict_wording": {"en": "the verdict's required wording is missing", "zh": "缺少判定要求的表述"},
 }
 
 

@@ -166,3 +166,36 @@ def keywords(text: str) -> frozenset[str]:
                 if len(token) >= 2 and token not in _ZH_STOP:
                     words.add(token)
     return frozenset(words)
+
+
+# Words that name one concept across Chinese and English (and common variants), for matching a
+# text against another that may say the same in the other language.
+SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("超时", "timeout", "timed"), ("错误", "报错", "error", "errors"), ("异常", "exception", "error"),
+    ("请求", "request", "requests"), ("连接", "connection", "connections"), ("连接池", "pool", "hikaripool"),
+    ("延迟", "耗时", "latency", "slow", "p99", "p95", "elapsed", "duration"), ("内存", "memory", "heap", "堆"),
+    ("使用率", "usage", "utilization", "util"), ("线程", "线程数", "thread", "threads"),
+    ("告警", "报警", "alert", "alerts", "firing"), ("失败", "fail", "failed", "failure"),
+    ("数据库", "database", "db", "mysql", "postgres"), ("缓存", "cache", "redis"), ("支付", "payment"),
+    ("订单", "order", "orders"), ("网关", "gateway"), ("发布", "部署", "deploy", "deployed", "release", "rollout"),
+    ("重启", "restart", "restarted"), ("不可用", "unavailable", "not available"),
+    ("拒绝", "refused", "rejected"), ("过高", "high", "飙高", "升高", "spike"), ("驱逐", "evicted", "eviction", "evict"),
+    ("上游", "upstream"), ("下游", "downstream"), ("接口", "api", "endpoint"), ("饱和", "saturated", "saturation"),
+    ("重试", "retry", "retries"), ("成功", "succeeded", "success"), ("发送", "send", "sent"),
+    ("慢查询", "slow query"), ("健康检查", "health check"), ("客户端", "client"), ("关闭", "closed", "close"),
+    ("响应", "respond", "response"), ("排队", "queued", "queue"), ("扫描", "scan", "scanned"), ("任务", "job"),
+    ("实例", "instance"), ("路由", "route"), ("阈值", "threshold"), ("配置", "config", "configuration", "setting"),
+    ("版本", "version"), ("等待", "waiting", "wait"), ("金丝雀", "canary"), ("跳过", "skipped", "skip"),
+    ("暂停", "停顿", "pause", "paused", "pauses"), ("最大", "maximum", "max"), ("淘汰", "evicted"),
+    ("变更", "change", "changed"), ("进程", "process"), ("采样", "sampling", "sample"), ("热点", "hot"),
+    ("分钟", "minute", "minutes"), ("次数", "times", "count"), ("节点", "node"), ("维护", "maintenance"),
+)
+_SYN_INDEX: dict[str, tuple[str, ...]] = {}
+for _group in SYNONYMS:
+    for _word in _group:
+        _SYN_INDEX[_word] = tuple(sorted(set(_SYN_INDEX.get(_word, ())) | set(_group)))
+
+
+def synonyms(word: str) -> tuple[str, ...]:
+    """The word and every word of its SYNONYMS groups (sorted), or just the word."""
+    return _SYN_INDEX.get(word, (word,))

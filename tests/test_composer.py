@@ -281,10 +281,11 @@ def test_malformed_composer_json_uses_the_template(raw):
 
 
 def test_fenced_json_is_accepted_and_provider_failure_falls_back():
-    fenced = "```json\n" + answer("payment-service 出现请求超时，耗时 5.3 秒。", "payment-service 出现请求超时。") + "\n```"
+    text = "payment-service 出现请求超时，耗时 5.3 秒。当前证据仍有缺口。"
+    fenced = "```json\n" + answer(text, "payment-service 出现请求超时。") + "\n```"
     out, guard, final = run_composer(ctx(), FakeComposer(fenced), ZH_INPUT, enabled=True,
                                      parse_status=ParseStatus(status="valid"))
-    assert guard.status == "pass" and final == "payment-service 出现请求超时，耗时 5.3 秒。"
+    assert guard.status == "pass" and final == text
     out, guard, final = run_composer(ctx(), FakeComposer(error=StageFailure("composer", "timeout")), ZH_INPUT,
                                      enabled=True, parse_status=ParseStatus(status="valid"))
     assert guard.used_template and guard.status == "fail"

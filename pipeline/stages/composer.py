@@ -36,7 +36,7 @@ from pipeline.messages import Message, msg, render
 from pipeline.safe_actions import fixed_actions
 from pipeline.stages import templates
 from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, rank_claims
-from pipeline.stages.composer_guard import check_output
+from pipeline.stages.composer_guard import judge_answer
 from pipeline.text import detect_language, extract_entities, normalize
 
 # --- the input filter (docs/spec.md#composer-input) ---------------------------------------------------------------
@@ -273,10 +273,10 @@ def run_composer(
     except (ValueError, ValidationError, TypeError) as exc:
         return template(_guard("fail", msg("guard.not_contract", error=str(exc)[:300]),
                                [ComposerGuardViolation(kind="malformed", token=type(exc).__name__)]))
-    violations = check_output(output, composer_input, ctx.services, filtered, min_overlap)
-    if violations:
-        return template(_guard("fail", msg("guard.unlicensed", count=len(violations)), violations))
-    return output, ComposerGuardResult(status="pass"), output.user_facing_answer
+    guard = judge_answer(output, composer_input, services=ctx.services, filtered=filtered, min_overlap=min_overlap)
+    if guard.status != "pass":
+        return template(guard)
+    return output, guard, output.user_facing_answer
 
 
 def _because(reason: Message, check: ClaimCheck | None) -> Message:

@@ -33,7 +33,7 @@ from pipeline.contracts import (
 )
 from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE
 from pipeline.policy import groundedness
-from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize
+from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize, synonyms
 
 DIRECT_COVERAGE = 0.7
 INFERENCE_COVERAGE = 0.5
@@ -68,23 +68,6 @@ _META = frozenset(
     "log logs shows show showed shown observed metric metrics record records recorded current currently "
     "during issue service services appears appeared seen".split()
 )
-_SYNONYMS: tuple[tuple[str, ...], ...] = (
-    ("超时", "timeout", "timed"), ("错误", "报错", "error", "errors"), ("异常", "exception", "error"),
-    ("请求", "request", "requests"), ("连接", "connection", "connections"), ("连接池", "pool", "hikaripool"),
-    ("延迟", "耗时", "latency", "slow", "p99", "p95", "elapsed", "duration"), ("内存", "memory", "heap", "堆"),
-    ("使用率", "usage", "utilization", "util"), ("线程", "线程数", "thread", "threads"),
-    ("告警", "报警", "alert", "alerts", "firing"), ("失败", "fail", "failed", "failure"),
-    ("数据库", "database", "db", "mysql", "postgres"), ("缓存", "cache", "redis"), ("支付", "payment"),
-    ("订单", "order", "orders"), ("网关", "gateway"), ("发布", "部署", "deploy", "deployed", "release", "rollout"),
-    ("重启", "restart", "restarted"), ("不可用", "unavailable", "not available"),
-    ("拒绝", "refused", "rejected"), ("过高", "high", "飙高", "升高", "spike"), ("驱逐", "evicted", "eviction", "evict"),
-    ("上游", "upstream"), ("下游", "downstream"), ("接口", "api", "endpoint"), ("饱和", "saturated", "saturation"),
-)
-_SYN_INDEX: dict[str, tuple[str, ...]] = {}
-for _group in _SYNONYMS:
-    for _word in _group:
-        _SYN_INDEX[_word] = tuple(sorted(set(_SYN_INDEX.get(_word, ())) | set(_group)))
-
 # Entity kinds that can conflict with a different value of the same kind in the cited record.
 _CONFLICT_KINDS = frozenset({"service", "percentage", "error_code", "identifier", "http_status", "duration"})
 
@@ -204,7 +187,7 @@ def coverage(text: str, evidence_norm: str) -> float:
     words = _content_words(text)
     if not words:
         return 0.0
-    hits = sum(1 for w in words if any(s in evidence_norm for s in _SYN_INDEX.get(w, (w,))))
+    hits = sum(1 for w in words if any(s in evidence_norm for s in synonyms(w)))
     return hits / len(words)
 
 
