@@ -31,6 +31,8 @@ _HEDGED = re.compile(
     r"unconfirmed|not confirmed|not yet|missing|unknown|cannot|no sign|no logs|gap|needs?:"
 )
 _SPLIT = re.compile(r"[。！？!?；;\n]|(?<=[a-z0-9)\]])\.\s")
+# The lead is one sentence that may list its evidence after a semicolon.
+_FIRST = re.compile(r"[。！？!?\n]|(?<=[a-z0-9)\]])\.\s")
 # Where one sentence joins facts: punctuation between clauses and the joining words of both languages.
 _CLAUSE = re.compile(
     r"[，,、（）()]|(?<!\d)[:：](?!\d)|\s(?:and|while|whereas|but|yet|so|then|since|because|which|where|after)\s|"
@@ -149,7 +151,7 @@ def check_meaning(
     kept_away = [_words(f.text) for f in filtered if f.moved_to != "allowed_hypotheses"]
     violations: list[ComposerGuardViolation] = []
     # Law 8: the answer opens with the lead decided in code (the cause, "no sign of a fault", no data).
-    first = next((p for p in _SPLIT.split(output.user_facing_answer) if _words(p)), "")
+    first = next((p for p in _FIRST.split(output.user_facing_answer) if _words(p)), "")
     lead = _lead_words(ci)
     if lead and first and _overlap(lead, _words(first)) < min_overlap:
         violations.append(ComposerGuardViolation(kind="lead_missing", token=first.strip()[:120],
