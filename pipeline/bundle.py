@@ -196,6 +196,8 @@ def _too_large(path: Path, max_bytes: int) -> BundleError:
 
 def load_bundle(path: Path, *, max_bytes: int) -> SessionBundle:
     data = read_bundle_bytes(Path(path), max_bytes)
+    if not data.strip():
+        raise BundleError(f"{path} is empty: a bundle is one session as JSON (`workbench export SESSION` writes one)")
     try:
         decoded = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

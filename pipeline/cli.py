@@ -239,12 +239,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from pipeline.doctor import doctor
+    from pipeline.store.engine import display_url
     from pipeline.tools.health import backend_health
 
     settings = _settings(args)
     ok, lines = doctor(settings)
     backends = backend_health(settings)
-    print("\n".join([*lines, *backends]))
+    print("\n".join([f"database: {display_url(settings.db_url)}", *lines, *backends]))
     return 0 if ok and not any("UNREACHABLE" in line for line in backends) else 1
 
 

@@ -41,7 +41,8 @@ QuestionForm = Literal["yes_no", "why", "what"]
 
 class _Model(BaseModel):
     # LLM output carries stray keys often; the gatekeeper judges the raw dict, the models stay lenient.
-    model_config = ConfigDict(extra="ignore")
+    # model_tool_name is the seed's field; pydantic before 2.10 warned on a "model_" prefix.
+    model_config = ConfigDict(extra="ignore", protected_namespaces=())
 
 
 # --- Planner / Collector (docs/spec.md#split-chain) -------------------------------------------------------

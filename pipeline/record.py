@@ -34,7 +34,7 @@ from pipeline.store import Store
 
 
 class _Read(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, protected_namespaces=())  # model_tool_name
 
 
 # --- the executor's output as it was written ---------------------------------------------------
@@ -330,7 +330,7 @@ def read_session(store: Store, session_id: str, *, with_llm_calls: bool = True) 
     """The session with its invocations (no outputs), reviews and, unless asked not to, its LLM calls."""
     row = store.get_session(session_id)
     if row is None:
-        raise NotFound(f"no session {session_id!r}: `workbench list` shows the stored ones")
+        raise NotFound(f"no session {session_id!r}: `workbench sessions` lists the stored ones")
     return SessionRecord.from_row(
         row,
         invocations=store.invocation_meta(session_id),

@@ -246,3 +246,30 @@ def test_an_answer_from_a_bundled_recording_names_the_sample_and_its_window(
     monkeypatch.setenv("PROMETHEUS_URL", "http://127.0.0.1:9")  # nothing there: that tool call fails
     data = ask_json(capsys)
     assert data["sample_incident"] is None and "sample incident" not in data["final_answer"]
+
+
+def test_first_hour_errors_say_what_is_wrong_at_once(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text("\n")
+    code, _, err = run(capsys, "check", str(empty))
+    assert code == 2 and "is empty" in err and "line 1 column 1" not in err
+    # OpenAI's own endpoint without a key: refused before any call or stored session.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code, _, err = run(capsys, "ask", QUESTION, "--provider", "openai")
+    assert code == 2 and "OPENAI_API_KEY" in err
+    code, out, _ = run(capsys, "sessions")
+    assert "s-" not in out
+    code, _, err = run(capsys, "show", "s-nothing")
+    assert code == 2 and "`workbench sessions`" in err
+
+
+def test_doctor_names_the_database_without_its_password(capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _, out, _ = run(capsys, "doctor")
+    first = out.splitlines()[0]
+    assert first.startswith("database: sqlite:///") and first.endswith("/workbench.db")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://ops:hunter2@db.internal:5432/wb")
+    _, out, _ = run(capsys, "doctor")
+    assert "database: postgresql://ops:***@db.internal:5432/wb" in out and "hunter2" not in out

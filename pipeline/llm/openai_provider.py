@@ -30,6 +30,7 @@ from pipeline.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
+from pipeline.errors import ConfigError
 from pipeline.llm.budget import cut_output, estimate_messages_tokens, focus_terms_for, message_tokens
 from pipeline.llm.invoker import LlmCallError, StructuredLlmInvoker, strip_reasoning
 from pipeline.llm.prompts import Prompt, load_prompt
@@ -86,6 +87,10 @@ class OpenAIProvider:
     ):
         self.settings = settings
         opts = settings.openai
+        if client is None and not opts.base_url and not opts.api_key:
+            # OpenAI's own endpoint refuses every call without a key: say so now, not after retries.
+            raise ConfigError("the openai provider has no API key for api.openai.com: set OPENAI_API_KEY, or "
+                              "OPENAI_BASE_URL for a local endpoint (`workbench doctor` checks either)")
         self.client = client or openai.OpenAI(
             base_url=opts.base_url, api_key=opts.api_key or "not-needed", timeout=opts.timeout_s, max_retries=0
         )
