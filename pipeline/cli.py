@@ -364,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from pipeline.jobs.cli import register as register_job_commands
 
-    register_job_commands(sub)  # worker, webhook, sessions, rerun
+    register_job_commands(sub)  # worker, webhook, metrics, sessions, rerun
     from pipeline.rules_cli import register as register_rules_commands
 
     register_rules_commands(sub)  # rules apply | history | diff | rollback

@@ -4,8 +4,7 @@ Sources, later wins: built-in defaults -> `workbench.yaml` (or the file named by
 WORKBENCH_CONFIG) -> environment variables (DATABASE_URL, OPENAI_BASE_URL, OPENAI_API_KEY,
 OPENAI_MODEL, WORKBENCH_PROVIDER, WORKBENCH_MODEL, WORKBENCH_HOME, PROMETHEUS_URL, LOKI_URL,
 WORKBENCH_LOG_DIR, WORKBENCH_RUNBOOK_DIR, PROMETHEUS_BEARER_TOKEN, LOKI_BEARER_TOKEN,
-OTEL_EXPORTER_OTLP_ENDPOINT). The
-embedded default needs none of them.
+OTEL_EXPORTER_OTLP_ENDPOINT, WORKBENCH_NOTIFY_URL). The embedded default needs none of them.
 """
 
 from __future__ import annotations
@@ -146,6 +145,29 @@ class ProvenanceSettings(_Section):
     trusted_keys: list[str] = Field(default_factory=list)
 
 
+class WebhookSettings(_Section):
+    """`workbench webhook` and `workbench metrics` against clients that are slow, hostile or many."""
+
+    # A request body over this is answered 413 as soon as its declared or received size passes it.
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    # A connection must complete its request head this long after opening (or after its last
+    # answer); a body must arrive in full this long after its head.
+    header_timeout_s: float = Field(default=5.0, gt=0)
+    body_timeout_s: float = Field(default=10.0, gt=0)
+    # Alert groups read and queued at once; more wait for a slot within body_timeout_s.
+    max_in_flight: int = Field(default=64, ge=1, le=4096)
+
+
+class NotifySettings(_Section):
+    """Where a finished alert-triggered session is announced (Slack-compatible `{"text": ...}`)."""
+
+    url: str | None = None
+    # The workbench UI as its readers reach it: the Trace link is <ui_url>/trace?session=<id>.
+    ui_url: str = "http://localhost:8501"
+    timeout_s: float = Field(default=5.0, gt=0, le=60)
+    attempts: int = Field(default=3, ge=1, le=10)
+
+
 class Settings(_Section):
     provider: Literal["offline", "openai", "scripted"] = "offline"
     model: str = "rule-based"
@@ -167,6 +189,8 @@ class Settings(_Section):
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     provenance: ProvenanceSettings = Field(default_factory=ProvenanceSettings)
+    webhook: WebhookSettings = Field(default_factory=WebhookSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
 
     @property
     def db_url(self) -> str:
@@ -188,6 +212,8 @@ def _env_overrides() -> dict[str, Any]:
         out["provider"] = env["WORKBENCH_PROVIDER"]
     if env.get("WORKBENCH_MODEL"):
         out["model"] = env["WORKBENCH_MODEL"]
+    if env.get("WORKBENCH_NOTIFY_URL"):
+        out["notify"] = {"url": env["WORKBENCH_NOTIFY_URL"]}
     openai: dict[str, Any] = {}
     if env.get("OPENAI_BASE_URL"):
         openai["base_url"] = env["OPENAI_BASE_URL"]

@@ -29,6 +29,7 @@ from pipeline.redact import redact, redact_value, redacted_call, remember_settin
 from pipeline.scope import read_scope
 from pipeline.store import Store
 from pipeline.store.lease import Heartbeat, add_event, claim_session, reap
+from pipeline.telemetry import session_ended
 from pipeline.text import detect_language, extract_entities
 from pipeline.tools import build_toolbox
 from pipeline.tools.registry import NoData, model_name, persisted_name
@@ -153,9 +154,15 @@ def run_session(
     heartbeat is kept fresh until this returns, so a dead process leaves it to the reaper."""
     # The embedded default has no separate reaper: every session start is one (docs/architecture.md#store).
     reap(store, settings.jobs.lease_s)
-    with Heartbeat(store, settings.jobs.heartbeat_s) as heartbeat:
-        return _run_session(question, settings=settings, store=store, provider=provider, world_id=world_id,
-                            on_event=on_event, rules=rules, session_id=session_id, heartbeat=heartbeat)
+    try:
+        with Heartbeat(store, settings.jobs.heartbeat_s) as heartbeat:
+            result = _run_session(question, settings=settings, store=store, provider=provider, world_id=world_id,
+                                  on_event=on_event, rules=rules, session_id=session_id, heartbeat=heartbeat)
+    except SessionFailed as exc:
+        session_ended(settings, store, exc.session_id)
+        raise
+    session_ended(settings, store, result.session_id)
+    return result
 
 
 def _open_row(store: Store, session_id: str | None, **columns: Any) -> str:

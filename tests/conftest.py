@@ -20,7 +20,7 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_CONFIG", str(tmp_path / "no-config.yaml"))
     for var in ("DATABASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "WORKBENCH_PROVIDER",
                 "WORKBENCH_MODEL", "PROMETHEUS_URL", "LOKI_URL", "WORKBENCH_LOG_DIR", "WORKBENCH_RUNBOOK_DIR",
-                "PROMETHEUS_BEARER_TOKEN", "LOKI_BEARER_TOKEN"):
+                "PROMETHEUS_BEARER_TOKEN", "LOKI_BEARER_TOKEN", "WORKBENCH_NOTIFY_URL", "WORKBENCH_WEBHOOK_TOKEN"):
         monkeypatch.delenv(var, raising=False)
 
 

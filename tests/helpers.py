@@ -87,3 +87,29 @@ def cpu_claim(claim_id: str = "claim-1", inv: str = "{inv:query_metrics:0}", exc
         "evidence_bindings": [{"source_type": "tool_trace", "tool_name": tool,
                                "source_invocation_ids": [inv], "evidence_excerpt": excerpt}],
     }
+
+
+@contextmanager
+def http_server(app: Any, limits: Any) -> Iterator[str]:
+    """`app` (pipeline.webhook.make_app) served by the real server stack on a free loopback
+    port in a thread of this process; yields its base URL, stops it after."""
+    import asyncio
+    import threading
+
+    from pipeline.webhook import listen, serve
+
+    sock = listen("127.0.0.1", 0)  # listening already: connections wait in the backlog until serving
+    port = sock.getsockname()[1]
+    stop = threading.Event()
+
+    async def stopped() -> None:
+        while not stop.is_set():
+            await asyncio.sleep(0.05)
+
+    thread = threading.Thread(target=serve, args=(app, sock, limits, stopped), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop.set()
+        thread.join(timeout=15)

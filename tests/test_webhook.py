@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -16,11 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from helpers import http_server
 
 from pipeline.config import Settings
+from pipeline.errors import ConfigError
 from pipeline.jobs.local import LocalQueue
 from pipeline.store import Store
-from pipeline.webhook import Receiver, make_server
+from pipeline.telemetry.metrics import Metrics
+from pipeline.webhook import Receiver, check_exposure, make_app
 
 TOKEN = "s3cret-token"
 DESCRIPTION = "CPU使用率过高: 92%, 进程: java (PID: 1), 线程数: 245"
@@ -48,12 +50,9 @@ class Webhook:
 @pytest.fixture
 def webhook(settings: Settings, store: Store) -> Iterator[Webhook]:
     queue = LocalQueue(settings, store)
-    server = make_server(Receiver(settings, store, queue, TOKEN), "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield Webhook(f"http://127.0.0.1:{server.server_address[1]}", queue, store)
-    server.shutdown()
-    server.server_close()
+    app = make_app(store, Metrics(store), settings.webhook, Receiver(settings, store, queue, TOKEN))
+    with http_server(app, settings.webhook) as url:
+        yield Webhook(url, queue, store)
     queue.close()
 
 
@@ -114,3 +113,38 @@ def test_one_session_per_alert_group_with_its_trigger_and_the_alerts_in_its_ques
     only = subprocess.run([sys.executable, "-m", "pipeline", "sessions", "--verdict", verdict],
                           capture_output=True, text=True, check=True).stdout
     assert first["session_id"] in only and "alertmanager" in only
+
+
+@pytest.mark.parametrize("starts_at", ["0001-01-01T00:00:00Z", "0001-01-01T00:00:00+01:00",
+                                       "9999-12-31T23:59:59-01:00", "2999-01-01T00:00:00Z"])
+def test_an_alert_time_out_of_range_is_accepted_with_a_note_and_left_out(webhook: Webhook, starts_at: str) -> None:
+    # A 5xx would have Alertmanager send the group again for ever; a session is still worth it.
+    status, answer = webhook.post(group(alert() | {"startsAt": starts_at}))
+    assert status == 202 and "diagnosed without a start time" in answer["note"]
+    webhook.queue.close()
+    row = webhook.store.get_session(answer["session_id"])
+    assert row["status"] == "completed"
+    assert "since" not in row["question"] and row["trigger"]["starts_at"] is None
+    assert row["trigger"]["alerts"][0]["startsAt"] is None
+
+
+def test_a_start_time_without_a_zone_is_read_as_utc(webhook: Webhook) -> None:
+    status, answer = webhook.post(group(alert() | {"startsAt": "2026-12-01T04:52:00"}))
+    assert status == 202 and "note" not in answer
+    assert webhook.store.get_session(answer["session_id"])["trigger"]["starts_at"] == "2026-12-01T04:52:00+00:00"
+
+
+def test_without_a_token_the_webhook_listens_on_loopback_only() -> None:
+    refused = subprocess.run([sys.executable, "-m", "pipeline", "webhook", "--host", "0.0.0.0", "--port", "0"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    (line,) = [x for x in refused.stderr.splitlines() if x.startswith("workbench:")]
+    assert "refusing to receive alerts" in line and "WORKBENCH_WEBHOOK_TOKEN" in line and "--insecure-no-auth" in line
+    assert "Traceback" not in refused.stderr
+    for host in ("127.0.0.1", "::1", "localhost"):
+        assert check_exposure(host, None, insecure_no_auth=False) is None
+    assert check_exposure("0.0.0.0", "a-token", insecure_no_auth=False) is None
+    with pytest.raises(ConfigError):
+        check_exposure("webhook.internal", None, insecure_no_auth=False)  # a name may resolve anywhere
+    warning = check_exposure("0.0.0.0", None, insecure_no_auth=True)
+    assert warning and warning.startswith("warning: anyone who reaches 0.0.0.0 can start sessions")

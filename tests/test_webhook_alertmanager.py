@@ -10,21 +10,22 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from helpers import require
+from helpers import http_server, require
 
 from pipeline.config import ROOT, BackendSettings, Settings
 from pipeline.jobs.local import LocalQueue
 from pipeline.simulate import serve_metrics, write_prometheus_config
 from pipeline.store import Store
-from pipeline.webhook import Receiver, make_server
+from pipeline.telemetry.metrics import Metrics
+from pipeline.webhook import Receiver, make_app
 
 pytestmark = pytest.mark.slow
 
@@ -76,15 +77,16 @@ def alerting_stack(tmp_path: Path, settings: Settings, store: Store) -> Iterator
         kind="prometheus", url=f"http://127.0.0.1:{prom_port}", timeout_s=5)})
     settings = settings.model_copy(update={"backends": backends})
     queue = LocalQueue(settings, store)
-    server = make_server(Receiver(settings, store, queue, TOKEN), "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    stack = ExitStack()
+    app = make_app(store, Metrics(store), settings.webhook, Receiver(settings, store, queue, TOKEN))
+    webhook_url = stack.enter_context(http_server(app, settings.webhook))
 
     am_config = tmp_path / "alertmanager.yml"
     am_config.write_text(yaml.safe_dump({
         "route": {"receiver": "workbench", "group_by": ["alertname", "service"], "group_wait": "1s",
                   "group_interval": "5s", "repeat_interval": "1h"},
         "receivers": [{"name": "workbench", "webhook_configs": [{
-            "url": f"http://127.0.0.1:{server.server_address[1]}/alertmanager", "send_resolved": False,
+            "url": f"{webhook_url}/alertmanager", "send_resolved": False,
             "http_config": {"authorization": {"type": "Bearer", "credentials": TOKEN}}}]}],
     }), encoding="utf-8")
     sim = serve_metrics(WORLD, 0)
@@ -104,8 +106,7 @@ def alerting_stack(tmp_path: Path, settings: Settings, store: Store) -> Iterator
         yield store, procs
     finally:
         procs.stop()
-        server.shutdown()
-        server.server_close()
+        stack.close()
         queue.close()
         sim.shutdown()
         sim.server_close()

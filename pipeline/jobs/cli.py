@@ -1,4 +1,4 @@
-"""The job subcommands of `workbench`: worker, webhook, sessions, rerun (registered by pipeline/cli.py)."""
+"""The job and server subcommands of `workbench`: worker, webhook, metrics, sessions, rerun (registered by\npipeline/cli.py)."""
 
 from __future__ import annotations
 
@@ -40,25 +40,52 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_webhook(args: argparse.Namespace) -> int:
     from pipeline.jobs import make_queue
-    from pipeline.webhook import Receiver, make_server
+    from pipeline.telemetry.metrics import Metrics
+    from pipeline.webhook import Receiver, check_exposure, listen, make_app, serve
 
+    token = os.environ.get("WORKBENCH_WEBHOOK_TOKEN")
+    warning = check_exposure(args.host, token, args.insecure_no_auth)
     settings = _settings(args)
     store = Store(settings.db_url)
     queue = make_queue(settings, store)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     redact_logs()
-    server = make_server(Receiver(settings, store, queue, os.environ.get("WORKBENCH_WEBHOOK_TOKEN")),
-                         args.host, args.port)
-    print(f"receiving Alertmanager webhooks on http://{args.host}:{server.server_port}/alertmanager",
+    sock = listen(args.host, args.port)
+    app = make_app(store, Metrics(store), settings.webhook, Receiver(settings, store, queue, token))
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    print(f"receiving Alertmanager webhooks on http://{_address(sock)}/alertmanager (metrics at /metrics)",
           file=sys.stderr, flush=True)
     try:
-        server.serve_forever()
+        serve(app, sock, settings.webhook)
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
         queue.close()  # the in-process pool finishes the sessions it holds
     return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from pipeline.telemetry.metrics import Metrics
+    from pipeline.webhook import listen, make_app, serve
+
+    settings = _settings(args)
+    store = Store(settings.db_url)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    redact_logs()
+    sock = listen(args.host, args.port)
+    app = make_app(store, Metrics(store), settings.webhook)
+    print(f"serving Prometheus metrics on http://{_address(sock)}/metrics", file=sys.stderr, flush=True)
+    try:
+        serve(app, sock, settings.webhook)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _address(sock: Any) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -124,6 +151,11 @@ def register(sub: Any) -> None:
     h = add("webhook", cmd_webhook, "receive Alertmanager alerts at POST /alertmanager; one session per group")
     h.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     h.add_argument("--port", type=int, default=9095, help="port to listen on (default 9095)")
+    h.add_argument("--insecure-no-auth", action="store_true",
+                   help="accept alerts without WORKBENCH_WEBHOOK_TOKEN on a non-loopback address")
+    m = add("metrics", cmd_metrics, "serve Prometheus metrics at GET /metrics where no webhook runs")
+    m.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    m.add_argument("--port", type=int, default=9096, help="port to listen on (default 9096)")
     s = add("sessions", cmd_sessions, "list sessions: id, question, trigger, status, verdict, created_at")
     s.add_argument("--json", action="store_true", help="one JSON object per session (= --format json)")
     s.add_argument("--format", choices=("table", "json", "csv"), default="table",
