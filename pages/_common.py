@@ -455,6 +455,7 @@ CSS = """
   word-break:break-all;background:rgba(127,127,127,0.08);border:1px solid rgba(127,127,127,0.25);
   border-radius:6px;padding:0.5rem 0.6rem;max-height:18rem;overflow:auto;margin:0}
 mark.wb-match{background:#ffe066;color:#000;border-radius:2px;padding:0 1px}
+span.wb-cited{background:#e7f5ff;border-bottom:1px dotted #1c7ed6}
 mark.wb-entity{background:#ffc9c9;color:#7a0000;border-radius:2px;text-decoration:underline wavy #c92a2a}
 .wb-text{white-space:pre-wrap;line-height:1.55}
 .wb-ln{color:#868e96;user-select:none;display:inline-block;min-width:4.5em}
@@ -482,6 +483,8 @@ def segments_html(segments: Iterable[tuple[str, str]]) -> str:
             out.append(f'<mark class="wb-match">{esc(text)}</mark>')
         elif kind == "entity":
             out.append(f'<mark class="wb-entity">{esc(text)}</mark>')
+        elif kind == "cited":
+            out.append(f'<span class="wb-cited">{esc(text)}</span>')
         else:
             out.append(esc(text))
     return "".join(out)

@@ -144,7 +144,8 @@ def _window_html(url: str, b: views.BindingView) -> str:
     if b.invocation_id is None or not b.spans:
         return f"<div class='wb-muted'>{ui.esc(ui.t('trace.not_located'))}</div>"
     decoded = ui.decoded_output(url, int(b.invocation_id))
-    w = views.highlight_window(decoded, b.spans, entity_tokens=views.nearby_tokens(b.entity_misses))
+    w = views.highlight_window(decoded, b.spans, entity_tokens=views.nearby_tokens(b.entity_misses),
+                               cited=b.cited_spans)
     meta = (f"#{ui.esc(b.invocation_id)} · {ui.esc(ui.t('trace.similarity'))} <b>{ui.esc(b.score)}</b> · "
             + ui.esc(ui.t("trace.window", start=w.start, end=w.end, total=w.total, line=w.line)))
     body = ("… " if w.start > 0 else "") + ui.segments_html(w.segments) + (" …" if w.end < w.total else "")
@@ -155,6 +156,8 @@ def _binding(url: str, b: views.BindingView) -> None:
     left, right = st.columns(2)
     with left:
         ids = ", ".join(f"#{i}" for i in b.binding.source_invocation_ids)
+        if b.binding.source_record_ids:  # the records it cites, as it wrote them (marked in the window)
+            ids += f" ({', '.join(map(str, b.binding.source_record_ids))})"
         scores = " · ".join(f"{name} {score}" for name, score in b.source_scores.items())
         misses = "".join(
             f"<li><mark class='wb-entity'>{ui.esc(m.token)}</mark> ({ui.esc(m.kind)}) "

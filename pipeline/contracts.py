@@ -96,6 +96,8 @@ class ToolTraceSummaryItem(_Model):
 class EvidenceDigest(_Model):
     digest_id: str
     source_invocation_ids: list[int]
+    # The records quoted, "<invocation id>#<record number>" (docs/spec.md#record-citations); optional.
+    source_record_ids: list[str] | None = None
     tool: str
     domain: str = ""
     summary: str
@@ -110,8 +112,27 @@ class EvidenceBinding(_Model):
     source_id: str | None = None
     tool_name: str
     source_invocation_ids: list[int]
+    # The records the excerpt quotes, "<invocation id>#<record number>" (docs/spec.md#record-citations).
+    source_record_ids: list[str] | None = None
     evidence_excerpt: str
     digest_id: str | None = None
+
+
+def record_ids(raw: Any) -> tuple[dict[int, list[int]], list[str]]:
+    """A source_record_ids value as {invocation id: record numbers}, and the entries that do not
+    read as "<invocation id>#<record number>" (a bare "12#3"; "inv-12#3" as source_id writes it)."""
+    cited: dict[int, list[int]] = {}
+    unread: list[str] = []
+    for entry in raw if isinstance(raw, list) else []:
+        text = entry if isinstance(entry, str) else ""
+        inv, sep, number = text.removeprefix("inv-").partition("#")
+        if sep and inv.isdigit() and number.isdigit():
+            numbers = cited.setdefault(int(inv), [])
+            if int(number) not in numbers:
+                numbers.append(int(number))
+        else:
+            unread.append(str(entry))
+    return {inv: sorted(numbers) for inv, numbers in cited.items()}, unread
 
 
 class Claim(_Model):

@@ -112,6 +112,16 @@ CATALOGUE: dict[str, dict[Lang, str]] = {
               "record; best window similarity {score:.2f})",
         "zh": "摘录不是调用 {invocation} 某条记录中连续的一段，也不是在省略号处或相邻记录之间断开的片段"
               "（词序被调换、漏词或取自另一条记录；最相近窗口的相似度 {score:.2f}）"},
+    "gk.outside_cited": {
+        "en": "excerpt is not in the records it cites ({cited}); it is found in record(s) {found} of invocation {invocation}",
+        "zh": "摘录不在其引用的记录（{cited}）中，而在调用 {invocation} 的记录 {found} 中"},
+    "gk.not_in_cited": {
+        "en": "excerpt is not in the records it cites ({cited}) nor elsewhere in the output by structure "
+              "(best window similarity {score:.2f})",
+        "zh": "摘录既不在其引用的记录（{cited}）中，也不以原样出现在输出的其他位置（最相近窗口的相似度 {score:.2f}）"},
+    "gk.missing_records": {
+        "en": "excerpt cites records the output does not have: {records}",
+        "zh": "摘录引用了输出中不存在的记录：{records}"},
     "gk.similarity_source": {"en": "excerpt similarity {score:.2f} < {bound_name} {bound} against {source}",
                              "zh": "摘录与 {source} 的相似度 {score:.2f} 低于 {bound_name} {bound}"},
     "gk.similarity_other": {"en": "the excerpt matches invocation {invocation} ({tool}) at {score:.2f} instead",

@@ -47,6 +47,7 @@ def _text(value: Any) -> str:
 class WrittenBinding(_Read):
     tool_name: str = ""
     source_invocation_ids: list[Any] = Field(default_factory=list)
+    source_record_ids: list[Any] | None = None
     evidence_excerpt: str = ""
     digest_id: str | None = None
 
@@ -109,6 +110,9 @@ class SourceMatch(_Read):
     score: float | None = None
     invocation_id: int | None = None
     spans: list[tuple[int | None, int | None]] = Field(default_factory=list)
+    # The records the binding cites ("<invocation id>" -> numbers) and where they lie in the text.
+    records: dict[str, list[int]] | None = None
+    record_spans: list[tuple[int, int]] = Field(default_factory=list)
 
 
 class EntityMiss(_Read):

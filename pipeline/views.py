@@ -63,7 +63,7 @@ from pipeline.record import (
 )
 from pipeline.store import Store
 
-SegmentKind = Literal["text", "match", "entity"]
+SegmentKind = Literal["text", "match", "entity", "cited"]
 
 
 # --- one session: claims, bindings and where their excerpts sit ------------------------------
@@ -88,6 +88,7 @@ class BindingView:
     invocation_id: int | None
     score: float | None
     spans: list[tuple[int, int]]
+    cited_spans: list[tuple[int, int]]  # the records the binding cites, marked in its window
     source_scores: dict[str, float | None]
     entity_misses: list[EntityMiss]
     added_words: list[str]
@@ -125,6 +126,7 @@ def _binding_view(target: str, binding: WrittenBinding, feats: BindingFeatures |
         invocation_id=out.invocation_id,
         score=out.score,
         spans=[(s, e) for s, e in out.spans if s is not None and e is not None],
+        cited_spans=list(out.record_spans),
         source_scores={name: s.score for name, s in feats.sources.items()},
         entity_misses=list(feats.entities),
         added_words=[a.text for a in feats.added],
@@ -256,15 +258,31 @@ def _token_spans(text: str, base: int, tokens: list[str]) -> list[tuple[int, int
     return spans
 
 
+def _outside(span: tuple[int, int], marks: list[tuple[int, int, SegmentKind]]) -> list[tuple[int, int]]:
+    """The parts of a span that no mark covers."""
+    parts, at = [], span[0]
+    for s, e, _ in sorted(marks):
+        if e <= at or s >= span[1]:
+            continue
+        if s > at:
+            parts.append((at, s))
+        at = max(at, e)
+    if at < span[1]:
+        parts.append((at, span[1]))
+    return parts
+
+
 def highlight_window(
     decoded: str,
     spans: list[tuple[int, int]],
     *,
     entity_tokens: list[str] | None = None,
+    cited: list[tuple[int, int]] | None = None,
     context: int = 360,
     max_spread: int = 3000,
 ) -> Window:
-    """The window of `decoded` around the matched spans; entity tokens in it are marked too.
+    """The window of `decoded` around the matched spans; entity tokens in it are marked too, and
+    the records the binding cites (`cited`, decoded spans) where no other mark is.
 
     Spans far apart (an excerpt whose segments sit in different records) are cut to those
     near the longest one, so a window stays readable and small whatever the output size.
@@ -280,6 +298,7 @@ def highlight_window(
     marks: list[tuple[int, int, SegmentKind]] = [(s, e, "match") for s, e in near]
     # An entity inside a matched span is already marked; only those outside it get the entity mark.
     marks += [t for t in _token_spans(text, lo, entity_tokens or []) if not any(s <= t[0] < e for s, e in near)]
+    marks += [(a, b, "cited") for s, e in cited or () for a, b in _outside((max(s, lo), min(e, hi)), marks)]
     line = decoded.count("\n", 0, min(s[0] for s in near)) + 1
     return Window(_mark(text, lo, marks), lo, hi, len(decoded), line)
 

@@ -198,6 +198,9 @@ _HEADER = re.compile(r"^\[tool output, data only\] invocation_id=(\d+) tool_name
 FORGED_ID = 987654
 
 
+_RECORD_NUMBER = re.compile(r"^#\d+ ")  # a record's number, as prompts show records
+
+
 def _evidence_parts(messages: list[dict[str, Any]]) -> list[tuple[int, str, str]]:
     """(invocation id, tool name, one verbatim line) for every tool output the model was shown."""
     found = []
@@ -209,7 +212,7 @@ def _evidence_parts(messages: list[dict[str, Any]]) -> list[tuple[int, str, str]
         texts = []
         for line in content.splitlines()[1:]:
             try:
-                data = json.loads(line)
+                data = json.loads(_RECORD_NUMBER.sub("", line, count=1))
             except ValueError:
                 continue
             items = data.get("logs") or data.get("alerts") if isinstance(data, dict) else None

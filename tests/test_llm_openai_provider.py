@@ -130,7 +130,8 @@ def test_collector_cuts_large_tool_output_for_the_model_only(stub: StubOpenAI) -
     s.provider.collect(s.ctx, "payment-service timeout", PLAN, None)
     tool_msg = next(m for m in stub.chat_requests[1].messages if m["role"] == "tool")["content"]
     assert "upstream timeout after 5300ms" in tool_msg
-    assert "of 20,000 logs[] items cut" in tool_msg
+    assert "of 20,000 records cut" in tool_msg
+    assert "#7000 " in tool_msg  # the kept record keeps its number, for a citation of it
     assert s.tools.invocations[0].output == big  # stored output untouched
     assert estimate_messages_tokens(stub.chat_requests[1].messages) <= s.settings.budget.prompt_tokens
 

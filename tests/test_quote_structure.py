@@ -14,7 +14,7 @@ import pytest
 from pipeline.contracts import ToolInvocation
 from pipeline.gatekeeper import GateContext, load_rules, run_gatekeeper
 from pipeline.gatekeeper.features import match_excerpt
-from pipeline.gatekeeper.matcher import PreparedOutput
+from pipeline.gatekeeper.matcher import PreparedOutput, record_text
 from tests.test_gatekeeper_fidelity import RULES_DIR
 
 SIMILARITY, ENTITIES = "evidence.excerpt_similarity", "evidence.excerpt_entities"
@@ -35,13 +35,19 @@ def rules():
     return load_rules(RULES_DIR)
 
 
-def _check(rules, excerpt: str):
+def _run(rules, excerpt: str, records: list[str] | None = None):
+    binding = {"source_type": "tool_trace", "tool_name": "query_logs", "source_invocation_ids": [11],
+               "evidence_excerpt": excerpt}
+    if records is not None:
+        binding["source_record_ids"] = records
     structured = {"answer_version": "executor_evidence_v2", "claims": [
         {"claim_id": "c1", "claim_type": "observation", "claim_text": "hdfs-datanode received a block",
-         "support_level": "direct", "evidence_bindings": [
-             {"source_type": "tool_trace", "tool_name": "query_logs", "source_invocation_ids": [11],
-              "evidence_excerpt": excerpt}]}]}
-    return run_gatekeeper(GateContext("s", structured, {11: INVOCATION}, {11: INVOCATION}.get), rules).result
+         "support_level": "direct", "evidence_bindings": [binding]}]}
+    return run_gatekeeper(GateContext("s", structured, {11: INVOCATION}, {11: INVOCATION}.get), rules)
+
+
+def _check(rules, excerpt: str, records: list[str] | None = None):
+    return _run(rules, excerpt, records).result
 
 
 @pytest.mark.parametrize("excerpt", [
@@ -88,3 +94,33 @@ def test_pieces_split_only_between_adjacent_records_in_order():
     found = match_excerpt("dest: /10.250.19.102:50010 Receiving block blk_7503483334202473044", prepared)
     assert found.covered == 1.0 and found.segments[0].split > 0
     assert len(found.segments[0].main) == 2  # one span per record, for Trace to mark
+
+
+def _codes(result) -> list[str]:
+    return [e.msg.code for e in result.errors if e.rule_id == SIMILARITY and e.msg is not None]
+
+
+def test_a_quote_citing_its_records_is_checked_against_those_records_only(rules):
+    second = "Receiving block blk_7503483334202473044 src: /10.251.215.16:55695"
+    outcome = _run(rules, second, ["11#1"])
+    assert outcome.result.status == "pass", outcome.result.errors
+    out = outcome.features["claims[0].evidence_bindings[0]"]["sources"]["output"]
+    # Offsets index the whole output's text (what Trace shows), not the cited records alone.
+    assert record_text(OUTPUT)[0][out["start"] : out["end"]] == second and out["records"] == {"11": [1]}
+    assert _check(rules, second, ["inv-11#1", "11#2"]).status == "pass"  # source_id's spelling, an extra record
+
+    elsewhere = _check(rules, second, ["11#0"])
+    assert elsewhere.unbacked_claims == ["c1"] and _codes(elsewhere) == ["gk.outside_cited"]
+    assert "#1" in next(e.message for e in elsewhere.errors if e.rule_id == SIMILARITY)
+    assert _codes(_check(rules, second, ["11#9"])) == ["gk.missing_records"]
+    assert _codes(_check(rules, second, ["12#1"])) == ["gk.missing_records"]  # not an invocation it cites
+    assert _codes(_check(rules, "Receiving block blk_7503483334202473044 dest: /10.251.215.16:55695",
+                         ["11#1"])) == ["gk.not_in_cited"]
+
+
+def test_cited_records_split_only_where_they_are_adjacent(rules):
+    adjacent = "dest: /10.250.19.102:50010 Receiving block blk_7503483334202473044"
+    assert _check(rules, adjacent, ["11#0", "11#1"]).status == "pass"
+    # Records 0 and 2 are cited together, yet 1 lies between them in the output.
+    apart = "dest: /10.250.19.102:50010 PacketResponder 1 for block blk_-1608999687919862906"
+    assert SIMILARITY in _check(rules, apart, ["11#0", "11#2"]).failed_rules

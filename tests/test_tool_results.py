@@ -29,8 +29,8 @@ def test_alerts_read_service_and_severity_from_labels_when_the_item_lacks_them()
     alert = read_result(output).records[0]
     assert (alert.service, alert.severity, alert.status, alert.text) == ("order-service", "critical", "firing", "heap 98%")
     assert alert.at is not None and alert.at.hour == 10 and alert.until is None
-    assert alert.line == ("Oom Firing 2026-11-20T10:00:00Z heap 98% "
-                          "service=order-service severity=critical")
+    # Values without keys, the description last (the labels the tool wrote after it come first).
+    assert alert.line == "service=order-service severity=critical Oom Firing 2026-11-20T10:00:00Z heap 98%"
 
 
 def test_text_and_unknown_json_are_one_record_per_line():

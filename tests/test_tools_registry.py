@@ -59,7 +59,9 @@ def test_a_call_by_either_spelling_validates_arguments_and_reaches_the_configure
     # Numbered records in output order, each the stored item's values without its keys.
     assert [r.number for r in logs] == list(range(len(logs)))
     first = json.loads(by_model.to_json())["logs"][0]
-    assert logs[0].line == " ".join(str(v) for v in first.values())
+    message = list(first).index("message")
+    keys = [*list(first)[message + 1 :], *list(first)[:message], "message"]  # the message last
+    assert logs[0].line == " ".join(str(first[k]) for k in keys)
     with pytest.raises(ValueError):
         box.call("query_logs", {"limit": 0})  # below the argument model's bound
     with pytest.raises(ValueError, match="unknown tool"):

@@ -377,3 +377,14 @@ def test_a_row_that_breaks_a_contract_is_a_store_error_naming_the_field(store) -
         SessionRecord.from_row(row)
     with pytest.raises(NotFound, match="s-nope"):
         read_session(store, "s-nope")
+
+
+def test_highlight_window_marks_the_cited_records_around_the_match():
+    decoded = "record zero text\nrecord one holds the quote here\nrecord two"
+    quote = decoded.index("the quote")
+    cited = [(17, 48)]  # record one
+    w = views.highlight_window(decoded, [(quote, quote + 9)], cited=cited, context=20)
+    kinds = {text: kind for text, kind in w.segments}
+    assert kinds["the quote"] == "match"
+    assert kinds["record one holds "] == "cited" and kinds[" here"] == "cited"
+    assert all(kind != "cited" for text, kind in w.segments if "zero" in text or "two" in text)

@@ -17,7 +17,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.contracts import EvidenceDigest, ToolInvocation
+import numpy as np
+
+from pipeline.contracts import EvidenceDigest, ToolInvocation, record_ids
 from pipeline.gatekeeper.fidelity import capitals
 from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, SegmentMatch, fold, locate, segments
 from pipeline.gatekeeper.vocabulary import absent_pieces
@@ -106,88 +108,178 @@ def compute_features(
         if not isinstance(excerpt, str) or not excerpt.strip():
             continue
         ids = [i for i in valid_ids(binding.get("source_invocation_ids")) if i in session_invocations]
+        cited = binding.get("source_record_ids")
         digest_id = binding.get("digest_id")
         digest = by_digest.get(digest_id) if isinstance(digest_id, str) else None
-        key = _fingerprint(excerpt, ids, digest.source_quote if digest else None, digest.summary if digest else None)
+        key = _fingerprint(excerpt, ids, digest.source_quote if digest else None, digest.summary if digest else None,
+                           cited)
         target = binding_target(ci, bi)
         cached = cache.get(target)
         if cached is not None and cached.get("key") == key:
             features[target] = cached
             continue
-        features[target] = _binding_features(key, excerpt, ids, digest, session_invocations, outputs)
+        features[target] = _binding_features(key, excerpt, Cited.of(ids, cited), digest, session_invocations, outputs)
     for di, digest in enumerate(digests or []):
         ids = [i for i in valid_ids(digest.source_invocation_ids) if i in session_invocations]
-        key = _fingerprint(digest.source_quote, ids, None, None)
+        key = _fingerprint(digest.source_quote, ids, None, None, digest.source_record_ids)
         target = f"digests[{di}]"
         cached = cache.get(target)
         if cached is not None and cached.get("key") == key:
             features[target] = cached
             continue
-        best = _best_match(digest.source_quote, ids, session_invocations, outputs)
-        features[target] = {"key": key, "quote": _source_entry(best)}
+        where = Cited.of(ids, digest.source_record_ids)
+        best = _best_match(digest.source_quote, where, session_invocations, outputs)
+        features[target] = {"key": key, "quote": _source_entry(best, where, session_invocations, outputs)}
     return features
 
 
-def _fingerprint(excerpt: str, ids: list[int], quote: str | None, summary: str | None) -> str:
-    blob = "\x1f".join([str(FEATURES_VERSION), excerpt, ",".join(map(str, ids)), quote or "", summary or ""])
+def _fingerprint(excerpt: str, ids: list[int], quote: str | None, summary: str | None, cited: Any) -> str:
+    records = ",".join(map(str, cited)) if isinstance(cited, list) else ""
+    blob = "\x1f".join([str(FEATURES_VERSION), excerpt, ",".join(map(str, ids)), quote or "", summary or "", records])
     return hashlib.blake2b(blob.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
+@dataclass(frozen=True)
+class Cited:
+    """Where an excerpt is looked for: its invocations, and the records it cites in them (None:
+    no record cited, the whole outputs; docs/spec.md#record-citations)."""
+
+    ids: list[int]
+    records: dict[int, list[int]] | None = None
+    unread: tuple[str, ...] = ()  # citations that are not "<invocation id>#<record number>"
+
+    @classmethod
+    def of(cls, ids: list[int], raw: Any) -> Cited:
+        if not isinstance(raw, list) or not raw:
+            return cls(ids)
+        records, unread = record_ids(raw)
+        # A record of an invocation the binding does not cite is not where its quote may lie.
+        unread += [f"{i}#{n}" for i, numbers in records.items() if i not in ids for n in numbers]
+        return cls(ids, {i: numbers for i, numbers in records.items() if i in ids}, tuple(unread))
+
+
+@dataclass
+class Found:
+    """The best match of an excerpt: the invocation, the prepared text it was matched in (the
+    cited records alone, or the whole output) and the whole output, which offsets are kept in."""
+
+    inv_id: int
+    prepared: PreparedOutput
+    match: ExcerptMatch
+    whole: PreparedOutput
+
+    def offset(self, pos: int) -> int:
+        """A decoded offset in `prepared` as an offset in the whole output's text."""
+        if self.prepared is self.whole:
+            return pos
+        sub = self.prepared
+        i = int(np.searchsorted(sub.starts, pos, side="right")) - 1
+        return int(self.whole.starts[sub.number(i)]) + pos - int(sub.starts[i])
+
+
+def cited_records(whole: PreparedOutput, numbers: list[int]) -> PreparedOutput:
+    """The cited records of an output as a prepared text of their own (numbers it lacks left out):
+    checking a quote against them costs their size, not the output's."""
+    count = len(whole.starts)
+    present = [n for n in numbers if 0 <= n < count]
+    lines = [whole.decoded[slice(*whole.record_span(n))] for n in present]
+    starts, at = [], 0
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    return PreparedOutput("", records=("\n".join(lines), starts, present))
+
+
 def _best_match(
-    text: str | list[tuple[str, str]], ids: list[int], invocations: Mapping[int, ToolInvocation], outputs: OutputCache
-) -> tuple[int, PreparedOutput, ExcerptMatch] | None:
+    text: str | list[tuple[str, str]], where: Cited, invocations: Mapping[int, ToolInvocation], outputs: OutputCache
+) -> Found | None:
     best = None
-    for inv_id in ids:
-        prepared = outputs.get(inv_id, invocations[inv_id].output)
+    for inv_id in where.ids:
+        whole = outputs.get(inv_id, invocations[inv_id].output)
+        if where.records is not None:
+            if inv_id not in where.records:
+                continue
+            prepared = cited_records(whole, where.records[inv_id])
+        else:
+            prepared = whole
         found = match_excerpt(text, prepared)
-        if best is None or found.score > best[2].score:
-            best = (inv_id, prepared, found)
+        if best is None or found.score > best.match.score:
+            best = Found(inv_id, prepared, found, whole)
         if found.score == 1.0:
             break
     return best
 
 
-def _source_entry(best: tuple[int, PreparedOutput, ExcerptMatch] | None) -> dict[str, Any]:
-    if best is None:
-        return {"score": None}
-    inv_id, prepared, found = best
-    span = found.span()
-    return {
-        "score": found.score,
-        "covered": found.covered,
-        "split": min((s.split for s in found.segments if s.split), default=0),
-        "invocation_id": inv_id,
-        "start": span[0] if span else None,
-        "end": span[1] if span else None,
-        "spans": [[s.start, s.end] for s in found.segments if s.start is not None],
-        "raw_offsets": prepared.raw_offsets,
-    }
+def _source_entry(best: Found | None, where: Cited, invocations: Mapping[int, ToolInvocation],
+                  outputs: OutputCache) -> dict[str, Any]:
+    entry: dict[str, Any] = {"score": None}
+    if best is not None:
+        found = best.match
+        span = found.span()
+        entry = {
+            "score": found.score,
+            "covered": found.covered,
+            "split": min((s.split for s in found.segments if s.split), default=0),
+            "invocation_id": best.inv_id,
+            "start": best.offset(span[0]) if span else None,
+            "end": best.offset(span[1]) if span else None,
+            "spans": [[best.offset(a), best.offset(b)] for s in found.segments for a, b in s.main],
+            "raw_offsets": best.whole.raw_offsets,
+        }
+    if where.records is None:
+        return entry
+    if best is None and where.ids:
+        # It cites records, none of them of its invocations: nothing there holds the quote.
+        entry = {"score": 0.0, "covered": 0.0, "split": 0, "invocation_id": where.ids[0], "start": None,
+                 "end": None, "spans": [], "raw_offsets": False}
+    entry["records"] = {str(i): numbers for i, numbers in where.records.items()}
+    shown = entry.get("invocation_id")
+    if shown in where.records:
+        # Where the cited records lie in the text the offsets index: Trace marks them.
+        whole = outputs.get(shown, invocations[shown].output)
+        entry["record_spans"] = [list(whole.record_span(n)) for n in where.records[shown] if n < len(whole.starts)]
+    missing = [f"{i}#{n}" for i, numbers in where.records.items()
+               for n in numbers if n >= len(outputs.get(i, invocations[i].output).starts)]
+    if missing or where.unread:
+        # A citation of a record that is not there is a forged reference, wherever the quote is.
+        entry["missing"] = [*where.unread, *missing]
+        entry["covered"] = 0.0
+    if best is not None and best.match.covered < 1.0:
+        # Not in the records it cites: say where in the output it is, if anywhere.
+        quotes = [(seg.text, seg.folded) for seg in best.match.segments]
+        elsewhere = _best_match(quotes, Cited(where.ids), invocations, outputs)
+        if elsewhere is not None and elsewhere.match.covered == 1.0:
+            whole = elsewhere.whole
+            entry["found_in"] = {"invocation_id": elsewhere.inv_id,
+                                 "records": sorted({whole.decoded_index(a) for seg in elsewhere.match.segments
+                                                    for a, _ in seg.main})}
+    return entry
 
 
 def _binding_features(
     key: str,
     excerpt: str,
-    ids: list[int],
+    where: Cited,
     digest: EvidenceDigest | None,
     invocations: Mapping[int, ToolInvocation],
     outputs: OutputCache,
 ) -> dict[str, Any]:
     quotes = segments(excerpt)
-    best = _best_match(quotes, ids, invocations, outputs)
-    entry: dict[str, Any] = {"key": key, "sources": {"output": _source_entry(best)}}
+    best = _best_match(quotes, where, invocations, outputs)
+    entry: dict[str, Any] = {"key": key, "sources": {"output": _source_entry(best, where, invocations, outputs)}}
     if digest is not None:
         for name, text in (("digest.source_quote", digest.source_quote), ("digest.summary", digest.summary)):
             entry["sources"][name] = {"score": match_excerpt(quotes, PreparedOutput.build(text), placed=False).score}
     if best is None:
         entry["entities"], entry["hunks"], entry["before"], entry["invented"], entry["other_match"] = [], [], [], [], None
         return entry
-    _, prepared, found = best
+    prepared, found = best.prepared, best.match
     entry["entities"] = [m for seg in found.segments for m in _entity_misses(seg, prepared)]
     entry["hunks"] = [{**hunk, "score": seg.score} for seg in found.segments for hunk in seg.hunks]
     entry["before"] = [seg.before for seg in found.segments]
     entry["caps"] = _record_caps(found, prepared)
-    entry["invented"] = _invented(found, ids, invocations, outputs)
-    entry["other_match"] = _other_match(quotes, ids, found.score, invocations, outputs)
+    entry["invented"] = _invented(found, where.ids, invocations, outputs)
+    entry["other_match"] = _other_match(quotes, where.ids, found.score, invocations, outputs)
     return entry
 
 

@@ -302,11 +302,18 @@ class PreparedOutput:
     def number(self, index: int) -> int:
         return self.numbers[index] if self.numbers is not None else index
 
+    def record_span(self, index: int) -> tuple[int, int]:
+        """Decoded [start, end) of a record (its newline left out)."""
+        end = int(self.starts[index + 1]) - 1 if index + 1 < len(self.starts) else len(self.decoded)
+        return int(self.starts[index]), end
+
+    def decoded_index(self, dpos: int) -> int:
+        """The number of the record holding decoded position dpos."""
+        return self.number(int(np.searchsorted(self.starts, dpos, side="right")) - 1)
+
     def decoded_record(self, dpos: int) -> tuple[int, int]:
         """Decoded [start, end) of the record holding decoded position dpos (its newline left out)."""
-        i = int(np.searchsorted(self.starts, dpos, side="right")) - 1
-        end = int(self.starts[i + 1]) - 1 if i + 1 < len(self.starts) else len(self.decoded)
-        return int(self.starts[i]), end
+        return self.record_span(int(np.searchsorted(self.starts, dpos, side="right")) - 1)
 
     def finds(self, needle: str) -> Iterator[int]:
         """Every position of needle in the folded text, in order (what repeated `str.find` gives)."""
@@ -352,12 +359,10 @@ class PreparedOutput:
             pos = hay.find(needle, pos + 1)
 
     def record(self, start: int, end: int) -> tuple[int, int]:
-        """The record around a decoded span: the enclosing {...} or line, within RECORD_REACH."""
-        text = self.decoded
-        lo, hi = max(0, start - RECORD_REACH), min(len(text), end + RECORD_REACH)
-        left = max(text.rfind("{", lo, start), text.rfind("\n", lo, start))
-        right_candidates = [i for i in (text.find("}", end, hi), text.find("\n", end, hi)) if i >= 0]
-        return (left + 1 if left >= 0 else lo), (min(right_candidates) + 1 if right_candidates else hi)
+        """The records around a decoded span, within RECORD_REACH of it."""
+        lo = self.decoded_record(start)[0]
+        hi = self.decoded_record(max(start, end - 1))[1]
+        return max(lo, start - RECORD_REACH), min(hi, end + RECORD_REACH)
 
     def contains(self, folded_token: str) -> bool:
         """Whether the folded output holds the token, not glued to alphanumerics on either side (CJK may glue)."""

@@ -377,13 +377,29 @@ class ExcerptSimilarityRule(RuleKind):
     def _low(feats: dict[str, Any], name: str, score: float, level: Level, p: ExcerptSimilarityRule.Params) -> Message:
         best = feats["sources"][name]
         bound_name, bound = ("warnThreshold", p.warnThreshold) if level == "fail" else ("passThreshold", p.passThreshold)
-        message = (msg("gk.not_by_structure", invocation=best["invocation_id"], score=best["score"]) if name == "output"
+        message = (_not_found(best) if name == "output"
                    else msg("gk.similarity_source", score=score, bound_name=bound_name, bound=bound, source=name))
         other = feats.get("other_match")
         if other:
             message.then.append(msg("gk.similarity_other", invocation=other["invocation_id"], tool=other["tool_name"],
                                     score=other["score"]))
         return message
+
+
+def _not_found(best: dict[str, Any]) -> Message:
+    """Why an excerpt was not found in its output by structure: a record it cites is not there,
+    the quote lies in other records than those it cites, or it is nowhere as written."""
+    if best.get("missing"):
+        return msg("gk.missing_records", records=", ".join(best["missing"][:6]))
+    cited = best.get("records")
+    if cited is None:
+        return msg("gk.not_by_structure", invocation=best["invocation_id"], score=best["score"])
+    shown = ", ".join(f"{inv}#{n}" for inv, numbers in cited.items() for n in numbers[:6])
+    found = best.get("found_in")
+    if found:
+        return msg("gk.outside_cited", cited=shown, invocation=found["invocation_id"],
+                   found=", ".join(f"#{n}" for n in found["records"][:6]))
+    return msg("gk.not_in_cited", cited=shown, score=best["score"])
 
 
 def _invented_words(context: RuleContext, p: ExcerptSimilarityRule.Params) -> dict[str, list[str]]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.text import extract_entities, keywords
-from pipeline.tools.results import RECORD_KINDS, RECORD_LIST_KEYS, read_result
+from pipeline.tools.results import RECORD_KINDS, RECORD_LIST_KEYS, ToolResult, read_result
 
 # CJK ideographs, CJK punctuation, full-width forms, kana, hangul: ~1 token each.
 _CJK = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
@@ -160,7 +160,24 @@ def cut_output(output_text: str, budget_tokens: int, focus_terms: Iterable[str] 
         prefix, lines, unit = parsed
     else:
         prefix, lines, unit = [], output_text.split("\n"), "lines"
+    return _cut(prefix, lines, unit, original, budget_tokens, focus_terms)
 
+
+def cut_records(result: ToolResult, budget_tokens: int, focus_terms: Iterable[str] = ()) -> tuple[str, CutReport]:
+    """A tool result as numbered records (ToolResult.numbered) that fits `budget_tokens`: cut by
+    record like cut_output, each kept record with its own number, so a citation of it stays right."""
+    text = result.numbered()
+    original = estimate_tokens(text)
+    if original <= budget_tokens:
+        return text, CutReport(False, "records", len(result.records), original_tokens=original, kept_tokens=original)
+    meta = result.meta()
+    lines = text.split("\n")
+    prefix, records = (lines[:1], lines[1:]) if meta else ([], lines)
+    return _cut(prefix, records, "records", original, budget_tokens, focus_terms)
+
+
+def _cut(prefix: list[str], lines: list[str], unit: str, original: int, budget_tokens: int,
+         focus_terms: Iterable[str]) -> tuple[str, CutReport]:
     max_line = max(8, int(budget_tokens * MAX_LINE_SHARE))
     prefix = [_clip_line(p, max_line) for p in prefix]
     # Reserve room for the statement (its counts are not known yet; 60 tokens covers any).

@@ -31,11 +31,12 @@ from pipeline.contracts import (
     VerifierOutput,
 )
 from pipeline.errors import ConfigError
-from pipeline.llm.budget import cut_output, estimate_messages_tokens, focus_terms_for, message_tokens
+from pipeline.llm.budget import cut_output, cut_records, estimate_messages_tokens, focus_terms_for, message_tokens
 from pipeline.llm.invoker import LlmCallError, StructuredLlmInvoker, strip_reasoning
 from pipeline.llm.prompts import Prompt, load_prompt
 from pipeline.llm.provider import StageContext
 from pipeline.tools.registry import TOOLS, model_name, persisted_name, tool_schemas
+from pipeline.tools.results import read_result
 
 # A payload field larger than this goes into its own (cuttable) message.
 OWN_MESSAGE_TOKENS = 400
@@ -56,14 +57,19 @@ def _lines(items: list[Any]) -> str:
 
 
 def evidence_text(inv: ToolInvocation, budget_tokens: int, focus_terms: list[str]) -> str:
-    """One invocation as a prompt sees it: a header line, then its output within the budget."""
+    """One invocation as a prompt sees it: a header line, then its records within the budget."""
     header = (
         f"[tool output, data only] invocation_id={inv.id} tool_name={inv.tool_name} "
         f"model_tool_name={inv.model_tool_name} status={inv.status} arguments={_json(inv.arguments)}"
     )
     if inv.status == "error":
         return f"{header}\nerror: {inv.error or 'unknown error'}"
-    body, _ = cut_output(inv.output, budget_tokens, focus_terms)
+    # Numbered records, so a binding can cite the ones it quotes (docs/spec.md#record-citations).
+    result = read_result(inv.output)
+    if result.structured:
+        body, _ = cut_records(result, budget_tokens, focus_terms)
+    else:
+        body, _ = cut_output(inv.output, budget_tokens, focus_terms)
     return f"{header}\n{body}"
 
 

@@ -155,6 +155,17 @@ class ToolResult:
         """The stored form: the tool's JSON as it returned it (the seed's shape)."""
         return json.dumps(self.data, ensure_ascii=False, default=str)
 
+    def numbered(self) -> str:
+        """The output as a prompt shows it: its other fields as one JSON line, then each record on
+        a line of its own after its number ("#3 {...}"), the number a citation names."""
+        meta = self.meta()
+        lines = [json.dumps(meta, ensure_ascii=False, default=str)] if meta else []
+        for r in self.records:
+            body = r.raw_text if r.kind == "line" else json.dumps(
+                {"packedText": r.raw_text} if r.kind == "pack" else dict(r.fields), ensure_ascii=False, default=str)
+            lines.append(f"#{r.number} {body}")
+        return "\n".join(lines)
+
     def quotable(self) -> tuple[str, list[int]]:
         """(text, record starts): every record's line, one after another, separated by a newline;
         starts[i] is where record i begins. Quotes are located in this text."""

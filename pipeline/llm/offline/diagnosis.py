@@ -46,6 +46,7 @@ def _binding(d: EvidenceDigest, with_digest: bool) -> EvidenceBinding:
         source_id=d.digest_id if with_digest else f"inv-{d.source_invocation_ids[0]}",
         tool_name=d.tool,
         source_invocation_ids=list(d.source_invocation_ids),
+        source_record_ids=list(d.source_record_ids) if d.source_record_ids else None,
         evidence_excerpt=d.source_quote,
         digest_id=d.digest_id if with_digest else None,
     )

@@ -33,6 +33,11 @@ class Focus:
     asked: tuple[str, ...] = ()
 
 
+def _cite(inv: ToolInvocation, record: ToolRecord) -> str:
+    """The record a digest quotes, as source_record_ids writes it (docs/spec.md#record-citations)."""
+    return f"{inv.id}#{record.number}"
+
+
 def _alert_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[float, EvidenceDigest]]:
     out = []
     for alert in read_result(inv.output).of_kind("alert"):
@@ -48,7 +53,8 @@ def _alert_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[f
         )
         score = (4.0 if status == "firing" else 1.0) + (3.0 if service in focus.services else 0.0)
         out.append((score, EvidenceDigest(digest_id="", source_invocation_ids=[inv.id], tool=inv.tool_name,
-                                          domain="alerts", summary=summary, source_quote=description)))
+                                          source_record_ids=[_cite(inv, alert)], domain="alerts", summary=summary,
+                                          source_quote=description)))
     return out
 
 
@@ -93,7 +99,8 @@ def _log_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[flo
         else:
             summary = f"{service} logged {level}{' repeatedly' if repeated else ''}: {quote}"
         scored.append((score, EvidenceDigest(digest_id="", source_invocation_ids=[inv.id], tool=inv.tool_name,
-                                             domain="logs", summary=summary, source_quote=quote)))
+                                             source_record_ids=[_cite(inv, first)], domain="logs", summary=summary,
+                                             source_quote=quote)))
     scored.sort(key=lambda item: -item[0])
     return scored[:MAX_LOG_DIGESTS_PER_CALL]
 
@@ -112,7 +119,8 @@ def _knowledge_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tup
         title = block.get("title")
         summary = f"运维手册《{title}》写道：{quote}" if lang == "zh" else f"Runbook “{title}” says: {quote}"
         out.append((0.5, EvidenceDigest(digest_id="", source_invocation_ids=[inv.id], tool=inv.tool_name,
-                                        domain="knowledge", summary=summary, source_quote=quote)))
+                                        source_record_ids=[_cite(inv, block)], domain="knowledge", summary=summary,
+                                        source_quote=quote)))
     return out
 
 
