@@ -229,7 +229,7 @@ def seed_variants(store: Store, count: int, rng: random.Random, trouble: float =
     """`count` perturbed copies of the store's completed sessions, with gate rows derived for real."""
     from pipeline.config import load_settings
     from pipeline.history import backfill
-    from pipeline.session import rules_in_force
+    from pipeline.rulebook import rules_in_force
 
     base = templates(store)
     ids = insert_sessions(store, [mutate(base[i % len(base)], rng, trouble) for i in range(count)], count, "v")
@@ -272,7 +272,7 @@ def measure_columnar(url: str) -> None:
     """In its own process, so the peak RSS is the replay's alone."""
     from pipeline.config import load_settings
     from pipeline.history import ColumnarHistory
-    from pipeline.session import rules_in_force
+    from pipeline.rulebook import rules_in_force
 
     store = Store(url)
     rules = rules_in_force(load_settings(), store)[0]
@@ -310,7 +310,7 @@ def measure_tiled(url: str, times: int) -> None:
     from pipeline.config import load_settings
     from pipeline.gatekeeper.columns import maybe_flagged
     from pipeline.history import load_arrays
-    from pipeline.session import rules_in_force
+    from pipeline.rulebook import rules_in_force
 
     store = Store(url)
     rules = rules_in_force(load_settings(), store)[0]
@@ -342,7 +342,7 @@ def measure_naive(url: str, count: int) -> None:
     from pipeline.config import load_settings
     from pipeline.gatekeeper import replay, summarize
     from pipeline.replay_inputs import ReplayHistory
-    from pipeline.session import rules_in_force
+    from pipeline.rulebook import rules_in_force
 
     store = Store(url)
     rules = rules_in_force(load_settings(), store)[0].with_params("evidence.excerpt_similarity", passThreshold=0.55,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import plotly.graph_objects as go
@@ -14,7 +15,7 @@ from pipeline import queue, rulebook, views
 from pipeline.gatekeeper import RulesError, RuleSet
 from pipeline.history import ColumnarHistory, similarity_histogram
 from pipeline.messages import msg, render
-from pipeline.session import rules_in_force
+from pipeline.rulebook import rules_in_force
 from pipeline.store import StaleRuleVersion
 
 # --- state ---------------------------------------------------------------------------------------
@@ -87,8 +88,24 @@ def author_field(key: str) -> str:
 # --- sidebar ---------------------------------------------------------------------------------------
 
 
+@st.fragment(run_every=2)
+def judging() -> None:
+    """How far the re-judge under the version in force has come; one is started if none runs."""
+    state = rulebook.judging(ui.store())
+    if state.judging_version == state.version and not state.stalled(datetime.now(UTC)):
+        st.caption(ui.t("rules.rejudging", v=state.judging_version, phase=state.phase or "", done=state.done,
+                        total=state.total))
+    elif state.current:
+        st.caption(ui.t("rules.rejudged", v=state.version))
+    else:
+        st.caption(ui.t("rules.rejudge_pending", old="—" if state.judged_version is None else state.judged_version,
+                        v=state.version))
+        rulebook.rejudge_in_background(ui.settings(), ui.store())
+
+
 def sidebar() -> None:
     with st.sidebar:
+        judging()
         base = st.session_state.get("rules_base")
         st.caption(ui.t("rules.in_force", v=ui.t("rules.version", id=base) if base else ui.t("rules.dir")))
         allowed, why = permission()
@@ -296,6 +313,7 @@ def _apply(do: Callable[[], int]) -> int | None:
         st.session_state["rules_stale"] = render(exc.message, ui.lang())
         return None
     ui.refresh_session_reads()
+    rulebook.rejudge_in_background(ui.settings(), ui.store())
     return new_id
 
 

@@ -84,7 +84,9 @@ def table(rows: list[SessionRow]) -> None:
         "session": r.id,
         "time": r.created_at,
         "question": r.question,
-        "verdict": " · ".join([r.verdict or r.status, *(ui.t(f"mark.{m}") for m in r.marks)]),
+        "verdict": " · ".join([ui.t("sessions.at_ask", v=r.verdict, a=r.verdict_at_ask or "—")
+                               if r.verdict and r.verdict != r.verdict_at_ask else r.verdict or r.status,
+                               *(ui.t(f"mark.{m}") for m in r.marks)]),
         "gatekeeper": r.gatekeeper_status or "",
         "failed rules": r.failed_rules,
         "groundedness": r.groundedness,

@@ -72,6 +72,20 @@ def header(r: SessionRecord) -> None:
         st.error(r.error)
 
 
+def verdict_in_force(r: SessionRecord) -> None:
+    """The verdict under the rule version in force beside the one at ask, where they differ."""
+    change = views.verdict_change(ui.settings(), ui.store(), r.id)
+    if change is None:
+        return
+    st.warning(ui.t("trace.in_force", v=change.in_force, n=change.version_in_force, a=change.at_ask or "—",
+                    m="—" if change.version_at_ask is None else change.version_at_ask))
+    for title, errors in ((ui.t("trace.findings_added"), change.added), (ui.t("trace.findings_removed"), change.removed)):
+        if errors:
+            items = "".join(f"<li><code>{ui.esc(e.rule_id)}</code> <code>{ui.esc(e.target)}</code>: "
+                            f"{ui.esc(ui.say(e.message, e.msg))}</li>" for e in errors)
+            ui.html_block(f"<div>{ui.esc(title)}</div><ul class='wb-list'>{items}</ul>")
+
+
 def final_answer(r: SessionRecord) -> None:
     st.subheader(ui.t("trace.final"))
     ui.text_block(r.final_answer or ui.t("common.none"))
@@ -444,6 +458,7 @@ def body(session_id: str) -> None:
         st.error(ui.t("trace.not_found", sid=session_id))
         return
     header(r)
+    verdict_in_force(r)
     final_answer(r)
     claimed_by_source(r)
     composer_input(r)

@@ -35,7 +35,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _rules(args: argparse.Namespace, settings: Settings) -> Any:
     """--rules DIR when given, else the rules in force (the workbench's applied version, or rules/)."""
     from pipeline.gatekeeper import load_rules
-    from pipeline.session import rules_in_force
+    from pipeline.rulebook import rules_in_force
 
     if getattr(args, "rules", None):
         return load_rules(settings.rules_dir)
@@ -182,7 +182,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from pipeline.history import ColumnarHistory
-    from pipeline.session import rules_in_force
+    from pipeline.rulebook import rules_in_force
 
     settings = _settings(args)
     rules = _rules(args, settings)

@@ -34,6 +34,7 @@ from pipeline.gatekeeper.columns import (
     HistoryArrays,
     judge,
     maybe_flagged,
+    rule_bits,
     session_columns,
 )
 from pipeline.gatekeeper.replay import summary_line
@@ -332,8 +333,10 @@ class ColumnarHistory:
                 .join(DiagnosisSession, DiagnosisSession.id == GateSessionColumns.session_id)
                 .where(DiagnosisSession.status.in_(("completed", "imported")))).scalar_one())
 
-    def replay(self, rules: RuleSet, exclude: set[str] | frozenset[str] = frozenset()) -> HistoryReplay:
-        """The candidate over the history as last refreshed (refreshed under `rules` if never)."""
+    def replay(self, rules: RuleSet, exclude: set[str] | frozenset[str] = frozenset(),
+               on_exact: Callable[[int, int], None] | None = None) -> HistoryReplay:
+        """The candidate over the history as last refreshed (refreshed under `rules` if never);
+        `on_exact(done, total)` hears how far the per-session replay of the rest has come."""
         with self._lock:
             if self._loaded is None:
                 self._refresh(rules)
@@ -344,17 +347,22 @@ class ColumnarHistory:
             included = np.fromiter((s not in exclude for s in arrays.session_ids), dtype=bool,
                                    count=len(arrays.session_ids))
         flagged = maybe_flagged(arrays, rules) & included
-        judged, status, verdict = judge(arrays, rules, flagged)
+        verdicts = judge(arrays, rules, flagged)
+        judged, status, verdict = verdicts.ok, verdicts.status, verdicts.verdict
         exact_at = np.flatnonzero(flagged & ~judged)
         exact_ids = [arrays.session_ids[i] for i in exact_at]
         exact_ids += [i for i in self.unwritten if i not in exclude]
 
-        def rerun(session_ids: list[str]) -> list[ReplayRow]:
+        def rerun(session_ids: list[str], progress: Callable[[int, int], None] | None = None) -> list[ReplayRow]:
             # In chunks, so at most a chunk's inputs (and the kept ones) are in memory at once.
-            return [row for i in range(0, len(session_ids), _EXACT_CHUNK)
-                    for row in replay(self.exact.inputs(session_ids[i:i + _EXACT_CHUNK]), rules)]
+            rows: list[ReplayRow] = []
+            for i in range(0, len(session_ids), _EXACT_CHUNK):
+                rows += replay(self.exact.inputs(session_ids[i:i + _EXACT_CHUNK]), rules)
+                if progress is not None:
+                    progress(len(rows), len(session_ids))
+            return rows
 
-        exact = {r.session_id: r for r in rerun(exact_ids)}
+        exact = {r.session_id: r for r in rerun(exact_ids, on_exact)}
         # Every session the arrays settle, as codes of `names`: cleared or judged.
         words = names.words
         settled_status = np.where(~flagged, np.int16(words["pass"]),
@@ -362,7 +370,8 @@ class ColumnarHistory:
         settled_verdict = np.where(~flagged, outcomes["verdict"],
                                    np.array([words[v] for v in VERDICT_ORDER], dtype=np.int16)[verdict]).astype(np.int16)
         return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, judged & included,
-                             settled_status, settled_verdict, exact, exact_at, rerun)
+                             settled_status, settled_verdict, exact, exact_at, rerun,
+                             np.where(judged, verdicts.failed, 0), np.where(judged, verdicts.warned, 0))
 
 
 @dataclass
@@ -381,6 +390,8 @@ class HistoryReplay:
     exact: dict[str, ReplayRow]
     exact_at: npt.NDArray[np.intp]  # the exact sessions' positions in the arrays
     rerun: Callable[[list[str]], list[ReplayRow]]  # the exact path, for settled rows that are listed
+    new_failed: npt.NDArray[np.int64]  # failed and warned rules of the judged sessions (columns.rule_bits)
+    new_warned: npt.NDArray[np.int64]
 
     @property
     def total(self) -> int:
@@ -447,6 +458,29 @@ class HistoryReplay:
         placed = {ids[i] for i in self.exact_at}  # the others had no rows in the arrays (unwritten)
         out.extend(r for r in self.exact.values() if r.session_id not in placed and (r.changed or not changed_only))
         return out[:limit]
+
+    def differing(self, rules: RuleSet) -> list[tuple[str, str, str, list[str]]]:
+        """(session id, projected verdict, gatekeeper status, failed rules) under the replayed
+        `rules` of every session whose outcome differs from its outcome at ask: the status, the
+        verdict, or the rules that failed or warned."""
+        words, o = self.names.words, self.outcomes
+        status, verdict, settled = self._settled()
+        # The replayed rule lists as codes of the stored ones: failed and warned ids, sorted, comma-joined.
+        patterns, inverse = np.unique(self.new_failed | self.new_warned, return_inverse=True)
+        codes = np.array([words.setdefault(",".join(sorted(rule_bits(rules, int(p)))), len(words)) for p in patterns],
+                         dtype=np.int16)
+        changed = settled & ((o["status"] != status) | (o["old_v"] != verdict) | (o["rules"] != codes[inverse]))
+        names, ids = self.names.reverse(), self.arrays.session_ids
+        out = [(ids[i], names[verdict[i]], names[status[i]], rule_bits(rules, int(self.new_failed[i])))
+               for i in np.flatnonzero(changed)]
+        at = {ids[i]: i for i in self.exact_at}
+        for r in self.exact.values():
+            listed = ",".join(sorted({*r.result.failed_rules, *r.result.warnings}))
+            # A session without rows (unwritten) has no stored rule list here: its status and verdict decide.
+            old = names[o["rules"][at[r.session_id]]] if r.session_id in at else listed
+            if r.old_status != r.new_status or r.old_verdict != r.projected_verdict or old != listed:
+                out.append((r.session_id, r.projected_verdict, r.new_status, list(r.result.failed_rules)))
+        return out
 
     def _unbacked(self, session_ids: list[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

@@ -24,12 +24,13 @@ from itertools import islice
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import Text, and_, cast, func, or_, select
 
 from pipeline.bundle import export_bundle
 from pipeline.record import SessionRow
 from pipeline.store import SessionFilter, Store
-from pipeline.store.schema import LISTING_GROUPS, DiagnosisSession, ReviewRow
+from pipeline.store.repo import AT_ASK, IN_FORCE, Outcome
+from pipeline.store.schema import LISTING_GROUPS, DiagnosisSession, ReviewRow, VerdictInForce
 
 EVAL_LABEL = "eval_fixture"  # the review label pipeline/eval/runner.py gives every eval run
 
@@ -46,20 +47,21 @@ class QueueFilter:
     reviewed: bool | None = False  # by a person; the eval label is no review
 
 
-def queue_query(store: Store, q: QueueFilter) -> Any:
-    """The SELECT of the queue: store.filtered_query narrowed by the queue's own conditions."""
+def queue_query(store: Store, q: QueueFilter, outcome: Outcome = IN_FORCE) -> Any:
+    """The SELECT of the queue: store.filtered_query narrowed by the queue's own conditions, on
+    the outcome in force (or at ask: queue_stats counts from there)."""
     s = DiagnosisSession
-    query = store.filtered_query(replace(q.base, reviewed=None))
+    query = store.filtered_query(replace(q.base, reviewed=None), outcome)
     if q.needs_person:
         # Without statistics SQLite answers an OR whose every branch has an index with one index
         # per branch and sorts the union: 0.6 s for 50 rows of a million. A branch no index
         # answers (coalesce; NULL and '' both fail the test) leaves it the created_at index for
         # the rows and ix_session_listing for the counts and charts.
         query = query.where(or_(
-            func.coalesce(s.verdict, "").in_(("LOW_CONFID", "REJECT")),
+            func.coalesce(outcome.verdict, "").in_(("LOW_CONFID", "REJECT")),
             s.status.in_(("failed", "interrupted")),
-            s.gatekeeper_status.in_(("warn", "fail")),
-            and_(s.verdict == "PASS", s.gatekeeper_status == "pass", s.composer_findings),
+            outcome.gatekeeper_status.in_(("warn", "fail")),
+            and_(outcome.verdict == "PASS", outcome.gatekeeper_status == "pass", s.composer_findings),
             # An import no trusted key signed: its verdict is ours, its evidence the source's word.
             s.provenance == "unverified",
         ))
@@ -71,16 +73,19 @@ def queue_query(store: Store, q: QueueFilter) -> Any:
     return query
 
 
-_LIST_COLUMNS = ("id", "created_at", "question", "status", "verdict", "gatekeeper_status", "failed_rules",
-                 "groundedness", "services", "provider", "shape", "provenance", "ungated")
+_LIST_COLUMNS = ("id", "created_at", "question", "status", "groundedness", "services", "provider", "shape",
+                 "provenance", "ungated")
 
 
 def queue_rows(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> list[SessionRow]:
     """One page of the queue, newest first, with each session's latest person's label. Not
     counted: the page takes the count from queue_stats, which scans the queue anyway."""
     sub = queue_query(store, q).subquery()
+    columns = [*(sub.c[c] for c in _LIST_COLUMNS), sub.c.verdict_in_force.label("verdict"),
+               sub.c.gatekeeper_in_force.label("gatekeeper_status"), sub.c.failed_in_force.label("failed_rules"),
+               sub.c.verdict.label("verdict_at_ask")]
     with store.engine.connect() as conn:
-        rows = conn.execute(select(*[sub.c[c] for c in _LIST_COLUMNS]).order_by(sub.c.created_at.desc())
+        rows = conn.execute(select(*columns).order_by(sub.c.created_at.desc())
                             .limit(limit).offset(offset)).mappings().all()
         labels = dict(conn.execute(
             select(ReviewRow.session_id, ReviewRow.label)
@@ -110,16 +115,30 @@ class QueueStats:
 def queue_stats(store: Store, q: QueueFilter) -> QueueStats:
     """The queue's count and chart data in one grouped scan: sessions share few distinct (day,
     verdict, failed-rule list, groundedness tenth) tuples, so the groups, not the sessions, leave
-    the database, and each chart is a sum over them here."""
+    the database, and each chart is a sum over them here.
+
+    The scan reads the outcome at ask, off the listing index; sessions whose outcome in force
+    differs (verdict_in_force rows, after a re-judge) are then moved from their groups at ask to
+    their groups in force by two queries over those sessions alone."""
     # The index's own expressions (schema.LISTING_GROUPS): SQLite reads the groups off it in order.
-    query = queue_query(store, q).with_only_columns(*LISTING_GROUPS, func.count()).group_by(*LISTING_GROUPS)
+    query = queue_query(store, q, AT_ASK).with_only_columns(*LISTING_GROUPS, func.count()).group_by(*LISTING_GROUPS)
+    groups: Counter[tuple[Any, ...]] = Counter()
     with store.engine.connect() as conn:
-        groups = conn.execute(query).all()
+        groups.update({tuple(g[:-1]): g[-1] for g in conn.execute(query)})
+        if conn.execute(select(VerdictInForce.session_id).limit(1)).first() is not None:
+            moved = DiagnosisSession.id.in_(select(VerdictInForce.session_id))
+            for outcome, sign in ((AT_ASK, -1), (IN_FORCE, 1)):
+                keys = (LISTING_GROUPS[0], outcome.verdict, cast(outcome.failed_rules, Text), LISTING_GROUPS[3])
+                for *key, n in conn.execute(queue_query(store, q, outcome).where(moved)
+                                            .with_only_columns(*keys, func.count()).group_by(*keys)):
+                    groups[tuple(key)] += sign * n
     total = 0
     days: Counter[tuple[str, str]] = Counter()
     combos: Counter[str] = Counter()
     hist: Counter[float] = Counter()
-    for day, verdict, rules_text, bucket, n in groups:
+    for (day, verdict, rules_text, bucket), n in sorted(groups.items(), key=lambda g: tuple(map(str, g[0]))):
+        if n <= 0:
+            continue
         total += n
         days[(str(day), verdict or "none")] += n
         if rules_text is not None:

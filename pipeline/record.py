@@ -175,7 +175,7 @@ class SessionRow(_Read):
     created_at: datetime
     question: str
     status: str
-    verdict: Verdict | None = None
+    verdict: Verdict | None = None  # in force: the outcome under the rule version in force
     gatekeeper_status: Literal["pass", "warn", "fail"] | None = None
     failed_rules: list[str] = Field(default_factory=list)
     groundedness: float | None = None
@@ -185,6 +185,7 @@ class SessionRow(_Read):
     review_label: str | None = None
     provenance: Literal["verified", "unverified"] | None = None
     ungated: bool = False
+    verdict_at_ask: Verdict | None = None
 
     @field_validator("failed_rules", mode="before")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
     settings, store = _open(args)
     base = store.rules_version()
     candidate = rulebook.read_rules_dir(settings, Path(args.dir))
+    ungated = rulebook.ungated(settings, candidate)
+    if ungated:
+        print(f"warning: these rules switch off what stops forged quotes ({', '.join(ungated)}): every verdict "
+              "under them is marked ungated", file=sys.stderr)
     new = rulebook.apply_rules(settings, store, candidate, author=args.author, comment=args.comment or "",
                                based_on=base)
     print(f"applied {args.dir} as version {new} (based on version {base})")
-    return 0
+    return _rejudge(settings, store)
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
@@ -35,6 +40,23 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     settings, store = _open(args)
     new = rulebook.rollback(settings, store, args.version, author=args.author)
     print(f"version {args.version} re-applied as version {new}")
+    return _rejudge(settings, store)
+
+
+def _rejudge(settings: Settings, store: Store) -> int:
+    """The stored sessions judged again under the version now in force, progress on stderr."""
+    from pipeline import rulebook
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase != "done":
+            print(f"  re-judging: {phase} {done}/{total}" if total else f"  re-judging: {phase}", file=sys.stderr)
+
+    result = rulebook.rejudge(settings, store, on_progress=progress)
+    if result.stored:
+        print(f"re-judged {result.sessions} stored sessions under version {result.version}: "
+              f"{result.differing} now differ from their verdict at ask")
+    else:
+        print(f"re-judge under version {result.version} not stored: another version was put in force meanwhile")
     return 0
 
 

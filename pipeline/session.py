@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 from pipeline.bounds import cap_text, encodable
@@ -19,13 +18,14 @@ from pipeline.config import Settings
 from pipeline.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation, Verdict
 from pipeline.errors import ConfigError, InputError, StoreError, WorkbenchError
 from pipeline.evaluate import Evaluation, evaluate
-from pipeline.gatekeeper import RuleSet, load_rules, load_rules_from_text
+from pipeline.gatekeeper import RuleSet
 from pipeline.gatekeeper.features import prepare_output
 from pipeline.history import record_session
 from pipeline.incidents import World, route_question, world_by_id
 from pipeline.llm import make_provider
 from pipeline.llm.provider import Provider, StageContext
 from pipeline.redact import redact, redact_value, redacted_call, remember_settings
+from pipeline.rulebook import judge_late, rules_in_force
 from pipeline.scope import read_scope
 from pipeline.store import Store
 from pipeline.store.lease import Heartbeat, add_event, claim_session, reap
@@ -54,25 +54,6 @@ class SessionResult:
     evaluation: Evaluation
     world: str | None
     ungated_by: list[str]  # RuleSet.ungated_by of the rules it was judged under; empty: gated
-
-
-@lru_cache(maxsize=32)
-def _parsed_rules(index_yaml: str, metadata_yaml: str) -> RuleSet:
-    # Parsing and validating the YAML costs more than a whole offline session; rules change rarely.
-    return load_rules_from_text(index_yaml, metadata_yaml)
-
-
-def rules_in_force(settings: Settings, store: Store) -> tuple[RuleSet, int | None]:
-    """The active applied rule version if there is one, else the rules/ directory."""
-    active = store.active_rule_version()
-    if active:
-        return _parsed_rules(active["index_yaml"], active["metadata_yaml"]), active["id"]
-    try:
-        index = (settings.rules_dir / "index.yaml").read_text(encoding="utf-8")
-        metadata = (settings.rules_dir / "metadata.yaml").read_text(encoding="utf-8")
-    except OSError:
-        return load_rules(settings.rules_dir), None  # raises RulesError naming the missing file
-    return _parsed_rules(index, metadata), None
 
 
 def _uses_bundled(settings: Settings) -> bool:
@@ -185,8 +166,11 @@ def _run_session(
     remember_settings(settings)  # settings built in code, not by load_settings, hold secrets too
     provider = provider or make_provider(settings)
     world = _pick_world(settings, question, world_id)
+    # The version that judges this session; None when the caller brought its own rules.
+    version: int | None = None
     if rules is None:
-        rules, _ = rules_in_force(settings, store)
+        rules, applied = rules_in_force(settings, store)
+        version = applied or 0
     split = settings.digest.enabled
     # Backends are set up before the row exists: a misconfigured one is a ConfigError with
     # nothing stored, never a session left `running`.
@@ -292,9 +276,11 @@ def _run_session(
         verifier_output=ev.verifier_output.model_dump(mode="json"),
         composer_output=ev.composer_output.model_dump(mode="json"), self_evaluation=self_evaluation,
         gatekeeper_features=ev.features, prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
-        cost_usd=cost, ungated=bool(ungated_by),
+        cost_usd=cost, ungated=bool(ungated_by), rules_version=version,
     )
     record_session(store, sid, rules)  # its row in the columnar replay history
+    if version is not None:
+        judge_late(settings, store, sid, version)
     emit("done", {"verdict": ev.verdict, "final_answer": ev.final_answer})
     return SessionResult(session_id=sid, verdict=ev.verdict, final_answer=ev.final_answer, evaluation=ev,
                          world=world.id if world else None, ungated_by=ungated_by)

@@ -23,7 +23,9 @@ from typing import Any, Literal
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from sqlalchemy import select
 
+from pipeline.config import Settings
 from pipeline.contracts import (
     ClaimCheck,
     ComposerAction,
@@ -60,8 +62,10 @@ from pipeline.record import (
     SourceMatch,
     WrittenBinding,
     WrittenClaim,
+    read_session,
 )
 from pipeline.store import Store
+from pipeline.store.schema import DiagnosisSession, VerdictInForce
 
 SegmentKind = Literal["text", "match", "entity", "cited"]
 
@@ -633,3 +637,46 @@ def _assign(mapping: Any, key: str, value: Any) -> None:
         old[:] = value
     elif isinstance(old, bool) != isinstance(value, bool) or old != value:
         mapping[key] = value
+
+
+@dataclass
+class VerdictChange:
+    """A session whose outcome under the rule version in force differs from its outcome at ask,
+    with the gatekeeper findings that came and went between the two."""
+
+    at_ask: str | None
+    version_at_ask: int | None  # None: stored before versions were recorded
+    gatekeeper_at_ask: str | None
+    in_force: str
+    version_in_force: int
+    gatekeeper_in_force: str
+    added: list[GatekeeperError]
+    removed: list[GatekeeperError]
+
+
+def verdict_change(settings: Settings, store: Store, session_id: str) -> VerdictChange | None:
+    """The session's verdict in force beside its verdict at ask (None: they agree), its findings
+    replayed under the version that gave the verdict in force."""
+    from pipeline.gatekeeper import replay
+    from pipeline.replay_inputs import ReplayHistory
+    from pipeline.rulebook import rules_of
+
+    with store.engine.connect() as conn:
+        row = conn.execute(select(VerdictInForce.verdict, VerdictInForce.gatekeeper_status,
+                                  VerdictInForce.rules_version, DiagnosisSession.verdict,
+                                  DiagnosisSession.gatekeeper_status, DiagnosisSession.rules_version)
+                           .join(DiagnosisSession, DiagnosisSession.id == VerdictInForce.session_id)
+                           .where(VerdictInForce.session_id == session_id)).first()
+    if row is None:
+        return None
+    verdict, status, version, at_ask, status_at_ask, version_at_ask = row
+    [replayed] = replay(ReplayHistory(store).inputs([session_id]), rules_of(settings, store, version))
+    old = _gate_errors(read_session(store, session_id, with_llm_calls=False))
+    new = replayed.result.errors
+
+    def key(e: GatekeeperError) -> tuple[str, str, str]:
+        return e.rule_id, e.target, e.message
+
+    before, after = {key(e) for e in old}, {key(e) for e in new}
+    return VerdictChange(at_ask, version_at_ask, status_at_ask, verdict, version, status,
+                         [e for e in new if key(e) not in before], [e for e in old if key(e) not in after])

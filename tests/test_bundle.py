@@ -17,7 +17,8 @@ from pipeline.errors import WorkbenchError
 from pipeline.gatekeeper.replay import replay
 from pipeline.llm import make_provider
 from pipeline.replay_inputs import replay_inputs
-from pipeline.session import rules_in_force, run_session
+from pipeline.rulebook import rules_in_force
+from pipeline.session import run_session
 from pipeline.store import Store
 
 MAX = 64 * 1024 * 1024

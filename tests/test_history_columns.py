@@ -13,10 +13,11 @@ from sqlalchemy import text
 from pipeline.config import load_settings
 from pipeline.contracts import VERDICT_ORDER
 from pipeline.gatekeeper import replay, summarize
-from pipeline.gatekeeper.columns import STATUSES, judge
+from pipeline.gatekeeper.columns import STATUSES, judge, rule_bits
 from pipeline.history import ColumnarHistory, backfill, write_columns
 from pipeline.replay_inputs import replay_inputs
-from pipeline.session import rules_in_force, run_session
+from pipeline.rulebook import rules_in_force
+from pipeline.session import run_session
 from pipeline.store import Store
 
 _BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_history.py"
@@ -117,13 +118,15 @@ def test_arrays_judge_as_the_per_session_replay(history_store: Store) -> None:
                 rules = rules.with_rule(text_rule, enabled=False)
             elif draw < 0.3:
                 rules = rules.with_rule(text_rule, severity="warning", verdict_impact="warn_only")
-        ok, status, verdict = judge(arrays, rules, np.ones(len(arrays.session_ids), dtype=bool))
+        judged = judge(arrays, rules, np.ones(len(arrays.session_ids), dtype=bool))
         for row in replay(inputs, rules):
             i = index[row.session_id]
-            if ok[i]:
+            if judged.ok[i]:
                 answered += 1
-                assert (STATUSES[status[i]], list(VERDICT_ORDER)[verdict[i]]) == \
-                    (row.new_status, row.projected_verdict), (row.session_id, rules.to_yaml()[1])
+                assert (STATUSES[judged.status[i]], list(VERDICT_ORDER)[judged.verdict[i]],
+                        rule_bits(rules, int(judged.failed[i])), rule_bits(rules, int(judged.warned[i]))) == \
+                    (row.new_status, row.projected_verdict, row.result.failed_rules, row.result.warnings), \
+                    (row.session_id, rules.to_yaml()[1])
     assert answered > 24 * 280  # most sessions are judged in arrays
 
 

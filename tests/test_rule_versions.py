@@ -85,7 +85,8 @@ def test_rules_from_a_shell_apply_list_diff_and_roll_back(tmp_path: Path, capsys
         "-      passThreshold: 0.5", "-      warnThreshold: 0.3", "+      passThreshold: 0.55", "+      warnThreshold: 0.35"]
     assert run("rules", "apply", str(tuned), "--author", " ")[2] == "workbench: Enter the author's name.\n"
     code, out, _ = run("rules", "apply", str(tuned), "--author", "ana", "--comment", "noisy payment logs")
-    assert (code, out) == (0, f"applied {tuned} as version 1 (based on version 0)\n")
+    assert (code, out) == (0, f"applied {tuned} as version 1 (based on version 0)\n"
+                              "re-judged 0 stored sessions under version 1: 0 now differ from their verdict at ask\n")
     assert run("rules", "diff", str(tuned))[1] == "(no difference against version 1, the version in force)\n"
     assert run("rules", "apply", str(tuned), "--author", "ana")[1:] == (
         "", "workbench: No change against the version you started from.\n")
@@ -94,7 +95,7 @@ def test_rules_from_a_shell_apply_list_diff_and_roll_back(tmp_path: Path, capsys
     assert code == 2 and err.startswith("workbench: the candidate rules are invalid (1 problem(s)); metadata.yaml: "
                                         "ruleMetadata.evidence.excerpt_similarity.params.passThreshold: 1.5 is outside")
     code, out, _ = run("rules", "rollback", "0", "--author", "bo")
-    assert (code, out) == (0, "version 0 re-applied as version 2\n")
+    assert (code, out.splitlines()[0]) == (0, "version 0 re-applied as version 2")
     assert run("rules", "rollback", "2", "--author", "bo")[2] == "workbench: Version 2 is already in force.\n"
     assert run("rules", "rollback", "9", "--author", "bo")[2].startswith("workbench: no rule version 9")
     code, out, _ = run("rules", "history")
@@ -105,3 +106,83 @@ def test_rules_from_a_shell_apply_list_diff_and_roll_back(tmp_path: Path, capsys
     monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
     assert run("rules", "apply", str(tuned), "--author", "eve")[2] == (
         "workbench: eve is not one of the editors who may apply rules: ana.\n")
+
+
+def _strict_utilization(texts: tuple[str, str]) -> tuple[str, str]:
+    """The rules with keyword coverage turned into a blocking rule that most claims fail."""
+    from pipeline import views
+
+    index, meta = texts
+    for field, value in (("severity", "error"), ("verdictImpact", "reject_on_fail"), ("params.minKeywordCoverage", 0.9)):
+        index, meta = views.set_rule_field(index, meta, "claim.evidence_utilization", field, value)
+    return views.set_rule_field(index, meta, "claim.evidence_utilization", "enabled", True)
+
+
+def _exact(settings, store: Store, ids: list[str]) -> dict[str, tuple[str, str, list[str]]]:  # noqa: ANN001
+    """Each session's (verdict, gatekeeper status, failed rules) under the rules in force, one by one."""
+    from pipeline.gatekeeper import replay
+    from pipeline.replay_inputs import ReplayHistory
+    from pipeline.rulebook import rules_in_force
+
+    rows = replay(ReplayHistory(store).inputs(ids), rules_in_force(settings, store)[0])
+    return {r.session_id: (r.projected_verdict, r.new_status, r.result.failed_rules) for r in rows}
+
+
+def test_applying_and_rolling_back_rejudge_every_stored_session(any_store: Store, settings) -> None:  # noqa: ANN001
+    from collections import Counter
+
+    from pipeline import queue, rulebook
+    from pipeline.session import run_session
+    from pipeline.store import SessionFilter
+    from pipeline.store.listing import session_list
+
+    store = any_store
+    for question in ("payment API times out since 10:00, what's going on?", "支付接口最近出现超时，帮我排查",
+                     "order-service CPU is high", "is redis healthy?"):
+        run_session(question, settings=settings, store=store)
+    asked = {r["id"]: r for r in session_list(store)}
+    assert {(r["rules_version"], r["verdict"] == r["verdict_at_ask"]) for r in asked.values()} == {(0, True)}
+
+    heard: list[str] = []
+    new = rulebook.apply_rules(settings, store, _strict_utilization(rulebook.text_in_force(settings, store).texts),
+                               author="ana", comment="", based_on=0)
+    done = rulebook.rejudge(settings, store, on_progress=lambda phase, _d, _t: heard.append(phase))
+    assert done.stored and done.sessions == 4 and heard[0] == "load" and heard[-2:] == ["write", "done"]
+    assert rulebook.judging(store).current and rulebook.judging(store).judging_version is None
+    exact = _exact(settings, store, list(asked))
+    in_force = {r["id"]: r for r in session_list(store)}
+    assert {sid: r["verdict"] for sid, r in in_force.items()} == {sid: e[0] for sid, e in exact.items()}
+    assert {sid: r["verdict_at_ask"] for sid, r in in_force.items()} == {sid: r["verdict"] for sid, r in asked.items()}
+    assert {r["rules_version"] for r in in_force.values()} == {new}
+    moved = [sid for sid, r in in_force.items() if r["verdict"] != r["verdict_at_ask"]]
+    assert moved and done.differing >= len(moved)
+
+    # The queue, its charts and its filters read the verdict in force, and show the one at ask beside it.
+    everything = queue.QueueFilter(needs_person=False, reviewed=None)
+    stats = queue.queue_stats(store, everything)
+    assert Counter({v: n for _, v, n in stats.per_day}) == Counter(e[0] for e in exact.values())
+    assert stats.failed_rules == dict(Counter(rule for e in exact.values() for rule in e[2]))
+    rows = {r.id: r for r in queue.queue_rows(store, everything)}
+    assert {sid: (r.verdict, r.gatekeeper_status, r.failed_rules) for sid, r in rows.items()} == exact
+    assert {sid: r.verdict_at_ask for sid, r in rows.items()} == {sid: r["verdict"] for sid, r in asked.items()}
+    passing = queue.QueueFilter(base=SessionFilter(verdicts=["PASS"]), needs_person=False, reviewed=None)
+    assert {r.id for r in queue.queue_rows(store, passing)} == {sid for sid, e in exact.items() if e[0] == "PASS"}
+    assert queue.queue_count(store, passing) == queue.queue_stats(store, passing).total
+
+    # A session judged under the version that was in force when it started, finishing after
+    # another was put in force, is judged again under that one.
+    late = run_session("order-service CPU is high", settings=settings, store=store).session_id
+    again = rulebook.rollback(settings, store, 0, author="bo")
+    rulebook.judge_late(settings, store, late, new)
+    assert {r["id"]: (r["verdict"], r["rules_version"]) for r in session_list(store)}[late] == (
+        _exact(settings, store, [late])[late][0], again)
+    done = rulebook.rejudge(settings, store)
+    rows_now = {r["id"]: r for r in session_list(store)}
+    assert {sid: r["verdict"] for sid, r in rows_now.items()} == {sid: e[0] for sid, e in
+                                                                  _exact(settings, store, list(rows_now)).items()}
+    assert {r["rules_version"] for r in rows_now.values()} == {again}
+    # Back on the rules they were asked under, the first four hold their verdicts at ask again.
+    assert all(rows_now[sid]["verdict"] == rows_now[sid]["verdict_at_ask"] for sid in asked)
+    assert done.differing == (rows_now[late]["verdict"] != rows_now[late]["verdict_at_ask"])
+    assert Counter({v: n for _, v, n in queue.queue_stats(store, everything).per_day}) == Counter(
+        r["verdict"] for r in rows_now.values())

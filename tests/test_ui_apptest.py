@@ -310,3 +310,33 @@ def test_rules_warn_before_an_ungated_version_goes_into_force(store: Store) -> N
     at.button(key="rules_apply").click().run()
     assert not at.exception, at.exception
     assert store.active_rule_version() is not None
+
+
+def test_sessions_and_trace_show_the_verdict_in_force_beside_the_one_at_ask(settings: Settings, store: Store) -> None:
+    from pipeline import rulebook, views
+
+    sid = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store).session_id
+    index, meta = rulebook.text_in_force(settings, store).texts
+    # Every similarity below 1.0 fails as a blocking reject, and missing keywords too: the verdict moves.
+    for rule, field, value in (("evidence.excerpt_similarity", "verdictImpact", "reject_on_fail"),
+                               ("evidence.excerpt_similarity", "params.passThreshold", 1.0),
+                               ("evidence.excerpt_similarity", "params.warnThreshold", 1.0),
+                               ("claim.evidence_utilization", "severity", "error"),
+                               ("claim.evidence_utilization", "verdictImpact", "reject_on_fail"),
+                               ("claim.evidence_utilization", "params.minKeywordCoverage", 1.0),
+                               ("claim.evidence_utilization", "enabled", True)):
+        index, meta = views.set_rule_field(index, meta, rule, field, value)
+    version = rulebook.apply_rules(settings, store, (index, meta), author="ana", comment="", based_on=0)
+    rulebook.rejudge(settings, store)
+    at_ask = read_session(store, sid).verdict
+    change = views.verdict_change(settings, store, sid)
+    assert change is not None and (change.at_ask, change.in_force, change.version_in_force) == (at_ask, "REJECT",
+                                                                                                 version)
+    assert change.added and {e.rule_id for e in change.added} <= {"evidence.excerpt_similarity",
+                                                                   "claim.evidence_utilization"}
+    at = _app("pages/trace.py", session=sid)
+    assert f"Verdict in force REJECT (rules version {version}); at ask {at_ask} (rules version 0)" in _texts(at)
+    assert "Findings under the rules in force, not at ask" in _html(at)
+    at = _app("pages/sessions.py")
+    shown = at.dataframe[0].value
+    assert list(shown["verdict"]) == [f"REJECT (at ask {at_ask})"]

@@ -22,7 +22,7 @@ from pipeline.config import Settings
 from pipeline.errors import NotFound
 from pipeline.eval.runner import EvalResult
 from pipeline.gatekeeper import RuleSet
-from pipeline.session import rules_in_force
+from pipeline.rulebook import rules_in_force
 from pipeline.store import Store
 from pipeline.store.schema import JobRow
 

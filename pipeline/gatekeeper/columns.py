@@ -332,10 +332,27 @@ def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_
 STATUSES = ("pass", "warn", "fail")
 
 
-def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) -> tuple[
-        npt.NDArray[np.bool_], npt.NDArray[np.int8], npt.NDArray[np.int8]]:
-    """The gatekeeper status (index into STATUSES) and projected verdict (VERDICT_ORDER code) of
-    the `wanted` sessions under `rules`, in arrays, and which of them that holds for: those judged
+@dataclass
+class Judged:
+    """judge's outcome, per session: whether it holds (`ok`), the gatekeeper status (index into
+    STATUSES), the projected verdict (VERDICT_ORDER code), and the failed and the warned rules as
+    bits (bit k: rules.rules[k])."""
+
+    ok: npt.NDArray[np.bool_]
+    status: npt.NDArray[np.int8]
+    verdict: npt.NDArray[np.int8]
+    failed: npt.NDArray[np.int64]
+    warned: npt.NDArray[np.int64]
+
+
+def rule_bits(rules: RuleSet, bits: int) -> list[str]:
+    """The rule ids of a Judged bit set, in rule order (the gatekeeper's order)."""
+    return [spec.id for k, spec in enumerate(rules.rules) if bits >> k & 1]
+
+
+def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) -> Judged:
+    """The gatekeeper status, failed and warned rules and projected verdict of the `wanted`
+    sessions under `rules`, in arrays, and which of them that holds for: those judged
     under this word list whose claims gate_claim describes. The combination is the verdict
     policy's (pipeline/policy.py decide_verdict): a claim hit by a failed blocking rule (the first
     in rule order deciding entity or not) or left without evidence takes its hit standing; the
@@ -343,11 +360,13 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
     n = len(arrays.session_ids)
     status = np.zeros(n, dtype=np.int8)
     verdict = np.zeros(n, dtype=np.int8)
+    failed_bits = np.zeros(n, dtype=np.int64)
+    warned_bits = np.zeros(n, dtype=np.int64)
     key = lists_key(rules)
     ok = wanted & arrays.claims_ok & (arrays.text_has >= 0) & (arrays.evidence_floor >= 0)
     ok &= arrays.lists_key == (arrays.keys.index(key) if key in arrays.keys else -1)
     if any(spec.id not in _KNOWN for spec in rules.rules) or not ok.any():
-        return np.zeros(n, dtype=bool), status, verdict
+        return Judged(np.zeros(n, dtype=bool), status, verdict, failed_bits, warned_bits)
     thr = thresholds(rules)
     util = rules.get("claim.evidence_utilization")
     if util is not None and util.enabled and not util.downgraded:
@@ -382,6 +401,7 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
     warned_any = np.zeros(n, dtype=bool)
     floor = np.zeros(n, dtype=np.int8)
     failed: dict[str, npt.NDArray[np.bool_]] = {}
+    position = {spec.id: k for k, spec in enumerate(rules.rules)}
     for spec in rules.enabled():
         has = fail = np.zeros(n, dtype=bool)
         if spec.id in found:
@@ -401,6 +421,9 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
         failed[spec.id] = fail
         failed_any |= fail
         warned_any |= has & ~fail
+        bit = np.int64(1 << position[spec.id])
+        np.bitwise_or(failed_bits, bit, out=failed_bits, where=fail)
+        np.bitwise_or(warned_bits, bit, out=warned_bits, where=has & ~fail)
         impact = VERDICT_ORDER[gatekeeper_floor([spec.id], {spec.id: spec.verdict_impact})]
         np.maximum(floor, np.int8(impact), out=floor, where=fail)
     status[:] = np.where(failed_any, 2, np.where(warned_any, 1, 0))
@@ -437,4 +460,4 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
     unbacked = np.bincount(c_session[~backed[chosen]], minlength=n) > 0
     matrix = np.where(strictest == 2, 2, np.where((strictest == 1) | ~direct, 1, 0))
     verdict[:] = np.maximum.reduce([matrix, floor, unbacked.astype(np.int8), arrays.evidence_floor])
-    return ok, status, verdict
+    return Judged(ok, status, verdict, failed_bits, warned_bits)

@@ -82,7 +82,7 @@ def run_check(settings: Settings, store: Store, job_id: str) -> None:
     from pipeline.bundle import parse_bundle
     from pipeline.check import check_bundle, check_report
     from pipeline.llm import make_provider
-    from pipeline.session import rules_in_force
+    from pipeline.rulebook import rules_in_force
 
     def check_all(args: dict[str, Any]) -> dict[str, Any]:
         rules, _ = rules_in_force(settings, store)

@@ -8,24 +8,50 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pipeline.store.repo import Store
-from pipeline.store.schema import DiagnosisSession
+from pipeline.store.repo import IN_FORCE, Store
+from pipeline.store.schema import DiagnosisSession, RulesInForce, VerdictInForce
 
-LIST_COLUMNS = ("id", "question", "trigger", "status", "stage", "verdict", "ungated", "provenance", "created_at",
-                "rerun_of", "error")
+LIST_COLUMNS = ("id", "question", "trigger", "status", "stage", "ungated", "provenance", "created_at", "rerun_of",
+                "error")
+
+
+def version_in_force(verdict: str | None, row_version: int | None, at_ask: int | None,
+                     judged: int | None) -> int | None:
+    """The rule version that gave a session's verdict in force: its verdict_in_force row's; else
+    the later of the version it was asked under and the one the stored sessions were last
+    re-judged under (a session asked after that re-judge was judged by the newer version);
+    None for a session without a verdict, or stored before versions were recorded and never
+    re-judged."""
+    if verdict is None:
+        return None
+    if row_version is not None:
+        return row_version
+    known = [v for v in (at_ask, judged) if v is not None]
+    return max(known) if known else None
 
 
 def session_list(store: Store, *, verdict: str | None = None, status: str | None = None,
                  limit: int = 20) -> list[dict[str, Any]]:
-    """Newest first: what started each session, where it is, how it ended."""
-    q = select(*[getattr(DiagnosisSession, c) for c in LIST_COLUMNS])
+    """Newest first: what started each session, where it is, how it ended: `verdict` in force,
+    `verdict_at_ask`, and `rules_version`, the version that gave the verdict in force."""
+    s = DiagnosisSession
+    q = (select(*[getattr(s, c) for c in LIST_COLUMNS], IN_FORCE.verdict.label("verdict"),
+                s.verdict.label("verdict_at_ask"), s.rules_version.label("at_ask"),
+                VerdictInForce.rules_version.label("row_version"))
+         .outerjoin(VerdictInForce, VerdictInForce.session_id == s.id))
     if verdict:
-        q = q.where(DiagnosisSession.verdict == verdict)
+        q = q.where(IN_FORCE.verdict == verdict)
     if status:
-        q = q.where(DiagnosisSession.status == status)
+        q = q.where(s.status == status)
     with Session(store.engine) as db:
-        rows = db.execute(q.order_by(DiagnosisSession.created_at.desc()).limit(limit)).mappings().all()
-    return [dict(r) for r in rows]
+        judged = db.execute(select(RulesInForce.judged_version)).scalar()
+        rows = db.execute(q.order_by(s.created_at.desc()).limit(limit)).mappings().all()
+    out = []
+    for r in rows:
+        row = {k: v for k, v in r.items() if k not in ("at_ask", "row_version")}
+        row["rules_version"] = version_in_force(r["verdict"], r["row_version"], r["at_ask"], judged)
+        out.append(row)
+    return out
 
 
 def recent_trigger(store: Store, trigger_key: str, since: datetime) -> str | None:

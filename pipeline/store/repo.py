@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Text, cast, func, or_, select, update
+from sqlalchemy import JSON, Text, cast, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -27,6 +27,7 @@ from pipeline.store.schema import (
     RulesInForce,
     RuleVersionRow,
     ToolInvocationRow,
+    VerdictInForce,
 )
 
 PREVIEW_CHARS = 2000
@@ -51,6 +52,23 @@ class SessionFilter:
     reviewed: bool | None = None
     text: str | None = None
     statuses: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The verdict, gatekeeper status and failed rules a query reads: at ask (the session's own
+    columns) or in force (its verdict_in_force row where it has one; migration 0009)."""
+
+    verdict: Any
+    gatekeeper_status: Any
+    failed_rules: Any
+    in_force: bool
+
+
+AT_ASK = Outcome(DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status, DiagnosisSession.failed_rules, False)
+IN_FORCE = Outcome(func.coalesce(VerdictInForce.verdict, DiagnosisSession.verdict),
+                   func.coalesce(VerdictInForce.gatekeeper_status, DiagnosisSession.gatekeeper_status),
+                   func.coalesce(VerdictInForce.failed_rules, DiagnosisSession.failed_rules, type_=JSON), True)
 
 
 def _row_dict(row: Any) -> dict[str, Any]:
@@ -179,15 +197,21 @@ class Store:
         with self._read() as db:
             return db.get(DiagnosisSession, session_id) is not None
 
-    def filtered_query(self, f: SessionFilter) -> Any:
-        """The SELECT of sessions matching `f`: the one definition lists, charts and exports share."""
+    def filtered_query(self, f: SessionFilter, outcome: Outcome = AT_ASK) -> Any:
+        """The SELECT of sessions matching `f`: the one definition lists, charts and exports share.
+        IN_FORCE matches the outcome in force and adds it as verdict_in_force, gatekeeper_in_force,
+        failed_in_force and version_in_force (NULL where the outcome at ask holds)."""
         q = select(DiagnosisSession)
+        if outcome.in_force:
+            q = q.outerjoin(VerdictInForce, VerdictInForce.session_id == DiagnosisSession.id).add_columns(
+                outcome.verdict.label("verdict_in_force"), outcome.gatekeeper_status.label("gatekeeper_in_force"),
+                outcome.failed_rules.label("failed_in_force"), VerdictInForce.rules_version.label("version_in_force"))
         if f.verdicts:
-            q = q.where(DiagnosisSession.verdict.in_(f.verdicts))
+            q = q.where(outcome.verdict.in_(f.verdicts))
         if f.statuses:
             q = q.where(DiagnosisSession.status.in_(f.statuses))
         if f.gatekeeper_statuses:
-            q = q.where(DiagnosisSession.gatekeeper_status.in_(f.gatekeeper_statuses))
+            q = q.where(outcome.gatekeeper_status.in_(f.gatekeeper_statuses))
         if f.since:
             q = q.where(DiagnosisSession.created_at >= f.since)
         if f.until:
@@ -198,7 +222,7 @@ class Store:
             q = q.where(or_(DiagnosisSession.question.contains(f.text), DiagnosisSession.id.contains(f.text)))
         if f.rule_id:
             # failed_rules is a JSON list; a text match on its serialised form works on SQLite and PostgreSQL.
-            q = q.where(cast(DiagnosisSession.failed_rules, Text).contains(f'"{f.rule_id}"'))
+            q = q.where(cast(outcome.failed_rules, Text).contains(f'"{f.rule_id}"'))
         if f.reviewed is not None:
             reviewed = select(ReviewRow.session_id).where(ReviewRow.claim_id.is_(None))
             q = q.where(DiagnosisSession.id.in_(reviewed) if f.reviewed else DiagnosisSession.id.not_in(reviewed))

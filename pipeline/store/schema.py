@@ -97,6 +97,10 @@ class DiagnosisSession(Base):
     # Judged with the gatekeeper or an evidence rule off or warn-only (RuleSet.ungated_by): its
     # verdict says nothing about forged quotes, and every view of the verdict says "ungated".
     ungated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The rule version that judged `verdict`, `gatekeeper_status` and `failed_rules` at ask (NULL:
+    # stored before migration 0011, or rules never applied here). The outcome under the version
+    # in force, where it differs, is the session's verdict_in_force row (migration 0011).
+    rules_version: Mapped[int | None] = mapped_column(Integer)
 
 
 class ToolInvocationRow(Base):
@@ -189,6 +193,28 @@ class RulesInForce(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # 0: the shipped rules/
+    # The version the stored sessions were last re-judged under (NULL: never), and the re-judge
+    # under way: its version, phase, sessions done of total, last sign of life (migration 0009).
+    judged_version: Mapped[int | None] = mapped_column(Integer)
+    judging_version: Mapped[int | None] = mapped_column(Integer)
+    judging_phase: Mapped[str | None] = mapped_column(Text)
+    judging_done: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    judging_total: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    judging_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class VerdictInForce(Base):
+    """A session's outcome under the rule version in force, where it differs from its outcome at
+    ask (the diagnosis_session columns); written by the re-judge that follows an apply or a
+    rollback (pipeline/rulebook.py). A narrow table: a re-judge writes up to a row per session."""
+
+    __tablename__ = "verdict_in_force"
+
+    session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), primary_key=True)
+    verdict: Mapped[str] = mapped_column(Text)
+    gatekeeper_status: Mapped[str] = mapped_column(Text)
+    failed_rules: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    rules_version: Mapped[int] = mapped_column(Integer)
 
 
 class SessionEventRow(Base):
