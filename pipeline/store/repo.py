@@ -57,7 +57,7 @@ class SessionFilter:
 @dataclass(frozen=True)
 class Outcome:
     """The verdict, gatekeeper status and failed rules a query reads: at ask (the session's own
-    columns) or in force (its verdict_in_force row where it has one; migration 0009)."""
+    columns) or in force (its verdict_in_force row where it has one; migration 0011)."""
 
     verdict: Any
     gatekeeper_status: Any
