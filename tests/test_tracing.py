@@ -79,13 +79,13 @@ def _spans(url: str, project: str) -> list[dict[str, Any]]:
 def test_a_session_is_one_trace_in_phoenix_with_stage_tool_and_llm_spans(
         settings: Settings, store: Store, phoenix: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix)
-    traced = settings.model_copy(update={"telemetry": TelemetrySettings(otlp_endpoint=phoenix, project="wb-test")})
+    traced = settings.model_copy(update={"telemetry": TelemetrySettings(otlp_endpoint=phoenix)})
+    # The session's own end exports it (pipeline.telemetry.session_ended); nothing else is called.
     result = run_session("payment API times out since 10:00, what's going on?", settings=traced, store=store)
-    assert export_session(traced, store, result.session_id, flush=True)
 
     spans: list[dict[str, Any]] = []
     for _ in range(60):  # Phoenix inserts what it received in batches
-        spans = _spans(phoenix, "wb-test")
+        spans = _spans(phoenix, "evidence-workbench")
         if any(s["name"] == "diagnosis session" for s in spans):
             break
         time.sleep(0.5)
@@ -108,8 +108,14 @@ def test_a_session_is_one_trace_in_phoenix_with_stage_tool_and_llm_spans(
     verification = next(s for s in by_kind["GUARDRAIL"] if s["name"] == "verification_r1")
     assert any(e["name"] == "claim_check" for e in verification["events"])
 
-    # The resend of a stored session through the CLI reaches the same collector.
+    # The resend of a stored session through the CLI reaches the same collector: a second trace.
     assert main(["export", "--otlp", result.session_id]) == 0
+    for _ in range(60):
+        roots = [s for s in _spans(phoenix, "evidence-workbench") if s["name"] == "diagnosis session"]
+        if len(roots) == 2:
+            break
+        time.sleep(0.5)
+    assert {r["attributes"]["session.id"] for r in roots} == {result.session_id} and len(roots) == 2
 
 
 def test_a_collector_that_is_down_costs_the_session_nothing_and_says_so_once(
@@ -120,7 +126,7 @@ def test_a_collector_that_is_down_costs_the_session_nothing_and_says_so_once(
     first = run_session("payment API times out since 10:00", settings=traced, store=store)
     second = run_session("order-service memory keeps growing", settings=traced, store=store)
     assert {store.get_session(r.session_id)["status"] for r in (first, second)} == {"completed"}
-    assert not export_session(traced, store, first.session_id, flush=True)
+    # Both were queued by their sessions' end; a flush shows the collector took neither.
     assert not export_session(traced, store, second.session_id, flush=True)
     said = [r for r in caplog.records if r.name == "pipeline.telemetry.tracing"]
     assert len(said) == 1 and dead in said[0].getMessage()

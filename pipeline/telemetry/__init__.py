@@ -20,6 +20,13 @@ log = logging.getLogger(__name__)
 
 def session_ended(settings: Settings, store: Store, session_id: str) -> None:
     """Announce session `session_id`, which has just ended; never raises (the session is stored)."""
+    if settings.telemetry.otlp_endpoint:
+        from pipeline.telemetry.tracing import export_session
+
+        try:
+            export_session(settings, store, session_id)  # queued; a background thread sends it
+        except Exception:  # noqa: BLE001 - tracing a session never fails it
+            log.exception("tracing session %s", session_id)
     if not settings.notify.url:
         return
     from pipeline.telemetry.notify import notify_session
