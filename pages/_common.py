@@ -7,6 +7,7 @@ answer passes through `esc` / `segments_html` before it becomes markup: a log li
 from __future__ import annotations
 
 import html
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -89,7 +90,7 @@ def run_app() -> None:
     try:
         frame().run()
     except WorkbenchError as exc:
-        st.error(one_line(exc), icon=":material/error:")
+        st.error(md(one_line(exc)), icon=":material/error:")
 
 
 def page_start() -> None:
@@ -109,7 +110,7 @@ def page_start() -> None:
     try:
         frame()
     except WorkbenchError as exc:  # the same message box run_app shows
-        st.error(one_line(exc), icon=":material/error:")
+        st.error(md(one_line(exc)), icon=":material/error:")
         st.stop()
     st.rerun()
 
@@ -476,13 +477,30 @@ mark.wb-entity{background:#ffc9c9;color:#7a0000;border-radius:2px;text-decoratio
 .wb-pill{display:inline-block;border-radius:0.6rem;padding:0 0.45rem;font-size:0.75rem;font-weight:600;color:#fff}
 .wb-PASS,.wb-pass,.wb-ok{background:#2b8a3e}.wb-LOW_CONFID,.wb-warn{background:#e67700}
 .wb-REJECT,.wb-fail,.wb-error{background:#c92a2a}.wb-none,.wb-skipped,.wb-no_data{background:#868e96}
-.wb-answered,.wb-healthy{background:#2b8a3e}.wb-not_queried{background:#e67700}
+.wb-answered,.wb-healthy,.wb-verified{background:#2b8a3e}.wb-not_queried{background:#e67700}.wb-unverified{background:#c92a2a}
 </style>
 """
 
 
 def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
+
+
+# Every ASCII punctuation CommonMark lets a backslash escape, so none starts an image, a link, a
+# directive (:red[...], :material/x:), emphasis, code, math or an entity.
+_MARKDOWN = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])""")
+# GFM links bare URLs and e-mail addresses after escapes are read; an invisible word joiner
+# inside the scheme, "www." or "@" keeps them text.
+_AUTOLINK = re.compile(r"(?i)(https?:|www(?=\.)|@)")
+WORD_JOINER = "\u2060"
+
+
+def md(value: Any) -> str:
+    """Stored or upstream text (errors, questions, provider and model names, ids) for a widget
+    that renders Markdown (captions, alerts, labels, st.write): shown as typed, so an image link
+    in an endpoint's error is text, not a request to its host, and a URL is no link."""
+    text = _AUTOLINK.sub(lambda m: m.group(1) + WORD_JOINER, "" if value is None else str(value))
+    return _MARKDOWN.sub(r"\\\1", text)
 
 
 def segments_html(segments: Iterable[tuple[str, str]]) -> str:
@@ -543,7 +561,7 @@ def verdict_badge(verdict: str | None, marks: Sequence[str] = ()) -> None:
 
 
 def status_badge(status: str | None, prefix: str = "") -> None:
-    st.badge(f"{prefix}{status or '—'}", color=STATUS_COLORS.get(status or "", "gray"))  # type: ignore[arg-type]
+    st.badge(md(f"{prefix}{status or '—'}"), color=STATUS_COLORS.get(status or "", "gray"))  # type: ignore[arg-type]
 
 
 # --- page frame ------------------------------------------------------------------------------
@@ -559,12 +577,12 @@ def engine_caption() -> str:
     if s.provider == "offline":
         engine = t("engine.offline")
     else:
-        engine = f"{s.provider} · {s.openai.model if s.provider == 'openai' else s.model}"
+        engine = md(f"{s.provider} · {s.openai.model if s.provider == 'openai' else s.model}")
     return f"{t('engine.provider')}: {engine} · {t('engine.shape')}: {t('engine.shape.' + s.shape)}"
 
 
 def trace_link(session_id: str, label: str | None = None) -> None:
-    st.page_link("pages/trace.py", label=label or f"{t('nav.trace')}: {session_id}", icon=":material/account_tree:",
+    st.page_link("pages/trace.py", label=label or f"{t('nav.trace')}: {md(session_id)}", icon=":material/account_tree:",
                  query_params={"session": session_id})
 
 
@@ -598,7 +616,7 @@ def reviewer_name(key: str) -> str:
     """
     who = current_user()
     if who:
-        st.caption(f"{t('common.reviewer')}: {who}")
+        st.caption(f"{t('common.reviewer')}: {md(who)}")
         return who
     name = st.text_input(t("common.reviewer"), key=key, bind="query-params", persist_state="session")
     return (name or "").strip()

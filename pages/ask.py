@@ -28,7 +28,7 @@ def sidebar() -> None:
     s = ui.settings()
     with st.sidebar:
         if s.provider != "offline":
-            st.caption(f"{ui.t('engine.model')}: {s.openai.model if s.provider == 'openai' else s.model}")
+            st.caption(f"{ui.t('engine.model')}: {ui.md(s.openai.model if s.provider == 'openai' else s.model)}")
 
 
 def _use_sample(question: str) -> None:
@@ -45,10 +45,10 @@ def samples() -> None:
         for world in worlds:
             questions = world.questions_zh if ui.lang() == "zh" else world.questions_en
             title = world.title_zh if ui.lang() == "zh" else world.title_en
-            st.markdown(f"**{ui.esc(title)}** · `{world.id}`")
+            st.markdown(f"**{ui.md(title)}** · {ui.md(world.id)}")
             cols = st.columns(max(1, len(questions)))
             for i, (col, q) in enumerate(zip(cols, questions, strict=False)):
-                col.button(q, key=f"ask_sample_{world.id}_{i}", on_click=_use_sample, args=(q,),
+                col.button(ui.md(q), key=f"ask_sample_{world.id}_{i}", on_click=_use_sample, args=(q,),
                            width="stretch")
 
 
@@ -65,14 +65,15 @@ class Progress:
             handler(data)
 
     def on_session(self, data: dict[str, Any]) -> None:
-        st.caption(f"{ui.t('common.session')} `{data['session_id']}` · {data.get('world') or '-'} · "
-                   f"{data.get('provider')} · {data.get('shape')}")
+        st.caption(ui.md(f"{ui.t('common.session')} {data['session_id']} · {data.get('world') or '-'} · "
+                         f"{data.get('provider')} · {data.get('shape')}"))
         if data.get("world"):
             st.info(render(sample_notice(world_by_id(ui.settings().incidents_dir, data["world"])), ui.lang()))
 
     def on_planner(self, data: dict[str, Any]) -> None:
         plan = data.get("plan") or {}
-        with st.status(f"{ui.t('stage.planner')} · {ui.t('stage.skill')} {plan.get('skill', '')}", state="complete"):
+        with st.status(f"{ui.t('stage.planner')} · {ui.t('stage.skill')} {ui.md(plan.get('skill', ''))}",
+                       state="complete"):
             ui.html_block('<ol class="wb-list">' + "".join(f"<li>{ui.esc(s)}</li>" for s in plan.get("steps", []))
                           + "</ol>")
             st.dataframe([{"tool": c.get("tool_name"), "arguments": str(c.get("arguments")), "purpose": c.get("purpose")}
@@ -92,7 +93,7 @@ class Progress:
         summary = (data.get("summary") or {}).get("collection_summary", "")
         if self.tools is None:
             self.tools = st.status(ui.t("stage.collector"))
-        self.tools.update(label=f"{ui.t('stage.collector')} · {summary}", state="complete", expanded=False)
+        self.tools.update(label=f"{ui.t('stage.collector')} · {ui.md(summary)}", state="complete", expanded=False)
         self.tools = None
 
     def on_digest(self, data: dict[str, Any]) -> None:
@@ -107,14 +108,14 @@ class Progress:
 
     def on_verification(self, data: dict[str, Any]) -> None:
         gate = data.get("gatekeeper_result") or {}
-        label = (f"{ui.t('stage.verification')} · {ui.t('common.gatekeeper')} {gate.get('status')} · "
-                 f"{ui.t('common.verdict')} {data.get('verdict')}")
+        label = (f"{ui.t('stage.verification')} · {ui.t('common.gatekeeper')} {ui.md(gate.get('status'))} · "
+                 f"{ui.t('common.verdict')} {ui.md(data.get('verdict'))}")
         with st.status(label, state="complete"):
-            st.write(f"{ui.t('common.parse')}: {data.get('parse_status')}")
+            st.write(f"{ui.t('common.parse')}: {ui.md(data.get('parse_status'))}")
             if gate.get("failed_rules"):
-                st.write(f"{ui.t('common.failed_rules')}: {', '.join(gate['failed_rules'])}")
+                st.write(f"{ui.t('common.failed_rules')}: {ui.md(', '.join(gate['failed_rules']))}")
             if gate.get("warnings"):
-                st.write(f"{ui.t('common.warnings')}: {', '.join(gate['warnings'])}")
+                st.write(f"{ui.t('common.warnings')}: {ui.md(', '.join(gate['warnings']))}")
             for e in gate.get("errors", [])[:20]:
                 ui.html_block(f"<div class='wb-muted'>{ui.esc(e.get('rule_id'))} @ {ui.esc(e.get('target'))}: "
                               f"{ui.esc(ui.say(str(e.get('message')), e.get('msg')))}</div>")
@@ -125,7 +126,7 @@ class Progress:
             st.write(ctx)
 
     def on_failed(self, data: dict[str, Any]) -> None:
-        st.status(f"{ui.t('ask.failed')}: {data.get('stage')}", state="error")
+        st.status(f"{ui.t('ask.failed')}: {ui.md(data.get('stage'))}", state="error")
 
 
 @st.cache_resource(show_spinner=False)
@@ -140,7 +141,7 @@ def run(question: str) -> None:
     try:
         sid = submit_session(_queue(s.db_url), s, ui.store(), question)
     except WorkbenchError as exc:
-        st.warning(str(exc))
+        st.warning(ui.md(exc))
         return
     st.session_state["ask_session"] = sid
     ui.refresh_session_reads(sid)
@@ -162,7 +163,7 @@ def follow(session_id: str) -> None:
 
 
 def interrupted(session_id: str, error: str) -> None:
-    st.warning(f"{ui.t('ask.interrupted')}: {error}")
+    st.warning(f"{ui.t('ask.interrupted')}: {ui.md(error)}")
     if st.button(ui.t("ask.rerun"), key=f"ask_rerun_{session_id}"):
         st.session_state["ask_session"] = submit_rerun(_queue(ui.settings().db_url), ui.store(), session_id)
         st.rerun()
@@ -189,7 +190,7 @@ def answer(session_id: str) -> None:
     with link:
         ui.trace_link(session_id, ui.t("ask.open_trace"))
     if r.status == "failed":
-        st.error(f"{ui.t('ask.failed')}: {r.error}")
+        st.error(f"{ui.t('ask.failed')}: {ui.md(r.error)}")
     ui.text_block(view.lead)
     with st.expander(ui.t("ask.full_answer")):
         ui.text_block(view.final_answer)

@@ -48,7 +48,7 @@ def run(source: str, who: str) -> None:
     with tempfile.TemporaryDirectory(prefix="wb-eval-") as tmp:
         for n, fixture in enumerate(fixtures, 1):
             bar.progress((n - 1) / len(fixtures), text=ui.t("eval.progress", n=n, total=len(fixtures),
-                                                               name=fixture.get("name", "")))
+                                                               name=ui.md(fixture.get("name", ""))))
             results.append(run_fixture(fixture, settings=s, store=ui.store(), rules=rules, script_dir=Path(tmp)))
     bar.empty()
     # The new run is the one shown; the selectbox below is not drawn yet in this script run.
@@ -82,7 +82,7 @@ def results(run: EvalRun) -> None:
     rows = sorted(run.results, key=lambda r: (r["passed"], r["name"]))
     c1, c2 = st.columns([1, 3])
     c1.metric(ui.t("eval.pass_rate"), run.score)
-    c2.caption(ui.t("eval.rules_of_run", rules=_rules(run), who=run.who or "—",
+    c2.caption(ui.t("eval.rules_of_run", rules=ui.md(_rules(run)), who=ui.md(run.who or "—"),
                     when=f"{run.started_at:%Y-%m-%d %H:%M}"))
     picked = st.dataframe([{
         "fixture": r["name"],

@@ -71,16 +71,16 @@ def permission() -> tuple[bool, str]:
     who = ui.current_user()
     if who and who in editors:
         return True, ""
-    why = ui.t("rules.editors_only", who=", ".join(editors)) + " "
+    why = ui.t("rules.editors_only", who=ui.md(", ".join(editors))) + " "
     if who:
-        return False, why + ui.t("rules.not_editor", who=who)
+        return False, why + ui.t("rules.not_editor", who=ui.md(who))
     return False, why + ui.t("rules.not_logged_in") + ("" if _auth_configured() else " " + ui.t("rules.auth_missing"))
 
 
 def author_field(key: str) -> str:
     who = ui.current_user()
     if who:
-        st.caption(f"{ui.t('rules.author')}: {who}")
+        st.caption(f"{ui.t('rules.author')}: {ui.md(who)}")
         return who
     return st.text_input(ui.t("rules.author"), key=key, persist_state="session").strip()
 
@@ -163,7 +163,7 @@ def _param_widget(spec: Any, pf: views.ParamField, gen: int) -> None:
 def form(rules: RuleSet | None, errors: list[str]) -> None:
     """Drawn from the last valid candidate, so a value that breaks validation can be fixed here too."""
     if errors:
-        st.error(ui.t("rules.invalid") + "\n\n" + "\n".join(f"- `{e}`" for e in errors))
+        st.error(ui.t("rules.invalid") + "\n\n" + "\n".join(f"- {ui.md(e)}" for e in errors))
     if rules is not None:
         st.session_state["rules_last_valid"] = rules
     rules = st.session_state.get("rules_last_valid")
@@ -173,7 +173,7 @@ def form(rules: RuleSet | None, errors: list[str]) -> None:
     for spec in rules.rules:
         title = f"{'●' if spec.enabled else '○'} {spec.id} · {spec.verdict_impact}"
         with st.expander(title, expanded=spec.id == "evidence.excerpt_similarity"):
-            st.caption(f"{spec.name} — {views.in_language(spec.description, ui.lang())}")
+            st.caption(ui.md(f"{spec.name} — {views.in_language(spec.description, ui.lang())}"))
             c1, c2, c3 = st.columns(3)
             k = f"rules_f{gen}_{spec.id}"
             c1.toggle(ui.t("rules.enabled"), spec.enabled, key=f"{k}_enabled", on_change=_on_form,
@@ -204,7 +204,7 @@ def yaml_editor(errors: list[str]) -> None:
     right.text_area("metadata.yaml", st.session_state["rules_meta"], height=420, key=f"rules_y{gen}_meta",
                     on_change=_on_yaml, args=("rules_meta", f"rules_y{gen}_meta"))
     if errors:
-        st.error(ui.t("rules.invalid") + "\n\n" + "\n".join(f"- `{e}`" for e in errors))
+        st.error(ui.t("rules.invalid") + "\n\n" + "\n".join(f"- {ui.md(e)}" for e in errors))
 
 
 # --- preview ---------------------------------------------------------------------------------------
@@ -329,7 +329,7 @@ def apply_section(rules: RuleSet | None) -> None:
     st.subheader(ui.t("rules.apply"))
     stale = st.session_state.get("rules_stale")
     if stale:
-        st.error(ui.t("rules.stale", msg=stale))
+        st.error(ui.t("rules.stale", msg=ui.md(stale)))
         c1, c2 = st.columns(2)
         c1.button(ui.t("rules.rebase"), on_click=_rebase, key="rules_rebase")
         c2.button(ui.t("rules.reload"), on_click=_load_active, key="rules_reload")
@@ -409,7 +409,7 @@ def history() -> None:
 def body(load_error: str | None) -> None:
     st.title(ui.t("rules.title"))
     if load_error:
-        st.error(ui.t("rules.load_error") + "\n\n" + load_error)
+        st.error(ui.t("rules.load_error") + "\n\n" + ui.md(load_error))
         st.button(ui.t("rules.reload"), on_click=_load_active, key="rules_reload_err")
         return
     _history(ui.settings().db_url)  # starts loading the history for previews in the background

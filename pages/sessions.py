@@ -66,7 +66,7 @@ def sidebar() -> queue.QueueFilter:
 def run_samples() -> None:
     bar = st.progress(0.0)
     run_demo(ui.settings(), ui.store(), language=ui.lang(),
-             on_progress=lambda n, total, question: bar.progress(n / total, text=question))
+             on_progress=lambda n, total, question: bar.progress(n / total, text=ui.md(question)))
     ui.refresh_session_reads()
 
 

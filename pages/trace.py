@@ -63,13 +63,13 @@ def header(r: SessionRecord) -> None:
         st.caption(ui.t("common.groundedness"))
         st.write("—" if r.groundedness is None else f"{r.groundedness:.2f}")
     with cols[3]:
-        st.caption(f"`{r.id}` · {r.created_at:%Y-%m-%d %H:%M:%S} · {r.world or '-'} · {r.provider}/{r.model} · "
-                   f"{r.shape} · {ui.t('common.status')} {r.status} ({r.stage}) · rounds {r.rounds} · tokens "
-                   f"{r.prompt_tokens}+{r.completion_tokens}")
+        st.caption(ui.md(f"{r.id} · {r.created_at:%Y-%m-%d %H:%M:%S} · {r.world or '-'} · {r.provider}/{r.model} · "
+                         f"{r.shape} · {ui.t('common.status')} {r.status} ({r.stage}) · rounds {r.rounds} · tokens "
+                         f"{r.prompt_tokens}+{r.completion_tokens}"))
         if r.timings_ms:
-            st.caption(" · ".join(f"{k} {v:.0f} ms" for k, v in r.timings_ms.items()))
+            st.caption(ui.md(" · ".join(f"{k} {v:.0f} ms" for k, v in r.timings_ms.items())))
     if r.error:
-        st.error(r.error)
+        st.error(ui.md(r.error))
 
 
 def verdict_in_force(r: SessionRecord) -> None:
@@ -108,7 +108,8 @@ def claimed_by_source(r: SessionRecord) -> None:
     c = r.claimed_by_source
     if c is None:
         return
-    with st.expander(ui.t("trace.claimed", v=c.verdict or "—", f=r.verdict or "—"), expanded=c.verdict != r.verdict):
+    with st.expander(ui.t("trace.claimed", v=ui.md(c.verdict or "—"), f=r.verdict or "—"),
+                     expanded=c.verdict != r.verdict):
         sig = c.signature
         ui.html_block(f'<div class="wb-muted">{ui.esc(c.provider)}/{ui.esc(c.model)} · '
                       f'<code>{ui.esc(c.session_id)}</code></div>'
@@ -246,7 +247,8 @@ def _save(sid: str, claim_id: str | None, label: str, reviewer: str, note_key: s
     ui.store().add_review(session_id=sid, label=label, reviewer=reviewer, note=note, claim_id=claim_id)
     ui.refresh_session_reads(sid)
     st.session_state[note_key] = ""
-    st.session_state["trace_review_flash"] = ("success", ui.t("common.saved_as", label=label, target=claim_id or sid))
+    st.session_state["trace_review_flash"] = ("success", ui.t("common.saved_as", label=label,
+                                                                            target=ui.md(claim_id or sid)))
     if advance is not None:
         st.session_state["trace_review_pos"] = advance
 
@@ -399,18 +401,18 @@ def llm_calls(r: SessionRecord) -> None:
                  f"{call.provider}/{call.model}" + (" · error" if call.error else ""))
         # Drawn only when opened: a call's messages may be megabytes, and a closed expander's
         # content is still sent and laid out by the browser.
-        panel = st.expander(label, key=f"trace_llm_{n}", on_change="rerun")
+        panel = st.expander(ui.md(label), key=f"trace_llm_{n}", on_change="rerun")
         if not panel.open:
             continue
         with panel:
             if call.error:
-                st.error(call.error)
+                st.error(ui.md(call.error))
             if call.prompt_file:
-                st.caption(f"{call.prompt_file} {call.prompt_version}")
+                st.caption(ui.md(f"{call.prompt_file} {call.prompt_version}"))
             st.markdown(f"**{ui.t('trace.messages')}**")
             for m in call.messages:
                 content = m.get("content")
-                st.caption(str(m.get("role", "")))
+                st.caption(ui.md(m.get("role", "")))
                 st.code(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, indent=1),
                         language=None, wrap_lines=True, height=220 if len(str(content)) > 2000 else "content")
             st.markdown(f"**{ui.t('trace.raw_response')}**")
@@ -439,7 +441,7 @@ def review(r: SessionRecord) -> None:
             # The claim panel above drew the name field (a widget key appears once per page):
             # one identity, typed once, shown here beside this form too.
             reviewer = ui.current_user() or str(st.session_state.get("reviewer") or "").strip()
-            st.caption(f"{ui.t('common.reviewer')}: {reviewer or '—'}")
+            st.caption(f"{ui.t('common.reviewer')}: {ui.md(reviewer or '—')}")
         else:
             reviewer = ui.reviewer_name("reviewer")
     note_col.text_input(ui.t("common.note"), key="trace_note_session")
@@ -455,7 +457,7 @@ def body(session_id: str) -> None:
     r = ui.record(url, session_id)
     if r is None:
         st.title(ui.t("trace.title"))
-        st.error(ui.t("trace.not_found", sid=session_id))
+        st.error(ui.t("trace.not_found", sid=ui.md(session_id)))
         return
     header(r)
     verdict_in_force(r)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,10 +33,15 @@ def _html(at: AppTest) -> str:
     return "\n".join(el.proto.body for el in at.get("html"))
 
 
+def _shown(markdown: str) -> str:
+    """Markdown source as a person reads it: pages/_common.md's escapes and word joiners gone."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
+
+
 def _texts(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
     parts += [e.value for e in at.error] + [w.value for w in at.warning] + [s.value for s in at.success]
-    return "\n".join(str(p) for p in parts)
+    return _shown("\n".join(str(p) for p in parts))
 
 
 def test_ask_a_sample_question_shows_verdict_answer_and_trace_link(store: Store) -> None:
@@ -178,12 +184,12 @@ def test_rules_bad_yaml_shows_validation_errors_inline() -> None:
     at = _app("pages/rules.py")
     meta = next(t for t in at.text_area if t.label == "metadata.yaml")
     meta.input(meta.value.replace("passThreshold: 0.5", "passThreshold: 1.5")).run()
-    errors = "\n".join(e.value for e in at.error)
+    errors = _shown("\n".join(e.value for e in at.error))
     assert "metadata.yaml: ruleMetadata.evidence.excerpt_similarity.params.passThreshold" in errors
     assert at.button(key="rules_apply").disabled
     meta = next(t for t in at.text_area if t.label == "metadata.yaml")
     meta.input("ruleMetadata: [").run()
-    assert "metadata.yaml: line" in "\n".join(e.value for e in at.error)
+    assert "metadata.yaml: line" in _shown("\n".join(e.value for e in at.error))
 
 
 def test_rules_threshold_preview_and_apply_creates_a_version(settings: Settings, store: Store) -> None:

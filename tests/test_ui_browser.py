@@ -357,3 +357,78 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     pg.get_by_text("1 fixture(s) changed result.").scroll_into_view_if_needed()
     _settled(pg)
     _shot(pg, "eval-compare")
+
+
+# Markdown and HTML that a browser would fetch from an outside host if rendered: one per field
+# that holds text from a model, an endpoint, a bundle or a person.
+def _hostile(field: str) -> str:
+    return (f"{field} ![{field}](http://evil.test/{field}.png) <img src='http://evil.test/{field}-tag.png'> "
+            f":red[{field}] [link](http://evil.test/{field}-link)")
+
+
+WORD_JOINER = "\u2060"  # what pages/_common.md puts inside URLs so that none becomes a link
+
+
+def _seed_hostile_session(home: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    from pipeline.contracts import LlmCallRecord
+    from pipeline.session import run_session
+
+    monkeypatch.setenv("WORKBENCH_HOME", str(home))
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(home / "no-config.yaml"))
+    store = _store(home)
+    sid = run_session("payment API times out since 10:00, what's going on?", settings=load_settings(),
+                      store=store).session_id
+    evaluation = store.get_session(sid)["self_evaluation"]
+    evaluation["claimed_by_source"] = {"verdict": _hostile("claimed"), "session_id": _hostile("source-id"),
+                                       "provider": _hostile("source-provider"), "model": "m", "final_answer": "a",
+                                       "signature": {"provenance": "unverified", "reason": _hostile("reason")}}
+    store.update_session(sid, question=_hostile("question"), provider=_hostile("provider"), model=_hostile("model"),
+                         error=_hostile("error"), status="failed", provenance="unverified",
+                         self_evaluation=evaluation)
+    store.add_llm_call(sid, LlmCallRecord(stage="verifier", provider=_hostile("llm-provider"), model="m",
+                                          error=_hostile("llm-error"), messages=[{"role": _hostile("role"),
+                                                                                  "content": "x"}]))
+    return sid
+
+
+def test_stored_and_upstream_text_stays_text_and_fetches_nothing_from_outside(
+        tmp_path: Path, page, monkeypatch: pytest.MonkeyPatch) -> None:
+    from urllib.parse import quote, urlsplit
+
+    home = tmp_path
+    sid = _seed_hostile_session(home, monkeypatch)
+    pg = page
+    outside: list[str] = []
+
+    def on_request(request) -> None:  # noqa: ANN001 - playwright's Request
+        host = urlsplit(request.url).hostname
+        if request.url.startswith(("http:", "https:", "ws:", "wss:")) and host != "127.0.0.1":
+            outside.append(request.url)
+
+    pg.on("request", on_request)
+    pg.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
+    with _streamlit(home) as base:
+        pg.goto(f"{base}/trace?session={sid}")
+        pg.get_by_role("heading", name="Audit trail").wait_for()
+        _settled(pg)
+        _shot(pg, "hostile-trace")
+        pg.get_by_text(re.compile(r"^verifier · r1 .*llm-provider")).click()  # its panel draws when opened
+        _settled(pg)
+        trace_text = pg.inner_text("body").replace(WORD_JOINER, "")
+        assert pg.locator("img[src*='evil.test'], a[href*='evil.test']").count() == 0
+        _shot(pg, "hostile-trace-llm-call")
+        pg.goto(f"{base}/sessions")
+        pg.get_by_role("heading", name="Review queue").wait_for()
+        _settled(pg)
+        _shot(pg, "hostile-sessions")  # the table is a canvas: its cells are no DOM text
+        pg.goto(f"{base}/trace?session={quote(_hostile('missing'))}")
+        pg.get_by_text("No session with id").wait_for()
+        _settled(pg)
+        missing_text = pg.inner_text("body").replace(WORD_JOINER, "")
+        assert pg.locator("img[src*='evil.test'], a[href*='evil.test']").count() == 0
+        pg.goto("about:blank")  # before the server stops: nothing left loading from it
+    assert outside == []
+    # Shown as typed, markup characters and all.
+    for field in ("question", "provider", "model", "error", "claimed", "source-id", "reason", "llm-error", "role"):
+        assert f"![{field}](http://evil.test/{field}.png)" in trace_text, field
+    assert "![missing](http://evil.test/missing.png)" in missing_text
