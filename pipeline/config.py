@@ -51,16 +51,35 @@ class OpenAISettings(_Section):
     # e.g. {"digest": "gpt-4o-mini", "composer": "qwen2.5-7b-instruct"}
     stage_models: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = 60.0
+    # One stage's whole wall time (every request, retry, backoff and re-ask of it): a stalled or
+    # rambling endpoint fails the stage at this bound, not after max_retries full timeouts.
+    stage_timeout_s: float = Field(default=180.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
     reask_attempts: int = Field(default=2, ge=0, le=5)
+    # auto: json_schema, stepping down to json_object then the prompt alone when the endpoint
+    # refuses one; a named mode is where that negotiation starts.
+    json_mode: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
     collector_max_steps: int = Field(default=6, ge=1, le=20)
     # Price per 1M tokens, for the cost column; 0 means unknown.
     price_prompt_per_m: float = 0.0
     price_completion_per_m: float = 0.0
 
 
+class OutputTokens(_Section):
+    """`max_tokens` sent with every call of each stage: the small models an air-gapped team
+    serves ramble past any useful answer unless the request caps them."""
+
+    planner: int = Field(default=768, ge=16)
+    collector: int = Field(default=512, ge=16)
+    digest: int = Field(default=1536, ge=16)
+    diagnosis: int = Field(default=2048, ge=16)
+    verifier: int = Field(default=1536, ge=16)
+    composer: int = Field(default=1024, ge=16)
+
+
 class BudgetSettings(_Section):
     prompt_tokens: int = Field(default=12000, ge=1000)
+    output_tokens: OutputTokens = Field(default_factory=OutputTokens)
     per_tool_tokens: int = Field(default=2500, ge=200)
     # Full output is stored up to this size; beyond it the cut is recorded on the invocation.
     max_stored_output_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)

@@ -40,3 +40,6 @@ class StageContext:
     now: datetime | None = None
     # What the question asks about (services, symptom, window); every stage and prompt gets it.
     scope: QuestionScope | None = None
+    # time.monotonic() at the first LLM request of each (stage, round): the start of the stage's
+    # wall-time bound (openai.stage_timeout_s), shared by all the calls the stage makes.
+    stage_started: dict[tuple[str, int], float] = field(default_factory=dict)

@@ -436,3 +436,6 @@ class LlmCallRecord(_Model):
     completion_tokens: int = 0
     latency_ms: float = 0.0
     error: str | None = None
+    # json_schema | json_object | prompt for a JSON stage; None for tool calls and offline stages.
+    json_mode: str | None = None
+    finish_reason: str | None = None

@@ -20,9 +20,9 @@ PLAN = {"skill": "latency_diagnosis", "language": "en", "services": ["payment-se
 
 
 class Harness:
-    def __init__(self, stub: StubOpenAI, **openai_opts: Any):
+    def __init__(self, stub: StubOpenAI, budget: dict[str, Any] | None = None, **openai_opts: Any):
         opts = {"model": "stub-model", "timeout_s": 5.0, "max_retries": 2, "reask_attempts": 2, **openai_opts}
-        self.settings = load_settings(openai={"base_url": stub.base_url, **opts})
+        self.settings = load_settings(openai={"base_url": stub.base_url, **opts}, budget=budget)
         self.records: list[LlmCallRecord] = []
         self.sleeps: list[float] = []
         client = openai.OpenAI(base_url=self.settings.openai.base_url, api_key="not-needed",
@@ -249,3 +249,65 @@ def test_missing_usage_is_estimated(stub: StubOpenAI) -> None:
                      schema=ComposerOutput)
     [rec] = h.records
     assert rec.prompt_tokens > 100 and rec.completion_tokens > 0
+
+
+def test_every_call_sends_the_stage_output_cap_and_records_its_terms(stub: StubOpenAI) -> None:
+    h = Harness(stub)
+    stub.reply(json.dumps(PLAN))
+    h.plan()
+    assert stub.chat_requests[0].body["max_tokens"] == h.settings.budget.output_tokens.planner
+    [rec] = h.records
+    assert (rec.json_mode, rec.finish_reason) == ("json_schema", "stop")
+
+    capped = Harness(stub, budget={"output_tokens": {"planner": 64}})
+    stub.reply(json.dumps(PLAN))
+    capped.plan()
+    assert stub.chat_requests[1].body["max_tokens"] == 64
+
+
+def test_a_reply_cut_at_the_cap_is_reasked_once_then_fails_as_cut(stub: StubOpenAI) -> None:
+    h = Harness(stub, reask_attempts=2)
+    stub.reply('{"skill": "latency_diag', finish_reason="length")
+    stub.reply('{"skill": "lat', finish_reason="length")
+    with pytest.raises(LlmCallError) as err:
+        h.plan()
+    assert err.value.reason == "output" and "cut at the output cap twice" in str(err.value)
+    assert "budget.output_tokens.planner" in str(err.value)
+    assert len(stub.chat_requests) == 2 and stub.pending == 0  # one re-ask, not reask_attempts of them
+    assert "shorter" in stub.chat_requests[1].messages[-1]["content"]
+    assert [(r.parse_status, r.finish_reason) for r in h.records] == [("malformed", "length")] * 2
+
+
+def test_a_cut_tool_loop_reply_is_asked_once_for_a_shorter_one(stub: StubOpenAI) -> None:
+    h = Harness(stub)
+    stub.reply("I will now explain at length why the payment service", finish_reason="length")
+    stub.reply("Collected.")
+    prompt = load_prompt("collector", h.settings.prompts_dir)
+    comp = h.invoker.complete(h.ctx, stage="collector", model="stub-model", prompt=prompt,
+                              messages=[{"role": "system", "content": prompt.text}, {"role": "user", "content": "q"}])
+    assert comp.content == "Collected."
+    assert [(r.parse_status, r.finish_reason) for r in h.records] == [("malformed", "length"), ("valid", "stop")]
+    assert stub.chat_requests[0].body["max_tokens"] == h.settings.budget.output_tokens.collector
+    assert "shorter" in stub.chat_requests[1].messages[-1]["content"]
+
+
+def test_a_stalled_endpoint_fails_the_stage_at_its_wall_time_bound(stub: StubOpenAI) -> None:
+    # Each request would be allowed 5 s and 3 retries; the stage as a whole only 0.3 s.
+    h = Harness(stub, timeout_s=5.0, max_retries=3, stage_timeout_s=0.3)
+    stub.reply(json.dumps(PLAN), delay_s=5)
+    with pytest.raises(LlmCallError) as err:
+        h.plan()
+    assert err.value.reason == "deadline" and "openai.stage_timeout_s" in str(err.value)
+    assert "timed out" in str(err.value)
+    assert len(stub.chat_requests) == 1 and h.sleeps == []
+    [rec] = h.records
+    assert rec.parse_status == "n/a" and "timed out" in (rec.error or "")
+
+
+def test_a_configured_json_mode_is_where_negotiation_starts(stub: StubOpenAI) -> None:
+    h = Harness(stub, json_mode="prompt")
+    stub.reply(json.dumps(PLAN))
+    h.plan()
+    sent = stub.chat_requests[0].body
+    assert "response_format" not in sent and "JSON Schema" in sent["messages"][0]["content"]
+    assert h.records[0].json_mode == "prompt"

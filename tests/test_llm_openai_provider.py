@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ from pipeline.contracts import (
     LlmCallRecord,
     PlannedToolCall,
     PlannerPlan,
+    QuestionScope,
+    TimeWindow,
     ToolInvocation,
 )
 from pipeline.doctor import doctor
@@ -108,6 +111,50 @@ def test_collector_tool_loop_parallel_calls_and_refused_repeat(stub: StubOpenAI)
     assert PLAN.model_dump()["skill"] in sent[0].messages[1]["content"]  # the plan is in the prompt
     assert [r.stage for r in s.records] == ["collector"] * 3
     assert all(r.prompt_file == "prompts/collector.md" for r in s.records)
+
+
+def test_collector_corrects_a_placeholder_service_from_the_question(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    s.ctx.scope = QuestionScope(services=["payment-service"], known_services=["payment-service"], language="en")
+    stub.reply_tools(tool_call("queryLogs", {"service": "...", "level": "high"}, "c1"))
+    stub.reply("Collected.")
+    summary = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    [inv] = s.tools.invocations
+    assert inv.arguments == {"service": "payment-service"}  # the level "high" dropped, not guessed
+    assert "service '...' is not a service of this question" in summary.collection_summary
+    assert "level 'high' is not a log level" in summary.collection_summary
+
+
+def test_collector_refuses_an_unsupported_service_and_falls_back_to_the_plan(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    two = QuestionScope(services=["payment-service", "order-service"], language="en")
+    s.ctx.scope = two
+    plan = PLAN.model_copy(update={"services": ["payment-service", "order-service"]})
+    stub.reply_tools(tool_call("queryLogs", {"service": "service_name"}, "c1"))
+    stub.reply("Nothing found.")
+    summary = s.provider.collect(s.ctx, "payment and order time out", plan, None)
+    refusal = next(m["content"] for m in stub.chat_requests[1].messages if m["role"] == "tool")
+    assert refusal.startswith("refused:") and "payment-service, order-service" in refusal
+    ran = [(i.tool_name, i.arguments.get("service")) for i in s.tools.invocations]
+    # the plan's calls, then law 8's query for the asked service the plan left out
+    assert ran == [("query_logs", "payment-service"), ("query_metrics", "payment-service"),
+                   ("query_logs", "order-service")]
+    assert "refused service 'service_name'" in summary.collection_summary
+    assert "after refused arguments" in summary.collection_summary
+
+
+def test_collector_puts_a_window_outside_the_question_back_inside(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    window = TimeWindow(start=datetime(2026, 11, 28, 10, 0, tzinfo=UTC), end=datetime(2026, 11, 28, 10, 30, tzinfo=UTC),
+                        text="10:00-10:30")
+    s.ctx.scope = QuestionScope(services=["payment-service"], time_window=window, language="en")
+    stub.reply_tools(tool_call("queryLogs", {"service": "payment-service", "start": "2023-01-01T00:00:00Z",
+                                             "end": "2023-01-01T01:00:00Z"}, "c1"),
+                     tool_call("queryLogs", {"service": "payment-service", "start": "yesterday-ish"}, "c2"))
+    stub.reply("Collected.")
+    s.provider.collect(s.ctx, "payment API times out between 10:00 and 10:30", PLAN, None)
+    [inv] = s.tools.invocations  # both corrected to the same call: the second is a repeat
+    assert (inv.arguments["start"], inv.arguments["end"]) == (window.start.isoformat(), window.end.isoformat())
 
 
 def test_collector_last_step_forbids_tools(stub: StubOpenAI) -> None:

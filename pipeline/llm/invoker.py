@@ -1,10 +1,13 @@
 """StructuredLlmInvoker: one place for strict-JSON calls to an OpenAI-compatible endpoint (docs/spec.md#split-chain).
 
 The loop: call -> strip reasoning and code fences -> parse -> validate with pydantic -> on failure
-re-ask with the error appended, a bounded number of times. Around each call: transport retries
-(429 honouring Retry-After, 5xx, timeouts, refused connections) with bounded exponential backoff
-and jitter. Every attempt, failed or not, becomes an `llm_call` record (law 6). Final failure is
-one exception, `LlmCallError`, carrying the last raw completion, the attempts and the tokens.
+re-ask with the error appended, a bounded number of times. Every call sends the stage's output cap
+(`budget.output_tokens`); a reply cut at it is re-asked once for a shorter answer. Around each call:
+transport retries on tenacity (429 honouring Retry-After, 5xx, timeouts, refused connections) with
+bounded exponential backoff and jitter, all inside the stage's wall-time bound
+(`openai.stage_timeout_s`). Every attempt, failed or not, becomes an `llm_call` record (law 6), the
+failed ones from tenacity's `after` hook. Final failure is one exception, `LlmCallError`, carrying
+the last raw completion, the attempts, the tokens and the reason.
 
 JSON mode is negotiated per model: `json_schema` first, then `json_object`, then the prompt alone,
 stepping down when the endpoint answers 400 about `response_format`, and remembered.
@@ -22,6 +25,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import openai
+import tenacity
 from pydantic import BaseModel, ValidationError
 
 from pipeline.bounds import loads_bounded
@@ -70,7 +74,8 @@ class LlmCallError(StageFailure):
         super().__init__(stage, message)
         # "transport": no answer (refused, timed out, 429/5xx to the end); "http": a non-retryable
         # HTTP error; "output": answers came, none usable after the re-asks; "budget": the prompt
-        # cannot be cut down to budget.prompt_tokens.
+        # cannot be cut down to budget.prompt_tokens; "deadline": the stage's wall-time bound
+        # (openai.stage_timeout_s) ran out.
         self.reason = reason
         self.last_raw = last_raw
         self.attempts = attempts
@@ -141,6 +146,7 @@ class _Run:
     stage: str
     model: str
     prompt: Prompt
+    deadline: float  # time.monotonic() by which the stage must be done
     attempt: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -152,6 +158,23 @@ class _Run:
             self.stage, redact(message), last_raw=self.last_raw, attempts=self.attempt, prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens, status_code=status_code, reason=reason,
         )
+
+
+class _AttemptFailed(Exception):
+    """One request that brought no completion; tenacity decides whether another follows."""
+
+    def __init__(
+        self, message: str, *, raw: str = "", latency_ms: float = 0.0, status_code: int | None = None,
+        retryable: bool = True, wait_s: float | None = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.raw = raw
+        self.latency_ms = latency_ms
+        self.status_code = status_code
+        self.retryable = retryable
+        self.wait_s = wait_s  # the endpoint's own Retry-After, if it sent one
+        self.stopped_by = ""  # set when no further attempt follows: "retries" | "deadline"
 
 
 def _retry_after_s(exc: openai.APIStatusError) -> float | None:
@@ -171,6 +194,10 @@ def _retry_after_s(exc: openai.APIStatusError) -> float | None:
             return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
         except (TypeError, ValueError):
             return None
+
+
+def _since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
 def _root_cause(exc: BaseException) -> str:
@@ -204,7 +231,16 @@ class StructuredLlmInvoker:
         self._json_modes: dict[str, str] = {}
 
     def json_mode(self, model: str) -> str:
-        return self._json_modes.get(model, JSON_MODES[0])
+        configured = self.settings.openai.json_mode
+        return self._json_modes.get(model, JSON_MODES[0] if configured == "auto" else configured)
+
+    def _run(self, ctx: StageContext, stage: str, model: str, prompt: Prompt) -> _Run:
+        started = ctx.stage_started.setdefault((stage, ctx.round), time.monotonic())
+        return _Run(ctx, stage, model, prompt, started + self.settings.openai.stage_timeout_s)
+
+    def _cap(self, stage: str) -> dict[str, Any]:
+        cap = getattr(self.settings.budget.output_tokens, stage, None)
+        return {"max_tokens": cap} if isinstance(cap, int) else {}
 
     # --- public calls ----------------------------------------------------------------------
 
@@ -228,16 +264,31 @@ class StructuredLlmInvoker:
         tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
         focus_terms: list[str] | None = None,
     ) -> Completion:
-        """One chat completion (tool calling allowed), with transport retries; recorded."""
-        run = _Run(ctx, stage, model, prompt)
-        sent = self._fit(run, messages, focus_terms or [], tools)
-        extra: dict[str, Any] = {}
+        """One chat completion (tool calling allowed), with transport retries; recorded. A reply
+        cut at the output cap is asked once more for a shorter one; a second cut is returned."""
+        run = self._run(ctx, stage, model, prompt)
+        convo = list(messages)
+        extra: dict[str, Any] = self._cap(stage)
         if tools:
-            extra = {"tools": tools, "tool_choice": tool_choice or "auto"}
-        comp = self._send(run, sent, extra)
-        status = "valid" if (comp.tool_calls or (comp.content or "").strip()) else "missing"
-        self._record(run, sent, comp.raw, status, comp, None)
-        return comp
+            extra |= {"tools": tools, "tool_choice": tool_choice or "auto"}
+        cut_reasked = False
+        while True:
+            sent = self._fit(run, convo, focus_terms or [], tools)
+            comp = self._send(run, sent, extra)
+            cut = comp.finish_reason == "length"
+            if cut and not cut_reasked:
+                self._record(run, sent, comp.raw, "malformed", comp, self._cut_error(stage, extra), None)
+                cut_reasked = True
+                convo = convo + self._reask(comp, "")
+                continue
+            status = "valid" if (comp.tool_calls or (comp.content or "").strip()) else "missing"
+            self._record(run, sent, comp.raw, status, comp, self._cut_error(stage, extra) if cut else None, None)
+            return comp
+
+    def _cut_error(self, stage: str, extra: dict[str, Any]) -> str:
+        cap = extra.get("max_tokens")
+        where = f" (budget.output_tokens.{stage}={cap})" if cap else ""
+        return f"reply cut at the output token limit{where}, finish_reason=length"
 
     def _fit(
         self, run: _Run, messages: list[dict[str, Any]], focus_terms: list[str], tools: list[dict[str, Any]] | None = None
@@ -254,14 +305,16 @@ class StructuredLlmInvoker:
         self, ctx: StageContext, stage: str, model: str, prompt: Prompt, messages: list[dict[str, Any]],
         schema: type[BaseModel], validate: bool, focus_terms: list[str],
     ) -> Structured[Any]:
-        run = _Run(ctx, stage, model, prompt)
+        run = self._run(ctx, stage, model, prompt)
         convo = list(messages)
         reasks = 0
+        cut_reasked = False
+        cap = self._cap(stage)
         while True:
             mode = self.json_mode(model)
             sent = self._fit(run, self._with_schema_note(convo, mode, schema), focus_terms)
             try:
-                comp = self._send(run, sent, self._format_kwargs(mode, schema))
+                comp = self._send(run, sent, self._format_kwargs(mode, schema) | cap)
             except LlmCallError as exc:
                 if mode != JSON_MODES[-1] and mentions_response_format(exc):
                     self._json_modes[model] = JSON_MODES[JSON_MODES.index(mode) + 1]
@@ -269,22 +322,32 @@ class StructuredLlmInvoker:
                 raise
             raw = strip_reasoning(comp.content or "")
             run.last_raw = comp.content or ""
-            status, error, data, value = self._check(raw, comp.finish_reason, schema, validate)
-            self._record(run, sent, comp.content or "", status, comp, error)
+            cut = comp.finish_reason == "length"
+            error: str | None
+            if cut:  # even a complete-looking object: its last items may be the ones the cap dropped
+                status, error, data, value = "malformed", self._cut_error(stage, cap), None, None
+            else:
+                status, error, data, value = self._check(raw, schema, validate)
+            self._record(run, sent, comp.content or "", status, comp, error, mode)
             if error is None:
                 return Structured(value, data or {}, raw, run.attempt, run.prompt_tokens, run.completion_tokens)
             run.errors.append(error)
-            if reasks >= self.settings.openai.reask_attempts:
+            # A cut reply gets one re-ask of its own: asking a rambling model again the same way
+            # would only spend the stage's time on another cut.
+            if cut and cut_reasked:
+                raise run.failure(f"reply cut at the output cap twice; {error}", reason="output")
+            if not cut and reasks >= self.settings.openai.reask_attempts:
                 raise run.failure(f"no usable output after {run.attempt} attempt(s); last error: {error}", reason="output")
-            reasks += 1
+            if cut:
+                cut_reasked = True
+            else:
+                reasks += 1
             convo = convo + self._reask(comp, error)
 
     @staticmethod
     def _check(
-        raw: str, finish_reason: str | None, schema: type[BaseModel], validate: bool
+        raw: str, schema: type[BaseModel], validate: bool
     ) -> tuple[str, str | None, dict[str, Any] | None, BaseModel | None]:
-        if finish_reason == "length":
-            return "malformed", "reply truncated at the output token limit (finish_reason=length)", None, None
         if not raw.strip():
             return "missing", "empty reply", None, None
         data, why = parse_json_object(raw)
@@ -340,61 +403,95 @@ class StructuredLlmInvoker:
     # --- transport -------------------------------------------------------------------------
 
     def _send(self, run: _Run, messages: list[dict[str, Any]], extra: dict[str, Any]) -> Completion:
-        retries = 0
-        opts = self.settings.openai
-        response: Any  # a ChatCompletion, or the text of a body that is not one
-        while True:
-            run.attempt += 1
-            started = time.perf_counter()
-            try:
-                with endpoint_slots(str(self.client.base_url), self.settings.jobs.llm_concurrency):
-                    started = time.perf_counter()  # the wait for a slot is not the endpoint's latency
-                    # The messages are the chat shape as plain dicts (they are also what llm_call records).
-                    sent = cast("list[ChatCompletionMessageParam]", messages)
-                    response = self.client.chat.completions.create(model=run.model, messages=sent, **extra)
-            except openai.APIStatusError as exc:
-                latency = (time.perf_counter() - started) * 1000
-                retryable = exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
-                message = f"HTTP {exc.status_code} from {self.client.base_url}: {exc.message}"
-                self._record_error(run, messages, exc.response.text if exc.response is not None else "", message, latency)
-                if not retryable:
-                    raise run.failure(message, exc.status_code, reason="http") from exc
-                if retries >= opts.max_retries:
-                    raise run.failure(f"{message} (gave up after {run.attempt} attempt(s))", exc.status_code) from exc
-                retries += 1
-                wait = _retry_after_s(exc) if exc.status_code == 429 else None
-                self.sleep(min(RETRY_AFTER_CAP_S, wait) if wait is not None else self._backoff(retries))
-                continue
-            except openai.APIConnectionError as exc:
-                latency = (time.perf_counter() - started) * 1000
-                if isinstance(exc, openai.APITimeoutError):
-                    message = f"request to {self.client.base_url} timed out after {opts.timeout_s:g} s"
-                else:
-                    message = f"cannot connect to {self.client.base_url}: {_root_cause(exc)}"
-                self._record_error(run, messages, "", message, latency)
-                if retries >= opts.max_retries:
-                    raise run.failure(f"{message} (gave up after {run.attempt} attempt(s))") from exc
-                retries += 1
-                self.sleep(self._backoff(retries))
-                continue
-            except ValueError as exc:
-                # A 200 whose body is not JSON (a proxy's or gateway's HTML page): the SDK raises
-                # when it is labelled JSON, and returns the bare text otherwise (handled below).
-                response = getattr(exc, "doc", None) or str(exc)
-            if isinstance(response, str):
-                latency = (time.perf_counter() - started) * 1000
-                message = f"HTTP 200 from {self.client.base_url} but the body is not a chat completion"
-                self._record_error(run, messages, response[:NON_JSON_KEPT_CHARS], message, latency)
-                if retries >= opts.max_retries:
-                    raise run.failure(f"{message} (gave up after {run.attempt} attempt(s))")
-                retries += 1
-                self.sleep(self._backoff(retries))
-                continue
-            return self._completion(run, messages, response, (time.perf_counter() - started) * 1000)
+        bound = self.settings.openai.stage_timeout_s
+        if self._remaining(run) <= 0:
+            last = f"; last error: {run.errors[-1]}" if run.errors else ""
+            raise run.failure(f"the stage ran out of its {bound:g} s (openai.stage_timeout_s) after "
+                              f"{run.attempt} attempt(s){last}", reason="deadline")
+        retrying = tenacity.Retrying(
+            sleep=self.sleep,
+            retry=tenacity.retry_if_exception_type(_AttemptFailed),
+            wait=self._wait,
+            stop=lambda state: self._stop(run, state),
+            before=lambda state: self._begin_attempt(run),
+            after=lambda state: self._record_failed(run, messages, state),
+            reraise=True,
+        )
+        try:
+            return retrying(self._attempt, run, messages, extra)
+        except _AttemptFailed as exc:
+            if not exc.retryable:
+                raise run.failure(exc.message, exc.status_code, reason="http") from exc
+            if exc.stopped_by == "deadline":
+                raise run.failure(f"{exc.message}; the stage ran out of its {bound:g} s (openai.stage_timeout_s) "
+                                  f"after {run.attempt} attempt(s)", exc.status_code, reason="deadline") from exc
+            raise run.failure(f"{exc.message} (gave up after {run.attempt} attempt(s))", exc.status_code) from exc
 
-    def _backoff(self, retry: int) -> float:
-        delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (retry - 1))
+    @staticmethod
+    def _remaining(run: _Run) -> float:
+        return run.deadline - time.monotonic()
+
+    @staticmethod
+    def _begin_attempt(run: _Run) -> None:
+        run.attempt += 1
+
+    def _record_failed(self, run: _Run, messages: list[dict[str, Any]], state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(exc, _AttemptFailed):
+            run.errors.append(exc.message)
+            self._record_error(run, messages, exc.raw, exc.message, exc.latency_ms)
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(exc, _AttemptFailed) and exc.wait_s is not None:
+            return min(RETRY_AFTER_CAP_S, exc.wait_s)
+        delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (state.attempt_number - 1))
         return delay / 2 + self.jitter() * delay / 2
+
+    def _stop(self, run: _Run, state: tenacity.RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if not isinstance(exc, _AttemptFailed) or not exc.retryable:
+            return True
+        if state.attempt_number > self.settings.openai.max_retries:
+            exc.stopped_by = "retries"
+        elif self._remaining(run) <= state.upcoming_sleep:
+            exc.stopped_by = "deadline"
+        return bool(exc.stopped_by)
+
+    def _attempt(self, run: _Run, messages: list[dict[str, Any]], extra: dict[str, Any]) -> Completion:
+        """One request; a failure is an _AttemptFailed for tenacity to retry or not."""
+        timeout = max(0.0, min(self.settings.openai.timeout_s, self._remaining(run)))
+        started = time.perf_counter()
+        response: Any  # a ChatCompletion, or the text of a body that is not one
+        try:
+            with endpoint_slots(str(self.client.base_url), self.settings.jobs.llm_concurrency):
+                started = time.perf_counter()  # the wait for a slot is not the endpoint's latency
+                # The messages are the chat shape as plain dicts (they are also what llm_call records).
+                sent = cast("list[ChatCompletionMessageParam]", messages)
+                response = self.client.chat.completions.create(
+                    model=run.model, messages=sent, timeout=timeout, **extra)
+        except openai.APIStatusError as exc:
+            raise _AttemptFailed(
+                f"HTTP {exc.status_code} from {self.client.base_url}: {exc.message}",
+                raw=exc.response.text if exc.response is not None else "", latency_ms=_since(started),
+                status_code=exc.status_code,
+                retryable=exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500,
+                wait_s=_retry_after_s(exc) if exc.status_code == 429 else None,
+            ) from exc
+        except openai.APITimeoutError as exc:
+            raise _AttemptFailed(f"request to {self.client.base_url} timed out after {round(timeout, 1):g} s",
+                                 latency_ms=_since(started)) from exc
+        except openai.APIConnectionError as exc:
+            raise _AttemptFailed(f"cannot connect to {self.client.base_url}: {_root_cause(exc)}",
+                                 latency_ms=_since(started)) from exc
+        except ValueError as exc:
+            # A 200 whose body is not JSON (a proxy's or gateway's HTML page): the SDK raises
+            # when it is labelled JSON, and returns the bare text otherwise (handled below).
+            response = getattr(exc, "doc", None) or str(exc)
+        if isinstance(response, str):
+            raise _AttemptFailed(f"HTTP 200 from {self.client.base_url} but the body is not a chat completion",
+                                 raw=response[:NON_JSON_KEPT_CHARS], latency_ms=_since(started))
+        return self._completion(run, messages, response, _since(started))
 
     @staticmethod
     def _completion(run: _Run, messages: list[dict[str, Any]], response: Any, latency_ms: float) -> Completion:
@@ -414,14 +511,15 @@ class StructuredLlmInvoker:
     # --- records ---------------------------------------------------------------------------
 
     def _record(
-        self, run: _Run, messages: list[dict[str, Any]], raw: str, status: str, comp: Completion, error: str | None
+        self, run: _Run, messages: list[dict[str, Any]], raw: str, status: str, comp: Completion, error: str | None,
+        json_mode: str | None,
     ) -> None:
         run.ctx.record(LlmCallRecord(
             stage=run.stage, round=run.ctx.round, provider=self.provider_name, model=run.model,
             prompt_file=run.prompt.file, prompt_version=run.prompt.version, messages=messages,
             raw_response=redact(raw), parse_status=status, attempt=run.attempt,  # type: ignore[arg-type]
             prompt_tokens=comp.prompt_tokens, completion_tokens=comp.completion_tokens,
-            latency_ms=round(comp.latency_ms, 1), error=error,
+            latency_ms=round(comp.latency_ms, 1), error=error, json_mode=json_mode, finish_reason=comp.finish_reason,
         ))
 
     def _record_error(self, run: _Run, messages: list[dict[str, Any]], raw: str, error: str, latency_ms: float) -> None:

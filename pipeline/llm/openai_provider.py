@@ -35,6 +35,7 @@ from pipeline.llm.budget import cut_output, cut_records, estimate_messages_token
 from pipeline.llm.invoker import LlmCallError, StructuredLlmInvoker, strip_reasoning
 from pipeline.llm.prompts import Prompt, load_prompt
 from pipeline.llm.provider import StageContext
+from pipeline.tools.arguments import ArgumentPolicy
 from pipeline.tools.registry import TOOLS, model_name, persisted_name, tool_schemas
 from pipeline.tools.results import read_result
 
@@ -162,7 +163,8 @@ class OpenAIProvider:
         terms = focus_terms_for(question, plan.services or ctx.services, plan.keywords)
         tools = tool_schemas()
         messages = self.collect_messages(ctx, question, plan, retry_context)
-        loop = _ToolLoop(ctx, self.settings.budget.per_tool_tokens, terms)
+        policy = ArgumentPolicy(plan=plan, scope=ctx.scope, catalogue=tuple(ctx.services))
+        loop = _ToolLoop(ctx, self.settings.budget.per_tool_tokens, terms, policy)
         max_steps = self.settings.openai.collector_max_steps
         summary = ""
         for step in range(1, max_steps + 1):
@@ -174,7 +176,9 @@ class OpenAIProvider:
                 )
             except LlmCallError as exc:
                 if step == 1 and exc.status_code in (400, 422) and "tool" in str(exc).lower():
-                    return loop.run_plan(plan, "the endpoint does not accept tool calling; ran the planner's tool calls")
+                    summary = "the endpoint does not accept tool calling; ran the planner's tool calls"
+                    loop.run_plan(plan)
+                    break
                 raise
             if not comp.tool_calls:
                 summary = (comp.content or "").strip()
@@ -185,16 +189,19 @@ class OpenAIProvider:
             messages.append({"role": "assistant", "content": comp.content, "tool_calls": comp.tool_calls})
             for call in comp.tool_calls:
                 messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": loop.run(call)})
-        if not loop.ids and plan.tool_calls:
-            return loop.run_plan(plan, "the model called no tool; ran the planner's tool calls")
+        if loop.refused and plan.tool_calls:
+            # A refused call leaves a gap the model meant to fill: the plan's calls fill it.
+            loop.run_plan(plan)
+            summary = f"{summary} (ran the planner's tool calls after refused arguments)".strip()
+        elif not loop.ids and plan.tool_calls:
+            summary = "the model called no tool; ran the planner's tool calls"
+            loop.run_plan(plan)
         if retry_context is None and ctx.scope is not None:
             missed = loop.ask_every_service(ctx.scope.services)
             if missed:
                 summary = f"{summary} (also queried the logs of {', '.join(missed)}, which the model left out)".strip()
-        return CollectionSummary(
-            collection_summary=summary or f"collected {len(loop.ids)} tool invocation(s)",
-            tool_invocation_ids=loop.ids,
-        )
+        summary = summary or f"collected {len(loop.ids)} tool invocation(s)"
+        return CollectionSummary(collection_summary=loop.with_notes(summary), tool_invocation_ids=loop.ids)
 
     # --- evidence digest -------------------------------------------------------------------
 
@@ -329,14 +336,22 @@ class OpenAIProvider:
 
 
 class _ToolLoop:
-    """The collector's tool execution: every distinct call once, identical repeats refused."""
+    """The collector's tool execution: every distinct call once, identical repeats refused, and
+    the model's arguments checked (corrected or refused) before anything runs."""
 
-    def __init__(self, ctx: StageContext, budget_tokens: int, focus_terms: list[str]):
+    def __init__(self, ctx: StageContext, budget_tokens: int, focus_terms: list[str], policy: ArgumentPolicy):
         self.ctx = ctx
         self.budget_tokens = budget_tokens
         self.focus_terms = focus_terms
+        self.policy = policy
         self.ids: list[int] = []
+        self.notes: list[str] = []
+        self.refused = 0
         self._done: dict[str, ToolInvocation] = {}
+
+    def with_notes(self, summary: str) -> str:
+        """The collection summary with what the argument checks changed or refused."""
+        return f"{summary} [argument checks: {'; '.join(self.notes)}]" if self.notes else summary
 
     @staticmethod
     def _key(tool: str, arguments: dict[str, Any]) -> str:
@@ -355,6 +370,12 @@ class _ToolLoop:
             return f"error: arguments of {name} are not valid JSON ({exc}); nothing was run"
         if not isinstance(arguments, dict):
             return f"error: arguments of {name} must be a JSON object; nothing was run"
+        checked = self.policy.check(tool, arguments)
+        self.notes += checked.notes
+        if checked.arguments is None:
+            self.refused += 1
+            return f"refused: {'; '.join(checked.notes)}. Nothing was run; call {name} with a supported value."
+        arguments = checked.arguments
         key = self._key(tool, arguments)
         if key in self._done:
             earlier = self._done[key].id
@@ -378,11 +399,16 @@ class _ToolLoop:
             self.ids.append(inv.id)
         return missed
 
-    def run_plan(self, plan: PlannerPlan, why: str) -> CollectionSummary:
+    def run_plan(self, plan: PlannerPlan) -> None:
+        """The planner's calls not run yet (the collector's fallback)."""
         for planned in plan.tool_calls:
             tool = persisted_name(planned.tool_name) or planned.tool_name
-            key = self._key(tool, planned.arguments)
+            # The plan is a model's too: its arguments pass the same checks.
+            checked = self.policy.check(tool, planned.arguments)
+            self.notes += checked.notes
+            if checked.arguments is None:
+                continue
+            key = self._key(tool, checked.arguments)
             if key not in self._done:
-                self._done[key] = inv = self.ctx.run_tool(tool, planned.arguments)
+                self._done[key] = inv = self.ctx.run_tool(tool, checked.arguments)
                 self.ids.append(inv.id)
-        return CollectionSummary(collection_summary=f"{why} ({len(self.ids)} invocation(s))", tool_invocation_ids=self.ids)
