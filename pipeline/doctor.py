@@ -27,6 +27,8 @@ PROBE_SCHEMA = {
     "required": ["ok"],
     "additionalProperties": False,
 }
+# Probe replies are a few tokens; the cap keeps a small model from rambling into the timeout.
+PROBE_MAX_TOKENS = 64
 PROBE_TOOL: ChatCompletionToolParam = {
     "type": "function",
     "function": {
@@ -94,7 +96,8 @@ def _json_mode(client: openai.OpenAI, model: str) -> Check:
     rejected: list[str] = []
     for name, response_format in formats:
         try:
-            reply = client.chat.completions.create(model=model, messages=messages, response_format=response_format)
+            reply = client.chat.completions.create(model=model, messages=messages, response_format=response_format,
+                                                   max_tokens=PROBE_MAX_TOKENS)
         except openai.BadRequestError as exc:
             rejected.append(f"{name} ({_why(exc)})")
             continue
@@ -119,7 +122,7 @@ def _tools(client: openai.OpenAI, model: str) -> Check:
     try:
         reply = client.chat.completions.create(
             model=model, messages=[{"role": "user", "content": "Call the ping tool with target 'db'."}],
-            tools=[PROBE_TOOL], tool_choice="auto",
+            tools=[PROBE_TOOL], tool_choice="auto", max_tokens=PROBE_MAX_TOKENS,
         )
     except openai.BadRequestError as exc:
         return Check("warn", f"tool calling refused ({_why(exc)}); the Collector will run the planner's tool calls")
