@@ -151,7 +151,7 @@ class LlmCallRow(Base):
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
     error: Mapped[str | None] = mapped_column(Text)
-    # The response_format the endpoint took (NULL: no JSON asked, or before 0008) and why the
+    # The response_format the endpoint took (NULL: no JSON asked, or before 0012) and why the
     # reply stopped ("length": cut at the stage's output cap).
     json_mode: Mapped[str | None] = mapped_column(Text)
     finish_reason: Mapped[str | None] = mapped_column(Text)

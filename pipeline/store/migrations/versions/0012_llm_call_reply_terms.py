@@ -6,8 +6,8 @@ malformed one, and which `response_format` an endpoint took (json_schema, json_o
 prompt alone) explains most of a local model's parse failures; both were only in error strings.
 Existing rows keep NULL: their terms were not recorded.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0012
+Revises: 0011
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
