@@ -273,3 +273,13 @@ def test_doctor_names_the_database_without_its_password(capsys: pytest.CaptureFi
     monkeypatch.setenv("DATABASE_URL", "postgresql://ops:hunter2@db.internal:5432/wb")
     _, out, _ = run(capsys, "doctor")
     assert "database: postgresql://ops:***@db.internal:5432/wb" in out and "hunter2" not in out
+
+
+def test_sessions_prints_a_header_and_says_what_the_limit_left_out(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "sessions")[1].startswith("no sessions yet")
+    first, second = ask_json(capsys)["session_id"], ask_json(capsys, "订单服务内存泄漏吗？")["session_id"]
+    code, out, _ = run(capsys, "sessions", "--limit", "1")
+    header, row, more = out.splitlines()
+    assert header.split()[:4] == ["ID", "CREATED", "(UTC)", "STATUS"] and header.endswith("QUESTION")
+    assert row.startswith(second) and first not in out
+    assert more == "1 more: use --limit 2 to list them all"

@@ -91,7 +91,7 @@ def _address(sock: Any) -> str:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from pipeline.record import verdict_marks
     from pipeline.store.lease import reap
-    from pipeline.store.listing import session_list
+    from pipeline.store.listing import session_count, session_list
 
     settings = _settings(args)
     store = Store(settings.db_url)
@@ -110,16 +110,26 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(export_csv(store, everything, limit=args.limit))
         sys.stdout.flush()
         return 0
-    rows = session_list(store, verdict=args.verdict, status=args.status, limit=args.limit or 20)
+    limit = args.limit or 20
+    rows = session_list(store, verdict=args.verdict, status=args.status, limit=limit)
     if args.json or args.format == "json":
         print(json.dumps(rows, ensure_ascii=False, indent=2, default=str))
         return 0
+    if not rows:
+        print("no sessions" + (" match" if args.verdict or args.status else " yet: `workbench ask QUESTION` runs one"))
+        return 0
+    print(f"{'ID':<14}  {'CREATED (UTC)':<19}  {'STATUS':<11} {'VERDICT':<16} {'AT ASK':<10} {'TRIGGER':<12} QUESTION")
     for r in rows:
         trigger = (r["trigger"] or {}).get("kind", "manual")
         question = r["question"] if len(r["question"]) <= 70 else r["question"][:69] + "…"
         verdict = " ".join([r["verdict"] or "-", *verdict_marks(ungated=r["ungated"], provenance=r["provenance"])])
-        print(f"{r['id']}  {r['created_at']:%Y-%m-%d %H:%M:%S}  {r['status']:<11} {verdict:<10} "
+        # The verdict at ask only where applied rules changed it since.
+        at_ask = r["verdict_at_ask"] if r["verdict_at_ask"] != r["verdict"] else ""
+        print(f"{r['id']:<14}  {r['created_at']:%Y-%m-%d %H:%M:%S}  {r['status']:<11} {verdict:<16} {at_ask or '':<10} "
               f"{trigger:<12} {question}")
+    more = session_count(store, verdict=args.verdict, status=args.status) - len(rows)
+    if more > 0:
+        print(f"{more} more: use --limit {len(rows) + more} to list them all")
     return 0
 
 
@@ -156,7 +166,7 @@ def register(sub: Any) -> None:
     m = add("metrics", cmd_metrics, "serve Prometheus metrics at GET /metrics where no webhook runs")
     m.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     m.add_argument("--port", type=int, default=9096, help="port to listen on (default 9096)")
-    s = add("sessions", cmd_sessions, "list sessions: id, question, trigger, status, verdict, created_at")
+    s = add("sessions", cmd_sessions, "list sessions, newest first: id, created, status, verdict (in force, and at ask where it differs), trigger, question")
     s.add_argument("--json", action="store_true", help="one JSON object per session (= --format json)")
     s.add_argument("--format", choices=("table", "json", "csv"), default="table",
                    help="csv: the Sessions page's CSV export, every matching session unless --limit")

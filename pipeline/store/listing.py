@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from pipeline.store.repo import IN_FORCE, Store
@@ -28,6 +28,18 @@ def version_in_force(verdict: str | None, row_version: int | None, at_ask: int |
         return row_version
     known = [v for v in (at_ask, judged) if v is not None]
     return max(known) if known else None
+
+
+def session_count(store: Store, *, verdict: str | None = None, status: str | None = None) -> int:
+    """How many sessions `session_list` would list without a limit."""
+    s = DiagnosisSession
+    q = select(func.count()).select_from(s).outerjoin(VerdictInForce, VerdictInForce.session_id == s.id)
+    if verdict:
+        q = q.where(IN_FORCE.verdict == verdict)
+    if status:
+        q = q.where(s.status == status)
+    with Session(store.engine) as db:
+        return int(db.execute(q).scalar() or 0)
 
 
 def session_list(store: Store, *, verdict: str | None = None, status: str | None = None,
