@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -384,6 +385,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except BrokenPipeError:
+        # The reader stopped reading (`workbench ask ... | head -1`); what ran is stored. Output
+        # still buffered for the closed pipe must not raise again at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except WorkbenchError as exc:
         # Expected failures (docs: pipeline/errors.py) are one line and exit 2; anything else
         # is a bug and keeps its traceback.

@@ -6,6 +6,7 @@ partial session. Stages run in a fixed order (docs/spec.md#split-chain: no super
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from pipeline.redact import redact, redact_value, redacted_call, remember_settin
 from pipeline.rulebook import judge_late, rules_in_force
 from pipeline.scope import read_scope
 from pipeline.store import Store
+from pipeline.store.engine import database_fault
 from pipeline.store.lease import Heartbeat, add_event, claim_session, reap
 from pipeline.telemetry import session_ended
 from pipeline.text import detect_language, extract_entities
@@ -35,6 +37,13 @@ from pipeline.tools import build_toolbox
 from pipeline.tools.registry import NoData, model_name, persisted_name
 
 OnEvent = Callable[[str, dict[str, Any]], None]
+
+
+def failure_cause(exc: BaseException) -> str:
+    """What the session row says about why it failed; a database fault by its name first."""
+    fault = database_fault(exc)
+    named = {"disk_full": "disk full", "busy": "database busy", "unreachable": "database unreachable"}
+    return f"{named[fault]}: {exc}" if fault else f"{type(exc).__name__}: {exc}"
 
 
 class SessionFailed(WorkbenchError):
@@ -135,6 +144,8 @@ def run_session(
     heartbeat is kept fresh until this returns, so a dead process leaves it to the reaper."""
     # The embedded default has no separate reaper: every session start is one (docs/architecture.md#store).
     reap(store, settings.jobs.lease_s)
+    # A database that drops its connections or stays busy for a while is waited out (jobs.retries).
+    store = store.patient(settings.jobs.retries)
     try:
         with Heartbeat(store, settings.jobs.heartbeat_s) as heartbeat:
             result = _run_session(question, settings=settings, store=store, provider=provider, world_id=world_id,
@@ -187,10 +198,17 @@ def _run_session(
                     provider=provider.name, model=provider.model_for("diagnosis"))
     heartbeat.hold(sid)
 
+    watching = [callback]
+
     def emit(stage: str, data: dict[str, Any]) -> None:
         # Stored first: any page or replica follows the run from the store (session_event).
         add_event(store, sid, stage, json.loads(json.dumps(data, ensure_ascii=False, default=str)))
-        callback(stage, data)
+        try:
+            for watcher in watching:
+                watcher(stage, data)
+        except OSError:
+            # Whoever watched has gone (`workbench ask ... | head -1`): the session goes on unwatched.
+            watching.clear()
 
     store.update_session(sid, self_evaluation={"question_scope": scope.model_dump(mode="json")})
     emit("session", {"session_id": sid, "world": world.id if world else None, "provider": provider.name,
@@ -257,10 +275,16 @@ def _run_session(
                 continue
             break
     except Exception as exc:
-        store.update_session(sid, status="failed", error=redact(f"{type(exc).__name__}: {exc}"), timings_ms=timings,
-                             prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"])
-        emit("failed", {"stage": stage, "error": redact(str(exc))})
-        raise SessionFailed(sid, stage, redact(str(exc))) from exc
+        error = redact(failure_cause(exc))
+        # The real cause goes on the row even through an outage: were it left `running`, the reaper
+        # would record a stopped worker instead. A full disk may still take this small update.
+        recorder = store.patient(settings.jobs.retries, until_s=settings.jobs.lease_s)
+        recorder.update_session(sid, status="failed", error=error, timings_ms=timings,
+                                prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"])
+        with contextlib.suppress(StoreError):
+            emit("failed", {"stage": stage, "error": redact(str(exc))})
+        fault = database_fault(exc)
+        raise SessionFailed(sid, stage, error if fault else redact(str(exc))) from exc
 
     services = sorted({e.value for e in extract_entities(question + " " + " ".join(
         c.claim_text for c in ev.composer_input.allowed_claims)) if e.kind == "service"} | set(plan.services))

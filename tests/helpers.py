@@ -113,3 +113,69 @@ def http_server(app: Any, limits: Any) -> Iterator[str]:
     finally:
         stop.set()
         thread.join(timeout=15)
+
+
+class TcpCut:
+    """A TCP forwarder to `target` on a free local port that a test can cut (every connection
+    closed, new ones refused) and restore: a database outage without stopping the database."""
+
+    def __init__(self, host: str, port: int):
+        import socket
+        import threading
+
+        self._socket, self._threading = socket, threading
+        self.target = (host, port)
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._open = threading.Event()
+        self._open.set()
+        self._conns: list[Any] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            if not self._open.is_set():
+                client.close()
+                continue
+            upstream = self._socket.create_connection(self.target)
+            with self._lock:
+                self._conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                self._threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: Any, dst: Any) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def cut(self) -> None:
+        self._open.clear()
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            try:
+                conn.shutdown(self._socket.SHUT_RDWR)
+                conn.close()
+            except OSError:
+                pass
+
+    def restore(self) -> None:
+        self._open.set()
+
+    def close(self) -> None:
+        self.cut()
+        self._server.close()

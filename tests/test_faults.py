@@ -526,3 +526,160 @@ def test_a_verdict_judged_ungated_says_so_wherever_it_is_shown(capsys: pytest.Ca
     assert "(ungated: " in run(capsys, "check", str(gated_file))[1]
     imported, out = _import_line(capsys, gated_file)
     assert "re-verified: PASS (ungated)" in out and _listed(capsys)[imported]["ungated"] is True
+
+
+# --- database faults and a closed output pipe -------------------------------------------------------
+
+
+def _with_jobs(settings: Settings, **jobs: Any) -> Settings:
+    return settings.model_copy(update={"jobs": settings.jobs.model_copy(update=jobs)})
+
+
+def test_a_full_disk_fails_the_session_at_once_with_that_cause(settings: Settings, store: Store,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite refuses to grow the file past max_page_count exactly as it refuses on a full disk (SQLITE_FULL)."""
+    from sqlalchemy import event
+
+    from pipeline.jobs.tasks import is_transient
+
+    waits: list[float] = []
+    monkeypatch.setattr("pipeline.store.repo.time.sleep", waits.append)
+
+    def fill_the_disk(stage: str, data: dict[str, Any]) -> None:
+        if stage == "planner":
+            with store.engine.connect() as conn:
+                pages = conn.exec_driver_sql("PRAGMA page_count").scalar()
+            event.listen(store.engine, "connect", lambda dbapi, _: dbapi.execute(f"PRAGMA max_page_count={pages}"))
+            store.engine.dispose()
+
+    with pytest.raises(SessionFailed) as failed:
+        run_session(CPU_QUESTION, settings=settings, store=store, world_id="cpu-saturation", on_event=fill_the_disk)
+    row = store.get_session(failed.value.session_id)
+    assert row is not None and row["status"] == "failed" and row["error"].startswith("disk full: ")
+    assert waits == [] and not is_transient(failed.value)  # nothing waits for a full disk, no job retries it
+
+
+def test_database_faults_are_told_apart(tmp_path: Path) -> None:
+    import sqlite3
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import OperationalError
+
+    from pipeline.jobs.tasks import is_transient
+    from pipeline.store.engine import database_fault
+
+    locker = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
+    locker.execute("CREATE TABLE t (x)")
+    locker.execute("BEGIN EXCLUSIVE")
+    with pytest.raises(OperationalError) as busy:
+        with create_engine(f"sqlite:///{tmp_path / 'locked.db'}", connect_args={"timeout": 0}).begin() as conn:
+            conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+    with pytest.raises(OperationalError) as refused:  # nothing listens on port 1
+        create_engine("postgresql+psycopg://u:p@127.0.0.1:1/db", connect_args={"connect_timeout": 2}).connect()
+    assert database_fault(busy.value) == "busy" and is_transient(busy.value)
+    assert database_fault(refused.value) == "unreachable" and is_transient(refused.value)
+    assert database_fault(ValueError("no")) is None and not is_transient(ValueError("no"))
+
+
+def test_a_watcher_that_went_away_never_fails_the_session(settings: Settings, store: Store) -> None:
+    def closed_pipe(stage: str, data: dict[str, Any]) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    result = run_session(CPU_QUESTION, settings=settings, store=store, world_id="cpu-saturation", on_event=closed_pipe)
+    row = store.get_session(result.session_id)
+    assert row is not None and row["status"] == "completed" and row["verdict"] == result.verdict
+
+
+@pytest.mark.slow
+def test_ask_piped_into_head_completes_the_session() -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "ask", CPU_QUESTION], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # `| head -1`: the reader is gone after one line
+    assert proc.wait(timeout=120) == 0 and first
+    store = Store(load_settings().db_url)
+    [sid] = store.session_ids()
+    row = store.get_session(sid)
+    assert row is not None and row["status"] == "completed"
+
+
+def _proxied(url: str, port: int) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(host="127.0.0.1", port=port).render_as_string(hide_password=False)
+
+
+@pytest.mark.slow
+def test_a_database_outage_mid_session_is_waited_out(settings: Settings) -> None:
+    import threading
+
+    from helpers import TcpCut, postgres_schema
+    from sqlalchemy.engine import make_url
+
+    with postgres_schema("fault") as url:
+        target = make_url(url)
+        proxy = TcpCut(target.host or "127.0.0.1", target.port or 5432)
+        try:
+            store = Store(_proxied(url, proxy.port))
+
+            def outage(stage: str, data: dict[str, Any]) -> None:
+                if stage == "planner":
+                    proxy.cut()
+                    threading.Timer(3.0, proxy.restore).start()
+
+            result = run_session(CPU_QUESTION, settings=_with_jobs(settings, retries=3), store=store,
+                                 world_id="cpu-saturation", on_event=outage)
+            row = store.get_session(result.session_id)
+            assert row is not None and row["status"] == "completed" and row["verdict"] == result.verdict
+            store.engine.dispose()
+        finally:
+            proxy.close()
+
+
+@pytest.mark.slow
+def test_a_longer_outage_fails_the_session_as_unreachable_and_the_queue_runs_it_again(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from helpers import TcpCut, postgres_schema
+    from sqlalchemy.engine import make_url
+
+    from pipeline.jobs.local import LocalQueue
+    from pipeline.llm.offline.provider import OfflineProvider
+    from pipeline.store.lease import enqueue_session
+
+    with postgres_schema("fault") as url:
+        target = make_url(url)
+        proxy = TcpCut(target.host or "127.0.0.1", target.port or 5432)
+        original, cuts = OfflineProvider.collect, []
+
+        def collect_during_an_outage(self, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN001
+            if not cuts:  # the first attempt only: longer than its store waits (retries=1: 2 s)
+                cuts.append(1)
+                proxy.cut()
+                threading.Timer(5.0, proxy.restore).start()
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(OfflineProvider, "collect", collect_during_an_outage)
+        try:
+            store = Store(_proxied(url, proxy.port))
+            jobs = _with_jobs(settings, retries=1, lease_s=30.0)
+            queue = LocalQueue(jobs, store, concurrency=1)
+            first = enqueue_session(store, question=CPU_QUESTION, world="cpu-saturation", shape="split",
+                                    provider="offline", model="rule-based", trigger={"kind": "manual"}, owned=True)
+            queue.defer("diagnosis", first)
+            queue.close()
+            rows = {sid: store.get_session(sid) for sid in store.session_ids()}
+            failed = rows[first]
+            assert failed is not None and failed["status"] == "failed"
+            assert failed["error"].startswith("database unreachable: ")  # the worker was alive: no "worker stopped"
+            [again] = [r for r in rows.values() if r and r["rerun_of"] == first]
+            assert again["status"] == "completed" and again["verdict"]
+            store.engine.dispose()
+        finally:
+            proxy.close()

@@ -14,12 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import InterfaceError, OperationalError
-
 from pipeline.config import Settings
 from pipeline.errors import NotFound, WorkbenchError
 from pipeline.jobs.records import claim_job, finish_job, get_job
 from pipeline.store import Store
+from pipeline.store.engine import database_fault
 from pipeline.store.lease import Heartbeat, fail_unclaimed, reap, rerun_session
 
 
@@ -28,9 +27,11 @@ class TransientJobError(WorkbenchError):
 
 
 def is_transient(exc: BaseException | None) -> bool:
+    """A database that could not be reached or stayed busy, or an LLM endpoint that never
+    answered; a full disk is final (running again would only fill it further)."""
+    if database_fault(exc) in ("unreachable", "busy"):
+        return True
     while exc is not None:
-        if isinstance(exc, (OperationalError, InterfaceError)):
-            return True
         # LlmCallError.reason "transport": no answer at all after the invoker's own retries.
         if getattr(exc, "reason", None) == "transport":
             return True

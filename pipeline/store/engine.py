@@ -10,16 +10,17 @@ on both backends, which keeps the rest of the text and shows where the NUL was.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from pipeline.errors import StoreError
@@ -30,6 +31,32 @@ NUL, REPLACEMENT = "\x00", "\ufffd"
 _JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 # Seconds a SQLite connection waits for another process's write lock before failing.
 SQLITE_BUSY_TIMEOUT = 60
+
+
+DatabaseFault = Literal["disk_full", "busy", "unreachable"]
+# How each backend says its disk is full: SQLite's SQLITE_FULL, PostgreSQL's disk_full (53100) and
+# "could not extend file", the operating system's ENOSPC.
+_DISK_FULL = re.compile(r"database or disk is full|no space left on device|could not extend file|disk full")
+_BUSY = re.compile(r"database is locked|database table is locked")
+
+
+def database_fault(exc: BaseException | None) -> DatabaseFault | None:
+    """What a database failure is, following the exception's causes: a full disk (waiting will not
+    help), a busy SQLite file (another writer kept its lock past the busy timeout) or a database
+    that cannot be reached (a dropped connection, a server restarting); None for anything else."""
+    seen = exc
+    while seen is not None:
+        text = str(seen).lower()
+        if (isinstance(seen, OSError) and seen.errno == errno.ENOSPC) or _DISK_FULL.search(text) \
+                or getattr(seen, "sqlstate", None) == "53100":
+            return "disk_full"
+        seen = seen.__cause__ or getattr(seen, "orig", None)
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, (OperationalError, InterfaceError)):
+            return "busy" if _BUSY.search(str(seen).lower()) else "unreachable"
+        seen = seen.__cause__
+    return None
 
 
 def clean_text(value: str) -> str:
@@ -139,6 +166,9 @@ def open_engine(url: str, *, migration: bool = False) -> Engine:
         options["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT}
         if migration:
             options["poolclass"] = NullPool
+    else:
+        # A pooled connection a server restart closed is replaced at checkout, not failed on first use.
+        options["pool_pre_ping"] = True
     try:
         engine = create_engine(url, json_serializer=_json_dumps, **options)
     except ImportError as exc:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pipeline.contracts import LlmCallRecord, ToolInvocation
 from pipeline.errors import StoreError
-from pipeline.store.engine import display_url, open_engine, sqlite_path
+from pipeline.store.engine import database_fault, display_url, open_engine, sqlite_path
 from pipeline.store.migrate import ensure_current
 from pipeline.store.schema import (
     DiagnosisSession,
@@ -141,6 +143,32 @@ class Store:
         # it, so a session would finish "stored" nowhere; writes compare the file to this.
         self._file = sqlite_path(str(self.engine.url))
         self._identity = _file_identity(self._file) if self._file else None
+        self._retries, self._wait_s, self._until_s = 0, 2.0, 0.0
+
+    def patient(self, retries: int, *, wait_s: float = 2.0, until_s: float = 0.0) -> Store:
+        """This store, waiting out a database that is unreachable or busy: a transaction that cannot
+        start is tried again `retries` times, `wait_s`, 2x, 4x ... apart (at most 30 s), or for
+        `until_s` seconds when that is longer. A full disk is never waited for."""
+        other = copy.copy(self)
+        other._retries, other._wait_s, other._until_s = retries, wait_s, until_s
+        return other
+
+    def _begin(self) -> Session:
+        """A session in a transaction with its connection checked out, waiting as `patient` says."""
+        started, attempt = time.monotonic(), 0
+        while True:
+            db = self._sessions()
+            try:
+                db.connection()
+                return db
+            except SQLAlchemyError as exc:
+                db.close()
+                waited = time.monotonic() - started
+                if database_fault(exc) not in ("unreachable", "busy") or (
+                        attempt >= self._retries and waited >= self._until_s):
+                    raise
+                time.sleep(min(30.0, self._wait_s * 2 ** min(attempt, 10)))
+                attempt += 1
 
     def _failure(self, doing: str, exc: SQLAlchemyError) -> StoreError:
         reason = getattr(exc, "orig", None) or exc
@@ -149,7 +177,7 @@ class Store:
     @contextmanager
     def _read(self) -> Iterator[Session]:
         try:
-            with self._sessions() as db:
+            with self._begin() as db:
                 yield db
         except SQLAlchemyError as exc:
             raise self._failure("read", exc) from exc
@@ -161,8 +189,9 @@ class Store:
             raise StoreError(f"the database file {self._file} was deleted or replaced while in use; "
                              "nothing more is written to it")
         try:
-            with self._sessions() as db, db.begin():
+            with self._begin() as db:
                 yield db
+                db.commit()
         except SQLAlchemyError as exc:
             raise self._failure("write to", exc) from exc
 
