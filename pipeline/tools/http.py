@@ -1,21 +1,21 @@
 """The one HTTP GET the real backends share: auth, TLS, timeout, size cap, tolerant decoding.
 
-Standard library only, so a Prometheus or Loki backend needs nothing beyond the engine itself.
-Every failure becomes a BackendError whose message names the backend, the URL and the cause;
-the orchestrator stores it as the invocation's error.
+On httpx (as the notifications are): one timeout per connect, read and write, redirects
+followed as a browser would, the reply read as a stream so the size cap holds before the body
+is in memory. Every failure becomes a BackendError whose message names the backend, the URL
+and the cause; the orchestrator stores it as the invocation's error.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import socket
-import ssl
-import urllib.error
 import urllib.parse
-import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import httpx
 
 from pipeline.config import BackendSettings
 from pipeline.errors import BackendError
@@ -50,14 +50,6 @@ def decode_counting(raw: bytes) -> tuple[str, int]:
         return text, text.count("\ufffd") - genuine
 
 
-def _ssl_context(verify: bool) -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
-    if not verify:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    return ctx
-
-
 def build_url(base: str, path: str, params: dict[str, Any] | None = None) -> str:
     url = base.rstrip("/") + "/" + path.lstrip("/")
     clean = {k: v for k, v in (params or {}).items() if v is not None}
@@ -65,8 +57,8 @@ def build_url(base: str, path: str, params: dict[str, Any] | None = None) -> str
 
 
 def _without_userinfo(url: str) -> tuple[str, str | None]:
-    """(url without `user:pass@`, a Basic Authorization value for it). urllib would take the
-    userinfo for part of the host; sent as a header it works and never appears in a message."""
+    """(url without `user:pass@`, a Basic Authorization value for it): sent as a header, the
+    credentials never appear in a URL that a message shows."""
     parts = urllib.parse.urlsplit(url)
     if parts.username is None and parts.password is None:
         return url, None
@@ -96,43 +88,37 @@ def http_get(
         headers["Authorization"] = f"Bearer {cfg.bearer_token}"
     elif basic:
         headers["Authorization"] = basic
-    request = urllib.request.Request(url, headers=headers, method="GET")
-    context = _ssl_context(cfg.verify_tls) if url.startswith("https:") else None
     try:
-        with urllib.request.urlopen(request, timeout=cfg.timeout_s, context=context) as resp:
+        with httpx.Client(timeout=cfg.timeout_s, verify=cfg.verify_tls, follow_redirects=True) as client, \
+                client.stream("GET", url, headers=headers) as resp:
+            if resp.status_code >= 400:
+                body = _read_capped(resp.iter_bytes(_READ_CHUNK), 64 * 1024, what, shown, cut=True)
+                raise BackendError(redact(f"{what}: HTTP {resp.status_code} from {shown}: {_error_detail(body)}"))
             # Refused rather than parsed beyond the cap: a runaway query must not eat memory.
-            raw = _read_capped(resp, max_bytes or cfg.max_reply_bytes, what, shown)
-            status = resp.status
-    except urllib.error.HTTPError as exc:
-        body = _read_capped(exc, 64 * 1024, what, shown, cut=True)
-        raise BackendError(redact(f"{what}: HTTP {exc.code} from {shown}: {_error_detail(body)}")) from exc
-    except TimeoutError as exc:
+            raw = _read_capped(resp.iter_bytes(_READ_CHUNK), max_bytes or cfg.max_reply_bytes, what, shown)
+            status = resp.status_code
+    except httpx.TimeoutException as exc:
         raise BackendError(f"{what}: no answer from {shown} within {cfg.timeout_s:g}s") from exc
-    except urllib.error.URLError as exc:
-        reason = exc.reason
-        if isinstance(reason, (TimeoutError, socket.timeout)):
-            raise BackendError(f"{what}: no answer from {shown} within {cfg.timeout_s:g}s") from exc
-        raise BackendError(redact(f"{what}: cannot reach {shown}: {reason}")) from exc
-    except (ConnectionError, OSError) as exc:
+    except httpx.ConnectError as exc:
+        raise BackendError(redact(f"{what}: cannot reach {shown}: {exc}")) from exc
+    except (httpx.HTTPError, OSError) as exc:
         raise BackendError(redact(f"{what}: connection to {shown} failed: {exc}")) from exc
     text, errors = decode_counting(raw)
     return HttpReply(url=shown, status=status, text=text, decode_errors=errors)
 
 
-def _read_capped(resp: Any, max_bytes: int, what: str, url: str, *, cut: bool = False) -> bytes:
-    chunks: list[bytes] = []
+def _read_capped(chunks: Iterator[bytes], max_bytes: int, what: str, url: str, *, cut: bool = False) -> bytes:
+    kept: list[bytes] = []
     size = 0
-    while True:
-        chunk = resp.read(_READ_CHUNK)
-        if not chunk:
-            return b"".join(chunks)
+    for chunk in chunks:
         size += len(chunk)
         if size > max_bytes:
             if cut:
-                chunks.append(chunk)
-                return b"".join(chunks)[:max_bytes]
+                kept.append(chunk)
+                return b"".join(kept)[:max_bytes]
             raise BackendError(f"{what}: reply from {url} exceeds {max_bytes} bytes (max_reply_bytes); narrow the query")
-        chunks.append(chunk)
+        kept.append(chunk)
+    return b"".join(kept)
 
 
 def _error_detail(body: bytes) -> str:
