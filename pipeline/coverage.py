@@ -194,7 +194,11 @@ def _pair(service: str, symptom: str, scope: QuestionScope, invs: list[ToolInvoc
         about.append(claim)
     returned = [r for rs in by_id.values() for r in rs if of_service(r)]
     own = [r for r in returned if _in_window(r, scope)]
-    own_symptom = [r for r in own if _about_symptom(r, symptom)]
+    # Another service's line about this one ("inventory check failed: inventory-service timed out")
+    # shows this one's symptom too: it can keep the pair from "no sign of it".
+    said_by_others = [r for rs in by_id.values() for r in rs
+                      if service and symptom != ANY and r.service != service and name in r.text and _in_window(r, scope)]
+    own_symptom = [r for r in own + said_by_others if _about_symptom(r, symptom)]
     asked = [inv.id for inv in invs if _asks_about(inv, service) or any(of_service(r) for r in by_id[inv.id])]
     ids = sorted({*asked, *(r.invocation_id for c in about for r in c.cited)})
     status: CoverageStatus

@@ -21,8 +21,11 @@ def test_fixture_suite_passes(settings: Settings, store: Store) -> None:
 def test_a_failing_expectation_is_reported(settings: Settings, store: Store, tmp_path) -> None:
     (tmp_path / "wrong.yaml").write_text(
         "incident: cpu-saturation\nquestion: payment API times out since 10:00, what's going on?\n"
-        "expect: {verdict: REJECT, answer_must_not_contain: [payment-service]}\n", encoding="utf-8")
+        "expect: {verdict: REJECT, answer_must_not_contain: [payment-service],\n"
+        "         coverage: {payment-service/memory: healthy}, lead_starts_with: 'Yes'}\n", encoding="utf-8")
     results = run_suite(settings.model_copy(update={"fixtures_dir": tmp_path}), store=store)
     assert not results[0].passed
     assert any("verdict" in f for f in results[0].failures)
     assert any("payment-service" in f for f in results[0].failures)
+    assert any(f.startswith("coverage payment-service/memory is not asked") for f in results[0].failures)
+    assert any(f.startswith("lead “Most likely cause") for f in results[0].failures)

@@ -2,7 +2,8 @@
 
 Each fixture names an incident and a question, optionally scripts stage outputs (the `scripted`
 provider fills in the rest offline), and lists what must hold: parse status, failed rules,
-claim verifications, verdict, strings that must not reach the user. Sessions are stored like
+claim verifications, verdict, each asked (service, symptom) pair's coverage, how the answer's
+first sentence opens, strings that must not reach the user. Sessions are stored like
 any other, so every result links to its trace.
 """
 
@@ -97,6 +98,17 @@ def _check(expect: dict[str, Any], result: SessionResult, settings: Settings, wo
     if "composer_guard" in expect:
         want(ev.composer_guard.status == expect["composer_guard"],
              f"composer guard {ev.composer_guard.status} != {expect['composer_guard']}")
+    # Law 8: each asked (service, symptom) pair's coverage ("order-service/memory: healthy"; "*"
+    # for a question naming no service), and how the answer's first sentence opens and what it says.
+    got = {f"{c.service or '*'}/{c.symptom}": c.status for c in ev.verifier_evaluation.question_coverage}
+    for pair, status in (expect.get("coverage") or {}).items():
+        want(got.get(pair) == status, f"coverage {pair} is {got.get(pair, 'not asked')}, expected {status} ({got})")
+    lead = ev.composer_output.answer_summary
+    if "lead_starts_with" in expect:
+        want(lead.startswith(expect["lead_starts_with"]), f"lead “{lead[:160]}” does not start with "
+                                                             f"“{expect['lead_starts_with']}”")
+    for text in expect.get("lead_contains", []):
+        want(text in lead, f"lead “{lead[:160]}” does not say “{text}”")
     answer = normalize(result.final_answer)
     for text in expect.get("answer_must_not_contain", []):
         want(normalize(text) not in answer, f"final answer contains forbidden “{text}”")

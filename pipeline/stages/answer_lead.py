@@ -137,7 +137,13 @@ def _figures(rows: Sequence[ServiceCoverage], language: str) -> str:
             out.append(c.figure)
         elif isinstance(c.msg, Message) and c.msg.code == "coverage.healthy_quiet":
             out.append(render(msg("coverage.quiet_figure", count=c.msg.params.get("count", 0)), language))
-    return "; ".join(dict.fromkeys(out))
+    return _joined(out, language)
+
+
+def _joined(texts: Sequence[str], language: str) -> str:
+    """Several facts as one clause: a "；"/";" would end the lead's first sentence (the guard reads
+    the lead up to there) before the second fact."""
+    return ("，" if language == "zh" else ", ").join(_item(t) for t in dict.fromkeys(texts) if t)
 
 
 def decide_lead(
@@ -175,16 +181,16 @@ def decide_lead(
     if form == "yes_no" and present:
         # One fact per asked pair that shows, the pair's first allowed claim (else its figure).
         facts = [next((by_id[cid].claim_text for cid in c.claim_ids if cid in by_id), c.figure) for c in present]
-        return lead("present", present, "; ".join(_item(f) for f in dict.fromkeys(facts) if f),
+        return lead("present", present, _joined(facts, language),
                     *(cause or ("", "unknown")))
     if (form == "yes_no" or not present) and healthy and not missing:
         return lead("healthy", healthy, _figures(healthy, language), instead, instead_support)
     if missing and form == "yes_no":
-        return lead("no_data", missing, "; ".join(_row_text(c, language) for c in missing), instead, instead_support)
+        return lead("no_data", missing, _joined([_row_text(c, language) for c in missing], language), instead, instead_support)
     if cause is not None:
         return AnswerLead(kind="cause", support=cause[1], form=form, services=asked, text=cause[0])
     if missing:
-        return lead("no_data", missing, "; ".join(_row_text(c, language) for c in missing), instead, instead_support)
+        return lead("no_data", missing, _joined([_row_text(c, language) for c in missing], language), instead, instead_support)
     if coverage and all(c.status == "healthy" for c in coverage):
         return AnswerLead(kind="healthy", form=form, services=[c.service for c in coverage],
                           symptoms=[c.symptom for c in coverage], evidence=ids(coverage),

@@ -89,7 +89,18 @@ def diagnose(
     knowledge = [d for d in digests if d.domain == "knowledge"]
     # The asked services' evidence is claimed first, so every asked service that has any gets a
     # claim; failure modes are still read in the digest's order (alerts first).
-    evidence = sorted(in_order, key=lambda d: _service_of(d, known_services) not in asked)
+    # Another service's line about an asked one and its asked symptom ("inventory check failed:
+    # inventory-service timed out after 2000ms") comes first: it is the asked symptom as seen
+    # from outside, which the asked service's own lines may never state.
+    words = [normalize(w) for w in symptom_words]
+
+    def rank(d: EvidenceDigest) -> tuple[bool, bool]:
+        quote = normalize(d.source_quote)
+        own = _service_of(d, known_services) in asked
+        told = not own and any(normalize(a) in quote for a in asked) and any(w in quote for w in words)
+        return not (own or told), not told
+
+    evidence = sorted(in_order, key=rank)
     claims: list[Claim] = []
     hypotheses: list[tuple[float, Hypothesis, RecommendedAction, str]] = []
     actions: list[RecommendedAction] = []

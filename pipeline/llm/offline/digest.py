@@ -67,8 +67,10 @@ def _log_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[flo
         asked = any(normalize(w) in norm for w in focus.words)
         alarming = LEVEL_WEIGHT.get(level, 0.5) >= 2.0 or any(w in norm for w in ERROR_WORDS)
         in_focus = line.service in focus.services
-        # Outside the services in focus only errors that also match the question's words count.
-        relevant = (in_focus and (alarming or asked)) or (level in ("ERROR", "FATAL") and asked)
+        # Outside the services in focus only errors that also match the question's words count, and
+        # lines another service logs about an asked one ("inventory-service timed out after 2000ms").
+        names_asked = any(normalize(a) in norm for a in focus.asked)
+        relevant = (in_focus and (alarming or asked)) or (asked and (level in ("ERROR", "FATAL") or names_asked))
         if relevant:
             groups.setdefault((line.service, _DIGITS.sub("#", norm)), []).append(line)
     # An asked service with nothing alarming still gets its most frequent line as a digest: the
