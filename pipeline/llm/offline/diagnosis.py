@@ -89,18 +89,23 @@ def diagnose(
     knowledge = [d for d in digests if d.domain == "knowledge"]
     # The asked services' evidence is claimed first, so every asked service that has any gets a
     # claim; failure modes are still read in the digest's order (alerts first).
-    # Another service's line about an asked one and its asked symptom ("inventory check failed:
-    # inventory-service timed out after 2000ms") comes first: it is the asked symptom as seen
-    # from outside, which the asked service's own lines may never state.
+    # When an asked service's own lines never name the asked symptom, one line of another service
+    # about it that does ("inventory check failed: inventory-service timed out after 2000ms")
+    # comes first: the symptom as seen from outside is the evidence the question asks for.
     words = [normalize(w) for w in symptom_words]
 
-    def rank(d: EvidenceDigest) -> tuple[bool, bool]:
-        quote = normalize(d.source_quote)
-        own = _service_of(d, known_services) in asked
-        told = not own and any(normalize(a) in quote for a in asked) and any(w in quote for w in words)
-        return not (own or told), not told
+    def names_symptom(d: EvidenceDigest) -> bool:
+        return any(w in normalize(d.source_quote) for w in words)
 
-    evidence = sorted(in_order, key=rank)
+    told: set[int] = set()
+    for a in asked:
+        if any(_service_of(d, known_services) == a and names_symptom(d) for d in in_order):
+            continue
+        told.update(next(([i] for i, d in enumerate(in_order) if _service_of(d, known_services) not in asked
+                          and normalize(a) in normalize(d.source_quote)
+                          and any(w in normalize(d.source_quote) for w in words)), []))
+    evidence = [in_order[i] for i in sorted(range(len(in_order)), key=lambda i: (
+        i not in told and _service_of(in_order[i], known_services) not in asked, i not in told))]
     claims: list[Claim] = []
     hypotheses: list[tuple[float, Hypothesis, RecommendedAction, str]] = []
     actions: list[RecommendedAction] = []
