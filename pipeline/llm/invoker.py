@@ -174,6 +174,7 @@ class _AttemptFailed(Exception):
         self.status_code = status_code
         self.retryable = retryable
         self.wait_s = wait_s  # the endpoint's own Retry-After, if it sent one
+        self.planned_wait: float | None = None  # the backoff drawn for it (jitter: drawn once)
         self.stopped_by = ""  # set when no further attempt follows: "retries" | "deadline"
 
 
@@ -442,11 +443,17 @@ class StructuredLlmInvoker:
             self._record_error(run, messages, exc.raw, exc.message, exc.latency_ms)
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
+        # Asked by tenacity and by _stop, in an order that differs between tenacity releases.
         exc = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(exc, _AttemptFailed) and exc.wait_s is not None:
-            return min(RETRY_AFTER_CAP_S, exc.wait_s)
-        delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (state.attempt_number - 1))
-        return delay / 2 + self.jitter() * delay / 2
+        if not isinstance(exc, _AttemptFailed):
+            return 0.0
+        if exc.planned_wait is None:
+            if exc.wait_s is not None:
+                exc.planned_wait = min(RETRY_AFTER_CAP_S, exc.wait_s)
+            else:
+                delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (state.attempt_number - 1))
+                exc.planned_wait = delay / 2 + self.jitter() * delay / 2
+        return exc.planned_wait
 
     def _stop(self, run: _Run, state: tenacity.RetryCallState) -> bool:
         exc = state.outcome.exception() if state.outcome is not None else None
@@ -454,7 +461,7 @@ class StructuredLlmInvoker:
             return True
         if state.attempt_number > self.settings.openai.max_retries:
             exc.stopped_by = "retries"
-        elif self._remaining(run) <= state.upcoming_sleep:
+        elif self._remaining(run) <= self._wait(state):
             exc.stopped_by = "deadline"
         return bool(exc.stopped_by)
 
