@@ -1,6 +1,6 @@
 """Gatekeeper benchmark: excerpt checks against the naive baseline, verdict accuracy, history replay.
 
-    python benchmarks/bench_gatekeeper.py [--sessions 10000] [--seed 7] [--parts 1234]
+    python benchmarks/bench_gatekeeper.py [--sessions 10000] [--seed 7] [--parts 12345]
 
 1. Excerpt check per binding on synthetic log-JSON outputs of 1 KB .. 10 MB, against
    `rapidfuzz.fuzz.partial_ratio(excerpt, whole_output)` in the same run. An output is prepared
@@ -14,6 +14,10 @@
    then after threshold, word-list and switch edits, against re-running with the features cache.
 4. A 10,000-character excerpt that matches nothing against a 1 MB output of long lines: the
    gatekeeper check plus the verifier payload's window search.
+5. Quotes by reference on a 10 MB output: a binding citing the record it quotes
+   (source_record_ids) against the same binding without the citation, cold (the output stored
+   but never read: no records, no fold) and warm (read before), beside partial_ratio in the
+   same run. The cited check reads the output's records once, then folds only the cited ones.
 
 Times are CPU seconds of this process (time.process_time), so other work on shared cores does
 not inflate them.
@@ -181,6 +185,52 @@ def bench_sizes(rng: random.Random) -> None:
             warm = _timed(lambda it=it, cache=warm_cache: check(next(it), cache), repeat)
             print(f"{label:>8} {kind:>12} {naive * 1e3:9.2f} {prepare * 1e3:9.1f} {cold * 1e3:10.2f} {warm * 1e3:10.2f} "
                   f"{naive / cold:8.1f} {naive / warm:8.1f}")
+
+
+def bench_cited(rng: random.Random) -> None:
+    print("\n5. Cited vs uncited records on a 10 MB output (median CPU ms per binding; ratio = naive / ours)")
+    print("cold = the output stored but never read in this process; warm = read (and, uncited, folded) before.")
+    output, records = _output_of_size(rng, 10_000_000)
+    invocations = {1: ToolInvocation(id=1, session_id="b", tool_name="query_logs", model_tool_name="queryLogs",
+                                     output=output)}
+    repeat = 5
+
+    def check(excerpt: str, number: int | None, cache: OutputCache) -> None:
+        binding = {"source_type": "tool_trace", "tool_name": "query_logs", "source_invocation_ids": [1],
+                   "evidence_excerpt": excerpt}
+        if number is not None:
+            binding["source_record_ids"] = [f"1#{number}"]
+        structured = {"answer_version": "executor_evidence_v2", "claims": [
+            {"claim_id": "c1", "claim_type": "symptom", "claim_text": "x", "support_level": "direct",
+             "evidence_bindings": [binding]}]}
+        features = compute_features(invocations, structured, None, outputs=cache)
+        found = features["claims[0].evidence_bindings[0]"]["sources"]["output"]
+        assert found["covered"] == 1.0, (excerpt, found)  # a faithful quote, found either way
+
+    print(f"{'kind':>12} {'naive':>9} {'uncited cold':>13} {'cited cold':>11} {'uncited warm':>13} "
+          f"{'cited warm':>11} {'x cited warm':>13}")
+    for kind, make in KINDS[:2]:
+        picks = [rng.randrange(len(records)) for _ in range(repeat)]
+        quotes = [(make(rng, records[n]), n) for n in picks]
+        it = iter(quotes * 2)
+        naive = _timed(lambda it=it: fuzz.partial_ratio(next(it)[0], output), repeat)
+        row = [naive]
+        for cited in (False, True):
+            fresh = iter([OutputCache() for _ in range(repeat)])
+            it = iter(quotes * 2)
+            row.append(_timed(lambda it=it, fresh=fresh, cited=cited: check(*_cite(next(it), cited), next(fresh)), repeat))
+        warm_cache = _prepared_cache(output)
+        for cited in (False, True):
+            check(*_cite(quotes[0], cited), warm_cache)
+            it = iter(quotes * 2)
+            row.append(_timed(lambda it=it, cited=cited, cache=warm_cache: check(*_cite(next(it), cited), cache), repeat))
+        naive, uncited_cold, cited_cold, uncited_warm, cited_warm = row
+        print(f"{kind:>12} {naive * 1e3:9.2f} {uncited_cold * 1e3:13.1f} {cited_cold * 1e3:11.1f} "
+              f"{uncited_warm * 1e3:13.2f} {cited_warm * 1e3:11.2f} {naive / cited_warm:13.0f}")
+
+
+def _cite(quote: tuple[str, int], cited: bool) -> tuple[str, int | None]:
+    return quote[0], quote[1] if cited else None
 
 
 def _prepared_cache(output: str) -> OutputCache:
@@ -372,7 +422,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--parts", default="1234", help="which parts to run, e.g. 3")
+    parser.add_argument("--parts", default="12345", help="which parts to run, e.g. 3")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     if "1" in args.parts:
@@ -381,6 +431,8 @@ def main() -> None:
         bench_accuracy(rng)
     if "4" in args.parts:
         bench_long_miss(rng)
+    if "5" in args.parts:
+        bench_cited(rng)
     if "3" in args.parts:
         if "1" not in args.parts:
             # The fold tables are built once per process (~1 s); part 1 builds them otherwise.

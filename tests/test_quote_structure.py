@@ -14,7 +14,7 @@ import pytest
 from pipeline.contracts import ToolInvocation
 from pipeline.gatekeeper import GateContext, load_rules, run_gatekeeper
 from pipeline.gatekeeper.features import match_excerpt
-from pipeline.gatekeeper.matcher import PreparedOutput, record_text
+from pipeline.gatekeeper.matcher import PreparedOutput, fold, record_text
 from tests.test_gatekeeper_fidelity import RULES_DIR
 
 SIMILARITY, ENTITIES = "evidence.excerpt_similarity", "evidence.excerpt_entities"
@@ -63,6 +63,12 @@ def _check(rules, excerpt: str, records: list[str] | None = None):
 def test_faithful_quotes_are_found_by_structure(rules, excerpt):
     result = _check(rules, excerpt)
     assert result.status == "pass" and result.unbacked_claims == [], result.errors
+
+
+def test_full_width_separators_fold_like_ascii_ones():
+    # A full-width comma or point inside a number is still number formatting, not a word break.
+    assert fold("18：01：50，556") == fold("18:01:50,556") == PreparedOutput("18:01:50,556").folded
+    assert fold("5，312 rows at 92．0%") == fold("5,312 rows at 92.0%") == "5312 rows at 92"
 
 
 def test_reordered_tokens_fail_whatever_their_similarity(rules):

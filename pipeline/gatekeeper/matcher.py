@@ -33,7 +33,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, TOKEN, Chain, chain, weight
-from pipeline.gatekeeper.vocabulary import Vocabulary
+from pipeline.gatekeeper.vocabulary import Vocabulary, is_cjk
 from pipeline.tools.results import parse_result
 
 _SPACE = 32
@@ -112,14 +112,14 @@ def _fold_dict() -> dict[int, int]:
 
 
 _ASCII_NON_ALNUM = re.compile(r"[^a-z0-9]+")
-# Characters that only spell a number differently: a thousands separator ("5,312") and the
-# trailing zeros of a fraction ("92.0", "1.50"). Folding drops them, so 92 = 92.0 = 92.00 and
+# Characters that only spell a number differently: a thousands separator ("5,312", or full-width
+# "5，312", which width folding would otherwise turn into a space first) and the trailing zeros
+# of a fraction ("92.0", "1.50", "92．0"). Folding drops them, so 92 = 92.0 = 92.00 and
 # 5,312 = 5312 on both sides, while 92.5 still differs. Dotted runs (10.0.3.7, v1.2.0) are left.
-# Each pattern starts with a literal, so a scan of a 10 MB output jumps from "," to "," and "." to
-# "."; what precedes the match (a digit, not a dotted run) is checked in code.
-_THOUSANDS = re.compile(r",(?=\d{3}(?!\d))")
-_FRACTION_ZEROS = re.compile(r"\.(\d*?)(0+)(?![\d.]|,\d)")
-
+# Each pattern starts with one of two characters, so a scan of a 10 MB output jumps from comma to
+# comma and point to point; what precedes the match (a digit, not a dotted run) is checked in code.
+_THOUSANDS = re.compile(r"[,\uff0c](?=\d{3}(?!\d))")
+_FRACTION_ZEROS = re.compile(r"[.\uff0e](\d*?)(0+)(?![\d.\uff0e]|[,\uff0c]\d)")
 
 def number_noise(text: str) -> list[tuple[int, int]]:
     """[start, end) spans of a text that folding drops as number formatting, in order."""
@@ -129,7 +129,7 @@ def number_noise(text: str) -> list[tuple[int, int]]:
         first = dot
         while first and text[first - 1].isdigit():
             first -= 1
-        if first == dot or text[first - 1 : first] == ".":
+        if first == dot or text[first - 1 : first] in (".", "\uff0e"):
             continue  # no integer part, or a dotted run such as 10.0.3.7
         # "92.0" loses ".0"; "1.50" keeps "1.5".
         spans.append((dot if not m.group(1) else m.start(2), m.end(2)))
@@ -147,7 +147,7 @@ def _without(text: str, spans: list[tuple[int, int]]) -> str:
 
 def fold(text: str) -> str:
     """The matching form of a short text (an excerpt): same folding as an output, runs collapsed."""
-    if "." in text or "," in text:
+    if "." in text or "," in text or "\uff0c" in text or "\uff0e" in text:
         noise = number_noise(text)
         if noise:
             text = _without(text, noise)
@@ -642,36 +642,61 @@ def _structural(needle: str, prepared: PreparedOutput, within: int | None = None
     """Folded spans of the needle found by structure (starting in record `within` if given): one
     contiguous span, or a first piece that ends its record and the rest found the same way from
     the next, adjacent record. The longest first piece is tried first."""
-    hay = prepared.folded
     for at in _hits(prepared, needle, within):
         if _runs_adjacent(prepared, at, at + len(needle)):
             return [(at, at + len(needle))]
     if depth >= _MAX_SPLITS:
         return None
     toks = [m.span() for m in TOKEN.finditer(needle)]
-    for k in range(len(toks) - 1, 0, -1):
-        head_end, tail_start = toks[k - 1][1], toks[k][0]
-        if weight(needle, 0, head_end) < _MIN_PIECE:
-            break  # every shorter first piece weighs less
-        if weight(needle, tail_start, len(needle)) < _MIN_PIECE:
-            continue
-        head = needle[:head_end]
-        for at in _hits(prepared, head, within):
-            end = at + len(head)
-            record = prepared.record_at(end - 1)
-            stop = prepared.record_end(record)
-            if end > stop or hay[end:stop].strip() or not prepared.adjacent(record):
-                continue  # the piece does not end its record, or no record follows it
-            if not _runs_adjacent(prepared, at, end):
-                continue
-            rest = _structural(needle[tail_start:], prepared, record + 1, depth + 1)
-            if rest:
-                return [(at, end), *rest]
+    # The first piece ends its record, so where it starts says where it ends: the starts of the
+    # needle's longest prefix found anywhere are tried first, then of shorter ones while they are
+    # rare enough to point at a record (a longer first piece is found at fewer places).
+    heads = [toks[k - 1][1] for k in range(1, len(toks)) if weight(needle, 0, toks[k - 1][1]) >= _MIN_PIECE]
+    lo, hi = 0, len(heads)  # heads[:lo] occur somewhere, heads[hi:] nowhere
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if next(_hits(prepared, needle[: heads[mid]], within, 1), None) is None:
+            hi = mid
+        else:
+            lo = mid + 1
+    tried: set[int] = set()
+    for head_end in reversed(heads[:lo]):
+        found = list(islice(_hits(prepared, needle[:head_end], within, _MAX_HITS + 1), _MAX_HITS + 1))
+        if len(found) > _MAX_HITS:
+            break
+        for at in found:
+            if at not in tried:
+                tried.add(at)
+                split = _split_at(needle, prepared, at, depth)
+                if split:
+                    return split
     return None
 
 
-def _hits(prepared: PreparedOutput, needle: str, within: int | None) -> Iterator[int]:
-    """Folded positions of a needle that cut no number: anywhere (at most _MAX_HITS), or starting in one record."""
+def _split_at(needle: str, prepared: PreparedOutput, at: int, depth: int) -> list[tuple[int, int]] | None:
+    """The needle found from folded position `at` to the end of its record, and the rest by
+    structure from the next, adjacent record; None when it does not run to that record's end."""
+    record = prepared.record_at(at)
+    piece = prepared.folded[at : prepared.record_end(record)].rstrip()
+    end = at + len(piece)
+    if not (len(piece) < len(needle) and needle.startswith(piece) and _token_edge(needle, len(piece))):
+        return None
+    tail = needle[len(piece) :].lstrip()
+    if weight(piece, 0, len(piece)) < _MIN_PIECE or weight(tail, 0, len(tail)) < _MIN_PIECE:
+        return None
+    if not prepared.adjacent(record) or not _runs_adjacent(prepared, at, end):
+        return None
+    rest = _structural(tail, prepared, record + 1, depth + 1)
+    return [(at, end), *rest] if rest else None
+
+
+def _token_edge(needle: str, at: int) -> bool:
+    """Whether a folded needle may be cut at `at`: a space, or a Chinese character on either side."""
+    return needle[at] == " " or is_cjk(needle[at]) or is_cjk(needle[at - 1])
+
+
+def _hits(prepared: PreparedOutput, needle: str, within: int | None, limit: int = _MAX_HITS) -> Iterator[int]:
+    """Folded positions of a needle that cut no number: anywhere (at most `limit`), or starting in one record."""
     hay = prepared.folded
     head, tail = needle[:1].isdigit(), needle[-1:].isdigit()
 
@@ -680,7 +705,7 @@ def _hits(prepared: PreparedOutput, needle: str, within: int | None) -> Iterator
                     or (tail and hay[at + len(needle) : at + len(needle) + 1].isdigit()))
 
     if within is None:
-        yield from (at for at in islice(prepared.finds(needle), _MAX_HITS) if whole(at))
+        yield from (at for at in islice(prepared.finds(needle), limit) if whole(at))
         return
     lo, hi = int(prepared.record_starts[within]), prepared.record_end(within)
     at = hay.find(needle, lo, hi + len(needle))
