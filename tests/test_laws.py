@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from helpers import CPU_QUESTION, cpu_claim, diagnosis_json, rules_without, scripted
+from helpers import CPU_ALERT, CPU_QUESTION, cpu_claim, diagnosis_json, rules_without, scripted
 
 from pipeline.config import Settings
 from pipeline.contracts import ComposerInput
 from pipeline.llm.offline.provider import OfflineProvider
 from pipeline.session import run_session
 from pipeline.store import Store
+from pipeline.tools.results import read_result
 
 SINGLE = {"digest": {"enabled": False}}
 
@@ -122,3 +123,41 @@ def test_law7_rules_are_data(settings: Settings, store: Store, tmp_path: Path, r
     rules = rules_without(repo_root / "rules", tmp_path / "rules", "claim.hallucination_phrases")
     relaxed = run_session(CPU_QUESTION, settings=s.model_copy(update={"rules_dir": rules}), store=store)
     assert "claim.hallucination_phrases" not in relaxed.evaluation.gatekeeper_result.failed_rules
+
+
+def _cited_cpu_session(settings: Settings, store: Store, tmp_path: Path, record: str, excerpt: str = CPU_ALERT):
+    claim = cpu_claim(excerpt=excerpt)
+    claim["evidence_bindings"][0]["source_record_ids"] = [f"{{inv:query_metrics:0}}#{record}"]
+    s = scripted(settings, tmp_path, {"diagnosis": diagnosis_json(claim)}, **SINGLE)
+    result = run_session(CPU_QUESTION, settings=s, store=store)
+    errors = [e for e in result.evaluation.gatekeeper_result.errors if e.rule_id == "evidence.excerpt_similarity"]
+    return result, [e.msg.code for e in errors if e.msg is not None]
+
+
+def test_law10_a_quote_is_the_tools_own_by_structure_and_lies_in_the_records_it_cites(
+        settings: Settings, store: Store, tmp_path: Path) -> None:
+    # The offline chain cites the record each digest and binding quotes, and those quotes hold.
+    offline = run_session(CPU_QUESTION, settings=settings, store=store)
+    row = store.get_session(offline.session_id)
+    assert row["evidence_digests"] and all(d["source_record_ids"] for d in row["evidence_digests"])
+    assert all(b.get("source_record_ids") for c in offline.evaluation.structured["claims"] for b in c["evidence_bindings"])
+    assert "evidence.excerpt_similarity" not in offline.evaluation.gatekeeper_result.failed_rules
+
+    # Reordered words of the alert: close by similarity, not the tool's own.
+    reordered = "CPU使用率过高: 92.0%, 线程数: 245, 进程: java (PID: 1)"
+    s = scripted(settings, tmp_path, {"diagnosis": diagnosis_json(cpu_claim(excerpt=reordered))}, **SINGLE)
+    result = run_session(CPU_QUESTION, settings=s, store=store)
+    assert "evidence.excerpt_similarity" in result.evaluation.gatekeeper_result.failed_rules
+    assert result.verdict != "PASS"
+
+    missing, codes = _cited_cpu_session(settings, store, tmp_path, "999")
+    assert codes == ["gk.missing_records"] and missing.verdict != "PASS"
+    # The alert's own record, and its neighbour, found from the stored output.
+    (inv,) = [i for i in store.invocations(missing.session_id) if i.tool_name == "query_metrics"][:1]
+    records = read_result(inv.output).records
+    own = next(r.number for r in records if r.text == CPU_ALERT)
+    _, codes = _cited_cpu_session(settings, store, tmp_path, str(own))
+    assert codes == []
+    other = own + 1 if own + 1 < len(records) else own - 1
+    _, codes = _cited_cpu_session(settings, store, tmp_path, str(other))
+    assert codes == ["gk.outside_cited"]

@@ -1,13 +1,13 @@
 """An excerpt as a chain of verbatim pieces of its output, and what lies between them.
 
-A faithful quote is not always one substring: it may run over two adjacent records, skip a
-field ("payment-service ERROR Request timeout" against a JSON record whose `level` and
-`message` keys sit between), or leave a word out. Such a quote is a chain: its words, in order,
-as a few verbatim pieces of the output with short stretches of output between them. What the
-chain does not cover, and what it steps over, is where meaning changes hide: an added "no", a
-dropped "not", "成功" where the output says "失败", INFO where the record says ERROR. Each such
-junction is kept as a hunk (the excerpt's side and the output's side, with one word of matched
-context around both) for the rules to read against their word lists.
+A quote that is not found by structure (matcher.py: one span of a record, or pieces split only
+between adjacent records) is not the tool's own, yet where it differs says what kind of wrong
+it is. Its words, in order, are found as a few verbatim pieces of the output with stretches of
+output between them: what the chain does not cover, and what it steps over, is where meaning
+changes hide: an added "no", a dropped "not", "成功" where the output says "失败", INFO where the
+record says ERROR, another record's number. Each such junction is kept as a hunk (the excerpt's
+side and the output's side, with one word of matched context around both) for the rules to read
+against their word lists.
 
 Everything here is threshold-free: gaps are measured, never judged.
 """
