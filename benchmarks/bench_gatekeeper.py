@@ -260,7 +260,7 @@ KINDS = [
 
 def bench_long_miss(rng: random.Random) -> None:
     """A 10,000-character excerpt that matches nothing, against 1 MB of long lines: gatekeeper plus
-    the verifier payload's window search, per check (issue 11: <= 1 s)."""
+    the verifier payload's window search, per check (target: <= 1 s)."""
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9))) for _ in range(4000)]
     lines = [{"timestamp": f"2024-05-01T10:00:{i % 60:02d}Z", "service": rng.choice(SERVICES), "level": "INFO",
               "message": " ".join(rng.choice(words) for _ in range(1500))} for i in range(100)]

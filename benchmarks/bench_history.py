@@ -1,4 +1,4 @@
-"""History at scale (issue 13 item 4): the columnar replay against the per-session replay.
+"""History at scale: the columnar replay against the per-session replay.
 
     python benchmarks/bench_history.py --sessions 1000000 --naive 10000 [--trouble 0.05] [--db URL] [--e2e]
 

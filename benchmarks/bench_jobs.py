@@ -1,4 +1,4 @@
-"""Load benchmark of the PostgreSQL job queue (issue 13 item 5), loopback only.
+"""Load benchmark of the PostgreSQL job queue, loopback only.
 
 N sessions are queued at once through procrastinate; `workbench worker` processes run them
 against the local OpenAI-compatible stub (tests/stub_openai.py), which answers every call after

@@ -1,4 +1,4 @@
-"""Size and depth bounds shared by every path that stores or reads outside text (issue 12 item 5)."""
+"""Size and depth bounds shared by every path that stores or reads outside text."""
 
 from __future__ import annotations
 

@@ -188,7 +188,7 @@ class GatekeeperResult(_Model):
     warnings: list[str] = Field(default_factory=list)
     errors: list[GatekeeperError] = Field(default_factory=list)
     # Claims none of whose bindings is evidence: every binding only reaches the warn band or
-    # quotes content the cited output lacks. Never shown as confirmed, never PASS (issue 11).
+    # quotes content the cited output lacks. Never shown as confirmed, never PASS.
     unbacked_claims: list[str] = Field(default_factory=list)
 
 

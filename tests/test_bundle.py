@@ -1,4 +1,4 @@
-"""Import re-verifies, stores atomically, names uniquely; bundle reads are bounded (issue 12 items 1, 5)."""
+"""Import re-verifies, stores atomically, names uniquely; bundle reads are bounded."""
 
 from __future__ import annotations
 

@@ -38,3 +38,67 @@ def test_no_reference_to_documents_outside_the_repository() -> None:
              for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
              if stale.search(line)]
     assert found == []
+
+
+def _engine_modules() -> dict[str, list[str]]:
+    """Every module under pipeline/, by its last name and by its dotted path without `pipeline.`."""
+    found: dict[str, list[str]] = {}
+    for path in (ROOT / "pipeline").rglob("*.py"):
+        dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for key in {dotted.split(".")[-1], dotted.removeprefix("pipeline.")}:
+            found.setdefault(key, []).append(dotted)
+    return found
+
+
+def test_architecture_names_only_what_exists() -> None:
+    """`module.name` and `file.py` in docs/architecture.md resolve to a module and its attribute."""
+    import importlib
+
+    import yaml
+
+    from pipeline.config import Settings
+
+    rule_ids = {r["id"] for r in yaml.safe_load((ROOT / "rules" / "index.yaml").read_text())["rules"]}
+    sections = set(Settings.model_fields)
+    modules = _engine_modules()
+    files = {p.name for folder in ("pipeline", "pages", "benchmarks", "scripts") for p in (ROOT / folder).rglob("*.py")}
+    files |= {p.name for p in ROOT.glob("*.py")}
+    missing = []
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for name in sorted(set(re.findall(r"`([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)`", text))):
+        head, _, rest = name.partition(".")
+        if name in rule_ids or head in sections or head == "st":
+            continue
+        if rest == "py":
+            if name not in files:
+                missing.append(name)
+            continue
+        module_path, attrs = (name.removeprefix("pipeline."), []) if name.startswith("pipeline.") else (head, [rest])
+        while module_path not in modules and "." in module_path:
+            module_path, last = module_path.rsplit(".", 1)
+            attrs.insert(0, last)
+        if module_path not in modules:
+            missing.append(name)
+            continue
+        ok = False
+        for dotted in modules[module_path]:
+            obj: object = importlib.import_module(dotted)
+            try:
+                for attr in ".".join(attrs).split(".") if attrs else []:
+                    obj = getattr(obj, attr)
+                ok = True
+            except AttributeError:
+                pass
+        if not ok:
+            missing.append(name)
+    assert missing == []
+
+
+def test_no_comment_cites_an_issue_tracker() -> None:
+    """Comments give reasons; a tracker number points at something the reader cannot open."""
+    tracker = re.compile(r"\bissues? \d+\b", re.I)
+    found = [f"{p.relative_to(ROOT)}:{n}" for folder in ("pipeline", "pages", "tests", "benchmarks", "scripts")
+             for p in (ROOT / folder).rglob("*.py")
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if tracker.search(line) and p.name != "test_docs.py"]
+    assert found == []

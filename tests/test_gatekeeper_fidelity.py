@@ -1,4 +1,4 @@
-"""Quote fidelity (issue 11 item 5): every class both ways, in English and Chinese.
+"""Quote fidelity: every class both ways, in English and Chinese.
 
 A faithful excerpt (spanning adjacent records, elided, a record's fields without their keys, numbers reformatted)
 passes with its claim backed; the same excerpt mutated (invented words, another number, a

@@ -108,7 +108,7 @@ def page() -> Iterator:
             dialog.dismiss()
 
         pg.on("dialog", on_dialog)
-        # Issue 14: a page that works still must not log errors (usage statistics are off in
+        # A page that works still must not log errors (usage statistics are off in
         # .streamlit/config.toml, so no telemetry host is looked up).
         console: list[str] = []
 

@@ -1,4 +1,4 @@
-"""Every page in Chinese (issue 14 item 6): headless Debian Chromium walks Ask, Sessions, Trace,
+"""Every page in Chinese: headless Debian Chromium walks Ask, Sessions, Trace,
 Rules and Eval with ?lang=zh and finds no English sentence outside quoted evidence, code and
 identifiers. Screenshots go to tests/screenshots/zh-*.png for a person to look at.
 

@@ -79,7 +79,7 @@ def evaluate(context: RuleContext, rules: RuleSet) -> GatekeeperResult:
 
 
 def unbacked_claims(context: RuleContext, flagged: set[str]) -> list[str]:
-    """Claim ids none of whose bindings is evidence (issue 11): every binding was flagged by a
+    """Claim ids none of whose bindings is evidence: every binding was flagged by a
     blocking rule (the warn band of similarity included, and invented content), or could not be
     measured at all. Such a claim is never shown as confirmed and never lets a session PASS."""
     data = context.structured

@@ -115,7 +115,7 @@ def assemble_input(
     Beyond the docs/spec.md#composer-input table: a root_cause claim is stated as confirmed only when it is a
     direct observation under PASS; an inferred one becomes a hypothesis, and under REJECT only
     directly observed, non-root-cause facts remain. A claim in `unbacked` (no binding of it is
-    evidence, issue 11) is never confirmed, whatever its check and the verdict: it is a gap.
+    evidence) is never confirmed, whatever its check and the verdict: it is a gap.
     The claims are ranked by relevance to `scope` and the answer's lead is decided here.
     """
     lang = detect_language(question)

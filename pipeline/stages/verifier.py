@@ -103,7 +103,7 @@ class _Indexed:
 
         Only lines holding one of its longest words (Chinese: 4-character chunks) are scored, with
         its first _FUZZY_PROBE characters: partial_ratio of a 10,000-character excerpt against every
-        long line of a 1 MB output took minutes (issue 11)."""
+        long line of a 1 MB output took minutes."""
         votes: dict[int, int] = {}
         for word in _fuzzy_words(needle):
             for idx in self.occurrences(word, limit=_FUZZY_HITS):
