@@ -1,19 +1,23 @@
 """Check the real-log grounding corpus through `workbench check` and report per class.
 
-    python benchmarks/grounding_real_logs.py [--show 5] [--by system] [--by shape]
+    python benchmarks/grounding_real_logs.py [--show 5] [--by system] [--by shape] [--cite-records]
 
 Every case becomes a session bundle, as another agent would export one: a single tool invocation
 whose output is the system's log slice (plain text or a log query's JSON, per the case), and an
 executor answer with one direct claim whose evidence excerpt is the case's quote, citing that
-invocation. The bundle carries a verifier that accepts the claim (the most lenient one), so the
-verdict is what the deterministic half of the product makes of the quote. The bundle is read by
-`parse_bundle` and checked by `check_bundle`, the functions behind `workbench check`.
+invocation (with --cite-records, naming the quoted records too). The bundle carries a verifier
+that accepts the claim (the most lenient one), so the verdict is what the deterministic half of
+the product makes of the quote. The bundle is read by `parse_bundle` and checked by
+`check_bundle`, the functions behind `workbench check`.
 
 A case is *flagged* when the gatekeeper reports an error on it or leaves its claim unbacked; it
 *ends PASS* when the checked session's verdict is PASS. Per class:
 
 - faithful: passed = share neither flagged nor kept from PASS (goal >= 99%);
 - mutated: caught = share flagged (goal >= 98% for every class), and how many end PASS (goal 0).
+
+With --cite-records one class is added: each exact quote citing a record half the slice away
+that does not say it (a quote found only outside its cited records must fail).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from real_logs_corpus import CORPUS, FAITHFUL, MUTATED, SHAPES, SYSTEMS, output_text  # noqa: E402
+from real_logs_corpus import CORPUS, FAITHFUL, MUTATED, SHAPES, SYSTEMS, lines, norm, output_text  # noqa: E402
 
 from pipeline.bundle import parse_bundle  # noqa: E402
 from pipeline.check import check_bundle  # noqa: E402
@@ -62,15 +66,21 @@ def _invocation(system: str, shape: str) -> dict[str, Any]:
             "arguments": {"source": f"loghub/{system}"}, "status": "ok", "output": output_text(system, shape)}
 
 
-def bundle_of(case: dict) -> dict[str, Any]:
-    """The session bundle that quotes the case's excerpt as evidence from its log."""
+def bundle_of(case: dict, *, cite_records: bool = False) -> dict[str, Any]:
+    """The session bundle that quotes the case's excerpt as evidence from its log; with
+    `cite_records`, the binding also names the records it quotes (the line, and the next one
+    for a quote over adjacent records), as docs/spec.md#record-citations allows."""
     inv = _invocation(case["system"], case["shape"])
     excerpt = case["excerpt"]
+    binding: dict[str, Any] = {"source_type": "tool_trace", "tool_name": inv["tool_name"],
+                               "source_invocation_ids": [inv["id"]], "evidence_excerpt": excerpt}
+    if cite_records:
+        record = case["line"] - 1  # records are numbered from 0, one per line of the slice
+        quoted = (record, record + 1) if case["class"] == "adjacent records" else (record,)
+        binding["source_record_ids"] = [f"{inv['id']}#{n}" for n in quoted]
     executor = {"answer_version": "executor_evidence_v2", "claims": [{
         "claim_id": "c1", "claim_type": "symptom", "claim_text": excerpt, "support_level": "direct",
-        "evidence_bindings": [{"source_type": "tool_trace", "tool_name": inv["tool_name"],
-                               "source_invocation_ids": [inv["id"]], "evidence_excerpt": excerpt}]}],
-        "hypotheses": [], "recommended_actions": [], "missing_info": []}
+        "evidence_bindings": [binding]}], "hypotheses": [], "recommended_actions": [], "missing_info": []}
     return {
         "bundle_version": 1,
         "session": {"id": SESSION, "question": f"What do the {case['system']} logs show?", "shape": "single",
@@ -83,13 +93,32 @@ def bundle_of(case: dict) -> dict[str, Any]:
     }
 
 
-def run_cases(cases: list[dict], rules: RuleSet | None = None) -> list[Outcome]:
+MISCITED = "exact, another record cited"
+
+
+def miscited(cases: list[dict]) -> list[dict]:
+    """Each exact quote again, its binding citing a line half the slice away that does not say it:
+    with record citations, a quote found only outside the records it cites must fail."""
+    out = []
+    for case in cases:
+        if case["class"] != "exact":
+            continue
+        slice_lines = lines(case["system"])
+        other = (case["line"] - 1 + len(slice_lines) // 2) % len(slice_lines)
+        if norm(case["excerpt"]) not in norm(slice_lines[other]):
+            out.append({**case, "id": case["id"] + "/miscited", "class": MISCITED, "faithful": False,
+                        "line": other + 1})
+    return out
+
+
+def run_cases(cases: list[dict], rules: RuleSet | None = None, *, cite_records: bool = False) -> list[Outcome]:
     settings = Settings()
     rules = rules or load_rules(ROOT / "rules")
     provider = make_provider(settings)
     results = []
     for case in cases:
-        ev = check_bundle(parse_bundle(bundle_of(case)), settings=settings, rules=rules, provider=provider)
+        bundle = parse_bundle(bundle_of(case, cite_records=cite_records))
+        ev = check_bundle(bundle, settings=settings, rules=rules, provider=provider)
         gate = ev.gatekeeper_result
         unbacked = bool(gate.unbacked_claims)
         findings = [f"{e.rule_id}: {e.message}" for e in gate.errors] + (["claim unbacked"] if unbacked else [])
@@ -102,7 +131,7 @@ def summarize(results: list[Outcome], key: str = "class") -> dict[str, dict[str,
     groups: dict[tuple[bool, str], list[Outcome]] = defaultdict(list)
     for r in results:
         groups[(r.case["faithful"], r.case[key])].append(r)
-    order = {"class": (*FAITHFUL, *MUTATED), "system": tuple(SYSTEMS), "shape": SHAPES}[key]
+    order = {"class": (*FAITHFUL, *MUTATED, MISCITED), "system": tuple(SYSTEMS), "shape": SHAPES}[key]
     table: dict[str, dict[str, float]] = {}
     for faithful in (True, False):
         for name in order:
@@ -150,10 +179,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--show", type=int, default=0, help="print this many misjudged cases per class")
+    parser.add_argument("--cite-records", action="store_true",
+                        help="bindings also cite the records they quote (source_record_ids), and every exact "
+                             "quote is checked once more citing another record")
     parser.add_argument("--by", choices=("system", "shape"), action="append", default=[],
                         help="also print the table per system or per output shape")
     args = parser.parse_args()
-    results = run_cases(load_cases(args.corpus))
+    cases = load_cases(args.corpus)
+    results = run_cases(cases + miscited(cases) if args.cite_records else cases, cite_records=args.cite_records)
     table = summarize(results)
     print_table(table)
     for key in args.by:

@@ -24,7 +24,9 @@ mutated    digit changed, sibling value (a field's value from another line of th
 A mutated quote is kept only when its normalised form occurs nowhere in the normalised slice
 (read as one text, so a run over two adjacent lines counts as found): a "mutation" that another
 line says verbatim is a faithful quote after all. Each corpus line is one case:
-{"id", "class", "faithful", "system", "shape", "excerpt"}. Deterministic (seeded).
+{"id", "class", "faithful", "system", "line", "shape", "excerpt"}, where "line" is the 1-based
+line of the slice the quote was made from (an adjacent-records quote goes on into the next one).
+Deterministic (seeded).
 """
 
 from __future__ import annotations
@@ -421,7 +423,7 @@ def generate() -> list[dict]:
                 if excerpt is None:
                     continue
                 cases.append({"id": f"{system}#{i + 1}/{cls}", "class": cls, "faithful": cls in FAITHFUL,
-                              "system": system, "shape": rng.choice(SHAPES), "excerpt": excerpt})
+                              "system": system, "line": i + 1, "shape": rng.choice(SHAPES), "excerpt": excerpt})
     return cases
 
 

@@ -102,3 +102,16 @@ def test_every_mutation_class_is_caught_and_none_ends_pass(table) -> None:
 
     mutated = {cls: table[cls] for cls in (*corpus.MUTATED, "all mutated")}
     assert harness.misses(mutated) == [], mutated
+
+
+@pytest.mark.slow
+def test_with_record_citations_mutations_and_miscited_quotes_are_caught() -> None:
+    """The same mutated quotes with bindings that cite their records, and every exact quote
+    citing a record that does not say it."""
+    import grounding_real_logs as harness
+
+    cases = harness.load_cases()
+    checked = [c for c in cases if not c["faithful"]] + harness.miscited(cases)
+    table = harness.summarize(harness.run_cases(checked, cite_records=True))
+    assert table[harness.MISCITED]["n"] >= 300
+    assert harness.misses(table) == [], table
