@@ -48,13 +48,19 @@ log = logging.getLogger(__name__)
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 END_EVENTS = ("done", "failed")
 BATCH = 2000
+# PostgreSQL hands out sequence ids before commit, so an end event can become visible after one
+# with a higher id: each scrape looks this many ids back and skips the events it already folded.
+LOOKBACK_IDS = 10_000
 
 
 class _Ended:
-    """Running totals over the sessions that ended after `cursor` (a session_event id)."""
+    """Running totals over the sessions whose end event id is above `start`; `cursor` is the
+    highest folded, `folded` the ids folded within LOOKBACK_IDS of it."""
 
     def __init__(self) -> None:
-        self.cursor: int | None = None
+        self.start: int | None = None
+        self.cursor = 0
+        self.folded: set[int] = set()
         self.sessions: dict[tuple[str, str], int] = defaultdict(int)
         self.stage_buckets: dict[str, list[int]] = defaultdict(lambda: [0] * (len(STAGE_BUCKETS) + 1))
         self.stage_sum: dict[str, float] = defaultdict(float)
@@ -84,7 +90,7 @@ class StoreCollector(Collector):
         self._ended = _Ended()
         self._lock = threading.Lock()  # scrapes may overlap; the totals advance once per event
         try:
-            self._ended.cursor = self._last_event_id()
+            self._ended.start = self._ended.cursor = self._last_event_id()
         except SQLAlchemyError:
             pass  # the store is down: counting starts at the first scrape that reaches it
 
@@ -94,24 +100,30 @@ class StoreCollector(Collector):
 
     def _catch_up(self) -> None:
         ended = self._ended
-        if ended.cursor is None:
-            ended.cursor = self._last_event_id()
+        if ended.start is None:
+            ended.start = ended.cursor = self._last_event_id()
             return
+        after = max(ended.start, ended.cursor - LOOKBACK_IDS)
         with self.store.engine.connect() as conn:
             while True:
                 events = conn.execute(
                     select(SessionEventRow.id, SessionEventRow.session_id)
-                    .where(SessionEventRow.id > ended.cursor, SessionEventRow.stage.in_(END_EVENTS))
+                    .where(SessionEventRow.id > after, SessionEventRow.stage.in_(END_EVENTS))
                     .order_by(SessionEventRow.id).limit(BATCH)).all()
                 if not events:
-                    return
-                s = DiagnosisSession
-                rows = conn.execute(select(s.status, s.verdict, s.provider, s.model, s.timings_ms, s.prompt_tokens,
-                                           s.completion_tokens, s.cost_usd)
-                                    .where(s.id.in_({e.session_id for e in events}))).all()
-                for row in rows:
-                    ended.fold(row)
-                ended.cursor = events[-1].id
+                    break
+                fresh = [e for e in events if e.id not in ended.folded]
+                if fresh:
+                    s = DiagnosisSession
+                    rows = conn.execute(select(s.status, s.verdict, s.provider, s.model, s.timings_ms,
+                                               s.prompt_tokens, s.completion_tokens, s.cost_usd)
+                                        .where(s.id.in_({e.session_id for e in fresh}))).all()
+                    for row in rows:
+                        ended.fold(row)
+                    ended.folded.update(e.id for e in fresh)
+                after = events[-1].id
+                ended.cursor = max(ended.cursor, after)
+        ended.folded = {i for i in ended.folded if i > ended.cursor - LOOKBACK_IDS}
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily("workbench_store_up", "1 while the store answers the scrape")
