@@ -77,7 +77,8 @@ def verdict_in_force(r: SessionRecord) -> None:
     change = views.verdict_change(ui.settings(), ui.store(), r.id)
     if change is None:
         return
-    st.warning(ui.t("trace.in_force", v=change.in_force, n=change.version_in_force, a=change.at_ask or "—",
+    shown = " · ".join([change.in_force, *([ui.t("mark.ungated")] if change.ungated_in_force else [])])
+    st.warning(ui.t("trace.in_force", v=shown, n=change.version_in_force, a=change.at_ask or "—",
                     m="—" if change.version_at_ask is None else change.version_at_ask))
     for title, errors in ((ui.t("trace.findings_added"), change.added), (ui.t("trace.findings_removed"), change.removed)):
         if errors:

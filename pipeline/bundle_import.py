@@ -19,6 +19,7 @@ becomes that id negated, which no row can have, so it never lands on another ses
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -47,12 +48,22 @@ class ImportResult:
     ungated_by: list[str]  # RuleSet.ungated_by of the rules it was judged under
 
 
+_RECORD = re.compile(r"(inv-)?(\d+)(#\d+)?")
+
+
 def _remap(value: Any, id_map: dict[int, int]) -> Any:
-    """Every invocation reference in a JSON value rewritten (`*invocation_ids` lists, `invocation_id`)."""
+    """Every invocation reference in a JSON value rewritten: `*invocation_ids` lists,
+    `invocation_id`, `*record_ids` entries ("12#3", "inv-12#3") and an "inv-12" source_id."""
     def one(i: Any) -> Any:
         if not isinstance(i, int) or isinstance(i, bool):
             return i
         return id_map.get(i, -abs(i) if i else i)
+
+    def in_text(text: Any) -> Any:
+        match = _RECORD.fullmatch(text) if isinstance(text, str) else None
+        if match is None:
+            return text
+        return f"{match[1] or ''}{one(int(match[2]))}{match[3] or ''}"
 
     if isinstance(value, dict):
         out = {}
@@ -61,6 +72,10 @@ def _remap(value: Any, id_map: dict[int, int]) -> Any:
                 out[key] = [one(i) for i in item]
             elif key == "invocation_id":
                 out[key] = one(item)
+            elif isinstance(key, str) and key.endswith("record_ids") and isinstance(item, list):
+                out[key] = [in_text(i) if isinstance(i, str) and "#" in i else i for i in item]
+            elif key == "source_id" and isinstance(item, str) and item.startswith("inv-"):
+                out[key] = in_text(item)
             else:
                 out[key] = _remap(item, id_map)
         return out

@@ -74,7 +74,7 @@ def queue_query(store: Store, q: QueueFilter, outcome: Outcome = IN_FORCE) -> An
 
 
 _LIST_COLUMNS = ("id", "created_at", "question", "status", "groundedness", "services", "provider", "shape",
-                 "provenance", "ungated")
+                 "provenance")
 
 
 def queue_rows(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> list[SessionRow]:
@@ -83,6 +83,7 @@ def queue_rows(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0
     sub = queue_query(store, q).subquery()
     columns = [*(sub.c[c] for c in _LIST_COLUMNS), sub.c.verdict_in_force.label("verdict"),
                sub.c.gatekeeper_in_force.label("gatekeeper_status"), sub.c.failed_in_force.label("failed_rules"),
+               sub.c.ungated_in_force.label("ungated"),
                sub.c.verdict.label("verdict_at_ask")]
     with store.engine.connect() as conn:
         rows = conn.execute(select(*columns).order_by(sub.c.created_at.desc())

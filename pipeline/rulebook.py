@@ -239,7 +239,8 @@ def rejudge(settings: Settings, store: Store, on_progress: Callable[[str, int, i
     result = history.replay(rules, on_exact=lambda done, of: report("judge", done, of))
     rows = result.differing(rules)
     report("write", 0, len(rows))
-    stored = _store_in_force(store, version, through, rows)
+    stored = _store_in_force(store, version, through, rows,
+                             ungated=bool(rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)))
     if on_progress is not None:
         on_progress("done", len(rows), len(rows))
     return Rejudged(version, result.total, len(rows), stored)
@@ -252,10 +253,11 @@ def _upsert(store: Store) -> Any:
     insert = pg_insert if store.engine.dialect.name == "postgresql" else sqlite_insert
     statement = insert(VerdictInForce)
     return statement.on_conflict_do_update(index_elements=[VerdictInForce.session_id], set_={
-        c: statement.excluded[c] for c in ("verdict", "gatekeeper_status", "failed_rules", "rules_version")})
+        c: statement.excluded[c] for c in ("verdict", "gatekeeper_status", "failed_rules", "rules_version", "ungated")})
 
 
-def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[str, str, str, list[str]]]) -> bool:
+def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[str, str, str, list[str]]], *,
+                    ungated: bool) -> bool:
     """One transaction: the pointer first (on SQLite the write lock; on PostgreSQL the row lock
     that an apply also takes), so the outcomes land only while `version` is still in force."""
     with store.engine.begin() as conn:
@@ -271,7 +273,7 @@ def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[s
         upsert = _upsert(store)
         for i in range(0, len(rows), _UPSERT_CHUNK):
             conn.execute(upsert, [{"session_id": sid, "verdict": verdict, "gatekeeper_status": status,
-                                   "failed_rules": failed, "rules_version": version}
+                                   "failed_rules": failed, "rules_version": version, "ungated": ungated}
                                   for sid, verdict, status, failed in rows[i:i + _UPSERT_CHUNK]])
     return True
 
@@ -290,7 +292,9 @@ def judge_late(settings: Settings, store: Store, session_id: str, version: int) 
     with store.engine.begin() as conn:
         conn.execute(_upsert(store), [{"session_id": r.session_id, "verdict": r.projected_verdict,
                                        "gatekeeper_status": r.new_status, "failed_rules": r.result.failed_rules,
-                                       "rules_version": applied or 0} for r in rows])
+                                       "rules_version": applied or 0,
+                                       "ungated": bool(rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled))}
+                                      for r in rows])
 
 
 _RUNNING: dict[str, threading.Thread] = {}  # per database, the re-judge this process runs

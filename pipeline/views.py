@@ -650,6 +650,7 @@ class VerdictChange:
     in_force: str
     version_in_force: int
     gatekeeper_in_force: str
+    ungated_in_force: bool  # judged with the gatekeeper or an evidence rule off (RuleSet.ungated_by)
     added: list[GatekeeperError]
     removed: list[GatekeeperError]
 
@@ -663,13 +664,13 @@ def verdict_change(settings: Settings, store: Store, session_id: str) -> Verdict
 
     with store.engine.connect() as conn:
         row = conn.execute(select(VerdictInForce.verdict, VerdictInForce.gatekeeper_status,
-                                  VerdictInForce.rules_version, DiagnosisSession.verdict,
+                                  VerdictInForce.rules_version, VerdictInForce.ungated, DiagnosisSession.verdict,
                                   DiagnosisSession.gatekeeper_status, DiagnosisSession.rules_version)
                            .join(DiagnosisSession, DiagnosisSession.id == VerdictInForce.session_id)
                            .where(VerdictInForce.session_id == session_id)).first()
     if row is None:
         return None
-    verdict, status, version, at_ask, status_at_ask, version_at_ask = row
+    verdict, status, version, ungated, at_ask, status_at_ask, version_at_ask = row
     [replayed] = replay(ReplayHistory(store).inputs([session_id]), rules_of(settings, store, version))
     old = _gate_errors(read_session(store, session_id, with_llm_calls=False))
     new = replayed.result.errors
@@ -678,5 +679,5 @@ def verdict_change(settings: Settings, store: Store, session_id: str) -> Verdict
         return e.rule_id, e.target, e.message
 
     before, after = {key(e) for e in old}, {key(e) for e in new}
-    return VerdictChange(at_ask, version_at_ask, status_at_ask, verdict, version, status,
+    return VerdictChange(at_ask, version_at_ask, status_at_ask, verdict, version, status, bool(ungated),
                          [e for e in new if key(e) not in before], [e for e in old if key(e) not in after])

@@ -528,6 +528,35 @@ def test_a_verdict_judged_ungated_says_so_wherever_it_is_shown(capsys: pytest.Ca
     assert "re-verified: PASS (ungated)" in out and _listed(capsys)[imported]["ungated"] is True
 
 
+def test_a_verdict_in_force_from_an_ungated_version_says_so(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    import shutil
+
+    bundle, _ = exported_bundle(capsys, tmp_path)
+    structured = json.loads(bundle["executor_raw_output"])
+    for claim in structured["claims"]:
+        for binding in claim["evidence_bindings"]:
+            binding["evidence_excerpt"] = "deploy v2.3.1 of payment-service rolled back at 10:02 by on-call"
+    bundle["executor_raw_output"] = json.dumps(structured, ensure_ascii=False)
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(bundle), encoding="utf-8")
+    sid, out = _import_line(capsys, forged)
+    assert "re-verified: REJECT" in out and "ungated" not in out
+    rules = tmp_path / "rules"
+    shutil.copytree(ROOT / "rules", rules)
+    index = yaml.safe_load((rules / "index.yaml").read_text(encoding="utf-8"))
+    for rule in index["rules"]:
+        rule["enabled"] = rule["enabled"] and not rule["id"].startswith("evidence.")
+    (rules / "index.yaml").write_text(yaml.safe_dump(index, allow_unicode=True), encoding="utf-8")
+    code, _, err = run(capsys, "rules", "apply", str(rules), "--author", "tuner")
+    assert code == 0 and "ungated" in err
+    row = _listed(capsys)[sid]
+    assert row["verdict_at_ask"] == "REJECT" and row["verdict"] != "REJECT", row
+    assert row["ungated"] is True and row["ungated_at_ask"] is False
+    code, table, _ = run(capsys, "sessions")
+    assert f"{row['verdict']} ungated" in table.split(sid)[1].splitlines()[0]
+
+
 # --- database faults and a closed output pipe -------------------------------------------------------
 
 

@@ -11,8 +11,7 @@ from sqlalchemy.orm import Session
 from pipeline.store.repo import IN_FORCE, Store
 from pipeline.store.schema import DiagnosisSession, RulesInForce, VerdictInForce
 
-LIST_COLUMNS = ("id", "question", "trigger", "status", "stage", "ungated", "provenance", "created_at", "rerun_of",
-                "error")
+LIST_COLUMNS = ("id", "question", "trigger", "status", "stage", "provenance", "created_at", "rerun_of", "error")
 
 
 def version_in_force(verdict: str | None, row_version: int | None, at_ask: int | None,
@@ -48,6 +47,7 @@ def session_list(store: Store, *, verdict: str | None = None, status: str | None
     `verdict_at_ask`, and `rules_version`, the version that gave the verdict in force."""
     s = DiagnosisSession
     q = (select(*[getattr(s, c) for c in LIST_COLUMNS], IN_FORCE.verdict.label("verdict"),
+                IN_FORCE.ungated.label("ungated"), s.ungated.label("ungated_at_ask"),
                 s.verdict.label("verdict_at_ask"), s.rules_version.label("at_ask"),
                 VerdictInForce.rules_version.label("row_version"))
          .outerjoin(VerdictInForce, VerdictInForce.session_id == s.id))

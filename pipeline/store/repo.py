@@ -65,12 +65,15 @@ class Outcome:
     gatekeeper_status: Any
     failed_rules: Any
     in_force: bool
+    ungated: Any
 
 
-AT_ASK = Outcome(DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status, DiagnosisSession.failed_rules, False)
+AT_ASK = Outcome(DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status, DiagnosisSession.failed_rules, False,
+                 DiagnosisSession.ungated)
 IN_FORCE = Outcome(func.coalesce(VerdictInForce.verdict, DiagnosisSession.verdict),
                    func.coalesce(VerdictInForce.gatekeeper_status, DiagnosisSession.gatekeeper_status),
-                   func.coalesce(VerdictInForce.failed_rules, DiagnosisSession.failed_rules, type_=JSON), True)
+                   func.coalesce(VerdictInForce.failed_rules, DiagnosisSession.failed_rules, type_=JSON), True,
+                   func.coalesce(VerdictInForce.ungated, DiagnosisSession.ungated))
 
 
 def _row_dict(row: Any) -> dict[str, Any]:
@@ -229,12 +232,13 @@ class Store:
     def filtered_query(self, f: SessionFilter, outcome: Outcome = AT_ASK) -> Any:
         """The SELECT of sessions matching `f`: the one definition lists, charts and exports share.
         IN_FORCE matches the outcome in force and adds it as verdict_in_force, gatekeeper_in_force,
-        failed_in_force and version_in_force (NULL where the outcome at ask holds)."""
+        failed_in_force, ungated_in_force and version_in_force (NULL where the outcome at ask holds)."""
         q = select(DiagnosisSession)
         if outcome.in_force:
             q = q.outerjoin(VerdictInForce, VerdictInForce.session_id == DiagnosisSession.id).add_columns(
                 outcome.verdict.label("verdict_in_force"), outcome.gatekeeper_status.label("gatekeeper_in_force"),
-                outcome.failed_rules.label("failed_in_force"), VerdictInForce.rules_version.label("version_in_force"))
+                outcome.failed_rules.label("failed_in_force"), outcome.ungated.label("ungated_in_force"),
+                VerdictInForce.rules_version.label("version_in_force"))
         if f.verdicts:
             q = q.where(outcome.verdict.in_(f.verdicts))
         if f.statuses:

@@ -219,6 +219,8 @@ class VerdictInForce(Base):
     gatekeeper_status: Mapped[str] = mapped_column(Text)
     failed_rules: Mapped[list[Any]] = mapped_column(JSON, default=list)
     rules_version: Mapped[int] = mapped_column(Integer)
+    # Judged with the gatekeeper or an evidence rule off or warn-only (migration 0012).
+    ungated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class SessionEventRow(Base):
