@@ -346,3 +346,15 @@ def test_sessions_and_trace_show_the_verdict_in_force_beside_the_one_at_ask(sett
     at = _app("pages/sessions.py")
     shown = at.dataframe[0].value
     assert list(shown["verdict"]) == [f"REJECT (at ask {at_ask})"]
+
+
+def test_sessions_and_trace_mark_ungated_and_unverified_verdicts(settings: Settings, store: Store) -> None:
+    ungated = settings.model_copy(update={"gatekeeper": settings.gatekeeper.model_copy(update={"enabled": False})})
+    sid = run_session("payment API times out since 10:00, what's going on?", settings=ungated, store=store).session_id
+    store.update_session(sid, provenance="unverified")  # as an import no trusted key signed
+    at = _app("pages/sessions.py")
+    assert _caption_count(at).startswith("1 sessions match")  # an unverified PASS waits for a person
+    assert list(at.dataframe[0].value["verdict"]) == ["PASS · ungated · unverified"]
+    at = _app("pages/trace.py", session=sid)
+    badges = [m.value for m in at.markdown if "-badge[" in m.value]
+    assert any("badge[ungated]" in b for b in badges) and any("badge[unverified]" in b for b in badges)
