@@ -163,18 +163,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     from pipeline.bundle import load_bundle
     from pipeline.check import check_bundle, check_report
     from pipeline.llm import make_provider
+    from pipeline.provenance import check_signature, trusted_keys
 
     settings = _settings(args)
     bundle = load_bundle(Path(args.file), max_bytes=settings.budget.max_bundle_bytes)
     rules = _rules(args, settings)
     ev = check_bundle(bundle, settings=settings, rules=rules, provider=make_provider(settings))
+    ungated = rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)
+    sig = check_signature(bundle.document, trusted_keys(settings))
     if args.json:
-        _print_json({**check_report(ev), "ungated_by": rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)})
+        _print_json({**check_report(ev), "ungated_by": ungated,
+                     "provenance": {"status": sig.provenance, "reason": sig.reason, "key": sig.key}})
     else:
         g = ev.gatekeeper_result
-        ungated = rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)
         print(f"parse: {ev.parse_status.status}  gatekeeper: {g.status} {g.failed_rules}  verdict: {ev.verdict}"
               + (f" (ungated: {', '.join(ungated)} off or warn-only)" if ungated else ""))
+        print(f"provenance: {sig.provenance} ({sig.reason})")
         for e in g.errors:
             print(f"  {e.rule_id} @ {e.target}: {e.message}")
         print(ev.final_answer)

@@ -461,6 +461,8 @@ def test_bundle_provenance_signed_edited_unsigned_and_foreign(capsys: pytest.Cap
     assert "246" in edited.read_text(encoding="utf-8")
     tampered, out = _import_line(capsys, edited)
     assert "re-verified: PASS" in out and "provenance: unverified (signature does not match" in out
+    assert "provenance: unverified (signature does not match" in run(capsys, "check", str(edited))[1]
+    assert "provenance: verified" in run(capsys, "check", str(signed))[1]
 
     unsigned_file = tmp_path / "unsigned.json"
     unsigned_file.write_text(json.dumps({k: v for k, v in bundle.items() if k != "signature"}), encoding="utf-8")
