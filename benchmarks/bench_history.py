@@ -1,6 +1,7 @@
 """History at scale: the columnar replay against the per-session replay.
 
     python benchmarks/bench_history.py --sessions 1000000 --naive 10000 [--trouble 0.05] [--db URL] [--e2e]
+    python benchmarks/bench_history.py --sessions 100000 --trouble 0.5 --rejudge [--db URL]
 
 Builds the store itself: a few offline sessions are run for real, `VARIANTS` perturbed copies of
 them (scores, entity misses, invented words, hunks, a speculative phrase, a fabricated id, digest
@@ -8,6 +9,8 @@ quotes) get their gate rows from the real derivation, and the rest are bulk-inse
 the variants (own ids, own tool invocations, the variant's gate rows). Reported: seeding time,
 cold load, warm threshold replay (several thresholds), peak RSS, `workbench replay --rules DIR`
 end to end in a fresh process, and the per-session replay on the first `--naive` sessions.
+With --rejudge: an apply and a rollback each followed by the re-judge of every stored session
+(pipeline/rulebook.py), phase by phase, with the Sessions page read from another process meanwhile.
 """
 
 from __future__ import annotations
@@ -433,6 +436,57 @@ def measure_listing(url: str, runs: int = 3) -> None:
               f"before 0007 {naive:.2f} s, {naive / took:.1f}x")
 
 
+def measure_pages(url: str, seconds: float) -> None:
+    """The Sessions page's reads (count and charts, first page of rows) over and over for
+    `seconds`, in its own process, while another re-judges: the slowest and the median."""
+    import statistics
+
+    from pipeline.queue import QueueFilter, queue_rows, queue_stats
+
+    store = Store(url)
+    took: list[float] = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        took.append(_timed(lambda: (queue_stats(store, QueueFilter()), queue_rows(store, QueueFilter(), limit=50)))[1])
+    print(f"    pages meanwhile: {len(took)} first opens of Sessions, median {statistics.median(took):.2f} s, "
+          f"slowest {max(took):.2f} s")
+
+
+def measure_rejudge(url: str) -> None:
+    """`workbench rules apply` then `rollback` as the engine runs them: a threshold version put in
+    force and every stored session judged again under it (rulebook.rejudge), with the Sessions
+    page read from another process meanwhile."""
+    from pipeline import rulebook, views
+    from pipeline.config import load_settings
+
+    store = Store(url)
+    settings = load_settings()
+    with store.engine.connect() as conn:
+        sessions = conn.execute(select(func.count()).select_from(DiagnosisSession)).scalar_one()
+    print(f"re-judge on {store.engine.dialect.name}, {sessions} sessions, load average {os.getloadavg()[0]:.2f}")
+    in_force = rulebook.text_in_force(settings, store)
+    index, meta = views.set_rule_field(*in_force.texts, "evidence.excerpt_similarity", "params.passThreshold", 0.55)
+    steps = [("apply passThreshold 0.55", lambda: rulebook.apply_rules(
+                  settings, store, (index, meta), author="bench", comment="", based_on=store.rules_version())),
+             ("rollback to version 0", lambda: rulebook.rollback(settings, store, 0, author="bench"))]
+    for label, put_in_force in steps:
+        put_in_force()
+        phases: list[tuple[str, float]] = []
+        start = time.perf_counter()
+        pages = subprocess.Popen([sys.executable, __file__, "--measure", "pages", "--db", url, "--seconds", "20"],
+                                 stdout=subprocess.PIPE, text=True)
+        def heard(phase: str, _done: int, _total: int, phases: list[tuple[str, float]] = phases,
+                  start: float = start) -> None:
+            phases.append((phase, time.perf_counter() - start))
+
+        done, took = _timed(lambda: rulebook.rejudge(settings, store, on_progress=heard))
+        marks = ", ".join(f"{a} {t1 - t0:.1f} s" for (a, t0), (_, t1) in zip(phases, phases[1:], strict=False)
+                          if a != phases[-1][0] and t1 > t0)
+        print(f"  {label}: re-judged {done.sessions} sessions in {took:.1f} s ({marks}); {done.differing} differ "
+              f"from their verdict at ask and have a row; peak rss {_rss_mb():.0f} MB")
+        print(pages.communicate()[0].strip())
+
+
 def _child(*args: str, env: dict[str, str] | None = None) -> None:
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=False, env=env)
     print(proc.stdout.strip() or proc.stderr.strip()[-2000:])
@@ -447,7 +501,10 @@ def main() -> None:
     ap.add_argument("--e2e", action="store_true", help="also time `workbench replay --rules DIR` in a fresh process")
     ap.add_argument("--no-audit", action="store_true",
                     help="clones without their JSON audit record: arrays, listing and charts only")
-    ap.add_argument("--measure", choices=["columnar", "naive", "listing"], help=argparse.SUPPRESS)
+    ap.add_argument("--rejudge", action="store_true",
+                    help="time the re-judge after an apply and a rollback instead of the replay and listing")
+    ap.add_argument("--seconds", type=float, default=20.0, help=argparse.SUPPRESS)
+    ap.add_argument("--measure", choices=["columnar", "naive", "listing", "rejudge", "pages"], help=argparse.SUPPRESS)
     ap.add_argument("--tile", type=int, default=0,
                     help="with --db of a seeded store: time the array half at this many times its size")
     args = ap.parse_args()
@@ -463,13 +520,22 @@ def main() -> None:
     if args.measure == "naive":
         measure_naive(args.db, args.naive)
         return
+    if args.measure == "rejudge":
+        measure_rejudge(args.db)
+        return
+    if args.measure == "pages":
+        measure_pages(args.db, args.seconds)
+        return
     from pipeline.config import load_settings
 
     work = Path(tempfile.mkdtemp(prefix="bench-history-"))
     url = args.db or f"sqlite:///{work / 'history.db'}"
     seed(url, args.sessions, args.trouble, audit=not args.no_audit)
-    _child("--measure", "columnar", "--db", url)
-    _child("--measure", "listing", "--db", url)
+    if args.rejudge:
+        _child("--measure", "rejudge", "--db", url)
+    else:
+        _child("--measure", "columnar", "--db", url)
+        _child("--measure", "listing", "--db", url)
     if args.e2e:
         rules_dir = work / "rules"
         shutil.copytree(load_settings().rules_dir, rules_dir)

@@ -471,8 +471,10 @@ class HistoryReplay:
                          dtype=np.int16)
         changed = settled & ((o["status"] != status) | (o["old_v"] != verdict) | (o["rules"] != codes[inverse]))
         names, ids = self.names.reverse(), self.arrays.session_ids
-        out = [(ids[i], names[verdict[i]], names[status[i]], rule_bits(rules, int(self.new_failed[i])))
-               for i in np.flatnonzero(changed)]
+        failed = {int(bits): rule_bits(rules, int(bits)) for bits in np.unique(self.new_failed[changed])}
+        out = [(ids[i], names[v], names[st], failed[f]) for i, v, st, f in zip(
+            np.flatnonzero(changed).tolist(), verdict[changed].tolist(), status[changed].tolist(),
+            self.new_failed[changed].tolist(), strict=True)]
         at = {ids[i]: i for i in self.exact_at}
         for r in self.exact.values():
             listed = ",".join(sorted({*r.result.failed_rules, *r.result.warnings}))

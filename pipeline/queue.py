@@ -24,12 +24,12 @@ from itertools import islice
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Text, and_, cast, func, or_, select
+from sqlalchemy import and_, func, literal, or_, select
 
 from pipeline.bundle import export_bundle
 from pipeline.record import SessionRow
 from pipeline.store import SessionFilter, Store
-from pipeline.store.repo import AT_ASK, IN_FORCE, Outcome
+from pipeline.store.repo import AT_ASK, IN_FORCE, MOVED, Outcome
 from pipeline.store.schema import LISTING_GROUPS, DiagnosisSession, ReviewRow, VerdictInForce
 
 EVAL_LABEL = "eval_fixture"  # the review label pipeline/eval/runner.py gives every eval run
@@ -127,9 +127,11 @@ def queue_stats(store: Store, q: QueueFilter) -> QueueStats:
     with store.engine.connect() as conn:
         groups.update({tuple(g[:-1]): g[-1] for g in conn.execute(query)})
         if conn.execute(select(VerdictInForce.session_id).limit(1)).first() is not None:
-            moved = DiagnosisSession.id.in_(select(VerdictInForce.session_id))
-            for outcome, sign in ((AT_ASK, -1), (IN_FORCE, 1)):
-                keys = (LISTING_GROUPS[0], outcome.verdict, cast(outcome.failed_rules, Text), LISTING_GROUPS[3])
+            for outcome, moved, sign in (
+                    (AT_ASK, (DiagnosisSession.id + literal("")).in_(select(VerdictInForce.session_id)), -1),
+                    (MOVED, VerdictInForce.session_id.is_not(None), 1)):
+                # Both scan the listing index (`id || ''`: not each session's row looked up by id).
+                keys = (LISTING_GROUPS[0], outcome.verdict, outcome.failed_text, LISTING_GROUPS[3])
                 for *key, n in conn.execute(queue_query(store, q, outcome).where(moved)
                                             .with_only_columns(*keys, func.count()).group_by(*keys)):
                     groups[tuple(key)] += sign * n

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Text, cast, func, or_, select, update
+from sqlalchemy import JSON, Text, cast, func, literal, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -59,21 +59,32 @@ class SessionFilter:
 @dataclass(frozen=True)
 class Outcome:
     """The verdict, gatekeeper status and failed rules a query reads: at ask (the session's own
-    columns) or in force (its verdict_in_force row where it has one; migration 0011)."""
+    columns), in force (its verdict_in_force row where it has one; migration 0011), or only the
+    rows (MOVED: sessions without one are left out)."""
 
     verdict: Any
     gatekeeper_status: Any
     failed_rules: Any
-    in_force: bool
+    # failed_rules as text, from the listing index's own expression where the session's column is
+    # read: SQLite takes it off the index, where the JSON column would fetch each session's row.
+    failed_text: Any
+    joined: bool  # reads verdict_in_force
     ungated: Any
 
 
-AT_ASK = Outcome(DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status, DiagnosisSession.failed_rules, False,
-                 DiagnosisSession.ungated)
+AT_ASK = Outcome(DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status, DiagnosisSession.failed_rules,
+                 cast(DiagnosisSession.failed_rules, Text), False, DiagnosisSession.ungated)
 IN_FORCE = Outcome(func.coalesce(VerdictInForce.verdict, DiagnosisSession.verdict),
                    func.coalesce(VerdictInForce.gatekeeper_status, DiagnosisSession.gatekeeper_status),
-                   func.coalesce(VerdictInForce.failed_rules, DiagnosisSession.failed_rules, type_=JSON), True,
-                   func.coalesce(VerdictInForce.ungated, DiagnosisSession.ungated))
+                   func.coalesce(VerdictInForce.failed_rules, DiagnosisSession.failed_rules, type_=JSON),
+                   func.coalesce(cast(VerdictInForce.failed_rules, Text), cast(DiagnosisSession.failed_rules, Text)),
+                   True, func.coalesce(VerdictInForce.ungated, DiagnosisSession.ungated))
+MOVED = Outcome(VerdictInForce.verdict, VerdictInForce.gatekeeper_status, VerdictInForce.failed_rules,
+                cast(VerdictInForce.failed_rules, Text), True, VerdictInForce.ungated)
+# `id || ''`: the join can only be driven from the session side, so SQLite scans sessions by an
+# index (the listing index, for counts) and looks their rows up; driven from verdict_in_force it
+# would look each session up by id and read its whole row with its audit record.
+_IN_FORCE_JOIN = VerdictInForce.session_id == DiagnosisSession.id + literal("")
 
 
 def _row_dict(row: Any) -> dict[str, Any]:
@@ -231,11 +242,11 @@ class Store:
 
     def filtered_query(self, f: SessionFilter, outcome: Outcome = AT_ASK) -> Any:
         """The SELECT of sessions matching `f`: the one definition lists, charts and exports share.
-        IN_FORCE matches the outcome in force and adds it as verdict_in_force, gatekeeper_in_force,
+        A joined outcome matches that outcome and adds it as verdict_in_force, gatekeeper_in_force,
         failed_in_force, ungated_in_force and version_in_force (NULL where the outcome at ask holds)."""
         q = select(DiagnosisSession)
-        if outcome.in_force:
-            q = q.outerjoin(VerdictInForce, VerdictInForce.session_id == DiagnosisSession.id).add_columns(
+        if outcome.joined:
+            q = q.outerjoin(VerdictInForce, _IN_FORCE_JOIN).add_columns(
                 outcome.verdict.label("verdict_in_force"), outcome.gatekeeper_status.label("gatekeeper_in_force"),
                 outcome.failed_rules.label("failed_in_force"), outcome.ungated.label("ungated_in_force"),
                 VerdictInForce.rules_version.label("version_in_force"))
@@ -255,7 +266,7 @@ class Store:
             q = q.where(or_(DiagnosisSession.question.contains(f.text), DiagnosisSession.id.contains(f.text)))
         if f.rule_id:
             # failed_rules is a JSON list; a text match on its serialised form works on SQLite and PostgreSQL.
-            q = q.where(cast(outcome.failed_rules, Text).contains(f'"{f.rule_id}"'))
+            q = q.where(outcome.failed_text.contains(f'"{f.rule_id}"'))
         if f.reviewed is not None:
             reviewed = select(ReviewRow.session_id).where(ReviewRow.claim_id.is_(None))
             q = q.where(DiagnosisSession.id.in_(reviewed) if f.reviewed else DiagnosisSession.id.not_in(reviewed))
