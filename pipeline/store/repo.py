@@ -236,10 +236,6 @@ class Store:
             row = db.get(DiagnosisSession, session_id)
             return _row_dict(row) if row else None
 
-    def session_exists(self, session_id: str) -> bool:
-        with self._read() as db:
-            return db.get(DiagnosisSession, session_id) is not None
-
     def filtered_query(self, f: SessionFilter, outcome: Outcome = AT_ASK) -> Any:
         """The SELECT of sessions matching `f`: the one definition lists, charts and exports share.
         A joined outcome matches that outcome and adds it as verdict_in_force, gatekeeper_in_force,
