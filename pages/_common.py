@@ -18,7 +18,7 @@ import streamlit as st
 from pipeline import queue, views
 from pipeline.config import Settings, load_settings
 from pipeline.errors import NotFound, WorkbenchError, one_line
-from pipeline.messages import localized
+from pipeline.messages import SYMPTOM_NAMES, localized
 from pipeline.record import SessionRecord, SessionRow, read_session
 from pipeline.store import SessionFilter, Store
 
@@ -528,6 +528,11 @@ def text_block(text: Any) -> None:
     st.html(f'<div class="wb-text">{esc(text)}</div>')
 
 
+def _symptom(symptom: str) -> str:
+    """A symptom id in the reader's language ("memory" -> "内存问题"); an older scope's trigger word as written."""
+    return SYMPTOM_NAMES.get(symptom, {}).get("zh" if lang() == "zh" else "en", symptom)
+
+
 def scope_block(r: SessionRecord) -> None:
     """What the question asked (law 8) and, once verified, each asked service's coverage."""
     scope = r.question_scope
@@ -539,10 +544,10 @@ def scope_block(r: SessionRecord) -> None:
     window = scope.time_window
     span = (f"{window.text} = " if window and window.text else "") + (
         f"{window.start:%Y-%m-%d %H:%M} – {window.end:%H:%M} UTC" if window and window.start and window.end else "—")
-    parts = [f"{esc(t('scope.services'))}: {services}", f"{esc(t('scope.symptom'))}: {esc(scope.symptom or '—')}",
+    parts = [f"{esc(t('scope.services'))}: {services}", f"{esc(t('scope.symptom'))}: {esc(', '.join(_symptom(x.strip()) for x in scope.symptom.split(',') if x.strip()) or '—')}",
              f"{esc(t('scope.window'))}: {esc(span)}"]
     coverage = r.evaluation.question_coverage if r.evaluation else []
-    items = "".join(f"<li>{esc(c.service or '*')} · {esc(c.symptom)} {pill(c.status)} "
+    items = "".join(f"<li>{esc(c.service or '*')} · {esc(_symptom(c.symptom))} {pill(c.status)} "
                     f"<span class='wb-muted'>{esc(say(c.detail, c.msg))}</span></li>" for c in coverage)
     html_block(f"<div>{' · '.join(parts)}</div>" + (f'<ul class="wb-list">{items}</ul>' if items else ""))
 

@@ -25,6 +25,7 @@ PHRASES: dict[str, dict[str, str]] = {
         "healthy": "{services} 没有故障迹象：已检查的证据为工具调用 {evidence}。",
         "healthy_symptom": "没有发现 {pairs} 的迹象：{text}（已查 {evidence}）",
         "present": "是的，{pairs}：{text}",
+        "also_healthy": "没有发现 {pairs} 的迹象：{text}",
         "no_data": "无法判断 {pairs}：{text}",
         "no_data_any": "{services}：{text}",
         "instead_confirmed": "；证据实际显示的是：{text}",
@@ -55,6 +56,7 @@ PHRASES: dict[str, dict[str, str]] = {
         "healthy": "No sign of a fault in {services}: checked tool calls {evidence}.",
         "healthy_symptom": "No sign of {pairs}: {text} (checked {evidence})",
         "present": "Yes, {pairs}: {text}",
+        "also_healthy": "no sign of {pairs}: {text}",
         "no_data": "Cannot tell about {pairs}: {text}",
         "no_data_any": "{services}: {text}",
         "instead_confirmed": "; what the evidence does show is: {text}",
@@ -100,13 +102,13 @@ def _item(text: str) -> str:
     return text.strip().rstrip("。.；;")
 
 
-def _pairs(lead: AnswerLead, language: str) -> str:
-    """"a memory problem in order-service, high latency in user-service": the asked pairs the lead speaks of."""
+def pairs_phrase(services: Sequence[str], symptoms: Sequence[str], language: str) -> str:
+    """"a memory problem in order-service, high latency in user-service": asked pairs in a sentence."""
     p = phrases(language)
     lang: Lang = "zh" if language == "zh" else "en"
     pairs = [p["pair"].format(service=service or p["any_service"],
                               symptom=SYMPTOM_NAMES.get(symptom, {}).get(lang, symptom))
-             for service, symptom in dict.fromkeys(zip(lead.services, lead.symptoms, strict=False))]
+             for service, symptom in dict.fromkeys(zip(services, symptoms, strict=False))]
     return p["and"].join(pairs)
 
 
@@ -125,7 +127,7 @@ def lead_sentence(lead: AnswerLead | None, language: str, needed: Sequence[str] 
         return p[key].format(text=_item(lead.text)) + needs + end
     if lead.symptoms and lead.kind in ("present", "healthy", "no_data"):
         key = "healthy_symptom" if lead.kind == "healthy" else lead.kind
-        head = p[key].format(pairs=_pairs(lead, language), text=_item(lead.text), evidence=evidence)
+        head = p[key].format(pairs=pairs_phrase(lead.services, lead.symptoms, language), text=_item(lead.text), evidence=evidence)
         if lead.instead:
             key = ("also_" if lead.kind == "present" else "instead_") + (
                 "likely" if lead.instead_support == "likely" else "confirmed")

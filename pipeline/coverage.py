@@ -76,6 +76,7 @@ class Record:
     metric: str = ""
     # The record's own words, as the trace shows them: what a figure quotes.
     raw: str = ""
+    alert: bool = False
 
 
 def records(inv: ToolInvocation) -> list[Record]:
@@ -94,7 +95,7 @@ def records(inv: ToolInvocation) -> list[Record]:
             name = r.get("alertname") or (str(labels.get("alertname") or "") if isinstance(labels, Mapping) else "")
             out.append(Record(inv.id, r.service, text, firing and r.severity in _FAULT_SEVERITIES, r.at, r.until,
                               ongoing=firing, warns=firing, topic=normalize(f"{_CAMEL.sub(' ', name)} {text}"),
-                              raw=r.text))
+                              raw=r.text, alert=True))
         else:
             metric = r.fields.get("metric")
             labels = metric if isinstance(metric, Mapping) else {}
@@ -204,7 +205,7 @@ def _pair(service: str, symptom: str, scope: QuestionScope, invs: list[ToolInvoc
     status: CoverageStatus
     figure = ""
     if about:
-        faulty = [c for c in about if _shows_fault(c)]
+        faulty = [c for c in about if _shows_fault(c, symptom)]
         if faulty or any(r.fault for r in own_symptom):
             status, detail = "answered", msg("coverage.answered_symptom", count=len(about), service=service, symptom=symptom)
             figure = _figure(next(iter(faulty or about)))
@@ -241,11 +242,13 @@ def _figure(claim: _Claim) -> str:
     return claim.cited[0].raw if claim.cited else claim.raw
 
 
-def _shows_fault(claim: _Claim) -> bool:
+def _shows_fault(claim: _Claim, symptom: str) -> bool:
     """An error or firing alert, or a warning that names a failure ("timed out after 2000ms"); a
-    warning without one ("slow request within SLO") shows nothing wrong."""
+    warning without one ("slow request within SLO") shows nothing wrong. An alert about the asked
+    symptom shows it even once resolved ("登录失败率升高: 3.1%" is never "no sign of errors")."""
     if claim.cited:
-        return any(r.fault or (r.warns and any(w in r.text for w in _FAILURE_WORDS)) for r in claim.cited)
+        return any(r.fault or (r.warns and any(w in r.text for w in _FAILURE_WORDS))
+                   or (r.alert and symptom != ANY and _about_symptom(r, symptom)) for r in claim.cited)
     return any(w in claim.text for w in _FAULT_WORDS)
 
 

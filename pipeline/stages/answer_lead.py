@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
+from pipeline.answer import pairs_phrase, phrases
 from pipeline.contracts import (
     AnswerLead,
     ComposerClaim,
@@ -181,6 +182,10 @@ def decide_lead(
     if form == "yes_no" and present:
         # One fact per asked pair that shows, the pair's first allowed claim (else its figure).
         facts = [next((by_id[cid].claim_text for cid in c.claim_ids if cid in by_id), c.figure) for c in present]
+        if healthy:  # the asked pairs that do not show are answered too: no, with their figures
+            facts.append(phrases(language)["also_healthy"].format(
+                pairs=pairs_phrase([c.service for c in healthy], [c.symptom for c in healthy], language),
+                text=_figures(healthy, language)))
         return lead("present", present, _joined(facts, language),
                     *(cause or ("", "unknown")))
     if (form == "yes_no" or not present) and healthy and not missing:
