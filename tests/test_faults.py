@@ -714,3 +714,18 @@ def test_a_longer_outage_fails_the_session_as_unreachable_and_the_queue_runs_it_
             store.engine.dispose()
         finally:
             proxy.close()
+
+
+@pytest.mark.slow
+def test_eight_parallel_asks_on_one_sqlite_file_all_complete() -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    asks = [subprocess.Popen([sys.executable, "-m", "pipeline", "ask", "--json", CPU_QUESTION], env=env, cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(8)]
+    ids = [json.loads(proc.communicate(timeout=600)[0])["session_id"] for proc in asks]
+    assert all(proc.returncode == 0 for proc in asks)
+    store = Store(load_settings().db_url)
+    assert sorted(store.session_ids()) == sorted(ids)
+    assert {store.get_session(sid)["status"] for sid in ids} == {"completed"}  # type: ignore[index]
