@@ -1,6 +1,7 @@
 """The metrics collector over the store (the scrape through a real Prometheus is
-test_metrics_prometheus.py): each ended session counts once, late-committed end events too,
-and a store that does not answer is a series, not a failed scrape."""
+test_metrics_prometheus.py): each ended session counts once, late-committed end events too;
+stored sessions count by their verdict in force; a store that does not answer is a series, not
+a failed scrape; the counts come off an index."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sqlalchemy.orm import Session
 from pipeline.config import Settings
 from pipeline.session import run_session
 from pipeline.store import Store
-from pipeline.store.schema import SessionEventRow
+from pipeline.store.schema import SessionEventRow, VerdictInForce
 from pipeline.telemetry.metrics import Metrics
 
 
@@ -51,6 +52,18 @@ def test_each_ended_session_counts_once_even_when_its_end_event_commits_late(set
                     if name == "workbench_sessions" and ("status", "completed") in labels)
     assert completed == 2  # the store's gauge holds every stored session
 
+    # A rules apply re-judged the session: the gauge shows the verdict in force, the counter
+    # keeps what the session ended with.
+    moved_to = "REJECT" if ran.verdict != "REJECT" else "PASS"
+    with Session(store.engine) as db, db.begin():
+        db.add(VerdictInForce(session_id=ran.session_id, verdict=moved_to, gatekeeper_status="fail",
+                              failed_rules=[], rules_version=1))
+    samples = _samples(metrics)
+    assert samples[("workbench_sessions", (("status", "completed"), ("verdict", moved_to)))] >= 1
+    assert samples[("workbench_sessions_finished_total", (("status", "completed"), ("verdict", ran.verdict)))] == 1
+    assert sum(v for (name, labels), v in samples.items()
+               if name == "workbench_sessions" and ("status", "completed") in labels) == 2
+
     # An end event whose id was taken before the last one but committed after it.
     _event(store, id=start + 10, session_id=earlier.session_id, stage="done", data={})
     assert _finished(metrics) == 2
@@ -69,3 +82,12 @@ def test_a_store_that_does_not_answer_is_reported_not_raised(settings: Settings,
     assert samples[("workbench_store_up", ())] == 0
     assert not any(name.startswith("workbench_sessions") for name, _ in samples)
     assert any(name == "process_resident_memory_bytes" for name, _ in samples)
+
+
+def test_sessions_are_counted_from_an_index_not_from_their_rows(store: Store) -> None:
+    from sqlalchemy import text
+
+    with store.engine.connect() as conn:
+        plan = " ".join(str(r[-1]) for r in conn.execute(text(
+            "EXPLAIN QUERY PLAN SELECT status, verdict, count(*) FROM diagnosis_session GROUP BY status, verdict")))
+    assert "COVERING INDEX ix_session_status_verdict" in plan

@@ -327,6 +327,7 @@ Index("ix_tool_invocation_output_once", ToolInvocationRow.session_id, ToolInvoca
 Index("ix_session_status_created", DiagnosisSession.status, DiagnosisSession.created_at)
 Index("ix_session_gatekeeper_created", DiagnosisSession.gatekeeper_status, DiagnosisSession.created_at)
 Index("ix_session_status_id", DiagnosisSession.status, DiagnosisSession.id)  # covering for the columnar load
+Index("ix_session_status_verdict", DiagnosisSession.status, DiagnosisSession.verdict)  # the metrics' counts (0014)
 # The review queue's counts and charts (pipeline/queue.py) in one pass over an index holding
 # every column its conditions and groups read, never over the table rows, whose JSON audit
 # record runs to ~15 KB a session (migration 0007). SQLite's leads with the chart groups in the

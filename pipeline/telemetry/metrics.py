@@ -5,9 +5,9 @@ Read from the store at each scrape, so the sessions of every process count (work
 `workbench ask`), not only this one's:
 
     workbench_store_up                                   1 while the store answers the scrape
-    workbench_sessions{status,verdict}                   stored sessions (verdict "" while none)
+    workbench_sessions{status,verdict}                   stored sessions by verdict in force ("" while none)
     workbench_jobs_queued{kind}                          queue depth: diagnosis sessions, eval runs, checks
-    workbench_sessions_finished_total{status,verdict}    sessions that ended (completed or failed),
+    workbench_sessions_finished_total{status,verdict}    sessions that ended (verdict at ask),
     workbench_stage_seconds{stage}                       their stage latencies (one observation per round),
     workbench_llm_tokens_total{provider,model,kind}      their LLM tokens (kind prompt | completion)
     workbench_llm_cost_usd_total{provider,model}         and cost (openai.price_* settings)
@@ -41,7 +41,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline.errors import StoreError
 from pipeline.store import Store
-from pipeline.store.schema import DiagnosisSession, JobRow, SessionEventRow
+from pipeline.store.schema import DiagnosisSession, JobRow, SessionEventRow, VerdictInForce
 
 log = logging.getLogger(__name__)
 # Seconds: offline stages take milliseconds, a model call seconds to minutes.
@@ -142,17 +142,31 @@ class StoreCollector(Collector):
 
     def _families(self) -> Iterator[Metric]:
         s = DiagnosisSession
+        v = VerdictInForce
         with self.store.engine.connect() as conn:
-            by_state = conn.execute(select(s.status, s.verdict, func.count()).group_by(s.status, s.verdict)).all()
+            at_ask = conn.execute(select(s.status, s.verdict, func.count()).group_by(s.status, s.verdict)).all()
+            # Only the sessions a re-judge moved have a row; each is looked up by its id (a join
+            # let SQLite walk every session to probe the small table).
+            pairs = select(select(s.status).where(s.id == v.session_id).scalar_subquery().label("status"),
+                           select(s.verdict).where(s.id == v.session_id).scalar_subquery().label("at_ask"),
+                           v.verdict.label("now")).subquery()
+            moved = conn.execute(select(pairs.c.status, pairs.c.at_ask, pairs.c.now, func.count())
+                                 .group_by(pairs.c.status, pairs.c.at_ask, pairs.c.now)).all()
             jobs = conn.execute(select(JobRow.kind, func.count()).where(JobRow.status == "queued")
                                 .group_by(JobRow.kind)).all()
-        stored = GaugeMetricFamily("workbench_sessions", "Stored diagnosis sessions", labels=["status", "verdict"])
-        queued = {"diagnosis": 0, "eval": 0, "check": 0}
-        for status, verdict, n in by_state:
-            stored.add_metric([status, verdict or ""], n)
-            if status == "queued":
-                queued["diagnosis"] += n
+        in_force: dict[tuple[str, str], int] = defaultdict(int)
+        for status, verdict, n in at_ask:
+            in_force[(status, verdict or "")] += n
+        for status, verdict, now, n in moved:
+            in_force[(status, verdict or "")] -= n
+            in_force[(status, now)] += n
+        stored = GaugeMetricFamily("workbench_sessions", "Stored diagnosis sessions by their verdict in force",
+                                   labels=["status", "verdict"])
+        for (status, verdict), n in sorted(in_force.items()):
+            if n:
+                stored.add_metric([status, verdict], n)
         yield stored
+        queued = {"diagnosis": in_force.get(("queued", ""), 0), "eval": 0, "check": 0}
         for kind, n in jobs:
             queued[kind] = n
         depth = GaugeMetricFamily("workbench_jobs_queued", "Jobs waiting for a worker", labels=["kind"])
