@@ -97,6 +97,14 @@ def table() -> dict[str, dict[str, float]]:
 
 
 @pytest.mark.slow
+def test_faithful_quotes_pass(table) -> None:
+    import grounding_real_logs as harness
+
+    faithful = {cls: table[cls] for cls in (*corpus.FAITHFUL, "all faithful")}
+    assert harness.misses(faithful) == [], faithful
+
+
+@pytest.mark.slow
 def test_every_mutation_class_is_caught_and_none_ends_pass(table) -> None:
     import grounding_real_logs as harness
 
