@@ -82,28 +82,27 @@ def diagnose(
     with_digest_ids: bool,
     asked: tuple[str, ...] = (),
     symptom_words: tuple[str, ...] = (),
+    asked_pairs: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> str:
     """Executor V2 JSON. `asked` are the question's services: their evidence is claimed first,
-    and a failure mode on one of them is the most likely cause."""
+    and a failure mode on one of them is the most likely cause. `asked_pairs`: each asked
+    service with the search words of each symptom asked of it."""
     in_order = [d for d in digests if d.domain != "knowledge"]
     knowledge = [d for d in digests if d.domain == "knowledge"]
     # The asked services' evidence is claimed first, so every asked service that has any gets a
     # claim; failure modes are still read in the digest's order (alerts first).
-    # When an asked service's own lines never name the asked symptom, one line of another service
-    # about it that does ("inventory check failed: inventory-service timed out after 2000ms")
-    # comes first: the symptom as seen from outside is the evidence the question asks for.
-    words = [normalize(w) for w in symptom_words]
-
-    def names_symptom(d: EvidenceDigest) -> bool:
-        return any(w in normalize(d.source_quote) for w in words)
-
+    # When an asked service's own lines never name a symptom asked of it, one line of another
+    # service about it that does ("inventory check failed: inventory-service timed out after
+    # 2000ms") comes first: the symptom as seen from outside is the evidence the question asks for.
     told: set[int] = set()
-    for a in asked:
-        if any(_service_of(d, known_services) == a and names_symptom(d) for d in in_order):
+    for service, words in asked_pairs:
+        def names(d: EvidenceDigest, words: tuple[str, ...] = words) -> bool:
+            return any(normalize(w) in normalize(d.source_quote) for w in words)
+
+        if not words or any(_service_of(d, known_services) == service and names(d) for d in in_order):
             continue
         told.update(next(([i] for i, d in enumerate(in_order) if _service_of(d, known_services) not in asked
-                          and normalize(a) in normalize(d.source_quote)
-                          and any(w in normalize(d.source_quote) for w in words)), []))
+                          and normalize(service) in normalize(d.source_quote) and names(d)), []))
     evidence = [in_order[i] for i in sorted(range(len(in_order)), key=lambda i: (
         i not in told and _service_of(in_order[i], known_services) not in asked, i not in told))]
     claims: list[Claim] = []

@@ -22,7 +22,7 @@ from pipeline.contracts import (
 )
 from pipeline.llm.offline import collector, diagnosis, planner
 from pipeline.llm.offline import digest as digest_mod
-from pipeline.scope import read_scope
+from pipeline.scope import asked_pairs, read_scope, symptom_words
 from pipeline.text import keywords
 
 T = TypeVar("T")
@@ -64,6 +64,10 @@ class OfflineProvider:
         return digest_mod.Focus(services=set(scope.services), words=planner.search_words(scope),
                                 terms=keywords(question), asked=tuple(scope.services))
 
+    def _pairs(self, ctx: StageContext, question: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        return tuple((service, tuple(symptom_words([symptom])))
+                     for service, symptom in asked_pairs(self._scope(ctx, question)) if service)
+
     def plan(self, ctx: StageContext, question: str) -> PlannerPlan:
         scope = self._scope(ctx, question)
         window = (scope.time_window.start, scope.time_window.end) if scope.time_window and \
@@ -96,7 +100,8 @@ class OfflineProvider:
         return self._run(ctx, "diagnosis", stage_input,
                          lambda: diagnosis.diagnose(evidence, invocations, focus.services, ctx.services, ctx.language,
                                                     with_digest_ids=digests is not None, asked=focus.asked,
-                                                    symptom_words=tuple(focus.words)),
+                                                    symptom_words=tuple(focus.words),
+                                                    asked_pairs=self._pairs(ctx, question)),
                          lambda raw: raw)
 
     def verify(self, ctx: StageContext, payload: dict[str, Any]) -> VerifierOutput:
