@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import UTC, datetime
 
 import pytest
@@ -388,3 +389,38 @@ def test_highlight_window_marks_the_cited_records_around_the_match():
     assert kinds["the quote"] == "match"
     assert kinds["record one holds "] == "cited" and kinds[" here"] == "cited"
     assert all(kind != "cited" for text, kind in w.segments if "zero" in text or "two" in text)
+
+
+def test_sqlite_moves_re_judged_sessions_in_the_charts_from_the_listing_index(tmp_path) -> None:
+    # The charts move each session with a verdict in force from its groups at ask to its groups in
+    # force; both queries must read the listing index alone, never a session's row (its audit
+    # record): by id, or for an indexed expression SQLite does not take from the index in a join.
+    from sqlalchemy import event, insert
+
+    from pipeline.store.schema import VerdictInForce
+
+    store = _store_with(Store(f"sqlite:///{tmp_path / 'plan.db'}"), 6)
+    ids = [r.id for r in queue.queue_rows(store, queue.QueueFilter(SessionFilter(verdicts=["PASS"]),
+                                                                   needs_person=False, reviewed=None))]
+    with store.engine.begin() as conn:
+        conn.execute(insert(VerdictInForce), [{"session_id": sid, "verdict": "REJECT", "gatekeeper_status": "fail",
+                                               "failed_rules": ["evidence.invocation_ref"], "rules_version": 1,
+                                               "ungated": False} for sid in ids[:2]])
+    ran: list[tuple[str, object]] = []
+    event.listen(store.engine, "before_cursor_execute", lambda _c, _cur, sql, params, _ctx, _many: ran.append(
+        (sql, params)) if sql.startswith("SELECT") and "GROUP BY" in sql and "verdict_in_force" in sql else None)
+    for q in (queue.QueueFilter(), queue.QueueFilter(needs_person=False, reviewed=None)):
+        ran.clear()
+        stats = queue.queue_stats(store, q)
+        assert len(ran) == 2
+        for sql, params in list(ran):
+            with store.engine.connect() as conn:
+                plan = " | ".join(r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params))
+            # The join's reads are the index's alone (the scan without a join, like the queue's own
+            # scan, reads the groups as the index's expressions).
+            covering = "COVERING " if "JOIN" in sql else ""
+            assert f"SCAN diagnosis_session USING {covering}INDEX ix_session_listing" in plan, plan
+            assert "SEARCH diagnosis_session" not in plan, plan
+    assert stats.total == 6 and sum((Counter({v: n}) for _, v, n in stats.per_day), Counter()) == {
+        "REJECT": 4, "LOW_CONFID": 2}
+    assert stats.failed_rules == {"evidence.excerpt_similarity": 4, "evidence.invocation_ref": 4}

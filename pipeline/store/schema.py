@@ -341,7 +341,7 @@ LISTING_GROUPS = (func.date(DiagnosisSession.created_at), DiagnosisSession.verdi
                   cast(DiagnosisSession.groundedness * literal_column("10"), Integer))
 Index("ix_session_listing", *LISTING_GROUPS, DiagnosisSession.status, DiagnosisSession.gatekeeper_status,
       DiagnosisSession.composer_findings, DiagnosisSession.provenance, DiagnosisSession.created_at,
-      DiagnosisSession.id).ddl_if(dialect="sqlite")
+      DiagnosisSession.id, DiagnosisSession.groundedness).ddl_if(dialect="sqlite")
 Index("ix_session_listing_pg", DiagnosisSession.created_at, DiagnosisSession.verdict, DiagnosisSession.status,
       DiagnosisSession.gatekeeper_status, DiagnosisSession.composer_findings, DiagnosisSession.provenance,
       DiagnosisSession.groundedness, DiagnosisSession.id, postgresql_include=["failed_rules"]).ddl_if(dialect="postgresql")
