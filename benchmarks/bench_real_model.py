@@ -9,7 +9,7 @@ prompt/completion tokens and latency; per session the verdict, the wall time and
 answer shown is the fixed template.
 
     python benchmarks/bench_real_model.py --base-url http://127.0.0.1:8080/v1 --model gemma-3-270m \
-        [--questions 2] [--modes json_schema,prompt] [--json out.json]
+        [--questions 2] [--modes json_schema,prompt] [--timeout-s 60] [--json out.json]
 """
 
 from __future__ import annotations
@@ -68,9 +68,11 @@ def stage_figures(calls: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def run_mode(mode: str, questions: list[tuple[str, str]], base_url: str, model: str, home: Path) -> dict[str, Any]:
-    settings = load_settings(provider="openai", home=home / mode,
-                             openai={"base_url": base_url, "model": model, "json_mode": mode})
+def run_mode(mode: str, questions: list[tuple[str, str]], args: argparse.Namespace, home: Path) -> dict[str, Any]:
+    # A request may take timeout_s; a stage three of them (a retry and a re-ask).
+    settings = load_settings(provider="openai", home=home / mode, openai={
+        "base_url": args.base_url, "model": args.model, "json_mode": mode,
+        "timeout_s": args.timeout_s, "stage_timeout_s": 3 * args.timeout_s})
     settings.home.mkdir(parents=True, exist_ok=True)
     store = Store(settings.db_url)
     sessions = []
@@ -121,11 +123,12 @@ def main() -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--questions", type=int, default=6, help="how many bundled questions (one per world)")
     parser.add_argument("--modes", default="json_schema,prompt")
+    parser.add_argument("--timeout-s", type=float, default=60.0, help="openai.timeout_s (a loaded machine needs more)")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
     questions = bundled_questions(args.questions)
     with tempfile.TemporaryDirectory() as tmp:
-        results = [run_mode(mode, questions, args.base_url, args.model, Path(tmp))
+        results = [run_mode(mode, questions, args, Path(tmp))
                    for mode in args.modes.split(",")]
     print(report(results))
     if args.json:
