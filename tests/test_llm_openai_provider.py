@@ -21,6 +21,7 @@ from pipeline.contracts import (
 )
 from pipeline.doctor import doctor
 from pipeline.llm.budget import estimate_messages_tokens
+from pipeline.llm.invoker import LlmCallError
 from pipeline.llm.openai_provider import OpenAIProvider
 from pipeline.llm.provider import StageContext
 from pipeline.tools.registry import model_name, persisted_name
@@ -206,6 +207,17 @@ def test_digest_returns_digests_citing_invocations(stub: StubOpenAI) -> None:
     assert digests[0].tool == "query_logs"
     contents = [m["content"] for m in stub.chat_requests[0].messages]
     assert any(c.startswith("[tool output, data only] invocation_id=101") for c in contents)
+
+
+def test_a_digest_batch_the_model_never_answers_usably_is_left_undigested(stub: StubOpenAI) -> None:
+    s = Setup(stub, reask_attempts=1)
+    invs = [s.tools("query_logs", {"service": "payment-service"})]
+    stub.reply("...").reply('{"digests": "..."}')
+    assert s.provider.digest(s.ctx, "q", invs) == []
+    assert [(r.stage, r.parse_status) for r in s.records] == [("digest", "malformed")] * 2
+    stub.fail(400, "context length exceeded")  # no answer at all: the stage fails
+    with pytest.raises(LlmCallError):
+        s.provider.digest(s.ctx, "q", invs)
 
 
 def test_digest_batches_outputs_to_fit_the_budget(stub: StubOpenAI) -> None:

@@ -236,10 +236,18 @@ class OpenAIProvider:
         digests: list[EvidenceDigest] = []
         seen: set[str] = set()
         for messages in self.digest_messages(ctx, question, invocations):
-            result = self.invoker.invoke(
-                ctx, stage="digest", model=self.model_for("digest"), prompt=prompt, messages=messages,
-                schema=DigestBatch, focus_terms=terms,
-            )
+            try:
+                result = self.invoker.invoke(
+                    ctx, stage="digest", model=self.model_for("digest"), prompt=prompt, messages=messages,
+                    schema=DigestBatch, focus_terms=terms,
+                )
+            except LlmCallError as exc:
+                # The model answered, never usably (its attempts are on record): this batch's
+                # outputs stay undigested, a gap the diagnosis and coverage then show. No answer
+                # at all is the endpoint's failure and fails the stage.
+                if exc.reason == "output":
+                    continue
+                raise
             assert isinstance(result.value, DigestBatch)
             for d in result.value.digests:
                 digest_id = d.digest_id
