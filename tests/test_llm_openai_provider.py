@@ -87,6 +87,19 @@ def test_plan_normalises_tool_names_and_keeps_the_measured_language(stub: StubOp
     assert "Question language: English" in stub.chat_requests[0].messages[0]["content"]
 
 
+def test_a_planner_that_rambles_past_its_cap_twice_gives_way_to_the_scope_plan(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    s.ctx.scope = QuestionScope(services=["payment-service"], language="en")
+    stub.reply("Question: payment times out. Known services: " * 20, finish_reason="length")
+    stub.reply("Known services: payment-service, order-service " * 20, finish_reason="length")
+    plan = s.provider.plan(s.ctx, "payment API times out")
+    assert plan.skill == "scope_plan" and plan.services == ["payment-service"]
+    assert [(c.tool_name, c.arguments) for c in plan.tool_calls] == [
+        ("query_logs", {"service": "payment-service"}), ("query_metrics", {}),
+        ("lookup_knowledge", {"query": "payment API times out"})]
+    assert [(r.parse_status, r.finish_reason) for r in s.records] == [("malformed", "length")] * 2
+
+
 def test_collector_tool_loop_parallel_calls_and_refused_repeat(stub: StubOpenAI) -> None:
     s = Setup(stub)
     logs_args = {"service": "payment-service", "level": "ERROR"}

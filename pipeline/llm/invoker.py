@@ -282,7 +282,7 @@ class StructuredLlmInvoker:
                 cut_reasked = True
                 convo = convo + self._reask(comp, "")
                 continue
-            status = "valid" if (comp.tool_calls or (comp.content or "").strip()) else "missing"
+            status = "malformed" if cut else "valid" if (comp.tool_calls or (comp.content or "").strip()) else "missing"
             self._record(run, sent, comp.raw, status, comp, self._cut_error(stage, extra) if cut else None, None)
             return comp
 

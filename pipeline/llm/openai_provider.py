@@ -25,7 +25,9 @@ from pipeline.contracts import (
     ComposerOutput,
     EvidenceDigest,
     ExecutorOutputV2,
+    PlannedToolCall,
     PlannerPlan,
+    QuestionScope,
     RetryContext,
     ToolInvocation,
     VerifierOutput,
@@ -82,6 +84,17 @@ def _tool_catalogue() -> str:
     return "\n".join(rows)
 
 
+def scope_plan(scope: QuestionScope, question: str) -> PlannerPlan:
+    """The plan when the model answered the planner but never usably (its attempts are on record):
+    the logs of every asked service, the alerts, the runbooks, read from the question in code."""
+    calls = [PlannedToolCall(tool_name="query_logs", arguments={"service": s}) for s in scope.services]
+    calls += [PlannedToolCall(tool_name="query_metrics", arguments={}),
+              PlannedToolCall(tool_name="lookup_knowledge", arguments={"query": question})]
+    return PlannerPlan(skill="scope_plan", language=scope.language, services=list(scope.services),
+                       steps=["the planner gave no usable plan: logs, alerts and runbooks for the asked services"],
+                       tool_calls=calls)
+
+
 class OpenAIProvider:
     name = "openai"
 
@@ -128,10 +141,15 @@ class OpenAIProvider:
 
     def plan(self, ctx: StageContext, question: str) -> PlannerPlan:
         prompt = self._prompt("planner")
-        result = self.invoker.invoke(
-            ctx, stage="planner", model=self.model_for("planner"), prompt=prompt,
-            messages=self.plan_messages(ctx, question), schema=PlannerPlan,
-        )
+        try:
+            result = self.invoker.invoke(
+                ctx, stage="planner", model=self.model_for("planner"), prompt=prompt,
+                messages=self.plan_messages(ctx, question), schema=PlannerPlan,
+            )
+        except LlmCallError as exc:
+            if exc.reason != "output" or ctx.scope is None:
+                raise
+            return scope_plan(ctx.scope, question)
         plan = result.value
         assert isinstance(plan, PlannerPlan)
         calls = [c.model_copy(update={"tool_name": persisted_name(c.tool_name) or c.tool_name}) for c in plan.tool_calls]
