@@ -9,7 +9,7 @@ prompt/completion tokens and latency; per session the verdict, the wall time and
 answer shown is the fixed template.
 
     python benchmarks/bench_real_model.py --base-url http://127.0.0.1:8080/v1 --model gemma-3-270m \
-        [--questions 2] [--modes json_schema,prompt] [--timeout-s 60] [--json out.json]
+        [--questions 2] [--worlds bad-deploy,...] [--modes json_schema,prompt] [--timeout-s 60] [--json out.json]
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from pipeline.session import run_session  # noqa: E402
 from pipeline.store import Store  # noqa: E402
 
 
-def bundled_questions(limit: int) -> list[tuple[str, str]]:
-    """(world id, question): the first English question of each world, `limit` of them."""
+def bundled_questions(limit: int, only: list[str]) -> list[tuple[str, str]]:
+    """(world id, question): the first English question of each world (of `only`, if named), `limit` of them."""
     settings = load_settings()
-    worlds = load_worlds(settings.incidents_dir)
-    return [(w.id, w.questions_en[0]) for w in worlds if w.questions_en][:limit]
+    worlds = [w for w in load_worlds(settings.incidents_dir) if w.questions_en and (not only or w.id in only)]
+    return [(w.id, w.questions_en[0]) for w in worlds][:limit]
 
 
 def stage_figures(calls: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -122,11 +122,12 @@ def main() -> int:
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--questions", type=int, default=6, help="how many bundled questions (one per world)")
+    parser.add_argument("--worlds", default="", help="comma-separated world ids (default: every world)")
     parser.add_argument("--modes", default="json_schema,prompt")
     parser.add_argument("--timeout-s", type=float, default=60.0, help="openai.timeout_s (a loaded machine needs more)")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
-    questions = bundled_questions(args.questions)
+    questions = bundled_questions(args.questions, [w for w in args.worlds.split(",") if w])
     with tempfile.TemporaryDirectory() as tmp:
         results = [run_mode(mode, questions, args, Path(tmp))
                    for mode in args.modes.split(",")]
