@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -283,3 +284,12 @@ def test_sessions_prints_a_header_and_says_what_the_limit_left_out(capsys: pytes
     assert header.split()[:4] == ["ID", "CREATED", "(UTC)", "STATUS"] and header.endswith("QUESTION")
     assert row.startswith(second) and first not in out
     assert more == "1 more: use --limit 2 to list them all"
+
+
+def test_a_first_ask_on_a_fresh_home_prints_no_warning(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    env.update(WORKBENCH_HOME=str(tmp_path / "fresh"), PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    proc = subprocess.run([sys.executable, "-W", "default", "-m", "pipeline", "ask", QUESTION], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr, proc.stderr
