@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pipeline.contracts import QuestionForm, QuestionScope, TimeWindow
-from pipeline.text import detect_language, normalize
+from pipeline.text import CJK_CHAR, detect_language, normalize
 from pipeline.timewindow import parse_time_window, window_phrase
 
 
@@ -100,7 +100,6 @@ _SERVICE_LIKE = re.compile(
     rf"(?<![a-z0-9_.\-/])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:{'|'.join(SERVICE_SUFFIXES)}))(?![a-z0-9_\-])"
 )
 
-_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 
 
 def _pattern(phrases: Iterable[str], inflected: bool, compounds: bool = False) -> re.Pattern[str]:
@@ -111,7 +110,7 @@ def _pattern(phrases: Iterable[str], inflected: bool, compounds: bool = False) -
     parts = []
     for phrase in sorted(set(phrases), key=len, reverse=True):
         body = re.escape(normalize(phrase))
-        if _CJK_CHAR.search(phrase):
+        if CJK_CHAR.search(phrase):
             parts.append(body)
         elif phrase[-1].isdigit():
             parts.append(rf"(?<![a-z0-9.]){body}{'s?' if inflected else ''}(?![a-z0-9])")

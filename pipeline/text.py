@@ -8,6 +8,7 @@ irrelevant, so a faithful excerpt never fails on formatting.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -16,7 +17,27 @@ from functools import lru_cache
 from pipeline import segment
 
 _WS = re.compile(r"\s+")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
+# The one definition of a Chinese character: the unified ideographs, extension A and the
+# compatibility ideographs. Chinese words, runs and "is this Chinese" all use it.
+CJK_IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+CJK_CHAR = re.compile(f"[{CJK_IDEOGRAPHS}]")
+CJK_RUN = re.compile(f"[{CJK_IDEOGRAPHS}]+")
+# What a tokenizer spends about one token on: ideographs, CJK punctuation, kana, hangul and
+# full-width forms; other text costs about one token per CHARS_PER_TOKEN characters.
+ONE_TOKEN_CHAR = re.compile(f"[\u3000-\u30ff{CJK_IDEOGRAPHS}\uac00-\ud7af\uff00-\uffef]")
+CHARS_PER_TOKEN = 4
+
+
+def is_cjk(ch: str) -> bool:
+    return CJK_CHAR.fullmatch(ch) is not None
+
+
+def estimate_tokens(text: str) -> int:
+    """An LLM's token count of `text`, within the budget's calibration (pipeline/llm/budget.py)."""
+    if not text:
+        return 0
+    dense = len(ONE_TOKEN_CHAR.findall(text))
+    return dense + math.ceil((len(text) - dense) / CHARS_PER_TOKEN)
 
 
 def normalize(text: str) -> str:
@@ -26,7 +47,7 @@ def normalize(text: str) -> str:
 
 def detect_language(text: str) -> str:
     """'zh' when the text holds any CJK ideograph, else 'en'."""
-    return "zh" if _CJK.search(text) else "en"
+    return "zh" if CJK_CHAR.search(text) else "en"
 
 
 @dataclass(frozen=True, order=True)
@@ -148,7 +169,6 @@ _ZH_STOP = frozenset("的 了 和 与 在 是 有 为 及 或 对 从 被 把 �
 
 
 _LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 @lru_cache(maxsize=65536)
@@ -156,10 +176,10 @@ def keywords(text: str) -> frozenset[str]:
     """Content words: jieba for Chinese runs, whole tokens (payment-service, e_pay_timeout) for the rest."""
     norm = normalize(text)
     words: set[str] = set()
-    for token in _LATIN_WORD.findall(_CJK_RUN.sub(" ", norm)):
+    for token in _LATIN_WORD.findall(CJK_RUN.sub(" ", norm)):
         if len(token) >= 2 and token not in _EN_STOP:
             words.add(token)
-    runs = _CJK_RUN.findall(norm)
+    runs = CJK_RUN.findall(norm)
     if runs:
         for run in runs:
             for token in segment.jieba().lcut(run):

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.tools.knowledge import KnowledgeBase, estimate_tokens, split_runbook, tokenize
+from pipeline.text import estimate_tokens
+from pipeline.tools.knowledge import KnowledgeBase, split_runbook, tokenize
 from pipeline.tools.registry import KnowledgeQuery, NoData
 
 CPU_RUNBOOK = """# CPU 饱和处置手册

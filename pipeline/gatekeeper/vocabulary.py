@@ -12,13 +12,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-CJK_RUN = re.compile(f"[{_CJK}]+")
-_NON_CJK_RUN = re.compile(f"[^\\s{_CJK}]+")
+from pipeline.text import CJK_IDEOGRAPHS, CJK_RUN
 
-
-def is_cjk(ch: str) -> bool:
-    return "\u3400" <= ch <= "\u4dbf" or "\u4e00" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
+_NON_CJK_RUN = re.compile(f"[^\\s{CJK_IDEOGRAPHS}]+")
 
 
 class Vocabulary:

@@ -15,18 +15,14 @@ and the lines that match the question's focus terms, and says exactly what was c
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.text import extract_entities, keywords
+from pipeline.text import CHARS_PER_TOKEN, ONE_TOKEN_CHAR, estimate_tokens, extract_entities, keywords
 from pipeline.tools.results import RECORD_KINDS, RECORD_LIST_KEYS, ToolResult, read_result
 
-# CJK ideographs, CJK punctuation, full-width forms, kana, hangul: ~1 token each.
-_CJK = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
-CHARS_PER_TOKEN = 4
 # Per-message framing tokens the chat format adds (role, separators).
 MESSAGE_OVERHEAD_TOKENS = 4
 ERROR_WORDS = (
@@ -40,13 +36,6 @@ TAIL_SHARE = 0.25
 MAX_LINE_SHARE = 0.125
 # Below this a message is left alone: its cut statement alone would be about as long.
 MIN_CUT_TOKENS = 100
-
-
-def estimate_tokens(text: str) -> int:
-    if not text:
-        return 0
-    cjk = len(_CJK.findall(text))
-    return cjk + math.ceil((len(text) - cjk) / CHARS_PER_TOKEN)
 
 
 def _content_text(content: Any) -> str:
@@ -142,7 +131,7 @@ def _clip_line(line: str, max_tokens: int) -> str:
         return line
     keep = max(16, max_tokens * CHARS_PER_TOKEN // 2)
     # Upper bound of chars that fit: CJK text takes 1 token per char.
-    keep_chars = keep if not _CJK.search(line[:keep]) else max(8, max_tokens // 2)
+    keep_chars = keep if not ONE_TOKEN_CHAR.search(line[:keep]) else max(8, max_tokens // 2)
     return f"{line[:keep_chars]} [... line cut: {len(line) - keep_chars:,} chars ...]"
 
 

@@ -24,7 +24,7 @@ from pipeline.contracts import (
 )
 from pipeline.messages import msg, render
 from pipeline.stages.meaning_guard import check_meaning, comparable
-from pipeline.text import Entity, EntityMatch, entity_values, find_entities, keywords, normalize
+from pipeline.text import CJK_IDEOGRAPHS, Entity, EntityMatch, entity_values, find_entities, keywords, normalize
 
 _KIND = {
     "percentage": "percentage",
@@ -192,7 +192,7 @@ _PLACEHOLDER = re.compile(
     r"(?:n/?a|tbd|tba|todo|none|null|nil|xxx+|placeholder|lorem ipsum.*|<[^<>]*>|\[[^\[\]]*\]|\{[^{}]*\}"
     r"|待定|待补充|待填写|略|无|暂无|空)"
 )
-_TEXT = re.compile(r"[0-9a-z\u4e00-\u9fff]")
+_TEXT = re.compile(f"[0-9a-z{CJK_IDEOGRAPHS}]")
 # The wording docs/spec.md#verdict-expression requires of each verdict's answer, in either language. PASS requires none.
 VERDICT_WORDING: dict[str, re.Pattern[str]] = {
     "LOW_CONFID": re.compile(

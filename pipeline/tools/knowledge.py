@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from pipeline import segment
+from pipeline.text import CJK_RUN, estimate_tokens
 from pipeline.tools.registry import KnowledgeQuery, NoData
 
 K1 = 1.2
@@ -29,7 +30,6 @@ B = 0.75
 _SPLIT_OVER_CHARS = 1200
 _BLOCK_CHARS = 800
 
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _WORD = re.compile(r"[a-z0-9](?:[a-z0-9_.\-]*[a-z0-9])?")
 _WORD_PARTS = re.compile(r"[_.\-]")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -51,7 +51,7 @@ def tokenize(text: str) -> list[str]:
     norm = unicodedata.normalize("NFKC", text).lower()
     terms: list[str] = []
     pos = 0
-    for m in _CJK_RUN.finditer(norm):
+    for m in CJK_RUN.finditer(norm):
         _latin_terms(norm[pos : m.start()], terms)
         for tok in segment.jieba().cut_for_search(m.group(0)):
             if tok not in _ZH_STOP:
@@ -69,12 +69,6 @@ def _latin_terms(text: str, out: list[str]) -> None:
         out.append(word)
         if _WORD_PARTS.search(word):
             out.extend(p for p in _WORD_PARTS.split(word) if p and p not in _EN_STOP)
-
-
-def estimate_tokens(text: str) -> int:
-    """Rough LLM token count: a CJK character is about one token, other text about four chars."""
-    cjk = sum(len(run) for run in _CJK_RUN.findall(text))
-    return cjk + math.ceil((len(text) - cjk) / 4)
 
 
 @dataclass(frozen=True)
