@@ -260,6 +260,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "trace.raw": ("Raw tool output", "原始工具输出"),
     "trace.similarity": ("similarity", "相似度"),
     "trace.not_located": ("The excerpt was not located in any cited output.", "在所引用的输出中找不到该摘录。"),
+    "trace.nearest": ("Records of #{id} nearest to the excerpt (record · share of the excerpt held):",
+                      "#{id} 中与摘录最接近的记录（记录 · 摘录被覆盖的比例）："),
     "trace.other_match": ("matches invocation #{id} ({tool}) better: {score}", "与调用 #{id}（{tool}）更匹配：{score}"),
     "trace.entity_miss": ("not in the matched record", "匹配记录中没有"),
     "trace.added": ("words not in the output", "输出中没有的词"),
@@ -444,6 +446,12 @@ def decoded_output(url: str, invocation_id: int) -> str:
     return views.decoded_output(inv.output) if inv else ""
 
 
+@st.cache_data(max_entries=256, show_spinner=False)
+def nearest_records(url: str, invocation_id: int, excerpt: str) -> list[views.NearRecord]:
+    inv = _store(url).invocation(invocation_id)
+    return views.nearest_records(inv.output, excerpt) if inv else []
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
 def output_pages(url: str, invocation_id: int) -> views.OutputPages:
     inv = _store(url).invocation(invocation_id)
@@ -463,7 +471,7 @@ def refresh_session_reads(session_id: str | None = None) -> None:
 CSS = """
 <style>
 .wb-box{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:0.8rem;white-space:pre-wrap;
-  word-break:break-all;background:rgba(127,127,127,0.08);border:1px solid rgba(127,127,127,0.25);
+  word-break:normal;overflow-wrap:normal;background:rgba(127,127,127,0.08);border:1px solid rgba(127,127,127,0.25);
   border-radius:6px;padding:0.5rem 0.6rem;max-height:18rem;overflow:auto;margin:0}
 mark.wb-match{background:#ffe066;color:#000;border-radius:2px;padding:0 1px}
 span.wb-cited{background:#e7f5ff;border-bottom:1px dotted #1c7ed6}

@@ -158,7 +158,15 @@ def composer_input(r: SessionRecord) -> None:
 
 def _window_html(url: str, b: views.BindingView) -> str:
     if b.invocation_id is None or not b.spans:
-        return f"<div class='wb-muted'>{ui.esc(ui.t('trace.not_located'))}</div>"
+        # What the reviewer must judge: the quote beside the records of each output it cites
+        # that come closest to it.
+        parts = [f"<div class='wb-muted'>{ui.esc(ui.t('trace.not_located'))}</div>"]
+        for inv_id in dict.fromkeys(b.binding.source_invocation_ids):
+            near = ui.nearest_records(url, int(inv_id), b.binding.evidence_excerpt)
+            rows = "\n".join(f"<span class='wb-ln'>#{n.number} · {n.score:.2f}</span>{ui.esc(n.line)}" for n in near)
+            parts.append(f"<div class='wb-muted'>{ui.esc(ui.t('trace.nearest', id=inv_id))}</div>"
+                         f"<div class='wb-box'>{rows or ui.esc(ui.t('ask.none'))}</div>")
+        return "".join(parts)
     decoded = ui.decoded_output(url, int(b.invocation_id))
     w = views.highlight_window(decoded, b.spans, entity_tokens=views.nearby_tokens(b.entity_misses),
                                cited=b.cited_spans)
@@ -237,6 +245,7 @@ def _card(url: str, card: views.ClaimCard, *, pick: int | None = None) -> None:
 
 def _focus(pos: int) -> None:
     st.session_state["trace_review_pos"] = pos
+    st.session_state["trace_review_scroll"] = True
 
 
 def _save(sid: str, claim_id: str | None, label: str, reviewer: str, note_key: str, advance: int | None) -> None:
@@ -251,7 +260,7 @@ def _save(sid: str, claim_id: str | None, label: str, reviewer: str, note_key: s
     st.session_state["trace_review_flash"] = ("success", ui.t("common.saved_as", label=label,
                                                                             target=ui.md(claim_id or sid)))
     if advance is not None:
-        st.session_state["trace_review_pos"] = advance
+        _focus(advance)
 
 
 def _label_buttons(sid: str, claim_id: str | None, reviewer: str, note_key: str, advance: int | None,
@@ -263,8 +272,9 @@ def _label_buttons(sid: str, claim_id: str | None, reviewer: str, note_key: str,
                    on_click=_save, args=(sid, claim_id, label, reviewer, note_key, advance))
 
 
-def review_panel(url: str, r: SessionRecord, queue: list[views.ClaimCard]) -> None:
-    """Claim after claim with findings: J / K move, 1-5 label and go to the next one."""
+def review_panel(url: str, r: SessionRecord, queue: list[views.ClaimCard]) -> int | None:
+    """Claim after claim with findings: J / K move, 1-5 label and go to the next one. Returns the
+    position of the claim it shows."""
     st.subheader(ui.t("trace.review_panel"))
     name_col, info_col = st.columns([1, 2], vertical_alignment="bottom")
     with name_col:
@@ -274,7 +284,7 @@ def review_panel(url: str, r: SessionRecord, queue: list[views.ClaimCard]) -> No
         (st.success if flash[0] == "success" else st.warning)(flash[1])
     if not queue:
         info_col.caption(ui.t("ask.none"))
-        return
+        return None
     pos = min(max(0, int(st.session_state.get("trace_review_pos", 0))), len(queue) - 1)
     info_col.caption(ui.t("trace.review_keys"))
     prev_col, at_col, next_col = st.columns([1, 3, 1], vertical_alignment="center")
@@ -284,10 +294,17 @@ def review_panel(url: str, r: SessionRecord, queue: list[views.ClaimCard]) -> No
     next_col.button(ui.t("trace.next_claim"), key="trace_next", shortcut="J", disabled=pos >= len(queue) - 1,
                     width="stretch", on_click=_focus, args=(pos + 1,))
     card = queue[pos]
+    st.html("<div id='wb-focus'></div>")
     _card(url, card)
+    if st.session_state.pop("trace_review_scroll", False):
+        # A move by key or button brings the claim it lands on into view (the card may be far
+        # below the fold after a long card); the position in the script makes each move a new element.
+        st.html(f"<script>/* {pos} */ document.getElementById('wb-focus')?.scrollIntoView({{block: 'start'}});</script>",
+                unsafe_allow_javascript=True)
     note_key = f"trace_note_{card.index}"
     st.text_input(ui.t("common.note"), key=note_key)
     _label_buttons(r.id, card.claim.claim_id, reviewer, note_key, min(pos + 1, len(queue) - 1), "trace_label", True)
+    return pos
 
 
 def claims(url: str, r: SessionRecord) -> None:
@@ -302,14 +319,15 @@ def claims(url: str, r: SessionRecord) -> None:
                                   default="flagged" if flagged else "all", required=True,
                                   format_func=lambda v: ui.t(f"trace.claims_{v}"), key="trace_claims_filter")
     shown = flagged if show == "flagged" else cards
-    review_panel(url, r, shown)
+    focused = review_panel(url, r, shown)
     pages = max(1, -(-len(shown) // CLAIMS_PER_PAGE))
     page = 1
     if pages > 1:
         page = int(right.number_input(ui.t("trace.claim_page"), 1, pages, 1, key="trace_claims_page"))
     first = (page - 1) * CLAIMS_PER_PAGE
     for pos, card in enumerate(shown[first : first + CLAIMS_PER_PAGE], start=first):
-        _card(url, card, pick=pos)
+        if pos != focused:  # the review panel above draws it
+            _card(url, card, pick=pos)
 
 
 def verifier_rest(r: SessionRecord) -> None:

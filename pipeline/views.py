@@ -43,7 +43,7 @@ from pipeline.contracts import (
 from pipeline.errors import RulesError
 from pipeline.gatekeeper.features import binding_target
 from pipeline.gatekeeper.kinds import Severity
-from pipeline.gatekeeper.matcher import record_text
+from pipeline.gatekeeper.matcher import fold, record_text
 from pipeline.gatekeeper.rules_schema import (
     INDEX_FILE,
     METADATA_FILE,
@@ -66,6 +66,7 @@ from pipeline.record import (
 )
 from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, VerdictInForce
+from pipeline.tools.results import read_result
 
 SegmentKind = Literal["text", "match", "entity", "cited"]
 
@@ -321,6 +322,31 @@ def decoded_output(output: str) -> str:
     """The text the gatekeeper's offsets index: a structured output's records one per line, else
     the output with JSON escapes decoded."""
     return record_text(output)[0]
+
+
+@dataclass(frozen=True)
+class NearRecord:
+    number: int  # the record's number, the one a citation names
+    score: float  # how much of the excerpt the record's text holds, 0..1
+    line: str
+
+
+def nearest_records(output: str, excerpt: str, k: int = 3) -> list[NearRecord]:
+    """The k records of a stored output most like an excerpt that was not located in it: what a
+    reviewer compares the quote with. Scored on folded text, so case, width and spacing do not count."""
+    needle = fold(excerpt)
+    if not needle.strip():
+        return []
+    scored = []
+    for r in read_result(output).records:
+        line = r.line
+        matcher = difflib.SequenceMatcher(None, needle, fold(line), autojunk=False)
+        if matcher.real_quick_ratio() == 0:
+            continue
+        held = sum(b.size for b in matcher.get_matching_blocks()) / len(needle)
+        scored.append(NearRecord(r.number, round(held, 2), line))
+    scored.sort(key=lambda n: (-n.score, n.number))
+    return [n for n in scored[:k] if n.score > 0]
 
 
 # --- full output viewer ----------------------------------------------------------------------

@@ -424,3 +424,17 @@ def test_sqlite_moves_re_judged_sessions_in_the_charts_from_the_listing_index(tm
     assert stats.total == 6 and sum((Counter({v: n}) for _, v, n in stats.per_day), Counter()) == {
         "REJECT": 4, "LOW_CONFID": 2}
     assert stats.failed_rules == {"evidence.excerpt_similarity": 4, "evidence.invocation_ref": 4}
+
+
+def test_an_unlocated_excerpt_is_shown_beside_the_records_nearest_to_it() -> None:
+    output = json.dumps({"logs": [
+        {"timestamp": "2024-05-01T10:00:01Z", "service": "api-gateway", "level": "INFO", "message": "GET /health 200"},
+        {"timestamp": "2024-05-01T10:00:02Z", "service": "payment-service", "level": "ERROR",
+         "message": "upstream bank-gw timed out after 3000 ms"},
+        {"timestamp": "2024-05-01T10:00:03Z", "service": "payment-service", "level": "WARN", "message": "retrying order 123"},
+    ]})
+    # A paraphrase the matcher did not place: the timeout record comes first, numbered as cited.
+    near = views.nearest_records(output, "PAYMENT-SERVICE: bank gateway timed out after 3000ms", k=2)
+    assert [n.number for n in near] == [1, 2]
+    assert near[0].score > near[1].score and "timed out after 3000 ms" in near[0].line
+    assert views.nearest_records(output, "   ") == []
