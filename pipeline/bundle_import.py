@@ -30,6 +30,7 @@ from pipeline.config import Settings
 from pipeline.contracts import LlmCallRecord
 from pipeline.gatekeeper import RuleSet
 from pipeline.llm.provider import Provider
+from pipeline.messages import localized
 from pipeline.provenance import SignatureCheck, check_signature, trusted_keys
 from pipeline.redact import redact, redact_value, redacted_call
 from pipeline.stages.parse import parse_executor_output
@@ -66,7 +67,9 @@ def _remap(value: Any, id_map: dict[int, int]) -> Any:
         return f"{match[1] or ''}{one(int(match[2]))}{match[3] or ''}"
 
     if isinstance(value, dict):
-        out = {}
+        if isinstance(value.get("code"), str) and isinstance(value.get("params"), dict):
+            return _remap_message(value, id_map)
+        out: dict[Any, Any] = {}
         for key, item in value.items():
             if isinstance(key, str) and key.endswith("invocation_ids") and isinstance(item, list):
                 out[key] = [one(i) for i in item]
@@ -78,10 +81,34 @@ def _remap(value: Any, id_map: dict[int, int]) -> Any:
                 out[key] = in_text(item)
             else:
                 out[key] = _remap(item, id_map)
+        if isinstance(out.get("msg"), dict):
+            # The English text beside a renumbered message (a finding's message, a check's detail,
+            # a filter's reason) says what the message says.
+            for text in ("message", "detail", "reason"):
+                if isinstance(out.get(text), str) and out[text]:
+                    out[text] = localized(out[text], out["msg"], "en")
         return out
     if isinstance(value, list):
         return [_remap(v, id_map) for v in value]
     return value
+
+
+_ID_IN_TEXT = re.compile(r"(?<![\w#-])(\d+)(?=#|\b)")
+
+
+def _remap_message(message: dict[str, Any], id_map: dict[int, int]) -> dict[str, Any]:
+    """A finding's message (code + parameters) citing the stored ids: `invocation` and the ids
+    inside `cited` ("58#3, 61#2") and `ids` ("[58, 61]"). An id the bundle does not hold keeps the
+    number the bundle wrote: the finding is about that citation."""
+    params = dict(message["params"])
+    inv = params.get("invocation")
+    if isinstance(inv, int) and not isinstance(inv, bool):
+        params["invocation"] = id_map.get(inv, inv)
+    for key in ("cited", "ids"):
+        if isinstance(params.get(key), str):
+            params[key] = _ID_IN_TEXT.sub(lambda m: str(id_map.get(int(m[1]), m[1])), params[key])
+    then = [_remap(m, id_map) for m in message.get("then") or []]
+    return {**message, "params": params, **({"then": then} if "then" in message else {})}
 
 
 def _as_stored(bundle: SessionBundle, max_bytes: int) -> tuple[SessionBundle, dict[int, int]]:

@@ -90,6 +90,26 @@ def test_a_forged_bundle_is_rejected_and_never_lands_on_another_sessions_call(se
     assert "evidence.invocation_ref" in replayed[result.session_id].result.failed_rules
 
 
+def test_an_imported_sessions_findings_cite_the_stored_invocation_ids(settings: Settings, store: Store) -> None:
+    bundle = _exported(settings, store)
+    structured = json.loads(bundle["executor_raw_output"])
+    binding = structured["claims"][0]["evidence_bindings"][0]
+    cited = binding["source_invocation_ids"][0]
+    ran = {inv["id"]: inv["model_tool_name"] for inv in bundle["tool_invocations"]}
+    # Another tool of the session: a finding that names the cited invocation.
+    binding["tool_name"] = next(tool for tool in ran.values() if tool != ran[cited])
+    bundle["executor_raw_output"] = json.dumps(structured, ensure_ascii=False)
+    result = _import(store, settings, bundle)
+    stored = result.id_map[cited]
+    assert stored != cited
+    errors = store.get_session(result.session_id)["self_evaluation"]["verifier_evaluation"]["gatekeeper_result"]["errors"]
+    mismatch = [e for e in errors if e["msg"] and "tool_mismatch" in json.dumps(e["msg"])]
+    assert mismatch, errors
+    text = json.dumps(mismatch)
+    # The page shows #<stored id>: the message, its English text and the check's detail say the same.
+    assert f"invocation {stored}," in text and f"invocation {cited}," not in text
+
+
 def test_a_failure_inside_the_import_leaves_nothing(settings: Settings, any_store: Store,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     store = any_store
