@@ -125,27 +125,23 @@ def _on_form(rule_id: str, field_name: str, widget_key: str, kind: str) -> None:
         value = [line.strip() for line in str(value).splitlines() if line.strip()]
     elif kind == "choice_list":
         value = list(value)
+    _set_field(rule_id, field_name, value)
+
+
+def _set_field(rule_id: str, field_name: str, value: Any) -> None:
     st.session_state["rules_index"], st.session_state["rules_meta"] = views.set_rule_field(
         st.session_state["rules_index"], st.session_state["rules_meta"], rule_id, field_name, value)
     _bump("rules_yaml_gen")
-
-
-def _on_number(rule_id: str, name: str, source: str, other: str) -> None:
-    """Slider and number box of one parameter: whichever moved, both and the YAML get its value."""
-    value = round(float(st.session_state[source]), 4)
-    st.session_state[source] = st.session_state[other] = value
-    _on_form(rule_id, f"params.{name}", source, "number")
 
 
 def _param_widget(spec: Any, pf: views.ParamField, gen: int) -> None:
     key = f"rules_f{gen}_{spec.id}_{pf.name}"
     args = (spec.id, f"params.{pf.name}", key, pf.kind)
     if pf.kind == "number":
-        slide, box = st.columns([4, 1], vertical_alignment="bottom")
-        slide.slider(pf.name, 0.0, 1.0, float(pf.value), 0.01, key=key, on_change=_on_number,
-                     args=(spec.id, pf.name, key, f"{key}_n"))
-        box.number_input(pf.name, 0.0, 1.0, float(pf.value), 0.01, key=f"{key}_n", label_visibility="collapsed",
-                         on_change=_on_number, args=(spec.id, pf.name, f"{key}_n", key))
+        # One widget per value: a slider kept in step with a number box writes each into the other,
+        # and a browser still sending the old value of one undoes steps taken on the other.
+        st.number_input(pf.name, 0.0, 1.0, float(pf.value), 0.01, key=key, format="%.2f", on_change=_on_form,
+                        args=args)
     elif pf.kind == "count":
         st.number_input(pf.name, 0, None, int(pf.value), 1, key=key, on_change=_on_form, args=args)
     elif pf.kind == "bool":
@@ -189,7 +185,11 @@ def form(rules: RuleSet | None, errors: list[str]) -> None:
 # --- YAML ------------------------------------------------------------------------------------------
 
 
-def _on_yaml(which: str, widget_key: str) -> None:
+def _on_yaml(which: str, widget_key: str, gen: int) -> None:
+    # A text area the form has since redrawn (an older generation) still reports the text it was drawn
+    # with while quick form edits are in flight: taking it would undo those edits and rebuild the form.
+    if gen != st.session_state.get("rules_yaml_gen", 0) or st.session_state[widget_key] == st.session_state[which]:
+        return
     st.session_state[which] = st.session_state[widget_key]
     rules, _ = candidate()
     if rules is not None:
@@ -200,9 +200,9 @@ def yaml_editor(errors: list[str]) -> None:
     gen = st.session_state.get("rules_yaml_gen", 0)
     left, right = st.columns(2)
     left.text_area("index.yaml", st.session_state["rules_index"], height=420, key=f"rules_y{gen}_index",
-                   on_change=_on_yaml, args=("rules_index", f"rules_y{gen}_index"))
+                   on_change=_on_yaml, args=("rules_index", f"rules_y{gen}_index", gen))
     right.text_area("metadata.yaml", st.session_state["rules_meta"], height=420, key=f"rules_y{gen}_meta",
-                    on_change=_on_yaml, args=("rules_meta", f"rules_y{gen}_meta"))
+                    on_change=_on_yaml, args=("rules_meta", f"rules_y{gen}_meta", gen))
     if errors:
         st.error(ui.t("rules.invalid") + "\n\n" + "\n".join(f"- {ui.md(e)}" for e in errors))
 

@@ -195,8 +195,8 @@ def test_rules_bad_yaml_shows_validation_errors_inline() -> None:
 def test_rules_threshold_preview_and_apply_creates_a_version(settings: Settings, store: Store) -> None:
     run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
     at = _app("pages/rules.py")
-    slider = next(s for s in at.slider if s.key.endswith("evidence.excerpt_similarity_passThreshold"))
-    slider.set_value(1.0).run()
+    box = next(n for n in at.number_input if n.key.endswith("evidence.excerpt_similarity_passThreshold"))
+    box.set_value(1.0).run()
     assert "passThreshold: 1.0" in next(t for t in at.text_area if t.label == "metadata.yaml").value
     at.button(key="rules_preview_btn").click().run()
     assert next(m.value for m in at.metric) == "1"
@@ -215,13 +215,12 @@ def test_rules_history_starts_at_version_0_diffs_before_apply_and_rolls_back_to_
     at = _app("pages/rules.py")
     versions = next(d.value for d in at.dataframe if "version" in d.value.columns)
     assert versions["version"].tolist() == [0] and versions["active"].tolist() == [True]
-    # Slider and number box show one value whichever moved, and the YAML holds it.
-    key = next(s.key for s in at.slider if s.key.endswith("evidence.excerpt_similarity_passThreshold"))
-    at.number_input(key=f"{key}_n").set_value(0.54).run()
-    assert at.slider(key=key).value == 0.54
+    # The YAML holds the value of the box, and the box keeps it across reruns.
+    key = next(n.key for n in at.number_input if n.key.endswith("evidence.excerpt_similarity_passThreshold"))
+    at.number_input(key=key).set_value(0.54).run()
     assert "passThreshold: 0.54" in next(t for t in at.text_area if t.label == "metadata.yaml").value
-    at.slider(key=key).set_value(0.7).run()
-    assert at.number_input(key=f"{key}_n").value == 0.7
+    at.number_input(key=key).set_value(0.7).run()
+    assert at.number_input(key=key).value == 0.7
     # Before Apply: the difference against the rules in force.
     diff = "\n".join(c.value for c in at.code)
     assert "-      passThreshold: 0.5" in diff and "+      passThreshold: 0.7" in diff
@@ -244,8 +243,8 @@ def test_rules_apply_on_a_stale_base_is_refused(store: Store, repo_root: Path) -
     # Another tuner applies while this editor is open.
     index, meta = (repo_root / "rules" / "index.yaml").read_text(), (repo_root / "rules" / "metadata.yaml").read_text()
     other = store.apply_rule_version(index_yaml=index, metadata_yaml=meta, author="bob", comment="", based_on=None)
-    slider = next(s for s in at.slider if s.key.endswith("evidence.excerpt_similarity_warnThreshold"))
-    slider.set_value(0.1).run()
+    box = next(n for n in at.number_input if n.key.endswith("evidence.excerpt_similarity_warnThreshold"))
+    box.set_value(0.1).run()
     at.text_input(key="rules_author").input("ann").run()
     at.button(key="rules_apply").click().run()
     assert "Refused" in _texts(at)
@@ -260,16 +259,16 @@ def test_rules_editors_only_when_configured(tmp_path: Path, monkeypatch: pytest.
     config.write_text("ui:\n  editors: [lead@example.com]\n", encoding="utf-8")
     monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
     at = _app("pages/rules.py")
-    slider = next(s for s in at.slider if s.key.endswith("evidence.excerpt_similarity_passThreshold"))
-    slider.set_value(0.6).run()
+    box = next(n for n in at.number_input if n.key.endswith("evidence.excerpt_similarity_passThreshold"))
+    box.set_value(0.6).run()
     assert at.button(key="rules_apply").disabled
     assert "Only these editors may apply rules: lead@example.com" in _texts(at)
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.user = {"is_logged_in": True, "email": "lead@example.com", "name": "Lead"}
     at.run()
     at.switch_page("pages/rules.py").run()
-    slider = next(s for s in at.slider if s.key.endswith("evidence.excerpt_similarity_passThreshold"))
-    slider.set_value(0.6).run()
+    box = next(n for n in at.number_input if n.key.endswith("evidence.excerpt_similarity_passThreshold"))
+    box.set_value(0.6).run()
     assert not at.button(key="rules_apply").disabled
 
 

@@ -1,0 +1,44 @@
+"""Flows of the workbench at human speed in headless Debian Chromium (see test_ui_browser.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from test_ui_browser import WAIT_MS, _settled, _shot, _streamlit, page, sync_api  # noqa: F401 (fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with _streamlit(tmp_path_factory.mktemp("flows-home")) as url:
+        yield url
+
+
+def _diff_shows(pg, line: str) -> None:
+    pg.wait_for_function("line => document.body.innerText.includes(line)", arg=line, timeout=WAIT_MS)
+
+
+def test_threshold_inputs_keep_every_step_at_human_speed(base: str, page) -> None:  # noqa: F811
+    pg = page
+    pg.goto(base + "/rules")
+    pg.get_by_role("heading", name="Gatekeeper rules").wait_for()
+    _settled(pg)
+    box = pg.locator("[data-testid=stNumberInput] input").first
+    sync_api.expect(box).to_have_value("0.50", timeout=WAIT_MS)
+    box.focus()
+    for _ in range(10):
+        pg.keyboard.press("ArrowUp")
+        pg.wait_for_timeout(150)
+    sync_api.expect(box).to_have_value("0.60", timeout=WAIT_MS)
+    _diff_shows(pg, "+      passThreshold: 0.6\n")
+    plus = pg.get_by_test_id("stNumberInputStepUp").first
+    for _ in range(5):
+        plus.click()
+        pg.wait_for_timeout(150)
+    sync_api.expect(box).to_have_value("0.65", timeout=WAIT_MS)
+    # The candidate rules took the last value, not one a lost step left behind.
+    _diff_shows(pg, "+      passThreshold: 0.65\n")
+    _settled(pg)
+    _shot(pg, "rules-threshold-steps")
