@@ -124,8 +124,8 @@ def comparison(runs: list[EvalRun]) -> None:
     by_id = {r.id: r for r in runs}
     ids = list(by_id)
     c1, c2 = st.columns(2)
-    after = c1.selectbox(ui.t("eval.after"), ids, index=0, key="eval_after", format_func=lambda i: _label(by_id[i]))
-    before = c2.selectbox(ui.t("eval.before"), ids, index=1, key="eval_before",
+    after = c1.selectbox(ui.t("eval.after"), ids, index=0, placeholder=ui.t("common.choose_one"), key="eval_after", format_func=lambda i: _label(by_id[i]))
+    before = c2.selectbox(ui.t("eval.before"), ids, index=1, placeholder=ui.t("common.choose_one"), key="eval_before",
                           format_func=lambda i: _label(by_id[i]))
     changes = history.compare(by_id[before], by_id[after])
     st.caption(ui.t("eval.changed", n=sum(c.changed for c in changes)))
@@ -155,7 +155,7 @@ def body(source: str) -> None:
     by_id = {r.id: r for r in runs}
     if st.session_state.get("eval_shown") not in by_id:
         st.session_state["eval_shown"] = runs[0].id
-    shown = st.selectbox(ui.t("eval.shown"), list(by_id), key="eval_shown", format_func=lambda i: _label(by_id[i]))
+    shown = st.selectbox(ui.t("eval.shown"), list(by_id), placeholder=ui.t("common.choose_one"), key="eval_shown", format_func=lambda i: _label(by_id[i]))
     results(by_id[shown])
     past_runs(runs)
     comparison(runs)

@@ -147,9 +147,9 @@ def _param_widget(spec: Any, pf: views.ParamField, gen: int) -> None:
     elif pf.kind == "bool":
         st.checkbox(pf.name, bool(pf.value), key=key, on_change=_on_form, args=args)
     elif pf.kind == "choice_list":
-        st.multiselect(pf.name, list(pf.options), default=list(pf.value), key=key, on_change=_on_form, args=args)
+        st.multiselect(pf.name, list(pf.options), default=list(pf.value), placeholder=ui.t("common.choose_many"), key=key, on_change=_on_form, args=args)
     elif pf.kind == "choice":
-        st.selectbox(pf.name, list(pf.options), index=list(pf.options).index(pf.value), key=key,
+        st.selectbox(pf.name, list(pf.options), index=list(pf.options).index(pf.value), placeholder=ui.t("common.choose_one"), key=key,
                      on_change=_on_form, args=args)
     else:
         st.text_area(f"{pf.name} ({ui.t('rules.one_per_line')})", "\n".join(map(str, pf.value)), key=key,
@@ -174,10 +174,10 @@ def form(rules: RuleSet | None, errors: list[str]) -> None:
             k = f"rules_f{gen}_{spec.id}"
             c1.toggle(ui.t("rules.enabled"), spec.enabled, key=f"{k}_enabled", on_change=_on_form,
                       args=(spec.id, "enabled", f"{k}_enabled", "bool"))
-            c2.selectbox(ui.t("rules.impact"), views.VERDICT_IMPACTS, index=views.VERDICT_IMPACTS.index(spec.verdict_impact), key=f"{k}_impact",
+            c2.selectbox(ui.t("rules.impact"), views.VERDICT_IMPACTS, index=views.VERDICT_IMPACTS.index(spec.verdict_impact), placeholder=ui.t("common.choose_one"), key=f"{k}_impact",
                          on_change=_on_form, args=(spec.id, "verdictImpact", f"{k}_impact", "choice"))
             c3.selectbox(ui.t("rules.severity"), views.SEVERITIES, index=views.SEVERITIES.index(spec.severity),
-                         key=f"{k}_severity", on_change=_on_form, args=(spec.id, "severity", f"{k}_severity", "choice"))
+                         placeholder=ui.t("common.choose_one"), key=f"{k}_severity", on_change=_on_form, args=(spec.id, "severity", f"{k}_severity", "choice"))
             for pf in views.param_fields(spec):
                 _param_widget(spec, pf, gen)
 
@@ -378,11 +378,11 @@ def history() -> None:
     ids = list(by_id)
     c1, c2 = st.columns(2)
     # Keyed by the newest id: after an Apply the comparison starts from the new version again.
-    new = c2.selectbox(ui.t("rules.diff_to"), ids, index=0, key=f"rules_diff_new_{ids[0]}",
+    new = c2.selectbox(ui.t("rules.diff_to"), ids, index=0, placeholder=ui.t("common.choose_one"), key=f"rules_diff_new_{ids[0]}",
                        format_func=lambda i: ui.t("rules.version", id=i))
     parent = by_id[new].parent_id
     old = c1.selectbox(ui.t("rules.diff_from"), ids, index=ids.index(parent if parent in by_id else ids[-1]),
-                       key=f"rules_diff_old_{new}", format_func=lambda i: ui.t("rules.version", id=i))
+                       placeholder=ui.t("common.choose_one"), key=f"rules_diff_old_{new}", format_func=lambda i: ui.t("rules.version", id=i))
     diff = views.yaml_diff(by_id[old].yaml, by_id[new].yaml, f"v{old}", f"v{new}")
     st.code(diff or ui.t("rules.no_difference"), language="diff")
     targets = [i for i in ids if not by_id[i].active]
@@ -390,7 +390,7 @@ def history() -> None:
         return
     st.markdown(f"**{ui.t('rules.rollback_title')}**")
     pick, who, go = st.columns([1, 1, 1], vertical_alignment="bottom")
-    target = pick.selectbox(ui.t("rules.rollback_to"), targets, key="rules_rollback_pick",
+    target = pick.selectbox(ui.t("rules.rollback_to"), targets, placeholder=ui.t("common.choose_one"), key="rules_rollback_pick",
                             format_func=lambda i: ui.t("rules.version", id=i))
     allowed, why = permission()
     with who:

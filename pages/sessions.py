@@ -40,20 +40,20 @@ def sidebar() -> queue.QueueFilter:
         needs = st.toggle(ui.t("sessions.needs_person"), True, key="sessions_needs_person", bind="query-params",
                           help=ui.t("sessions.needs_person_help"))
         include_eval = st.toggle(ui.t("sessions.eval"), False, key="sessions_eval", bind="query-params")
-        verdicts = st.multiselect(ui.t("sessions.verdicts"), list(ui.VERDICTS), key="sessions_verdicts",
+        verdicts = st.multiselect(ui.t("sessions.verdicts"), list(ui.VERDICTS), placeholder=ui.t("common.choose_many"), key="sessions_verdicts",
                                   bind="query-params")
-        gate = st.multiselect(ui.t("sessions.gate"), list(ui.GATE_STATUSES), key="sessions_gate",
+        gate = st.multiselect(ui.t("sessions.gate"), list(ui.GATE_STATUSES), placeholder=ui.t("common.choose_many"), key="sessions_gate",
                               bind="query-params")
         reviewed = st.segmented_control(
             ui.t("sessions.reviewed"), list(REVIEWED), default="no", required=True, key="sessions_reviewed",
             format_func=lambda v: ui.t(f"sessions.reviewed.{v}"), bind="query-params")
-        rule = st.selectbox(ui.t("sessions.rule"), ["", *RULES], key="sessions_rule", bind="query-params")
+        rule = st.selectbox(ui.t("sessions.rule"), ["", *RULES], placeholder=ui.t("common.choose_one"), key="sessions_rule", bind="query-params")
         since = st.date_input(ui.t("sessions.since"), value=None, key="sessions_since", bind="query-params")
         until = st.date_input(ui.t("sessions.until"), value=None, key="sessions_until", bind="query-params")
         service = st.text_input(ui.t("sessions.service"), key="sessions_service", bind="query-params")
         text = st.text_input(ui.t("sessions.text"), key="sessions_text", bind="query-params")
         statuses = st.multiselect(ui.t("sessions.statuses"), ["completed", "failed", "running"],
-                                  key="sessions_statuses", bind="query-params")
+                                  placeholder=ui.t("common.choose_many"), key="sessions_statuses", bind="query-params")
     base = SessionFilter(
         verdicts=list(verdicts), gatekeeper_statuses=list(gate), rule_id=rule or None,
         since=_day(since, False), until=_day(until, True), service=(service or "").strip() or None,

@@ -39,7 +39,7 @@ def sidebar(current: str | None) -> str:
                                          r["question"][:40]]) for r in rows}
         if options:
             chosen = st.selectbox(ui.t("trace.pick"), options, index=options.index(current) if current else 0,
-                                  format_func=lambda sid: labels.get(sid, sid), key=f"trace_pick_{current}")
+                                  format_func=lambda sid: labels.get(sid, sid), placeholder=ui.t("common.choose_one"), key=f"trace_pick_{current}")
             if chosen != current:
                 _pick(chosen)
                 current = chosen
@@ -64,8 +64,9 @@ def header(r: SessionRecord) -> None:
         st.write("—" if r.groundedness is None else f"{r.groundedness:.2f}")
     with cols[3]:
         st.caption(ui.md(f"{r.id} · {r.created_at:%Y-%m-%d %H:%M:%S} · {r.world or '-'} · {r.provider}/{r.model} · "
-                         f"{r.shape} · {ui.t('common.status')} {r.status} ({r.stage}) · rounds {r.rounds} · tokens "
-                         f"{r.prompt_tokens}+{r.completion_tokens}"))
+                         f"{r.shape} · {ui.t('common.status')} {r.status} ({r.stage}) · "
+                         f"{ui.t('trace.meta_rounds', n=r.rounds)} · "
+                         f"{ui.t('trace.meta_tokens', p=r.prompt_tokens, c=r.completion_tokens)}"))
         if r.timings_ms:
             st.caption(ui.md(" · ".join(f"{k} {v:.0f} ms" for k, v in r.timings_ms.items())))
     if r.error:
@@ -268,7 +269,7 @@ def _label_buttons(sid: str, claim_id: str | None, reviewer: str, note_key: str,
     """One button per label; with `keys`, digits 1-5 press them (the per-claim keyboard flow)."""
     cols = st.columns(len(ui.REVIEW_LABELS))
     for i, (col, label) in enumerate(zip(cols, ui.REVIEW_LABELS, strict=True)):
-        col.button(f"{label}", key=f"{key}_{label}", width="stretch", shortcut=str(i + 1) if keys else None,
+        col.button(ui.t(f"label.{label}"), key=f"{key}_{label}", width="stretch", shortcut=str(i + 1) if keys else None,
                    on_click=_save, args=(sid, claim_id, label, reviewer, note_key, advance))
 
 
@@ -370,7 +371,7 @@ def output_viewer(url: str, metas: list[InvocationMeta]) -> None:
                           format_func=lambda i: f"#{i} {by_id[i].model_tool_name} · {by_id[i].status} · "
                                                 f"{by_id[i].output_bytes:,} B")
     query = c2.text_input(ui.t("trace.search"), key="trace_viewer_query")
-    per_page = c3.selectbox(ui.t("trace.per_page"), [100, 200, 500], index=1, key="trace_viewer_per_page")
+    per_page = c3.selectbox(ui.t("trace.per_page"), [100, 200, 500], index=1, placeholder=ui.t("common.choose_one"), key="trace_viewer_per_page")
     if inv_id is None:
         return
     pages = ui.output_pages(url, int(inv_id))

@@ -41,6 +41,27 @@ _PROSE_JS = """() => {
 }"""
 
 
+# Words a person reads on a control but that no sentence check sees: button captions, input
+# placeholders, aria labels of the choices of a segmented control.
+_CONTROLS_JS = """() => [
+  ...[...document.querySelectorAll('button')].filter(b => !b.closest('[data-testid=stSidebarNav]'))
+     .map(b => b.innerText.trim()),
+  ...[...document.querySelectorAll('[placeholder]')].map(e => e.getAttribute('placeholder')),
+].filter(t => t)"""
+
+
+def english_controls(texts: list[str], allowed: frozenset[str] = frozenset({"English"})) -> list[str]:
+    """Control texts that hold a Latin word of 3+ letters and no Chinese: left untranslated.
+    Icon ligatures and shortcut keys are shorter or upper case; ids hold digits or dashes."""
+    out = []
+    for text in texts:
+        words = [w for w in re.findall(r"[A-Za-z_]{3,}", re.sub(r"\S*[\d-]\S*", " ", text))
+                 if not w.isupper() and not w.startswith(("keyboard_", "arrow_", "expand_", "chevron_"))]
+        if words and not re.search(r"[\u4e00-\u9fff]", text) and text not in allowed:
+            out.append(text)
+    return out
+
+
 def english_sentences(text: str, evidence: str = "") -> list[str]:
     """Runs of 3+ Latin words holding a common English word and not quoted from `evidence` (the
     tool outputs shown): prose left untranslated."""
@@ -105,7 +126,7 @@ def test_every_page_in_chinese_has_no_english_sentence(zh_server: tuple[str, str
             pg.locator(".js-plotly-plot").first.wait_for()
         text = _prose(pg)
         assert "中文" in text and re.search(r"[\u4e00-\u9fff]{4}", text), f"{name} is not in Chinese"
-        found[name] = english_sentences(text, evidence)
+        found[name] = english_sentences(text, evidence) + english_controls(pg.evaluate(_CONTROLS_JS))
         _shot(pg, f"zh-{name}")
     # The REJECT session's engine messages (gatekeeper findings, verdict and filter reasons) in Chinese.
     pg.goto(base + f"/trace?lang=zh&session={rejected}")
