@@ -536,6 +536,14 @@ def segments_html(segments: Iterable[tuple[str, str]]) -> str:
     return "".join(out)
 
 
+def scroll_here(anchor: str, once_per: str) -> None:
+    """An anchor at this point of the page, scrolled into view when first drawn. `once_per` (an id)
+    makes the script new for each thing worth a scroll and the same on reruns that should not jump."""
+    st.html(f"<div id='{esc(anchor)}'></div><script>/* {esc(once_per)} */ "
+            f"document.getElementById('{esc(anchor)}')?.scrollIntoView({{block: 'start', behavior: 'smooth'}});"
+            "</script>", unsafe_allow_javascript=True)
+
+
 def html_block(markup: str) -> None:
     """Markup built only from esc()/segments_html() output; rendered without markdown processing."""
     st.html(markup)

@@ -22,6 +22,11 @@ FOLLOW_POLL_S = 0.3
 def init_state() -> None:
     st.session_state.setdefault("ask_question", "")
     st.session_state.setdefault("ask_session", st.query_params.get("session"))
+    # After a reload the URL names the session: its question goes back into the box.
+    sid = st.session_state["ask_session"]
+    if sid and not st.session_state["ask_question"]:
+        row = ui.store().get_session(sid)
+        st.session_state["ask_question"] = (row or {}).get("question") or ""
 
 
 def sidebar() -> None:
@@ -183,6 +188,7 @@ def answer(session_id: str) -> None:
         return
     view = views.answer_view(r)
     st.divider()
+    ui.scroll_here("wb-answer", f"answer {session_id}")
     head, link = st.columns([3, 2])
     with head:
         st.subheader(ui.t("ask.answer"))
@@ -244,6 +250,7 @@ def body() -> None:
         st.query_params["session"] = sid
         row = ui.store().get_session(sid)
         if row and row["status"] in ("queued", "running"):
+            ui.scroll_here("wb-progress", f"progress {sid}")
             follow(sid)
             row = ui.store().get_session(sid)
         if row and row["status"] == "interrupted":

@@ -42,3 +42,26 @@ def test_threshold_inputs_keep_every_step_at_human_speed(base: str, page) -> Non
     _diff_shows(pg, "+      passThreshold: 0.65\n")
     _settled(pg)
     _shot(pg, "rules-threshold-steps")
+
+
+def test_ask_scrolls_to_the_progress_and_the_answer_and_keeps_the_question(base: str, page) -> None:  # noqa: F811
+    pg = page
+    pg.set_viewport_size({"width": 1280, "height": 800})
+    pg.goto(base + "/")
+    _settled(pg)
+    question = "checkout p99 latency spiked after the 14:00 deploy, why?"
+    box = pg.get_by_role("textbox", name="Question")
+    box.fill(question)
+    pg.get_by_role("button", name="Ask", exact=True).click()
+    answer = pg.locator("#wb-answer")
+    answer.wait_for(state="attached", timeout=WAIT_MS)
+    _settled(pg)
+    # The answer's top is in the viewport, not below the fold of an 800 px window.
+    pg.wait_for_function("() => { const r = document.getElementById('wb-answer').getBoundingClientRect();"
+                         " return r.top >= 0 && r.top < window.innerHeight; }", timeout=WAIT_MS)
+    _shot(pg, "ask-scrolled-to-answer")
+    assert "session=" in pg.url
+    pg.reload()
+    _settled(pg)
+    sync_api.expect(pg.get_by_role("textbox", name="Question")).to_have_value(question, timeout=WAIT_MS)
+    _shot(pg, "ask-after-reload")
