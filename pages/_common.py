@@ -202,6 +202,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "sessions.filters": ("Filters", "筛选"),
     "sessions.verdicts": ("Verdicts", "结论"),
     "sessions.at_ask": ("{v} (at ask {a})", "{v}（提问时 {a}）"),
+    "sessions.queued_for": ("queued for {why}", "待复核：{why}"),
+    "sessions.composer_findings": ("composer self-check finding", "撰写自检发现"),
     "sessions.needs_person": ("Needs a person", "需要人工处理"),
     "sessions.needs_person_help": ("LOW_CONFID, REJECT, failed runs, and PASS with findings: gatekeeper warnings, "
                                    "claims kept from the answer, a composer guard fallback.",

@@ -28,10 +28,21 @@ def _day(value: date | None, end: bool) -> datetime | None:
 
 def _show_all() -> None:
     # Runs before the filter widgets are drawn (a callback): every stored session, eval runs too.
-    st.session_state["sessions_verdicts"] = []
+    for key in ("sessions_verdicts", "sessions_gate", "sessions_statuses"):
+        st.session_state[key] = []
+    for key in ("sessions_service", "sessions_text", "sessions_rule"):
+        st.session_state[key] = ""
+    for key in ("sessions_since", "sessions_until"):
+        st.session_state[key] = None
     st.session_state["sessions_reviewed"] = "any"
     st.session_state["sessions_needs_person"] = False
     st.session_state["sessions_eval"] = True
+
+
+def _why(r: SessionRow) -> list[str]:
+    named = {"composer_findings": ui.t("sessions.composer_findings"), "gatekeeper_warn": f"{ui.t('common.gatekeeper')} warn"}
+    why = [named.get(w, w) for w in r.queued_for]
+    return [ui.t("sessions.queued_for", why=", ".join(why))] if why else []
 
 
 def sidebar() -> queue.QueueFilter:
@@ -86,26 +97,25 @@ def table(rows: list[SessionRow]) -> None:
         "question": r.question,
         "verdict": " · ".join([ui.t("sessions.at_ask", v=r.verdict, a=r.verdict_at_ask or "—")
                                if r.verdict and r.verdict != r.verdict_at_ask else r.verdict or r.status,
-                               *(ui.t(f"mark.{m}") for m in r.marks)]),
-        "gatekeeper": r.gatekeeper_status or "",
+                               *(ui.t(f"mark.{m}") for m in r.marks), *_why(r)]),
         "failed rules": r.failed_rules,
         "groundedness": r.groundedness,
         "review": r.review_label or "",
     } for r in rows]
-    # Pixel widths sum to ~800, the main column at 1280 px with the sidebar open; the full
-    # question shows on hover, and on the trace.
+    # Pixel widths sum to ~790, the main column at 1280 px with the sidebar open, so no column is
+    # cut; the full question shows on hover and on the trace. The gatekeeper status is left to the
+    # trace: the verdict and the failed rules already say it.
     picked = st.dataframe(
         frame, hide_index=True, key="sessions_table", on_select="rerun", selection_mode=ui.PICK,
         column_config={
             "session": st.column_config.TextColumn(ui.t("common.session"), width=105),
             "time": st.column_config.DatetimeColumn(ui.t("common.time"), format="MM-DD HH:mm", width=80),
-            "question": st.column_config.TextColumn(ui.t("common.question"), width=185),
-            "verdict": st.column_config.TextColumn(ui.t("common.verdict"), width=95),
-            "gatekeeper": st.column_config.TextColumn(ui.t("common.gatekeeper"), width=70),
-            "failed rules": st.column_config.ListColumn(ui.t("common.failed_rules"), width=105),
+            "question": st.column_config.TextColumn(ui.t("common.question"), width=165),
+            "verdict": st.column_config.TextColumn(ui.t("common.verdict"), width=120),
+            "failed rules": st.column_config.ListColumn(ui.t("common.failed_rules"), width=150),
             "groundedness": st.column_config.ProgressColumn(ui.t("common.groundedness"), min_value=0.0,
-                                                            max_value=1.0, format="%.2f", width=75),
-            "review": st.column_config.TextColumn(ui.t("common.review"), width=75),
+                                                            max_value=1.0, format="%.2f", width=100),
+            "review": st.column_config.TextColumn(ui.t("common.review"), width=65),
         },
     )
     ui.open_picked_trace(picked, [r.id for r in rows])

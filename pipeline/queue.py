@@ -74,7 +74,7 @@ def queue_query(store: Store, q: QueueFilter, outcome: Outcome = IN_FORCE) -> An
 
 
 _LIST_COLUMNS = ("id", "created_at", "question", "status", "groundedness", "services", "provider", "shape",
-                 "provenance")
+                 "provenance", "composer_findings")
 
 
 def queue_rows(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> list[SessionRow]:
@@ -160,7 +160,8 @@ def queue_stats(store: Store, q: QueueFilter) -> QueueStats:
         total=total,
         per_day=[(d, v, n) for (d, v), n in sorted(days.items())],
         failed_rules=dict(rules.most_common()),
-        groundedness=sorted(hist.items()),
+        # Every tenth, the empty ones too: a gap in the histogram is a finding, not a missing bar.
+        groundedness=[(b / 10, hist.get(b / 10, 0)) for b in range(10)] if hist else [],
     )
 
 

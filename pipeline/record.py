@@ -186,6 +186,7 @@ class SessionRow(_Read):
     provenance: Literal["verified", "unverified"] | None = None
     ungated: bool = False
     verdict_at_ask: Verdict | None = None
+    composer_findings: bool = False
 
     @field_validator("failed_rules", mode="before")
     @classmethod
@@ -195,6 +196,20 @@ class SessionRow(_Read):
     @property
     def marks(self) -> list[str]:
         return verdict_marks(ungated=self.ungated, provenance=self.provenance)
+
+    @property
+    def queued_for(self) -> list[str]:
+        """Why a PASS sits in the review queue (queue.queue_query's reasons beyond the verdict):
+        the warning rules by id (or "gatekeeper_warn" when none is listed) and "composer_findings"
+        (an unverified import shows as a mark); empty for any other verdict."""
+        if self.verdict != "PASS":
+            return []
+        why = []
+        if self.gatekeeper_status in ("warn", "fail"):
+            why = list(self.failed_rules) or ["gatekeeper_warn"]
+        if self.composer_findings:
+            why.append("composer_findings")
+        return why
 
 
 # --- the session -------------------------------------------------------------------------------

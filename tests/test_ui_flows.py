@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from test_ui_browser import WAIT_MS, _settled, _shot, _streamlit, page, sync_api  # noqa: F401 (fixture)
+from test_ui_browser import WAIT_MS, _seed_reviewer_work, _settled, _shot, _streamlit, page, sync_api  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -65,3 +66,24 @@ def test_ask_scrolls_to_the_progress_and_the_answer_and_keeps_the_question(base:
     _settled(pg)
     sync_api.expect(pg.get_by_role("textbox", name="Question")).to_have_value(question, timeout=WAIT_MS)
     _shot(pg, "ask-after-reload")
+
+
+def test_sessions_show_all_clears_every_filter_and_the_queue_fits_1280(
+        tmp_path: Path, page, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    _seed_reviewer_work(tmp_path, monkeypatch)
+    pg = page
+    pg.set_viewport_size({"width": 1280, "height": 1000})
+    with _streamlit(tmp_path) as url:
+        pg.goto(url + "/sessions?sessions_text=no-such-question&sessions_service=nowhere")
+        pg.get_by_role("button", name="Show all sessions").wait_for(timeout=WAIT_MS)
+        _settled(pg)
+        pg.get_by_role("button", name="Show all sessions").click()
+        pg.get_by_test_id("stDataFrame").wait_for(timeout=WAIT_MS)
+        _settled(pg)
+        assert "sessions_text" not in pg.url and "sessions_service" not in pg.url
+        sync_api.expect(pg.get_by_role("textbox", name="Text in question or id")).to_have_value("")
+        # The grid's columns end inside the main column: nothing cut at 1280 px.
+        grid = pg.get_by_test_id("stDataFrame").first.bounding_box()
+        main = pg.get_by_test_id("stMainBlockContainer").bounding_box()
+        assert grid and main and grid["x"] + grid["width"] <= main["x"] + main["width"] + 1
+        _shot(pg, "sessions-show-all")

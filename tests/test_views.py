@@ -157,6 +157,7 @@ def test_queue_stats_aggregates_the_filtered_sessions(any_store: Store) -> None:
                                      ("2026-01-03", "REJECT", 3)]
     assert stats.failed_rules == {"evidence.excerpt_similarity": 6, "evidence.invocation_ref": 3}
     assert sum(n for _, n in stats.groundedness) == 9 and stats.groundedness[0] == (0.0, 1)
+    assert [b for b, _ in stats.groundedness] == [b / 10 for b in range(10)]  # empty tenths too
     rejected = queue.queue_stats(store, queue.QueueFilter(SessionFilter(verdicts=["REJECT"])))
     assert rejected.total == 3 and rejected.failed_rules["evidence.invocation_ref"] == 3
     assert len(list(queue.iter_filtered(store, everything, batch=4))) == 9
@@ -186,7 +187,8 @@ def _stats_in_four_queries(store: Store, q: queue.QueueFilter) -> queue.QueueSta
     for b, n in bins:
         hist[min(int(b), 9) / 10] += n
     return queue.QueueStats(total=total, per_day=sorted((str(d), v or "none", n) for d, v, n in per_day),
-                            failed_rules=dict(rules.most_common()), groundedness=sorted(hist.items()))
+                            failed_rules=dict(rules.most_common()),
+                            groundedness=[(b / 10, hist.get(b / 10, 0)) for b in range(10)] if hist else [])
 
 
 def test_one_grouped_scan_gives_what_the_four_chart_queries_gave(any_store: Store) -> None:
@@ -244,6 +246,8 @@ def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(any_
     rows, total = queue.queue_page(store, default)
     assert [r.id for r in rows] == ["crashed", "low", "pass-dropped-claim", "pass-guard-template",
                                        "pass-with-warning"] and total == 5
+    # A PASS in the queue names why it is there; the other verdicts speak for themselves.
+    assert [r.queued_for for r in rows] == [[], [], ["composer_findings"], ["composer_findings"], ["gatekeeper_warn"]]
     assert queue.queue_rows(store, default, limit=2, offset=1) == rows[1:3]
     with_eval, _ = queue.queue_page(store, queue.QueueFilter(include_eval=True))
     assert with_eval[0].id == "eval-reject" and with_eval[0].review_label == queue.EVAL_LABEL
