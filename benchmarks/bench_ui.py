@@ -8,7 +8,9 @@
 3. Rules preview over the same 10,000 sessions (target <= 1 s).
    Baseline: rebuilding the replay inputs from the store for each preview instead of caching them.
 
-Run: python benchmarks/bench_ui.py [--trace-only]   (needs /usr/bin/chromium; uses a temp WORKBENCH_HOME)
+4. --demo-pages: first open of every page on the demo store (target <= 2 s each).
+
+Run: python benchmarks/bench_ui.py [--trace-only | --demo-pages]   (needs /usr/bin/chromium; uses a temp WORKBENCH_HOME)
 """
 
 from __future__ import annotations
@@ -250,11 +252,54 @@ def trace_only(repeat: int) -> None:
           f"load average {os.getloadavg()[0]:.1f}")
 
 
+def demo_pages(repeat: int) -> None:
+    """First open of every page on the demo store (`workbench demo`), the median of `repeat` fresh
+    servers: each page in a new browser session after one warm-up open of Ask (server imports).
+    Drawn = the sidebar's language switch and the page's title are on screen and no script runs."""
+    from pipeline.demo import run_demo
+
+    home = Path(tempfile.mkdtemp(prefix="wb-bench-"))
+    os.environ["WORKBENCH_HOME"] = str(home)
+    os.environ["WORKBENCH_CONFIG"] = str(home / "none.yaml")
+    settings = load_settings()
+    sid = run_demo(settings, Store(settings.db_url))[-1]
+    paths = {"Ask": "/", "Sessions": "/sessions", "Trace": f"/trace?session={sid}", "Rules": "/rules", "Eval": "/eval"}
+    opens: dict[str, list[float]] = {name: [] for name in paths}
+    for _ in range(repeat):
+        proc, base = _start(home)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+                warm = browser.new_page()
+                _load(warm, base + "/", "[data-testid=stMain] h1")
+                warm.close()
+                for name, path in paths.items():
+                    pg = browser.new_page(viewport={"width": 1280, "height": 1600})
+                    t = time.perf_counter()
+                    pg.goto(base + path)
+                    pg.locator("[data-testid=stSidebar]").get_by_text("Language", exact=True).wait_for(timeout=120_000)
+                    pg.locator("[data-testid=stMain] h1").first.wait_for(timeout=120_000)
+                    _settle(pg)
+                    opens[name].append(time.perf_counter() - t - 0.5)  # the settle pauses not counted
+                    pg.close()
+                browser.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    print(f"First open on the demo store, median of {repeat} (s): "
+          + ", ".join(f"{name} {statistics.median(xs):.2f}" for name, xs in opens.items())
+          + f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trace-only", action="store_true", help="measure only Trace first/repeat open")
-    parser.add_argument("--repeat", type=int, default=3, help="fresh servers for --trace-only (median reported)")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh servers for --trace-only and --demo-pages (median reported)")
+    parser.add_argument("--demo-pages", action="store_true", help="first open of every page on the demo store")
     args = parser.parse_args()
+    if args.demo_pages:
+        demo_pages(args.repeat)
+        return
     if args.trace_only:
         trace_only(args.repeat)
         return
