@@ -77,6 +77,11 @@ def _outcome(result: dict[str, Any] | None) -> str:
     return f"{'pass' if result.get('passed') else 'FAIL'} {result.get('verdict') or ''}".strip()
 
 
+def _col(name: str, width: int | None) -> Any:
+    """A text column headed in the page language (the row keys stay the same in every language)."""
+    return st.column_config.TextColumn(ui.t(f"eval.col.{name}"), width=width)
+
+
 def results(run: EvalRun) -> None:
     # Failures first: they are what a tuner came to see.
     rows = sorted(run.results, key=lambda r: (r["passed"], r["name"]))
@@ -93,12 +98,12 @@ def results(run: EvalRun) -> None:
         "description": r["description"],
     } for r in rows], hide_index=True, key="eval_table", on_select="rerun", selection_mode=ui.PICK,
         column_config={
-            "fixture": st.column_config.TextColumn(width=200),
-            "result": st.column_config.TextColumn(width=60),
-            "verdict": st.column_config.TextColumn(width=95),
-            "failures": st.column_config.TextColumn(width=200),
-            "expected": st.column_config.TextColumn(width=120),
-            "description": st.column_config.TextColumn(width=150),
+            "fixture": _col("fixture", 200),
+            "result": _col("result", 60),
+            "verdict": _col("verdict", 95),
+            "failures": _col("failures", 200),
+            "expected": _col("expected", 120),
+            "description": _col("description", 150),
         })
     st.caption(ui.t("eval.open_hint"))
     ui.open_picked_trace(picked, [r["session_id"] for r in rows])
@@ -109,10 +114,11 @@ def past_runs(runs: list[EvalRun]) -> None:
     st.dataframe([{"when (UTC)": f"{r.started_at:%Y-%m-%d %H:%M}", "score": r.score, "rules": _rules(r),
                    "who": r.who or "—", "run": r.id} for r in runs],
                  hide_index=True, key="eval_history", column_config={
-                     "when (UTC)": st.column_config.TextColumn(width=140),
-                     "score": st.column_config.TextColumn(width=70),
-                     "rules": st.column_config.TextColumn(width=180),
-                     "who": st.column_config.TextColumn(width=140),
+                     "when (UTC)": _col("when (UTC)", 140),
+                     "score": _col("score", 70),
+                     "rules": _col("rules", 180),
+                     "who": _col("who", 140),
+                     "run": _col("run", None),
                  })
 
 
@@ -132,11 +138,11 @@ def comparison(runs: list[EvalRun]) -> None:
     st.dataframe([{"fixture": c.name, "changed": "≠" if c.changed else "", "before": _outcome(c.before),
                    "after": _outcome(c.after), "failures after": "; ".join((c.after or {}).get("failures") or [])}
                   for c in changes], hide_index=True, key="eval_diff", column_config={
-                      "fixture": st.column_config.TextColumn(width=220),
-                      "changed": st.column_config.TextColumn(width=70),
-                      "before": st.column_config.TextColumn(width=120),
-                      "after": st.column_config.TextColumn(width=120),
-                      "failures after": st.column_config.TextColumn(width=300),
+                      "fixture": _col("fixture", 220),
+                      "changed": _col("changed", 70),
+                      "before": _col("before", 120),
+                      "after": _col("after", 120),
+                      "failures after": _col("failures after", 300),
                   })
 
 
