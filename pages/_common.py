@@ -210,6 +210,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "label.hallucination": ("hallucination", "幻觉"),
     "label.needs_follow_up": ("needs_follow_up", "需跟进"),
     "common.reviewer": ("Your name (reviewer)", "你的名字（评审人）"),
+    "common.reviewers_only": ("Reviews are saved as the signed-in editor.", "评审以登录的编辑者身份保存。"),
     "common.note": ("Note", "备注"),
     "common.saved_as": ("Saved “{label}” for {target}.", "已保存 “{label}”：{target}。"),
     "common.need_name": ("Enter your name first.", "请先填写名字。"),
@@ -656,15 +657,47 @@ def current_user() -> str:
     return ""
 
 
-def reviewer_name(key: str) -> str:
-    """The logged-in user, else a name typed beside the review form.
+def auth_configured() -> bool:
+    """Whether login (st.login, docs/auth.md) is set up in .streamlit/secrets.toml."""
+    try:
+        return "auth" in st.secrets
+    except Exception:  # noqa: BLE001 - no secrets file at all means no auth either
+        return False
 
-    Without auth there is no identity to read, and Streamlit offers no browser storage, so
-    the name lives in the URL (?reviewer=...): it survives reloads and rides along in links.
-    """
-    who = current_user()
-    if who:
-        st.caption(f"{t('common.reviewer')}: {md(who)}")
-        return who
+
+# The reviewer's name in this browser's localStorage: without login, a new tab or a link without
+# ?reviewer= still knows who is reviewing. Stores what it is given, reports what it holds.
+_BROWSER_NAME = st.components.v2.component("workbench_reviewer_name", js="""
+export default function(component) {
+  const { data, setStateValue } = component;
+  const KEY = "workbench.reviewer";
+  if (data && data.name) { window.localStorage.setItem(KEY, data.name); }
+  setStateValue("stored", window.localStorage.getItem(KEY) || "");
+}
+""")
+
+
+def reviewer_name(key: str) -> str:
+    """Who labels: with login configured the signed-in user (an editor, when ui.editors lists
+    them), never a typed name; "" while nobody who may label is signed in. Without login a name
+    typed beside the review form, kept in the URL (?reviewer=) and in the browser."""
+    editors = settings().ui.editors
+    if auth_configured() or editors:
+        who = current_user()
+        if who and (not editors or who in editors):
+            st.caption(f"{t('common.reviewer')}: {md(who)}")
+            return who
+        why = t("rules.not_editor", who=md(who)) if who else t("rules.not_logged_in")
+        st.caption(f"{t('common.reviewers_only')} {why}")
+        if not who and auth_configured():
+            st.button(t("rules.login"), on_click=st.login, key=f"{key}_login")
+        return ""
+    remembered = _BROWSER_NAME(key=f"{key}_browser", data={"name": str(st.session_state.get(key) or "")},
+                               on_stored_change=lambda: None)
+    # Once per session, before the box is drawn: a box left empty later stays empty.
+    if not st.session_state.get(f"{key}_restored") and remembered.stored:
+        st.session_state[f"{key}_restored"] = True
+        if not st.session_state.get(key):
+            st.session_state[key] = remembered.stored
     name = st.text_input(t("common.reviewer"), key=key, bind="query-params", persist_state="session")
     return (name or "").strip()

@@ -56,13 +56,6 @@ def candidate() -> tuple[RuleSet | None, list[str]]:
 # --- permission ----------------------------------------------------------------------------------
 
 
-def _auth_configured() -> bool:
-    try:
-        return "auth" in st.secrets
-    except Exception:  # noqa: BLE001 - no secrets file at all means no auth either
-        return False
-
-
 def permission() -> tuple[bool, str]:
     """(may apply, why not). With ui.editors set, only those authenticated users may apply."""
     editors = ui.settings().ui.editors
@@ -74,7 +67,7 @@ def permission() -> tuple[bool, str]:
     why = ui.t("rules.editors_only", who=ui.md(", ".join(editors))) + " "
     if who:
         return False, why + ui.t("rules.not_editor", who=ui.md(who))
-    return False, why + ui.t("rules.not_logged_in") + ("" if _auth_configured() else " " + ui.t("rules.auth_missing"))
+    return False, why + ui.t("rules.not_logged_in") + ("" if ui.auth_configured() else " " + ui.t("rules.auth_missing"))
 
 
 def author_field(key: str) -> str:
@@ -111,7 +104,7 @@ def sidebar() -> None:
         allowed, why = permission()
         if not allowed:
             st.warning(why)
-            if not ui.current_user() and _auth_configured():
+            if not ui.current_user() and ui.auth_configured():
                 st.button(ui.t("rules.login"), on_click=st.login, key="rules_login")
         st.button(ui.t("rules.reload"), on_click=_load_active, key="rules_reload_side")
 

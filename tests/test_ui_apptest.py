@@ -357,3 +357,25 @@ def test_sessions_and_trace_mark_ungated_and_unverified_verdicts(settings: Setti
     at = _app("pages/trace.py", session=sid)
     badges = [m.value for m in at.markdown if "-badge[" in m.value]
     assert any("badge[ungated]" in b for b in badges) and any("badge[unverified]" in b for b in badges)
+
+
+def test_with_editors_configured_reviews_are_saved_as_the_signed_in_editor_only(
+        settings: Settings, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sid = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store).session_id
+    config = tmp_path / "editors.yaml"
+    config.write_text("ui:\n  editors: [lead@example.com]\n", encoding="utf-8")
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
+    for user, saved in ((None, []), ({"is_logged_in": True, "email": "guest@example.com"}, []),
+                        ({"is_logged_in": True, "email": "lead@example.com"}, [("correct", "lead@example.com")])):
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+        if user:
+            at.user = user
+        at.run()
+        at.switch_page("pages/trace.py")
+        at.query_params.update(session=sid, reviewer="lead@example.com")  # a typed name counts for nothing
+        at.run()
+        assert not [w for w in at.text_input if w.key == "reviewer"]
+        at.button(key="trace_label_correct").click().run()
+        assert not at.exception, at.exception
+        assert [(r["label"], r["reviewer"]) for r in store.reviews(sid)] == saved
+    assert "lead@example.com" in _texts(at)

@@ -87,3 +87,24 @@ def test_sessions_show_all_clears_every_filter_and_the_queue_fits_1280(
         main = pg.get_by_test_id("stMainBlockContainer").bounding_box()
         assert grid and main and grid["x"] + grid["width"] <= main["x"] + main["width"] + 1
         _shot(pg, "sessions-show-all")
+
+
+def test_a_reviewer_name_typed_once_is_remembered_by_the_browser(
+        tmp_path: Path, page, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    _, weak = _seed_reviewer_work(tmp_path, monkeypatch)
+    pg = page
+    with _streamlit(tmp_path) as url:
+        pg.goto(f"{url}/trace?session={weak}")
+        pg.get_by_role("heading", name="Audit trail").wait_for()
+        _settled(pg)
+        name = pg.get_by_label("Your name (reviewer)")
+        name.fill("ann")
+        name.press("Enter")
+        _settled(pg)
+        assert "reviewer=ann" in pg.url
+        # A fresh load (a new session, as a new tab gets) of a link that carries no name: the
+        # browser still knows it.
+        pg.goto(f"{url}/eval")
+        _settled(pg)
+        sync_api.expect(pg.get_by_label("Your name (reviewer)")).to_have_value("ann", timeout=WAIT_MS)
+        _shot(pg, "reviewer-remembered")
