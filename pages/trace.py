@@ -164,7 +164,7 @@ def _window_html(url: str, b: views.BindingView) -> str:
         parts = [f"<div class='wb-muted'>{ui.esc(ui.t('trace.not_located'))}</div>"]
         for inv_id in dict.fromkeys(b.binding.source_invocation_ids):
             near = ui.nearest_records(url, int(inv_id), b.binding.evidence_excerpt)
-            rows = "\n".join(f"<span class='wb-ln'>#{n.number} · {n.score:.2f}</span>{ui.esc(n.line)}" for n in near)
+            rows = "\n".join(f"<span class='wb-ln'>#{n.number} · {n.score:.2f}</span> {ui.esc(n.line)}" for n in near)
             parts.append(f"<div class='wb-muted'>{ui.esc(ui.t('trace.nearest', id=inv_id))}</div>"
                          f"<div class='wb-box'>{rows or ui.esc(ui.t('ask.none'))}</div>")
         return "".join(parts)
