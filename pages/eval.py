@@ -98,12 +98,13 @@ def results(run: EvalRun) -> None:
         "description": r["description"],
     } for r in rows], hide_index=True, key="eval_table", on_select="rerun", selection_mode=ui.PICK,
         column_config={
-            "fixture": _col("fixture", 200),
-            "result": _col("result", 60),
+            # ~750 px with the pick column: inside the main column at 1280 px, sidebar open.
+            "fixture": _col("fixture", 170),
+            "result": _col("result", 55),
             "verdict": _col("verdict", 95),
             "failures": _col("failures", 200),
-            "expected": _col("expected", 120),
-            "description": _col("description", 150),
+            "expected": _col("expected", 110),
+            "description": _col("description", 120),
         })
     st.caption(ui.t("eval.open_hint"))
     ui.open_picked_trace(picked, [r["session_id"] for r in rows])
@@ -142,7 +143,7 @@ def comparison(runs: list[EvalRun]) -> None:
                       "changed": _col("changed", 70),
                       "before": _col("before", 120),
                       "after": _col("after", 120),
-                      "failures after": _col("failures after", 300),
+                      "failures after": _col("failures after", 250),
                   })
 
 

@@ -108,3 +108,35 @@ def test_a_reviewer_name_typed_once_is_remembered_by_the_browser(
         _settled(pg)
         sync_api.expect(pg.get_by_label("Your name (reviewer)")).to_have_value("ann", timeout=WAIT_MS)
         _shot(pg, "reviewer-remembered")
+
+
+def test_eval_tables_fit_1280(tmp_path: Path, page) -> None:  # noqa: F811
+    from datetime import UTC, datetime
+
+    from pipeline.eval import history
+    from pipeline.eval.runner import EvalResult
+    from pipeline.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'workbench.db'}")
+    for day, passed in ((1, False), (2, True)):
+        history.record_run(store, who="tuner", rules="v0", started_at=datetime(2026, 1, day, tzinfo=UTC), results=[
+            EvalResult(name=f"{i:02d}-a-long-fixture-name-of-the-suite", description="what the fixture checks " * 3,
+                       passed=passed or i, failures=[] if passed or i else ["verdict PASS != REJECT"] * 3,
+                       verdict="REJECT", expected={"verdict": "REJECT", "failed_rules": ["evidence.excerpt_similarity"]})
+            for i in range(4)])
+    pg = page
+    pg.set_viewport_size({"width": 1280, "height": 1400})
+    with _streamlit(tmp_path) as url:
+        pg.goto(url + "/eval")
+        pg.get_by_test_id("stDataFrame").nth(2).wait_for(timeout=WAIT_MS)
+        _settled(pg)
+        main = pg.get_by_test_id("stMainBlockContainer").bounding_box()
+        grids = pg.get_by_test_id("stDataFrame")
+        for i in range(grids.count()):
+            box = grids.nth(i).bounding_box()
+            assert box and main and box["x"] + box["width"] <= main["x"] + main["width"] + 1
+            # The grid's columns end inside it: no horizontal scrollbar hides one.
+            inner = grids.nth(i).evaluate(
+                "e => { const s = e.querySelector('.dvn-scroller'); return s ? s.scrollWidth - s.clientWidth : 0; }")
+            assert inner <= 1, f"table {i} scrolls {inner} px sideways"
+        _shot(pg, "eval-tables-1280")
