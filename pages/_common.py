@@ -667,14 +667,20 @@ def auth_configured() -> bool:
 
 # The reviewer's name in this browser's localStorage: without login, a new tab or a link without
 # ?reviewer= still knows who is reviewing. Stores what it is given, reports what it holds.
-_BROWSER_NAME = st.components.v2.component("workbench_reviewer_name", js="""
+_BROWSER_NAME_JS = """
 export default function(component) {
   const { data, setStateValue } = component;
   const KEY = "workbench.reviewer";
   if (data && data.name) { window.localStorage.setItem(KEY, data.name); }
   setStateValue("stored", window.localStorage.getItem(KEY) || "");
 }
-""")
+"""
+
+
+def _browser_name() -> Any:
+    # Declared on every run, not once at import: before Streamlit 1.67 (the floor is 1.59) the
+    # registry belongs to the running app, and a module imported once outlives it.
+    return st.components.v2.component("workbench_reviewer_name", js=_BROWSER_NAME_JS)
 
 
 def reviewer_name(key: str) -> str:
@@ -692,7 +698,7 @@ def reviewer_name(key: str) -> str:
         if not who and auth_configured():
             st.button(t("rules.login"), on_click=st.login, key=f"{key}_login")
         return ""
-    remembered = _BROWSER_NAME(key=f"{key}_browser", data={"name": str(st.session_state.get(key) or "")},
+    remembered = _browser_name()(key=f"{key}_browser", data={"name": str(st.session_state.get(key) or "")},
                                on_stored_change=lambda: None)
     # Once per session, before the box is drawn: a box left empty later stays empty.
     if not st.session_state.get(f"{key}_restored") and remembered.stored:
