@@ -554,11 +554,12 @@ def segments_html(segments: Iterable[tuple[str, str]]) -> str:
     return "".join(out)
 
 
-def scroll_here(anchor: str, once_per: str) -> None:
-    """An anchor at this point of the page, scrolled into view when first drawn. `once_per` (an id)
-    makes the script new for each thing worth a scroll and the same on reruns that should not jump."""
+def scroll_here(anchor: str, once_per: str, block: str = "start") -> None:
+    """An anchor at this point of the page, scrolled into view when first drawn ("start": to the
+    top of the window, "end": the bottom). `once_per` (an id) makes the script new for each thing
+    worth a scroll and the same on reruns that should not jump."""
     st.html(f"<div id='{esc(anchor)}'></div><script>/* {esc(once_per)} */ "
-            f"document.getElementById('{esc(anchor)}')?.scrollIntoView({{block: 'start', behavior: 'smooth'}});"
+            f"document.getElementById('{esc(anchor)}')?.scrollIntoView({{block: '{esc(block)}', behavior: 'smooth'}});"
             "</script>", unsafe_allow_javascript=True)
 
 

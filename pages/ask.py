@@ -161,6 +161,8 @@ def follow(session_id: str) -> None:
         for event_id, stage, data in events(store, session_id, after=seen):
             progress(stage, data)
             seen = event_id
+            # Each new box is brought into view as it is drawn: the boxes grow below the fold.
+            ui.scroll_here(f"wb-progress-{event_id}", f"{session_id} {event_id}", block="end")
         if row is None or row["status"] not in ("queued", "running"):
             break
         time.sleep(FOLLOW_POLL_S)
@@ -250,7 +252,6 @@ def body() -> None:
         st.query_params["session"] = sid
         row = ui.store().get_session(sid)
         if row and row["status"] in ("queued", "running"):
-            ui.scroll_here("wb-progress", f"progress {sid}")
             follow(sid)
             row = ui.store().get_session(sid)
         if row and row["status"] == "interrupted":
