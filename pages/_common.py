@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,13 +73,11 @@ def _lang_from_url() -> None:
 
 def _warm_imports() -> None:
     # st.dataframe imports pandas and pyarrow on its first call in a server process: about a
-    # second, paid by whoever first opens a page with a table (Trace, Sessions) unless it is
-    # already under way from the first page drawn.
+    # second, paid by whoever first opens a page with a table (Trace, Sessions). Done after the
+    # first page is drawn (the reader already sees it), in the script's own thread: importing them
+    # on a thread of their own raced the script's imports ("partially initialized module").
     import pandas  # noqa: F401
     import pyarrow  # noqa: F401
-
-
-threading.Thread(target=_warm_imports, name="workbench-warm-imports", daemon=True).start()
 
 
 def run_app() -> None:
@@ -91,6 +88,7 @@ def run_app() -> None:
         frame().run()
     except WorkbenchError as exc:
         st.error(md(one_line(exc)), icon=":material/error:")
+    _warm_imports()  # a no-op once imported
 
 
 def page_start() -> None:
