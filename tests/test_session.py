@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +125,19 @@ def test_no_data_is_not_success(settings: Settings, store: Store, monkeypatch: p
     result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
     metrics = [inv for inv in store.invocations(result.session_id) if inv.tool_name == "query_metrics"]
     assert metrics and all(inv.status == "no_data" for inv in metrics)
+
+
+def test_the_offline_engine_answers_the_same_whatever_the_string_hash_seed(tmp_path: Path) -> None:
+    """Sets of strings iterate in a per-process order; nothing a session decides may follow it."""
+    answers = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "WORKBENCH_HOME": str(tmp_path / seed),
+               "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        proc = subprocess.run([sys.executable, "-m", "pipeline", "ask", "--json", "--shape", "single",
+                               "Order 123 payment failed with ERR_TIMEOUT from the gateway, what happened?"],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        answers.append((out["verdict"], out["final_answer"],
+                        out["verifier_evaluation"]["hypothesis_checks"], out["verifier_evaluation"]["claim_checks"]))
+    assert answers[0] == answers[1] == answers[2]

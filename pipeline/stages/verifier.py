@@ -30,7 +30,7 @@ from pipeline.contracts import (
     VerifierOutput,
 )
 from pipeline.policy import CRITICAL_TYPES, groundedness
-from pipeline.text import extract_entities, keywords, normalize
+from pipeline.text import Entity, extract_entities, find_entities, keywords, normalize
 from pipeline.tools.results import read_result
 
 FACT_VERIFICATION: dict[str, FactVerification] = {
@@ -123,7 +123,7 @@ def _fuzzy_words(needle: str) -> list[str]:
                 words.add(token)
         else:
             words.update(token[i : i + 4] for i in range(0, max(1, len(token) - 3), 4))
-    return sorted(words, key=len, reverse=True)[:_FUZZY_WORDS]
+    return sorted(words, key=lambda w: (-len(w), w))[:_FUZZY_WORDS]  # ties by text: no run depends on hash order
 
 
 def _clip(line: str, needle: str) -> str:
@@ -139,7 +139,9 @@ def _clip(line: str, needle: str) -> str:
 def _claim_needles(claim_text: str) -> list[str]:
     """Literal strings to look for when gathering records that mention the claim's entities."""
     needles = []
-    for ent in extract_entities(claim_text):
+    # In the claim's reading order: which related lines a window shows must not depend on the
+    # process's string hashing (over a set, a hypothesis was judged on other evidence run to run).
+    for ent in dict.fromkeys(Entity(m.kind, m.value) for m in find_entities(claim_text)):
         if ent.kind == "number":
             continue  # a bare number matches timestamps everywhere; it is checked, not searched
         needles.append(ent.value.rstrip("s") if ent.kind == "quantity" else ent.value)
