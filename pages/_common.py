@@ -314,6 +314,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "trace.review": ("Review this session", "评审该会话"),
     "trace.review_claim": ("Review this claim", "评审该断言"),
     "trace.review_panel": ("Review claim by claim", "逐条评审断言"),
+    "trace.all_labelled": ("Every flagged claim has a label. Label the session too, and it leaves the review queue:",
+                           "每条被标记的断言都已评审。再给整个会话一个评审结论，它就会离开评审队列："),
     "trace.review_keys": ("Keys: J next · K previous · 1-5 label the claim and go on (type a note first).",
                           "快捷键：J 下一条 · K 上一条 · 1-5 给断言打标签并前进（可先填写备注）。"),
     "trace.prev_claim": ("◀ Previous", "◀ 上一条"),

@@ -305,6 +305,10 @@ def review_panel(url: str, r: SessionRecord, queue: list[views.ClaimCard]) -> in
     note_key = f"trace_note_{card.index}"
     st.text_input(ui.t("common.note"), key=note_key)
     _label_buttons(r.id, card.claim.claim_id, reviewer, note_key, min(pos + 1, len(queue) - 1), "trace_label", True)
+    if views.claims_labelled_session_not(r, queue):
+        # The last flagged claim was labelled: the queue counts the session, so offer its label here.
+        st.info(ui.t("trace.all_labelled"))
+        _label_buttons(r.id, None, reviewer, note_key, None, "trace_session_offer", False)
     return pos
 
 

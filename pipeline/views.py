@@ -121,6 +121,13 @@ class ClaimCard:
         return bool(self.errors) or check not in GOOD_CHECKS or self.composer != "allowed"
 
 
+def claims_labelled_session_not(record: SessionRecord, cards: list[ClaimCard]) -> bool:
+    """Every flagged claim among `cards` has a review but the session has none: the moment to offer
+    the session's own label, which is what takes it out of the review queue."""
+    flagged = [c for c in cards if c.has_findings]
+    return bool(flagged) and not record.session_reviews and all(c.reviews for c in flagged)
+
+
 def _binding_view(target: str, binding: WrittenBinding, feats: BindingFeatures | None,
                   errors: list[GatekeeperError]) -> BindingView:
     feats = feats or BindingFeatures()

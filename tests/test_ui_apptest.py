@@ -379,3 +379,33 @@ def test_with_editors_configured_reviews_are_saved_as_the_signed_in_editor_only(
         assert not at.exception, at.exception
         assert [(r["label"], r["reviewer"]) for r in store.reviews(sid)] == saved
     assert "lead@example.com" in _texts(at)
+
+
+def test_labelling_the_last_flagged_claim_offers_the_sessions_own_label(settings: Settings, store: Store) -> None:
+    from pipeline import views
+    from pipeline.demo import run_demo
+    from pipeline.record import read_session
+
+    flagged: tuple[str, list[str]] | None = None
+    for sid in run_demo(settings, store):
+        if store.get_session(sid)["status"] != "completed":
+            continue
+        cards = views.claim_cards(read_session(store, sid))
+        ids = [c.claim.claim_id for c in cards if c.has_findings]
+        if len(ids) >= 1 and len(ids) == len({*ids}):
+            flagged = sid, ids
+            break
+    assert flagged, "the sample set holds a session with flagged claims"
+    sid, ids = flagged
+    at = _app("pages/trace.py", session=sid)
+    at.text_input(key="reviewer").input("ann").run()
+    offer = "Every flagged claim has a label"
+    for _ in ids:  # each label moves the panel on to the next flagged claim
+        assert offer not in "\n".join(i.value for i in at.info)
+        at.button(key="trace_label_correct").click().run()
+    assert not at.exception, at.exception
+    assert sorted(r["claim_id"] for r in store.reviews(sid)) == sorted(ids)
+    assert offer in "\n".join(i.value for i in at.info)
+    at.button(key="trace_session_offer_correct").click().run()
+    assert [r["label"] for r in store.reviews(sid) if r["claim_id"] is None] == ["correct"]
+    assert offer not in "\n".join(i.value for i in at.info)
