@@ -104,8 +104,10 @@ class Server:
         self.proc.wait()
 
 
-def _head(length: str | None = None, chunked: bool = False) -> bytes:
-    lines = ["POST /alertmanager HTTP/1.1", "Host: bench", f"Authorization: Bearer {TOKEN}", "Connection: close"]
+def request_head(length: str | None = None, *, token: str = TOKEN, chunked: bool = False) -> bytes:
+    """The head of an Alertmanager POST as raw bytes (the hostile-client test sends the same)."""
+    lines = ["POST /alertmanager HTTP/1.1", "Host: webhook", f"Authorization: Bearer {token}",
+             "Content-Type: application/json", "Connection: close"]
     if length is not None:
         lines.append(f"Content-Length: {length}")
     if chunked:
@@ -113,8 +115,9 @@ def _head(length: str | None = None, chunked: bool = False) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-def _group(key: str) -> bytes:
-    return json.dumps({"version": "4", "groupKey": key, "status": "firing", "receiver": "bench", "alerts": [{
+def alert_group(key: str) -> bytes:
+    """A version-4 Alertmanager payload of one firing alert, grouped under `key`."""
+    return json.dumps({"version": "4", "groupKey": key, "status": "firing", "receiver": "workbench", "alerts": [{
         "status": "firing", "labels": {"alertname": "HighCPUUsage", "service": "payment-service"},
         "annotations": {"description": "CPU 92%"}, "startsAt": "2026-12-01T04:52:00Z", "fingerprint": key}]}).encode()
 
@@ -132,7 +135,7 @@ def stream(server: Server, megabytes: int, chunked: bool) -> dict[str, Any]:
     sampler = threading.Thread(target=sample)
     sampler.start()
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=120)
-    sock.sendall(_head(chunked=True) if chunked else _head("-1"))
+    sock.sendall(request_head(chunked=True) if chunked else request_head("-1"))
     block, sent, started = b"x" * (1 << 20), 0, time.perf_counter()
     try:
         while sent < megabytes << 20:
@@ -197,11 +200,11 @@ def concurrent_posts(server: Server, count: int, rounds: int) -> dict[str, Any]:
 
         def post(i: int, r: int = r, barrier: threading.Barrier = barrier, results: list[str] = results,
                  lock: threading.Lock = lock) -> None:
-            body = _group(f"round-{r}-group-{i}")
+            body = alert_group(f"round-{r}-group-{i}")
             barrier.wait()
             try:
                 with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
-                    s.sendall(_head(str(len(body))) + body)
+                    s.sendall(request_head(str(len(body))) + body)
                     data = b""
                     while chunk := s.recv(65536):
                         data += chunk

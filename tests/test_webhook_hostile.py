@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,14 @@ import yaml
 
 from pipeline.store import Store
 
+# The raw-socket client is the benchmark's (it sends the same requests at scale).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from bench_webhook import alert_group, request_head  # noqa: E402
+
 pytestmark = pytest.mark.slow
 
 TOKEN = "hostile-test-token"
+_head = partial(request_head, token=TOKEN)
 CAP = 64 * 1024
 LIMITS = {"max_body_bytes": CAP, "header_timeout_s": 1.0, "body_timeout_s": 2.0}
 
@@ -102,22 +108,6 @@ def _answer(sock: socket.socket) -> tuple[int | None, bytes]:
     return int(head.split(b" ", 2)[1]), body
 
 
-def _head(length: str | None = None, *, token: str = TOKEN, chunked: bool = False) -> bytes:
-    lines = ["POST /alertmanager HTTP/1.1", "Host: webhook", f"Authorization: Bearer {token}",
-             "Content-Type: application/json", "Connection: close"]
-    if length is not None:
-        lines.append(f"Content-Length: {length}")
-    if chunked:
-        lines.append("Transfer-Encoding: chunked")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
-
-
-def _group(key: str) -> bytes:
-    return json.dumps({"version": "4", "groupKey": key, "status": "firing", "receiver": "workbench", "alerts": [{
-        "status": "firing", "labels": {"alertname": "HighCPUUsage", "service": "payment-service"},
-        "annotations": {"description": "CPU 92%"}, "startsAt": "2026-12-01T04:52:00Z", "fingerprint": key}]}).encode()
-
-
 def _stream(sock: socket.socket, total: int, *, chunked: bool) -> int:
     """Send up to `total` bytes of body until the server stops taking them; the bytes sent."""
     block, sent = b"x" * 65536, 0
@@ -169,7 +159,7 @@ def test_slow_clients_are_cut_off_and_others_are_served_meanwhile(server: Server
     threads = server.threads()
 
     fast = _connect(server)
-    fast.sendall(_head(str(len(_group("fast")))) + _group("fast"))
+    fast.sendall(_head(str(len(alert_group("fast")))) + alert_group("fast"))
     assert _answer(fast)[0] == 202
 
     # One second for the head (header_timeout_s), however it trickles: closed without an answer.
@@ -186,7 +176,7 @@ def test_slow_clients_are_cut_off_and_others_are_served_meanwhile(server: Server
 def test_100_concurrent_posts_are_all_answered_without_a_reset(server: Server) -> None:
     socks = [_connect(server) for _ in range(100)]
     for i, sock in enumerate(socks):  # ten alert groups, each sent ten times at once
-        body = _group(f"group-{i % 10}")
+        body = alert_group(f"group-{i % 10}")
         sock.sendall(_head(str(len(body))) + body)
     answers = [_answer(sock) for sock in socks]
     assert [status for status, _ in answers] == [202] * 100
@@ -198,6 +188,6 @@ def test_100_concurrent_posts_are_all_answered_without_a_reset(server: Server) -
 
 def test_without_the_token_nothing_is_read_or_queued(server: Server) -> None:
     sock = _connect(server)
-    body = _group("anonymous")
+    body = alert_group("anonymous")
     sock.sendall(_head(str(len(body)), token="wrong") + body)
     assert _answer(sock)[0] == 401
