@@ -1,6 +1,6 @@
 """Packaging that pyproject.toml alone cannot say: rules/, prompts/, data/ and the Streamlit UI
 stay at the top of the repository (the product card fixes that layout) and ship inside the
-wheel as the `evidence_workbench` package folder, where pipeline/resources.py finds them."""
+wheel as the `evidence_workbench` package folder, where pipeline/core/resources.py finds them."""
 
 import shutil
 from pathlib import Path

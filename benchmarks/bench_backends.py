@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.config import BackendSettings  # noqa: E402
+from pipeline.core.config import BackendSettings  # noqa: E402
 from pipeline.tools.knowledge import KnowledgeBase, tokenize  # noqa: E402
 from pipeline.tools.logfiles import LogFiles  # noqa: E402
 from pipeline.tools.registry import KnowledgeQuery, LogQuery, NoData  # noqa: E402

@@ -37,7 +37,7 @@ from rapidfuzz import fuzz
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.contracts import ParseStatus, ToolInvocation  # noqa: E402
+from pipeline.core.contracts import ParseStatus, ToolInvocation  # noqa: E402
 from pipeline.gatekeeper import GateContext, ReplayInput, gate_verdict, load_rules, replay, run_gatekeeper  # noqa: E402
 from pipeline.gatekeeper.features import compute_features, prepare_output  # noqa: E402
 from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, fold  # noqa: E402
@@ -371,7 +371,7 @@ def bench_history(rng: random.Random, n: int) -> None:
     full, stored = _timed_once(full_run)
 
     def load() -> list[ReplayInput]:
-        # What pipeline.replay_inputs does with the store's rows.
+        # What pipeline.replay.inputs does with the store's rows.
         inputs = []
         for (sid, _, invs), (features, normalized, result, verdict) in zip(sessions, stored, strict=True):
             gate = json.loads(result)

@@ -10,7 +10,7 @@ the variants (own ids, own tool invocations, the variant's gate rows). Reported:
 cold load, warm threshold replay (several thresholds), peak RSS, `workbench replay --rules DIR`
 end to end in a fresh process, and the per-session replay on the first `--naive` sessions.
 With --rejudge: an apply and a rollback each followed by the re-judge of every stored session
-(pipeline/rulebook.py), phase by phase, with the Sessions page read from another process meanwhile.
+(pipeline/runs/rulebook.py), phase by phase, with the Sessions page read from another process meanwhile.
 """
 
 from __future__ import annotations
@@ -230,9 +230,9 @@ def gate_rows_of(store: Store, session_ids: list[str]) -> list[GateRows]:
 
 def seed_variants(store: Store, count: int, rng: random.Random, trouble: float = 0.35) -> list[str]:
     """`count` perturbed copies of the store's completed sessions, with gate rows derived for real."""
-    from pipeline.config import load_settings
-    from pipeline.history import backfill
-    from pipeline.rulebook import rules_in_force
+    from pipeline.core.config import load_settings
+    from pipeline.replay.history import backfill
+    from pipeline.runs.rulebook import rules_in_force
 
     base = templates(store)
     ids = insert_sessions(store, [mutate(base[i % len(base)], rng, trouble) for i in range(count)], count, "v")
@@ -255,8 +255,8 @@ def _timed(fn: Any) -> tuple[Any, float]:
 
 
 def seed(url: str, sessions: int, trouble: float, audit: bool = True) -> None:
-    from pipeline.config import load_settings
-    from pipeline.session import run_session
+    from pipeline.core.config import load_settings
+    from pipeline.runs.session import run_session
 
     store = Store(url)
     settings = load_settings()
@@ -273,9 +273,9 @@ def seed(url: str, sessions: int, trouble: float, audit: bool = True) -> None:
 
 def measure_columnar(url: str) -> None:
     """In its own process, so the peak RSS is the replay's alone."""
-    from pipeline.config import load_settings
-    from pipeline.history import ColumnarHistory
-    from pipeline.rulebook import rules_in_force
+    from pipeline.core.config import load_settings
+    from pipeline.replay.history import ColumnarHistory
+    from pipeline.runs.rulebook import rules_in_force
 
     store = Store(url)
     rules = rules_in_force(load_settings(), store)[0]
@@ -310,10 +310,10 @@ def measure_tiled(url: str, times: int) -> None:
 
     import numpy as np
 
-    from pipeline.config import load_settings
+    from pipeline.core.config import load_settings
     from pipeline.gatekeeper.columns import maybe_flagged
-    from pipeline.history import load_arrays
-    from pipeline.rulebook import rules_in_force
+    from pipeline.replay.history import load_arrays
+    from pipeline.runs.rulebook import rules_in_force
 
     store = Store(url)
     rules = rules_in_force(load_settings(), store)[0]
@@ -342,10 +342,10 @@ def measure_tiled(url: str, times: int) -> None:
 
 
 def measure_naive(url: str, count: int) -> None:
-    from pipeline.config import load_settings
+    from pipeline.core.config import load_settings
     from pipeline.gatekeeper import replay, summarize
-    from pipeline.replay_inputs import ReplayHistory
-    from pipeline.rulebook import rules_in_force
+    from pipeline.replay.inputs import ReplayHistory
+    from pipeline.runs.rulebook import rules_in_force
 
     store = Store(url)
     rules = rules_in_force(load_settings(), store)[0].with_params("evidence.excerpt_similarity", passThreshold=0.55,
@@ -365,7 +365,7 @@ def _first_open_before_0007(store: Store, q: Any) -> int:
 
     from sqlalchemy import Integer, Text, cast, or_
 
-    from pipeline.queue import EVAL_LABEL
+    from pipeline.runs.review_queue import EVAL_LABEL
     from pipeline.store import SessionFilter
     from pipeline.store.schema import ReviewRow
 
@@ -411,7 +411,7 @@ def measure_listing(url: str, runs: int = 3) -> None:
     million sessions with their JSON)."""
     import statistics
 
-    from pipeline.queue import QueueFilter, queue_rows, queue_stats
+    from pipeline.runs.review_queue import QueueFilter, queue_rows, queue_stats
     from pipeline.store import SessionFilter
 
     store = Store(url)
@@ -441,7 +441,7 @@ def measure_pages(url: str, seconds: float) -> None:
     `seconds`, in its own process, while another re-judges: the slowest and the median."""
     import statistics
 
-    from pipeline.queue import QueueFilter, queue_rows, queue_stats
+    from pipeline.runs.review_queue import QueueFilter, queue_rows, queue_stats
 
     store = Store(url)
     took: list[float] = []
@@ -456,8 +456,9 @@ def measure_rejudge(url: str) -> None:
     """`workbench rules apply` then `rollback` as the engine runs them: a threshold version put in
     force and every stored session judged again under it (rulebook.rejudge), with the Sessions
     page read from another process meanwhile."""
-    from pipeline import rulebook, views
-    from pipeline.config import load_settings
+    from pipeline.core.config import load_settings
+    from pipeline.frontends import views
+    from pipeline.runs import rulebook
 
     store = Store(url)
     settings = load_settings()
@@ -526,7 +527,7 @@ def main() -> None:
     if args.measure == "pages":
         measure_pages(args.db, args.seconds)
         return
-    from pipeline.config import load_settings
+    from pipeline.core.config import load_settings
 
     work = Path(tempfile.mkdtemp(prefix="bench-history-"))
     url = args.db or f"sqlite:///{work / 'history.db'}"

@@ -31,7 +31,7 @@ from sqlalchemy import create_engine, text
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.config import load_settings  # noqa: E402
+from pipeline.core.config import load_settings  # noqa: E402
 from pipeline.jobs import make_queue, submit_session  # noqa: E402
 from pipeline.store import Store  # noqa: E402
 from tests.stub_openai import PipelineModel, StubOpenAI, StubReply  # noqa: E402

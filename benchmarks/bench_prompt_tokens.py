@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-import pipeline.session as session_mod  # noqa: E402
-from pipeline.config import load_settings  # noqa: E402
+import pipeline.runs.session as session_mod  # noqa: E402
+from pipeline.core.config import load_settings  # noqa: E402
 from pipeline.llm.budget import estimate_messages_tokens  # noqa: E402
 from pipeline.llm.openai_provider import OpenAIProvider  # noqa: E402
 from pipeline.store import Store  # noqa: E402

@@ -26,12 +26,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.config import load_settings  # noqa: E402
-from pipeline.errors import WorkbenchError  # noqa: E402
-from pipeline.incidents import load_worlds  # noqa: E402
+from pipeline.core.config import load_settings  # noqa: E402
+from pipeline.core.errors import WorkbenchError  # noqa: E402
 from pipeline.llm.provider import STAGES  # noqa: E402
-from pipeline.session import run_session  # noqa: E402
+from pipeline.runs.session import run_session  # noqa: E402
 from pipeline.store import Store  # noqa: E402
+from pipeline.tools.incidents import load_worlds  # noqa: E402
 
 
 def bundled_questions(limit: int, only: list[str]) -> list[tuple[str, str]]:

@@ -18,24 +18,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.config import load_settings  # noqa: E402
-from pipeline.incidents import load_worlds  # noqa: E402
-from pipeline.session import run_session  # noqa: E402
+from pipeline.core.config import load_settings  # noqa: E402
+from pipeline.runs.session import run_session  # noqa: E402
 from pipeline.store import Store  # noqa: E402
+from pipeline.tools.incidents import load_worlds  # noqa: E402
 
 
 def _drop_caches() -> None:
     import gc
 
-    from pipeline import incidents, session, text
-    from pipeline.tools import bundled, knowledge
+    from pipeline.runs import session
+    from pipeline.text import primitives
+    from pipeline.tools import bundled, incidents, knowledge
 
     session._parsed_rules.cache_clear()
     bundled._logs.cache_clear()
     bundled._alerts.cache_clear()
     incidents.load_worlds.cache_clear()
-    text.extract_entities.cache_clear()
-    text.keywords.cache_clear()
+    primitives.extract_entities.cache_clear()
+    primitives.keywords.cache_clear()
     for name in dir(knowledge):
         obj = getattr(knowledge, name)
         if hasattr(obj, "cache_clear"):

@@ -38,16 +38,17 @@ from playwright.sync_api import sync_playwright
 from rapidfuzz import fuzz
 from sqlalchemy import insert, select
 
-from pipeline import queue, views
-from pipeline.config import load_settings
+from pipeline.core.config import load_settings
+from pipeline.frontends import views
 from pipeline.gatekeeper import load_rules, replay
 from pipeline.gatekeeper.features import compute_features
-from pipeline.incidents import load_worlds
-from pipeline.record import read_session
-from pipeline.replay_inputs import replay_inputs
-from pipeline.session import run_session
+from pipeline.replay.inputs import replay_inputs
+from pipeline.runs import review_queue
+from pipeline.runs.record import read_session
+from pipeline.runs.session import run_session
 from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
+from pipeline.tools.incidents import load_worlds
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -256,7 +257,7 @@ def demo_pages(repeat: int) -> None:
     """First open of every page on the demo store (`workbench demo`), the median of `repeat` fresh
     servers: each page in a new browser session after one warm-up open of Ask (server imports).
     Drawn = the sidebar's language switch and the page's title are on screen and no script runs."""
-    from pipeline.demo import run_demo
+    from pipeline.runs.demo import run_demo
 
     home = Path(tempfile.mkdtemp(prefix="wb-bench-"))
     os.environ["WORKBENCH_HOME"] = str(home)
@@ -341,11 +342,11 @@ def main() -> None:
         rows.sort(key=lambda r: r["created_at"], reverse=True)
 
     # The page's default queue: needs a person, unreviewed, no eval runs.
-    default = queue.QueueFilter()
+    default = review_queue.QueueFilter()
 
     def sql_sessions() -> None:
-        queue.queue_stats(store, default)
-        queue.queue_rows(store, default, limit=50)
+        review_queue.queue_stats(store, default)
+        review_queue.queue_rows(store, default, limit=50)
 
     rules = load_rules(settings.rules_dir).with_params("evidence.excerpt_similarity", passThreshold=0.9)
     t = time.perf_counter()

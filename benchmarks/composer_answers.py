@@ -22,9 +22,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.contracts import ComposerGuardResult, ComposerInput, ComposerOutput, FilteredItem  # noqa: E402
+from pipeline.core.contracts import ComposerGuardResult, ComposerInput, ComposerOutput, FilteredItem  # noqa: E402
 from pipeline.stages.composer_guard import judge_answer  # noqa: E402
-from pipeline.text import detect_language  # noqa: E402
+from pipeline.text.primitives import detect_language  # noqa: E402
 
 ANSWERS = ROOT / "tests" / "data" / "composer_answers.yaml"
 GOALS = {"faithful kept": 0.95, "unfaithful kept": 0.0}

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grounding_corpus import CORPUS, FAITHFUL, MUTATED, build_outputs  # noqa: E402
 
-from pipeline.contracts import ToolInvocation  # noqa: E402
+from pipeline.core.contracts import ToolInvocation  # noqa: E402
 from pipeline.gatekeeper import GateContext, RuleSet, gate_verdict, load_rules, run_gatekeeper  # noqa: E402
 from pipeline.gatekeeper.features import prepare_output  # noqa: E402
 from pipeline.gatekeeper.matcher import OutputCache  # noqa: E402

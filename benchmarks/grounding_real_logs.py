@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from real_logs_corpus import CORPUS, FAITHFUL, MUTATED, SHAPES, SYSTEMS, lines, norm, output_text  # noqa: E402
 
-from pipeline.bundle import parse_bundle  # noqa: E402
-from pipeline.check import check_bundle  # noqa: E402
-from pipeline.config import Settings  # noqa: E402
+from pipeline.bundles.check import check_bundle  # noqa: E402
+from pipeline.bundles.session_bundle import parse_bundle  # noqa: E402
+from pipeline.core.config import Settings  # noqa: E402
 from pipeline.gatekeeper import RuleSet, load_rules  # noqa: E402
 from pipeline.llm import make_provider  # noqa: E402
 

@@ -14,11 +14,12 @@ from typing import Any
 
 import streamlit as st
 
-from pipeline import queue, views
-from pipeline.config import Settings, load_settings
-from pipeline.errors import NotFound, WorkbenchError, one_line
-from pipeline.messages import SYMPTOM_NAMES, localized
-from pipeline.record import SessionRecord, SessionRow, read_session
+from pipeline.core.config import Settings, load_settings
+from pipeline.core.errors import NotFound, WorkbenchError, one_line
+from pipeline.core.messages import SYMPTOM_NAMES, localized
+from pipeline.frontends import views
+from pipeline.runs import review_queue
+from pipeline.runs.record import SessionRecord, SessionRow, read_session
 from pipeline.store import SessionFilter, Store
 
 # --- the entry file and deep links ---------------------------------------------------------
@@ -444,13 +445,13 @@ def list_sessions(url: str, f: SessionFilter, limit: int, offset: int) -> tuple[
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def queue_rows(url: str, q: queue.QueueFilter, limit: int, offset: int) -> list[SessionRow]:
-    return queue.queue_rows(_store(url), q, limit=limit, offset=offset)
+def queue_rows(url: str, q: review_queue.QueueFilter, limit: int, offset: int) -> list[SessionRow]:
+    return review_queue.queue_rows(_store(url), q, limit=limit, offset=offset)
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def queue_stats(url: str, q: queue.QueueFilter) -> queue.QueueStats:
-    return queue.queue_stats(_store(url), q)
+def queue_stats(url: str, q: review_queue.QueueFilter) -> review_queue.QueueStats:
+    return review_queue.queue_stats(_store(url), q)
 
 
 @st.cache_resource(ttl=5, max_entries=32, show_spinner=False)

@@ -8,12 +8,12 @@ from typing import Any
 import streamlit as st
 
 from pages import _common as ui
-from pipeline import views
-from pipeline.errors import WorkbenchError
-from pipeline.incidents import load_worlds, sample_notice, world_by_id
+from pipeline.core.errors import WorkbenchError
+from pipeline.core.messages import render
+from pipeline.frontends import views
 from pipeline.jobs import JobQueue, make_queue, submit_rerun, submit_session
-from pipeline.messages import render
 from pipeline.store.lease import events
+from pipeline.tools.incidents import load_worlds, sample_notice, world_by_id
 
 # How often a follower reads new stage events from the store.
 FOLLOW_POLL_S = 0.3

@@ -12,10 +12,10 @@ from typing import Any
 import streamlit as st
 
 from pages import _common as ui
-from pipeline import views
 from pipeline.eval import history
 from pipeline.eval.history import EvalRun
 from pipeline.eval.runner import load_fixtures, run_fixture
+from pipeline.frontends import views
 
 SOURCES = ("force", "candidate")
 

@@ -11,11 +11,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _common as ui
-from pipeline import queue, rulebook, views
+from pipeline.core.messages import msg, render
+from pipeline.frontends import views
 from pipeline.gatekeeper import RulesError, RuleSet
-from pipeline.history import ColumnarHistory, similarity_histogram
-from pipeline.messages import msg, render
-from pipeline.rulebook import rules_in_force
+from pipeline.replay.history import ColumnarHistory, similarity_histogram
+from pipeline.runs import review_queue, rulebook
+from pipeline.runs.rulebook import rules_in_force
 from pipeline.store import StaleRuleVersion
 
 # --- state ---------------------------------------------------------------------------------------
@@ -223,7 +224,7 @@ LISTED = 500
 
 
 def run_preview(rules: RuleSet, include_eval: bool) -> None:
-    left_out = frozenset() if include_eval else frozenset(queue.eval_session_ids(ui.store()))
+    left_out = frozenset() if include_eval else frozenset(review_queue.eval_session_ids(ui.store()))
     result = history_now().replay(rules, exclude=left_out)
     total, changed, status, verdict = result.counts()
     rows = result.rows(changed_only=True, limit=LISTED)

@@ -1,4 +1,4 @@
-"""Sessions: the review queue. Filters live in the URL, paging and charts run in SQL."""
+"""Sessions: the review review_queue. Filters live in the URL, paging and charts run in SQL."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _common as ui
-from pipeline import queue
-from pipeline.demo import demo_runs, run_demo
+from pipeline.bundles.provenance import NoSigningKey, signing_key
 from pipeline.gatekeeper.rules import RULES
-from pipeline.provenance import NoSigningKey, signing_key
-from pipeline.record import SessionRow
+from pipeline.runs import review_queue
+from pipeline.runs.demo import demo_runs, run_demo
+from pipeline.runs.record import SessionRow
 from pipeline.store import SessionFilter
 
 PAGE_SIZE = 50
@@ -45,7 +45,7 @@ def _why(r: SessionRow) -> list[str]:
     return [ui.t("sessions.queued_for", why=", ".join(why))] if why else []
 
 
-def sidebar() -> queue.QueueFilter:
+def sidebar() -> review_queue.QueueFilter:
     with st.sidebar:
         st.subheader(ui.t("sessions.filters"))
         needs = st.toggle(ui.t("sessions.needs_person"), True, key="sessions_needs_person", bind="query-params",
@@ -70,7 +70,7 @@ def sidebar() -> queue.QueueFilter:
         since=_day(since, False), until=_day(until, True), service=(service or "").strip() or None,
         text=(text or "").strip() or None, statuses=list(statuses),
     )
-    return queue.QueueFilter(base, needs_person=bool(needs), include_eval=bool(include_eval),
+    return review_queue.QueueFilter(base, needs_person=bool(needs), include_eval=bool(include_eval),
                              reviewed={"no": False, "yes": True}.get(reviewed or "any"))
 
 
@@ -121,7 +121,7 @@ def table(rows: list[SessionRow]) -> None:
     ui.open_picked_trace(picked, [r.id for r in rows])
 
 
-def charts(stats: queue.QueueStats) -> None:
+def charts(stats: review_queue.QueueStats) -> None:
     c1, c2, c3 = st.columns(3)
     layout = {"height": 260, "margin": {"l": 10, "r": 10, "t": 36, "b": 10}, "showlegend": True,
                   "legend": {"orientation": "h", "y": -0.25}}
@@ -149,7 +149,7 @@ def charts(stats: queue.QueueStats) -> None:
     c3.plotly_chart(fig, width="stretch", key="sessions_chart_ground")
 
 
-def exports(f: queue.QueueFilter) -> None:
+def exports(f: review_queue.QueueFilter) -> None:
     store, settings = ui.store(), ui.settings()
 
     def bundles() -> bytes:
@@ -157,16 +157,16 @@ def exports(f: queue.QueueFilter) -> None:
             key = signing_key(settings)
         except NoSigningKey:
             key = None  # a read-only home still exports; importers see unsigned bundles
-        return queue.export_zip(store, f, key=key)
+        return review_queue.export_zip(store, f, key=key)
 
     c1, c2, _ = st.columns([1, 1, 3])
-    c1.download_button(ui.t("sessions.export_csv"), lambda: queue.export_csv(store, f), file_name="sessions.csv",
+    c1.download_button(ui.t("sessions.export_csv"), lambda: review_queue.export_csv(store, f), file_name="sessions.csv",
                        mime="text/csv", key="sessions_csv", on_click="ignore")
     c2.download_button(ui.t("sessions.export_zip"), bundles,
                        file_name="session-bundles.zip", mime="application/zip", key="sessions_zip", on_click="ignore")
 
 
-def body(f: queue.QueueFilter) -> None:
+def body(f: review_queue.QueueFilter) -> None:
     st.title(ui.t("sessions.title"))
     url = ui.settings().db_url
     # One grouped scan gives the charts and the count; the rows are one walk of an index.

@@ -7,9 +7,9 @@ import json
 import streamlit as st
 
 from pages import _common as ui
-from pipeline import views
-from pipeline.messages import guard_kind
-from pipeline.record import InvocationMeta, SessionRecord, verdict_marks
+from pipeline.core.messages import guard_kind
+from pipeline.frontends import views
+from pipeline.runs.record import InvocationMeta, SessionRecord, verdict_marks
 from pipeline.store import SessionFilter
 
 CLAIMS_PER_PAGE = 10

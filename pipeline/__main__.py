@@ -1,3 +1,3 @@
-from pipeline.cli import main
+from pipeline.frontends.cli import main
 
 raise SystemExit(main())

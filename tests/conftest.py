@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import require
 
-from pipeline.config import ROOT, Settings, load_settings
+from pipeline.core.config import ROOT, Settings, load_settings
 from pipeline.store import Store
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pipeline.config import Settings
+from pipeline.core.config import Settings
 
 
 def require(condition: bool, what: str) -> None:
@@ -91,12 +91,12 @@ def cpu_claim(claim_id: str = "claim-1", inv: str = "{inv:query_metrics:0}", exc
 
 @contextmanager
 def http_server(app: Any, limits: Any) -> Iterator[str]:
-    """`app` (pipeline.webhook.make_app) served by the real server stack on a free loopback
+    """`app` (pipeline.frontends.webhook.make_app) served by the real server stack on a free loopback
     port in a thread of this process; yields its base URL, stops it after."""
     import asyncio
     import threading
 
-    from pipeline.webhook import listen, serve
+    from pipeline.frontends.webhook import listen, serve
 
     sock = listen("127.0.0.1", 0)  # listening already: connections wait in the backlog until serving
     port = sock.getsockname()[1]

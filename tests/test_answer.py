@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import Settings, load_settings
-from pipeline.context import StageContext
-from pipeline.contracts import ClaimCheck, ParseStatus, VerifierOutput
-from pipeline.incidents import load_worlds
-from pipeline.session import run_session
+from pipeline.core.config import Settings, load_settings
+from pipeline.core.contracts import ClaimCheck, ParseStatus, VerifierOutput
+from pipeline.runs.session import run_session
 from pipeline.stages.answer_lead import closed_by
 from pipeline.stages.composer import assemble_input, run_composer
 from pipeline.store import Store
+from pipeline.tools.incidents import load_worlds
+from pipeline.verdict.context import StageContext
 
 
 @pytest.mark.parametrize(("question", "says"), [
@@ -166,9 +166,9 @@ def test_an_answer_that_does_not_open_with_the_lead_falls_back() -> None:
 
 
 def test_llm_collector_queries_every_asked_service_and_the_prompt_holds_the_scope() -> None:
-    from pipeline.contracts import PlannerPlan
+    from pipeline.core.contracts import PlannerPlan
     from pipeline.llm.openai_provider import OpenAIProvider
-    from pipeline.scope import read_scope
+    from pipeline.verdict.scope import read_scope
     from tests.stub_openai import StubOpenAI, tool_call
     from tests.test_llm_openai_provider import FakeTools
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.config import BackendSettings, Settings
+from pipeline.core.config import BackendSettings, Settings
 from pipeline.tools.health import backend_health
 from pipeline.tools.http import BackendError, http_get
 from pipeline.tools.loki import LokiLogs, build_logql

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from helpers import CPU_QUESTION
 
-from pipeline.config import Settings
-from pipeline.session import run_session
+from pipeline.core.config import Settings
+from pipeline.runs.session import run_session
 from pipeline.store import Store
 from pipeline.tools import bundled
 from pipeline.tools.registry import LogQuery

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from helpers import CPU_QUESTION
 
-from pipeline.bundle import BundleError, export_bundle, load_bundle, parse_bundle
-from pipeline.bundle_import import import_bundle
-from pipeline.config import Settings
-from pipeline.errors import WorkbenchError
+from pipeline.bundles.importer import import_bundle
+from pipeline.bundles.session_bundle import BundleError, export_bundle, load_bundle, parse_bundle
+from pipeline.core.config import Settings
+from pipeline.core.errors import WorkbenchError
 from pipeline.gatekeeper.replay import replay
 from pipeline.llm import make_provider
-from pipeline.replay_inputs import replay_inputs
-from pipeline.rulebook import rules_in_force
-from pipeline.session import run_session
+from pipeline.replay.inputs import replay_inputs
+from pipeline.runs.rulebook import rules_in_force
+from pipeline.runs.session import run_session
 from pipeline.store import Store
 
 MAX = 64 * 1024 * 1024
@@ -115,7 +115,7 @@ def test_a_failure_inside_the_import_leaves_nothing(settings: Settings, any_stor
     store = any_store
     bundle = _exported(settings, store)
     before = set(store.session_ids())
-    import pipeline.bundle_import as bi
+    import pipeline.bundles.importer as bi
 
     def broken(value: Any, id_map: dict[int, int]) -> Any:
         raise RuntimeError("disk full")
@@ -219,7 +219,7 @@ def test_bundle_reads_are_bounded(tmp_path: Path) -> None:
 def test_trace_shows_the_source_claim_beside_the_reverified_verdict(settings: Settings, store: Store) -> None:
     from streamlit.testing.v1 import AppTest
 
-    from pipeline.config import ROOT
+    from pipeline.core.config import ROOT
 
     bundle = _exported(settings, store)
     result = _import(store, settings, _forged(bundle))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.frontends.cli import main
 
 QUESTION = "payment API times out since 10:00, what's going on?"
 
@@ -185,7 +185,7 @@ def test_eval_rules_option_wins_over_an_applied_version(capsys: pytest.CaptureFi
                                                         monkeypatch: pytest.MonkeyPatch, repo_root: Path) -> None:
     from helpers import rules_without
 
-    from pipeline.config import load_settings
+    from pipeline.core.config import load_settings
     from pipeline.store import Store
 
     fixtures = tmp_path / "fixtures"
@@ -214,7 +214,7 @@ def test_eval_rules_option_wins_over_an_applied_version(capsys: pytest.CaptureFi
 def test_every_cli_option_has_help_text():
     import argparse
 
-    from pipeline.cli import build_parser
+    from pipeline.frontends.cli import build_parser
 
     missing: list[str] = []
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.contracts import (
+from pipeline.core.config import load_settings
+from pipeline.core.contracts import (
     ClaimCheck,
     ComposerAction,
     ComposerClaim,

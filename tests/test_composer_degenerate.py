@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import Settings, load_settings
-from pipeline.contracts import ComposerAction, ComposerClaim, ComposerInput, ParseStatus
+from pipeline.core.config import Settings, load_settings
+from pipeline.core.contracts import ComposerAction, ComposerClaim, ComposerInput, ParseStatus
 from pipeline.llm.provider import StageContext
-from pipeline.session import run_session
+from pipeline.runs.session import run_session
 from pipeline.stages.composer import run_composer
 from pipeline.stages.templates import render
 from pipeline.store import Store

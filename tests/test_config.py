@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.errors import ConfigError
+from pipeline.core.config import load_settings
+from pipeline.core.errors import ConfigError
 
 
 def test_defaults_are_the_embedded_setup(tmp_path: Path) -> None:

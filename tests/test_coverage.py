@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from pipeline.contracts import ClaimCheck, GatekeeperResult, QuestionScope, TimeWindow, ToolInvocation
-from pipeline.coverage import compute_coverage
+from pipeline.core.contracts import ClaimCheck, GatekeeperResult, QuestionScope, TimeWindow, ToolInvocation
+from pipeline.verdict.coverage import compute_coverage
 
 
 def logs(inv_id: int, service: str | None, *lines: tuple[str, str, str, str]) -> ToolInvocation:
@@ -83,7 +83,7 @@ def test_no_scope_no_coverage():
 
 
 def test_the_answer_says_evidence_lies_outside_the_asked_window():
-    from pipeline.contracts import VerifierOutput
+    from pipeline.core.contracts import VerifierOutput
     from pipeline.stages.composer import assemble_input
 
     window = TimeWindow(start=datetime(2026, 11, 28, 12, tzinfo=UTC), end=datetime(2026, 11, 28, 13, tzinfo=UTC),

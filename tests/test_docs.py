@@ -56,7 +56,7 @@ def test_architecture_names_only_what_exists() -> None:
 
     import yaml
 
-    from pipeline.config import Settings
+    from pipeline.core.config import Settings
 
     rule_ids = {r["id"] for r in yaml.safe_load((ROOT / "rules" / "index.yaml").read_text())["rules"]}
     sections = set(Settings.model_fields)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.config import ROOT, load_settings
-from pipeline.errors import ConfigError, InputError, NotFound, RulesError, StoreError, WorkbenchError
+from pipeline.core.config import ROOT, load_settings
+from pipeline.core.errors import ConfigError, InputError, NotFound, RulesError, StoreError, WorkbenchError
+from pipeline.frontends.cli import main
 from pipeline.store import Store
 from tests.stub_openai import PipelineModel, StubOpenAI, StubReply, chat_body
 
@@ -45,11 +45,11 @@ def _statuses() -> list[str]:
 
 
 def test_error_classes_share_one_base() -> None:
-    from pipeline.bundle import BundleError
+    from pipeline.bundles.session_bundle import BundleError
     from pipeline.llm.invoker import LlmCallError
     from pipeline.llm.prompts import PromptError
     from pipeline.llm.provider import StageFailure
-    from pipeline.session import SessionFailed
+    from pipeline.runs.session import SessionFailed
     from pipeline.store import StaleRuleVersion
     from pipeline.tools.http import BackendError
 
@@ -221,7 +221,7 @@ def test_lone_surrogate_in_a_question(tmp_path: Path) -> None:
 
 def test_printing_a_lone_surrogate_escapes_it(capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import pipeline.cli as cli
+    import pipeline.frontends.cli as cli
 
     def say(args: Any) -> int:
         print("log line \udcff")

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pipeline.cli import main
-from pipeline.config import ROOT
-from pipeline.contracts import Verdict
-from pipeline.errors import NotFound
+from pipeline.core.config import ROOT
+from pipeline.core.contracts import Verdict
+from pipeline.core.errors import NotFound
 from pipeline.eval import history
 from pipeline.eval.runner import EvalResult
+from pipeline.frontends.cli import main
 from pipeline.store import Store
 
 FIXTURES = ("01-fabricated-invocation-id", "05-number-swapped")

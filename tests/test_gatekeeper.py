@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.contracts import EvidenceDigest, ToolInvocation
+from pipeline.core.contracts import EvidenceDigest, ToolInvocation
 from pipeline.gatekeeper import (
     GateContext,
     ReplayInput,
@@ -557,8 +557,8 @@ def test_features_are_json_serialisable_and_scores_collectable(rules):
 
 
 def test_replay_history_loads_new_sessions_only(settings, store) -> None:
-    from pipeline.replay_inputs import ReplayHistory, replay_inputs
-    from pipeline.session import run_session
+    from pipeline.replay.inputs import ReplayHistory, replay_inputs
+    from pipeline.runs.session import run_session
 
     run_session("payment API times out, what's going on?", settings=settings, store=store)
     history = ReplayHistory(store)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.contracts import ToolInvocation
+from pipeline.core.contracts import ToolInvocation
 from pipeline.gatekeeper import GateContext, ReplayInput, gate_verdict, load_rules, replay, run_gatekeeper
 from pipeline.gatekeeper.matcher import PreparedOutput, fold
 from pipeline.gatekeeper.vocabulary import Vocabulary, absent_pieces

@@ -1,4 +1,4 @@
-"""The columnar replay (pipeline/history.py) says what the per-session replay says, row for row."""
+"""The columnar replay (pipeline/replay/history.py) says what the per-session replay says, row for row."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from pipeline.config import load_settings
-from pipeline.contracts import VERDICT_ORDER
+from pipeline.core.config import load_settings
+from pipeline.core.contracts import VERDICT_ORDER
 from pipeline.gatekeeper import replay, summarize
 from pipeline.gatekeeper.columns import STATUSES, judge, rule_bits
-from pipeline.history import ColumnarHistory, backfill, write_columns
-from pipeline.replay_inputs import replay_inputs
-from pipeline.rulebook import rules_in_force
-from pipeline.session import run_session
+from pipeline.replay.history import ColumnarHistory, backfill, write_columns
+from pipeline.replay.inputs import replay_inputs
+from pipeline.runs.rulebook import rules_in_force
+from pipeline.runs.session import run_session
 from pipeline.store import Store
 
 _BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_history.py"
@@ -210,7 +210,7 @@ def test_columnar_replay_on_each_database(any_store: Store) -> None:
 def test_arrow_and_driver_loads_agree_whatever_comes_first(any_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Arrow reader types a SQLite column from its first batch: a batch holding only NULL in
     a float column must still give the arrays the store's own driver gives."""
-    from pipeline import history
+    from pipeline.replay import history
 
     store = any_store
     run_session("payment API times out, what's going on?", settings=load_settings(), store=store)
@@ -246,7 +246,7 @@ def test_arrow_and_driver_loads_agree_whatever_comes_first(any_store: Store, mon
 def test_an_arrow_load_leaves_this_process_sqlite_connections_sound(tmp_path: Path) -> None:
     """The Arrow driver's own SQLite, opened in this process, reset the WAL index under the
     store's connections: the next write vanished or a read failed with "disk I/O error"."""
-    from pipeline.history import load_arrays
+    from pipeline.replay.history import load_arrays
 
     url = f"sqlite:///{tmp_path / 'wb.db'}"
     store = Store(url)
@@ -277,8 +277,8 @@ def test_arrow_reads_a_read_only_database(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_failing_history_read_is_a_store_error(tmp_path: Path) -> None:
     """A read the Arrow reader fails is named with the driver's reason, not a traceback of the child."""
-    from pipeline import history
-    from pipeline.errors import StoreError
+    from pipeline.core.errors import StoreError
+    from pipeline.replay import history
 
     store = Store(f"sqlite:///{tmp_path / 'wb.db'}")
     run_session("order-service CPU is high", settings=load_settings(), store=store)

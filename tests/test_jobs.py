@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from pipeline.bundle import export_bundle
-from pipeline.config import Settings, load_settings
+from pipeline.bundles.session_bundle import export_bundle
+from pipeline.core.config import Settings, load_settings
 from pipeline.jobs import make_queue, submit_job, submit_rerun, submit_session
 from pipeline.jobs.local import LocalQueue
 from pipeline.jobs.records import get_job
@@ -146,7 +146,7 @@ def test_llm_requests_to_one_endpoint_never_exceed_the_cap() -> None:
 
 def test_eval_run_and_batch_check_are_jobs_with_stored_results(settings: Settings, store: Store,
                                                                tmp_path: Path) -> None:
-    from pipeline.session import run_session
+    from pipeline.runs.session import run_session
 
     checked = run_session(QUESTION, settings=settings, store=store)
     bundle = export_bundle(store, checked.session_id)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pipeline.config import ROOT, Settings, load_settings
+from pipeline.core.config import ROOT, Settings, load_settings
 from pipeline.jobs import submit_session
 from pipeline.jobs.local import LocalQueue
 from pipeline.store import Store, lease

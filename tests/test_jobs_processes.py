@@ -16,7 +16,7 @@ import pytest
 import yaml
 from helpers import postgres_schema
 
-from pipeline.config import Settings, load_settings
+from pipeline.core.config import Settings, load_settings
 from pipeline.jobs import make_queue, submit_session
 from pipeline.store import Store
 from pipeline.store.lease import reap

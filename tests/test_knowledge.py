@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.text import estimate_tokens
+from pipeline.text.primitives import estimate_tokens
 from pipeline.tools.knowledge import KnowledgeBase, split_runbook, tokenize
 from pipeline.tools.registry import KnowledgeQuery, NoData
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from helpers import CPU_ALERT, CPU_QUESTION, cpu_claim, diagnosis_json, rules_without, scripted
 
-from pipeline.config import Settings
-from pipeline.contracts import ComposerInput
+from pipeline.core.config import Settings
+from pipeline.core.contracts import ComposerInput
 from pipeline.llm.offline.provider import OfflineProvider
-from pipeline.session import run_session
+from pipeline.runs.session import run_session
 from pipeline.store import Store
 from pipeline.tools.results import read_result
 

@@ -107,7 +107,7 @@ def test_fit_messages_refuses_when_only_the_system_prompt_is_left() -> None:
 
 
 def test_prompts_load_with_versions(tmp_path) -> None:
-    from pipeline.config import load_settings
+    from pipeline.core.config import load_settings
 
     settings = load_settings()
     for stage in STAGES:

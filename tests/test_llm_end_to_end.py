@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ROOT, load_settings
+from pipeline.core.config import ROOT, load_settings
 from pipeline.llm.openai_provider import OpenAIProvider
-from pipeline.session import run_session
+from pipeline.runs.session import run_session
 from pipeline.store import Store
 from tests.stub_openai import INJECTION, PipelineModel, StubOpenAI
 

@@ -9,8 +9,8 @@ from typing import Any
 import openai
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.contracts import ComposerOutput, ExecutorOutputV2, LlmCallRecord, PlannerPlan, ToolInvocation
+from pipeline.core.config import load_settings
+from pipeline.core.contracts import ComposerOutput, ExecutorOutputV2, LlmCallRecord, PlannerPlan, ToolInvocation
 from pipeline.llm.invoker import LlmCallError, StructuredLlmInvoker, strip_reasoning
 from pipeline.llm.prompts import load_prompt
 from pipeline.llm.provider import StageContext, StageFailure

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.contracts import (
+from pipeline.core.config import load_settings
+from pipeline.core.contracts import (
     ComposerInput,
     EvidenceDigest,
     LlmCallRecord,
@@ -19,7 +19,7 @@ from pipeline.contracts import (
     TimeWindow,
     ToolInvocation,
 )
-from pipeline.doctor import doctor
+from pipeline.frontends.doctor import doctor
 from pipeline.llm.budget import estimate_messages_tokens
 from pipeline.llm.invoker import LlmCallError
 from pipeline.llm.openai_provider import OpenAIProvider

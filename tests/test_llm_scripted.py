@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.contracts import (
+from pipeline.core.config import load_settings
+from pipeline.core.contracts import (
     CollectionSummary,
     ComposerInput,
     LlmCallRecord,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import BackendSettings
+from pipeline.core.config import BackendSettings
 from pipeline.tools import logfiles
 from pipeline.tools.logfiles import LogFiles, iter_lines, parse_line, parse_timestamp, service_of_file
 from pipeline.tools.registry import LogQuery, NoData

@@ -1,4 +1,4 @@
-"""Engine messages (pipeline/messages.py): every code speaks zh and en, and every producer raises
+"""Engine messages (pipeline/core/messages.py): every code speaks zh and en, and every producer raises
 it with exactly the parameters its templates name, checked over the source of every producer."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.contracts import GatekeeperError, VerifierEvaluation
-from pipeline.messages import CATALOGUE, Message, msg, placeholders, render
-from pipeline.text import detect_language
+from pipeline.core.contracts import GatekeeperError, VerifierEvaluation
+from pipeline.core.messages import CATALOGUE, Message, msg, placeholders, render
+from pipeline.text.primitives import detect_language
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,9 +107,9 @@ def test_workbench_show_speaks_the_readers_language(settings, store, capsys: pyt
     """A REJECT session of a misbehaving model (fixture 07): its gatekeeper findings, verdict
     reasons and filter reasons come out of `workbench show --lang zh` in Chinese, with the rule
     ids and quoted evidence verbatim, and in English with --lang en."""
-    from pipeline.cli import main
-    from pipeline.demo import demo_runs, run_demo
-    from pipeline.record import read_session
+    from pipeline.frontends.cli import main
+    from pipeline.runs.demo import demo_runs, run_demo
+    from pipeline.runs.record import read_session
 
     run = [r for r in demo_runs(settings, "zh") if r[2] and r[2]["name"].startswith("07-")]
     (sid,) = run_demo(settings, store, runs=run, language="zh")

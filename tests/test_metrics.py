@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
-from pipeline.config import Settings
-from pipeline.session import run_session
+from pipeline.core.config import Settings
+from pipeline.runs.session import run_session
 from pipeline.store import Store
 from pipeline.store.schema import SessionEventRow, VerdictInForce
 from pipeline.telemetry.metrics import Metrics

@@ -25,11 +25,11 @@ import pytest
 import yaml
 from helpers import http_server, require
 
-from pipeline.config import ROOT, Settings
+from pipeline.core.config import ROOT, Settings
+from pipeline.frontends.webhook import Receiver, make_app
 from pipeline.jobs.local import LocalQueue
 from pipeline.store import Store
 from pipeline.telemetry.metrics import Metrics
-from pipeline.webhook import Receiver, make_app
 
 pytestmark = pytest.mark.slow
 PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"

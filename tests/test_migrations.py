@@ -15,7 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from helpers import postgres_schema
 from sqlalchemy import create_engine, inspect, text
 
-from pipeline.errors import StoreError
+from pipeline.core.errors import StoreError
 from pipeline.store import Store
 from pipeline.store.engine import open_engine
 from pipeline.store.migrate import _config, head_revision, upgrade
@@ -195,7 +195,7 @@ def test_upgrade_is_run_once(fresh_url: str) -> None:
 
 
 def test_db_upgrade_command_prints_the_revision(capsys: pytest.CaptureFixture[str]) -> None:
-    from pipeline.cli import main
+    from pipeline.frontends.cli import main
 
     assert main(["db", "upgrade"]) == 0
     assert capsys.readouterr().out.strip().endswith(f"schema at revision {head_revision()} (head)")

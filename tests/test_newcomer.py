@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.resources import SOURCE_ROOT
+from pipeline.core.resources import SOURCE_ROOT
 
 pytestmark = pytest.mark.slow
 

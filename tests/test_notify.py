@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from pipeline.config import NotifySettings, Settings
+from pipeline.core.config import NotifySettings, Settings
+from pipeline.frontends.webhook import Receiver
 from pipeline.jobs import submit_session
 from pipeline.jobs.local import LocalQueue
 from pipeline.store import Store
-from pipeline.webhook import Receiver
 
 pytestmark = pytest.mark.slow
 UI = "http://workbench.example:8501"

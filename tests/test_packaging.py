@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.resources import SOURCE_ROOT
+from pipeline.core.resources import SOURCE_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ def _run(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_installed_package_is_used_not_the_checkout(venv: Path, tmp_path: Path) -> None:
     out = subprocess.run([str(venv / "bin" / "python"), "-c",
-                          "import pipeline, pipeline.resources as r; print(pipeline.__file__); "
+                          "import pipeline, pipeline.core.resources as r; print(pipeline.__file__); "
                           "print(r.resource_dir('rules'))"],
                          cwd=tmp_path, capture_output=True, text=True, check=True).stdout.splitlines()
     assert str(venv) in out[0] and str(venv) in out[1]

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from helpers import require
 
-from pipeline.config import ROOT, BackendSettings
-from pipeline.simulate import load_metrics, serve_metrics, write_prometheus_config
+from pipeline.core.config import ROOT, BackendSettings
+from pipeline.frontends.simulate import load_metrics, serve_metrics, write_prometheus_config
 from pipeline.tools.prometheus import PrometheusMetrics
 from pipeline.tools.registry import MetricsQuery, NoData
 
@@ -152,7 +152,7 @@ def test_bad_promql_is_an_error_not_no_data(cpu_prometheus: str) -> None:
 
 def test_session_with_prometheus_backend_binds_claims_to_real_alert_text(cpu_prometheus: str, settings,
                                                                           store) -> None:
-    from pipeline.session import run_session
+    from pipeline.runs.session import run_session
 
     backends = settings.backends.model_copy(update={
         "query_metrics": BackendSettings(kind="prometheus", url=cpu_prometheus, timeout_s=5)})

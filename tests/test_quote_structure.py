@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from pipeline.contracts import ToolInvocation
+from pipeline.core.contracts import ToolInvocation
 from pipeline.gatekeeper import GateContext, load_rules, run_gatekeeper
 from pipeline.gatekeeper.features import match_excerpt
 from pipeline.gatekeeper.matcher import PreparedOutput, fold, record_text

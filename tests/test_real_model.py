@@ -15,8 +15,8 @@ import re
 
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.session import run_session
+from pipeline.core.config import load_settings
+from pipeline.runs.session import run_session
 from pipeline.stages.composer_guard import states_verdict
 from pipeline.store import Store
 from tests.helpers import require

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from sqlalchemy import MetaData, select
 
-from pipeline.cli import main
-from pipeline.redact import basic_forms, redact, redact_value, remember
+from pipeline.frontends.cli import main
 from pipeline.store import Store
+from pipeline.text.redact import basic_forms, redact, redact_value, remember
 from tests.stub_openai import PipelineModel, StubOpenAI
 
 CANARIES = {
@@ -121,7 +121,7 @@ def test_canaries_in_every_config_path_never_reach_store_prompts_exports_or_outp
         show_out, show_err = capsys.readouterr()
         prompts = json.dumps([r.body for r in stub.requests], ensure_ascii=False)
 
-    from pipeline.config import load_settings
+    from pipeline.core.config import load_settings
     dump = _store_dump(load_settings().db_url)
     # The session really exercised the paths: failed backends, prompts sent, calls stored.
     assert "127.0.0.1:9" in dump
@@ -168,7 +168,7 @@ def test_configured_secrets_are_masked_anywhere_and_in_json_values() -> None:
 def test_log_records_are_redacted_message_arguments_and_traceback(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from pipeline.redact import RedactingFilter
+    from pipeline.text.redact import RedactingFilter
 
     remember("zz-log-secret-0042")
     caplog.handler.addFilter(RedactingFilter())

@@ -7,9 +7,9 @@ from typing import Any
 
 from helpers import CPU_QUESTION
 
-from pipeline.config import Settings
+from pipeline.core.config import Settings
 from pipeline.llm.offline.provider import OfflineProvider
-from pipeline.session import run_session
+from pipeline.runs.session import run_session
 from pipeline.store import Store
 
 

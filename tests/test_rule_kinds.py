@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import views
+from pipeline.frontends import views
 from pipeline.gatekeeper import GateContext, RulesError, gate_verdict, load_rules_from_text, run_gatekeeper
 from pipeline.gatekeeper.kinds import Count, RuleKind, RuleParams, params_of, rule_kind
 from pipeline.gatekeeper.rules import RULES, Finding, RuleContext, RuleResult

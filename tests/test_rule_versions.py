@@ -71,7 +71,7 @@ def _rules_dir(tmp_path: Path, name: str, edits: dict[str, str]) -> Path:
 def test_rules_from_a_shell_apply_list_diff_and_roll_back(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    from pipeline.cli import main
+    from pipeline.frontends.cli import main
 
     def run(*argv: str) -> tuple[int, str, str]:
         code = main(list(argv))
@@ -110,7 +110,7 @@ def test_rules_from_a_shell_apply_list_diff_and_roll_back(tmp_path: Path, capsys
 
 def _strict_utilization(texts: tuple[str, str]) -> tuple[str, str]:
     """The rules with keyword coverage turned into a blocking rule that most claims fail."""
-    from pipeline import views
+    from pipeline.frontends import views
 
     index, meta = texts
     for field, value in (("severity", "error"), ("verdictImpact", "reject_on_fail"), ("params.minKeywordCoverage", 0.9)):
@@ -121,8 +121,8 @@ def _strict_utilization(texts: tuple[str, str]) -> tuple[str, str]:
 def _exact(settings, store: Store, ids: list[str]) -> dict[str, tuple[str, str, list[str]]]:  # noqa: ANN001
     """Each session's (verdict, gatekeeper status, failed rules) under the rules in force, one by one."""
     from pipeline.gatekeeper import replay
-    from pipeline.replay_inputs import ReplayHistory
-    from pipeline.rulebook import rules_in_force
+    from pipeline.replay.inputs import ReplayHistory
+    from pipeline.runs.rulebook import rules_in_force
 
     rows = replay(ReplayHistory(store).inputs(ids), rules_in_force(settings, store)[0])
     return {r.session_id: (r.projected_verdict, r.new_status, r.result.failed_rules) for r in rows}
@@ -131,8 +131,8 @@ def _exact(settings, store: Store, ids: list[str]) -> dict[str, tuple[str, str, 
 def test_applying_and_rolling_back_rejudge_every_stored_session(any_store: Store, settings) -> None:  # noqa: ANN001
     from collections import Counter
 
-    from pipeline import queue, rulebook
-    from pipeline.session import run_session
+    from pipeline.runs import review_queue, rulebook
+    from pipeline.runs.session import run_session
     from pipeline.store import SessionFilter
     from pipeline.store.listing import session_list
 
@@ -158,16 +158,16 @@ def test_applying_and_rolling_back_rejudge_every_stored_session(any_store: Store
     assert moved and done.differing >= len(moved)
 
     # The queue, its charts and its filters read the verdict in force, and show the one at ask beside it.
-    everything = queue.QueueFilter(needs_person=False, reviewed=None)
-    stats = queue.queue_stats(store, everything)
+    everything = review_queue.QueueFilter(needs_person=False, reviewed=None)
+    stats = review_queue.queue_stats(store, everything)
     assert sum((Counter({v: n}) for _, v, n in stats.per_day), Counter()) == Counter(e[0] for e in exact.values())
     assert stats.failed_rules == dict(Counter(rule for e in exact.values() for rule in e[2]))
-    rows = {r.id: r for r in queue.queue_rows(store, everything)}
+    rows = {r.id: r for r in review_queue.queue_rows(store, everything)}
     assert {sid: (r.verdict, r.gatekeeper_status, r.failed_rules) for sid, r in rows.items()} == exact
     assert {sid: r.verdict_at_ask for sid, r in rows.items()} == {sid: r["verdict"] for sid, r in asked.items()}
-    passing = queue.QueueFilter(base=SessionFilter(verdicts=["PASS"]), needs_person=False, reviewed=None)
-    assert {r.id for r in queue.queue_rows(store, passing)} == {sid for sid, e in exact.items() if e[0] == "PASS"}
-    assert queue.queue_count(store, passing) == queue.queue_stats(store, passing).total
+    passing = review_queue.QueueFilter(base=SessionFilter(verdicts=["PASS"]), needs_person=False, reviewed=None)
+    assert {r.id for r in review_queue.queue_rows(store, passing)} == {sid for sid, e in exact.items() if e[0] == "PASS"}
+    assert review_queue.queue_count(store, passing) == review_queue.queue_stats(store, passing).total
 
     # A session judged under the version that was in force when it started, finishing after
     # another was put in force, is judged again under that one.
@@ -184,5 +184,5 @@ def test_applying_and_rolling_back_rejudge_every_stored_session(any_store: Store
     # Back on the rules they were asked under, the first four hold their verdicts at ask again.
     assert all(rows_now[sid]["verdict"] == rows_now[sid]["verdict_at_ask"] for sid in asked)
     assert done.differing == (rows_now[late]["verdict"] != rows_now[late]["verdict_at_ask"])
-    assert sum((Counter({v: n}) for _, v, n in queue.queue_stats(store, everything).per_day), Counter()) == Counter(
+    assert sum((Counter({v: n}) for _, v, n in review_queue.queue_stats(store, everything).per_day), Counter()) == Counter(
         r["verdict"] for r in rows_now.values())

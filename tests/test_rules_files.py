@@ -281,7 +281,7 @@ def test_huge_values_are_quoted_short():
 
 
 def test_rules_page_text_path_refuses_the_bomb_without_expanding_it():
-    from pipeline import views
+    from pipeline.frontends import views
 
     rules, messages = views.check_rules(INDEX, _BOMB)
     assert rules is None and messages == [
@@ -296,7 +296,7 @@ def _changed_lines(diff: str) -> list[str]:
 
 
 def test_form_edits_keep_the_authors_comments_order_and_layout():
-    from pipeline import views
+    from pipeline.frontends import views
 
     index, meta = INDEX, METADATA
     for name, value in (("passThreshold", 0.55), ("warnThreshold", 0.35)):

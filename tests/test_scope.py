@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pipeline.scope import asked_pairs, asked_services, read_scope
+from pipeline.verdict.scope import asked_pairs, asked_services, read_scope
 
 CATALOGUE = ["payment-service", "user-service", "api-gateway", "orders-db"]
 NOW = datetime(2026, 11, 28, 11, 0, tzinfo=UTC)
@@ -66,6 +66,6 @@ def test_symptoms_per_service_and_form(question, symptoms, form):
 
 
 def test_a_scope_stored_before_symptoms_asks_anything_of_each_service():
-    from pipeline.contracts import QuestionScope
+    from pipeline.core.contracts import QuestionScope
 
     assert asked_pairs(QuestionScope(services=["a-service"], symptom="超时")) == [("a-service", "any")]

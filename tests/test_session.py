@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ROOT, Settings
-from pipeline.errors import InputError
-from pipeline.incidents import load_worlds
-from pipeline.session import SessionFailed, run_session
+from pipeline.core.config import ROOT, Settings
+from pipeline.core.errors import InputError
+from pipeline.runs.session import SessionFailed, run_session
 from pipeline.store import Store
+from pipeline.tools.incidents import load_worlds
 from pipeline.tools.registry import NoData
 
 WORLDS = load_worlds(ROOT / "data" / "incidents")

@@ -13,9 +13,9 @@ import pytest
 from helpers import require
 from sqlalchemy import text
 
-from pipeline.contracts import LlmCallRecord
-from pipeline.errors import StoreError
-from pipeline.session import run_session
+from pipeline.core.contracts import LlmCallRecord
+from pipeline.core.errors import StoreError
+from pipeline.runs.session import run_session
 from pipeline.store import SessionFilter, StaleRuleVersion, Store
 
 
@@ -162,7 +162,7 @@ def test_unopenable_databases_raise_store_error(tmp_path: Path, monkeypatch: pyt
 
 READ_ONLY_READER = """
 import sys
-from pipeline.errors import StoreError
+from pipeline.core.errors import StoreError
 from pipeline.store import Store
 store = Store(sys.argv[1])
 rows, total = store.list_sessions()

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from pipeline.text import Entity, detect_language, entity_values, extract_entities, find_entities, keywords, normalize
+from pipeline.text.primitives import (
+    Entity,
+    detect_language,
+    entity_values,
+    extract_entities,
+    find_entities,
+    keywords,
+    normalize,
+)
 
 
 def test_normalize_folds_width_case_and_whitespace():

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from pipeline.timewindow import parse_time_window
+from pipeline.text.timewindow import parse_time_window
 
 UTC = UTC
 CST = timezone(timedelta(hours=8))

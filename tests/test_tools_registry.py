@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pipeline.config import BackendKind, Settings, load_settings
-from pipeline.errors import ConfigError
+from pipeline.core.config import BackendKind, Settings, load_settings
+from pipeline.core.errors import ConfigError
 from pipeline.tools import build_toolbox
 from pipeline.tools.registry import TOOLS, model_name, persisted_name, tool_schemas
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from helpers import require
 
-from pipeline.cli import main
-from pipeline.config import Settings, TelemetrySettings
-from pipeline.session import run_session
+from pipeline.core.config import Settings, TelemetrySettings
+from pipeline.frontends.cli import main
+from pipeline.runs.session import run_session
 from pipeline.store import Store
 from pipeline.telemetry.tracing import export_session
 

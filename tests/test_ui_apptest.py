@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pipeline.config import ROOT, Settings
-from pipeline.record import read_session
-from pipeline.session import run_session
+from pipeline.core.config import ROOT, Settings
+from pipeline.runs.record import read_session
+from pipeline.runs.session import run_session
 from pipeline.store import Store
 
 APP = str(ROOT / "app.py")
@@ -318,7 +318,8 @@ def test_rules_warn_before_an_ungated_version_goes_into_force(store: Store) -> N
 
 
 def test_sessions_and_trace_show_the_verdict_in_force_beside_the_one_at_ask(settings: Settings, store: Store) -> None:
-    from pipeline import rulebook, views
+    from pipeline.frontends import views
+    from pipeline.runs import rulebook
 
     sid = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store).session_id
     index, meta = rulebook.text_in_force(settings, store).texts
@@ -382,9 +383,9 @@ def test_with_editors_configured_reviews_are_saved_as_the_signed_in_editor_only(
 
 
 def test_labelling_the_last_flagged_claim_offers_the_sessions_own_label(settings: Settings, store: Store) -> None:
-    from pipeline import views
-    from pipeline.demo import run_demo
-    from pipeline.record import read_session
+    from pipeline.frontends import views
+    from pipeline.runs.demo import run_demo
+    from pipeline.runs.record import read_session
 
     flagged: tuple[str, list[str]] | None = None
     for sid in run_demo(settings, store):

@@ -26,11 +26,11 @@ try:
 except ImportError:  # the fixture turns this into a skip, or a failure under CI
     sync_api = None
 
-from pipeline.config import ROOT, load_settings
-from pipeline.demo import demo_runs, run_demo
+from pipeline.core.config import ROOT, load_settings
 from pipeline.eval import history
 from pipeline.eval.runner import EvalResult
-from pipeline.record import read_session
+from pipeline.runs.demo import demo_runs, run_demo
+from pipeline.runs.record import read_session
 from pipeline.store import Store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -370,8 +370,8 @@ WORD_JOINER = "\u2060"  # what pages/_common.md puts inside URLs so that none be
 
 
 def _seed_hostile_session(home: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    from pipeline.contracts import LlmCallRecord
-    from pipeline.session import run_session
+    from pipeline.core.contracts import LlmCallRecord
+    from pipeline.runs.session import run_session
 
     monkeypatch.setenv("WORKBENCH_HOME", str(home))
     monkeypatch.setenv("WORKBENCH_CONFIG", str(home / "no-config.yaml"))

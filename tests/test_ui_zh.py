@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from test_ui_browser import _settled, _shot, _store, _streamlit, page  # noqa: F401  (page is a fixture)
 
-from pipeline.config import load_settings
-from pipeline.demo import demo_runs, run_demo
-from pipeline.record import read_session
+from pipeline.core.config import load_settings
+from pipeline.runs.demo import demo_runs, run_demo
+from pipeline.runs.record import read_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

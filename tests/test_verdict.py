@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.contracts import (
+from pipeline.core.contracts import (
     ClaimCheck,
     GatekeeperError,
     GatekeeperResult,
@@ -12,10 +12,10 @@ from pipeline.contracts import (
     ServiceCoverage,
     ToolInvocation,
 )
+from pipeline.core.messages import msg
+from pipeline.core.resources import resource_dir
 from pipeline.gatekeeper import load_rules
-from pipeline.messages import msg
-from pipeline.policy import decide_verdict
-from pipeline.resources import resource_dir
+from pipeline.verdict.policy import decide_verdict
 
 IMPACTS = {"evidence.excerpt_similarity": "low_confid_on_fail", "evidence.invocation_ref": "reject_on_fail",
            "evidence.excerpt_entities": "reject_on_fail", "style.length": "warn_only"}

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.contracts import (
+from pipeline.core.config import load_settings
+from pipeline.core.contracts import (
     ClaimCheck,
     EvidenceDigest,
     EvidenceRef,
@@ -20,8 +20,8 @@ from pipeline.contracts import (
 )
 from pipeline.llm.offline.verifier import verify
 from pipeline.llm.provider import StageContext, StageFailure
-from pipeline.policy import groundedness
 from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
+from pipeline.verdict.policy import groundedness
 
 LOGS = {
     "logs": [

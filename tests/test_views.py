@@ -1,4 +1,4 @@
-"""The workbench's read models (pipeline/views.py), without a browser."""
+"""The workbench's read models (pipeline/frontends/views.py), without a browser."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pipeline import queue, views
-from pipeline.errors import NotFound, StoreError
+from pipeline.core.errors import NotFound, StoreError
+from pipeline.frontends import views
+from pipeline.frontends.report import render_trace
 from pipeline.gatekeeper import load_rules
-from pipeline.record import EntityMiss, SessionRecord, read_session
-from pipeline.report import render_trace
-from pipeline.session import run_session
+from pipeline.runs import review_queue
+from pipeline.runs.record import EntityMiss, SessionRecord, read_session
+from pipeline.runs.session import run_session
 from pipeline.store import SessionFilter, Store
 
 
@@ -150,26 +151,26 @@ def _store_with(store: Store, n: int) -> Store:
 
 def test_queue_stats_aggregates_the_filtered_sessions(any_store: Store) -> None:
     store = _store_with(any_store, 9)
-    everything = queue.QueueFilter(needs_person=False, reviewed=None)
-    stats = queue.queue_stats(store, everything)
+    everything = review_queue.QueueFilter(needs_person=False, reviewed=None)
+    stats = review_queue.queue_stats(store, everything)
     assert stats.total == 9
     assert sorted(stats.per_day) == [("2026-01-01", "PASS", 3), ("2026-01-02", "LOW_CONFID", 3),
                                      ("2026-01-03", "REJECT", 3)]
     assert stats.failed_rules == {"evidence.excerpt_similarity": 6, "evidence.invocation_ref": 3}
     assert sum(n for _, n in stats.groundedness) == 9 and stats.groundedness[0] == (0.0, 1)
     assert [b for b, _ in stats.groundedness] == [b / 10 for b in range(10)]  # empty tenths too
-    rejected = queue.queue_stats(store, queue.QueueFilter(SessionFilter(verdicts=["REJECT"])))
+    rejected = review_queue.queue_stats(store, review_queue.QueueFilter(SessionFilter(verdicts=["REJECT"])))
     assert rejected.total == 3 and rejected.failed_rules["evidence.invocation_ref"] == 3
-    assert len(list(queue.iter_filtered(store, everything, batch=4))) == 9
+    assert len(list(review_queue.iter_filtered(store, everything, batch=4))) == 9
 
 
-def _stats_in_four_queries(store: Store, q: queue.QueueFilter) -> queue.QueueStats:
+def _stats_in_four_queries(store: Store, q: review_queue.QueueFilter) -> review_queue.QueueStats:
     """queue_stats as it was before the one grouped scan: a count and one query per chart."""
     from collections import Counter
 
     from sqlalchemy import Integer, Text, cast, func, select
 
-    sub = queue.queue_query(store, q).subquery()
+    sub = review_queue.queue_query(store, q).subquery()
     day = func.date(sub.c.created_at)
     with store.engine.connect() as conn:
         total = conn.execute(select(func.count()).select_from(sub)).scalar_one()
@@ -186,7 +187,7 @@ def _stats_in_four_queries(store: Store, q: queue.QueueFilter) -> queue.QueueSta
     hist: Counter[float] = Counter()
     for b, n in bins:
         hist[min(int(b), 9) / 10] += n
-    return queue.QueueStats(total=total, per_day=sorted((str(d), v or "none", n) for d, v, n in per_day),
+    return review_queue.QueueStats(total=total, per_day=sorted((str(d), v or "none", n) for d, v, n in per_day),
                             failed_rules=dict(rules.most_common()),
                             groundedness=[(b / 10, hist.get(b / 10, 0)) for b in range(10)] if hist else [])
 
@@ -207,12 +208,12 @@ def test_one_grouped_scan_gives_what_the_four_chart_queries_gave(any_store: Stor
                              self_evaluation={"verifier_evaluation": {"composer_filtered": [{"text": "x"}] * (i % 2)}})
         if i % 6 == 0:
             store.add_review(session_id=sid, label="correct", reviewer="ann")
-    for q in (queue.QueueFilter(), queue.QueueFilter(needs_person=False, reviewed=None),
-              queue.QueueFilter(SessionFilter(verdicts=["REJECT"]), reviewed=True),
-              queue.QueueFilter(SessionFilter(rule_id="evidence.excerpt_similarity"), needs_person=False)):
-        stats = queue.queue_stats(store, q)
+    for q in (review_queue.QueueFilter(), review_queue.QueueFilter(needs_person=False, reviewed=None),
+              review_queue.QueueFilter(SessionFilter(verdicts=["REJECT"]), reviewed=True),
+              review_queue.QueueFilter(SessionFilter(rule_id="evidence.excerpt_similarity"), needs_person=False)):
+        stats = review_queue.queue_stats(store, q)
         assert stats == _stats_in_four_queries(store, q)
-        assert stats.total == queue.queue_count(store, q) > 0
+        assert stats.total == review_queue.queue_count(store, q) > 0
 
 
 def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(any_store: Store) -> None:
@@ -237,31 +238,31 @@ def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(any_
     add("low", 5, verdict="LOW_CONFID")
     add("crashed", 6, verdict=None, status="failed")
     add("eval-reject", 7, verdict="REJECT")
-    store.add_review(session_id="eval-reject", label=queue.EVAL_LABEL, reviewer="workbench eval")
+    store.add_review(session_id="eval-reject", label=review_queue.EVAL_LABEL, reviewer="workbench eval")
     add("reviewed-reject", 8, verdict="REJECT")
     store.add_review(session_id="reviewed-reject", label="correct", reviewer="ann")
     add("skipped-gate-dropped-claim", 9, gate="skipped", filtered=True)  # findings count on a PASS the gate passed
 
-    default = queue.QueueFilter()
-    rows, total = queue.queue_page(store, default)
+    default = review_queue.QueueFilter()
+    rows, total = review_queue.queue_page(store, default)
     assert [r.id for r in rows] == ["crashed", "low", "pass-dropped-claim", "pass-guard-template",
                                        "pass-with-warning"] and total == 5
     # A PASS in the queue names why it is there; the other verdicts speak for themselves.
     assert [r.queued_for for r in rows] == [[], [], ["composer_findings"], ["composer_findings"], ["gatekeeper_warn"]]
-    assert queue.queue_rows(store, default, limit=2, offset=1) == rows[1:3]
-    with_eval, _ = queue.queue_page(store, queue.QueueFilter(include_eval=True))
-    assert with_eval[0].id == "eval-reject" and with_eval[0].review_label == queue.EVAL_LABEL
-    done, _ = queue.queue_page(store, queue.QueueFilter(reviewed=True))
+    assert review_queue.queue_rows(store, default, limit=2, offset=1) == rows[1:3]
+    with_eval, _ = review_queue.queue_page(store, review_queue.QueueFilter(include_eval=True))
+    assert with_eval[0].id == "eval-reject" and with_eval[0].review_label == review_queue.EVAL_LABEL
+    done, _ = review_queue.queue_page(store, review_queue.QueueFilter(reviewed=True))
     assert [r.id for r in done] == ["reviewed-reject"]
-    assert queue.queue_stats(store, default).total == 5
+    assert review_queue.queue_stats(store, default).total == 5
     # The findings are a column written with the audit record: a session stored later counts at
-    # once, and one rewritten without findings leaves the queue.
+    # once, and one rewritten without findings leaves the review_queue.
     add("pass-late-guard", 10, guard_template=True)
     rewritten = _row([], {}, [])["self_evaluation"]
     rewritten["verifier_evaluation"]["composer_filtered"] = []
     store.update_session("pass-guard-template", self_evaluation=rewritten)
-    assert [r.id for r in queue.queue_rows(store, default)][:1] == ["pass-late-guard"]
-    assert "pass-guard-template" not in {r.id for r in queue.iter_filtered(store, default)}
+    assert [r.id for r in review_queue.queue_rows(store, default)][:1] == ["pass-late-guard"]
+    assert "pass-guard-template" not in {r.id for r in review_queue.iter_filtered(store, default)}
 
 
 def test_an_imported_pass_with_claims_kept_from_its_answer_is_in_the_queue(any_store: Store) -> None:
@@ -273,7 +274,7 @@ def test_an_imported_pass_with_claims_kept_from_its_answer_is_in_the_queue(any_s
         invocations=[], llm_calls=[],
         finish=lambda _ids: {"status": "completed", "verdict": "PASS", "gatekeeper_status": "pass",
                              "self_evaluation": evaluation})
-    assert [r.id for r in queue.queue_rows(store, queue.QueueFilter())] == ["imported"]
+    assert [r.id for r in review_queue.queue_rows(store, review_queue.QueueFilter())] == ["imported"]
 
 
 def test_sqlite_answers_the_queue_from_its_listing_index(tmp_path) -> None:
@@ -292,14 +293,14 @@ def test_sqlite_answers_the_queue_from_its_listing_index(tmp_path) -> None:
         with store.engine.connect() as conn:
             return " | ".join(r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params))
 
-    for q in (queue.QueueFilter(), queue.QueueFilter(needs_person=False, reviewed=None)):
+    for q in (review_queue.QueueFilter(), review_queue.QueueFilter(needs_person=False, reviewed=None)):
         ran.clear()
-        queue.queue_stats(store, q)
+        review_queue.queue_stats(store, q)
         [(sql, params)] = ran
         counts = plan(sql, params)  # the groups in index order: no sort, no table row
         assert "SCAN diagnosis_session USING INDEX ix_session_listing" in counts and "TEMP B-TREE" not in counts
         ran.clear()
-        queue.queue_rows(store, q)
+        review_queue.queue_rows(store, q)
         [(sql, params)] = ran
         rows = plan(sql, params)
         assert "SCAN diagnosis_session USING" in rows and "MULTI-INDEX OR" not in rows and "TEMP B-TREE" not in rows
@@ -404,7 +405,7 @@ def test_sqlite_moves_re_judged_sessions_in_the_charts_from_the_listing_index(tm
     from pipeline.store.schema import VerdictInForce
 
     store = _store_with(Store(f"sqlite:///{tmp_path / 'plan.db'}"), 6)
-    ids = [r.id for r in queue.queue_rows(store, queue.QueueFilter(SessionFilter(verdicts=["PASS"]),
+    ids = [r.id for r in review_queue.queue_rows(store, review_queue.QueueFilter(SessionFilter(verdicts=["PASS"]),
                                                                    needs_person=False, reviewed=None))]
     with store.engine.begin() as conn:
         conn.execute(insert(VerdictInForce), [{"session_id": sid, "verdict": "REJECT", "gatekeeper_status": "fail",
@@ -413,9 +414,9 @@ def test_sqlite_moves_re_judged_sessions_in_the_charts_from_the_listing_index(tm
     ran: list[tuple[str, object]] = []
     event.listen(store.engine, "before_cursor_execute", lambda _c, _cur, sql, params, _ctx, _many: ran.append(
         (sql, params)) if sql.startswith("SELECT") and "GROUP BY" in sql and "verdict_in_force" in sql else None)
-    for q in (queue.QueueFilter(), queue.QueueFilter(needs_person=False, reviewed=None)):
+    for q in (review_queue.QueueFilter(), review_queue.QueueFilter(needs_person=False, reviewed=None)):
         ran.clear()
-        stats = queue.queue_stats(store, q)
+        stats = review_queue.queue_stats(store, q)
         assert len(ran) == 2
         for sql, params in list(ran):
             with store.engine.connect() as conn:

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from helpers import http_server
 
-from pipeline.config import Settings
-from pipeline.errors import ConfigError
+from pipeline.core.config import Settings
+from pipeline.core.errors import ConfigError
+from pipeline.frontends.webhook import Receiver, check_exposure, make_app
 from pipeline.jobs.local import LocalQueue
 from pipeline.store import Store
 from pipeline.telemetry.metrics import Metrics
-from pipeline.webhook import Receiver, check_exposure, make_app
 
 TOKEN = "s3cret-token"
 DESCRIPTION = "CPU使用率过高: 92%, 进程: java (PID: 1), 线程数: 245"

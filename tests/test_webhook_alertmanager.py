@@ -20,12 +20,12 @@ import pytest
 import yaml
 from helpers import http_server, require
 
-from pipeline.config import ROOT, BackendSettings, Settings
+from pipeline.core.config import ROOT, BackendSettings, Settings
+from pipeline.frontends.simulate import serve_metrics, write_prometheus_config
+from pipeline.frontends.webhook import Receiver, make_app
 from pipeline.jobs.local import LocalQueue
-from pipeline.simulate import serve_metrics, write_prometheus_config
 from pipeline.store import Store
 from pipeline.telemetry.metrics import Metrics
-from pipeline.webhook import Receiver, make_app
 
 pytestmark = pytest.mark.slow
 

@@ -18,11 +18,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pipeline.config import Settings
-from pipeline.errors import NotFound
+from pipeline.core.config import Settings
+from pipeline.core.errors import NotFound
 from pipeline.eval.runner import EvalResult
 from pipeline.gatekeeper import RuleSet
-from pipeline.rulebook import rules_in_force
+from pipeline.runs.rulebook import rules_in_force
 from pipeline.store import Store
 from pipeline.store.schema import JobRow
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import yaml
 
-from pipeline.config import Settings
-from pipeline.contracts import Verdict
-from pipeline.errors import ConfigError, WorkbenchError
+from pipeline.core.config import Settings
+from pipeline.core.contracts import Verdict
+from pipeline.core.errors import ConfigError, WorkbenchError
 from pipeline.gatekeeper import RuleSet
-from pipeline.incidents import world_by_id
-from pipeline.session import SessionFailed, SessionResult, run_session
+from pipeline.runs.session import SessionFailed, SessionResult, run_session
 from pipeline.store import Store
-from pipeline.text import normalize
+from pipeline.text.primitives import normalize
+from pipeline.tools.incidents import world_by_id
 
 
 @dataclass

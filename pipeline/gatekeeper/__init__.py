@@ -1,6 +1,6 @@
 """Gatekeeper (docs/spec.md#gatekeeper): deterministic rules between the executor output and the verifier."""
 
-from pipeline.errors import RulesError
+from pipeline.core.errors import RulesError
 from pipeline.gatekeeper.engine import (
     GateContext,
     GateOutcome,

@@ -3,7 +3,7 @@
 Per binding a few numbers that no threshold moves (best similarity, whether the quote chains
 through its output, the widest gap, digest scores, invented words, the minLocatedScores at which
 the entity rule's findings change and their levels, the text rules' findings); per claim its
-standing in the verdict matrix under each gatekeeper outcome (pipeline.policy.claim_standings);
+standing in the verdict matrix under each gatekeeper outcome (pipeline.verdict.policy.claim_standings);
 per session the facts that no threshold touches. A replay settles each session by the first of:
 
 1. `maybe_flagged`: no rule can find anything under the candidate, so the result is a plain pass
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.contracts import VERDICT_ORDER, ClaimCheck, GatekeeperResult, Verdict
+from pipeline.core.contracts import VERDICT_ORDER, ClaimCheck, GatekeeperResult, Verdict
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.engine import unbacked_claims
 from pipeline.gatekeeper.replay import ReplayInput, project_verdict
@@ -44,7 +44,7 @@ from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own mea
     _keyword_coverage,
 )
 from pipeline.gatekeeper.rules_schema import RuleSet
-from pipeline.policy import claim_dicts, claim_index, claim_standings, decide_verdict, gatekeeper_floor
+from pipeline.verdict.policy import claim_dicts, claim_index, claim_standings, decide_verdict, gatekeeper_floor
 
 COLUMNS_VERSION = 1  # part of lists_key: rows derived by older code are judged again
 ALWAYS = 2.0  # an entity_score above any minLocatedScore (thresholds lie in [0, 1])
@@ -354,7 +354,7 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
     """The gatekeeper status, failed and warned rules and projected verdict of the `wanted`
     sessions under `rules`, in arrays, and which of them that holds for: those judged
     under this word list whose claims gate_claim describes. The combination is the verdict
-    policy's (pipeline/policy.py decide_verdict): a claim hit by a failed blocking rule (the first
+    policy's (pipeline/verdict/policy.py decide_verdict): a claim hit by a failed blocking rule (the first
     in rule order deciding entity or not) or left without evidence takes its hit standing; the
     matrix, the failed rules' floors, unbacked claims and the evidence floor: the strictest wins."""
     n = len(arrays.session_ids)

@@ -7,13 +7,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pipeline.contracts import EvidenceDigest, GatekeeperError, GatekeeperResult, ToolInvocation, Verdict
+from pipeline.core.contracts import EvidenceDigest, GatekeeperError, GatekeeperResult, ToolInvocation, Verdict
 from pipeline.gatekeeper.features import compute_features
 from pipeline.gatekeeper.matcher import OutputCache
 from pipeline.gatekeeper.rules import Finding, RuleContext, SchemaRule
 from pipeline.gatekeeper.rules_schema import RuleSet
-from pipeline.policy import gatekeeper_floor
 from pipeline.tools.registry import persisted_name
+from pipeline.verdict.policy import gatekeeper_floor
 
 _DEFAULT_ARRAYS = ("hypotheses", "recommended_actions", "missing_info")
 
@@ -110,7 +110,7 @@ def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]], unbacked: list
 
 def gate_verdict(result: GatekeeperResult, rules: RuleSet) -> Verdict:
     """Verdict floor from the failed rules' verdictImpact; a fail is never PASS (law 2). The
-    verdict policy decides it (pipeline.policy.gatekeeper_floor); this names the rules' impacts."""
+    verdict policy decides it (pipeline.verdict.policy.gatekeeper_floor); this names the rules' impacts."""
     return gatekeeper_floor(result.failed_rules, {r: rules.impact(r) for r in result.failed_rules})
 
 

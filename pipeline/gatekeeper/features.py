@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.contracts import EvidenceDigest, ToolInvocation, record_ids
+from pipeline.core.contracts import EvidenceDigest, ToolInvocation, record_ids
 from pipeline.gatekeeper.fidelity import capitals
 from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, SegmentMatch, fold, locate, segments
 from pipeline.gatekeeper.vocabulary import absent_pieces
-from pipeline.text import EntityMatch, find_entities, normalize
+from pipeline.text.primitives import EntityMatch, find_entities, normalize
 
 FEATURES_VERSION = 3  # 3: found by structure (covered, split), records as lines; 2: hunks, invented words
 ROOT = "$"

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from pipeline.gatekeeper.matcher import fold
-from pipeline.text import is_cjk
+from pipeline.text.primitives import is_cjk
 
 
 def by_structure(source: dict[str, Any], min_piece: int) -> bool:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt
 
-from pipeline.contracts import VerdictImpact
+from pipeline.core.contracts import VerdictImpact
 
 if TYPE_CHECKING:
     from pipeline.gatekeeper.rules import RuleContext, RuleResult

@@ -34,7 +34,7 @@ from rapidfuzz.distance import Levenshtein
 
 from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, TOKEN, Chain, chain, weight
 from pipeline.gatekeeper.vocabulary import Vocabulary
-from pipeline.text import is_cjk
+from pipeline.text.primitives import is_cjk
 from pipeline.tools.results import parse_result
 
 _SPACE = 32

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pipeline.text import is_cjk
+from pipeline.text.primitives import is_cjk
 
 # Search bounds (how far to look, not what to accept): the next piece is looked for at most REACH
 # folded characters after the previous one.

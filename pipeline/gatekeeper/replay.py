@@ -12,13 +12,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.contracts import ClaimCheck, EvidenceDigest, GatekeeperResult, ServiceCoverage, ToolInvocation, Verdict
+from pipeline.core.contracts import (
+    ClaimCheck,
+    EvidenceDigest,
+    GatekeeperResult,
+    ServiceCoverage,
+    ToolInvocation,
+    Verdict,
+)
 from pipeline.gatekeeper.engine import evaluate
 from pipeline.gatekeeper.features import ROOT, claim_bindings, valid_ids
 from pipeline.gatekeeper.rules import RuleContext
 from pipeline.gatekeeper.rules_schema import RuleSet
-from pipeline.policy import decide_verdict
 from pipeline.tools.registry import persisted_name
+from pipeline.verdict.policy import decide_verdict
 
 
 @dataclass

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import StrictBool, StrictStr
 
-from pipeline.contracts import ANSWER_VERSION, EvidenceDigest
-from pipeline.errors import quote
+from pipeline.core.contracts import ANSWER_VERSION, EvidenceDigest
+from pipeline.core.errors import quote
+from pipeline.core.messages import Message, msg, render
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.features import binding_target, claim_bindings, valid_ids
 from pipeline.gatekeeper.kinds import RULES as RULES  # re-exported: filled by the kinds below
 from pipeline.gatekeeper.kinds import Count, Number, RuleKind, RuleParams, params_of, rule_kind
-from pipeline.messages import Message, msg, render
-from pipeline.text import keywords, normalize
+from pipeline.text.primitives import keywords, normalize
 from pipeline.tools.registry import persisted_name
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class RuleContext:
 @dataclass
 class Finding:
     target: str
-    # A catalogued Message (pipeline/messages.py), rendered in the reader's language; plain English
+    # A catalogued Message (pipeline/core/messages.py), rendered in the reader's language; plain English
     # text is accepted from a rule kind that has no codes yet.
     message: str | Message
     level: Level = "fail"

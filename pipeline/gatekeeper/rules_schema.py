@@ -18,9 +18,9 @@ from typing import Any, cast, get_args
 import yaml
 from pydantic import ValidationError
 
-from pipeline import safeyaml
-from pipeline.contracts import VerdictImpact
-from pipeline.errors import QUOTE_CHARS, RulesError, quote
+from pipeline.core import safeyaml
+from pipeline.core.contracts import VerdictImpact
+from pipeline.core.errors import QUOTE_CHARS, RulesError, quote
 from pipeline.gatekeeper.kinds import RuleKind, RuleParams, Severity
 from pipeline.gatekeeper.rules import RULES  # importing the kinds' module is what registers them
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from pipeline.text import CJK_IDEOGRAPHS, CJK_RUN
+from pipeline.text.primitives import CJK_IDEOGRAPHS, CJK_RUN
 
 _NON_CJK_RUN = re.compile(f"[^\\s{CJK_IDEOGRAPHS}]+")
 

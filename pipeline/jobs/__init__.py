@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from pipeline.config import Settings
-from pipeline.errors import ConfigError
+from pipeline.core.config import Settings
+from pipeline.core.errors import ConfigError
 from pipeline.jobs.records import create_job
 from pipeline.store import Store
 from pipeline.store.lease import enqueue_session, rerun_session
@@ -56,7 +56,7 @@ def submit_session(queue: JobQueue, settings: Settings, store: Store, question: 
                    world_id: str | None = None, trigger: dict[str, Any] | None = None,
                    trigger_key: str | None = None) -> str:
     """Queue a diagnosis session; returns its id (the row exists, status `queued`)."""
-    from pipeline.errors import InputError
+    from pipeline.core.errors import InputError
 
     if not question.strip():
         raise InputError("the question is empty: ask about a symptom, e.g. “payment API times out since 10:00”")

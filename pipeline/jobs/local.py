@@ -11,7 +11,7 @@ import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from pipeline.config import Settings
+from pipeline.core.config import Settings
 from pipeline.jobs.tasks import TASKS, TransientJobError
 from pipeline.store import Store
 from pipeline.store.lease import Heartbeat, reap

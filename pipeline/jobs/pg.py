@@ -17,8 +17,8 @@ import procrastinate
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from pipeline.config import Settings
-from pipeline.errors import ConfigError
+from pipeline.core.config import Settings
+from pipeline.core.errors import ConfigError
 from pipeline.jobs.tasks import TASKS, TransientJobError
 from pipeline.store import Store
 from pipeline.store.lease import reap

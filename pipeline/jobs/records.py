@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from pipeline.errors import NotFound
+from pipeline.core.errors import NotFound
 from pipeline.store import Store
 from pipeline.store.schema import JobRow
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import Settings
-from pipeline.errors import NotFound, WorkbenchError
+from pipeline.core.config import Settings
+from pipeline.core.errors import NotFound, WorkbenchError
 from pipeline.jobs.records import claim_job, finish_job, get_job
 from pipeline.store import Store
 from pipeline.store.engine import database_fault
@@ -44,7 +44,7 @@ def run_diagnosis(settings: Settings, store: Store, session_id: str) -> str | No
 
     A retry finds its row `failed` or `interrupted` and runs the question again as a new session
     (`rerun_of`), leaving the first attempt's partial audit chain as it was."""
-    from pipeline.session import SessionFailed, run_session
+    from pipeline.runs.session import SessionFailed, run_session
 
     # A redelivered job may find its first attempt's row still `running` after that worker died.
     reap(store, settings.jobs.lease_s)
@@ -80,10 +80,10 @@ def run_eval(settings: Settings, store: Store, job_id: str) -> None:
 
 def run_check(settings: Settings, store: Store, job_id: str) -> None:
     """`workbench check` over many bundles; args: {"bundles": [bundle JSON, ...]}."""
-    from pipeline.bundle import parse_bundle
-    from pipeline.check import check_bundle, check_report
+    from pipeline.bundles.check import check_bundle, check_report
+    from pipeline.bundles.session_bundle import parse_bundle
     from pipeline.llm import make_provider
-    from pipeline.rulebook import rules_in_force
+    from pipeline.runs.rulebook import rules_in_force
 
     def check_all(args: dict[str, Any]) -> dict[str, Any]:
         rules, _ = rules_in_force(settings, store)

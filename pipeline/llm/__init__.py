@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.config import Settings
+from pipeline.core.config import Settings
 from pipeline.llm.provider import Provider
 
 

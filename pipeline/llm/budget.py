@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.text import CHARS_PER_TOKEN, ONE_TOKEN_CHAR, estimate_tokens, extract_entities, keywords
+from pipeline.text.primitives import CHARS_PER_TOKEN, ONE_TOKEN_CHAR, estimate_tokens, extract_entities, keywords
 from pipeline.tools.results import RECORD_KINDS, RECORD_LIST_KEYS, ToolResult, read_result
 
 # Per-message framing tokens the chat format adds (role, separators).

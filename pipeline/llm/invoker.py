@@ -28,15 +28,15 @@ import openai
 import tenacity
 from pydantic import BaseModel, ValidationError
 
-from pipeline.bounds import loads_bounded
-from pipeline.config import Settings
-from pipeline.contracts import LlmCallRecord
+from pipeline.core.bounds import loads_bounded
+from pipeline.core.config import Settings
+from pipeline.core.contracts import LlmCallRecord
 from pipeline.llm.budget import estimate_messages_tokens, fit_messages
 from pipeline.llm.endpoint_limit import endpoint_slots
 from pipeline.llm.prompts import Prompt
 from pipeline.llm.provider import StageContext, StageFailure
-from pipeline.redact import redact, redact_value
-from pipeline.text import estimate_tokens
+from pipeline.text.primitives import estimate_tokens
+from pipeline.text.redact import redact, redact_value
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam

@@ -17,9 +17,9 @@ from typing import Any
 import openai
 from pydantic import BaseModel
 
-from pipeline.bounds import loads_bounded
-from pipeline.config import Settings
-from pipeline.contracts import (
+from pipeline.core.bounds import loads_bounded
+from pipeline.core.config import Settings
+from pipeline.core.contracts import (
     CollectionSummary,
     ComposerInput,
     ComposerOutput,
@@ -32,7 +32,7 @@ from pipeline.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.llm.budget import cut_output, cut_records, estimate_messages_tokens, focus_terms_for, message_tokens
 from pipeline.llm.invoker import LlmCallError, StructuredLlmInvoker, strip_reasoning
 from pipeline.llm.prompts import Prompt, load_prompt

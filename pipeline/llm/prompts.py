@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.errors import ConfigError, one_line
+from pipeline.core.errors import ConfigError, one_line
 from pipeline.llm.provider import STAGES
 
 

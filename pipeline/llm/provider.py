@@ -1,15 +1,14 @@
 """The one interface every LLM provider implements: one method per LLM stage.
 
 `offline` (rule-based), `openai` (any OpenAI-compatible endpoint) and `scripted` (fixture replay)
-all plug in here; the orchestrator in `pipeline.session` never knows which one it runs.
+all plug in here; the orchestrator in `pipeline.runs.session` never knows which one it runs.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from pipeline.context import RunTool, StageContext, StageFailure
-from pipeline.contracts import (
+from pipeline.core.contracts import (
     CollectionSummary,
     ComposerInput,
     EvidenceDigest,
@@ -18,8 +17,9 @@ from pipeline.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
+from pipeline.verdict.context import RunTool, StageContext, StageFailure
 
-# StageContext, StageFailure and RunTool live in pipeline.context (neutral ground for stages and
+# StageContext, StageFailure and RunTool live in pipeline.verdict.context (neutral ground for stages and
 # providers); they are re-exported here because every provider implements against them.
 __all__ = ["STAGES", "Provider", "RunTool", "StageContext", "StageFailure"]
 

@@ -36,9 +36,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline import safeyaml
-from pipeline.config import Settings
-from pipeline.contracts import (
+from pipeline.core import safeyaml
+from pipeline.core.config import Settings
+from pipeline.core.contracts import (
     CollectionSummary,
     ComposerInput,
     EvidenceDigest,
@@ -48,7 +48,7 @@ from pipeline.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
-from pipeline.errors import ConfigError, one_line
+from pipeline.core.errors import ConfigError, one_line
 from pipeline.llm.provider import Provider, StageContext, StageFailure
 from pipeline.tools.registry import persisted_name
 

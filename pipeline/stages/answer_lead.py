@@ -20,8 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from pipeline.answer import pairs_phrase, phrases
-from pipeline.contracts import (
+from pipeline.core.contracts import (
     AnswerLead,
     ComposerClaim,
     ComposerHypothesis,
@@ -29,9 +28,10 @@ from pipeline.contracts import (
     ServiceCoverage,
     Verdict,
 )
-from pipeline.messages import Message, msg, render
-from pipeline.scope import ANY, symptom_words
-from pipeline.text import normalize
+from pipeline.core.messages import Message, msg, render
+from pipeline.text.primitives import normalize
+from pipeline.verdict.answer import pairs_phrase, phrases
+from pipeline.verdict.scope import ANY, symptom_words
 
 _CORE = {"root_cause": 2.0, "symptom": 1.0, "impact": 1.0}
 # Words that describe a gap rather than name the evidence it lacks.

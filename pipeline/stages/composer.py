@@ -14,9 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pipeline.bounds import loads_bounded
-from pipeline.context import StageContext, StageFailure
-from pipeline.contracts import (
+from pipeline.core.bounds import loads_bounded
+from pipeline.core.contracts import (
     ClaimCheck,
     ComposerAction,
     ComposerClaim,
@@ -32,12 +31,13 @@ from pipeline.contracts import (
     Verdict,
     VerifierOutput,
 )
-from pipeline.messages import Message, msg, render
-from pipeline.safe_actions import fixed_actions
+from pipeline.core.messages import Message, msg, render
 from pipeline.stages import templates
 from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, rank_claims
 from pipeline.stages.composer_guard import judge_answer
-from pipeline.text import detect_language, extract_entities, normalize
+from pipeline.text.primitives import detect_language, extract_entities, normalize
+from pipeline.verdict.context import StageContext, StageFailure
+from pipeline.verdict.safe_actions import fixed_actions
 
 # --- the input filter (docs/spec.md#composer-input) ---------------------------------------------------------------
 

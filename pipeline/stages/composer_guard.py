@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from pipeline.contracts import (
+from pipeline.core.contracts import (
     ComposerGuardResult,
     ComposerGuardViolation,
     ComposerInput,
@@ -22,9 +22,17 @@ from pipeline.contracts import (
     FilteredItem,
     Verdict,
 )
-from pipeline.messages import msg, render
+from pipeline.core.messages import msg, render
 from pipeline.stages.meaning_guard import check_meaning, comparable
-from pipeline.text import CJK_IDEOGRAPHS, Entity, EntityMatch, entity_values, find_entities, keywords, normalize
+from pipeline.text.primitives import (
+    CJK_IDEOGRAPHS,
+    Entity,
+    EntityMatch,
+    entity_values,
+    find_entities,
+    keywords,
+    normalize,
+)
 
 _KIND = {
     "percentage": "percentage",

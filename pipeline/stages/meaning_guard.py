@@ -5,7 +5,7 @@ A fluent composer can invent without any: "Confirmed: order-service thread pool 
 requests queued." names only a service the input holds. So the answer is cut into sentences and
 each sentence into clauses (at commas, colons and joining words: a composer that joins two
 confirmed facts in one sentence writes one clause per fact). Each clause's content words (the
-framing vocabulary of pipeline.answer, verdict wording and connectives aside) must overlap one
+framing vocabulary of pipeline.verdict.answer, verdict wording and connectives aside) must overlap one
 item of the composer input (an allowed claim, hypothesis, gap, action, the rationale, the lead,
 the question) by at least `min_overlap`, and the services, numbers and codes it names must belong
 to an item it matches: a fact moved onto another service or a value taken from a sibling fact is
@@ -20,10 +20,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pipeline.answer import framing_words
-from pipeline.contracts import ComposerGuardViolation, ComposerInput, ComposerOutput, FilteredItem
-from pipeline.safe_actions import fixed_actions
-from pipeline.text import Entity, entity_values, find_entities, keywords, normalize, synonyms
+from pipeline.core.contracts import ComposerGuardViolation, ComposerInput, ComposerOutput, FilteredItem
+from pipeline.text.primitives import Entity, entity_values, find_entities, keywords, normalize, synonyms
+from pipeline.verdict.answer import framing_words
+from pipeline.verdict.safe_actions import fixed_actions
 
 _CONFIRMED = re.compile(r"(?<!un)(?<!not )confirmed|已确认|已证实|确认是(?!否)|证实了|\bestablished\b|root cause is|根因是|definitely")
 _HEDGED = re.compile(

@@ -9,8 +9,8 @@ import json
 import re
 from typing import Any
 
-from pipeline.bounds import JsonTooDeep, loads_bounded
-from pipeline.contracts import ParseStatus
+from pipeline.core.bounds import JsonTooDeep, loads_bounded
+from pipeline.core.contracts import ParseStatus
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)

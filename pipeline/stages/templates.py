@@ -2,14 +2,14 @@
 
 Used when the composer is switched off, the executor output is unusable, the composer's JSON is
 malformed, or its answer fails the guard. A template only arranges composer_input text under
-the fixed headings of pipeline.answer (which carry no fact), so it can never add a number, a
+the fixed headings of pipeline.verdict.answer (which carry no fact), so it can never add a number, a
 service or a cause. Its first line answers the question (law 8).
 """
 
 from __future__ import annotations
 
-from pipeline.answer import phrases, sections
-from pipeline.contracts import ComposerInput, ComposerOutput
+from pipeline.core.contracts import ComposerInput, ComposerOutput
+from pipeline.verdict.answer import phrases, sections
 
 
 def _bullets(items: list[str]) -> list[str]:

@@ -15,9 +15,8 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
-from pipeline.bounds import loads_bounded
-from pipeline.context import StageContext, StageFailure
-from pipeline.contracts import (
+from pipeline.core.bounds import loads_bounded
+from pipeline.core.contracts import (
     ClaimCheck,
     EvidenceDigest,
     FactChecked,
@@ -29,9 +28,10 @@ from pipeline.contracts import (
     ToolTraceSummaryItem,
     VerifierOutput,
 )
-from pipeline.policy import CRITICAL_TYPES, groundedness
-from pipeline.text import Entity, extract_entities, find_entities, keywords, normalize
+from pipeline.text.primitives import Entity, extract_entities, find_entities, keywords, normalize
 from pipeline.tools.results import read_result
+from pipeline.verdict.context import StageContext, StageFailure
+from pipeline.verdict.policy import CRITICAL_TYPES, groundedness
 
 FACT_VERIFICATION: dict[str, FactVerification] = {
     "direct_observation": "direct_evidence",
@@ -392,7 +392,7 @@ def run_verifier(ctx: StageContext, provider: Any, payload: dict[str, Any]) -> V
 
     The returned output is normalised in code: a claim the verifier skipped gets an explicit
     `unsupported` check, checks for claims that do not exist are dropped, and
-    groundedness_score is recomputed with `pipeline.policy.groundedness` from the claim_checks.
+    groundedness_score is recomputed with `pipeline.verdict.policy.groundedness` from the claim_checks.
     """
     status = payload.get("executor_output_parse_status") or {}
     if status.get("status") != "valid":

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 from sqlalchemy.engine import make_url
 
-from pipeline.errors import StoreError
+from pipeline.core.errors import StoreError
 from pipeline.store.engine import SQLITE_BUSY_TIMEOUT, display_url, normalize_url, read_only_url
 
 

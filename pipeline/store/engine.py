@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 from sqlalchemy.pool import NullPool
 
-from pipeline.errors import StoreError
+from pipeline.core.errors import StoreError
 
 NUL, REPLACEMENT = "\x00", "\ufffd"
 # In JSON text a NUL is the escape \u0000, preceded by an odd number of backslashes (an even

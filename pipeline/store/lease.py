@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from pipeline.errors import NotFound, StoreError
+from pipeline.core.errors import NotFound, StoreError
 from pipeline.store.repo import Store
 from pipeline.store.schema import DiagnosisSession, JobRow, SessionEventRow
 

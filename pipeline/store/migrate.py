@@ -26,7 +26,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
-from pipeline.errors import StoreError
+from pipeline.core.errors import StoreError
 from pipeline.store.engine import display_url, open_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"

@@ -18,8 +18,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from pipeline.contracts import LlmCallRecord, ToolInvocation
-from pipeline.errors import StoreError
+from pipeline.core.contracts import LlmCallRecord, ToolInvocation
+from pipeline.core.errors import StoreError
 from pipeline.store.engine import database_fault, display_url, open_engine, sqlite_path
 from pipeline.store.migrate import ensure_current
 from pipeline.store.schema import (

@@ -79,7 +79,7 @@ class DiagnosisSession(Base):
     # Jobs (pipeline/jobs): queued -> running -> completed | failed | interrupted. A running
     # session's worker refreshes heartbeat_at; one whose lease lapsed is marked interrupted.
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    # What started it: {"kind": "manual"} or the Alertmanager group (pipeline/webhook.py).
+    # What started it: {"kind": "manual"} or the Alertmanager group (pipeline/frontends/webhook.py).
     trigger: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Dedup key of an alert group (group key + fingerprints): one session per group per window.
     trigger_key: Mapped[str | None] = mapped_column(Text, index=True)
@@ -90,7 +90,7 @@ class DiagnosisSession(Base):
     # store whenever self_evaluation is written (repo.composer_findings); the review queue reads
     # it instead of every session's JSON (migration 0007).
     composer_findings: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    # An imported session's provenance (pipeline/provenance.py): "verified" when its bundle was
+    # An imported session's provenance (pipeline/bundles/provenance.py): "verified" when its bundle was
     # signed by a trusted key and unchanged since, else "unverified", which the review queue
     # holds for a person whatever the re-verified verdict; NULL for a session run here.
     provenance: Mapped[str | None] = mapped_column(Text)
@@ -210,7 +210,7 @@ class RulesInForce(Base):
 class VerdictInForce(Base):
     """A session's outcome under the rule version in force, where it differs from its outcome at
     ask (the diagnosis_session columns); written by the re-judge that follows an apply or a
-    rollback (pipeline/rulebook.py). A narrow table: a re-judge writes up to a row per session."""
+    rollback (pipeline/runs/rulebook.py). A narrow table: a re-judge writes up to a row per session."""
 
     __tablename__ = "verdict_in_force"
 
@@ -285,7 +285,7 @@ class GateSessionColumns(Base):
 
 class GateClaim(Base):
     """One claim's standing in the verdict matrix under each gatekeeper outcome for it
-    (pipeline.policy.ClaimStanding), as verdict codes 0 PASS, 1 LOW_CONFID, 2 REJECT."""
+    (pipeline.verdict.policy.ClaimStanding), as verdict codes 0 PASS, 1 LOW_CONFID, 2 REJECT."""
 
     __tablename__ = "gate_claim"
 
@@ -328,7 +328,7 @@ Index("ix_session_status_created", DiagnosisSession.status, DiagnosisSession.cre
 Index("ix_session_gatekeeper_created", DiagnosisSession.gatekeeper_status, DiagnosisSession.created_at)
 Index("ix_session_status_id", DiagnosisSession.status, DiagnosisSession.id)  # covering for the columnar load
 Index("ix_session_status_verdict", DiagnosisSession.status, DiagnosisSession.verdict)  # the metrics' counts (0014)
-# The review queue's counts and charts (pipeline/queue.py) in one pass over an index holding
+# The review queue's counts and charts (pipeline/runs/review_queue.py) in one pass over an index holding
 # every column its conditions and groups read, never over the table rows, whose JSON audit
 # record runs to ~15 KB a session (migration 0007). SQLite's leads with the chart groups in the
 # form the query groups by, so it reads the groups in order (no sort of a million rows); SQLite

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from pipeline.config import Settings
+from pipeline.core.config import Settings
 from pipeline.store import Store
 
 log = logging.getLogger(__name__)

@@ -39,7 +39,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from pipeline.errors import StoreError
+from pipeline.core.errors import StoreError
 from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, JobRow, SessionEventRow, VerdictInForce
 

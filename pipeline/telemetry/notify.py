@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from pipeline.config import NotifySettings, Settings
+from pipeline.core.config import NotifySettings, Settings
 from pipeline.store import Store
 
 log = logging.getLogger(__name__)

@@ -34,8 +34,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Status, StatusCode
 
-from pipeline.config import Settings
-from pipeline.record import SessionRecord, read_session
+from pipeline.core.config import Settings
+from pipeline.runs.record import SessionRecord, read_session
 from pipeline.store import Store
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.contracts import PlannerPlan, QuestionScope
+from pipeline.core.contracts import PlannerPlan, QuestionScope
 from pipeline.tools.logfiles import normalize_level, parse_timestamp
 from pipeline.tools.registry import persisted_name
 

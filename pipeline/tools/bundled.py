@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.text import normalize
+from pipeline.text.primitives import normalize
 from pipeline.tools.prometheus import series_name
 from pipeline.tools.registry import LogQuery, MetricsQuery, NoData
 

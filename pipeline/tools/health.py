@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.config import BackendSettings, Settings
-from pipeline.errors import BackendError
-from pipeline.redact import redact
+from pipeline.core.config import BackendSettings, Settings
+from pipeline.core.errors import BackendError
+from pipeline.text.redact import redact
 from pipeline.tools.http import http_get
 from pipeline.tools.knowledge import KnowledgeBase
 

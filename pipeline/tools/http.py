@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
-from pipeline.config import BackendSettings
-from pipeline.errors import BackendError
-from pipeline.redact import redact
+from pipeline.core.config import BackendSettings
+from pipeline.core.errors import BackendError
+from pipeline.text.redact import redact
 
 _READ_CHUNK = 256 * 1024
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline import segment
-from pipeline.text import CJK_RUN, estimate_tokens
+from pipeline.text import segment
+from pipeline.text.primitives import CJK_RUN, estimate_tokens
 from pipeline.tools.registry import KnowledgeQuery, NoData
 
 K1 = 1.2

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import BackendSettings
+from pipeline.core.config import BackendSettings
 from pipeline.tools.http import decode_counting
 from pipeline.tools.registry import LogQuery, NoData
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline.config import BackendSettings
-from pipeline.errors import BackendError
+from pipeline.core.config import BackendSettings
+from pipeline.core.errors import BackendError
 from pipeline.tools.http import http_get
 from pipeline.tools.logfiles import (
     LEVEL_RANK,

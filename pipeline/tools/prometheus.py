@@ -13,8 +13,8 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pipeline.config import BackendSettings
-from pipeline.errors import BackendError
+from pipeline.core.config import BackendSettings
+from pipeline.core.errors import BackendError
 from pipeline.tools.http import http_get
 from pipeline.tools.logfiles import iso, parse_timestamp, utc
 from pipeline.tools.registry import MetricsQuery, NoData

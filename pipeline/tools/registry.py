@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.config import BackendKind, BackendSettings, Settings
-from pipeline.errors import ConfigError
+from pipeline.core.config import BackendKind, BackendSettings, Settings
+from pipeline.core.errors import ConfigError
 from pipeline.tools.results import ToolResult, from_data
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pipeline.context import StageContext
-from pipeline.contracts import CollectionSummary, PlannerPlan, RetryContext, ToolInvocation
-from pipeline.text import extract_entities
+from pipeline.core.contracts import CollectionSummary, PlannerPlan, RetryContext, ToolInvocation
+from pipeline.text.primitives import extract_entities
 from pipeline.tools.results import read_result
+from pipeline.verdict.context import StageContext
 
 
 def _firing_services(inv: ToolInvocation) -> list[str]:

@@ -1,6 +1,6 @@
 """The offline composer: a prose answer woven only from composer_input text (docs/spec.md#verdict-expression).
 
-Where the fixed templates list, this writes sentences from the same sections (pipeline.answer):
+Where the fixed templates list, this writes sentences from the same sections (pipeline.verdict.answer):
 the first sentence answers the question, connective words add nothing, so its answer passes
 the composer guard. Each possible cause carries its own "unconfirmed" marker because the guard
 reads sentence by sentence.
@@ -8,8 +8,8 @@ reads sentence by sentence.
 
 from __future__ import annotations
 
-from pipeline.answer import phrases, sections
-from pipeline.contracts import ComposerInput, ComposerOutput
+from pipeline.core.contracts import ComposerInput, ComposerOutput
+from pipeline.verdict.answer import phrases, sections
 
 
 def _item(text: str) -> str:

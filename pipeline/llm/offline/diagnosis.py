@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from pipeline.contracts import (
+from pipeline.core.contracts import (
     Claim,
     EvidenceBinding,
     EvidenceDigest,
@@ -19,7 +19,7 @@ from pipeline.contracts import (
     ToolInvocation,
 )
 from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE, SIGNATURES
-from pipeline.text import extract_entities, normalize
+from pipeline.text.primitives import extract_entities, normalize
 from pipeline.tools.registry import model_name
 from pipeline.tools.results import read_result
 

@@ -11,9 +11,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from pipeline.contracts import EvidenceDigest, ToolInvocation
+from pipeline.core.contracts import EvidenceDigest, ToolInvocation
 from pipeline.llm.offline.lexicon import ERROR_WORDS
-from pipeline.text import extract_entities, keywords, normalize
+from pipeline.text.primitives import extract_entities, keywords, normalize
 from pipeline.tools.results import ToolRecord, read_result
 
 LEVEL_WEIGHT = {"ERROR": 3.0, "FATAL": 3.0, "WARN": 2.0, "WARNING": 2.0, "INFO": 0.5, "DEBUG": 0.0}

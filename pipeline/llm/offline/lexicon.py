@@ -1,6 +1,6 @@
 """Words the offline engine reasons with: symptom vocabularies and failure signatures.
 
-Besides the symptom vocabulary (pipeline.scope.SYMPTOMS, shared with the scope reader), this
+Besides the symptom vocabulary (pipeline.verdict.scope.SYMPTOMS, shared with the scope reader), this
 is the rule-based engine's only domain knowledge. A signature says which evidence words
 point at a failure mode; the engine turns a match into a hypothesis, never into a fact.
 """

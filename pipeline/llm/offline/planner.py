@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pipeline.contracts import PlannedToolCall, PlannerPlan, QuestionScope
-from pipeline.scope import ANY, SYMPTOMS, asked_pairs, symptom_words
+from pipeline.core.contracts import PlannedToolCall, PlannerPlan, QuestionScope
+from pipeline.verdict.scope import ANY, SYMPTOMS, asked_pairs, symptom_words
 
 
 def search_words(scope: QuestionScope) -> list[str]:

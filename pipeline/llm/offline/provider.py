@@ -7,9 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pipeline.config import Settings
-from pipeline.context import StageContext
-from pipeline.contracts import (
+from pipeline.core.config import Settings
+from pipeline.core.contracts import (
     CollectionSummary,
     ComposerInput,
     EvidenceDigest,
@@ -22,8 +21,9 @@ from pipeline.contracts import (
 )
 from pipeline.llm.offline import collector, diagnosis, planner
 from pipeline.llm.offline import digest as digest_mod
-from pipeline.scope import asked_pairs, read_scope, symptom_words
-from pipeline.text import keywords
+from pipeline.text.primitives import keywords
+from pipeline.verdict.context import StageContext
+from pipeline.verdict.scope import asked_pairs, read_scope, symptom_words
 
 T = TypeVar("T")
 

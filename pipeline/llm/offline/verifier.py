@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.contracts import (
+from pipeline.core.contracts import (
     ClaimCheck,
     ClaimVerification,
     DigestCheck,
@@ -32,8 +32,16 @@ from pipeline.contracts import (
     VerifierOutput,
 )
 from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE
-from pipeline.policy import groundedness
-from pipeline.text import Entity, detect_language, entity_values, extract_entities, keywords, normalize, synonyms
+from pipeline.text.primitives import (
+    Entity,
+    detect_language,
+    entity_values,
+    extract_entities,
+    keywords,
+    normalize,
+    synonyms,
+)
+from pipeline.verdict.policy import groundedness
 
 DIRECT_COVERAGE = 0.7
 INFERENCE_COVERAGE = 0.5
@@ -359,7 +367,7 @@ def _gaps_closed(retry: dict[str, Any], claims: list[dict[str, Any]], checks: li
 
 # --- entry point -------------------------------------------------------------------------------
 
-# This verifier's own reading of its checks. The verdict policy (pipeline.policy) applies the
+# This verifier's own reading of its checks. The verdict policy (pipeline.verdict.policy) applies the
 # project's matrix afterwards and keeps the stricter of the two, so this is a second opinion,
 # not a copy of the policy: it cannot make the guard agree with itself.
 _SEVERE_TYPES = frozenset({"root_cause", "symptom", "impact"})

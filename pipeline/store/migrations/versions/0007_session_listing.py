@@ -3,7 +3,7 @@
 `composer_findings` says whether a session's audit record holds findings of the composer stage
 (docs/spec.md#audit-record): claims the composer-input filter kept from the answer
 (`composer_filtered`) or a composer guard that fell back to the fixed template
-(`composer_guard.used_template`). A PASS with such findings needs a person (pipeline/queue.py);
+(`composer_guard.used_template`). A PASS with such findings needs a person (pipeline/runs/review_queue.py);
 the page found them by reading every session's JSON (seconds at 10,000 sessions, once per
 server), now it reads this column. The store sets it whenever `self_evaluation` is written;
 here it is backfilled from the stored JSON with each backend's JSON functions. Only the rows

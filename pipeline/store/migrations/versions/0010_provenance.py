@@ -1,7 +1,7 @@
 """Imported sessions' provenance and ungated verdicts.
 
 `provenance` is NULL for a session run here and "verified" / "unverified" for an import
-(pipeline/provenance.py): an unverified one needs a person whatever its re-verified verdict, so
+(pipeline/bundles/provenance.py): an unverified one needs a person whatever its re-verified verdict, so
 the review queue's condition reads the column and both listing indexes carry it (rebuilt here).
 Sessions imported before this revision had no signature to check: they become "unverified".
 

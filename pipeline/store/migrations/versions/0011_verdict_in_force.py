@@ -3,7 +3,7 @@
 A session's own columns (`verdict`, `gatekeeper_status`, `failed_rules`) stay what the rules of
 its ask decided, and `rules_version` now names that version (NULL: stored before this revision,
 or judged by rules that were never applied here, such as an eval run's candidate). Applying or
-rolling back rules re-judges the stored sessions (pipeline/rulebook.py): a session whose outcome
+rolling back rules re-judges the stored sessions (pipeline/runs/rulebook.py): a session whose outcome
 under the version in force differs from its outcome at ask gets a `verdict_in_force` row.
 Rows, not updated session columns: a session row carries its ~15 KB audit record, and SQLite
 rewrites the whole record to change one column (20,000 such updates took 2 s), where a narrow

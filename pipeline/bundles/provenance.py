@@ -1,0 +1,137 @@
+"""Who vouches for a session bundle (law 9): export signs it, import checks the signature.
+
+The workbench signs with an Ed25519 key kept in its home (`signing-key.pem`, made on first use)
+or at `provenance.key_file`; `workbench keys` prints the public half for other workbenches to
+trust. The signature covers the bundle's canonical JSON (sorted keys, no spaces, UTF-8) without
+the `signature` member, so any edit after signing, a tool output and its quote changed
+together included, breaks it.
+
+An import is "verified" only when a trusted key (`provenance.trusted_keys`, and the
+workbench's own) signed exactly what arrived. Anything else (unsigned, a key nobody trusts, a
+signature that no longer matches) is "unverified": re-verified like every import, stored, and
+held in the review queue for a person whatever its verdict.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from pipeline.core.config import Settings
+from pipeline.core.errors import ConfigError
+
+KEY_FILE = "signing-key.pem"
+ALGORITHM = "ed25519"
+SIGNATURE = "signature"  # the bundle member that holds it
+
+Provenance = Literal["verified", "unverified"]
+
+
+@dataclass(frozen=True)
+class SignatureCheck:
+    provenance: Provenance
+    reason: str  # one line for the Trace page and the import's output
+    key: str | None  # the signer's public key as `public_key_text` writes it, when the bundle names one
+
+
+class NoSigningKey(ConfigError):
+    """There is no key and none can be made (a read-only home): exports go out unsigned."""
+
+
+def key_path(settings: Settings) -> Path:
+    return settings.provenance.key_file or settings.home / KEY_FILE
+
+
+def signing_key(settings: Settings) -> Ed25519PrivateKey:
+    """The workbench's key, made (readable by its owner only) when there is none yet."""
+    path = key_path(settings)
+    if not path.exists():
+        pem = Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another process made it first: use theirs
+        except OSError as exc:
+            raise NoSigningKey(f"no signing key at {path} and none can be made there ({exc.strerror or exc})") from exc
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(pem)
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except (OSError, ValueError, TypeError) as exc:
+        raise ConfigError(f"signing key {path}: cannot be read as an unencrypted PEM private key ({exc})") from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        raise ConfigError(f"signing key {path}: not an Ed25519 key")
+    return key
+
+
+def public_key_text(key: Ed25519PublicKey) -> str:
+    raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return f"{ALGORITHM}:{base64.b64encode(raw).decode()}"
+
+
+def _public_key(text: str) -> Ed25519PublicKey | None:
+    body = text.strip().removeprefix(f"{ALGORITHM}:")
+    try:
+        return Ed25519PublicKey.from_public_bytes(base64.b64decode(body, validate=True))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def trusted_keys(settings: Settings) -> set[str]:
+    """The configured keys, normalised, and the workbench's own when it has one."""
+    keys = set()
+    for text in settings.provenance.trusted_keys:
+        key = _public_key(text)
+        if key is None:
+            raise ConfigError(f"provenance.trusted_keys: {text[:60]!r} is not an Ed25519 public key "
+                              "as `workbench keys` prints it")
+        keys.add(public_key_text(key))
+    if key_path(settings).exists():
+        keys.add(public_key_text(signing_key(settings).public_key()))
+    return keys
+
+
+def canonical(bundle: dict[str, Any]) -> bytes:
+    """What a signature covers: the bundle without its signature, in one fixed serialisation."""
+    unsigned = {k: v for k, v in bundle.items() if k != SIGNATURE}
+    return json.dumps(unsigned, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                      allow_nan=False).encode("utf-8", "surrogatepass")
+
+
+def sign(bundle: dict[str, Any], key: Ed25519PrivateKey) -> dict[str, Any]:
+    """`bundle` (plain JSON values) with its signature member."""
+    value = base64.b64encode(key.sign(canonical(bundle))).decode()
+    return {**bundle, SIGNATURE: {"algorithm": ALGORITHM, "public_key": public_key_text(key.public_key()),
+                                  "value": value}}
+
+
+def check_signature(bundle: dict[str, Any], trusted: set[str]) -> SignatureCheck:
+    """The provenance of a bundle as it arrived (decoded JSON, before any other reading)."""
+    sig = bundle.get(SIGNATURE)
+    if sig is None:
+        return SignatureCheck("unverified", "unsigned", None)
+    if not isinstance(sig, dict) or sig.get("algorithm") != ALGORITHM:
+        return SignatureCheck("unverified", "signature in an unknown form", None)
+    key = _public_key(str(sig.get("public_key", ""))[:200])
+    if key is None:
+        return SignatureCheck("unverified", "signature names no valid public key", None)
+    shown = public_key_text(key)
+    try:
+        key.verify(base64.b64decode(str(sig.get("value", ""))[:200], validate=True), canonical(bundle))
+    except (InvalidSignature, binascii.Error, ValueError):
+        return SignatureCheck("unverified", "signature does not match the content: changed after signing", shown)
+    if shown not in trusted:
+        return SignatureCheck("unverified", "signed by a key that is not trusted (provenance.trusted_keys)", shown)
+    return SignatureCheck("verified", "signed by a trusted key", shown)

@@ -1,0 +1,233 @@
+"""Session bundle v1: one session as a JSON file, for export, import and offline checking.
+
+A team can export its own agent's sessions in this shape and run `workbench check` in CI.
+Reading a bundle is bounded: a regular file only, refused from its size when over
+`budget.max_bundle_bytes`, JSON at most `bounds.MAX_JSON_DEPTH` deep, no NaN or Infinity, no
+integer beyond 64 bits, dates within `EARLIEST` and a day from now, a source session id of at
+most `MAX_SOURCE_ID` printable characters. Export signs the bundle (pipeline/bundles/provenance.py).
+Importing one is pipeline/bundles/importer.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import stat
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from pipeline.bundles.provenance import sign
+from pipeline.core import errors
+from pipeline.core.bounds import MAX_JSON_DEPTH, too_deep
+from pipeline.core.contracts import EvidenceDigest, ToolInvocation
+from pipeline.store import Store
+from pipeline.text.redact import redact_value
+
+# A source's own session id is kept and shown, never used as ours: bounded, printable.
+MAX_SOURCE_ID = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+# The widest integer both backends store (SQLite INTEGER, PostgreSQL bigint); tool rounds are
+# an int4 column on PostgreSQL.
+_INT64 = 2**63 - 1
+MAX_ROUND = 2**31 - 1
+
+
+class BundleError(errors.BundleError):
+    """A bundle that cannot be read; the message names the bad field."""
+
+
+class BundleSession(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str = Field(min_length=1, max_length=MAX_SOURCE_ID)
+    question: str
+    shape: Literal["split", "single"] = "split"
+    provider: str = "unknown"
+    model: str = "unknown"
+    created_at: datetime | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _printable(cls, v: str) -> str:
+        if _CONTROL.search(v):
+            raise ValueError("holds a control character")
+        return v
+
+    @field_validator("created_at")
+    @classmethod
+    def _plausible(cls, v: datetime | None) -> datetime | None:
+        if v is None:
+            return v
+        aware = v if v.tzinfo else v.replace(tzinfo=UTC)
+        latest = datetime.now(UTC) + timedelta(days=1)
+        if not EARLIEST <= aware <= latest:
+            raise ValueError(f"must lie between {EARLIEST:%Y-%m-%d} and {latest:%Y-%m-%d}")
+        return aware
+
+
+class SessionBundle(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    bundle_version: Literal[1]
+    session: BundleSession
+    planner_plan: dict[str, Any] | None = None
+    tool_invocations: list[ToolInvocation]
+    evidence_digests: list[EvidenceDigest] = Field(default_factory=list)
+    executor_raw_output: str
+    verifier_output: dict[str, Any] | None = None
+    composer_output: dict[str, Any] | str | None = None
+    verifier_evaluation: dict[str, Any] | None = None
+    final_answer: str | None = None
+    # The decoded JSON as it arrived: what a signature covers (pipeline/bundles/provenance.py).
+    _document: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @field_validator("bundle_version", mode="before")
+    @classmethod
+    def _integer_version(cls, v: Any) -> Any:
+        if type(v) is not int:  # JSON true is 1 to pydantic
+            raise ValueError("must be the integer 1")
+        return v
+
+    @field_validator("tool_invocations")
+    @classmethod
+    def _rounds(cls, v: list[ToolInvocation]) -> list[ToolInvocation]:
+        for inv in v:
+            if not 0 <= inv.round <= MAX_ROUND:
+                raise ValueError(f"invocation {inv.id}: round {inv.round} is outside 0..{MAX_ROUND}")
+        return v
+
+    @property
+    def document(self) -> dict[str, Any]:
+        return self._document
+
+
+def _unstorable(data: Any) -> str | None:
+    """Where a decoded JSON value holds a number no backend stores: NaN, an infinity (JSON has
+    neither; Python writes and reads them), an integer beyond 64 bits. Iterative, like too_deep."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{path or 'bundle'}: {item} is not a number JSON allows"
+        if isinstance(item, int) and not isinstance(item, bool) and abs(item) > _INT64:
+            return f"{path or 'bundle'}: integer {str(item)[:30]}... is beyond 64 bits"
+        if isinstance(item, dict):
+            stack.extend((v, f"{path}.{str(k)[:40]}" if path else str(k)[:40]) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return None
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _integer_session_ids(data: Any) -> Any:
+    """session.id and tool_invocations[].session_id as text: other agents number their sessions."""
+    def text_id(item: Any, key: str) -> Any:
+        if isinstance(item, dict) and isinstance(item.get(key), int) and not isinstance(item[key], bool):
+            return {**item, key: str(item[key])}
+        return item
+
+    if not isinstance(data, dict):
+        return data
+    data = {**data, "session": text_id(data.get("session"), "id")}
+    if isinstance(data.get("tool_invocations"), list):
+        data["tool_invocations"] = [text_id(inv, "session_id") for inv in data["tool_invocations"]]
+    return data
+
+
+def parse_bundle(data: Any) -> SessionBundle:
+    if too_deep(data):
+        raise BundleError(f"bundle JSON nests deeper than {MAX_JSON_DEPTH} levels; refused")
+    bad = _unstorable(data)
+    if bad:
+        raise BundleError(f"bad bundle field {bad}; refused")
+    try:
+        bundle = SessionBundle.model_validate(_integer_session_ids(data))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise BundleError(f"bad bundle field {_field_path(first['loc'])}: {first['msg']}{more}") from exc
+    foreign = [inv.id for inv in bundle.tool_invocations if inv.session_id != bundle.session.id]
+    if foreign:
+        shown = ", ".join(map(str, foreign[:10])) + (" ..." if len(foreign) > 10 else "")
+        raise BundleError(f"bad bundle field tool_invocations: invocations {shown} belong to another session "
+                          f"than session.id {bundle.session.id!r}")
+    ids = [inv.id for inv in bundle.tool_invocations]
+    if len(set(ids)) != len(ids):
+        raise BundleError("bad bundle field tool_invocations: an invocation id occurs twice")
+    bundle._document = data
+    return bundle
+
+
+def read_bundle_bytes(path: Path, max_bytes: int) -> bytes:
+    """The file's bytes; a directory, a device, a pipe or a file over `max_bytes` is refused."""
+    try:
+        # stat before open: opening a FIFO would block until someone writes to it.
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise BundleError(f"{path} is {kind}; a bundle is a JSON file")
+        if info.st_size > max_bytes:
+            raise _too_large(path, max_bytes)
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)  # it may have grown since
+    except FileNotFoundError as exc:
+        raise BundleError(f"no such bundle file: {path}") from exc
+    except OSError as exc:
+        raise BundleError(f"cannot read bundle {path}: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise _too_large(path, max_bytes)
+    return data
+
+
+def _too_large(path: Path, max_bytes: int) -> BundleError:
+    return BundleError(f"{path} is larger than budget.max_bundle_bytes ({max_bytes} bytes); "
+                       "raise it in workbench.yaml if this bundle is genuine")
+
+
+def load_bundle(path: Path, *, max_bytes: int) -> SessionBundle:
+    data = read_bundle_bytes(Path(path), max_bytes)
+    if not data.strip():
+        raise BundleError(f"{path} is empty: a bundle is one session as JSON (`workbench export SESSION` writes one)")
+    try:
+        decoded = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{path} is not a JSON bundle: {exc}") from exc
+    except RecursionError as exc:
+        raise BundleError(f"{path}: bundle JSON nests too deep to read; refused") from exc
+    return parse_bundle(decoded)
+
+
+def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
+    """The session as a bundle, secrets redacted (an export leaves the workbench), signed with
+    `key` when given (provenance.signing_key)."""
+    row = store.get_session(session_id)
+    if row is None:
+        raise errors.NotFound(f"no session {session_id}")
+    evaluation = (row.get("self_evaluation") or {}).get("verifier_evaluation")
+    bundle = {
+        "bundle_version": 1,
+        "session": {"id": row["id"], "question": row["question"], "shape": row["shape"],
+                    "provider": row["provider"], "model": row["model"],
+                    "created_at": row["created_at"].isoformat() if row["created_at"] else None},
+        "planner_plan": row.get("planner_plan"),
+        "tool_invocations": [inv.model_dump() for inv in store.invocations(session_id)],
+        "evidence_digests": row.get("evidence_digests") or [],
+        "executor_raw_output": row.get("executor_raw_output") or "",
+        "verifier_output": row.get("verifier_output"),
+        "composer_output": row.get("composer_output"),
+        "verifier_evaluation": evaluation,
+        "final_answer": row.get("final_answer"),
+    }
+    # Plain JSON values before signing: the signature covers what a reader will decode.
+    plain = json.loads(json.dumps(redact_value(bundle), ensure_ascii=False, default=str))
+    return sign(plain, key) if key is not None else cast(dict[str, Any], plain)

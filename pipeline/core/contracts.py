@@ -1,0 +1,441 @@
+"""Every stage's data contract, named exactly as in docs/spec.md (the design records' names).
+
+docs/spec.md defines the Executor V2 / Gatekeeper / Verifier V2 / Composer shapes and the
+Collector -> Evidence Digest -> Diagnosis split. JSON field names here are binding: a reader
+should find its rule in docs/spec.md by grepping a field name.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.core.messages import Message
+
+ANSWER_VERSION: Literal["executor_evidence_v2"] = "executor_evidence_v2"
+TRACEABILITY_VERSION = "v2"
+
+Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]
+VERDICT_ORDER: dict[str, int] = {"PASS": 0, "LOW_CONFID": 1, "REJECT": 2}
+
+ClaimVerification = Literal[
+    "direct_observation",
+    "reasonable_inference",
+    "overstated",
+    "unsupported",
+    "external_unknown",
+    "contradicted",
+]
+HypothesisVerification = Literal["reasonable_hypothesis", "unsupported_hypothesis", "overstated_as_fact"]
+DigestVerification = Literal["faithful", "unfaithful"]
+FactVerification = Literal["direct_evidence", "indirect_support", "no_evidence", "contradicted"]
+VerdictImpact = Literal["warn_only", "low_confid_on_fail", "reject_on_fail"]
+ToolStatus = Literal["ok", "no_data", "error"]
+Shape = Literal["split", "single"]
+
+
+QuestionForm = Literal["yes_no", "why", "what"]
+
+
+class _Model(BaseModel):
+    # LLM output carries stray keys often; the gatekeeper judges the raw dict, the models stay lenient.
+    # model_tool_name is the seed's field; pydantic before 2.10 warned on a "model_" prefix.
+    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+
+
+# --- Planner / Collector (docs/spec.md#split-chain) -------------------------------------------------------
+
+
+class PlannedToolCall(_Model):
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    purpose: str = ""
+
+
+class PlannerPlan(_Model):
+    skill: str
+    language: Literal["zh", "en"] = "zh"
+    services: list[str] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
+    steps: list[str] = Field(default_factory=list)
+    tool_calls: list[PlannedToolCall] = Field(default_factory=list)
+
+
+class CollectionSummary(_Model):
+    collection_summary: str
+    tool_invocation_ids: list[int] = Field(default_factory=list)
+
+
+class ToolInvocation(_Model):
+    """One row of `tool_invocation`; `output` is the full raw result text, never truncated."""
+
+    id: int
+    session_id: str
+    round: int = 1
+    tool_name: str
+    model_tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: ToolStatus = "ok"
+    output: str = ""
+    error: str | None = None
+    latency_ms: float = 0.0
+
+
+class ToolTraceSummaryItem(_Model):
+    invocation_id: int
+    tool_name: str
+    status: ToolStatus
+    output_summary: str
+
+
+# --- Evidence Digest (docs/spec.md#split-chain) -----------------------------------------------------------
+
+
+class EvidenceDigest(_Model):
+    digest_id: str
+    source_invocation_ids: list[int]
+    # The records quoted, "<invocation id>#<record number>" (docs/spec.md#record-citations); optional.
+    source_record_ids: list[str] | None = None
+    tool: str
+    domain: str = ""
+    summary: str
+    source_quote: str
+
+
+# --- Executor V2 (docs/spec.md#executor-v2) ----------------------------------------------------------
+
+
+class EvidenceBinding(_Model):
+    source_type: str = "tool_trace"
+    source_id: str | None = None
+    tool_name: str
+    source_invocation_ids: list[int]
+    # The records the excerpt quotes, "<invocation id>#<record number>" (docs/spec.md#record-citations).
+    source_record_ids: list[str] | None = None
+    evidence_excerpt: str
+    digest_id: str | None = None
+
+
+def record_ids(raw: Any) -> tuple[dict[int, list[int]], list[str]]:
+    """A source_record_ids value as {invocation id: record numbers}, and the entries that do not
+    read as "<invocation id>#<record number>" (a bare "12#3"; "inv-12#3" as source_id writes it)."""
+    cited: dict[int, list[int]] = {}
+    unread: list[str] = []
+    for entry in raw if isinstance(raw, list) else []:
+        text = entry if isinstance(entry, str) else ""
+        inv, sep, number = text.removeprefix("inv-").partition("#")
+        if sep and inv.isdigit() and number.isdigit():
+            numbers = cited.setdefault(int(inv), [])
+            if int(number) not in numbers:
+                numbers.append(int(number))
+        else:
+            unread.append(str(entry))
+    return {inv: sorted(numbers) for inv, numbers in cited.items()}, unread
+
+
+class Claim(_Model):
+    claim_id: str
+    claim_type: str
+    claim_text: str
+    support_level: Literal["direct", "indirect"]
+    evidence_bindings: list[EvidenceBinding]
+
+
+class Hypothesis(_Model):
+    hypothesis_text: str
+    basis: str = ""
+    needed_evidence: list[str] = Field(default_factory=list)
+
+
+class RecommendedAction(_Model):
+    action_text: str
+    reason: str = ""
+    evidence_bindings: list[EvidenceBinding] = Field(default_factory=list)
+
+
+class ExecutorOutputV2(_Model):
+    answer_version: Literal["executor_evidence_v2"] = ANSWER_VERSION
+    claims: list[Claim]
+    hypotheses: list[Hypothesis] = Field(default_factory=list)
+    recommended_actions: list[RecommendedAction] = Field(default_factory=list)
+    missing_info: list[str] = Field(default_factory=list)
+
+
+class ParseStatus(_Model):
+    """docs/spec.md#parse-status: JSON parse result only; schema validity is the gatekeeper's."""
+
+    status: Literal["valid", "missing", "malformed"]
+    detail: str = ""
+
+
+# --- Gatekeeper (docs/spec.md#gatekeeper-result) ------------------------------------------------------------
+
+
+class GatekeeperError(_Model):
+    rule_id: str
+    target: str
+    message: str
+    # The message as code + parameters, rendered in the reader's language (`message` is its English
+    # rendering, kept so sessions stored before codes still validate and read).
+    msg: Message | None = None
+
+
+class GatekeeperResult(_Model):
+    status: Literal["pass", "warn", "fail"] = "pass"
+    failed_rules: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    errors: list[GatekeeperError] = Field(default_factory=list)
+    # Claims none of whose bindings is evidence: every binding only reaches the warn band or
+    # quotes content the cited output lacks. Never shown as confirmed, never PASS.
+    unbacked_claims: list[str] = Field(default_factory=list)
+
+
+# --- Verifier V2 (docs/spec.md#verifier-payload) ----------------------------------------------
+
+
+class RetryContext(_Model):
+    round: int
+    unsupported_claims: list[str] = Field(default_factory=list)
+    missing_info: list[str] = Field(default_factory=list)
+
+
+class EvidenceRef(_Model):
+    trace_ref: str = ""
+    tool_name: str
+    source_invocation_ids: list[int] = Field(default_factory=list)
+    note: str = ""
+
+
+class ClaimCheck(_Model):
+    claim_id: str
+    verification: ClaimVerification
+    detail: str = ""
+    # Set when the verdict policy overrode the verifier: `detail` as code + parameters. A verifier's
+    # own detail is its free text, in the question's language.
+    msg: Message | None = None
+    evidence_refs: list[EvidenceRef] = Field(default_factory=list)
+
+
+class HypothesisCheck(_Model):
+    hypothesis_index: int
+    verification: HypothesisVerification
+    detail: str = ""
+
+
+class DigestCheck(_Model):
+    digest_id: str
+    verification: DigestVerification
+    detail: str = ""
+
+
+class VerifierOutput(_Model):
+    verdict: Verdict
+    groundedness_score: float = Field(ge=0.0, le=1.0)
+    claim_checks: list[ClaimCheck] = Field(default_factory=list)
+    hypothesis_checks: list[HypothesisCheck] = Field(default_factory=list)
+    digest_checks: list[DigestCheck] = Field(default_factory=list)
+    rationale: str = ""
+    # Only in a retry round: whether the gaps named in retry_context were closed.
+    retry_gaps_closed: bool | None = None
+
+
+class FactChecked(_Model):
+    """docs/spec.md#facts-checked compatibility record, always derived from claim_checks."""
+
+    fact: str
+    verification: FactVerification
+    is_critical: bool
+    evidence_refs: list[EvidenceRef] = Field(default_factory=list)
+
+
+# --- Composer (docs/spec.md#composer) --------------------------------------------------------------
+
+
+class ComposerClaim(_Model):
+    claim_id: str
+    claim_type: str
+    claim_text: str
+
+
+class ComposerHypothesis(_Model):
+    hypothesis_text: str
+    needed_evidence: list[str] = Field(default_factory=list)
+
+
+class ComposerAction(_Model):
+    action_text: str
+    reason: str = ""
+
+
+class AnswerLead(_Model):
+    """The answer's first sentence, decided in code (law 8): the most likely cause with its
+    support level, "no sign of a fault" in the asked services, or no data for them."""
+
+    # cause: the cause; present: yes, the asked symptom shows (a fact about it); healthy: no sign of
+    # the asked symptom (its figure); no_data: nothing to tell from; unknown: none of these.
+    kind: Literal["cause", "present", "healthy", "no_data", "unknown"]
+    support: Literal["confirmed", "likely", "unknown"] = "unknown"
+    services: list[str] = Field(default_factory=list)
+    # The allowed claim or hypothesis it rests on, verbatim; for healthy the figures that show the
+    # symptom normal; for no_data the coverage detail.
+    text: str = ""
+    # What was checked, e.g. ["#21", "#22"] (tool invocation ids).
+    evidence: list[str] = Field(default_factory=list)
+    form: QuestionForm = "what"
+    # The asked symptoms the lead speaks of (pipeline.verdict.scope ids).
+    symptoms: list[str] = Field(default_factory=list)
+    # What the evidence does show instead, when the asked symptom does not show or has no data:
+    # an allowed claim or hypothesis, verbatim.
+    instead: str = ""
+    instead_support: Literal["confirmed", "likely", "unknown"] = "unknown"
+
+
+class ComposerInput(_Model):
+    original_query: str
+    verdict: Verdict
+    # allowed_claims are ranked by relevance to the question; the first `key_claim_ids` are the
+    # key facts, the rest "other observations".
+    allowed_claims: list[ComposerClaim] = Field(default_factory=list)
+    allowed_hypotheses: list[ComposerHypothesis] = Field(default_factory=list)
+    missing_info: list[str] = Field(default_factory=list)
+    recommended_actions: list[ComposerAction] = Field(default_factory=list)
+    rationale: str = ""
+    answer_lead: AnswerLead | None = None
+    key_claim_ids: list[str] = Field(default_factory=list)
+    question_scope: QuestionScope | None = None
+
+
+class FilteredItem(_Model):
+    """What the composer-input filter kept away from the composer, and why (for the Trace page)."""
+
+    source: str  # e.g. "claims[2]" or "hypotheses[0]"
+    text: str
+    reason: str
+    msg: Message | None = None  # `reason` as code + parameters (see GatekeeperError.msg)
+    moved_to: Literal["dropped", "allowed_hypotheses", "missing_info"] = "dropped"
+
+
+class ComposerOutput(_Model):
+    # The first sentence: it answers the question (see AnswerLead).
+    answer_summary: str
+    recommended_actions: list[ComposerAction] = Field(default_factory=list)
+    user_facing_answer: str
+    # The answer's sections, each optional so an older composer output still validates.
+    key_facts: list[str] = Field(default_factory=list)
+    other_observations: list[str] = Field(default_factory=list)
+    possible_causes: list[str] = Field(default_factory=list)
+    evidence_gaps: list[str] = Field(default_factory=list)
+
+
+class ComposerGuardViolation(_Model):
+    kind: str  # number | percentage | duration | error_code | service | identifier | root_cause | malformed
+    token: str
+    field: str = ""
+
+
+class ComposerGuardResult(_Model):
+    status: Literal["pass", "fail", "skipped"]
+    violations: list[ComposerGuardViolation] = Field(default_factory=list)
+    used_template: bool = False
+    detail: str = ""
+    msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
+
+
+# --- Question scope and coverage (law 8) -------------------------------------------------
+
+CoverageStatus = Literal["answered", "healthy", "no_data", "not_queried"]
+
+
+class TimeWindow(_Model):
+    start: datetime | None = None
+    end: datetime | None = None
+    text: str = ""  # the phrase of the question it came from ("最近30分钟", "since 10:00")
+
+
+class QuestionScope(_Model):
+    """What the question asks about, read from its text in code before any stage runs."""
+
+    services: list[str] = Field(default_factory=list)
+    # The subset of `services` that some configured backend or the catalogue knows.
+    known_services: list[str] = Field(default_factory=list)
+    # Every symptom id the question names, suspected causes included ("timeout, deploy"): what
+    # the tools search for.
+    symptom: str = ""
+    # The symptoms asked of each service (pipeline.verdict.scope.SYMPTOMS ids, "any" for a service asked
+    # nothing in particular); key "" when the question names no service.
+    symptoms: dict[str, list[str]] = Field(default_factory=dict)
+    form: QuestionForm = "what"
+    time_window: TimeWindow | None = None
+    language: Literal["zh", "en"] = "zh"
+
+
+class ServiceCoverage(_Model):
+    """Per asked (service, symptom): did the evidence answer it? Decided in code, never by the LLM."""
+
+    service: str  # "" when the question names no service: the symptom anywhere
+    status: CoverageStatus
+    symptom: str = "any"
+    # Log lines, alerts and series of this service that its invocations returned.
+    records: int = 0
+    # What shows the symptom normal or present, verbatim from a record ("jvm_heap_used_percent 54.0").
+    figure: str = ""
+    claim_ids: list[str] = Field(default_factory=list)
+    invocation_ids: list[int] = Field(default_factory=list)
+    detail: str = ""
+    msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
+
+
+# --- Audit (docs/spec.md#audit-record) -----------------------------------------------------------------
+
+
+class VerifierEvaluation(_Model):
+    verdict: Verdict
+    groundedness_score: float
+    critical_fact_count: int = 0
+    claim_checks: list[ClaimCheck] = Field(default_factory=list)
+    facts_checked: list[FactChecked] = Field(default_factory=list)
+    hypothesis_checks: list[HypothesisCheck] = Field(default_factory=list)
+    digest_checks: list[DigestCheck] = Field(default_factory=list)
+    rationale: str = ""
+    round: int = 1
+    traceability_version: str = TRACEABILITY_VERSION
+    executor_output_parse_status: ParseStatus
+    executor_structured_output: dict[str, Any] | None = None
+    tool_trace_summary: list[ToolTraceSummaryItem] = Field(default_factory=list)
+    gatekeeper_result: GatekeeperResult
+    # The verifier's own verdict and the reasons the code-side guard made it stricter.
+    verifier_verdict: Verdict | None = None
+    verdict_guard_reasons: list[str] = Field(default_factory=list)
+    # The same reasons as code + parameters, for the reader's language (empty in older sessions).
+    verdict_reasons: list[Message] = Field(default_factory=list)
+    composer_input: ComposerInput | None = None
+    composer_filtered: list[FilteredItem] = Field(default_factory=list)
+    composer_output: ComposerOutput | None = None
+    composer_guard: ComposerGuardResult | None = None
+    retry_context: RetryContext | None = None
+    # Law 8: per asked service, answered / healthy / no_data / not_queried (decided in code).
+    question_coverage: list[ServiceCoverage] = Field(default_factory=list)
+
+
+class LlmCallRecord(_Model):
+    """Law 6: every LLM call (offline ones included) is recorded with what it was asked."""
+
+    stage: str
+    round: int = 1
+    provider: str
+    model: str
+    prompt_file: str = ""
+    prompt_version: str = ""
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    raw_response: str = ""
+    parse_status: Literal["valid", "missing", "malformed", "n/a"] = "valid"
+    attempt: int = 1
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    error: str | None = None
+    # json_schema | json_object | prompt for a JSON stage; None for tool calls and offline stages.
+    json_mode: str | None = None
+    finish_reason: str | None = None

@@ -1,0 +1,88 @@
+"""The audit chain of one session as readable text (`workbench show`), top down like the Trace page."""
+
+from __future__ import annotations
+
+import json
+
+from pipeline.core.messages import localized
+from pipeline.frontends.views import verdict_reasons
+from pipeline.runs.record import SessionRecord, read_session, verdict_text
+from pipeline.store import Store
+
+
+def _section(title: str) -> str:
+    return f"\n== {title} " + "=" * max(3, 70 - len(title))
+
+
+def render_trace(store: Store, session_id: str, lang: str = "en") -> str:
+    """Raises NotFound for an unknown id."""
+    return render_record(read_session(store, session_id), lang)
+
+
+def render_record(r: SessionRecord, lang: str = "en") -> str:
+    """The engine's messages (reasons, findings, coverage) in `lang`; the layout stays English."""
+
+    lines = [
+        f"session {r.id}  ({r.status}, stage {r.stage})",
+        f"question: {r.question}",
+        f"world: {r.world or '-'}   shape: {r.shape}   provider: {r.provider} / {r.model}",
+        f"verdict: {verdict_text(r.verdict, r.marks)}   gatekeeper: {r.gatekeeper_status or '-'}   groundedness: {r.groundedness}",
+    ]
+    if r.error:
+        lines.append(f"error: {r.error}")
+    source = r.claimed_by_source
+    if source is not None:
+        sig = source.signature
+        lines.append(f"imported: source session {source.session_id!r}, source claimed {source.verdict or '-'}; "
+                     f"provenance {r.provenance or '-'}" + (f" ({sig.reason})" if sig and sig.reason else ""))
+    lines += [_section("final answer"), r.final_answer or "(none)"]
+    ev = r.evaluation
+    if ev is None:
+        lines.append("(no verification yet: the session stopped before it)")
+    else:
+        if ev.composer_guard:
+            g = ev.composer_guard
+            lines.append(f"composer guard: {g.status}" + (" (fixed template used)" if g.used_template else ""))
+            lines += [f"  - {v.kind}: {v.token}" for v in g.violations]
+        lines.append(_section("composer input"))
+        if ev.composer_input:
+            ci = ev.composer_input
+            lines += [f"  claim {c.claim_id} [{c.claim_type}]: {c.claim_text}" for c in ci.allowed_claims]
+            lines += [f"  hypothesis: {h.hypothesis_text}" for h in ci.allowed_hypotheses]
+            lines += [f"  missing: {m}" for m in ci.missing_info]
+            lines += [f"  action: {a.action_text}" for a in ci.recommended_actions]
+        lines += [f"  filtered {f.source}: {localized(f.reason, f.msg, lang)}" for f in ev.composer_filtered]
+        lines.append(_section("verifier"))
+        lines.append(f"verifier said {ev.verifier_verdict}; final {ev.verdict}; rationale: {ev.rationale}")
+        lines += [f"  guard: {reason}" for reason in verdict_reasons(ev, lang)]
+        lines += [f"  {c.claim_id}: {c.verification} - {c.detail}" for c in ev.claim_checks]
+        lines += [f"  digest {d.digest_id}: {d.verification} {d.detail}" for d in ev.digest_checks]
+        lines += [f"  coverage {c.service or '*'}/{c.symptom}: {c.status} {localized(c.detail, c.msg, lang)}"
+                  for c in ev.question_coverage]
+        gate = ev.gatekeeper_result
+        lines.append(_section("gatekeeper"))
+        lines.append(f"status {gate.status}; failed {gate.failed_rules}; warnings {gate.warnings}")
+        lines += [f"  {e.rule_id} @ {e.target}: {localized(e.message, e.msg, lang)}" for e in gate.errors]
+        lines.append(_section(f"executor output (parse: {ev.executor_output_parse_status.status})"))
+    for c in r.claims:
+        lines.append(f"  {c.claim_id} [{c.claim_type}/{c.support_level}] {c.claim_text}")
+        for b in c.evidence_bindings:
+            lines.append(f"      <- {b.tool_name} {b.source_invocation_ids} {b.digest_id or ''}: “{b.evidence_excerpt}”")
+    for d in r.evidence_digests:
+        lines.append(f"  digest {d.digest_id} <- {d.source_invocation_ids}: {d.summary}")
+    lines.append(_section("tool invocations"))
+    for inv in r.invocations:
+        lines.append(f"  #{inv.id} r{inv.round} {inv.model_tool_name} {json.dumps(inv.arguments, ensure_ascii=False)}"
+                     f" -> {inv.status} ({inv.output_bytes} bytes, {inv.latency_ms:.1f} ms)"
+                     + (f" error: {inv.error}" if inv.error else ""))
+    lines.append(_section("llm calls"))
+    for call in r.llm_calls:
+        lines.append(f"  {call.stage} r{call.round} #{call.attempt} {call.provider}/{call.model} "
+                     f"parse={call.parse_status} tokens={call.prompt_tokens}+{call.completion_tokens} "
+                     f"{call.latency_ms:.1f} ms" + (f" error: {call.error}" if call.error else ""))
+    if r.reviews:
+        lines.append(_section("reviews"))
+        lines += [f"  {rv.created_at:%Y-%m-%d %H:%M} {rv.reviewer}: {rv.label}"
+                  + (f" on {rv.claim_id}" if rv.claim_id else "") + (f" — {rv.note}" if rv.note else "")
+                  for rv in r.reviews]
+    return "\n".join(lines)

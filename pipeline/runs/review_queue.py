@@ -1,0 +1,236 @@
+"""The review queue: which stored sessions need a person, listed and charted in SQL.
+
+Shared by the Sessions page, its exports and the Rules page's preview (which leaves eval runs
+out). "Needs a person" is LOW_CONFID, REJECT, a failed or interrupted run, a PASS with findings
+(gatekeeper warnings, claims kept from the answer, a composer guard fallback), and an import
+no trusted key signed (provenance "unverified").
+
+At a million sessions the page's first open is one grouped scan for the count and all three
+charts and one walk of the created_at index for the rows; every condition reads a column
+(composer findings included, migration 0007), none the JSON audit record.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import zipfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from itertools import islice
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import and_, func, literal, or_, select
+
+from pipeline.bundles.session_bundle import export_bundle
+from pipeline.runs.record import SessionRow
+from pipeline.store import SessionFilter, Store
+from pipeline.store.repo import AT_ASK, IN_FORCE, MOVED, Outcome
+from pipeline.store.schema import LISTING_GROUPS, DiagnosisSession, ReviewRow, VerdictInForce
+
+EVAL_LABEL = "eval_fixture"  # the review label pipeline/eval/runner.py gives every eval run
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """The Sessions page's filter: the store's SessionFilter plus what "needs a person" means."""
+
+    base: SessionFilter = field(default_factory=SessionFilter)
+    # LOW_CONFID, REJECT, failed runs, and PASS with findings (gatekeeper warnings, claims kept
+    # from the answer, a composer guard fallback to the fixed template).
+    needs_person: bool = True
+    include_eval: bool = False
+    reviewed: bool | None = False  # by a person; the eval label is no review
+
+
+def queue_query(store: Store, q: QueueFilter, outcome: Outcome = IN_FORCE) -> Any:
+    """The SELECT of the queue: store.filtered_query narrowed by the queue's own conditions, on
+    the outcome in force (or at ask: queue_stats counts from there)."""
+    s = DiagnosisSession
+    query = store.filtered_query(replace(q.base, reviewed=None), outcome)
+    if q.needs_person:
+        # Without statistics SQLite answers an OR whose every branch has an index with one index
+        # per branch and sorts the union: 0.6 s for 50 rows of a million. A branch no index
+        # answers (coalesce; NULL and '' both fail the test) leaves it the created_at index for
+        # the rows and ix_session_listing for the counts and charts.
+        query = query.where(or_(
+            func.coalesce(outcome.verdict, "").in_(("LOW_CONFID", "REJECT")),
+            s.status.in_(("failed", "interrupted")),
+            outcome.gatekeeper_status.in_(("warn", "fail")),
+            and_(outcome.verdict == "PASS", outcome.gatekeeper_status == "pass", s.composer_findings),
+            # An import no trusted key signed: its verdict is ours, its evidence the source's word.
+            s.provenance == "unverified",
+        ))
+    if not q.include_eval:
+        query = query.where(s.id.not_in(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)))
+    if q.reviewed is not None:
+        people = select(ReviewRow.session_id).where(ReviewRow.claim_id.is_(None), ReviewRow.label != EVAL_LABEL)
+        query = query.where(s.id.in_(people) if q.reviewed else s.id.not_in(people))
+    return query
+
+
+_LIST_COLUMNS = ("id", "created_at", "question", "status", "groundedness", "services", "provider", "shape",
+                 "provenance", "composer_findings")
+
+
+def queue_rows(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> list[SessionRow]:
+    """One page of the queue, newest first, with each session's latest person's label. Not
+    counted: the page takes the count from queue_stats, which scans the queue anyway."""
+    sub = queue_query(store, q).subquery()
+    columns = [*(sub.c[c] for c in _LIST_COLUMNS), sub.c.verdict_in_force.label("verdict"),
+               sub.c.gatekeeper_in_force.label("gatekeeper_status"), sub.c.failed_in_force.label("failed_rules"),
+               sub.c.ungated_in_force.label("ungated"),
+               sub.c.verdict.label("verdict_at_ask")]
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(*columns).order_by(sub.c.created_at.desc())
+                            .limit(limit).offset(offset)).mappings().all()
+        labels = dict(conn.execute(
+            select(ReviewRow.session_id, ReviewRow.label)
+            .where(ReviewRow.session_id.in_([r["id"] for r in rows]), ReviewRow.claim_id.is_(None))
+            .order_by(ReviewRow.created_at)).all())
+    return [SessionRow.model_validate(dict(r) | {"review_label": labels.get(r["id"])}) for r in rows]
+
+
+def queue_count(store: Store, q: QueueFilter) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(queue_query(store, q).subquery())).scalar_one())
+
+
+def queue_page(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[SessionRow], int]:
+    """One page of the queue and how many sessions the queue holds."""
+    return queue_rows(store, q, limit=limit, offset=offset), queue_count(store, q)
+
+
+@dataclass
+class QueueStats:
+    total: int
+    per_day: list[tuple[str, str, int]]  # (day, verdict or "none", sessions)
+    failed_rules: dict[str, int]
+    groundedness: list[tuple[float, int]]  # (bin start, sessions); bins of 0.1, 1.0 in the last
+
+
+def queue_stats(store: Store, q: QueueFilter) -> QueueStats:
+    """The queue's count and chart data in one grouped scan: sessions share few distinct (day,
+    verdict, failed-rule list, groundedness tenth) tuples, so the groups, not the sessions, leave
+    the database, and each chart is a sum over them here.
+
+    The scan reads the outcome at ask, off the listing index; sessions whose outcome in force
+    differs (verdict_in_force rows, after a re-judge) are then moved from their groups at ask to
+    their groups in force by two queries over those sessions alone."""
+    # The index's own expressions (schema.LISTING_GROUPS): SQLite reads the groups off it in order.
+    query = queue_query(store, q, AT_ASK).with_only_columns(*LISTING_GROUPS, func.count()).group_by(*LISTING_GROUPS)
+    groups: Counter[tuple[Any, ...]] = Counter()
+    with store.engine.connect() as conn:
+        groups.update({tuple(g[:-1]): g[-1] for g in conn.execute(query)})
+        if conn.execute(select(VerdictInForce.session_id).limit(1)).first() is not None:
+            for outcome, moved, sign in (
+                    (AT_ASK, (DiagnosisSession.id + literal("")).in_(select(VerdictInForce.session_id)), -1),
+                    (MOVED, VerdictInForce.session_id.is_not(None), 1)):
+                # Both scan the listing index (`id || ''`: not each session's row looked up by id).
+                keys = (LISTING_GROUPS[0], outcome.verdict, outcome.failed_text, LISTING_GROUPS[3])
+                for *key, n in conn.execute(queue_query(store, q, outcome).where(moved)
+                                            .with_only_columns(*keys, func.count()).group_by(*keys)):
+                    groups[tuple(key)] += sign * n
+    total = 0
+    days: Counter[tuple[str, str]] = Counter()
+    combos: Counter[str] = Counter()
+    hist: Counter[float] = Counter()
+    for (day, verdict, rules_text, bucket), n in sorted(groups.items(), key=lambda g: tuple(map(str, g[0]))):
+        if n <= 0:
+            continue
+        total += n
+        days[(str(day), verdict or "none")] += n
+        if rules_text is not None:
+            combos[rules_text] += n
+        if bucket is not None:
+            hist[min(int(bucket), 9) / 10] += n
+    rules: Counter[str] = Counter()
+    for text, n in sorted(combos.items()):  # in text order, as GROUP BY gave them: ties keep their order
+        try:
+            listed = json.loads(text) if text else []
+        except ValueError:
+            continue
+        for rule_id in listed if isinstance(listed, list) else []:
+            rules[str(rule_id)] += n
+    return QueueStats(
+        total=total,
+        per_day=[(d, v, n) for (d, v), n in sorted(days.items())],
+        failed_rules=dict(rules.most_common()),
+        # Every tenth, the empty ones too: a gap in the histogram is a finding, not a missing bar.
+        groundedness=[(b / 10, hist.get(b / 10, 0)) for b in range(10)] if hist else [],
+    )
+
+
+def iter_filtered(store: Store, q: QueueFilter, batch: int = 1000) -> Iterator[SessionRow]:
+    """Every row of the queue (list columns only), page by page, for export."""
+    offset = 0
+    while True:
+        rows = queue_rows(store, q, limit=batch, offset=offset)
+        yield from rows
+        if len(rows) < batch:
+            return
+        offset += batch
+
+
+def eval_session_ids(store: Store) -> set[str]:
+    """Sessions of eval runs (labelled by the eval runner): left out of rule previews by default."""
+    with store.engine.connect() as conn:
+        return set(conn.execute(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)).scalars())
+
+
+
+# --- exports (the Sessions page's downloads and `workbench sessions --format csv`) --------------
+
+CSV_FIELDS = ("id", "created_at", "question", "status", "verdict", "ungated", "provenance", "gatekeeper_status",
+              "failed_rules", "groundedness", "services", "provider", "shape", "review_label")
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...) in a question).
+_FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A text cell a spreadsheet shows as text: a formula-leading one gets a leading apostrophe."""
+    if isinstance(value, str) and value.startswith(_FORMULA_LEAD):
+        return "'" + value
+    return value
+
+
+def export_csv(store: Store, q: QueueFilter, *, limit: int | None = None) -> bytes:
+    """The queue's sessions (every one, or the newest `limit`) as CSV, UTF-8 with a BOM so that
+    spreadsheets read Chinese."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(CSV_FIELDS)
+    for row in islice(iter_filtered(store, q), limit):
+        values = {**row.model_dump(), "failed_rules": " ".join(row.failed_rules)}
+        writer.writerow([csv_cell(values[f]) for f in CSV_FIELDS])
+    return buf.getvalue().encode("utf-8-sig")
+
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def bundle_file_name(session_id: str, taken: set[str]) -> str:
+    """A zip entry name for a session's bundle: no directory part, no markup, bounded, unique.
+    Ids written before imports got the workbench's own may hold anything (`../../x`)."""
+    stem = _UNSAFE_NAME.sub("_", session_id).strip("_")[:100] or "session"
+    name, n = f"{stem}.json", 1
+    while name in taken:
+        n += 1
+        name = f"{stem}-{n}.json"
+    taken.add(name)
+    return name
+
+
+def export_zip(store: Store, q: QueueFilter, *, key: Ed25519PrivateKey | None = None) -> bytes:
+    """Every session of the queue as a bundle file in one zip, each signed with `key` when given."""
+    buf = io.BytesIO()
+    taken: set[str] = set()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for row in iter_filtered(store, q):
+            bundle = export_bundle(store, row.id, key=key)
+            zf.writestr(bundle_file_name(row.id, taken), json.dumps(bundle, ensure_ascii=False, indent=1, default=str))
+    return buf.getvalue()

@@ -1,0 +1,354 @@
+"""The applied rule versions: which is in force, applying one, rolling back; the page and the
+`workbench rules` commands both act through here, with the same checks and messages.
+
+The texts are stored as their authors wrote them (comments and layout included), so the
+difference between two versions is the lines a person changed. Version 0 is the rules/
+directory the workbench was started with.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from pipeline.core.config import Settings
+from pipeline.core.errors import NotFound, RulesError, WorkbenchError
+from pipeline.core.messages import Message, msg, render
+from pipeline.gatekeeper.rules_schema import (
+    INDEX_FILE,
+    MAX_RULES_FILE_BYTES,
+    METADATA_FILE,
+    RuleSet,
+    load_rules,
+    load_rules_from_text,
+)
+from pipeline.store import Store
+from pipeline.store.schema import GateSessionColumns, RulesInForce, VerdictInForce
+
+
+class RulesRefused(WorkbenchError):
+    """An apply or rollback that the checks refuse; `message` renders in the reader's language."""
+
+    def __init__(self, message: Message, details: list[str] | None = None):
+        self.message = message
+        self.details = details or []
+        super().__init__(render(message, "en") + "".join(f"\n  {d}" for d in self.details))
+
+
+@dataclass(frozen=True)
+class RulesText:
+    """A rule version's two files as stored, and its id (0: the shipped rules/ directory)."""
+
+    version: int
+    index_yaml: str
+    metadata_yaml: str
+
+    @property
+    def texts(self) -> tuple[str, str]:
+        return self.index_yaml, self.metadata_yaml
+
+
+def read_rules_dir(settings: Settings, directory: Path | None = None) -> tuple[str, str]:
+    """(index.yaml, metadata.yaml) of `directory` (default: the shipped rules/), as written."""
+    root = directory or settings.rules_dir
+    texts = []
+    for name in (INDEX_FILE, METADATA_FILE):
+        path = root / name
+        try:
+            with path.open("rb") as fh:  # no further than the cap: the loader refuses a larger text
+                texts.append(fh.read(MAX_RULES_FILE_BYTES + 1).decode("utf-8"))
+        except OSError as exc:
+            raise RulesError([f"{name}: file: cannot read {path} ({exc.strerror or exc})"]) from exc
+        except UnicodeDecodeError as exc:
+            raise RulesError([f"{name}: file: not UTF-8 text (offset {exc.start}); save it as UTF-8"]) from exc
+    return texts[0], texts[1]
+
+
+def version_text(settings: Settings, store: Store, version: int) -> RulesText:
+    """The texts of one version; NotFound for an id the store never applied."""
+    if version == 0:
+        return RulesText(0, *read_rules_dir(settings))
+    for row in store.rule_versions():
+        if row["id"] == version:
+            return RulesText(version, row["index_yaml"], row["metadata_yaml"])
+    raise NotFound(f"no rule version {version} (`workbench rules history` lists them)")
+
+
+def text_in_force(settings: Settings, store: Store) -> RulesText:
+    """The texts of the version in force, as its author wrote them."""
+    active = store.active_rule_version()
+    if active:
+        return RulesText(active["id"], active["index_yaml"], active["metadata_yaml"])
+    return RulesText(0, *read_rules_dir(settings))
+
+
+def refusal(settings: Settings, candidate: tuple[str, str], base: tuple[str, str] | None,
+            author: str) -> tuple[Message | None, list[str]]:
+    """Why `candidate` may not be applied over `base` by `author` (None: it may), and the
+    validation messages when it is invalid. Who may apply with a login is the page's check."""
+    rules, errors = _check(*candidate)
+    if rules is None:
+        return msg("rules.invalid", count=len(errors)), errors
+    if base is not None and candidate == base:
+        return msg("rules.unchanged"), []
+    if base is not None and _check(*base)[0] == rules:
+        return msg("rules.unchanged"), []
+    if not author.strip():
+        return msg("rules.need_author"), []
+    return None, []
+
+
+def ungated(settings: Settings, candidate: tuple[str, str]) -> list[str]:
+    """What would let a forged quote through under `candidate` (RuleSet.ungated_by); [] when
+    the candidate does not load (its apply is refused anyway)."""
+    rules, _ = _check(*candidate)
+    return rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled) if rules else []
+
+
+def _check(index_yaml: str, metadata_yaml: str) -> tuple[RuleSet | None, list[str]]:
+    try:
+        return load_rules_from_text(index_yaml, metadata_yaml), []
+    except RulesError as exc:
+        return None, list(exc.messages)
+
+
+def apply_rules(settings: Settings, store: Store, candidate: tuple[str, str], *, author: str, comment: str,
+                based_on: int) -> int:
+    """Store `candidate` as a new version and put it in force, if the checks pass and the version
+    in force is still `based_on`; returns the new id. Raises RulesRefused or StaleRuleVersion."""
+    editors = settings.ui.editors
+    if editors and author.strip() not in editors:
+        raise RulesRefused(msg("rules.not_an_editor", who=author.strip(), editors=", ".join(editors)))
+    reason, errors = refusal(settings, candidate, version_text(settings, store, based_on).texts, author)
+    if reason is not None:
+        raise RulesRefused(reason, errors)
+    return store.apply_rule_version(index_yaml=candidate[0], metadata_yaml=candidate[1], author=author.strip(),
+                                    comment=comment, based_on=based_on)
+
+
+def rollback(settings: Settings, store: Store, version: int, *, author: str) -> int:
+    """Apply version `version`'s texts again as a new version (0: the shipped rules)."""
+    target = version_text(settings, store, version)
+    in_force = store.rules_version()
+    if in_force == version:
+        raise RulesRefused(msg("rules.already_in_force", id=version))
+    return apply_rules(settings, store, target.texts, author=author, comment=f"roll back to version {version}",
+                       based_on=in_force)
+
+
+# --- the rules in force and the verdicts they give ------------------------------------------------
+
+
+@lru_cache(maxsize=32)
+def _parsed_rules(index_yaml: str, metadata_yaml: str) -> RuleSet:
+    # Parsing and validating the YAML costs more than a whole offline session; rules change rarely.
+    return load_rules_from_text(index_yaml, metadata_yaml)
+
+
+def rules_in_force(settings: Settings, store: Store) -> tuple[RuleSet, int | None]:
+    """The applied version in force and its id, else the rules/ directory and None."""
+    active = store.active_rule_version()
+    if active:
+        return _parsed_rules(active["index_yaml"], active["metadata_yaml"]), active["id"]
+    try:
+        index = (settings.rules_dir / INDEX_FILE).read_text(encoding="utf-8")
+        metadata = (settings.rules_dir / METADATA_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return load_rules(settings.rules_dir), None  # raises RulesError naming the missing file
+    return _parsed_rules(index, metadata), None
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How far the re-judge under the version in force has come (the rules_in_force row)."""
+
+    version: int  # in force
+    judged_version: int | None  # the stored verdicts in force are this version's (None: never re-judged)
+    judging_version: int | None  # a re-judge under way, if any
+    phase: str | None  # load, judge, write
+    done: int
+    total: int
+    at: datetime | None  # its last sign of life
+
+    @property
+    def current(self) -> bool:
+        """Whether the verdicts in force are the version in force's."""
+        return self.judged_version == self.version
+
+    def stalled(self, now: datetime, after_s: float = 120.0) -> bool:
+        """A re-judge that said nothing for `after_s` seconds died with its process."""
+        return self.at is None or (now - _aware(self.at)).total_seconds() > after_s
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo else at.replace(tzinfo=UTC)  # SQLite returns naive UTC
+
+
+def judging(store: Store) -> Judging:
+    with store.engine.connect() as conn:
+        row = conn.execute(select(RulesInForce)).one()._mapping
+    return Judging(row["version"], row["judged_version"], row["judging_version"], row["judging_phase"],
+                   row["judging_done"], row["judging_total"], row["judging_at"])
+
+
+@dataclass(frozen=True)
+class Rejudged:
+    version: int
+    sessions: int  # judged again
+    differing: int  # whose outcome under `version` differs from the one at ask
+    stored: bool  # False: another version was put in force meanwhile, whose own re-judge stores
+
+
+def _report(store: Store, version: int, phase: str, done: int, total: int) -> None:
+    with store.engine.begin() as conn:
+        conn.execute(update(RulesInForce).where(RulesInForce.id == 1, RulesInForce.version == version).values(
+            judging_version=version, judging_phase=phase, judging_done=done, judging_total=total,
+            judging_at=datetime.now(UTC)))
+
+
+def rejudge(settings: Settings, store: Store, on_progress: Callable[[str, int, int], None] | None = None) -> Rejudged:
+    """Judge every stored session again under the version in force (the columnar replay) and
+    store each outcome that differs from the one at ask; `on_progress(phase, done, total)`."""
+    from pipeline.replay.history import ColumnarHistory
+
+    rules, applied = rules_in_force(settings, store)
+    version = applied or 0
+
+    def report(phase: str, done: int, total: int) -> None:
+        _report(store, version, phase, done, total)
+        if on_progress is not None:
+            on_progress(phase, done, total)
+
+    report("load", 0, 0)
+    with store.engine.connect() as conn:
+        # Sessions recorded after this point are judged when they finish (judge_late), not here.
+        through = conn.execute(select(func.max(GateSessionColumns.seq))).scalar() or 0
+    history = ColumnarHistory(store, kept=0)
+    total = len(history.refresh(rules).session_ids)
+    report("judge", 0, total)
+    result = history.replay(rules, on_exact=lambda done, of: report("judge", done, of))
+    rows = result.differing(rules)
+    report("write", 0, len(rows))
+    stored = _store_in_force(store, version, through, rows,
+                             ungated=bool(rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)))
+    if on_progress is not None:
+        on_progress("done", len(rows), len(rows))
+    return Rejudged(version, result.total, len(rows), stored)
+
+
+_UPSERT_CHUNK = 20_000
+
+
+def _upsert(store: Store) -> Any:
+    insert = pg_insert if store.engine.dialect.name == "postgresql" else sqlite_insert
+    statement = insert(VerdictInForce)
+    return statement.on_conflict_do_update(index_elements=[VerdictInForce.session_id], set_={
+        c: statement.excluded[c] for c in ("verdict", "gatekeeper_status", "failed_rules", "rules_version", "ungated")})
+
+
+_COLUMNS = "session_id, verdict, gatekeeper_status, failed_rules, rules_version, ungated"
+_UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[1:])
+
+
+# SQLite's own SQL for the same upsert: a million rows without a Python object each in
+# SQLAlchemy's parameter processing.
+_SQLITE_UPSERT = (f"INSERT INTO verdict_in_force ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) "
+                  f"DO UPDATE SET {_UPDATE}")
+
+
+def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[str, str, str, list[str]]], *,
+                    ungated: bool) -> bool:
+    """One transaction: the pointer first (on SQLite the write lock; on PostgreSQL the row lock
+    that an apply also takes), so the outcomes land only while `version` is still in force."""
+    with store.engine.begin() as conn:
+        moved = conn.execute(update(RulesInForce).where(RulesInForce.id == 1, RulesInForce.version == version)
+                             .values(judged_version=version, judging_version=None, judging_phase=None,
+                                     judging_at=datetime.now(UTC))).rowcount
+        if moved != 1:
+            return False
+        conn.execute(delete(VerdictInForce).where(or_(
+            VerdictInForce.rules_version != version,
+            VerdictInForce.session_id.in_(select(GateSessionColumns.session_id)
+                                          .where(GateSessionColumns.seq <= through)))))
+        texts: dict[tuple[str, ...], str] = {}  # a handful of distinct rule lists
+        values = ((sid, verdict, status, texts.get(tuple(failed)) or texts.setdefault(tuple(failed), json.dumps(failed)),
+                   version, ungated) for sid, verdict, status, failed in rows)
+        if store.engine.dialect.name == "postgresql":
+            _copy_in_force(conn, values)
+            return True
+        while chunk := list(itertools.islice(values, _UPSERT_CHUNK)):
+            conn.exec_driver_sql(_SQLITE_UPSERT, chunk)
+    return True
+
+
+def _copy_in_force(conn: Any, values: Iterable[tuple[str, str, str, str, int, bool]]) -> None:
+    """PostgreSQL: the rows by COPY into a scratch table, then one upsert (an executemany took
+    ten times as long)."""
+    with conn.connection.driver_connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE verdict_in_force_new (LIKE verdict_in_force) ON COMMIT DROP")
+        with cursor.copy(f"COPY verdict_in_force_new ({_COLUMNS}) FROM STDIN") as copy:
+            for row in values:
+                copy.write_row(row)
+        cursor.execute(f"INSERT INTO verdict_in_force ({_COLUMNS}) SELECT {_COLUMNS} FROM verdict_in_force_new "
+                       f"ON CONFLICT (session_id) DO UPDATE SET {_UPDATE}")
+
+
+def judge_late(settings: Settings, store: Store, session_id: str, version: int) -> None:
+    """A session judged under `version` that finished after another version was put in force (a
+    re-judge may already have passed it by): judged again under the version in force, its row
+    written whether or not its outcome differs, so it names the version that judged it."""
+    if store.rules_version() == version:
+        return
+    from pipeline.gatekeeper import replay
+    from pipeline.replay.inputs import ReplayHistory
+
+    rules, applied = rules_in_force(settings, store)
+    rows = replay(ReplayHistory(store).inputs([session_id]), rules)
+    with store.engine.begin() as conn:
+        conn.execute(_upsert(store), [{"session_id": r.session_id, "verdict": r.projected_verdict,
+                                       "gatekeeper_status": r.new_status, "failed_rules": r.result.failed_rules,
+                                       "rules_version": applied or 0,
+                                       "ungated": bool(rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled))}
+                                      for r in rows])
+
+
+_RUNNING: dict[str, threading.Thread] = {}  # per database, the re-judge this process runs
+_STARTING = threading.Lock()
+
+
+def rejudge_in_background(settings: Settings, store: Store) -> threading.Thread:
+    """rejudge in a thread of this process (the page's), its progress in the store for every
+    page; while one runs for this database, that one (it judges under whatever is in force when
+    it reads the rules, and a newer version's apply starts another after it)."""
+    with _STARTING:
+        running = _RUNNING.get(store.url)
+        if running is not None and running.is_alive():
+            return running
+
+        def run() -> None:
+            try:
+                rejudge(settings, store)
+            except WorkbenchError:
+                # Left as it stopped: its last sign of life ages, and the next page open starts again.
+                logging.getLogger(__name__).exception("re-judging the stored sessions failed")
+
+        thread = _RUNNING[store.url] = threading.Thread(target=run, name="rejudge", daemon=True)
+        thread.start()
+        return thread
+
+
+def rules_of(settings: Settings, store: Store, version: int) -> RuleSet:
+    """The rules of one version (0: the shipped rules/ directory)."""
+    return _parsed_rules(*version_text(settings, store, version).texts)

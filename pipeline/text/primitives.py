@@ -1,0 +1,221 @@
+"""Text primitives shared by the gatekeeper, the offline verifier and the composer guard.
+
+Entity extraction is the core of catching swapped facts: a number with its unit, a percentage,
+a service name, an error code, an order/request id or an HTTP status pulled out of one text can
+be looked up in another. Normalisation makes whitespace, case and full-width punctuation
+irrelevant, so a faithful excerpt never fails on formatting.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from pipeline.text import segment
+
+_WS = re.compile(r"\s+")
+# The one definition of a Chinese character: the unified ideographs, extension A and the
+# compatibility ideographs. Chinese words, runs and "is this Chinese" all use it.
+CJK_IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+CJK_CHAR = re.compile(f"[{CJK_IDEOGRAPHS}]")
+CJK_RUN = re.compile(f"[{CJK_IDEOGRAPHS}]+")
+# What a tokenizer spends about one token on: ideographs, CJK punctuation, kana, hangul and
+# full-width forms; other text costs about one token per CHARS_PER_TOKEN characters.
+ONE_TOKEN_CHAR = re.compile(f"[\u3000-\u30ff{CJK_IDEOGRAPHS}\uac00-\ud7af\uff00-\uffef]")
+CHARS_PER_TOKEN = 4
+
+
+def is_cjk(ch: str) -> bool:
+    return CJK_CHAR.fullmatch(ch) is not None
+
+
+def estimate_tokens(text: str) -> int:
+    """An LLM's token count of `text`, within the budget's calibration (pipeline/llm/budget.py)."""
+    if not text:
+        return 0
+    dense = len(ONE_TOKEN_CHAR.findall(text))
+    return dense + math.ceil((len(text) - dense) / CHARS_PER_TOKEN)
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width -> half-width), lower case, whitespace runs -> one space."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().lower()
+
+
+def detect_language(text: str) -> str:
+    """'zh' when the text holds any CJK ideograph, else 'en'."""
+    return "zh" if CJK_CHAR.search(text) else "en"
+
+
+@dataclass(frozen=True, order=True)
+class Entity:
+    kind: str  # service | error_code | identifier | version | percentage | quantity | http_status | number
+    value: str  # normalised, comparable form
+
+
+# A number, with thousands separators when every group has three digits ("5,312" is 5312,
+# "3,4" is two numbers).
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?"
+
+# Order matters: earlier patterns claim their span first. Each pattern comes with the literals
+# one of which every match contains: a text holding none of them is not scanned with it (most
+# texts lack "%", "v", "_", "xx" ...), which spares most of the 13 scans per text. The number
+# patterns need a digit (_DIGIT: any Unicode digit, as their \d matches).
+_DIGIT = ("<any digit>",)  # a marker, compared by identity
+_ANY_DIGIT = re.compile(r"\d")
+_PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
+    ("service", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:service|gateway|svc|api|worker|db|cache)\b"), ("-",)),
+    ("service", re.compile(r"\b(?:api-gateway|redis|mysql|postgres(?:ql)?|kafka|hikaripool-\d+)\b"),
+     ("api-gateway", "redis", "mysql", "postgres", "kafka", "hikaripool-")),
+    ("identifier", re.compile(r"\b(?:order|request|req|trace|txn|user)(?:[_\- ]?id)?\s*[=:#]\s*([a-z0-9][a-z0-9\-]*)"),
+     ("order", "req", "trace", "txn", "user")),
+    ("identifier", re.compile(r"\border\s+#?(\d+)\b"), ("order",)),
+    ("identifier", re.compile(r"(?:订单|请求)\s*(?:号|id)?\s*[:：#]?\s*([a-z0-9][a-z0-9\-]*)"), ("订单", "请求")),
+    ("error_code", re.compile(r"\b(?:err|e)_[a-z0-9_]+\b"), ("_",)),
+    ("error_code", re.compile(r"\b[a-z][a-z0-9]*(?:exception|error)\b"), ("exception", "error")),
+    ("http_status", re.compile(r"\b(?:http|status|code)[ =:/]*([1-5]\d\d)\b"), ("http", "status", "code")),
+    ("http_status", re.compile(r"\b([1-5]xx)\b"), ("xx",)),
+    ("version", re.compile(r"\bv\d+(?:\.\d+){1,3}\b"), ("v",)),
+    ("percentage", re.compile(rf"({_NUM})\s*%"), ("%",)),
+    (
+        "quantity",
+        re.compile(
+            rf"({_NUM})\s*(ms|s|sec|seconds|秒|毫秒|分钟|min|minutes|mb|gb|kb|mib|gib|kib|b/s|rps|qps|个|次|条)(?![a-z])"
+        ),
+        _DIGIT,
+    ),
+    # A full stop after a number ends the sentence ("线程数: 120."); only ".5" continues it.
+    ("number", re.compile(rf"(?<![\w.])({_NUM})(?![\w%]|\.\d)"), _DIGIT),
+]
+
+_UNIT_SECONDS = {"ms": 0.001, "毫秒": 0.001, "s": 1.0, "sec": 1.0, "seconds": 1.0, "秒": 1.0,
+                 "min": 60.0, "minutes": 60.0, "分钟": 60.0}
+
+
+def _num(text: str) -> str:
+    value = float(text.replace(",", ""))
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def _quantity(value: str, unit: str) -> str:
+    if unit in _UNIT_SECONDS:
+        # 5300ms and 5.3s are the same duration; compare in seconds.
+        return f"{_num(str(round(float(value.replace(',', '')) * _UNIT_SECONDS[unit], 6)))}s"
+    return f"{_num(value)}{unit}"
+
+
+@dataclass(frozen=True)
+class EntityMatch:
+    """One entity occurrence: `token` is its surface form and `start`/`end` its span, both in normalize(text)."""
+
+    kind: str
+    value: str
+    token: str
+    start: int
+    end: int
+
+
+@lru_cache(maxsize=65536)
+def find_entities(text: str) -> tuple[EntityMatch, ...]:
+    """Entity occurrences of a text in reading order, each with its normalised surface token."""
+    norm = normalize(text)
+    taken = bytearray(len(norm))
+    found: list[EntityMatch] = []
+    digit = _ANY_DIGIT.search(norm) is not None
+    for kind, pattern, literals in _PATTERNS:
+        if not (digit if literals is _DIGIT else any(lit in norm for lit in literals)):
+            continue
+        for m in pattern.finditer(norm):
+            start, end = m.span()
+            if any(taken[start:end]):
+                continue
+            taken[start:end] = b"\x01" * (end - start)
+            raw = m.group(1) if m.groups() else m.group(0)
+            if kind == "percentage" or kind == "number":
+                value = _num(raw)
+            elif kind == "quantity":
+                value = _quantity(m.group(1), m.group(2))
+            else:
+                value = raw.strip()
+            found.append(EntityMatch(kind, value, m.group(0).strip(), start, end))
+    found.sort(key=lambda e: e.start)
+    return tuple(found)
+
+
+@lru_cache(maxsize=65536)
+def extract_entities(text: str) -> frozenset[Entity]:
+    """Typed, normalised entities of a text. Cached: the same excerpt is checked often."""
+    return frozenset(Entity(e.kind, e.value) for e in find_entities(text))
+
+
+def entity_values(text: str) -> set[str]:
+    """All entity values of a text, numbers included in every unit-free form they could take."""
+    values: set[str] = set()
+    for ent in extract_entities(text):
+        values.add(ent.value)
+        if ent.kind in ("percentage", "quantity"):
+            values.add(re.sub(r"[^\d.]", "", ent.value.rstrip("s")) if ent.kind == "quantity" else ent.value)
+    return values
+
+
+_EN_STOP = frozenset(
+    "a an the is are was were be been of to in on at for and or with by from as it this that these those "
+    "there has have had not no but into than then so such can could may might will would".split()
+)
+_ZH_STOP = frozenset("的 了 和 与 在 是 有 为 及 或 对 从 被 把 也 都 而 并 等 中 上 下 个 出现 进行 当前 最近".split())
+
+
+_LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
+
+
+@lru_cache(maxsize=65536)
+def keywords(text: str) -> frozenset[str]:
+    """Content words: jieba for Chinese runs, whole tokens (payment-service, e_pay_timeout) for the rest."""
+    norm = normalize(text)
+    words: set[str] = set()
+    for token in _LATIN_WORD.findall(CJK_RUN.sub(" ", norm)):
+        if len(token) >= 2 and token not in _EN_STOP:
+            words.add(token)
+    runs = CJK_RUN.findall(norm)
+    if runs:
+        for run in runs:
+            for token in segment.jieba().lcut(run):
+                if len(token) >= 2 and token not in _ZH_STOP:
+                    words.add(token)
+    return frozenset(words)
+
+
+# Words that name one concept across Chinese and English (and common variants), for matching a
+# text against another that may say the same in the other language.
+SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("超时", "timeout", "timed"), ("错误", "报错", "error", "errors"), ("异常", "exception", "error"),
+    ("请求", "request", "requests"), ("连接", "connection", "connections"), ("连接池", "pool", "hikaripool"),
+    ("延迟", "耗时", "latency", "slow", "p99", "p95", "elapsed", "duration"), ("内存", "memory", "heap", "堆"),
+    ("使用率", "usage", "utilization", "util"), ("线程", "线程数", "thread", "threads"),
+    ("告警", "报警", "alert", "alerts", "firing"), ("失败", "fail", "failed", "failure"),
+    ("数据库", "database", "db", "mysql", "postgres"), ("缓存", "cache", "redis"), ("支付", "payment"),
+    ("订单", "order", "orders"), ("网关", "gateway"), ("发布", "部署", "deploy", "deployed", "release", "rollout"),
+    ("重启", "restart", "restarted"), ("不可用", "unavailable", "not available"),
+    ("拒绝", "refused", "rejected"), ("过高", "high", "飙高", "升高", "spike"), ("驱逐", "evicted", "eviction", "evict"),
+    ("上游", "upstream"), ("下游", "downstream"), ("接口", "api", "endpoint"), ("饱和", "saturated", "saturation"),
+    ("重试", "retry", "retries"), ("成功", "succeeded", "success"), ("发送", "send", "sent"),
+    ("慢查询", "slow query"), ("健康检查", "health check"), ("客户端", "client"), ("关闭", "closed", "close"),
+    ("响应", "respond", "response"), ("排队", "queued", "queue"), ("扫描", "scan", "scanned"), ("任务", "job"),
+    ("实例", "instance"), ("路由", "route"), ("阈值", "threshold"), ("配置", "config", "configuration", "setting"),
+    ("版本", "version"), ("等待", "waiting", "wait"), ("金丝雀", "canary"), ("跳过", "skipped", "skip"),
+    ("暂停", "停顿", "pause", "paused", "pauses"), ("最大", "maximum", "max"), ("淘汰", "evicted"),
+    ("变更", "change", "changed"), ("进程", "process"), ("采样", "sampling", "sample"), ("热点", "hot"),
+    ("分钟", "minute", "minutes"), ("次数", "times", "count"), ("节点", "node"), ("维护", "maintenance"),
+)
+_SYN_INDEX: dict[str, tuple[str, ...]] = {}
+for _group in SYNONYMS:
+    for _word in _group:
+        _SYN_INDEX[_word] = tuple(sorted(set(_SYN_INDEX.get(_word, ())) | set(_group)))
+
+
+def synonyms(word: str) -> tuple[str, ...]:
+    """The word and every word of its SYNONYMS groups (sorted), or just the word."""
+    return _SYN_INDEX.get(word, (word,))

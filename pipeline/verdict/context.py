@@ -1,0 +1,45 @@
+"""What every stage is handed, whichever provider runs it: the neutral ground between stages
+and providers.
+
+Stages (pipeline.stages) and providers (pipeline.llm, the offline engine included) both import
+this module and never each other's internals, so dependencies flow one way (tests/test_architecture.py keeps it so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pipeline.core.config import Settings
+from pipeline.core.contracts import LlmCallRecord, QuestionScope, ToolInvocation
+from pipeline.core.errors import LlmCallError
+
+RunTool = Callable[[str, dict[str, Any]], ToolInvocation]
+
+
+class StageFailure(LlmCallError):
+    """A stage could not produce usable output after its retries (endpoint refused, etc.)."""
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(f"{stage}: {message}")
+        self.stage = stage
+
+
+@dataclass
+class StageContext:
+    settings: Settings
+    session_id: str
+    language: str
+    record: Callable[[LlmCallRecord], None]
+    run_tool: RunTool
+    services: list[str] = field(default_factory=list)
+    round: int = 1
+    # "Now" for relative time windows: the incident's end for a bundled world, else the clock.
+    now: datetime | None = None
+    # What the question asks about (services, symptom, window); every stage and prompt gets it.
+    scope: QuestionScope | None = None
+    # time.monotonic() at the first LLM request of each (stage, round): the start of the stage's
+    # wall-time bound (openai.stage_timeout_s), shared by all the calls the stage makes.
+    stage_started: dict[tuple[str, int], float] = field(default_factory=dict)
