@@ -1,8 +1,8 @@
-"""Dependencies flow one way (docs/architecture.md#layers): contracts <- text and verdict policy <- gatekeeper,
-stages, providers <- evaluate, session, jobs <- cli and views <- pages.
+"""Dependencies flow one way (docs/architecture.md#layers): core and text <- verdict <- gatekeeper,
+stages, providers, tools, store <- runs, replay, bundles, jobs <- front ends <- pages.
 
 An AST walk over every module's imports (deferred imports inside functions included), so a new
-module must be given a layer here, and a shortcut upwards fails with the import that made it.
+module must sit in a layer's folder, and a shortcut upwards fails with the import that made it.
 """
 
 from __future__ import annotations
@@ -14,27 +14,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Longest matching prefix wins; a module may import its own layer or any layer below it.
+# One layer per folder (a module may import its own layer or any layer below it); the longest
+# matching prefix wins, so the one module placed apart from its folder says so here.
 LAYERS: dict[str, int] = {
-    # 0: contracts and what every layer may read (settings, errors, where resources are)
-    **dict.fromkeys(["pipeline.contracts", "pipeline.errors", "pipeline.config", "pipeline.config_file",
-                     "pipeline.resources",
-                     "pipeline.redact", "pipeline.bounds", "pipeline.segment", "pipeline.safeyaml",
-                     "pipeline.timewindow", "pipeline.messages", "pipeline.tools.results"], 0),
-    # 1: text primitives, the verdict policy, and the neutral ground stages and providers share
-    **dict.fromkeys(["pipeline.text", "pipeline.policy", "pipeline.context", "pipeline.scope", "pipeline.coverage",
-                     "pipeline.answer", "pipeline.safe_actions", "pipeline.provenance"], 1),
+    # 0: contracts, settings, errors, messages, and text primitives every layer may read
+    "pipeline.core": 0, "pipeline.text": 0,
+    # the typed tool records: what a tool returns is a contract every consumer reads
+    "pipeline.tools.results": 0,
+    # 1: the verdict policy, question scope and coverage, the neutral ground stages and providers share
+    "pipeline.verdict": 1,
     # 2: the engine's parts
-    **dict.fromkeys(["pipeline.gatekeeper", "pipeline.stages", "pipeline.llm", "pipeline.tools",
-                     "pipeline.incidents", "pipeline.store"], 2),
-    # 3: what runs a session, a check, an import, an eval, a job
-    **dict.fromkeys(["pipeline.evaluate", "pipeline.session", "pipeline.check", "pipeline.bundle",
-                     "pipeline.bundle_import", "pipeline.replay_inputs", "pipeline.history", "pipeline.jobs", "pipeline.eval",
-                     "pipeline.simulate", "pipeline.doctor", "pipeline.record", "pipeline.queue", "pipeline.rulebook",
-                     "pipeline.demo", "pipeline.telemetry"], 3),
+    **dict.fromkeys(["pipeline.gatekeeper", "pipeline.stages", "pipeline.llm", "pipeline.tools", "pipeline.store"], 2),
+    # 3: what runs a session, a replay, a bundle check or import, an eval, a job
+    **dict.fromkeys(["pipeline.runs", "pipeline.replay", "pipeline.bundles", "pipeline.jobs", "pipeline.eval",
+                     "pipeline.telemetry"], 3),
     # 4: front ends of the engine
-    **dict.fromkeys(["pipeline.cli", "pipeline.__main__", "pipeline.views", "pipeline.report",
-                     "pipeline.webhook", "pipeline.jobs.cli", "pipeline.rules_cli"], 4),
+    **dict.fromkeys(["pipeline.frontends", "pipeline.__main__"], 4),
 }
 # Same-layer packages that must still not see each other: a provider (the offline engine
 # included) never imports a stage, a stage never imports a provider, the gatekeeper neither.
@@ -75,7 +70,13 @@ ENGINE = sorted((ROOT / "pipeline").rglob("*.py"))
 
 def test_every_engine_module_has_a_layer():
     unplaced = [m for m in map(_module, ENGINE) if m != "pipeline" and _layer(m) is None]
-    assert unplaced == [], "give each new module its layer in LAYERS above"
+    assert unplaced == [], "put each new module in a folder of LAYERS above"
+
+
+def test_the_folders_show_the_layers():
+    """Only the package marker and `python -m pipeline` sit directly in pipeline/; each layer is a folder."""
+    loose = sorted(p.name for p in (ROOT / "pipeline").glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py"]
 
 
 @pytest.mark.parametrize("path", ENGINE, ids=lambda p: _module(p))
@@ -98,8 +99,8 @@ def test_engine_imports_flow_one_way(path: Path):
 
 
 def test_the_verdict_policy_reads_only_contracts_and_text():
-    targets = {t for _, t, _ in _imports(ROOT / "pipeline" / "policy.py") if _within(t, "pipeline")}
-    assert targets <= {"pipeline.contracts", "pipeline.text", "pipeline.messages"}
+    targets = {t for _, t, _ in _imports(ROOT / "pipeline" / "verdict" / "policy.py") if _within(t, "pipeline")}
+    assert targets <= {"pipeline.core.contracts", "pipeline.text.primitives", "pipeline.core.messages"}
 
 
 PAGES = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
