@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -129,15 +130,37 @@ def test_check_with_other_rules_dir(capsys: pytest.CaptureFixture[str], tmp_path
     assert code == 2 and "index.yaml" in err
 
 
-def test_replay_summarises_changes(capsys: pytest.CaptureFixture[str]) -> None:
-    ask_json(capsys)
-    code, out, _ = run(capsys, "replay")
-    assert code == 0 and out.strip()
+def test_replay_summarises_changes(capsys: pytest.CaptureFixture[str], tmp_path: Path, repo_root: Path) -> None:
+    sid = ask_json(capsys)["session_id"]
+    assert run(capsys, "replay") == (0, "1 sessions replayed, 0 changed\n", "")
+    # Candidate rules that demand every keyword of a claim in its excerpts: the PASS no longer holds.
+    strict = tmp_path / "rules"
+    shutil.copytree(repo_root / "rules", strict)
+    index = (strict / "index.yaml").read_text(encoding="utf-8")
+    at = index.index("id: claim.evidence_utilization")
+    (strict / "index.yaml").write_text(index[:at] + index[at:].replace("enabled: false", "enabled: true", 1), encoding="utf-8")
+    metadata = (strict / "metadata.yaml").read_text(encoding="utf-8")
+    at = metadata.index("  claim.evidence_utilization:")
+    (strict / "metadata.yaml").write_text(metadata[:at] + metadata[at:].replace("severity: warning", "severity: error", 1)
+                                          .replace("verdictImpact: warn_only", "verdictImpact: low_confid_on_fail", 1)
+                                          .replace("minKeywordCoverage: 0.5", "minKeywordCoverage: 1.0", 1), encoding="utf-8")
+    code, out, _ = run(capsys, "replay", "--rules", str(strict))
+    assert (code, out) == (0, "1 sessions replayed, 1 changed; status pass->fail 1; verdict PASS->LOW_CONFID 1\n")
+    code, out, _ = run(capsys, "replay", "--rules", str(strict), "--json")
+    [row] = json.loads(out)
+    assert (row["session_id"], row["old_verdict"], row["projected_verdict"]) == (sid, "PASS", "LOW_CONFID")
+    assert row["rules_responsible"] == ["claim.evidence_utilization"]
+    assert {e["rule_id"] for e in row["result"]["errors"]} == {"claim.evidence_utilization"}  # JSON, not a repr
 
 
 def test_doctor_offline(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "doctor")
-    assert out.strip()
+    lines = out.splitlines()
+    assert code == 0
+    assert "[ok] provider offline: no LLM endpoint is used" in lines
+    # every tool backend is probed, each against the bundled incident worlds
+    assert {line.split(":")[0] for line in lines if "bundled" in line} == {"query_logs", "query_metrics", "lookup_knowledge"}
+    assert all(line.endswith("incident world(s)") for line in lines if "bundled" in line)
 
 
 def test_eval_exit_code_follows_expectations(capsys: pytest.CaptureFixture[str], tmp_path: Path,

@@ -197,7 +197,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     history.refresh(rules_in_force(settings, store)[0])
     result = history.replay(rules)
     if args.json:
-        _print_json([r.__dict__ for r in result.rows(changed_only=True)])
+        _print_json([{**r.__dict__, "result": r.result.model_dump(mode="json")} for r in result.rows(changed_only=True)])
     else:
         print(result.summary())
     return 0
