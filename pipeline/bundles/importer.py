@@ -159,10 +159,10 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
 
     def finish(new_ids: list[int]) -> dict[str, Any]:
         id_map.update(zip((inv.id for inv in stored.tool_invocations), new_ids, strict=True))
-        status, structured = parse_executor_output(stored.executor_raw_output)
+        _, structured = parse_executor_output(stored.executor_raw_output)
         raw = stored.executor_raw_output
-        if status.status == "valid":
-            raw = json.dumps(_remap(structured, id_map), ensure_ascii=False)
+        if structured is not None:
+            raw = json.dumps(_remap(structured.raw, id_map), ensure_ascii=False)
         evaluation = _remap(ev.verifier_evaluation.model_dump(mode="json"), id_map)
         return {
             "status": "completed", "stage": "imported", "planner_plan": redact_value(stored.planner_plan),

@@ -7,10 +7,24 @@ should find its rule in docs/spec.md by grepping a field name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    JsonValue,
+    PrivateAttr,
+    StrictInt,
+    StrictStr,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import CoreSchema, core_schema
 
 from pipeline.core.messages import Message
 
@@ -161,6 +175,124 @@ class ExecutorOutputV2(_Model):
     hypotheses: list[Hypothesis] = Field(default_factory=list)
     recommended_actions: list[RecommendedAction] = Field(default_factory=list)
     missing_info: list[str] = Field(default_factory=list)
+
+
+# --- The executor output as written (docs/spec.md#executor-v2, docs/spec.md#parse-status) ------------
+#
+# ExecutorOutputV2 above is the shape the executor is asked for (the JSON schema it is sent). What
+# it writes is read into ExecutorOutput below, once, at parse: leniently, because a schema problem
+# is the gatekeeper's finding (schema.executor_v2), not a parse failure. A field of the wrong type
+# reads as absent, an element that is not an object reads as an element with every field absent,
+# so list positions stay those of the JSON and a target such as claims[2].evidence_bindings[1]
+# names the same element in the typed model and in what was written.
+
+
+class _Lenient:
+    """A field or list item that reads as its default when the written value does not validate."""
+
+    def __init__(self, default_factory: Callable[[], Any] | None = None, *, omit: bool = False) -> None:
+        self.default_factory, self.omit = default_factory, omit
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        if self.omit:  # a list item: left out, the rest of the list kept
+            return core_schema.with_default_schema(handler(source), on_error="omit")
+        if self.default_factory is not None:
+            return core_schema.with_default_schema(handler(source), default_factory=self.default_factory,
+                                                   on_error="default")
+        return core_schema.with_default_schema(handler(source), default=None, on_error="default")
+
+
+# None when absent or not a string (an empty string is kept: whether it is text is a rule's judgement).
+Text = Annotated[StrictStr | None, _Lenient()]
+# The invocation ids among a written list (bools and strings left out: they are not ids).
+Ids = Annotated[list[Annotated[StrictInt, _Lenient(omit=True)]], _Lenient(list)]
+Strings = Annotated[list[Annotated[StrictStr, _Lenient(omit=True)]], _Lenient(list)]
+
+
+class _Written(BaseModel):
+    # strict: nothing is coerced ("12" is not an id, 5 is not a claim_text); lenient: see _Lenient.
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+
+class ExecutorBinding(_Written):
+    source_type: Text = None
+    source_id: Text = None
+    tool_name: Text = None
+    source_invocation_ids: Ids = Field(default_factory=list)
+    # As written (record_ids reads it and names the entries it cannot read).
+    source_record_ids: Annotated[list[JsonValue] | None, _Lenient()] = None
+    evidence_excerpt: Text = None
+    digest_id: Text = None
+
+
+# Lists of elements: an element that is not an object reads as an empty one, in its place.
+Bindings = Annotated[list[Annotated[ExecutorBinding, _Lenient(ExecutorBinding)]], _Lenient(list)]
+
+
+class ExecutorClaim(_Written):
+    claim_id: Text = None
+    claim_type: Text = None
+    claim_text: Text = None
+    support_level: Text = None
+    evidence_bindings: Bindings = Field(default_factory=list)
+
+
+class ExecutorHypothesis(_Written):
+    hypothesis_text: Text = None
+    basis: Text = None
+    needed_evidence: Strings = Field(default_factory=list)
+
+
+class ExecutorAction(_Written):
+    action_text: Text = None
+    reason: Text = None
+    evidence_bindings: Bindings = Field(default_factory=list)
+
+
+class ExecutorOutput(_Written):
+    """A parsed executor output (a JSON object), typed. `raw` is the object as written: the schema
+    rule judges it, and it is what is stored (serialising this model gives `raw` back unchanged)."""
+
+    answer_version: Text = None
+    claims: Annotated[list[Annotated[ExecutorClaim, _Lenient(ExecutorClaim)]], _Lenient(list)] = Field(default_factory=list)
+    hypotheses: Annotated[list[Annotated[ExecutorHypothesis, _Lenient(ExecutorHypothesis)]], _Lenient(list)] = \
+        Field(default_factory=list)
+    recommended_actions: Annotated[list[Annotated[ExecutorAction, _Lenient(ExecutorAction)]], _Lenient(list)] = \
+        Field(default_factory=list)
+    missing_info: Strings = Field(default_factory=list)
+    _raw: dict[str, JsonValue] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_raw(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> ExecutorOutput:
+        if isinstance(data, ExecutorOutput):
+            return data
+        out: ExecutorOutput = handler(data)
+        out._raw = data
+        return out
+
+    @model_serializer(mode="plain")
+    def _as_written(self) -> dict[str, JsonValue]:
+        return self._raw
+
+    @property
+    def raw(self) -> dict[str, JsonValue]:
+        return self._raw
+
+    @classmethod
+    def read(cls, data: dict[str, JsonValue] | None) -> ExecutorOutput | None:
+        """The typed output of a parsed (or stored) JSON object; None for None."""
+        return None if data is None else cls.model_validate(data)
+
+    def with_raw(self, raw: dict[str, JsonValue]) -> ExecutorOutput:
+        """The same typed reading over another rendering of the object (the normalized one)."""
+        out = self.model_copy()
+        out._raw = raw
+        return out
+
+    def bindings(self) -> list[tuple[int, int, ExecutorBinding]]:
+        """(claim index, binding index, binding) of every claim binding, in order."""
+        return [(ci, bi, b) for ci, claim in enumerate(self.claims) for bi, b in enumerate(claim.evidence_bindings)]
 
 
 class ParseStatus(_Model):

@@ -95,7 +95,8 @@ def evaluate(
     given_composer_raw: str | None = None,
     features_cache: dict[str, Any] | None = None,
 ) -> Evaluation:
-    parse_status, structured = parse_executor_output(raw_output)
+    parse_status, output = parse_executor_output(raw_output)
+    structured = output.raw if output is not None else None
 
     if settings.gatekeeper.enabled:
         outcome = run_gatekeeper(

@@ -1,16 +1,16 @@
-"""Parse-only boundary (docs/spec.md#parse-status, docs/spec.md#parse-status): raw executor text -> parse status + JSON object.
+"""Parse-only boundary (docs/spec.md#parse-status): raw executor text -> parse status + the typed output.
 
-Schema validity is not judged here; that is the gatekeeper's `schema.executor_v2`.
+Schema validity is not judged here; that is the gatekeeper's `schema.executor_v2`. The JSON
+object is read into `ExecutorOutput` once, leniently, so every later stage reads typed fields.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from pipeline.core.bounds import JsonTooDeep, loads_bounded
-from pipeline.core.contracts import ParseStatus
+from pipeline.core.contracts import ExecutorOutput, ParseStatus
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
@@ -23,7 +23,7 @@ def strip_wrappers(raw: str) -> str:
     return m.group(1).strip() if m else text
 
 
-def parse_executor_output(raw: str | None) -> tuple[ParseStatus, dict[str, Any] | None]:
+def parse_executor_output(raw: str | None) -> tuple[ParseStatus, ExecutorOutput | None]:
     text = strip_wrappers(raw or "")
     if not text:
         return ParseStatus(status="missing", detail="executor returned no output"), None
@@ -39,4 +39,4 @@ def parse_executor_output(raw: str | None) -> tuple[ParseStatus, dict[str, Any] 
     if not isinstance(data, dict):
         return ParseStatus(status="malformed", detail=f"executor output is a JSON {type(data).__name__}, "
                                                        "not an object"), None
-    return ParseStatus(status="valid", detail="parsed executor evidence contract"), data
+    return ParseStatus(status="valid", detail="parsed executor evidence contract"), ExecutorOutput.read(data)

@@ -1,0 +1,54 @@
+"""The executor output read once at parse (docs/spec.md#parse-status, docs/spec.md#executor-v2):
+typed, lenient, positions kept, and stored exactly as written."""
+
+from __future__ import annotations
+
+import json
+
+from pipeline.core.contracts import ExecutorOutput
+from pipeline.stages.parse import parse_executor_output
+
+WRITTEN = {
+    "answer_version": "executor_evidence_v2",
+    "claims": [
+        "CPU is high",  # not an object: still claims[0]
+        {"claim_id": "c2", "claim_type": "symptom", "claim_text": 5, "support_level": "direct",
+         "evidence_bindings": [7, {"tool_name": "queryLogs", "source_invocation_ids": [12, "13", True, 14],
+                                   "evidence_excerpt": "timeout after 3000ms", "source_record_ids": ["12#3", 4]}]},
+    ],
+    "hypotheses": {"not": "a list"},
+    "missing_info": ["who deployed", 3],
+    "diagnosis_summary": "a removed field, kept as written",
+}
+
+
+def test_malformed_elements_keep_their_positions() -> None:
+    status, out = parse_executor_output("```json\n" + json.dumps(WRITTEN) + "\n```")
+    assert status.status == "valid" and out is not None
+    assert [c.claim_id for c in out.claims] == [None, "c2"]
+    claim = out.claims[1]
+    assert claim.claim_text is None  # not a string: absent, for the schema rule to name
+    assert claim.support_level == "direct"
+    # claims[1].evidence_bindings[1] is the second written binding, though the first is not an object.
+    assert [(ci, bi, b.tool_name) for ci, bi, b in out.bindings()] == [(1, 0, None), (1, 1, "queryLogs")]
+    binding = claim.evidence_bindings[1]
+    assert binding.source_invocation_ids == [12, 14]  # "13" and true are not ids
+    assert binding.source_record_ids == ["12#3", 4]  # as written: record_ids names what it cannot read
+    assert out.hypotheses == [] and out.missing_info == ["who deployed"]
+
+
+def test_stored_form_is_the_object_as_written() -> None:
+    _, out = parse_executor_output(json.dumps(WRITTEN, ensure_ascii=False))
+    assert out is not None
+    assert out.raw == WRITTEN
+    assert out.model_dump() == WRITTEN
+    assert json.loads(out.model_dump_json()) == WRITTEN
+    again = ExecutorOutput.model_validate(json.loads(out.model_dump_json()))
+    assert again.claims == out.claims
+
+
+def test_not_an_object_is_not_an_output() -> None:
+    assert parse_executor_output("[1, 2]")[1] is None
+    assert parse_executor_output("{bad json")[0].status == "malformed"
+    assert parse_executor_output("")[0].status == "missing"
+    assert ExecutorOutput.read(None) is None
