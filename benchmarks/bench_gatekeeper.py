@@ -38,9 +38,10 @@ from rapidfuzz import fuzz
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline.core.contracts import ParseStatus, ToolInvocation  # noqa: E402
-from pipeline.gatekeeper import GateContext, ReplayInput, gate_verdict, load_rules, replay, run_gatekeeper  # noqa: E402
+from pipeline.gatekeeper import GateContext, gate_verdict, load_rules, run_gatekeeper  # noqa: E402
 from pipeline.gatekeeper.features import compute_features, prepare_output  # noqa: E402
 from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, fold  # noqa: E402
+from pipeline.replay.per_session import ReplayInput, replay  # noqa: E402
 from pipeline.stages.verifier import build_payload  # noqa: E402
 
 # CPU time of this process, not wall time: the cores are shared, and another process's work

@@ -274,12 +274,12 @@ def seed(url: str, sessions: int, trouble: float, audit: bool = True) -> None:
 def measure_columnar(url: str) -> None:
     """In its own process, so the peak RSS is the replay's alone."""
     from pipeline.core.config import load_settings
-    from pipeline.replay.history import ColumnarHistory
+    from pipeline.replay.history import GateColumnCache
     from pipeline.runs.rulebook import rules_in_force
 
     store = Store(url)
     rules = rules_in_force(load_settings(), store)[0]
-    history = ColumnarHistory(store)
+    history = GateColumnCache(store)
     arrays, cold = _timed(lambda: history.refresh(rules))
     first, took = _timed(lambda: history.replay(rules))
     print(f"cold load: {len(arrays.session_ids)} sessions, {len(arrays.b_score)} bindings in {cold:.1f} s; "
@@ -296,7 +296,7 @@ def measure_columnar(url: str) -> None:
         result, took = _timed(lambda c=candidate: history.replay(c))
         print(f"warm replay {label}: {took:.3f} s, settled by arrays {result.total - len(result.exact)}, "
               f"exact path {len(result.exact)}; {result.summary()}")
-    # On SQLite the tables are read by three child processes (pipeline/store/arrow.py), each
+    # On SQLite the tables are read by three child processes (pipeline/replay/arrow.py), each
     # with its own memory: the largest child's peak, counted three times, bounds theirs.
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"columnar peak rss: {_rss_mb():.0f} MB" + (f"; Arrow reader children <= 3 x {child:.0f} MB"
@@ -311,7 +311,7 @@ def measure_tiled(url: str, times: int) -> None:
     import numpy as np
 
     from pipeline.core.config import load_settings
-    from pipeline.gatekeeper.columns import maybe_flagged
+    from pipeline.replay.columns import maybe_flagged
     from pipeline.replay.history import load_arrays
     from pipeline.runs.rulebook import rules_in_force
 
@@ -343,15 +343,15 @@ def measure_tiled(url: str, times: int) -> None:
 
 def measure_naive(url: str, count: int) -> None:
     from pipeline.core.config import load_settings
-    from pipeline.gatekeeper import replay, summarize
-    from pipeline.replay.inputs import ReplayHistory
+    from pipeline.replay.inputs import SessionInputCache
+    from pipeline.replay.per_session import replay, summarize
     from pipeline.runs.rulebook import rules_in_force
 
     store = Store(url)
     rules = rules_in_force(load_settings(), store)[0].with_params("evidence.excerpt_similarity", passThreshold=0.55,
                                                                    warnThreshold=0.3)
     ids = store.session_ids()[:count]
-    inputs, load = _timed(lambda: ReplayHistory(store).inputs(ids))
+    inputs, load = _timed(lambda: SessionInputCache(store).inputs(ids))
     rows, took = _timed(lambda: replay(inputs, rules))
     print(f"naive at {len(ids)}: load {load:.1f} s, replay {took:.2f} s, peak rss {_rss_mb():.0f} MB; {summarize(rows)}")
 

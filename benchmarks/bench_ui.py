@@ -40,9 +40,10 @@ from sqlalchemy import insert, select
 
 from pipeline.core.config import load_settings
 from pipeline.frontends import views
-from pipeline.gatekeeper import load_rules, replay
+from pipeline.gatekeeper import load_rules
 from pipeline.gatekeeper.features import compute_features
 from pipeline.replay.inputs import replay_inputs
+from pipeline.replay.per_session import replay
 from pipeline.runs import review_queue
 from pipeline.runs.record import read_session
 from pipeline.runs.session import run_session

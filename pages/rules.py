@@ -14,7 +14,7 @@ from pages import _common as ui
 from pipeline.core.messages import msg, render
 from pipeline.frontends import views
 from pipeline.gatekeeper import RulesError, RuleSet
-from pipeline.replay.history import ColumnarHistory, similarity_histogram
+from pipeline.replay.history import GateColumnCache, similarity_histogram
 from pipeline.runs import review_queue, rulebook
 from pipeline.runs.rulebook import rules_in_force
 from pipeline.store import StaleRuleVersion
@@ -205,13 +205,13 @@ def yaml_editor(errors: list[str]) -> None:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _history(url: str) -> ColumnarHistory:
-    history = ColumnarHistory(ui.store())
+def _history(url: str) -> GateColumnCache:
+    history = GateColumnCache(ui.store())
     history.warm(rules_in_force(ui.settings(), ui.store())[0])
     return history
 
 
-def history_now() -> ColumnarHistory:
+def history_now() -> GateColumnCache:
     """The columnar history with every stored session in it (new ones are added)."""
     history = _history(ui.settings().db_url)
     history.refresh(rules_in_force(ui.settings(), ui.store())[0])

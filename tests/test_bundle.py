@@ -14,9 +14,9 @@ from pipeline.bundles.importer import import_bundle
 from pipeline.bundles.session_bundle import BundleError, export_bundle, load_bundle, parse_bundle
 from pipeline.core.config import Settings
 from pipeline.core.errors import WorkbenchError
-from pipeline.gatekeeper.replay import replay
 from pipeline.llm import make_provider
 from pipeline.replay.inputs import replay_inputs
+from pipeline.replay.per_session import replay
 from pipeline.runs.rulebook import rules_in_force
 from pipeline.runs.session import run_session
 from pipeline.store import Store

@@ -9,20 +9,16 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.contracts import EvidenceDigest, ToolInvocation
-from pipeline.gatekeeper import (
-    GateContext,
+from pipeline.gatekeeper import GateContext, gate_verdict, load_rules, matcher, run_gatekeeper
+from pipeline.gatekeeper.matcher import PreparedOutput, record_text
+from pipeline.replay.per_session import (
     ReplayInput,
     cited_invocation_ids,
-    gate_verdict,
-    load_rules,
-    matcher,
     project_verdict,
     replay,
-    run_gatekeeper,
     similarity_scores,
     summarize,
 )
-from pipeline.gatekeeper.matcher import PreparedOutput, record_text
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 SESSION = "sess-a"
@@ -557,11 +553,11 @@ def test_features_are_json_serialisable_and_scores_collectable(rules):
 
 
 def test_replay_history_loads_new_sessions_only(settings, store) -> None:
-    from pipeline.replay.inputs import ReplayHistory, replay_inputs
+    from pipeline.replay.inputs import SessionInputCache, replay_inputs
     from pipeline.runs.session import run_session
 
     run_session("payment API times out, what's going on?", settings=settings, store=store)
-    history = ReplayHistory(store)
+    history = SessionInputCache(store)
     first = history.refresh()
     assert len(first) == 1 and history.last_added == 1
     assert history.refresh()[0] is first[0] and history.last_added == 0

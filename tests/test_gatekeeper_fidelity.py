@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.contracts import ToolInvocation
-from pipeline.gatekeeper import GateContext, ReplayInput, gate_verdict, load_rules, replay, run_gatekeeper
+from pipeline.gatekeeper import GateContext, gate_verdict, load_rules, run_gatekeeper
 from pipeline.gatekeeper.matcher import PreparedOutput, fold
 from pipeline.gatekeeper.vocabulary import Vocabulary, absent_pieces
+from pipeline.replay.per_session import ReplayInput, replay
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 SIMILARITY, ENTITIES = "evidence.excerpt_similarity", "evidence.excerpt_entities"

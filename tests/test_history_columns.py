@@ -12,10 +12,10 @@ from sqlalchemy import text
 
 from pipeline.core.config import load_settings
 from pipeline.core.contracts import VERDICT_ORDER
-from pipeline.gatekeeper import replay, summarize
-from pipeline.gatekeeper.columns import STATUSES, judge, rule_bits
-from pipeline.replay.history import ColumnarHistory, backfill, write_columns
+from pipeline.replay.columns import STATUSES, judge, rule_bits
+from pipeline.replay.history import GateColumnCache, backfill, write_columns
 from pipeline.replay.inputs import replay_inputs
+from pipeline.replay.per_session import replay, summarize
 from pipeline.runs.rulebook import rules_in_force
 from pipeline.runs.session import run_session
 from pipeline.store import Store
@@ -74,7 +74,7 @@ CASES = [
 def test_columnar_replay_equals_per_session_replay(history_store: Store, change) -> None:  # noqa: ANN001
     rules = change(rules_in_force(load_settings(), history_store)[0])
     naive = replay(replay_inputs(history_store), rules)
-    result = ColumnarHistory(history_store).replay(rules)
+    result = GateColumnCache(history_store).replay(rules)
     columnar = {r.session_id: r for r in result.rows()}
     assert len(columnar) == len(naive) == 304
     for row in naive:
@@ -90,7 +90,7 @@ def test_arrays_judge_as_the_per_session_replay(history_store: Store) -> None:
     impacts (text rules switched off or made warn-only too): every session it answers for has the
     per-session replay's status and verdict."""
     base = rules_in_force(load_settings(), history_store)[0]
-    history = ColumnarHistory(history_store)
+    history = GateColumnCache(history_store)
     arrays = history.refresh(base)
     inputs = replay_inputs(history_store)
     index = {sid: i for i, sid in enumerate(arrays.session_ids)}
@@ -134,7 +134,7 @@ def test_threshold_moves_stay_mostly_on_arrays(history_store: Store) -> None:
     """Under threshold changes the arrays settle every session, cleared or judged; a word-list
     change settles none."""
     rules = rules_in_force(load_settings(), history_store)[0]
-    history = ColumnarHistory(history_store)
+    history = GateColumnCache(history_store)
     for p in (0.3, 0.5, 0.7, 0.9):
         result = history.replay(rules.with_params("evidence.excerpt_similarity", passThreshold=p, warnThreshold=0.3))
         assert not result.exact and result.judged.any() and result.clean.any()
@@ -154,7 +154,7 @@ def test_rows_written_under_other_rules(history_store: Store) -> None:
     inputs = replay_inputs(history_store)
     try:
         write_columns(history_store, inputs[::2], written)  # half the history under each
-        history = ColumnarHistory(history_store)
+        history = GateColumnCache(history_store)
         for candidate in (written, written.with_params("claim.evidence_utilization", minKeywordCoverage=0.7),
                           written.with_params("evidence.excerpt_entities", minLocatedScore=0.9)
                                  .with_params("evidence.excerpt_similarity", passThreshold=0.55)):
@@ -169,7 +169,7 @@ def test_rows_written_under_other_rules(history_store: Store) -> None:
 
 def test_sessions_without_rows_are_backfilled(history_store: Store, tmp_path: Path) -> None:
     rules = rules_in_force(load_settings(), history_store)[0]
-    history = ColumnarHistory(history_store)
+    history = GateColumnCache(history_store)
     assert len(history.refresh(rules).session_ids) == 304
     with history_store.engine.begin() as conn:
         sid = conn.execute(text("SELECT session_id FROM gate_session ORDER BY seq DESC LIMIT 1")).scalar_one()
@@ -196,7 +196,7 @@ def test_columnar_replay_on_each_database(any_store: Store) -> None:
     run_session("payment API times out, what's going on?", settings=settings, store=any_store)
     bench.seed_variants(any_store, 40, random.Random(3))
     rules = rules_in_force(settings, any_store)[0]
-    history = ColumnarHistory(any_store)
+    history = GateColumnCache(any_store)
     for change in (CASES[0], CASES[1], CASES[4]):
         candidate = change(rules)
         naive = replay(replay_inputs(any_store), candidate)
@@ -261,7 +261,7 @@ def test_an_arrow_load_leaves_this_process_sqlite_connections_sound(tmp_path: Pa
 @pytest.mark.slow
 def test_arrow_reads_a_read_only_database(tmp_path: Path) -> None:
     """The read-only URL a store falls back to (mode=ro) is opened read-only by the Arrow reader too."""
-    from pipeline.store.arrow import ArrowReadError, arrow_available, arrow_batches
+    from pipeline.replay.arrow import ArrowReadError, arrow_available, arrow_batches
 
     store = Store(f"sqlite:///{tmp_path / 'wb.db'}")
     run_session("order-service CPU is high", settings=load_settings(), store=store)

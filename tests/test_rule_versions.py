@@ -120,11 +120,11 @@ def _strict_utilization(texts: tuple[str, str]) -> tuple[str, str]:
 
 def _exact(settings, store: Store, ids: list[str]) -> dict[str, tuple[str, str, list[str]]]:  # noqa: ANN001
     """Each session's (verdict, gatekeeper status, failed rules) under the rules in force, one by one."""
-    from pipeline.gatekeeper import replay
-    from pipeline.replay.inputs import ReplayHistory
+    from pipeline.replay.inputs import SessionInputCache
+    from pipeline.replay.per_session import replay
     from pipeline.runs.rulebook import rules_in_force
 
-    rows = replay(ReplayHistory(store).inputs(ids), rules_in_force(settings, store)[0])
+    rows = replay(SessionInputCache(store).inputs(ids), rules_in_force(settings, store)[0])
     return {r.session_id: (r.projected_verdict, r.new_status, r.result.failed_rules) for r in rows}
 
 

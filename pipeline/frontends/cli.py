@@ -186,13 +186,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from pipeline.replay.history import ColumnarHistory
+    from pipeline.replay.history import GateColumnCache
     from pipeline.runs.rulebook import rules_in_force
 
     settings = _settings(args)
     rules = _rules(args, settings)
     store = Store(settings.db_url)
-    history = ColumnarHistory(store, kept=0)  # one replay: nothing is worth keeping
+    history = GateColumnCache(store, kept=0)  # one replay: nothing is worth keeping
     # Sessions without columnar rows get them under the rules in force, not the candidate's lists.
     history.refresh(rules_in_force(settings, store)[0])
     result = history.replay(rules)

@@ -691,8 +691,8 @@ class VerdictChange:
 def verdict_change(settings: Settings, store: Store, session_id: str) -> VerdictChange | None:
     """The session's verdict in force beside its verdict at ask (None: they agree), its findings
     replayed under the version that gave the verdict in force."""
-    from pipeline.gatekeeper import replay
-    from pipeline.replay.inputs import ReplayHistory
+    from pipeline.replay.inputs import SessionInputCache
+    from pipeline.replay.per_session import replay
     from pipeline.runs.rulebook import rules_of
 
     with store.engine.connect() as conn:
@@ -704,7 +704,7 @@ def verdict_change(settings: Settings, store: Store, session_id: str) -> Verdict
     if row is None:
         return None
     verdict, status, version, ungated, at_ask, status_at_ask, version_at_ask = row
-    [replayed] = replay(ReplayHistory(store).inputs([session_id]), rules_of(settings, store, version))
+    [replayed] = replay(SessionInputCache(store).inputs([session_id]), rules_of(settings, store, version))
     old = _gate_errors(read_session(store, session_id, with_llm_calls=False))
     new = replayed.result.errors
 

@@ -9,34 +9,18 @@ from pipeline.gatekeeper.engine import (
     normalize_structured,
     run_gatekeeper,
 )
-from pipeline.gatekeeper.replay import (
-    ReplayInput,
-    ReplayRow,
-    cited_invocation_ids,
-    project_verdict,
-    replay,
-    similarity_scores,
-    summarize,
-)
 from pipeline.gatekeeper.rules_schema import RuleSet, RuleSpec, load_rules, load_rules_from_text
 
 __all__ = [
     "GateContext",
     "GateOutcome",
-    "ReplayInput",
-    "ReplayRow",
     "RuleSet",
     "RuleSpec",
     "RulesError",
-    "cited_invocation_ids",
     "evaluate",
     "gate_verdict",
     "load_rules",
     "load_rules_from_text",
     "normalize_structured",
-    "project_verdict",
-    "replay",
     "run_gatekeeper",
-    "similarity_scores",
-    "summarize",
 ]

@@ -5,7 +5,7 @@ the tables existed or imported since, on the first replay that misses them. Arra
 Arrow record batches (ADBC), so a million sessions' ten million bindings never become Python
 objects: building those objects was most of a cold load (docs/architecture.md#performance).
 What the columns decide and what they leave to the exact per-session replay:
-pipeline/gatekeeper/columns.py.
+pipeline/replay/columns.py.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
 from pipeline.core.errors import StoreError
-from pipeline.gatekeeper import ReplayInput, ReplayRow, RuleSet, replay
-from pipeline.gatekeeper.columns import (
+from pipeline.gatekeeper import RuleSet
+from pipeline.replay.arrow import arrow_available, arrow_batches
+from pipeline.replay.columns import (
     STATUSES,
     HistoryArrays,
     judge,
@@ -37,10 +38,9 @@ from pipeline.gatekeeper.columns import (
     rule_bits,
     session_columns,
 )
-from pipeline.gatekeeper.replay import summary_line
-from pipeline.replay.inputs import ReplayHistory
+from pipeline.replay.inputs import SessionInputCache
+from pipeline.replay.per_session import ReplayInput, ReplayRow, replay, summary_line
 from pipeline.store import Store
-from pipeline.store.arrow import arrow_available, arrow_batches
 from pipeline.store.engine import display_url
 from pipeline.store.schema import DiagnosisSession, GateBinding, GateClaim, GateSessionColumns
 
@@ -95,7 +95,7 @@ def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> Non
 
 def record_session(store: Store, session_id: str, rules: RuleSet) -> None:
     """Columns of one just-finished session (a few queries; its features are already stored)."""
-    write_columns(store, ReplayHistory(store).inputs([session_id]), rules)
+    write_columns(store, SessionInputCache(store).inputs([session_id]), rules)
 
 
 def backfill(store: Store, rules: RuleSet, unwritten: list[str] | None = None) -> int:
@@ -109,7 +109,7 @@ def backfill(store: Store, rules: RuleSet, unwritten: list[str] | None = None) -
             f"WHERE d.status IN {_REPLAYABLE} AND (g.seq IS NULL OR g.claims_ok IS NULL)").scalars())
     done = 0
     for i in range(0, len(missing), _WRITE_CHUNK):
-        items = ReplayHistory(store).inputs(missing[i:i + _WRITE_CHUNK])
+        items = SessionInputCache(store).inputs(missing[i:i + _WRITE_CHUNK])
         try:
             write_columns(store, items, rules)
         except SQLAlchemyError:
@@ -291,14 +291,14 @@ def _index(seqs: npt.NDArray[np.int64], rows: dict[str, Any]) -> npt.NDArray[np.
     return at
 
 
-class ColumnarHistory:
+class GateColumnCache:
     """The history loaded once as arrays; the exact path's inputs are loaded per session on demand."""
 
     def __init__(self, store: Store, kept: int = 5_000):
         self.store = store
         # The exact path's inputs kept between replays (a tuner moving a slider back and forth
         # replays the same sessions); 0 for a one-off replay.
-        self.exact = ReplayHistory(store, kept=kept)
+        self.exact = SessionInputCache(store, kept=kept)
         self._loaded: tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]], _Names] | None = None
         self.unwritten: list[str] = []  # sessions without rows that could not be given any
         self._lock = threading.RLock()  # the page warms it in the background while a tuner edits
@@ -334,7 +334,7 @@ class ColumnarHistory:
                 .where(DiagnosisSession.status.in_(("completed", "imported")))).scalar_one())
 
     def replay(self, rules: RuleSet, exclude: set[str] | frozenset[str] = frozenset(),
-               on_exact: Callable[[int, int], None] | None = None) -> HistoryReplay:
+               on_exact: Callable[[int, int], None] | None = None) -> ReplayOutcome:
         """The candidate over the history as last refreshed (refreshed under `rules` if never);
         `on_exact(done, total)` hears how far the per-session replay of the rest has come."""
         with self._lock:
@@ -369,13 +369,13 @@ class ColumnarHistory:
                                   np.array([words[w] for w in STATUSES], dtype=np.int16)[status]).astype(np.int16)
         settled_verdict = np.where(~flagged, outcomes["verdict"],
                                    np.array([words[v] for v in VERDICT_ORDER], dtype=np.int16)[verdict]).astype(np.int16)
-        return HistoryReplay(self.store, arrays, outcomes, names, included & ~flagged, judged & included,
+        return ReplayOutcome(self.store, arrays, outcomes, names, included & ~flagged, judged & included,
                              settled_status, settled_verdict, exact, exact_at, rerun,
                              np.where(judged, verdicts.failed, 0), np.where(judged, verdicts.warned, 0))
 
 
 @dataclass
-class HistoryReplay:
+class ReplayOutcome:
     """A replay's outcome: sessions the arrays settle (cleared or judged) as code arrays, the
     others as exact ReplayRows."""
 
@@ -413,7 +413,7 @@ class HistoryReplay:
         return changed
 
     def counts(self) -> tuple[int, int, Counter[str], Counter[str]]:
-        """(sessions, changed, status moves, verdict moves), as gatekeeper.replay.summarize counts rows."""
+        """(sessions, changed, status moves, verdict moves), as per_session.summarize counts rows."""
         names, o = self.names.reverse(), self.outcomes
         status: Counter[str] = Counter(f"{r.old_status}->{r.new_status}" for r in self.exact.values()
                                        if r.old_status != r.new_status)
@@ -429,7 +429,7 @@ class HistoryReplay:
         return self.total, changed, status, verdict
 
     def summary(self) -> str:
-        """Exactly what gatekeeper.replay.summarize says of the same rows."""
+        """Exactly what per_session.summarize says of the same rows."""
         return summary_line(*self.counts())
 
     def rows(self, changed_only: bool = False, limit: int | None = None) -> list[ReplayRow]:

@@ -22,8 +22,8 @@ from typing import Any
 from sqlalchemy import select
 
 from pipeline.core.contracts import ClaimCheck, EvidenceDigest, ServiceCoverage, ToolInvocation
-from pipeline.gatekeeper import ReplayInput, cited_invocation_ids
 from pipeline.gatekeeper.features import valid_ids
+from pipeline.replay.per_session import ReplayInput, cited_invocation_ids
 from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
 
@@ -70,7 +70,7 @@ def _chunks(ids: list[Any]) -> Iterator[list[Any]]:
         yield ids[i:i + _CHUNK]
 
 
-class ReplayHistory:
+class SessionInputCache:
     """Every replayable session's ReplayInput, loaded once and then topped up with new sessions.
 
     A finished session's audit record does not change, so a refresh only reads the sessions it
@@ -163,4 +163,4 @@ class ReplayHistory:
 
 def replay_inputs(store: Store) -> list[ReplayInput]:
     """Every session that has a verifier evaluation (running and failed ones have nothing to replay)."""
-    return ReplayHistory(store).refresh()
+    return SessionInputCache(store).refresh()

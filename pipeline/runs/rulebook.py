@@ -221,7 +221,7 @@ def _report(store: Store, version: int, phase: str, done: int, total: int) -> No
 def rejudge(settings: Settings, store: Store, on_progress: Callable[[str, int, int], None] | None = None) -> Rejudged:
     """Judge every stored session again under the version in force (the columnar replay) and
     store each outcome that differs from the one at ask; `on_progress(phase, done, total)`."""
-    from pipeline.replay.history import ColumnarHistory
+    from pipeline.replay.history import GateColumnCache
 
     rules, applied = rules_in_force(settings, store)
     version = applied or 0
@@ -235,7 +235,7 @@ def rejudge(settings: Settings, store: Store, on_progress: Callable[[str, int, i
     with store.engine.connect() as conn:
         # Sessions recorded after this point are judged when they finish (judge_late), not here.
         through = conn.execute(select(func.max(GateSessionColumns.seq))).scalar() or 0
-    history = ColumnarHistory(store, kept=0)
+    history = GateColumnCache(store, kept=0)
     total = len(history.refresh(rules).session_ids)
     report("judge", 0, total)
     result = history.replay(rules, on_exact=lambda done, of: report("judge", done, of))
@@ -311,11 +311,11 @@ def judge_late(settings: Settings, store: Store, session_id: str, version: int) 
     written whether or not its outcome differs, so it names the version that judged it."""
     if store.rules_version() == version:
         return
-    from pipeline.gatekeeper import replay
-    from pipeline.replay.inputs import ReplayHistory
+    from pipeline.replay.inputs import SessionInputCache
+    from pipeline.replay.per_session import replay
 
     rules, applied = rules_in_force(settings, store)
-    rows = replay(ReplayHistory(store).inputs([session_id]), rules)
+    rows = replay(SessionInputCache(store).inputs([session_id]), rules)
     with store.engine.begin() as conn:
         conn.execute(_upsert(store), [{"session_id": r.session_id, "verdict": r.projected_verdict,
                                        "gatekeeper_status": r.new_status, "failed_rules": r.result.failed_rules,

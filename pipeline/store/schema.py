@@ -253,7 +253,7 @@ class JobRow(Base):
 
 
 class GateSessionColumns(Base):
-    """One replayable session in the columnar replay (pipeline/gatekeeper/columns.py): what a
+    """One replayable session in the columnar replay (pipeline/replay/columns.py): what a
     threshold replay needs of it besides its bindings, as numbers and small codes. `seq` is the
     dense integer that gate_binding rows point at, so arrays never hold session id strings."""
 

@@ -188,7 +188,7 @@ class ClaimStanding:
 
 def claim_standings(claims: Sequence[Mapping[str, Any]], claim_checks: Iterable[ClaimCheck]) -> list[ClaimStanding]:
     """Per claim, what apply_gatekeeper and claims_verdict make of it under each outcome: the
-    columnar replay (pipeline/gatekeeper/columns.py) combines these instead of re-running both."""
+    columnar replay (pipeline/replay/columns.py) combines these instead of re-running both."""
     checks = {c.claim_id: c.verification for c in claim_checks}
     core = _core_ids(claims)
     out = []

@@ -1,4 +1,4 @@
-"""Columnar gatekeeper replay: gate_session and gate_binding (pipeline/gatekeeper/columns.py).
+"""Columnar gatekeeper replay: gate_session and gate_binding (pipeline/replay/columns.py).
 
 A threshold replay over a million sessions reads these narrow rows into arrays instead of every
 session's JSON audit record. Existing sessions get their rows lazily, on the first replay that

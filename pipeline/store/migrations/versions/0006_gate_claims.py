@@ -1,4 +1,4 @@
-"""Claim standings and finding bits for the columnar replay (pipeline/gatekeeper/columns.py, judge).
+"""Claim standings and finding bits for the columnar replay (pipeline/replay/columns.py, judge).
 
 gate_claim holds each claim's standing in the verdict matrix under each gatekeeper outcome;
 gate_session rows gain whether their claims can be judged in arrays, the verdict floor of their

@@ -4,7 +4,7 @@ The SQLite driver of ADBC carries its own copy of SQLite. Two copies of SQLite i
 do not see each other's locks: the second to open a WAL database's shared memory believes it
 is alone and resets the WAL index under the first, which then fails with "disk I/O error" or
 stops seeing committed rows (docs/architecture.md#performance). So on SQLite the reader runs
-in a child process, `python -m pipeline.store.arrow`, and streams the batches back in Arrow's
+in a child process, `python -m pipeline.replay.arrow`, and streams the batches back in Arrow's
 IPC format; on PostgreSQL it connects over the network in this process.
 """
 
@@ -84,7 +84,7 @@ def _from_child(url: str, sql: str, batch_rows: int) -> Iterator[pa.RecordBatch]
         # The child imports this package from where this process did, installed or not.
         root = str(Path(__file__).resolve().parents[2])
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-        child = subprocess.Popen([sys.executable, "-m", "pipeline.store.arrow", target, str(batch_rows)],
+        child = subprocess.Popen([sys.executable, "-m", "pipeline.replay.arrow", target, str(batch_rows)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
                                  env={**os.environ, "PYTHONPATH": path})
         assert child.stdin is not None and child.stdout is not None

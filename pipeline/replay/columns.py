@@ -10,7 +10,7 @@ per session the facts that no threshold touches. A replay settles each session b
    and the projected verdict `clean_verdict` (with no failed rule the policy reads no parameter);
 2. `judge`: the rules' findings per binding and claim from the arrays, combined as the verdict
    policy combines them;
-3. otherwise the per-session replay (pipeline/gatekeeper/replay.py) decides: sessions stored
+3. otherwise the per-session replay (pipeline/replay/per_session.py) decides: sessions stored
    before these rows existed, whose output did not parse into claims with their own ids, or
    whose entity findings change at more scores than the rows keep, between the ones they keep.
 
@@ -32,7 +32,6 @@ import numpy.typing as npt
 from pipeline.core.contracts import VERDICT_ORDER, ClaimCheck, GatekeeperResult, Verdict
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.engine import unbacked_claims
-from pipeline.gatekeeper.replay import ReplayInput, project_verdict
 from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own measure, not a copy
     RULES,
     DigestRefRule,
@@ -44,6 +43,7 @@ from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own mea
     _keyword_coverage,
 )
 from pipeline.gatekeeper.rules_schema import RuleSet
+from pipeline.replay.per_session import ReplayInput, project_verdict
 from pipeline.verdict.policy import claim_dicts, claim_index, claim_standings, decide_verdict, gatekeeper_floor
 
 COLUMNS_VERSION = 1  # part of lists_key: rows derived by older code are judged again
