@@ -118,7 +118,7 @@ def build_trace_session(store: Store) -> str:
     store.update_session(sid, status="completed", stage="done", verdict="REJECT", gatekeeper_status="fail",
                          failed_rules=["evidence.excerpt_entities"], groundedness=0.75, final_answer="bench answer",
                          executor_raw_output=json.dumps(structured), gatekeeper_features=features,
-                         self_evaluation={"verifier_evaluation": evaluation, "rounds": []})
+                         audit={"round_audit": evaluation, "rounds": []})
     return sid
 
 
@@ -162,7 +162,7 @@ def build_history(store: Store, settings: Any, n: int) -> None:
                                 "latency_ms": m["latency_ms"]})
             next_id += 1
         clone = {k: v for k, v in row.items() if k not in ("id", "created_at", "updated_at")}
-        for key in ("self_evaluation", "gatekeeper_features", "evidence_digests"):
+        for key in ("audit", "gatekeeper_features", "evidence_digests"):
             clone[key] = _remap(row[key], id_map)
         clone.update(id=sid, created_at=start + timedelta(minutes=13 * i), updated_at=start + timedelta(minutes=13 * i),
                      groundedness=min(1.0, max(0.0, (row["groundedness"] or 0) - (i % 7) * 0.05)))

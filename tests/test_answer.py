@@ -27,7 +27,7 @@ def test_unknown_service_ends_low_confid_and_names_the_service(
     result = run_session(question, settings=settings, store=store)
     ev = result.evaluation
     assert result.verdict == "LOW_CONFID"
-    assert ("billing-service", "no_data") in [(c.service, c.status) for c in ev.verifier_evaluation.question_coverage]
+    assert ("billing-service", "no_data") in [(c.service, c.status) for c in ev.round_audit.question_coverage]
     first = ev.composer_output.answer_summary
     assert says in first and result.final_answer.startswith(first)
     assert any("billing-service" in gap for gap in ev.composer_input.missing_info)
@@ -45,7 +45,7 @@ def test_healthy_service_passes_with_a_no_fault_sentence_bound_to_evidence(
     result = run_session(question, settings=settings, store=store)
     ev = result.evaluation
     assert result.verdict == "PASS" and result.final_answer.startswith(opening)
-    (cov,) = ev.verifier_evaluation.question_coverage
+    (cov,) = ev.round_audit.question_coverage
     assert cov.status == "healthy" and cov.claim_ids and cov.invocation_ids
     claims = {c["claim_id"]: c for c in ev.structured["claims"]}
     stored = {inv.id for inv in store.invocations(result.session_id)}
@@ -69,7 +69,7 @@ def test_every_bundled_question_leads_with_the_root_cause_service_and_lists_no_c
             first = ev.composer_output.answer_summary
             assert root in first, (world.id, question, first)
             ci = ev.composer_input
-            services = [c.service for c in ev.verifier_evaluation.question_coverage]
+            services = [c.service for c in ev.round_audit.question_coverage]
             assert not [g for g in ci.missing_info if closed_by(g, ci.allowed_claims, services)], (world.id, question)
 
 

@@ -113,7 +113,7 @@ def test_a_session_whose_composer_answers_dots_shows_the_template(settings: Sett
     result = run_session("payment API times out since 10:00, what's going on?", settings=settings,
                          store=Store(settings.db_url), world_id="cpu-saturation")
     ev = result.evaluation
-    guard = ev.verifier_evaluation.composer_guard
+    guard = ev.round_audit.composer_guard
     assert guard is not None and guard.used_template and guard.msg is not None
     assert guard.msg.code == "guard.degenerate" and guard.violations[0].kind == "empty"
     assert result.final_answer == render(ev.composer_input, "en").user_facing_answer

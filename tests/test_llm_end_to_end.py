@@ -38,7 +38,7 @@ def test_session_end_to_end_through_the_stub(shape: str) -> None:
     expected = ["planner", "collector", "collector"] + (["digest"] if shape == "split" else []) + [
         "diagnosis", "verifier", "composer"]
     assert model.stages == expected
-    assert result.verdict == "PASS", result.evaluation.verifier_evaluation.verdict_guard_reasons
+    assert result.verdict == "PASS", result.evaluation.round_audit.verdict_guard_reasons
     invocations = store.invocations(result.session_id)
     assert {i.tool_name for i in invocations} == {"query_logs", "query_metrics", "lookup_knowledge"}
     claims = result.evaluation.structured["claims"]
@@ -68,7 +68,7 @@ def test_injected_pass_does_not_survive_a_failed_gatekeeper(tmp_path: Path) -> N
     assert seen, "the injected line must have reached the model (as data)"
     assert all(text.startswith("[tool output, data only]") for text in seen)
     ev = result.evaluation
-    assert ev.verifier_output.verdict == "PASS" or ev.verifier_evaluation.verifier_verdict == "PASS"
+    assert ev.verifier_output.verdict == "PASS" or ev.round_audit.verifier_verdict == "PASS"
     assert ev.gatekeeper_result.status == "fail"
     assert result.verdict != "PASS"
     assert store.get_session(result.session_id)["verdict"] != "PASS"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.contracts import GatekeeperError, VerifierEvaluation
+from pipeline.core.contracts import GatekeeperError, RoundAudit
 from pipeline.core.messages import CATALOGUE, Message, msg, placeholders, render
 from pipeline.text.primitives import detect_language
 
@@ -97,7 +97,7 @@ def test_render_keeps_quoted_evidence_verbatim_and_joins_parts_in_the_readers_pu
 def test_stored_records_without_codes_still_validate():
     old = GatekeeperError.model_validate({"rule_id": "r", "target": "claims[0]", "message": "text"})
     assert old.msg is None
-    ev = VerifierEvaluation.model_validate({
+    ev = RoundAudit.model_validate({
         "verdict": "PASS", "groundedness_score": 1.0, "executor_output_parse_status": {"status": "valid"},
         "gatekeeper_result": {}, "verdict_guard_reasons": ["older reason"]})
     assert ev.verdict_reasons == []

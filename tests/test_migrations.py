@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -80,7 +81,7 @@ def test_first_release_database_is_stamped_upgraded_and_read(fresh_url: str) -> 
     assert store.revision == head_revision()
     row = store.get_session("s-old")
     assert row is not None and row["verdict"] == "REJECT" and row["question"] == "支付接口超时"
-    assert row["self_evaluation"] == {"verifier_evaluation": {"verdict": "REJECT"}}
+    assert row["audit"] == {"round_audit": {"verdict": "REJECT"}}
     [inv] = store.invocations("s-old")
     assert (inv.tool_name, inv.output, inv.arguments) == ("query_logs", "ERROR timeout", {"service": "payment-service"})
     assert store.llm_calls("s-old")[0]["prompt_file"] == "diagnosis.md"
@@ -100,9 +101,11 @@ def test_first_release_database_is_stamped_upgraded_and_read(fresh_url: str) -> 
         "diagnosis_session"}
 
 
-# Audit records as the contracts allow them (and as older releases left them), for 0007's backfill.
+# Audit records as the contracts allow them (and as older releases left them), for 0007's backfill
+# and 0016's renamed key.
 _AUDIT_RECORDS = [
     None, "null", "{}", '"text"', '{"question_scope": {"services": []}}', '{"verifier_evaluation": null}',
+    '{"rounds": [], "verifier_evaluation": "text"}',
     '{"verifier_evaluation": [1, 2]}', '{"verifier_evaluation": {"verdict": "PASS"}}',
     '{"verifier_evaluation": {"composer_filtered": []}}',
     '{"verifier_evaluation": {"composer_filtered": [{"text": "b", "reason": "unsupported"}]}}',
@@ -114,28 +117,63 @@ _AUDIT_RECORDS = [
 ]
 
 
-def test_composer_findings_are_backfilled_as_the_store_writes_them(fresh_url: str) -> None:
-    import json
+def _renamed(record: Any) -> Any:
+    """An audit record as revision 0016 leaves it: the last round under `round_audit`."""
+    if isinstance(record, dict) and "verifier_evaluation" in record:
+        return {("round_audit" if k == "verifier_evaluation" else k): v for k, v in record.items()}
+    return record
 
-    from pipeline.store.repo import composer_findings
 
-    engine = open_engine(fresh_url, migration=True)
+def _insert_audit_records(url: str, revision: str, column: str) -> None:
+    engine = open_engine(url, migration=True)
     with engine.connect() as conn, conn.begin():
-        command.upgrade(_config(conn), "0006")
+        command.upgrade(_config(conn), revision)
         as_json = "CAST(:se AS JSON)" if conn.dialect.name == "postgresql" else ":se"
         for n, record in enumerate(_AUDIT_RECORDS):
             conn.execute(text(
                 "INSERT INTO diagnosis_session (id, created_at, updated_at, question, shape, provider, model, status,"
                 " stage, failed_rules, services, rounds, timings_ms, prompt_tokens, completion_tokens, cost_usd,"
-                f" self_evaluation) VALUES (:id, :now, :now, 'q', 'split', 'offline', 'm', 'completed', 'done', '[]',"
+                f" {column}) VALUES (:id, :now, :now, 'q', 'split', 'offline', 'm', 'completed', 'done', '[]',"
                 f" '', 1, '{{}}', 0, 0, 0, {as_json})"), {"id": f"s-{n:02d}", "now": datetime(2026, 3, 1, tzinfo=UTC),
                                                         "se": record})
     engine.dispose()
 
+
+def _stored_records(url: str, column: str) -> dict[str, Any]:
+    engine = open_engine(url, migration=True)
+    with engine.connect() as conn:
+        rows = conn.execute(text(f"SELECT id, CAST({column} AS TEXT) FROM diagnosis_session")).all()
+    engine.dispose()
+    return {sid: None if value is None else json.loads(value) for sid, value in rows}
+
+
+@pytest.mark.filterwarnings("ignore:Skipped unsupported reflection of expression-based index ix_session_listing")
+def test_audit_column_and_round_key_are_renamed_and_back(fresh_url: str) -> None:
+    _insert_audit_records(fresh_url, "0015", "self_evaluation")
+    before = {f"s-{n:02d}": None if r is None else json.loads(r) for n, r in enumerate(_AUDIT_RECORDS)}
+    assert _stored_records(fresh_url, "self_evaluation") == before
+
+    Store(fresh_url)  # upgrades to head
+    after = _stored_records(fresh_url, "audit")
+    assert after == {sid: _renamed(record) for sid, record in before.items()}
+    assert sum(isinstance(r, dict) and "round_audit" in r for r in after.values()) == 11
+
+    engine = open_engine(fresh_url, migration=True)
+    with engine.connect() as conn, conn.begin():
+        command.downgrade(_config(conn), "0015")
+    engine.dispose()
+    assert _stored_records(fresh_url, "self_evaluation") == before
+
+
+def test_composer_findings_are_backfilled_as_the_store_writes_them(fresh_url: str) -> None:
+    from pipeline.store.repo import composer_findings
+
+    _insert_audit_records(fresh_url, "0006", "self_evaluation")
+
     store = Store(fresh_url)
     with store.engine.connect() as conn:
         stored = dict(conn.execute(text("SELECT id, composer_findings FROM diagnosis_session")).all())
-    expected = {f"s-{n:02d}": composer_findings(None if r is None else json.loads(r))
+    expected = {f"s-{n:02d}": composer_findings(_renamed(None if r is None else json.loads(r)))
                 for n, r in enumerate(_AUDIT_RECORDS)}
     assert {k: bool(v) for k, v in stored.items()} == expected
     assert sum(expected.values()) == 3

@@ -47,8 +47,8 @@ def test_retry_round_closes_the_gap(settings: Settings, store: Store) -> None:
     assert any("/api/pay" in c for c in second_ctx.unsupported_claims)
     row = store.get_session(result.session_id)
     assert row["rounds"] == 2
-    assert len(row["self_evaluation"]["rounds"]) == 1, "the audit keeps the first round"
-    assert row["self_evaluation"]["rounds"][0]["verdict"] == "LOW_CONFID"
+    assert len(row["audit"]["rounds"]) == 1, "the audit keeps the first round"
+    assert row["audit"]["rounds"][0]["verdict"] == "LOW_CONFID"
     assert {inv.round for inv in store.invocations(result.session_id)} == {1, 2}
     assert result.evaluation.verifier_output.retry_gaps_closed is True
     assert result.verdict == "PASS"
@@ -59,6 +59,6 @@ def test_retry_round_that_fails_to_close_the_gap(settings: Settings, store: Stor
     result = run_session(CPU_QUESTION, settings=_two_rounds(settings), store=store, provider=provider)
     assert result.evaluation.verifier_output.retry_gaps_closed is False
     assert result.verdict == "LOW_CONFID"
-    assert any("did not close" in r for r in result.evaluation.verifier_evaluation.verdict_guard_reasons)
+    assert any("did not close" in r for r in result.evaluation.round_audit.verdict_guard_reasons)
     assert not any("disk" in c.claim_text for c in result.evaluation.composer_input.allowed_claims)
     assert store.get_session(result.session_id)["rounds"] == 2

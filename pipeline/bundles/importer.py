@@ -4,7 +4,7 @@ The bundle's executor output and tool outputs are evidence to check; its verdict
 answer are what the source *claims*. Import re-runs parse -> gatekeeper -> verifier -> verdict
 policy -> composer through `check_bundle` (the path `workbench check` uses) on the invocations
 as they will be stored (capped, redacted), keeps the bundle's own verdict, checks and answer
-under `self_evaluation.claimed_by_source`, and stores the whole session in one transaction.
+under `audit.claimed_by_source`, and stores the whole session in one transaction.
 
 The stored session gets an id of the workbench's own; the bundle's id is kept, as text, under
 `claimed_by_source.session_id`. The bundle's signature decides its provenance
@@ -124,13 +124,13 @@ def _as_stored(bundle: SessionBundle, max_bytes: int) -> tuple[SessionBundle, di
 
 
 def _claimed(bundle: SessionBundle, signature: SignatureCheck) -> dict[str, Any]:
-    claimed = (bundle.verifier_evaluation or {}).get("verdict")
+    claimed = (bundle.round_audit or {}).get("verdict")
     return cast(dict[str, Any], redact_value({
         "signature": {"provenance": signature.provenance, "reason": signature.reason, "key": signature.key},
         # Text whatever the source wrote there: it is shown, never used.
         "verdict": None if claimed is None else str(claimed),
         "verifier_output": bundle.verifier_output,
-        "verifier_evaluation": bundle.verifier_evaluation,
+        "round_audit": bundle.round_audit,
         "composer_output": bundle.composer_output,
         "final_answer": bundle.final_answer,
         "provider": bundle.session.provider,
@@ -163,14 +163,14 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
         raw = stored.executor_raw_output
         if structured is not None:
             raw = json.dumps(_remap(structured.raw, id_map), ensure_ascii=False)
-        evaluation = _remap(ev.verifier_evaluation.model_dump(mode="json"), id_map)
+        evaluation = _remap(ev.round_audit.model_dump(mode="json"), id_map)
         return {
             "status": "completed", "stage": "imported", "planner_plan": redact_value(stored.planner_plan),
             "evidence_digests": _remap([d.model_dump() for d in stored.evidence_digests], id_map),
             "executor_raw_output": redact(raw),
             "verifier_output": _remap(ev.verifier_output.model_dump(mode="json"), id_map),
             "composer_output": ev.composer_output.model_dump(mode="json"),
-            "self_evaluation": {"verifier_evaluation": evaluation, "rounds": [], "claimed_by_source": claimed},
+            "audit": {"round_audit": evaluation, "rounds": [], "claimed_by_source": claimed},
             "verdict": ev.verdict, "gatekeeper_status": ev.gatekeeper_result.status,
             "failed_rules": ev.gatekeeper_result.failed_rules, "groundedness": ev.verifier_output.groundedness_score,
             "final_answer": ev.final_answer, "gatekeeper_features": _remap(ev.features, id_map),

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from pipeline.bundles.provenance import sign
 from pipeline.core import errors
@@ -80,7 +80,9 @@ class SessionBundle(BaseModel):
     executor_raw_output: str
     verifier_output: dict[str, Any] | None = None
     composer_output: dict[str, Any] | str | None = None
-    verifier_evaluation: dict[str, Any] | None = None
+    # Written as `round_audit`; bundles from before the rename carry it as `verifier_evaluation`.
+    round_audit: dict[str, Any] | None = Field(
+        default=None, validation_alias=AliasChoices("round_audit", "verifier_evaluation"))
     final_answer: str | None = None
     # The decoded JSON as it arrived: what a signature covers (pipeline/bundles/provenance.py).
     _document: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -213,7 +215,7 @@ def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | Non
     row = store.get_session(session_id)
     if row is None:
         raise errors.NotFound(f"no session {session_id}")
-    evaluation = (row.get("self_evaluation") or {}).get("verifier_evaluation")
+    evaluation = (row.get("audit") or {}).get("round_audit")
     bundle = {
         "bundle_version": 1,
         "session": {"id": row["id"], "question": row["question"], "shape": row["shape"],
@@ -225,7 +227,7 @@ def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | Non
         "executor_raw_output": row.get("executor_raw_output") or "",
         "verifier_output": row.get("verifier_output"),
         "composer_output": row.get("composer_output"),
-        "verifier_evaluation": evaluation,
+        "round_audit": evaluation,
         "final_answer": row.get("final_answer"),
     }
     # Plain JSON values before signing: the signature covers what a reader will decode.

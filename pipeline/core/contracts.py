@@ -522,7 +522,7 @@ class ServiceCoverage(_Model):
 # --- Audit (docs/spec.md#audit-record) -----------------------------------------------------------------
 
 
-class VerifierEvaluation(_Model):
+class RoundAudit(_Model):
     verdict: Verdict
     groundedness_score: float
     critical_fact_count: int = 0

@@ -100,7 +100,7 @@ def _check(expect: dict[str, Any], result: SessionResult, settings: Settings, wo
              f"composer guard {ev.composer_guard.status} != {expect['composer_guard']}")
     # Law 8: each asked (service, symptom) pair's coverage ("order-service/memory: healthy"; "*"
     # for a question naming no service), and how the answer's first sentence opens and what it says.
-    got = {f"{c.service or '*'}/{c.symptom}": c.status for c in ev.verifier_evaluation.question_coverage}
+    got = {f"{c.service or '*'}/{c.symptom}": c.status for c in ev.round_audit.question_coverage}
     for pair, status in (expect.get("coverage") or {}).items():
         want(got.get(pair) == status, f"coverage {pair} is {got.get(pair, 'not asked')}, expected {status} ({got})")
     lead = ev.composer_output.answer_summary

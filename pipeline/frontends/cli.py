@@ -64,7 +64,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         _print_json({"session_id": result.session_id, "verdict": result.verdict, "ungated": bool(result.ungated_by),
                      "final_answer": result.final_answer, "lead": out.answer_summary if out else "",
                      "sample_incident": sample,
-                     "verifier_evaluation": result.evaluation.verifier_evaluation.model_dump(mode="json")})
+                     "round_audit": result.evaluation.round_audit.model_dump(mode="json")})
     else:
         from pipeline.runs.record import verdict_marks
 

@@ -36,9 +36,9 @@ from pipeline.core.contracts import (
     GatekeeperError,
     GatekeeperResult,
     HypothesisCheck,
+    RoundAudit,
     Verdict,
     VerdictImpact,
-    VerifierEvaluation,
 )
 from pipeline.core.errors import RulesError
 from pipeline.core.messages import Message, render
@@ -183,7 +183,7 @@ def in_language(text: str, lang: str) -> str:
     return zh if lang == "zh" else en
 
 
-def verdict_reasons(ev: VerifierEvaluation, lang: str) -> list[str]:
+def verdict_reasons(ev: RoundAudit, lang: str) -> list[str]:
     """Why the verdict is not PASS, in `lang`; a session stored before reasons had codes keeps its English."""
     return [render(m, lang) for m in ev.verdict_reasons] if ev.verdict_reasons else list(ev.verdict_guard_reasons)
 

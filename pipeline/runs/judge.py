@@ -20,10 +20,10 @@ from pipeline.core.contracts import (
     GatekeeperResult,
     ParseStatus,
     RetryContext,
+    RoundAudit,
     ToolInvocation,
     ToolTraceSummaryItem,
     Verdict,
-    VerifierEvaluation,
     VerifierOutput,
 )
 from pipeline.gatekeeper import GateContext, RuleSet, run_gatekeeper
@@ -43,7 +43,7 @@ class Evaluation:
     features: dict[str, Any]
     verifier_output: VerifierOutput
     verdict: Verdict
-    verifier_evaluation: VerifierEvaluation
+    round_audit: RoundAudit
     composer_input: ComposerInput
     filtered: list[FilteredItem]
     composer_output: ComposerOutput
@@ -147,7 +147,7 @@ def evaluate(
                                                         parse_status=parse_status, filtered=filtered,
                                                         min_overlap=settings.composer.min_sentence_overlap)
     facts = facts_checked(verifier_output.claim_checks, normalized)
-    evaluation = VerifierEvaluation(
+    evaluation = RoundAudit(
         verdict=verdict,
         groundedness_score=verifier_output.groundedness_score,
         critical_fact_count=sum(1 for f in facts if f.is_critical),
@@ -173,5 +173,5 @@ def evaluate(
     )
     return Evaluation(parse_status=parse_status, structured=normalized, gatekeeper_result=gate_result,
                       features=features, verifier_output=verifier_output, verdict=verdict,
-                      verifier_evaluation=evaluation, composer_input=composer_input, filtered=filtered,
+                      round_audit=evaluation, composer_input=composer_input, filtered=filtered,
                       composer_output=composer_output, composer_guard=guard, final_answer=final_answer)

@@ -24,9 +24,9 @@ from pipeline.core.contracts import (
     LlmCallRecord,
     PlannerPlan,
     QuestionScope,
+    RoundAudit,
     ToolStatus,
     Verdict,
-    VerifierEvaluation,
     VerifierOutput,
 )
 from pipeline.core.errors import NotFound, StoreError, quote
@@ -233,7 +233,7 @@ class SignatureRecord(_Read):
 
 
 class ClaimedBySource(_Read):
-    """What an imported bundle said of itself (self_evaluation.claimed_by_source, pipeline/
+    """What an imported bundle said of itself (audit.claimed_by_source, pipeline/
     bundle_import.py): shown beside the re-verified result, never used (law 9). The verdict is
     free text: a source may claim anything."""
 
@@ -267,9 +267,9 @@ class SessionRecord(_Read):
     executor_raw_output: str | None = None
     verifier_output: VerifierOutput | None = None
     composer_output: ComposerOutput | None = None
-    # self_evaluation.verifier_evaluation of the last round; earlier rounds kept apart.
-    evaluation: VerifierEvaluation | None = None
-    earlier_rounds: list[VerifierEvaluation] = Field(default_factory=list)
+    # audit.round_audit of the last round; earlier rounds kept apart.
+    evaluation: RoundAudit | None = None
+    earlier_rounds: list[RoundAudit] = Field(default_factory=list)
     question_scope: QuestionScope | None = None
     claimed_by_source: ClaimedBySource | None = None
     claims: list[WrittenClaim] = Field(default_factory=list)
@@ -304,15 +304,15 @@ class SessionRecord(_Read):
         reviews: Sequence[dict[str, Any]] = (),
     ) -> SessionRecord:
         """Validate a `diagnosis_session` row (as `Store.get_session` returns it) and its child rows."""
-        se = row.get("self_evaluation") or {}
-        ev = se.get("verifier_evaluation") if isinstance(se, dict) else None
+        se = row.get("audit") or {}
+        ev = se.get("round_audit") if isinstance(se, dict) else None
         structured = ev.get("executor_structured_output") if isinstance(ev, dict) else None
         features = row.get("gatekeeper_features") or {}
         data = {
             **row,
             "evaluation": ev,
             "earlier_rounds": se.get("rounds") if isinstance(se, dict) else None,
-            # Its own column once the schema has one; before that, inside self_evaluation.
+            # Its own column once the schema has one; before that, inside audit.
             "question_scope": row.get("question_scope") or (se.get("question_scope") if isinstance(se, dict) else None),
             "claimed_by_source": se.get("claimed_by_source") if isinstance(se, dict) else None,
             "claims": _written(structured, "claims", WrittenClaim),

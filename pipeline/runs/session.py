@@ -210,7 +210,7 @@ def _run_session(
             # Whoever watched has gone (`workbench ask ... | head -1`): the session goes on unwatched.
             watching.clear()
 
-    store.update_session(sid, self_evaluation={"question_scope": scope.model_dump(mode="json")})
+    store.update_session(sid, audit={"question_scope": scope.model_dump(mode="json")})
     emit("session", {"session_id": sid, "world": world.id if world else None, "provider": provider.name,
                      "shape": settings.shape, "question_scope": scope.model_dump(mode="json")})
     timings: dict[str, float] = {}
@@ -269,7 +269,7 @@ def _run_session(
             leave("verification", t, {"gatekeeper_result": ev.gatekeeper_result.model_dump(),
                                        "verdict": ev.verdict, "parse_status": ev.parse_status.status})
             if ev.verdict == "LOW_CONFID" and rnd < settings.retry.max_rounds:
-                earlier.append(ev.verifier_evaluation.model_dump(mode="json"))
+                earlier.append(ev.round_audit.model_dump(mode="json"))
                 retry = _retry_context(ev, rnd + 1)
                 emit("retry", {"retry_context": retry.model_dump()})
                 continue
@@ -288,7 +288,7 @@ def _run_session(
 
     services = sorted({e.value for e in extract_entities(question + " " + " ".join(
         c.claim_text for c in ev.composer_input.allowed_claims)) if e.kind == "service"} | set(plan.services))
-    self_evaluation = {"verifier_evaluation": ev.verifier_evaluation.model_dump(mode="json"), "rounds": earlier,
+    audit = {"round_audit": ev.round_audit.model_dump(mode="json"), "rounds": earlier,
                        "question_scope": scope.model_dump(mode="json")}
     o = settings.openai
     cost = (tokens["prompt"] * o.price_prompt_per_m + tokens["completion"] * o.price_completion_per_m) / 1e6
@@ -298,7 +298,7 @@ def _run_session(
         failed_rules=ev.gatekeeper_result.failed_rules, groundedness=ev.verifier_output.groundedness_score,
         final_answer=ev.final_answer, rounds=ctx.round, services=",".join(services),
         verifier_output=ev.verifier_output.model_dump(mode="json"),
-        composer_output=ev.composer_output.model_dump(mode="json"), self_evaluation=self_evaluation,
+        composer_output=ev.composer_output.model_dump(mode="json"), audit=audit,
         gatekeeper_features=ev.features, prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
         cost_usd=cost, ungated=bool(ungated_by), rules_version=version,
     )
