@@ -26,7 +26,8 @@ class BuildWithEntry(build_py):
 setup(
     packages=find_packages(include=["pipeline*"]) + [f"evidence_workbench.{k}" for k in RESOURCES],
     package_dir={f"evidence_workbench.{k}": v for k, v in RESOURCES.items()},
-    package_data={f"evidence_workbench.{k}": ["**/*"] for k in RESOURCES},
+    package_data={**{f"evidence_workbench.{k}": ["**/*"] for k in RESOURCES},
+                  "pipeline.core": ["locale/*/LC_MESSAGES/*.po"]},
     exclude_package_data={"": ["**/__pycache__/*", "*.pyc"]},
     cmdclass={"build_py": BuildWithEntry},
 )

@@ -16,7 +16,7 @@ import streamlit as st
 
 from pipeline.core.config import Settings, load_settings
 from pipeline.core.errors import NotFound, WorkbenchError, one_line
-from pipeline.core.messages import SYMPTOM_NAMES, localized
+from pipeline.core.messages import localized, symptom_name
 from pipeline.frontends import views
 from pipeline.runs import review_queue
 from pipeline.runs.record import SessionRecord, SessionRow, read_session
@@ -576,7 +576,7 @@ def text_block(text: Any) -> None:
 
 def _symptom(symptom: str) -> str:
     """A symptom id in the reader's language ("memory" -> "内存问题"); an older scope's trigger word as written."""
-    return SYMPTOM_NAMES.get(symptom, {}).get("zh" if lang() == "zh" else "en", symptom)
+    return symptom_name(symptom, lang())
 
 
 def scope_block(r: SessionRecord) -> None:

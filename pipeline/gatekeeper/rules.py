@@ -367,8 +367,8 @@ class ExcerptSimilarityRule(RuleKind):
             if words:
                 level = "fail"
                 shown = ", ".join(f'"{w}"' for w in words[:6])
-                parts.append(msg("gk.invented_words_also" if parts else "gk.invented_words", count=len(words),
-                                 tolerated=p.inventedTolerated, words=shown))
+                found = dict(count=len(words), tolerated=p.inventedTolerated, words=shown)
+                parts.append(msg("gk.invented_words_also", **found) if parts else msg("gk.invented_words", **found))
             if parts:
                 out.findings.append(Finding(target, parts[0].model_copy(update={"then": [*parts[0].then, *parts[1:]]}), level))
         return out
@@ -561,7 +561,8 @@ def _entity_message(miss: dict[str, Any], located: bool) -> Message:
     if located and miss["nearby"]:
         return msg("gk.entity_nearby", token=token, kind=kind, held=", ".join(f'"{t}"' for t in miss["nearby"]))
     if located:
-        return msg("gk.entity_elsewhere" if miss["elsewhere"] else "gk.entity_not_in_record", token=token, kind=kind)
+        return (msg("gk.entity_elsewhere", token=token, kind=kind) if miss["elsewhere"]
+                else msg("gk.entity_not_in_record", token=token, kind=kind))
     return msg("gk.entity_nowhere", token=token, kind=kind)
 
 

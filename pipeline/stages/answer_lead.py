@@ -28,9 +28,9 @@ from pipeline.core.contracts import (
     ServiceCoverage,
     Verdict,
 )
-from pipeline.core.messages import Message, msg, render
+from pipeline.core.messages import Message, msg, render, tr
 from pipeline.text.primitives import normalize
-from pipeline.verdict.answer import pairs_phrase, phrases
+from pipeline.verdict.answer import pairs_phrase
 from pipeline.verdict.scope import ANY, symptom_words
 
 _CORE = {"root_cause": 2.0, "symptom": 1.0, "impact": 1.0}
@@ -144,7 +144,7 @@ def _figures(rows: Sequence[ServiceCoverage], language: str) -> str:
 def _joined(texts: Sequence[str], language: str) -> str:
     """Several facts as one clause: a "；"/";" would end the lead's first sentence (the guard reads
     the lead up to there) before the second fact."""
-    return ("，" if language == "zh" else ", ").join(_item(t) for t in dict.fromkeys(texts) if t)
+    return tr("answer.facts_join", language).join(_item(t) for t in dict.fromkeys(texts) if t)
 
 
 def decide_lead(
@@ -183,9 +183,9 @@ def decide_lead(
         # One fact per asked pair that shows, the pair's first allowed claim (else its figure).
         facts = [next((by_id[cid].claim_text for cid in c.claim_ids if cid in by_id), c.figure) for c in present]
         if healthy:  # the asked pairs that do not show are answered too: no, with their figures
-            facts.append(phrases(language)["also_healthy"].format(
-                pairs=pairs_phrase([c.service for c in healthy], [c.symptom for c in healthy], language),
-                text=_figures(healthy, language)))
+            facts.append(tr("answer.also_healthy", language,
+                   pairs=pairs_phrase([c.service for c in healthy], [c.symptom for c in healthy], language),
+                   text=_figures(healthy, language)))
         return lead("present", present, _joined(facts, language),
                     *(cause or ("", "unknown")))
     if (form == "yes_no" or not present) and healthy and not missing:

@@ -31,7 +31,7 @@ from pipeline.core.contracts import (
     Verdict,
     VerifierOutput,
 )
-from pipeline.core.messages import Message, msg, render
+from pipeline.core.messages import Message, msg, render, tr
 from pipeline.stages import templates
 from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, rank_claims
 from pipeline.stages.composer_guard import judge_answer
@@ -40,25 +40,6 @@ from pipeline.verdict.context import StageContext, StageFailure
 from pipeline.verdict.safe_actions import fixed_actions
 
 # --- the input filter (docs/spec.md#composer-input) ---------------------------------------------------------------
-
-_GAP = {
-    "zh": {
-        "unsupported": "尚无证据确认：{text}",
-        "external_unknown": "有一条断言引用了已获取证据中不存在的内容（已隐去），需补充证据后再判断。",
-        "overstated": "部分断言超出了已获取证据所能支持的范围，需补充证据。",
-        "outside": "{service} 的相关证据不在所问的时间窗口（{window}）内。",
-        "partly_outside": "{service} 的部分证据不在所问的时间窗口（{window}）内，未计入回答。",
-    },
-    "en": {
-        "unsupported": "Not confirmed by the evidence gathered: {text}",
-        "external_unknown": "A claim referred to something absent from the evidence gathered (withheld); "
-        "more evidence is needed before relying on it.",
-        "overstated": "Some statements went beyond what the evidence gathered supports; more evidence is needed.",
-        "outside": "The evidence about {service} lies outside the asked time window ({window}).",
-        "partly_outside": "Some evidence about {service} lies outside the asked time window ({window}) "
-        "and does not count towards the answer.",
-    },
-}
 
 # REJECT keeps only evidence-gathering / manual-review actions (docs/spec.md#composer-input).
 _GATHER_WORDS = (
@@ -93,7 +74,7 @@ def soften(text: str) -> str | None:
     if len(kept) == len([c for c, _ in clauses if c.strip()]):
         return text
     body = "".join(c + sep for c, sep in kept[:-1]) + kept[-1][0]
-    return body.rstrip() + ("。" if detect_language(text) == "zh" else ".")
+    return body.rstrip() + tr("common.stop", detect_language(text))
 
 
 def is_evidence_gathering(action_text: str) -> bool:
@@ -119,7 +100,6 @@ def assemble_input(
     The claims are ranked by relevance to `scope` and the answer's lead is decided here.
     """
     lang = detect_language(question)
-    gap = _GAP[lang]
     structured = structured or {}
     checks = {c.claim_id: c for c in verifier_output.claim_checks}
     allowed_claims: list[ComposerClaim] = []
@@ -139,7 +119,7 @@ def assemble_input(
                 reason.then.append(msg("filter.certainty_removed"))
             keep_away(source, text, reason, "allowed_hypotheses")
         else:
-            missing.append(gap["overstated"])
+            missing.append(tr("gap.overstated", lang))
             reason.then.append(msg("filter.certainty_only"))
             keep_away(source, text, reason, "missing_info")
 
@@ -151,7 +131,7 @@ def assemble_input(
         verification = check.verification if check else "unsupported"
         why = verification
         if cid in unbacked:
-            missing.append(gap["external_unknown"])
+            missing.append(tr("gap.external_unknown", lang))
             keep_away(source, text, _because(msg("filter.unbacked", why=why), check), "missing_info")
         elif verification in ("direct_observation", "reasonable_inference"):
             if verdict == "REJECT" and (verification != "direct_observation" or ctype == "root_cause"):
@@ -162,16 +142,16 @@ def assemble_input(
                 allowed_claims.append(ComposerClaim(claim_id=cid, claim_type=ctype, claim_text=text))
         elif verification == "overstated":
             if verdict == "REJECT":
-                missing.append(gap["overstated"])
+                missing.append(tr("gap.overstated", lang))
                 keep_away(source, text, _because(msg("filter.overstated_reject", why=why), check), "missing_info")
             else:
                 demote(source, text, _because(msg("filter.downgraded", why=why), check))
         elif verification == "unsupported":
             softened = soften(text)
-            missing.append(gap["unsupported"].format(text=softened) if softened else gap["overstated"])
+            missing.append(tr("gap.unsupported", lang, text=softened) if softened else tr("gap.overstated", lang))
             keep_away(source, text, _because(msg("filter.unsupported", why=why), check), "missing_info")
         elif verification == "external_unknown":
-            missing.append(gap["external_unknown"])
+            missing.append(tr("gap.external_unknown", lang))
             keep_away(source, text, _because(msg("filter.external", why=why), check), "missing_info")
         else:
             keep_away(source, text, _because(msg("filter.contradicted", why=why), check))
@@ -206,9 +186,11 @@ def assemble_input(
 
     window = scope.time_window if scope else None
     for cov in coverage:
-        if "outside the asked time window" in cov.detail and window is not None:
-            key = "partly_outside" if cov.status in ("answered", "healthy") else "outside"
-            missing.append(gap[key].format(service=cov.service, window=window.text or f"{window.start} - {window.end}"))
+        if window is not None and isinstance(cov.msg, Message) and cov.msg.says("coverage.outside_window"):
+            shown = window.text or f"{window.start} - {window.end}"
+            missing.append(tr("gap.partly_outside", lang, service=cov.service, window=shown)
+                           if cov.status in ("answered", "healthy") else
+                           tr("gap.outside", lang, service=cov.service, window=shown))
     ranked = rank_claims(allowed_claims, scope)
     services = list(scope.services) if scope else []
     services += [e.value for c in ranked for e in extract_entities(c.claim_text) if e.kind == "service"]

@@ -28,6 +28,7 @@ from pipeline.core.contracts import (
     ToolTraceSummaryItem,
     VerifierOutput,
 )
+from pipeline.core.messages import tr
 from pipeline.text.primitives import Entity, extract_entities, find_entities, keywords, normalize
 from pipeline.tools.results import read_result
 from pipeline.verdict.context import StageContext, StageFailure
@@ -365,26 +366,8 @@ def facts_checked(claim_checks: list[ClaimCheck], structured: dict[str, Any] | N
 
 # --- the stage ---------------------------------------------------------------------------------
 
-_MESSAGES = {
-    "parse": {
-        "zh": "Executor 输出解析状态为 {status}（{detail}），没有可校验的结构化 claims；按规则不从自然语言中抽取事实，判定 LOW_CONFID。",
-        "en": "Executor output parse status is {status} ({detail}); there are no structured claims to check, "
-        "and facts are never extracted from free text, so the verdict is LOW_CONFID.",
-    },
-    "failure": {
-        "zh": "Verifier 调用失败：{error}；无法完成 claim 校验，判定 LOW_CONFID。",
-        "en": "The verifier failed: {error}; the claims could not be checked, so the verdict is LOW_CONFID.",
-    },
-    "no_check": {
-        "zh": "Verifier 没有给出该 claim 的校验结果，按 unsupported 处理。",
-        "en": "The verifier returned no check for this claim; treated as unsupported.",
-    },
-}
-
-
-def _fallback(ctx: StageContext, key: str, **kw: Any) -> VerifierOutput:
-    lang = ctx.language if ctx.language in ("zh", "en") else "en"
-    return VerifierOutput(verdict="LOW_CONFID", groundedness_score=0.0, rationale=_MESSAGES[key][lang].format(**kw))
+def _fallback(rationale: str) -> VerifierOutput:
+    return VerifierOutput(verdict="LOW_CONFID", groundedness_score=0.0, rationale=rationale)
 
 
 def run_verifier(ctx: StageContext, provider: Any, payload: dict[str, Any]) -> VerifierOutput:
@@ -396,24 +379,25 @@ def run_verifier(ctx: StageContext, provider: Any, payload: dict[str, Any]) -> V
     """
     status = payload.get("executor_output_parse_status") or {}
     if status.get("status") != "valid":
-        return _fallback(ctx, "parse", status=status.get("status", "missing"), detail=status.get("detail", ""))
+        return _fallback(tr("verifier.parse", ctx.language, status=status.get("status", "missing"),
+                                   detail=status.get("detail", "")))
     try:
         raw = provider.verify(ctx, payload)
         out = raw if isinstance(raw, VerifierOutput) else VerifierOutput.model_validate(
             loads_bounded(raw) if isinstance(raw, str) else raw
         )
     except StageFailure as exc:
-        return _fallback(ctx, "failure", error=str(exc))
+        return _fallback(tr("verifier.failure", ctx.language, error=str(exc)))
     except (ValueError, TypeError) as exc:  # pydantic ValidationError is a ValueError
-        return _fallback(ctx, "failure", error=f"unusable verifier output ({type(exc).__name__}: {str(exc)[:200]})")
+        unusable = f"unusable verifier output ({type(exc).__name__}: {str(exc)[:200]})"
+        return _fallback(tr("verifier.failure", ctx.language, error=unusable))
 
     claims = _dicts((payload.get("executor_structured_output") or {}).get("claims"))
     known = [str(c.get("claim_id")) for c in claims]
-    lang = ctx.language if ctx.language in ("zh", "en") else "en"
     checks = [c for c in out.claim_checks if c.claim_id in known]
     seen = {c.claim_id for c in checks}
     checks += [
-        ClaimCheck(claim_id=cid, verification="unsupported", detail=_MESSAGES["no_check"][lang])
+        ClaimCheck(claim_id=cid, verification="unsupported", detail=tr("verifier.no_check", ctx.language))
         for cid in known
         if cid not in seen
     ]

@@ -34,7 +34,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
     Verdict,
 )
-from pipeline.core.messages import Message, msg, render
+from pipeline.core.messages import Message, msg, render, tr
 from pipeline.text.primitives import extract_entities
 
 # Matrix "core" claims; when a diagnosis has none of these types every claim counts as core, so
@@ -227,21 +227,18 @@ def claims_verdict(
         if verification == "contradicted":
             reject.append(msg("policy.contradicted", **label))
         elif verification == "external_unknown":
-            (reject if level == "REJECT" else low).append(
-                msg("policy.external_core" if level == "REJECT" else "policy.external_background", **label))
+            if level == "REJECT":
+                reject.append(msg("policy.external_core", **label))
+            else:
+                low.append(msg("policy.external_background", **label))
         elif level == "LOW_CONFID":
-            low.append(msg("policy.weak" if cid in checks else "policy.weak_unchecked", verification=verification, **label))
+            low.append(msg("policy.weak", verification=verification, **label) if cid in checks
+                       else msg("policy.weak_unchecked", verification=verification, **label))
     if not any(checks.get(cid) == "direct_observation" for cid in core):
         low.append(msg("policy.no_direct_core"))
     if reject:
         return "REJECT", reject + low
     return ("LOW_CONFID", low) if low else ("PASS", [])
-
-
-_RETRY_GAP = {
-    "zh": "再次取证后，上一轮仍有 {gaps} 项内容未被证据证实。",
-    "en": "After another round of evidence gathering, {gaps} earlier item(s) remain unconfirmed.",
-}
 
 
 def decide_verdict(
@@ -307,7 +304,7 @@ def decide_verdict(
         reasons.append(msg("policy.retry_open", round=retry_context.round))
         # Generic on purpose: the unclosed items are unsupported text and must not reach the composer.
         gaps = len(retry_context.unsupported_claims) + len(retry_context.missing_info)
-        missing_info.append(_RETRY_GAP[lang].format(gaps=gaps))
+        missing_info.append(tr("policy.retry_gap", lang, gaps=gaps))
     return _finish(verdict, reasons, checks, groundedness(checks, claims), missing_info, verifier_verdict)
 
 
@@ -324,7 +321,7 @@ def gap_message(cov: ServiceCoverage) -> Message:
 
 def _sentence(text: str, lang: str) -> str:
     text = text[:1].upper() + text[1:] if lang == "en" else text
-    return text + ("。" if lang == "zh" else ".")
+    return text + tr("common.stop", lang)
 
 
 def _finish(verdict: Verdict, reasons: list[Message], checks: list[ClaimCheck], score: float, missing_info: list[str],

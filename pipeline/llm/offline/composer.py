@@ -9,7 +9,8 @@ reads sentence by sentence.
 from __future__ import annotations
 
 from pipeline.core.contracts import ComposerInput, ComposerOutput
-from pipeline.verdict.answer import phrases, sections
+from pipeline.core.messages import tr
+from pipeline.verdict.answer import sections
 
 
 def _item(text: str) -> str:
@@ -17,21 +18,20 @@ def _item(text: str) -> str:
 
 
 def compose(composer_input: ComposerInput, language: str) -> ComposerOutput:
-    p = phrases(language)
     s = sections(composer_input, language)
-    end = "。" if language == "zh" else "."
+    end = tr("common.stop", language)
 
     def sentence(head: str, items: list[str]) -> str:
-        return f"{head}{'' if language == 'zh' else ' '}{p['sep'].join(_item(i) for i in items)}{end}" if items else ""
+        return f"{head}{'' if head.endswith('：') else ' '}{tr('answer.sep', language).join(_item(i) for i in items)}{end}" if items else ""
 
     body = [
         s.lead,
         s.verdict_note,
-        sentence(p["key_facts"], s.key_facts),
-        sentence(p["other"], s.other_observations),
-        sentence(p["possible"], s.possible_causes),
-        sentence(p["gaps"], s.evidence_gaps),
-        sentence(p["next"], [a.action_text for a in s.actions]),
+        sentence(tr("answer.key_facts", language), s.key_facts),
+        sentence(tr("answer.other", language), s.other_observations),
+        sentence(tr("answer.possible", language), s.possible_causes),
+        sentence(tr("answer.gaps", language), s.evidence_gaps),
+        sentence(tr("answer.next", language), [a.action_text for a in s.actions]),
     ]
     return ComposerOutput(
         answer_summary=s.lead,

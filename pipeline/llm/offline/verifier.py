@@ -31,6 +31,7 @@ from pipeline.core.contracts import (
     Verdict,
     VerifierOutput,
 )
+from pipeline.core.messages import family, tr
 from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE
 from pipeline.text.primitives import (
     Entity,
@@ -81,73 +82,6 @@ _CONFLICT_KINDS = frozenset({"service", "percentage", "error_code", "identifier"
 
 _GATE_TARGET = re.compile(r"^claims\[(\d+)\]")
 
-_T: dict[str, dict[str, Any]] = {
-    "zh": {
-        "no_evidence": "找不到该 claim 引用的证据（invocation 不存在或无可用输出）。",
-        "conflict": "与所引证据冲突：证据中的 {kind} 为 {evidence}，claim 写的是 {claim}。",
-        "negation": "与所引证据冲突：claim 对“{concept}”的肯定/否定与证据相反。",
-        "external": "claim 中的 {items} 不在所引证据中。",
-        "gate": "Gatekeeper 规则 {rules} 在该 claim 上失败，证据绑定不可信。",
-        "low_overlap": "所引证据与 claim 内容几乎不重合（覆盖率 {cov:.0%}）。",
-        "hedge": "claim 使用了推测性措辞，属于写成事实的假设。",
-        "causal": "claim 断言因果关系，但所引证据只显示现象同时出现，没有说明原因。",
-        "root": "root_cause claim 的证据没有陈述原因。",
-        "direct": "所引证据直接包含该事实（覆盖率 {cov:.0%}，实体均在证据中）。",
-        "inference": "证据未逐字说明，但可以合理推出（覆盖率 {cov:.0%}）。",
-        "h_fact": "假设没有任何保留措辞，却把原因写成确定事实。",
-        "h_empty": "假设缺少 basis 或 needed_evidence。",
-        "h_basis": "假设的 basis 没有提到已获取证据中的任何内容。",
-        "h_ok": "假设标注了依据与待补证据，属于合理推测。",
-        "d_missing": "digest 引用的 invocation {ids} 不存在。",
-        "d_quote": "source_quote 不在工具原始输出中。",
-        "d_tool": "digest 的 tool 为 {tool}，而 invocation 的工具是 {actual}。",
-        "d_entities": "summary 中的 {items} 不在 source_quote 或原始输出中。",
-        "d_causal": "summary 添加了原始输出中没有的因果判断。",
-        "d_ok": "source_quote 逐字出现在原始输出中，summary 的实体都能在其中找到。",
-        "rationale": "校验 {n} 条 claim：{counts}。",
-        "gate_fail": "Gatekeeper 状态为 fail（{rules}），不能判定 PASS。",
-        "no_claims": "结构化输出中没有 claim。",
-        "verdict": "判定 {verdict}。",
-        "labels": {
-            "direct_observation": "直接观测", "reasonable_inference": "合理推断", "overstated": "说重",
-            "unsupported": "证据不足", "external_unknown": "证据外实体", "contradicted": "与证据矛盾",
-        },
-        "sep": "，",
-    },
-    "en": {
-        "no_evidence": "The evidence this claim cites could not be found (missing invocation or no output).",
-        "conflict": "Conflicts with the cited evidence: the record's {kind} is {evidence}, the claim says {claim}.",
-        "negation": "Conflicts with the cited evidence: the claim affirms/negates '{concept}' opposite to the record.",
-        "external": "The claim's {items} is not in the cited evidence.",
-        "gate": "Gatekeeper rule(s) {rules} failed on this claim; its evidence binding is not trustworthy.",
-        "low_overlap": "The cited evidence barely overlaps the claim (coverage {cov:.0%}).",
-        "hedge": "The claim is hedged: a hypothesis written as a fact.",
-        "causal": "The claim asserts causation, but the cited evidence only shows co-occurrence.",
-        "root": "The evidence of this root_cause claim does not state a cause.",
-        "direct": "The cited evidence states this directly (coverage {cov:.0%}, all entities present).",
-        "inference": "Not stated verbatim, but a reasonable inference from the cited evidence (coverage {cov:.0%}).",
-        "h_fact": "The hypothesis has no hedge and states a cause as certain.",
-        "h_empty": "The hypothesis lacks a basis or needed_evidence.",
-        "h_basis": "The hypothesis' basis names nothing found in the evidence gathered.",
-        "h_ok": "The hypothesis states its basis and the evidence it still needs: a reasonable hypothesis.",
-        "d_missing": "Digest cites invocation(s) {ids} that do not exist.",
-        "d_quote": "The source_quote is not in the raw tool output.",
-        "d_tool": "The digest says tool {tool}, the invocation ran {actual}.",
-        "d_entities": "The summary's {items} is not in the source_quote or the raw output.",
-        "d_causal": "The summary adds a causal judgement the raw output does not make.",
-        "d_ok": "The source_quote occurs verbatim in the raw output and the summary's entities are in it.",
-        "rationale": "Checked {n} claim(s): {counts}.",
-        "gate_fail": "Gatekeeper status is fail ({rules}); the verdict cannot be PASS.",
-        "no_claims": "The structured output has no claims.",
-        "verdict": "Verdict {verdict}.",
-        "labels": {
-            "direct_observation": "direct observation", "reasonable_inference": "reasonable inference",
-            "overstated": "overstated", "unsupported": "unsupported", "external_unknown": "external/unknown",
-            "contradicted": "contradicted",
-        },
-        "sep": ", ",
-    },
-}
 
 
 # --- text helpers ------------------------------------------------------------------------------
@@ -258,7 +192,7 @@ def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> 
 
 
 def _check_claim(
-    claim: dict[str, Any], entry: dict[str, Any] | None, gate_rules: list[str], t: dict[str, Any]
+    claim: dict[str, Any], entry: dict[str, Any] | None, gate_rules: list[str], lang: str
 ) -> ClaimCheck:
     cid = str(claim.get("claim_id", ""))
     text = str(claim.get("claim_text", ""))
@@ -268,69 +202,69 @@ def _check_claim(
         return ClaimCheck(claim_id=cid, verification=verification, detail=detail, evidence_refs=ev.refs)
 
     if not ev.anchor and not ev.related:
-        return done("unsupported", t["no_evidence"])
+        return done("unsupported", tr("offline.verifier.no_evidence", lang))
     claim_ents = _entities(text)
     conflict = _conflict(claim_ents, _entities("\n".join(ev.anchor)))
     if conflict:
         kind, theirs, mine = conflict
-        return done("contradicted", t["conflict"].format(kind=kind, evidence=theirs, claim=mine))
+        return done("contradicted", tr("offline.verifier.conflict", lang, kind=kind, evidence=theirs, claim=mine))
     neg_claim, aff_claim = _concepts(text)
     records = [_concepts(line) for line in ev.anchor + ev.related]
     for concept in sorted(neg_claim):
         if any(concept in aff for _, aff in records):
-            return done("contradicted", t["negation"].format(concept=concept))
+            return done("contradicted", tr("offline.verifier.negation", lang, concept=concept))
     for concept in sorted(aff_claim - neg_claim):
         mentions = [(neg, aff) for neg, aff in records if concept in neg or concept in aff]
         if mentions and all(concept in neg and concept not in aff for neg, aff in mentions):
-            return done("contradicted", t["negation"].format(concept=concept))
+            return done("contradicted", tr("offline.verifier.negation", lang, concept=concept))
 
     values = _values(ev.text)
     missing = [e.value for e in sorted(claim_ents) if not _present(e, values)]
     missing += sorted(_times(text) - _times(ev.text))
     if missing:
-        return done("external_unknown", t["external"].format(items=", ".join(missing)))
+        return done("external_unknown", tr("offline.verifier.external", lang, items=", ".join(missing)))
     if gate_rules:
-        return done("unsupported", t["gate"].format(rules=", ".join(sorted(set(gate_rules)))))
+        return done("unsupported", tr("offline.verifier.gate", lang, rules=", ".join(sorted(set(gate_rules)))))
     ev_norm = normalize(ev.text)
     cov = coverage(text, ev_norm)
     # A service name alone is no support: "payment-service ran out of disk" shares only the name.
     substantive = [e for e in claim_ents if e.kind != "service"]
     if cov < PARTIAL_COVERAGE and not substantive:
-        return done("unsupported", t["low_overlap"].format(cov=cov))
+        return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
     norm = normalize(text)
     if _HEDGE.search(norm):
-        return done("overstated", t["hedge"])
+        return done("overstated", tr("offline.verifier.hedge", lang))
     evidence_states_cause = bool(_EVIDENCE_CAUSAL.search(ev_norm))
     if _CAUSAL.search(norm) and not evidence_states_cause:
-        return done("overstated", t["causal"])
+        return done("overstated", tr("offline.verifier.causal", lang))
     if claim.get("claim_type") == "root_cause" and not evidence_states_cause:
-        return done("overstated", t["root"])
+        return done("overstated", tr("offline.verifier.root", lang))
     if cov < INFERENCE_COVERAGE and not substantive:
-        return done("unsupported", t["low_overlap"].format(cov=cov))
+        return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
     if cov >= DIRECT_COVERAGE and claim.get("support_level") == "direct":
-        return done("direct_observation", t["direct"].format(cov=cov))
-    return done("reasonable_inference", t["inference"].format(cov=cov))
+        return done("direct_observation", tr("offline.verifier.direct", lang, cov=cov))
+    return done("reasonable_inference", tr("offline.verifier.inference", lang, cov=cov))
 
 
 # --- hypotheses, digests, retry ---------------------------------------------------------------
 
 
-def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, t: dict[str, Any]) -> HypothesisCheck:
+def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, lang: str) -> HypothesisCheck:
     text = normalize(str(hyp.get("hypothesis_text", "")))
     basis = str(hyp.get("basis", "")).strip()
     needed = [n for n in hyp.get("needed_evidence") or [] if isinstance(n, str) and n.strip()]
     if _CAUSAL.search(text) and not _HEDGE.search(text):
-        return HypothesisCheck(hypothesis_index=i, verification="overstated_as_fact", detail=t["h_fact"])
+        return HypothesisCheck(hypothesis_index=i, verification="overstated_as_fact", detail=tr("offline.verifier.h_fact", lang))
     if not basis or not needed:
-        return HypothesisCheck(hypothesis_index=i, verification="unsupported_hypothesis", detail=t["h_empty"])
+        return HypothesisCheck(hypothesis_index=i, verification="unsupported_hypothesis", detail=tr("offline.verifier.h_empty", lang))
     ev_values = _values(evidence)
     foreign = [e for e in _entities(basis) if not _present(e, ev_values)]
     if foreign or coverage(basis, normalize(evidence)) == 0.0:
-        return HypothesisCheck(hypothesis_index=i, verification="unsupported_hypothesis", detail=t["h_basis"])
-    return HypothesisCheck(hypothesis_index=i, verification="reasonable_hypothesis", detail=t["h_ok"])
+        return HypothesisCheck(hypothesis_index=i, verification="unsupported_hypothesis", detail=tr("offline.verifier.h_basis", lang))
+    return HypothesisCheck(hypothesis_index=i, verification="reasonable_hypothesis", detail=tr("offline.verifier.h_ok", lang))
 
 
-def _check_digest(digest: dict[str, Any], windows: list[dict[str, Any]], t: dict[str, Any]) -> DigestCheck:
+def _check_digest(digest: dict[str, Any], windows: list[dict[str, Any]], lang: str) -> DigestCheck:
     did = str(digest.get("digest_id", ""))
 
     def bad(detail: str) -> DigestCheck:
@@ -338,23 +272,23 @@ def _check_digest(digest: dict[str, Any], windows: list[dict[str, Any]], t: dict
 
     absent = [w["invocation_id"] for w in windows if not w.get("available")]
     if absent or not windows:
-        return bad(t["d_missing"].format(ids=absent or digest.get("source_invocation_ids")))
+        return bad(tr("offline.verifier.d_missing", lang, ids=absent or digest.get("source_invocation_ids")))
     for w in windows:
         if digest.get("tool") and w.get("tool_name") and digest["tool"] != w["tool_name"]:
-            return bad(t["d_tool"].format(tool=digest["tool"], actual=w["tool_name"]))
+            return bad(tr("offline.verifier.d_tool", lang, tool=digest["tool"], actual=w["tool_name"]))
     quote = str(digest.get("source_quote", ""))
     if not quote.strip() or not any(w.get("found") for w in windows):
-        return bad(t["d_quote"])
+        return bad(tr("offline.verifier.d_quote", lang))
     source = "\n".join([quote] + [line for w in windows for line in w.get("anchor", []) + w.get("related", [])])
     values = _values(source)
     summary = str(digest.get("summary", ""))
     foreign = [e.value for e in sorted(_entities(summary)) if not _present(e, values)]
     foreign += sorted(_times(summary) - _times(source))
     if foreign:
-        return bad(t["d_entities"].format(items=", ".join(foreign)))
+        return bad(tr("offline.verifier.d_entities", lang, items=", ".join(foreign)))
     if _CAUSAL.search(normalize(summary)) and not _CAUSAL.search(normalize(source)):
-        return bad(t["d_causal"])
-    return DigestCheck(digest_id=did, verification="faithful", detail=t["d_ok"])
+        return bad(tr("offline.verifier.d_causal", lang))
+    return DigestCheck(digest_id=did, verification="faithful", detail=tr("offline.verifier.d_ok", lang))
 
 
 def _gaps_closed(retry: dict[str, Any], claims: list[dict[str, Any]], checks: list[ClaimCheck]) -> bool:
@@ -395,7 +329,6 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 
 def verify(payload: dict[str, Any]) -> VerifierOutput:
     lang = detect_language(str(payload.get("original_query", "")))
-    t = _T[lang]
     structured = payload.get("executor_structured_output") or {}
     status = (payload.get("executor_output_parse_status") or {}).get("status", "missing")
     gate = payload.get("gatekeeper_result") or {}
@@ -409,7 +342,7 @@ def verify(payload: dict[str, Any]) -> VerifierOutput:
             gate_rules.setdefault(int(m.group(1)), []).append(str(err["rule_id"]))
 
     cited = {e.get("claim_index"): e for e in _dicts(payload.get("cited_evidence"))}
-    claim_checks = [_check_claim(c, cited.get(i), gate_rules.get(i, []), t) for i, c in enumerate(claims)]
+    claim_checks = [_check_claim(c, cited.get(i), gate_rules.get(i, []), lang) for i, c in enumerate(claims)]
 
     evidence_parts = [line for e in cited.values() for b in e.get("bindings", []) for w in b.get("windows", [])
                       for line in w.get("anchor", []) + w.get("related", [])]
@@ -417,12 +350,12 @@ def verify(payload: dict[str, Any]) -> VerifierOutput:
     evidence_parts += [str(s.get("output_summary", "")) for s in _dicts(payload.get("tool_trace_summary"))]
     evidence = "\n".join(evidence_parts)
     hypothesis_checks = [
-        _check_hypothesis(i, h, evidence, t) for i, h in enumerate(_dicts(structured.get("hypotheses")))
+        _check_hypothesis(i, h, evidence, lang) for i, h in enumerate(_dicts(structured.get("hypotheses")))
     ]
 
     digest_windows = {d.get("digest_id"): d.get("windows", []) for d in _dicts(payload.get("digest_evidence"))}
     digest_checks = [
-        _check_digest(d, digest_windows.get(d.get("digest_id"), []), t) for d in _dicts(payload.get("evidence_digests"))
+        _check_digest(d, digest_windows.get(d.get("digest_id"), []), lang) for d in _dicts(payload.get("evidence_digests"))
     ]
 
     retry = payload.get("retry_context")
@@ -430,13 +363,15 @@ def verify(payload: dict[str, Any]) -> VerifierOutput:
     counts: dict[str, int] = {}
     for c in claim_checks:
         counts[c.verification] = counts.get(c.verification, 0) + 1
+    labels = family("offline.verifier.labels.", lang)
     parts = [
-        t["rationale"].format(n=len(claims), counts=t["sep"].join(f"{t['labels'][k]} {v}" for k, v in counts.items()))
-        if claims else t["no_claims"]
+        tr("offline.verifier.rationale", lang, n=len(claims), counts=tr("offline.verifier.sep", lang).join(
+            f"{labels[k]} {v}" for k, v in counts.items()))
+        if claims else tr("offline.verifier.no_claims", lang)
     ]
     if gate.get("status") == "fail":
-        parts.append(t["gate_fail"].format(rules=", ".join(gate.get("failed_rules") or [])))
-    parts.append(t["verdict"].format(verdict=verdict))
+        parts.append(tr("offline.verifier.gate_fail", lang, rules=", ".join(gate.get("failed_rules") or [])))
+    parts.append(tr("offline.verifier.verdict", lang, verdict=verdict))
     return VerifierOutput(
         verdict=verdict,
         groundedness_score=groundedness(claim_checks, claims),
