@@ -17,7 +17,7 @@ from pydantic import StrictBool, StrictStr
 
 from pipeline.core.contracts import ANSWER_VERSION, EvidenceDigest
 from pipeline.core.errors import quote
-from pipeline.core.messages import Message, msg, render
+from pipeline.core.messages import Message, Param, msg, render
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.features import binding_target, claim_bindings, valid_ids
 from pipeline.gatekeeper.kinds import RULES as RULES  # re-exported: filled by the kinds below
@@ -367,7 +367,7 @@ class ExcerptSimilarityRule(RuleKind):
             if words:
                 level = "fail"
                 shown = ", ".join(f'"{w}"' for w in words[:6])
-                found = dict(count=len(words), tolerated=p.inventedTolerated, words=shown)
+                found: dict[str, Param] = {"count": len(words), "tolerated": p.inventedTolerated, "words": shown}
                 parts.append(msg("gk.invented_words_also", **found) if parts else msg("gk.invented_words", **found))
             if parts:
                 out.findings.append(Finding(target, parts[0].model_copy(update={"then": [*parts[0].then, *parts[1:]]}), level))
