@@ -10,9 +10,6 @@ pipeline/replay/columns.py.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import platform
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -202,28 +199,6 @@ class _Names:
         return sorted(self.words, key=self.words.__getitem__)
 
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
-
-
-@contextlib.contextmanager
-def _freed_batches_returned() -> Iterator[None]:
-    """glibc's malloc raises its mmap threshold each time a large block is freed (up to 32 MB),
-    so after the first batches every batch-sized block comes from the heap and stays there when
-    freed: a million sessions' load peaked at 1.6 GB for 0.6 GB of arrays. During the load the
-    threshold is held at 128 KB and every freed batch goes back to the system (peak 1.1 GB);
-    after it, at 32 MB, so a replay's temporary arrays reuse heap pages (fresh mapped pages
-    fault on first touch: a replay took twice as long with a low threshold)."""
-    mallopt = ctypes.CDLL(None).mallopt if platform.libc_ver()[0] == "glibc" else None
-    if mallopt is not None:
-        mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
-    try:
-        yield
-    finally:
-        if mallopt is not None:
-            mallopt(_M_MMAP_THRESHOLD, 32 * 1024 * 1024)
-            mallopt(_M_TRIM_THRESHOLD, 64 * 1024 * 1024)
-
-
 def load_arrays(store: Store, sessions: int | None = None) -> tuple[HistoryArrays, dict[str, npt.NDArray[np.int16]],
                                                                    _Names]:
     """Every replayable session with rows, as arrays; plus the code arrays of old and clean outcomes.
@@ -245,7 +220,7 @@ def load_arrays(store: Store, sessions: int | None = None) -> tuple[HistoryArray
         if not arrow:
             s, b, c = (_read(store, None, sql, columns, tables) for sql, columns in reads)
         else:
-            with _freed_batches_returned(), ThreadPoolExecutor(len(reads), thread_name_prefix="gate-load") as pool:
+            with ThreadPoolExecutor(len(reads), thread_name_prefix="gate-load") as pool:
                 # Only the session read writes the code tables, so the threads share none.
                 s, b, c = pool.map(lambda read: _read(store, url, read[0], read[1], tables), reads)
     except (StoreError, pa.ArrowException, SQLAlchemyError) as exc:
