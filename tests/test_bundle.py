@@ -11,9 +11,9 @@ import pytest
 from helpers import CPU_QUESTION
 
 from pipeline.bundles.importer import import_bundle
-from pipeline.bundles.session_bundle import BundleError, export_bundle, load_bundle, parse_bundle
+from pipeline.bundles.session_bundle import export_bundle, load_bundle, parse_bundle
 from pipeline.core.config import Settings
-from pipeline.core.errors import WorkbenchError
+from pipeline.core.errors import BundleError, WorkbenchError
 from pipeline.llm import make_provider
 from pipeline.replay.inputs import replay_inputs
 from pipeline.replay.per_session import replay

@@ -18,8 +18,9 @@ from pipeline.core.contracts import (
     ParseStatus,
     VerifierOutput,
 )
+from pipeline.core.errors import StageFailure
 from pipeline.llm.offline.composer import compose
-from pipeline.llm.provider import StageContext, StageFailure
+from pipeline.llm.provider import StageContext
 from pipeline.stages.composer import assemble_input, run_composer
 from pipeline.stages.composer_guard import check_output
 from pipeline.stages.templates import render

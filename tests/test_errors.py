@@ -45,10 +45,8 @@ def _statuses() -> list[str]:
 
 
 def test_error_classes_share_one_base() -> None:
-    from pipeline.bundles.session_bundle import BundleError
-    from pipeline.llm.invoker import LlmCallError
+    from pipeline.core.errors import BundleError, LlmCallError, StageFailure
     from pipeline.llm.prompts import PromptError
-    from pipeline.llm.provider import StageFailure
     from pipeline.runs.session import SessionFailed
     from pipeline.store import StaleRuleVersion
     from pipeline.tools.http import BackendError
@@ -123,8 +121,8 @@ def test_runbook_dir_pointing_nowhere_stores_nothing(capsys: pytest.CaptureFixtu
 
 def test_crash_after_the_row_exists_marks_it_failed_at_its_stage(capsys: pytest.CaptureFixture[str],
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.core.errors import StageFailure
     from pipeline.llm.offline.provider import OfflineProvider
-    from pipeline.llm.provider import StageFailure
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise StageFailure("diagnosis", "endpoint went away")

@@ -11,9 +11,10 @@ import pytest
 
 from pipeline.core.config import load_settings
 from pipeline.core.contracts import ComposerOutput, ExecutorOutputV2, LlmCallRecord, PlannerPlan, ToolInvocation
-from pipeline.llm.invoker import LlmCallError, StructuredLlmInvoker, strip_reasoning
+from pipeline.core.errors import LlmCallError, StageFailure
+from pipeline.llm.invoker import StructuredLlmInvoker, strip_reasoning
 from pipeline.llm.prompts import load_prompt
-from pipeline.llm.provider import StageContext, StageFailure
+from pipeline.llm.provider import StageContext
 from tests.stub_openai import StubOpenAI
 
 PLAN = {"skill": "latency_diagnosis", "language": "en", "services": ["payment-service"], "tool_calls": []}

@@ -19,9 +19,9 @@ from pipeline.core.contracts import (
     TimeWindow,
     ToolInvocation,
 )
+from pipeline.core.errors import LlmCallError
 from pipeline.frontends.doctor import doctor
 from pipeline.llm.budget import estimate_messages_tokens
-from pipeline.llm.invoker import LlmCallError
 from pipeline.llm.openai_provider import OpenAIProvider
 from pipeline.llm.provider import StageContext
 from pipeline.tools.registry import model_name, persisted_name

@@ -17,7 +17,8 @@ from pipeline.core.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
-from pipeline.llm.provider import StageContext, StageFailure
+from pipeline.core.errors import StageFailure
+from pipeline.llm.provider import StageContext
 from pipeline.llm.scripted import ScriptedProvider
 
 FIXTURE = """

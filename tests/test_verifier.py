@@ -18,8 +18,9 @@ from pipeline.core.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
+from pipeline.core.errors import StageFailure
 from pipeline.llm.offline.verifier import verify
-from pipeline.llm.provider import StageContext, StageFailure
+from pipeline.llm.provider import StageContext
 from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
 from pipeline.verdict.policy import groundedness
 

@@ -22,9 +22,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from pipeline.bundles.provenance import sign
-from pipeline.core import errors
 from pipeline.core.bounds import MAX_JSON_DEPTH, too_deep
 from pipeline.core.contracts import EvidenceDigest, ToolInvocation
+from pipeline.core.errors import BundleError, NotFound
 from pipeline.store import Store
 from pipeline.text.redact import redact_value
 
@@ -36,10 +36,6 @@ EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 # an int4 column on PostgreSQL.
 _INT64 = 2**63 - 1
 MAX_ROUND = 2**31 - 1
-
-
-class BundleError(errors.BundleError):
-    """A bundle that cannot be read; the message names the bad field."""
 
 
 class BundleSession(BaseModel):
@@ -214,7 +210,7 @@ def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | Non
     `key` when given (provenance.signing_key)."""
     row = store.get_session(session_id)
     if row is None:
-        raise errors.NotFound(f"no session {session_id}")
+        raise NotFound(f"no session {session_id}")
     evaluation = (row.get("audit") or {}).get("round_audit")
     bundle = {
         "bundle_version": 1,

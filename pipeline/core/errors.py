@@ -50,8 +50,41 @@ class StoreError(WorkbenchError):
     """The database cannot be opened, migrated, read or written."""
 
 
-class LlmCallError(WorkbenchError):
-    """An LLM call failed for good (after its retries)."""
+class StageFailure(WorkbenchError):
+    """A stage could not produce usable output after its retries (endpoint refused, etc.)."""
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(f"{stage}: {message}")
+        self.stage = stage
+
+
+class LlmCallError(StageFailure):
+    """A stage's LLM call failed for good: transport, refusal, or no valid output after re-asks
+    (pipeline/llm/invoker.py raises it)."""
+
+    def __init__(
+        self,
+        stage: str,
+        message: str,
+        *,
+        last_raw: str = "",
+        attempts: int = 0,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        status_code: int | None = None,
+        reason: str = "transport",
+    ):
+        super().__init__(stage, message)
+        # "transport": no answer (refused, timed out, 429/5xx to the end); "http": a non-retryable
+        # HTTP error; "output": answers came, none usable after the re-asks; "budget": the prompt
+        # cannot be cut down to budget.prompt_tokens; "deadline": the stage's wall-time bound
+        # (openai.stage_timeout_s) ran out.
+        self.reason = reason
+        self.last_raw = last_raw
+        self.attempts = attempts
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.status_code = status_code
 
 
 class InputError(WorkbenchError):

@@ -31,10 +31,11 @@ from pydantic import BaseModel, ValidationError
 from pipeline.core.bounds import loads_bounded
 from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord
+from pipeline.core.errors import LlmCallError
 from pipeline.llm.budget import estimate_messages_tokens, fit_messages
 from pipeline.llm.endpoint_limit import endpoint_slots
 from pipeline.llm.prompts import Prompt
-from pipeline.llm.provider import StageContext, StageFailure
+from pipeline.llm.provider import StageContext
 from pipeline.text.primitives import estimate_tokens
 from pipeline.text.redact import redact, redact_value
 
@@ -55,34 +56,6 @@ _RETRYABLE_STATUS = {408, 409, 429}
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.S)
-
-
-class LlmCallError(StageFailure):
-    """A stage's LLM call failed for good: transport, refusal, or no valid output after re-asks."""
-
-    def __init__(
-        self,
-        stage: str,
-        message: str,
-        *,
-        last_raw: str = "",
-        attempts: int = 0,
-        prompt_tokens: int = 0,
-        completion_tokens: int = 0,
-        status_code: int | None = None,
-        reason: str = "transport",
-    ):
-        super().__init__(stage, message)
-        # "transport": no answer (refused, timed out, 429/5xx to the end); "http": a non-retryable
-        # HTTP error; "output": answers came, none usable after the re-asks; "budget": the prompt
-        # cannot be cut down to budget.prompt_tokens; "deadline": the stage's wall-time bound
-        # (openai.stage_timeout_s) ran out.
-        self.reason = reason
-        self.last_raw = last_raw
-        self.attempts = attempts
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-        self.status_code = status_code
 
 
 def strip_reasoning(text: str) -> str:

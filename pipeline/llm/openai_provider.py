@@ -32,9 +32,9 @@ from pipeline.core.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, LlmCallError
 from pipeline.llm.budget import cut_output, cut_records, estimate_messages_tokens, focus_terms_for, message_tokens
-from pipeline.llm.invoker import LlmCallError, StructuredLlmInvoker, strip_reasoning
+from pipeline.llm.invoker import StructuredLlmInvoker, strip_reasoning
 from pipeline.llm.prompts import Prompt, load_prompt
 from pipeline.llm.provider import StageContext
 from pipeline.tools.arguments import ArgumentPolicy

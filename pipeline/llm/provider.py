@@ -17,11 +17,11 @@ from pipeline.core.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
-from pipeline.verdict.context import RunTool, StageContext, StageFailure
+from pipeline.verdict.context import RunTool, StageContext
 
-# StageContext, StageFailure and RunTool live in pipeline.verdict.context (neutral ground for stages and
+# StageContext and RunTool live in pipeline.verdict.context (neutral ground for stages and
 # providers); they are re-exported here because every provider implements against them.
-__all__ = ["STAGES", "Provider", "RunTool", "StageContext", "StageFailure"]
+__all__ = ["STAGES", "Provider", "RunTool", "StageContext"]
 
 STAGES = ("planner", "collector", "digest", "diagnosis", "verifier", "composer")
 

@@ -48,8 +48,8 @@ from pipeline.core.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
-from pipeline.core.errors import ConfigError, one_line
-from pipeline.llm.provider import Provider, StageContext, StageFailure
+from pipeline.core.errors import ConfigError, StageFailure, one_line
+from pipeline.llm.provider import Provider, StageContext
 from pipeline.tools.registry import persisted_name
 
 PLACEHOLDER = re.compile(r"\{inv:([^{}]+)\}")

@@ -31,12 +31,13 @@ from pipeline.core.contracts import (
     Verdict,
     VerifierOutput,
 )
+from pipeline.core.errors import StageFailure
 from pipeline.core.messages import Message, msg, render, tr
 from pipeline.stages import templates
 from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, rank_claims
 from pipeline.stages.composer_guard import judge_answer
 from pipeline.text.primitives import detect_language, extract_entities, normalize
-from pipeline.verdict.context import StageContext, StageFailure
+from pipeline.verdict.context import StageContext
 from pipeline.verdict.safe_actions import fixed_actions
 
 # --- the input filter (docs/spec.md#composer-input) ---------------------------------------------------------------

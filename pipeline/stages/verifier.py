@@ -28,10 +28,11 @@ from pipeline.core.contracts import (
     ToolTraceSummaryItem,
     VerifierOutput,
 )
+from pipeline.core.errors import StageFailure
 from pipeline.core.messages import tr
 from pipeline.text.primitives import Entity, extract_entities, find_entities, keywords, normalize
 from pipeline.tools.results import read_result
-from pipeline.verdict.context import StageContext, StageFailure
+from pipeline.verdict.context import StageContext
 from pipeline.verdict.policy import CRITICAL_TYPES, groundedness
 
 FACT_VERIFICATION: dict[str, FactVerification] = {

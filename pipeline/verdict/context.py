@@ -14,17 +14,8 @@ from typing import Any
 
 from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord, QuestionScope, ToolInvocation
-from pipeline.core.errors import LlmCallError
 
 RunTool = Callable[[str, dict[str, Any]], ToolInvocation]
-
-
-class StageFailure(LlmCallError):
-    """A stage could not produce usable output after its retries (endpoint refused, etc.)."""
-
-    def __init__(self, stage: str, message: str):
-        super().__init__(f"{stage}: {message}")
-        self.stage = stage
 
 
 @dataclass
