@@ -37,7 +37,7 @@ from rapidfuzz import fuzz
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.core.contracts import ParseStatus, ToolInvocation  # noqa: E402
+from pipeline.core.contracts import ExecutorOutput, ParseStatus, ToolInvocation  # noqa: E402
 from pipeline.gatekeeper import GateContext, gate_verdict, load_rules, run_gatekeeper  # noqa: E402
 from pipeline.gatekeeper.features import compute_features, prepare_output  # noqa: E402
 from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, fold  # noqa: E402
@@ -171,7 +171,8 @@ def bench_sizes(rng: random.Random) -> None:
         prepare = _timed(lambda out=prepared, text=output: out.append(_prepared_cache(text)), repeat)
 
         def check(excerpt: str, cache: OutputCache, invocations: dict[int, ToolInvocation] = invocations) -> None:
-            compute_features(invocations, _structured([(excerpt, [1], "query_logs")]), None, outputs=cache)
+            compute_features(invocations, ExecutorOutput.read(_structured([(excerpt, [1], "query_logs")])), None,
+                             outputs=cache)
 
         for kind, make in KINDS:
             excerpts = [make(rng, rng.choice(records)) for _ in range(repeat)]
@@ -204,7 +205,7 @@ def bench_cited(rng: random.Random) -> None:
         structured = {"answer_version": "executor_evidence_v2", "claims": [
             {"claim_id": "c1", "claim_type": "symptom", "claim_text": "x", "support_level": "direct",
              "evidence_bindings": [binding]}]}
-        features = compute_features(invocations, structured, None, outputs=cache)
+        features = compute_features(invocations, ExecutorOutput.read(structured), None, outputs=cache)
         found = features["claims[0].evidence_bindings[0]"]["sources"]["output"]
         assert found["covered"] == 1.0, (excerpt, found)  # a faithful quote, found either way
 
@@ -274,9 +275,10 @@ def bench_long_miss(rng: random.Random) -> None:
     took = []
     for _ in range(3):
         start = _clock()
-        outcome = run_gatekeeper(GateContext("b", structured, {1: inv}, {1: inv}.get), RULES, outputs=cache)
+        outcome = run_gatekeeper(GateContext("b", ExecutorOutput.read(structured), {1: inv}, {1: inv}.get), RULES,
+                                 outputs=cache)
         build_payload(question="q", raw_output=json.dumps(structured), parse_status=ParseStatus(status="valid"),
-                      structured=outcome.normalized, invocations=[inv], digests=None,
+                      structured=outcome.normalized.raw if outcome.normalized else None, invocations=[inv], digests=None,
                       gatekeeper_result=outcome.result, retry_context=None, features=outcome.features)
         took.append(_clock() - start)
     print(f"\n4. A 10,000-character excerpt matching nothing, 1 MB output of {len(lines)} long lines: "
@@ -286,7 +288,7 @@ def bench_long_miss(rng: random.Random) -> None:
 def bench_accuracy(rng: random.Random) -> None:
     output, records = _output_of_size(rng, 100_000)
     inv = ToolInvocation(id=1, session_id="b", tool_name="query_logs", model_tool_name="queryLogs", output=output)
-    ctx_of = lambda s: GateContext("b", s, {1: inv}, {1: inv}.get)  # noqa: E731
+    ctx_of = lambda s: GateContext("b", ExecutorOutput.read(s), {1: inv}, {1: inv}.get)  # noqa: E731
     threshold = RULES.get("evidence.excerpt_similarity").params.passThreshold
     folded = f" {PreparedOutput(output).folded} "
     cases: list[tuple[str, str, bool]] = []
@@ -364,8 +366,8 @@ def bench_history(rng: random.Random, n: int) -> None:
         # As the pipeline does it: one session at a time, the outcome persisted as JSON columns.
         stored = []
         for sid, s, invs in sessions:
-            o = run_gatekeeper(GateContext(sid, s, invs, everyone.get), RULES)
-            stored.append((json.dumps(o.features), json.dumps(o.normalized), o.result.model_dump_json(),
+            o = run_gatekeeper(GateContext(sid, ExecutorOutput.read(s), invs, everyone.get), RULES)
+            stored.append((json.dumps(o.features), o.normalized.model_dump_json() if o.normalized else "null", o.result.model_dump_json(),
                            gate_verdict(o.result, RULES)))
         return stored
 
@@ -401,7 +403,8 @@ def bench_history(rng: random.Random, n: int) -> None:
             changed = max(changed, sum(r.changed for r in rows))
     tuned = edits["threshold"][0]
     sample = sessions[: max(1, n // 10)]
-    cached = _timed(lambda: [run_gatekeeper(GateContext(sid, s, invs, everyone.get), tuned, features_cache=f)
+    cached = _timed(lambda: [run_gatekeeper(GateContext(sid, ExecutorOutput.read(s), invs, everyone.get), tuned,
+                                            features_cache=f)
                              # sample is the first tenth of the sessions, so the zip stops early on purpose
                              for (sid, s, invs), f in zip(sample, (i.features for i in inputs), strict=False)], 1) * n / len(sample)
     threshold = statistics.median(timings["threshold"])

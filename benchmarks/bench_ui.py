@@ -39,6 +39,7 @@ from rapidfuzz import fuzz
 from sqlalchemy import insert, select
 
 from pipeline.core.config import load_settings
+from pipeline.core.contracts import ExecutorOutput
 from pipeline.frontends import views
 from pipeline.gatekeeper import load_rules
 from pipeline.gatekeeper.features import compute_features
@@ -100,7 +101,7 @@ def build_trace_session(store: Store) -> str:
                        "verification": "direct_observation" if i % 4 != 3 else "external_unknown", "detail": ""})
     structured = {"answer_version": "executor_evidence_v2", "claims": claims, "hypotheses": [],
                   "recommended_actions": [], "missing_info": []}
-    features = compute_features(invs, structured, None)
+    features = compute_features(invs, ExecutorOutput.read(structured), None)
     errors = [{"rule_id": "evidence.excerpt_entities", "target": f"claims[{i}].evidence_bindings[0]",
                "message": "excerpt says billing-service, the cited output does not hold it"}
               for i in range(3, 100, 4)]

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grounding_corpus import CORPUS, FAITHFUL, MUTATED, build_outputs  # noqa: E402
 
-from pipeline.core.contracts import ToolInvocation  # noqa: E402
+from pipeline.core.contracts import ExecutorOutput, ToolInvocation  # noqa: E402
 from pipeline.gatekeeper import GateContext, RuleSet, gate_verdict, load_rules, run_gatekeeper  # noqa: E402
 from pipeline.gatekeeper.features import prepare_output  # noqa: E402
 from pipeline.gatekeeper.matcher import OutputCache  # noqa: E402
@@ -85,7 +85,7 @@ def run_cases(cases: list[dict], rules: RuleSet) -> list[Outcome]:
             "claim_id": "c1", "claim_type": "symptom", "claim_text": case["excerpt"], "support_level": "direct",
             "evidence_bindings": [{"source_type": "tool_trace", "tool_name": inv.tool_name,
                                    "source_invocation_ids": [inv.id], "evidence_excerpt": case["excerpt"]}]}]}
-        outcome = run_gatekeeper(GateContext("grounding", structured, {inv.id: inv}, invocations.get), rules,
+        outcome = run_gatekeeper(GateContext("grounding", ExecutorOutput.read(structured), {inv.id: inv}, invocations.get), rules,
                                  outputs=cache)
         errors = [e for e in outcome.result.errors if e.rule_id in EXCERPT_RULES]
         unbacked = bool(outcome.result.unbacked_claims)

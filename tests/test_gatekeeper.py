@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.contracts import EvidenceDigest, ToolInvocation
+from pipeline.core.contracts import EvidenceDigest, ExecutorOutput, ToolInvocation
 from pipeline.gatekeeper import GateContext, gate_verdict, load_rules, matcher, run_gatekeeper
 from pipeline.gatekeeper.matcher import PreparedOutput, record_text
 from pipeline.replay.per_session import (
@@ -62,7 +62,7 @@ FOREIGN = ToolInvocation(id=500, session_id="sess-b", tool_name="query_logs", mo
 def _context(structured, ascii_only: bool = False, digests=None) -> GateContext:
     invocations = _invocations(ascii_only)
     everyone = {**invocations, FOREIGN.id: FOREIGN}
-    return GateContext(SESSION, structured, invocations, everyone.get, digests)
+    return GateContext(SESSION, ExecutorOutput.read(structured), invocations, everyone.get, digests)
 
 
 def _binding(excerpt: str, ids=(394,), tool: str = "query_logs", **extra) -> dict:
@@ -136,10 +136,10 @@ def test_unparsed_output_fails_schema(rules):
 def test_missing_optional_arrays_are_normalised_and_deprecated_fields_kept_out(rules):
     structured = _output(_binding("Request timeout after 5300ms"), user_facing_answer="x")
     outcome = _run(rules, structured)
-    assert outcome.normalized["hypotheses"] == []
-    assert outcome.normalized["recommended_actions"] == []
-    assert outcome.normalized["missing_info"] == []
-    assert "user_facing_answer" not in outcome.normalized
+    assert outcome.normalized.raw["hypotheses"] == []
+    assert outcome.normalized.raw["recommended_actions"] == []
+    assert outcome.normalized.raw["missing_info"] == []
+    assert "user_facing_answer" not in outcome.normalized.raw
     assert "user_facing_answer" in structured  # the caller's dict is not changed
 
 
@@ -433,7 +433,7 @@ def _stored(rules):
     everyone = {**_invocations(), FOREIGN.id: FOREIGN}
     for n, (structured, digests) in enumerate(_corpus()):
         outcome = _run(rules, structured, digests=digests)
-        as_stored = ReplayInput(SESSION, outcome.normalized, "valid", {}, outcome.features, digests,
+        as_stored = ReplayInput(SESSION, outcome.normalized.raw, "valid", {}, outcome.features, digests,
                                 outcome.result.status, "PASS", "PASS")
         verdict = project_verdict(outcome.result, rules, as_stored)
         cited = cited_invocation_ids(structured, digests)
@@ -475,7 +475,7 @@ def test_replay_equals_rerun_with_cache(rules, change):
     new_rules = change(rules)
     stored = _stored(rules)
     inputs = [
-        ReplayInput(SESSION, outcome.normalized, "valid", tools, outcome.features, digests, outcome.result.status,
+        ReplayInput(SESSION, outcome.normalized.raw, "valid", tools, outcome.features, digests, outcome.result.status,
                     verdict, "PASS", list(outcome.result.failed_rules), list(outcome.result.warnings))
         for n, _, digests, outcome, verdict, tools in stored
     ]
@@ -496,7 +496,7 @@ def test_repeated_replays_under_alternating_rules_agree(rules):
     """Remembered findings are per parameter set: going back to earlier rules gives the earlier rows."""
     stored = _stored(rules)
     inputs = [
-        ReplayInput(SESSION, o.normalized, "valid", tools, o.features, digests, o.result.status, verdict, "PASS",
+        ReplayInput(SESSION, o.normalized.raw, "valid", tools, o.features, digests, o.result.status, verdict, "PASS",
                     list(o.result.failed_rules), list(o.result.warnings))
         for n, _, digests, o, verdict, tools in stored
     ]
@@ -514,7 +514,7 @@ def test_repeated_replays_under_alternating_rules_agree(rules):
 def test_replay_reports_changes_and_responsible_rules(rules):
     stored = _stored(rules)
     inputs = [
-        ReplayInput(SESSION, o.normalized, "valid", tools, o.features, digests, o.result.status, verdict, "PASS",
+        ReplayInput(SESSION, o.normalized.raw, "valid", tools, o.features, digests, o.result.status, verdict, "PASS",
                     list(o.result.failed_rules), list(o.result.warnings))
         for n, _, digests, o, verdict, tools in stored
     ]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.contracts import ToolInvocation
+from pipeline.core.contracts import ExecutorOutput, ToolInvocation
 from pipeline.gatekeeper import GateContext, gate_verdict, load_rules, run_gatekeeper
 from pipeline.gatekeeper.matcher import PreparedOutput, fold
 from pipeline.gatekeeper.vocabulary import Vocabulary, absent_pieces
@@ -50,7 +50,7 @@ def _structured(*excerpts: str) -> dict:
 
 
 def _check(rules, *excerpts: str):
-    return run_gatekeeper(GateContext("s", _structured(*excerpts), {7: INVOCATION}, {7: INVOCATION}.get), rules)
+    return run_gatekeeper(GateContext("s", ExecutorOutput.read(_structured(*excerpts)), {7: INVOCATION}, {7: INVOCATION}.get), rules)
 
 
 def _messages(outcome, rule_id: str) -> list[str]:
@@ -162,9 +162,9 @@ def test_a_quote_not_found_by_structure_is_not_evidence_unless_another_binding_p
 
 
 def test_replay_reproduces_unbacked_claims_from_stored_features(rules):
-    outcome = run_gatekeeper(GateContext("s", _structured("发现内存溢出"), {7: INVOCATION}, {7: INVOCATION}.get), rules)
+    outcome = run_gatekeeper(GateContext("s", ExecutorOutput.read(_structured("发现内存溢出")), {7: INVOCATION}, {7: INVOCATION}.get), rules)
     stored = json.loads(json.dumps(outcome.features))
-    item = ReplayInput("s", outcome.normalized, "valid", {7: ("s", "query_logs")}, stored, None,
+    item = ReplayInput("s", outcome.normalized.raw, "valid", {7: ("s", "query_logs")}, stored, None,
                        outcome.result.status, "REJECT")
     (row,) = replay([item], rules)
     assert row.result == outcome.result and row.result.unbacked_claims == ["c1"]

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from pipeline.core.contracts import ToolInvocation
+from pipeline.core.contracts import ExecutorOutput, ToolInvocation
 from pipeline.gatekeeper import GateContext, load_rules, run_gatekeeper
 from pipeline.gatekeeper.features import match_excerpt
 from pipeline.gatekeeper.matcher import PreparedOutput, fold, record_text
@@ -43,7 +43,7 @@ def _run(rules, excerpt: str, records: list[str] | None = None):
     structured = {"answer_version": "executor_evidence_v2", "claims": [
         {"claim_id": "c1", "claim_type": "observation", "claim_text": "hdfs-datanode received a block",
          "support_level": "direct", "evidence_bindings": [binding]}]}
-    return run_gatekeeper(GateContext("s", structured, {11: INVOCATION}, {11: INVOCATION}.get), rules)
+    return run_gatekeeper(GateContext("s", ExecutorOutput.read(structured), {11: INVOCATION}, {11: INVOCATION}.get), rules)
 
 
 def _check(rules, excerpt: str, records: list[str] | None = None):

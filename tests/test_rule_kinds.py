@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.core.contracts import ExecutorOutput
 from pipeline.frontends import views
 from pipeline.gatekeeper import GateContext, RulesError, gate_verdict, load_rules_from_text, run_gatekeeper
 from pipeline.gatekeeper.kinds import Count, RuleKind, RuleParams, params_of, rule_kind
@@ -47,8 +48,8 @@ def _declare_claim_count() -> type[RuleKind]:
         def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
             p = params_of(metadata, ClaimCountRule.Params)
             out = RuleResult(self.id)
-            claims = context.structured.get("claims") if isinstance(context.structured, dict) else None
-            if isinstance(claims, list) and len(claims) > p.maxClaims:
+            claims = context.output.claims if context.output is not None else []
+            if len(claims) > p.maxClaims:
                 out.findings.append(Finding("claims", f"{len(claims)} claims, more than maxClaims {p.maxClaims}"))
             return out
 
@@ -77,14 +78,14 @@ def test_a_kind_declared_in_one_class_loads_runs_and_decides_the_verdict(registr
     assert spec.params.model_dump() == {"maxClaims": 1}
 
     structured = {"answer_version": "executor_evidence_v2", "claims": [_claim(1), _claim(2)]}
-    outcome = run_gatekeeper(GateContext("s-1", structured, {}, lambda _id: None), rules)
+    outcome = run_gatekeeper(GateContext("s-1", ExecutorOutput.read(structured), {}, lambda _id: None), rules)
     ours = [e for e in outcome.result.errors if e.rule_id == "claim.count"]
     assert [(e.target, e.message) for e in ours] == [("claims", "2 claims, more than maxClaims 1")]
     assert "claim.count" in outcome.result.failed_rules
     assert gate_verdict(outcome.result, rules) == "REJECT"
     # Retuned from the Rules page: the same session passes this rule at a higher limit.
     relaxed = rules.with_params("claim.count", maxClaims=2)
-    outcome = run_gatekeeper(GateContext("s-1", structured, {}, lambda _id: None), relaxed)
+    outcome = run_gatekeeper(GateContext("s-1", ExecutorOutput.read(structured), {}, lambda _id: None), relaxed)
     assert "claim.count" not in outcome.result.failed_rules
     # The Rules page form is read from the class's Params, and the YAML round-trips.
     assert [(f.name, f.kind, f.value) for f in views.param_fields(spec)] == [("maxClaims", "count", 1)]

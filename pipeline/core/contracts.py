@@ -234,7 +234,8 @@ class ExecutorClaim(_Written):
     claim_type: Text = None
     claim_text: Text = None
     support_level: Text = None
-    evidence_bindings: Bindings = Field(default_factory=list)
+    # None when absent or not a list: an empty list is the executor's own (and a finding of its own).
+    evidence_bindings: Annotated[list[Annotated[ExecutorBinding, _Lenient(ExecutorBinding)]] | None, _Lenient()] = None
 
 
 class ExecutorHypothesis(_Written):
@@ -292,7 +293,7 @@ class ExecutorOutput(_Written):
 
     def bindings(self) -> list[tuple[int, int, ExecutorBinding]]:
         """(claim index, binding index, binding) of every claim binding, in order."""
-        return [(ci, bi, b) for ci, claim in enumerate(self.claims) for bi, b in enumerate(claim.evidence_bindings)]
+        return [(ci, bi, b) for ci, claim in enumerate(self.claims) for bi, b in enumerate(claim.evidence_bindings or ())]
 
 
 class ParseStatus(_Model):

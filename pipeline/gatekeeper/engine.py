@@ -7,7 +7,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pipeline.core.contracts import EvidenceDigest, GatekeeperError, GatekeeperResult, ToolInvocation, Verdict
+from pipeline.core.contracts import (
+    EvidenceDigest,
+    ExecutorOutput,
+    GatekeeperError,
+    GatekeeperResult,
+    ToolInvocation,
+    Verdict,
+)
 from pipeline.gatekeeper.features import compute_features
 from pipeline.gatekeeper.matcher import OutputCache
 from pipeline.gatekeeper.rules import Finding, RuleContext, SchemaRule
@@ -21,7 +28,7 @@ _DEFAULT_ARRAYS = ("hypotheses", "recommended_actions", "missing_info")
 @dataclass
 class GateContext:
     session_id: str
-    structured: dict[str, Any] | None  # parsed executor JSON (may be schema-invalid); None if parsing failed
+    output: ExecutorOutput | None  # the parsed executor output (may be schema-invalid); None if parsing failed
     invocations: Mapping[int, ToolInvocation]  # this session's invocations by id
     lookup_invocation: Callable[[int], ToolInvocation | None]  # any session's invocation by global id
     digests: list[EvidenceDigest] | None = None  # split shape only
@@ -30,7 +37,7 @@ class GateContext:
 @dataclass
 class GateOutcome:
     result: GatekeeperResult
-    normalized: dict[str, Any] | None  # for the verifier: default arrays present, deprecated fields removed
+    normalized: ExecutorOutput | None  # for the verifier: default arrays present, deprecated fields removed
     features: dict[str, dict[str, Any]]  # threshold-free, JSON-serialisable; pass back as features_cache
 
 
@@ -40,7 +47,7 @@ def run_gatekeeper(
     features_cache: dict[str, dict[str, Any]] | None = None,
     outputs: OutputCache | None = None,
 ) -> GateOutcome:
-    features = compute_features(ctx.invocations, ctx.structured, ctx.digests, features_cache, outputs)
+    features = compute_features(ctx.invocations, ctx.output, ctx.digests, features_cache, outputs)
 
     def invocation(inv_id: int) -> tuple[str, str] | None:
         inv = ctx.invocations.get(inv_id)
@@ -50,8 +57,8 @@ def run_gatekeeper(
             return None
         return inv.session_id, persisted_name(inv.tool_name) or inv.tool_name
 
-    context = RuleContext(ctx.session_id, ctx.structured, invocation, ctx.digests, features)
-    return GateOutcome(evaluate(context, rules), normalize_structured(ctx.structured, rules), features)
+    context = RuleContext(ctx.session_id, ctx.output, invocation, ctx.digests, features)
+    return GateOutcome(evaluate(context, rules), normalize_structured(ctx.output, rules), features)
 
 
 def evaluate(context: RuleContext, rules: RuleSet) -> GatekeeperResult:
@@ -82,15 +89,18 @@ def unbacked_claims(context: RuleContext, flagged: set[str]) -> list[str]:
     """Claim ids none of whose bindings is evidence: every binding was flagged by a
     blocking rule (the warn band of similarity included, and invented content), or could not be
     measured at all. Such a claim is never shown as confirmed and never lets a session PASS."""
-    data = context.structured
-    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+    if context.output is None:
         return []
     backed: set[int] = set()
     for target, _, feats in context.bindings:
         if feats is not None and not any(t == target or t.startswith(target + ".") for t in flagged):
             backed.add(int(target[7 : target.index("]")]))  # "claims[3].evidence_bindings[0]" -> 3
-    return [str(claim.get("claim_id", f"claims[{ci}]")) for ci, claim in enumerate(data["claims"])
-            if isinstance(claim, dict) and ci not in backed]
+    written_claims = context.output.raw.get("claims")
+    as_written = written_claims if isinstance(written_claims, list) else []
+    # A claim written as something other than an object is none (the schema rule says so).
+    return [claim.claim_id if claim.claim_id is not None else f"claims[{ci}]"
+            for ci, (claim, written) in enumerate(zip(context.output.claims, as_written, strict=False))
+            if isinstance(written, dict) and ci not in backed]
 
 
 def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]], unbacked: list[str]) -> GatekeeperResult:
@@ -114,13 +124,14 @@ def gate_verdict(result: GatekeeperResult, rules: RuleSet) -> Verdict:
     return gatekeeper_floor(result.failed_rules, {r: rules.impact(r) for r in result.failed_rules})
 
 
-def normalize_structured(structured: Any, rules: RuleSet) -> dict[str, Any] | None:
-    """docs/spec.md#rule-schema: missing hypotheses / recommended_actions / missing_info -> [], deprecated fields out."""
-    if not isinstance(structured, dict):
+def normalize_structured(output: ExecutorOutput | None, rules: RuleSet) -> ExecutorOutput | None:
+    """docs/spec.md#rule-schema: missing hypotheses / recommended_actions / missing_info -> [], deprecated fields out.
+    The typed reading is the same (it reads absent lists as empty); what changes is the stored object."""
+    if output is None:
         return None
     spec = rules.get("schema.executor_v2")
     deprecated = spec.params.deprecatedFields if spec is not None and isinstance(spec.params, SchemaRule.Params) else []
-    kept = {k: v for k, v in structured.items() if k not in deprecated}
+    kept = {k: v for k, v in output.raw.items() if k not in deprecated}
     normalized: dict[str, Any]
     try:
         normalized = _json_copy(kept)
@@ -133,7 +144,7 @@ def normalize_structured(structured: Any, rules: RuleSet) -> dict[str, Any] | No
     for action in normalized["recommended_actions"] if isinstance(normalized["recommended_actions"], list) else ():
         if isinstance(action, dict) and action.get("evidence_bindings") is None:
             action["evidence_bindings"] = []
-    return normalized
+    return output.with_raw(normalized)
 
 
 class _NotJson(Exception):

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from pipeline.core.contracts import EvidenceDigest, ToolInvocation, record_ids
+from pipeline.core.contracts import EvidenceDigest, ExecutorOutput, ToolInvocation, record_ids
 from pipeline.gatekeeper.fidelity import capitals
 from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, SegmentMatch, fold, locate, segments
 from pipeline.gatekeeper.vocabulary import absent_pieces
@@ -39,18 +39,6 @@ _shared_outputs = OutputCache()
 def prepare_output(invocation_id: int, output: str, outputs: OutputCache | None = None) -> PreparedOutput:
     """Fold and index an output as it is stored, so checking its bindings later finds it ready."""
     return (outputs or _shared_outputs).get(invocation_id, output, prepare=True)
-
-
-def claim_bindings(structured: Any) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    """(claim index, binding index, binding) for every well-formed-enough claim binding."""
-    if not isinstance(structured, dict) or not isinstance(structured.get("claims"), list):
-        return
-    for ci, claim in enumerate(structured["claims"]):
-        if not isinstance(claim, dict) or not isinstance(claim.get("evidence_bindings"), list):
-            continue
-        for bi, binding in enumerate(claim["evidence_bindings"]):
-            if isinstance(binding, dict):
-                yield ci, bi, binding
 
 
 def binding_target(ci: int, bi: int) -> str:
@@ -94,23 +82,22 @@ def match_excerpt(excerpt: str | list[tuple[str, str]], prepared: PreparedOutput
 
 def compute_features(
     session_invocations: Mapping[int, ToolInvocation],
-    structured: Any,
+    output: ExecutorOutput | None,
     digests: list[EvidenceDigest] | None,
     cache: Mapping[str, dict[str, Any]] | None = None,
     outputs: OutputCache | None = None,
 ) -> dict[str, dict[str, Any]]:
     outputs = outputs or _shared_outputs
     cache = cache or {}
-    features: dict[str, dict[str, Any]] = {ROOT: {"raw_keys": sorted(structured) if isinstance(structured, dict) else []}}
+    features: dict[str, dict[str, Any]] = {ROOT: {"raw_keys": sorted(output.raw) if output is not None else []}}
     by_digest = {d.digest_id: d for d in digests or []}
-    for ci, bi, binding in claim_bindings(structured):
-        excerpt = binding.get("evidence_excerpt")
-        if not isinstance(excerpt, str) or not excerpt.strip():
+    for ci, bi, binding in output.bindings() if output is not None else ():
+        excerpt = binding.evidence_excerpt
+        if excerpt is None or not excerpt.strip():
             continue
-        ids = [i for i in valid_ids(binding.get("source_invocation_ids")) if i in session_invocations]
-        cited = binding.get("source_record_ids")
-        digest_id = binding.get("digest_id")
-        digest = by_digest.get(digest_id) if isinstance(digest_id, str) else None
+        ids = [i for i in binding.source_invocation_ids if i in session_invocations]
+        cited = binding.source_record_ids
+        digest = by_digest.get(binding.digest_id) if binding.digest_id is not None else None
         key = _fingerprint(excerpt, ids, digest.source_quote if digest else None, digest.summary if digest else None,
                            cited)
         target = binding_target(ci, bi)

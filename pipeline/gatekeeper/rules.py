@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import StrictBool, StrictStr
 
-from pipeline.core.contracts import ANSWER_VERSION, EvidenceDigest
+from pipeline.core.contracts import ANSWER_VERSION, EvidenceDigest, ExecutorBinding, ExecutorOutput
 from pipeline.core.errors import quote
 from pipeline.core.messages import Message, Param, msg, render
 from pipeline.gatekeeper import fidelity
-from pipeline.gatekeeper.features import binding_target, claim_bindings, valid_ids
+from pipeline.gatekeeper.features import binding_target, valid_ids
 from pipeline.gatekeeper.kinds import RULES as RULES  # re-exported: filled by the kinds below
 from pipeline.gatekeeper.kinds import Count, Number, RuleKind, RuleParams, params_of, rule_kind
 from pipeline.text.primitives import keywords, normalize
@@ -42,23 +42,23 @@ class RuleContext:
     computed once and reused while the user tunes other rules or moves a threshold."""
 
     session_id: str
-    structured: Any
+    output: ExecutorOutput | None  # None: the output did not parse
     invocation: InvocationInfo
     digests: list[EvidenceDigest] | None
     features: dict[str, dict[str, Any]]
-    _bindings: list[tuple[str, dict[str, Any], dict[str, Any] | None]] | None = field(default=None, repr=False)
+    _bindings: list[tuple[str, ExecutorBinding, dict[str, Any] | None]] | None = field(default=None, repr=False)
     _facts: dict[Any, Any] = field(default_factory=dict, repr=False)
     _findings: dict[str, dict[str, tuple[str, tuple[Finding, ...]]]] = field(default_factory=dict, repr=False)
     last_result: tuple[Any, Any] | None = field(default=None, repr=False)  # (rule outcomes, result), see evaluate
 
     @property
-    def bindings(self) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+    def bindings(self) -> list[tuple[str, ExecutorBinding, dict[str, Any] | None]]:
         """(target, binding, cached features) of every claim binding, walked once for all rules."""
         if self._bindings is None:
             features = self.features
             self._bindings = [
                 (target, binding, features.get(target))
-                for ci, bi, binding in claim_bindings(self.structured)
+                for ci, bi, binding in (self.output.bindings() if self.output is not None else ())
                 for target in (binding_target(ci, bi),)
             ]
         return self._bindings
@@ -145,11 +145,11 @@ class SchemaRule(RuleKind):
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p = params_of(metadata, SchemaRule.Params)
         out = RuleResult(self.id)
-        data = context.structured
-        if not isinstance(data, dict):
-            what = msg("gk.no_output") if data is None else msg("gk.not_object", type=type(data).__name__)
-            out.findings.append(Finding("$", what))
+        if context.output is None:
+            out.findings.append(Finding("$", msg("gk.no_output")))
             return out
+        # This rule judges the object as written: which fields are there and of what type.
+        data = context.output.raw
         for name in p.requiredFields:
             if name not in data:
                 out.findings.append(Finding(name, msg("gk.field_missing", name=name)))
@@ -260,14 +260,15 @@ def _tool(name: str) -> str | None:
     return _persisted[name]
 
 
-def _ref_problems(ids: Any, tool_name: Any, context: RuleContext) -> list[Message]:
-    """What is wrong with citing `ids` under `tool_name` from this session (shared with digest_ref)."""
+def _ref_problems(ids: list[int], tool_name: str | None, context: RuleContext) -> list[Message]:
+    """What is wrong with citing `ids` under `tool_name` (None: not written) from this session
+    (shared with digest_ref)."""
     good = valid_ids(ids)
     if not good:
         return [msg("gk.ref.ids_empty")]
     problems: list[Message] = []
-    wanted = _tool(tool_name) if isinstance(tool_name, str) else None
-    if wanted is None and isinstance(tool_name, str):
+    wanted = _tool(tool_name) if tool_name is not None else None
+    if wanted is None and tool_name is not None:
         problems.append(msg("gk.ref.unknown_tool", tool=repr(tool_name)))
     for inv_id in good:
         info = context.invocation(inv_id)
@@ -275,7 +276,7 @@ def _ref_problems(ids: Any, tool_name: Any, context: RuleContext) -> list[Messag
             problems.append(msg("gk.ref.fabricated_id", invocation=inv_id))
         elif info[0] != context.session_id:
             problems.append(msg("gk.ref.other_session", invocation=inv_id, session=info[0]))
-        elif wanted is not None and wanted != info[1]:
+        elif wanted is not None and tool_name is not None and wanted != info[1]:
             problems.append(msg("gk.ref.tool_mismatch", tool=tool_name, wanted=wanted, invocation=inv_id, actual=info[1]))
     return problems
 
@@ -299,21 +300,16 @@ class InvocationRefRule(RuleKind):
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         out = RuleResult(self.id)
-        data = context.structured
-        if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-            return out
-        for ci, claim in enumerate(data["claims"]):
-            if isinstance(claim, dict) and isinstance(claim.get("evidence_bindings"), list):
-                if not claim["evidence_bindings"]:
-                    out.findings.append(Finding(f"claims[{ci}]", msg("gk.claim_no_bindings")))
+        for ci, claim in enumerate(context.output.claims if context.output is not None else ()):
+            if claim.evidence_bindings == []:
+                out.findings.append(Finding(f"claims[{ci}]", msg("gk.claim_no_bindings")))
         # Bindings of a session mostly repeat a few (ids, tool) pairs; the problems depend on nothing else.
         problems_of: dict[tuple[tuple[int, ...], str | None], list[Message]] = {}
         for target, binding, _ in context.bindings:
-            ids, tool_name = binding.get("source_invocation_ids"), binding.get("tool_name")
-            key = (tuple(valid_ids(ids)), tool_name if isinstance(tool_name, str) else None)
+            key = (tuple(binding.source_invocation_ids), binding.tool_name)
             problems = problems_of.get(key)
             if problems is None:
-                problems = problems_of[key] = _ref_problems(ids, tool_name, context)
+                problems = problems_of[key] = _ref_problems(binding.source_invocation_ids, binding.tool_name, context)
             for problem in problems:
                 out.findings.append(Finding(target, problem))
         return out
@@ -546,10 +542,10 @@ def _entity_facts(context: RuleContext) -> list[tuple[str, dict[str, Any], froze
     for target, binding, feats in context.bindings:
         if feats is None:
             continue
-        excerpt = binding.get("evidence_excerpt")
+        excerpt = binding.evidence_excerpt or ""
         # An excerpt written all in capitals says nothing by its capitals.
-        stated = isinstance(excerpt, str) and any(ch.islower() for ch in excerpt)
-        said = frozenset(fidelity.capitals(excerpt)) if stated and isinstance(excerpt, str) else frozenset()
+        stated = any(ch.islower() for ch in excerpt)
+        said = frozenset(fidelity.capitals(excerpt)) if stated else frozenset()
         words = tuple(w for w in map(fidelity.preceding_word, fidelity.befores(feats)) if w)
         if feats.get("entities") or feats.get("hunks") or feats.get("added") or words or (said and feats.get("caps")):
             out.append((target, feats, said, frozenset(feats.get("caps", ())), words))
@@ -577,7 +573,8 @@ def _phrase_pattern(phrase: str) -> re.Pattern[str]:
 
 
 def _field_values(data: Any, path: str) -> Iterator[tuple[str, str]]:
-    """(concrete target, text) for a path like claims[].claim_text or hypotheses[].needed_evidence[]."""
+    """(concrete target, text) for a path like claims[].claim_text or hypotheses[].needed_evidence[],
+    walked in the object as written: the paths are configured (targetFields), any field may be named."""
     items: list[tuple[str, Any]] = [("", data)]
     for part in path.split("."):
         many = part.endswith("[]")
@@ -645,7 +642,8 @@ class HallucinationPhraseRule(RuleKind):
 
 
 def _normalized_field(path: str, context: RuleContext) -> tuple[list[tuple[str, str]], str]:
-    texts = [(target, normalize(text)) for target, text in _field_values(context.structured, path)]
+    texts = [(target, normalize(text)) for target, text in
+             _field_values(context.output.raw if context.output is not None else None, path)]
     return texts, "\n".join(text for _, text in texts)
 
 
@@ -686,20 +684,17 @@ class EvidenceUtilizationRule(RuleKind):
 
 def _keyword_coverage(context: RuleContext) -> list[tuple[str, float, str]]:
     """(target, share of the claim's keywords found in its excerpts, some missing ones) per claim."""
-    data = context.structured
-    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-        return []
     out = []
-    for ci, claim in enumerate(data["claims"]):
-        if not isinstance(claim, dict) or not _is_text(claim.get("claim_text")):
+    for ci, claim in enumerate(context.output.claims if context.output is not None else ()):
+        if claim.claim_text is None or not _is_text(claim.claim_text):
             continue
-        wanted = keywords(claim["claim_text"])
+        wanted = keywords(claim.claim_text)
         if not wanted:
             continue
         have: set[str] = set()
-        for binding in claim.get("evidence_bindings") or ():
-            if isinstance(binding, dict) and _is_text(binding.get("evidence_excerpt")):
-                have |= keywords(binding["evidence_excerpt"])
+        for binding in claim.evidence_bindings or ():
+            if binding.evidence_excerpt is not None and _is_text(binding.evidence_excerpt):
+                have |= keywords(binding.evidence_excerpt)
         coverage = len(wanted & have) / len(wanted)
         out.append((f"claims[{ci}].claim_text", coverage, ", ".join(sorted(wanted - have)[:6])))
     return out
@@ -733,7 +728,7 @@ class DigestRefRule(RuleKind):
             return out
         by_id = {d.digest_id: d for d in context.digests}
         for target, binding, _ in context.bindings:
-            digest_id = binding.get("digest_id")
+            digest_id = binding.digest_id
             if digest_id is None:
                 if p.requireDigestId:
                     out.findings.append(Finding(target, msg("gk.no_digest_id")))
@@ -743,7 +738,7 @@ class DigestRefRule(RuleKind):
                 out.findings.append(Finding(target, msg("gk.digest_missing", digest=repr(digest_id))))
                 continue
             if p.requireIdsWithinDigest:
-                outside = [i for i in valid_ids(binding.get("source_invocation_ids")) if i not in digest.source_invocation_ids]
+                outside = [i for i in binding.source_invocation_ids if i not in digest.source_invocation_ids]
                 if outside:
                     out.findings.append(
                         Finding(target, msg("gk.ids_outside_digest", ids=str(outside), digest=digest_id))

@@ -15,13 +15,14 @@ from typing import Any
 from pipeline.core.contracts import (
     ClaimCheck,
     EvidenceDigest,
+    ExecutorOutput,
     GatekeeperResult,
     ServiceCoverage,
     ToolInvocation,
     Verdict,
 )
 from pipeline.gatekeeper.engine import evaluate
-from pipeline.gatekeeper.features import ROOT, claim_bindings, valid_ids
+from pipeline.gatekeeper.features import ROOT, valid_ids
 from pipeline.gatekeeper.rules import RuleContext
 from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.tools.registry import persisted_name
@@ -31,7 +32,9 @@ from pipeline.verdict.policy import decide_verdict
 @dataclass
 class ReplayInput:
     session_id: str
-    structured: dict[str, Any] | None  # the executor output as stored (normalized is fine: features keep raw keys)
+    # The executor output as stored (normalized is fine: features keep raw keys). Read into the
+    # typed output on the first replay only: loading a long history stays a JSON read.
+    structured: dict[str, Any] | None
     parse_status: str  # valid | missing | malformed
     invocations: dict[int, tuple[str, str]]  # cited id -> (session_id, tool_name), see cited_invocation_ids
     features: dict[str, dict[str, Any]]  # GateOutcome.features stored with the session
@@ -49,11 +52,16 @@ class ReplayInput:
     # so the fields above must not change once the input has been replayed.
     _context: RuleContext | None = field(default=None, init=False, repr=False, compare=False)
 
+    @property
+    def output(self) -> ExecutorOutput | None:
+        return self.rule_context().output
+
     def rule_context(self) -> RuleContext:
         if self._context is None:
             table = {i: (session, persisted_name(tool) or tool) for i, (session, tool) in self.invocations.items()}
             features = self.features if ROOT in self.features else {ROOT: {"raw_keys": []}, **self.features}
-            self._context = RuleContext(self.session_id, self.structured, table.get, self.digests, features)
+            output = ExecutorOutput.read(self.structured) if isinstance(self.structured, dict) else None
+            self._context = RuleContext(self.session_id, output, table.get, self.digests, features)
         return self._context
 
 
@@ -70,8 +78,16 @@ class ReplayRow:
 
 
 def cited_invocation_ids(structured: Any, digests: list[EvidenceDigest] | None) -> set[int]:
-    """Every invocation id a session's claims and digests cite: what ReplayInput.invocations must cover."""
-    ids = {i for _, _, binding in claim_bindings(structured) for i in valid_ids(binding.get("source_invocation_ids"))}
+    """Every invocation id a session's claims and digests cite: what ReplayInput.invocations must cover.
+    Read from the stored JSON (the ids ExecutorBinding.source_invocation_ids keeps), so that loading
+    the whole history builds no typed output."""
+    ids: set[int] = set()
+    claims = structured.get("claims") if isinstance(structured, dict) else None
+    for claim in claims if isinstance(claims, list) else ():
+        bindings = claim.get("evidence_bindings") if isinstance(claim, dict) else None
+        for binding in bindings if isinstance(bindings, list) else ():
+            if isinstance(binding, dict):
+                ids.update(valid_ids(binding.get("source_invocation_ids")))
     for digest in digests or ():
         ids.update(valid_ids(digest.source_invocation_ids))
     return ids

@@ -16,6 +16,7 @@ from pipeline.core.contracts import (
     ComposerInput,
     ComposerOutput,
     EvidenceDigest,
+    ExecutorOutput,
     FilteredItem,
     GatekeeperResult,
     ParseStatus,
@@ -69,14 +70,14 @@ def _impacts(gate: GatekeeperResult, rules: RuleSet) -> dict[str, str | None]:
     return {rule_id: rules.impact(rule_id) for rule_id in named}
 
 
-def _normalized_without_gatekeeper(structured: dict[str, Any] | None) -> dict[str, Any] | None:
-    if structured is None:
+def _normalized_without_gatekeeper(output: ExecutorOutput | None) -> ExecutorOutput | None:
+    if output is None:
         return None
-    out = dict(structured)
+    out = dict(output.raw)
     for key in ("hypotheses", "recommended_actions", "missing_info"):
         if not isinstance(out.get(key), list):
             out[key] = []
-    return out
+    return output.with_raw(out)
 
 
 def evaluate(
@@ -96,18 +97,18 @@ def evaluate(
     features_cache: dict[str, Any] | None = None,
 ) -> Evaluation:
     parse_status, output = parse_executor_output(raw_output)
-    structured = output.raw if output is not None else None
 
     if settings.gatekeeper.enabled:
         outcome = run_gatekeeper(
-            GateContext(session_id=ctx.session_id, structured=structured,
+            GateContext(session_id=ctx.session_id, output=output,
                         invocations={inv.id: inv for inv in invocations},
                         lookup_invocation=lookup_invocation, digests=digests),
             rules, features_cache=features_cache,
         )
-        gate_result, normalized, features = outcome.result, outcome.normalized, outcome.features
+        gate_result, normalized_output, features = outcome.result, outcome.normalized, outcome.features
     else:
-        gate_result, normalized, features = GatekeeperResult(), _normalized_without_gatekeeper(structured), {}
+        gate_result, normalized_output, features = GatekeeperResult(), _normalized_without_gatekeeper(output), {}
+    normalized = normalized_output.raw if normalized_output is not None else None
 
     payload = build_payload(question=question, raw_output=raw_output, parse_status=parse_status,
                             structured=normalized, invocations=invocations, digests=digests,
