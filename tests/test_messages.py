@@ -131,3 +131,16 @@ def test_workbench_show_speaks_the_readers_language(settings, store, capsys: pyt
         assert render(m, "zh") in zh and render(m, "en") in en
     for e in ev.gatekeeper_result.errors:
         assert render(e.msg, "zh") in zh and e.message in en  # type: ignore[arg-type]
+
+
+def test_every_failure_signature_speaks_both_languages():
+    """The offline engine's signatures read their hypothesis, needed evidence and action by category."""
+    from pipeline.llm.offline.lexicon import SIGNATURES
+
+    for lang in LANGS:
+        for sig in SIGNATURES:
+            ids = [f"offline.signature.{sig.category}.{part}" for part in
+                   ("hypothesis", "action", *(f"needed.{i}" for i in range(sig.needed)))]
+            assert [placeholders(catalogue(lang)[i]) <= {"service"} for i in ids] == [True] * len(ids)
+        assert len([i for i in catalogue(lang) if i.startswith("offline.signature.")]) == sum(
+            2 + sig.needed for sig in SIGNATURES)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.core.contracts import CollectionSummary, PlannerPlan, RetryContext, ToolInvocation
+from pipeline.core.messages import tr
 from pipeline.text.primitives import extract_entities
 from pipeline.tools.results import read_result
 from pipeline.verdict.context import StageContext
@@ -36,8 +37,5 @@ def collect(ctx: StageContext, plan: PlannerPlan, retry_context: RetryContext | 
             done.append(ctx.run_tool("query_logs", args))
         done.append(ctx.run_tool("query_metrics", {"status": "all"}))
     ok = sum(1 for inv in done if inv.status == "ok")
-    summary = (
-        f"已完成 {len(done)} 次工具调用（{ok} 次返回数据）" if ctx.language == "zh"
-        else f"ran {len(done)} tool calls ({ok} returned data)"
-    )
+    summary = tr("offline.collector.summary", ctx.language, calls=len(done), ok=ok)
     return CollectionSummary(collection_summary=summary, tool_invocation_ids=[inv.id for inv in done])

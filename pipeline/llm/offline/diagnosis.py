@@ -18,6 +18,7 @@ from pipeline.core.contracts import (
     RecommendedAction,
     ToolInvocation,
 )
+from pipeline.core.messages import family, tr
 from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE, SIGNATURES
 from pipeline.text.primitives import extract_entities, normalize
 from pipeline.tools.registry import model_name
@@ -36,8 +37,8 @@ def _service_of(d: EvidenceDigest, known: list[str]) -> str:
 def _claim_text(d: EvidenceDigest, service: str, lang: str) -> str:
     quote = d.source_quote.rstrip("。.")
     if d.domain == "alerts":
-        return f"{service} 出现告警：{quote}。" if lang == "zh" else f"{service} raised an alert: {quote}."
-    return f"{service} 的日志记录：{quote}。" if lang == "zh" else f"{service} logged: {quote}."
+        return tr("offline.diagnosis.alert_claim", lang, service=service, quote=quote)
+    return tr("offline.diagnosis.log_claim", lang, service=service, quote=quote)
 
 
 def _binding(d: EvidenceDigest, with_digest: bool) -> EvidenceBinding:
@@ -133,20 +134,15 @@ def diagnose(
         service = _service_of(matching[0], known_services) or (sorted(focus_services)[0] if focus_services else "")
         quote = matching[0].source_quote
         # Evidence already in hand is never asked for again (a jstack line is the thread dump).
-        keep = [i for i in range(len(sig.needed_zh))
+        keep = [i for i in range(sig.needed)
                 if i >= len(sig.needed_seen) or not any(w in seen_text for w in sig.needed_seen[i])]
-        if lang == "zh":
-            hyp = sig.hypothesis_zh.format(service=service)
-            basis = f"证据“{quote}”与该模式吻合，但现有证据只显示同时出现，不能证明因果。"
-            needed = [sig.needed_zh[i].format(service=service) for i in keep]
-            action, reason = sig.action_zh.format(service=service), f"用于确认：{hyp}"
-            gap = f"缺少{needed[0]}，无法确认这一方向是根因。" if needed else ""
-        else:
-            hyp = sig.hypothesis_en.format(service=service)
-            basis = f"The evidence “{quote}” fits this pattern, but it only shows co-occurrence, not causation."
-            needed = [sig.needed_en[i].format(service=service) for i in keep]
-            action, reason = sig.action_en.format(service=service), f"To confirm: {hyp}"
-            gap = f"Missing {needed[0]}; this direction cannot be confirmed as the root cause yet." if needed else ""
+        said = family("offline.signature.", lang)
+        hyp = said[f"{sig.category}.hypothesis"].format(service=service)
+        needed = [said[f"{sig.category}.needed.{i}"].format(service=service) for i in keep]
+        action = said[f"{sig.category}.action"].format(service=service)
+        basis = tr("offline.diagnosis.basis", lang, quote=quote)
+        reason = tr("offline.diagnosis.confirm", lang, hypothesis=hyp)
+        gap = tr("offline.diagnosis.gap", lang, needed=needed[0]) if needed else ""
         # Most likely first: a failure mode on an asked service, then one the monitoring system
         # alerts on, then the one with the most matching evidence.
         likelihood = (4.0 * (service in asked) + 2.0 * any(d.domain == "alerts" for d in matching)
@@ -167,20 +163,16 @@ def diagnose(
         relevance = _runbook_relevance(d, invocations)
         shown = f"{relevance:.2f}" if relevance is not None else "?"
         actions.append(RecommendedAction(
-            action_text=f"按运维手册《{title}》的步骤逐项核对（相关度 {shown}）。" if lang == "zh"
-            else f"Walk through the runbook “{title}” (relevance {shown}).",
-            reason="运维手册给出了该类问题的排查步骤。" if lang == "zh"
-            else "The runbook lists the checks for this kind of problem.",
+            action_text=tr("offline.diagnosis.runbook_action", lang, title=title, relevance=shown),
+            reason=tr("offline.diagnosis.runbook_reason", lang),
             evidence_bindings=[_binding(d, with_digest_ids)],
         ))
 
     for inv in invocations:
         if inv.status == "error":
-            missing.append(f"{model_name(inv.tool_name)} 调用失败：{inv.error}" if lang == "zh"
-                           else f"{model_name(inv.tool_name)} failed: {inv.error}")
+            missing.append(tr("offline.diagnosis.tool_failed", lang, tool=model_name(inv.tool_name), error=inv.error))
     if not evidence:
-        missing.append("未获取到与问题相关的日志或告警证据，无法判断。" if lang == "zh"
-                       else "No log or alert evidence related to the question was found.")
+        missing.append(tr("offline.diagnosis.no_evidence", lang))
 
     out = ExecutorOutputV2(claims=claims,
                            hypotheses=[h for _, h, _, _ in hypotheses],

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from pipeline.core.contracts import EvidenceDigest, ToolInvocation
+from pipeline.core.messages import tr
 from pipeline.llm.offline.lexicon import ERROR_WORDS
 from pipeline.text.primitives import extract_entities, keywords, normalize
 from pipeline.tools.results import ToolRecord, read_result
@@ -47,10 +48,7 @@ def _alert_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[f
         if not description or not (service in focus.services or (status == "firing" and critical)):
             continue
         name = alert.get("alertname")
-        summary = (
-            f"{service} 的告警 {name}（{status}）：{description}" if lang == "zh"
-            else f"Alert {name} on {service} is {status}: {description}"
-        )
+        summary = tr("offline.digest.alert", lang, name=name, service=service, status=status, description=description)
         score = (4.0 if status == "firing" else 1.0) + (3.0 if service in focus.services else 0.0)
         out.append((score, EvidenceDigest(digest_id="", source_invocation_ids=[inv.id], tool=inv.tool_name,
                                           source_record_ids=[_cite(inv, alert)], domain="alerts", summary=summary,
@@ -96,10 +94,8 @@ def _log_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tuple[flo
                  + (3.0 if service in focus.asked else 0.0)) * (1.0 + math.log(len(lines)))
         quote = first.text.strip()
         repeated = len(lines) > 1
-        if lang == "zh":
-            summary = f"{service} 日志{'多次' if repeated else ''}出现 {level} 记录：{quote}"
-        else:
-            summary = f"{service} logged {level}{' repeatedly' if repeated else ''}: {quote}"
+        summary = (tr("offline.digest.logged_repeatedly", lang, service=service, level=level, quote=quote) if repeated
+                   else tr("offline.digest.logged", lang, service=service, level=level, quote=quote))
         scored.append((score, EvidenceDigest(digest_id="", source_invocation_ids=[inv.id], tool=inv.tool_name,
                                              source_record_ids=[_cite(inv, first)], domain="logs", summary=summary,
                                              source_quote=quote)))
@@ -119,7 +115,7 @@ def _knowledge_digests(inv: ToolInvocation, focus: Focus, lang: str) -> list[tup
     for block in read_result(inv.output).of_kind("block")[:2]:
         quote = _best_sentence(block.text, focus)
         title = block.get("title")
-        summary = f"运维手册《{title}》写道：{quote}" if lang == "zh" else f"Runbook “{title}” says: {quote}"
+        summary = tr("offline.digest.runbook", lang, title=title, quote=quote)
         out.append((0.5, EvidenceDigest(digest_id="", source_invocation_ids=[inv.id], tool=inv.tool_name,
                                         source_record_ids=[_cite(inv, block)], domain="knowledge", summary=summary,
                                         source_quote=quote)))

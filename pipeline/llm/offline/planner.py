@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from pipeline.core.contracts import PlannedToolCall, PlannerPlan, QuestionScope
+from pipeline.core.messages import tr
 from pipeline.verdict.scope import ANY, SYMPTOMS, asked_pairs, symptom_words
 
 
@@ -51,11 +52,8 @@ def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] 
                                  purpose="runbooks for this symptom"))
     skill = "timeout_diagnosis" if any(w in words for w in ("timeout", "slow")) else (
         "error_diagnosis" if words else "general_diagnosis")
-    steps = (
-        ["查看告警", "查看所问服务的日志", "检索运维手册", "整理证据摘要", "区分事实与假设"]
-        if scope.language == "zh"
-        else ["check alerts", "read the logs of the services asked about", "search runbooks",
-              "digest the evidence", "separate facts from hypotheses"]
-    )
+    lang = scope.language
+    steps = [tr("offline.planner.alerts", lang), tr("offline.planner.logs", lang), tr("offline.planner.runbooks", lang),
+             tr("offline.planner.digest", lang), tr("offline.planner.separate", lang)]
     return PlannerPlan(skill=skill, language=scope.language, services=list(scope.services), keywords=words,
                        steps=steps, tool_calls=calls)
