@@ -127,6 +127,7 @@ def test_no_data_is_not_success(settings: Settings, store: Store, monkeypatch: p
     assert metrics and all(inv.status == "no_data" for inv in metrics)
 
 
+@pytest.mark.slow  # starts a process
 def test_the_offline_engine_answers_the_same_whatever_the_string_hash_seed(tmp_path: Path) -> None:
     """Sets of strings iterate in a per-process order; nothing a session decides may follow it."""
     answers = []

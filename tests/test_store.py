@@ -174,6 +174,7 @@ except StoreError as exc:
 """
 
 
+@pytest.mark.slow  # starts a process
 def test_a_read_only_database_still_serves_reads(tmp_path: Path) -> None:
     home = tmp_path / "ro"
     store = Store(f"sqlite:///{home / 'workbench.db'}")

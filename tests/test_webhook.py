@@ -80,6 +80,7 @@ def test_only_a_matching_bearer_token_and_a_version_4_payload_are_accepted(webho
     assert webhook.store.session_ids() == []
 
 
+@pytest.mark.slow  # starts a process
 def test_one_session_per_alert_group_with_its_trigger_and_the_alerts_in_its_question(webhook: Webhook,
                                                                                      tmp_path: Any) -> None:
     status, first = webhook.post(group(alert(), alert("GatewayUpstreamErrors", "api-gateway", "d4e5f6",
@@ -134,6 +135,7 @@ def test_a_start_time_without_a_zone_is_read_as_utc(webhook: Webhook) -> None:
     assert webhook.store.get_session(answer["session_id"])["trigger"]["starts_at"] == "2026-12-01T04:52:00+00:00"
 
 
+@pytest.mark.slow  # starts a process
 def test_without_a_token_the_webhook_listens_on_loopback_only() -> None:
     refused = subprocess.run([sys.executable, "-m", "pipeline", "webhook", "--host", "0.0.0.0", "--port", "0"],
                              capture_output=True, text=True, timeout=60)
