@@ -331,7 +331,7 @@ def _sessions(rng: random.Random, n: int):
         logs = ToolInvocation(id=inv_id + 1, session_id=sid, tool_name="query_logs", model_tool_name="queryLogs",
                               output=json.dumps({"logs": logs_records}, ensure_ascii=False))
         metrics = ToolInvocation(id=inv_id + 2, session_id=sid, tool_name="query_metrics",
-                                 model_tool_name="queryPrometheusAlerts",
+                                 model_tool_name="queryMetrics",
                                  output=json.dumps({"alerts": alerts}, ensure_ascii=False))
         inv_id += 2
         bindings = []

@@ -269,7 +269,7 @@ class PipelineModel:
         if any(m["role"] == "tool" for m in messages):
             return StubReply(body=chat_body("Collected logs, alerts and runbook evidence."))
         plan = json.loads(re.search(r"Planner plan: (.*)", messages[1]["content"]).group(1))
-        names = {"query_logs": "queryLogs", "query_metrics": "queryPrometheusAlerts", "lookup_knowledge": "lookupKnowledge"}
+        names = {"query_logs": "queryLogs", "query_metrics": "queryMetrics", "lookup_knowledge": "lookupKnowledge"}
         calls = [tool_call(names[c["tool_name"]], c["arguments"]) for c in plan["tool_calls"]]
         return StubReply(body=chat_body(None, finish_reason="tool_calls", tool_calls=calls))
 

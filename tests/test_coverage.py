@@ -99,7 +99,7 @@ def test_the_answer_says_evidence_lies_outside_the_asked_window():
 def test_an_alert_firing_since_before_the_window_is_inside_it():
     alert = {"alerts": [{"service": "payment-service", "status": "firing", "severity": "critical",
                          "startsAt": "2026-11-28T09:00:00Z", "endsAt": None, "description": "CPU使用率过高: 92.0%"}]}
-    inv = ToolInvocation(id=9, session_id="s", tool_name="query_metrics", model_tool_name="queryPrometheusAlerts",
+    inv = ToolInvocation(id=9, session_id="s", tool_name="query_metrics", model_tool_name="queryMetrics",
                          arguments={"status": "all"}, output=json.dumps(alert, ensure_ascii=False))
     structured = {"claims": [claim("a1", "payment-service 出现告警：CPU使用率过高: 92.0%。", 9, "CPU使用率过高: 92.0%")]}
     window = TimeWindow(start=datetime(2026, 11, 28, 10, tzinfo=UTC), end=datetime(2026, 11, 28, 11, tzinfo=UTC))
@@ -114,7 +114,7 @@ def series(inv_id: int, name: str, service: str, value: str) -> ToolInvocation:
     labels = {"__name__": name, "service": service}
     out = {"alerts": [], "series": [{"metric": labels, "values": [[None, value]],
                                      "description": f'{name}{{service="{service}"}} = {value}'}]}
-    return ToolInvocation(id=inv_id, session_id="s", tool_name="query_metrics", model_tool_name="queryPrometheusAlerts",
+    return ToolInvocation(id=inv_id, session_id="s", tool_name="query_metrics", model_tool_name="queryMetrics",
                           arguments={"service": service, "promql": f'{{__name__=~".*heap.*", service="{service}"}}'},
                           output=json.dumps(out))
 

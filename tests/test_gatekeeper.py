@@ -51,7 +51,7 @@ def _invocations(ascii_only: bool = False) -> dict[int, ToolInvocation]:
         394: ToolInvocation(id=394, session_id=SESSION, tool_name="query_logs", model_tool_name="queryLogs",
                             output=_logs_output(ascii_only)),
         395: ToolInvocation(id=395, session_id=SESSION, tool_name="query_metrics",
-                            model_tool_name="queryPrometheusAlerts", output=json.dumps(ALERTS, ensure_ascii=ascii_only)),
+                            model_tool_name="queryMetrics", output=json.dumps(ALERTS, ensure_ascii=ascii_only)),
     }
 
 
@@ -157,7 +157,8 @@ def test_another_sessions_id_gets_its_own_message(rules):
     assert gate_verdict(outcome.result, rules) == "REJECT"
 
 
-@pytest.mark.parametrize("tool", ["query_metrics", "queryPrometheusAlerts"])
+# queryPrometheusAlerts: the model-facing name before queryMetrics, in sessions stored then.
+@pytest.mark.parametrize("tool", ["query_metrics", "queryMetrics", "queryPrometheusAlerts"])
 def test_real_id_wrong_tool_fails_and_reports_persisted_name(rules, tool):
     outcome = _run(rules, _output(_binding("Request timeout after 5300ms", tool=tool)))
     (message,) = _rule_errors(outcome, "evidence.invocation_ref")

@@ -83,7 +83,7 @@ def test_plan_normalises_tool_names_and_keeps_the_measured_language(stub: StubOp
     plan = s.provider.plan(s.ctx, "payment API times out since 10:00")
     assert plan.tool_calls[0].tool_name == "query_logs" and plan.language == "en"
     user = stub.chat_requests[0].messages[1]["content"]
-    assert "payment-service, order-service" in user and "queryPrometheusAlerts" in user
+    assert "payment-service, order-service" in user and "queryMetrics" in user
     assert "Question language: English" in stub.chat_requests[0].messages[0]["content"]
 
 
@@ -104,7 +104,7 @@ def test_collector_tool_loop_parallel_calls_and_refused_repeat(stub: StubOpenAI)
     s = Setup(stub)
     logs_args = {"service": "payment-service", "level": "ERROR"}
     stub.reply_tools(tool_call("queryLogs", logs_args, "c1"),
-                     tool_call("queryPrometheusAlerts", {"service": "payment-service"}, "c2"))
+                     tool_call("queryMetrics", {"service": "payment-service"}, "c2"))
     stub.reply_tools(tool_call("queryLogs", {"level": "ERROR", "service": "payment-service"}, "c3"),
                      tool_call("lookupKnowledge", {"query": "payment timeout"}, "c4"))
     stub.reply("Collected logs, alerts and runbook evidence.")
@@ -115,7 +115,7 @@ def test_collector_tool_loop_parallel_calls_and_refused_repeat(stub: StubOpenAI)
     assert summary.collection_summary == "Collected logs, alerts and runbook evidence."
     sent = stub.chat_requests
     assert len(sent) == 3
-    assert {t["function"]["name"] for t in sent[0].body["tools"]} == {"queryLogs", "queryPrometheusAlerts", "lookupKnowledge"}
+    assert {t["function"]["name"] for t in sent[0].body["tools"]} == {"queryLogs", "queryMetrics", "lookupKnowledge"}
     assert sent[0].body["tool_choice"] == "auto"
     tool_msgs = [m for m in sent[2].messages if m["role"] == "tool"]
     by_call = {m["tool_call_id"]: m["content"] for m in tool_msgs}

@@ -14,11 +14,18 @@ from pipeline.tools.registry import TOOLS, model_name, persisted_name, tool_sche
 
 def test_each_tool_answers_to_both_spellings_and_reports_the_persisted_one():
     assert {name: spec.model_name for name, spec in TOOLS.items()} == {
-        "query_logs": "queryLogs", "query_metrics": "queryPrometheusAlerts", "lookup_knowledge": "lookupKnowledge"}
+        "query_logs": "queryLogs", "query_metrics": "queryMetrics", "lookup_knowledge": "lookupKnowledge"}
     for name, spec in TOOLS.items():
         assert persisted_name(name) == persisted_name(spec.model_name) == name
         assert model_name(name) == model_name(spec.model_name) == spec.model_name
     assert persisted_name("queryTraces") is None
+
+
+def test_the_former_model_name_of_the_metrics_tool_still_resolves_but_is_not_offered():
+    # Sessions stored before the rename hold it as model_tool_name and in their bindings.
+    assert persisted_name("queryPrometheusAlerts") == "query_metrics"
+    assert model_name("queryPrometheusAlerts") == "queryMetrics"
+    assert "queryPrometheusAlerts" not in {s["function"]["name"] for s in tool_schemas()}
 
 
 def test_the_model_is_offered_every_tool_with_its_argument_schema():

@@ -101,7 +101,7 @@ def test_a_session_is_one_trace_in_phoenix_with_stage_tool_and_llm_spans(
     stages = {s["name"] for s in by_kind["CHAIN"]} | {s["name"] for s in by_kind["GUARDRAIL"]}
     assert {"planner_r1", "collector_r1", "digest_r1", "diagnosis_r1", "verification_r1"} <= stages
     tools = by_kind["TOOL"]
-    assert {t["attributes"]["tool.name"] for t in tools} <= {"queryLogs", "queryPrometheusAlerts", "lookupKnowledge"}
+    assert {t["attributes"]["tool.name"] for t in tools} <= {"queryLogs", "queryMetrics", "lookupKnowledge"}
     assert all(t["attributes"]["workbench.output_bytes"] > 0 for t in tools)
     llm = by_kind["LLM"]
     assert {c["attributes"]["llm.model_name"] for c in llm} == {"rule-based"}

@@ -125,10 +125,10 @@ def test_answered_and_healthy_services_allow_pass():
 
 def test_a_failed_tool_call_leaves_the_evidence_incomplete():
     calls = [ToolInvocation(id=7, session_id="s", tool_name="query_logs", model_tool_name="queryLogs"),
-             ToolInvocation(id=8, session_id="s", tool_name="query_metrics", model_tool_name="queryPrometheusAlerts",
+             ToolInvocation(id=8, session_id="s", tool_name="query_metrics", model_tool_name="queryMetrics",
                             status="error", error="connection refused")]
     d = decide(invocations=calls)
-    assert d.verdict == "LOW_CONFID" and any("queryPrometheusAlerts #8" in r for r in d.reasons)
+    assert d.verdict == "LOW_CONFID" and any("queryMetrics #8" in r for r in d.reasons)
 
 
 def test_a_retry_that_did_not_close_its_gaps_is_low_confid_and_says_so_generically():

@@ -46,7 +46,7 @@ def invocations() -> list[ToolInvocation]:
     return [
         ToolInvocation(id=394, session_id="s1", tool_name="query_logs", model_tool_name="queryLogs",
                        output=json.dumps(LOGS, ensure_ascii=False)),
-        ToolInvocation(id=395, session_id="s1", tool_name="query_metrics", model_tool_name="queryPrometheusAlerts",
+        ToolInvocation(id=395, session_id="s1", tool_name="query_metrics", model_tool_name="queryMetrics",
                        output=json.dumps(ALERTS, ensure_ascii=False)),
     ]
 

@@ -1,6 +1,6 @@
 """The evidence tools, one `ToolSpec` each: both spellings, argument model, backends.
 
-The model sees camelCase names (queryLogs, queryPrometheusAlerts, lookupKnowledge); storage and
+The model sees camelCase names (queryLogs, queryMetrics, lookupKnowledge); storage and
 contracts use snake_case (query_logs, query_metrics, lookup_knowledge). `TOOLS` is the only place
 that maps them (docs/spec.md#tool-results). Adding a tool is one spec here; adding a backend kind is its module,
 a `BackendKind` member (config) and one factory line in the spec that may use it.
@@ -135,7 +135,7 @@ TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (
         backends={BackendKind.BUNDLED: _bundled_logs, BackendKind.LOKI: _loki, BackendKind.FILES: _log_files},
     ),
     ToolSpec(
-        name="query_metrics", model_name="queryPrometheusAlerts", args=MetricsQuery,
+        name="query_metrics", model_name="queryMetrics", args=MetricsQuery,
         description="List Prometheus alerts (firing/resolved) and optional PromQL results. "
         "Returns alerts[] with alertname, service, status, description.",
         run=lambda backend, q: backend.query_metrics(q),
@@ -149,11 +149,15 @@ TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (
         backends={BackendKind.BUNDLED: _bundled_runbooks, BackendKind.FOLDER: _runbook_folder},
     ),
 )}
-_BY_MODEL_NAME = {spec.model_name: spec for spec in TOOLS.values()}
+# The model-facing name each tool had before it was spelled like its persisted one: sessions stored
+# then hold it as model_tool_name and in the executor's bindings, and must keep resolving.
+_FORMER_MODEL_NAMES = {"queryPrometheusAlerts": "query_metrics"}
+_BY_MODEL_NAME = {spec.model_name: spec for spec in TOOLS.values()} | {
+    old: TOOLS[name] for old, name in _FORMER_MODEL_NAMES.items()}
 
 
 def tool_spec(name: str) -> ToolSpec | None:
-    """The spec of a tool by either spelling; None for a tool that does not exist."""
+    """The spec of a tool by any of its spellings (a former model-facing one included); None for a tool that does not exist."""
     return TOOLS.get(name) or _BY_MODEL_NAME.get(name)
 
 
