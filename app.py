@@ -1,5 +1,5 @@
-"""Streamlit entry: `streamlit run app.py`. Pages live in pages/, one module each; the frame in pages/_common.py."""
+"""Streamlit entry: `streamlit run app.py`. Pages live in pages/, one module each; the frame in pages/_ui/frame.py."""
 
-from pages import _common as ui
+from pages._ui import frame
 
-ui.run_app()
+frame.run_app()

@@ -457,7 +457,7 @@ def measure_rejudge(url: str) -> None:
     force and every stored session judged again under it (rulebook.rejudge), with the Sessions
     page read from another process meanwhile."""
     from pipeline.core.config import load_settings
-    from pipeline.frontends import views
+    from pipeline.frontends.views import rules_yaml
     from pipeline.runs import rulebook
 
     store = Store(url)
@@ -466,7 +466,7 @@ def measure_rejudge(url: str) -> None:
         sessions = conn.execute(select(func.count()).select_from(DiagnosisSession)).scalar_one()
     print(f"re-judge on {store.engine.dialect.name}, {sessions} sessions, load average {os.getloadavg()[0]:.2f}")
     in_force = rulebook.text_in_force(settings, store)
-    index, meta = views.set_rule_field(*in_force.texts, "evidence.excerpt_similarity", "params.passThreshold", 0.55)
+    index, meta = rules_yaml.set_rule_field(*in_force.texts, "evidence.excerpt_similarity", "params.passThreshold", 0.55)
     steps = [("apply passThreshold 0.55", lambda: rulebook.apply_rules(
                   settings, store, (index, meta), author="bench", comment="", based_on=store.rules_version())),
              ("rollback to version 0", lambda: rulebook.rollback(settings, store, 0, author="bench"))]

@@ -40,7 +40,8 @@ from sqlalchemy import insert, select
 
 from pipeline.core.config import load_settings
 from pipeline.core.contracts import ExecutorOutput
-from pipeline.frontends import views
+from pipeline.frontends.views import highlight, outputs
+from pipeline.frontends.views import trace as trace_view
 from pipeline.gatekeeper import load_rules
 from pipeline.gatekeeper.features import compute_features
 from pipeline.replay.inputs import replay_inputs
@@ -328,12 +329,12 @@ def main() -> None:
             fuzz.partial_ratio_alignment(b.evidence_excerpt, invs[b.source_invocation_ids[0]].output)
 
     def cached_trace() -> None:
-        decoded = {i: views.decoded_output(inv.output) for i, inv in invs.items()}
-        for card in views.claim_cards(row):
+        decoded = {i: outputs.decoded_output(inv.output) for i, inv in invs.items()}
+        for card in trace_view.claim_cards(row):
             for b in card.bindings:
                 if b.invocation_id is not None:
-                    views.highlight_window(decoded[b.invocation_id], b.spans,
-                                           entity_tokens=views.nearby_tokens(b.entity_misses))
+                    highlight.highlight_window(decoded[b.invocation_id], b.spans,
+                                           entity_tokens=highlight.nearby_tokens(b.entity_misses))
 
     def naive_sessions() -> None:
         # Every session row with all its columns, aggregated in Python.

@@ -11,11 +11,11 @@ from typing import Any
 
 import streamlit as st
 
-from pages import _common as ui
+from pages._ui import frame, i18n, identity, markup, reads, widgets
 from pipeline.eval import history
 from pipeline.eval.history import EvalRun
 from pipeline.eval.runner import load_fixtures, run_fixture
-from pipeline.frontends import views
+from pipeline.frontends.views import rules as rules_view
 
 SOURCES = ("force", "candidate")
 
@@ -24,50 +24,50 @@ def _candidate():
     """The Rules page's candidate, when it has one and it is valid."""
     if "rules_index" not in st.session_state:
         return None
-    rules, _ = views.check_rules(st.session_state["rules_index"], st.session_state["rules_meta"])
+    rules, _ = rules_view.check_rules(st.session_state["rules_index"], st.session_state["rules_meta"])
     return rules
 
 
 def sidebar() -> str:
     with st.sidebar:
-        source = st.radio(ui.t("eval.rules"), SOURCES, key="eval_rules", bind="query-params",
-                          format_func=lambda v: ui.t(f"eval.rules.{v}"))
+        source = st.radio(i18n.t("eval.rules"), SOURCES, key="eval_rules", bind="query-params",
+                          format_func=lambda v: i18n.t(f"eval.rules.{v}"))
     return source or "force"
 
 
 def run(source: str, who: str) -> None:
-    s = ui.settings()
+    s = reads.settings()
     candidate = _candidate() if source == "candidate" else None
     if source == "candidate" and candidate is None:
-        st.warning(ui.t("eval.no_candidate"))
-    rules, label = history.suite_rules(s, ui.store(), candidate=candidate)
+        st.warning(i18n.t("eval.no_candidate"))
+    rules, label = history.suite_rules(s, reads.store(), candidate=candidate)
     fixtures = load_fixtures(s.fixtures_dir)
     started = datetime.now(UTC)
     bar = st.progress(0.0)
     results = []
     with tempfile.TemporaryDirectory(prefix="wb-eval-") as tmp:
         for n, fixture in enumerate(fixtures, 1):
-            bar.progress((n - 1) / len(fixtures), text=ui.t("eval.progress", n=n, total=len(fixtures),
-                                                               name=ui.md(fixture.get("name", ""))))
-            results.append(run_fixture(fixture, settings=s, store=ui.store(), rules=rules, script_dir=Path(tmp)))
+            bar.progress((n - 1) / len(fixtures), text=i18n.t("eval.progress", n=n, total=len(fixtures),
+                                                               name=markup.md(fixture.get("name", ""))))
+            results.append(run_fixture(fixture, settings=s, store=reads.store(), rules=rules, script_dir=Path(tmp)))
     bar.empty()
     # The new run is the one shown; the selectbox below is not drawn yet in this script run.
-    st.session_state["eval_shown"] = history.record_run(ui.store(), who=who, rules=label, results=results,
+    st.session_state["eval_shown"] = history.record_run(reads.store(), who=who, rules=label, results=results,
                                                         started_at=started)
     for key in ("eval_after", "eval_before"):  # compare the new run with the one before it
         st.session_state.pop(key, None)
-    ui.refresh_session_reads()
+    reads.refresh_session_reads()
 
 
 def _rules(run: EvalRun) -> str:
     """The stored label in the page's words; a candidate keeps its hash so two runs can be matched."""
     if run.rules.startswith("candidate"):
-        return f"{ui.t('eval.rules.candidate')} {run.rules.removeprefix('candidate').strip()}".strip()
+        return f"{i18n.t('eval.rules.candidate')} {run.rules.removeprefix('candidate').strip()}".strip()
     return run.rules or "—"
 
 
 def _label(run: EvalRun) -> str:
-    return ui.t("eval.run_label", when=f"{run.started_at:%Y-%m-%d %H:%M}", score=run.score,
+    return i18n.t("eval.run_label", when=f"{run.started_at:%Y-%m-%d %H:%M}", score=run.score,
                 rules=_rules(run), who=run.who or "—")
 
 
@@ -79,15 +79,15 @@ def _outcome(result: dict[str, Any] | None) -> str:
 
 def _col(name: str, width: int | None) -> Any:
     """A text column headed in the page language (the row keys stay the same in every language)."""
-    return st.column_config.TextColumn(ui.t(f"eval.col.{name}"), width=width)
+    return st.column_config.TextColumn(i18n.t(f"eval.col.{name}"), width=width)
 
 
 def results(run: EvalRun) -> None:
     # Failures first: they are what a tuner came to see.
     rows = sorted(run.results, key=lambda r: (r["passed"], r["name"]))
     c1, c2 = st.columns([1, 3])
-    c1.metric(ui.t("eval.pass_rate"), run.score)
-    c2.caption(ui.t("eval.rules_of_run", rules=ui.md(_rules(run)), who=ui.md(run.who or "—"),
+    c1.metric(i18n.t("eval.pass_rate"), run.score)
+    c2.caption(i18n.t("eval.rules_of_run", rules=markup.md(_rules(run)), who=markup.md(run.who or "—"),
                     when=f"{run.started_at:%Y-%m-%d %H:%M}"))
     picked = st.dataframe([{
         "fixture": r["name"],
@@ -96,7 +96,7 @@ def results(run: EvalRun) -> None:
         "failures": "; ".join(r["failures"]),
         "expected": json.dumps(r["expected"], ensure_ascii=False),
         "description": r["description"],
-    } for r in rows], hide_index=True, key="eval_table", on_select="rerun", selection_mode=ui.PICK,
+    } for r in rows], hide_index=True, key="eval_table", on_select="rerun", selection_mode=widgets.PICK,
         column_config={
             # ~750 px with the pick column: inside the main column at 1280 px, sidebar open.
             "fixture": _col("fixture", 170),
@@ -106,12 +106,12 @@ def results(run: EvalRun) -> None:
             "expected": _col("expected", 110),
             "description": _col("description", 120),
         })
-    st.caption(ui.t("eval.open_hint"))
-    ui.open_picked_trace(picked, [r["session_id"] for r in rows])
+    st.caption(i18n.t("eval.open_hint"))
+    widgets.open_picked_trace(picked, [r["session_id"] for r in rows])
 
 
 def past_runs(runs: list[EvalRun]) -> None:
-    st.subheader(ui.t("eval.history"))
+    st.subheader(i18n.t("eval.history"))
     st.dataframe([{"when (UTC)": f"{r.started_at:%Y-%m-%d %H:%M}", "score": r.score, "rules": _rules(r),
                    "who": r.who or "—", "run": r.id} for r in runs],
                  hide_index=True, key="eval_history", column_config={
@@ -124,18 +124,18 @@ def past_runs(runs: list[EvalRun]) -> None:
 
 
 def comparison(runs: list[EvalRun]) -> None:
-    st.subheader(ui.t("eval.compare"))
+    st.subheader(i18n.t("eval.compare"))
     if len(runs) < 2:
-        st.caption(ui.t("eval.one_run"))
+        st.caption(i18n.t("eval.one_run"))
         return
     by_id = {r.id: r for r in runs}
     ids = list(by_id)
     c1, c2 = st.columns(2)
-    after = c1.selectbox(ui.t("eval.after"), ids, index=0, placeholder=ui.t("common.choose_one"), key="eval_after", format_func=lambda i: _label(by_id[i]))
-    before = c2.selectbox(ui.t("eval.before"), ids, index=1, placeholder=ui.t("common.choose_one"), key="eval_before",
+    after = c1.selectbox(i18n.t("eval.after"), ids, index=0, placeholder=i18n.t("common.choose_one"), key="eval_after", format_func=lambda i: _label(by_id[i]))
+    before = c2.selectbox(i18n.t("eval.before"), ids, index=1, placeholder=i18n.t("common.choose_one"), key="eval_before",
                           format_func=lambda i: _label(by_id[i]))
     changes = history.compare(by_id[before], by_id[after])
-    st.caption(ui.t("eval.changed", n=sum(c.changed for c in changes)))
+    st.caption(i18n.t("eval.changed", n=sum(c.changed for c in changes)))
     st.dataframe([{"fixture": c.name, "changed": "≠" if c.changed else "", "before": _outcome(c.before),
                    "after": _outcome(c.after), "failures after": "; ".join((c.after or {}).get("failures") or [])}
                   for c in changes], hide_index=True, key="eval_diff", column_config={
@@ -148,25 +148,25 @@ def comparison(runs: list[EvalRun]) -> None:
 
 
 def body(source: str) -> None:
-    st.title(ui.t("eval.title"))
-    st.caption(ui.engine_caption())
+    st.title(i18n.t("eval.title"))
+    st.caption(widgets.engine_caption())
     c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
     with c1:
-        who = ui.reviewer_name("reviewer")  # the name the Trace page labels reviews with
-    if c2.button(ui.t("eval.run"), type="primary", key="eval_run"):
+        who = identity.reviewer_name("reviewer")  # the name the Trace page labels reviews with
+    if c2.button(i18n.t("eval.run"), type="primary", key="eval_run"):
         run(source, who)
-    runs = history.list_runs(ui.store())
+    runs = history.list_runs(reads.store())
     if not runs:
-        st.info(ui.t("eval.not_run"))
+        st.info(i18n.t("eval.not_run"))
         return
     by_id = {r.id: r for r in runs}
     if st.session_state.get("eval_shown") not in by_id:
         st.session_state["eval_shown"] = runs[0].id
-    shown = st.selectbox(ui.t("eval.shown"), list(by_id), placeholder=ui.t("common.choose_one"), key="eval_shown", format_func=lambda i: _label(by_id[i]))
+    shown = st.selectbox(i18n.t("eval.shown"), list(by_id), placeholder=i18n.t("common.choose_one"), key="eval_shown", format_func=lambda i: _label(by_id[i]))
     results(by_id[shown])
     past_runs(runs)
     comparison(runs)
 
 
-ui.page_start()
+frame.page_start()
 body(sidebar())

@@ -10,9 +10,10 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages import _common as ui
+from pages._ui import frame, i18n, identity, markup, reads, widgets
 from pipeline.core.messages import msg, render
-from pipeline.frontends import views
+from pipeline.frontends.views import rules as rules_view
+from pipeline.frontends.views import rules_yaml
 from pipeline.gatekeeper import RulesError, RuleSet
 from pipeline.replay.history import GateColumnCache, similarity_histogram
 from pipeline.runs import review_queue, rulebook
@@ -25,8 +26,8 @@ from pipeline.store import StaleRuleVersion
 def _load_active() -> None:
     """Start (again) from the rules in force, as their author wrote them: the editor's base
     version and candidate text."""
-    in_force = rulebook.text_in_force(ui.settings(), ui.store())
-    rules_in_force(ui.settings(), ui.store())  # the page shows only a load error if they do not load
+    in_force = rulebook.text_in_force(reads.settings(), reads.store())
+    rules_in_force(reads.settings(), reads.store())  # the page shows only a load error if they do not load
     st.session_state["rules_base"] = in_force.version
     st.session_state["rules_index"], st.session_state["rules_meta"] = in_force.texts
     st.session_state["rules_base_yaml"] = in_force.texts
@@ -51,32 +52,24 @@ def init_state() -> str | None:
 
 
 def candidate() -> tuple[RuleSet | None, list[str]]:
-    return views.check_rules(st.session_state["rules_index"], st.session_state["rules_meta"])
+    return rules_view.check_rules(st.session_state["rules_index"], st.session_state["rules_meta"])
 
 
 # --- permission ----------------------------------------------------------------------------------
 
 
 def permission() -> tuple[bool, str]:
-    """(may apply, why not). With ui.editors set, only those authenticated users may apply."""
-    editors = ui.settings().ui.editors
-    if not editors:
-        return True, ""
-    who = ui.current_user()
-    if who and who in editors:
-        return True, ""
-    why = ui.t("rules.editors_only", who=ui.md(", ".join(editors))) + " "
-    if who:
-        return False, why + ui.t("rules.not_editor", who=ui.md(who))
-    return False, why + ui.t("rules.not_logged_in") + ("" if ui.auth_configured() else " " + ui.t("rules.auth_missing"))
+    """(may apply, why not): the engine's editor check for whoever is signed in."""
+    decision = identity.may_apply_rules()
+    return decision.allowed, identity.why_not(decision)
 
 
 def author_field(key: str) -> str:
-    who = ui.current_user()
+    who = identity.current_user()
     if who:
-        st.caption(f"{ui.t('rules.author')}: {ui.md(who)}")
+        st.caption(f"{i18n.t('rules.author')}: {markup.md(who)}")
         return who
-    return st.text_input(ui.t("rules.author"), key=key, persist_state="session").strip()
+    return st.text_input(i18n.t("rules.author"), key=key, persist_state="session").strip()
 
 
 # --- sidebar ---------------------------------------------------------------------------------------
@@ -85,29 +78,28 @@ def author_field(key: str) -> str:
 @st.fragment(run_every=2)
 def judging() -> None:
     """How far the re-judge under the version in force has come; one is started if none runs."""
-    state = rulebook.judging(ui.store())
+    state = rulebook.judging(reads.store())
     if state.judging_version == state.version and not state.stalled(datetime.now(UTC)):
-        st.caption(ui.t("rules.rejudging", v=state.judging_version, phase=state.phase or "", done=state.done,
+        st.caption(i18n.t("rules.rejudging", v=state.judging_version, phase=state.phase or "", done=state.done,
                         total=state.total))
     elif state.current:
-        st.caption(ui.t("rules.rejudged", v=state.version))
+        st.caption(i18n.t("rules.rejudged", v=state.version))
     else:
-        st.caption(ui.t("rules.rejudge_pending", old="—" if state.judged_version is None else state.judged_version,
+        st.caption(i18n.t("rules.rejudge_pending", old="—" if state.judged_version is None else state.judged_version,
                         v=state.version))
-        rulebook.rejudge_in_background(ui.settings(), ui.store())
+        rulebook.rejudge_in_background(reads.settings(), reads.store())
 
 
 def sidebar() -> None:
     with st.sidebar:
         judging()
         base = st.session_state.get("rules_base")
-        st.caption(ui.t("rules.in_force", v=ui.t("rules.version", id=base) if base else ui.t("rules.dir")))
+        st.caption(i18n.t("rules.in_force", v=i18n.t("rules.version", id=base) if base else i18n.t("rules.dir")))
         allowed, why = permission()
         if not allowed:
             st.warning(why)
-            if not ui.current_user() and ui.auth_configured():
-                st.button(ui.t("rules.login"), on_click=st.login, key="rules_login")
-        st.button(ui.t("rules.reload"), on_click=_load_active, key="rules_reload_side")
+            identity.login_button("rules_login")
+        st.button(i18n.t("rules.reload"), on_click=_load_active, key="rules_reload_side")
 
 
 # --- form ------------------------------------------------------------------------------------------
@@ -123,12 +115,12 @@ def _on_form(rule_id: str, field_name: str, widget_key: str, kind: str) -> None:
 
 
 def _set_field(rule_id: str, field_name: str, value: Any) -> None:
-    st.session_state["rules_index"], st.session_state["rules_meta"] = views.set_rule_field(
+    st.session_state["rules_index"], st.session_state["rules_meta"] = rules_yaml.set_rule_field(
         st.session_state["rules_index"], st.session_state["rules_meta"], rule_id, field_name, value)
     _bump("rules_yaml_gen")
 
 
-def _param_widget(spec: Any, pf: views.ParamField, gen: int) -> None:
+def _param_widget(spec: Any, pf: rules_view.ParamField, gen: int) -> None:
     key = f"rules_f{gen}_{spec.id}_{pf.name}"
     args = (spec.id, f"params.{pf.name}", key, pf.kind)
     if pf.kind == "number":
@@ -141,19 +133,19 @@ def _param_widget(spec: Any, pf: views.ParamField, gen: int) -> None:
     elif pf.kind == "bool":
         st.checkbox(pf.name, bool(pf.value), key=key, on_change=_on_form, args=args)
     elif pf.kind == "choice_list":
-        st.multiselect(pf.name, list(pf.options), default=list(pf.value), placeholder=ui.t("common.choose_many"), key=key, on_change=_on_form, args=args)
+        st.multiselect(pf.name, list(pf.options), default=list(pf.value), placeholder=i18n.t("common.choose_many"), key=key, on_change=_on_form, args=args)
     elif pf.kind == "choice":
-        st.selectbox(pf.name, list(pf.options), index=list(pf.options).index(pf.value), placeholder=ui.t("common.choose_one"), key=key,
+        st.selectbox(pf.name, list(pf.options), index=list(pf.options).index(pf.value), placeholder=i18n.t("common.choose_one"), key=key,
                      on_change=_on_form, args=args)
     else:
-        st.text_area(f"{pf.name} ({ui.t('rules.one_per_line')})", "\n".join(map(str, pf.value)), key=key,
+        st.text_area(f"{pf.name} ({i18n.t('rules.one_per_line')})", "\n".join(map(str, pf.value)), key=key,
                      on_change=_on_form, args=args, height=120)
 
 
 def form(rules: RuleSet | None, errors: list[str]) -> None:
     """Drawn from the last valid candidate, so a value that breaks validation can be fixed here too."""
     if errors:
-        st.error(ui.t("rules.invalid") + "\n\n" + "\n".join(f"- {ui.md(e)}" for e in errors))
+        st.error(i18n.t("rules.invalid") + "\n\n" + "\n".join(f"- {markup.md(e)}" for e in errors))
     if rules is not None:
         st.session_state["rules_last_valid"] = rules
     rules = st.session_state.get("rules_last_valid")
@@ -163,16 +155,16 @@ def form(rules: RuleSet | None, errors: list[str]) -> None:
     for spec in rules.rules:
         title = f"{'●' if spec.enabled else '○'} {spec.id} · {spec.verdict_impact}"
         with st.expander(title, expanded=spec.id == "evidence.excerpt_similarity"):
-            st.caption(ui.md(f"{spec.name} — {views.in_language(spec.description, ui.lang())}"))
+            st.caption(markup.md(f"{spec.name} — {rules_view.in_language(spec.description, i18n.lang())}"))
             c1, c2, c3 = st.columns(3)
             k = f"rules_f{gen}_{spec.id}"
-            c1.toggle(ui.t("rules.enabled"), spec.enabled, key=f"{k}_enabled", on_change=_on_form,
+            c1.toggle(i18n.t("rules.enabled"), spec.enabled, key=f"{k}_enabled", on_change=_on_form,
                       args=(spec.id, "enabled", f"{k}_enabled", "bool"))
-            c2.selectbox(ui.t("rules.impact"), views.VERDICT_IMPACTS, index=views.VERDICT_IMPACTS.index(spec.verdict_impact), placeholder=ui.t("common.choose_one"), key=f"{k}_impact",
+            c2.selectbox(i18n.t("rules.impact"), rules_view.VERDICT_IMPACTS, index=rules_view.VERDICT_IMPACTS.index(spec.verdict_impact), placeholder=i18n.t("common.choose_one"), key=f"{k}_impact",
                          on_change=_on_form, args=(spec.id, "verdictImpact", f"{k}_impact", "choice"))
-            c3.selectbox(ui.t("rules.severity"), views.SEVERITIES, index=views.SEVERITIES.index(spec.severity),
-                         placeholder=ui.t("common.choose_one"), key=f"{k}_severity", on_change=_on_form, args=(spec.id, "severity", f"{k}_severity", "choice"))
-            for pf in views.param_fields(spec):
+            c3.selectbox(i18n.t("rules.severity"), rules_view.SEVERITIES, index=rules_view.SEVERITIES.index(spec.severity),
+                         placeholder=i18n.t("common.choose_one"), key=f"{k}_severity", on_change=_on_form, args=(spec.id, "severity", f"{k}_severity", "choice"))
+            for pf in rules_view.param_fields(spec):
                 _param_widget(spec, pf, gen)
 
 
@@ -198,7 +190,7 @@ def yaml_editor(errors: list[str]) -> None:
     right.text_area("metadata.yaml", st.session_state["rules_meta"], height=420, key=f"rules_y{gen}_meta",
                     on_change=_on_yaml, args=("rules_meta", f"rules_y{gen}_meta", gen))
     if errors:
-        st.error(ui.t("rules.invalid") + "\n\n" + "\n".join(f"- {ui.md(e)}" for e in errors))
+        st.error(i18n.t("rules.invalid") + "\n\n" + "\n".join(f"- {markup.md(e)}" for e in errors))
 
 
 # --- preview ---------------------------------------------------------------------------------------
@@ -206,15 +198,15 @@ def yaml_editor(errors: list[str]) -> None:
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _history(url: str) -> GateColumnCache:
-    history = GateColumnCache(ui.store())
-    history.warm(rules_in_force(ui.settings(), ui.store())[0])
+    history = GateColumnCache(reads.store())
+    history.warm(rules_in_force(reads.settings(), reads.store())[0])
     return history
 
 
 def history_now() -> GateColumnCache:
     """The columnar history with every stored session in it (new ones are added)."""
-    history = _history(ui.settings().db_url)
-    history.refresh(rules_in_force(ui.settings(), ui.store())[0])
+    history = _history(reads.settings().db_url)
+    history.refresh(rules_in_force(reads.settings(), reads.store())[0])
     return history
 
 
@@ -224,14 +216,14 @@ LISTED = 500
 
 
 def run_preview(rules: RuleSet, include_eval: bool) -> None:
-    left_out = frozenset() if include_eval else frozenset(review_queue.eval_session_ids(ui.store()))
+    left_out = frozenset() if include_eval else frozenset(review_queue.eval_session_ids(reads.store()))
     result = history_now().replay(rules, exclude=left_out)
     total, changed, status, verdict = result.counts()
     rows = result.rows(changed_only=True, limit=LISTED)
     base_index, base_meta = st.session_state["rules_base_yaml"]
-    edited = views.changed_rules(views.check_rules(base_index, base_meta)[0] or rules, rules)
+    edited = rules_view.changed_rules(rules_view.check_rules(base_index, base_meta)[0] or rules, rules)
     st.session_state["rules_preview"] = {
-        "responsible": {r.session_id: views.responsible_rules(r.rules_responsible, r.result, edited) for r in rows},
+        "responsible": {r.session_id: rules_view.responsible_rules(r.rules_responsible, r.result, edited) for r in rows},
         "for": (st.session_state["rules_index"], st.session_state["rules_meta"]),
         "total": total,
         "changed": rows,
@@ -242,7 +234,7 @@ def run_preview(rules: RuleSet, include_eval: bool) -> None:
 
 
 def _histogram(rules: RuleSet) -> None:
-    arrays = _history(ui.settings().db_url).arrays  # as the preview just refreshed them
+    arrays = _history(reads.settings().db_url).arrays  # as the preview just refreshed them
     bars = similarity_histogram(arrays, 0.05) if arrays is not None else []
     if not any(n for _, n in bars):
         return
@@ -253,7 +245,7 @@ def _histogram(rules: RuleSet) -> None:
         p = spec.params
         fig.add_vline(x=p.warnThreshold, line_color="#c92a2a", line_dash="dash", annotation_text="warn")
         fig.add_vline(x=p.passThreshold, line_color="#2b8a3e", line_dash="dash", annotation_text="pass")
-    fig.update_layout(title=ui.t("rules.similarity_hist"), height=280, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    fig.update_layout(title=i18n.t("rules.similarity_hist"), height=280, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       bargap=0.05)
     st.plotly_chart(fig, key="rules_hist")
 
@@ -261,8 +253,8 @@ def _histogram(rules: RuleSet) -> None:
 @st.fragment
 def preview(rules: RuleSet | None) -> None:
     left, right = st.columns([2, 3], vertical_alignment="center")
-    include_eval = right.toggle(ui.t("rules.include_eval"), False, key="rules_preview_eval")
-    if left.button(ui.t("rules.preview"), disabled=rules is None, key="rules_preview_btn", type="primary") and rules:
+    include_eval = right.toggle(i18n.t("rules.include_eval"), False, key="rules_preview_eval")
+    if left.button(i18n.t("rules.preview"), disabled=rules is None, key="rules_preview_btn", type="primary") and rules:
         run_preview(rules, include_eval)
     result = st.session_state.get("rules_preview")
     if not result:
@@ -271,27 +263,27 @@ def preview(rules: RuleSet | None) -> None:
     if rules is not None:
         _histogram(rules)
     if result["for"] != (st.session_state["rules_index"], st.session_state["rules_meta"]):
-        st.caption(ui.t("rules.preview_stale"))
+        st.caption(i18n.t("rules.preview_stale"))
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric(ui.t("rules.replayed"), result["total"])
-    c2.metric(ui.t("rules.changed"), result["changed_count"])
-    c3.markdown(f"**{ui.t('rules.status_changes')}**\n\n" + ("\n".join(
+    c1.metric(i18n.t("rules.replayed"), result["total"])
+    c2.metric(i18n.t("rules.changed"), result["changed_count"])
+    c3.markdown(f"**{i18n.t('rules.status_changes')}**\n\n" + ("\n".join(
         f"- {k}: {v}" for k, v in result["status"].most_common()) or "—"))
-    c4.markdown(f"**{ui.t('rules.verdict_changes')}**\n\n" + ("\n".join(
+    c4.markdown(f"**{i18n.t('rules.verdict_changes')}**\n\n" + ("\n".join(
         f"- {k}: {v}" for k, v in result["verdict"].most_common()) or "—"))
     if not result["changed"]:
-        st.info(ui.t("rules.no_change"))
+        st.info(i18n.t("rules.no_change"))
         return
     changed = result["changed"]
     if result["changed_count"] > len(changed):
-        st.caption(ui.t("rules.listed_first", shown=len(changed), total=result["changed_count"]))
+        st.caption(i18n.t("rules.listed_first", shown=len(changed), total=result["changed_count"]))
     picked = st.dataframe([{
         "session": r.session_id,
         "gatekeeper": f"{r.old_status} → {r.new_status}",
         "verdict": f"{r.old_verdict} → {r.projected_verdict}",
         "rules responsible": ", ".join(result["responsible"].get(r.session_id, [])),
-    } for r in changed], hide_index=True, key="rules_diff_table", on_select="rerun", selection_mode=ui.PICK)
-    ui.open_picked_trace(picked, [r.session_id for r in changed])
+    } for r in changed], hide_index=True, key="rules_diff_table", on_select="rerun", selection_mode=widgets.PICK)
+    widgets.open_picked_trace(picked, [r.session_id for r in changed])
 
 
 # --- apply and history -----------------------------------------------------------------------------
@@ -304,15 +296,15 @@ def _apply(do: Callable[[], int]) -> int | None:
         st.session_state["rules_stale"] = str(exc)
         return None
     except rulebook.RulesRefused as exc:
-        st.session_state["rules_stale"] = render(exc.message, ui.lang())
+        st.session_state["rules_stale"] = render(exc.message, i18n.lang())
         return None
-    ui.refresh_session_reads()
-    rulebook.rejudge_in_background(ui.settings(), ui.store())
+    reads.refresh_session_reads()
+    rulebook.rejudge_in_background(reads.settings(), reads.store())
     return new_id
 
 
 def _rebase() -> None:
-    active = ui.store().active_rule_version()
+    active = reads.store().active_rule_version()
     st.session_state["rules_base"] = active["id"] if active else None
     if active:
         st.session_state["rules_base_yaml"] = (active["index_yaml"], active["metadata_yaml"])
@@ -320,49 +312,49 @@ def _rebase() -> None:
 
 
 def apply_section(rules: RuleSet | None) -> None:
-    st.subheader(ui.t("rules.apply"))
+    st.subheader(i18n.t("rules.apply"))
     stale = st.session_state.get("rules_stale")
     if stale:
-        st.error(ui.t("rules.stale", msg=ui.md(stale)))
+        st.error(i18n.t("rules.stale", msg=markup.md(stale)))
         c1, c2 = st.columns(2)
-        c1.button(ui.t("rules.rebase"), on_click=_rebase, key="rules_rebase")
-        c2.button(ui.t("rules.reload"), on_click=_load_active, key="rules_reload")
+        c1.button(i18n.t("rules.rebase"), on_click=_rebase, key="rules_rebase")
+        c2.button(i18n.t("rules.reload"), on_click=_load_active, key="rules_reload")
     flash = st.session_state.pop("rules_flash", None)
     if flash:
         st.success(flash)
     allowed, why = permission()
     base_yaml = st.session_state.get("rules_base_yaml")
     current = (st.session_state["rules_index"], st.session_state["rules_meta"])
-    unchanged = rules is not None and base_yaml is not None and views.check_rules(*base_yaml)[0] == rules
+    unchanged = rules is not None and base_yaml is not None and rules_view.check_rules(*base_yaml)[0] == rules
     if base_yaml is not None and not unchanged:
-        with st.expander(ui.t("rules.diff_in_force"), expanded=True):
-            st.code(views.yaml_diff(base_yaml, current, "in force", "candidate")
-                    or render(msg("rules.unchanged"), ui.lang()), language="diff")
+        with st.expander(i18n.t("rules.diff_in_force"), expanded=True):
+            st.code(rules_view.yaml_diff(base_yaml, current, "in force", "candidate")
+                    or render(msg("rules.unchanged"), i18n.lang()), language="diff")
     author = author_field("rules_author")
-    comment = st.text_input(ui.t("rules.comment"), key="rules_comment")
-    refused, _ = rulebook.refusal(ui.settings(), current, base_yaml, author)
-    reason = why if not allowed else render(refused, ui.lang()) if refused else ""
+    comment = st.text_input(i18n.t("rules.comment"), key="rules_comment")
+    refused, _ = rulebook.refusal(reads.settings(), current, base_yaml, author)
+    reason = why if not allowed else render(refused, i18n.lang()) if refused else ""
     # RuleSet.ungated_by: the same test `rules apply` makes before a version goes into force.
-    ungated = rules.ungated_by(gatekeeper_enabled=ui.settings().gatekeeper.enabled) if rules else []
+    ungated = rules.ungated_by(gatekeeper_enabled=reads.settings().gatekeeper.enabled) if rules else []
     unconfirmed = False
     if ungated and not reason:
-        st.warning(ui.t("rules.ungated_warning", rules=", ".join(ungated)), icon=":material/gpp_maybe:")
-        unconfirmed = not st.checkbox(ui.t("rules.ungated_confirm"), key="rules_ungated_confirm")
+        st.warning(i18n.t("rules.ungated_warning", rules=", ".join(ungated)), icon=":material/gpp_maybe:")
+        unconfirmed = not st.checkbox(i18n.t("rules.ungated_confirm"), key="rules_ungated_confirm")
     if reason:
         st.caption(reason)
-    if st.button(ui.t("rules.apply"), disabled=bool(reason) or unconfirmed, key="rules_apply", type="primary"):
+    if st.button(i18n.t("rules.apply"), disabled=bool(reason) or unconfirmed, key="rules_apply", type="primary"):
         base = st.session_state.get("rules_base") or 0
-        new_id = _apply(lambda: rulebook.apply_rules(ui.settings(), ui.store(), current, author=author,
+        new_id = _apply(lambda: rulebook.apply_rules(reads.settings(), reads.store(), current, author=author,
                                                      comment=comment, based_on=base))
         if new_id is not None:
             st.session_state["rules_base"] = new_id
             st.session_state["rules_base_yaml"] = current
-            st.session_state["rules_flash"] = ui.t("rules.applied", id=new_id)
+            st.session_state["rules_flash"] = i18n.t("rules.applied", id=new_id)
         st.rerun()
 
 
 def history() -> None:
-    versions = views.rule_history(ui.store(), rulebook.read_rules_dir(ui.settings()))
+    versions = rules_view.rule_history(reads.store(), rulebook.read_rules_dir(reads.settings()))
     st.dataframe([{"version": v.id, "time": v.created_at, "author": v.author, "comment": v.comment,
                    "active": v.active, "based on": v.parent_id} for v in versions], hide_index=True,
                  key="rules_versions", column_config={
@@ -372,43 +364,43 @@ def history() -> None:
     ids = list(by_id)
     c1, c2 = st.columns(2)
     # Keyed by the newest id: after an Apply the comparison starts from the new version again.
-    new = c2.selectbox(ui.t("rules.diff_to"), ids, index=0, placeholder=ui.t("common.choose_one"), key=f"rules_diff_new_{ids[0]}",
-                       format_func=lambda i: ui.t("rules.version", id=i))
+    new = c2.selectbox(i18n.t("rules.diff_to"), ids, index=0, placeholder=i18n.t("common.choose_one"), key=f"rules_diff_new_{ids[0]}",
+                       format_func=lambda i: i18n.t("rules.version", id=i))
     parent = by_id[new].parent_id
-    old = c1.selectbox(ui.t("rules.diff_from"), ids, index=ids.index(parent if parent in by_id else ids[-1]),
-                       placeholder=ui.t("common.choose_one"), key=f"rules_diff_old_{new}", format_func=lambda i: ui.t("rules.version", id=i))
-    diff = views.yaml_diff(by_id[old].yaml, by_id[new].yaml, f"v{old}", f"v{new}")
-    st.code(diff or ui.t("rules.no_difference"), language="diff")
+    old = c1.selectbox(i18n.t("rules.diff_from"), ids, index=ids.index(parent if parent in by_id else ids[-1]),
+                       placeholder=i18n.t("common.choose_one"), key=f"rules_diff_old_{new}", format_func=lambda i: i18n.t("rules.version", id=i))
+    diff = rules_view.yaml_diff(by_id[old].yaml, by_id[new].yaml, f"v{old}", f"v{new}")
+    st.code(diff or i18n.t("rules.no_difference"), language="diff")
     targets = [i for i in ids if not by_id[i].active]
     if not targets:
         return
-    st.markdown(f"**{ui.t('rules.rollback_title')}**")
+    st.markdown(f"**{i18n.t('rules.rollback_title')}**")
     pick, who, go = st.columns([1, 1, 1], vertical_alignment="bottom")
-    target = pick.selectbox(ui.t("rules.rollback_to"), targets, placeholder=ui.t("common.choose_one"), key="rules_rollback_pick",
-                            format_func=lambda i: ui.t("rules.version", id=i))
+    target = pick.selectbox(i18n.t("rules.rollback_to"), targets, placeholder=i18n.t("common.choose_one"), key="rules_rollback_pick",
+                            format_func=lambda i: i18n.t("rules.version", id=i))
     allowed, why = permission()
     with who:
         # Asked here, beside the button it enables; prefilled from the Apply form's author.
         st.session_state.setdefault("rules_rollback_author", st.session_state.get("rules_author", ""))
         author = author_field("rules_rollback_author")
-    if go.button(ui.t("rules.rollback", id=target), disabled=not allowed or not author, key="rules_rollback",
-                 help=why or (None if author else render(msg("rules.need_author"), ui.lang()))):
-        new_id = _apply(lambda: rulebook.rollback(ui.settings(), ui.store(), target, author=author))
+    if go.button(i18n.t("rules.rollback", id=target), disabled=not allowed or not author, key="rules_rollback",
+                 help=why or (None if author else render(msg("rules.need_author"), i18n.lang()))):
+        new_id = _apply(lambda: rulebook.rollback(reads.settings(), reads.store(), target, author=author))
         if new_id is not None:
             _load_active()
-            st.session_state["rules_flash"] = ui.t("rules.rolled_back", old=target, id=new_id)
+            st.session_state["rules_flash"] = i18n.t("rules.rolled_back", old=target, id=new_id)
         st.rerun()
 
 
 def body(load_error: str | None) -> None:
-    st.title(ui.t("rules.title"))
+    st.title(i18n.t("rules.title"))
     if load_error:
-        st.error(ui.t("rules.load_error") + "\n\n" + ui.md(load_error))
-        st.button(ui.t("rules.reload"), on_click=_load_active, key="rules_reload_err")
+        st.error(i18n.t("rules.load_error") + "\n\n" + markup.md(load_error))
+        st.button(i18n.t("rules.reload"), on_click=_load_active, key="rules_reload_err")
         return
-    _history(ui.settings().db_url)  # starts loading the history for previews in the background
+    _history(reads.settings().db_url)  # starts loading the history for previews in the background
     rules, errors = candidate()
-    tab_form, tab_yaml, tab_history = st.tabs([ui.t("rules.form"), ui.t("rules.yaml"), ui.t("rules.history")])
+    tab_form, tab_yaml, tab_history = st.tabs([i18n.t("rules.form"), i18n.t("rules.yaml"), i18n.t("rules.history")])
     with tab_form:
         form(rules, errors)
     with tab_yaml:
@@ -421,7 +413,7 @@ def body(load_error: str | None) -> None:
     apply_section(rules)
 
 
-ui.page_start()
+frame.page_start()
 _load_error = init_state()
 sidebar()
 body(_load_error)

@@ -1,4 +1,4 @@
-"""Sessions: the review review_queue. Filters live in the URL, paging and charts run in SQL."""
+"""Sessions: the review queue. Filters live in the URL, paging and charts run in SQL."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime, time
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages import _common as ui
-from pipeline.bundles.provenance import NoSigningKey, signing_key
+from pages._ui import frame, i18n, markup, reads, widgets
+from pipeline.frontends.views import sessions as sessions_view
 from pipeline.gatekeeper.rules import RULES
 from pipeline.runs import review_queue
 from pipeline.runs.demo import demo_runs, run_demo
@@ -40,31 +40,31 @@ def _show_all() -> None:
 
 
 def _why(r: SessionRow) -> list[str]:
-    named = {"composer_findings": ui.t("sessions.composer_findings"), "gatekeeper_warn": f"{ui.t('common.gatekeeper')} warn"}
+    named = {"composer_findings": i18n.t("sessions.composer_findings"), "gatekeeper_warn": f"{i18n.t('common.gatekeeper')} warn"}
     why = [named.get(w, w) for w in r.queued_for]
-    return [ui.t("sessions.queued_for", why=", ".join(why))] if why else []
+    return [i18n.t("sessions.queued_for", why=", ".join(why))] if why else []
 
 
 def sidebar() -> review_queue.QueueFilter:
     with st.sidebar:
-        st.subheader(ui.t("sessions.filters"))
-        needs = st.toggle(ui.t("sessions.needs_person"), True, key="sessions_needs_person", bind="query-params",
-                          help=ui.t("sessions.needs_person_help"))
-        include_eval = st.toggle(ui.t("sessions.eval"), False, key="sessions_eval", bind="query-params")
-        verdicts = st.multiselect(ui.t("sessions.verdicts"), list(ui.VERDICTS), placeholder=ui.t("common.choose_many"), key="sessions_verdicts",
+        st.subheader(i18n.t("sessions.filters"))
+        needs = st.toggle(i18n.t("sessions.needs_person"), True, key="sessions_needs_person", bind="query-params",
+                          help=i18n.t("sessions.needs_person_help"))
+        include_eval = st.toggle(i18n.t("sessions.eval"), False, key="sessions_eval", bind="query-params")
+        verdicts = st.multiselect(i18n.t("sessions.verdicts"), list(widgets.VERDICTS), placeholder=i18n.t("common.choose_many"), key="sessions_verdicts",
                                   bind="query-params")
-        gate = st.multiselect(ui.t("sessions.gate"), list(ui.GATE_STATUSES), placeholder=ui.t("common.choose_many"), key="sessions_gate",
+        gate = st.multiselect(i18n.t("sessions.gate"), list(widgets.GATE_STATUSES), placeholder=i18n.t("common.choose_many"), key="sessions_gate",
                               bind="query-params")
         reviewed = st.segmented_control(
-            ui.t("sessions.reviewed"), list(REVIEWED), default="no", required=True, key="sessions_reviewed",
-            format_func=lambda v: ui.t(f"sessions.reviewed.{v}"), bind="query-params")
-        rule = st.selectbox(ui.t("sessions.rule"), ["", *RULES], placeholder=ui.t("common.choose_one"), key="sessions_rule", bind="query-params")
-        since = st.date_input(ui.t("sessions.since"), value=None, key="sessions_since", bind="query-params")
-        until = st.date_input(ui.t("sessions.until"), value=None, key="sessions_until", bind="query-params")
-        service = st.text_input(ui.t("sessions.service"), key="sessions_service", bind="query-params")
-        text = st.text_input(ui.t("sessions.text"), key="sessions_text", bind="query-params")
-        statuses = st.multiselect(ui.t("sessions.statuses"), ["completed", "failed", "running"],
-                                  placeholder=ui.t("common.choose_many"), key="sessions_statuses", bind="query-params")
+            i18n.t("sessions.reviewed"), list(REVIEWED), default="no", required=True, key="sessions_reviewed",
+            format_func=lambda v: i18n.t(f"sessions.reviewed.{v}"), bind="query-params")
+        rule = st.selectbox(i18n.t("sessions.rule"), ["", *RULES], placeholder=i18n.t("common.choose_one"), key="sessions_rule", bind="query-params")
+        since = st.date_input(i18n.t("sessions.since"), value=None, key="sessions_since", bind="query-params")
+        until = st.date_input(i18n.t("sessions.until"), value=None, key="sessions_until", bind="query-params")
+        service = st.text_input(i18n.t("sessions.service"), key="sessions_service", bind="query-params")
+        text = st.text_input(i18n.t("sessions.text"), key="sessions_text", bind="query-params")
+        statuses = st.multiselect(i18n.t("sessions.statuses"), ["completed", "failed", "running"],
+                                  placeholder=i18n.t("common.choose_many"), key="sessions_statuses", bind="query-params")
     base = SessionFilter(
         verdicts=list(verdicts), gatekeeper_statuses=list(gate), rule_id=rule or None,
         since=_day(since, False), until=_day(until, True), service=(service or "").strip() or None,
@@ -76,28 +76,28 @@ def sidebar() -> review_queue.QueueFilter:
 
 def run_samples() -> None:
     bar = st.progress(0.0)
-    run_demo(ui.settings(), ui.store(), language=ui.lang(),
-             on_progress=lambda n, total, question: bar.progress(n / total, text=ui.md(question)))
-    ui.refresh_session_reads()
+    run_demo(reads.settings(), reads.store(), language=i18n.lang(),
+             on_progress=lambda n, total, question: bar.progress(n / total, text=markup.md(question)))
+    reads.refresh_session_reads()
 
 
 def empty_store() -> None:
-    st.info(ui.t("sessions.empty_store"))
-    n = len(demo_runs(ui.settings(), ui.lang()))
-    if st.button(ui.t("sessions.run_samples", n=n), type="primary", key="sessions_run_samples"):
+    st.info(i18n.t("sessions.empty_store"))
+    n = len(demo_runs(reads.settings(), i18n.lang()))
+    if st.button(i18n.t("sessions.run_samples", n=n), type="primary", key="sessions_run_samples"):
         run_samples()
         st.rerun()
 
 
 def table(rows: list[SessionRow]) -> None:
     """Clicking a row or cell opens its trace in this tab (a link column needs two clicks and opens a new one)."""
-    frame = [{
+    shown = [{
         "session": r.id,
         "time": r.created_at,
         "question": r.question,
-        "verdict": " · ".join([ui.t("sessions.at_ask", v=r.verdict, a=r.verdict_at_ask or "—")
+        "verdict": " · ".join([i18n.t("sessions.at_ask", v=r.verdict, a=r.verdict_at_ask or "—")
                                if r.verdict and r.verdict != r.verdict_at_ask else r.verdict or r.status,
-                               *(ui.t(f"mark.{m}") for m in r.marks), *_why(r)]),
+                               *(i18n.t(f"mark.{m}") for m in r.marks), *_why(r)]),
         "failed rules": r.failed_rules,
         "groundedness": r.groundedness,
         "review": r.review_label or "",
@@ -106,19 +106,19 @@ def table(rows: list[SessionRow]) -> None:
     # cut; the full question shows on hover and on the trace. The gatekeeper status is left to the
     # trace: the verdict and the failed rules already say it.
     picked = st.dataframe(
-        frame, hide_index=True, key="sessions_table", on_select="rerun", selection_mode=ui.PICK,
+        shown, hide_index=True, key="sessions_table", on_select="rerun", selection_mode=widgets.PICK,
         column_config={
-            "session": st.column_config.TextColumn(ui.t("common.session"), width=105),
-            "time": st.column_config.DatetimeColumn(ui.t("common.time"), format="MM-DD HH:mm", width=80),
-            "question": st.column_config.TextColumn(ui.t("common.question"), width=165),
-            "verdict": st.column_config.TextColumn(ui.t("common.verdict"), width=120),
-            "failed rules": st.column_config.ListColumn(ui.t("common.failed_rules"), width=150),
-            "groundedness": st.column_config.ProgressColumn(ui.t("common.groundedness"), min_value=0.0,
+            "session": st.column_config.TextColumn(i18n.t("common.session"), width=105),
+            "time": st.column_config.DatetimeColumn(i18n.t("common.time"), format="MM-DD HH:mm", width=80),
+            "question": st.column_config.TextColumn(i18n.t("common.question"), width=165),
+            "verdict": st.column_config.TextColumn(i18n.t("common.verdict"), width=120),
+            "failed rules": st.column_config.ListColumn(i18n.t("common.failed_rules"), width=150),
+            "groundedness": st.column_config.ProgressColumn(i18n.t("common.groundedness"), min_value=0.0,
                                                             max_value=1.0, format="%.2f", width=100),
-            "review": st.column_config.TextColumn(ui.t("common.review"), width=65),
+            "review": st.column_config.TextColumn(i18n.t("common.review"), width=65),
         },
     )
-    ui.open_picked_trace(picked, [r.id for r in rows])
+    widgets.open_picked_trace(picked, [r.id for r in rows])
 
 
 def charts(stats: review_queue.QueueStats) -> None:
@@ -126,72 +126,62 @@ def charts(stats: review_queue.QueueStats) -> None:
     layout = {"height": 260, "margin": {"l": 10, "r": 10, "t": 36, "b": 10}, "showlegend": True,
                   "legend": {"orientation": "h", "y": -0.25}}
     fig = go.Figure()
-    for verdict in (*ui.VERDICTS, "none"):
+    for verdict in (*widgets.VERDICTS, "none"):
         points = [(d, n) for d, v, n in stats.per_day if v == verdict]
         if points:
             fig.add_bar(x=[d for d, _ in points], y=[n for _, n in points], name=verdict,
                         marker_color=CHART_COLORS[verdict])
-    fig.update_layout(barmode="stack", title=ui.t("sessions.per_day"), **layout)
+    fig.update_layout(barmode="stack", title=i18n.t("sessions.per_day"), **layout)
     fig.update_xaxes(type="category")
     c1.plotly_chart(fig, width="stretch", key="sessions_chart_days")
     if stats.failed_rules:
         fig = go.Figure(go.Bar(x=list(stats.failed_rules.values()), y=list(stats.failed_rules), orientation="h",
                                marker_color="#c92a2a"))
-        fig.update_layout(title=ui.t("sessions.rule_counts"), **{**layout, "showlegend": False})
+        fig.update_layout(title=i18n.t("sessions.rule_counts"), **{**layout, "showlegend": False})
         c2.plotly_chart(fig, width="stretch", key="sessions_chart_rules")
     else:
-        c2.markdown(f"**{ui.t('sessions.rule_counts')}**")
-        c2.caption(ui.t("sessions.no_failed_rules"))
+        c2.markdown(f"**{i18n.t('sessions.rule_counts')}**")
+        c2.caption(i18n.t("sessions.no_failed_rules"))
     fig = go.Figure(go.Bar(x=[f"{b:.1f}–{b + 0.1:.1f}" for b, _ in stats.groundedness],
                            y=[n for _, n in stats.groundedness], marker_color="#3b5bdb"))
-    fig.update_layout(title=ui.t("sessions.histogram"), **{**layout, "showlegend": False})
+    fig.update_layout(title=i18n.t("sessions.histogram"), **{**layout, "showlegend": False})
     fig.update_xaxes(type="category")
     c3.plotly_chart(fig, width="stretch", key="sessions_chart_ground")
 
 
 def exports(f: review_queue.QueueFilter) -> None:
-    store, settings = ui.store(), ui.settings()
-
-    def bundles() -> bytes:
-        try:
-            key = signing_key(settings)
-        except NoSigningKey:
-            key = None  # a read-only home still exports; importers see unsigned bundles
-        return review_queue.export_zip(store, f, key=key)
-
-    c1, c2, _ = st.columns([1, 1, 3])
-    c1.download_button(ui.t("sessions.export_csv"), lambda: review_queue.export_csv(store, f), file_name="sessions.csv",
-                       mime="text/csv", key="sessions_csv", on_click="ignore")
-    c2.download_button(ui.t("sessions.export_zip"), bundles,
-                       file_name="session-bundles.zip", mime="application/zip", key="sessions_zip", on_click="ignore")
+    cols = st.columns([1, 1, 3])
+    for col, export in zip(cols, sessions_view.queue_exports(reads.settings(), reads.store(), f), strict=False):
+        col.download_button(i18n.t(f"sessions.export_{export.kind}"), export.build, file_name=export.file_name,
+                            mime=export.mime, key=f"sessions_{export.kind}", on_click="ignore")
 
 
 def body(f: review_queue.QueueFilter) -> None:
-    st.title(ui.t("sessions.title"))
-    url = ui.settings().db_url
+    st.title(i18n.t("sessions.title"))
+    url = reads.settings().db_url
     # One grouped scan gives the charts and the count; the rows are one walk of an index.
-    stats = ui.queue_stats(url, f)
+    stats = reads.queue_stats(url, f)
     total = stats.total
     if not total:
-        _, everything = ui.list_sessions(url, SessionFilter(), 1, 0)
+        _, everything = reads.list_sessions(url, SessionFilter(), 1, 0)
         if not everything:
             empty_store()
             return
-        st.info(ui.t("sessions.no_match_of", n=everything))
-        st.button(ui.t("sessions.show_all"), on_click=_show_all, key="sessions_show_all_btn")
+        st.info(i18n.t("sessions.no_match_of", n=everything))
+        st.button(i18n.t("sessions.show_all"), on_click=_show_all, key="sessions_show_all_btn")
         return
     charts(stats)
     pages = max(1, -(-total // PAGE_SIZE))
     left, right = st.columns([1, 5], vertical_alignment="bottom")
-    page = left.number_input(ui.t("sessions.page"), min_value=1, max_value=pages, step=1, key="sessions_page",
+    page = left.number_input(i18n.t("sessions.page"), min_value=1, max_value=pages, step=1, key="sessions_page",
                              bind="query-params")
     page = min(max(1, int(page or 1)), pages)
-    rows = ui.queue_rows(url, f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+    rows = reads.queue_rows(url, f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
     first = (page - 1) * PAGE_SIZE + 1
-    right.caption(ui.t("sessions.count", total=total, first=first, last=first + len(rows) - 1))
+    right.caption(i18n.t("sessions.count", total=total, first=first, last=first + len(rows) - 1))
     table(rows)
     exports(f)
 
 
-ui.page_start()
+frame.page_start()
 body(sidebar())

@@ -6,9 +6,10 @@ import json
 
 import streamlit as st
 
-from pages import _common as ui
+from pages._ui import frame, i18n, identity, markup, reads, widgets
 from pipeline.core.messages import guard_kind
-from pipeline.frontends import views
+from pipeline.frontends.views import highlight
+from pipeline.frontends.views import trace as trace_view
 from pipeline.runs.record import InvocationMeta, SessionRecord, verdict_marks
 from pipeline.store import SessionFilter
 
@@ -28,8 +29,8 @@ def _pick(sid: str) -> None:
 
 
 def sidebar(current: str | None) -> str:
-    url = ui.settings().db_url
-    rows, _ = ui.list_sessions(url, SessionFilter(), 100, 0)
+    url = reads.settings().db_url
+    rows, _ = reads.list_sessions(url, SessionFilter(), 100, 0)
     with st.sidebar:
         options = [r["id"] for r in rows]
         if current and current not in options:
@@ -38,8 +39,8 @@ def sidebar(current: str | None) -> str:
                                          *verdict_marks(ungated=r["ungated"], provenance=r["provenance"]),
                                          r["question"][:40]]) for r in rows}
         if options:
-            chosen = st.selectbox(ui.t("trace.pick"), options, index=options.index(current) if current else 0,
-                                  format_func=lambda sid: labels.get(sid, sid), placeholder=ui.t("common.choose_one"), key=f"trace_pick_{current}")
+            chosen = st.selectbox(i18n.t("trace.pick"), options, index=options.index(current) if current else 0,
+                                  format_func=lambda sid: labels.get(sid, sid), placeholder=i18n.t("common.choose_one"), key=f"trace_pick_{current}")
             if chosen != current:
                 _pick(chosen)
                 current = chosen
@@ -50,59 +51,59 @@ def sidebar(current: str | None) -> str:
 
 
 def header(r: SessionRecord) -> None:
-    st.title(ui.t("trace.title"))
-    ui.text_block(r.question)
+    st.title(i18n.t("trace.title"))
+    markup.text_block(r.question)
     cols = st.columns([1, 1, 1, 3])
     with cols[0]:
-        st.caption(ui.t("common.verdict"))
-        ui.verdict_badge(r.verdict, r.marks)
+        st.caption(i18n.t("common.verdict"))
+        widgets.verdict_badge(r.verdict, r.marks)
     with cols[1]:
-        st.caption(ui.t("common.gatekeeper"))
-        ui.status_badge(r.gatekeeper_status)
+        st.caption(i18n.t("common.gatekeeper"))
+        widgets.status_badge(r.gatekeeper_status)
     with cols[2]:
-        st.caption(ui.t("common.groundedness"))
+        st.caption(i18n.t("common.groundedness"))
         st.write("—" if r.groundedness is None else f"{r.groundedness:.2f}")
     with cols[3]:
-        st.caption(ui.md(f"{r.id} · {r.created_at:%Y-%m-%d %H:%M:%S} · {r.world or '-'} · {r.provider}/{r.model} · "
-                         f"{r.shape} · {ui.t('common.status')} {r.status} ({r.stage}) · "
-                         f"{ui.t('trace.meta_rounds', n=r.rounds)} · "
-                         f"{ui.t('trace.meta_tokens', p=r.prompt_tokens, c=r.completion_tokens)}"))
+        st.caption(markup.md(f"{r.id} · {r.created_at:%Y-%m-%d %H:%M:%S} · {r.world or '-'} · {r.provider}/{r.model} · "
+                         f"{r.shape} · {i18n.t('common.status')} {r.status} ({r.stage}) · "
+                         f"{i18n.t('trace.meta_rounds', n=r.rounds)} · "
+                         f"{i18n.t('trace.meta_tokens', p=r.prompt_tokens, c=r.completion_tokens)}"))
         if r.timings_ms:
-            st.caption(ui.md(" · ".join(f"{k} {v:.0f} ms" for k, v in r.timings_ms.items())))
+            st.caption(markup.md(" · ".join(f"{k} {v:.0f} ms" for k, v in r.timings_ms.items())))
     if r.error:
-        st.error(ui.md(r.error))
+        st.error(markup.md(r.error))
 
 
 def verdict_in_force(r: SessionRecord) -> None:
     """The verdict under the rule version in force beside the one at ask, where they differ."""
-    change = views.verdict_change(ui.settings(), ui.store(), r.id)
+    change = trace_view.verdict_change(reads.settings(), reads.store(), r.id)
     if change is None:
         return
-    shown = " · ".join([change.in_force, *([ui.t("mark.ungated")] if change.ungated_in_force else [])])
-    st.warning(ui.t("trace.in_force", v=shown, n=change.version_in_force, a=change.at_ask or "—",
+    shown = " · ".join([change.in_force, *([i18n.t("mark.ungated")] if change.ungated_in_force else [])])
+    st.warning(i18n.t("trace.in_force", v=shown, n=change.version_in_force, a=change.at_ask or "—",
                     m="—" if change.version_at_ask is None else change.version_at_ask))
-    for title, errors in ((ui.t("trace.findings_added"), change.added), (ui.t("trace.findings_removed"), change.removed)):
+    for title, errors in ((i18n.t("trace.findings_added"), change.added), (i18n.t("trace.findings_removed"), change.removed)):
         if errors:
-            items = "".join(f"<li><code>{ui.esc(e.rule_id)}</code> <code>{ui.esc(e.target)}</code>: "
-                            f"{ui.esc(ui.say(e.message, e.msg))}</li>" for e in errors)
-            ui.html_block(f"<div>{ui.esc(title)}</div><ul class='wb-list'>{items}</ul>")
+            items = "".join(f"<li><code>{markup.esc(e.rule_id)}</code> <code>{markup.esc(e.target)}</code>: "
+                            f"{markup.esc(i18n.say(e.message, e.msg))}</li>" for e in errors)
+            markup.html_block(f"<div>{markup.esc(title)}</div><ul class='wb-list'>{items}</ul>")
 
 
 def final_answer(r: SessionRecord) -> None:
-    st.subheader(ui.t("trace.final"))
-    ui.text_block(r.final_answer or ui.t("common.none"))
-    ui.scope_block(r)
+    st.subheader(i18n.t("trace.final"))
+    markup.text_block(r.final_answer or i18n.t("common.none"))
+    widgets.scope_block(r)
     guard = r.evaluation.composer_guard if r.evaluation else None
     if guard:
-        line = f"{ui.t('trace.guard')}: {ui.pill(guard.status)}"
+        line = f"{i18n.t('trace.guard')}: {markup.pill(guard.status)}"
         if guard.used_template:
-            line += f" · {ui.esc(ui.t('trace.template'))}"
+            line += f" · {markup.esc(i18n.t('trace.template'))}"
         if guard.detail:
-            line += f" · {ui.esc(ui.say(guard.detail, guard.msg))}"
-        violations = "".join(f"<li>{ui.esc(guard_kind(v.kind, ui.lang()))}: <code>{ui.esc(v.token)}</code> "
-                             f"<code>{ui.esc(v.field)}</code></li>"
+            line += f" · {markup.esc(i18n.say(guard.detail, guard.msg))}"
+        violations = "".join(f"<li>{markup.esc(guard_kind(v.kind, i18n.lang()))}: <code>{markup.esc(v.token)}</code> "
+                             f"<code>{markup.esc(v.field)}</code></li>"
                              for v in guard.violations)
-        ui.html_block(f"<div>{line}</div>" + (f'<ul class="wb-list">{violations}</ul>' if violations else ""))
+        markup.html_block(f"<div>{line}</div>" + (f'<ul class="wb-list">{violations}</ul>' if violations else ""))
 
 
 def claimed_by_source(r: SessionRecord) -> None:
@@ -110,22 +111,22 @@ def claimed_by_source(r: SessionRecord) -> None:
     c = r.claimed_by_source
     if c is None:
         return
-    with st.expander(ui.t("trace.claimed", v=ui.md(c.verdict or "—"), f=r.verdict or "—"),
+    with st.expander(i18n.t("trace.claimed", v=markup.md(c.verdict or "—"), f=r.verdict or "—"),
                      expanded=c.verdict != r.verdict):
         sig = c.signature
-        ui.html_block(f'<div class="wb-muted">{ui.esc(c.provider)}/{ui.esc(c.model)} · '
-                      f'<code>{ui.esc(c.session_id)}</code></div>'
-                      f'<div>{ui.esc(ui.t("trace.provenance"))}: {ui.pill(r.provenance)} '
-                      f'{ui.esc(sig.reason if sig else "")}'
-                      + (f' <code>{ui.esc(sig.key)}</code>' if sig and sig.key else "") + "</div>")
-        ui.text_block(c.final_answer or ui.t("common.none"))
+        markup.html_block(f'<div class="wb-muted">{markup.esc(c.provider)}/{markup.esc(c.model)} · '
+                      f'<code>{markup.esc(c.session_id)}</code></div>'
+                      f'<div>{markup.esc(i18n.t("trace.provenance"))}: {markup.pill(r.provenance)} '
+                      f'{markup.esc(sig.reason if sig else "")}'
+                      + (f' <code>{markup.esc(sig.key)}</code>' if sig and sig.key else "") + "</div>")
+        markup.text_block(c.final_answer or i18n.t("common.none"))
 
 
 def composer_input(r: SessionRecord) -> None:
     ev = r.evaluation
     if ev is None:
         return
-    st.subheader(ui.t("trace.composer_input"))
+    st.subheader(i18n.t("trace.composer_input"))
     ci = ev.composer_input
     left, right = st.columns(2)
     with left:
@@ -137,47 +138,47 @@ def composer_input(r: SessionRecord) -> None:
         ]
         parts = []
         for key, items in sections:
-            lis = "".join(f"<li>{ui.esc(i)}</li>" for i in items) or f"<li class='wb-muted'>{ui.esc(ui.t('ask.none'))}</li>"
-            parts.append(f"<b>{ui.esc(ui.t(key))}</b><ul class='wb-list'>{lis}</ul>")
+            lis = "".join(f"<li>{markup.esc(i)}</li>" for i in items) or f"<li class='wb-muted'>{markup.esc(i18n.t('ask.none'))}</li>"
+            parts.append(f"<b>{markup.esc(i18n.t(key))}</b><ul class='wb-list'>{lis}</ul>")
         if ci and ci.rationale:
-            parts.append(f"<b>{ui.esc(ui.t('ask.rationale'))}</b><div class='wb-text'>{ui.esc(ci.rationale)}</div>")
-        ui.html_block("".join(parts))
+            parts.append(f"<b>{markup.esc(i18n.t('ask.rationale'))}</b><div class='wb-text'>{markup.esc(ci.rationale)}</div>")
+        markup.html_block("".join(parts))
     with right:
-        st.markdown(f"**{ui.t('trace.filtered')}**")
+        st.markdown(f"**{i18n.t('trace.filtered')}**")
         if ev.composer_filtered:
             # Wrapped text, not a grid: a reason is a sentence and must fit at 1280 px.
-            ui.html_block("<ul class='wb-list'>" + "".join(
-                f"<li><code>{ui.esc(f.source)}</code> → <b>{ui.esc(f.moved_to)}</b>: {ui.esc(f.text)}"
-                f"<div class='wb-muted'>{ui.esc(ui.say(f.reason, f.msg))}</div></li>" for f in ev.composer_filtered) + "</ul>")
+            markup.html_block("<ul class='wb-list'>" + "".join(
+                f"<li><code>{markup.esc(f.source)}</code> → <b>{markup.esc(f.moved_to)}</b>: {markup.esc(f.text)}"
+                f"<div class='wb-muted'>{markup.esc(i18n.say(f.reason, f.msg))}</div></li>" for f in ev.composer_filtered) + "</ul>")
         else:
-            st.caption(ui.t("ask.none"))
-        st.markdown(ui.t("trace.verdict_guard", v=ev.verifier_verdict or "—", f=ev.verdict))
-        reasons = views.verdict_reasons(ev, ui.lang())
+            st.caption(i18n.t("ask.none"))
+        st.markdown(i18n.t("trace.verdict_guard", v=ev.verifier_verdict or "—", f=ev.verdict))
+        reasons = trace_view.verdict_reasons(ev, i18n.lang())
         if reasons:
-            ui.html_block("<ul class='wb-list'>" + "".join(f"<li>{ui.esc(x)}</li>" for x in reasons) + "</ul>")
+            markup.html_block("<ul class='wb-list'>" + "".join(f"<li>{markup.esc(x)}</li>" for x in reasons) + "</ul>")
 
 
-def _window_html(url: str, b: views.BindingView) -> str:
+def _window_html(url: str, b: trace_view.BindingView) -> str:
     if b.invocation_id is None or not b.spans:
         # What the reviewer must judge: the quote beside the records of each output it cites
         # that come closest to it.
-        parts = [f"<div class='wb-muted'>{ui.esc(ui.t('trace.not_located'))}</div>"]
+        parts = [f"<div class='wb-muted'>{markup.esc(i18n.t('trace.not_located'))}</div>"]
         for inv_id in dict.fromkeys(b.binding.source_invocation_ids):
-            near = ui.nearest_records(url, int(inv_id), b.binding.evidence_excerpt)
-            rows = "\n".join(f"<span class='wb-ln'>#{n.number} · {n.score:.2f}</span> {ui.esc(n.line)}" for n in near)
-            parts.append(f"<div class='wb-muted'>{ui.esc(ui.t('trace.nearest', id=inv_id))}</div>"
-                         f"<div class='wb-box'>{rows or ui.esc(ui.t('ask.none'))}</div>")
+            near = reads.nearest_records(url, int(inv_id), b.binding.evidence_excerpt)
+            rows = "\n".join(f"<span class='wb-ln'>#{n.number} · {n.score:.2f}</span> {markup.esc(n.line)}" for n in near)
+            parts.append(f"<div class='wb-muted'>{markup.esc(i18n.t('trace.nearest', id=inv_id))}</div>"
+                         f"<div class='wb-box'>{rows or markup.esc(i18n.t('ask.none'))}</div>")
         return "".join(parts)
-    decoded = ui.decoded_output(url, int(b.invocation_id))
-    w = views.highlight_window(decoded, b.spans, entity_tokens=views.nearby_tokens(b.entity_misses),
+    decoded = reads.decoded_output(url, int(b.invocation_id))
+    w = highlight.highlight_window(decoded, b.spans, entity_tokens=highlight.nearby_tokens(b.entity_misses),
                                cited=b.cited_spans)
-    meta = (f"#{ui.esc(b.invocation_id)} · {ui.esc(ui.t('trace.similarity'))} <b>{ui.esc(b.score)}</b> · "
-            + ui.esc(ui.t("trace.window", start=w.start, end=w.end, total=w.total, line=w.line)))
-    body = ("… " if w.start > 0 else "") + ui.segments_html(w.segments) + (" …" if w.end < w.total else "")
+    meta = (f"#{markup.esc(b.invocation_id)} · {markup.esc(i18n.t('trace.similarity'))} <b>{markup.esc(b.score)}</b> · "
+            + markup.esc(i18n.t("trace.window", start=w.start, end=w.end, total=w.total, line=w.line)))
+    body = ("… " if w.start > 0 else "") + markup.segments_html(w.segments) + (" …" if w.end < w.total else "")
     return f"<div class='wb-muted'>{meta}</div><div class='wb-box'>{body}</div>"
 
 
-def _binding(url: str, b: views.BindingView) -> None:
+def _binding(url: str, b: trace_view.BindingView) -> None:
     left, right = st.columns(2)
     with left:
         ids = ", ".join(f"#{i}" for i in b.binding.source_invocation_ids)
@@ -185,60 +186,60 @@ def _binding(url: str, b: views.BindingView) -> None:
             ids += f" ({', '.join(map(str, b.binding.source_record_ids))})"
         scores = " · ".join(f"{name} {score}" for name, score in b.source_scores.items())
         misses = "".join(
-            f"<li><mark class='wb-entity'>{ui.esc(m.token)}</mark> ({ui.esc(m.kind)}) "
-            f"{ui.esc(ui.t('trace.entity_miss'))}"
-            + (f" → {ui.esc(', '.join(m.nearby))}" if m.nearby else "") + "</li>"
+            f"<li><mark class='wb-entity'>{markup.esc(m.token)}</mark> ({markup.esc(m.kind)}) "
+            f"{markup.esc(i18n.t('trace.entity_miss'))}"
+            + (f" → {markup.esc(', '.join(m.nearby))}" if m.nearby else "") + "</li>"
             for m in b.entity_misses)
         extra = ""
         if b.added_words:
-            extra += f"<div class='wb-muted'>{ui.esc(ui.t('trace.added'))}: {ui.esc(', '.join(b.added_words))}</div>"
+            extra += f"<div class='wb-muted'>{markup.esc(i18n.t('trace.added'))}: {markup.esc(', '.join(b.added_words))}</div>"
         if b.other_match:
             o = b.other_match
             extra += ("<div class='wb-muted'>"
-                      f"{ui.esc(ui.t('trace.other_match', id=o.invocation_id, tool=o.tool_name, score=o.score))}</div>")
-        errors = "".join(f"<li>{ui.pill('fail')} <code>{ui.esc(e.rule_id)}</code>: {ui.esc(ui.say(e.message, e.msg))}</li>"
+                      f"{markup.esc(i18n.t('trace.other_match', id=o.invocation_id, tool=o.tool_name, score=o.score))}</div>")
+        errors = "".join(f"<li>{markup.pill('fail')} <code>{markup.esc(e.rule_id)}</code>: {markup.esc(i18n.say(e.message, e.msg))}</li>"
                          for e in b.errors)
-        ui.html_block(
-            f"<div class='wb-muted'>{ui.esc(b.target)} · {ui.esc(b.binding.tool_name)} {ui.esc(ids)}"
-            + (f" · {ui.esc(b.binding.digest_id)}" if b.binding.digest_id else "") + f" · {ui.esc(scores)}</div>"
-            f"<div class='wb-box'>{ui.segments_html(views.excerpt_segments(b.binding.evidence_excerpt, b.entity_misses))}</div>"
+        markup.html_block(
+            f"<div class='wb-muted'>{markup.esc(b.target)} · {markup.esc(b.binding.tool_name)} {markup.esc(ids)}"
+            + (f" · {markup.esc(b.binding.digest_id)}" if b.binding.digest_id else "") + f" · {markup.esc(scores)}</div>"
+            f"<div class='wb-box'>{markup.segments_html(highlight.excerpt_segments(b.binding.evidence_excerpt, b.entity_misses))}</div>"
             + (f"<ul class='wb-list'>{misses}</ul>" if misses else "") + extra
             + (f"<ul class='wb-list'>{errors}</ul>" if errors else "")
         )
     with right:
-        ui.html_block(_window_html(url, b))
+        markup.html_block(_window_html(url, b))
 
 
-def _card(url: str, card: views.ClaimCard, *, pick: int | None = None) -> None:
+def _card(url: str, card: trace_view.ClaimCard, *, pick: int | None = None) -> None:
     """One claim with its checks and bindings; `pick` adds a button that opens it in the review panel."""
     c = card.claim
     check = card.claim_check
     with st.container(border=True):
-        head = (f"<b>{ui.esc(c.claim_id)}</b> <span class='wb-muted'>{ui.esc(card.target)} · "
-                f"{ui.esc(c.claim_type)} · {ui.esc(c.support_level)}</span> · "
-                f"{ui.esc(ui.t('trace.composer_state'))}: <b>{ui.esc(card.composer)}</b>"
-                + (f" <span class='wb-muted'>({ui.esc(ui.say(card.filter_reason, card.filter_msg))})</span>"
+        head = (f"<b>{markup.esc(c.claim_id)}</b> <span class='wb-muted'>{markup.esc(card.target)} · "
+                f"{markup.esc(c.claim_type)} · {markup.esc(c.support_level)}</span> · "
+                f"{markup.esc(i18n.t('trace.composer_state'))}: <b>{markup.esc(card.composer)}</b>"
+                + (f" <span class='wb-muted'>({markup.esc(i18n.say(card.filter_reason, card.filter_msg))})</span>"
                    if card.filter_reason else "")
-                + f"<div class='wb-text'>{ui.esc(c.claim_text)}</div>")
+                + f"<div class='wb-text'>{markup.esc(c.claim_text)}</div>")
         verification = check.verification if check else "—"
-        color = ("pass" if verification in views.GOOD_CHECKS else
+        color = ("pass" if verification in trace_view.GOOD_CHECKS else
                  "warn" if verification in ("overstated", "external_unknown") else "fail")
-        head += (f"<div>{ui.esc(ui.t('trace.claim_check'))}: <span class='wb-pill wb-{color}'>{ui.esc(verification)}</span> "
-                 f"<span class='wb-muted'>{ui.esc(ui.say(check.detail, check.msg) if check else '')}</span></div>")
+        head += (f"<div>{markup.esc(i18n.t('trace.claim_check'))}: <span class='wb-pill wb-{color}'>{markup.esc(verification)}</span> "
+                 f"<span class='wb-muted'>{markup.esc(i18n.say(check.detail, check.msg) if check else '')}</span></div>")
         own = [e for e in card.errors if not any(e in b.errors for b in card.bindings)]
         if own:
             head += "<ul class='wb-list'>" + "".join(
-                f"<li>{ui.pill('fail')} <code>{ui.esc(e.rule_id)}</code> @ <code>{ui.esc(e.target)}</code>: "
-                f"{ui.esc(ui.say(e.message, e.msg))}</li>"
+                f"<li>{markup.pill('fail')} <code>{markup.esc(e.rule_id)}</code> @ <code>{markup.esc(e.target)}</code>: "
+                f"{markup.esc(i18n.say(e.message, e.msg))}</li>"
                 for e in own) + "</ul>"
         if card.reviews:
-            head += (f"<div class='wb-muted'>{ui.esc(ui.t('trace.reviews'))}: "
-                     + ui.esc("; ".join(f"{rv.label} ({rv.reviewer})" for rv in card.reviews)) + "</div>")
-        ui.html_block(head)
+            head += (f"<div class='wb-muted'>{markup.esc(i18n.t('trace.reviews'))}: "
+                     + markup.esc("; ".join(f"{rv.label} ({rv.reviewer})" for rv in card.reviews)) + "</div>")
+        markup.html_block(head)
         for b in card.bindings:
             _binding(url, b)
         if pick is not None:
-            st.button(ui.t("trace.review_claim"), key=f"trace_pick_claim_{card.index}", on_click=_focus, args=(pick,))
+            st.button(i18n.t("trace.review_claim"), key=f"trace_pick_claim_{card.index}", on_click=_focus, args=(pick,))
 
 
 # --- reviewing ---------------------------------------------------------------------------------
@@ -252,14 +253,14 @@ def _focus(pos: int) -> None:
 def _save(sid: str, claim_id: str | None, label: str, reviewer: str, note_key: str, advance: int | None) -> None:
     """A review button's callback: store, then every view (this page, the queue) reads it on this rerun."""
     if not reviewer:
-        st.session_state["trace_review_flash"] = ("warning", ui.t("common.need_name"))
+        st.session_state["trace_review_flash"] = ("warning", i18n.t("common.need_name"))
         return
     note = str(st.session_state.get(note_key) or "")
-    ui.store().add_review(session_id=sid, label=label, reviewer=reviewer, note=note, claim_id=claim_id)
-    ui.refresh_session_reads(sid)
+    reads.store().add_review(session_id=sid, label=label, reviewer=reviewer, note=note, claim_id=claim_id)
+    reads.refresh_session_reads(sid)
     st.session_state[note_key] = ""
-    st.session_state["trace_review_flash"] = ("success", ui.t("common.saved_as", label=label,
-                                                                            target=ui.md(claim_id or sid)))
+    st.session_state["trace_review_flash"] = ("success", i18n.t("common.saved_as", label=label,
+                                                                            target=markup.md(claim_id or sid)))
     if advance is not None:
         _focus(advance)
 
@@ -267,32 +268,32 @@ def _save(sid: str, claim_id: str | None, label: str, reviewer: str, note_key: s
 def _label_buttons(sid: str, claim_id: str | None, reviewer: str, note_key: str, advance: int | None,
                    key: str, keys: bool) -> None:
     """One button per label; with `keys`, digits 1-5 press them (the per-claim keyboard flow)."""
-    cols = st.columns(len(ui.REVIEW_LABELS))
-    for i, (col, label) in enumerate(zip(cols, ui.REVIEW_LABELS, strict=True)):
-        col.button(ui.t(f"label.{label}"), key=f"{key}_{label}", width="stretch", shortcut=str(i + 1) if keys else None,
+    cols = st.columns(len(widgets.REVIEW_LABELS))
+    for i, (col, label) in enumerate(zip(cols, widgets.REVIEW_LABELS, strict=True)):
+        col.button(i18n.t(f"label.{label}"), key=f"{key}_{label}", width="stretch", shortcut=str(i + 1) if keys else None,
                    on_click=_save, args=(sid, claim_id, label, reviewer, note_key, advance))
 
 
-def review_panel(url: str, r: SessionRecord, queue: list[views.ClaimCard]) -> int | None:
+def review_panel(url: str, r: SessionRecord, queue: list[trace_view.ClaimCard]) -> int | None:
     """Claim after claim with findings: J / K move, 1-5 label and go to the next one. Returns the
     position of the claim it shows."""
-    st.subheader(ui.t("trace.review_panel"))
+    st.subheader(i18n.t("trace.review_panel"))
     name_col, info_col = st.columns([1, 2], vertical_alignment="bottom")
     with name_col:
-        reviewer = ui.reviewer_name("reviewer")
+        reviewer = identity.reviewer_name("reviewer")
     flash = st.session_state.pop("trace_review_flash", None)
     if flash:
         (st.success if flash[0] == "success" else st.warning)(flash[1])
     if not queue:
-        info_col.caption(ui.t("ask.none"))
+        info_col.caption(i18n.t("ask.none"))
         return None
     pos = min(max(0, int(st.session_state.get("trace_review_pos", 0))), len(queue) - 1)
-    info_col.caption(ui.t("trace.review_keys"))
+    info_col.caption(i18n.t("trace.review_keys"))
     prev_col, at_col, next_col = st.columns([1, 3, 1], vertical_alignment="center")
-    prev_col.button(ui.t("trace.prev_claim"), key="trace_prev", shortcut="K", disabled=pos == 0, width="stretch",
+    prev_col.button(i18n.t("trace.prev_claim"), key="trace_prev", shortcut="K", disabled=pos == 0, width="stretch",
                     on_click=_focus, args=(pos - 1,))
-    at_col.markdown(ui.t("trace.review_pos", k=pos + 1, n=len(queue)))
-    next_col.button(ui.t("trace.next_claim"), key="trace_next", shortcut="J", disabled=pos >= len(queue) - 1,
+    at_col.markdown(i18n.t("trace.review_pos", k=pos + 1, n=len(queue)))
+    next_col.button(i18n.t("trace.next_claim"), key="trace_next", shortcut="J", disabled=pos >= len(queue) - 1,
                     width="stretch", on_click=_focus, args=(pos + 1,))
     card = queue[pos]
     st.html("<div id='wb-focus'></div>")
@@ -303,32 +304,32 @@ def review_panel(url: str, r: SessionRecord, queue: list[views.ClaimCard]) -> in
         st.html(f"<script>/* {pos} */ document.getElementById('wb-focus')?.scrollIntoView({{block: 'start'}});</script>",
                 unsafe_allow_javascript=True)
     note_key = f"trace_note_{card.index}"
-    st.text_input(ui.t("common.note"), key=note_key)
+    st.text_input(i18n.t("common.note"), key=note_key)
     _label_buttons(r.id, card.claim.claim_id, reviewer, note_key, min(pos + 1, len(queue) - 1), "trace_label", True)
-    if views.claims_labelled_session_not(r, queue):
+    if trace_view.claims_labelled_session_not(r, queue):
         # The last flagged claim was labelled: the queue counts the session, so offer its label here.
-        st.info(ui.t("trace.all_labelled"))
+        st.info(i18n.t("trace.all_labelled"))
         _label_buttons(r.id, None, reviewer, note_key, None, "trace_session_offer", False)
     return pos
 
 
 def claims(url: str, r: SessionRecord) -> None:
-    cards = views.claim_cards(r)
+    cards = trace_view.claim_cards(r)
     flagged = [c for c in cards if c.has_findings]
-    st.subheader(f"{ui.t('trace.claims')} ({len(cards)}; {ui.t('trace.claims_flagged')}: {len(flagged)})")
+    st.subheader(f"{i18n.t('trace.claims')} ({len(cards)}; {i18n.t('trace.claims_flagged')}: {len(flagged)})")
     if not cards:
-        st.caption(ui.t("ask.none"))
+        st.caption(i18n.t("ask.none"))
         return
     left, right = st.columns([2, 1])
-    show = left.segmented_control(ui.t("trace.claims_filter"), ["flagged", "all"],
+    show = left.segmented_control(i18n.t("trace.claims_filter"), ["flagged", "all"],
                                   default="flagged" if flagged else "all", required=True,
-                                  format_func=lambda v: ui.t(f"trace.claims_{v}"), key="trace_claims_filter")
+                                  format_func=lambda v: i18n.t(f"trace.claims_{v}"), key="trace_claims_filter")
     shown = flagged if show == "flagged" else cards
     focused = review_panel(url, r, shown)
     pages = max(1, -(-len(shown) // CLAIMS_PER_PAGE))
     page = 1
     if pages > 1:
-        page = int(right.number_input(ui.t("trace.claim_page"), 1, pages, 1, key="trace_claims_page"))
+        page = int(right.number_input(i18n.t("trace.claim_page"), 1, pages, 1, key="trace_claims_page"))
     first = (page - 1) * CLAIMS_PER_PAGE
     for pos, card in enumerate(shown[first : first + CLAIMS_PER_PAGE], start=first):
         if pos != focused:  # the review panel above draws it
@@ -336,73 +337,73 @@ def claims(url: str, r: SessionRecord) -> None:
 
 
 def verifier_rest(r: SessionRecord) -> None:
-    errors = views.session_level_errors(r)
+    errors = trace_view.session_level_errors(r)
     if errors:
-        st.subheader(ui.t("trace.session_errors"))
-        st.dataframe([{"rule": e.rule_id, "target": e.target, "message": ui.say(e.message, e.msg)} for e in errors],
+        st.subheader(i18n.t("trace.session_errors"))
+        st.dataframe([{"rule": e.rule_id, "target": e.target, "message": i18n.say(e.message, e.msg)} for e in errors],
                      hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
-    hyps = views.hypothesis_rows(r)
+    hyps = trace_view.hypothesis_rows(r)
     if hyps:
-        st.subheader(ui.t("trace.hypothesis_checks"))
+        st.subheader(i18n.t("trace.hypothesis_checks"))
         st.dataframe([{"#": h.index, "hypothesis": h.text, "verification": h.check.verification,
                        "detail": h.check.detail} for h in hyps], hide_index=True)
 
 
 def digests(r: SessionRecord) -> None:
-    rows = views.digest_rows(r)
+    rows = trace_view.digest_rows(r)
     if not rows:
         return
-    st.subheader(f"{ui.t('trace.digests')} ({len(rows)})")
+    st.subheader(f"{i18n.t('trace.digests')} ({len(rows)})")
     st.dataframe([{
         "digest_id": d.digest.digest_id, "sources": ", ".join(f"#{i}" for i in d.digest.source_invocation_ids),
         "tool": d.digest.tool, "summary": d.digest.summary, "source_quote": d.digest.source_quote,
         "quote similarity": d.quote_score,
         "digest_check": d.check.verification if d.check else None,
         "detail": d.check.detail if d.check else None,
-        "errors": "; ".join(f"{e.rule_id}: {ui.say(e.message, e.msg)}" for e in d.errors),
+        "errors": "; ".join(f"{e.rule_id}: {i18n.say(e.message, e.msg)}" for e in d.errors),
     } for d in rows], hide_index=True)
 
 
 @st.fragment
 def output_viewer(url: str, metas: list[InvocationMeta]) -> None:
-    st.markdown(f"**{ui.t('trace.viewer')}**")
+    st.markdown(f"**{i18n.t('trace.viewer')}**")
     by_id = {m.id: m for m in metas}
     c1, c2, c3 = st.columns([2, 2, 1])
     # Nothing picked at first: an output may be megabytes, and reading one nobody asked for
     # would cost every opening of the page.
-    inv_id = c1.selectbox(ui.t("trace.viewer_pick"), list(by_id), index=None, key="trace_viewer_inv",
-                          placeholder=ui.t("trace.viewer_none"),
+    inv_id = c1.selectbox(i18n.t("trace.viewer_pick"), list(by_id), index=None, key="trace_viewer_inv",
+                          placeholder=i18n.t("trace.viewer_none"),
                           format_func=lambda i: f"#{i} {by_id[i].model_tool_name} · {by_id[i].status} · "
                                                 f"{by_id[i].output_bytes:,} B")
-    query = c2.text_input(ui.t("trace.search"), key="trace_viewer_query")
-    per_page = c3.selectbox(ui.t("trace.per_page"), [100, 200, 500], index=1, placeholder=ui.t("common.choose_one"), key="trace_viewer_per_page")
+    query = c2.text_input(i18n.t("trace.search"), key="trace_viewer_query")
+    per_page = c3.selectbox(i18n.t("trace.per_page"), [100, 200, 500], index=1, placeholder=i18n.t("common.choose_one"), key="trace_viewer_per_page")
     if inv_id is None:
         return
-    pages = ui.output_pages(url, int(inv_id))
+    pages = reads.output_pages(url, int(inv_id))
     hits = pages.search(query) if query else []
     n_pages = max(1, -(-pages.line_count // per_page))
     c1, c2, c3 = st.columns([1, 1, 3], vertical_alignment="bottom")
     if hits:
         # A search shows the chosen hit at the top of the box, a few lines of context above it.
-        k = c1.number_input(ui.t("trace.hit"), 1, len(hits), 1, key=f"trace_viewer_hit_{inv_id}_{query}")
+        k = c1.number_input(i18n.t("trace.hit"), 1, len(hits), 1, key=f"trace_viewer_hit_{inv_id}_{query}")
         first = max(0, hits[int(k) - 1] - 3)
-        c3.caption(ui.t("trace.hits", n=len(hits)))
+        c3.caption(i18n.t("trace.hits", n=len(hits)))
     else:
-        page = c1.number_input(ui.t("trace.page"), 1, n_pages, 1, key=f"trace_viewer_page_{inv_id}_{per_page}")
+        page = c1.number_input(i18n.t("trace.page"), 1, n_pages, 1, key=f"trace_viewer_page_{inv_id}_{per_page}")
         first = (int(page) - 1) * per_page
         if query:
-            c3.caption(ui.t("trace.hits", n=0))
+            c3.caption(i18n.t("trace.hits", n=0))
     lines = pages.lines(first, per_page)
-    c2.caption(ui.t("trace.lines", first=first + 1, last=first + len(lines), total=pages.line_count))
-    body = "\n".join(f"<span class='wb-ln'>{n + 1}</span>{ui.segments_html(views.query_segments(text, query))}"
+    c2.caption(i18n.t("trace.lines", first=first + 1, last=first + len(lines), total=pages.line_count))
+    body = "\n".join(f"<span class='wb-ln'>{n + 1}</span>{markup.segments_html(highlight.query_segments(text, query))}"
                      for n, text in lines)
-    ui.html_block(f"<div class='wb-box' style='max-height:32rem'>{body}</div>")
+    markup.html_block(f"<div class='wb-box' style='max-height:32rem'>{body}</div>")
 
 
 def invocations(url: str, r: SessionRecord) -> None:
     if not r.invocations:
         return
-    st.subheader(f"{ui.t('trace.invocations')} ({len(r.invocations)})")
+    st.subheader(f"{i18n.t('trace.invocations')} ({len(r.invocations)})")
     st.dataframe([{
         "id": m.id, "round": m.round, "tool": m.model_tool_name, "stored as": m.tool_name,
         "arguments": json.dumps(m.arguments, ensure_ascii=False), "status": m.status,
@@ -418,44 +419,44 @@ def invocations(url: str, r: SessionRecord) -> None:
 def llm_calls(r: SessionRecord) -> None:
     if not r.llm_calls:
         return
-    st.subheader(f"{ui.t('trace.llm_calls')} ({len(r.llm_calls)})")
+    st.subheader(f"{i18n.t('trace.llm_calls')} ({len(r.llm_calls)})")
     for n, call in enumerate(r.llm_calls):
         label = (f"{call.stage} · r{call.round} · attempt {call.attempt} · {call.parse_status} · "
                  f"{call.prompt_tokens}+{call.completion_tokens} tokens · {call.latency_ms:.0f} ms · "
                  f"{call.provider}/{call.model}" + (" · error" if call.error else ""))
         # Drawn only when opened: a call's messages may be megabytes, and a closed expander's
         # content is still sent and laid out by the browser.
-        panel = st.expander(ui.md(label), key=f"trace_llm_{n}", on_change="rerun")
+        panel = st.expander(markup.md(label), key=f"trace_llm_{n}", on_change="rerun")
         if not panel.open:
             continue
         with panel:
             if call.error:
-                st.error(ui.md(call.error))
+                st.error(markup.md(call.error))
             if call.prompt_file:
-                st.caption(ui.md(f"{call.prompt_file} {call.prompt_version}"))
-            st.markdown(f"**{ui.t('trace.messages')}**")
+                st.caption(markup.md(f"{call.prompt_file} {call.prompt_version}"))
+            st.markdown(f"**{i18n.t('trace.messages')}**")
             for m in call.messages:
                 content = m.get("content")
-                st.caption(ui.md(m.get("role", "")))
+                st.caption(markup.md(m.get("role", "")))
                 st.code(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, indent=1),
                         language=None, wrap_lines=True, height=220 if len(str(content)) > 2000 else "content")
-            st.markdown(f"**{ui.t('trace.raw_response')}**")
+            st.markdown(f"**{i18n.t('trace.raw_response')}**")
             st.code(call.raw_response, language="json", wrap_lines=True)
 
 
 def audit_sources(r: SessionRecord) -> None:
-    plan = st.expander(ui.t("trace.plan"), key="trace_plan", on_change="rerun")
+    plan = st.expander(i18n.t("trace.plan"), key="trace_plan", on_change="rerun")
     if plan.open:
         with plan:
             st.json(r.planner_plan.model_dump(mode="json") if r.planner_plan else {}, expanded=2)
-    raw = st.expander(ui.t("trace.executor_raw"), key="trace_executor_raw", on_change="rerun")
+    raw = st.expander(i18n.t("trace.executor_raw"), key="trace_executor_raw", on_change="rerun")
     if raw.open:  # tens of kilobytes of JSON to highlight: only when asked for
         with raw:
             st.code(r.executor_raw_output or "", language="json", wrap_lines=True)
 
 
 def review(r: SessionRecord) -> None:
-    st.subheader(ui.t("trace.review"))
+    st.subheader(i18n.t("trace.review"))
     if r.reviews:
         st.dataframe([{"time": rv.created_at, "claim": rv.claim_id or "—", "label": rv.label,
                        "reviewer": rv.reviewer, "note": rv.note} for rv in r.reviews], hide_index=True)
@@ -464,24 +465,24 @@ def review(r: SessionRecord) -> None:
         if r.claims:
             # The claim panel above drew the name field (a widget key appears once per page):
             # one identity, typed once, shown here beside this form too.
-            reviewer = ui.current_user() or str(st.session_state.get("reviewer") or "").strip()
-            st.caption(f"{ui.t('common.reviewer')}: {ui.md(reviewer or '—')}")
+            reviewer = identity.reviewer_shown("reviewer")
+            st.caption(f"{i18n.t('common.reviewer')}: {markup.md(reviewer or '—')}")
         else:
-            reviewer = ui.reviewer_name("reviewer")
-    note_col.text_input(ui.t("common.note"), key="trace_note_session")
+            reviewer = identity.reviewer_name("reviewer")
+    note_col.text_input(i18n.t("common.note"), key="trace_note_session")
     _label_buttons(r.id, None, reviewer, "trace_note_session", None, "trace_session_label", False)
 
 
 def body(session_id: str) -> None:
-    url = ui.settings().db_url
+    url = reads.settings().db_url
     if not session_id:
-        st.title(ui.t("trace.title"))
-        st.info(ui.t("trace.no_sessions"))
+        st.title(i18n.t("trace.title"))
+        st.info(i18n.t("trace.no_sessions"))
         return
-    r = ui.record(url, session_id)
+    r = reads.record(url, session_id)
     if r is None:
-        st.title(ui.t("trace.title"))
-        st.error(ui.t("trace.not_found", sid=ui.md(session_id)))
+        st.title(i18n.t("trace.title"))
+        st.error(i18n.t("trace.not_found", sid=markup.md(session_id)))
         return
     header(r)
     verdict_in_force(r)
@@ -497,5 +498,5 @@ def body(session_id: str) -> None:
     review(r)
 
 
-ui.page_start()
+frame.page_start()
 body(sidebar(init_state()))

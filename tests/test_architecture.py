@@ -103,7 +103,7 @@ def test_the_verdict_policy_reads_only_contracts_and_text():
     assert targets <= {"pipeline.core.contracts", "pipeline.text.primitives", "pipeline.core.messages"}
 
 
-PAGES = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
+PAGES = sorted((ROOT / "pages").rglob("*.py")) + [ROOT / "app.py"]
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)

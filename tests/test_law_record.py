@@ -78,12 +78,12 @@ def test_the_ask_page_leads_with_the_first_sentence_and_its_sections_agree_with_
         settings: Settings, store: Store) -> None:
     """The page shows the lead, not the whole answer again above the sections; the next steps it
     lists are the answer's (a template's safe steps included), never "none" below steps."""
-    from pipeline.frontends import views
+    from pipeline.frontends.views import ask as ask_view
     from pipeline.runs.demo import demo_runs
 
     (run,) = [r for r in demo_runs(settings, "en") if r[2] and r[2]["name"] == "12-malformed-json"]
     (sid,) = run_demo(settings, store, runs=[run])
     record = read_session(store, sid, with_llm_calls=False)
-    view = views.answer_view(record)
+    view = ask_view.answer_view(record)
     assert view.lead == view.final_answer.splitlines()[0] and "Next steps" not in view.lead
     assert view.actions and all(a.action_text in view.final_answer for a in view.actions)

@@ -35,7 +35,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     names = zipfile.ZipFile(wheel).namelist()
     for shipped in ("evidence_workbench/rules/index.yaml", "evidence_workbench/prompts/composer.md",
                     "evidence_workbench/ui/app.py", "evidence_workbench/ui/pages/ask.py",
-                    "evidence_workbench/ui/.streamlit/config.toml", "pipeline/core/locale/zh/LC_MESSAGES/workbench.po"):
+                    "evidence_workbench/ui/pages/_ui/frame.py", "evidence_workbench/ui/.streamlit/config.toml",
+                    "pipeline/core/locale/zh/LC_MESSAGES/workbench.po"):
         assert shipped in names, f"{shipped} is not in the wheel"
     assert any(n.startswith("evidence_workbench/data/incidents/") for n in names)
     assert not any("__pycache__" in n for n in names)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.contracts import ExecutorOutput
-from pipeline.frontends import views
+from pipeline.frontends.views import rules as rules_view
 from pipeline.gatekeeper import GateContext, RulesError, gate_verdict, load_rules_from_text, run_gatekeeper
 from pipeline.gatekeeper.kinds import Count, RuleKind, RuleParams, params_of, rule_kind
 from pipeline.gatekeeper.rules import RULES, Finding, RuleContext, RuleResult
@@ -88,7 +88,7 @@ def test_a_kind_declared_in_one_class_loads_runs_and_decides_the_verdict(registr
     outcome = run_gatekeeper(GateContext("s-1", ExecutorOutput.read(structured), {}, lambda _id: None), relaxed)
     assert "claim.count" not in outcome.result.failed_rules
     # The Rules page form is read from the class's Params, and the YAML round-trips.
-    assert [(f.name, f.kind, f.value) for f in views.param_fields(spec)] == [("maxClaims", "count", 1)]
+    assert [(f.name, f.kind, f.value) for f in rules_view.param_fields(spec)] == [("maxClaims", "count", 1)]
     assert load_rules_from_text(*relaxed.to_yaml()) == relaxed
 
 

@@ -110,12 +110,12 @@ def test_rules_from_a_shell_apply_list_diff_and_roll_back(tmp_path: Path, capsys
 
 def _strict_utilization(texts: tuple[str, str]) -> tuple[str, str]:
     """The rules with keyword coverage turned into a blocking rule that most claims fail."""
-    from pipeline.frontends import views
+    from pipeline.frontends.views import rules_yaml
 
     index, meta = texts
     for field, value in (("severity", "error"), ("verdictImpact", "reject_on_fail"), ("params.minKeywordCoverage", 0.9)):
-        index, meta = views.set_rule_field(index, meta, "claim.evidence_utilization", field, value)
-    return views.set_rule_field(index, meta, "claim.evidence_utilization", "enabled", True)
+        index, meta = rules_yaml.set_rule_field(index, meta, "claim.evidence_utilization", field, value)
+    return rules_yaml.set_rule_field(index, meta, "claim.evidence_utilization", "enabled", True)
 
 
 def _exact(settings, store: Store, ids: list[str]) -> dict[str, tuple[str, str, list[str]]]:  # noqa: ANN001

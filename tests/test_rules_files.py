@@ -281,13 +281,14 @@ def test_huge_values_are_quoted_short():
 
 
 def test_rules_page_text_path_refuses_the_bomb_without_expanding_it():
-    from pipeline.frontends import views
+    from pipeline.frontends.views import rules as rules_view
+    from pipeline.frontends.views import rules_yaml
 
-    rules, messages = views.check_rules(INDEX, _BOMB)
+    rules, messages = rules_view.check_rules(INDEX, _BOMB)
     assert rules is None and messages == [
         "metadata.yaml: line 1, column 5: anchors and aliases (&name, *name) are not allowed here"]
     # A form edit while the editor holds the bomb leaves the text as typed, never a dumped expansion.
-    assert views.set_rule_field(INDEX, _BOMB, "evidence.excerpt_similarity", "params.passThreshold", 0.6) == (
+    assert rules_yaml.set_rule_field(INDEX, _BOMB, "evidence.excerpt_similarity", "params.passThreshold", 0.6) == (
         INDEX, _BOMB)
 
 
@@ -296,23 +297,24 @@ def _changed_lines(diff: str) -> list[str]:
 
 
 def test_form_edits_keep_the_authors_comments_order_and_layout():
-    from pipeline.frontends import views
+    from pipeline.frontends.views import rules as rules_view
+    from pipeline.frontends.views import rules_yaml
 
     index, meta = INDEX, METADATA
     for name, value in (("passThreshold", 0.55), ("warnThreshold", 0.35)):
-        index, meta = views.set_rule_field(index, meta, "evidence.excerpt_similarity", f"params.{name}", value)
-    assert index == INDEX and _changed_lines(views.yaml_diff((INDEX, METADATA), (index, meta), "a", "b")) == [
+        index, meta = rules_yaml.set_rule_field(index, meta, "evidence.excerpt_similarity", f"params.{name}", value)
+    assert index == INDEX and _changed_lines(rules_view.yaml_diff((INDEX, METADATA), (index, meta), "a", "b")) == [
         "-      passThreshold: 0.5", "-      warnThreshold: 0.3", "+      passThreshold: 0.55", "+      warnThreshold: 0.35"]
     # Another author's layout: four-space mappings, dashes under their key, end-of-line comments,
     # a flow list, keys out of the usual order.
     own = ("# tuned for the noisy payment logs\nruleMetadata:\n    evidence.excerpt_similarity:   # since 2026-11\n"
            "        params:\n            warnThreshold: 0.3\n            passThreshold: 0.50   # why: noisy logs\n"
            "            compareAgainst:\n            - output\n            kinds: [a, b]\n        severity: error\n")
-    _, edited = views.set_rule_field(INDEX, own, "evidence.excerpt_similarity", "params.passThreshold", 0.6)
+    _, edited = rules_yaml.set_rule_field(INDEX, own, "evidence.excerpt_similarity", "params.passThreshold", 0.6)
     assert edited == own.replace("passThreshold: 0.50   #", "passThreshold: 0.6    #")
-    _, edited = views.set_rule_field(INDEX, own, "evidence.excerpt_similarity", "params.compareAgainst",
+    _, edited = rules_yaml.set_rule_field(INDEX, own, "evidence.excerpt_similarity", "params.compareAgainst",
                                      ["output", "digest.summary"])
     assert edited == own.replace("- output\n", "- output\n            - digest.summary\n")
-    switched, _ = views.set_rule_field(INDEX, METADATA, "claim.evidence_utilization", "enabled", True)
-    assert _changed_lines(views.yaml_diff((INDEX, METADATA), (switched, METADATA), "a", "b")) == [
+    switched, _ = rules_yaml.set_rule_field(INDEX, METADATA, "claim.evidence_utilization", "enabled", True)
+    assert _changed_lines(rules_view.yaml_diff((INDEX, METADATA), (switched, METADATA), "a", "b")) == [
         "-    enabled: false", "+    enabled: true"]

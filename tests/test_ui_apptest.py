@@ -34,7 +34,7 @@ def _html(at: AppTest) -> str:
 
 
 def _shown(markdown: str) -> str:
-    """Markdown source as a person reads it: pages/_common.md's escapes and word joiners gone."""
+    """Markdown source as a person reads it: pages/_ui/markup.md's escapes and word joiners gone."""
     return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
@@ -318,7 +318,8 @@ def test_rules_warn_before_an_ungated_version_goes_into_force(store: Store) -> N
 
 
 def test_sessions_and_trace_show_the_verdict_in_force_beside_the_one_at_ask(settings: Settings, store: Store) -> None:
-    from pipeline.frontends import views
+    from pipeline.frontends.views import rules_yaml
+    from pipeline.frontends.views import trace as trace_view
     from pipeline.runs import rulebook
 
     sid = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store).session_id
@@ -331,11 +332,11 @@ def test_sessions_and_trace_show_the_verdict_in_force_beside_the_one_at_ask(sett
                                ("claim.evidence_utilization", "verdictImpact", "reject_on_fail"),
                                ("claim.evidence_utilization", "params.minKeywordCoverage", 1.0),
                                ("claim.evidence_utilization", "enabled", True)):
-        index, meta = views.set_rule_field(index, meta, rule, field, value)
+        index, meta = rules_yaml.set_rule_field(index, meta, rule, field, value)
     version = rulebook.apply_rules(settings, store, (index, meta), author="ana", comment="", based_on=0)
     rulebook.rejudge(settings, store)
     at_ask = read_session(store, sid).verdict
-    change = views.verdict_change(settings, store, sid)
+    change = trace_view.verdict_change(settings, store, sid)
     assert change is not None and (change.at_ask, change.in_force, change.version_in_force) == (at_ask, "REJECT",
                                                                                                  version)
     assert change.added and {e.rule_id for e in change.added} <= {"evidence.excerpt_similarity",
@@ -383,7 +384,7 @@ def test_with_editors_configured_reviews_are_saved_as_the_signed_in_editor_only(
 
 
 def test_labelling_the_last_flagged_claim_offers_the_sessions_own_label(settings: Settings, store: Store) -> None:
-    from pipeline.frontends import views
+    from pipeline.frontends.views import trace as trace_view
     from pipeline.runs.demo import run_demo
     from pipeline.runs.record import read_session
 
@@ -391,7 +392,7 @@ def test_labelling_the_last_flagged_claim_offers_the_sessions_own_label(settings
     for sid in run_demo(settings, store):
         if store.get_session(sid)["status"] != "completed":
             continue
-        cards = views.claim_cards(read_session(store, sid))
+        cards = trace_view.claim_cards(read_session(store, sid))
         ids = [c.claim.claim_id for c in cards if c.has_findings]
         if len(ids) >= 1 and len(ids) == len({*ids}):
             flagged = sid, ids

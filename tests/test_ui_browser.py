@@ -366,7 +366,7 @@ def _hostile(field: str) -> str:
             f":red[{field}] [link](http://evil.test/{field}-link)")
 
 
-WORD_JOINER = "\u2060"  # what pages/_common.md puts inside URLs so that none becomes a link
+WORD_JOINER = "\u2060"  # what pages/_ui/markup.md puts inside URLs so that none becomes a link
 
 
 def _seed_hostile_session(home: Path, monkeypatch: pytest.MonkeyPatch) -> str:

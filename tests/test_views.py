@@ -1,16 +1,20 @@
-"""The workbench's read models (pipeline/frontends/views.py), without a browser."""
+"""The workbench's read models (pipeline/frontends/views/), without a browser."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from pipeline.core.errors import NotFound, StoreError
-from pipeline.frontends import views
 from pipeline.frontends.report import render_trace
+from pipeline.frontends.views import ask as ask_view
+from pipeline.frontends.views import highlight, outputs, rules_yaml
+from pipeline.frontends.views import rules as rules_view
+from pipeline.frontends.views import trace as trace_view
 from pipeline.gatekeeper import load_rules
 from pipeline.runs import review_queue
 from pipeline.runs.record import EntityMiss, SessionRecord, read_session
@@ -60,12 +64,12 @@ def test_errors_are_matched_to_claims_by_target_path_prefix() -> None:
         {"rule_id": "schema.executor_v2", "target": "claims[1]", "message": "bad"},
         {"rule_id": "evidence.digest_ref", "target": "digests[0]", "message": "quote"},
     ]
-    cards = views.claim_cards(_session(errors, {}, _claims(11)))
+    cards = trace_view.claim_cards(_session(errors, {}, _claims(11)))
     assert [e.message for e in cards[1].errors] == ["low", "bad"]
     assert [e.message for e in cards[1].bindings[0].errors] == ["low"]
     assert [e.message for e in cards[10].errors] == ["missing"]
     assert cards[0].errors == []
-    assert [e.target for e in views.session_level_errors(_session(errors, {}, []))] == ["digests[0]"]
+    assert [e.target for e in trace_view.session_level_errors(_session(errors, {}, []))] == ["digests[0]"]
 
 
 def test_claim_card_carries_check_composer_fate_and_binding_features() -> None:
@@ -79,14 +83,14 @@ def test_claim_card_carries_check_composer_fate_and_binding_features() -> None:
     at = datetime(2026, 1, 2, tzinfo=UTC)
     reviews = [{"session_id": "s-1", "claim_id": "c2", "label": "hallucination", "reviewer": "ann", "created_at": at},
                {"session_id": "s-1", "claim_id": None, "label": "x", "reviewer": "bo", "created_at": at}]
-    cards = views.claim_cards(_session([], features, _claims(2), reviews))
+    cards = trace_view.claim_cards(_session([], features, _claims(2), reviews))
     first, second = cards
     assert first.composer == "allowed" and first.claim_check.verification == "direct_observation"
     assert not first.has_findings and second.has_findings
     b = first.bindings[0]
     assert (b.invocation_id, b.score, b.spans) == (7, 0.82, [(10, 20), (30, 35)])
     assert b.source_scores == {"output": 0.82, "digest.source_quote": 1.0}
-    assert b.added_words == ["exhausted"] and views.nearby_tokens(b.entity_misses) == ["payment-service"]
+    assert b.added_words == ["exhausted"] and highlight.nearby_tokens(b.entity_misses) == ["payment-service"]
     assert second.composer == "missing_info" and second.filter_reason == "unsupported"
     assert [r.label for r in second.reviews] == ["hallucination"]
     assert second.bindings[0].spans == [] and second.bindings[0].score is None
@@ -95,7 +99,7 @@ def test_claim_card_carries_check_composer_fate_and_binding_features() -> None:
 def test_highlight_window_marks_match_and_entities_and_stays_small() -> None:
     decoded = "x" * 100_000 + "ERROR pool exhausted on payment-service\n" + "y" * 100_000
     start = 100_000 + len("ERROR ")
-    w = views.highlight_window(decoded, [(start, start + len("pool exhausted"))], entity_tokens=["payment-service"],
+    w = highlight.highlight_window(decoded, [(start, start + len("pool exhausted"))], entity_tokens=["payment-service"],
                                context=50)
     kinds = [k for _, k in w.segments]
     assert ("pool exhausted", "match") in w.segments and ("payment-service", "entity") in w.segments
@@ -107,32 +111,32 @@ def test_highlight_window_marks_match_and_entities_and_stays_small() -> None:
 def test_highlight_window_ignores_far_spans_and_counts_lines() -> None:
     decoded = "line\n" * 50 + "first match" + "z" * 20_000 + "far"
     at = decoded.index("first match")
-    w = views.highlight_window(decoded, [(at, at + 11), (len(decoded) - 3, len(decoded))], context=10)
+    w = highlight.highlight_window(decoded, [(at, at + 11), (len(decoded) - 3, len(decoded))], context=10)
     assert w.line == 51 and w.end < len(decoded) - 1000
 
 
 def test_excerpt_segments_mark_missing_entities() -> None:
-    segs = views.excerpt_segments("timeout on order-service", [EntityMiss(token="order-service")])
+    segs = highlight.excerpt_segments("timeout on order-service", [EntityMiss(token="order-service")])
     assert segs == [("timeout on ", "text"), ("order-service", "entity")]
 
 
 def test_output_pages_pretty_prints_wraps_and_searches() -> None:
     output = json.dumps({"logs": [{"message": f"line {i} <script>alert(1)</script>"} for i in range(300)]})
-    pages = views.OutputPages(output)
+    pages = outputs.OutputPages(output)
     assert pages.line_count > 300
     hits = pages.search("LINE 299 <SCRIPT>")
     assert len(hits) == 1 and "line 299 <script>" in pages.line(hits[0])
     first = pages.lines(0, 5)
     assert [n for n, _ in first] == [0, 1, 2, 3, 4]
     one_line = "a" * 10_500
-    wrapped = views.OutputPages(one_line, wrap=1000)
+    wrapped = outputs.OutputPages(one_line, wrap=1000)
     assert wrapped.line_count == 11 and "".join(wrapped.line(n) for n in range(11)) == one_line
-    assert views.query_segments("abcABC", "b") == [("a", "text"), ("b", "match"), ("cA", "text"), ("B", "match"),
+    assert highlight.query_segments("abcABC", "b") == [("a", "text"), ("b", "match"), ("cA", "text"), ("B", "match"),
                                                    ("C", "text")]
 
 
 def test_answer_view_links_confirmed_facts_to_their_evidence() -> None:
-    view = views.answer_view(_session([], {}, _claims(2)))
+    view = ask_view.answer_view(_session([], {}, _claims(2)))
     assert [f.claim_id for f in view.confirmed] == ["c1"]
     assert view.confirmed[0].evidence[0].source_invocation_ids == [7]
     assert view.missing_info == ["gap"] and view.final_answer == "answer" and view.lead == "answer"
@@ -309,45 +313,40 @@ def test_sqlite_answers_the_queue_from_its_listing_index(tmp_path) -> None:
 def test_rule_fields_edit_yaml_and_validation_names_file_and_field(repo_root) -> None:
     rules = load_rules(repo_root / "rules")
     index, meta = rules.to_yaml()
-    index2, meta2 = views.set_rule_field(index, meta, "evidence.excerpt_similarity", "params.warnThreshold", 0.9)
-    candidate, errors = views.check_rules(index2, meta2)
+    index2, meta2 = rules_yaml.set_rule_field(index, meta, "evidence.excerpt_similarity", "params.warnThreshold", 0.9)
+    candidate, errors = rules_view.check_rules(index2, meta2)
     assert candidate is None
     assert any(e.startswith("metadata.yaml: ruleMetadata.evidence.excerpt_similarity.params.warnThreshold") for e in errors)
-    index3, meta3 = views.set_rule_field(index, meta, "evidence.excerpt_similarity", "params.passThreshold", 0.7)
-    index3, meta3 = views.set_rule_field(index3, meta3, "claim.evidence_utilization", "enabled", True)
-    ok, errors = views.check_rules(index3, meta3)
+    index3, meta3 = rules_yaml.set_rule_field(index, meta, "evidence.excerpt_similarity", "params.passThreshold", 0.7)
+    index3, meta3 = rules_yaml.set_rule_field(index3, meta3, "claim.evidence_utilization", "enabled", True)
+    ok, errors = rules_view.check_rules(index3, meta3)
     assert errors == [] and ok.get("evidence.excerpt_similarity").params.passThreshold == 0.7
     assert ok.get("claim.evidence_utilization").enabled
-    diff = views.yaml_diff((index, meta), (index3, meta3), "v1", "v2")
+    diff = rules_view.yaml_diff((index, meta), (index3, meta3), "v1", "v2")
     assert "-      passThreshold: 0.5" in diff and "+      passThreshold: 0.7" in diff
 
 
 def test_param_fields_follow_the_rule_kinds_parameter_models(repo_root) -> None:
     rules = load_rules(repo_root / "rules")
-    kinds = {f.name: f.kind for f in views.param_fields(rules.get("evidence.excerpt_similarity"))}
+    kinds = {f.name: f.kind for f in rules_view.param_fields(rules.get("evidence.excerpt_similarity"))}
     assert {k: kinds[k] for k in ("passThreshold", "warnThreshold", "compareAgainst")} == {
         "passThreshold": "number", "warnThreshold": "number", "compareAgainst": "choice_list"}
-    entity = {f.name: f for f in views.param_fields(rules.get("evidence.excerpt_entities"))}
+    entity = {f.name: f for f in rules_view.param_fields(rules.get("evidence.excerpt_entities"))}
     assert entity["negationOutcome"].kind == "choice" and "warn" in entity["negationOutcome"].options
     assert entity["negationTerms"].kind == "text_list"
-    assert {f.kind for f in views.param_fields(rules.get("schema.executor_v2"))} >= {"bool", "text_list"}
+    assert {f.kind for f in rules_view.param_fields(rules.get("schema.executor_v2"))} >= {"bool", "text_list"}
 
 
 def test_a_real_session_gives_located_highlight_windows(settings, store) -> None:
     result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
-    cards = views.claim_cards(read_session(store, result.session_id))
+    cards = trace_view.claim_cards(read_session(store, result.session_id))
     located = [b for c in cards for b in c.bindings if b.spans]
     assert located
     b = located[0]
-    decoded = views.decoded_output(store.invocation(b.invocation_id).output)
-    w = views.highlight_window(decoded, b.spans)
+    decoded = outputs.decoded_output(store.invocation(b.invocation_id).output)
+    w = highlight.highlight_window(decoded, b.spans)
     marked = "".join(t for t, k in w.segments if k == "match")
     assert marked and marked in decoded
-
-
-def test_histogram_bins_scores_over_unit_interval() -> None:
-    bars = views.histogram([0.0, 0.04, 0.05, 0.99, 1.0], 0.05)
-    assert len(bars) == 20 and bars[0] == (0.0, 2) and bars[1] == (0.05, 1) and bars[-1] == (0.95, 2)
 
 
 def test_a_stored_session_reads_back_into_its_contracts(settings, store) -> None:
@@ -368,7 +367,7 @@ def test_executor_output_that_breaks_the_schema_still_shows_every_claim_in_place
               {"claim_id": "c9", "evidence_bindings": ["junk", {"tool_name": "query_logs", "evidence_excerpt": "x",
                                                                 "source_invocation_ids": 7, "digest_id": 1}]}]
     errors = [{"rule_id": "evidence.invocation_ref", "target": "claims[2].evidence_bindings[1]", "message": "ids"}]
-    cards = views.claim_cards(_session(errors, {}, claims))
+    cards = trace_view.claim_cards(_session(errors, {}, claims))
     assert [c.claim.claim_id for c in cards] == ["3", "", "c9"]
     assert cards[0].claim.claim_text == "" and cards[0].bindings == [] and cards[1].claim.claim_text == "a bare string"
     junk, real = cards[2].bindings
@@ -389,7 +388,7 @@ def test_highlight_window_marks_the_cited_records_around_the_match():
     decoded = "record zero text\nrecord one holds the quote here\nrecord two"
     quote = decoded.index("the quote")
     cited = [(17, 48)]  # record one
-    w = views.highlight_window(decoded, [(quote, quote + 9)], cited=cited, context=20)
+    w = highlight.highlight_window(decoded, [(quote, quote + 9)], cited=cited, context=20)
     kinds = {text: kind for text, kind in w.segments}
     assert kinds["the quote"] == "match"
     assert kinds["record one holds "] == "cited" and kinds[" here"] == "cited"
@@ -439,7 +438,72 @@ def test_an_unlocated_excerpt_is_shown_beside_the_records_nearest_to_it() -> Non
         {"timestamp": "2024-05-01T10:00:03Z", "service": "payment-service", "level": "WARN", "message": "retrying order 123"},
     ]})
     # A paraphrase the matcher did not place: the timeout record comes first, numbered as cited.
-    near = views.nearest_records(output, "PAYMENT-SERVICE: bank gateway timed out after 3000ms", k=2)
+    near = outputs.nearest_records(output, "PAYMENT-SERVICE: bank gateway timed out after 3000ms", k=2)
     assert [n.number for n in near] == [1, 2]
     assert near[0].score > near[1].score and "timed out after 3000 ms" in near[0].line
-    assert views.nearest_records(output, "   ") == []
+    assert outputs.nearest_records(output, "   ") == []
+
+
+# --- the queue's exports and the editor check ------------------------------------------------
+
+
+def test_queue_exports_give_the_cli_list_and_bundles_signed_with_this_homes_key(settings, store, tmp_path) -> None:
+    import zipfile
+    from io import BytesIO
+
+    from pipeline.bundles.provenance import check_signature, public_key_text, signing_key
+    from pipeline.frontends.views.sessions import queue_exports
+
+    sid = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store).session_id
+    q = review_queue.QueueFilter(needs_person=False, reviewed=None)
+    csv_file, zip_file = queue_exports(settings, store, q)
+    assert (csv_file.kind, csv_file.file_name, zip_file.kind, zip_file.file_name) == (
+        "csv", "sessions.csv", "zip", "session-bundles.zip")
+    assert csv_file.build() == review_queue.export_csv(store, q)
+    with zipfile.ZipFile(BytesIO(zip_file.build())) as zf:
+        [name] = zf.namelist()
+        bundle = json.loads(zf.read(name))
+    assert bundle["session"]["id"] == sid
+    own = public_key_text(signing_key(settings).public_key())
+    assert check_signature(bundle, {own}).provenance == "verified"
+
+
+def test_a_home_without_a_key_exports_unsigned_bundles(settings, store) -> None:
+    import zipfile
+    from io import BytesIO
+
+    from pipeline.bundles.provenance import check_signature
+    from pipeline.frontends.views.sessions import queue_exports
+
+    run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
+    # A folder nobody may create, root included: no key exists and none can be made there.
+    keyless = settings.model_copy(update={"provenance": settings.provenance.model_copy(
+        update={"key_file": Path("/proc/workbench-no-key/key.pem")})})
+    _, zip_file = queue_exports(keyless, store, review_queue.QueueFilter(needs_person=False, reviewed=None))
+    with zipfile.ZipFile(BytesIO(zip_file.build())) as zf:
+        bundle = json.loads(zf.read(zf.namelist()[0]))
+    assert check_signature(bundle, set()).reason == "unsigned"
+
+
+@pytest.mark.parametrize(("editors", "signed_in", "login", "rules", "label"), [
+    # Nobody configured: anyone applies; reviewers type a name (None).
+    ((), "", False, (True, "", ()), None),
+    # Login without editors: any signed-in user labels, nobody signed in may not.
+    ((), "ann@x", True, (True, "ann@x", ()), (True, "ann@x", ())),
+    ((), "", True, (True, "", ()), (False, "", ("not_logged_in",))),
+    # Editors listed: only they apply and label; the reasons name what is missing.
+    (("lead@x",), "lead@x", True, (True, "lead@x", ()), (True, "lead@x", ())),
+    (("lead@x",), "ann@x", True, (False, "", ("editors_only", "not_editor")), (False, "", ("not_editor",))),
+    (("lead@x",), "", True, (False, "", ("editors_only", "not_logged_in")), (False, "", ("not_logged_in",))),
+    (("lead@x",), "", False, (False, "", ("editors_only", "not_logged_in", "auth_missing")),
+     (False, "", ("not_logged_in",))),
+])
+def test_editor_check_decides_who_applies_rules_and_who_labels(settings, editors, signed_in, login, rules,
+                                                               label) -> None:
+    from pipeline.frontends.access import label_access, rules_access
+
+    s = settings.model_copy(update={"ui": settings.ui.model_copy(update={"editors": list(editors)})})
+    r = rules_access(s, signed_in, login_configured=login)
+    assert (r.allowed, r.who, r.why) == rules and r.editors == editors
+    lab = label_access(s, signed_in, login_configured=login)
+    assert (None if lab is None else (lab.allowed, lab.who, lab.why)) == label

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pipeline.core.messages import localized
-from pipeline.frontends.views import verdict_reasons
+from pipeline.frontends.views.trace import verdict_reasons
 from pipeline.runs.record import SessionRecord, read_session, verdict_text
 from pipeline.store import Store
 

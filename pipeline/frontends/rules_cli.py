@@ -61,7 +61,7 @@ def _rejudge(settings: Settings, store: Store) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from pipeline.frontends.views import rule_history
+    from pipeline.frontends.views.rules import rule_history
     from pipeline.runs import rulebook
 
     settings, store = _open(args)
@@ -79,7 +79,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from pipeline.frontends.views import yaml_diff
+    from pipeline.frontends.views.rules import yaml_diff
     from pipeline.runs import rulebook
 
     settings, store = _open(args)

@@ -470,7 +470,7 @@ class ReplayOutcome:
 
 
 def similarity_histogram(arrays: HistoryArrays, width: float = 0.05) -> list[tuple[float, int]]:
-    """(bin start, count) of every measured binding's similarity, as pipeline.frontends.views.histogram bins it."""
+    """(bin start, count) of every measured binding's similarity, a score of 1.0 in the last bin."""
     bins = round(1 / width)
     scores = arrays.b_score[~np.isnan(arrays.b_score)]
     counts = np.bincount(np.minimum((scores / width).astype(np.int64), bins - 1), minlength=bins)

@@ -1,0 +1,108 @@
+"""The entry file's frame around every page: page config, language switch, navigation, CSS, and
+the deep-link handshake every page starts with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from pages._ui.i18n import lang, t
+from pages._ui.markup import CSS, md
+from pages._ui.reads import settings
+from pipeline.core.errors import WorkbenchError, one_line
+
+PAGES = (  # (file, label key, icon); app.py builds st.navigation from this
+    ("pages/ask.py", "nav.ask", ":material/chat:"),
+    ("pages/sessions.py", "nav.sessions", ":material/inbox:"),
+    ("pages/trace.py", "nav.trace", ":material/account_tree:"),
+    ("pages/rules.py", "nav.rules", ":material/rule:"),
+    ("pages/eval.py", "nav.eval", ":material/science:"),
+)
+_ENTRY_RAN = "_workbench_entry_ran"  # set by frame() on each run, taken by the page
+_FRAMED = "_workbench_framed"  # frame() ran at least once in this browser session
+
+
+# A local file: a :material/...: or emoji icon is fetched from fonts.gstatic.com, a failed
+# name lookup in every browser console of a workbench without internet access.
+ICON = str(Path(__file__).resolve().parent.parent / "icon.png")
+
+
+def frame() -> Any:
+    """What app.py draws around every page: page config, language switch, navigation, CSS.
+
+    Returns the page st.navigation picked from the URL; app.py runs it.
+    """
+    st.set_page_config(page_title="Evidence Workbench", page_icon=ICON, layout="wide")
+    _lang_from_url()
+    with st.sidebar:
+        st.segmented_control(t("app.language"), ["en", "zh"], key="lang", required=True, persist_state="session",
+                             format_func=lambda code: {"en": "English", "zh": "中文"}[code])
+    # The URL carries the code (?lang=zh), not the label a bound widget would write (?lang=中文).
+    st.query_params["lang"] = st.session_state[_LANG_URL] = lang()
+    st.session_state[_ENTRY_RAN] = st.session_state[_FRAMED] = True
+    page = st.navigation([st.Page(path, title=t(key), icon=icon, default=i == 0)
+                          for i, (path, key, icon) in enumerate(PAGES)])
+    setup()
+    return page
+
+
+_LANG_URL = "_workbench_lang_url"  # the ?lang= value frame() last wrote
+
+
+def _lang_from_url() -> None:
+    """?lang=zh|en decides the language on a fresh load and whenever the URL changes it; else the
+    choice in the sidebar (kept for the browser session) stands."""
+    wanted = st.query_params.get("lang")
+    if wanted in ("en", "zh") and wanted != st.session_state.get(_LANG_URL):
+        st.session_state["lang"] = wanted
+    elif st.session_state.get("lang") not in ("en", "zh"):
+        st.session_state["lang"] = settings().ui.language
+
+
+def _warm_imports() -> None:
+    # st.dataframe imports pandas and pyarrow on its first call in a server process: about a
+    # second, paid by whoever first opens a page with a table (Trace, Sessions). Done after the
+    # first page is drawn (the reader already sees it), in the script's own thread: importing them
+    # on a thread of their own raced the script's imports ("partially initialized module").
+    import pandas  # noqa: F401
+    import pyarrow  # noqa: F401
+
+
+def run_app() -> None:
+    """app.py's whole body. A WorkbenchError from the frame (a bad workbench.yaml) or a page (a
+    store that cannot be opened, a rules file that does not load) becomes one message box; any
+    other exception is a bug and keeps Streamlit's traceback."""
+    try:
+        frame().run()
+    except WorkbenchError as exc:
+        st.error(md(one_line(exc)), icon=":material/error:")
+    _warm_imports()  # a no-op once imported
+
+
+def page_start() -> None:
+    """First call of every page: make sure app.py framed this run.
+
+    A folder named pages/ beside the entry file puts a fresh Streamlit server in its old
+    file-per-page mode until some run calls st.navigation, so the first request for
+    /trace?session=ID runs pages/trace.py alone (no language switch, no CSS). Drawing the
+    frame calls st.navigation, which ends that mode for the whole server; the rerun then goes
+    through app.py to the same URL before the user has touched anything.
+    """
+    if st.session_state.pop(_ENTRY_RAN, False):
+        return
+    if st.session_state.get(_FRAMED):
+        # Only streamlit.testing gets here: AppTest resets the mode before every run.
+        return
+    try:
+        frame()
+    except WorkbenchError as exc:  # the same message box run_app shows
+        st.error(md(one_line(exc)), icon=":material/error:")
+        st.stop()
+    st.rerun()
+
+
+def setup() -> None:
+    """Per page run: the shared CSS (style-only html goes to an invisible container)."""
+    st.html(CSS)

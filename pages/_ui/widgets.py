@@ -1,0 +1,78 @@
+"""Badges, the scope line, the engine caption and links to a session's trace, as every page draws them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from pages._ui.i18n import say, symptom, t
+from pages._ui.markup import esc, html_block, md, pill
+from pages._ui.reads import settings
+from pipeline.runs.record import SessionRecord
+
+VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
+GATE_STATUSES = ("pass", "warn", "fail")
+VERDICT_COLORS = {"PASS": "green", "LOW_CONFID": "orange", "REJECT": "red"}
+STATUS_COLORS = {"pass": "green", "warn": "orange", "fail": "red", "skipped": "gray"}
+REVIEW_LABELS = ("correct", "partially_correct", "incorrect", "hallucination", "needs_follow_up")
+
+
+def scope_block(r: SessionRecord) -> None:
+    """What the question asked (law 8) and, once verified, each asked service's coverage."""
+    scope = r.question_scope
+    if scope is None:
+        return
+    known = set(scope.known_services)
+    services = ", ".join(f"{esc(s)}" + ("" if s in known else f" <span class='wb-muted'>({esc(t('scope.unknown'))})</span>")
+                         for s in scope.services) or esc(t("ask.none"))
+    window = scope.time_window
+    span = (f"{window.text} = " if window and window.text else "") + (
+        f"{window.start:%Y-%m-%d %H:%M} – {window.end:%H:%M} UTC" if window and window.start and window.end else "—")
+    parts = [f"{esc(t('scope.services'))}: {services}", f"{esc(t('scope.symptom'))}: {esc(', '.join(symptom(x.strip()) for x in scope.symptom.split(',') if x.strip()) or '—')}",
+             f"{esc(t('scope.window'))}: {esc(span)}"]
+    coverage = r.evaluation.question_coverage if r.evaluation else []
+    items = "".join(f"<li>{esc(c.service or '*')} · {esc(symptom(c.symptom))} {pill(c.status)} "
+                    f"<span class='wb-muted'>{esc(say(c.detail, c.msg))}</span></li>" for c in coverage)
+    html_block(f"<div>{' · '.join(parts)}</div>" + (f'<ul class="wb-list">{items}</ul>' if items else ""))
+
+
+
+def verdict_badge(verdict: str | None, marks: Sequence[str] = ()) -> None:
+    """The verdict and what qualifies it (record.verdict_marks: "ungated", "unverified")."""
+    st.badge(verdict or "—", color=VERDICT_COLORS.get(verdict or "", "gray"))  # type: ignore[arg-type]
+    for mark in marks:
+        st.badge(t(f"mark.{mark}"), color="orange" if mark == "ungated" else "red",
+                 help=t(f"mark.{mark}.help"))
+
+
+def status_badge(status: str | None, prefix: str = "") -> None:
+    st.badge(md(f"{prefix}{status or '—'}"), color=STATUS_COLORS.get(status or "", "gray"))  # type: ignore[arg-type]
+
+
+
+def engine_caption() -> str:
+    s = settings()
+    if s.provider == "offline":
+        engine = t("engine.offline")
+    else:
+        engine = md(f"{s.provider} · {s.openai.model if s.provider == 'openai' else s.model}")
+    return f"{t('engine.provider')}: {engine} · {t('engine.shape')}: {t('engine.shape.' + s.shape)}"
+
+
+def trace_link(session_id: str, label: str | None = None) -> None:
+    st.page_link("pages/trace.py", label=label or f"{t('nav.trace')}: {md(session_id)}", icon=":material/account_tree:",
+                 query_params={"session": session_id})
+
+
+PICK = ("single-row", "single-cell")  # selection_mode of tables whose rows open a trace
+
+
+def open_picked_trace(event: Any, session_ids: list[str | None]) -> None:
+    """A table's row or cell click opens that session's trace in this tab, in one click."""
+    selection = event.selection if event else None
+    picked = [*(selection.rows if selection else []), *(row for row, _ in (selection.cells if selection else []))]
+    sid = session_ids[picked[0]] if picked else None
+    if sid:  # an eval fixture that could not start has no session
+        st.switch_page("pages/trace.py", query_params={"session": sid})

@@ -1,0 +1,59 @@
+"""Ask page read model: the answer and the composer input it was written from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.core.contracts import ComposerAction, ComposerGuardResult, ComposerHypothesis, Verdict
+from pipeline.runs.record import SessionRecord, WrittenBinding
+
+
+@dataclass
+class ConfirmedFact:
+    claim_id: str
+    claim_type: str
+    claim_text: str
+    evidence: list[WrittenBinding]
+
+
+@dataclass
+class AnswerView:
+    verdict: Verdict | None
+    final_answer: str
+    # The answer's first sentence: what the page shows above the sections, which it does not repeat.
+    lead: str
+    confirmed: list[ConfirmedFact]
+    hypotheses: list[ComposerHypothesis]
+    missing_info: list[str]
+    actions: list[ComposerAction]
+    rationale: str
+    guard: ComposerGuardResult | None
+
+
+def answer_view(record: SessionRecord) -> AnswerView:
+    """The composer input (what the answer may say), each confirmed fact with the evidence it cites.
+    The next steps are the ones the answer gives (a template adds the safe steps when the input has
+    none), so the section never says "none" below an answer that lists some."""
+    ev = record.evaluation
+    ci = ev.composer_input if ev else None
+    out = ev.composer_output if ev else None
+    bindings = {c.claim_id: c.evidence_bindings for c in record.claims}
+    answer = record.final_answer or ""
+    return AnswerView(
+        verdict=record.verdict,
+        final_answer=answer,
+        lead=_lead(answer, out.answer_summary if out else ""),
+        confirmed=[ConfirmedFact(c.claim_id, c.claim_type, c.claim_text, list(bindings.get(c.claim_id, [])))
+                   for c in (ci.allowed_claims if ci else [])],
+        hypotheses=list(ci.allowed_hypotheses) if ci else [],
+        missing_info=list(ci.missing_info) if ci else [],
+        actions=list(out.recommended_actions) if out and out.recommended_actions
+        else list(ci.recommended_actions) if ci else [],
+        rationale=ci.rationale if ci else "",
+        guard=ev.composer_guard if ev else None,
+    )
+
+
+def _lead(answer: str, summary: str) -> str:
+    """The answer's first sentence: the composer's summary, else the answer's first line."""
+    return summary.strip() or next((line for line in answer.splitlines() if line.strip()), "")
