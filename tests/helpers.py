@@ -44,6 +44,14 @@ def postgres_schema(prefix: str = "t") -> Iterator[str]:
         admin.dispose()
 
 
+def yaml_of_rules(rules: Any) -> tuple[str, str]:
+    """A RuleSet as (index.yaml, metadata.yaml) text, for tests that edit or print rules as YAML."""
+    index, meta = rules.documents()
+    def dump(doc: dict[str, Any]) -> str:
+        return str(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100))
+    return dump(index), dump(meta)
+
+
 def rules_without(src: Path, dst: Path, rule_id: str) -> Path:
     """A copy of the rules directory `src` at `dst` with one rule switched off (in YAML only)."""
     import shutil

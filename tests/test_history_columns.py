@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import yaml_of_rules
 from sqlalchemy import text
 
 from pipeline.core.config import load_settings
@@ -126,7 +127,7 @@ def test_arrays_judge_as_the_per_session_replay(history_store: Store) -> None:
                 assert (STATUSES[judged.status[i]], list(VERDICT_ORDER)[judged.verdict[i]],
                         rule_bits(rules, int(judged.failed[i])), rule_bits(rules, int(judged.warned[i]))) == \
                     (row.new_status, row.projected_verdict, row.result.failed_rules, row.result.warnings), \
-                    (row.session_id, rules.to_yaml()[1])
+                    (row.session_id, yaml_of_rules(rules)[1])
     assert answered > 24 * 280  # most sessions are judged in arrays
 
 

@@ -87,9 +87,8 @@ def test_a_kind_declared_in_one_class_loads_runs_and_decides_the_verdict(registr
     relaxed = rules.with_params("claim.count", maxClaims=2)
     outcome = run_gatekeeper(GateContext("s-1", ExecutorOutput.read(structured), {}, lambda _id: None), relaxed)
     assert "claim.count" not in outcome.result.failed_rules
-    # The Rules page form is read from the class's Params, and the YAML round-trips.
+    # The Rules page form is read from the class's Params.
     assert [(f.name, f.kind, f.value) for f in rules_view.param_fields(spec)] == [("maxClaims", "count", 1)]
-    assert load_rules_from_text(*relaxed.to_yaml()) == relaxed
 
 
 @pytest.mark.parametrize("params, message", [

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from helpers import yaml_of_rules
 
 from pipeline.core.errors import NotFound, StoreError
 from pipeline.frontends.report import render_trace
@@ -248,15 +249,15 @@ def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(any_
     add("skipped-gate-dropped-claim", 9, gate="skipped", filtered=True)  # findings count on a PASS the gate passed
 
     default = review_queue.QueueFilter()
-    rows, total = review_queue.queue_page(store, default)
+    rows, total = review_queue.queue_rows(store, default), review_queue.queue_count(store, default)
     assert [r.id for r in rows] == ["crashed", "low", "pass-dropped-claim", "pass-guard-template",
                                        "pass-with-warning"] and total == 5
     # A PASS in the queue names why it is there; the other verdicts speak for themselves.
     assert [r.queued_for for r in rows] == [[], [], ["composer_findings"], ["composer_findings"], ["gatekeeper_warn"]]
     assert review_queue.queue_rows(store, default, limit=2, offset=1) == rows[1:3]
-    with_eval, _ = review_queue.queue_page(store, review_queue.QueueFilter(include_eval=True))
+    with_eval = review_queue.queue_rows(store, review_queue.QueueFilter(include_eval=True))
     assert with_eval[0].id == "eval-reject" and with_eval[0].review_label == review_queue.EVAL_LABEL
-    done, _ = review_queue.queue_page(store, review_queue.QueueFilter(reviewed=True))
+    done = review_queue.queue_rows(store, review_queue.QueueFilter(reviewed=True))
     assert [r.id for r in done] == ["reviewed-reject"]
     assert review_queue.queue_stats(store, default).total == 5
     # The findings are a column written with the audit record: a session stored later counts at
@@ -312,7 +313,7 @@ def test_sqlite_answers_the_queue_from_its_listing_index(tmp_path) -> None:
 
 def test_rule_fields_edit_yaml_and_validation_names_file_and_field(repo_root) -> None:
     rules = load_rules(repo_root / "rules")
-    index, meta = rules.to_yaml()
+    index, meta = yaml_of_rules(rules)
     index2, meta2 = rules_yaml.set_rule_field(index, meta, "evidence.excerpt_similarity", "params.warnThreshold", 0.9)
     candidate, errors = rules_view.check_rules(index2, meta2)
     assert candidate is None

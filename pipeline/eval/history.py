@@ -19,7 +19,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pipeline.core.config import Settings
-from pipeline.core.errors import NotFound
 from pipeline.eval.runner import EvalResult
 from pipeline.gatekeeper import RuleSet
 from pipeline.runs.rulebook import rules_in_force
@@ -119,14 +118,6 @@ def list_runs(store: Store, limit: int = 50) -> list[EvalRun]:
             .limit(limit)
         ).all()
         return [_run(r) for r in rows]
-
-
-def get_run(store: Store, run_id: str) -> EvalRun:
-    with Session(store.engine) as db:
-        row = db.get(JobRow, run_id)
-        if row is None or row.kind != "eval" or row.status != "completed":
-            raise NotFound(f"no completed eval run {run_id}")
-        return _run(row)
 
 
 def _outcome(result: dict[str, Any] | None) -> tuple[Any, ...] | None:

@@ -15,7 +15,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, cast, get_args
 
-import yaml
 from pydantic import ValidationError
 
 from pipeline.core import safeyaml
@@ -97,7 +96,7 @@ class RuleSet:
         spec = self._by_id.get(rule_id)
         if spec is None:
             raise RulesError([f"{INDEX_FILE}: rules: unknown rule id {quote(rule_id)}"])
-        index, meta = self._documents()
+        index, meta = self.documents()
         for entry in index["rules"]:
             if entry["id"] == rule_id and enabled is not None:
                 entry["enabled"] = enabled
@@ -113,11 +112,8 @@ class RuleSet:
     def with_params(self, rule_id: str, **params: Any) -> RuleSet:
         return self.with_rule(rule_id, params=params)
 
-    def to_yaml(self) -> tuple[str, str]:
-        index, meta = self._documents()
-        return _dump(index), _dump(meta)
-
-    def _documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The rule set as the (index.yaml, metadata.yaml) documents it is loaded from."""
         index = {
             "rules": [
                 {"id": r.id, "name": r.name, "description": r.description, "enabled": r.enabled} for r in self.rules
@@ -133,11 +129,6 @@ class RuleSet:
                 entry["params"] = params
             meta["ruleMetadata"][r.id] = entry
         return index, meta
-
-
-def _dump(doc: dict[str, Any]) -> str:
-    text: str = yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=100)
-    return text
 
 
 def load_rules(rules_dir: Path) -> RuleSet:

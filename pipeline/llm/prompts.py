@@ -52,7 +52,7 @@ def _parse(path: Path, raw: str) -> tuple[dict[str, object], str]:
 
 
 @lru_cache(maxsize=64)
-def _load(path: Path, mtime_ns: int) -> Prompt:
+def _load(path: Path, _mtime_ns: int) -> Prompt:
     meta, body = _parse(path, path.read_text(encoding="utf-8"))
     stage = str(meta.get("stage") or path.stem)
     return Prompt(stage=stage, file=f"{path.parent.name}/{path.name}", version=str(meta["version"]), text=body)

@@ -100,11 +100,6 @@ def queue_count(store: Store, q: QueueFilter) -> int:
         return int(conn.execute(select(func.count()).select_from(queue_query(store, q).subquery())).scalar_one())
 
 
-def queue_page(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[SessionRow], int]:
-    """One page of the queue and how many sessions the queue holds."""
-    return queue_rows(store, q, limit=limit, offset=offset), queue_count(store, q)
-
-
 @dataclass
 class QueueStats:
     total: int
