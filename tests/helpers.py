@@ -44,6 +44,17 @@ def postgres_schema(prefix: str = "t") -> Iterator[str]:
         admin.dispose()
 
 
+def queue_count(store: Any, q: Any) -> int:
+    """How many sessions the review queue holds, counted over its own query: the oracle for
+    queue_stats' grouped total."""
+    from sqlalchemy import func, select
+
+    from pipeline.runs.review_queue import queue_query
+
+    with store.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(queue_query(store, q).subquery())).scalar_one())
+
+
 def yaml_of_rules(rules: Any) -> tuple[str, str]:
     """A RuleSet as (index.yaml, metadata.yaml) text, for tests that edit or print rules as YAML."""
     index, meta = rules.documents()

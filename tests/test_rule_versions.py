@@ -6,7 +6,7 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
-from helpers import postgres_schema
+from helpers import postgres_schema, queue_count
 
 from pipeline.store import StaleRuleVersion, Store
 
@@ -167,7 +167,7 @@ def test_applying_and_rolling_back_rejudge_every_stored_session(any_store: Store
     assert {sid: r.verdict_at_ask for sid, r in rows.items()} == {sid: r["verdict"] for sid, r in asked.items()}
     passing = review_queue.QueueFilter(base=SessionFilter(verdicts=["PASS"]), needs_person=False, reviewed=None)
     assert {r.id for r in review_queue.queue_rows(store, passing)} == {sid for sid, e in exact.items() if e[0] == "PASS"}
-    assert review_queue.queue_count(store, passing) == review_queue.queue_stats(store, passing).total
+    assert queue_count(store, passing) == review_queue.queue_stats(store, passing).total
 
     # A session judged under the version that was in force when it started, finishing after
     # another was put in force, is judged again under that one.

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers import yaml_of_rules
+from helpers import queue_count, yaml_of_rules
 
 from pipeline.core.errors import NotFound, StoreError
 from pipeline.frontends.report import render_trace
@@ -218,7 +218,7 @@ def test_one_grouped_scan_gives_what_the_four_chart_queries_gave(any_store: Stor
               review_queue.QueueFilter(SessionFilter(rule_id="evidence.excerpt_similarity"), needs_person=False)):
         stats = review_queue.queue_stats(store, q)
         assert stats == _stats_in_four_queries(store, q)
-        assert stats.total == review_queue.queue_count(store, q) > 0
+        assert stats.total == queue_count(store, q) > 0
 
 
 def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(any_store: Store) -> None:
@@ -249,7 +249,7 @@ def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(any_
     add("skipped-gate-dropped-claim", 9, gate="skipped", filtered=True)  # findings count on a PASS the gate passed
 
     default = review_queue.QueueFilter()
-    rows, total = review_queue.queue_rows(store, default), review_queue.queue_count(store, default)
+    rows, total = review_queue.queue_rows(store, default), queue_count(store, default)
     assert [r.id for r in rows] == ["crashed", "low", "pass-dropped-claim", "pass-guard-template",
                                        "pass-with-warning"] and total == 5
     # A PASS in the queue names why it is there; the other verdicts speak for themselves.

@@ -95,11 +95,6 @@ def queue_rows(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0
     return [SessionRow.model_validate(dict(r) | {"review_label": labels.get(r["id"])}) for r in rows]
 
 
-def queue_count(store: Store, q: QueueFilter) -> int:
-    with store.engine.connect() as conn:
-        return int(conn.execute(select(func.count()).select_from(queue_query(store, q).subquery())).scalar_one())
-
-
 @dataclass
 class QueueStats:
     total: int
