@@ -2,6 +2,7 @@
 
     python benchmarks/bench_history.py --sessions 1000000 --naive 10000 [--trouble 0.05] [--db URL] [--e2e]
     python benchmarks/bench_history.py --sessions 100000 --trouble 0.5 --rejudge [--db URL]
+    python benchmarks/bench_history.py --db URL --measure e2e|rejudge|columnar|listing [--naive N]
 
 Builds the store itself: a few offline sessions are run for real, `VARIANTS` perturbed copies of
 them (scores, entity misses, invented words, hunks, a speculative phrase, a fabricated id, digest
@@ -341,7 +342,7 @@ def measure_tiled(url: str, times: int) -> None:
     print(f"tiled peak rss: {_rss_mb():.0f} MB")
 
 
-def measure_naive(url: str, count: int) -> None:
+def measure_naive(url: str, count: int) -> tuple[float, float]:
     from pipeline.core.config import load_settings
     from pipeline.replay.inputs import SessionInputCache
     from pipeline.replay.per_session import replay, summarize
@@ -351,9 +352,46 @@ def measure_naive(url: str, count: int) -> None:
     rules = rules_in_force(load_settings(), store)[0].with_params("evidence.excerpt_similarity", passThreshold=0.55,
                                                                    warnThreshold=0.3)
     ids = store.session_ids()[:count]
+    cpu = time.process_time()
     inputs, load = _timed(lambda: SessionInputCache(store).inputs(ids))
     rows, took = _timed(lambda: replay(inputs, rules))
-    print(f"naive at {len(ids)}: load {load:.1f} s, replay {took:.2f} s, peak rss {_rss_mb():.0f} MB; {summarize(rows)}")
+    cpu = time.process_time() - cpu
+    print(f"naive at {len(ids)}: load {load:.1f} s, replay {took:.2f} s ({cpu:.1f} s of CPU), peak rss {_rss_mb():.0f} MB; "
+          f"{summarize(rows)}")
+    return load + took, cpu
+
+
+def measure_e2e(url: str, naive: int) -> None:
+    """`workbench replay --rules DIR` (passThreshold 0.5 -> 0.55) in a fresh process over the
+    store, then the per-session baseline on its first `naive` sessions in this same run, scaled
+    to the store's size: the ratio of the two."""
+    from pipeline.core.config import load_settings
+
+    store = Store(url)
+    with store.engine.connect() as conn:
+        sessions = conn.execute(select(func.count()).select_from(DiagnosisSession)).scalar_one()
+    work = Path(tempfile.mkdtemp(prefix="bench-history-rules-"))
+    rules_dir = work / "rules"
+    shutil.copytree(load_settings().rules_dir, rules_dir)
+    meta = rules_dir / "metadata.yaml"
+    meta.write_text(meta.read_text(encoding="utf-8").replace("passThreshold: 0.5", "passThreshold: 0.55"),
+                    encoding="utf-8")
+    print(f"replay on {store.engine.dialect.name}, {sessions} sessions, load average {os.getloadavg()[0]:.2f}")
+    t = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", sys.executable, "-m", "pipeline", "replay", "--rules",
+                           str(rules_dir)], capture_output=True, text=True, check=False,
+                          env={**os.environ, "DATABASE_URL": url})
+    took = time.perf_counter() - t
+    shutil.rmtree(work, ignore_errors=True)
+    # CPU seconds (its Arrow reader processes included) as well as wall time: on a shared machine
+    # the wall time is mostly the wait for a core.
+    peak, user, system = proc.stderr.split()[-3:]
+    print(f"  workbench replay --rules DIR: {took:.1f} s end to end, {float(user) + float(system):.1f} s of CPU, "
+          f"peak {int(peak) / 1024:.0f} MB: {proc.stdout.strip()[:300] or proc.stderr[-500:]}")
+    if naive:
+        wall, cpu = (seconds * sessions / naive for seconds in measure_naive(url, naive))
+        print(f"  per-session baseline scaled to {sessions}: {wall:.0f} s, {cpu:.0f} s of CPU; {wall / took:.0f}x the "
+              f"wall time, {cpu / (float(user) + float(system)):.0f}x the CPU; load average {os.getloadavg()[0]:.2f}")
 
 
 def _first_open_before_0007(store: Store, q: Any) -> int:
@@ -505,7 +543,8 @@ def main() -> None:
     ap.add_argument("--rejudge", action="store_true",
                     help="time the re-judge after an apply and a rollback instead of the replay and listing")
     ap.add_argument("--seconds", type=float, default=20.0, help=argparse.SUPPRESS)
-    ap.add_argument("--measure", choices=["columnar", "naive", "listing", "rejudge", "pages"], help=argparse.SUPPRESS)
+    ap.add_argument("--measure", choices=["columnar", "naive", "listing", "rejudge", "pages", "e2e"],
+                    help="with --db of a seeded store: measure this only")
     ap.add_argument("--tile", type=int, default=0,
                     help="with --db of a seeded store: time the array half at this many times its size")
     args = ap.parse_args()
@@ -527,7 +566,9 @@ def main() -> None:
     if args.measure == "pages":
         measure_pages(args.db, args.seconds)
         return
-    from pipeline.core.config import load_settings
+    if args.measure == "e2e":
+        measure_e2e(args.db, args.naive)
+        return
 
     work = Path(tempfile.mkdtemp(prefix="bench-history-"))
     url = args.db or f"sqlite:///{work / 'history.db'}"
@@ -538,18 +579,8 @@ def main() -> None:
         _child("--measure", "columnar", "--db", url)
         _child("--measure", "listing", "--db", url)
     if args.e2e:
-        rules_dir = work / "rules"
-        shutil.copytree(load_settings().rules_dir, rules_dir)
-        meta = rules_dir / "metadata.yaml"
-        meta.write_text(meta.read_text(encoding="utf-8").replace("passThreshold: 0.5", "passThreshold: 0.55"),
-                        encoding="utf-8")
-        t = time.perf_counter()
-        proc = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "pipeline", "replay", "--rules",
-                               str(rules_dir)], capture_output=True, text=True, check=False,
-                              env={**os.environ, "DATABASE_URL": url})
-        print(f"workbench replay --rules DIR: {time.perf_counter() - t:.1f} s end to end, "
-              f"peak {int(proc.stderr.split()[-1]) / 1024:.0f} MB: {proc.stdout.strip()[:300] or proc.stderr[-500:]}")
-    if args.naive:
+        _child("--measure", "e2e", "--db", url, "--naive", str(args.naive))
+    elif args.naive:
         _child("--measure", "naive", "--db", url, "--naive", str(args.naive))
     if not args.db:
         shutil.rmtree(work, ignore_errors=True)

@@ -9,8 +9,11 @@ so adding a kind touches its class and nothing else in code.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar, get_args
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, get_args
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt
 
 from pipeline.core.contracts import VerdictImpact
@@ -35,8 +38,48 @@ class RuleParams(BaseModel):
         return iter(())
 
 
+Bools = npt.NDArray[np.bool_]
+Floats = npt.NDArray[np.float64]
+
+
+class ColumnFacts(Protocol):
+    """The threshold-free numbers the columnar replay keeps per binding (`b_*`) and per session,
+    as arrays (pipeline/replay/columns.py, HistoryArrays): what `RuleKind.judge_columns` compares
+    with a candidate's thresholds."""
+
+    b_score: Floats  # the output's similarity (NaN: none)
+    b_full: Bools  # every segment found in the output by structure
+    b_split: npt.NDArray[np.int32]  # the lightest piece of a quote split between records (0: none split)
+    b_quote: Floats  # the digest's source quote's similarity (NaN: none)
+    b_summary: Floats  # the digest summary's similarity (NaN: none)
+    b_invented: npt.NDArray[np.int16]  # invented words that count under the session's length filters
+    b_entity: Floats  # the highest minLocatedScore at which the entity findings change (-1: never)
+    b_entity_low: Floats  # the lowest (NaN: not recorded)
+    b_entity_points: npt.NDArray[np.int16]  # how many change points (-1: not recorded)
+    b_entity_fail: npt.NDArray[np.int8]  # bit 1: a fail-level finding from the highest point, bit 2: from the lowest
+    min_coverage: Floats  # per session, the lowest keyword coverage of a claim (NaN: none)
+    min_quote: Floats  # per session, the lowest digest quote score (NaN: no scored digest)
+    best_cache: dict[tuple[Any, ...], Floats]  # results that move with no threshold, kept between replays
+
+
+@dataclass
+class ColumnFindings:
+    """A kind's findings over arrays: per binding (`per_binding`) or per session, whether there
+    is any finding and a fail-level one; `unknown` marks those the stored numbers cannot decide
+    (their sessions go to the per-session replay)."""
+
+    per_binding: bool
+    found: Bools
+    failing: Bools
+    unknown: Bools | None = None
+
+
 class RuleKind:
-    """Base of every rule kind; subclasses set the class attributes and implement `validate`."""
+    """Base of every rule kind; subclasses set the class attributes and implement `validate`.
+
+    A kind judges one session in `validate` and, if it can, a whole history in arrays in
+    `judge_columns`; the two sit side by side on the kind and the replay's equivalence test
+    (tests/test_history_columns.py) holds them to the same findings."""
 
     id: ClassVar[str]
     name: ClassVar[str]
@@ -47,9 +90,19 @@ class RuleKind:
     # Whether the rule ties a claim to the tool's own output (the cited call exists, the quote is
     # in it): with one of these off or warn-only, a forged quote passes, and verdicts are "ungated".
     gates_evidence: ClassVar[bool] = False
+    # The parameters `judge_columns` compares at replay; every other parameter is fingerprinted
+    # with the stored findings, which hold only under it. None: the arrays cannot judge the kind,
+    # so every session takes the per-session replay while a rule of it is in the set.
+    column_params: ClassVar[frozenset[str] | None] = None
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         raise NotImplementedError
+
+    def judge_columns(self, spec: RuleSpec, facts: ColumnFacts, at: npt.NDArray[np.intp] | slice) -> ColumnFindings | None:
+        """The findings under `spec`'s parameters of the bindings at `at` (or of every session, for a kind
+        judged per session) from the stored numbers; None for a kind whose findings do not move
+        with a threshold (the replay stores them as they were found)."""
+        return None
 
 
 K = TypeVar("K", bound=type[RuleKind])

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import StrictBool, StrictStr
 
 from pipeline.core.contracts import ANSWER_VERSION, EvidenceDigest, ExecutorBinding, ExecutorOutput
@@ -21,7 +23,18 @@ from pipeline.core.messages import Message, Param, msg, render
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.features import binding_target, valid_ids
 from pipeline.gatekeeper.kinds import RULES as RULES  # re-exported: filled by the kinds below
-from pipeline.gatekeeper.kinds import Count, Number, RuleKind, RuleParams, params_of, rule_kind
+from pipeline.gatekeeper.kinds import (
+    Bools,
+    ColumnFacts,
+    ColumnFindings,
+    Count,
+    Floats,
+    Number,
+    RuleKind,
+    RuleParams,
+    params_of,
+    rule_kind,
+)
 from pipeline.text.primitives import keywords, normalize
 from pipeline.tools.registry import persisted_name
 
@@ -132,6 +145,7 @@ class SchemaRule(RuleKind):
     description = "the executor output has the Executor V2 shape"
     severity = "error"
     verdict_impact = "low_confid_on_fail"
+    column_params = frozenset()  # no threshold: the replay keeps its findings as found
 
     class Params(RuleParams):
         requiredFields: list[StrictStr]
@@ -297,6 +311,7 @@ class InvocationRefRule(RuleKind):
     description = "cited invocations exist, belong to this session and match tool_name"
     severity = "error"
     verdict_impact = "reject_on_fail"
+    column_params = frozenset()  # no threshold: the replay keeps its findings as found
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         out = RuleResult(self.id)
@@ -325,6 +340,10 @@ class ExcerptSimilarityRule(RuleKind):
     description = "each excerpt is found in the full output it cites"
     severity = "error"
     verdict_impact = "low_confid_on_fail"
+    # The word lists' length filters (inventedMin*) are fingerprinted: the stored count of
+    # invented words holds under them only.
+    column_params = frozenset({"passThreshold", "warnThreshold", "compareAgainst", "minPieceWeight",
+                               "inventedTolerated"})
 
     class Params(RuleParams):
         passThreshold: Number
@@ -342,13 +361,13 @@ class ExcerptSimilarityRule(RuleKind):
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p = params_of(metadata, ExcerptSimilarityRule.Params)
         out = RuleResult(self.id)
-        compare, pass_at, min_piece = p.compareAgainst, p.passThreshold, p.minPieceWeight
+        compare, min_piece = p.compareAgainst, p.minPieceWeight
         lowest = context.fact((self.id, min_piece, *compare), lambda c: _lowest_similarity(c, compare, min_piece))
         # Invented words depend on their own three parameters only: a similarity threshold being
         # dragged re-judges scores, not words.
         key = (self.id, "invented", p.inventedMinLetters, p.inventedMinCjkRun, p.inventedTolerated)
         invented = context.fact(key, lambda c: _invented_words(c, p))
-        if not invented and (lowest is None or lowest >= pass_at):
+        if not invented and (lowest is None or self.score_level(p, lowest) is None):
             return out
         for target, _, feats in context.bindings:
             if feats is None:
@@ -356,8 +375,9 @@ class ExcerptSimilarityRule(RuleKind):
             parts: list[Message] = []
             level: Level = "warn"
             name, score = _best_source(feats["sources"], compare, min_piece)
-            if name and score < pass_at:
-                level = "fail" if score < p.warnThreshold else "warn"
+            low = self.score_level(p, score) if name else None
+            if low is not None:
+                level = low
                 parts.append(self._low(feats, name, score, level, p))
             words = invented.get(target)
             if words:
@@ -368,6 +388,48 @@ class ExcerptSimilarityRule(RuleKind):
             if parts:
                 out.findings.append(Finding(target, parts[0].model_copy(update={"then": [*parts[0].then, *parts[1:]]}), level))
         return out
+
+    @staticmethod
+    def score_level(p: ExcerptSimilarityRule.Params, score: float) -> Level | None:
+        """What an excerpt's best compared score makes of it: nothing at passThreshold or above,
+        a warning below it, a failure below warnThreshold."""
+        if score >= p.passThreshold:
+            return None
+        return "fail" if score < p.warnThreshold else "warn"
+
+    @staticmethod
+    def too_many_invented(p: ExcerptSimilarityRule.Params, count: int) -> bool:
+        """Whether this many invented words (a failure) are more than tolerated."""
+        return count > p.inventedTolerated
+
+    def judge_columns(self, spec: RuleSpec, facts: ColumnFacts, at: npt.NDArray[np.intp] | slice) -> ColumnFindings:
+        """score_level and too_many_invented over arrays of bindings (-1: no compared score)."""
+        p = params_of(spec, ExcerptSimilarityRule.Params)
+        best = self.best_scores(p, facts)[at]
+        scored = best >= 0
+        invented = facts.b_invented[at] > p.inventedTolerated
+        return ColumnFindings(True, (scored & (best < p.passThreshold)) | invented,
+                              (scored & (best < p.warnThreshold)) | invented)
+
+    @staticmethod
+    def best_scores(p: ExcerptSimilarityRule.Params, facts: ColumnFacts) -> Floats:
+        """Per binding the best compared score as _best_source picks it with
+        fidelity.effective_score (-1: none scored). It moves with no threshold, so it is kept per
+        (sources, piece weight) for the next replay."""
+        key = (tuple(p.compareAgainst), p.minPieceWeight)
+        best = facts.best_cache.get(key)
+        if best is None:
+            structural = facts.b_full & ((facts.b_split == 0) | (facts.b_split >= p.minPieceWeight))
+            # Found by structure or not (fidelity.by_structure); NaN (no output scored) stays out.
+            output = np.where(np.isnan(facts.b_score), np.nan, np.where(structural, 1.0, 0.0))
+            candidates = {"output": output, "digest.source_quote": facts.b_quote, "digest.summary": facts.b_summary}
+            best = np.full(len(facts.b_score), -1.0)
+            for name in p.compareAgainst:
+                best = np.fmax(best, candidates[name])  # fmax: a NaN (no score) loses to any score
+            if len(facts.best_cache) >= 2:
+                facts.best_cache.clear()
+            facts.best_cache[key] = best
+        return best
 
     @staticmethod
     def _low(feats: dict[str, Any], name: str, score: float, level: Level, p: ExcerptSimilarityRule.Params) -> Message:
@@ -404,7 +466,7 @@ def _invented_words(context: RuleContext, p: ExcerptSimilarityRule.Params) -> di
     for target, _, feats in context.bindings:
         if feats is not None and feats.get("invented"):
             words = fidelity.invented(feats, p.inventedMinLetters, p.inventedMinCjkRun)
-            if len(words) > p.inventedTolerated:
+            if ExcerptSimilarityRule.too_many_invented(p, len(words)):
                 out[target] = words
     return out
 
@@ -439,6 +501,9 @@ class ExcerptEntitiesRule(RuleKind):
     description = "numbers, services, codes and ids of an excerpt are in the cited output"
     severity = "error"
     verdict_impact = "reject_on_fail"
+    # Its findings change only at scores the features hold, so the replay stores the
+    # minLocatedScores where they change; the kinds and word lists are fingerprinted.
+    column_params = frozenset({"minLocatedScore"})
 
     class Params(RuleParams):
         kinds: list[Literal["service", "error_code", "identifier", "percentage", "quantity", "http_status", "number"]]
@@ -465,13 +530,30 @@ class ExcerptEntitiesRule(RuleKind):
             for miss in feats.get("entities", ()):
                 if miss["kind"] not in kinds:
                     continue
-                located = miss["score"] >= p.minLocatedScore
+                located = self.located(p, miss["score"])
                 if not located and miss["elsewhere"]:
                     continue
                 out.findings.append(Finding(target, _entity_message(miss, located)))
             out.findings.extend(Finding(target, message, level)
                                 for level, message in _meaning_changes(feats, p, lists, said_caps, record_caps, words))
         return out
+
+    @staticmethod
+    def located(p: ExcerptEntitiesRule.Params, score: float) -> bool:
+        """Whether an excerpt (or a piece of it) scoring this is located in its output: its
+        mismatches there count, and so do those the output holds elsewhere."""
+        return score >= p.minLocatedScore
+
+    def judge_columns(self, spec: RuleSpec, facts: ColumnFacts, at: npt.NDArray[np.intp] | slice) -> ColumnFindings:
+        """`located` over arrays of bindings' stored change points: a binding has findings when
+        minLocatedScore is at or below its highest point, a fail-level one as the findings from
+        its highest or its lowest point down say. With more than two points the two kept are
+        the ends, so a threshold strictly between them is unknown here."""
+        p = params_of(spec, ExcerptEntitiesRule.Params)
+        hi, lo = facts.b_entity[at] >= p.minLocatedScore, facts.b_entity_low[at] >= p.minLocatedScore
+        points, fails = facts.b_entity_points[at], facts.b_entity_fail[at]
+        unknown: Bools = ((points > 2) & hi & ~lo) | ((points < 0) & hi)
+        return ColumnFindings(True, hi, (hi & ~lo & (fails & 1 > 0)) | (lo & (fails & 2 > 0)), unknown)
 
 
 @dataclass(frozen=True)
@@ -511,14 +593,14 @@ def _meaning_changes(feats: dict[str, Any], p: ExcerptEntitiesRule.Params, lists
     stated = fidelity.stated_level(said_caps, record_caps, levels, lists.level_groups) if said_caps and record_caps else None
     if stated:
         yield "fail", msg("gk.level_changed", said=stated[0].upper(), record=stated[1].upper())
-    if negations and preceding and feats["sources"].get("output", {}).get("score", 0.0) >= p.minLocatedScore:
+    if negations and preceding and ExcerptEntitiesRule.located(p, feats["sources"].get("output", {}).get("score", 0.0)):
         for word in preceding:
             term = fidelity.negation_before(word, negations)
             if term:
                 yield level, msg("gk.negation_dropped_before", term=term)
     pairs = lists.pairs
     for hunk in fidelity.hunks(feats):
-        if hunk["score"] < p.minLocatedScore:
+        if not ExcerptEntitiesRule.located(p, hunk["score"]):
             continue
         for term in fidelity.added_negations(hunk, negations):
             yield level, msg("gk.negation_added", term=term, added=hunk["added"])
@@ -606,6 +688,8 @@ class HallucinationPhraseRule(RuleKind):
     severity = "error"
     verdict_impact = "low_confid_on_fail"
 
+    column_params = frozenset()  # no threshold: the replay keeps its findings as found
+
     class Params(RuleParams):
         targetFields: list[StrictStr]
         blacklist: list[StrictStr]
@@ -668,6 +752,8 @@ class EvidenceUtilizationRule(RuleKind):
     severity = "warning"
     verdict_impact = "warn_only"
 
+    column_params = frozenset({"minKeywordCoverage"})
+
     class Params(RuleParams):
         minKeywordCoverage: Number
 
@@ -675,11 +761,24 @@ class EvidenceUtilizationRule(RuleKind):
         p = params_of(metadata, EvidenceUtilizationRule.Params)
         out = RuleResult(self.id)
         for target, coverage, missing in context.fact(self.id, _keyword_coverage):
-            if coverage < p.minKeywordCoverage:
+            if self.too_low(p, coverage):
                 out.findings.append(
                     Finding(target, msg("gk.keyword_coverage", coverage=coverage, min=p.minKeywordCoverage, missing=missing))
                 )
         return out
+
+    @staticmethod
+    def too_low(p: EvidenceUtilizationRule.Params, coverage: float) -> bool:
+        """Whether a claim with this share of its keywords in its excerpts is a finding."""
+        return coverage < p.minKeywordCoverage
+
+    def judge_columns(self, spec: RuleSpec, facts: ColumnFacts, at: npt.NDArray[np.intp] | slice) -> ColumnFindings:
+        """`too_low` over each session's lowest claim coverage (NaN, no claim with keywords,
+        compares False): any finding is at that claim or another. A finding names its claim, which
+        the lowest coverage cannot tell, so where it fails (a blocking rule) it is unknown here."""
+        p = params_of(spec, EvidenceUtilizationRule.Params)
+        found: Bools = facts.min_coverage < p.minKeywordCoverage
+        return ColumnFindings(False, found, found, None if spec.downgraded else found)
 
 
 def _keyword_coverage(context: RuleContext) -> list[tuple[str, float, str]]:
@@ -710,6 +809,9 @@ class DigestRefRule(RuleKind):
     description = "split shape only; cited digests exist and quote their invocations"
     severity = "error"
     verdict_impact = "reject_on_fail"
+
+    # The reference checks have no threshold and are kept as found; the quote scores are compared.
+    column_params = frozenset({"quotePassThreshold", "quoteWarnThreshold"})
 
     class Params(RuleParams):
         requireDigestId: StrictBool
@@ -749,11 +851,24 @@ class DigestRefRule(RuleKind):
                 out.findings.append(Finding(target, _in_digest(problem, digest.digest_id)))
             quote = context.features.get(target, {}).get("quote", {})
             score = quote.get("score")
-            if score is None or score >= p.quotePassThreshold:
+            level = None if score is None else self.quote_level(p, score)
+            if level is None:
                 continue
-            level: Level = "fail" if score < p.quoteWarnThreshold else "warn"
             out.findings.append(
                 Finding(target, msg("gk.quote_similarity", digest=digest.digest_id, score=score,
                                     bound=p.quotePassThreshold if level == "warn" else p.quoteWarnThreshold), level)
             )
         return out
+
+    @staticmethod
+    def quote_level(p: DigestRefRule.Params, score: float) -> Level | None:
+        """What a digest's quote scoring this against its invocations makes of it: nothing at
+        quotePassThreshold or above, a warning below it, a failure below quoteWarnThreshold."""
+        if score >= p.quotePassThreshold:
+            return None
+        return "fail" if score < p.quoteWarnThreshold else "warn"
+
+    def judge_columns(self, spec: RuleSpec, facts: ColumnFacts, at: npt.NDArray[np.intp] | slice) -> ColumnFindings:
+        """`quote_level` over each session's lowest digest quote score (NaN: none scored)."""
+        p = params_of(spec, DigestRefRule.Params)
+        return ColumnFindings(False, facts.min_quote < p.quotePassThreshold, facts.min_quote < p.quoteWarnThreshold)

@@ -8,11 +8,13 @@ per session the facts that no threshold touches. A replay settles each session b
 
 1. `maybe_flagged`: no rule can find anything under the candidate, so the result is a plain pass
    and the projected verdict `clean_verdict` (with no failed rule the policy reads no parameter);
-2. `judge`: the rules' findings per binding and claim from the arrays, combined as the verdict
-   policy combines them;
+2. `judge`: each rule's findings per binding or session from its kind's `judge_columns` (beside
+   the kind's `validate`, pipeline/gatekeeper/rules.py), placed in claims, and combined by the
+   verdict policy's own matrix function (pipeline.verdict.policy.verdict_code);
 3. otherwise the per-session replay (pipeline/replay/per_session.py) decides: sessions stored
    before these rows existed, whose output did not parse into claims with their own ids, or
-   whose entity findings change at more scores than the rows keep, between the ones they keep.
+   whose entity findings change at more scores than the rows keep, between the ones they keep,
+   or with a blocking utilization finding (the lowest coverage cannot tell its claim).
 
 All three are exact; tests/test_history_columns.py holds them to the per-session replay. The
 features are judged under the parameters fingerprinted by `lists_key` (word lists, kinds, length
@@ -29,14 +31,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.core.contracts import VERDICT_ORDER, ClaimCheck, GatekeeperResult, Verdict
+from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.engine import unbacked_claims
+from pipeline.gatekeeper.kinds import ColumnFindings
 from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own measure, not a copy
     RULES,
     DigestRefRule,
-    EvidenceUtilizationRule,
-    ExcerptEntitiesRule,
     ExcerptSimilarityRule,
     Finding,
     RuleContext,
@@ -44,33 +45,23 @@ from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own mea
 )
 from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.replay.per_session import ReplayInput, project_verdict
-from pipeline.verdict.policy import claim_dicts, claim_index, claim_standings, decide_verdict, gatekeeper_floor
+from pipeline.verdict.policy import (
+    ENTITY_RULES,
+    claim_dicts,
+    claim_index,
+    claim_standings,
+    evidence_floor,
+    gatekeeper_floor,
+    stricter,
+    verdict_code,
+)
 
 COLUMNS_VERSION = 1  # part of lists_key: rows derived by older code are judged again
 ALWAYS = 2.0  # an entity_score above any minLocatedScore (thresholds lie in [0, 1])
 _TEXT_RULES = ("schema.executor_v2", "evidence.invocation_ref", "claim.hallucination_phrases", "evidence.digest_ref")
-# Per rule, the parameters the arrays compare at replay; every other parameter is in lists_key.
-_LISTS: dict[str, set[str]] = {
-    **{rule_id: set() for rule_id in _TEXT_RULES},
-    "evidence.digest_ref": {"quotePassThreshold", "quoteWarnThreshold"},
-    "evidence.excerpt_similarity": {"passThreshold", "warnThreshold", "compareAgainst", "minPieceWeight",
-                                    "inventedTolerated"},
-    "evidence.excerpt_entities": {"minLocatedScore"},
-}
-# The kinds the columns judge; a rule of any other kind (a newly registered one) makes every
-# session take the exact path.
-_KNOWN = frozenset({*_LISTS, "claim.evidence_utilization"})
-
-# The threshold parameters of each rule: what judge compares the stored numbers with.
-_THRESHOLDS: dict[str, tuple[str, ...]] = {
-    "evidence.excerpt_similarity": ("passThreshold", "warnThreshold"),
-    "evidence.excerpt_entities": ("minLocatedScore",),
-    "claim.evidence_utilization": ("minKeywordCoverage",),
-    "evidence.digest_ref": ("quotePassThreshold", "quoteWarnThreshold"),
-}
-# An entity change point list longer than this is stored as its ends only (see entity_points).
-MAX_POINTS = 2
-
+# The rules whose parameters lists_key fingerprints, in the order it always has (another order
+# would orphan every stored row): each but its kind's column_params, which the arrays compare.
+_FINGERPRINTED = (*_TEXT_RULES, "evidence.excerpt_similarity", "evidence.excerpt_entities")
 BindingRow = tuple[int, int, float | None, float | None, int | None, float | None, float | None, int, float,
                    float, int, int, int]
 ClaimRow = tuple[int, int, int, int, bool, int]  # claim index, standing codes (VERDICT_ORDER), direct core, text bits
@@ -79,21 +70,17 @@ ClaimRow = tuple[int, int, int, int, bool, int]  # claim index, standing codes (
 def lists_key(rules: RuleSet) -> str:
     """Fingerprint of every parameter `lists_clean` depends on (not the digest quote thresholds)."""
     parts = [str(COLUMNS_VERSION)]
-    for rule_id, thresholds in _LISTS.items():
+    for rule_id in _FINGERPRINTED:
         spec = rules.get(rule_id)
-        params = spec.params.model_dump(exclude=thresholds) if spec else None
+        params = spec.params.model_dump(exclude=set(RULES[rule_id].column_params or ())) if spec else None
         parts.append(f"{rule_id}={params}")
     return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).hexdigest()
 
 
-def thresholds(rules: RuleSet) -> dict[str, float]:
-    """The threshold parameters of `rules`, named rule_id:param."""
-    out = {}
-    for rule_id, names in _THRESHOLDS.items():
-        spec = rules.get(rule_id)
-        if spec is not None:
-            out.update({f"{rule_id}:{name}": float(getattr(spec.params, name)) for name in names})
-    return out
+def _columnar(rules: RuleSet) -> bool:
+    """Whether the arrays can judge every rule of `rules` (a kind without column_params, a newly
+    registered one, sends every session to the per-session replay)."""
+    return all(RULES[spec.id].column_params is not None for spec in rules.rules)
 
 
 def _text_findings(context: RuleContext, rules: RuleSet) -> list[list[Finding]]:
@@ -179,16 +166,6 @@ def _claims_ok(item: ReplayInput) -> bool:
     return all(isinstance(i, str) for i in ids) and len(set(ids)) == len(ids)
 
 
-def _evidence_floor(item: ReplayInput) -> Verdict:
-    """The verdict the session's coverage and failed tool calls allow at best: the policy itself
-    over one directly observed core claim and no findings, so nothing else can lower it."""
-    probe = {"claims": [{"claim_id": "c", "claim_type": "root_cause", "claim_text": ""}]}
-    return decide_verdict(parse_status="valid", structured=probe,
-                          claim_checks=[ClaimCheck(claim_id="c", verification="direct_observation")],
-                          gatekeeper=GatekeeperResult(), rule_impacts={}, verifier_verdict=item.verifier_verdict,
-                          coverage=item.coverage, invocations=item.failed_tools).verdict
-
-
 def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], list[BindingRow], list[ClaimRow]]:
     """(gate_session values, gate_binding rows, gate_claim rows) of one stored session, judged
     under `rules`' lists."""
@@ -235,7 +212,8 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         "claims_ok": claims_ok,
         "text_has": text_has,
         "text_fail": text_fail,
-        "evidence_floor": _evidence_floor(item),
+        # What the session's coverage, failed tool calls and verifier allow at best, whatever its claims.
+        "evidence_floor": stricter(evidence_floor(item.coverage, item.failed_tools), item.verifier_verdict or "PASS"),
     }
     return session, bindings, claims
 
@@ -276,55 +254,21 @@ class HistoryArrays:
     best_cache: dict[tuple[Any, ...], npt.NDArray[np.float64]] = field(default_factory=dict, repr=False, compare=False)
 
 
-def _enabled(rules: RuleSet, rule_id: str) -> Any:
-    spec = rules.get(rule_id)
-    return spec.params if spec is not None and spec.enabled else None
-
-
-def _best(arrays: HistoryArrays, sim: ExcerptSimilarityRule.Params,
-          at: npt.NDArray[np.intp] | slice = slice(None)) -> npt.NDArray[np.float64]:
-    """Per binding (those at `at`) the best compared score, as the similarity rule picks it (-1:
-    none scored). It moves with no threshold, so it is kept per (sources, piece weight) for the next replay."""
-    key = (tuple(sim.compareAgainst), sim.minPieceWeight)
-    best = arrays.best_cache.get(key)
-    if best is None:
-        structural = arrays.b_full & ((arrays.b_split == 0) | (arrays.b_split >= sim.minPieceWeight))
-        # Found by structure or not; NaN (no output scored) stays out of the comparison.
-        output = np.where(np.isnan(arrays.b_score), np.nan, np.where(structural, 1.0, 0.0))
-        candidates = {"output": output,
-                      "digest.source_quote": arrays.b_quote, "digest.summary": arrays.b_summary}
-        best = np.full(len(arrays.b_session), -1.0)
-        for name in sim.compareAgainst:
-            best = np.fmax(best, candidates[name])  # fmax: a NaN (no score) loses to any score
-        if len(arrays.best_cache) >= 2:
-            arrays.best_cache.clear()
-        arrays.best_cache[key] = best
-    return best[at]
-
-
 def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_]:
     """Per session: could any enabled rule of `rules` find something in it? (False is certain.)"""
     n = len(arrays.session_ids)
-    if any(spec.id not in _KNOWN for spec in rules.rules):
+    if not _columnar(rules):
         return np.ones(n, dtype=bool)
     key = lists_key(rules)
     code = arrays.keys.index(key) if key in arrays.keys else -1
     session = ~(arrays.lists_clean & (arrays.lists_key == code))
     flagged = np.zeros(len(arrays.b_session), dtype=bool)
-    sim: ExcerptSimilarityRule.Params | None = _enabled(rules, "evidence.excerpt_similarity")
-    if sim is not None:
-        best = _best(arrays, sim)
-        flagged |= (best >= 0) & (best < sim.passThreshold)
-        flagged |= arrays.b_invented > sim.inventedTolerated
-    ent: ExcerptEntitiesRule.Params | None = _enabled(rules, "evidence.excerpt_entities")
-    if ent is not None:
-        flagged |= arrays.b_entity >= ent.minLocatedScore
-    util: EvidenceUtilizationRule.Params | None = _enabled(rules, "claim.evidence_utilization")
-    if util is not None:
-        session |= arrays.min_coverage < util.minKeywordCoverage  # NaN compares False
-    ref: DigestRefRule.Params | None = _enabled(rules, "evidence.digest_ref")
-    if ref is not None:
-        session |= arrays.min_quote < ref.quotePassThreshold
+    for spec in rules.enabled():
+        found = RULES[spec.id].judge_columns(spec, arrays, slice(None))
+        if found is not None and found.per_binding:
+            flagged |= found.found
+        elif found is not None:
+            session |= found.found  # NaN (nothing measured) compares False
     hit: npt.NDArray[np.bool_] = session | np.bincount(arrays.b_session[flagged], minlength=n).astype(bool)
     return hit
 
@@ -353,10 +297,10 @@ def rule_bits(rules: RuleSet, bits: int) -> list[str]:
 def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) -> Judged:
     """The gatekeeper status, failed and warned rules and projected verdict of the `wanted`
     sessions under `rules`, in arrays, and which of them that holds for: those judged
-    under this word list whose claims gate_claim describes. The combination is the verdict
-    policy's (pipeline/verdict/policy.py decide_verdict): a claim hit by a failed blocking rule (the first
-    in rule order deciding entity or not) or left without evidence takes its hit standing; the
-    matrix, the failed rules' floors, unbacked claims and the evidence floor: the strictest wins."""
+    under this word list whose claims gate_claim describes. The combination is decide_verdict's:
+    a claim hit by a failed blocking rule (the first in rule order deciding entity or not) or left
+    without evidence takes its hit standing; then policy.verdict_code over the matrix, the failed
+    rules' floors, unbacked claims and the evidence floor."""
     n = len(arrays.session_ids)
     status = np.zeros(n, dtype=np.int8)
     verdict = np.zeros(n, dtype=np.int8)
@@ -365,36 +309,23 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
     key = lists_key(rules)
     ok = wanted & arrays.claims_ok & (arrays.text_has >= 0) & (arrays.evidence_floor >= 0)
     ok &= arrays.lists_key == (arrays.keys.index(key) if key in arrays.keys else -1)
-    if any(spec.id not in _KNOWN for spec in rules.rules) or not ok.any():
+    if not _columnar(rules) or not ok.any():
         return Judged(np.zeros(n, dtype=bool), status, verdict, failed_bits, warned_bits)
-    thr = thresholds(rules)
-    util = rules.get("claim.evidence_utilization")
-    if util is not None and util.enabled and not util.downgraded:
-        # A blocking utilization finding marks its own claim: the lowest coverage cannot tell which.
-        ok &= ~(arrays.min_coverage < thr["claim.evidence_utilization:minKeywordCoverage"])
     at = np.flatnonzero(ok[arrays.b_session])
     orphans = arrays.b_claim_row[at] < 0  # a binding of a claim without a row: not judged here
     if orphans.any():
         ok[arrays.b_session[at[orphans]]] = False
         at = np.flatnonzero(ok[arrays.b_session])
     b_session = arrays.b_session[at]
-    # Per rule and binding: (any finding, a fail-level finding).
-    found: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]] = {}
-    sim: ExcerptSimilarityRule.Params | None = _enabled(rules, "evidence.excerpt_similarity")
-    if sim is not None:
-        best = _best(arrays, sim, at)
-        invented = arrays.b_invented[at] > sim.inventedTolerated
-        scored = best >= 0
-        found["evidence.excerpt_similarity"] = (
-            (scored & (best < thr["evidence.excerpt_similarity:passThreshold"])) | invented,
-            (scored & (best < thr["evidence.excerpt_similarity:warnThreshold"])) | invented)
-    if _enabled(rules, "evidence.excerpt_entities") is not None:
-        located = thr["evidence.excerpt_entities:minLocatedScore"]
-        hi, lo = located <= arrays.b_entity[at], located <= arrays.b_entity_low[at]
-        points, fails = arrays.b_entity_points[at], arrays.b_entity_fail[at]
-        unknown = ((points > MAX_POINTS) & hi & ~lo) | ((points < 0) & hi)
-        ok[b_session[unknown]] = False
-        found["evidence.excerpt_entities"] = (hi, (hi & ~lo & (fails & 1 > 0)) | (lo & (fails & 2 > 0)))
+    # Per enabled rule, its kind's findings under the candidate (per binding at `at`, or per session).
+    found: dict[str, ColumnFindings] = {}
+    for spec in rules.enabled():
+        judged = RULES[spec.id].judge_columns(spec, arrays, at)
+        if judged is None:
+            continue
+        found[spec.id] = judged
+        if judged.unknown is not None:  # left to the per-session replay
+            ok[b_session[judged.unknown] if judged.per_binding else judged.unknown] = False
     bits = {rule_id: np.int8(1 << i) for i, rule_id in enumerate(_TEXT_RULES)}
     # Per session and enabled rule: failed (blocking) or warned.
     failed_any = np.zeros(n, dtype=bool)
@@ -404,15 +335,12 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
     position = {spec.id: k for k, spec in enumerate(rules.rules)}
     for spec in rules.enabled():
         has = fail = np.zeros(n, dtype=bool)
-        if spec.id in found:
-            any_b, fail_b = found[spec.id]
-            has = np.bincount(b_session[any_b], minlength=n) > 0
-            fail = np.bincount(b_session[fail_b], minlength=n) > 0
-        elif spec.id == "claim.evidence_utilization":
-            has = fail = arrays.min_coverage < thr["claim.evidence_utilization:minKeywordCoverage"]
-        elif spec.id == "evidence.digest_ref":
-            has = arrays.min_quote < thr["evidence.digest_ref:quotePassThreshold"]
-            fail = arrays.min_quote < thr["evidence.digest_ref:quoteWarnThreshold"]
+        judged = found.get(spec.id)
+        if judged is not None and judged.per_binding:
+            has = np.bincount(b_session[judged.found], minlength=n) > 0
+            fail = np.bincount(b_session[judged.failing], minlength=n) > 0
+        elif judged is not None:
+            has, fail = judged.found, judged.failing
         if spec.id in bits:
             has = has | (arrays.text_has & bits[spec.id] != 0)
             fail = fail | (arrays.text_fail & bits[spec.id] != 0)
@@ -433,10 +361,11 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
     flagged = np.zeros(len(at), dtype=bool)
     kind = np.zeros(n_claims, dtype=np.int8)  # 0 untouched, 1 hit, 2 entity_hit
     for spec in rules.enabled():
-        if spec.downgraded or spec.id not in failed or (spec.id not in found and spec.id not in bits):
+        per_binding = spec.id in found and found[spec.id].per_binding
+        if spec.downgraded or spec.id not in failed or (not per_binding and spec.id not in bits):
             continue  # no finding of it sits in a binding or claim
-        if spec.id in found:
-            any_b = found[spec.id][0]
+        if per_binding:
+            any_b = found[spec.id].found
             in_claim = np.bincount(claim_of[any_b], minlength=n_claims) > 0
         else:
             any_b = np.zeros(len(at), dtype=bool)
@@ -448,7 +377,7 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
         # Only claims with a finding and no standing yet are looked up: a few of all claims.
         open_claims = np.flatnonzero(in_claim & (kind == 0))
         hit = open_claims[failed[spec.id][arrays.c_session[open_claims]]]
-        kind[hit] = 2 if spec.id == "evidence.excerpt_entities" else 1
+        kind[hit] = 2 if spec.id in ENTITY_RULES else 1
     backed = np.bincount(claim_of[~flagged], minlength=n_claims) > 0
     kind = np.where((kind == 0) & ~backed, 1, kind).astype(np.int8)
     chosen = np.flatnonzero(ok[arrays.c_session])
@@ -458,6 +387,5 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
     np.maximum.at(strictest, c_session, level)
     direct = np.bincount(c_session[arrays.c_direct[chosen] & (kind[chosen] == 0)], minlength=n) > 0
     unbacked = np.bincount(c_session[~backed[chosen]], minlength=n) > 0
-    matrix = np.where(strictest == 2, 2, np.where((strictest == 1) | ~direct, 1, 0))
-    verdict[:] = np.maximum.reduce([matrix, floor, unbacked.astype(np.int8), arrays.evidence_floor])
+    verdict[:] = verdict_code(strictest, direct, floor, unbacked, arrays.evidence_floor)
     return Judged(ok, status, verdict, failed_bits, warned_bits)

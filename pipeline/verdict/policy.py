@@ -21,7 +21,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from pipeline.core.contracts import (
     VERDICT_ORDER,
@@ -52,10 +56,11 @@ SUPPORT_WEIGHT: dict[str, float] = {
     "unsupported": 0.0, "external_unknown": 0.0, "contradicted": 0.0,
 }
 _WEAK = frozenset({"unsupported", "external_unknown", "contradicted"})
+VERDICTS: tuple[Verdict, ...] = ("PASS", "LOW_CONFID", "REJECT")  # by VERDICT_ORDER code
 _IMPACT_FLOOR: dict[str, Verdict] = {"reject_on_fail": "REJECT", "low_confid_on_fail": "LOW_CONFID"}
 # A gatekeeper finding that an excerpt's values/services differ from its source: the claim then
 # brings in something the evidence lacks.
-_ENTITY_RULES = frozenset({"evidence.excerpt_entities"})
+ENTITY_RULES = frozenset({"evidence.excerpt_entities"})
 _CLAIM_TARGET = re.compile(r"^claims\[(\d+)\]")
 
 
@@ -132,7 +137,7 @@ def apply_gatekeeper(
     reasons: list[Message] = []
     for claim_id, (rule_id, err) in failing.items():
         check = checks.get(claim_id)
-        verification = overridden(check.verification if check is not None else None, rule_id in _ENTITY_RULES)
+        verification = overridden(check.verification if check is not None else None, rule_id in ENTITY_RULES)
         if verification is None:
             continue
         said = check.verification if check is not None else "nothing"
@@ -206,6 +211,21 @@ def _core_ids(claims: Sequence[Mapping[str, Any]]) -> set[str]:
     return core or {str(c.get("claim_id")) for c in claims}
 
 
+def verdict_code(strictest: npt.ArrayLike, direct_core: npt.ArrayLike, gate_floor: npt.ArrayLike = 0,
+                 unbacked: npt.ArrayLike = False, evidence: npt.ArrayLike = 0) -> npt.NDArray[np.int8]:
+    """The verdict matrix and the floors over it, as VERDICT_ORDER codes (docs/spec.md#verdict-matrix):
+    the strictest claim level; LOW_CONFID when no core claim is observed directly; the failed
+    rules' floor (gatekeeper_floor); LOW_CONFID when a claim is left without evidence; the
+    evidence floor (evidence_floor). The strictest term wins. The terms are scalars for one
+    session (decide_verdict) or numpy arrays with one element per session (the columnar replay,
+    pipeline/replay/columns.py): both judge with this one function."""
+    terms = [np.asarray(strictest, dtype=np.int8), np.logical_not(direct_core).astype(np.int8),
+             np.asarray(gate_floor, dtype=np.int8), np.asarray(unbacked, dtype=bool).astype(np.int8),
+             np.asarray(evidence, dtype=np.int8)]
+    code: npt.NDArray[np.int8] = reduce(np.maximum, terms)
+    return code
+
+
 def claims_verdict(
     claims: Sequence[Mapping[str, Any]], claim_checks: Iterable[ClaimCheck]
 ) -> tuple[Verdict, list[Message]]:
@@ -219,11 +239,13 @@ def claims_verdict(
     core = _core_ids(claims)
     reject: list[Message] = []
     low: list[Message] = []
+    strictest = 0
     for claim in claims:
         cid = str(claim.get("claim_id"))
         verification = checks.get(cid, "unsupported")
         label: dict[str, str] = {"claim": cid, "type": str(claim.get("claim_type", "?"))}
         level = claim_level(claim, verification, cid in core)
+        strictest = max(strictest, VERDICT_ORDER[level])
         if verification == "contradicted":
             reject.append(msg("policy.contradicted", **label))
         elif verification == "external_unknown":
@@ -234,11 +256,24 @@ def claims_verdict(
         elif level == "LOW_CONFID":
             low.append(msg("policy.weak", verification=verification, **label) if cid in checks
                        else msg("policy.weak_unchecked", verification=verification, **label))
-    if not any(checks.get(cid) == "direct_observation" for cid in core):
+    direct = any(checks.get(cid) == "direct_observation" for cid in core)
+    if not direct:
         low.append(msg("policy.no_direct_core"))
-    if reject:
-        return "REJECT", reject + low
-    return ("LOW_CONFID", low) if low else ("PASS", [])
+    return VERDICTS[int(verdict_code(strictest, direct))], reject + low
+
+
+def evidence_gaps(coverage: Sequence[ServiceCoverage],
+                  invocations: Sequence[ToolInvocation]) -> tuple[list[ServiceCoverage], list[ToolInvocation]]:
+    """The question's pairs left unanswered and the tool calls that failed: each leaves the
+    evidence incomplete, whatever the claims say."""
+    return ([cov for cov in coverage if cov.status not in ("answered", "healthy")],
+            [inv for inv in invocations if inv.status == "error"])
+
+
+def evidence_floor(coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> Verdict:
+    """The verdict the session's evidence allows at best: LOW_CONFID with any gap of evidence_gaps."""
+    gaps, failed = evidence_gaps(coverage, invocations)
+    return "LOW_CONFID" if gaps or failed else "PASS"
 
 
 def decide_verdict(
@@ -269,10 +304,12 @@ def decide_verdict(
         return _finish("LOW_CONFID", reasons, [], 0.0, [], verifier_verdict)
     claims = claim_dicts(structured)
     checks, reasons = apply_gatekeeper(claim_checks, claims, gate, rule_impacts)
-    verdict, matrix_reasons = claims_verdict(claims, checks)
+    matrix, matrix_reasons = claims_verdict(claims, checks)
     reasons += matrix_reasons
     floor = gatekeeper_floor(gate.failed_rules, rule_impacts)
-    verdict = stricter(verdict, floor)
+    open_pairs, failed = evidence_gaps(coverage, invocations)
+    verdict = VERDICTS[int(verdict_code(VERDICT_ORDER[matrix], True, VERDICT_ORDER[floor], bool(gate.unbacked_claims),
+                                        VERDICT_ORDER[evidence_floor(coverage, invocations)]))]
     for rule_id in gate.failed_rules:
         impact = rule_impacts.get(rule_id) or "unknown impact"
         reason = msg("policy.rule_failed", rule=rule_id, impact=impact)
@@ -282,22 +319,15 @@ def decide_verdict(
             reasons.append(reason)
     for claim_id in gate.unbacked_claims:
         reasons.append(msg("policy.unbacked", claim=claim_id))
-    if gate.unbacked_claims:
-        verdict = stricter(verdict, "LOW_CONFID")
 
     missing_info: list[str] = []
-    for cov in coverage:
-        if cov.status in ("answered", "healthy"):
-            continue
-        verdict = stricter(verdict, "LOW_CONFID")
+    for cov in open_pairs:
         reasons.append(msg("policy.coverage_symptom", service=cov.service, symptom=cov.symptom or "any",
                            status=cov.status))
         # The row's own finding ("176 records ... returned, but no verified claim is about them"),
         # never a stock sentence that could contradict what the trace shows beside it.
         missing_info.append(_sentence(render(gap_message(cov), lang), lang))
-    failed = [inv for inv in invocations if inv.status == "error"]
     if failed:
-        verdict = stricter(verdict, "LOW_CONFID")
         reasons.append(msg("policy.tools_failed", calls=", ".join(f"{inv.model_tool_name} #{inv.id}" for inv in failed)))
     if retry_context is not None and retry_gaps_closed is False:
         verdict = stricter(verdict, "LOW_CONFID")
