@@ -3,6 +3,7 @@
     python benchmarks/bench_history.py --sessions 1000000 --naive 10000 [--trouble 0.05] [--db URL] [--e2e]
     python benchmarks/bench_history.py --sessions 100000 --trouble 0.5 --rejudge [--db URL]
     python benchmarks/bench_history.py --db URL --measure e2e|rejudge|columnar|listing [--naive N]
+    python benchmarks/bench_history.py --db POSTGRESQL_URL --grow 10   (the seeded store, ten times over)
 
 Builds the store itself: a few offline sessions are run for real, `VARIANTS` perturbed copies of
 them (scores, entity misses, invented words, hunks, a speculative phrase, a fabricated id, digest
@@ -270,6 +271,32 @@ def seed(url: str, sessions: int, trouble: float, audit: bool = True) -> None:
     _, took = _timed(lambda: insert_sessions(store, templates(store, variants), clones, "h",
                                              gate_rows_of(store, variants), audit))
     print(f"seeded {clones} clones in {took:.1f} s")
+
+
+def grow(url: str, times: int) -> None:
+    """PostgreSQL: the store's sessions and their gate rows copied by the server (INSERT ...
+    SELECT) until there are `times` as many, each copy with ids of its own. The Python seeding
+    builds every row in this process: a million sessions took over an hour on the loaded
+    2-core machine, where copies made by the server take minutes."""
+    store = Store(url)
+    if store.engine.dialect.name != "postgresql":
+        raise SystemExit("--grow copies rows with PostgreSQL's generate_series: give --db a PostgreSQL URL")
+    start = time.perf_counter()
+    with store.engine.begin() as conn:
+        top = conn.execute(text("SELECT max(seq) FROM gate_session")).scalar() or 0
+        copied = {"id": "id || '-' || g.k", "session_id": "session_id || '-' || g.k", "seq": f"seq + g.k * {top}"}
+        for table in ("diagnosis_session", "gate_session", "gate_binding", "gate_claim"):
+            columns = list(conn.execute(text("SELECT column_name FROM information_schema.columns WHERE "
+                                             "table_name = :t ORDER BY ordinal_position"), {"t": table}).scalars())
+            listed = ", ".join(f'"{c}"' for c in columns)
+            chosen = ", ".join(copied.get(c, f'"{c}"') for c in columns)
+            conn.execute(text(f"INSERT INTO {table} ({listed}) SELECT {chosen} FROM {table} "
+                              f"CROSS JOIN generate_series(1, {times - 1}) AS g(k)"))
+        conn.execute(text("SELECT setval(pg_get_serial_sequence('gate_session', 'seq'), (SELECT max(seq) FROM gate_session))"))
+    with store.engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+        sessions = conn.execute(select(func.count()).select_from(DiagnosisSession)).scalar_one()
+    print(f"grown to {sessions} sessions in {time.perf_counter() - start:.1f} s")
 
 
 def measure_columnar(url: str) -> None:
@@ -545,6 +572,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0, help=argparse.SUPPRESS)
     ap.add_argument("--measure", choices=["columnar", "naive", "listing", "rejudge", "pages", "e2e"],
                     help="with --db of a seeded store: measure this only")
+    ap.add_argument("--grow", type=int, default=0,
+                    help="with --db of a seeded PostgreSQL store: copy its sessions until there are this many times as many")
     ap.add_argument("--tile", type=int, default=0,
                     help="with --db of a seeded store: time the array half at this many times its size")
     args = ap.parse_args()
@@ -553,6 +582,9 @@ def main() -> None:
         return
     if args.tile:
         measure_tiled(args.db, args.tile)
+        return
+    if args.grow:
+        grow(args.db, args.grow)
         return
     if args.measure == "listing":
         measure_listing(args.db)
