@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.core.config import Settings, load_settings
 from pipeline.core.contracts import ClaimCheck, ParseStatus, VerifierOutput
+from pipeline.core.messages import tr
 from pipeline.runs.session import run_session
 from pipeline.stages.answer_lead import closed_by
 from pipeline.stages.composer import assemble_input, run_composer
@@ -159,7 +160,7 @@ def test_an_answer_that_does_not_open_with_the_lead_falls_back() -> None:
     out, guard, final = _run("Next steps: have a person review this session's tool calls and evidence bindings. "
                              "order-service logged: create order failed with HTTP 500.")
     assert guard.used_template and "lead_missing" in {v.kind for v in guard.violations}
-    assert final.splitlines()[0] == "Cause unknown: the evidence does not establish one."
+    assert final.splitlines()[0] == tr("answer.unknown", "en")
 
 
 # --- the LLM collector: every asked service is queried, whatever the model chose ------------------

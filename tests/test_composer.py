@@ -19,6 +19,7 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.core.errors import StageFailure
+from pipeline.core.messages import tr
 from pipeline.llm.offline.composer import compose
 from pipeline.llm.provider import StageContext
 from pipeline.stages.composer import assemble_input, run_composer
@@ -141,7 +142,7 @@ def test_root_cause_claim_confirmed_only_under_pass():
                          claim_checks=[ClaimCheck(claim_id="r1", verification="direct_observation")])
     ci, _ = assemble_input(question="超时", verdict="PASS", structured=data, verifier_output=out)
     assert [c.claim_id for c in ci.allowed_claims] == ["r1"]
-    assert render(ci, "zh").user_facing_answer.startswith("最可能的原因（已确认）：连接池耗尽导致超时")
+    assert render(ci, "zh").user_facing_answer.startswith(tr("answer.cause_confirmed", "zh", text="连接池耗尽导致超时"))
     ci, _ = assemble_input(question="超时", verdict="LOW_CONFID", structured=data, verifier_output=out)
     assert ci.allowed_claims == [] and ci.allowed_hypotheses[0].hypothesis_text == "连接池耗尽导致超时。"
     text = render(ci, "zh").user_facing_answer

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import postgres_schema, queue_count
 
+from pipeline.core.messages import tr
 from pipeline.store import StaleRuleVersion, Store
 
 APPLIERS = 8
@@ -83,20 +84,20 @@ def test_rules_from_a_shell_apply_list_diff_and_roll_back(tmp_path: Path, capsys
     code, out, _ = run("rules", "diff", str(tuned))
     assert code == 0 and [line for line in out.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
         "-      passThreshold: 0.5", "-      warnThreshold: 0.3", "+      passThreshold: 0.55", "+      warnThreshold: 0.35"]
-    assert run("rules", "apply", str(tuned), "--author", " ")[2] == "workbench: Enter the author's name.\n"
+    assert run("rules", "apply", str(tuned), "--author", " ")[2] == f"workbench: {tr('rules.need_author', 'en')}\n"
     code, out, _ = run("rules", "apply", str(tuned), "--author", "ana", "--comment", "noisy payment logs")
     assert (code, out) == (0, f"applied {tuned} as version 1 (based on version 0)\n"
                               "re-judged 0 stored sessions under version 1: 0 now differ from their verdict at ask\n")
     assert run("rules", "diff", str(tuned))[1] == "(no difference against version 1, the version in force)\n"
     assert run("rules", "apply", str(tuned), "--author", "ana")[1:] == (
-        "", "workbench: No change against the version you started from.\n")
+        "", f"workbench: {tr('rules.unchanged', 'en')}\n")
     broken = _rules_dir(tmp_path, "broken", {"passThreshold: 0.5": "passThreshold: 1.5"})
     code, _, err = run("rules", "apply", str(broken), "--author", "ana")
-    assert code == 2 and err.startswith("workbench: the candidate rules are invalid (1 problem(s)); metadata.yaml: "
+    assert code == 2 and err.startswith(f"workbench: {tr('rules.invalid', 'en', count=1)}; metadata.yaml: "
                                         "ruleMetadata.evidence.excerpt_similarity.params.passThreshold: 1.5 is outside")
     code, out, _ = run("rules", "rollback", "0", "--author", "bo")
     assert (code, out.splitlines()[0]) == (0, "version 0 re-applied as version 2")
-    assert run("rules", "rollback", "2", "--author", "bo")[2] == "workbench: Version 2 is already in force.\n"
+    assert run("rules", "rollback", "2", "--author", "bo")[2] == f"workbench: {tr('rules.already_in_force', 'en', id=2)}\n"
     assert run("rules", "rollback", "9", "--author", "bo")[2].startswith("workbench: no rule version 9")
     code, out, _ = run("rules", "history")
     assert code == 0 and [line[:4] for line in out.splitlines()] == ["* v2", "  v1", "  v0"]
@@ -105,7 +106,7 @@ def test_rules_from_a_shell_apply_list_diff_and_roll_back(tmp_path: Path, capsys
     config.write_text("ui:\n  editors: [ana]\n", encoding="utf-8")
     monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
     assert run("rules", "apply", str(tuned), "--author", "eve")[2] == (
-        "workbench: eve is not one of the editors who may apply rules: ana.\n")
+        f"workbench: {tr('rules.not_an_editor', 'en', who='eve', editors='ana')}\n")
 
 
 def _strict_utilization(texts: tuple[str, str]) -> tuple[str, str]:

@@ -12,7 +12,7 @@ from pipeline.core.contracts import (
     ServiceCoverage,
     ToolInvocation,
 )
-from pipeline.core.messages import msg
+from pipeline.core.messages import msg, tr
 from pipeline.core.resources import resource_dir
 from pipeline.gatekeeper import load_rules
 from pipeline.verdict.policy import decide_verdict
@@ -135,19 +135,19 @@ def test_a_retry_that_did_not_close_its_gaps_is_low_confid_and_says_so_generical
     retry = RetryContext(round=2, unsupported_claims=["secret unsupported text"], missing_info=["jstack"])
     d = decide(retry_context=retry, retry_gaps_closed=False, language="en")
     assert d.verdict == "LOW_CONFID" and any("round 2" in r for r in d.reasons)
-    assert d.missing_info == ["After another round of evidence gathering, 2 earlier item(s) remain unconfirmed."]
+    assert d.missing_info == [tr("policy.retry_gap", "en", gaps=2)]
     assert decide(retry_context=retry, retry_gaps_closed=True).verdict == "PASS"
 
 
 def test_a_stricter_verifier_wins_and_says_so():
     d = decide(verifier_verdict="REJECT")
-    assert d.verdict == "REJECT" and d.reasons == ["the verifier judged REJECT"]
+    assert d.verdict == "REJECT" and d.messages == [msg("policy.verifier_stricter", verdict="REJECT")]
 
 
 def test_a_lenient_verifier_never_lifts():
     data = claims(("c1", "symptom", "a"), ("c2", "risk", "b"))
     d = decide(data, checks(("c1", "direct_observation"), ("c2", "contradicted")), verifier_verdict="PASS")
-    assert d.verdict == "REJECT" and d.reasons[0] == "the verifier said PASS; the policy requires REJECT"
+    assert d.verdict == "REJECT" and d.messages[0] == msg("policy.verifier_differs", said="PASS", verdict="REJECT")
 
 
 def test_no_claims_is_low_confid():
@@ -157,13 +157,13 @@ def test_no_claims_is_low_confid():
 def test_missing_check_counts_as_unsupported():
     data = claims(("c1", "symptom", "a"), ("c2", "impact", "b"))
     d = decide(data, DIRECT)
-    assert d.verdict == "LOW_CONFID" and any("no claim check" in r for r in d.reasons)
+    assert d.verdict == "LOW_CONFID" and [m.params["claim"] for m in d.messages if m.code == "policy.weak_unchecked"] == ["c2"]
 
 
 def test_only_inferences_among_core_claims_is_low_confid():
     data = claims(("c1", "symptom", "a"), ("c2", "observation", "b"))
     d = decide(data, checks(("c1", "reasonable_inference"), ("c2", "direct_observation")))
-    assert d.verdict == "LOW_CONFID" and any("direct observation" in r for r in d.reasons)
+    assert d.verdict == "LOW_CONFID" and msg("policy.no_direct_core") in d.messages
 
 
 @pytest.mark.parametrize(("claim_type", "text", "verdict"), [
