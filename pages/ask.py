@@ -33,7 +33,7 @@ def sidebar() -> None:
     s = reads.settings()
     with st.sidebar:
         if s.provider != "offline":
-            st.caption(f"{i18n.t('engine.model')}: {markup.md(s.openai.model if s.provider == 'openai' else s.model)}")
+            st.caption(i18n.t("engine.model") + f": {markup.md(s.openai.model if s.provider == 'openai' else s.model)}")
 
 
 def _use_sample(question: str) -> None:
@@ -70,14 +70,14 @@ class Progress:
             handler(data)
 
     def on_session(self, data: dict[str, Any]) -> None:
-        st.caption(markup.md(f"{i18n.t('common.session')} {data['session_id']} · {data.get('world') or '-'} · "
-                         f"{data.get('provider')} · {data.get('shape')}"))
+        st.caption(markup.md(i18n.t("common.session") + f" {data['session_id']} · {data.get('world') or '-'} · "
+                             f"{data.get('provider')} · {data.get('shape')}"))
         if data.get("world"):
             st.info(render(sample_notice(world_by_id(reads.settings().incidents_dir, data["world"])), i18n.lang()))
 
     def on_planner(self, data: dict[str, Any]) -> None:
         plan = data.get("plan") or {}
-        with st.status(f"{i18n.t('stage.planner')} · {i18n.t('stage.skill')} {markup.md(plan.get('skill', ''))}",
+        with st.status(i18n.t("stage.planner") + " · " + i18n.t("stage.skill") + f" {markup.md(plan.get('skill', ''))}",
                        state="complete"):
             markup.html_block('<ol class="wb-list">' + "".join(f"<li>{markup.esc(s)}</li>" for s in plan.get("steps", []))
                           + "</ol>")
@@ -98,29 +98,29 @@ class Progress:
         summary = (data.get("summary") or {}).get("collection_summary", "")
         if self.tools is None:
             self.tools = st.status(i18n.t("stage.collector"))
-        self.tools.update(label=f"{i18n.t('stage.collector')} · {markup.md(summary)}", state="complete", expanded=False)
+        self.tools.update(label=i18n.t("stage.collector") + f" · {markup.md(summary)}", state="complete", expanded=False)
         self.tools = None
 
     def on_digest(self, data: dict[str, Any]) -> None:
         digests = data.get("digests") or []
-        with st.status(f"{i18n.t('stage.digest')} · {len(digests)}", state="complete"):
+        with st.status(i18n.t("stage.digest") + f" · {len(digests)}", state="complete"):
             st.dataframe([{"digest_id": d.get("digest_id"), "tool": d.get("tool"),
                            "sources": str(d.get("source_invocation_ids")), "summary": d.get("summary")}
                           for d in digests], hide_index=True)
 
     def on_diagnosis(self, data: dict[str, Any]) -> None:
-        st.status(f"{i18n.t('stage.diagnosis')} · {data.get('chars', 0)} {i18n.t('stage.chars')}", state="complete")
+        st.status(i18n.t("stage.diagnosis") + f" · {data.get('chars', 0)} " + i18n.t("stage.chars"), state="complete")
 
     def on_verification(self, data: dict[str, Any]) -> None:
         gate = data.get("gatekeeper_result") or {}
-        label = (f"{i18n.t('stage.verification')} · {i18n.t('common.gatekeeper')} {markup.md(gate.get('status'))} · "
-                 f"{i18n.t('common.verdict')} {markup.md(data.get('verdict'))}")
+        label = (i18n.t("stage.verification") + " · " + i18n.t("common.gatekeeper") + f" {markup.md(gate.get('status'))} · "
+                 + i18n.t("common.verdict") + f" {markup.md(data.get('verdict'))}")
         with st.status(label, state="complete"):
-            st.write(f"{i18n.t('common.parse')}: {markup.md(data.get('parse_status'))}")
+            st.write(i18n.t("common.parse") + f": {markup.md(data.get('parse_status'))}")
             if gate.get("failed_rules"):
-                st.write(f"{i18n.t('common.failed_rules')}: {markup.md(', '.join(gate['failed_rules']))}")
+                st.write(i18n.t("common.failed_rules") + f": {markup.md(', '.join(gate['failed_rules']))}")
             if gate.get("warnings"):
-                st.write(f"{i18n.t('common.warnings')}: {markup.md(', '.join(gate['warnings']))}")
+                st.write(i18n.t("common.warnings") + f": {markup.md(', '.join(gate['warnings']))}")
             for e in gate.get("errors", [])[:20]:
                 markup.html_block(f"<div class='wb-muted'>{markup.esc(e.get('rule_id'))} @ {markup.esc(e.get('target'))}: "
                               f"{markup.esc(i18n.say(str(e.get('message')), e.get('msg')))}</div>")
@@ -131,7 +131,7 @@ class Progress:
             st.write(ctx)
 
     def on_failed(self, data: dict[str, Any]) -> None:
-        st.status(f"{i18n.t('ask.failed')}: {markup.md(data.get('stage'))}", state="error")
+        st.status(i18n.t("ask.failed") + f": {markup.md(data.get('stage'))}", state="error")
 
 
 @st.cache_resource(show_spinner=False)
@@ -170,7 +170,7 @@ def follow(session_id: str) -> None:
 
 
 def interrupted(session_id: str, error: str) -> None:
-    st.warning(f"{i18n.t('ask.interrupted')}: {markup.md(error)}")
+    st.warning(i18n.t("ask.interrupted") + f": {markup.md(error)}")
     if st.button(i18n.t("ask.rerun"), key=f"ask_rerun_{session_id}"):
         st.session_state["ask_session"] = submit_rerun(_queue(reads.settings().db_url), reads.store(), session_id)
         st.rerun()
@@ -198,13 +198,13 @@ def answer(session_id: str) -> None:
     with link:
         widgets.trace_link(session_id, i18n.t("ask.open_trace"))
     if r.status == "failed":
-        st.error(f"{i18n.t('ask.failed')}: {markup.md(r.error)}")
+        st.error(i18n.t("ask.failed") + f": {markup.md(r.error)}")
     markup.text_block(view.lead)
     with st.expander(i18n.t("ask.full_answer")):
         markup.text_block(view.final_answer)
     widgets.scope_block(r)
 
-    st.markdown(f"**{i18n.t('ask.confirmed')}**")
+    st.markdown("**" + i18n.t("ask.confirmed") + "**")
     if not view.confirmed:
         st.caption(i18n.t("ask.none"))
     facts = []
@@ -222,13 +222,13 @@ def answer(session_id: str) -> None:
     left, right = st.columns(2)
     with left:
         _items(i18n.t("ask.hypotheses"), [h.hypothesis_text + (
-            f" — {i18n.t('ask.gaps').lower()}: {'; '.join(h.needed_evidence)}" if h.needed_evidence else "")
+            " — " + i18n.t("ask.gaps").lower() + f": {'; '.join(h.needed_evidence)}" if h.needed_evidence else "")
             for h in view.hypotheses])
         _items(i18n.t("ask.gaps"), view.missing_info)
     with right:
         _items(i18n.t("ask.actions"), [a.action_text + (f" — {a.reason}" if a.reason else "") for a in view.actions])
         if view.rationale:
-            st.markdown(f"**{i18n.t('ask.rationale')}**")
+            st.markdown("**" + i18n.t("ask.rationale") + "**")
             markup.text_block(view.rationale)
 
 

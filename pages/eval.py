@@ -31,7 +31,7 @@ def _candidate():
 def sidebar() -> str:
     with st.sidebar:
         source = st.radio(i18n.t("eval.rules"), SOURCES, key="eval_rules", bind="query-params",
-                          format_func=lambda v: i18n.t(f"eval.rules.{v}"))
+                          format_func=lambda v: i18n.named("eval.rules.", v))
     return source or "force"
 
 
@@ -62,7 +62,7 @@ def run(source: str, who: str) -> None:
 def _rules(run: EvalRun) -> str:
     """The stored label in the page's words; a candidate keeps its hash so two runs can be matched."""
     if run.rules.startswith("candidate"):
-        return f"{i18n.t('eval.rules.candidate')} {run.rules.removeprefix('candidate').strip()}".strip()
+        return i18n.t("eval.rules.candidate") + f" {run.rules.removeprefix('candidate').strip()}".strip()
     return run.rules or "—"
 
 
@@ -79,7 +79,7 @@ def _outcome(result: dict[str, Any] | None) -> str:
 
 def _col(name: str, width: int | None) -> Any:
     """A text column headed in the page language (the row keys stay the same in every language)."""
-    return st.column_config.TextColumn(i18n.t(f"eval.col.{name}"), width=width)
+    return st.column_config.TextColumn(i18n.named("eval.col.", name), width=width)
 
 
 def results(run: EvalRun) -> None:

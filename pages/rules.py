@@ -67,7 +67,7 @@ def permission() -> tuple[bool, str]:
 def author_field(key: str) -> str:
     who = identity.current_user()
     if who:
-        st.caption(f"{i18n.t('rules.author')}: {markup.md(who)}")
+        st.caption(i18n.t("rules.author") + f": {markup.md(who)}")
         return who
     return st.text_input(i18n.t("rules.author"), key=key, persist_state="session").strip()
 
@@ -138,14 +138,14 @@ def _param_widget(spec: Any, pf: rules_view.ParamField, gen: int) -> None:
         st.selectbox(pf.name, list(pf.options), index=list(pf.options).index(pf.value), placeholder=i18n.t("common.choose_one"), key=key,
                      on_change=_on_form, args=args)
     else:
-        st.text_area(f"{pf.name} ({i18n.t('rules.one_per_line')})", "\n".join(map(str, pf.value)), key=key,
+        st.text_area(f"{pf.name} (" + i18n.t("rules.one_per_line") + ")", "\n".join(map(str, pf.value)), key=key,
                      on_change=_on_form, args=args, height=120)
 
 
 def form(rules: RuleSet | None, errors: list[str]) -> None:
     """Drawn from the last valid candidate, so a value that breaks validation can be fixed here too."""
     if errors:
-        st.error(i18n.t("rules.invalid") + "\n\n" + "\n".join(f"- {markup.md(e)}" for e in errors))
+        st.error(i18n.t("rules.invalid_list") + "\n\n" + "\n".join(f"- {markup.md(e)}" for e in errors))
     if rules is not None:
         st.session_state["rules_last_valid"] = rules
     rules = st.session_state.get("rules_last_valid")
@@ -190,7 +190,7 @@ def yaml_editor(errors: list[str]) -> None:
     right.text_area("metadata.yaml", st.session_state["rules_meta"], height=420, key=f"rules_y{gen}_meta",
                     on_change=_on_yaml, args=("rules_meta", f"rules_y{gen}_meta", gen))
     if errors:
-        st.error(i18n.t("rules.invalid") + "\n\n" + "\n".join(f"- {markup.md(e)}" for e in errors))
+        st.error(i18n.t("rules.invalid_list") + "\n\n" + "\n".join(f"- {markup.md(e)}" for e in errors))
 
 
 # --- preview ---------------------------------------------------------------------------------------
@@ -267,9 +267,9 @@ def preview(rules: RuleSet | None) -> None:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric(i18n.t("rules.replayed"), result["total"])
     c2.metric(i18n.t("rules.changed"), result["changed_count"])
-    c3.markdown(f"**{i18n.t('rules.status_changes')}**\n\n" + ("\n".join(
+    c3.markdown("**" + i18n.t("rules.status_changes") + "**\n\n" + ("\n".join(
         f"- {k}: {v}" for k, v in result["status"].most_common()) or "—"))
-    c4.markdown(f"**{i18n.t('rules.verdict_changes')}**\n\n" + ("\n".join(
+    c4.markdown("**" + i18n.t("rules.verdict_changes") + "**\n\n" + ("\n".join(
         f"- {k}: {v}" for k, v in result["verdict"].most_common()) or "—"))
     if not result["changed"]:
         st.info(i18n.t("rules.no_change"))
@@ -374,7 +374,7 @@ def history() -> None:
     targets = [i for i in ids if not by_id[i].active]
     if not targets:
         return
-    st.markdown(f"**{i18n.t('rules.rollback_title')}**")
+    st.markdown("**" + i18n.t("rules.rollback_title") + "**")
     pick, who, go = st.columns([1, 1, 1], vertical_alignment="bottom")
     target = pick.selectbox(i18n.t("rules.rollback_to"), targets, placeholder=i18n.t("common.choose_one"), key="rules_rollback_pick",
                             format_func=lambda i: i18n.t("rules.version", id=i))

@@ -40,8 +40,8 @@ def _show_all() -> None:
 
 
 def _why(r: SessionRow) -> list[str]:
-    named = {"composer_findings": i18n.t("sessions.composer_findings"), "gatekeeper_warn": f"{i18n.t('common.gatekeeper')} warn"}
-    why = [named.get(w, w) for w in r.queued_for]
+    said = {"composer_findings": i18n.t("sessions.composer_findings"), "gatekeeper_warn": i18n.t("common.gatekeeper") + " warn"}
+    why = [said.get(w, w) for w in r.queued_for]
     return [i18n.t("sessions.queued_for", why=", ".join(why))] if why else []
 
 
@@ -57,7 +57,7 @@ def sidebar() -> review_queue.QueueFilter:
                               bind="query-params")
         reviewed = st.segmented_control(
             i18n.t("sessions.reviewed"), list(REVIEWED), default="no", required=True, key="sessions_reviewed",
-            format_func=lambda v: i18n.t(f"sessions.reviewed.{v}"), bind="query-params")
+            format_func=lambda v: i18n.named("sessions.reviewed.", v), bind="query-params")
         rule = st.selectbox(i18n.t("sessions.rule"), ["", *RULES], placeholder=i18n.t("common.choose_one"), key="sessions_rule", bind="query-params")
         since = st.date_input(i18n.t("sessions.since"), value=None, key="sessions_since", bind="query-params")
         until = st.date_input(i18n.t("sessions.until"), value=None, key="sessions_until", bind="query-params")
@@ -97,7 +97,7 @@ def table(rows: list[SessionRow]) -> None:
         "question": r.question,
         "verdict": " · ".join([i18n.t("sessions.at_ask", v=r.verdict, a=r.verdict_at_ask or "—")
                                if r.verdict and r.verdict != r.verdict_at_ask else r.verdict or r.status,
-                               *(i18n.t(f"mark.{m}") for m in r.marks), *_why(r)]),
+                               *(i18n.named("mark.", m) for m in r.marks), *_why(r)]),
         "failed rules": r.failed_rules,
         "groundedness": r.groundedness,
         "review": r.review_label or "",
@@ -140,7 +140,7 @@ def charts(stats: review_queue.QueueStats) -> None:
         fig.update_layout(title=i18n.t("sessions.rule_counts"), **{**layout, "showlegend": False})
         c2.plotly_chart(fig, width="stretch", key="sessions_chart_rules")
     else:
-        c2.markdown(f"**{i18n.t('sessions.rule_counts')}**")
+        c2.markdown("**" + i18n.t("sessions.rule_counts") + "**")
         c2.caption(i18n.t("sessions.no_failed_rules"))
     fig = go.Figure(go.Bar(x=[f"{b:.1f}–{b + 0.1:.1f}" for b, _ in stats.groundedness],
                            y=[n for _, n in stats.groundedness], marker_color="#3b5bdb"))
@@ -152,7 +152,7 @@ def charts(stats: review_queue.QueueStats) -> None:
 def exports(f: review_queue.QueueFilter) -> None:
     cols = st.columns([1, 1, 3])
     for col, export in zip(cols, sessions_view.queue_exports(reads.settings(), reads.store(), f), strict=False):
-        col.download_button(i18n.t(f"sessions.export_{export.kind}"), export.build, file_name=export.file_name,
+        col.download_button(i18n.named("sessions.export_", export.kind), export.build, file_name=export.file_name,
                             mime=export.mime, key=f"sessions_{export.kind}", on_click="ignore")
 
 

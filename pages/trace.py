@@ -65,9 +65,9 @@ def header(r: SessionRecord) -> None:
         st.write("—" if r.groundedness is None else f"{r.groundedness:.2f}")
     with cols[3]:
         st.caption(markup.md(f"{r.id} · {r.created_at:%Y-%m-%d %H:%M:%S} · {r.world or '-'} · {r.provider}/{r.model} · "
-                         f"{r.shape} · {i18n.t('common.status')} {r.status} ({r.stage}) · "
-                         f"{i18n.t('trace.meta_rounds', n=r.rounds)} · "
-                         f"{i18n.t('trace.meta_tokens', p=r.prompt_tokens, c=r.completion_tokens)}"))
+                             f"{r.shape} · " + i18n.t("common.status") + f" {r.status} ({r.stage}) · "
+                             + i18n.t("trace.meta_rounds", n=r.rounds) + " · "
+                             + i18n.t("trace.meta_tokens", p=r.prompt_tokens, c=r.completion_tokens)))
         if r.timings_ms:
             st.caption(markup.md(" · ".join(f"{k} {v:.0f} ms" for k, v in r.timings_ms.items())))
     if r.error:
@@ -95,9 +95,9 @@ def final_answer(r: SessionRecord) -> None:
     widgets.scope_block(r)
     guard = r.evaluation.composer_guard if r.evaluation else None
     if guard:
-        line = f"{i18n.t('trace.guard')}: {markup.pill(guard.status)}"
+        line = i18n.t("trace.guard") + f": {markup.pill(guard.status)}"
         if guard.used_template:
-            line += f" · {markup.esc(i18n.t('trace.template'))}"
+            line += " · " + markup.esc(i18n.t("trace.template"))
         if guard.detail:
             line += f" · {markup.esc(i18n.say(guard.detail, guard.msg))}"
         violations = "".join(f"<li>{markup.esc(guard_kind(v.kind, i18n.lang()))}: <code>{markup.esc(v.token)}</code> "
@@ -114,11 +114,10 @@ def claimed_by_source(r: SessionRecord) -> None:
     with st.expander(i18n.t("trace.claimed", v=markup.md(c.verdict or "—"), f=r.verdict or "—"),
                      expanded=c.verdict != r.verdict):
         sig = c.signature
-        markup.html_block(f'<div class="wb-muted">{markup.esc(c.provider)}/{markup.esc(c.model)} · '
-                      f'<code>{markup.esc(c.session_id)}</code></div>'
-                      f'<div>{markup.esc(i18n.t("trace.provenance"))}: {markup.pill(r.provenance)} '
-                      f'{markup.esc(sig.reason if sig else "")}'
-                      + (f' <code>{markup.esc(sig.key)}</code>' if sig and sig.key else "") + "</div>")
+        markup.html_block(f"<div class='wb-muted'>{markup.esc(c.provider)}/{markup.esc(c.model)} · "
+                          f"<code>{markup.esc(c.session_id)}</code></div><div>" + markup.esc(i18n.t("trace.provenance"))
+                          + f": {markup.pill(r.provenance)} {markup.esc(sig.reason if sig else '')}"
+                          + (f" <code>{markup.esc(sig.key)}</code>" if sig and sig.key else "") + "</div>")
         markup.text_block(c.final_answer or i18n.t("common.none"))
 
 
@@ -131,20 +130,22 @@ def composer_input(r: SessionRecord) -> None:
     left, right = st.columns(2)
     with left:
         sections = [
-            ("ask.confirmed", [f"[{c.claim_id}] {c.claim_text}" for c in ci.allowed_claims] if ci else []),
-            ("ask.hypotheses", [h.hypothesis_text for h in ci.allowed_hypotheses] if ci else []),
-            ("ask.gaps", list(ci.missing_info) if ci else []),
-            ("ask.actions", [a.action_text for a in ci.recommended_actions] if ci else []),
+            (i18n.t("ask.confirmed"), [f"[{c.claim_id}] {c.claim_text}" for c in ci.allowed_claims] if ci else []),
+            (i18n.t("ask.hypotheses"), [h.hypothesis_text for h in ci.allowed_hypotheses] if ci else []),
+            (i18n.t("ask.gaps"), list(ci.missing_info) if ci else []),
+            (i18n.t("ask.actions"), [a.action_text for a in ci.recommended_actions] if ci else []),
         ]
         parts = []
-        for key, items in sections:
-            lis = "".join(f"<li>{markup.esc(i)}</li>" for i in items) or f"<li class='wb-muted'>{markup.esc(i18n.t('ask.none'))}</li>"
-            parts.append(f"<b>{markup.esc(i18n.t(key))}</b><ul class='wb-list'>{lis}</ul>")
+        none = markup.esc(i18n.t("ask.none"))
+        for heading, items in sections:
+            lis = "".join(f"<li>{markup.esc(i)}</li>" for i in items) or f"<li class='wb-muted'>{none}</li>"
+            parts.append(f"<b>{markup.esc(heading)}</b><ul class='wb-list'>{lis}</ul>")
         if ci and ci.rationale:
-            parts.append(f"<b>{markup.esc(i18n.t('ask.rationale'))}</b><div class='wb-text'>{markup.esc(ci.rationale)}</div>")
+            rationale = markup.esc(i18n.t("ask.rationale"))
+            parts.append(f"<b>{rationale}</b><div class='wb-text'>{markup.esc(ci.rationale)}</div>")
         markup.html_block("".join(parts))
     with right:
-        st.markdown(f"**{i18n.t('trace.filtered')}**")
+        st.markdown("**" + i18n.t("trace.filtered") + "**")
         if ev.composer_filtered:
             # Wrapped text, not a grid: a reason is a sentence and must fit at 1280 px.
             markup.html_block("<ul class='wb-list'>" + "".join(
@@ -162,17 +163,17 @@ def _window_html(url: str, b: trace_view.BindingView) -> str:
     if b.invocation_id is None or not b.spans:
         # What the reviewer must judge: the quote beside the records of each output it cites
         # that come closest to it.
-        parts = [f"<div class='wb-muted'>{markup.esc(i18n.t('trace.not_located'))}</div>"]
+        parts = ["<div class='wb-muted'>" + markup.esc(i18n.t("trace.not_located")) + "</div>"]
         for inv_id in dict.fromkeys(b.binding.source_invocation_ids):
             near = reads.nearest_records(url, int(inv_id), b.binding.evidence_excerpt)
             rows = "\n".join(f"<span class='wb-ln'>#{n.number} · {n.score:.2f}</span> {markup.esc(n.line)}" for n in near)
-            parts.append(f"<div class='wb-muted'>{markup.esc(i18n.t('trace.nearest', id=inv_id))}</div>"
-                         f"<div class='wb-box'>{rows or markup.esc(i18n.t('ask.none'))}</div>")
+            parts.append("<div class='wb-muted'>" + markup.esc(i18n.t("trace.nearest", id=inv_id)) + "</div>"
+                         + "<div class='wb-box'>" + (rows or markup.esc(i18n.t("ask.none"))) + "</div>")
         return "".join(parts)
     decoded = reads.decoded_output(url, int(b.invocation_id))
     w = highlight.highlight_window(decoded, b.spans, entity_tokens=highlight.nearby_tokens(b.entity_misses),
                                cited=b.cited_spans)
-    meta = (f"#{markup.esc(b.invocation_id)} · {markup.esc(i18n.t('trace.similarity'))} <b>{markup.esc(b.score)}</b> · "
+    meta = (f"#{markup.esc(b.invocation_id)} · " + markup.esc(i18n.t("trace.similarity")) + f" <b>{markup.esc(b.score)}</b> · "
             + markup.esc(i18n.t("trace.window", start=w.start, end=w.end, total=w.total, line=w.line)))
     body = ("… " if w.start > 0 else "") + markup.segments_html(w.segments) + (" …" if w.end < w.total else "")
     return f"<div class='wb-muted'>{meta}</div><div class='wb-box'>{body}</div>"
@@ -186,17 +187,16 @@ def _binding(url: str, b: trace_view.BindingView) -> None:
             ids += f" ({', '.join(map(str, b.binding.source_record_ids))})"
         scores = " · ".join(f"{name} {score}" for name, score in b.source_scores.items())
         misses = "".join(
-            f"<li><mark class='wb-entity'>{markup.esc(m.token)}</mark> ({markup.esc(m.kind)}) "
-            f"{markup.esc(i18n.t('trace.entity_miss'))}"
+            f"<li><mark class='wb-entity'>{markup.esc(m.token)}</mark> ({markup.esc(m.kind)}) " + markup.esc(i18n.t("trace.entity_miss"))
             + (f" → {markup.esc(', '.join(m.nearby))}" if m.nearby else "") + "</li>"
             for m in b.entity_misses)
         extra = ""
         if b.added_words:
-            extra += f"<div class='wb-muted'>{markup.esc(i18n.t('trace.added'))}: {markup.esc(', '.join(b.added_words))}</div>"
+            extra += "<div class='wb-muted'>" + markup.esc(i18n.t("trace.added")) + f": {markup.esc(', '.join(b.added_words))}</div>"
         if b.other_match:
             o = b.other_match
-            extra += ("<div class='wb-muted'>"
-                      f"{markup.esc(i18n.t('trace.other_match', id=o.invocation_id, tool=o.tool_name, score=o.score))}</div>")
+            other = i18n.t("trace.other_match", id=o.invocation_id, tool=o.tool_name, score=o.score)
+            extra += "<div class='wb-muted'>" + markup.esc(other) + "</div>"
         errors = "".join(f"<li>{markup.pill('fail')} <code>{markup.esc(e.rule_id)}</code>: {markup.esc(i18n.say(e.message, e.msg))}</li>"
                          for e in b.errors)
         markup.html_block(
@@ -217,14 +217,14 @@ def _card(url: str, card: trace_view.ClaimCard, *, pick: int | None = None) -> N
     with st.container(border=True):
         head = (f"<b>{markup.esc(c.claim_id)}</b> <span class='wb-muted'>{markup.esc(card.target)} · "
                 f"{markup.esc(c.claim_type)} · {markup.esc(c.support_level)}</span> · "
-                f"{markup.esc(i18n.t('trace.composer_state'))}: <b>{markup.esc(card.composer)}</b>"
+                + markup.esc(i18n.t("trace.composer_state")) + f": <b>{markup.esc(card.composer)}</b>"
                 + (f" <span class='wb-muted'>({markup.esc(i18n.say(card.filter_reason, card.filter_msg))})</span>"
                    if card.filter_reason else "")
                 + f"<div class='wb-text'>{markup.esc(c.claim_text)}</div>")
         verification = check.verification if check else "—"
         color = ("pass" if verification in trace_view.GOOD_CHECKS else
                  "warn" if verification in ("overstated", "external_unknown") else "fail")
-        head += (f"<div>{markup.esc(i18n.t('trace.claim_check'))}: <span class='wb-pill wb-{color}'>{markup.esc(verification)}</span> "
+        head += ("<div>" + markup.esc(i18n.t("trace.claim_check")) + f": <span class='wb-pill wb-{color}'>{markup.esc(verification)}</span> "
                  f"<span class='wb-muted'>{markup.esc(i18n.say(check.detail, check.msg) if check else '')}</span></div>")
         own = [e for e in card.errors if not any(e in b.errors for b in card.bindings)]
         if own:
@@ -233,7 +233,7 @@ def _card(url: str, card: trace_view.ClaimCard, *, pick: int | None = None) -> N
                 f"{markup.esc(i18n.say(e.message, e.msg))}</li>"
                 for e in own) + "</ul>"
         if card.reviews:
-            head += (f"<div class='wb-muted'>{markup.esc(i18n.t('trace.reviews'))}: "
+            head += ("<div class='wb-muted'>" + markup.esc(i18n.t("trace.reviews")) + ": "
                      + markup.esc("; ".join(f"{rv.label} ({rv.reviewer})" for rv in card.reviews)) + "</div>")
         markup.html_block(head)
         for b in card.bindings:
@@ -270,7 +270,7 @@ def _label_buttons(sid: str, claim_id: str | None, reviewer: str, note_key: str,
     """One button per label; with `keys`, digits 1-5 press them (the per-claim keyboard flow)."""
     cols = st.columns(len(widgets.REVIEW_LABELS))
     for i, (col, label) in enumerate(zip(cols, widgets.REVIEW_LABELS, strict=True)):
-        col.button(i18n.t(f"label.{label}"), key=f"{key}_{label}", width="stretch", shortcut=str(i + 1) if keys else None,
+        col.button(i18n.named("label.", label), key=f"{key}_{label}", width="stretch", shortcut=str(i + 1) if keys else None,
                    on_click=_save, args=(sid, claim_id, label, reviewer, note_key, advance))
 
 
@@ -316,14 +316,14 @@ def review_panel(url: str, r: SessionRecord, queue: list[trace_view.ClaimCard]) 
 def claims(url: str, r: SessionRecord) -> None:
     cards = trace_view.claim_cards(r)
     flagged = [c for c in cards if c.has_findings]
-    st.subheader(f"{i18n.t('trace.claims')} ({len(cards)}; {i18n.t('trace.claims_flagged')}: {len(flagged)})")
+    st.subheader(i18n.t("trace.claims") + f" ({len(cards)}; " + i18n.t("trace.claims_flagged") + f": {len(flagged)})")
     if not cards:
         st.caption(i18n.t("ask.none"))
         return
     left, right = st.columns([2, 1])
     show = left.segmented_control(i18n.t("trace.claims_filter"), ["flagged", "all"],
                                   default="flagged" if flagged else "all", required=True,
-                                  format_func=lambda v: i18n.t(f"trace.claims_{v}"), key="trace_claims_filter")
+                                  format_func=lambda v: i18n.named("trace.claims_", v), key="trace_claims_filter")
     shown = flagged if show == "flagged" else cards
     focused = review_panel(url, r, shown)
     pages = max(1, -(-len(shown) // CLAIMS_PER_PAGE))
@@ -353,7 +353,7 @@ def digests(r: SessionRecord) -> None:
     rows = trace_view.digest_rows(r)
     if not rows:
         return
-    st.subheader(f"{i18n.t('trace.digests')} ({len(rows)})")
+    st.subheader(i18n.t("trace.digests") + f" ({len(rows)})")
     st.dataframe([{
         "digest_id": d.digest.digest_id, "sources": ", ".join(f"#{i}" for i in d.digest.source_invocation_ids),
         "tool": d.digest.tool, "summary": d.digest.summary, "source_quote": d.digest.source_quote,
@@ -366,7 +366,7 @@ def digests(r: SessionRecord) -> None:
 
 @st.fragment
 def output_viewer(url: str, metas: list[InvocationMeta]) -> None:
-    st.markdown(f"**{i18n.t('trace.viewer')}**")
+    st.markdown("**" + i18n.t("trace.viewer") + "**")
     by_id = {m.id: m for m in metas}
     c1, c2, c3 = st.columns([2, 2, 1])
     # Nothing picked at first: an output may be megabytes, and reading one nobody asked for
@@ -403,7 +403,7 @@ def output_viewer(url: str, metas: list[InvocationMeta]) -> None:
 def invocations(url: str, r: SessionRecord) -> None:
     if not r.invocations:
         return
-    st.subheader(f"{i18n.t('trace.invocations')} ({len(r.invocations)})")
+    st.subheader(i18n.t("trace.invocations") + f" ({len(r.invocations)})")
     st.dataframe([{
         "id": m.id, "round": m.round, "tool": m.model_tool_name, "stored as": m.tool_name,
         "arguments": json.dumps(m.arguments, ensure_ascii=False), "status": m.status,
@@ -419,7 +419,7 @@ def invocations(url: str, r: SessionRecord) -> None:
 def llm_calls(r: SessionRecord) -> None:
     if not r.llm_calls:
         return
-    st.subheader(f"{i18n.t('trace.llm_calls')} ({len(r.llm_calls)})")
+    st.subheader(i18n.t("trace.llm_calls") + f" ({len(r.llm_calls)})")
     for n, call in enumerate(r.llm_calls):
         label = (f"{call.stage} · r{call.round} · attempt {call.attempt} · {call.parse_status} · "
                  f"{call.prompt_tokens}+{call.completion_tokens} tokens · {call.latency_ms:.0f} ms · "
@@ -434,13 +434,13 @@ def llm_calls(r: SessionRecord) -> None:
                 st.error(markup.md(call.error))
             if call.prompt_file:
                 st.caption(markup.md(f"{call.prompt_file} {call.prompt_version}"))
-            st.markdown(f"**{i18n.t('trace.messages')}**")
+            st.markdown("**" + i18n.t("trace.messages") + "**")
             for m in call.messages:
                 content = m.get("content")
                 st.caption(markup.md(m.get("role", "")))
                 st.code(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, indent=1),
                         language=None, wrap_lines=True, height=220 if len(str(content)) > 2000 else "content")
-            st.markdown(f"**{i18n.t('trace.raw_response')}**")
+            st.markdown("**" + i18n.t("trace.raw_response") + "**")
             st.code(call.raw_response, language="json", wrap_lines=True)
 
 
@@ -466,7 +466,7 @@ def review(r: SessionRecord) -> None:
             # The claim panel above drew the name field (a widget key appears once per page):
             # one identity, typed once, shown here beside this form too.
             reviewer = identity.reviewer_shown("reviewer")
-            st.caption(f"{i18n.t('common.reviewer')}: {markup.md(reviewer or '—')}")
+            st.caption(i18n.t("common.reviewer") + f": {markup.md(reviewer or '—')}")
         else:
             reviewer = identity.reviewer_name("reviewer")
     note_col.text_input(i18n.t("common.note"), key="trace_note_session")

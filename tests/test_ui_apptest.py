@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pipeline.core.config import ROOT, Settings
+from pipeline.core.messages import tr
 from pipeline.runs.record import read_session
 from pipeline.runs.session import run_session
 from pipeline.store import Store
@@ -152,7 +153,7 @@ def test_trace_reviews_claim_by_claim_and_every_view_shows_them_at_once(settings
     sid = result.session_id
     at = _app("pages/trace.py", session=sid)
     at.button(key="trace_label_correct").click().run()
-    assert "Enter your name first." in _texts(at) and store.reviews(sid) == []
+    assert tr("common.need_name", "en") in _texts(at) and store.reviews(sid) == []
 
     at.text_input(key="reviewer").input("ann").run()
     claims = [c["claim_id"] for c in result.evaluation.round_audit.executor_structured_output["claims"]]
@@ -177,7 +178,7 @@ def test_trace_reviews_claim_by_claim_and_every_view_shows_them_at_once(settings
 
 def test_trace_unknown_session_says_so() -> None:
     at = _app("pages/trace.py", session="s-nope")
-    assert "No session with id s-nope" in _texts(at)
+    assert tr("trace.not_found", "en", sid="s-nope") in _texts(at)
 
 
 def test_rules_bad_yaml_shows_validation_errors_inline() -> None:
@@ -207,7 +208,7 @@ def test_rules_threshold_preview_and_apply_creates_a_version(settings: Settings,
     active = store.active_rule_version()
     assert active is not None and active["author"] == "tuner" and active["comment"] == "stricter excerpts"
     assert "passThreshold: 1.0" in active["metadata_yaml"]
-    assert f"Applied as version {active['id']}" in _texts(at)
+    assert tr("rules.applied", "en", id=active["id"]) in _texts(at)
 
 
 def test_rules_history_starts_at_version_0_diffs_before_apply_and_rolls_back_to_it(
@@ -275,7 +276,7 @@ def test_rules_editors_only_when_configured(tmp_path: Path, monkeypatch: pytest.
 def test_language_switch_changes_labels() -> None:
     at = _app()
     at.segmented_control(key="lang").set_value("zh").run()
-    assert any(t.value == "提出诊断问题" for t in at.title)
+    assert any(t.value == tr("ask.title", "zh") for t in at.title)
 
 
 def test_eval_runs_the_suite_with_the_rules_in_force(store: Store) -> None:
@@ -343,7 +344,7 @@ def test_sessions_and_trace_show_the_verdict_in_force_beside_the_one_at_ask(sett
                                                                    "claim.evidence_utilization"}
     at = _app("pages/trace.py", session=sid)
     assert f"Verdict in force REJECT (rules version {version}); at ask {at_ask} (rules version 0)" in _texts(at)
-    assert "Findings under the rules in force, not at ask" in _html(at)
+    assert tr("trace.findings_added", "en") in _html(at)
     at = _app("pages/sessions.py")
     shown = at.dataframe[0].value
     assert list(shown["verdict"]) == [f"REJECT (at ask {at_ask})"]

@@ -1,5 +1,5 @@
 """What every workbench page shares, one module per concern: navigation and the frame (frame),
-the label table (labels) and the page language (i18n), settings and cached store reads (reads),
+the page language and its words from the catalogue (i18n), settings and cached store reads (reads),
 escaping and markup (markup), badges and links (widgets), who is reviewing or editing (identity).
 
 The package name starts with "_" so Streamlit never takes it for a page. Everything drawn from a

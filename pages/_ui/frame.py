@@ -8,17 +8,17 @@ from typing import Any
 
 import streamlit as st
 
-from pages._ui.i18n import lang, t
+from pages._ui.i18n import N_, lang, t
 from pages._ui.markup import CSS, md
 from pages._ui.reads import settings
 from pipeline.core.errors import WorkbenchError, one_line
 
 PAGES = (  # (file, label key, icon); app.py builds st.navigation from this
-    ("pages/ask.py", "nav.ask", ":material/chat:"),
-    ("pages/sessions.py", "nav.sessions", ":material/inbox:"),
-    ("pages/trace.py", "nav.trace", ":material/account_tree:"),
-    ("pages/rules.py", "nav.rules", ":material/rule:"),
-    ("pages/eval.py", "nav.eval", ":material/science:"),
+    ("pages/ask.py", N_("nav.ask"), ":material/chat:"),
+    ("pages/sessions.py", N_("nav.sessions"), ":material/inbox:"),
+    ("pages/trace.py", N_("nav.trace"), ":material/account_tree:"),
+    ("pages/rules.py", N_("nav.rules"), ":material/rule:"),
+    ("pages/eval.py", N_("nav.eval"), ":material/science:"),
 )
 _ENTRY_RAN = "_workbench_entry_ran"  # set by frame() on each run, taken by the page
 _FRAMED = "_workbench_framed"  # frame() ran at least once in this browser session

@@ -1,4 +1,8 @@
-"""The page language and the words in it: labels from labels.LABELS, engine messages rendered."""
+"""The page language and the words in it: labels and engine messages from the catalogue (docs/i18n.md).
+
+A label id is a literal at its call, t("sessions.title"), so `pybabel extract` finds it; an id the page
+looks up later is marked where it is written, N_("nav.ask"), and a family read by a value the page
+holds is named by its prefix, named("mark.", mark)."""
 
 from __future__ import annotations
 
@@ -6,9 +10,8 @@ from typing import Any
 
 import streamlit as st
 
-from pages._ui.labels import LABELS
 from pages._ui.reads import settings
-from pipeline.core.messages import localized, symptom_name
+from pipeline.core.messages import family, localized, symptom_name, tr
 
 
 def lang() -> str:
@@ -22,9 +25,19 @@ def say(text: str, message: Any) -> str:
 
 
 def t(key: str, **kw: Any) -> str:
-    en, zh = LABELS[key]
-    text = zh if lang() == "zh" else en
+    """The label `key` in the page language, its placeholders filled."""
+    return tr(key, lang(), **kw)
+
+
+def named(prefix: str, value: str, **kw: Any) -> str:
+    """The label of `value` in the family `prefix` ("mark.", "ungated"); a value without one stays itself."""
+    text = family(prefix, lang()).get(value, value)
     return text.format(**kw) if kw else text
+
+
+def N_(key: str) -> str:  # noqa: N802 - gettext's name for "extract this id, look it up later"
+    """`key` unchanged: marks a label id that t() looks up later, so the extraction lists it."""
+    return key
 
 
 

@@ -77,9 +77,9 @@ def reviewer_name(key: str) -> str:
     decision = label_access(settings(), current_user(), login_configured=auth_configured())
     if decision is not None:
         if decision.allowed:
-            st.caption(f"{t('common.reviewer')}: {md(decision.who)}")
+            st.caption(t("common.reviewer") + f": {md(decision.who)}")
         else:
-            st.caption(f"{t('common.reviewers_only')} {why_not(decision)}")
+            st.caption(t("common.reviewers_only") + f" {why_not(decision)}")
             login_button(f"{key}_login")
         return decision.who
     remembered = _browser_name()(key=f"{key}_browser", data={"name": str(st.session_state.get(key) or "")},

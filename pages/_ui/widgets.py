@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from pages._ui.i18n import say, symptom, t
+from pages._ui.i18n import named, say, symptom, t
 from pages._ui.markup import esc, html_block, md, pill
 from pages._ui.reads import settings
 from pipeline.runs.record import SessionRecord
@@ -25,13 +25,14 @@ def scope_block(r: SessionRecord) -> None:
     if scope is None:
         return
     known = set(scope.known_services)
-    services = ", ".join(f"{esc(s)}" + ("" if s in known else f" <span class='wb-muted'>({esc(t('scope.unknown'))})</span>")
+    services = ", ".join(f"{esc(s)}" + ("" if s in known else " <span class='wb-muted'>(" + esc(t("scope.unknown")) + ")</span>")
                          for s in scope.services) or esc(t("ask.none"))
     window = scope.time_window
     span = (f"{window.text} = " if window and window.text else "") + (
         f"{window.start:%Y-%m-%d %H:%M} – {window.end:%H:%M} UTC" if window and window.start and window.end else "—")
-    parts = [f"{esc(t('scope.services'))}: {services}", f"{esc(t('scope.symptom'))}: {esc(', '.join(symptom(x.strip()) for x in scope.symptom.split(',') if x.strip()) or '—')}",
-             f"{esc(t('scope.window'))}: {esc(span)}"]
+    symptoms = ", ".join(symptom(x.strip()) for x in scope.symptom.split(",") if x.strip()) or "—"
+    parts = [esc(t("scope.services")) + f": {services}", esc(t("scope.symptom")) + f": {esc(symptoms)}",
+             esc(t("scope.window")) + f": {esc(span)}"]
     coverage = r.evaluation.question_coverage if r.evaluation else []
     items = "".join(f"<li>{esc(c.service or '*')} · {esc(symptom(c.symptom))} {pill(c.status)} "
                     f"<span class='wb-muted'>{esc(say(c.detail, c.msg))}</span></li>" for c in coverage)
@@ -43,8 +44,8 @@ def verdict_badge(verdict: str | None, marks: Sequence[str] = ()) -> None:
     """The verdict and what qualifies it (record.verdict_marks: "ungated", "unverified")."""
     st.badge(verdict or "—", color=VERDICT_COLORS.get(verdict or "", "gray"))  # type: ignore[arg-type]
     for mark in marks:
-        st.badge(t(f"mark.{mark}"), color="orange" if mark == "ungated" else "red",
-                 help=t(f"mark.{mark}.help"))
+        st.badge(named("mark.", mark), color="orange" if mark == "ungated" else "red",
+                 help=named("mark.", f"{mark}.help"))
 
 
 def status_badge(status: str | None, prefix: str = "") -> None:
@@ -58,11 +59,11 @@ def engine_caption() -> str:
         engine = t("engine.offline")
     else:
         engine = md(f"{s.provider} · {s.openai.model if s.provider == 'openai' else s.model}")
-    return f"{t('engine.provider')}: {engine} · {t('engine.shape')}: {t('engine.shape.' + s.shape)}"
+    return t("engine.provider") + f": {engine} · " + t("engine.shape") + ": " + named("engine.shape.", s.shape)
 
 
 def trace_link(session_id: str, label: str | None = None) -> None:
-    st.page_link("pages/trace.py", label=label or f"{t('nav.trace')}: {md(session_id)}", icon=":material/account_tree:",
+    st.page_link("pages/trace.py", label=label or t("nav.trace") + f": {md(session_id)}", icon=":material/account_tree:",
                  query_params={"session": session_id})
 
 

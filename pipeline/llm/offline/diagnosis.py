@@ -18,7 +18,7 @@ from pipeline.core.contracts import (
     RecommendedAction,
     ToolInvocation,
 )
-from pipeline.core.messages import family, tr
+from pipeline.core.messages import catalogue, family, lang_of, tr
 from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE, SIGNATURES
 from pipeline.text.primitives import extract_entities, normalize
 from pipeline.tools.registry import model_name
@@ -32,6 +32,14 @@ def _service_of(d: EvidenceDigest, known: list[str]) -> str:
     services = [s for s in known if s in head] or [e.value for e in extract_entities(d.summary) if e.kind == "service"]
     # The summary starts with the service; prefer the earliest mention.
     return min(services, key=lambda s: head.find(s)) if services else ""
+
+
+def _runbook_title(summary: str, lang: str) -> str:
+    """The runbook title inside a knowledge digest's summary, read around the catalogue text that wrote
+    it (offline.digest.runbook)."""
+    before, _, rest = catalogue(lang_of(lang))["offline.digest.runbook"].partition("{title}")
+    after = rest.partition("{quote}")[0]
+    return summary.removeprefix(before).partition(after)[0]
 
 
 def _claim_text(d: EvidenceDigest, service: str, lang: str) -> str:
@@ -159,7 +167,7 @@ def diagnose(
     # A runbook is suggested only when it names an asked service or the symptom, and only once
     # there is evidence of a problem to check it against.
     for d in [k for k in knowledge if evidence and _matches_scope(k, invocations, list(asked), list(symptom_words))][:1]:
-        title = d.summary.split("》")[0].split("《")[-1] if lang == "zh" else d.summary.split("”")[0].split("“")[-1]
+        title = _runbook_title(d.summary, lang)
         relevance = _runbook_relevance(d, invocations)
         shown = f"{relevance:.2f}" if relevance is not None else "?"
         actions.append(RecommendedAction(
