@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime
 
 from pipeline.core.contracts import ClaimCheck, GatekeeperResult, QuestionScope, TimeWindow, ToolInvocation
+from pipeline.core.messages import msg, render, tr
 from pipeline.verdict.coverage import compute_coverage
 
 
@@ -50,9 +51,13 @@ def test_each_state():
     cov = coverage(["payment-service", "user-service", "billing-service", "search-service"])
     assert cov["payment-service"].status == "answered" and cov["payment-service"].claim_ids == ["c1"]
     assert cov["user-service"].status == "healthy" and cov["user-service"].invocation_ids == [2]
-    assert "no sign of a fault in user-service" in cov["user-service"].detail
+    healthy = cov["user-service"].msg
+    assert healthy is not None and healthy.code.startswith("coverage.healthy") and healthy.params["service"] == "user-service"
+    assert cov["user-service"].detail == render(healthy, "en")
     assert cov["billing-service"].status == "no_data" and cov["billing-service"].invocation_ids == [3]
-    assert "no logs, alerts or metrics for billing-service in bundled logs" in cov["billing-service"].detail
+    no_data = cov["billing-service"].msg
+    assert no_data is not None and no_data.code == "coverage.no_records"
+    assert (no_data.params["service"], no_data.params["backends"]) == ("billing-service", "bundled logs")
     assert cov["search-service"].status == "not_queried"
 
 
@@ -93,7 +98,7 @@ def test_the_answer_says_evidence_lies_outside_the_asked_window():
     ci, _ = assemble_input(question="payment-service timeouts since 12:00?", verdict="LOW_CONFID", structured=STRUCTURED,
                            verifier_output=VerifierOutput(verdict="LOW_CONFID", groundedness_score=1, claim_checks=CHECKS),
                            scope=scope, coverage=cov)
-    assert "The evidence about payment-service lies outside the asked time window (since 12:00)." in ci.missing_info
+    assert tr("gap.outside", "en", service="payment-service", window="since 12:00") in ci.missing_info
 
 
 def test_an_alert_firing_since_before_the_window_is_inside_it():
@@ -143,4 +148,5 @@ def test_records_without_a_verified_claim_are_counted_not_called_missing():
     weak = [ClaimCheck(claim_id="c1", verification="unsupported")]
     cov = symptom_coverage({"payment-service": ["timeout"]}, INVS, checks=weak)["payment-service", "timeout"]
     assert cov.status == "no_data" and cov.records == 1
-    assert cov.detail == "1 record(s) about timeouts in payment-service returned (#1), but no verified claim is about them"
+    assert cov.msg == msg("coverage.unclaimed_symptom", count=1, calls="#1", service="payment-service", symptom="timeout")
+    assert cov.detail == render(cov.msg, "en")
