@@ -4,8 +4,8 @@ The SQLite driver of ADBC carries its own copy of SQLite. Two copies of SQLite i
 do not see each other's locks: the second to open a WAL database's shared memory believes it
 is alone and resets the WAL index under the first, which then fails with "disk I/O error" or
 stops seeing committed rows (docs/architecture.md#performance). So on SQLite the reader runs
-in a child process, `python -m pipeline.replay.arrow`, and streams the batches back in Arrow's
-IPC format; on PostgreSQL it connects over the network in this process.
+in a child process, `python -m pipeline.replay.arrow_reader`, and streams the batches back in
+Arrow's IPC format; on PostgreSQL it connects over the network in this process.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 from sqlalchemy.engine import make_url
@@ -84,7 +83,8 @@ def _from_child(url: str, sql: str, batch_rows: int) -> Iterator[pa.RecordBatch]
         # The child imports this package from where this process did, installed or not.
         root = str(Path(__file__).resolve().parents[2])
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-        child = subprocess.Popen([sys.executable, "-m", "pipeline.replay.arrow", target, str(batch_rows)],
+        child = subprocess.Popen([sys.executable, "-m", "pipeline.replay.arrow_reader", target, str(batch_rows),
+                                  str(SQLITE_BUSY_TIMEOUT * 1000)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
                                  env={**os.environ, "PYTHONPATH": path})
         assert child.stdin is not None and child.stdout is not None
@@ -108,38 +108,3 @@ def _from_child(url: str, sql: str, batch_rows: int) -> Iterator[pa.RecordBatch]
             raise ArrowReadError(said[-1] if said else f"the Arrow reader exited with status {code}")
         if broken is not None:
             raise ArrowReadError(f"the Arrow reader's stream broke: {broken}")
-
-
-def _serve(target: str, batch_rows: int, sql: str, out: Any) -> None:
-    # The driver's low-level API: its DB-API module imports pandas, 60 MB in each child.
-    import adbc_driver_manager
-    import adbc_driver_sqlite
-
-    with (adbc_driver_sqlite.connect(target) as database, adbc_driver_manager.AdbcConnection(database) as connection,
-          adbc_driver_manager.AdbcStatement(connection) as statement):
-        statement.set_sql_query(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT * 1000}")  # wait for a writer as the store does
-        statement.execute_update()
-        statement.set_options(**{"adbc.sqlite.query.batch_rows": str(batch_rows)})
-        statement.set_sql_query(sql)
-        handle, _ = statement.execute_query()
-        reader = pa.RecordBatchReader._import_from_c(handle.address)
-        with pa.ipc.new_stream(out, reader.schema) as stream:
-            for batch in reader:
-                stream.write_batch(batch)
-
-
-def main() -> None:
-    import adbc_driver_manager
-
-    target, batch_rows = sys.argv[1], int(sys.argv[2])
-    try:
-        _serve(target, batch_rows, sys.stdin.read(), sys.stdout.buffer)
-    except (adbc_driver_manager.Error, pa.ArrowException) as exc:
-        print(str(exc).strip().replace("\n", " "), file=sys.stderr)
-        sys.exit(1)
-    except BrokenPipeError:  # the parent stopped reading: nothing to report
-        sys.exit(1)
-
-
-if __name__ == "__main__":
-    main()
