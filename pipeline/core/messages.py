@@ -23,7 +23,6 @@ from pathlib import Path
 from string import Formatter
 from typing import Any, Literal
 
-from babel.messages.pofile import read_po
 from pydantic import BaseModel, ConfigDict, Field
 
 Lang = Literal["en", "zh"]
@@ -42,6 +41,8 @@ def lang_of(language: str) -> Lang:
 @cache
 def catalogue(lang: Lang) -> Mapping[str, str]:
     """id -> template of one language; fuzzy and untranslated entries are left out, as gettext does."""
+    from babel.messages.pofile import read_po  # at first use: most imports of pipeline render nothing
+
     with (LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po").open("rb") as f:
         po = read_po(f, locale=lang, domain=DOMAIN)
     return {str(m.id): str(m.string) for m in po if m.id and m.string and not m.fuzzy}
