@@ -278,7 +278,7 @@ def bench_long_miss(rng: random.Random) -> None:
         outcome = run_gatekeeper(GateContext("b", ExecutorOutput.read(structured), {1: inv}, {1: inv}.get), RULES,
                                  outputs=cache)
         build_payload(question="q", raw_output=json.dumps(structured), parse_status=ParseStatus(status="valid"),
-                      structured=outcome.normalized.raw if outcome.normalized else None, invocations=[inv], digests=None,
+                      structured=outcome.normalized, invocations=[inv], digests=None,
                       gatekeeper_result=outcome.result, retry_context=None, features=outcome.features)
         took.append(_clock() - start)
     print(f"\n4. A 10,000-character excerpt matching nothing, 1 MB output of {len(lines)} long lines: "

@@ -165,7 +165,7 @@ def _window_html(url: str, b: trace_view.BindingView) -> str:
         # that come closest to it.
         parts = ["<div class='wb-muted'>" + markup.esc(i18n.t("trace.not_located")) + "</div>"]
         for inv_id in dict.fromkeys(b.binding.source_invocation_ids):
-            near = reads.nearest_records(url, int(inv_id), b.binding.evidence_excerpt)
+            near = reads.nearest_records(url, inv_id, b.binding.evidence_excerpt or '')
             rows = "\n".join(f"<span class='wb-ln'>#{n.number} · {n.score:.2f}</span> {markup.esc(n.line)}" for n in near)
             parts.append("<div class='wb-muted'>" + markup.esc(i18n.t("trace.nearest", id=inv_id)) + "</div>"
                          + "<div class='wb-box'>" + (rows or markup.esc(i18n.t("ask.none"))) + "</div>")
@@ -202,7 +202,7 @@ def _binding(url: str, b: trace_view.BindingView) -> None:
         markup.html_block(
             f"<div class='wb-muted'>{markup.esc(b.target)} · {markup.esc(b.binding.tool_name)} {markup.esc(ids)}"
             + (f" · {markup.esc(b.binding.digest_id)}" if b.binding.digest_id else "") + f" · {markup.esc(scores)}</div>"
-            f"<div class='wb-box'>{markup.segments_html(highlight.excerpt_segments(b.binding.evidence_excerpt, b.entity_misses))}</div>"
+            f"<div class='wb-box'>{markup.segments_html(highlight.excerpt_segments(b.binding.evidence_excerpt or '', b.entity_misses))}</div>"
             + (f"<ul class='wb-list'>{misses}</ul>" if misses else "") + extra
             + (f"<ul class='wb-list'>{errors}</ul>" if errors else "")
         )
@@ -305,7 +305,7 @@ def review_panel(url: str, r: SessionRecord, queue: list[trace_view.ClaimCard]) 
                 unsafe_allow_javascript=True)
     note_key = f"trace_note_{card.index}"
     st.text_input(i18n.t("common.note"), key=note_key)
-    _label_buttons(r.id, card.claim.claim_id, reviewer, note_key, min(pos + 1, len(queue) - 1), "trace_label", True)
+    _label_buttons(r.id, card.claim.key, reviewer, note_key, min(pos + 1, len(queue) - 1), "trace_label", True)
     if trace_view.claims_labelled_session_not(r, queue):
         # The last flagged claim was labelled: the queue counts the session, so offer its label here.
         st.info(i18n.t("trace.all_labelled"))

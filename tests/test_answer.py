@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.config import Settings, load_settings
-from pipeline.core.contracts import ClaimCheck, ParseStatus, VerifierOutput
+from pipeline.core.contracts import ClaimCheck, ExecutorOutput, ParseStatus, VerifierOutput
 from pipeline.core.messages import tr
 from pipeline.runs.session import run_session
 from pipeline.stages.answer_lead import closed_by
@@ -88,7 +88,7 @@ def _run(text: str):
     checks = [ClaimCheck(claim_id="c1", verification="direct_observation"),
               ClaimCheck(claim_id="c2", verification="unsupported")]
     ci, filtered = assemble_input(question="Why is order-service failing to create orders?", verdict="LOW_CONFID",
-                                  structured=STRUCTURED, verifier_output=VerifierOutput(
+                                  structured=ExecutorOutput.read(STRUCTURED), verifier_output=VerifierOutput(
                                       verdict="LOW_CONFID", groundedness_score=0.5, claim_checks=checks))
 
     class Composer:

@@ -14,6 +14,7 @@ from pipeline.core.contracts import (
     ComposerHypothesis,
     ComposerInput,
     ComposerOutput,
+    ExecutorOutput,
     HypothesisCheck,
     ParseStatus,
     VerifierOutput,
@@ -71,7 +72,7 @@ def verifier(verdict: str = "LOW_CONFID") -> VerifierOutput:
 
 
 def assembled(verdict: str = "LOW_CONFID"):
-    return assemble_input(question="支付接口最近出现超时", verdict=verdict, structured=STRUCTURED,
+    return assemble_input(question="支付接口最近出现超时", verdict=verdict, structured=ExecutorOutput.read(STRUCTURED),
                           verifier_output=verifier(verdict))
 
 
@@ -104,7 +105,7 @@ def test_a_demoted_claim_that_is_only_certainty_becomes_a_gap():
     data = {"claims": [claim("c1", "root_cause", "CPU 过高是支付超时的唯一根因。")]}
     out = VerifierOutput(verdict="LOW_CONFID", groundedness_score=0.3,
                          claim_checks=[ClaimCheck(claim_id="c1", verification="overstated")])
-    ci, filtered = assemble_input(question="超时", verdict="LOW_CONFID", structured=data, verifier_output=out)
+    ci, filtered = assemble_input(question="超时", verdict="LOW_CONFID", structured=ExecutorOutput.read(data), verifier_output=out)
     assert ci.allowed_hypotheses == [] and ci.missing_info and "根因" not in "".join(ci.missing_info)
     assert filtered[0].moved_to == "missing_info"
 
@@ -131,7 +132,7 @@ def test_reject_has_no_hypotheses_and_only_evidence_gathering_actions():
 
 def test_reject_without_gathering_actions_gets_fixed_ones():
     data = dict(STRUCTURED, recommended_actions=[{"action_text": "Restart the pods.", "reason": "r"}])
-    ci, _ = assemble_input(question="why is checkout slow", verdict="REJECT", structured=data,
+    ci, _ = assemble_input(question="why is checkout slow", verdict="REJECT", structured=ExecutorOutput.read(data),
                            verifier_output=verifier("REJECT"))
     assert ci.recommended_actions and all("Restart" not in a.action_text for a in ci.recommended_actions)
 
@@ -140,10 +141,10 @@ def test_root_cause_claim_confirmed_only_under_pass():
     data = {"claims": [claim("r1", "root_cause", "连接池耗尽导致超时。")]}
     out = VerifierOutput(verdict="PASS", groundedness_score=1,
                          claim_checks=[ClaimCheck(claim_id="r1", verification="direct_observation")])
-    ci, _ = assemble_input(question="超时", verdict="PASS", structured=data, verifier_output=out)
+    ci, _ = assemble_input(question="超时", verdict="PASS", structured=ExecutorOutput.read(data), verifier_output=out)
     assert [c.claim_id for c in ci.allowed_claims] == ["r1"]
     assert render(ci, "zh").user_facing_answer.startswith(tr("answer.cause_confirmed", "zh", text="连接池耗尽导致超时"))
-    ci, _ = assemble_input(question="超时", verdict="LOW_CONFID", structured=data, verifier_output=out)
+    ci, _ = assemble_input(question="超时", verdict="LOW_CONFID", structured=ExecutorOutput.read(data), verifier_output=out)
     assert ci.allowed_claims == [] and ci.allowed_hypotheses[0].hypothesis_text == "连接池耗尽导致超时。"
     text = render(ci, "zh").user_facing_answer
     assert "（已确认）" not in text and text.startswith("最可能的原因（可能，但未证实）")
@@ -295,7 +296,7 @@ def test_fenced_json_is_accepted_and_provider_failure_falls_back():
 
 @pytest.mark.parametrize("verdict", ["PASS", "LOW_CONFID", "REJECT"])
 def test_unbacked_claims_never_reach_allowed_claims(verdict):
-    ci, filtered = assemble_input(question="超时", verdict=verdict, structured=STRUCTURED,
+    ci, filtered = assemble_input(question="超时", verdict=verdict, structured=ExecutorOutput.read(STRUCTURED),
                                   verifier_output=verifier(verdict), unbacked=["c1"])
     assert "c1" not in [c.claim_id for c in ci.allowed_claims]
     assert any(f.source == "claims[0]" and "unbacked" in f.reason for f in filtered)

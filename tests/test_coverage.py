@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from pipeline.core.contracts import ClaimCheck, GatekeeperResult, QuestionScope, TimeWindow, ToolInvocation
+from pipeline.core.contracts import (
+    ClaimCheck,
+    ExecutorOutput,
+    GatekeeperResult,
+    QuestionScope,
+    TimeWindow,
+    ToolInvocation,
+)
 from pipeline.core.messages import msg, render, tr
 from pipeline.verdict.coverage import compute_coverage
 
@@ -43,7 +50,7 @@ CHECKS = [ClaimCheck(claim_id="c1", verification="direct_observation"),
 
 def coverage(services, *, checks=CHECKS, gate=None, window=None):
     scope = QuestionScope(services=services, time_window=window)
-    cov = compute_coverage(scope, STRUCTURED, checks, INVS, gate or GatekeeperResult(), backends="bundled logs")
+    cov = compute_coverage(scope, ExecutorOutput.read(STRUCTURED), checks, INVS, gate or GatekeeperResult(), backends="bundled logs")
     return {c.service: c for c in cov}
 
 
@@ -65,7 +72,7 @@ def test_a_fault_in_the_services_own_output_is_not_healthy():
     faulty = logs(2, "user-service", (T, "user-service", "INFO", "用户登录成功 uid=1"),
                   (T, "user-service", "ERROR", "login backend unreachable"))
     scope = QuestionScope(services=["user-service"])
-    cov = compute_coverage(scope, STRUCTURED, CHECKS, [faulty], GatekeeperResult())
+    cov = compute_coverage(scope, ExecutorOutput.read(STRUCTURED), CHECKS, [faulty], GatekeeperResult())
     assert cov[0].status == "answered"
 
 
@@ -84,7 +91,7 @@ def test_evidence_outside_the_asked_window_is_said_to_be_outside():
 
 
 def test_no_scope_no_coverage():
-    assert compute_coverage(None, STRUCTURED, CHECKS, INVS, GatekeeperResult()) == []
+    assert compute_coverage(None, ExecutorOutput.read(STRUCTURED), CHECKS, INVS, GatekeeperResult()) == []
 
 
 def test_the_answer_says_evidence_lies_outside_the_asked_window():
@@ -94,8 +101,8 @@ def test_the_answer_says_evidence_lies_outside_the_asked_window():
     window = TimeWindow(start=datetime(2026, 11, 28, 12, tzinfo=UTC), end=datetime(2026, 11, 28, 13, tzinfo=UTC),
                         text="since 12:00")
     scope = QuestionScope(services=["payment-service"], time_window=window)
-    cov = compute_coverage(scope, STRUCTURED, CHECKS, INVS, GatekeeperResult())
-    ci, _ = assemble_input(question="payment-service timeouts since 12:00?", verdict="LOW_CONFID", structured=STRUCTURED,
+    cov = compute_coverage(scope, ExecutorOutput.read(STRUCTURED), CHECKS, INVS, GatekeeperResult())
+    ci, _ = assemble_input(question="payment-service timeouts since 12:00?", verdict="LOW_CONFID", structured=ExecutorOutput.read(STRUCTURED),
                            verifier_output=VerifierOutput(verdict="LOW_CONFID", groundedness_score=1, claim_checks=CHECKS),
                            scope=scope, coverage=cov)
     assert tr("gap.outside", "en", service="payment-service", window="since 12:00") in ci.missing_info
@@ -108,7 +115,7 @@ def test_an_alert_firing_since_before_the_window_is_inside_it():
                          arguments={"status": "all"}, output=json.dumps(alert, ensure_ascii=False))
     structured = {"claims": [claim("a1", "payment-service 出现告警：CPU使用率过高: 92.0%。", 9, "CPU使用率过高: 92.0%")]}
     window = TimeWindow(start=datetime(2026, 11, 28, 10, tzinfo=UTC), end=datetime(2026, 11, 28, 11, tzinfo=UTC))
-    cov = compute_coverage(QuestionScope(services=["payment-service"], time_window=window), structured,
+    cov = compute_coverage(QuestionScope(services=["payment-service"], time_window=window), ExecutorOutput.read(structured),
                            [ClaimCheck(claim_id="a1", verification="direct_observation")], [inv], GatekeeperResult())
     assert cov[0].status == "answered" and "outside" not in cov[0].detail
 
@@ -126,7 +133,7 @@ def series(inv_id: int, name: str, service: str, value: str) -> ToolInvocation:
 
 def symptom_coverage(symptoms, invs, structured=STRUCTURED, checks=CHECKS):
     scope = QuestionScope(services=list(symptoms), symptoms=symptoms)
-    return {(c.service, c.symptom): c for c in compute_coverage(scope, structured, checks, invs, GatekeeperResult())}
+    return {(c.service, c.symptom): c for c in compute_coverage(scope, ExecutorOutput.read(structured), checks, invs, GatekeeperResult())}
 
 
 def test_the_asked_symptom_decides_not_the_service_alone():

@@ -26,11 +26,13 @@ def test_malformed_elements_keep_their_positions() -> None:
     status, out = parse_executor_output("```json\n" + json.dumps(WRITTEN) + "\n```")
     assert status.status == "valid" and out is not None
     assert [c.claim_id for c in out.claims] == [None, "c2"]
+    assert [c.written_as_object for c in out.claims] == [False, True]
     claim = out.claims[1]
     assert claim.claim_text is None  # not a string: absent, for the schema rule to name
     assert claim.support_level == "direct"
     # claims[1].evidence_bindings[1] is the second written binding, though the first is not an object.
-    assert [(ci, bi, b.tool_name) for ci, bi, b in out.bindings()] == [(1, 0, None), (1, 1, "queryLogs")]
+    assert [b.written_as_object for b in claim.evidence_bindings or ()] == [False, True]
+    assert [(ci, bi, b.tool_name) for ci, bi, b in out.bindings()] == [(1, 1, "queryLogs")]
     binding = claim.evidence_bindings[1]
     assert binding.source_invocation_ids == [12, 14]  # "13" and true are not ids
     assert binding.source_record_ids == ["12#3", 4]  # as written: record_ids names what it cannot read

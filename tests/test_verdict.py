@@ -6,6 +6,7 @@ import pytest
 
 from pipeline.core.contracts import (
     ClaimCheck,
+    ExecutorOutput,
     GatekeeperError,
     GatekeeperResult,
     RetryContext,
@@ -43,7 +44,7 @@ DIRECT = checks(("c1", "direct_observation"))
 def decide(structured=SYMPTOM, claim_checks=DIRECT, gate=None, **kw):
     kw.setdefault("parse_status", "valid")
     kw.setdefault("verifier_verdict", "PASS")
-    return decide_verdict(structured=structured, claim_checks=claim_checks, gatekeeper=gate or GatekeeperResult(),
+    return decide_verdict(structured=ExecutorOutput.read(structured), claim_checks=claim_checks, gatekeeper=gate or GatekeeperResult(),
                           rule_impacts=kw.pop("rule_impacts", IMPACTS), **kw)
 
 
@@ -86,6 +87,17 @@ def test_entity_mismatch_makes_the_claim_external_unknown():
 def test_warn_only_rule_that_failed_is_never_pass_but_leaves_the_claim_alone():
     d = decide(gate=failed("style.length"))
     assert d.verdict == "LOW_CONFID" and d.claim_checks[0].verification == "direct_observation"
+
+
+def test_a_finding_hits_the_claim_at_its_written_position_past_a_malformed_one():
+    # claims[0] is not an object; a finding on claims[2] is about c2, not the second object (c1).
+    data = claims(("c1", "symptom", "payment-service 超时"), ("c2", "impact", "支付成功率下降"))
+    data["claims"].insert(0, "payment-service is down")
+    d = decide(data, checks(("c1", "direct_observation"), ("c2", "direct_observation")),
+               failed("evidence.excerpt_similarity", "claims[2].evidence_bindings[0]"))
+    assert {c.claim_id: c.verification for c in d.claim_checks} == {"c1": "direct_observation", "c2": "unsupported"}
+    # The string is no claim: it is not weighed (c1 2 x 1.0, c2 2 x 0.0).
+    assert d.groundedness_score == 0.5
 
 
 def test_gatekeeper_switched_off_is_ignored():

@@ -11,6 +11,8 @@ from pipeline.core.contracts import (
     ClaimCheck,
     EvidenceDigest,
     EvidenceRef,
+    ExecutorClaim,
+    ExecutorOutput,
     GatekeeperError,
     GatekeeperResult,
     ParseStatus,
@@ -61,16 +63,17 @@ def claim(cid: str, text: str, excerpt: str, ctype: str = "symptom", level: str 
             "evidence_bindings": [binding]}
 
 
-def structured(*claims: dict, hypotheses: list | None = None) -> dict:
-    return {"answer_version": "executor_evidence_v2", "claims": list(claims), "hypotheses": hypotheses or [],
-            "recommended_actions": [], "missing_info": []}
+def structured(*claims: dict, hypotheses: list | None = None) -> ExecutorOutput:
+    return ExecutorOutput.model_validate({
+        "answer_version": "executor_evidence_v2", "claims": list(claims), "hypotheses": hypotheses or [],
+        "recommended_actions": [], "missing_info": []})
 
 
-def payload(data: dict | None, *, question: str = "支付接口最近出现超时", status: str = "valid",
+def payload(data: ExecutorOutput | None, *, question: str = "支付接口最近出现超时", status: str = "valid",
             gate: GatekeeperResult | None = None, digests: list[EvidenceDigest] | None = None,
             retry: RetryContext | None = None) -> dict:
     return build_payload(
-        question=question, raw_output=json.dumps(data or {}, ensure_ascii=False),
+        question=question, raw_output=json.dumps(data.raw if data else {}, ensure_ascii=False),
         parse_status=ParseStatus(status=status), structured=data, invocations=invocations(), digests=digests,
         gatekeeper_result=gate or GatekeeperResult(), retry_context=retry,
     )
@@ -115,6 +118,19 @@ def test_payload_marks_missing_invocation_and_passes_gatekeeper_features():
     binding = p["cited_evidence"][0]["bindings"][0]
     assert binding["windows"] == [{"invocation_id": 999, "available": False}]
     assert binding["gatekeeper_features"]["similarity"] == {"output": 0.2}
+
+
+def test_payload_keeps_written_positions_past_a_malformed_claim():
+    data = ExecutorOutput.model_validate({"claims": [
+        "not an object", claim("c1", "payment-service 超时", "request timeout")]})
+    feats = {"claims[1].evidence_bindings[0]": {"sources": {"output": {"score": 0.9, "spans": []}},
+                                                "entities": [], "other_match": None}}
+    p = build_payload(question="q", raw_output="", parse_status=ParseStatus(status="valid"), structured=data,
+                      invocations=invocations(), digests=None, gatekeeper_result=GatekeeperResult(),
+                      retry_context=None, features=feats)
+    [cited] = p["cited_evidence"]
+    assert (cited["claim_id"], cited["claim_index"]) == ("c1", 1)
+    assert cited["bindings"][0]["gatekeeper_features"]["similarity"] == {"output": 0.9}
 
 
 # --- the six claim verifications ---------------------------------------------------------------
@@ -283,7 +299,7 @@ def ctx(language: str = "zh") -> StageContext:
 @pytest.mark.parametrize("status", ["missing", "malformed"])
 def test_unusable_executor_output_never_reaches_the_provider(status):
     provider = RecordingProvider()
-    out = run_verifier(ctx(), provider, payload(None, status=status))
+    out = run_verifier(ctx(), provider, payload(None, status=status), None)
     assert provider.calls == 0
     assert out.verdict == "LOW_CONFID" and out.groundedness_score == 0 and out.claim_checks == []
     assert status in out.rationale
@@ -296,7 +312,7 @@ def test_unusable_executor_output_never_reaches_the_provider(status):
 )
 def test_provider_failure_or_garbage_is_low_confid(provider):
     data = structured(claim("c1", "payment-service 出现请求超时。", "request timeout"))
-    out = run_verifier(ctx("en"), provider, payload(data))
+    out = run_verifier(ctx("en"), provider, payload(data), data)
     assert out.verdict == "LOW_CONFID" and out.groundedness_score == 0
     assert "verifier" in out.rationale.lower()
 
@@ -307,14 +323,14 @@ def test_stage_fills_skipped_claims_and_recomputes_groundedness():
     answer = VerifierOutput(verdict="PASS", groundedness_score=0.99, claim_checks=[
         ClaimCheck(claim_id="c1", verification="direct_observation"),
         ClaimCheck(claim_id="ghost", verification="direct_observation")])
-    out = run_verifier(ctx(), RecordingProvider(answer=answer), payload(data))
+    out = run_verifier(ctx(), RecordingProvider(answer=answer), payload(data), data)
     assert [(c.claim_id, c.verification) for c in out.claim_checks] == [("c1", "direct_observation"),
                                                                          ("c2", "unsupported")]
     assert out.groundedness_score == 0.5
 
 
 def test_groundedness_formula():
-    claims = [{"claim_id": "a", "claim_type": "symptom"}, {"claim_id": "b", "claim_type": "observation"}]
+    claims = [ExecutorClaim(claim_id="a", claim_type="symptom"), ExecutorClaim(claim_id="b", claim_type="observation")]
     checks = [ClaimCheck(claim_id="a", verification="reasonable_inference"),
               ClaimCheck(claim_id="b", verification="overstated")]
     assert groundedness(checks, claims) == round((2 * 0.7 + 0.3) / 3, 4)

@@ -369,10 +369,12 @@ def test_executor_output_that_breaks_the_schema_still_shows_every_claim_in_place
                                                                 "source_invocation_ids": 7, "digest_id": 1}]}]
     errors = [{"rule_id": "evidence.invocation_ref", "target": "claims[2].evidence_bindings[1]", "message": "ids"}]
     cards = trace_view.claim_cards(_session(errors, {}, claims))
-    assert [c.claim.claim_id for c in cards] == ["3", "", "c9"]
-    assert cards[0].claim.claim_text == "" and cards[0].bindings == [] and cards[1].claim.claim_text == "a bare string"
+    # As the pipeline read it: a field of the wrong type is absent, a non-object keeps its place.
+    assert [c.claim.key for c in cards] == ["", "", "c9"] and [c.target for c in cards][2] == "claims[2]"
+    assert cards[0].claim.claim_text is None and cards[0].bindings == [] and not cards[1].claim.written_as_object
     junk, real = cards[2].bindings
-    assert junk.binding.evidence_excerpt == "" and real.binding.source_invocation_ids == [] and real.binding.digest_id is None
+    assert not junk.binding.written_as_object and junk.binding.evidence_excerpt is None
+    assert real.binding.source_invocation_ids == [] and real.binding.digest_id is None
     assert [e.message for e in real.errors] == ["ids"] and junk.errors == []
 
 

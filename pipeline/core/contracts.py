@@ -188,17 +188,25 @@ class ExecutorOutputV2(_Model):
 
 
 class _Lenient:
-    """A field or list item that reads as its default when the written value does not validate."""
+    """A field or list item that reads as its default when the written value does not validate;
+    an element (`element=` its model) as an empty one that knows it was not written as an object."""
 
-    def __init__(self, default_factory: Callable[[], Any] | None = None, *, omit: bool = False) -> None:
-        self.default_factory, self.omit = default_factory, omit
+    def __init__(self, default_factory: Callable[[], Any] | None = None, *, omit: bool = False,
+                 element: type[_Written] | None = None) -> None:
+        self.default_factory, self.omit, self.element = default_factory, omit, element
+
+    def _not_object(self) -> _Written:
+        assert self.element is not None
+        out = self.element()
+        out._object = False
+        return out
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         if self.omit:  # a list item: left out, the rest of the list kept
             return core_schema.with_default_schema(handler(source), on_error="omit")
-        if self.default_factory is not None:
-            return core_schema.with_default_schema(handler(source), default_factory=self.default_factory,
-                                                   on_error="default")
+        factory = self._not_object if self.element is not None else self.default_factory
+        if factory is not None:
+            return core_schema.with_default_schema(handler(source), default_factory=factory, on_error="default")
         return core_schema.with_default_schema(handler(source), default=None, on_error="default")
 
 
@@ -212,6 +220,13 @@ Strings = Annotated[list[Annotated[StrictStr, _Lenient(omit=True)]], _Lenient(li
 class _Written(BaseModel):
     # strict: nothing is coerced ("12" is not an id, 5 is not a claim_text); lenient: see _Lenient.
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    _object: bool = PrivateAttr(default=True)
+
+    @property
+    def written_as_object(self) -> bool:
+        """False for an element written as something else (a bare string, a number): it is read as
+        an element with every field absent, in its place, and it is no claim (or binding) at all."""
+        return self._object
 
 
 class ExecutorBinding(_Written):
@@ -226,7 +241,7 @@ class ExecutorBinding(_Written):
 
 
 # Lists of elements: an element that is not an object reads as an empty one, in its place.
-Bindings = Annotated[list[Annotated[ExecutorBinding, _Lenient(ExecutorBinding)]], _Lenient(list)]
+Bindings = Annotated[list[Annotated[ExecutorBinding, _Lenient(element=ExecutorBinding)]], _Lenient(list)]
 
 
 class ExecutorClaim(_Written):
@@ -235,7 +250,12 @@ class ExecutorClaim(_Written):
     claim_text: Text = None
     support_level: Text = None
     # None when absent or not a list: an empty list is the executor's own (and a finding of its own).
-    evidence_bindings: Annotated[list[Annotated[ExecutorBinding, _Lenient(ExecutorBinding)]] | None, _Lenient()] = None
+    evidence_bindings: Annotated[Bindings | None, _Lenient()] = None
+
+    @property
+    def key(self) -> str:
+        """The id claim checks and reviews name this claim by ("" when it has none)."""
+        return self.claim_id or ""
 
 
 class ExecutorHypothesis(_Written):
@@ -255,10 +275,10 @@ class ExecutorOutput(_Written):
     rule judges it, and it is what is stored (serialising this model gives `raw` back unchanged)."""
 
     answer_version: Text = None
-    claims: Annotated[list[Annotated[ExecutorClaim, _Lenient(ExecutorClaim)]], _Lenient(list)] = Field(default_factory=list)
-    hypotheses: Annotated[list[Annotated[ExecutorHypothesis, _Lenient(ExecutorHypothesis)]], _Lenient(list)] = \
+    claims: Annotated[list[Annotated[ExecutorClaim, _Lenient(element=ExecutorClaim)]], _Lenient(list)] = Field(default_factory=list)
+    hypotheses: Annotated[list[Annotated[ExecutorHypothesis, _Lenient(element=ExecutorHypothesis)]], _Lenient(list)] = \
         Field(default_factory=list)
-    recommended_actions: Annotated[list[Annotated[ExecutorAction, _Lenient(ExecutorAction)]], _Lenient(list)] = \
+    recommended_actions: Annotated[list[Annotated[ExecutorAction, _Lenient(element=ExecutorAction)]], _Lenient(list)] = \
         Field(default_factory=list)
     missing_info: Strings = Field(default_factory=list)
     _raw: dict[str, JsonValue] = PrivateAttr(default_factory=dict)
@@ -291,9 +311,14 @@ class ExecutorOutput(_Written):
         out._raw = raw
         return out
 
+    def claim_objects(self) -> list[ExecutorClaim]:
+        """The claims written as objects: the ones there are to check and weigh (positions not kept)."""
+        return [c for c in self.claims if c.written_as_object]
+
     def bindings(self) -> list[tuple[int, int, ExecutorBinding]]:
-        """(claim index, binding index, binding) of every claim binding, in order."""
-        return [(ci, bi, b) for ci, claim in enumerate(self.claims) for bi, b in enumerate(claim.evidence_bindings or ())]
+        """(claim index, binding index, binding) of every claim binding written as an object, in order."""
+        return [(ci, bi, b) for ci, claim in enumerate(self.claims) for bi, b in enumerate(claim.evidence_bindings or ())
+                if b.written_as_object]
 
 
 class ParseStatus(_Model):
@@ -535,7 +560,8 @@ class RoundAudit(_Model):
     round: int = 1
     traceability_version: str = TRACEABILITY_VERSION
     executor_output_parse_status: ParseStatus
-    executor_structured_output: dict[str, Any] | None = None
+    # Stored as the executor wrote it (normalized), read typed.
+    executor_structured_output: ExecutorOutput | None = None
     tool_trace_summary: list[ToolTraceSummaryItem] = Field(default_factory=list)
     gatekeeper_result: GatekeeperResult
     # The verifier's own verdict and the reasons the code-side guard made it stricter.

@@ -65,7 +65,7 @@ def _settings_for(base: Settings, fixture: dict[str, Any], script_dir: Path) -> 
 def _check(expect: dict[str, Any], result: SessionResult, settings: Settings, world_id: str) -> list[str]:
     ev = result.evaluation
     fails: list[str] = []
-    claims = {c.get("claim_id"): c for c in (ev.structured or {}).get("claims", []) if isinstance(c, dict)}
+    claims = {c.key: c for c in ev.output.claim_objects()} if ev.output is not None else {}
 
     def want(cond: bool, message: str) -> None:
         if not cond:
@@ -118,7 +118,7 @@ def _check(expect: dict[str, Any], result: SessionResult, settings: Settings, wo
         hypotheses = " ".join(h.hypothesis_text for h in ev.composer_input.allowed_hypotheses)
         want(service in hypotheses, f"no allowed hypothesis names the root-cause service {service}")
         if not truth.get("directly_evidenced"):
-            root_claims = [cid for cid, c in claims.items() if c.get("claim_type") == "root_cause"]
+            root_claims = [cid for cid, c in claims.items() if c.claim_type == "root_cause"]
             want(not root_claims, f"root cause stated as claim(s) {root_claims} though not directly evidenced")
     return fails
 

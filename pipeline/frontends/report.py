@@ -65,9 +65,9 @@ def render_record(r: SessionRecord, lang: str = "en") -> str:
         lines += [f"  {e.rule_id} @ {e.target}: {localized(e.message, e.msg, lang)}" for e in gate.errors]
         lines.append(_section(f"executor output (parse: {ev.executor_output_parse_status.status})"))
     for c in r.claims:
-        lines.append(f"  {c.claim_id} [{c.claim_type}/{c.support_level}] {c.claim_text}")
-        for b in c.evidence_bindings:
-            lines.append(f"      <- {b.tool_name} {b.source_invocation_ids} {b.digest_id or ''}: “{b.evidence_excerpt}”")
+        lines.append(f"  {c.key} [{c.claim_type or ''}/{c.support_level or ''}] {c.claim_text or ''}")
+        for b in c.evidence_bindings or ():
+            lines.append(f"      <- {b.tool_name or ''} {b.source_invocation_ids} {b.digest_id or ''}: “{b.evidence_excerpt or ''}”")
     for d in r.evidence_digests:
         lines.append(f"  digest {d.digest_id} <- {d.source_invocation_ids}: {d.summary}")
     lines.append(_section("tool invocations"))

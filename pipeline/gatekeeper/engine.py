@@ -95,12 +95,8 @@ def unbacked_claims(context: RuleContext, flagged: set[str]) -> list[str]:
     for target, _, feats in context.bindings:
         if feats is not None and not any(t == target or t.startswith(target + ".") for t in flagged):
             backed.add(int(target[7 : target.index("]")]))  # "claims[3].evidence_bindings[0]" -> 3
-    written_claims = context.output.raw.get("claims")
-    as_written = written_claims if isinstance(written_claims, list) else []
-    # A claim written as something other than an object is none (the schema rule says so).
     return [claim.claim_id if claim.claim_id is not None else f"claims[{ci}]"
-            for ci, (claim, written) in enumerate(zip(context.output.claims, as_written, strict=False))
-            if isinstance(written, dict) and ci not in backed]
+            for ci, claim in enumerate(context.output.claims) if claim.written_as_object and ci not in backed]
 
 
 def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]], unbacked: list[str]) -> GatekeeperResult:

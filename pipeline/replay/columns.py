@@ -47,7 +47,6 @@ from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.replay.per_session import ReplayInput, project_verdict
 from pipeline.verdict.policy import (
     ENTITY_RULES,
-    claim_dicts,
     claim_index,
     claim_standings,
     evidence_floor,
@@ -196,7 +195,7 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
     claims_ok = _claims_ok(item)
     claims = [(ci, VERDICT_ORDER[c.untouched], VERDICT_ORDER[c.hit], VERDICT_ORDER[c.entity_hit], c.direct_core,
                text_claims.get(ci, 0))
-              for ci, c in enumerate(claim_standings(claim_dicts(item.structured), item.claim_checks))] \
+              for ci, c in enumerate(claim_standings(context.output.claims if context.output else [], item.claim_checks))] \
         if claims_ok else []
     session = {
         "session_id": item.session_id,

@@ -96,7 +96,7 @@ def cited_invocation_ids(structured: Any, digests: list[EvidenceDigest] | None) 
 def project_verdict(result: GatekeeperResult, rules: RuleSet, item: ReplayInput) -> Verdict:
     """The verdict policy over the stored session with the replayed gatekeeper result."""
     impacts = {r: rules.impact(r) for r in {*result.failed_rules, *(e.rule_id for e in result.errors)}}
-    return decide_verdict(parse_status=item.parse_status, structured=item.structured, claim_checks=item.claim_checks,
+    return decide_verdict(parse_status=item.parse_status, structured=item.output, claim_checks=item.claim_checks,
                           gatekeeper=result, rule_impacts=impacts, verifier_verdict=item.verifier_verdict,
                           coverage=item.coverage, invocations=item.failed_tools).verdict
 

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import JsonValue
+
 from pipeline.core.config import Settings
 from pipeline.core.contracts import (
     ComposerGuardResult,
@@ -33,13 +35,13 @@ from pipeline.stages.parse import parse_executor_output
 from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
 from pipeline.verdict.context import StageContext
 from pipeline.verdict.coverage import backends_label, compute_coverage
-from pipeline.verdict.policy import apply_gatekeeper, claim_dicts, decide_verdict
+from pipeline.verdict.policy import apply_gatekeeper, decide_verdict
 
 
 @dataclass
 class Evaluation:
     parse_status: ParseStatus
-    structured: dict[str, Any] | None
+    output: ExecutorOutput | None  # normalized (see normalize_structured)
     gatekeeper_result: GatekeeperResult
     features: dict[str, Any]
     verifier_output: VerifierOutput
@@ -50,6 +52,11 @@ class Evaluation:
     composer_output: ComposerOutput
     composer_guard: ComposerGuardResult
     final_answer: str
+
+    @property
+    def structured(self) -> dict[str, JsonValue] | None:
+        """The executor output as stored (executor_structured_output)."""
+        return self.output.raw if self.output is not None else None
 
 
 class _GivenComposer:
@@ -108,25 +115,25 @@ def evaluate(
         gate_result, normalized_output, features = outcome.result, outcome.normalized, outcome.features
     else:
         gate_result, normalized_output, features = GatekeeperResult(), _normalized_without_gatekeeper(output), {}
-    normalized = normalized_output.raw if normalized_output is not None else None
 
     payload = build_payload(question=question, raw_output=raw_output, parse_status=parse_status,
-                            structured=normalized, invocations=invocations, digests=digests,
+                            structured=normalized_output, invocations=invocations, digests=digests,
                             gatekeeper_result=gate_result, retry_context=retry_context, features=features)
     if given_verifier_output is not None:
         verifier_output = VerifierOutput.model_validate(given_verifier_output)
     else:
-        verifier_output = run_verifier(ctx, provider, payload)
+        verifier_output = run_verifier(ctx, provider, payload, normalized_output)
 
     # Law 8: coverage of every asked service, from the gatekeeper-corrected checks.
     gate_for_claims = gate_result if settings.gatekeeper.enabled else GatekeeperResult()
-    corrected, _ = apply_gatekeeper(verifier_output.claim_checks, claim_dicts(normalized), gate_for_claims,
+    claims = normalized_output.claims if normalized_output is not None else []
+    corrected, _ = apply_gatekeeper(verifier_output.claim_checks, claims, gate_for_claims,
                                     _impacts(gate_for_claims, rules))
-    coverage = compute_coverage(ctx.scope, normalized, corrected, invocations, gate_for_claims,
+    coverage = compute_coverage(ctx.scope, normalized_output, corrected, invocations, gate_for_claims,
                                 backends=backends_label({"logs": settings.backends.query_logs.kind,
                                                          "alerts": settings.backends.query_metrics.kind}))
     decision = decide_verdict(
-        parse_status=parse_status.status, structured=normalized, claim_checks=verifier_output.claim_checks,
+        parse_status=parse_status.status, structured=normalized_output, claim_checks=verifier_output.claim_checks,
         gatekeeper=gate_result, rule_impacts=_impacts(gate_result, rules), coverage=coverage,
         gatekeeper_enabled=settings.gatekeeper.enabled, verifier_verdict=verifier_output.verdict,
         invocations=invocations, retry_context=retry_context, retry_gaps_closed=verifier_output.retry_gaps_closed,
@@ -138,7 +145,7 @@ def evaluate(
     verifier_output = verifier_output.model_copy(update={"claim_checks": decision.claim_checks,
                                                          "groundedness_score": decision.groundedness_score})
     composer_input, filtered = assemble_input(question=question, verdict=verdict,
-                                              structured=normalized, verifier_output=verifier_output,
+                                              structured=normalized_output, verifier_output=verifier_output,
                                               unbacked=gate_for_claims.unbacked_claims, scope=ctx.scope,
                                               coverage=coverage, max_key_facts=settings.composer.max_key_facts)
     composer_input.missing_info.extend(decision.missing_info)
@@ -147,7 +154,7 @@ def evaluate(
                                                         enabled=settings.composer.enabled,
                                                         parse_status=parse_status, filtered=filtered,
                                                         min_overlap=settings.composer.min_sentence_overlap)
-    facts = facts_checked(verifier_output.claim_checks, normalized)
+    facts = facts_checked(verifier_output.claim_checks, normalized_output)
     evaluation = RoundAudit(
         verdict=verdict,
         groundedness_score=verifier_output.groundedness_score,
@@ -159,7 +166,7 @@ def evaluate(
         rationale=verifier_output.rationale,
         round=ctx.round,
         executor_output_parse_status=parse_status,
-        executor_structured_output=normalized,
+        executor_structured_output=normalized_output,
         tool_trace_summary=[ToolTraceSummaryItem.model_validate(t) for t in payload.get("tool_trace_summary", [])],
         gatekeeper_result=gate_result,
         verifier_verdict=verifier_output.verdict,
@@ -172,7 +179,7 @@ def evaluate(
         retry_context=retry_context,
         question_coverage=coverage,
     )
-    return Evaluation(parse_status=parse_status, structured=normalized, gatekeeper_result=gate_result,
+    return Evaluation(parse_status=parse_status, output=normalized_output, gatekeeper_result=gate_result,
                       features=features, verifier_output=verifier_output, verdict=verdict,
                       round_audit=evaluation, composer_input=composer_input, filtered=filtered,
                       composer_output=composer_output, composer_guard=guard, final_answer=final_answer)

@@ -6,8 +6,9 @@ renamed in `pipeline.core.contracts` breaks a test rather than silently reading 
 
 Two parts are not contracts the pipeline enforced: the executor's structured output (raw LLM
 JSON that the gatekeeper judged, schema violations included) and the gatekeeper's cached
-per-binding features. Both get tolerant "as written" models: a claim with a missing field is a
-finding to show beside its errors, not a reason to hide it.
+per-binding features. Both are read tolerantly: the output as the pipeline read it at parse
+(pipeline.core.contracts.ExecutorOutput), the features by the models below. A claim with a
+missing field is a finding to show beside its errors, not a reason to hide it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pipeline.core.contracts import (
     ComposerOutput,
     EvidenceDigest,
+    ExecutorClaim,
+    ExecutorHypothesis,
     LlmCallRecord,
     PlannerPlan,
     QuestionScope,
@@ -35,72 +38,6 @@ from pipeline.store import Store
 
 class _Read(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, protected_namespaces=())  # model_tool_name
-
-
-# --- the executor's output as it was written ---------------------------------------------------
-
-
-def _text(value: Any) -> str:
-    return "" if value is None else value if isinstance(value, str) else str(value)
-
-
-class WrittenBinding(_Read):
-    tool_name: str = ""
-    source_invocation_ids: list[Any] = Field(default_factory=list)
-    source_record_ids: list[Any] | None = None
-    evidence_excerpt: str = ""
-    digest_id: str | None = None
-
-    @field_validator("tool_name", "evidence_excerpt", mode="before")
-    @classmethod
-    def _str(cls, v: Any) -> str:
-        return _text(v)
-
-    @field_validator("source_invocation_ids", mode="before")
-    @classmethod
-    def _ids(cls, v: Any) -> list[Any]:
-        return v if isinstance(v, list) else []
-
-    @field_validator("digest_id", mode="before")
-    @classmethod
-    def _digest(cls, v: Any) -> str | None:
-        return v if isinstance(v, str) else None
-
-
-class WrittenClaim(_Read):
-    claim_id: str = ""
-    claim_type: str = ""
-    claim_text: str = ""
-    support_level: str = ""
-    # Positions matter: gatekeeper targets say claims[i].evidence_bindings[j] of the raw list.
-    evidence_bindings: list[WrittenBinding] = Field(default_factory=list)
-
-    @field_validator("claim_id", "claim_type", "claim_text", "support_level", mode="before")
-    @classmethod
-    def _str(cls, v: Any) -> str:
-        return _text(v)
-
-    @field_validator("evidence_bindings", mode="before")
-    @classmethod
-    def _bindings(cls, v: Any) -> list[Any]:
-        return [b if isinstance(b, dict) else {} for b in v] if isinstance(v, list) else []
-
-
-class WrittenHypothesis(_Read):
-    hypothesis_text: str = ""
-
-    @field_validator("hypothesis_text", mode="before")
-    @classmethod
-    def _str(cls, v: Any) -> str:
-        return _text(v)
-
-
-def _written(structured: Any, key: str, model: type[_Read]) -> list[Any]:
-    items = structured.get(key) if isinstance(structured, dict) else None
-    if not isinstance(items, list):
-        return []
-    return [model.model_validate(i if isinstance(i, dict) else {"claim_text": i, "hypothesis_text": i})
-            for i in items]
 
 
 # --- gatekeeper features (pipeline/gatekeeper/features.py writes them) -------------------------
@@ -272,8 +209,6 @@ class SessionRecord(_Read):
     earlier_rounds: list[RoundAudit] = Field(default_factory=list)
     question_scope: QuestionScope | None = None
     claimed_by_source: ClaimedBySource | None = None
-    claims: list[WrittenClaim] = Field(default_factory=list)
-    hypotheses: list[WrittenHypothesis] = Field(default_factory=list)
     features: dict[str, BindingFeatures] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     prompt_tokens: int = 0
@@ -306,7 +241,6 @@ class SessionRecord(_Read):
         """Validate a `diagnosis_session` row (as `Store.get_session` returns it) and its child rows."""
         se = row.get("audit") or {}
         ev = se.get("round_audit") if isinstance(se, dict) else None
-        structured = ev.get("executor_structured_output") if isinstance(ev, dict) else None
         features = row.get("gatekeeper_features") or {}
         data = {
             **row,
@@ -315,8 +249,6 @@ class SessionRecord(_Read):
             # Its own column once the schema has one; before that, inside audit.
             "question_scope": row.get("question_scope") or (se.get("question_scope") if isinstance(se, dict) else None),
             "claimed_by_source": se.get("claimed_by_source") if isinstance(se, dict) else None,
-            "claims": _written(structured, "claims", WrittenClaim),
-            "hypotheses": _written(structured, "hypotheses", WrittenHypothesis),
             "features": {k: v for k, v in features.items() if k.startswith(("claims[", "digests["))},
             "invocations": list(invocations),
             "llm_calls": list(llm_calls),
@@ -333,6 +265,17 @@ class SessionRecord(_Read):
             ) from exc
 
     # --- what readers ask of a session -----------------------------------------------------------
+
+    @property
+    def claims(self) -> list[ExecutorClaim]:
+        """The executor's claims in their written positions (claims[i] of the gatekeeper's targets)."""
+        output = self.evaluation.executor_structured_output if self.evaluation else None
+        return output.claims if output is not None else []
+
+    @property
+    def hypotheses(self) -> list[ExecutorHypothesis]:
+        output = self.evaluation.executor_structured_output if self.evaluation else None
+        return output.hypotheses if output is not None else []
 
     @property
     def marks(self) -> list[str]:

@@ -119,12 +119,12 @@ class _ToolRunner:
 def _retry_context(ev: Evaluation, next_round: int) -> RetryContext:
     """docs/spec.md#verifier-payload: what the next round must close — the claims not directly observed and the
     executor's own missing_info (not the composer's wording of them)."""
-    structured = ev.structured or {}
-    claims = {c.get("claim_id"): c.get("claim_text", "") for c in structured.get("claims", []) if isinstance(c, dict)}
+    output = ev.output
+    claims = {c.key: c.claim_text or "" for c in output.claim_objects()} if output is not None else {}
     # A LOW_CONFID round may hold only inferences; those need direct evidence too.
     weak = [claims.get(c.claim_id, c.claim_id) for c in ev.verifier_output.claim_checks
             if c.verification != "direct_observation"]
-    missing = [m for m in structured.get("missing_info", []) if isinstance(m, str)]
+    missing = list(output.missing_info) if output is not None else []
     return RetryContext(round=next_round, unsupported_claims=weak, missing_info=missing)
 
 

@@ -24,6 +24,7 @@ from pipeline.core.contracts import (
     ComposerHypothesis,
     ComposerInput,
     ComposerOutput,
+    ExecutorOutput,
     FilteredItem,
     ParseStatus,
     QuestionScope,
@@ -83,12 +84,8 @@ def is_evidence_gathering(action_text: str) -> bool:
     return any(w in norm for w in _GATHER_WORDS) and not any(w in norm for w in _REMEDY_WORDS)
 
 
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
 def assemble_input(
-    *, question: str, verdict: Verdict, structured: dict[str, Any] | None, verifier_output: VerifierOutput,
+    *, question: str, verdict: Verdict, structured: ExecutorOutput | None, verifier_output: VerifierOutput,
     unbacked: Sequence[str] = (), scope: QuestionScope | None = None, coverage: Sequence[ServiceCoverage] = (),
     max_key_facts: int = 4,
 ) -> tuple[ComposerInput, list[FilteredItem]]:
@@ -101,7 +98,7 @@ def assemble_input(
     The claims are ranked by relevance to `scope` and the answer's lead is decided here.
     """
     lang = detect_language(question)
-    structured = structured or {}
+    output = structured or ExecutorOutput()
     checks = {c.claim_id: c for c in verifier_output.claim_checks}
     allowed_claims: list[ComposerClaim] = []
     hypotheses: list[ComposerHypothesis] = []
@@ -124,10 +121,11 @@ def assemble_input(
             reason.then.append(msg("filter.certainty_only"))
             keep_away(source, text, reason, "missing_info")
 
-    for i, claim in enumerate(_dicts(structured.get("claims"))):
-        cid, ctype = str(claim.get("claim_id", "")), str(claim.get("claim_type", ""))
-        text = str(claim.get("claim_text", ""))
-        source = f"claims[{i}]"
+    for i, claim in enumerate(output.claims):
+        if not claim.written_as_object:
+            continue
+        cid, ctype, text = claim.key, claim.claim_type or "", claim.claim_text or ""
+        source = f"claims[{i}]"  # the written position, as the gatekeeper's targets name it
         check = checks.get(cid)
         verification = check.verification if check else "unsupported"
         why = verification
@@ -158,9 +156,10 @@ def assemble_input(
             keep_away(source, text, _because(msg("filter.contradicted", why=why), check))
 
     hyp_checks = {h.hypothesis_index: h for h in verifier_output.hypothesis_checks}
-    for i, hyp in enumerate(_dicts(structured.get("hypotheses"))):
-        text = str(hyp.get("hypothesis_text", ""))
-        needed = [str(n) for n in hyp.get("needed_evidence") or [] if isinstance(n, str)]
+    for i, hyp in enumerate(output.hypotheses):
+        if not hyp.written_as_object:
+            continue
+        text, needed = hyp.hypothesis_text or "", list(hyp.needed_evidence)
         hcheck = hyp_checks.get(i)
         if hcheck is not None and hcheck.verification != "reasonable_hypothesis":
             keep_away(f"hypotheses[{i}]", text, msg("filter.hypothesis_check", verification=hcheck.verification))
@@ -171,13 +170,13 @@ def assemble_input(
             keep_away("hypotheses", h.hypothesis_text, msg("filter.reject_hypotheses"))
         hypotheses = []
 
-    for item in structured.get("missing_info") or []:
-        if isinstance(item, str) and item.strip():
-            missing.append(item)
+    missing += [item for item in output.missing_info if item.strip()]
 
     actions: list[ComposerAction] = []
-    for i, action in enumerate(_dicts(structured.get("recommended_actions"))):
-        text, reason = str(action.get("action_text", "")), str(action.get("reason", ""))
+    for i, action in enumerate(output.recommended_actions):
+        if not action.written_as_object:
+            continue
+        text, reason = action.action_text or "", action.reason or ""
         if verdict == "REJECT" and not is_evidence_gathering(text):
             keep_away(f"recommended_actions[{i}]", text, msg("filter.reject_action"))
             continue

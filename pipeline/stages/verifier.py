@@ -19,6 +19,7 @@ from pipeline.core.bounds import loads_bounded
 from pipeline.core.contracts import (
     ClaimCheck,
     EvidenceDigest,
+    ExecutorOutput,
     FactChecked,
     FactVerification,
     GatekeeperResult,
@@ -186,28 +187,12 @@ def _window(
     }
 
 
-def _as_ids(value: Any) -> list[int]:
-    if not isinstance(value, list):
-        return []
-    ids = []
-    for v in value:
-        try:
-            ids.append(int(v))
-        except (TypeError, ValueError):
-            continue
-    return ids
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
 def build_payload(
     *,
     question: str,
     raw_output: str,
     parse_status: ParseStatus,
-    structured: dict[str, Any] | None,
+    structured: ExecutorOutput | None,
     invocations: list[ToolInvocation],
     digests: list[EvidenceDigest] | None,
     gatekeeper_result: GatekeeperResult,
@@ -235,15 +220,21 @@ def build_payload(
 
     cited_lines: dict[int, list[str]] = {}
     cited_evidence: list[dict[str, Any]] = []
-    claims = _dicts((structured or {}).get("claims")) if parse_status.status == "valid" else []
-    for ci, claim in enumerate(claims):
-        claim_text = str(claim.get("claim_text", ""))
+    valid = structured if parse_status.status == "valid" else None
+    # Written positions: claim_index and the features' "claims[i].evidence_bindings[j]" name the
+    # same element as the gatekeeper's targets, malformed elements before it included.
+    for ci, claim in enumerate(valid.claims if valid is not None else ()):
+        if not claim.written_as_object:
+            continue
+        claim_text = claim.claim_text or ""
         bindings_out = []
-        for bi, binding in enumerate(_dicts(claim.get("evidence_bindings"))):
-            excerpt = str(binding.get("evidence_excerpt", ""))
-            digest = digest_by_id.get(str(binding.get("digest_id"))) if binding.get("digest_id") else None
+        for bi, binding in enumerate(claim.evidence_bindings or ()):
+            if not binding.written_as_object:
+                continue
+            excerpt = binding.evidence_excerpt or ""
+            digest = digest_by_id.get(binding.digest_id) if binding.digest_id else None
             windows = []
-            for inv_id in _as_ids(binding.get("source_invocation_ids")):
+            for inv_id in binding.source_invocation_ids:
                 idx = index(inv_id)
                 if idx is None:
                     windows.append({"invocation_id": inv_id, "available": False})
@@ -255,9 +246,9 @@ def build_payload(
                 windows.append(win)
             entry: dict[str, Any] = {
                 "binding_index": bi,
-                "tool_name": binding.get("tool_name"),
-                "source_invocation_ids": _as_ids(binding.get("source_invocation_ids")),
-                "digest_id": binding.get("digest_id"),
+                "tool_name": binding.tool_name,
+                "source_invocation_ids": binding.source_invocation_ids,
+                "digest_id": binding.digest_id,
                 "evidence_excerpt": excerpt,
                 "digest": (
                     {"summary": digest.summary, "source_quote": digest.source_quote} if digest else None
@@ -270,10 +261,10 @@ def build_payload(
             bindings_out.append(entry)
         cited_evidence.append(
             {
-                "claim_id": claim.get("claim_id"),
+                "claim_id": claim.claim_id,
                 "claim_index": ci,
-                "claim_type": claim.get("claim_type"),
-                "support_level": claim.get("support_level"),
+                "claim_type": claim.claim_type,
+                "support_level": claim.support_level,
                 "claim_text": claim_text,
                 "bindings": bindings_out,
             }
@@ -295,7 +286,7 @@ def build_payload(
         "original_query": question,
         "executor_raw_output": raw_output,
         "executor_final_answer": raw_output,  # deprecated alias (docs/spec.md#verifier-payload, docs/spec.md#facts-checked)
-        "executor_structured_output": structured if parse_status.status == "valid" else None,
+        "executor_structured_output": valid.raw if valid is not None else None,
         "executor_output_parse_status": parse_status.model_dump(),
         "tool_trace_summary": [
             item.model_dump() for item in _trace_summary(invocations, cited_lines, index)
@@ -348,17 +339,17 @@ def _trace_summary(
 # --- scores and compatibility records ---------------------------------------------------------
 
 
-def facts_checked(claim_checks: list[ClaimCheck], structured: dict[str, Any] | None) -> list[FactChecked]:
+def facts_checked(claim_checks: list[ClaimCheck], structured: ExecutorOutput | None) -> list[FactChecked]:
     """docs/spec.md#facts-checked: the legacy facts_checked list, derived from claim_checks only."""
-    claims = {str(c.get("claim_id")): c for c in _dicts((structured or {}).get("claims"))}
+    claims = {c.key: c for c in structured.claim_objects()} if structured is not None else {}
     facts = []
     for check in claim_checks:
-        claim = claims.get(check.claim_id, {})
+        claim = claims.get(check.claim_id)
         facts.append(
             FactChecked(
-                fact=f"{check.claim_id}: {claim.get('claim_text', '')}",
+                fact=f"{check.claim_id}: {(claim.claim_text if claim else None) or ''}",
                 verification=FACT_VERIFICATION[check.verification],
-                is_critical=str(claim.get("claim_type", "")) in CRITICAL_TYPES,
+                is_critical=claim is not None and claim.claim_type in CRITICAL_TYPES,
                 evidence_refs=check.evidence_refs,
             )
         )
@@ -371,8 +362,9 @@ def _fallback(rationale: str) -> VerifierOutput:
     return VerifierOutput(verdict="LOW_CONFID", groundedness_score=0.0, rationale=rationale)
 
 
-def run_verifier(ctx: StageContext, provider: Any, payload: dict[str, Any]) -> VerifierOutput:
-    """Call the verifier unless there is nothing structured to verify (docs/spec.md#parse-status).
+def run_verifier(ctx: StageContext, provider: Any, payload: dict[str, Any], output: ExecutorOutput | None) -> VerifierOutput:
+    """Call the verifier unless there is nothing structured to verify (docs/spec.md#parse-status);
+    `payload` is build_payload's for `output`.
 
     The returned output is normalised in code: a claim the verifier skipped gets an explicit
     `unsupported` check, checks for claims that do not exist are dropped, and
@@ -393,8 +385,8 @@ def run_verifier(ctx: StageContext, provider: Any, payload: dict[str, Any]) -> V
         unusable = f"unusable verifier output ({type(exc).__name__}: {str(exc)[:200]})"
         return _fallback(tr("verifier.failure", ctx.language, error=unusable))
 
-    claims = _dicts((payload.get("executor_structured_output") or {}).get("claims"))
-    known = [str(c.get("claim_id")) for c in claims]
+    claims = output.claim_objects() if output is not None else []
+    known = [c.key for c in claims]
     checks = [c for c in out.claim_checks if c.claim_id in known]
     seen = {c.claim_id for c in checks}
     checks += [

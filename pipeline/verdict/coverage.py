@@ -25,11 +25,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from pipeline.core.contracts import (
     ClaimCheck,
     CoverageStatus,
+    ExecutorClaim,
+    ExecutorOutput,
     GatekeeperResult,
     QuestionScope,
     ServiceCoverage,
@@ -133,15 +134,12 @@ def _in_window(r: Record, scope: QuestionScope) -> bool:
     return (w.end is None or r.at <= w.end) and (w.start is None or until is None or until >= w.start)
 
 
-def _claim_records(claim: Mapping[str, Any], by_id: Mapping[int, list[Record]]) -> list[Record]:
+def _claim_records(claim: ExecutorClaim, by_id: Mapping[int, list[Record]]) -> list[Record]:
     found = []
-    for binding in claim.get("evidence_bindings") or []:
-        if not isinstance(binding, dict):
-            continue
-        excerpt = normalize(str(binding.get("evidence_excerpt", "")))
-        for inv_id in binding.get("source_invocation_ids") or []:
-            if isinstance(inv_id, int):
-                found += [r for r in by_id.get(inv_id, []) if excerpt and (excerpt in r.text or r.text in excerpt)]
+    for binding in claim.evidence_bindings or ():
+        excerpt = normalize(binding.evidence_excerpt or "")
+        for inv_id in binding.source_invocation_ids:
+            found += [r for r in by_id.get(inv_id, []) if excerpt and (excerpt in r.text or r.text in excerpt)]
     return found
 
 
@@ -155,7 +153,7 @@ class _Claim:
 
 def compute_coverage(
     scope: QuestionScope | None,
-    structured: Mapping[str, Any] | None,
+    structured: ExecutorOutput | None,
     claim_checks: Sequence[ClaimCheck],
     invocations: Iterable[ToolInvocation],
     gatekeeper_result: GatekeeperResult,
@@ -168,9 +166,8 @@ def compute_coverage(
     invs = list(invocations)
     by_id = {inv.id: records(inv) for inv in invs}
     verified = {c.claim_id for c in claim_checks if c.verification in VERIFIED} - set(gatekeeper_result.unbacked_claims)
-    claims = [_Claim(str(c.get("claim_id", "")), normalize(str(c.get("claim_text", ""))), _claim_records(c, by_id),
-                     str(c.get("claim_text", "")))
-              for c in (structured or {}).get("claims") or [] if isinstance(c, dict)]
+    claims = [_Claim(c.key, normalize(c.claim_text or ""), _claim_records(c, by_id), c.claim_text or "")
+              for c in (structured.claim_objects() if structured else ())]
     return [_pair(service, symptom, scope, invs, by_id, [c for c in claims if c.claim_id in verified], backends)
             for service, symptom in asked_pairs(scope)]
 

@@ -22,7 +22,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +30,8 @@ from pipeline.core.contracts import (
     VERDICT_ORDER,
     ClaimCheck,
     ClaimVerification,
+    ExecutorClaim,
+    ExecutorOutput,
     GatekeeperError,
     GatekeeperResult,
     RetryContext,
@@ -85,12 +86,7 @@ def stricter(a: Verdict, b: Verdict) -> Verdict:
     return a if VERDICT_ORDER[a] >= VERDICT_ORDER[b] else b
 
 
-def claim_dicts(structured: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    claims = (structured or {}).get("claims")
-    return [c for c in claims if isinstance(c, dict)] if isinstance(claims, list) else []
-
-
-def groundedness(claim_checks: Iterable[ClaimCheck], claims: Iterable[Mapping[str, Any]]) -> float:
+def groundedness(claim_checks: Iterable[ClaimCheck], claims: Iterable[ExecutorClaim]) -> float:
     """Weighted mean support of the claims, in [0, 1].
 
     score = sum(w_c * s_c) / sum(w_c) over every claim c, where s_c is SUPPORT_WEIGHT of its
@@ -101,8 +97,8 @@ def groundedness(claim_checks: Iterable[ClaimCheck], claims: Iterable[Mapping[st
     verdicts = {c.claim_id: c.verification for c in claim_checks}
     total = weight_sum = 0.0
     for claim in claims:
-        weight = 2.0 if str(claim.get("claim_type", "")) in CRITICAL_TYPES else 1.0
-        total += weight * SUPPORT_WEIGHT.get(verdicts.get(str(claim.get("claim_id", "")), "unsupported"), 0.0)
+        weight = 2.0 if claim.claim_type in CRITICAL_TYPES else 1.0
+        total += weight * SUPPORT_WEIGHT.get(verdicts.get(claim.key, "unsupported"), 0.0)
         weight_sum += weight
     return round(total / weight_sum, 4) if weight_sum else 0.0
 
@@ -117,20 +113,21 @@ def gatekeeper_floor(failed_rules: Iterable[str], rule_impacts: Mapping[str, str
 
 
 def apply_gatekeeper(
-    claim_checks: Sequence[ClaimCheck], claims: Sequence[Mapping[str, Any]], gate: GatekeeperResult,
+    claim_checks: Sequence[ClaimCheck], claims: Sequence[ExecutorClaim], gate: GatekeeperResult,
     rule_impacts: Mapping[str, str | None],
 ) -> tuple[list[ClaimCheck], list[Message]]:
     """The gatekeeper over the verifier (docs/spec.md#gatekeeper-result): a claim hit by a failed
     (non-warn_only) rule, or left without any binding that is evidence, is at least unsupported,
     whatever the verifier said. The composer filter trusts claim_checks, so they are corrected
-    before anything reads them."""
+    before anything reads them. `claims` are the output's claims in their written positions (a
+    finding's target names a position)."""
     # claim id -> (the rule that failed on it, "" for unbacked, its message)
     failing: dict[str, tuple[str, GatekeeperError]] = {}
     for err in gate.errors:
         index = claim_index(err.target)
         if index is not None and err.rule_id in gate.failed_rules and rule_impacts.get(err.rule_id) != "warn_only":
-            if index < len(claims):
-                failing.setdefault(str(claims[index].get("claim_id")), (err.rule_id, err))
+            if index < len(claims) and claims[index].written_as_object:
+                failing.setdefault(claims[index].key, (err.rule_id, err))
     for claim_id in gate.unbacked_claims:
         failing.setdefault(claim_id, ("", GatekeeperError(rule_id="", target="", message="")))
     checks = {c.claim_id: c for c in claim_checks}
@@ -169,12 +166,12 @@ def overridden(said: ClaimVerification | None, entity: bool) -> ClaimVerificatio
     return "external_unknown" if entity else "unsupported"
 
 
-def claim_level(claim: Mapping[str, Any], verification: str, core: bool) -> Verdict:
+def claim_level(claim: ExecutorClaim, verification: str, core: bool) -> Verdict:
     """What one claim with this verification allows at best in the matrix (docs/spec.md#verdict-matrix)."""
     if verification == "contradicted":
         return "REJECT"
     if verification == "external_unknown":
-        names_core = any(e.kind in CORE_ENTITY_KINDS for e in extract_entities(str(claim.get("claim_text", ""))))
+        names_core = any(e.kind in CORE_ENTITY_KINDS for e in extract_entities(claim.claim_text or ""))
         return "REJECT" if core or names_core else "LOW_CONFID"
     return "LOW_CONFID" if verification in ("unsupported", "overstated") else "PASS"
 
@@ -191,14 +188,14 @@ class ClaimStanding:
     direct_core: bool
 
 
-def claim_standings(claims: Sequence[Mapping[str, Any]], claim_checks: Iterable[ClaimCheck]) -> list[ClaimStanding]:
+def claim_standings(claims: Sequence[ExecutorClaim], claim_checks: Iterable[ClaimCheck]) -> list[ClaimStanding]:
     """Per claim, what apply_gatekeeper and claims_verdict make of it under each outcome: the
     columnar replay (pipeline/replay/columns.py) combines these instead of re-running both."""
     checks = {c.claim_id: c.verification for c in claim_checks}
     core = _core_ids(claims)
     out = []
     for claim in claims:
-        cid = str(claim.get("claim_id"))
+        cid = claim.key
         said, is_core = checks.get(cid), cid in core
         untouched, hit, entity_hit = (claim_level(claim, (v if v is not None else said) or "unsupported", is_core)
                                       for v in (None, overridden(said, False), overridden(said, True)))
@@ -206,9 +203,9 @@ def claim_standings(claims: Sequence[Mapping[str, Any]], claim_checks: Iterable[
     return out
 
 
-def _core_ids(claims: Sequence[Mapping[str, Any]]) -> set[str]:
-    core = {str(c.get("claim_id")) for c in claims if c.get("claim_type") in CORE_TYPES}
-    return core or {str(c.get("claim_id")) for c in claims}
+def _core_ids(claims: Sequence[ExecutorClaim]) -> set[str]:
+    core = {c.key for c in claims if c.claim_type in CORE_TYPES}
+    return core or {c.key for c in claims}
 
 
 def verdict_code(strictest: npt.ArrayLike, direct_core: npt.ArrayLike, gate_floor: npt.ArrayLike = 0,
@@ -227,7 +224,7 @@ def verdict_code(strictest: npt.ArrayLike, direct_core: npt.ArrayLike, gate_floo
 
 
 def claims_verdict(
-    claims: Sequence[Mapping[str, Any]], claim_checks: Iterable[ClaimCheck]
+    claims: Sequence[ExecutorClaim], claim_checks: Iterable[ClaimCheck]
 ) -> tuple[Verdict, list[Message]]:
     """The matrix (docs/spec.md#verdict-matrix) over claim checks alone. A claim without a check
     counts as unsupported; any contradicted claim rejects; an external_unknown core claim, or one
@@ -241,9 +238,9 @@ def claims_verdict(
     low: list[Message] = []
     strictest = 0
     for claim in claims:
-        cid = str(claim.get("claim_id"))
+        cid = claim.key
         verification = checks.get(cid, "unsupported")
-        label: dict[str, str] = {"claim": cid, "type": str(claim.get("claim_type", "?"))}
+        label: dict[str, str] = {"claim": cid, "type": claim.claim_type or "?"}
         level = claim_level(claim, verification, cid in core)
         strictest = max(strictest, VERDICT_ORDER[level])
         if verification == "contradicted":
@@ -279,7 +276,7 @@ def evidence_floor(coverage: Sequence[ServiceCoverage], invocations: Sequence[To
 def decide_verdict(
     *,
     parse_status: str,
-    structured: Mapping[str, Any] | None,
+    structured: ExecutorOutput | None,
     claim_checks: Sequence[ClaimCheck],
     gatekeeper: GatekeeperResult,
     rule_impacts: Mapping[str, str | None],
@@ -302,8 +299,8 @@ def decide_verdict(
     if parse_status != "valid":
         reasons = [msg("policy.parse_status", status=parse_status)]
         return _finish("LOW_CONFID", reasons, [], 0.0, [], verifier_verdict)
-    claims = claim_dicts(structured)
-    checks, reasons = apply_gatekeeper(claim_checks, claims, gate, rule_impacts)
+    checks, reasons = apply_gatekeeper(claim_checks, structured.claims if structured else [], gate, rule_impacts)
+    claims = structured.claim_objects() if structured else []
     matrix, matrix_reasons = claims_verdict(claims, checks)
     reasons += matrix_reasons
     floor = gatekeeper_floor(gate.failed_rules, rule_impacts)

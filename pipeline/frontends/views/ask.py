@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.core.contracts import ComposerAction, ComposerGuardResult, ComposerHypothesis, Verdict
-from pipeline.runs.record import SessionRecord, WrittenBinding
+from pipeline.core.contracts import ComposerAction, ComposerGuardResult, ComposerHypothesis, ExecutorBinding, Verdict
+from pipeline.runs.record import SessionRecord
 
 
 @dataclass
@@ -13,7 +13,7 @@ class ConfirmedFact:
     claim_id: str
     claim_type: str
     claim_text: str
-    evidence: list[WrittenBinding]
+    evidence: list[ExecutorBinding]
 
 
 @dataclass
@@ -37,7 +37,7 @@ def answer_view(record: SessionRecord) -> AnswerView:
     ev = record.evaluation
     ci = ev.composer_input if ev else None
     out = ev.composer_output if ev else None
-    bindings = {c.claim_id: c.evidence_bindings for c in record.claims}
+    bindings = {c.key: c.evidence_bindings or [] for c in record.claims}
     answer = record.final_answer or ""
     return AnswerView(
         verdict=record.verdict,

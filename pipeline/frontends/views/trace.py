@@ -13,6 +13,8 @@ from pipeline.core.contracts import (
     ClaimCheck,
     DigestCheck,
     EvidenceDigest,
+    ExecutorBinding,
+    ExecutorClaim,
     GatekeeperError,
     HypothesisCheck,
     RoundAudit,
@@ -26,8 +28,6 @@ from pipeline.runs.record import (
     ReviewRecord,
     SessionRecord,
     SourceMatch,
-    WrittenBinding,
-    WrittenClaim,
     read_session,
 )
 from pipeline.store import Store
@@ -48,7 +48,7 @@ def _gate_errors(record: SessionRecord) -> list[GatekeeperError]:
 @dataclass
 class BindingView:
     target: str
-    binding: WrittenBinding
+    binding: ExecutorBinding
     # Where the excerpt was found: invocation, similarity and decoded-text spans (None when not located).
     invocation_id: int | None
     score: float | None
@@ -65,7 +65,7 @@ class BindingView:
 class ClaimCard:
     index: int
     target: str
-    claim: WrittenClaim
+    claim: ExecutorClaim
     claim_check: ClaimCheck | None
     errors: list[GatekeeperError]  # every gatekeeper error at or below claims[i]
     bindings: list[BindingView]
@@ -88,7 +88,7 @@ def claims_labelled_session_not(record: SessionRecord, cards: list[ClaimCard]) -
     return bool(flagged) and not record.session_reviews and all(c.reviews for c in flagged)
 
 
-def _binding_view(target: str, binding: WrittenBinding, feats: BindingFeatures | None,
+def _binding_view(target: str, binding: ExecutorBinding, feats: BindingFeatures | None,
                   errors: list[GatekeeperError]) -> BindingView:
     feats = feats or BindingFeatures()
     out = feats.sources.get("output") or SourceMatch()
@@ -123,14 +123,14 @@ def claim_cards(record: SessionRecord) -> list[ClaimCard]:
             index=ci,
             target=target,
             claim=claim,
-            claim_check=checks.get(claim.claim_id),
+            claim_check=checks.get(claim.key),
             errors=own,
             bindings=[_binding_view(binding_target(ci, bi), b, record.features.get(binding_target(ci, bi)), own)
-                      for bi, b in enumerate(claim.evidence_bindings)],
-            composer="allowed" if claim.claim_id in allowed else (moved.moved_to if moved else "dropped"),
+                      for bi, b in enumerate(claim.evidence_bindings or ())],
+            composer="allowed" if claim.key in allowed else (moved.moved_to if moved else "dropped"),
             filter_reason=moved.reason if moved else "",
             filter_msg=moved.msg if moved else None,
-            reviews=record.claim_reviews(claim.claim_id),
+            reviews=record.claim_reviews(claim.key),
         ))
     return cards
 
@@ -156,7 +156,8 @@ def hypothesis_rows(record: SessionRecord) -> list[HypothesisRow]:
     checks = record.evaluation.hypothesis_checks if record.evaluation else []
     hyps = record.hypotheses
     return [HypothesisRow(h.hypothesis_index,
-                          hyps[h.hypothesis_index].hypothesis_text if 0 <= h.hypothesis_index < len(hyps) else "", h)
+                          (hyps[h.hypothesis_index].hypothesis_text or "") if 0 <= h.hypothesis_index < len(hyps) else "",
+                          h)
             for h in checks]
 
 

@@ -27,6 +27,7 @@ from pipeline.core.contracts import (
     ClaimVerification,
     DigestCheck,
     EvidenceRef,
+    ExecutorClaim,
     HypothesisCheck,
     Verdict,
     VerifierOutput,
@@ -327,12 +328,18 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
+def _positioned(value: Any) -> list[tuple[int, dict[str, Any]]]:
+    """The objects of a list with their written positions (what claim_index and targets count)."""
+    return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 def verify(payload: dict[str, Any]) -> VerifierOutput:
     lang = detect_language(str(payload.get("original_query", "")))
     structured = payload.get("executor_structured_output") or {}
     status = (payload.get("executor_output_parse_status") or {}).get("status", "missing")
     gate = payload.get("gatekeeper_result") or {}
-    claims = _dicts(structured.get("claims")) if status == "valid" else []
+    positioned = _positioned(structured.get("claims")) if status == "valid" else []
+    claims = [c for _, c in positioned]
 
     failed = set(gate.get("failed_rules") or [])
     gate_rules: dict[int, list[str]] = {}
@@ -342,7 +349,7 @@ def verify(payload: dict[str, Any]) -> VerifierOutput:
             gate_rules.setdefault(int(m.group(1)), []).append(str(err["rule_id"]))
 
     cited = {e.get("claim_index"): e for e in _dicts(payload.get("cited_evidence"))}
-    claim_checks = [_check_claim(c, cited.get(i), gate_rules.get(i, []), lang) for i, c in enumerate(claims)]
+    claim_checks = [_check_claim(c, cited.get(i), gate_rules.get(i, []), lang) for i, c in positioned]
 
     evidence_parts = [line for e in cited.values() for b in e.get("bindings", []) for w in b.get("windows", [])
                       for line in w.get("anchor", []) + w.get("related", [])]
@@ -350,7 +357,7 @@ def verify(payload: dict[str, Any]) -> VerifierOutput:
     evidence_parts += [str(s.get("output_summary", "")) for s in _dicts(payload.get("tool_trace_summary"))]
     evidence = "\n".join(evidence_parts)
     hypothesis_checks = [
-        _check_hypothesis(i, h, evidence, lang) for i, h in enumerate(_dicts(structured.get("hypotheses")))
+        _check_hypothesis(i, h, evidence, lang) for i, h in _positioned(structured.get("hypotheses"))
     ]
 
     digest_windows = {d.get("digest_id"): d.get("windows", []) for d in _dicts(payload.get("digest_evidence"))}
@@ -374,7 +381,7 @@ def verify(payload: dict[str, Any]) -> VerifierOutput:
     parts.append(tr("offline.verifier.verdict", lang, verdict=verdict))
     return VerifierOutput(
         verdict=verdict,
-        groundedness_score=groundedness(claim_checks, claims),
+        groundedness_score=groundedness(claim_checks, [ExecutorClaim.model_validate(c) for c in claims]),
         claim_checks=claim_checks,
         hypothesis_checks=hypothesis_checks,
         digest_checks=digest_checks,
