@@ -1,20 +1,32 @@
-"""One settings object for the engine, the CLI and the workbench.
+"""One settings object for the engine, the CLI and the workbench, read by pydantic-settings.
 
 Sources, later wins: built-in defaults -> `workbench.yaml` (or the file named by
-WORKBENCH_CONFIG) -> environment variables (DATABASE_URL, OPENAI_BASE_URL, OPENAI_API_KEY,
-OPENAI_MODEL, WORKBENCH_PROVIDER, WORKBENCH_MODEL, WORKBENCH_HOME, PROMETHEUS_URL, LOKI_URL,
-WORKBENCH_LOG_DIR, WORKBENCH_RUNBOOK_DIR, PROMETHEUS_BEARER_TOKEN, LOKI_BEARER_TOKEN,
-OTEL_EXPORTER_OTLP_ENDPOINT, WORKBENCH_NOTIFY_URL). The embedded default needs none of them.
+WORKBENCH_CONFIG) -> the named environment variables (DATABASE_URL, OPENAI_BASE_URL,
+OPENAI_API_KEY, OPENAI_MODEL, PROMETHEUS_URL, LOKI_URL, WORKBENCH_LOG_DIR, WORKBENCH_RUNBOOK_DIR,
+PROMETHEUS_BEARER_TOKEN, LOKI_BEARER_TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT, WORKBENCH_NOTIFY_URL)
+-> WORKBENCH_<KEY> for any key, `__` between nested keys (WORKBENCH_PROVIDER, WORKBENCH_MODEL,
+WORKBENCH_HOME, WORKBENCH_OPENAI__TIMEOUT_S) -> explicit keyword overrides. An empty variable
+counts as unset. The embedded default needs none of them.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+try:
+    from pydantic_settings import SettingsError
+except ImportError:  # pydantic-settings before 2.4 (the floor) keeps it in its sources module
+    from pydantic_settings.sources import SettingsError  # type: ignore[attr-defined,no-redef]
 
 from pipeline.core.config_file import read_config_file, settings_error
 from pipeline.core.errors import ConfigError
@@ -187,7 +199,10 @@ class NotifySettings(_Section):
     attempts: int = Field(default=3, ge=1, le=10)
 
 
-class Settings(_Section):
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="forbid", env_prefix="WORKBENCH_", env_nested_delimiter="__",
+                                      env_ignore_empty=True)
+
     provider: Literal["offline", "openai", "scripted"] = "offline"
     model: str = "rule-based"
     scripted_fixture: str | None = None
@@ -220,45 +235,91 @@ class Settings(_Section):
         return "split" if self.digest.enabled else "single"
 
 
-def _env_overrides() -> dict[str, Any]:
-    env = os.environ
-    out: dict[str, Any] = {}
-    if env.get("WORKBENCH_HOME"):
-        out["home"] = env["WORKBENCH_HOME"]
-    if env.get("DATABASE_URL"):
-        out["database_url"] = env["DATABASE_URL"]
-    if env.get("WORKBENCH_PROVIDER"):
-        out["provider"] = env["WORKBENCH_PROVIDER"]
-    if env.get("WORKBENCH_MODEL"):
-        out["model"] = env["WORKBENCH_MODEL"]
-    if env.get("WORKBENCH_NOTIFY_URL"):
-        out["notify"] = {"url": env["WORKBENCH_NOTIFY_URL"]}
-    openai: dict[str, Any] = {}
-    if env.get("OPENAI_BASE_URL"):
-        openai["base_url"] = env["OPENAI_BASE_URL"]
-    if env.get("OPENAI_API_KEY"):
-        openai["api_key"] = env["OPENAI_API_KEY"]
-    if env.get("OPENAI_MODEL"):
-        openai["model"] = env["OPENAI_MODEL"]
-    if openai:
-        out["openai"] = openai
-    backends: dict[str, Any] = {}
-    for var, tool, kind, key in (
-        ("PROMETHEUS_URL", "query_metrics", "prometheus", "url"),
-        ("LOKI_URL", "query_logs", "loki", "url"),
-        ("WORKBENCH_LOG_DIR", "query_logs", "files", "path"),
-        ("WORKBENCH_RUNBOOK_DIR", "lookup_knowledge", "folder", "path"),
-    ):
-        if env.get(var):
-            backends[tool] = {"kind": kind, key: env[var]}
-    for var, tool in (("PROMETHEUS_BEARER_TOKEN", "query_metrics"), ("LOKI_BEARER_TOKEN", "query_logs")):
-        if env.get(var):
-            backends.setdefault(tool, {})["bearer_token"] = env[var]
-    if backends:
-        out["backends"] = backends
-    if env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
-        out["telemetry"] = {"otlp_endpoint": env["OTEL_EXPORTER_OTLP_ENDPOINT"]}
-    return out
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # First wins: overrides, WORKBENCH_<KEY>, the named variables, the settings file.
+        return init_settings, env_settings, NamedEnvironment(settings_cls), ConfigFile(settings_cls, config_path())
+
+
+# Each named environment variable: the key it sets and what it implies beside it (a backend URL
+# or folder also picks that backend's kind).
+_NAMED_ENV: tuple[tuple[str, tuple[str, ...], dict[str, str]], ...] = (
+    ("DATABASE_URL", ("database_url",), {}),
+    ("OPENAI_BASE_URL", ("openai", "base_url"), {}),
+    ("OPENAI_API_KEY", ("openai", "api_key"), {}),
+    ("OPENAI_MODEL", ("openai", "model"), {}),
+    ("WORKBENCH_NOTIFY_URL", ("notify", "url"), {}),
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", ("telemetry", "otlp_endpoint"), {}),
+    ("PROMETHEUS_URL", ("backends", "query_metrics", "url"), {"kind": BackendKind.PROMETHEUS}),
+    ("LOKI_URL", ("backends", "query_logs", "url"), {"kind": BackendKind.LOKI}),
+    ("WORKBENCH_LOG_DIR", ("backends", "query_logs", "path"), {"kind": BackendKind.FILES}),
+    ("WORKBENCH_RUNBOOK_DIR", ("backends", "lookup_knowledge", "path"), {"kind": BackendKind.FOLDER}),
+    ("PROMETHEUS_BEARER_TOKEN", ("backends", "query_metrics", "bearer_token"), {}),
+    ("LOKI_BEARER_TOKEN", ("backends", "query_logs", "bearer_token"), {}),
+)
+
+
+class _WholeSource(PydanticBaseSettingsSource):
+    """A source that yields its whole mapping at once rather than field by field."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+
+class NamedEnvironment(_WholeSource):
+    """The environment variables other tools also read (DATABASE_URL, OPENAI_*, PROMETHEUS_URL...)."""
+
+    def __call__(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for var, path, implied in _NAMED_ENV:
+            if os.environ.get(var):
+                section = out
+                for part in path[:-1]:
+                    section = section.setdefault(part, {})
+                section.update(implied)
+                section[path[-1]] = os.environ[var]
+        return out
+
+
+class ConfigFile(_WholeSource):
+    """workbench.yaml: nothing when the file is absent (load_settings refuses a missing file it was named)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path):
+        super().__init__(settings_cls)
+        self.path = path
+
+    def __call__(self) -> dict[str, Any]:
+        return read_config_file(self.path) if self.path.exists() else {}
+
+
+# The file load_settings was given (--config); otherwise WORKBENCH_CONFIG, then the default.
+_CONFIG_FILE: ContextVar[Path | None] = ContextVar("workbench_config_file", default=None)
+
+
+def config_path() -> Path:
+    return _CONFIG_FILE.get() or Path(os.environ.get("WORKBENCH_CONFIG") or default_config_file())
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    token = _CONFIG_FILE.set(path)
+    try:
+        yield
+    finally:
+        _CONFIG_FILE.reset(token)
+
+
+def _from_environment() -> dict[str, Any]:
+    """What the environment sets, named variables under WORKBENCH_<KEY>: to say where a refused value came from."""
+    prefixed = EnvSettingsSource(Settings, env_prefix="WORKBENCH_", env_nested_delimiter="__", env_ignore_empty=True)
+    return _merge(NamedEnvironment(Settings)(), prefixed())
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -273,17 +334,16 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
     """Settings from the config file, then the environment, then explicit keyword overrides."""
-    cfg_path = Path(path or os.environ.get("WORKBENCH_CONFIG") or default_config_file())
+    cfg_path = Path(path) if path else config_path()
     if path and not cfg_path.exists():
         # Named explicitly (--config): a typo must not fall back to the defaults unnoticed.
         raise ConfigError(f"{cfg_path}: no such settings file")
-    data = read_config_file(cfg_path) if cfg_path.exists() else {}
-    env = _env_overrides()
-    data = _merge(data, env)
-    data = _merge(data, {k: v for k, v in overrides.items() if v is not None})
     try:
-        settings = Settings.model_validate(data)
+        with _reading(cfg_path):
+            settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
-        raise settings_error(Settings, exc, cfg_path, env) from None
+        raise settings_error(Settings, exc, cfg_path, _from_environment()) from None
+    except SettingsError as exc:  # a WORKBENCH_<SECTION> variable that is not a JSON object
+        raise ConfigError(f"the environment: {exc}") from None
     remember_settings(settings)  # from here on, every redact() masks the configured secrets
     return settings
