@@ -137,8 +137,8 @@ def _entity_points(context: RuleContext, rules: RuleSet) -> dict[str, list[tuple
     points: dict[str, list[tuple[float, bool]]] = {}
     counts: Counter[str] = Counter()
     for threshold in sorted(candidates, reverse=True):
-        probe = replace(spec, params=spec.params.model_copy(update={"minLocatedScore": threshold}))
-        findings = RULES[spec.id].validate(context, probe).findings
+        at_score = replace(spec, params=spec.params.model_copy(update={"minLocatedScore": threshold}))
+        findings = RULES[spec.id].validate(context, at_score).findings
         now = Counter(finding.target for finding in findings)
         failing = {finding.target for finding in findings if finding.level == "fail"}
         for target in now.keys() | counts.keys():
