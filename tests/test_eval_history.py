@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from pipeline.core.config import ROOT
 from pipeline.core.contracts import Verdict
+from pipeline.core.messages import tr
 from pipeline.eval import history
 from pipeline.eval.runner import EvalResult
 from pipeline.frontends.cli import main
@@ -96,7 +97,7 @@ def test_page_keeps_runs_and_compares_a_candidate_with_the_rules_in_force(two_fi
     assert past["run"].tolist() == [runs[0].id, runs[1].id]
     assert diff["fixture"].tolist() == list(FIXTURES) and diff["changed"].tolist() == ["≠", ""]
     assert diff.loc[0, "before"].startswith("pass") and diff.loc[0, "after"].startswith("FAIL")
-    assert "1 fixture(s) changed result." in [c.value for c in at.caption]
+    assert tr("eval.changed", "en", n=1) in [c.value for c in at.caption]
 
     # Results outlive the browser session: a fresh one shows the latest run from the store.
     fresh = _app()

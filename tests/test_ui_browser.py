@@ -27,6 +27,7 @@ except ImportError:  # the fixture turns this into a skip, or a failure under CI
     sync_api = None
 
 from pipeline.core.config import ROOT, load_settings
+from pipeline.core.messages import tr
 from pipeline.eval import history
 from pipeline.eval.runner import EvalResult
 from pipeline.runs.demo import demo_runs, run_demo
@@ -179,7 +180,7 @@ def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
     _shot(pg, "review-deep-link")
 
     # The name is asked beside the review panel and kept in the URL.
-    name = pg.get_by_label("Your name (reviewer)")
+    name = pg.get_by_label(tr("common.reviewer", "en"))
     name.fill("ann")
     name.press("Enter")
     _settled(pg)
@@ -207,7 +208,7 @@ def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
     pg.reload()
     pg.get_by_role("heading", name="Audit trail").wait_for()
     _settled(pg)
-    sync_api.expect(pg.get_by_label("Your name (reviewer)")).to_have_value("ann")
+    sync_api.expect(pg.get_by_label(tr("common.reviewer", "en"))).to_have_value("ann")
 
     # Sessions: by default the weak-model sessions wait; the clean PASS does not. A row click opens its trace here.
     pg.goto(f"{base}/sessions")
@@ -244,7 +245,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     _shot(pg, "ask")
 
     # Trace: the link of the answer opens the audit chain with a highlighted match.
-    pg.get_by_role("link", name="Open the audit trail of this session").click()
+    pg.get_by_role("link", name=tr("ask.open_trace", "en")).click()
     pg.get_by_role("heading", name="Audit trail").wait_for()
     _settled(pg)
     assert f"session={session['id']}" in pg.url
@@ -269,7 +270,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     shown.first.scroll_into_view_if_needed()
     _shot(pg, "trace-xss-probe")
     # The executor's raw output is drawn only once its expander is opened.
-    raw = pg.get_by_text("Executor raw output")
+    raw = pg.get_by_text(tr("trace.executor_raw", "en"))
     raw.scroll_into_view_if_needed()
     assert pg.get_by_text('"answer_version"').count() == 0
     raw.click()
@@ -290,7 +291,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     sync_api.expect(metadata).to_have_value(re.compile(r"passThreshold: 0\.55\n"))
     # Before Apply the tuner sees the difference against the rules in force.
     assert "+      passThreshold: 0.55" in pg.inner_text("body")
-    pg.get_by_role("button", name="Preview impact on all stored sessions").click()
+    pg.get_by_role("button", name=tr("rules.preview", "en")).click()
     pg.get_by_text("Sessions replayed").wait_for()
     _settled(pg)
     apply = pg.get_by_role("button", name="Apply as a new version")
@@ -338,8 +339,8 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     # Eval: run the fixture suite under the reviewer's name.
     pg.goto(base + "/eval")
     _settled(pg)
-    pg.get_by_label("Your name (reviewer)").fill("browser-test")
-    pg.get_by_label("Your name (reviewer)").press("Enter")
+    pg.get_by_label(tr("common.reviewer", "en")).fill("browser-test")
+    pg.get_by_label(tr("common.reviewer", "en")).press("Enter")
     _settled(pg)
     pg.get_by_role("button", name="Run the suite").click()
     pg.get_by_text("run by browser-test").wait_for(timeout=240_000)  # 26 fixture sessions on a shared CI core
@@ -354,7 +355,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
                        results=[EvalResult(**r) for r in earlier])
     pg.reload()
     _settled(pg)
-    pg.get_by_text("1 fixture(s) changed result.").scroll_into_view_if_needed()
+    pg.get_by_text(tr("eval.changed", "en", n=1)).scroll_into_view_if_needed()
     _settled(pg)
     _shot(pg, "eval-compare")
 

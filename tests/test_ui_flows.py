@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from test_ui_browser import WAIT_MS, _seed_reviewer_work, _settled, _shot, _streamlit, page, sync_api  # noqa: F401 (fixture)
 
+from pipeline.core.messages import tr
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
@@ -81,7 +83,7 @@ def test_sessions_show_all_clears_every_filter_and_the_queue_fits_1280(
         pg.get_by_test_id("stDataFrame").wait_for(timeout=WAIT_MS)
         _settled(pg)
         assert "sessions_text" not in pg.url and "sessions_service" not in pg.url
-        sync_api.expect(pg.get_by_role("textbox", name="Text in question or id")).to_have_value("")
+        sync_api.expect(pg.get_by_role("textbox", name=tr("sessions.text", "en"))).to_have_value("")
         # The grid's columns end inside the main column: nothing cut at 1280 px.
         grid = pg.get_by_test_id("stDataFrame").first.bounding_box()
         main = pg.get_by_test_id("stMainBlockContainer").bounding_box()
@@ -97,7 +99,7 @@ def test_a_reviewer_name_typed_once_is_remembered_by_the_browser(
         pg.goto(f"{url}/trace?session={weak}")
         pg.get_by_role("heading", name="Audit trail").wait_for()
         _settled(pg)
-        name = pg.get_by_label("Your name (reviewer)")
+        name = pg.get_by_label(tr("common.reviewer", "en"))
         name.fill("ann")
         name.press("Enter")
         _settled(pg)
@@ -106,7 +108,7 @@ def test_a_reviewer_name_typed_once_is_remembered_by_the_browser(
         # browser still knows it.
         pg.goto(f"{url}/eval")
         _settled(pg)
-        sync_api.expect(pg.get_by_label("Your name (reviewer)")).to_have_value("ann", timeout=WAIT_MS)
+        sync_api.expect(pg.get_by_label(tr("common.reviewer", "en"))).to_have_value("ann", timeout=WAIT_MS)
         _shot(pg, "reviewer-remembered")
 
 
