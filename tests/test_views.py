@@ -284,7 +284,7 @@ def test_an_imported_pass_with_claims_kept_from_its_answer_is_in_the_queue(any_s
 
 def test_sqlite_answers_the_queue_from_its_listing_index(tmp_path) -> None:
     # The plans, not times. Without statistics SQLite answered the needs-a-person OR with one index
-    # per branch and a sort of their union (0.6 s for 50 rows of a million sessions), and the
+    # per branch and a sort of their union (docs/benchmarks.md#figures-behind-choices-in-the-code), and the
     # chart groups with a sort of every row; and a batch migration that rebuilds the table drops
     # the expression index it cannot reflect.
     from sqlalchemy import event

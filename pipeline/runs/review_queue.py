@@ -54,9 +54,10 @@ def queue_query(store: Store, q: QueueFilter, outcome: Outcome = IN_FORCE) -> An
     query = store.filtered_query(replace(q.base, reviewed=None), outcome)
     if q.needs_person:
         # Without statistics SQLite answers an OR whose every branch has an index with one index
-        # per branch and sorts the union: 0.6 s for 50 rows of a million. A branch no index
-        # answers (coalesce; NULL and '' both fail the test) leaves it the created_at index for
-        # the rows and ix_session_listing for the counts and charts.
+        # per branch and sorts the union, for every page of rows
+        # (docs/benchmarks.md#figures-behind-choices-in-the-code). A branch no index answers
+        # (coalesce; NULL and '' both fail the test) leaves it the created_at index for the rows
+        # and ix_session_listing for the counts and charts.
         query = query.where(or_(
             func.coalesce(outcome.verdict, "").in_(("LOW_CONFID", "REJECT")),
             s.status.in_(("failed", "interrupted")),

@@ -105,8 +105,8 @@ class _Indexed:
         """Lines most like a quote that is not in the output verbatim.
 
         Only lines holding one of its longest words (Chinese: 4-character chunks) are scored, with
-        its first _FUZZY_PROBE characters: partial_ratio of a 10,000-character excerpt against every
-        long line of a 1 MB output took minutes."""
+        its first _FUZZY_PROBE characters: partial_ratio costs the product of the two lengths, and a
+        long excerpt against every long line of a large output multiplies it by the lines."""
         votes: dict[int, int] = {}
         for word in _fuzzy_words(needle):
             for idx in self.occurrences(word, limit=_FUZZY_HITS):

@@ -42,7 +42,7 @@ def _config(connection: Connection | None = None) -> Config:
     return cfg
 
 
-@functools.cache  # the revision files do not change while a process runs; reading them costs ~40 ms
+@functools.cache  # the revision files do not change while a process runs; reading imports every one
 def head_revision() -> str:
     head = ScriptDirectory.from_config(_config()).get_current_head()
     assert head is not None, "pipeline/store/migrations/versions holds no revision"

@@ -49,9 +49,9 @@ _PATTERNS: tuple[tuple[re.Pattern[bytes], bytes | None], ...] = (
     (re.compile(rb"\b(?:ghp|gho|ghs|github_pat|xox[abprs])[-_][A-Za-z0-9_-]{12,}"), b"***"),
     (re.compile(rb"\bAKIA[0-9A-Z]{16}\b"), b"***"),
 )
-# Each pattern (by index) holds one of its hints (lower-cased). Python's regex engine scans a
-# 10 MB output for an alternation in seconds; bytes.find does it in milliseconds, so a pattern
-# only runs on the windows around its own hints.
+# Each pattern (by index) holds one of its hints (lower-cased). Python's regex engine tries an
+# alternation at every position of an output, where bytes.find searches for a literal in C, so a
+# pattern only runs on the windows around its own hints.
 _HINTS: dict[bytes, tuple[int, ...]] = {
     b"://": (0,), b"authoriz": (1,), b"bearer": (2,), b"basic": (2,), b"key": (3,), b"token": (3,),
     b"secret": (3,), b"passw": (3,), b"sk-": (4,), b"ghp_": (5,), b"gho_": (5,), b"ghs_": (5,),

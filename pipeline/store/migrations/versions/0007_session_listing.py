@@ -4,8 +4,8 @@
 (docs/spec.md#audit-record): claims the composer-input filter kept from the answer
 (`composer_filtered`) or a composer guard that fell back to the fixed template
 (`composer_guard.used_template`). A PASS with such findings needs a person (pipeline/runs/review_queue.py);
-the page found them by reading every session's JSON (seconds at 10,000 sessions, once per
-server), now it reads this column. The store sets it whenever `self_evaluation` is written;
+the page found them by reading every session's JSON (once per server), now it reads this
+column. The store sets it whenever `self_evaluation` is written;
 here it is backfilled from the stored JSON with each backend's JSON functions. Only the rows
 that have findings are rewritten: the column's default is false.
 
@@ -14,9 +14,9 @@ counts and charts scan the index instead of the table rows (the JSON audit recor
 a session). SQLite's `ix_session_listing` leads with the chart groups (day, verdict, failed-rule
 list, groundedness tenth) as the query computes them, so they come off it in order, unsorted.
 PostgreSQL can index neither a json column nor date() of a timestamptz: `ix_session_listing_pg`
-holds the plain columns with failed_rules as a payload, and the groups are hashed (a million
-sessions in a 1.5 GB heap, the size their audit records leave it: 0.83 s over the heap, 0.30 s
-over the index once vacuum has marked its pages all-visible).
+holds the plain columns with failed_rules as a payload, and the groups are hashed (an
+index-only scan once vacuum has marked the heap's pages all-visible;
+docs/benchmarks.md#figures-behind-choices-in-the-code).
 
 Revision ID: 0007
 Revises: 0006

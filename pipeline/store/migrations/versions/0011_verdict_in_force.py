@@ -6,9 +6,9 @@ or judged by rules that were never applied here, such as an eval run's candidate
 rolling back rules re-judges the stored sessions (pipeline/runs/rulebook.py): a session whose outcome
 under the version in force differs from its outcome at ask gets a `verdict_in_force` row.
 Rows, not updated session columns: a session row carries its ~15 KB audit record, and SQLite
-rewrites the whole record to change one column (20,000 such updates took 2 s), where a narrow
-table takes a million rows in seconds. Sessions without a row keep their verdict at ask, judged
-again under `rules_in_force.judged_version` or asked under a later version.
+rewrites the whole record to change one column, where a row of a narrow table is a few bytes
+(docs/benchmarks.md#figures-behind-choices-in-the-code). Sessions without a row keep their
+verdict at ask, judged again under `rules_in_force.judged_version` or asked under a later version.
 
 `rules_in_force` also says how far the re-judge under the version in force has come, for every
 page and replica to show.

@@ -1,7 +1,7 @@
 """Sessions by status and verdict from an index: the Prometheus scrape (pipeline/telemetry/metrics.py)
 counts them every 15 s or so, and without an index holding both columns each count read every
-session row (SQLite went through ix_session_status_id and fetched each row's verdict: 1.6-2.0 s a
-scrape at 300,000 sessions; PostgreSQL scanned the heap).
+session row (SQLite went through ix_session_status_id and fetched each row's verdict; PostgreSQL
+scanned the heap; docs/benchmarks.md#figures-behind-choices-in-the-code).
 
 Revision ID: 0014
 Revises: 0013

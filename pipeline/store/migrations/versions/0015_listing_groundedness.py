@@ -3,7 +3,8 @@
 The review queue's charts move each session whose verdict in force differs (a verdict_in_force
 row, migration 0011) from its groups at ask to its groups in force, joining that table. In a
 join SQLite does not take an indexed expression (the groundedness tenth) from the index: it read
-each such session's row, audit record included (2.7 s for 98,000 moved sessions of 100,000).
+each such session's row, audit record included
+(docs/benchmarks.md#figures-behind-choices-in-the-code).
 With the plain column in the index it computes the tenth from the index. PostgreSQL's listing
 index holds the column already.
 
