@@ -14,6 +14,18 @@ from pipeline.core.config import ROOT, Settings, load_settings
 from pipeline.store import Store
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The fast lane (`-m "not slow"`) runs on every core (pytest-xdist), unless `-n` says otherwise.
+
+    Its tests are in-process and isolated (a home, a database or a schema each), so they need no
+    ordering; the full run stays in one process, where the server and browser tests own their ports.
+    """
+    if (config.getoption("markexpr", "") == "not slow" and config.pluginmanager.hasplugin("xdist")
+            and config.getoption("numprocesses", None) is None and "PYTEST_XDIST_WORKER" not in os.environ):
+        config.option.numprocesses = "auto"
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path / "home"))
