@@ -39,7 +39,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
     Verdict,
 )
-from pipeline.core.messages import Message, msg, render, tr
+from pipeline.core.messages import Message, lang_of, msg, render, tr
 from pipeline.text.primitives import extract_entities
 
 # Matrix "core" claims; when a diagnosis has none of these types every claim counts as core, so
@@ -294,7 +294,7 @@ def decide_verdict(
     `retry_gaps_closed` is the verifier's judgement of a retry round (None: not judged).
     With the gatekeeper switched off (docs/spec.md#switches) its result is ignored.
     """
-    lang = "zh" if language == "zh" else "en"
+    lang = lang_of(language)
     gate = gatekeeper if gatekeeper_enabled else GatekeeperResult()
     if parse_status != "valid":
         reasons = [msg("policy.parse_status", status=parse_status)]
