@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from pipeline.core.contracts import ExecutorOutput
+from pipeline.core.contracts import ExecutorOutput, RoundAudit
 from pipeline.stages.parse import parse_executor_output
 
 WRITTEN = {
@@ -54,3 +54,15 @@ def test_not_an_object_is_not_an_output() -> None:
     assert parse_executor_output("{bad json")[0].status == "malformed"
     assert parse_executor_output("")[0].status == "missing"
     assert ExecutorOutput.read(None) is None
+
+
+def test_a_stored_audit_record_reads_typed_and_dumps_byte_for_byte() -> None:
+    stored = {"verdict": "LOW_CONFID", "groundedness_score": 0.0,
+              "executor_output_parse_status": {"status": "valid", "detail": ""},
+              "executor_structured_output": WRITTEN, "gatekeeper_result": {"status": "fail"}}
+    audit = RoundAudit.model_validate_json(json.dumps(stored, ensure_ascii=False))
+    assert audit.executor_structured_output is not None
+    assert audit.executor_structured_output.claims[1].claim_id == "c2"
+    dumped = json.loads(audit.model_dump_json())
+    assert json.dumps(dumped["executor_structured_output"], ensure_ascii=False) == json.dumps(WRITTEN, ensure_ascii=False)
+    assert RoundAudit.model_validate(audit.model_dump(mode="json")) == audit
