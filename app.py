@@ -1,5 +1,21 @@
-"""Streamlit entry: `streamlit run app.py`. Pages live in pages/, one module each; the frame in pages/_ui/frame.py."""
+"""Streamlit entry: `streamlit run app.py`. Pages live in pages/, one module each; the frame in pages/_ui/frame.py.
 
-from pages._ui import frame
+Streamlit runs this file as __main__ on every script run: the frame and the page the URL names.
+Where Streamlit has st.App, `streamlit run` also imports it to find `app`, the server: Streamlit's
+own routes plus each page's path served with a hint that keeps a deep link's console clean
+(pages/_ui/deep_links.py). Older Streamlit runs the script alone and the client probes as before.
+"""
 
-frame.run_app()
+if __name__ == "__main__":
+    from pages._ui import frame
+
+    frame.run_app()
+else:
+    from pathlib import Path
+
+    import streamlit as st
+
+    from pages._ui.deep_links import page_routes
+
+    # Every page file's name is its path; the default page's is not needed (it is served at the root).
+    app = st.App(__file__, routes=page_routes(p.stem for p in Path(__file__).with_name("pages").glob("[!_]*.py")))

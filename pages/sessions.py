@@ -11,7 +11,6 @@ from pages._ui import frame, i18n, markup, reads, widgets
 from pipeline.frontends.views import sessions as sessions_view
 from pipeline.gatekeeper.rules import RULES
 from pipeline.runs import review_queue
-from pipeline.runs.demo import demo_runs, run_demo
 from pipeline.runs.record import SessionRow
 from pipeline.store import SessionFilter
 
@@ -75,6 +74,8 @@ def sidebar() -> review_queue.QueueFilter:
 
 
 def run_samples() -> None:
+    from pipeline.runs.demo import run_demo  # only an empty store needs the sample set (and its imports)
+
     bar = st.progress(0.0)
     run_demo(reads.settings(), reads.store(), language=i18n.lang(),
              on_progress=lambda n, total, question: bar.progress(n / total, text=markup.md(question)))
@@ -82,6 +83,8 @@ def run_samples() -> None:
 
 
 def empty_store() -> None:
+    from pipeline.runs.demo import demo_runs
+
     st.info(i18n.t("sessions.empty_store"))
     n = len(demo_runs(reads.settings(), i18n.lang()))
     if st.button(i18n.t("sessions.run_samples", n=n), type="primary", key="sessions_run_samples"):

@@ -152,8 +152,9 @@ def rollback(settings: Settings, store: Store, version: int, *, author: str) -> 
 
 
 @lru_cache(maxsize=32)
-def _parsed_rules(index_yaml: str, metadata_yaml: str) -> RuleSet:
-    # Parsing and validating the YAML costs more than a whole offline session; rules change rarely.
+def parsed_rules(index_yaml: str, metadata_yaml: str) -> RuleSet:
+    """Both rule files from text, parsed once per text pair: parsing and validating the YAML costs
+    more than a whole offline session, and a page run asks for the same texts several times."""
     return load_rules_from_text(index_yaml, metadata_yaml)
 
 
@@ -161,13 +162,13 @@ def rules_in_force(settings: Settings, store: Store) -> tuple[RuleSet, int | Non
     """The applied version in force and its id, else the rules/ directory and None."""
     active = store.active_rule_version()
     if active:
-        return _parsed_rules(active["index_yaml"], active["metadata_yaml"]), active["id"]
+        return parsed_rules(active["index_yaml"], active["metadata_yaml"]), active["id"]
     try:
         index = (settings.rules_dir / INDEX_FILE).read_text(encoding="utf-8")
         metadata = (settings.rules_dir / METADATA_FILE).read_text(encoding="utf-8")
     except OSError:
         return load_rules(settings.rules_dir), None  # raises RulesError naming the missing file
-    return _parsed_rules(index, metadata), None
+    return parsed_rules(index, metadata), None
 
 
 @dataclass(frozen=True)
@@ -351,4 +352,4 @@ def rejudge_in_background(settings: Settings, store: Store) -> threading.Thread:
 
 def rules_of(settings: Settings, store: Store, version: int) -> RuleSet:
     """The rules of one version (0: the shipped rules/ directory)."""
-    return _parsed_rules(*version_text(settings, store, version).texts)
+    return parsed_rules(*version_text(settings, store, version).texts)

@@ -11,7 +11,8 @@ from typing import Any, Literal
 from pipeline.core.contracts import GatekeeperResult, VerdictImpact
 from pipeline.core.errors import RulesError
 from pipeline.gatekeeper.kinds import Severity
-from pipeline.gatekeeper.rules_schema import RuleSet, RuleSpec, load_rules_from_text
+from pipeline.gatekeeper.rules_schema import RuleSet, RuleSpec
+from pipeline.runs.rulebook import parsed_rules
 from pipeline.store import Store
 
 
@@ -114,6 +115,6 @@ def yaml_diff(old: tuple[str, str], new: tuple[str, str], old_name: str, new_nam
 def check_rules(index_yaml: str, metadata_yaml: str) -> tuple[RuleSet | None, list[str]]:
     """The candidate as a RuleSet, or None and every "file: field: problem" message."""
     try:
-        return load_rules_from_text(index_yaml, metadata_yaml), []
+        return parsed_rules(index_yaml, metadata_yaml), []
     except RulesError as exc:
         return None, list(exc.messages)
