@@ -27,11 +27,11 @@ from pipeline.tools.incidents import load_worlds  # noqa: E402
 def _drop_caches() -> None:
     import gc
 
-    from pipeline.runs import session
+    from pipeline.runs import rulebook
     from pipeline.text import primitives
     from pipeline.tools import bundled, incidents, knowledge
 
-    session._parsed_rules.cache_clear()
+    rulebook.parsed_rules.cache_clear()
     bundled._logs.cache_clear()
     bundled._alerts.cache_clear()
     incidents.load_worlds.cache_clear()

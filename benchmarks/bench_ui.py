@@ -201,6 +201,16 @@ def _start(home: Path) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("streamlit did not start")
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    """A loaded machine can take longer than a polite wait to stop a server: then it is killed."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _settle(pg) -> None:
     """The run indicator shows only after a moment: look twice, 250 ms apart."""
     for _ in range(2):
@@ -248,8 +258,7 @@ def trace_only(repeat: int) -> None:
                 repeats.append(_load(pg, f"{base}/trace?session={sid}", "text=Review this session"))
                 browser.close()
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            _stop(proc)
     print(f"Trace first open, median of {repeat}: {statistics.median(firsts):.2f} s "
           f"({', '.join(f'{x:.2f}' for x in firsts)}); repeat open {statistics.median(repeats):.2f} s; "
           f"Ask page open {statistics.median(floors):.2f} s; "
@@ -288,8 +297,7 @@ def demo_pages(repeat: int) -> None:
                     pg.close()
                 browser.close()
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            _stop(proc)
     print(f"First open on the demo store, median of {repeat} (s): "
           + ", ".join(f"{name} {statistics.median(xs):.2f}" for name, xs in opens.items())
           + f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -397,8 +405,7 @@ def main() -> None:
             preview = min(click_preview() for _ in range(3))
             browser.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        _stop(proc)
 
     naive_t, cached_t = _timed(naive_trace, 1), _timed(cached_trace)
     naive_s, sql_s = _timed(naive_sessions, 1), _timed(sql_sessions)
