@@ -45,14 +45,14 @@ def _drop_caches() -> None:
 
 
 def _naive_store(path: Path) -> Store:
-    from pipeline.store import repo
+    from pipeline.store import engine
 
-    real = repo._sqlite_pragmas
-    repo._sqlite_pragmas = lambda conn, rec: conn.execute("PRAGMA synchronous=FULL")
+    real = engine._sqlite_pragmas
+    engine._sqlite_pragmas = lambda conn, rec: conn.execute("PRAGMA synchronous=FULL")
     try:
         return Store(f"sqlite:///{path}")
     finally:
-        repo._sqlite_pragmas = real
+        engine._sqlite_pragmas = real
 
 
 def _pct(values: list[float], q: float) -> float:
