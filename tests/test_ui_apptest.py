@@ -156,7 +156,7 @@ def test_trace_reviews_claim_by_claim_and_every_view_shows_them_at_once(settings
     assert tr("common.need_name", "en") in _texts(at) and store.reviews(sid) == []
 
     at.text_input(key="reviewer").input("ann").run()
-    claims = [c["claim_id"] for c in result.evaluation.round_audit.executor_structured_output["claims"]]
+    claims = [c.key for c in result.evaluation.round_audit.executor_structured_output.claims]
     assert "Claim **1** of" in _texts(at)
     at.text_input(key="trace_note_0").input("wrong service").run()
     at.button(key="trace_label_hallucination").click().run()
