@@ -82,7 +82,8 @@ class Progress:
             markup.html_block('<ol class="wb-list">' + "".join(f"<li>{markup.esc(s)}</li>" for s in plan.get("steps", []))
                           + "</ol>")
             st.dataframe([{"tool": c.get("tool_name"), "arguments": str(c.get("arguments")), "purpose": c.get("purpose")}
-                          for c in plan.get("tool_calls", [])], hide_index=True)
+                          for c in plan.get("tool_calls", [])], hide_index=True,
+                         column_config=widgets.headers("tool", "arguments", "purpose"))
 
     def on_tool(self, data: dict[str, Any]) -> None:
         if self.tools is None:
@@ -106,7 +107,8 @@ class Progress:
         with st.status(i18n.t("stage.digest") + f" · {len(digests)}", state="complete"):
             st.dataframe([{"digest_id": d.get("digest_id"), "tool": d.get("tool"),
                            "sources": str(d.get("source_invocation_ids")), "summary": d.get("summary")}
-                          for d in digests], hide_index=True)
+                          for d in digests], hide_index=True,
+                         column_config=widgets.headers("digest_id", "tool", "sources", "summary"))
 
     def on_diagnosis(self, data: dict[str, Any]) -> None:
         st.status(i18n.t("stage.diagnosis") + f" · {data.get('chars', 0)} " + i18n.t("stage.chars"), state="complete")

@@ -282,7 +282,8 @@ def preview(rules: RuleSet | None) -> None:
         "gatekeeper": f"{r.old_status} → {r.new_status}",
         "verdict": f"{r.old_verdict} → {r.projected_verdict}",
         "rules responsible": ", ".join(result["responsible"].get(r.session_id, [])),
-    } for r in changed], hide_index=True, key="rules_diff_table", on_select="rerun", selection_mode=widgets.PICK)
+    } for r in changed], hide_index=True, key="rules_diff_table", on_select="rerun", selection_mode=widgets.PICK,
+        column_config=widgets.headers("session", "gatekeeper", "verdict", "rules responsible"))
     widgets.open_picked_trace(picked, [r.session_id for r in changed])
 
 
@@ -358,8 +359,10 @@ def history() -> None:
     st.dataframe([{"version": v.id, "time": v.created_at, "author": v.author, "comment": v.comment,
                    "active": v.active, "based on": v.parent_id} for v in versions], hide_index=True,
                  key="rules_versions", column_config={
-                     "time": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm", width=140),
-                     "comment": st.column_config.TextColumn(width="large")})
+                     **widgets.headers("version", "author", "active", "based on"),
+                     "time": st.column_config.DatetimeColumn(i18n.named("col.", "time"), format="YYYY-MM-DD HH:mm",
+                                                             width=140),
+                     "comment": st.column_config.TextColumn(i18n.named("col.", "comment"), width="large")})
     by_id = {v.id: v for v in versions}
     ids = list(by_id)
     c1, c2 = st.columns(2)

@@ -19,6 +19,12 @@ STATUS_COLORS = {"pass": "green", "warn": "orange", "fail": "red", "skipped": "g
 REVIEW_LABELS = ("correct", "partially_correct", "incorrect", "hallucination", "needs_follow_up")
 
 
+def headers(*names: str) -> dict[str, Any]:
+    """Column configs heading each named column in the page language: a table's header is drawn on a
+    canvas, so the row keys themselves stay the same in every language."""
+    return {n: st.column_config.Column(named("col.", n)) for n in names}
+
+
 def scope_block(r: SessionRecord) -> None:
     """What the question asked (law 8) and, once verified, each asked service's coverage."""
     scope = r.question_scope
