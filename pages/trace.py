@@ -341,12 +341,14 @@ def verifier_rest(r: SessionRecord) -> None:
     if errors:
         st.subheader(i18n.t("trace.session_errors"))
         st.dataframe([{"rule": e.rule_id, "target": e.target, "message": i18n.say(e.message, e.msg)} for e in errors],
-                     hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
+                     hide_index=True, column_config={**widgets.headers("rule", "target"), "message": st.column_config.TextColumn(
+                         i18n.named("col.", "message"), width="large")})
     hyps = trace_view.hypothesis_rows(r)
     if hyps:
         st.subheader(i18n.t("trace.hypothesis_checks"))
         st.dataframe([{"#": h.index, "hypothesis": h.text, "verification": h.check.verification,
-                       "detail": h.check.detail} for h in hyps], hide_index=True)
+                       "detail": h.check.detail} for h in hyps], hide_index=True,
+                     column_config=widgets.headers("#", "hypothesis", "verification", "detail"))
 
 
 def digests(r: SessionRecord) -> None:
@@ -361,7 +363,8 @@ def digests(r: SessionRecord) -> None:
         "digest_check": d.check.verification if d.check else None,
         "detail": d.check.detail if d.check else None,
         "errors": "; ".join(f"{e.rule_id}: {i18n.say(e.message, e.msg)}" for e in d.errors),
-    } for d in rows], hide_index=True)
+    } for d in rows], hide_index=True, column_config=widgets.headers(
+        "digest_id", "sources", "tool", "summary", "source_quote", "quote similarity", "digest_check", "detail", "errors"))
 
 
 @st.fragment
@@ -410,8 +413,10 @@ def invocations(url: str, r: SessionRecord) -> None:
         "latency ms": round(m.latency_ms, 1), "bytes": m.output_bytes,
         "cut bytes": m.stored_cut_bytes, "error": m.error or "",
     } for m in r.invocations], hide_index=True, column_config={
-        "id": st.column_config.NumberColumn(width=50), "round": st.column_config.NumberColumn(width=50),
-        "arguments": st.column_config.TextColumn(width="medium"),
+        **widgets.headers("tool", "stored as", "status", "latency ms", "bytes", "cut bytes", "error"),
+        "id": st.column_config.NumberColumn(i18n.named("col.", "id"), width=50),
+        "round": st.column_config.NumberColumn(i18n.named("col.", "round"), width=50),
+        "arguments": st.column_config.TextColumn(i18n.named("col.", "arguments"), width="medium"),
     })
     output_viewer(url, r.invocations)
 
@@ -459,7 +464,8 @@ def review(r: SessionRecord) -> None:
     st.subheader(i18n.t("trace.review"))
     if r.reviews:
         st.dataframe([{"time": rv.created_at, "claim": rv.claim_id or "—", "label": rv.label,
-                       "reviewer": rv.reviewer, "note": rv.note} for rv in r.reviews], hide_index=True)
+                       "reviewer": rv.reviewer, "note": rv.note} for rv in r.reviews], hide_index=True,
+                     column_config=widgets.headers("time", "claim", "label", "reviewer", "note"))
     name_col, note_col = st.columns([1, 2])
     with name_col:
         if r.claims:
