@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipeline.text.primitives import CHARS_PER_TOKEN, ONE_TOKEN_CHAR, estimate_tokens, extract_entities, keywords
 from pipeline.tools.results import RECORD_KINDS, RECORD_LIST_KEYS, ToolResult, read_result
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
 # Per-message framing tokens the chat format adds (role, separators).
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -38,7 +41,7 @@ MAX_LINE_SHARE = 0.125
 MIN_CUT_TOKENS = 100
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: str | Iterable[Mapping[str, object]] | None) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts
@@ -46,15 +49,19 @@ def _content_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def message_tokens(message: dict[str, Any]) -> int:
+def message_tokens(message: ChatCompletionMessageParam) -> int:
     tokens = MESSAGE_OVERHEAD_TOKENS + estimate_tokens(_content_text(message.get("content")))
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function", {})
-        tokens += estimate_tokens(fn.get("name", "")) + estimate_tokens(fn.get("arguments", ""))
+    if message["role"] == "assistant":
+        for call in message.get("tool_calls") or []:
+            if call["type"] == "function":
+                fn = call["function"]
+                tokens += estimate_tokens(fn.get("name", "")) + estimate_tokens(fn.get("arguments", ""))
     return tokens
 
 
-def estimate_messages_tokens(messages: Iterable[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+def estimate_messages_tokens(
+    messages: Iterable[ChatCompletionMessageParam], tools: list[ChatCompletionToolParam] | None = None
+) -> int:
     total = sum(message_tokens(m) for m in messages)
     if tools:
         total += estimate_tokens(json.dumps(tools, ensure_ascii=False))
@@ -233,12 +240,21 @@ def _cut(prefix: list[str], lines: list[str], unit: str, original: int, budget_t
     return text, report
 
 
+def _with_content(message: ChatCompletionMessageParam, text: str) -> ChatCompletionMessageParam:
+    """The tool or user message with `text` for its content; any other message as it is."""
+    if message["role"] == "tool":
+        return {**message, "content": text}
+    if message["role"] == "user":
+        return {**message, "content": text}
+    return message
+
+
 def fit_messages(
-    messages: list[dict[str, Any]],
+    messages: list[ChatCompletionMessageParam],
     prompt_budget: int,
     focus_terms: Iterable[str] = (),
-    tools: list[dict[str, Any]] | None = None,
-) -> tuple[list[dict[str, Any]], list[CutReport]]:
+    tools: list[ChatCompletionToolParam] | None = None,
+) -> tuple[list[ChatCompletionMessageParam], list[CutReport]]:
     """A copy of `messages` whose estimated size is within `prompt_budget`.
 
     Tool results and evidence (user) messages are cut, the largest first; the system prompt and
@@ -249,24 +265,25 @@ def fit_messages(
     exhausted: set[int] = set()
     total = estimate_messages_tokens(fitted, tools)
     while total > prompt_budget:
-        cuttable = [
-            (message_tokens(m), i)
-            for i, m in enumerate(fitted)
-            if i not in exhausted and m.get("role") in ("tool", "user") and isinstance(m.get("content"), str)
-            and message_tokens(m) > MIN_CUT_TOKENS
-        ]
+        cuttable: list[tuple[int, int, str]] = []
+        for i, m in enumerate(fitted):
+            content = m.get("content")
+            if i not in exhausted and m["role"] in ("tool", "user") and isinstance(content, str):
+                size = message_tokens(m)
+                if size > MIN_CUT_TOKENS:
+                    cuttable.append((size, i, content))
         if not cuttable:
             raise ValueError(
                 f"prompt needs ~{total:,} tokens but the budget is {prompt_budget:,}; "
                 "what is left cannot be cut (system prompt, assistant turns, short parts)"
             )
-        size, index = max(cuttable)
+        size, index, content = max(cuttable)
         target = max(MIN_CUT_TOKENS, size - MESSAGE_OVERHEAD_TOKENS - (total - prompt_budget) - 8)
-        text, report = cut_output(fitted[index]["content"], target, terms)
-        if estimate_tokens(text) >= estimate_tokens(fitted[index]["content"]):
+        text, report = cut_output(content, target, terms)
+        if estimate_tokens(text) >= estimate_tokens(content):
             exhausted.add(index)
         else:
-            fitted[index] = {**fitted[index], "content": text}
+            fitted[index] = _with_content(fitted[index], text)
             reports.append(report)
         total = estimate_messages_tokens(fitted, tools)
     return fitted, reports

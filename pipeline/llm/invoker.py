@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar
 
 import openai
 import tenacity
@@ -40,7 +40,16 @@ from pipeline.text.primitives import estimate_tokens
 from pipeline.text.redact import redact, redact_value
 
 if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.chat import (
+        ChatCompletion,
+        ChatCompletionMessageParam,
+        ChatCompletionMessageToolCallUnion,
+        ChatCompletionMessageToolCallUnionParam,
+        ChatCompletionToolParam,
+    )
+    from openai.types.chat.completion_create_params import ResponseFormat
+
+ToolChoice = Literal["none", "auto", "required"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -86,10 +95,19 @@ def _validation_summary(exc: ValidationError, limit: int = 10) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
+class _Options(TypedDict, total=False):
+    """The keyword arguments a call adds to `chat.completions.create` beyond model and messages."""
+
+    max_tokens: int
+    tools: list[ChatCompletionToolParam]
+    tool_choice: ToolChoice
+    response_format: ResponseFormat
+
+
 @dataclass
 class Completion:
     content: str | None
-    tool_calls: list[dict[str, Any]]
+    tool_calls: list[ChatCompletionMessageToolCallUnionParam]
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
@@ -181,6 +199,14 @@ def _root_cause(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _call_param(call: ChatCompletionMessageToolCallUnion) -> ChatCompletionMessageToolCallUnionParam:
+    """A tool call of a reply as the next request's assistant message carries it."""
+    if call.type == "function":
+        return {"id": call.id, "function": {"arguments": call.function.arguments, "name": call.function.name},
+                "type": "function"}
+    return {"id": call.id, "custom": {"input": call.custom.input, "name": call.custom.name}, "type": "custom"}
+
+
 def mentions_response_format(error: LlmCallError) -> bool:
     text = str(error).lower()
     return error.status_code in (400, 422) and any(
@@ -213,21 +239,21 @@ class StructuredLlmInvoker:
         started = ctx.stage_started.setdefault((stage, ctx.round), time.monotonic())
         return _Run(ctx, stage, model, prompt, started + self.settings.openai.stage_timeout_s)
 
-    def _cap(self, stage: str) -> dict[str, Any]:
+    def _cap(self, stage: str) -> _Options:
         cap = getattr(self.settings.budget.output_tokens, stage, None)
         return {"max_tokens": cap} if isinstance(cap, int) else {}
 
     # --- public calls ----------------------------------------------------------------------
 
     def invoke(
-        self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[dict[str, Any]],
+        self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
         schema: type[T], focus_terms: list[str] | None = None,
     ) -> Structured[T]:
         """A validated instance of `schema`; re-asks on bad JSON and on schema errors."""
         return self._structured(ctx, stage, model, prompt, messages, schema, True, focus_terms or [])
 
     def invoke_json(
-        self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[dict[str, Any]],
+        self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
         schema_hint: type[BaseModel], focus_terms: list[str] | None = None,
     ) -> Structured[BaseModel]:
         """Any JSON object (re-asks only on non-JSON). `schema_hint` guides, never judges: the
@@ -235,15 +261,15 @@ class StructuredLlmInvoker:
         return self._structured(ctx, stage, model, prompt, messages, schema_hint, False, focus_terms or [])
 
     def complete(
-        self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
+        self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
+        tools: list[ChatCompletionToolParam] | None = None, tool_choice: ToolChoice | None = None,
         focus_terms: list[str] | None = None,
     ) -> Completion:
         """One chat completion (tool calling allowed), with transport retries; recorded. A reply
         cut at the output cap is asked once more for a shorter one; a second cut is returned."""
         run = self._run(ctx, stage, model, prompt)
         convo = list(messages)
-        extra: dict[str, Any] = self._cap(stage)
+        extra = self._cap(stage)
         if tools:
             extra |= {"tools": tools, "tool_choice": tool_choice or "auto"}
         cut_reasked = False
@@ -260,14 +286,15 @@ class StructuredLlmInvoker:
             self._record(run, sent, comp.raw, status, comp, self._cut_error(stage, extra) if cut else None, None)
             return comp
 
-    def _cut_error(self, stage: str, extra: dict[str, Any]) -> str:
+    def _cut_error(self, stage: str, extra: _Options) -> str:
         cap = extra.get("max_tokens")
         where = f" (budget.output_tokens.{stage}={cap})" if cap else ""
         return f"reply cut at the output token limit{where}, finish_reason=length"
 
     def _fit(
-        self, run: _Run, messages: list[dict[str, Any]], focus_terms: list[str], tools: list[dict[str, Any]] | None = None
-    ) -> list[dict[str, Any]]:
+        self, run: _Run, messages: list[ChatCompletionMessageParam], focus_terms: list[str],
+        tools: list[ChatCompletionToolParam] | None = None,
+    ) -> list[ChatCompletionMessageParam]:
         try:
             # Redacted before sending: a tool output or error may hold a credential (law 9).
             return fit_messages(redact_value(messages), self.settings.budget.prompt_tokens, focus_terms, tools)[0]
@@ -277,7 +304,7 @@ class StructuredLlmInvoker:
     # --- the loop --------------------------------------------------------------------------
 
     def _structured(
-        self, ctx: StageContext, stage: str, model: str, prompt: Prompt, messages: list[dict[str, Any]],
+        self, ctx: StageContext, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
         schema: type[BaseModel], validate: bool, focus_terms: list[str],
     ) -> Structured[Any]:
         run = self._run(ctx, stage, model, prompt)
@@ -336,7 +363,7 @@ class StructuredLlmInvoker:
             return "malformed", f"JSON does not match the {schema.__name__} schema: {_validation_summary(exc)}", data, None
 
     @staticmethod
-    def _reask(comp: Completion, error: str) -> list[dict[str, Any]]:
+    def _reask(comp: Completion, error: str) -> list[ChatCompletionMessageParam]:
         if comp.finish_reason == "length":
             note = (
                 "Your previous reply was cut off at the output token limit. Reply again with one complete, "
@@ -352,18 +379,20 @@ class StructuredLlmInvoker:
         return [{"role": "assistant", "content": echo}, {"role": "user", "content": note}]
 
     @staticmethod
-    def _format_kwargs(mode: str, schema: type[BaseModel]) -> dict[str, Any]:
+    def _format_kwargs(mode: str, schema: type[BaseModel]) -> _Options:
         if mode == "json_schema":
             # strict=False: pydantic schemas do not meet OpenAI's strict-mode subset, and the
             # re-ask loop validates anyway.
-            spec = {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": False}
-            return {"response_format": {"type": "json_schema", "json_schema": spec}}
+            return {"response_format": {"type": "json_schema", "json_schema": {
+                "name": schema.__name__, "schema": schema.model_json_schema(), "strict": False}}}
         if mode == "json_object":
             return {"response_format": {"type": "json_object"}}
         return {}
 
     @staticmethod
-    def _with_schema_note(messages: list[dict[str, Any]], mode: str, schema: type[BaseModel]) -> list[dict[str, Any]]:
+    def _with_schema_note(
+        messages: list[ChatCompletionMessageParam], mode: str, schema: type[BaseModel]
+    ) -> list[ChatCompletionMessageParam]:
         if mode == "json_schema":
             return messages
         note = (
@@ -373,11 +402,13 @@ class StructuredLlmInvoker:
         # Joined to the system prompt: some chat templates reject a second system message, and
         # the evidence parts after it must stay the cuttable tail.
         first = messages[0]
+        if first["role"] != "system":
+            raise ValueError(f"a stage's messages open with its system prompt, not a {first['role']} message")
         return [{**first, "content": f"{first['content']}\n\n{note}"}, *messages[1:]]
 
     # --- transport -------------------------------------------------------------------------
 
-    def _send(self, run: _Run, messages: list[dict[str, Any]], extra: dict[str, Any]) -> Completion:
+    def _send(self, run: _Run, messages: list[ChatCompletionMessageParam], extra: _Options) -> Completion:
         bound = self.settings.openai.stage_timeout_s
         if self._remaining(run) <= 0:
             last = f"; last error: {run.errors[-1]}" if run.errors else ""
@@ -410,7 +441,7 @@ class StructuredLlmInvoker:
     def _begin_attempt(run: _Run) -> None:
         run.attempt += 1
 
-    def _record_failed(self, run: _Run, messages: list[dict[str, Any]], state: tenacity.RetryCallState) -> None:
+    def _record_failed(self, run: _Run, messages: list[ChatCompletionMessageParam], state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
         if isinstance(exc, _AttemptFailed):
             run.errors.append(exc.message)
@@ -439,18 +470,16 @@ class StructuredLlmInvoker:
             exc.stopped_by = "deadline"
         return bool(exc.stopped_by)
 
-    def _attempt(self, run: _Run, messages: list[dict[str, Any]], extra: dict[str, Any]) -> Completion:
+    def _attempt(self, run: _Run, messages: list[ChatCompletionMessageParam], extra: _Options) -> Completion:
         """One request; a failure is an _AttemptFailed for tenacity to retry or not."""
         timeout = max(0.0, min(self.settings.openai.timeout_s, self._remaining(run)))
         started = time.perf_counter()
-        response: Any  # a ChatCompletion, or the text of a body that is not one
+        response: ChatCompletion | str  # the text of a body that is not a chat completion
         try:
             with endpoint_slots(str(self.client.base_url), self.settings.jobs.llm_concurrency):
                 started = time.perf_counter()  # the wait for a slot is not the endpoint's latency
-                # The messages are the chat shape as plain dicts (they are also what llm_call records).
-                sent = cast("list[ChatCompletionMessageParam]", messages)
                 response = self.client.chat.completions.create(
-                    model=run.model, messages=sent, timeout=timeout, **extra)
+                    model=run.model, messages=messages, timeout=timeout, **extra)
         except openai.APIStatusError as exc:
             raise _AttemptFailed(
                 f"HTTP {exc.status_code} from {self.client.base_url}: {exc.message}",
@@ -475,11 +504,13 @@ class StructuredLlmInvoker:
         return self._completion(run, messages, response, _since(started))
 
     @staticmethod
-    def _completion(run: _Run, messages: list[dict[str, Any]], response: Any, latency_ms: float) -> Completion:
+    def _completion(
+        run: _Run, messages: list[ChatCompletionMessageParam], response: ChatCompletion, latency_ms: float
+    ) -> Completion:
         choice = response.choices[0] if response.choices else None
         message = choice.message if choice is not None else None
         content = message.content if message is not None else None
-        calls = [c.model_dump(exclude_none=True) for c in (message.tool_calls or [])] if message is not None else []
+        calls = [_call_param(c) for c in (message.tool_calls or [])] if message is not None else []
         usage = response.usage
         prompt_tokens = usage.prompt_tokens if usage and usage.prompt_tokens else estimate_messages_tokens(messages)
         sent_text = (content or "") + (json.dumps(calls, ensure_ascii=False) if calls else "")
@@ -492,21 +523,21 @@ class StructuredLlmInvoker:
     # --- records ---------------------------------------------------------------------------
 
     def _record(
-        self, run: _Run, messages: list[dict[str, Any]], raw: str, status: str, comp: Completion, error: str | None,
+        self, run: _Run, messages: list[ChatCompletionMessageParam], raw: str, status: str, comp: Completion, error: str | None,
         json_mode: str | None,
     ) -> None:
         run.ctx.record(LlmCallRecord(
             stage=run.stage, round=run.ctx.round, provider=self.provider_name, model=run.model,
-            prompt_file=run.prompt.file, prompt_version=run.prompt.version, messages=messages,
+            prompt_file=run.prompt.file, prompt_version=run.prompt.version, messages=[dict(m) for m in messages],
             raw_response=redact(raw), parse_status=status, attempt=run.attempt,  # type: ignore[arg-type]
             prompt_tokens=comp.prompt_tokens, completion_tokens=comp.completion_tokens,
             latency_ms=round(comp.latency_ms, 1), error=error, json_mode=json_mode, finish_reason=comp.finish_reason,
         ))
 
-    def _record_error(self, run: _Run, messages: list[dict[str, Any]], raw: str, error: str, latency_ms: float) -> None:
+    def _record_error(self, run: _Run, messages: list[ChatCompletionMessageParam], raw: str, error: str, latency_ms: float) -> None:
         run.ctx.record(LlmCallRecord(
             stage=run.stage, round=run.ctx.round, provider=self.provider_name, model=run.model,
-            prompt_file=run.prompt.file, prompt_version=run.prompt.version, messages=messages,
+            prompt_file=run.prompt.file, prompt_version=run.prompt.version, messages=[dict(m) for m in messages],
             raw_response=redact(raw), parse_status="n/a", attempt=run.attempt, prompt_tokens=0, completion_tokens=0,
             latency_ms=round(latency_ms, 1), error=redact(error),
         ))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 from pydantic import BaseModel
@@ -40,6 +40,14 @@ from pipeline.llm.provider import StageContext
 from pipeline.tools.arguments import ArgumentPolicy
 from pipeline.tools.registry import TOOLS, model_name, persisted_name, tool_schemas
 from pipeline.tools.results import read_result
+
+if TYPE_CHECKING:
+    from openai.types.chat import (
+        ChatCompletionMessageParam,
+        ChatCompletionMessageToolCallUnionParam,
+        ChatCompletionSystemMessageParam,
+        ChatCompletionUserMessageParam,
+    )
 
 # A payload field larger than this goes into its own (cuttable) message.
 OWN_MESSAGE_TOKENS = 400
@@ -122,7 +130,7 @@ class OpenAIProvider:
     def _prompt(self, stage: str) -> Prompt:
         return load_prompt(stage, self.settings.prompts_dir)
 
-    def _system(self, prompt: Prompt, ctx: StageContext) -> dict[str, Any]:
+    def _system(self, prompt: Prompt, ctx: StageContext) -> ChatCompletionSystemMessageParam:
         lang = "Chinese (zh)" if ctx.language == "zh" else "English (en)"
         # Law 8: every stage works from the same scope, read from the question in code.
         scope = f"\nQuestion scope (data, read in code): {_json(ctx.scope.model_dump(mode='json'))}" if ctx.scope else ""
@@ -130,7 +138,7 @@ class OpenAIProvider:
 
     # --- planner ---------------------------------------------------------------------------
 
-    def plan_messages(self, ctx: StageContext, question: str) -> list[dict[str, Any]]:
+    def plan_messages(self, ctx: StageContext, question: str) -> list[ChatCompletionMessageParam]:
         user = (
             f"Question: {question}\n"
             f"Known services: {', '.join(ctx.services) or '(not known)'}\n"
@@ -161,7 +169,7 @@ class OpenAIProvider:
 
     def collect_messages(
         self, ctx: StageContext, question: str, plan: PlannerPlan, retry_context: RetryContext | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[ChatCompletionMessageParam]:
         parts = [f"Question: {question}", f"Planner plan: {_json(plan.model_dump())}"]
         if ctx.now:
             parts.append(f"Now: {ctx.now.isoformat()}")
@@ -206,7 +214,7 @@ class OpenAIProvider:
                 break
             messages.append({"role": "assistant", "content": comp.content, "tool_calls": comp.tool_calls})
             for call in comp.tool_calls:
-                messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": loop.run(call)})
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": loop.run(call)})
         if loop.refused and plan.tool_calls:
             # A refused call leaves a gap the model meant to fill: the plan's calls fill it.
             loop.run_plan(plan)
@@ -225,19 +233,19 @@ class OpenAIProvider:
 
     def digest_messages(
         self, ctx: StageContext, question: str, invocations: list[ToolInvocation]
-    ) -> list[list[dict[str, Any]]]:
+    ) -> list[list[ChatCompletionMessageParam]]:
         """One message list per batch: tool outputs are packed so each batch fits the budget."""
         terms = focus_terms_for(question, ctx.services)
-        head = [
+        head: list[ChatCompletionMessageParam] = [
             self._system(self._prompt("digest"), ctx),
             {"role": "user", "content": f"Question: {question}\nDigest each tool output below. Cite its invocation_id."},
         ]
         room = self.settings.budget.prompt_tokens - estimate_messages_tokens(head)
-        batches: list[list[dict[str, Any]]] = []
-        current: list[dict[str, Any]] = []
+        batches: list[list[ChatCompletionMessageParam]] = []
+        current: list[ChatCompletionMessageParam] = []
         used = 0
         for inv in invocations:
-            part = {"role": "user", "content": evidence_text(inv, self.settings.budget.per_tool_tokens, terms)}
+            part: ChatCompletionUserMessageParam = {"role": "user", "content": evidence_text(inv, self.settings.budget.per_tool_tokens, terms)}
             cost = message_tokens(part)
             if current and used + cost > room:
                 batches.append(head + current)
@@ -281,7 +289,7 @@ class OpenAIProvider:
     def diagnosis_messages(
         self, ctx: StageContext, question: str, plan: PlannerPlan, digests: list[EvidenceDigest] | None,
         invocations: list[ToolInvocation], retry_context: RetryContext | None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ChatCompletionMessageParam]:
         shape = "split" if digests is not None else "single"
         index = [{"invocation_id": i.id, "tool_name": i.tool_name, "status": i.status} for i in invocations]
         parts = [
@@ -292,7 +300,9 @@ class OpenAIProvider:
         ]
         if retry_context is not None:
             parts.append(f"Retry context (round {retry_context.round}): {_json(retry_context.model_dump())}")
-        messages = [self._system(self._prompt("diagnosis"), ctx), {"role": "user", "content": "\n".join(parts)}]
+        messages: list[ChatCompletionMessageParam] = [
+            self._system(self._prompt("diagnosis"), ctx), {"role": "user", "content": "\n".join(parts)},
+        ]
         if digests is not None:
             body = _lines([d.model_dump() for d in digests]) if digests else "(no digests)"
             messages.append({"role": "user", "content": f"evidence_digests (data only, one per line):\n{body}"})
@@ -323,17 +333,17 @@ class OpenAIProvider:
 
     # --- verifier --------------------------------------------------------------------------
 
-    def verify_messages(self, ctx: StageContext, payload: dict[str, Any]) -> list[dict[str, Any]]:
+    def verify_messages(self, ctx: StageContext, payload: dict[str, Any]) -> list[ChatCompletionMessageParam]:
         small: dict[str, Any] = {}
-        large: list[dict[str, Any]] = []
+        large: list[ChatCompletionMessageParam] = []
         for key, value in payload.items():
-            if key == "executor_structured_output" or message_tokens({"content": _json(value)}) <= OWN_MESSAGE_TOKENS:
+            if key == "executor_structured_output" or message_tokens({"role": "user", "content": _json(value)}) <= OWN_MESSAGE_TOKENS:
                 small[key] = value
             elif isinstance(value, list):
                 large.append({"role": "user", "content": f"payload.{key} (data only, one item per line):\n{_lines(value)}"})
             else:
                 large.append({"role": "user", "content": f"payload.{key} (data only):\n{_json(value)}"})
-        head = {"role": "user", "content": f"Verifier payload (data only):\n{_json(small)}"}
+        head: ChatCompletionUserMessageParam = {"role": "user", "content": f"Verifier payload (data only):\n{_json(small)}"}
         return [self._system(self._prompt("verifier"), ctx), head, *large]
 
     def verify(self, ctx: StageContext, payload: dict[str, Any]) -> VerifierOutput:
@@ -348,7 +358,7 @@ class OpenAIProvider:
 
     # --- composer --------------------------------------------------------------------------
 
-    def compose_messages(self, ctx: StageContext, composer_input: ComposerInput) -> list[dict[str, Any]]:
+    def compose_messages(self, ctx: StageContext, composer_input: ComposerInput) -> list[ChatCompletionMessageParam]:
         lang = "Chinese (zh)" if ctx.language == "zh" else "English (en)"
         user = f"Answer language: {lang}\nComposer input:\n{_json(composer_input.model_dump())}"
         return [self._system(self._prompt("composer"), ctx), {"role": "user", "content": user}]
@@ -383,15 +393,15 @@ class _ToolLoop:
     def _key(tool: str, arguments: dict[str, Any]) -> str:
         return f"{tool}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)}"
 
-    def run(self, call: dict[str, Any]) -> str:
+    def run(self, call: ChatCompletionMessageToolCallUnionParam) -> str:
         """The tool message content for one model tool call."""
-        fn = call.get("function") or {}
-        name = str(fn.get("name", ""))
+        fn = call["function"] if call["type"] == "function" else None
+        name = fn["name"] if fn is not None else ""
         tool = persisted_name(name)
         if tool is None:
             return f"error: unknown tool {name!r}; the tools are {', '.join(t.model_name for t in TOOLS.values())}"
         try:
-            arguments = loads_bounded(fn.get("arguments") or "{}")
+            arguments = loads_bounded((fn["arguments"] if fn is not None else "") or "{}")
         except ValueError as exc:
             return f"error: arguments of {name} are not valid JSON ({exc}); nothing was run"
         if not isinstance(arguments, dict):

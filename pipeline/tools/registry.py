@@ -12,13 +12,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.core.config import BackendKind, BackendSettings, Settings
 from pipeline.core.errors import ConfigError
 from pipeline.tools.results import ToolResult, from_data
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionToolParam
 
 
 class ToolArgs(BaseModel):
@@ -73,7 +76,7 @@ class ToolSpec:
     run: Callable[[Any, Any], dict[str, Any]]
     backends: Mapping[BackendKind, BackendFactory]
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> ChatCompletionToolParam:
         """OpenAI tool-calling schema under the model-facing name."""
         return {"type": "function", "function": {"name": self.model_name, "description": self.description,
                                                  "parameters": self.args.model_json_schema()}}
@@ -172,7 +175,7 @@ def model_name(name: str) -> str:
     return spec.model_name if spec else name
 
 
-def tool_schemas() -> list[dict[str, Any]]:
+def tool_schemas() -> list[ChatCompletionToolParam]:
     return [spec.schema() for spec in TOOLS.values()]
 
 
