@@ -40,6 +40,7 @@ from pipeline.llm.provider import StageContext
 from pipeline.tools.arguments import ArgumentPolicy
 from pipeline.tools.registry import TOOLS, model_name, persisted_name, tool_schemas
 from pipeline.tools.results import read_result
+from pipeline.verdict.payload import VerifierPayload
 
 if TYPE_CHECKING:
     from openai.types.chat import (
@@ -333,7 +334,7 @@ class OpenAIProvider:
 
     # --- verifier --------------------------------------------------------------------------
 
-    def verify_messages(self, ctx: StageContext, payload: dict[str, Any]) -> list[ChatCompletionMessageParam]:
+    def verify_messages(self, ctx: StageContext, payload: VerifierPayload) -> list[ChatCompletionMessageParam]:
         small: dict[str, Any] = {}
         large: list[ChatCompletionMessageParam] = []
         for key, value in payload.items():
@@ -346,7 +347,7 @@ class OpenAIProvider:
         head: ChatCompletionUserMessageParam = {"role": "user", "content": f"Verifier payload (data only):\n{_json(small)}"}
         return [self._system(self._prompt("verifier"), ctx), head, *large]
 
-    def verify(self, ctx: StageContext, payload: dict[str, Any]) -> VerifierOutput:
+    def verify(self, ctx: StageContext, payload: VerifierPayload) -> VerifierOutput:
         question = str(payload.get("original_query", ""))
         result = self.invoker.invoke(
             ctx, stage="verifier", model=self.model_for("verifier"), prompt=self._prompt("verifier"),

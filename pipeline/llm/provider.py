@@ -6,7 +6,7 @@ all plug in here; the orchestrator in `pipeline.runs.session` never knows which 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from pipeline.core.contracts import (
     CollectionSummary,
@@ -18,6 +18,7 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.verdict.context import RunTool, StageContext
+from pipeline.verdict.payload import VerifierPayload
 
 # StageContext and RunTool live in pipeline.verdict.context (neutral ground for stages and
 # providers); they are re-exported here because every provider implements against them.
@@ -57,7 +58,7 @@ class Provider(Protocol):
         """
         ...
 
-    def verify(self, ctx: StageContext, payload: dict[str, Any]) -> VerifierOutput: ...
+    def verify(self, ctx: StageContext, payload: VerifierPayload) -> VerifierOutput: ...
 
     def compose(self, ctx: StageContext, composer_input: ComposerInput) -> str:
         """Composer JSON as raw text; the composer guard parses and checks it."""

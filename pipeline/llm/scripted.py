@@ -51,6 +51,7 @@ from pipeline.core.contracts import (
 from pipeline.core.errors import ConfigError, StageFailure, one_line
 from pipeline.llm.provider import Provider, StageContext
 from pipeline.tools.registry import persisted_name
+from pipeline.verdict.payload import VerifierPayload
 
 PLACEHOLDER = re.compile(r"\{inv:([^{}]+)\}")
 _QUOTED_PLACEHOLDER = re.compile(r'"\{inv:([^{}"]+)\}"')
@@ -171,7 +172,7 @@ class ScriptedProvider:
         self._record(ctx, "diagnosis", raw, started)
         return raw
 
-    def verify(self, ctx: StageContext, payload: dict[str, Any]) -> VerifierOutput:
+    def verify(self, ctx: StageContext, payload: VerifierPayload) -> VerifierOutput:
         if "verifier" not in self.fixture:
             return self.fallback.verify(ctx, payload)
         started = time.perf_counter()

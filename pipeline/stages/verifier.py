@@ -34,6 +34,15 @@ from pipeline.core.messages import tr
 from pipeline.text.primitives import Entity, extract_entities, find_entities, keywords, normalize
 from pipeline.tools.results import read_result
 from pipeline.verdict.context import StageContext
+from pipeline.verdict.payload import (
+    BindingFeatures,
+    CitedBinding,
+    CitedClaim,
+    DigestEvidence,
+    EntityMiss,
+    VerifierPayload,
+    Window,
+)
 from pipeline.verdict.policy import CRITICAL_TYPES, groundedness
 
 FACT_VERIFICATION: dict[str, FactVerification] = {
@@ -161,7 +170,7 @@ def _rank(idx: _Indexed, candidates: list[int], claim_text: str) -> list[int]:
 
 def _window(
     idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str
-) -> dict[str, Any]:
+) -> Window:
     needle = normalize(cited)
     exact = idx.occurrences(needle)
     anchors = _rank(idx, exact, claim_text)[:ANCHOR_LINES] if exact else idx.fuzzy(needle, ANCHOR_LINES)
@@ -198,7 +207,7 @@ def build_payload(
     gatekeeper_result: GatekeeperResult,
     retry_context: RetryContext | None,
     features: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> VerifierPayload:
     """The docs/spec.md#verifier-payload payload plus `evidence_digests` (split shape), `cited_evidence` and
     `digest_evidence` (bounded windows of the cited outputs).
 
@@ -219,7 +228,7 @@ def build_payload(
         return indexed[inv_id]
 
     cited_lines: dict[int, list[str]] = {}
-    cited_evidence: list[dict[str, Any]] = []
+    cited_evidence: list[CitedClaim] = []
     valid = structured if parse_status.status == "valid" else None
     # Written positions: claim_index and the features' "claims[i].evidence_bindings[j]" name the
     # same element as the gatekeeper's targets, malformed elements before it included.
@@ -227,13 +236,13 @@ def build_payload(
         if not claim.written_as_object:
             continue
         claim_text = claim.claim_text or ""
-        bindings_out = []
+        bindings_out: list[CitedBinding] = []
         for bi, binding in enumerate(claim.evidence_bindings or ()):
             if not binding.written_as_object:
                 continue
             excerpt = binding.evidence_excerpt or ""
             digest = digest_by_id.get(binding.digest_id) if binding.digest_id else None
-            windows = []
+            windows: list[Window] = []
             for inv_id in binding.source_invocation_ids:
                 idx = index(inv_id)
                 if idx is None:
@@ -244,7 +253,7 @@ def build_payload(
                     win = _window(idx, by_id[inv_id], digest.source_quote, claim_text)
                 cited_lines.setdefault(inv_id, []).extend(win["anchor"])
                 windows.append(win)
-            entry: dict[str, Any] = {
+            entry: CitedBinding = {
                 "binding_index": bi,
                 "tool_name": binding.tool_name,
                 "source_invocation_ids": binding.source_invocation_ids,
@@ -270,7 +279,7 @@ def build_payload(
             }
         )
 
-    digest_evidence = []
+    digest_evidence: list[DigestEvidence] = []
     for d in digests or []:
         windows = []
         for inv_id in d.source_invocation_ids:
@@ -282,7 +291,7 @@ def build_payload(
             windows.append(win)
         digest_evidence.append({"digest_id": d.digest_id, "windows": windows})
 
-    payload: dict[str, Any] = {
+    payload: VerifierPayload = {
         "original_query": question,
         "executor_raw_output": raw_output,
         "executor_final_answer": raw_output,  # deprecated alias (docs/spec.md#verifier-payload, docs/spec.md#facts-checked)
@@ -301,14 +310,16 @@ def build_payload(
     return payload
 
 
-def _compact_features(feat: dict[str, Any]) -> dict[str, Any]:
+def _compact_features(feat: dict[str, Any]) -> BindingFeatures:
     """The judgement-relevant part of a binding's gatekeeper features (no offsets or spans)."""
     sources = feat.get("sources") or {}
+    misses: list[EntityMiss] = [
+        {"kind": m.get("kind"), "value": m.get("value"), "nearby": m.get("nearby"), "elsewhere": m.get("elsewhere")}
+        for m in feat.get("entities") or []
+    ]
     return {
         "similarity": {name: (src or {}).get("score") for name, src in sources.items()},
-        "entity_misses": [
-            {k: m.get(k) for k in ("kind", "value", "nearby", "elsewhere")} for m in feat.get("entities") or []
-        ],
+        "entity_misses": misses,
         "better_match_elsewhere": feat.get("other_match"),
     }
 
@@ -362,7 +373,9 @@ def _fallback(rationale: str) -> VerifierOutput:
     return VerifierOutput(verdict="LOW_CONFID", groundedness_score=0.0, rationale=rationale)
 
 
-def run_verifier(ctx: StageContext, provider: Any, payload: dict[str, Any], output: ExecutorOutput | None) -> VerifierOutput:
+def run_verifier(
+    ctx: StageContext, provider: Any, payload: VerifierPayload, output: ExecutorOutput | None
+) -> VerifierOutput:
     """Call the verifier unless there is nothing structured to verify (docs/spec.md#parse-status);
     `payload` is build_payload's for `output`.
 

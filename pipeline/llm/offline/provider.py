@@ -23,6 +23,7 @@ from pipeline.llm.offline import collector, diagnosis, planner
 from pipeline.llm.offline import digest as digest_mod
 from pipeline.text.primitives import keywords
 from pipeline.verdict.context import StageContext
+from pipeline.verdict.payload import VerifierPayload
 from pipeline.verdict.scope import asked_pairs, read_scope, symptom_words
 
 T = TypeVar("T")
@@ -104,7 +105,7 @@ class OfflineProvider:
                                                     asked_pairs=self._pairs(ctx, question)),
                          lambda raw: raw)
 
-    def verify(self, ctx: StageContext, payload: dict[str, Any]) -> VerifierOutput:
+    def verify(self, ctx: StageContext, payload: VerifierPayload) -> VerifierOutput:
         from pipeline.llm.offline.verifier import verify
 
         return self._run(ctx, "verifier", payload, lambda: verify(payload), lambda v: v.model_dump_json())

@@ -43,6 +43,7 @@ from pipeline.text.primitives import (
     normalize,
     synonyms,
 )
+from pipeline.verdict.payload import CitedClaim, VerifierPayload, Window
 from pipeline.verdict.policy import groundedness
 
 DIRECT_COVERAGE = 0.7
@@ -157,9 +158,9 @@ class _Evidence:
         return "\n".join(self.anchor + self.related)
 
 
-def _gather(entry: dict[str, Any] | None) -> _Evidence:
+def _gather(entry: CitedClaim | None) -> _Evidence:
     ev = _Evidence()
-    for binding in (entry or {}).get("bindings", []):
+    for binding in entry["bindings"] if entry is not None else []:
         ids = binding.get("source_invocation_ids") or []
         found = False
         for win in binding.get("windows", []):
@@ -193,7 +194,7 @@ def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> 
 
 
 def _check_claim(
-    claim: dict[str, Any], entry: dict[str, Any] | None, gate_rules: list[str], lang: str
+    claim: dict[str, Any], entry: CitedClaim | None, gate_rules: list[str], lang: str
 ) -> ClaimCheck:
     cid = str(claim.get("claim_id", ""))
     text = str(claim.get("claim_text", ""))
@@ -265,7 +266,7 @@ def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, lang: str) -> 
     return HypothesisCheck(hypothesis_index=i, verification="reasonable_hypothesis", detail=tr("offline.verifier.h_ok", lang))
 
 
-def _check_digest(digest: dict[str, Any], windows: list[dict[str, Any]], lang: str) -> DigestCheck:
+def _check_digest(digest: dict[str, Any], windows: list[Window], lang: str) -> DigestCheck:
     did = str(digest.get("digest_id", ""))
 
     def bad(detail: str) -> DigestCheck:
@@ -333,7 +334,7 @@ def _positioned(value: Any) -> list[tuple[int, dict[str, Any]]]:
     return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def verify(payload: dict[str, Any]) -> VerifierOutput:
+def verify(payload: VerifierPayload) -> VerifierOutput:
     lang = detect_language(str(payload.get("original_query", "")))
     structured = payload.get("executor_structured_output") or {}
     status = (payload.get("executor_output_parse_status") or {}).get("status", "missing")
@@ -348,7 +349,7 @@ def verify(payload: dict[str, Any]) -> VerifierOutput:
         if m and err.get("rule_id") in failed:
             gate_rules.setdefault(int(m.group(1)), []).append(str(err["rule_id"]))
 
-    cited = {e.get("claim_index"): e for e in _dicts(payload.get("cited_evidence"))}
+    cited = {e.get("claim_index"): e for e in payload.get("cited_evidence", [])}
     claim_checks = [_check_claim(c, cited.get(i), gate_rules.get(i, []), lang) for i, c in positioned]
 
     evidence_parts = [line for e in cited.values() for b in e.get("bindings", []) for w in b.get("windows", [])
@@ -360,7 +361,8 @@ def verify(payload: dict[str, Any]) -> VerifierOutput:
         _check_hypothesis(i, h, evidence, lang) for i, h in _positioned(structured.get("hypotheses"))
     ]
 
-    digest_windows = {d.get("digest_id"): d.get("windows", []) for d in _dicts(payload.get("digest_evidence"))}
+    digest_windows: dict[str | None, list[Window]] = {
+        d.get("digest_id"): d.get("windows", []) for d in payload.get("digest_evidence", [])}
     digest_checks = [
         _check_digest(d, digest_windows.get(d.get("digest_id"), []), lang) for d in _dicts(payload.get("evidence_digests"))
     ]

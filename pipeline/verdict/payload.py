@@ -1,0 +1,99 @@
+"""The verifier payload (docs/spec.md#verifier-payload): the JSON document the verifier stage
+builds (pipeline.stages.verifier.build_payload) and a provider's verifier reads, the LLM one as
+text and the offline one by key. It stays a JSON object at run time, so what an LLM is shown and
+what the offline verifier reads are the same document.
+
+The parts the stage writes itself are typed here. The executor output rides as written (the
+object judged, whatever its shape), and the records that are dumps of contract models
+(parse status, trace summary, gatekeeper result, retry context, digests) are those models' JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+from pipeline.core.contracts import ToolStatus
+
+
+class Window(TypedDict):
+    """Bounded records of one cited output. An invocation the session does not have is
+    `available: false` with its id alone."""
+
+    invocation_id: int
+    available: bool
+    tool_name: NotRequired[str]
+    status: NotRequired[ToolStatus]
+    found: NotRequired[bool]  # the excerpt (or the digest's quote) occurs in the output after folding
+    anchor: NotRequired[list[str]]  # the records where it was located (or the nearest ones)
+    related: NotRequired[list[str]]  # other records naming the claim's entities
+    record_count: NotRequired[int]
+
+
+class EntityMiss(TypedDict):
+    """An entity of the excerpt that the matched record lacks, as the gatekeeper measured it."""
+
+    kind: str | None
+    value: str | None
+    nearby: list[str] | None  # entities of that kind the record holds instead
+    elsewhere: bool | None  # whether the cited output holds it anywhere
+
+
+class BetterMatch(TypedDict):
+    """Another invocation of the session that the excerpt matches better than the cited one."""
+
+    invocation_id: int
+    tool_name: str
+    score: float
+
+
+class BindingFeatures(TypedDict):
+    """The judgement-relevant part of a binding's gatekeeper features (no offsets or spans)."""
+
+    similarity: dict[str, float | None]  # per source: the output, the digest's quote and summary
+    entity_misses: list[EntityMiss]
+    better_match_elsewhere: BetterMatch | None
+
+
+class CitedDigest(TypedDict):
+    summary: str
+    source_quote: str
+
+
+class CitedBinding(TypedDict):
+    binding_index: int  # its written position in the claim's evidence_bindings
+    tool_name: str | None
+    source_invocation_ids: list[int]
+    digest_id: str | None
+    evidence_excerpt: str
+    digest: CitedDigest | None
+    windows: list[Window]
+    gatekeeper_features: NotRequired[BindingFeatures]
+
+
+class CitedClaim(TypedDict):
+    claim_id: str | None
+    claim_index: int  # its written position in claims, as the gatekeeper's targets count
+    claim_type: str | None
+    support_level: str | None
+    claim_text: str
+    bindings: list[CitedBinding]
+
+
+class DigestEvidence(TypedDict):
+    digest_id: str
+    windows: list[Window]
+
+
+class VerifierPayload(TypedDict):
+    original_query: str
+    executor_raw_output: str
+    executor_final_answer: str  # deprecated alias of executor_raw_output
+    executor_structured_output: dict[str, Any] | None  # the executor output as written; None unless valid
+    executor_output_parse_status: dict[str, Any]  # ParseStatus
+    tool_trace_summary: list[dict[str, Any]]  # ToolTraceSummaryItem each
+    gatekeeper_result: dict[str, Any]  # GatekeeperResult
+    retry_context: dict[str, Any] | None  # RetryContext
+    cited_evidence: list[CitedClaim]
+    # The split shape only:
+    evidence_digests: NotRequired[list[dict[str, Any]]]  # EvidenceDigest each
+    digest_evidence: NotRequired[list[DigestEvidence]]
