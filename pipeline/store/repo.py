@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, Text, cast, func, literal, or_, select, update
+from sqlalchemy import JSON, SQLColumnExpression, Text, cast, func, literal, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -23,6 +24,7 @@ from pipeline.core.errors import StoreError
 from pipeline.store.engine import database_fault, display_url, open_engine, sqlite_path
 from pipeline.store.migrate import ensure_current
 from pipeline.store.schema import (
+    Base,
     DiagnosisSession,
     LlmCallRow,
     ReviewRow,
@@ -62,14 +64,14 @@ class Outcome:
     columns), in force (its verdict_in_force row where it has one; migration 0011), or only the
     rows (MOVED: sessions without one are left out)."""
 
-    verdict: Any
-    gatekeeper_status: Any
-    failed_rules: Any
+    verdict: SQLColumnExpression[str | None]
+    gatekeeper_status: SQLColumnExpression[str | None]
+    failed_rules: SQLColumnExpression[list[Any]]
     # failed_rules as text, from the listing index's own expression where the session's column is
     # read: SQLite takes it off the index, where the JSON column would fetch each session's row.
-    failed_text: Any
+    failed_text: SQLColumnExpression[str]
     joined: bool  # reads verdict_in_force
-    ungated: Any
+    ungated: SQLColumnExpression[bool]
 
 
 AT_ASK = Outcome(DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status, DiagnosisSession.failed_rules,
@@ -87,7 +89,7 @@ MOVED = Outcome(VerdictInForce.verdict, VerdictInForce.gatekeeper_status, Verdic
 _IN_FORCE_JOIN = VerdictInForce.session_id == DiagnosisSession.id + literal("")
 
 
-def _row_dict(row: Any) -> dict[str, Any]:
+def _row_dict(row: Base) -> dict[str, Any]:
     return {c.name: getattr(row, c.name) for c in row.__table__.columns}
 
 
@@ -136,7 +138,7 @@ def _invocation(row: ToolInvocationRow, output: str | None = None) -> ToolInvoca
     )
 
 
-def _file_identity(path: Any) -> tuple[int, int] | None:
+def _file_identity(path: Path) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
     except OSError:
