@@ -39,6 +39,21 @@ def test_malformed_elements_keep_their_positions() -> None:
     assert out.hypotheses == [] and out.missing_info == ["who deployed"]
 
 
+def test_an_element_not_written_as_an_object_stays_one_through_copies() -> None:
+    """The flag lives on the element's class: a copy, a pickle and a model_copy keep it, and an
+    element written as a string is not equal to one written as an empty object."""
+    import copy
+    import pickle
+
+    out = ExecutorOutput.read({"claims": ["x", {}], "hypotheses": [1, {}], "recommended_actions": ["a", {}]})
+    assert out is not None
+    for again in (copy.deepcopy(out), pickle.loads(pickle.dumps(out)), out.model_copy(), out.with_raw({})):
+        for elements in (again.claims, again.hypotheses, again.recommended_actions):
+            assert [e.written_as_object for e in elements] == [False, True]
+    assert out.claims[0] != out.claims[1] and out.claims[1] == ExecutorOutput.read({"claims": [{}]}).claims[0]  # type: ignore[union-attr]
+    assert ExecutorOutput().raw == {} and ExecutorOutput().raw is not ExecutorOutput().raw
+
+
 def test_stored_form_is_the_object_as_written() -> None:
     _, out = parse_executor_output(json.dumps(WRITTEN, ensure_ascii=False))
     assert out is not None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -189,24 +189,17 @@ class ExecutorOutputV2(_Model):
 
 class _Lenient:
     """A field or list item that reads as its default when the written value does not validate;
-    an element (`element=` its model) as an empty one that knows it was not written as an object."""
+    a list element as `default_factory()`, an empty element of the model's NotWritten subclass."""
 
-    def __init__(self, default_factory: Callable[[], Any] | None = None, *, omit: bool = False,
-                 element: type[_Written] | None = None) -> None:
-        self.default_factory, self.omit, self.element = default_factory, omit, element
-
-    def _not_object(self) -> _Written:
-        assert self.element is not None
-        out = self.element()
-        out._object = False
-        return out
+    def __init__(self, default_factory: Callable[[], Any] | None = None, *, omit: bool = False) -> None:
+        self.default_factory, self.omit = default_factory, omit
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         if self.omit:  # a list item: left out, the rest of the list kept
             return core_schema.with_default_schema(handler(source), on_error="omit")
-        factory = self._not_object if self.element is not None else self.default_factory
-        if factory is not None:
-            return core_schema.with_default_schema(handler(source), default_factory=factory, on_error="default")
+        if self.default_factory is not None:
+            return core_schema.with_default_schema(handler(source), default_factory=self.default_factory,
+                                                   on_error="default")
         return core_schema.with_default_schema(handler(source), default=None, on_error="default")
 
 
@@ -220,13 +213,12 @@ Strings = Annotated[list[Annotated[StrictStr, _Lenient(omit=True)]], _Lenient(li
 class _Written(BaseModel):
     # strict: nothing is coerced ("12" is not an id, 5 is not a claim_text); lenient: see _Lenient.
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
-    _object: bool = PrivateAttr(default=True)
-
-    @property
-    def written_as_object(self) -> bool:
-        """False for an element written as something else (a bare string, a number): it is read as
-        an element with every field absent, in its place, and it is no claim (or binding) at all."""
-        return self._object
+    # False for an element written as something else (a bare string, a number): it is read as an
+    # element with every field absent, in its place, and it is no claim (or binding) at all. A class
+    # attribute (False on each model's NotWritten subclass), not a private one: pydantic sets up
+    # private attributes on every instance it validates, which made reading an output several times
+    # slower than validating it.
+    written_as_object: ClassVar[bool] = True
 
 
 class ExecutorBinding(_Written):
@@ -240,8 +232,12 @@ class ExecutorBinding(_Written):
     digest_id: Text = None
 
 
+class _BindingNotWritten(ExecutorBinding):
+    written_as_object = False
+
+
 # Lists of elements: an element that is not an object reads as an empty one, in its place.
-Bindings = Annotated[list[Annotated[ExecutorBinding, _Lenient(element=ExecutorBinding)]], _Lenient(list)]
+Bindings = Annotated[list[Annotated[ExecutorBinding, _Lenient(_BindingNotWritten)]], _Lenient(list)]
 
 
 class ExecutorClaim(_Written):
@@ -258,10 +254,18 @@ class ExecutorClaim(_Written):
         return self.claim_id or ""
 
 
+class _ClaimNotWritten(ExecutorClaim):
+    written_as_object = False
+
+
 class ExecutorHypothesis(_Written):
     hypothesis_text: Text = None
     basis: Text = None
     needed_evidence: Strings = Field(default_factory=list)
+
+
+class _HypothesisNotWritten(ExecutorHypothesis):
+    written_as_object = False
 
 
 class ExecutorAction(_Written):
@@ -270,18 +274,24 @@ class ExecutorAction(_Written):
     evidence_bindings: Bindings = Field(default_factory=list)
 
 
+class _ActionNotWritten(ExecutorAction):
+    written_as_object = False
+
+
 class ExecutorOutput(_Written):
     """A parsed executor output (a JSON object), typed. `raw` is the object as written: the schema
     rule judges it, and it is what is stored (serialising this model gives `raw` back unchanged)."""
 
     answer_version: Text = None
-    claims: Annotated[list[Annotated[ExecutorClaim, _Lenient(element=ExecutorClaim)]], _Lenient(list)] = Field(default_factory=list)
-    hypotheses: Annotated[list[Annotated[ExecutorHypothesis, _Lenient(element=ExecutorHypothesis)]], _Lenient(list)] = \
+    claims: Annotated[list[Annotated[ExecutorClaim, _Lenient(_ClaimNotWritten)]], _Lenient(list)] = Field(default_factory=list)
+    hypotheses: Annotated[list[Annotated[ExecutorHypothesis, _Lenient(_HypothesisNotWritten)]], _Lenient(list)] = \
         Field(default_factory=list)
-    recommended_actions: Annotated[list[Annotated[ExecutorAction, _Lenient(element=ExecutorAction)]], _Lenient(list)] = \
+    recommended_actions: Annotated[list[Annotated[ExecutorAction, _Lenient(_ActionNotWritten)]], _Lenient(list)] = \
         Field(default_factory=list)
     missing_info: Strings = Field(default_factory=list)
-    _raw: dict[str, JsonValue] = PrivateAttr(default_factory=dict)
+    # A default (copied per instance), not default_factory=dict: pydantic inspects a factory's signature
+    # on every instance it validates, which cost more than reading the output.
+    _raw: dict[str, JsonValue] = PrivateAttr(default={})
 
     @model_validator(mode="wrap")
     @classmethod
