@@ -40,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pipeline.core.contracts import ExecutorOutput, ParseStatus, ToolInvocation  # noqa: E402
 from pipeline.gatekeeper import GateContext, gate_verdict, load_rules, run_gatekeeper  # noqa: E402
 from pipeline.gatekeeper.features import compute_features, prepare_output  # noqa: E402
-from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, fold  # noqa: E402
+from pipeline.gatekeeper.folding import fold  # noqa: E402
+from pipeline.gatekeeper.prepared import OutputCache, PreparedOutput  # noqa: E402
 from pipeline.replay.per_session import ReplayInput, replay  # noqa: E402
 from pipeline.stages.verifier import build_payload  # noqa: E402
 

@@ -31,7 +31,7 @@ from grounding_corpus import CORPUS, FAITHFUL, MUTATED, build_outputs  # noqa: E
 from pipeline.core.contracts import ExecutorOutput, ToolInvocation  # noqa: E402
 from pipeline.gatekeeper import GateContext, RuleSet, gate_verdict, load_rules, run_gatekeeper  # noqa: E402
 from pipeline.gatekeeper.features import prepare_output  # noqa: E402
-from pipeline.gatekeeper.matcher import OutputCache  # noqa: E402
+from pipeline.gatekeeper.prepared import OutputCache  # noqa: E402
 from pipeline.tools.registry import model_name  # noqa: E402
 
 EXCERPT_RULES = ("evidence.excerpt_similarity", "evidence.excerpt_entities")

@@ -39,7 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.gatekeeper.matcher import PreparedOutput, fold  # noqa: E402
+from pipeline.gatekeeper.folding import fold  # noqa: E402
+from pipeline.gatekeeper.prepared import PreparedOutput  # noqa: E402
 from pipeline.tools.bundled import BundledLogs, BundledMetrics  # noqa: E402
 from pipeline.tools.knowledge import KnowledgeBase  # noqa: E402
 from pipeline.tools.registry import KnowledgeQuery, LogQuery, MetricsQuery  # noqa: E402

@@ -10,7 +10,8 @@ import pytest
 
 from pipeline.core.contracts import EvidenceDigest, ExecutorOutput, ToolInvocation
 from pipeline.gatekeeper import GateContext, gate_verdict, load_rules, matcher, run_gatekeeper
-from pipeline.gatekeeper.matcher import PreparedOutput, record_text
+from pipeline.gatekeeper import prepared as prepared_output
+from pipeline.gatekeeper.prepared import PreparedOutput, record_text
 from pipeline.replay.per_session import (
     ReplayInput,
     cited_invocation_ids,
@@ -295,7 +296,7 @@ def test_indexed_search_finds_what_a_full_scan_finds(monkeypatch):
              for i in range(3000)]
     raw = json.dumps(lines, ensure_ascii=False)
     hay = PreparedOutput.build(raw).folded
-    width = matcher._GramIndex.BLOCK
+    width = prepared_output._GramIndex.BLOCK
     needles = ["ord 02999", "http 503", "timeout after 999ms", "ms http 50", "absent token", "ord 1"]
     needles += [hay[k - 5 : k + 7] for k in range(width, len(hay), width)]
     excerpts = ["REQUEST TIMEOUT AFTER 517MS", "request timeout after 9999ms, http 503", "ord-02999 ... http 501"]
@@ -305,13 +306,13 @@ def test_indexed_search_finds_what_a_full_scan_finds(monkeypatch):
         located = [matcher.locate(e, prepared) for e in excerpts]
         return found + [(m.score, m.start, m.end, m.covered, m.hunks) for m in located]
 
-    monkeypatch.setattr(matcher, "_INDEX_MIN_CHARS", len(hay) + 1)
+    monkeypatch.setattr(prepared_output, "_INDEX_MIN_CHARS", len(hay) + 1)
     plain = PreparedOutput.build(raw)
     expected = results(plain)
     assert not plain.indexed
     assert expected[0][0] == [hay.find("ord 02999")]
-    monkeypatch.setattr(matcher, "_INDEX_AFTER_SCANS", 0)
-    monkeypatch.setattr(matcher, "_INDEX_MIN_CHARS", 0)
+    monkeypatch.setattr(prepared_output, "_INDEX_AFTER_SCANS", 0)
+    monkeypatch.setattr(prepared_output, "_INDEX_MIN_CHARS", 0)
     indexed = PreparedOutput.build(raw)
     assert results(indexed) == expected
     assert indexed.indexed

@@ -14,7 +14,8 @@ import pytest
 
 from pipeline.core.contracts import ExecutorOutput, ToolInvocation
 from pipeline.gatekeeper import GateContext, gate_verdict, load_rules, run_gatekeeper
-from pipeline.gatekeeper.matcher import PreparedOutput, fold
+from pipeline.gatekeeper.folding import fold
+from pipeline.gatekeeper.prepared import PreparedOutput
 from pipeline.gatekeeper.vocabulary import Vocabulary, absent_pieces
 from pipeline.replay.per_session import ReplayInput, replay
 

@@ -14,7 +14,8 @@ import pytest
 from pipeline.core.contracts import ExecutorOutput, ToolInvocation
 from pipeline.gatekeeper import GateContext, load_rules, run_gatekeeper
 from pipeline.gatekeeper.features import match_excerpt
-from pipeline.gatekeeper.matcher import PreparedOutput, fold, record_text
+from pipeline.gatekeeper.folding import fold
+from pipeline.gatekeeper.prepared import PreparedOutput, record_text
 from tests.test_gatekeeper_fidelity import RULES_DIR
 
 SIMILARITY, ENTITIES = "evidence.excerpt_similarity", "evidence.excerpt_entities"

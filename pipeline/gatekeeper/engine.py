@@ -16,7 +16,7 @@ from pipeline.core.contracts import (
     Verdict,
 )
 from pipeline.gatekeeper.features import compute_features
-from pipeline.gatekeeper.matcher import OutputCache
+from pipeline.gatekeeper.prepared import OutputCache
 from pipeline.gatekeeper.rules import Finding, RuleContext, SchemaRule
 from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.tools.registry import persisted_name

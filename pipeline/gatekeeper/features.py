@@ -21,7 +21,9 @@ import numpy as np
 
 from pipeline.core.contracts import EvidenceDigest, ExecutorOutput, ToolInvocation, record_ids
 from pipeline.gatekeeper.fidelity import capitals
-from pipeline.gatekeeper.matcher import OutputCache, PreparedOutput, SegmentMatch, fold, locate, segments
+from pipeline.gatekeeper.folding import fold
+from pipeline.gatekeeper.matcher import SegmentMatch, locate, segments
+from pipeline.gatekeeper.prepared import OutputCache, PreparedOutput
 from pipeline.gatekeeper.vocabulary import absent_pieces
 from pipeline.text.primitives import EntityMatch, find_entities, normalize
 

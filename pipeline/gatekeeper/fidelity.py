@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from pipeline.gatekeeper.matcher import fold
+from pipeline.gatekeeper.folding import fold
 from pipeline.text.primitives import is_cjk
 
 

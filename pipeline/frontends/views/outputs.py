@@ -8,7 +8,8 @@ import difflib
 import json
 from dataclasses import dataclass
 
-from pipeline.gatekeeper.matcher import fold, record_text
+from pipeline.gatekeeper.folding import fold
+from pipeline.gatekeeper.prepared import record_text
 from pipeline.tools.results import read_result
 
 
