@@ -109,6 +109,57 @@ def test_rules_from_a_shell_apply_list_diff_and_roll_back(tmp_path: Path, capsys
         f"workbench: {tr('rules.not_an_editor', 'en', who='eve', editors='ana')}\n")
 
 
+def test_a_rejudge_writes_only_the_rows_whose_outcome_changes(any_store: Store, settings) -> None:  # noqa: ANN001
+    from sqlalchemy import event, select
+
+    from pipeline.frontends.views import rules_yaml
+    from pipeline.frontends.views.trace import verdict_change
+    from pipeline.runs import rulebook
+    from pipeline.runs.session import run_session
+    from pipeline.store.listing import session_list
+    from pipeline.store.schema import VerdictInForce
+
+    store = any_store
+    ids = [run_session(q, settings=settings, store=store).session_id
+           for q in ("payment API times out since 10:00, what's going on?", "order-service CPU is high")]
+    written: list[tuple[str, int]] = []
+
+    def heard(_conn, cursor, statement: str, *_args) -> None:  # noqa: ANN001
+        if statement.split()[:3] in (["DELETE", "FROM", "verdict_in_force"], ["UPDATE", "verdict_in_force", "SET"],
+                                     ["INSERT", "INTO", "verdict_in_force"]):
+            written.append((statement.split()[0], cursor.rowcount))
+
+    event.listen(store.engine, "after_cursor_execute", heard)
+    strict = _strict_utilization(rulebook.text_in_force(settings, store).texts)
+    first = rulebook.apply_rules(settings, store, strict, author="ana", comment="", based_on=0)
+    rulebook.rejudge(settings, store)
+    moved = {sid for sid, r in _exact(settings, store, ids).items()
+             if r[0] != {x["id"]: x for x in session_list(store)}[sid]["verdict_at_ask"]}
+    assert moved and dict(written)["INSERT"] >= len(moved) and {w[0] for w in written} == {"DELETE", "UPDATE", "INSERT"}
+    with store.engine.connect() as conn:  # the rows name no version: the pointer does
+        assert set(conn.execute(select(VerdictInForce.rules_version)).scalars()) == {None}
+
+    # A version that judges every session as the one before: its re-judge changes no row, and
+    # every row now reads as judged by it.
+    same = rules_yaml.set_rule_field(*strict, "claim.evidence_utilization", "description", "the same rule, described")
+    second = rulebook.apply_rules(settings, store, same, author="bo", comment="", based_on=first)
+    written.clear()
+    done = rulebook.rejudge(settings, store)
+    assert done.stored and done.differing >= len(moved) and [n for _, n in written] == [0, 0, 0]
+    listed = {r["id"]: r for r in session_list(store)}
+    assert {listed[sid]["rules_version"] for sid in moved} == {second}
+    change = verdict_change(settings, store, next(iter(moved)))
+    assert change is not None and change.version_in_force == second
+    assert {sid: listed[sid]["verdict"] for sid in ids} == {sid: r[0] for sid, r in _exact(settings, store, ids).items()}
+
+    # Rolled back to the rules they were asked under: the rows go, each once.
+    written.clear()
+    rulebook.rollback(settings, store, 0, author="bo")
+    rulebook.rejudge(settings, store)
+    assert written == [("DELETE", dict(written)["DELETE"]), ("UPDATE", 0), ("INSERT", 0)] and written[0][1] >= len(moved)
+    assert {r["rules_version"] for r in session_list(store) if r["id"] in ids} == {store.rules_version()}
+
+
 def _strict_utilization(texts: tuple[str, str]) -> tuple[str, str]:
     """The rules with keyword coverage turned into a blocking rule that most claims fail."""
     from pipeline.frontends.views import rules_yaml

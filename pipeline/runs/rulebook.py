@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -259,64 +259,81 @@ def _upsert(store: Store) -> Any:
         c: statement.excluded[c] for c in ("verdict", "gatekeeper_status", "failed_rules", "rules_version", "ungated")})
 
 
-_COLUMNS = "session_id, verdict, gatekeeper_status, failed_rules, rules_version, ungated"
-_UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[1:])
-
-
-# SQLite's own SQL for the same upsert: a million rows without a Python object each in
-# SQLAlchemy's parameter processing.
-_SQLITE_UPSERT = (f"INSERT INTO verdict_in_force ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) "
-                  f"DO UPDATE SET {_UPDATE}")
+_SCRATCH = "verdict_in_force_new"
+_SCRATCH_COLUMNS = ("session_id", "verdict", "gatekeeper_status", "failed_rules", "ungated")
 
 
 def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[str, str, str, list[str]]], *,
                     ungated: bool) -> bool:
     """One transaction: the pointer first (on SQLite the write lock; on PostgreSQL the row lock
-    that an apply also takes), so the outcomes land only while `version` is still in force."""
+    that an apply also takes), so the outcomes land only while `version` is still in force.
+    The rows go to a scratch table, and only the stored rows they change are written: a row
+    whose outcome `version` keeps stays as it is, its version the pointer's (migration 0017)."""
     with store.engine.begin() as conn:
         moved = conn.execute(update(RulesInForce).where(RulesInForce.id == 1, RulesInForce.version == version)
-                             .values(judged_version=version, judging_version=None, judging_phase=None,
-                                     judging_at=datetime.now(UTC))).rowcount
+                             .values(judging_at=datetime.now(UTC))).rowcount
         if moved != 1:
             return False
+        before = conn.execute(select(RulesInForce.judged_version).where(RulesInForce.id == 1)).scalar()
         texts: dict[tuple[str, ...], str] = {}  # a handful of distinct rule lists
         values = ((sid, verdict, status, texts.get(tuple(failed)) or texts.setdefault(tuple(failed), json.dumps(failed)),
-                   version, ungated) for sid, verdict, status, failed in rows)
-        if store.engine.dialect.name == "postgresql":
-            _copy_in_force(conn, values, version, through)
-            return True
-        conn.execute(delete(VerdictInForce).where(or_(
-            VerdictInForce.rules_version != version,
-            VerdictInForce.session_id.in_(select(GateSessionColumns.session_id)
-                                          .where(GateSessionColumns.seq <= through)))))
-        while chunk := list(itertools.islice(values, _UPSERT_CHUNK)):
-            conn.exec_driver_sql(_SQLITE_UPSERT, chunk)
+                   ungated) for sid, verdict, status, failed in rows)
+        postgres = store.engine.dialect.name == "postgresql"
+        (_copy_scratch if postgres else _insert_scratch)(conn, values)
+        _write_changes(conn, version, before, through, postgres)
+        conn.execute(update(RulesInForce).where(RulesInForce.id == 1).values(
+            judged_version=version, judging_version=None, judging_phase=None, judging_at=datetime.now(UTC)))
     return True
 
 
-def _copy_in_force(conn: Any, values: Iterable[tuple[str, str, str, str, int, bool]], version: int,
-                   through: int) -> None:
-    """PostgreSQL: the rows by COPY into a scratch table (an executemany took ten times as long);
-    then the rows this re-judge replaces and does not rewrite are deleted, the ones it rewrites
-    updated in place, and only sessions without a row get one. Deleting every replaced row and
-    inserting it again checked the session's foreign key on each insert, which locks the session's
-    row: most of the write at a million rows (docs/benchmarks.md). An update that keeps the key
-    checks nothing."""
-    new = "verdict_in_force_new"
+def _copy_scratch(conn: Any, values: Iterable[tuple[str, str, str, str, bool]]) -> None:
+    """PostgreSQL: the rows by COPY (an executemany took ten times as long)."""
     with conn.connection.driver_connection.cursor() as cursor:
-        cursor.execute(f"CREATE TEMP TABLE {new} (LIKE verdict_in_force) ON COMMIT DROP")
-        with cursor.copy(f"COPY {new} ({_COLUMNS}) FROM STDIN") as copy:
+        cursor.execute(f"CREATE TEMP TABLE {_SCRATCH} (session_id text PRIMARY KEY, verdict text, "
+                       f"gatekeeper_status text, failed_rules text, ungated boolean) ON COMMIT DROP")
+        with cursor.copy(f"COPY {_SCRATCH} ({', '.join(_SCRATCH_COLUMNS)}) FROM STDIN") as copy:
             for row in values:
                 copy.write_row(row)
-        cursor.execute(f"ANALYZE {new}")  # a temporary table has no statistics until asked
-        cursor.execute(f"DELETE FROM verdict_in_force v WHERE (v.rules_version <> %s OR v.session_id IN "
-                       f"(SELECT session_id FROM gate_session WHERE seq <= %s)) AND NOT EXISTS "
-                       f"(SELECT 1 FROM {new} n WHERE n.session_id = v.session_id)", (version, through))
-        cursor.execute(f"UPDATE verdict_in_force v SET {', '.join(f'{c} = n.{c}' for c in _COLUMNS.split(', ')[1:])} "
-                       f"FROM {new} n WHERE v.session_id = n.session_id")
-        cursor.execute(f"INSERT INTO verdict_in_force ({_COLUMNS}) SELECT {_COLUMNS} FROM {new} n WHERE NOT EXISTS "
-                       f"(SELECT 1 FROM verdict_in_force v WHERE v.session_id = n.session_id) "
-                       f"ON CONFLICT (session_id) DO UPDATE SET {_UPDATE}")
+        cursor.execute(f"ANALYZE {_SCRATCH}")  # a temporary table has no statistics until asked
+
+
+def _insert_scratch(conn: Any, values: Iterable[tuple[str, str, str, str, bool]]) -> None:
+    """SQLite: the rows by the driver's executemany, a chunk at a time (no Python object per
+    value in SQLAlchemy's parameter processing); the table is dropped at the end of the write."""
+    conn.exec_driver_sql(f"DROP TABLE IF EXISTS temp.{_SCRATCH}")  # left by a write that failed on this connection
+    conn.exec_driver_sql(f"CREATE TEMP TABLE {_SCRATCH} (session_id TEXT PRIMARY KEY, verdict TEXT, "
+                         f"gatekeeper_status TEXT, failed_rules TEXT, ungated BOOLEAN)")
+    values = iter(values)
+    while chunk := list(itertools.islice(values, _UPSERT_CHUNK)):
+        conn.exec_driver_sql(f"INSERT INTO {_SCRATCH} VALUES (?, ?, ?, ?, ?)", chunk)
+
+
+def _write_changes(conn: Any, version: int, before: int | None, through: int, postgres: bool) -> None:
+    """From the scratch table: the stored rows it does not hold are deleted where this re-judge
+    replaces them (its sessions, or judged under another version), the rows whose outcome it
+    changes or that name a version of their own are updated in place, and only sessions without
+    a row get one. Deleting every replaced row and inserting it again checked the session's
+    foreign key on each insert, which locks the session's row on PostgreSQL: most of the write
+    at a million rows (docs/benchmarks.md). An update that keeps the key checks nothing."""
+    v, n = "verdict_in_force", _SCRATCH
+    failed = f"CAST({n}.failed_rules AS JSON)" if postgres else f"{n}.failed_rules"
+    conn.execute(text(
+        f"DELETE FROM {v} WHERE (coalesce(rules_version, :before) IS DISTINCT FROM :version OR session_id IN "
+        f"(SELECT session_id FROM gate_session WHERE seq <= :through)) AND NOT EXISTS "
+        f"(SELECT 1 FROM {n} WHERE {n}.session_id = {v}.session_id)"),
+        {"version": version, "before": before, "through": through})
+    conn.execute(text(
+        f"UPDATE {v} SET verdict = {n}.verdict, gatekeeper_status = {n}.gatekeeper_status, failed_rules = {failed}, "
+        f"rules_version = NULL, ungated = {n}.ungated FROM {n} WHERE {v}.session_id = {n}.session_id AND "
+        f"({v}.rules_version IS NOT NULL OR {v}.verdict <> {n}.verdict OR {v}.gatekeeper_status <> "
+        f"{n}.gatekeeper_status OR CAST({v}.failed_rules AS TEXT) <> {n}.failed_rules OR {v}.ungated <> {n}.ungated)"))
+    columns = ", ".join(_SCRATCH_COLUMNS)
+    conn.execute(text(
+        f"INSERT INTO {v} ({columns}) SELECT {columns.replace('failed_rules', failed)} FROM {n} WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {v} WHERE {v}.session_id = {n}.session_id) ON CONFLICT (session_id) DO UPDATE SET "
+        + ", ".join(f"{c} = excluded.{c}" for c in _SCRATCH_COLUMNS[1:]) + ", rules_version = NULL"))
+    if not postgres:
+        conn.exec_driver_sql(f"DROP TABLE temp.{_SCRATCH}")
 
 
 def judge_late(settings: Settings, store: Store, session_id: str, version: int) -> None:

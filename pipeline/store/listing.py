@@ -14,17 +14,17 @@ from pipeline.store.schema import DiagnosisSession, RulesInForce, VerdictInForce
 LIST_COLUMNS = ("id", "question", "trigger", "status", "stage", "provenance", "created_at", "rerun_of", "error")
 
 
-def version_in_force(verdict: str | None, row_version: int | None, at_ask: int | None,
+def version_in_force(verdict: str | None, moved: bool, row_version: int | None, at_ask: int | None,
                      judged: int | None) -> int | None:
-    """The rule version that gave a session's verdict in force: its verdict_in_force row's; else
-    the later of the version it was asked under and the one the stored sessions were last
-    re-judged under (a session asked after that re-judge was judged by the newer version);
-    None for a session without a verdict, or stored before versions were recorded and never
-    re-judged."""
+    """The rule version that gave a session's verdict in force: for a session with a
+    verdict_in_force row (`moved`), the row's version, or where it names none the version the
+    stored sessions were last re-judged under; else the later of the version it was asked under
+    and that one (a session asked after that re-judge was judged by the newer version); None for
+    a session without a verdict, or stored before versions were recorded and never re-judged."""
     if verdict is None:
         return None
-    if row_version is not None:
-        return row_version
+    if moved:
+        return row_version if row_version is not None else judged
     known = [v for v in (at_ask, judged) if v is not None]
     return max(known) if known else None
 
@@ -49,7 +49,7 @@ def session_list(store: Store, *, verdict: str | None = None, status: str | None
     q = (select(*[getattr(s, c) for c in LIST_COLUMNS], IN_FORCE.verdict.label("verdict"),
                 IN_FORCE.ungated.label("ungated"), s.ungated.label("ungated_at_ask"),
                 s.verdict.label("verdict_at_ask"), s.rules_version.label("at_ask"),
-                VerdictInForce.rules_version.label("row_version"))
+                VerdictInForce.session_id.is_not(None).label("moved"), VerdictInForce.rules_version.label("row_version"))
          .outerjoin(VerdictInForce, VerdictInForce.session_id == s.id))
     if verdict:
         q = q.where(IN_FORCE.verdict == verdict)
@@ -60,8 +60,8 @@ def session_list(store: Store, *, verdict: str | None = None, status: str | None
         rows = db.execute(q.order_by(s.created_at.desc()).limit(limit)).mappings().all()
     out = []
     for r in rows:
-        row = {k: v for k, v in r.items() if k not in ("at_ask", "row_version")}
-        row["rules_version"] = version_in_force(r["verdict"], r["row_version"], r["at_ask"], judged)
+        row = {k: v for k, v in r.items() if k not in ("at_ask", "moved", "row_version")}
+        row["rules_version"] = version_in_force(r["verdict"], bool(r["moved"]), r["row_version"], r["at_ask"], judged)
         out.append(row)
     return out
 

@@ -241,13 +241,12 @@ class Store:
     def filtered_query(self, f: SessionFilter, outcome: Outcome = AT_ASK) -> Any:
         """The SELECT of sessions matching `f`: the one definition lists, charts and exports share.
         A joined outcome matches that outcome and adds it as verdict_in_force, gatekeeper_in_force,
-        failed_in_force, ungated_in_force and version_in_force (NULL where the outcome at ask holds)."""
+        failed_in_force and ungated_in_force."""
         q = select(DiagnosisSession)
         if outcome.joined:
             q = q.outerjoin(VerdictInForce, _IN_FORCE_JOIN).add_columns(
                 outcome.verdict.label("verdict_in_force"), outcome.gatekeeper_status.label("gatekeeper_in_force"),
-                outcome.failed_rules.label("failed_in_force"), outcome.ungated.label("ungated_in_force"),
-                VerdictInForce.rules_version.label("version_in_force"))
+                outcome.failed_rules.label("failed_in_force"), outcome.ungated.label("ungated_in_force"))
         if f.verdicts:
             q = q.where(outcome.verdict.in_(f.verdicts))
         if f.statuses:

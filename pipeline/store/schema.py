@@ -218,7 +218,9 @@ class VerdictInForce(Base):
     verdict: Mapped[str] = mapped_column(Text)
     gatekeeper_status: Mapped[str] = mapped_column(Text)
     failed_rules: Mapped[list[Any]] = mapped_column(JSON, default=list)
-    rules_version: Mapped[int] = mapped_column(Integer)
+    # The version that judged the row; NULL: rules_in_force.judged_version, which the re-judge
+    # moves as it writes, so rows whose outcome a new version keeps are left alone (migration 0017).
+    rules_version: Mapped[int | None] = mapped_column(Integer)
     # Judged with the gatekeeper or an evidence rule off or warn-only (migration 0012).
     ungated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 

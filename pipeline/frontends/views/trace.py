@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from pipeline.core.config import Settings
 from pipeline.core.contracts import (
@@ -31,7 +31,7 @@ from pipeline.runs.record import (
     read_session,
 )
 from pipeline.store import Store
-from pipeline.store.schema import DiagnosisSession, VerdictInForce
+from pipeline.store.schema import DiagnosisSession, RulesInForce, VerdictInForce
 
 GOOD_CHECKS = ("direct_observation", "reasonable_inference")
 
@@ -209,9 +209,12 @@ def verdict_change(settings: Settings, store: Store, session_id: str) -> Verdict
     from pipeline.runs.rulebook import rules_of
 
     with store.engine.connect() as conn:
+        # A row without a version of its own holds the verdict of the version last re-judged under.
+        judged = select(RulesInForce.judged_version).where(RulesInForce.id == 1).scalar_subquery()
         row = conn.execute(select(VerdictInForce.verdict, VerdictInForce.gatekeeper_status,
-                                  VerdictInForce.rules_version, VerdictInForce.ungated, DiagnosisSession.verdict,
-                                  DiagnosisSession.gatekeeper_status, DiagnosisSession.rules_version)
+                                  func.coalesce(VerdictInForce.rules_version, judged), VerdictInForce.ungated,
+                                  DiagnosisSession.verdict, DiagnosisSession.gatekeeper_status,
+                                  DiagnosisSession.rules_version)
                            .join(DiagnosisSession, DiagnosisSession.id == VerdictInForce.session_id)
                            .where(VerdictInForce.session_id == session_id)).first()
     if row is None:
