@@ -426,9 +426,11 @@ def llm_calls(r: SessionRecord) -> None:
         return
     st.subheader(i18n.t("trace.llm_calls") + f" ({len(r.llm_calls)})")
     for n, call in enumerate(r.llm_calls):
-        label = (f"{call.stage} · r{call.round} · attempt {call.attempt} · {call.parse_status} · "
-                 f"{call.prompt_tokens}+{call.completion_tokens} tokens · {call.latency_ms:.0f} ms · "
-                 f"{call.provider}/{call.model}" + (" · error" if call.error else ""))
+        label = i18n.t("trace.llm_call", stage=call.stage, round=call.round, attempt=call.attempt,
+                       status=call.parse_status, prompt=call.prompt_tokens, completion=call.completion_tokens,
+                       ms=f"{call.latency_ms:.0f}", endpoint=f"{call.provider}/{call.model}")
+        if call.error:
+            label += " · " + i18n.t("trace.llm_call_failed")
         # Drawn only when opened: a call's messages may be megabytes, and a closed expander's
         # content is still sent and laid out by the browser.
         panel = st.expander(markup.md(label), key=f"trace_llm_{n}", on_change="rerun")
