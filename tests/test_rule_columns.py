@@ -15,13 +15,8 @@ import numpy.typing as npt
 from pipeline.core.config import resource_dir
 from pipeline.core.contracts import VERDICT_ORDER
 from pipeline.gatekeeper import load_rules
-from pipeline.gatekeeper.rules import (
-    RULES,
-    DigestRefRule,
-    EvidenceUtilizationRule,
-    ExcerptEntitiesRule,
-    ExcerptSimilarityRule,
-)
+from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule, ExcerptSimilarityRule
+from pipeline.gatekeeper.rules import RULES, DigestRefRule, EvidenceUtilizationRule
 from pipeline.gatekeeper.rules_schema import RuleSpec
 from pipeline.verdict.policy import VERDICTS, verdict_code
 

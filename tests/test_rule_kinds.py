@@ -11,8 +11,17 @@ import pytest
 from pipeline.core.contracts import ExecutorOutput
 from pipeline.frontends.views import rules as rules_view
 from pipeline.gatekeeper import GateContext, RulesError, gate_verdict, load_rules_from_text, run_gatekeeper
-from pipeline.gatekeeper.kinds import Count, RuleKind, RuleParams, params_of, rule_kind
-from pipeline.gatekeeper.rules import RULES, Finding, RuleContext, RuleResult
+from pipeline.gatekeeper.kinds import (
+    Count,
+    Finding,
+    RuleContext,
+    RuleKind,
+    RuleParams,
+    RuleResult,
+    params_of,
+    rule_kind,
+)
+from pipeline.gatekeeper.rules import RULES
 from pipeline.gatekeeper.rules_schema import RuleSpec
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"

@@ -16,8 +16,9 @@ from pipeline.core.contracts import (
     Verdict,
 )
 from pipeline.gatekeeper.features import compute_features
+from pipeline.gatekeeper.kinds import Finding, RuleContext
 from pipeline.gatekeeper.prepared import OutputCache
-from pipeline.gatekeeper.rules import Finding, RuleContext, SchemaRule
+from pipeline.gatekeeper.rules import SchemaRule
 from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.tools.registry import persisted_name
 from pipeline.verdict.policy import gatekeeper_floor

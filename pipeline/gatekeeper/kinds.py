@@ -1,4 +1,5 @@
-"""What a gatekeeper rule kind is, and the one registry of them.
+"""What a gatekeeper rule kind is, the one registry of them, what a rule reads (RuleContext: one
+session) and what it finds (Finding, RuleResult).
 
 A kind is one class: its id, its defaults (name, description, severity, verdictImpact) and a
 nested `Params` model saying which parameters rules/metadata.yaml must give it and of what type.
@@ -8,18 +9,19 @@ so adding a kind touches its class and nothing else in code.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, get_args
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt
 
-from pipeline.core.contracts import VerdictImpact
+from pipeline.core.contracts import EvidenceDigest, ExecutorBinding, ExecutorOutput, VerdictImpact
+from pipeline.core.messages import Message, render
+from pipeline.gatekeeper.features import binding_target
 
 if TYPE_CHECKING:
-    from pipeline.gatekeeper.rules import RuleContext, RuleResult
     from pipeline.gatekeeper.rules_schema import RuleSpec
 
 Severity = Literal["error", "warning"]
@@ -135,3 +137,93 @@ def params_of(spec: RuleSpec, model: type[P]) -> P:
     if not isinstance(params, model):
         raise TypeError(f"rule {spec.id} carries {type(params).__name__}, not {model.__qualname__}")
     return params
+
+
+Level = Literal["fail", "warn"]
+InvocationInfo = Callable[[int], "tuple[str, str] | None"]  # id -> (session_id, persisted tool name)
+# Parameter sets remembered per rule and session: a slider being dragged should not grow memory.
+REMEMBERED_PARAMS = 4
+
+
+@dataclass
+class RuleContext:
+    """One session as the rules see it. A replay keeps it per session, so the facts derived from
+    the session (never from a rule parameter) and each rule's findings per parameter set are
+    computed once and reused while the user tunes other rules or moves a threshold."""
+
+    session_id: str
+    output: ExecutorOutput | None  # None: the output did not parse
+    invocation: InvocationInfo
+    digests: list[EvidenceDigest] | None
+    features: dict[str, dict[str, Any]]
+    _bindings: list[tuple[str, ExecutorBinding, dict[str, Any] | None]] | None = field(default=None, repr=False)
+    _facts: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _findings: dict[str, dict[str, tuple[str, tuple[Finding, ...]]]] = field(default_factory=dict, repr=False)
+    last_result: tuple[Any, Any] | None = field(default=None, repr=False)  # (rule outcomes, result), see evaluate
+
+    @property
+    def bindings(self) -> list[tuple[str, ExecutorBinding, dict[str, Any] | None]]:
+        """(target, binding, cached features) of every claim binding, walked once for all rules."""
+        if self._bindings is None:
+            features = self.features
+            self._bindings = [
+                (target, binding, features.get(target))
+                for ci, bi, binding in (self.output.bindings() if self.output is not None else ())
+                for target in (binding_target(ci, bi),)
+            ]
+        return self._bindings
+
+    def fact(self, key: Any, compute: Callable[[RuleContext], Any]) -> Any:
+        """A parameter-free fact about this session, computed on first use."""
+        try:
+            return self._facts[key]
+        except KeyError:
+            value = self._facts[key] = compute(self)
+            return value
+
+    def findings(self, spec: RuleSpec) -> tuple[str, tuple[Finding, ...]]:
+        """(status, findings) of one rule under its parameters, remembered for the last few sets."""
+        by_params = self._findings.get(spec.id)
+        if by_params is None:
+            by_params = self._findings[spec.id] = {}
+        key = spec.params_key
+        found = by_params.get(key)
+        if found is None:
+            result = RULES[spec.id].validate(self, spec)
+            found = (result.status, tuple(result.findings)) if result.findings else _NO_FINDINGS
+            if len(by_params) >= REMEMBERED_PARAMS:
+                del by_params[next(iter(by_params))]
+            by_params[key] = found
+        return found
+
+
+@dataclass
+class Finding:
+    target: str
+    # A catalogued Message (pipeline/core/messages.py), rendered in the reader's language; plain English
+    # text is accepted from a rule kind that has no codes yet.
+    message: str | Message
+    level: Level = "fail"
+
+    @property
+    def text(self) -> str:
+        return self.message if isinstance(self.message, str) else render(self.message, "en")
+
+    @property
+    def msg(self) -> Message | None:
+        return None if isinstance(self.message, str) else self.message
+
+
+@dataclass
+class RuleResult:
+    rule_id: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        if any(f.level == "fail" for f in self.findings):
+            return "fail"
+        return "warn" if self.findings else "pass"
+
+
+_NO_FINDINGS: tuple[str, tuple[Finding, ...]] = ("pass", ())
