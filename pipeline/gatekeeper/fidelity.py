@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from pipeline.gatekeeper.folding import fold
+from pipeline.gatekeeper.pieces import Hunk
 from pipeline.text.primitives import is_cjk
 
 
@@ -65,7 +66,13 @@ def _has(text: str, term: str) -> bool:
     return pattern is not None and pattern.search(text) is not None
 
 
-def hunks(feats: dict[str, Any]) -> list[dict[str, Any]]:
+class ScoredHunk(Hunk):
+    """A hunk as a binding's features keep it: with the score of the segment it was found in."""
+
+    score: float
+
+
+def hunks(feats: dict[str, Any]) -> list[ScoredHunk]:
     """The binding's hunks; features stored before version 2 only kept the excerpt's added words."""
     if "hunks" in feats:
         return list(feats["hunks"])
@@ -76,19 +83,19 @@ def befores(feats: dict[str, Any]) -> list[str]:
     return [b for b in feats.get("before", ()) if b]
 
 
-def added_negations(hunk: dict[str, Any], terms: tuple[str, ...]) -> Iterator[str]:
+def added_negations(hunk: Hunk, terms: tuple[str, ...]) -> Iterator[str]:
     for term in terms:
         if _has(hunk["added"], term) and not _has(hunk["out"], term):
             yield term
 
 
-def dropped_negations(hunk: dict[str, Any], terms: tuple[str, ...]) -> Iterator[str]:
+def dropped_negations(hunk: Hunk, terms: tuple[str, ...]) -> Iterator[str]:
     for term in terms:
         if _has(hunk["gap"], term) and not _has(hunk["ex"], term):
             yield term
 
 
-def changed_number(hunk: dict[str, Any]) -> tuple[str, str] | None:
+def changed_number(hunk: Hunk) -> tuple[str, str] | None:
     """(excerpt number, output number) where the excerpt puts another bare number in the output's
     place (also numbers no entity pattern knows: an address part, a lag or a count). A number with
     a unit is the entity rule's: 5300ms and 5.3 秒 are one duration."""
@@ -134,7 +141,7 @@ def _negation_index(terms: tuple[str, ...]) -> tuple[dict[str, str], tuple[tuple
     return whole, tuple(tails)
 
 
-def flipped(hunk: dict[str, Any], pairs: tuple[tuple[str, str], ...]) -> tuple[str, str] | None:
+def flipped(hunk: Hunk, pairs: tuple[tuple[str, str], ...]) -> tuple[str, str] | None:
     """(excerpt word, output word) of an antonym pair the hunk swaps (成功 where the output says 失败)."""
     ex, out = hunk["ex"], hunk["out"]
     for a, b in pairs:
@@ -144,7 +151,7 @@ def flipped(hunk: dict[str, Any], pairs: tuple[tuple[str, str], ...]) -> tuple[s
     return None
 
 
-def changed_level(hunk: dict[str, Any], others: list[str], levels: tuple[tuple[str, ...], ...]) -> tuple[str, str] | None:
+def changed_level(hunk: Hunk, others: list[str], levels: tuple[tuple[str, ...], ...]) -> tuple[str, str] | None:
     """(excerpt level, output level) when the excerpt adds a log level and the record says another.
 
     The record's level is looked for in what the chain stepped over and just before the quote.

@@ -29,7 +29,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from pipeline.gatekeeper.folding import fold, fold_plain
-from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, TOKEN, Chain, chain, weight
+from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, TOKEN, Chain, Hunk, chain, weight
 from pipeline.gatekeeper.prepared import MAX_HITS, PreparedOutput
 from pipeline.text.primitives import is_cjk
 
@@ -60,7 +60,7 @@ class SegmentMatch:
     covered: float = 0.0  # 1.0: found by structure (one span, or pieces split between adjacent records)
     split: int = 0  # found split between records: the weight of its lightest piece (0: one span)
     before: str = ""  # folded output just before the match
-    hunks: list[dict[str, str]] = field(default_factory=list)  # where excerpt and output differ
+    hunks: list[Hunk] = field(default_factory=list)  # where excerpt and output differ
     main: list[tuple[int, int]] = field(default_factory=list)  # decoded spans carrying the quote
 
     def __post_init__(self) -> None:

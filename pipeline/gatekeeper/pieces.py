@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from pipeline.text.primitives import is_cjk
 
@@ -40,6 +41,15 @@ _HEAVY = re.compile(r"[0-9\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^ \u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
+class Hunk(TypedDict):
+    """One junction where an excerpt and its output differ (each text clipped to MAX_HUNK_CHARS)."""
+
+    ex: str  # the excerpt around the junction
+    added: str  # what the excerpt has there that the output does not
+    out: str  # the output around the junction
+    gap: str  # what the output has there that the excerpt skips
+
+
 @dataclass
 class Chain:
     covered: float  # share of the excerpt (by weight) found as in-order pieces
@@ -47,7 +57,7 @@ class Chain:
     start: int  # folded span of the output from the first piece's start to the last piece's end
     end: int
     before: str  # folded output just before the first piece
-    hunks: list[dict[str, str]] = field(default_factory=list)
+    hunks: list[Hunk] = field(default_factory=list)
     main: list[tuple[int, int]] = field(default_factory=list)  # folded spans of the pieces that carry the quote
 
     @property
@@ -205,9 +215,9 @@ def _context(needle: str, toks: list[tuple[int, int]], t: int, step: int) -> int
     return toks[j][0] if step < 0 else toks[j][1]
 
 
-def _hunks(needle: str, toks: list[tuple[int, int]], hay: str, pieces: list[tuple[int, int, int, int]]) -> list[dict[str, str]]:
+def _hunks(needle: str, toks: list[tuple[int, int]], hay: str, pieces: list[tuple[int, int, int, int]]) -> list[Hunk]:
     """Junctions where the excerpt and the output differ: before, between and after the pieces."""
-    hunks: list[dict[str, str]] = []
+    hunks: list[Hunk] = []
     first, last = pieces[0], pieces[-1]
     if first[0] > 0:
         head = _context(needle, toks, first[0], +1)
@@ -231,7 +241,7 @@ def _hunks(needle: str, toks: list[tuple[int, int]], hay: str, pieces: list[tupl
     return hunks[:MAX_HUNKS]
 
 
-def _hunk(ex: str, added: str, out: str, gap: str) -> dict[str, str]:
+def _hunk(ex: str, added: str, out: str, gap: str) -> Hunk:
     return {"ex": _clip(ex), "added": _clip(added), "out": _clip(out), "gap": _clip(gap)}
 
 
