@@ -15,7 +15,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Required, TypedDict
 
 import numpy as np
 
@@ -36,6 +36,50 @@ _MAX_CAPS = 24
 _TOKEN_REACH = 40
 
 _shared_outputs = OutputCache()
+
+
+class FoundIn(TypedDict):
+    """Where a quote not in the records it cites lies in its output after all."""
+
+    invocation_id: int
+    records: list[int]
+
+
+class SourceEntry(TypedDict, total=False):
+    """How an excerpt (or a digest's quote) matches one compared source. The output's entry says
+    where; a digest text's holds its score alone."""
+
+    score: Required[float | None]  # None: nothing to compare against
+    covered: float  # share found by structure (1.0: all of it)
+    split: int  # found split between records: the weight of its lightest piece (0: one span)
+    invocation_id: int
+    start: int | None  # decoded span of the longest placed segment in the whole output
+    end: int | None
+    spans: list[list[int]]  # decoded spans carrying the quote
+    raw_offsets: bool  # the offsets also index the raw output text
+    records: dict[str, list[int]]  # the records it cites, by invocation id
+    record_spans: list[list[int]]  # where the cited records lie in the text the offsets index
+    missing: list[str]  # citations of records that are not there
+    found_in: FoundIn
+
+
+class OtherMatch(TypedDict):
+    """Another invocation of the session that the excerpt matches better than the cited one."""
+
+    invocation_id: int
+    tool_name: str
+    score: float
+
+
+class EntityMiss(TypedDict):
+    """An entity of an excerpt segment that its matched record does not hold."""
+
+    kind: str
+    token: str
+    value: str
+    elsewhere: bool  # the output holds it somewhere else
+    nearby: list[str]  # entities of that kind the record holds instead
+    score: float  # the segment's score
 
 
 def prepare_output(invocation_id: int, output: str, outputs: OutputCache | None = None) -> PreparedOutput:
@@ -200,8 +244,8 @@ def _best_match(
 
 
 def _source_entry(best: Found | None, where: Cited, invocations: Mapping[int, ToolInvocation],
-                  outputs: OutputCache) -> dict[str, Any]:
-    entry: dict[str, Any] = {"score": None}
+                  outputs: OutputCache) -> SourceEntry:
+    entry: SourceEntry = {"score": None}
     if best is not None:
         found = best.match
         span = found.span()
@@ -223,7 +267,7 @@ def _source_entry(best: Found | None, where: Cited, invocations: Mapping[int, To
                  "end": None, "spans": [], "raw_offsets": False}
     entry["records"] = {str(i): numbers for i, numbers in where.records.items()}
     shown = entry.get("invocation_id")
-    if shown in where.records:
+    if shown is not None and shown in where.records:
         # Where the cited records lie in the text the offsets index: Trace marks them.
         whole = outputs.get(shown, invocations[shown].output)
         entry["record_spans"] = [list(whole.record_span(n)) for n in where.records[shown] if n < len(whole.starts)]
@@ -297,11 +341,11 @@ def _other_match(
     score: float,
     invocations: Mapping[int, ToolInvocation],
     outputs: OutputCache,
-) -> dict[str, Any] | None:
+) -> OtherMatch | None:
     """Another invocation of this session that the excerpt matches better than the cited one."""
     if score == 1.0:
         return None
-    best: dict[str, Any] | None = None
+    best: OtherMatch | None = None
     for inv_id, inv in invocations.items():
         if inv_id in cited:
             continue
@@ -311,7 +355,7 @@ def _other_match(
     return best
 
 
-def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str, Any]]:
+def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[EntityMiss]:
     """Entities of an excerpt segment that the matched output record does not hold."""
     if seg.score == 1.0:
         # Equal after folding case, width, punctuation and spaces: every entity token is there.
@@ -345,7 +389,7 @@ def _entity_misses(seg: SegmentMatch, prepared: PreparedOutput) -> list[dict[str
     window_values = {(e.kind, e.value) for e in window_ents}
     window_numbers = {e.value for e in window_ents if e.kind == "number"}
     own_values = {e.value for e in ents}
-    misses = []
+    misses: list[EntityMiss] = []
     for ent, token in unseen:
         if placed:
             if (ent.kind, ent.value) in window_values:

@@ -12,27 +12,33 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.gatekeeper.folding import fold
 from pipeline.gatekeeper.pieces import Hunk
 from pipeline.text.primitives import is_cjk
 
+if TYPE_CHECKING:
+    from pipeline.gatekeeper.features import SourceEntry
 
-def by_structure(source: dict[str, Any], min_piece: int) -> bool:
+
+def by_structure(source: SourceEntry, min_piece: int) -> bool:
     """Whether the excerpt was found in its output by structure: every segment one span of a
     record, or pieces split between adjacent records whose lightest weighs at least min_piece."""
     split = source.get("split", 0)
     return source.get("covered") == 1.0 and (split == 0 or split >= min_piece)
 
 
-def effective_score(source: dict[str, Any], name: str, min_piece: int) -> float:
+def effective_score(source: SourceEntry, name: str, min_piece: int) -> float:
     """A source's score as the similarity rule compares it: for the output, 1.0 when the excerpt
     is found by structure and 0.0 when it is not, whatever its similarity (a reordered or stitched
     quote is close to the output and still not the tool's own); a digest's texts by similarity."""
     if name == "output":
         return 1.0 if by_structure(source, min_piece) else 0.0
-    return float(source["score"])
+    score = source["score"]
+    if score is None:  # the rules compare scored sources only
+        raise TypeError(f"the {name} source has no score")
+    return float(score)
 
 
 def invented(feats: dict[str, Any], min_letters: int, min_cjk_run: int) -> list[str]:
