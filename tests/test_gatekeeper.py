@@ -534,6 +534,30 @@ def test_unparsed_session_projects_low_confid(rules):
     assert row.projected_verdict == "LOW_CONFID" and not row.changed
 
 
+def test_a_replay_leaves_the_garbage_collector_as_it_found_it(rules):
+    """The replay pauses the collector while it builds its rows: on, off, or after a failing
+    input, the collector is afterwards as the caller had it, and the rows are the same."""
+    import gc
+
+    item = ReplayInput("s", None, "malformed", {}, {}, None, "fail", "LOW_CONFID", None)
+
+    def failing():
+        yield item
+        raise RuntimeError("store went away")
+
+    assert gc.isenabled()
+    try:
+        row = replay([item], rules)[0]
+        assert row.projected_verdict == "LOW_CONFID" and gc.isenabled()
+        with pytest.raises(RuntimeError, match="store went away"):
+            replay(failing(), rules)
+        assert gc.isenabled()
+        gc.disable()
+        assert replay([item], rules) == [row] and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_cache_is_used_and_stale_entries_are_recomputed(rules):
     structured = _output(_binding("Request timeout after 5300ms calling bank-gateway"))
     first = _run(rules, structured)

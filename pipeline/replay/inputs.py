@@ -13,7 +13,6 @@ influence cannot be undone without re-running the verifier, so relaxing a rule l
 
 from __future__ import annotations
 
-import gc
 import threading
 from collections.abc import Iterator
 from itertools import islice
@@ -23,7 +22,7 @@ from sqlalchemy import select
 
 from pipeline.core.contracts import ClaimCheck, EvidenceDigest, ServiceCoverage, ToolInvocation
 from pipeline.gatekeeper.features import valid_ids
-from pipeline.replay.per_session import ReplayInput, cited_invocation_ids
+from pipeline.replay.per_session import ReplayInput, cited_invocation_ids, gc_paused
 from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
 
@@ -131,6 +130,11 @@ class SessionInputCache:
         return [self._inputs[i] for i in ids if i in self._inputs]
 
     def _load(self, conn: Any, session_ids: list[str]) -> None:
+        # Decoding the stored JSON and building ~2M small objects from it: see gc_paused.
+        with gc_paused():
+            self._load_rows(conn, session_ids)
+
+    def _load_rows(self, conn: Any, session_ids: list[str]) -> None:
         rows = [row for chunk in _chunks(session_ids)
                 for row in conn.execute(select(*_COLUMNS).where(DiagnosisSession.id.in_(chunk)))
                 if row.gatekeeper_result is not None]
@@ -150,15 +154,8 @@ class SessionInputCache:
                     .where(ToolInvocationRow.session_id.in_(chunk), ToolInvocationRow.status == "error")):
                 failed.setdefault(s, []).append(ToolInvocation.model_construct(
                     id=i, session_id=s, tool_name=t, model_tool_name=m, status="error"))
-        # Building ~2M small objects triggers repeated full GC passes that find nothing to free.
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            for row in rows:
-                self._inputs[row.id] = _input(row, owners, failed.get(row.id, []))
-        finally:
-            if enabled:
-                gc.enable()
+        for row in rows:
+            self._inputs[row.id] = _input(row, owners, failed.get(row.id, []))
 
 
 def replay_inputs(store: Store) -> list[ReplayInput]:
