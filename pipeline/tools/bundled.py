@@ -18,6 +18,7 @@ import yaml
 from pipeline.text.primitives import normalize
 from pipeline.tools.prometheus import series_name
 from pipeline.tools.registry import LogQuery, MetricsQuery, NoData
+from pipeline.tools.results import LogItem, LogsOutput, MetricsOutput, Series
 
 LEVELS = {"DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "FATAL": 50}
 
@@ -99,13 +100,13 @@ class BundledLogs:
         self.world_dir = world_dir
         self.limit = limit
 
-    def query_logs(self, q: LogQuery) -> dict[str, Any]:
+    def query_logs(self, q: LogQuery) -> LogsOutput:
         if self.world_dir is None:
             raise NoData(_nothing("log lines", q.service, None))
         min_level = LEVELS.get((q.level or "DEBUG").upper(), 10)
         words = [normalize(k) for k in q.keywords if k.strip()]
         limit = min(q.limit, self.limit)
-        hits: list[dict[str, Any]] = []
+        hits: list[LogItem] = []
         total = 0
         for rec, ts, norm_msg in _logs(self.world_dir / "logs.jsonl"):
             if q.service and rec.get("service") != q.service:
@@ -138,7 +139,7 @@ class BundledMetrics:
     def __init__(self, world_dir: Path | None):
         self.world_dir = world_dir
 
-    def query_metrics(self, q: MetricsQuery) -> dict[str, Any]:
+    def query_metrics(self, q: MetricsQuery) -> MetricsOutput:
         if self.world_dir is None:
             raise NoData(_nothing("alerts", q.service, None))
         status = (q.status or "all").lower()
@@ -160,18 +161,19 @@ class BundledMetrics:
         series = self._series(q) if q.promql else []
         if not alerts and not series:
             raise NoData(_nothing("alerts or series" if q.promql else "alerts", q.service, self.world_dir))
-        out: dict[str, Any] = {"alerts": alerts, "total": len(alerts)}
+        out: MetricsOutput = {"alerts": alerts, "total": len(alerts)}
         if q.promql:
-            out.update(series=series, series_total=len(series), query={"promql": q.promql, "type": "instant"})
+            out["series"], out["series_total"] = series, len(series)
+            out["query"] = {"promql": q.promql, "type": "instant"}
         return out
 
-    def _series(self, q: MetricsQuery) -> list[dict[str, Any]]:
+    def _series(self, q: MetricsQuery) -> list[Series]:
         assert self.world_dir is not None and q.promql is not None
         matchers = _selector(q.promql)
         if matchers is None:
             raise NoData(f"the bundled incident {self.world_dir.name} answers PromQL series selectors only, "
                          f"not {q.promql!r}")
-        out = []
+        out: list[Series] = []
         for labels, value in _series(self.world_dir / "metrics.yaml"):
             if _matches(labels, matchers) and (not q.service or labels.get("service") == q.service):
                 shown = f"{value:g}"

@@ -16,13 +16,13 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from pipeline.text import segment
 from pipeline.text.primitives import CJK_RUN, estimate_tokens
 from pipeline.tools.registry import KnowledgeQuery, NoData
+from pipeline.tools.results import EvidenceBlock, KnowledgeOutput
 
 K1 = 1.2
 B = 0.75
@@ -252,11 +252,11 @@ class KnowledgeBase:
     def blocks(self) -> list[Block]:
         return list(self._index.blocks)
 
-    def lookup_knowledge(self, q: KnowledgeQuery) -> dict[str, Any]:
+    def lookup_knowledge(self, q: KnowledgeQuery) -> KnowledgeOutput:
         hits = self._index.search(q.query, q.top_k, self.min_relevance)
         if not hits:
             raise NoData(f"no runbook block reaches relevance {self.min_relevance:.2f} for {q.query!r}")
-        evidence = []
+        evidence: list[EvidenceBlock] = []
         for score, relevance, i in hits:
             block = self._index.blocks[i]
             evidence.append(
@@ -275,7 +275,7 @@ class KnowledgeBase:
             "skipped": self.skipped,
         }
 
-    def _pack(self, evidence: list[dict[str, Any]]) -> str:
+    def _pack(self, evidence: list[EvidenceBlock]) -> str:
         """Blocks in score order until the token budget; a cut is stated, never silent."""
         parts: list[str] = []
         used = 0

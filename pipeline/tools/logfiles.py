@@ -21,6 +21,7 @@ from typing import Any
 from pipeline.core.config import BackendSettings
 from pipeline.tools.http import decode_counting
 from pipeline.tools.registry import LogQuery, NoData
+from pipeline.tools.results import LogItem, LogsOutput
 
 LEVEL_RANK = {"TRACE": 0, "DEBUG": 0, "INFO": 1, "WARN": 2, "ERROR": 3, "FATAL": 4}
 _LEVEL_ALIASES = {
@@ -232,7 +233,7 @@ class LogFiles:
             raise FileNotFoundError(f"log folder not found: {self.root}")
         return sorted(p for p in self.root.rglob("*") if p.is_file() and p.suffix in (".log", ".jsonl"))
 
-    def query_logs(self, q: LogQuery) -> dict[str, Any]:
+    def query_logs(self, q: LogQuery) -> LogsOutput:
         files = self.files()
         if not files:
             raise FileNotFoundError(f"no *.log or *.jsonl files in {self.root}")
@@ -293,7 +294,7 @@ class LogFiles:
             raise NoData(f"no log file for service {q.service!r} in {self.root}")
         if total == 0:
             raise NoData("no log line matches the query")
-        logs = [
+        logs: list[LogItem] = [
             {
                 "timestamp": iso(entry.timestamp),
                 "service": service,

@@ -9,7 +9,6 @@ level checked here; a stream label `level`/`detected_level` wins over the line's
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pipeline.core.config import BackendSettings
 from pipeline.core.errors import BackendError
@@ -24,6 +23,7 @@ from pipeline.tools.logfiles import (
     utc,
 )
 from pipeline.tools.registry import LogQuery, NoData
+from pipeline.tools.results import LogItem, LogsOutput
 
 _RE2_SPECIAL = re.compile(r"([\\.^$|?*+()\[\]{}])")
 
@@ -56,7 +56,7 @@ class LokiLogs:
             raise ValueError("query_logs backend 'loki' needs backends.query_logs.url")
         self.cfg = cfg
 
-    def query_logs(self, q: LogQuery) -> dict[str, Any]:
+    def query_logs(self, q: LogQuery) -> LogsOutput:
         limit = min(q.limit, self.cfg.limit)
         logql = build_logql(q)
         start, end = utc(q.start), utc(q.end)
@@ -77,7 +77,7 @@ class LokiLogs:
             raise BackendError(f"loki: expected resultType 'streams' for a log query, got {data.get('resultType')!r}")
 
         min_level = normalize_level(q.level) if q.level else None
-        entries: list[tuple[int, dict[str, Any]]] = []
+        entries: list[tuple[int, LogItem]] = []
         seen = 0
         for stream in data.get("result") or []:
             labels = {str(k): str(v) for k, v in (stream.get("stream") or {}).items()}

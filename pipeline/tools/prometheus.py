@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pipeline.core.config import BackendSettings
 from pipeline.core.errors import BackendError
 from pipeline.tools.http import http_get
 from pipeline.tools.logfiles import iso, parse_timestamp, utc
 from pipeline.tools.registry import MetricsQuery, NoData
+from pipeline.tools.results import MetricsOutput, Series
 
 MAX_POINTS = 100
 # How far back resolved alerts are looked for when the question names no window.
@@ -65,7 +66,7 @@ class PrometheusMetrics:
             raise BackendError(f"prometheus: {reply.url} answered status {body.get('status')!r}: {body.get('error')}")
         return body.get("data")
 
-    def query_metrics(self, q: MetricsQuery) -> dict[str, Any]:
+    def query_metrics(self, q: MetricsQuery) -> MetricsOutput:
         now = datetime.now(UTC)
         alerts = [a for a in self._active_alerts() if self._wanted(a, q)]
         if q.status in ("resolved", "all"):
@@ -75,7 +76,7 @@ class PrometheusMetrics:
                     alerts.append(a)
         alerts.sort(key=lambda a: (a["status"] != "firing", a["startsAt"] or ""))
         limit = self.cfg.limit
-        out: dict[str, Any] = {
+        out: MetricsOutput = {
             "alerts": alerts[:limit],
             "total": len(alerts),
             "truncated": len(alerts) > limit,
@@ -163,7 +164,8 @@ class PrometheusMetrics:
             )
         return resolved
 
-    def _promql(self, q: MetricsQuery, now: datetime) -> tuple[list[dict[str, Any]], str]:
+    def _promql(self, q: MetricsQuery, now: datetime) -> tuple[list[Series], Literal["instant", "range"]]:
+        kind: Literal["instant", "range"]
         if q.start or q.end:
             end = utc(q.end) or now
             start = utc(q.start) or end - DEFAULT_LOOKBACK
@@ -185,7 +187,7 @@ class PrometheusMetrics:
         rtype, result = data.get("resultType"), data.get("result")
         if rtype in ("scalar", "string"):
             result = [{"metric": {}, "value": result}]
-        series = []
+        series: list[Series] = []
         for s in result or []:
             metric = dict(s.get("metric") or {})
             values = s.get("values") if "values" in s else [s.get("value")]

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.core.config import BackendKind, BackendSettings, Settings
 from pipeline.core.errors import ConfigError
-from pipeline.tools.results import ToolResult, from_data
+from pipeline.tools.results import ToolOutput, ToolResult, from_data
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionToolParam
@@ -73,7 +73,7 @@ class ToolSpec:
     description: str
     args: type[ToolArgs]
     # Runs validated arguments against the backend object a factory built.
-    run: Callable[[Any, Any], dict[str, Any]]
+    run: Callable[[Any, Any], ToolOutput]
     backends: Mapping[BackendKind, BackendFactory]
 
     def schema(self) -> ChatCompletionToolParam:

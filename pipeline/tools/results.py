@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 RecordKind = Literal["log", "alert", "series", "block", "pack", "line"]
 # Where each kind's records sit in the seed shape, in numbering order.
@@ -28,6 +28,84 @@ RECORD_LIST_KEYS = tuple(key for key, _ in _LISTS)
 RECORD_KINDS: dict[str, RecordKind] = dict(_LISTS)
 # The field that holds a record's prose, by kind.
 _TEXT_FIELD = {"log": "message", "alert": "description", "series": "description", "block": "content"}
+
+
+# --- what a backend returns: the seed's shape, which the store keeps as written ------------------
+
+
+class LogItem(TypedDict):
+    """One logs[] item."""
+
+    timestamp: str | None
+    service: str | None
+    level: str | None
+    message: str
+    host: NotRequired[str | None]  # a bundled world's
+    labels: NotRequired[dict[str, str]]  # Loki's stream labels; a log file's file and line
+
+
+class LogsOutput(TypedDict):
+    """What query_logs returns."""
+
+    logs: list[LogItem]
+    total: int  # lines matched, of which `logs` holds the kept ones
+    truncated: bool
+    decode_errors: NotRequired[int]
+    query: NotRequired[str]  # the LogQL sent
+    lines_returned_by_loki: NotRequired[int]
+    files: NotRequired[list[str]]  # the log files read
+    source: NotRequired[str]
+
+
+class Series(TypedDict):
+    """One series[] item of a PromQL answer."""
+
+    metric: dict[str, str]
+    values: list[list[float | str | None]]  # [time, value] pairs (an instant value has no time in a bundled world)
+    description: str
+
+
+class PromQuery(TypedDict):
+    promql: str
+    type: Literal["instant", "range"]
+
+
+class MetricsOutput(TypedDict):
+    """What query_metrics returns."""
+
+    alerts: list[dict[str, Any]]  # as the bundled world writes them, or as read from Prometheus's alerts
+    total: int
+    truncated: NotRequired[bool]
+    source: NotRequired[str]
+    series: NotRequired[list[Series]]
+    series_total: NotRequired[int]
+    query: NotRequired[PromQuery]
+
+
+class EvidenceBlock(TypedDict):
+    """One evidenceBlocks[] item: a runbook block."""
+
+    id: str
+    title: str
+    source: str
+    score: float
+    relevance: float
+    content: str
+
+
+class ContextPack(TypedDict):
+    packedText: str
+
+
+class KnowledgeOutput(TypedDict):
+    """What lookup_knowledge returns."""
+
+    evidenceBlocks: list[EvidenceBlock]
+    contextPack: ContextPack
+    skipped: list[str]  # runbook files not read, and why
+
+
+ToolOutput = LogsOutput | MetricsOutput | KnowledgeOutput
 
 
 def _scalar(value: Any) -> str:
