@@ -291,8 +291,13 @@ class GateColumnCache:
     def _refresh(self, rules: RuleSet) -> HistoryArrays:
         self.unwritten = []
         added = backfill(self.store, rules, self.unwritten)
+        if self._loaded is None:
+            # Which reader to start needs only the history's size, roughly: the last seq bounds
+            # it from above and is one index lookup, where the count scans every session.
+            self._loaded = load_arrays(self.store, self._last_seq())
+            return self._loaded[0]
         count = self._count()
-        if self._loaded is None or added or count != len(self._loaded[0].session_ids):
+        if added or count != len(self._loaded[0].session_ids):
             self._loaded = load_arrays(self.store, count)
         return self._loaded[0]
 
@@ -300,6 +305,10 @@ class GateColumnCache:
     def arrays(self) -> HistoryArrays | None:
         """The arrays as last refreshed, if any."""
         return self._loaded[0] if self._loaded else None
+
+    def _last_seq(self) -> int:
+        with self.store.engine.connect() as conn:
+            return int(conn.execute(select(func.max(GateSessionColumns.seq))).scalar() or 0)
 
     def _count(self) -> int:
         with self.store.engine.connect() as conn:
