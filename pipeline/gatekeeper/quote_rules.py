@@ -8,7 +8,7 @@ thresholds, never a tool output, so `run_gatekeeper` and the replay share them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,6 +19,7 @@ from pydantic import StrictStr
 from pipeline.core.errors import quote
 from pipeline.core.messages import Message, Param, msg
 from pipeline.gatekeeper import fidelity
+from pipeline.gatekeeper.features import EntityMiss, SourceEntry
 from pipeline.gatekeeper.kinds import (
     REMEMBERED_PARAMS,
     Bools,
@@ -182,7 +183,7 @@ def _invented_words(context: RuleContext, p: ExcerptSimilarityRule.Params) -> di
     return out
 
 
-def _best_source(sources: dict[str, Any], compare: Sequence[str], min_piece: int) -> tuple[str, float]:
+def _best_source(sources: Mapping[str, SourceEntry], compare: Sequence[str], min_piece: int) -> tuple[str, float]:
     """The compared source an excerpt matches best; ("", -1.0) if none has a score."""
     name, score = "", -1.0
     for source in compare:
@@ -345,7 +346,7 @@ def _entity_facts(context: RuleContext) -> list[tuple[str, dict[str, Any], froze
     return out
 
 
-def _entity_message(miss: dict[str, Any], located: bool) -> Message:
+def _entity_message(miss: EntityMiss, located: bool) -> Message:
     token, kind = miss["token"], miss["kind"]
     if located and miss["nearby"]:
         return msg("gk.entity_nearby", token=token, kind=kind, held=", ".join(f'"{t}"' for t in miss["nearby"]))

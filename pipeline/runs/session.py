@@ -31,7 +31,7 @@ from pipeline.store.lease import Heartbeat, add_event, claim_session, reap
 from pipeline.telemetry import session_ended
 from pipeline.text.primitives import detect_language, extract_entities
 from pipeline.text.redact import redact, redact_value, redacted_call, remember_settings
-from pipeline.tools import build_toolbox
+from pipeline.tools import ToolBox, build_toolbox
 from pipeline.tools.incidents import World, route_question, world_by_id
 from pipeline.tools.registry import NoData, model_name, persisted_name
 from pipeline.verdict.scope import read_scope
@@ -81,7 +81,7 @@ def _pick_world(settings: Settings, question: str, world_id: str | None) -> Worl
 class _ToolRunner:
     """Runs one tool call and stores it; a tool error becomes an error invocation, never an exception."""
 
-    def __init__(self, store: Store, session_id: str, toolbox: Any, settings: Settings, on_event: OnEvent):
+    def __init__(self, store: Store, session_id: str, toolbox: ToolBox, settings: Settings, on_event: OnEvent):
         self.store, self.session_id, self.toolbox = store, session_id, toolbox
         self.max_bytes = settings.budget.max_stored_output_bytes
         self.on_event = on_event
