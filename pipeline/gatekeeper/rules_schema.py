@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, TypedDict, cast, get_args
 
 from pydantic import ValidationError
 
@@ -54,6 +54,32 @@ class RuleSpec:
     def params_key(self) -> str:
         """The parameters as one comparable string: what a rule's remembered findings are keyed by."""
         return self.params.model_dump_json()
+
+
+class IndexEntry(TypedDict):
+    id: str
+    name: str
+    description: str
+    enabled: bool
+
+
+class IndexDocument(TypedDict):
+    """index.yaml: which rules run."""
+
+    rules: list[IndexEntry]
+
+
+class MetadataEntry(TypedDict, total=False):
+    severity: str
+    verdictImpact: str
+    description: str  # why the rule is tuned this way
+    params: dict[str, Any]  # the kind's Params as written
+
+
+class MetadataDocument(TypedDict):
+    """metadata.yaml: each rule's severity, verdict impact and parameters."""
+
+    ruleMetadata: dict[str, MetadataEntry]
 
 
 @dataclass(frozen=True)
@@ -100,28 +126,28 @@ class RuleSet:
         for entry in index["rules"]:
             if entry["id"] == rule_id and enabled is not None:
                 entry["enabled"] = enabled
-        entry = meta["ruleMetadata"][rule_id]
+        rule_meta = meta["ruleMetadata"][rule_id]
         if severity is not None:
-            entry["severity"] = severity
+            rule_meta["severity"] = severity
         if verdict_impact is not None:
-            entry["verdictImpact"] = verdict_impact
+            rule_meta["verdictImpact"] = verdict_impact
         if params:
-            entry["params"] = {**entry.get("params", {}), **params}
+            rule_meta["params"] = {**rule_meta.get("params", {}), **params}
         return _build(index, meta)
 
     def with_params(self, rule_id: str, **params: Any) -> RuleSet:
         return self.with_rule(rule_id, params=params)
 
-    def documents(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def documents(self) -> tuple[IndexDocument, MetadataDocument]:
         """The rule set as the (index.yaml, metadata.yaml) documents it is loaded from."""
-        index = {
+        index: IndexDocument = {
             "rules": [
                 {"id": r.id, "name": r.name, "description": r.description, "enabled": r.enabled} for r in self.rules
             ]
         }
-        meta: dict[str, Any] = {"ruleMetadata": {}}
+        meta: MetadataDocument = {"ruleMetadata": {}}
         for r in self.rules:
-            entry: dict[str, Any] = {"severity": r.severity, "verdictImpact": r.verdict_impact}
+            entry: MetadataEntry = {"severity": r.severity, "verdictImpact": r.verdict_impact}
             if r.note:
                 entry["description"] = r.note
             params = r.params.model_dump()
