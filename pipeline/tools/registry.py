@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.core.config import BackendKind, BackendSettings, Settings
 from pipeline.core.errors import ConfigError
-from pipeline.tools.results import ToolOutput, ToolResult, from_data
+from pipeline.tools.results import KnowledgeOutput, LogsOutput, MetricsOutput, ToolOutput, ToolResult, from_data
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionToolParam
@@ -63,7 +63,20 @@ class ToolEnv:
     world_dir: Path | None  # the routed bundled incident world (None: no world matched)
 
 
-BackendFactory = Callable[[BackendSettings, ToolEnv], Any]
+class LogsBackend(Protocol):
+    def query_logs(self, q: LogQuery) -> LogsOutput: ...
+
+
+class MetricsBackend(Protocol):
+    def query_metrics(self, q: MetricsQuery) -> MetricsOutput: ...
+
+
+class KnowledgeBackend(Protocol):
+    def lookup_knowledge(self, q: KnowledgeQuery) -> KnowledgeOutput: ...
+
+
+Backend = LogsBackend | MetricsBackend | KnowledgeBackend
+BackendFactory = Callable[[BackendSettings, ToolEnv], Backend]
 
 
 @dataclass(frozen=True)
@@ -84,47 +97,47 @@ class ToolSpec:
 
 # Backend factories import their module when used: a session on the embedded data never loads
 # the HTTP clients, and the backend modules import this one for the argument models.
-def _bundled_logs(cfg: BackendSettings, env: ToolEnv) -> Any:
+def _bundled_logs(cfg: BackendSettings, env: ToolEnv) -> LogsBackend:
     from pipeline.tools.bundled import BundledLogs
 
     return BundledLogs(env.world_dir, cfg.limit)
 
 
-def _loki(cfg: BackendSettings, env: ToolEnv) -> Any:
+def _loki(cfg: BackendSettings, env: ToolEnv) -> LogsBackend:
     from pipeline.tools.loki import LokiLogs
 
     return LokiLogs(cfg)
 
 
-def _log_files(cfg: BackendSettings, env: ToolEnv) -> Any:
+def _log_files(cfg: BackendSettings, env: ToolEnv) -> LogsBackend:
     from pipeline.tools.logfiles import LogFiles
 
     return LogFiles(cfg)
 
 
-def _bundled_metrics(cfg: BackendSettings, env: ToolEnv) -> Any:
+def _bundled_metrics(cfg: BackendSettings, env: ToolEnv) -> MetricsBackend:
     from pipeline.tools.bundled import BundledMetrics
 
     return BundledMetrics(env.world_dir)
 
 
-def _prometheus(cfg: BackendSettings, env: ToolEnv) -> Any:
+def _prometheus(cfg: BackendSettings, env: ToolEnv) -> MetricsBackend:
     from pipeline.tools.prometheus import PrometheusMetrics
 
     return PrometheusMetrics(cfg)
 
 
-def _runbooks(folder: Path, cfg: BackendSettings) -> Any:
+def _runbooks(folder: Path, cfg: BackendSettings) -> KnowledgeBackend:
     from pipeline.tools.knowledge import KnowledgeBase
 
     return KnowledgeBase.from_folder(folder, min_relevance=cfg.min_relevance)
 
 
-def _bundled_runbooks(cfg: BackendSettings, env: ToolEnv) -> Any:
+def _bundled_runbooks(cfg: BackendSettings, env: ToolEnv) -> KnowledgeBackend:
     return _runbooks(env.world_dir / "knowledge" if env.world_dir else env.settings.incidents_dir, cfg)
 
 
-def _runbook_folder(cfg: BackendSettings, env: ToolEnv) -> Any:
+def _runbook_folder(cfg: BackendSettings, env: ToolEnv) -> KnowledgeBackend:
     if not cfg.path:
         raise ConfigError("backends.lookup_knowledge: kind 'folder' needs a path (or set WORKBENCH_RUNBOOK_DIR)")
     return _runbooks(Path(cfg.path).expanduser(), cfg)
@@ -182,7 +195,7 @@ def tool_schemas() -> list[ChatCompletionToolParam]:
 class ToolBox:
     """The backends one session's tools run against, by persisted tool name."""
 
-    def __init__(self, backends: dict[str, Any]):
+    def __init__(self, backends: dict[str, Backend]):
         self.backends = backends
 
     def call(self, tool_name: str, arguments: dict[str, Any]) -> ToolResult:
