@@ -24,8 +24,11 @@ import logging
 import os
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
+
+if TYPE_CHECKING:
+    from pipeline.core.contracts import LlmCallRecord
 
 MASK = "***"
 # Shorter configured values are too likely to be ordinary words ("test", "abc") to mask everywhere.
@@ -191,8 +194,8 @@ def redact_value(value: Any) -> Any:
     return value
 
 
-def redacted_call(rec: Any) -> Any:
-    """An LlmCallRecord (pipeline.core.contracts) with its messages, reply and error redacted."""
+def redacted_call(rec: LlmCallRecord) -> LlmCallRecord:
+    """An LLM call record with its messages, reply and error redacted."""
     return rec.model_copy(update={"messages": redact_value(rec.messages), "raw_response": redact(rec.raw_response),
                                   "error": redact(rec.error) if rec.error else rec.error})
 
