@@ -16,7 +16,7 @@ from pipeline.core.contracts import (
     Verdict,
 )
 from pipeline.gatekeeper.features import compute_features
-from pipeline.gatekeeper.kinds import Finding, RuleContext
+from pipeline.gatekeeper.kinds import RuleContext, RuleOutcome
 from pipeline.gatekeeper.prepared import OutputCache
 from pipeline.gatekeeper.rules import SchemaRule
 from pipeline.gatekeeper.rules_schema import RuleSet
@@ -64,7 +64,7 @@ def run_gatekeeper(
 
 def evaluate(context: RuleContext, rules: RuleSet) -> GatekeeperResult:
     """docs/spec.md#gatekeeper-result: any fail -> fail, else any warn -> warn, else pass. Disabled rules do not run."""
-    outcomes: list[tuple[str, str, tuple[Finding, ...]]] = []
+    outcomes: list[RuleOutcome] = []
     binding_findings: set[str] = set()  # targets that a blocking rule found something on
     for spec in rules.rules:
         if not spec.enabled:
@@ -100,7 +100,7 @@ def unbacked_claims(context: RuleContext, flagged: set[str]) -> list[str]:
             for ci, claim in enumerate(context.output.claims) if claim.written_as_object and ci not in backed]
 
 
-def _result(outcomes: list[tuple[str, str, tuple[Finding, ...]]], unbacked: list[str]) -> GatekeeperResult:
+def _result(outcomes: list[RuleOutcome], unbacked: list[str]) -> GatekeeperResult:
     failed: list[str] = []
     warned: list[str] = []
     errors: list[GatekeeperError] = []

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt
 
-from pipeline.core.contracts import EvidenceDigest, ExecutorBinding, ExecutorOutput, VerdictImpact
+from pipeline.core.contracts import EvidenceDigest, ExecutorBinding, ExecutorOutput, GatekeeperResult, VerdictImpact
 from pipeline.core.messages import Message, render
 from pipeline.gatekeeper.features import binding_target
 
@@ -159,7 +159,7 @@ class RuleContext:
     _bindings: list[tuple[str, ExecutorBinding, dict[str, Any] | None]] | None = field(default=None, repr=False)
     _facts: dict[Any, Any] = field(default_factory=dict, repr=False)
     _findings: dict[str, dict[str, tuple[str, tuple[Finding, ...]]]] = field(default_factory=dict, repr=False)
-    last_result: tuple[Any, Any] | None = field(default=None, repr=False)  # (rule outcomes, result), see evaluate
+    last_result: tuple[list[RuleOutcome], GatekeeperResult] | None = field(default=None, repr=False)  # see evaluate
 
     @property
     def bindings(self) -> list[tuple[str, ExecutorBinding, dict[str, Any] | None]]:
@@ -227,3 +227,5 @@ class RuleResult:
 
 
 _NO_FINDINGS: tuple[str, tuple[Finding, ...]] = ("pass", ())
+# What a rule found in one session: (rule id, status, findings).
+RuleOutcome = tuple[str, str, tuple[Finding, ...]]
