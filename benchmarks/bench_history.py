@@ -4,6 +4,7 @@
     python benchmarks/bench_history.py --sessions 100000 --trouble 0.5 --rejudge [--db URL]
     python benchmarks/bench_history.py --db URL --measure e2e|rejudge|columnar|listing [--naive N]
     python benchmarks/bench_history.py --db POSTGRESQL_URL --grow 10   (the seeded store, ten times over)
+    python benchmarks/bench_history.py --db URL --measure settle   (outcomes at ask as the shipped rules judge them)
 
 Builds the store itself: a few offline sessions are run for real, `VARIANTS` perturbed copies of
 them (scores, entity misses, invented words, hunks, a speculative phrase, a fabricated id, digest
@@ -301,6 +302,63 @@ def grow(url: str, times: int) -> None:
     print(f"grown to {sessions} sessions in {time.perf_counter() - start:.1f} s")
 
 
+def settle(url: str) -> None:
+    """The realistic case: every session's outcome at ask set to what the shipped rules judge
+    (verdict, gatekeeper status and failed rules on the session, the same and the failed and
+    warned rules on its gate row), where the seed drew them at random. Then the re-judge under
+    the version in force (the shipped rules, after --measure rejudge) holds no row in force, and
+    a threshold move changes what it changes to the shipped rules' verdicts: a few percent."""
+    import numpy as np
+
+    from pipeline.core.config import load_settings
+    from pipeline.replay.columns import rule_bits
+    from pipeline.replay.history import GateColumnCache
+    from pipeline.runs import rulebook
+
+    store = Store(url)
+    settings = load_settings()
+    rules = rulebook.rules_of(settings, store, 0)
+    start = time.perf_counter()
+    result = GateColumnCache(store, kept=0).replay(rules)
+    names, ids, o = result.names.reverse(), result.arrays.session_ids, result.outcomes
+    listed = {int(b): rule_bits(rules, int(b)) for b in np.unique(result.new_failed | result.new_warned)}
+    failed = {int(b): rule_bits(rules, int(b)) for b in np.unique(result.new_failed)}
+    rows = []
+    for i in np.flatnonzero(result.clean | result.judged).tolist():
+        status, verdict = names[result.new_status[i]], names[result.new_verdict[i]]
+        both = ",".join(sorted(listed[int(result.new_failed[i] | result.new_warned[i])]))
+        if (status, verdict, both) != (names[o["status"][i]], names[o["old_v"][i]], names[o["rules"][i]]):
+            rows.append((ids[i], verdict, status, json.dumps(failed[int(result.new_failed[i])]), both))
+    for r in result.exact.values():
+        rows.append((r.session_id, r.projected_verdict, r.new_status, json.dumps(list(r.result.failed_rules)),
+                     ",".join(sorted({*r.result.failed_rules, *r.result.warnings}))))
+    judged = time.perf_counter() - start
+    pg = store.engine.dialect.name == "postgresql"
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TEMP TABLE settled (id text PRIMARY KEY, verdict text, status text, "
+                             "failed text, listed text)")
+        if pg:
+            with conn.connection.driver_connection.cursor() as cursor, cursor.copy("COPY settled FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            conn.exec_driver_sql("INSERT INTO settled VALUES (?, ?, ?, ?, ?)", rows)
+        as_json = "CAST(settled.failed AS JSON)" if pg else "settled.failed"
+        conn.exec_driver_sql(f"UPDATE diagnosis_session SET verdict = settled.verdict, gatekeeper_status = "
+                             f"settled.status, failed_rules = {as_json} FROM settled WHERE diagnosis_session.id = settled.id")
+        conn.exec_driver_sql("UPDATE gate_session SET old_verdict = settled.verdict, old_status = settled.status, "
+                             "old_rules = settled.listed FROM settled WHERE gate_session.session_id = settled.id")
+        conn.exec_driver_sql("DROP TABLE settled")
+    if pg:
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE"))
+    took = time.perf_counter() - start
+    # Under the shipped rules now in force nothing differs from its outcome at ask: no row left.
+    done = rulebook.rejudge(settings, store)
+    print(f"settled {len(rows)} of {result.total} sessions to the shipped rules' outcome in {took:.0f} s "
+          f"(judged in {judged:.0f} s); re-judged under version {done.version}: {done.differing} differ")
+
+
 def measure_columnar(url: str) -> None:
     """In its own process, so the peak RSS is the replay's alone."""
     from pipeline.core.config import load_settings
@@ -572,7 +630,7 @@ def main() -> None:
     ap.add_argument("--rejudge", action="store_true",
                     help="time the re-judge after an apply and a rollback instead of the replay and listing")
     ap.add_argument("--seconds", type=float, default=20.0, help=argparse.SUPPRESS)
-    ap.add_argument("--measure", choices=["columnar", "naive", "listing", "rejudge", "pages", "e2e"],
+    ap.add_argument("--measure", choices=["columnar", "naive", "listing", "rejudge", "pages", "e2e", "settle"],
                     help="with --db of a seeded store: measure this only")
     ap.add_argument("--grow", type=int, default=0,
                     help="with --db of a seeded PostgreSQL store: copy its sessions until there are this many times as many")
@@ -596,6 +654,9 @@ def main() -> None:
         return
     if args.measure == "rejudge":
         measure_rejudge(args.db)
+        return
+    if args.measure == "settle":
+        settle(args.db)
         return
     if args.measure == "pages":
         measure_pages(args.db, args.seconds)

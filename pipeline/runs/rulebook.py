@@ -289,7 +289,8 @@ def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[s
 def _copy_scratch(conn: Any, values: Iterable[tuple[str, str, str, str, bool]]) -> None:
     """PostgreSQL: the rows by COPY (an executemany took ten times as long)."""
     with conn.connection.driver_connection.cursor() as cursor:
-        cursor.execute(f"CREATE TEMP TABLE {_SCRATCH} (session_id text PRIMARY KEY, verdict text, "
+        # No key: the statements join it by hash, and an index built row by row slowed the COPY.
+        cursor.execute(f"CREATE TEMP TABLE {_SCRATCH} (session_id text, verdict text, "
                        f"gatekeeper_status text, failed_rules text, ungated boolean) ON COMMIT DROP")
         with cursor.copy(f"COPY {_SCRATCH} ({', '.join(_SCRATCH_COLUMNS)}) FROM STDIN") as copy:
             for row in values:
@@ -318,9 +319,11 @@ def _write_changes(conn: Any, version: int, before: int | None, through: int, po
     v, n = "verdict_in_force", _SCRATCH
     failed = f"CAST({n}.failed_rules AS JSON)" if postgres else f"{n}.failed_rules"
     conn.execute(text(
-        f"DELETE FROM {v} WHERE (coalesce(rules_version, :before) IS DISTINCT FROM :version OR session_id IN "
-        f"(SELECT session_id FROM gate_session WHERE seq <= :through)) AND NOT EXISTS "
-        f"(SELECT 1 FROM {n} WHERE {n}.session_id = {v}.session_id)"),
+        f"DELETE FROM {v} WHERE NOT EXISTS (SELECT 1 FROM {n} WHERE {n}.session_id = {v}.session_id) AND "
+        # A lookup per row the scratch table leaves (few, unless every row is replaced anyway): an
+        # IN list of every session would be hashed, or on PostgreSQL beyond work_mem scanned per row.
+        f"(coalesce(rules_version, :before) IS DISTINCT FROM :version OR EXISTS (SELECT 1 FROM gate_session "
+        f"WHERE gate_session.session_id = {v}.session_id AND gate_session.seq <= :through))"),
         {"version": version, "before": before, "through": through})
     conn.execute(text(
         f"UPDATE {v} SET verdict = {n}.verdict, gatekeeper_status = {n}.gatekeeper_status, failed_rules = {failed}, "
