@@ -331,10 +331,11 @@ def _write_changes(conn: Any, version: int, before: int | None, through: int, po
         f"({v}.rules_version IS NOT NULL OR {v}.verdict <> {n}.verdict OR {v}.gatekeeper_status <> "
         f"{n}.gatekeeper_status OR CAST({v}.failed_rules AS TEXT) <> {n}.failed_rules OR {v}.ungated <> {n}.ungated)"))
     columns = ", ".join(_SCRATCH_COLUMNS)
-    conn.execute(text(
-        f"INSERT INTO {v} ({columns}) SELECT {columns.replace('failed_rules', failed)} FROM {n} WHERE NOT EXISTS "
-        f"(SELECT 1 FROM {v} WHERE {v}.session_id = {n}.session_id) ON CONFLICT (session_id) DO UPDATE SET "
-        + ", ".join(f"{c} = excluded.{c}" for c in _SCRATCH_COLUMNS[1:]) + ", rules_version = NULL"))
+    # The sessions without a row: the rows that are there now all hold this re-judge's outcome.
+    # A conflict, not a join: an empty table's statistics made PostgreSQL scan the table this
+    # statement grows once per row it inserted.
+    conn.execute(text(f"INSERT INTO {v} ({columns}) SELECT {columns.replace('failed_rules', failed)} FROM {n} "
+                      "WHERE true ON CONFLICT (session_id) DO NOTHING"))
     if not postgres:
         conn.exec_driver_sql(f"DROP TABLE temp.{_SCRATCH}")
 
