@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import uuid
 from collections.abc import Iterator
@@ -24,6 +25,14 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if (config.getoption("markexpr", "") == "not slow" and config.pluginmanager.hasplugin("xdist")
             and config.getoption("numprocesses", None) is None and "PYTEST_XDIST_WORKER" not in os.environ):
         config.option.numprocesses = "auto"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What is alive once the tests are collected (modules, classes, the test functions) lives as
+    long as the run: frozen, the collector's full passes no longer scan it after every test's
+    garbage. Collections still run; nothing a test makes is frozen."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

@@ -12,9 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "generate_incidents.py"
 COMMITTED = ROOT / "data" / "incidents"
+
+pytestmark = pytest.mark.slow  # runs the generator in a process of its own
 
 
 def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:

@@ -71,7 +71,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("change", CASES)
+# Each case is a per-session replay of the whole history: the fast lane keeps one of each kind
+# (no change, a threshold, a severity and impact, a word list: the exact path), the full run all.
+FAST_CASES = (0, 1, 6, 10)
+
+
+@pytest.mark.parametrize("change", [c if i in FAST_CASES else pytest.param(c, marks=pytest.mark.slow)
+                                    for i, c in enumerate(CASES)])
 def test_columnar_replay_equals_per_session_replay(history_store: Store, change) -> None:  # noqa: ANN001
     rules = change(rules_in_force(load_settings(), history_store)[0])
     naive = replay(replay_inputs(history_store), rules)
@@ -86,6 +92,7 @@ def test_columnar_replay_equals_per_session_replay(history_store: Store, change)
     assert result.rows(changed_only=True, limit=7) == result.rows(changed_only=True)[:7]
 
 
+@pytest.mark.slow  # 24 per-session replays of the history; the fast lane's equivalence cases judge in arrays too
 def test_arrays_judge_as_the_per_session_replay(history_store: Store) -> None:
     """columns.judge on its own, asked for every session under random thresholds, switches and
     impacts (text rules switched off or made warn-only too): every session it answers for has the

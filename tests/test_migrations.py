@@ -207,6 +207,7 @@ def _first_run(url: str, barrier: Any, results: Any) -> None:
     results.put((store.revision, sid))
 
 
+@pytest.mark.slow  # starts worker processes
 def test_parallel_first_runs_on_a_fresh_database_all_succeed(fresh_url: str) -> None:
     # Real processes, released together by a barrier, each opening the store on the same empty
     # database: the race that create_all lost (table or pg_type "already exists"). Forked, so

@@ -292,6 +292,7 @@ def test_eval_runs_the_suite_with_the_rules_in_force(store: Store) -> None:
     assert store.list_sessions()[1] == len(table)
 
 
+@pytest.mark.slow  # the whole eval suite through the page; test_eval_history runs the candidate path on two fixtures
 def test_eval_uses_the_rules_page_candidate(store: Store) -> None:
     at = _app("pages/rules.py")
     toggle = next(t for t in at.toggle if t.key.endswith("evidence.invocation_ref_enabled"))
