@@ -21,10 +21,14 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
     Its tests are in-process and isolated (a home, a database or a schema each), so they need no
     ordering; the full run stays in one process, where the server and browser tests own their ports.
+    A file's tests go to one worker (unless `--dist` says otherwise): its module-scoped fixtures (a
+    seeded history, the grounding corpus's table, parsed rules) are then built once, not per worker.
     """
     if (config.getoption("markexpr", "") == "not slow" and config.pluginmanager.hasplugin("xdist")
             and config.getoption("numprocesses", None) is None and "PYTEST_XDIST_WORKER" not in os.environ):
         config.option.numprocesses = "auto"
+        if config.getoption("dist", "no") == "no":
+            config.option.dist = "loadfile"
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

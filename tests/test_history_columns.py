@@ -151,6 +151,7 @@ def test_threshold_moves_stay_mostly_on_arrays(history_store: Store) -> None:
     assert len(listed.exact) == 304
 
 
+@pytest.mark.slow  # rewrites half the history's rows twice and replays it per session three times
 def test_rows_written_under_other_rules(history_store: Store) -> None:
     """Half the rows written under rules with other switches and thresholds, and candidates whose
     utilization rule blocks (a low coverage then marks its own claim, which the arrays cannot tell:

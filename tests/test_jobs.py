@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
@@ -144,6 +145,7 @@ def test_llm_requests_to_one_endpoint_never_exceed_the_cap() -> None:
     assert state["peak"] == 2
 
 
+@pytest.mark.slow  # the whole eval suite again, as a job (test_eval_suite runs it in the fast lane)
 def test_eval_run_and_batch_check_are_jobs_with_stored_results(settings: Settings, store: Store,
                                                                tmp_path: Path) -> None:
     from pipeline.runs.session import run_session

@@ -279,6 +279,7 @@ def test_language_switch_changes_labels() -> None:
     assert any(t.value == tr("ask.title", "zh") for t in at.title)
 
 
+@pytest.mark.slow  # the whole eval suite through the page: test_eval_suite runs it, test_eval_history the page on two fixtures
 def test_eval_runs_the_suite_with_the_rules_in_force(store: Store) -> None:
     at = _app("pages/eval.py")
     assert "Not run yet." in "\n".join(i.value for i in at.info)
