@@ -260,6 +260,10 @@ def _upsert(store: Store) -> Any:
 
 
 _SCRATCH = "verdict_in_force_new"
+_SQLITE_UPSERT = ("INSERT INTO verdict_in_force (session_id, verdict, gatekeeper_status, failed_rules, ungated) "
+                  "VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET verdict = excluded.verdict, "
+                  "gatekeeper_status = excluded.gatekeeper_status, failed_rules = excluded.failed_rules, "
+                  "ungated = excluded.ungated, rules_version = NULL")
 _SCRATCH_COLUMNS = ("session_id", "verdict", "gatekeeper_status", "failed_rules", "ungated")
 
 
@@ -267,8 +271,9 @@ def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[s
                     ungated: bool) -> bool:
     """One transaction: the pointer first (on SQLite the write lock; on PostgreSQL the row lock
     that an apply also takes), so the outcomes land only while `version` is still in force.
-    The rows go to a scratch table, and only the stored rows they change are written: a row
-    whose outcome `version` keeps stays as it is, its version the pointer's (migration 0017)."""
+    A row holds no version of its own: the pointer names it (migration 0017). On PostgreSQL the
+    rows go to a scratch table and only the stored rows they change are written, so a row whose
+    outcome `version` keeps stays as it is; SQLite rewrites them all (_rewrite_sqlite)."""
     with store.engine.begin() as conn:
         moved = conn.execute(update(RulesInForce).where(RulesInForce.id == 1, RulesInForce.version == version)
                              .values(judging_at=datetime.now(UTC))).rowcount
@@ -278,9 +283,11 @@ def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[s
         texts: dict[tuple[str, ...], str] = {}  # a handful of distinct rule lists
         values = ((sid, verdict, status, texts.get(tuple(failed)) or texts.setdefault(tuple(failed), json.dumps(failed)),
                    ungated) for sid, verdict, status, failed in rows)
-        postgres = store.engine.dialect.name == "postgresql"
-        (_copy_scratch if postgres else _insert_scratch)(conn, values)
-        _write_changes(conn, version, before, through, postgres)
+        if store.engine.dialect.name == "postgresql":
+            _copy_scratch(conn, values)
+            _write_changes(conn, version, before, through)
+        else:
+            _rewrite_sqlite(conn, values, version, before, through)
         conn.execute(update(RulesInForce).where(RulesInForce.id == 1).values(
             judged_version=version, judging_version=None, judging_phase=None, judging_at=datetime.now(UTC)))
     return True
@@ -298,26 +305,28 @@ def _copy_scratch(conn: Any, values: Iterable[tuple[str, str, str, str, bool]]) 
         cursor.execute(f"ANALYZE {_SCRATCH}")  # a temporary table has no statistics until asked
 
 
-def _insert_scratch(conn: Any, values: Iterable[tuple[str, str, str, str, bool]]) -> None:
-    """SQLite: the rows by the driver's executemany, a chunk at a time (no Python object per
-    value in SQLAlchemy's parameter processing); the table is dropped at the end of the write."""
-    conn.exec_driver_sql(f"DROP TABLE IF EXISTS temp.{_SCRATCH}")  # left by a write that failed on this connection
-    conn.exec_driver_sql(f"CREATE TEMP TABLE {_SCRATCH} (session_id TEXT PRIMARY KEY, verdict TEXT, "
-                         f"gatekeeper_status TEXT, failed_rules TEXT, ungated BOOLEAN)")
+def _rewrite_sqlite(conn: Any, values: Iterable[tuple[str, str, str, str, bool]], version: int, before: int | None,
+                    through: int) -> None:
+    """SQLite: the rows this re-judge replaces are deleted and every row it holds is upserted.
+    An insert's foreign-key check locks nothing here, and a million upserts through the driver
+    took less time than filling a scratch table and joining it three times (docs/benchmarks.md)."""
+    conn.execute(text("DELETE FROM verdict_in_force WHERE coalesce(rules_version, :before) IS DISTINCT FROM :version "
+                      "OR session_id IN (SELECT session_id FROM gate_session WHERE seq <= :through)"),
+                 {"version": version, "before": before, "through": through})
     values = iter(values)
     while chunk := list(itertools.islice(values, _UPSERT_CHUNK)):
-        conn.exec_driver_sql(f"INSERT INTO {_SCRATCH} VALUES (?, ?, ?, ?, ?)", chunk)
+        conn.exec_driver_sql(_SQLITE_UPSERT, chunk)
 
 
-def _write_changes(conn: Any, version: int, before: int | None, through: int, postgres: bool) -> None:
-    """From the scratch table: the stored rows it does not hold are deleted where this re-judge
+def _write_changes(conn: Any, version: int, before: int | None, through: int) -> None:
+    """PostgreSQL, from the scratch table: the stored rows it does not hold are deleted where this re-judge
     replaces them (its sessions, or judged under another version), the rows whose outcome it
     changes or that name a version of their own are updated in place, and only sessions without
     a row get one. Deleting every replaced row and inserting it again checked the session's
     foreign key on each insert, which locks the session's row on PostgreSQL: most of the write
     at a million rows (docs/benchmarks.md). An update that keeps the key checks nothing."""
     v, n = "verdict_in_force", _SCRATCH
-    failed = f"CAST({n}.failed_rules AS JSON)" if postgres else f"{n}.failed_rules"
+    failed = f"CAST({n}.failed_rules AS JSON)"
     conn.execute(text(
         f"DELETE FROM {v} WHERE NOT EXISTS (SELECT 1 FROM {n} WHERE {n}.session_id = {v}.session_id) AND "
         # A lookup per row the scratch table leaves (few, unless every row is replaced anyway): an
@@ -336,8 +345,6 @@ def _write_changes(conn: Any, version: int, before: int | None, through: int, po
     # statement grows once per row it inserted.
     conn.execute(text(f"INSERT INTO {v} ({columns}) SELECT {columns.replace('failed_rules', failed)} FROM {n} "
                       "WHERE true ON CONFLICT (session_id) DO NOTHING"))
-    if not postgres:
-        conn.exec_driver_sql(f"DROP TABLE temp.{_SCRATCH}")
 
 
 def judge_late(settings: Settings, store: Store, session_id: str, version: int) -> None:
