@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
+import shutil
+import sqlite3
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +16,7 @@ import pytest
 from helpers import require
 
 from pipeline.core.config import ROOT, Settings, load_settings
-from pipeline.store import Store
+from pipeline.store import Store, migrate
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -29,6 +33,49 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = "auto"
         if config.getoption("dist", "no") == "no":
             config.option.dist = "loadfile"
+
+
+_MIGRATE = migrate.upgrade
+_TEMPLATE: list[Path] = []  # this process's SQLite database at head, made by the real migrations
+
+
+def _migrated_template() -> Path:
+    if not _TEMPLATE:
+        folder = tempfile.mkdtemp(prefix="wb-template-")
+        atexit.register(shutil.rmtree, folder, True)
+        path = Path(folder) / "head.db"
+        engine = migrate.open_engine(f"sqlite:///{path}")
+        try:
+            _MIGRATE(engine)
+        finally:
+            engine.dispose()
+        _TEMPLATE.append(path)
+    return _TEMPLATE[0]
+
+
+def _upgrade_from_template(engine):  # type: ignore[no-untyped-def]
+    """A new, empty SQLite file gets the pages of one made by the real migrations in this process
+    (SQLite's backup API); anything else migrates for real. Running every revision again for each
+    test's fresh store was a quarter of the fast lane's CPU; the migrations themselves are
+    tests/test_migrations.py's, which opts out."""
+    path = engine.url.database
+    if engine.dialect.name != "sqlite" or not path or path == ":memory:":
+        return _MIGRATE(engine)
+    try:
+        with sqlite3.connect(path) as target:
+            if target.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                return _MIGRATE(engine)
+            with sqlite3.connect(_migrated_template()) as source:
+                source.backup(target)
+    except sqlite3.Error:  # not a database, a read-only place...: the real path says so as users see it
+        return _MIGRATE(engine)
+    return migrate.head_revision()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_sqlite_from_template(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("real_migrations") is None:
+        monkeypatch.setattr(migrate, "upgrade", _upgrade_from_template)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -24,6 +24,8 @@ from pipeline.store.schema import Base
 
 PARALLEL_RUNS = 12
 
+pytestmark = pytest.mark.real_migrations
+
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
