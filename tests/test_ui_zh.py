@@ -42,20 +42,22 @@ _PROSE_JS = """() => {
 
 
 # Words a person reads on a control but that no sentence check sees: button captions, input
-# placeholders, aria labels of the choices of a segmented control.
+# placeholders, expander headers, aria labels of the choices of a segmented control.
 _CONTROLS_JS = """() => [
   ...[...document.querySelectorAll('button')].filter(b => !b.closest('[data-testid=stSidebarNav]'))
      .map(b => b.innerText.trim()),
   ...[...document.querySelectorAll('[placeholder]')].map(e => e.getAttribute('placeholder')),
+  ...[...document.querySelectorAll('[data-testid=stExpander] summary')].map(s => s.innerText.trim()),
 ].filter(t => t)"""
 
 
 def english_controls(texts: list[str], allowed: frozenset[str] = frozenset({"English"})) -> list[str]:
     """Control texts that hold a Latin word of 3+ letters and no Chinese: left untranslated.
-    Icon ligatures and shortcut keys are shorter or upper case; ids hold digits or dashes."""
+    Icon ligatures and shortcut keys are shorter or upper case; ids (rule ids, impacts, versions)
+    hold digits, dashes, dots or underscores."""
     out = []
     for text in texts:
-        words = [w for w in re.findall(r"[A-Za-z_]{3,}", re.sub(r"\S*[\d-]\S*", " ", text))
+        words = [w for w in re.findall(r"[A-Za-z_]{3,}", re.sub(r"\S*[\d_.-]\S*", " ", text))
                  if not w.isupper() and not w.startswith(("keyboard_", "arrow_", "expand_", "chevron_"))]
         if words and not re.search(r"[\u4e00-\u9fff]", text) and text not in allowed:
             out.append(text)
