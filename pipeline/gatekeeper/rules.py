@@ -27,8 +27,10 @@ from pipeline.gatekeeper.kinds import (
     Bools,
     ColumnFacts,
     ColumnFindings,
+    Finding,
     Level,
     Number,
+    RuleContext,
     RuleKind,
     RuleParams,
     RuleResult,
@@ -36,11 +38,7 @@ from pipeline.gatekeeper.kinds import (
     rule_kind,
 )
 
-# Re-exported: the replay reads the context, the findings and the quote rules by this module.
-from pipeline.gatekeeper.kinds import Finding as Finding
-from pipeline.gatekeeper.kinds import RuleContext as RuleContext
-
-# Importing the quote rules registers them.
+# Importing the quote rules registers them: RULES, re-exported above, then holds every kind.
 from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule as ExcerptEntitiesRule
 from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule as ExcerptSimilarityRule
 from pipeline.text.primitives import keywords, normalize

@@ -34,13 +34,11 @@ import numpy.typing as npt
 from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.engine import unbacked_claims
-from pipeline.gatekeeper.kinds import ColumnFindings
+from pipeline.gatekeeper.kinds import ColumnFindings, Finding, RuleContext
+from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule
 from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own measure, not a copy
     RULES,
     DigestRefRule,
-    ExcerptSimilarityRule,
-    Finding,
-    RuleContext,
     _keyword_coverage,
 )
 from pipeline.gatekeeper.rules_schema import RuleSet

@@ -25,7 +25,7 @@ from pipeline.core.contracts import (
 )
 from pipeline.gatekeeper.engine import evaluate
 from pipeline.gatekeeper.features import ROOT, valid_ids
-from pipeline.gatekeeper.rules import RuleContext
+from pipeline.gatekeeper.kinds import RuleContext
 from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.tools.registry import persisted_name
 from pipeline.verdict.policy import decide_verdict
