@@ -15,6 +15,7 @@ from pipeline.stages.answer_lead import closed_by
 from pipeline.stages.composer import assemble_input, run_composer
 from pipeline.store import Store
 from pipeline.tools.incidents import load_worlds
+from pipeline.verdict.answer import pairs_phrase
 from pipeline.verdict.context import StageContext
 
 
@@ -38,10 +39,17 @@ def test_unknown_service_ends_low_confid_and_names_the_service(
     assert not runbooks  # nothing about billing-service was found, so no runbook is suggested
 
 
+def _opening(language: str, service: str, symptom: str, text: str) -> str:
+    """The catalogued "no sign of" sentence for `service` and `symptom`, up to the figure it quotes."""
+    sentence = tr("answer.healthy_symptom", language, pairs=pairs_phrase([service], [symptom], language), text=text,
+                  evidence="\x00")
+    return sentence[:sentence.index(text) + len(text)]
+
+
 @pytest.mark.parametrize(("question", "service", "opening"), [
     # A wrong password is the user's mistake, not the service failing: no sign of errors, with the figure.
-    ("user-service 登录失败了吗？", "user-service", "没有发现 user-service 报错 的迹象：login failed: wrong password"),
-    ("Is coupon-service healthy?", "coupon-service", "No sign of a fault in coupon-service"),
+    ("user-service 登录失败了吗？", "user-service", _opening("zh", "user-service", "errors", "login failed: wrong password")),
+    ("Is coupon-service healthy?", "coupon-service", _opening("en", "coupon-service", "any", "Pod重启次数: 1")),
 ])
 def test_healthy_service_passes_with_a_no_fault_sentence_bound_to_evidence(
         settings: Settings, store: Store, question: str, service: str, opening: str) -> None:
