@@ -171,7 +171,7 @@ def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
 
     # The very first request of a fresh server is a deep link: the frame (language switch) and the trace.
     pg.goto(f"{base}/trace?session={weak}")
-    pg.get_by_role("heading", name="Audit trail").wait_for()
+    pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
     # The sidebar's widgets may paint after the page body on this first run of a fresh server, and
     # while the handshake's rerun replaces the first run's frame both may be on screen a moment.
     language = pg.locator("[data-testid=stSidebar]").get_by_text("Language")
@@ -190,7 +190,7 @@ def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
     panel = pg.get_by_text(re.compile(r"^Claim \d+ of \d+$"))
     sync_api.expect(panel).to_have_text(re.compile(r"^Claim 1 of"))
     # Keys: J next, K previous, 4 labels "hallucination" and moves on.
-    pg.get_by_role("heading", name="Audit trail").click()
+    pg.get_by_role("heading", name=tr("trace.title", "en")).click()
     pg.keyboard.press("j")
     _settled(pg)
     sync_api.expect(panel).to_have_text(re.compile(r"^Claim 2 of"))
@@ -208,13 +208,13 @@ def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
 
     # A reload keeps the name.
     pg.reload()
-    pg.get_by_role("heading", name="Audit trail").wait_for()
+    pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
     _settled(pg)
     sync_api.expect(pg.get_by_label(tr("common.reviewer", "en"))).to_have_value("ann")
 
     # Sessions: by default the weak-model sessions wait; the clean PASS does not. A row click opens its trace here.
     pg.goto(f"{base}/sessions")
-    pg.get_by_role("heading", name="Review queue").wait_for()
+    pg.get_by_role("heading", name=tr("sessions.title", "en")).wait_for()
     pg.get_by_text(re.compile(r"sessions match")).wait_for()
     _settled(pg)
     assert re.search(r"\b2 sessions match", pg.inner_text("body"))
@@ -224,7 +224,7 @@ def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
     grid = pg.locator("[data-testid=stDataFrame]").first
     box = grid.bounding_box()
     pg.mouse.click(box["x"] + 80, box["y"] + 55)  # a cell of the first data row
-    pg.get_by_role("heading", name="Audit trail").wait_for()
+    pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
     _settled(pg)
     assert "/trace?session=" in pg.url and len(pg.context.pages) == pages_before
 
@@ -248,7 +248,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
 
     # Trace: the link of the answer opens the audit chain with a highlighted match.
     pg.get_by_role("link", name=tr("ask.open_trace", "en")).click()
-    pg.get_by_role("heading", name="Audit trail").wait_for()
+    pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
     _settled(pg)
     assert f"session={session['id']}" in pg.url
     pg.locator("mark.wb-match").first.wait_for()  # drawn by the evidence column, after the heading
@@ -281,7 +281,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
 
     # Rules: move the excerpt similarity pass threshold, preview the impact, apply.
     pg.goto(base + "/rules")
-    pg.get_by_role("heading", name="Gatekeeper rules").wait_for()
+    pg.get_by_role("heading", name=tr("rules.title", "en")).wait_for()
     _settled(pg)
     box = pg.locator("[data-testid=stNumberInput] input").first
     metadata = pg.get_by_label("metadata.yaml").last
@@ -296,7 +296,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     pg.get_by_role("button", name=tr("rules.preview", "en")).click()
     pg.get_by_text("Sessions replayed").wait_for()
     _settled(pg)
-    apply = pg.get_by_role("button", name="Apply as a new version")
+    apply = pg.get_by_role("button", name=tr("rules.apply", "en"))
     for attempt in range(6):
         # A rerun still in flight can redraw the form and drop what was typed: type until it sticks.
         for label, value in (("Author", "browser-test"), ("Comment", "pass threshold 0.55")):
@@ -332,7 +332,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
 
     # Sessions: the queue with every verdict shown.
     pg.goto(base + "/sessions?sessions_reviewed=any&sessions_needs_person=false")
-    pg.get_by_role("heading", name="Review queue").wait_for()
+    pg.get_by_role("heading", name=tr("sessions.title", "en")).wait_for()
     pg.get_by_text(re.compile(r"sessions match")).wait_for()
     _settled(pg)
     assert "1 sessions match" in pg.inner_text("body")
@@ -344,7 +344,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     pg.get_by_label(tr("common.reviewer", "en")).fill("browser-test")
     pg.get_by_label(tr("common.reviewer", "en")).press("Enter")
     _settled(pg)
-    pg.get_by_role("button", name="Run the suite").click()
+    pg.get_by_role("button", name=tr("eval.run", "en")).click()
     pg.get_by_text("run by browser-test").wait_for(timeout=240_000)  # 26 fixture sessions on a shared CI core
     _settled(pg)
     _shot(pg, "eval")
@@ -412,7 +412,7 @@ def test_stored_and_upstream_text_stays_text_and_fetches_nothing_from_outside(
     pg.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
     with _streamlit(home) as base:
         pg.goto(f"{base}/trace?session={sid}")
-        pg.get_by_role("heading", name="Audit trail").wait_for()
+        pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
         _settled(pg)
         _shot(pg, "hostile-trace")
         pg.get_by_text(re.compile(r"^verifier · r1 .*llm-provider")).click()  # its panel draws when opened
@@ -421,7 +421,7 @@ def test_stored_and_upstream_text_stays_text_and_fetches_nothing_from_outside(
         assert pg.locator("img[src*='evil.test'], a[href*='evil.test']").count() == 0
         _shot(pg, "hostile-trace-llm-call")
         pg.goto(f"{base}/sessions")
-        pg.get_by_role("heading", name="Review queue").wait_for()
+        pg.get_by_role("heading", name=tr("sessions.title", "en")).wait_for()
         _settled(pg)
         _shot(pg, "hostile-sessions")  # the table is a canvas: its cells are no DOM text
         pg.goto(f"{base}/trace?session={quote(_hostile('missing'))}")

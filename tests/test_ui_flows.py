@@ -26,7 +26,7 @@ def _diff_shows(pg, line: str) -> None:
 def test_threshold_inputs_keep_every_step_at_human_speed(base: str, page) -> None:  # noqa: F811
     pg = page
     pg.goto(base + "/rules")
-    pg.get_by_role("heading", name="Gatekeeper rules").wait_for()
+    pg.get_by_role("heading", name=tr("rules.title", "en")).wait_for()
     _settled(pg)
     box = pg.locator("[data-testid=stNumberInput] input").first
     sync_api.expect(box).to_have_value("0.50", timeout=WAIT_MS)
@@ -77,9 +77,9 @@ def test_sessions_show_all_clears_every_filter_and_the_queue_fits_1280(
     pg.set_viewport_size({"width": 1280, "height": 1000})
     with _streamlit(tmp_path) as url:
         pg.goto(url + "/sessions?sessions_text=no-such-question&sessions_service=nowhere")
-        pg.get_by_role("button", name="Show all sessions").wait_for(timeout=WAIT_MS)
+        pg.get_by_role("button", name=tr("sessions.show_all", "en")).wait_for(timeout=WAIT_MS)
         _settled(pg)
-        pg.get_by_role("button", name="Show all sessions").click()
+        pg.get_by_role("button", name=tr("sessions.show_all", "en")).click()
         pg.get_by_test_id("stDataFrame").wait_for(timeout=WAIT_MS)
         _settled(pg)
         assert "sessions_text" not in pg.url and "sessions_service" not in pg.url
@@ -97,7 +97,7 @@ def test_a_reviewer_name_typed_once_is_remembered_by_the_browser(
     pg = page
     with _streamlit(tmp_path) as url:
         pg.goto(f"{url}/trace?session={weak}")
-        pg.get_by_role("heading", name="Audit trail").wait_for()
+        pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
         _settled(pg)
         name = pg.get_by_label(tr("common.reviewer", "en"))
         name.fill("ann")

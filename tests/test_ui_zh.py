@@ -20,6 +20,7 @@ import pytest
 from test_ui_browser import _settled, _shot, _store, _streamlit, page  # noqa: F401  (page is a fixture)
 
 from pipeline.core.config import load_settings
+from pipeline.core.messages import tr
 from pipeline.runs.demo import demo_runs, run_demo
 from pipeline.runs.record import read_session
 
@@ -137,7 +138,7 @@ def test_every_page_in_chinese_has_no_english_sentence(zh_server: tuple[str, str
     assert "lang=zh" in pg.url
     # ?lang=en switches back, and the URL keeps the code.
     pg.goto(base + f"/trace?lang=en&session={rejected}")
-    pg.get_by_role("heading", name="Audit trail").wait_for()
+    pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
     _settled(pg)
     assert "lang=en" in pg.url and "gatekeeper rule evidence.digest_ref failed" in pg.inner_text("body")
     assert {name: hits for name, hits in found.items() if hits} == {}
