@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from pages._ui import frame, i18n, markup, reads, widgets
@@ -124,32 +123,41 @@ def table(rows: list[SessionRow]) -> None:
     widgets.open_picked_trace(picked, [r.id for r in rows])
 
 
+def _bars(title: str, rows: list[dict[str, object]], encoding: dict[str, object]) -> dict[str, object]:
+    return {"title": title, "height": 220, "data": {"values": rows}, "mark": {"type": "bar", "tooltip": True},
+            "encoding": encoding}
+
+
 def charts(stats: review_queue.QueueStats) -> None:
+    """Vega-Lite, Streamlit's own charts: plotly's 4.7 MB bundle held a first open of this page back by
+    about 3 s in the browser (docs/benchmarks.md, first open of every page)."""
     c1, c2, c3 = st.columns(3)
-    layout = {"height": 260, "margin": {"l": 10, "r": 10, "t": 36, "b": 10}, "showlegend": True,
-                  "legend": {"orientation": "h", "y": -0.25}}
-    fig = go.Figure()
-    for verdict in (*widgets.VERDICTS, "none"):
-        points = [(d, n) for d, v, n in stats.per_day if v == verdict]
-        if points:
-            fig.add_bar(x=[d for d, _ in points], y=[n for _, n in points], name=verdict,
-                        marker_color=CHART_COLORS[verdict])
-    fig.update_layout(barmode="stack", title=i18n.t("sessions.per_day"), **layout)
-    fig.update_xaxes(type="category")
-    c1.plotly_chart(fig, width="stretch", key="sessions_chart_days")
+    count = {"field": "n", "type": "quantitative", "title": None}
+    shown = [v for v in (*widgets.VERDICTS, "none") if any(verdict == v for _, verdict, _ in stats.per_day)]
+    c1.vega_lite_chart(spec=_bars(i18n.t("sessions.per_day"), [
+        {"day": d, "verdict": v, "n": n} for d, v, n in stats.per_day], {
+        "x": {"field": "day", "type": "ordinal", "title": None, "axis": {"labelAngle": 0}},
+        "y": {**count, "stack": "zero"},
+        "color": {"field": "verdict", "title": None, "legend": {"orient": "bottom"},
+                  "scale": {"domain": shown, "range": [CHART_COLORS[v] for v in shown]}},
+    }), width="stretch", key="sessions_chart_days")
     if stats.failed_rules:
-        fig = go.Figure(go.Bar(x=list(stats.failed_rules.values()), y=list(stats.failed_rules), orientation="h",
-                               marker_color="#c92a2a"))
-        fig.update_layout(title=i18n.t("sessions.rule_counts"), **{**layout, "showlegend": False})
-        c2.plotly_chart(fig, width="stretch", key="sessions_chart_rules")
+        c2.vega_lite_chart(spec=_bars(i18n.t("sessions.rule_counts"), [
+            {"rule": rule, "n": n} for rule, n in stats.failed_rules.items()], {
+            "y": {"field": "rule", "type": "nominal", "title": None, "sort": "-x", "axis": {"labelLimit": 170}},
+            "x": count, "color": {"value": CHART_COLORS["REJECT"]},
+        }), width="stretch", key="sessions_chart_rules")
     else:
         c2.markdown("**" + i18n.t("sessions.rule_counts") + "**")
         c2.caption(i18n.t("sessions.no_failed_rules"))
-    fig = go.Figure(go.Bar(x=[f"{b:.1f}–{b + 0.1:.1f}" for b, _ in stats.groundedness],
-                           y=[n for _, n in stats.groundedness], marker_color="#3b5bdb"))
-    fig.update_layout(title=i18n.t("sessions.histogram"), **{**layout, "showlegend": False})
-    fig.update_xaxes(type="category")
-    c3.plotly_chart(fig, width="stretch", key="sessions_chart_ground")
+    # Every tenth is a bar, the empty ones too, in order: the gaps are part of the picture.
+    bins = [f"{b:.1f}–{b + 0.1:.1f}" for b, _ in stats.groundedness]
+    c3.vega_lite_chart(spec=_bars(i18n.t("sessions.histogram"), [
+        {"bin": label, "n": n} for label, (_, n) in zip(bins, stats.groundedness, strict=True)], {
+        "x": {"field": "bin", "type": "ordinal", "title": None, "sort": bins,
+              "axis": {"labelAngle": 0, "labelExpr": "slice(datum.label, 0, 3)"}},
+        "y": count, "color": {"value": "#3b5bdb"},
+    }), width="stretch", key="sessions_chart_ground")
 
 
 def exports(f: review_queue.QueueFilter) -> None:

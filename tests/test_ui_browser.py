@@ -218,7 +218,7 @@ def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
     pg.get_by_text(re.compile(r"sessions match")).wait_for()
     _settled(pg)
     assert re.search(r"\b2 sessions match", pg.inner_text("body"))
-    pg.locator(".js-plotly-plot").first.wait_for()
+    pg.locator("[data-testid=stVegaLiteChart]").first.wait_for()
     _shot(pg, "review-queue-1280")
     pages_before = len(pg.context.pages)
     grid = pg.locator("[data-testid=stDataFrame]").first

@@ -126,7 +126,7 @@ def test_every_page_in_chinese_has_no_english_sentence(zh_server: tuple[str, str
         pg.goto(base + path)
         if name == "sessions":  # its table and charts draw after the script run
             pg.locator("[data-testid=stDataFrame]").first.wait_for()
-            pg.locator(".js-plotly-plot").first.wait_for()
+            pg.locator("[data-testid=stVegaLiteChart]").first.wait_for()
         text = _prose(pg)
         assert "中文" in text and re.search(r"[\u4e00-\u9fff]{4}", text), f"{name} is not in Chinese"
         found[name] = english_sentences(text, evidence) + english_controls(pg.evaluate(_CONTROLS_JS))
