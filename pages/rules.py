@@ -75,7 +75,6 @@ def author_field(key: str) -> str:
 # --- sidebar ---------------------------------------------------------------------------------------
 
 
-@st.fragment(run_every=2)
 def judging() -> None:
     """How far the re-judge under the version in force has come; one is started if none runs."""
     state = rulebook.judging(reads.store())
@@ -92,7 +91,11 @@ def judging() -> None:
 
 def sidebar() -> None:
     with st.sidebar:
-        judging()
+        # It polls only while the verdicts in force lag the version in force, until the page's next
+        # run: a fragment that reruns every 2 s when nothing moves keeps the page busy for nothing.
+        # (A whole-page rerun once the re-judge ends would reset a threshold being typed.)
+        polling = not rulebook.judging(reads.store()).current
+        st.fragment(judging, run_every=2 if polling else None)()
         base = st.session_state.get("rules_base")
         st.caption(i18n.t("rules.in_force", v=i18n.t("rules.version", id=base) if base else i18n.t("rules.dir")))
         allowed, why = permission()
