@@ -33,13 +33,17 @@ def auth_configured() -> bool:
 
 
 # The reviewer's name in this browser's localStorage: without login, a new tab or a link without
-# ?reviewer= still knows who is reviewing. Stores what it is given, reports what it holds.
+# ?reviewer= still knows who is reviewing. Stores what it is given, reports what it holds only
+# when that tells the server something new: each report reruns the page, and on a first open an
+# empty report cost a second full run before anything was drawn (docs/benchmarks.md).
 _BROWSER_NAME_JS = """
 export default function(component) {
   const { data, setStateValue } = component;
   const KEY = "workbench.reviewer";
-  if (data && data.name) { window.localStorage.setItem(KEY, data.name); }
-  setStateValue("stored", window.localStorage.getItem(KEY) || "");
+  const given = (data && data.name) || "";
+  if (given) { window.localStorage.setItem(KEY, given); }
+  const stored = window.localStorage.getItem(KEY) || "";
+  if (stored && stored !== given) { setStateValue("stored", stored); }
 }
 """
 
