@@ -49,6 +49,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# Servers a test stopped itself: a page still open on one retries it, and those refused
+# connections are the test's teardown, not the page's errors.
+_STOPPED: set[str] = set()
+
+
 @contextlib.contextmanager
 def _streamlit(home: Path) -> Iterator[str]:
     """A streamlit server on a free port with its own workbench home; yields its base URL."""
@@ -79,6 +84,7 @@ def _streamlit(home: Path) -> Iterator[str]:
                 time.sleep(0.3)
             yield base
         finally:
+            _STOPPED.add(base)
             proc.terminate()
             try:
                 proc.wait(timeout=10)
@@ -116,6 +122,9 @@ def page() -> Iterator:
         def on_console(msg) -> None:
             # Deep links included: app.py tells the client where the root is, so it probes no
             # /<page>/_stcore/health or host-config (pages/_ui/deep_links.py).
+            url = msg.location.get("url", "")
+            if "ERR_CONNECTION_REFUSED" in msg.text and any(url.startswith(b) for b in _STOPPED):
+                return
             if msg.type == "error":
                 console.append(f"{msg.text} {msg.location.get('url', '')}")
 
