@@ -214,6 +214,10 @@ def test_rules_threshold_preview_and_apply_creates_a_version(settings: Settings,
 def test_rules_history_starts_at_version_0_diffs_before_apply_and_rolls_back_to_it(
         settings: Settings, store: Store) -> None:
     at = _app("pages/rules.py")
+    # History draws only while its tab is open.
+    assert not any("version" in d.value.columns for d in at.dataframe)
+    at.session_state["rules_tab"] = tr("rules.history", "en")
+    at.run()
     versions = next(d.value for d in at.dataframe if "version" in d.value.columns)
     assert versions["version"].tolist() == [0] and versions["active"].tolist() == [True]
     # The YAML holds the value of the box, and the box keeps it across reruns.
