@@ -337,18 +337,19 @@ def claims(url: str, r: SessionRecord) -> None:
 
 
 def verifier_rest(r: SessionRecord) -> None:
+    # Lists, not grids, here and for the digests: a few rows each, read in full (a grid cut the
+    # digests' quotes at 1280 px), and a page whose only grid sits in a closed panel opens without
+    # the grid's frontend code (docs/benchmarks.md, first open).
     errors = trace_view.session_level_errors(r)
     if errors:
         st.subheader(i18n.t("trace.session_errors"))
-        st.dataframe([{"rule": e.rule_id, "target": e.target, "message": i18n.say(e.message, e.msg)} for e in errors],
-                     hide_index=True, column_config={**widgets.headers("rule", "target"), "message": st.column_config.TextColumn(
-                         i18n.named("col.", "message"), width="large")})
+        st.markdown("\n".join(f"- `{e.rule_id}` · {markup.md(e.target)}: {markup.md(i18n.say(e.message, e.msg))}"
+                              for e in errors))
     hyps = trace_view.hypothesis_rows(r)
     if hyps:
         st.subheader(i18n.t("trace.hypothesis_checks"))
-        st.dataframe([{"#": h.index, "hypothesis": h.text, "verification": h.check.verification,
-                       "detail": h.check.detail} for h in hyps], hide_index=True,
-                     column_config=widgets.headers("#", "hypothesis", "verification", "detail"))
+        st.markdown("\n".join(f"- **{h.index}.** {markup.md(h.text)} → `{h.check.verification}`"
+                              + (f" · {markup.md(h.check.detail)}" if h.check.detail else "") for h in hyps))
 
 
 def digests(r: SessionRecord) -> None:
@@ -356,15 +357,20 @@ def digests(r: SessionRecord) -> None:
     if not rows:
         return
     st.subheader(i18n.t("trace.digests") + f" ({len(rows)})")
-    st.dataframe([{
-        "digest_id": d.digest.digest_id, "sources": ", ".join(f"#{i}" for i in d.digest.source_invocation_ids),
-        "tool": d.digest.tool, "summary": d.digest.summary, "source_quote": d.digest.source_quote,
-        "quote similarity": d.quote_score,
-        "digest_check": d.check.verification if d.check else None,
-        "detail": d.check.detail if d.check else None,
-        "errors": "; ".join(f"{e.rule_id}: {i18n.say(e.message, e.msg)}" for e in d.errors),
-    } for d in rows], hide_index=True, column_config=widgets.headers(
-        "digest_id", "sources", "tool", "summary", "source_quote", "quote similarity", "digest_check", "detail", "errors"))
+    for d in rows:
+        facts = [f"**{markup.md(d.digest.digest_id)}**", f"`{d.digest.tool}`",
+                 i18n.named("col.", "sources") + ": " + ", ".join(f"#{i}" for i in d.digest.source_invocation_ids)]
+        if d.quote_score is not None:
+            facts.append(i18n.named("col.", "quote similarity") + f": {d.quote_score:.2f}")
+        if d.check:
+            facts.append(i18n.named("col.", "digest_check") + f": `{d.check.verification}`"
+                         + (f" ({markup.md(d.check.detail)})" if d.check.detail else ""))
+        st.markdown(" · ".join(facts) + "\n\n" + markup.md(d.digest.summary))
+        if d.digest.source_quote:
+            st.caption(i18n.named("col.", "source_quote"))
+            markup.text_block(d.digest.source_quote)
+        for e in d.errors:
+            st.caption(f"`{e.rule_id}`: {markup.md(i18n.say(e.message, e.msg))}")
 
 
 @st.fragment
@@ -406,18 +412,20 @@ def output_viewer(url: str, metas: list[InvocationMeta]) -> None:
 def invocations(url: str, r: SessionRecord) -> None:
     if not r.invocations:
         return
-    st.subheader(i18n.t("trace.invocations") + f" ({len(r.invocations)})")
-    st.dataframe([{
-        "id": m.id, "round": m.round, "tool": m.model_tool_name, "stored as": m.tool_name,
-        "arguments": json.dumps(m.arguments, ensure_ascii=False), "status": m.status,
-        "latency ms": round(m.latency_ms, 1), "bytes": m.output_bytes,
-        "cut bytes": m.stored_cut_bytes, "error": m.error or "",
-    } for m in r.invocations], hide_index=True, column_config={
-        **widgets.headers("tool", "stored as", "status", "latency ms", "bytes", "cut bytes", "error"),
-        "id": st.column_config.NumberColumn(i18n.named("col.", "id"), width=50),
-        "round": st.column_config.NumberColumn(i18n.named("col.", "round"), width=50),
-        "arguments": st.column_config.TextColumn(i18n.named("col.", "arguments"), width="medium"),
-    })
+    panel = st.expander(i18n.t("trace.invocations") + f" ({len(r.invocations)})", key="trace_invocations",
+                        on_change="rerun")
+    if panel.open:
+        panel.dataframe([{
+            "id": m.id, "round": m.round, "tool": m.model_tool_name, "stored as": m.tool_name,
+            "arguments": json.dumps(m.arguments, ensure_ascii=False), "status": m.status,
+            "latency ms": round(m.latency_ms, 1), "bytes": m.output_bytes,
+            "cut bytes": m.stored_cut_bytes, "error": m.error or "",
+        } for m in r.invocations], hide_index=True, column_config={
+            **widgets.headers("tool", "stored as", "status", "latency ms", "bytes", "cut bytes", "error"),
+            "id": st.column_config.NumberColumn(i18n.named("col.", "id"), width=50),
+            "round": st.column_config.NumberColumn(i18n.named("col.", "round"), width=50),
+            "arguments": st.column_config.TextColumn(i18n.named("col.", "arguments"), width="medium"),
+        })
     output_viewer(url, r.invocations)
 
 
