@@ -8,7 +8,8 @@
 3. Rules preview over the same 10,000 sessions (target <= 1 s).
    Baseline: rebuilding the replay inputs from the store for each preview instead of caching them.
 
-4. --demo-pages: first open of every page on the demo store (target <= 2 s each).
+4. --demo-pages: first open of every page on the demo store (target <= 2 s each), in a new tab of a
+   browser that opened the workbench before and in a new browser profile.
 
 Run: python benchmarks/bench_ui.py [--trace-only | --demo-pages]   (needs /usr/bin/chromium; uses a temp WORKBENCH_HOME)
 """
@@ -267,7 +268,10 @@ def trace_only(repeat: int) -> None:
 
 def demo_pages(repeat: int) -> None:
     """First open of every page on the demo store (`workbench demo`), the median of `repeat` fresh
-    servers: each page in a new browser session after one warm-up open of Ask (server imports).
+    servers per way of opening, after one warm-up open of Ask (server imports, and in a tab the
+    frontend's chunks as a browser that opened the workbench before holds them):
+    - tab: each page in a new tab of that browser (a new Streamlit session, the page's first run);
+    - fresh: each page in a new browser profile (nothing cached, every chunk fetched and compiled).
     Drawn = the sidebar's language switch and the page's title are on screen and no script runs."""
     from pipeline.runs.demo import run_demo
 
@@ -277,30 +281,36 @@ def demo_pages(repeat: int) -> None:
     settings = load_settings()
     sid = run_demo(settings, Store(settings.db_url))[-1]
     paths = {"Ask": "/", "Sessions": "/sessions", "Trace": f"/trace?session={sid}", "Rules": "/rules", "Eval": "/eval"}
-    opens: dict[str, list[float]] = {name: [] for name in paths}
+    ways = ("tab", "fresh")
+    opens: dict[tuple[str, str], list[float]] = {(way, name): [] for way in ways for name in paths}
+    loads: list[float] = []
     for _ in range(repeat):
-        proc, base = _start(home)
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
-                warm = browser.new_page()
-                _load(warm, base + "/", "[data-testid=stMain] h1")
-                warm.close()
-                for name, path in paths.items():
-                    pg = browser.new_page(viewport={"width": 1280, "height": 1600})
-                    t = time.perf_counter()
-                    pg.goto(base + path)
-                    pg.locator("[data-testid=stSidebar]").get_by_text("Language", exact=True).wait_for(timeout=120_000)
-                    pg.locator("[data-testid=stMain] h1").first.wait_for(timeout=120_000)
-                    _settle(pg)
-                    opens[name].append(time.perf_counter() - t - 0.5)  # the settle pauses not counted
-                    pg.close()
-                browser.close()
-        finally:
-            _stop(proc)
-    print(f"First open on the demo store, median of {repeat} (s): "
-          + ", ".join(f"{name} {statistics.median(xs):.2f}" for name, xs in opens.items())
-          + f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        for way in ways:
+            proc, base = _start(home)
+            try:
+                with sync_playwright() as p:
+                    browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+                    context = browser.new_context(viewport={"width": 1280, "height": 1600})
+                    warm = context.new_page()
+                    _load(warm, base + "/", "[data-testid=stMain] h1")
+                    warm.close()
+                    for name, path in paths.items():
+                        pg = context.new_page() if way == "tab" else browser.new_page(viewport={"width": 1280, "height": 1600})
+                        t = time.perf_counter()
+                        pg.goto(base + path)
+                        pg.locator("[data-testid=stSidebar]").get_by_text("Language", exact=True).wait_for(timeout=120_000)
+                        pg.locator("[data-testid=stMain] h1").first.wait_for(timeout=120_000)
+                        _settle(pg)
+                        opens[(way, name)].append(time.perf_counter() - t - 0.5)  # the settle pauses not counted
+                        pg.close()
+                    browser.close()
+            finally:
+                _stop(proc)
+            loads.append(os.getloadavg()[0])
+    for way in ways:
+        print(f"First open on the demo store, {way}, median of {repeat} (s): "
+              + ", ".join(f"{name} {statistics.median(opens[(way, name)]):.2f}" for name in paths))
+    print(f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
 
 
 def main() -> None:
