@@ -86,7 +86,7 @@ def judging() -> None:
     else:
         st.caption(i18n.t("rules.rejudge_pending", old="—" if state.judged_version is None else state.judged_version,
                         v=state.version))
-        rulebook.rejudge_in_background(reads.settings(), reads.store())
+        rulebook.rejudge_in_background(reads.settings(), reads.store(), _history(reads.settings().db_url))
 
 
 def sidebar() -> None:
@@ -303,7 +303,9 @@ def _apply(do: Callable[[], int]) -> int | None:
         st.session_state["rules_stale"] = render(exc.message, i18n.lang())
         return None
     reads.refresh_session_reads()
-    rulebook.rejudge_in_background(reads.settings(), reads.store())
+    # With the page's columns, loaded for its previews: at a million sessions the load is most of
+    # a re-judge (docs/benchmarks.md).
+    rulebook.rejudge_in_background(reads.settings(), reads.store(), _history(reads.settings().db_url))
     return new_id
 
 

@@ -164,6 +164,43 @@ def test_a_rejudge_leaves_the_rows_whose_outcome_it_keeps(any_store: Store, sett
     assert {r["rules_version"] for r in session_list(store) if r["id"] in ids} == {store.rules_version()}
 
 
+def test_a_rejudge_with_the_pages_columns_loads_none_again(any_store: Store, settings) -> None:  # noqa: ANN001
+    """The Rules page re-judges after an apply with the columns its previews loaded: the gate
+    tables are not read again unless sessions were added, and the outcome is a cold re-judge's."""
+    from sqlalchemy import event
+
+    from pipeline.replay.history import GateColumnCache
+    from pipeline.runs import rulebook
+    from pipeline.runs.session import run_session
+    from pipeline.store.listing import session_list
+
+    store = any_store
+    ids = [run_session(q, settings=settings, store=store).session_id
+           for q in ("payment API times out since 10:00, what's going on?", "order-service CPU is high")]
+    page = GateColumnCache(store)
+    page.refresh(rulebook.rules_in_force(settings, store)[0])
+    loaded = page.arrays
+    reads: list[str] = []
+
+    def heard(_conn, _cursor, statement: str, *_args) -> None:  # noqa: ANN001
+        if "gate_binding" in statement or "gate_claim" in statement:
+            reads.append(statement)
+
+    event.listen(store.engine, "after_cursor_execute", heard)
+    rulebook.apply_rules(settings, store, _strict_utilization(rulebook.text_in_force(settings, store).texts),
+                         author="ana", comment="", based_on=0)
+    done = rulebook.rejudge(settings, store, history=page)
+    assert done.stored and done.sessions == 2 and not reads and page.arrays is loaded
+    assert {r["id"]: r["verdict"] for r in session_list(store)} == {
+        sid: e[0] for sid, e in _exact(settings, store, ids).items()}
+    # A session asked since: the columns are loaded again, with it.
+    ids.append(run_session("is redis healthy?", settings=settings, store=store).session_id)
+    rulebook.rollback(settings, store, 0, author="bo")
+    assert rulebook.rejudge(settings, store, history=page).sessions == 3 and reads and page.arrays is not loaded
+    assert {r["id"]: r["verdict"] for r in session_list(store)} == {
+        sid: e[0] for sid, e in _exact(settings, store, ids).items()}
+
+
 def _strict_utilization(texts: tuple[str, str]) -> tuple[str, str]:
     """The rules with keyword coverage turned into a blocking rule that most claims fail."""
     from pipeline.frontends.views import rules_yaml

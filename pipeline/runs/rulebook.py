@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -36,6 +36,9 @@ from pipeline.gatekeeper.rules_schema import (
 )
 from pipeline.store import Store
 from pipeline.store.schema import GateSessionColumns, RulesInForce, VerdictInForce
+
+if TYPE_CHECKING:
+    from pipeline.replay.history import GateColumnCache
 
 
 class RulesRefused(WorkbenchError):
@@ -219,9 +222,12 @@ def _report(store: Store, version: int, phase: str, done: int, total: int) -> No
             judging_at=datetime.now(UTC)))
 
 
-def rejudge(settings: Settings, store: Store, on_progress: Callable[[str, int, int], None] | None = None) -> Rejudged:
+def rejudge(settings: Settings, store: Store, on_progress: Callable[[str, int, int], None] | None = None,
+            history: GateColumnCache | None = None) -> Rejudged:
     """Judge every stored session again under the version in force (the columnar replay) and
-    store each outcome that differs from the one at ask; `on_progress(phase, done, total)`."""
+    store each outcome that differs from the one at ask; `on_progress(phase, done, total)`.
+    `history`: columns a caller already holds (the Rules page's, loaded for its previews), so
+    the load is only a check for new sessions; the arrays are the same under any rules."""
     from pipeline.replay.history import GateColumnCache
 
     rules, applied = rules_in_force(settings, store)
@@ -236,7 +242,7 @@ def rejudge(settings: Settings, store: Store, on_progress: Callable[[str, int, i
     with store.engine.connect() as conn:
         # Sessions recorded after this point are judged when they finish (judge_late), not here.
         through = conn.execute(select(func.max(GateSessionColumns.seq))).scalar() or 0
-    history = GateColumnCache(store, kept=0)
+    history = history or GateColumnCache(store, kept=0)
     total = len(history.refresh(rules).session_ids)
     report("judge", 0, total)
     result = history.replay(rules, on_exact=lambda done, of: report("judge", done, of))
@@ -371,10 +377,11 @@ _RUNNING: dict[str, threading.Thread] = {}  # per database, the re-judge this pr
 _STARTING = threading.Lock()
 
 
-def rejudge_in_background(settings: Settings, store: Store) -> threading.Thread:
-    """rejudge in a thread of this process (the page's), its progress in the store for every
-    page; while one runs for this database, that one (it judges under whatever is in force when
-    it reads the rules, and a newer version's apply starts another after it)."""
+def rejudge_in_background(settings: Settings, store: Store, history: GateColumnCache | None = None) -> threading.Thread:
+    """rejudge in a thread of this process (the page's, with the page's `history`), its progress
+    in the store for every page; while one runs for this database, that one (it judges under
+    whatever is in force when it reads the rules, and a newer version's apply starts another
+    after it)."""
     with _STARTING:
         running = _RUNNING.get(store.url)
         if running is not None and running.is_alive():
@@ -382,7 +389,7 @@ def rejudge_in_background(settings: Settings, store: Store) -> threading.Thread:
 
         def run() -> None:
             try:
-                rejudge(settings, store)
+                rejudge(settings, store, history=history)
             except WorkbenchError:
                 # Left as it stopped: its last sign of life ages, and the next page open starts again.
                 logging.getLogger(__name__).exception("re-judging the stored sessions failed")
