@@ -5,6 +5,8 @@
     python benchmarks/bench_history.py --db URL --measure e2e|rejudge|columnar|listing [--naive N]
     python benchmarks/bench_history.py --db POSTGRESQL_URL --grow 10   (the seeded store, ten times over)
     python benchmarks/bench_history.py --db URL --measure settle   (outcomes at ask as the shipped rules judge them)
+    python benchmarks/bench_history.py --db URL --measure unsettle (every verdict at ask rotated: the worst case)
+    python benchmarks/bench_history.py --db URL --measure rejudge --page   (with the Rules page's loaded columns)
 
 Builds the store itself: a few offline sessions are run for real, `VARIANTS` perturbed copies of
 them (scores, entity misses, invented words, hunks, a speculative phrase, a fabricated id, digest
@@ -577,12 +579,31 @@ def measure_pages(url: str, seconds: float) -> None:
           f"slowest {max(took):.2f} s")
 
 
-def measure_rejudge(url: str) -> None:
+def unsettle(url: str) -> None:
+    """The worst case, made from any seeded store: every session's verdict at ask rotated
+    (PASS -> REJECT -> LOW_CONFID -> PASS, on the session and its gate row), so a re-judge under
+    rules that judge as the ones at ask writes a row for every session, and no row in force left."""
+    store = Store(url)
+    start = time.perf_counter()
+    rotate = "CASE {c} WHEN 'PASS' THEN 'REJECT' WHEN 'REJECT' THEN 'LOW_CONFID' ELSE 'PASS' END"
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql(f"UPDATE diagnosis_session SET verdict = {rotate.format(c='verdict')} WHERE verdict IS NOT NULL")
+        conn.exec_driver_sql(f"UPDATE gate_session SET old_verdict = {rotate.format(c='old_verdict')}")
+        conn.exec_driver_sql("DELETE FROM verdict_in_force")
+    if store.engine.dialect.name == "postgresql":
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE"))
+    print(f"every verdict at ask rotated, rows in force emptied, in {time.perf_counter() - start:.0f} s")
+
+
+def measure_rejudge(url: str, page: bool = False) -> None:
     """`workbench rules apply` then `rollback` as the engine runs them: a threshold version put in
     force and every stored session judged again under it (rulebook.rejudge), with the Sessions
-    page read from another process meanwhile."""
+    page read from another process meanwhile. `page`: as the Rules page runs it, with the
+    columns it loaded for its previews before the apply (the load timed apart)."""
     from pipeline.core.config import load_settings
     from pipeline.frontends.views import rules_yaml
+    from pipeline.replay.history import GateColumnCache
     from pipeline.runs import rulebook
 
     store = Store(url)
@@ -590,6 +611,10 @@ def measure_rejudge(url: str) -> None:
     with store.engine.connect() as conn:
         sessions = conn.execute(select(func.count()).select_from(DiagnosisSession)).scalar_one()
     print(f"re-judge on {store.engine.dialect.name}, {sessions} sessions, load average {os.getloadavg()[0]:.2f}")
+    history = GateColumnCache(store) if page else None
+    if history is not None:
+        _, took = _timed(lambda: history.refresh(rulebook.rules_in_force(settings, store)[0]))
+        print(f"  the page's columns, loaded before the apply (not counted below): {took:.1f} s")
     in_force = rulebook.text_in_force(settings, store)
     index, meta = rules_yaml.set_rule_field(*in_force.texts, "evidence.excerpt_similarity", "params.passThreshold", 0.55)
     steps = [("apply passThreshold 0.55", lambda: rulebook.apply_rules(
@@ -605,7 +630,7 @@ def measure_rejudge(url: str) -> None:
                   start: float = start) -> None:
             phases.append((phase, time.perf_counter() - start))
 
-        done, took = _timed(lambda: rulebook.rejudge(settings, store, on_progress=heard))
+        done, took = _timed(lambda: rulebook.rejudge(settings, store, on_progress=heard, history=history))
         marks = ", ".join(f"{a} {t1 - t0:.1f} s" for (a, t0), (_, t1) in zip(phases, phases[1:], strict=False)
                           if a != phases[-1][0] and t1 > t0)
         print(f"  {label}: re-judged {done.sessions} sessions in {took:.1f} s ({marks}); {done.differing} differ "
@@ -630,7 +655,9 @@ def main() -> None:
     ap.add_argument("--rejudge", action="store_true",
                     help="time the re-judge after an apply and a rollback instead of the replay and listing")
     ap.add_argument("--seconds", type=float, default=20.0, help=argparse.SUPPRESS)
-    ap.add_argument("--measure", choices=["columnar", "naive", "listing", "rejudge", "pages", "e2e", "settle"],
+    ap.add_argument("--page", action="store_true",
+                    help="with --measure rejudge: with the columns the Rules page loaded before the apply")
+    ap.add_argument("--measure", choices=["columnar", "naive", "listing", "rejudge", "pages", "e2e", "settle", "unsettle"],
                     help="with --db of a seeded store: measure this only")
     ap.add_argument("--grow", type=int, default=0,
                     help="with --db of a seeded PostgreSQL store: copy its sessions until there are this many times as many")
@@ -653,10 +680,13 @@ def main() -> None:
         measure_naive(args.db, args.naive)
         return
     if args.measure == "rejudge":
-        measure_rejudge(args.db)
+        measure_rejudge(args.db, page=args.page)
         return
     if args.measure == "settle":
         settle(args.db)
+        return
+    if args.measure == "unsettle":
+        unsettle(args.db)
         return
     if args.measure == "pages":
         measure_pages(args.db, args.seconds)
