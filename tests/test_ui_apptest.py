@@ -233,8 +233,12 @@ def test_rules_history_starts_at_version_0_diffs_before_apply_and_rolls_back_to_
     at.button(key="rules_apply").click().run()
     assert store.active_rule_version()["id"] == 1
     # Roll back to the shipped rules: version 0 is offered, the author is asked beside the button.
+    # (Streamlit 1.59's AppTest sends no tab state of its own: each run names the tab.)
+    at.session_state["rules_tab"] = tr("rules.history", "en")
+    at.run()
     assert at.selectbox(key="rules_rollback_pick").options == ["version 0"]
     assert at.text_input(key="rules_rollback_author").value == "tuner"
+    at.session_state["rules_tab"] = tr("rules.history", "en")
     at.button(key="rules_rollback").click().run()
     assert not at.exception, at.exception
     active = store.active_rule_version()
