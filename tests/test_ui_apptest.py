@@ -422,3 +422,23 @@ def test_labelling_the_last_flagged_claim_offers_the_sessions_own_label(settings
     at.button(key="trace_session_offer_correct").click().run()
     assert [r["label"] for r in store.reviews(sid) if r["claim_id"] is None] == ["correct"]
     assert offer not in "\n".join(i.value for i in at.info)
+
+
+def test_first_page_run_imports_what_the_other_pages_import() -> None:
+    """The first open of Rules, Eval or Trace in a server process pays no imports of its own: the
+    first page drawn (here Ask) imports them after it is drawn. In a fresh interpreter, since this
+    one has imported everything already."""
+    import os
+    import subprocess
+    import sys
+
+    later = ["pandas", "pipeline.replay.history", "pipeline.eval.runner", "pipeline.frontends.views.trace"]
+    code = (f"import sys\nfrom streamlit.testing.v1 import AppTest\nlater = {later!r}\n"
+            "before = [m for m in later if m in sys.modules]\n"
+            f"at = AppTest.from_file({APP!r}, default_timeout={TIMEOUT}).run()\n"
+            "assert not at.exception, at.exception\n"
+            "print(before, [m for m in later if m not in sys.modules])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT,
+                          env=os.environ.copy())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[] []"

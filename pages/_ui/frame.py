@@ -3,6 +3,9 @@ the deep-link handshake every page starts with."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +64,31 @@ def _lang_from_url() -> None:
         st.session_state["lang"] = settings().ui.language
 
 
+_ROOT = Path(__file__).resolve().parents[2]
+_warmed = False
+
+
 def _warm_imports() -> None:
-    # st.dataframe imports pandas and pyarrow on its first call in a server process: about a
-    # second, paid by whoever first opens a page with a table (Trace, Sessions). Done after the
-    # first page is drawn (the reader already sees it), in the script's own thread: importing them
-    # on a thread of their own raced the script's imports ("partially initialized module").
+    """After the first page of a server process is drawn, import pandas and pyarrow, which
+    st.dataframe imports on its first call (0.4 s), and the modules each page imports at its top
+    (0.25 s): otherwise the first open of each page pays its own share (docs/benchmarks.md). In
+    the script's own thread: importing on a thread of their own raced the script's imports
+    ("partially initialized module")."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
     import pandas  # noqa: F401
     import pyarrow  # noqa: F401
+
+    for path, _, _ in PAGES:
+        tree = ast.parse((_ROOT / path).read_text(encoding="utf-8"))
+        for node in tree.body:  # the page's top-level imports; a lazy import inside stays lazy
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(("pipeline", "pages")):
+                package = importlib.import_module(node.module)
+                for name in node.names if hasattr(package, "__path__") else ():  # `from ...views import trace`
+                    if importlib.util.find_spec(f"{node.module}.{name.name}") is not None:
+                        importlib.import_module(f"{node.module}.{name.name}")
 
 
 def run_app() -> None:
