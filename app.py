@@ -3,7 +3,8 @@
 Streamlit runs this file as __main__ on every script run: the frame and the page the URL names.
 Where Streamlit has st.App, `streamlit run` also imports it to find `app`, the server: Streamlit's
 own routes plus each page's path served with a hint that keeps a deep link's console clean
-(pages/_ui/deep_links.py). Older Streamlit runs the script alone and the client probes as before.
+(pages/_ui/deep_links.py), on connections that send at once (pages/_ui/nodelay.py). Older
+Streamlit runs the script alone on its own server and the client probes as before.
 """
 
 if __name__ == "__main__":
@@ -16,6 +17,8 @@ else:
     import streamlit as st
 
     from pages._ui.deep_links import page_routes
+    from pages._ui.nodelay import send_without_delay
 
+    send_without_delay()  # before uvicorn accepts a connection: it imports this file first
     # Every page file's name is its path; the default page's is not needed (it is served at the root).
     app = st.App(__file__, routes=page_routes(p.stem for p in Path(__file__).with_name("pages").glob("[!_]*.py")))
