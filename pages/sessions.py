@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -92,35 +93,30 @@ def empty_store() -> None:
 
 
 def table(rows: list[SessionRow]) -> None:
-    """Clicking a row or cell opens its trace in this tab (a link column needs two clicks and opens a new one)."""
-    shown = [{
-        "session": r.id,
-        "time": r.created_at,
-        "question": r.question,
-        "verdict": " · ".join([i18n.t("sessions.at_ask", v=r.verdict, a=r.verdict_at_ask or "—")
-                               if r.verdict and r.verdict != r.verdict_at_ask else r.verdict or r.status,
-                               *(i18n.named("mark.", m) for m in r.marks), *_why(r)]),
-        "failed rules": r.failed_rules,
-        "groundedness": r.groundedness,
-        "review": r.review_label or "",
-    } for r in rows]
-    # Pixel widths sum to ~790, the main column at 1280 px with the sidebar open, so no column is
-    # cut; the full question shows on hover and on the trace. The gatekeeper status is left to the
-    # trace: the verdict and the failed rules already say it.
-    picked = st.dataframe(
-        shown, hide_index=True, key="sessions_table", on_select="rerun", selection_mode=widgets.PICK,
-        column_config={
-            "session": st.column_config.TextColumn(i18n.t("common.session"), width=105),
-            "time": st.column_config.DatetimeColumn(i18n.t("common.time"), format="MM-DD HH:mm", width=80),
-            "question": st.column_config.TextColumn(i18n.t("common.question"), width=165),
-            "verdict": st.column_config.TextColumn(i18n.t("common.verdict"), width=120),
-            "failed rules": st.column_config.ListColumn(i18n.t("common.failed_rules"), width=150),
-            "groundedness": st.column_config.ProgressColumn(i18n.t("common.groundedness"), min_value=0.0,
-                                                            max_value=1.0, format="%.2f", width=100),
-            "review": st.column_config.TextColumn(i18n.t("common.review"), width=65),
-        },
-    )
-    widgets.open_picked_trace(picked, [r.id for r in rows])
+    """The queue as links to each session's trace: one click opens it in this tab, a middle click
+    in a new one. HTML, not a grid: st.dataframe and the charts both need Streamlit's Arrow code in
+    the browser, which held the page's first open back by about 0.6 s (docs/benchmarks.md). Long
+    questions wrap, so no column is cut at 1280 px."""
+    head = "".join(f"<th>{markup.esc(title)}</th>" for title in (
+        i18n.t("common.session"), i18n.t("common.time"), i18n.t("common.question"), i18n.t("common.verdict"),
+        i18n.t("common.failed_rules"), i18n.t("common.groundedness"), i18n.t("common.review")))
+    body = []
+    for r in rows:
+        link = f"trace?{urlencode({'session': r.id, 'lang': i18n.lang()})}"
+        verdict = (i18n.t("sessions.at_ask", v=r.verdict, a=r.verdict_at_ask or "—")
+                   if r.verdict and r.verdict != r.verdict_at_ask else r.verdict or r.status)
+        notes = [*(i18n.named("mark.", m) for m in r.marks), *_why(r)]
+        g = r.groundedness
+        bar = "" if g is None else (f'<span class="wb-bar"><span style="width:{max(0.0, min(1.0, g)) * 100:.0f}%">'
+                                    f"</span></span> {g:.2f}")
+        body.append(
+            f'<tr data-session="{markup.esc(r.id)}"><td><a href="{markup.esc(link)}" target="_self">{markup.esc(r.id)}</a></td>'
+            f"<td>{markup.esc(r.created_at.strftime('%m-%d %H:%M') if r.created_at else '')}</td>"
+            f'<td class="wb-question"><a href="{markup.esc(link)}" target="_self">{markup.esc(r.question)}</a></td>'
+            f"<td>{markup.esc(' · '.join([verdict, *notes]))}</td>"
+            f"<td>{'<br>'.join(markup.esc(rule) for rule in r.failed_rules)}</td><td>{bar}</td>"
+            f"<td>{markup.esc(r.review_label or '')}</td></tr>")
+    markup.html_block(f'<table class="wb-queue"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
 
 
 def _bars(title: str, rows: list[dict[str, object]], encoding: dict[str, object]) -> dict[str, object]:
@@ -181,17 +177,24 @@ def body(f: review_queue.QueueFilter) -> None:
         st.info(i18n.t("sessions.no_match_of", n=everything))
         st.button(i18n.t("sessions.show_all"), on_click=_show_all, key="sessions_show_all_btn")
         return
-    charts(stats)
-    pages = max(1, -(-total // PAGE_SIZE))
-    left, right = st.columns([1, 5], vertical_alignment="bottom")
-    page = left.number_input(i18n.t("sessions.page"), min_value=1, max_value=pages, step=1, key="sessions_page",
-                             bind="query-params")
-    page = min(max(1, int(page or 1)), pages)
-    rows = reads.queue_rows(url, f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
-    first = (page - 1) * PAGE_SIZE + 1
-    right.caption(i18n.t("sessions.count", total=total, first=first, last=first + len(rows) - 1))
-    table(rows)
-    exports(f)
+    # The charts are drawn only while their tab is open: Vega and the Arrow code they need held
+    # the queue's first open back (docs/benchmarks.md, first open of every page).
+    queue, charted = st.tabs([i18n.t("sessions.queue_tab"), i18n.t("sessions.charts_tab")], key="sessions_tab",
+                             on_change="rerun")
+    with queue:
+        pages = max(1, -(-total // PAGE_SIZE))
+        left, right = st.columns([1, 5], vertical_alignment="bottom")
+        page = left.number_input(i18n.t("sessions.page"), min_value=1, max_value=pages, step=1, key="sessions_page",
+                                 bind="query-params")
+        page = min(max(1, int(page or 1)), pages)
+        rows = reads.queue_rows(url, f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+        first = (page - 1) * PAGE_SIZE + 1
+        right.caption(i18n.t("sessions.count", total=total, first=first, last=first + len(rows) - 1))
+        table(rows)
+        exports(f)
+    if charted.open:
+        with charted:
+            charts(stats)
 
 
 frame.page_start()

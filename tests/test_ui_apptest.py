@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,15 @@ def _app(page: str | None = None, **query: str) -> AppTest:
 
 def _html(at: AppTest) -> str:
     return "\n".join(el.proto.body for el in at.get("html"))
+
+
+def _queue(at: AppTest) -> list[dict[str, str]]:
+    """The Sessions queue as a person reads it: each row's cells by column heading."""
+    body = next(el.proto.body for el in at.get("html") if 'class="wb-queue"' in el.proto.body)
+    heads = [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", body)]
+    rows = re.findall(r"<tr data-session=.*?</tr>", body)
+    return [dict(zip(heads, (html.unescape(re.sub(r"<br>", ", ", re.sub(r"<(?!br>)[^>]+>", "", cell))).strip()
+                             for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)), strict=True)) for row in rows]
 
 
 def _shown(markdown: str) -> str:
@@ -90,7 +100,15 @@ def test_sessions_default_queue_and_filters(store: Store) -> None:
     at = _app("pages/sessions.py")
     # Default view: what needs a person (here LOW_CONFID and REJECT) that nobody reviewed yet.
     assert _caption_count(at).startswith("2 sessions match")
-    assert sorted(at.dataframe[0].value["verdict"]) == ["LOW_CONFID", "REJECT"]
+    assert sorted(row["Verdict"] for row in _queue(at)) == ["LOW_CONFID", "REJECT"]
+    # Each row opens its trace in the page language; the charts are drawn only in their tab.
+    queue_html = next(el.proto.body for el in at.get("html") if 'class="wb-queue"' in el.proto.body)
+    assert all(f'href="trace?session={row["Session"]}&amp;lang=en"' in queue_html for row in _queue(at))
+    assert not at.get("vega_lite_chart")
+    at.session_state["sessions_tab"] = tr("sessions.charts_tab", "en")
+    at.run()
+    assert len(at.get("vega_lite_chart")) == 3
+    at.session_state["sessions_tab"] = tr("sessions.queue_tab", "en")
     at.segmented_control(key="sessions_reviewed").set_value("any").run()
     assert _caption_count(at).startswith("3 sessions match")
     at.toggle(key="sessions_needs_person").set_value(False).run()
@@ -114,7 +132,7 @@ def test_sessions_empty_store_runs_a_sample_set_with_work_for_a_reviewer(store: 
     rows, total = store.list_sessions(limit=100)
     assert total >= 14 and {r["verdict"] for r in rows} >= {"PASS", "LOW_CONFID", "REJECT"}
     # The default queue now holds sessions, none of them eval runs, with claims to audit.
-    queued = at.dataframe[0].value["session"].tolist()
+    queued = [row["Session"] for row in _queue(at)]
     assert len(queued) >= 8 and all(store.reviews(sid) == [] for sid in queued)
     assert sum(bool(read_session(store, sid).claims) for sid in queued) >= 5
 
@@ -356,8 +374,7 @@ def test_sessions_and_trace_show_the_verdict_in_force_beside_the_one_at_ask(sett
     assert f"Verdict in force REJECT (rules version {version}); at ask {at_ask} (rules version 0)" in _texts(at)
     assert tr("trace.findings_added", "en") in _html(at)
     at = _app("pages/sessions.py")
-    shown = at.dataframe[0].value
-    assert list(shown["verdict"]) == [f"REJECT (at ask {at_ask})"]
+    assert [row["Verdict"] for row in _queue(at)] == [f"REJECT (at ask {at_ask})"]
 
 
 def test_sessions_and_trace_mark_ungated_and_unverified_verdicts(settings: Settings, store: Store) -> None:
@@ -366,7 +383,7 @@ def test_sessions_and_trace_mark_ungated_and_unverified_verdicts(settings: Setti
     store.update_session(sid, provenance="unverified")  # as an import no trusted key signed
     at = _app("pages/sessions.py")
     assert _caption_count(at).startswith("1 sessions match")  # an unverified PASS waits for a person
-    assert list(at.dataframe[0].value["verdict"]) == ["PASS · ungated · unverified"]
+    assert [row["Verdict"] for row in _queue(at)] == ["PASS · ungated · unverified"]
     at = _app("pages/trace.py", session=sid)
     badges = [m.value for m in at.markdown if "-badge[" in m.value]
     assert any("badge[ungated]" in b for b in badges) and any("badge[unverified]" in b for b in badges)

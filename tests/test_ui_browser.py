@@ -221,21 +221,25 @@ def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
     _settled(pg)
     sync_api.expect(pg.get_by_label(tr("common.reviewer", "en"))).to_have_value("ann")
 
-    # Sessions: by default the weak-model sessions wait; the clean PASS does not. A row click opens its trace here.
+    # Sessions: by default the weak-model sessions wait; the clean PASS does not. A row's link opens its trace here.
     pg.goto(f"{base}/sessions")
     pg.get_by_role("heading", name=tr("sessions.title", "en")).wait_for()
     pg.get_by_text(re.compile(r"sessions match")).wait_for()
     _settled(pg)
     assert re.search(r"\b2 sessions match", pg.inner_text("body"))
-    pg.locator("[data-testid=stVegaLiteChart]").first.wait_for()
     _shot(pg, "review-queue-1280")
+    pg.get_by_role("tab", name=tr("sessions.charts_tab", "en")).click()
+    pg.locator("[data-testid=stVegaLiteChart]").nth(2).wait_for()
+    _settled(pg)
+    _shot(pg, "review-queue-charts")
+    pg.get_by_role("tab", name=tr("sessions.queue_tab", "en")).click()
     pages_before = len(pg.context.pages)
-    grid = pg.locator("[data-testid=stDataFrame]").first
-    box = grid.bounding_box()
-    pg.mouse.click(box["x"] + 80, box["y"] + 55)  # a cell of the first data row
+    first = pg.locator("table.wb-queue tbody tr").first
+    sid = first.get_attribute("data-session")
+    first.locator("td.wb-question a").click()
     pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
     _settled(pg)
-    assert "/trace?session=" in pg.url and len(pg.context.pages) == pages_before
+    assert f"/trace?session={sid}" in pg.url and len(pg.context.pages) == pages_before
 
 
 def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], page) -> None:

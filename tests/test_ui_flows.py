@@ -80,14 +80,16 @@ def test_sessions_show_all_clears_every_filter_and_the_queue_fits_1280(
         pg.get_by_role("button", name=tr("sessions.show_all", "en")).wait_for(timeout=WAIT_MS)
         _settled(pg)
         pg.get_by_role("button", name=tr("sessions.show_all", "en")).click()
-        pg.get_by_test_id("stDataFrame").wait_for(timeout=WAIT_MS)
+        pg.locator("table.wb-queue").wait_for(timeout=WAIT_MS)
         _settled(pg)
         assert "sessions_text" not in pg.url and "sessions_service" not in pg.url
         sync_api.expect(pg.get_by_role("textbox", name=tr("sessions.text", "en"))).to_have_value("")
-        # The grid's columns end inside the main column: nothing cut at 1280 px.
-        grid = pg.get_by_test_id("stDataFrame").first.bounding_box()
+        # The queue's columns end inside the main column, and no cell is cut: nothing hidden at 1280 px.
+        table = pg.locator("table.wb-queue").bounding_box()
         main = pg.get_by_test_id("stMainBlockContainer").bounding_box()
-        assert grid and main and grid["x"] + grid["width"] <= main["x"] + main["width"] + 1
+        assert table and main and table["x"] + table["width"] <= main["x"] + main["width"] + 1
+        assert pg.evaluate("() => [...document.querySelectorAll('table.wb-queue td')]"
+                           ".every(td => td.scrollWidth <= td.clientWidth + 1)")
         _shot(pg, "sessions-show-all")
 
 

@@ -35,7 +35,7 @@ _RUN = re.compile(r"[A-Za-z]+(?:'[a-z]+)?(?:[ ,:;]+[A-Za-z]+(?:'[a-z]+)?){2,}")
 # Page text without data: the DOM is cloned and data elements removed before reading it.
 _PROSE_JS = """() => {
   const clone = document.body.cloneNode(true);
-  clone.querySelectorAll('code, pre, script, style, noscript, textarea, input, .wb-box, .wb-text, '
+  clone.querySelectorAll('code, pre, script, style, noscript, textarea, input, .wb-box, .wb-text, .wb-question, '
     + '[data-testid=stDataFrame], [data-testid=stToast], [data-testid=stSkipToContent], '
     + '[data-testid=stIconMaterial]').forEach(e => e.remove());
   return clone.textContent;
@@ -124,10 +124,12 @@ def test_every_page_in_chinese_has_no_english_sentence(zh_server: tuple[str, str
     pg.set_viewport_size({"width": 1440, "height": 2400})
     for name, path in walk:
         pg.goto(base + path)
-        if name == "sessions":  # its table and charts draw after the script run
-            pg.locator("[data-testid=stDataFrame]").first.wait_for()
+        if name == "sessions":  # the queue, then the charts in their tab
+            pg.locator("table.wb-queue").wait_for()
+            text = _prose(pg)
+            pg.get_by_role("tab", name=tr("sessions.charts_tab", "zh")).click()
             pg.locator("[data-testid=stVegaLiteChart]").first.wait_for()
-        text = _prose(pg)
+        text = text + _prose(pg) if name == "sessions" else _prose(pg)
         assert "中文" in text and re.search(r"[\u4e00-\u9fff]{4}", text), f"{name} is not in Chinese"
         found[name] = english_sentences(text, evidence) + english_controls(pg.evaluate(_CONTROLS_JS))
         _shot(pg, f"zh-{name}")

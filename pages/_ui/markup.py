@@ -28,6 +28,15 @@ mark.wb-entity{background:#ffc9c9;color:#7a0000;border-radius:2px;text-decoratio
 .wb-PASS,.wb-pass,.wb-ok{background:#2b8a3e}.wb-LOW_CONFID,.wb-warn{background:#e67700}
 .wb-REJECT,.wb-fail,.wb-error{background:#c92a2a}.wb-none,.wb-skipped,.wb-no_data{background:#868e96}
 .wb-answered,.wb-healthy,.wb-verified{background:#2b8a3e}.wb-not_queried{background:#e67700}.wb-unverified{background:#c92a2a}
+table.wb-queue{width:100%;border-collapse:collapse;font-size:0.85rem;line-height:1.4}
+.wb-queue th{text-align:left;font-weight:600;color:#495057;border-bottom:2px solid rgba(127,127,127,0.3);padding:0.3rem 0.4rem}
+.wb-queue td{vertical-align:top;border-bottom:1px solid rgba(127,127,127,0.2);padding:0.3rem 0.4rem;overflow-wrap:anywhere}
+.wb-queue td:first-child,.wb-queue td:nth-child(2),.wb-queue td:nth-child(5),.wb-queue td:nth-child(6){white-space:nowrap}
+.wb-queue tr:hover td{background:rgba(59,91,219,0.06)}
+.wb-queue a{color:inherit;text-decoration:none}.wb-queue a:hover{text-decoration:underline}
+.wb-queue td:first-child a{color:#3b5bdb;font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:0.8rem}
+.wb-bar{display:inline-block;width:3rem;height:0.45rem;background:rgba(127,127,127,0.2);border-radius:3px;vertical-align:middle}
+.wb-bar span{display:block;height:100%;background:#3b5bdb;border-radius:3px}
 </style>
 """
 
