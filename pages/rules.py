@@ -117,6 +117,11 @@ def _on_form(rule_id: str, field_name: str, widget_key: str, kind: str) -> None:
     _set_field(rule_id, field_name, value)
 
 
+def _on_panel(rule_id: str) -> None:
+    if st.session_state.get(f"rules_panel_{rule_id}"):
+        st.session_state["rules_opened"] = rule_id
+
+
 def _set_field(rule_id: str, field_name: str, value: Any) -> None:
     st.session_state["rules_index"], st.session_state["rules_meta"] = rules_yaml.set_rule_field(
         st.session_state["rules_index"], st.session_state["rules_meta"], rule_id, field_name, value)
@@ -155,9 +160,18 @@ def form(rules: RuleSet | None, errors: list[str]) -> None:
     if rules is None:
         return
     gen = st.session_state.get("rules_form_gen", 0)
+    # A rule's inputs are drawn only while its panel is open: one open panel's number, select and
+    # multiselect inputs held the page's first open back by about 0.5 s (docs/benchmarks.md).
     for spec in rules.rules:
         title = f"{'●' if spec.enabled else '○'} {spec.id} · {spec.verdict_impact}"
-        with st.expander(title, expanded=spec.id == "evidence.excerpt_similarity"):
+        # The panel last opened is drawn open by default too, so a run that carries no panel state
+        # (Streamlit 1.59's AppTest) keeps it; the default changes only when a panel opens, as a
+        # change redraws the panel's inputs (an input being typed into would lose its focus).
+        panel = st.expander(title, expanded=spec.id == st.session_state.get("rules_opened"), key=f"rules_panel_{spec.id}",
+                            on_change=_on_panel, args=(spec.id,))
+        if not panel.open:
+            continue
+        with panel:
             st.caption(markup.md(f"{spec.name} — {rules_view.in_language(spec.description, i18n.lang())}"))
             c1, c2, c3 = st.columns(3)
             k = f"rules_f{gen}_{spec.id}"

@@ -35,6 +35,14 @@ def _html(at: AppTest) -> str:
     return "\n".join(el.proto.body for el in at.get("html"))
 
 
+def _rules_page(rule: str = "evidence.excerpt_similarity") -> AppTest:
+    """The Rules page with one rule's panel open (a panel's inputs are drawn only while it is)."""
+    at = _app("pages/rules.py")
+    at.session_state[f"rules_panel_{rule}"] = True
+    at.session_state["rules_opened"] = rule  # what opening it by hand records (no callback runs here)
+    return at.run()
+
+
 def _queue(at: AppTest) -> list[dict[str, str]]:
     """The Sessions queue as a person reads it: each row's cells by column heading."""
     body = next(el.proto.body for el in at.get("html") if 'class="wb-queue"' in el.proto.body)
@@ -213,7 +221,7 @@ def test_rules_bad_yaml_shows_validation_errors_inline() -> None:
 
 def test_rules_threshold_preview_and_apply_creates_a_version(settings: Settings, store: Store) -> None:
     run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
-    at = _app("pages/rules.py")
+    at = _rules_page()
     box = next(n for n in at.number_input if n.key.endswith("evidence.excerpt_similarity_passThreshold"))
     box.set_value(1.0).run()
     assert "passThreshold: 1.0" in next(t for t in at.text_area if t.label == "metadata.yaml").value
@@ -231,7 +239,7 @@ def test_rules_threshold_preview_and_apply_creates_a_version(settings: Settings,
 
 def test_rules_history_starts_at_version_0_diffs_before_apply_and_rolls_back_to_it(
         settings: Settings, store: Store) -> None:
-    at = _app("pages/rules.py")
+    at = _rules_page()
     # History draws only while its tab is open.
     assert not any("version" in d.value.columns for d in at.dataframe)
     at.session_state["rules_tab"] = tr("rules.history", "en")
@@ -266,7 +274,7 @@ def test_rules_history_starts_at_version_0_diffs_before_apply_and_rolls_back_to_
 
 
 def test_rules_apply_on_a_stale_base_is_refused(store: Store, repo_root: Path) -> None:
-    at = _app("pages/rules.py")
+    at = _rules_page()
     # Another tuner applies while this editor is open.
     index, meta = (repo_root / "rules" / "index.yaml").read_text(), (repo_root / "rules" / "metadata.yaml").read_text()
     other = store.apply_rule_version(index_yaml=index, metadata_yaml=meta, author="bob", comment="", based_on=None)
@@ -285,7 +293,7 @@ def test_rules_editors_only_when_configured(tmp_path: Path, monkeypatch: pytest.
     config = tmp_path / "editors.yaml"
     config.write_text("ui:\n  editors: [lead@example.com]\n", encoding="utf-8")
     monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
-    at = _app("pages/rules.py")
+    at = _rules_page()
     box = next(n for n in at.number_input if n.key.endswith("evidence.excerpt_similarity_passThreshold"))
     box.set_value(0.6).run()
     assert at.button(key="rules_apply").disabled
@@ -293,7 +301,10 @@ def test_rules_editors_only_when_configured(tmp_path: Path, monkeypatch: pytest.
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.user = {"is_logged_in": True, "email": "lead@example.com", "name": "Lead"}
     at.run()
-    at.switch_page("pages/rules.py").run()
+    at.switch_page("pages/rules.py")
+    at.session_state["rules_panel_evidence.excerpt_similarity"] = True
+    at.session_state["rules_opened"] = "evidence.excerpt_similarity"
+    at.run()
     box = next(n for n in at.number_input if n.key.endswith("evidence.excerpt_similarity_passThreshold"))
     box.set_value(0.6).run()
     assert not at.button(key="rules_apply").disabled
@@ -321,7 +332,7 @@ def test_eval_runs_the_suite_with_the_rules_in_force(store: Store) -> None:
 
 @pytest.mark.slow  # the whole eval suite through the page; test_eval_history runs the candidate path on two fixtures
 def test_eval_uses_the_rules_page_candidate(store: Store) -> None:
-    at = _app("pages/rules.py")
+    at = _rules_page("evidence.invocation_ref")
     toggle = next(t for t in at.toggle if t.key.endswith("evidence.invocation_ref_enabled"))
     toggle.set_value(False).run()
     at.switch_page("pages/eval.py").run()
@@ -334,7 +345,7 @@ def test_eval_uses_the_rules_page_candidate(store: Store) -> None:
 
 
 def test_rules_warn_before_an_ungated_version_goes_into_force(store: Store) -> None:
-    at = _app("pages/rules.py")
+    at = _rules_page()
     toggle = next(t for t in at.toggle if t.key.endswith("evidence.excerpt_similarity_enabled"))
     toggle.set_value(False).run()
     at.text_input(key="rules_author").input("tuner").run()

@@ -296,7 +296,10 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     pg.goto(base + "/rules")
     pg.get_by_role("heading", name=tr("rules.title", "en")).wait_for()
     _settled(pg)
+    pg.locator("[data-testid=stExpander] summary", has_text="evidence.excerpt_similarity").click()
     box = pg.locator("[data-testid=stNumberInput] input").first
+    sync_api.expect(box).to_have_value("0.50")
+    _settled(pg)
     metadata = pg.get_by_label("metadata.yaml").last
     box.focus()
     for _ in range(5):

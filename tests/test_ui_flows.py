@@ -28,8 +28,10 @@ def test_threshold_inputs_keep_every_step_at_human_speed(base: str, page) -> Non
     pg.goto(base + "/rules")
     pg.get_by_role("heading", name=tr("rules.title", "en")).wait_for()
     _settled(pg)
+    pg.locator("[data-testid=stExpander] summary", has_text="evidence.excerpt_similarity").click()
     box = pg.locator("[data-testid=stNumberInput] input").first
     sync_api.expect(box).to_have_value("0.50", timeout=WAIT_MS)
+    _settled(pg)
     box.focus()
     for _ in range(10):
         pg.keyboard.press("ArrowUp")

@@ -129,6 +129,9 @@ def test_every_page_in_chinese_has_no_english_sentence(zh_server: tuple[str, str
             text = _prose(pg)
             pg.get_by_role("tab", name=tr("sessions.charts_tab", "zh")).click()
             pg.locator("[data-testid=stVegaLiteChart]").first.wait_for()
+        if name == "rules":  # a rule's inputs are drawn once its panel opens
+            pg.locator("[data-testid=stExpander] summary", has_text="evidence.excerpt_similarity").click()
+            pg.locator("[data-testid=stNumberInput]").first.wait_for()
         text = text + _prose(pg) if name == "sessions" else _prose(pg)
         assert "中文" in text and re.search(r"[\u4e00-\u9fff]{4}", text), f"{name} is not in Chinese"
         found[name] = english_sentences(text, evidence) + english_controls(pg.evaluate(_CONTROLS_JS))
