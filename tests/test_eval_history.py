@@ -81,7 +81,10 @@ def test_page_keeps_runs_and_compares_a_candidate_with_the_rules_in_force(two_fi
     assert not at.exception, at.exception
     # Turning off the invocation-reference rule lets the fabricated invocation id through: that
     # fixture's result must change between the two runs, and the other must not.
-    at.switch_page("pages/rules.py").run()
+    at.switch_page("pages/rules.py")
+    at.session_state["rules_panel_evidence.invocation_ref"] = True  # a rule's inputs draw in its open panel
+    at.session_state["rules_opened"] = "evidence.invocation_ref"
+    at.run()
     next(t for t in at.toggle if t.key.endswith("evidence.invocation_ref_enabled")).set_value(False).run()
     at.switch_page("pages/eval.py").run()
     at.radio(key="eval_rules").set_value("candidate").run()
