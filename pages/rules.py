@@ -424,7 +424,7 @@ def body(load_error: str | None) -> None:
     rules, errors = candidate()
     # History is drawn only while its tab is open: its table is the page's only grid, whose frontend
     # code held every first open back by about a second (docs/benchmarks.md, first open). The form
-    # and the YAML show one candidate, so both are always drawn.
+    # (its closed panels) and the YAML show one candidate, so both are always drawn.
     tab_form, tab_yaml, tab_history = st.tabs([i18n.t("rules.form"), i18n.t("rules.yaml"), i18n.t("rules.history")],
                                               key="rules_tab", on_change="rerun")
     with tab_form:
