@@ -1,7 +1,7 @@
 """A real open model behind llama.cpp's OpenAI-compatible server, through the openai provider.
 
 Every other test of the openai path talks to a stub we wrote; this one asks bundled questions of
-Gemma 3 270M (`.ci/llama.sh` builds the server and starts it with --jinja, then exports
+Gemma 3 270M (`.ci/llama.sh` starts the prebuilt server with Jinja templates, then exports
 WORKBENCH_TEST_LLM_URL and WORKBENCH_TEST_LLM_MODEL). A model this small answers badly, which is
 the point: whatever it says, the session completes, every call is on record with the JSON mode
 the endpoint took, no claim it could not support passes, and the person asking never reads a
