@@ -131,3 +131,39 @@ def test_cited_records_split_only_where_they_are_adjacent(rules):
     # Records 0 and 2 are cited together, yet 1 lies between them in the output.
     apart = "dest: /10.250.19.102:50010 PacketResponder 1 for block blk_-1608999687919862906"
     assert SIMILARITY in _check(rules, apart, ["11#0", "11#2"]).failed_rules
+
+
+# MongoDB 4.4 writes one JSON document per line; a file of them read as text keeps the keys.
+JSON_LINES = "\n".join([
+    '{"t":{"$date":"2021-03-22T21:21:26.460+00:00"},"s":"I",  "c":"NETWORK",  "id":23016,   "ctx":"listener",'
+    '"msg":"Waiting for connections","attr":{"port":27017,"ssl":"off"}}',
+    '{"t":{"$date":"2021-03-22T21:21:26.473+00:00"},"s":"I",  "c":"CONTROL",  "id":20712,   "ctx":"LogicalSessionCacheReap",'
+    '"msg":"Sessions collection is not set up; waiting until next sessions reap interval"}',
+])
+
+
+@pytest.mark.parametrize("excerpt, cited", [
+    ('"ctx":"listener","msg":"Waiting for connections"', None),
+    ('"ctx":"listener","msg":"Waiting for connections"', ["12#0"]),  # citing the very record that says it
+    ('"ctx":"listener",\n  "msg":"Waiting\tfor\nconnections"', ["12#0"]),  # whitespace reflowed inside values
+    ('"port":27017,"ssl":"off"}} {"t":{"$date":"2021-03-22T21:21:26.473+00:00"},"s":"I",  "c":"CONTROL"', ["12#0", "12#1"]),
+])
+def test_a_quote_of_a_json_per_line_log_keeps_its_keys(rules, excerpt, cited):
+    """A JSON-per-line log read as text holds its keys: a quote of it is found with them, by
+    structure, in the records it cites (not "not in the records it cites ... found in #0"), and
+    a value taken from the other record is still not found."""
+    inv = ToolInvocation(id=12, session_id="s", tool_name="query_logs", model_tool_name="queryLogs", output=JSON_LINES)
+
+    def gate(quote: str):
+        binding = {"source_type": "tool_trace", "tool_name": "query_logs", "source_invocation_ids": [12],
+                   "evidence_excerpt": quote, **({"source_record_ids": cited} if cited else {})}
+        structured = {"answer_version": "executor_evidence_v2", "claims": [
+            {"claim_id": "c1", "claim_type": "observation", "claim_text": "mongod waits for connections",
+             "support_level": "direct", "evidence_bindings": [binding]}]}
+        return run_gatekeeper(GateContext("s", ExecutorOutput.read(structured), {12: inv}, {12: inv}.get), rules)
+
+    outcome = gate(excerpt)
+    assert outcome.result.status == "pass", outcome.result.errors
+    assert outcome.features["claims[0].evidence_bindings[0]"]["sources"]["output"]["covered"] == 1.0
+    swapped = excerpt.replace("listener", "LogicalSessionCacheReap").replace("CONTROL", "NETWORK")
+    assert gate(swapped).result.status != "pass"

@@ -88,6 +88,10 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
     """
     if needle is None:
         needle = fold(segment)
+    elif '":' in segment and needle != (kept := fold(segment)) and _structural(kept, prepared):
+        # segments() left the JSON keys out, as a record's line does; a JSON-per-line log read as
+        # text keeps them, so a quote of it (reflowed, or over two records) is found with them.
+        needle = kept
     # A verbatim quote folds to a substring of the folded output, so an indexed output that lacks
     # the folded needle is spared the full scan of the decoded text.
     pos = _first_whole(prepared, needle) if prepared.indexed and needle else None
