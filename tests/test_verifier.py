@@ -21,6 +21,7 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.core.errors import StageFailure
+from pipeline.gatekeeper.features import compute_features
 from pipeline.llm.offline.verifier import verify
 from pipeline.llm.provider import StageContext
 from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
@@ -118,6 +119,30 @@ def test_payload_marks_missing_invocation_and_passes_gatekeeper_features():
     binding = p["cited_evidence"][0]["bindings"][0]
     assert binding["windows"] == [{"invocation_id": 999, "available": False}]
     assert binding["gatekeeper_features"]["similarity"] == {"output": 0.2}
+
+
+@pytest.mark.parametrize("excerpt, lines", [
+    # Cut with "...": its pieces are no substring of the output, yet both lie in one record.
+    ("request timeout after ... order_id=8812", ["request timeout after 5300ms order_id=8812"]),
+    # Over two adjacent records: the window shows both, as the gatekeeper found it.
+    ("request timeout after 5300ms order_id=8812 2024-05-01T10:00:04Z order-service INFO order created",
+     ["request timeout after 5300ms order_id=8812", "order created order_id=8813"]),
+])
+def test_the_window_shows_the_quote_where_the_gatekeeper_located_it(excerpt, lines):
+    """One locator: the verifier reads a quote in the records the gatekeeper's matcher found it in,
+    and calls it found exactly when the gatekeeper found it by structure."""
+    data = structured(claim("c1", "payment-service 请求超时", excerpt))
+    invs = invocations()
+    feats = compute_features({inv.id: inv for inv in invs}, data, None)
+    source = feats["claims[0].evidence_bindings[0]"]["sources"]["output"]
+    assert source["covered"] == 1.0
+    p = build_payload(question="q", raw_output="", parse_status=ParseStatus(status="valid"), structured=data,
+                      invocations=invs, digests=None, gatekeeper_result=GatekeeperResult(), retry_context=None,
+                      features=feats)
+    window = p["cited_evidence"][0]["bindings"][0]["windows"][0]
+    assert window["found"]
+    assert [next(line for line in lines if line in anchor) for anchor in window["anchor"]] == lines
+    assert verify(p).claim_checks[0].verification == "direct_observation"
 
 
 def test_payload_keeps_written_positions_past_a_malformed_claim():

@@ -27,7 +27,7 @@ from pipeline.gatekeeper.prepared import OutputCache, PreparedOutput
 from pipeline.gatekeeper.vocabulary import absent_pieces
 from pipeline.text.primitives import EntityMatch, find_entities, normalize
 
-FEATURES_VERSION = 3  # 3: found by structure (covered, split), records as lines; 2: hunks, invented words
+FEATURES_VERSION = 4  # 4: a JSON-per-line quote keeps its keys; 3: found by structure (covered, split), records as lines; 2: hunks, invented words
 ROOT = "$"
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _MAX_NEARBY = 3
@@ -85,6 +85,19 @@ class EntityMiss(TypedDict):
 def prepare_output(invocation_id: int, output: str, outputs: OutputCache | None = None) -> PreparedOutput:
     """Fold and index an output as it is stored, so checking its bindings later finds it ready."""
     return (outputs or _shared_outputs).get(invocation_id, output, prepare=True)
+
+
+def located_lines(invocation_id: int, output: str, spans: list[list[int]]) -> list[str]:
+    """The lines of an output holding the decoded spans a quote was located at (a binding source's
+    "spans"), in order, each once: what the verifier shows is where the gatekeeper found the quote."""
+    decoded = _shared_outputs.get(invocation_id, output).decoded
+    lines: list[str] = []
+    for a, b in spans:
+        lo, hi = decoded.rfind("\n", 0, a) + 1, decoded.find("\n", max(a, b - 1))
+        for line in decoded[lo : hi if hi >= 0 else len(decoded)].split("\n"):
+            if line.strip() and line not in lines:
+                lines.append(line)
+    return lines
 
 
 def binding_target(ci: int, bi: int) -> str:

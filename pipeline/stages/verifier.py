@@ -31,6 +31,7 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.errors import StageFailure
 from pipeline.core.messages import tr
+from pipeline.gatekeeper.features import located_lines
 from pipeline.text.primitives import Entity, extract_entities, find_entities, keywords, normalize
 from pipeline.tools.results import read_result
 from pipeline.verdict.context import StageContext
@@ -169,15 +170,22 @@ def _rank(idx: _Indexed, candidates: list[int], claim_text: str) -> list[int]:
 
 
 def _window(
-    idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str
+    idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str, located: Located | None = None
 ) -> Window:
+    """The records of one output that show the cited text: where the gatekeeper located it when it
+    placed it in this output (`located`), else where this output's own search finds it (a digest's
+    quote, which the gatekeeper does not place), and the records naming the claim's entities."""
     needle = normalize(cited)
-    exact = idx.occurrences(needle)
-    anchors = _rank(idx, exact, claim_text)[:ANCHOR_LINES] if exact else idx.fuzzy(needle, ANCHOR_LINES)
+    found, anchor_lines = located if located is not None else (False, [])
+    if not anchor_lines:  # the gatekeeper placed no part of it here: the nearest records, for context
+        exact = idx.occurrences(needle)
+        anchors = _rank(idx, exact, claim_text)[:ANCHOR_LINES] if exact else idx.fuzzy(needle, ANCHOR_LINES)
+        anchor_lines = [idx.lines[i] for i in anchors]
+        found = bool(exact) if located is None else found
     related: list[int] = []
     for lit in _claim_needles(claim_text):
         for i in idx.occurrences(lit, limit=50):
-            if i in anchors or i in related:
+            if idx.lines[i] in anchor_lines or i in related:
                 continue
             if set(extract_entities(idx.lines[i])) & set(extract_entities(claim_text)):
                 related.append(i)
@@ -189,11 +197,28 @@ def _window(
         "tool_name": inv.tool_name,
         "status": inv.status,
         "available": True,
-        "found": bool(exact),
-        "anchor": [_clip(idx.lines[i], needle) for i in anchors],
+        "found": found,
+        "anchor": [_clip(line, needle) for line in anchor_lines],
         "related": [_clip(idx.lines[i], "") for i in related],
         "record_count": len(idx.lines),
     }
+
+
+Located = tuple[bool, list[str]]  # (found by structure, the lines holding it)
+_LOCATED_LINES = 2 * ANCHOR_LINES  # a quote over adjacent records, or cut by "...", shows each of its lines
+
+
+def _gatekeeper_located(feat: Any, inv: ToolInvocation) -> Located | None:
+    """Where the gatekeeper's matcher located a binding's quote in this invocation (its features'
+    output source), so the verifier reads the quote where the gatekeeper judged it: one locator.
+    "Found" is the gatekeeper's (by structure, in the records the binding cites); None when the
+    gatekeeper did not judge the quote against this invocation."""
+    sources = feat.get("sources") if isinstance(feat, dict) else None
+    source = sources.get("output") if isinstance(sources, dict) else None
+    if not isinstance(source, dict) or source.get("invocation_id") != inv.id:
+        return None
+    lines = located_lines(inv.id, inv.output, source.get("spans") or [])[:_LOCATED_LINES]
+    return source.get("covered") == 1.0, lines
 
 
 def build_payload(
@@ -240,6 +265,8 @@ def build_payload(
         for bi, binding in enumerate(claim.evidence_bindings or ()):
             if not binding.written_as_object:
                 continue
+            path = f"claims[{ci}].evidence_bindings[{bi}]"
+            feat = features.get(path) if features else None
             excerpt = binding.evidence_excerpt or ""
             digest = digest_by_id.get(binding.digest_id) if binding.digest_id else None
             windows: list[Window] = []
@@ -248,7 +275,7 @@ def build_payload(
                 if idx is None:
                     windows.append({"invocation_id": inv_id, "available": False})
                     continue
-                win = _window(idx, by_id[inv_id], excerpt, claim_text)
+                win = _window(idx, by_id[inv_id], excerpt, claim_text, _gatekeeper_located(feat, by_id[inv_id]))
                 if not win["found"] and digest is not None and digest.source_quote:
                     win = _window(idx, by_id[inv_id], digest.source_quote, claim_text)
                 cited_lines.setdefault(inv_id, []).extend(win["anchor"])
@@ -264,9 +291,8 @@ def build_payload(
                 ),
                 "windows": windows,
             }
-            path = f"claims[{ci}].evidence_bindings[{bi}]"
-            if features and isinstance(features.get(path), dict):
-                entry["gatekeeper_features"] = _compact_features(features[path])
+            if isinstance(feat, dict):
+                entry["gatekeeper_features"] = _compact_features(feat)
             bindings_out.append(entry)
         cited_evidence.append(
             {
