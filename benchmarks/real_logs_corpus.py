@@ -3,8 +3,11 @@
     python benchmarks/real_logs_corpus.py            # writes benchmarks/real_logs_corpus.jsonl
     python benchmarks/real_logs_corpus.py --check    # exit 1 if the committed file is stale
 
-The logs are slices of the Loghub samples of 16 systems nobody on this team wrote
-(benchmarks/real_logs/, licence and attribution in LICENSE-and-SOURCE.md). Each slice is one tool
+The logs are slices of public logs nobody on this team wrote (benchmarks/real_logs/, licence and
+attribution in LICENSE-and-SOURCE.md), in five genres (GENRES): one-line logs (the Loghub samples of
+16 systems), JSON per line (MongoDB 4.4 and Elasticsearch server logs), web access logs (nginx and
+Apache combined format), multi-line exception traces (Java, Node.js, Python, PHP and Ruby) and CI
+console output (a GitLab Runner job trace). Each slice is one tool
 output, cited either as plain text (the lines as a log file or `grep` shows them) or as JSON
 ({"logs": [{"message": line}, ...]}, as a log query tool returns them).
 
@@ -48,6 +51,7 @@ LOGS = HERE / "real_logs"
 CORPUS = HERE / "real_logs_corpus.jsonl"
 SEED = 20
 PER_SYSTEM = 20  # lines sampled per system; every class that applies to a line is generated from it
+PER_OTHER_SYSTEM = 60  # the same for a system of another genre (fewer systems, smaller files)
 
 FAITHFUL = ("exact", "sub-span", "reflowed whitespace", "full-width punctuation", "elided", "adjacent records")
 MUTATED = ("digit changed", "sibling value", "tokens swapped", "token dropped", "negation added", "level changed",
@@ -108,7 +112,26 @@ SYSTEMS: dict[str, System] = {
     "Thunderbird": System(r"^- \d+ \S+ \S+ \w+ \d+ \S+ \S+", None, (r"^- \d+ \S+ (?P<v>[\w-]+) ",)),
     "Windows": System(r"^\S+ \S+, \w+\s+\w+", r"^\S+ \S+, (?P<v>\w+)\s", (r"^\S+ \S+, \w+\s+(?P<v>\w+)\s",)),
     "Zookeeper": System(r"^\S+ \S+ - \w+\s+\[[^\]]+\] -", r"^\S+ \S+ - (?P<v>\w+)\s+\[", (_IP,)),
+    # Genres other than one-line logs (the files' sources in LICENSE-and-SOURCE.md).
+    "MongoDB": System(r'^\{"t":\{"\$date":"[^"]+"\},"s":"\w",\s*"c":"\w+",\s*"id":\d+,\s*"ctx":"[^"]+",',
+                      r'"s":"(?P<v>\w)"', (r'"c":"(?P<v>\w+)"', r'"ctx":"(?P<v>[^"]+)"', _IP)),
+    "Elasticsearch": System(r'^\{.*?"message": ', r'"level": "(?P<v>\w+)"', (r'"component": "(?P<v>[^"]+)"',)),
+    "NginxAccess": System(r"^(?:\S+ )?\S+ - - \[[^\]]+\]", r'" (?P<v>\d{3}) \d+ "', (_IP,)),
+    "ApacheAccess": System(r"^\S+ - - \[[^\]]+\]", r'" (?P<v>\d{3}) \d+ "', (_IP,)),
+    "ExceptionTraces": System(r"^\s*(?:at )?", None, (r"\((?P<v>\w+)\.java:\d+\)", r"/(?P<v>\w+)\.(?:js|py|rb|php)\b")),
+    "GitLabCI": System(r"^(?:\$ |-- )?", None, (r"section_(?:start|end):\d+:(?P<v>\w+)", r'create_table\("(?P<v>\w+)"',
+                                               r"image (?P<v>[\w.-]+:[\w.-]+) \.\.\.")),
 }
+# Each system's genre: the one-line logs of Loghub, and four genres of other public systems.
+GENRES: dict[str, tuple[str, ...]] = {
+    "one-line": ("Android", "Apache", "BGL", "HDFS", "HPC", "Hadoop", "HealthApp", "Linux", "Mac", "OpenSSH",
+                 "OpenStack", "Proxifier", "Spark", "Thunderbird", "Windows", "Zookeeper"),
+    "JSON per line": ("MongoDB", "Elasticsearch"),
+    "web access": ("NginxAccess", "ApacheAccess"),
+    "multi-line trace": ("ExceptionTraces",),
+    "CI console": ("GitLabCI",),
+}
+GENRE_OF = {system: genre for genre, systems in GENRES.items() for system in systems}
 
 
 def norm(text: str) -> str:
@@ -417,8 +440,11 @@ def generate() -> list[dict]:
     rng = random.Random(SEED)
     cases: list[dict] = []
     for system in SYSTEMS:
-        usable = [i for i, line in enumerate(lines(system)) if len(_tokens(line)) >= 4]
-        for i in sorted(rng.sample(usable, min(PER_SYSTEM, len(usable)))):
+        one_line = GENRE_OF[system] == "one-line"
+        # A stack frame ("at a.b.C.d(C.java:60)") is two tokens: a quote of it is still one.
+        usable = [i for i, line in enumerate(lines(system)) if len(_tokens(line)) >= (4 if one_line else 2)]
+        per_system = PER_SYSTEM if one_line else PER_OTHER_SYSTEM
+        for i in sorted(rng.sample(usable, min(per_system, len(usable)))):
             for cls, excerpt in _variants(system, i, rng):
                 if excerpt is None:
                     continue
