@@ -21,7 +21,7 @@ from typing import Any, Literal, cast
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from pipeline.bundles.provenance import sign
+from pipeline.bundles.provenance import STATEMENT, sign, statement
 from pipeline.core.bounds import MAX_JSON_DEPTH, too_deep
 from pipeline.core.contracts import EvidenceDigest, ToolInvocation
 from pipeline.core.errors import BundleError, NotFound
@@ -206,8 +206,8 @@ def load_bundle(path: Path, *, max_bytes: int) -> SessionBundle:
 
 
 def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
-    """The session as a bundle, secrets redacted (an export leaves the workbench), signed with
-    `key` when given (provenance.signing_key)."""
+    """The session as a bundle, secrets redacted (an export leaves the workbench), with where it
+    came from (provenance.statement), signed with `key` when given (provenance.signing_key)."""
     row = store.get_session(session_id)
     if row is None:
         raise NotFound(f"no session {session_id}")
@@ -225,6 +225,7 @@ def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | Non
         "composer_output": row.get("composer_output"),
         "round_audit": evaluation,
         "final_answer": row.get("final_answer"),
+        STATEMENT: statement(row),
     }
     # Plain JSON values before signing: the signature covers what a reader will decode.
     plain = json.loads(json.dumps(redact_value(bundle), ensure_ascii=False, default=str))
