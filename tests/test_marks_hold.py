@@ -147,3 +147,86 @@ def test_rules_that_cannot_fail_mark_their_verdicts_ungated(capsys: pytest.Captu
     assert code == 0 and "inventedTolerated 100000" in err and "marked ungated" in err
     code, out, _ = run(capsys, "sessions", "--json")
     assert code == 0 and '"ungated": true' in out
+
+
+# --- numbers no store keeps -----------------------------------------------------------------------
+
+# An LLM reply's non-finite or out-of-range numbers, as Python's json module would read them.
+NOT_FINITE = ["Infinity", "NaN", "-Infinity", "1e999"]
+
+
+@pytest.mark.parametrize("number", NOT_FINITE)
+def test_a_reply_with_a_number_json_lacks_is_malformed(number: str) -> None:
+    from pipeline.llm.invoker import parse_json_object
+    from pipeline.stages.parse import parse_executor_output
+
+    raw = diagnosis_json(cpu_claim()).replace('"claims"', f'"confidence": {number}, "claims"')
+    status, output = parse_executor_output(raw)
+    assert (status.status, output) == ("malformed", None) and "number" in status.detail
+    data, why = parse_json_object(raw)  # the invoker re-asks on this, then fails with it
+    assert data is None and why is not None and why.startswith("not valid JSON: ")
+
+
+def _poison(store: Store, sid: str) -> None:
+    """A number no reader expects written straight into the session's audit record, as a row
+    from before the store refused them (SQLite keeps NaN; PostgreSQL's json keeps 1e999)."""
+    from sqlalchemy import text
+
+    number = "NaN" if store.engine.dialect.name == "sqlite" else "1e999"
+    with store.engine.begin() as conn:
+        audit = conn.execute(text("SELECT audit FROM diagnosis_session WHERE id = :id"), {"id": sid}).scalar_one()
+        audit = audit if isinstance(audit, str) else json.dumps(audit)
+        poisoned = audit.replace('"round_audit": {', f'"round_audit": {{"poison": {number}, ', 1)
+        assert poisoned != audit
+        conn.execute(text("UPDATE diagnosis_session SET audit = :a WHERE id = :id"), {"a": poisoned, "id": sid})
+
+
+def test_one_poisoned_session_never_fails_the_store(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                   backend: str) -> None:
+    from pipeline.frontends.views import trace as trace_view
+    from pipeline.runs.record import read_session
+    from pipeline.runs.review_queue import QueueFilter, export_csv, export_zip, queue_rows
+
+    settings = load_settings()
+    store = Store(settings.db_url)
+    raw = diagnosis_json(cpu_claim()).replace('"claims"', '"confidence": Infinity, "claims"')
+    refused = run_session(CPU_QUESTION, settings=scripted(settings, tmp_path, {"diagnosis": raw}, **SINGLE), store=store)
+    assert refused.evaluation.parse_status.status == "malformed" and refused.verdict == "LOW_CONFID"
+    healthy = json.loads(run(capsys, "ask", CPU_QUESTION, "--json")[1])["session_id"]
+    poisoned = json.loads(run(capsys, "ask", CPU_QUESTION, "--json")[1])["session_id"]
+    _poison(store, poisoned)
+
+    rules = _neutered_rules(tmp_path / "rules")
+    for argv in (["replay", "--rules", str(rules)], ["rules", "apply", str(rules), "--author", "tuner"],
+                 ["rules", "rollback", "0", "--author", "tuner"], ["export", poisoned], ["export", healthy],
+                 ["sessions"], ["show", poisoned]):
+        code, out, err = run(capsys, *argv)
+        assert code == 0 and "Traceback" not in err, (argv, err)
+    row = store.get_session(poisoned)
+    if backend == "sqlite":  # SQLite's JSON functions cannot read the row: quarantined, with the reason
+        assert row is not None and row["status"] == "failed" and row["error"].startswith("quarantined: ")
+        assert poisoned in {r.id for r in queue_rows(store, QueueFilter())}
+    # PostgreSQL reads it, the out-of-range number as null.
+    assert row is not None and row["audit"]["round_audit"]["poison"] is None
+    # The pages' read models, every session.
+    assert export_csv(store, QueueFilter(needs_person=False, reviewed=None)).count(b"\n") == 4
+    with zipfile.ZipFile(BytesIO(export_zip(store, QueueFilter(needs_person=False, reviewed=None)))) as zf:
+        assert len(zf.namelist()) == 3
+    for sid in (healthy, poisoned, refused.session_id):
+        record = read_session(store, sid)
+        trace_view.claim_cards(record), trace_view.digest_rows(record), trace_view.hypothesis_rows(record)
+        trace_view.verdict_change(settings, store, sid)
+
+
+def test_tool_arguments_a_store_cannot_keep_are_refused_alike(backend: str) -> None:
+    from pipeline.runs.session import _ToolRunner
+    from pipeline.tools.registry import ToolBox
+
+    settings = load_settings()
+    store = Store(settings.db_url)
+    sid = store.create_session(question=CPU_QUESTION, world=None, shape="single", provider="p", model="m")
+    runner = _ToolRunner(store, sid, ToolBox({}), settings, lambda _stage, _data: None)
+    inv = runner("query_logs", {"service": "payment-service", "limit": float("nan"), "since": [float("inf")]})
+    assert inv.status == "error" and inv.error is not None and "not a number JSON allows" in inv.error
+    (stored,) = store.invocations(sid)
+    assert stored.arguments == {"service": "payment-service", "limit": "nan", "since": ["inf"]}
