@@ -302,3 +302,16 @@ def test_doctor_unknown_model_and_offline(stub: StubOpenAI) -> None:
     ok, lines = doctor(settings)
     assert not ok and "model other is not listed" in lines[0]
     assert doctor(load_settings()) == (True, ["[ok] provider offline: no LLM endpoint is used"])
+
+
+def test_collector_refuses_tool_arguments_with_a_number_json_lacks(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    stub.reply_tools(tool_call("queryLogs", '{"service": "payment-service", "limit": NaN}', "c1"),
+                     tool_call("queryLogs", '{"service": "payment-service", "limit": 1e999}', "c2"))
+    stub.reply("done")
+    s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    assert all("limit" not in i.arguments for i in s.tools.invocations)  # neither ran (the plan's calls did)
+    by_call = {m["tool_call_id"]: m["content"] for m in stub.chat_requests[1].messages if m["role"] == "tool"}
+    assert by_call["c1"] == ("error: arguments of queryLogs are not valid JSON (NaN is not a number JSON allows); "
+                             "nothing was run")
+    assert "beyond the range of a number" in by_call["c2"]

@@ -54,6 +54,9 @@ def _declare_claim_count() -> type[RuleKind]:
                 if self.maxClaims == 0:
                     yield "maxClaims", "0 would refuse every answer"
 
+        def neutered_by(self, spec: RuleSpec) -> list[str]:
+            return []  # every count is bounded: more claims than maxClaims always fail
+
         def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
             p = params_of(metadata, ClaimCountRule.Params)
             out = RuleResult(self.id)
@@ -138,3 +141,47 @@ def test_a_wrong_declaration_fails_at_import(registry):
     with pytest.raises(TypeError, match="warn_only"):
         rule_kind(LooseWarning)
     assert "claim.no_impact" not in RULES and "claim.loose" not in RULES
+
+
+def test_a_kind_without_neutered_by_cannot_register(registry):
+    class Unsaid(RuleKind):
+        id, name, description, severity, verdict_impact = "claim.unsaid", "x", "x", "error", "reject_on_fail"
+
+    with pytest.raises(TypeError, match="neutered_by"):
+        rule_kind(Unsaid)
+    assert "claim.unsaid" not in RULES
+
+
+SHIPPED = load_rules_from_text(INDEX, METADATA)
+
+
+@pytest.mark.parametrize("rule_id, params, named", [
+    ("evidence.excerpt_similarity", {"passThreshold": 0.0, "warnThreshold": 0.0, "inventedTolerated": 100000},
+     "(warnThreshold 0.0, inventedTolerated 100000)"),
+    ("evidence.excerpt_similarity", {"warnThreshold": 0.0}, "(warnThreshold 0.0)"),
+    ("evidence.excerpt_similarity", {"compareAgainst": []}, "(compareAgainst [])"),
+    ("evidence.excerpt_similarity", {"inventedMinLetters": 99, "inventedMinCjkRun": 99},
+     "(inventedMinLetters 99, inventedMinCjkRun 99)"),
+    ("evidence.excerpt_entities", {"kinds": []}, "(kinds [])"),
+    ("evidence.digest_ref", {"requireDigestId": False}, "(requireDigestId false)"),
+    ("evidence.digest_ref", {"quotePassThreshold": 0.0, "quoteWarnThreshold": 0.0}, "(quoteWarnThreshold 0.0)"),
+])
+def test_a_gating_rule_that_cannot_fail_counts_as_off(rule_id, params, named):
+    assert SHIPPED.ungated_by() == []
+    neutered = SHIPPED.with_params(rule_id, **params)
+    assert neutered.ungated_by() == [f"{rule_id} {named}"]
+    # Tuned but still able to fail: gated.
+    assert SHIPPED.with_params("evidence.excerpt_similarity", warnThreshold=0.1, inventedTolerated=3).ungated_by() == []
+
+
+@pytest.mark.parametrize("rule_id, params, named", [
+    ("claim.hallucination_phrases", {"blacklist": []}, ["blacklist []"]),
+    ("claim.evidence_utilization", {"minKeywordCoverage": 0.0}, ["minKeywordCoverage 0.0"]),
+    ("schema.executor_v2", {"requiredFields": [], "claimRequiredFields": []}, []),  # no output still fails
+    ("evidence.invocation_ref", {}, []),
+])
+def test_each_other_kind_says_when_it_cannot_fail(rule_id, params, named):
+    rules = SHIPPED.with_params(rule_id, **params) if params else SHIPPED
+    spec = rules.get(rule_id)
+    assert spec is not None and RULES[rule_id].neutered_by(spec) == named
+    assert rules.ungated_by() == []  # these do not stop forged quotes: no ungated mark from them

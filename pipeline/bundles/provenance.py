@@ -6,10 +6,15 @@ trust. The signature covers the bundle's canonical JSON (sorted keys, no spaces,
 the `signature` member, so any edit after signing, a tool output and its quote changed
 together included, breaks it.
 
-An import is "verified" only when a trusted key (`provenance.trusted_keys`, and the
-workbench's own) signed exactly what arrived. Anything else (unsigned, a key nobody trusts, a
-signature that no longer matches) is "unverified": re-verified like every import, stored, and
-held in the review queue for a person whatever its verdict.
+A signature vouches for the copy; what the signer knew of the session's origin is the
+bundle's `provenance` member, signed with the rest (`statement`): "ran_here" (the signer ran
+it) or "imported" with the provenance it was imported with and the key that vouched for it
+then. An import is "verified" only when a trusted key (`provenance.trusted_keys`, and the
+workbench's own) signed exactly what arrived and that statement is "ran_here" or an import
+verified in its turn. Anything else (unsigned, a key nobody trusts, a signature that no longer
+matches, a trusted key passing on an unverified import) is "unverified": re-verified like every
+import, stored, and held in the review queue for a person whatever its verdict. So
+unverified stays unverified through any number of exports and imports.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pipeline.core.errors import ConfigError
 KEY_FILE = "signing-key.pem"
 ALGORITHM = "ed25519"
 SIGNATURE = "signature"  # the bundle member that holds it
+STATEMENT = "provenance"  # the bundle member saying where the signer got the session
 
 Provenance = Literal["verified", "unverified"]
 
@@ -117,6 +123,31 @@ def sign(bundle: dict[str, Any], key: Ed25519PrivateKey) -> dict[str, Any]:
                                   "value": value}}
 
 
+def statement(row: dict[str, Any]) -> dict[str, Any]:
+    """Where a stored session came from, as its export states it: run here (provenance NULL), or
+    imported with the provenance, reason and key its import's signature check found."""
+    if row.get("provenance") is None:
+        return {"origin": "ran_here"}
+    found = ((row.get("audit") or {}).get("claimed_by_source") or {}).get("signature") or {}
+    return {"origin": "imported", "provenance": row["provenance"],
+            "reason": str(found.get("reason") or "imported before signatures were checked"),
+            "vouched_by": found.get("key")}
+
+
+def _vouched(said: Any, shown: str) -> SignatureCheck:
+    """A trusted signature's check, as far as what the signer states of the session's origin allows."""
+    if said is None or said == {"origin": "ran_here"}:
+        # No statement: a bundle from before statements, or another agent's; its signer vouches for the session.
+        return SignatureCheck("verified", "signed by a trusted key that ran it", shown)
+    if not isinstance(said, dict) or said.get("origin") != "imported":
+        return SignatureCheck("unverified", f"signed by a trusted key, but its {STATEMENT} is in an unknown form", shown)
+    if said.get("provenance") != "verified":
+        return SignatureCheck("unverified", "signed by a trusted key that imported it unverified ("
+                              f"{str(said.get('reason'))[:200]})", shown)
+    return SignatureCheck("verified", "signed by a trusted key that imported it verified (signed by "
+                          f"{str(said.get('vouched_by'))[:80]})", shown)
+
+
 def check_signature(bundle: dict[str, Any], trusted: set[str]) -> SignatureCheck:
     """The provenance of a bundle as it arrived (decoded JSON, before any other reading)."""
     sig = bundle.get(SIGNATURE)
@@ -134,4 +165,4 @@ def check_signature(bundle: dict[str, Any], trusted: set[str]) -> SignatureCheck
         return SignatureCheck("unverified", "signature does not match the content: changed after signing", shown)
     if shown not in trusted:
         return SignatureCheck("unverified", "signed by a key that is not trusted (provenance.trusted_keys)", shown)
-    return SignatureCheck("verified", "signed by a trusted key", shown)
+    return _vouched(bundle.get(STATEMENT), shown)

@@ -11,7 +11,6 @@ Importing one is pipeline/bundles/importer.py.
 from __future__ import annotations
 
 import json
-import math
 import re
 import stat
 from datetime import UTC, datetime, timedelta
@@ -21,8 +20,8 @@ from typing import Any, Literal, cast
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from pipeline.bundles.provenance import sign
-from pipeline.core.bounds import MAX_JSON_DEPTH, too_deep
+from pipeline.bundles.provenance import STATEMENT, sign, statement
+from pipeline.core.bounds import MAX_JSON_DEPTH, too_deep, unstorable
 from pipeline.core.contracts import EvidenceDigest, ToolInvocation
 from pipeline.core.errors import BundleError, NotFound
 from pipeline.store import Store
@@ -32,9 +31,7 @@ from pipeline.text.redact import redact_value
 MAX_SOURCE_ID = 200
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
-# The widest integer both backends store (SQLite INTEGER, PostgreSQL bigint); tool rounds are
-# an int4 column on PostgreSQL.
-_INT64 = 2**63 - 1
+# Tool rounds are an int4 column on PostgreSQL.
 MAX_ROUND = 2**31 - 1
 
 
@@ -103,23 +100,6 @@ class SessionBundle(BaseModel):
         return self._document
 
 
-def _unstorable(data: Any) -> str | None:
-    """Where a decoded JSON value holds a number no backend stores: NaN, an infinity (JSON has
-    neither; Python writes and reads them), an integer beyond 64 bits. Iterative, like too_deep."""
-    stack: list[tuple[Any, str]] = [(data, "")]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return f"{path or 'bundle'}: {item} is not a number JSON allows"
-        if isinstance(item, int) and not isinstance(item, bool) and abs(item) > _INT64:
-            return f"{path or 'bundle'}: integer {str(item)[:30]}... is beyond 64 bits"
-        if isinstance(item, dict):
-            stack.extend((v, f"{path}.{str(k)[:40]}" if path else str(k)[:40]) for k, v in item.items())
-        elif isinstance(item, list):
-            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
-    return None
-
-
 def _field_path(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
@@ -145,7 +125,7 @@ def _integer_session_ids(data: Any) -> Any:
 def parse_bundle(data: Any) -> SessionBundle:
     if too_deep(data):
         raise BundleError(f"bundle JSON nests deeper than {MAX_JSON_DEPTH} levels; refused")
-    bad = _unstorable(data)
+    bad = unstorable(data)
     if bad:
         raise BundleError(f"bad bundle field {bad}; refused")
     try:
@@ -206,8 +186,8 @@ def load_bundle(path: Path, *, max_bytes: int) -> SessionBundle:
 
 
 def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
-    """The session as a bundle, secrets redacted (an export leaves the workbench), signed with
-    `key` when given (provenance.signing_key)."""
+    """The session as a bundle, secrets redacted (an export leaves the workbench), with where it
+    came from (provenance.statement), signed with `key` when given (provenance.signing_key)."""
     row = store.get_session(session_id)
     if row is None:
         raise NotFound(f"no session {session_id}")
@@ -225,6 +205,7 @@ def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | Non
         "composer_output": row.get("composer_output"),
         "round_audit": evaluation,
         "final_answer": row.get("final_answer"),
+        STATEMENT: statement(row),
     }
     # Plain JSON values before signing: the signature covers what a reader will decode.
     plain = json.loads(json.dumps(redact_value(bundle), ensure_ascii=False, default=str))

@@ -153,7 +153,7 @@ def cmd_import(args: argparse.Namespace) -> int:
           + (f"; key {sig.key})" if sig.key else ")")
           + ("; held in the review queue" if sig.provenance == "unverified" else ""))
     if result.ungated_by:
-        print(f"ungated: judged with {', '.join(result.ungated_by)} off or warn-only", file=sys.stderr)
+        print(f"ungated: judged with {', '.join(result.ungated_by)} off, warn-only or unable to fail", file=sys.stderr)
     if result.capped:
         print(f"outputs of invocations {result.capped} cut to budget.max_stored_output_bytes", file=sys.stderr)
     return 0
@@ -177,7 +177,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         g = ev.gatekeeper_result
         print(f"parse: {ev.parse_status.status}  gatekeeper: {g.status} {g.failed_rules}  verdict: {ev.verdict}"
-              + (f" (ungated: {', '.join(ungated)} off or warn-only)" if ungated else ""))
+              + (f" (ungated: {', '.join(ungated)} off, warn-only or unable to fail)" if ungated else ""))
         print(f"provenance: {sig.provenance} ({sig.reason})")
         for e in g.errors:
             print(f"  {e.rule_id} @ {e.target}: {e.message}")

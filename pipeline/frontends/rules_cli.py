@@ -26,8 +26,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     candidate = rulebook.read_rules_dir(settings, Path(args.dir))
     ungated = rulebook.ungated(settings, candidate)
     if ungated:
-        print(f"warning: these rules switch off what stops forged quotes ({', '.join(ungated)}): every verdict "
-              "under them is marked ungated", file=sys.stderr)
+        print(f"warning: these rules switch off, or set so they cannot fail, what stops forged quotes "
+              f"({', '.join(ungated)}): every verdict under them is marked ungated", file=sys.stderr)
     new = rulebook.apply_rules(settings, store, candidate, author=args.author, comment=args.comment or "",
                                based_on=base)
     print(f"applied {args.dir} as version {new} (based on version {base})")

@@ -100,6 +100,13 @@ class RuleKind:
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         raise NotImplementedError
 
+    def neutered_by(self, spec: RuleSpec) -> list[str]:
+        """The settings in `spec`'s parameters under which a check of this kind cannot fail whatever the
+        output holds (e.g. a threshold nothing scores below), as "name value"; empty: every check
+        can still fail. Each kind declares its own (`rule_kind` refuses a kind without one); a
+        gating rule with any counts as off (RuleSet.ungated_by)."""
+        raise NotImplementedError
+
     def judge_columns(self, spec: RuleSpec, facts: ColumnFacts, at: npt.NDArray[np.intp] | slice) -> ColumnFindings | None:
         """The findings under `spec`'s parameters of the bindings at `at` (or of every session, for a kind
         judged per session) from the stored numbers; None for a kind whose findings do not move
@@ -120,6 +127,8 @@ def rule_kind(cls: K) -> K:
         raise TypeError(f"rule kind {cls.__name__}: unknown severity or verdict_impact")
     if cls.severity == "warning" and cls.verdict_impact != "warn_only":
         raise TypeError(f"rule kind {cls.__name__}: a warning severity needs verdict_impact warn_only")
+    if "neutered_by" not in vars(cls):
+        raise TypeError(f"rule kind {cls.__name__} must declare neutered_by: when its parameters leave it unable to fail")
     if not issubclass(cls.Params, RuleParams):
         raise TypeError(f"rule kind {cls.__name__}: Params must derive from RuleParams")
     if cls.id in RULES:

@@ -42,6 +42,11 @@ if TYPE_CHECKING:
     from pipeline.gatekeeper.rules_schema import RuleSpec
 
 
+# More invented words than an excerpt of a record holds, and longer words or runs than any: a
+# tolerance this high, or length filters past it, let a sentence made up whole through.
+_INVENTED_LIMIT = 50
+
+
 @rule_kind
 class ExcerptSimilarityRule(RuleKind):
     """evidence.excerpt_similarity (docs/spec.md#rule-excerpt-similarity): the excerpt is found in what it cites."""
@@ -69,6 +74,19 @@ class ExcerptSimilarityRule(RuleKind):
         def problems(self) -> Iterator[tuple[str, str]]:
             if self.warnThreshold > self.passThreshold:
                 yield "warnThreshold", f"{self.warnThreshold} > passThreshold {self.passThreshold}"
+
+    def neutered_by(self, spec: RuleSpec) -> list[str]:
+        """Either check unable to fail: the score (no compared source, or warnThreshold 0: no
+        score is below it) or the invented words (tolerated or counted beyond _INVENTED_LIMIT)."""
+        p = params_of(spec, ExcerptSimilarityRule.Params)
+        out = [] if p.compareAgainst else ["compareAgainst []"]
+        if p.warnThreshold <= 0:
+            out.append(f"warnThreshold {p.warnThreshold}")
+        if p.inventedTolerated >= _INVENTED_LIMIT:
+            out.append(f"inventedTolerated {p.inventedTolerated}")
+        if min(p.inventedMinLetters, p.inventedMinCjkRun) > _INVENTED_LIMIT:
+            out.append(f"inventedMinLetters {p.inventedMinLetters}, inventedMinCjkRun {p.inventedMinCjkRun}")
+        return out
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p = params_of(metadata, ExcerptSimilarityRule.Params)
@@ -232,6 +250,10 @@ class ExcerptEntitiesRule(RuleKind):
             for pos, group in enumerate(self.logLevels):
                 if not group:
                     yield f"logLevels[{pos}]", "must list at least one level word"
+
+    def neutered_by(self, spec: RuleSpec) -> list[str]:
+        # With no kinds, any value, service or id may be swapped; the meaning lists alone are no gate.
+        return [] if params_of(spec, ExcerptEntitiesRule.Params).kinds else ["kinds []"]
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p = params_of(metadata, ExcerptEntitiesRule.Params)

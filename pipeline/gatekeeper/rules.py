@@ -74,6 +74,9 @@ class SchemaRule(RuleKind):
         arrayFields: list[StrictStr]
         allowEmptyClaims: StrictBool
 
+    def neutered_by(self, spec: RuleSpec) -> list[str]:
+        return []  # an output that does not parse fails it whatever the lists say
+
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p = params_of(metadata, SchemaRule.Params)
         out = RuleResult(self.id)
@@ -231,6 +234,9 @@ class InvocationRefRule(RuleKind):
     verdict_impact = "reject_on_fail"
     column_params = frozenset()  # no threshold: the replay keeps its findings as found
 
+    def neutered_by(self, spec: RuleSpec) -> list[str]:
+        return []  # no parameters: a fabricated id always fails
+
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         out = RuleResult(self.id)
         for ci, claim in enumerate(context.output.claims if context.output is not None else ()):
@@ -306,6 +312,10 @@ class HallucinationPhraseRule(RuleKind):
                 if not _FIELD_PATH.fullmatch(name):
                     yield "targetFields", f"{quote(name)} is not a field path like claims[].claim_text"
 
+    def neutered_by(self, spec: RuleSpec) -> list[str]:
+        p = params_of(spec, HallucinationPhraseRule.Params)
+        return [f"{name} []" for name, words in (("targetFields", p.targetFields), ("blacklist", p.blacklist)) if not words]
+
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p = params_of(metadata, HallucinationPhraseRule.Params)
         literals = _blacklist_literals(tuple(p.blacklist))
@@ -360,6 +370,10 @@ class EvidenceUtilizationRule(RuleKind):
 
     class Params(RuleParams):
         minKeywordCoverage: Number
+
+    def neutered_by(self, spec: RuleSpec) -> list[str]:
+        p = params_of(spec, EvidenceUtilizationRule.Params)
+        return [] if p.minKeywordCoverage > 0 else [f"minKeywordCoverage {p.minKeywordCoverage}"]  # no share is below 0
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p = params_of(metadata, EvidenceUtilizationRule.Params)
@@ -426,6 +440,13 @@ class DigestRefRule(RuleKind):
         def problems(self) -> Iterator[tuple[str, str]]:
             if self.quoteWarnThreshold > self.quotePassThreshold:
                 yield "quoteWarnThreshold", f"{self.quoteWarnThreshold} > quotePassThreshold {self.quotePassThreshold}"
+
+    def neutered_by(self, spec: RuleSpec) -> list[str]:
+        """Without requireDigestId a binding escapes every check here by naming no digest; with
+        quoteWarnThreshold 0 no quote scores below it (scores are in [0, 1])."""
+        p = params_of(spec, DigestRefRule.Params)
+        return [*([] if p.requireDigestId else ["requireDigestId false"]),
+                *([] if p.quoteWarnThreshold > 0 else [f"quoteWarnThreshold {p.quoteWarnThreshold}"])]
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p = params_of(metadata, DigestRefRule.Params)

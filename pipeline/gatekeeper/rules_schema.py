@@ -102,12 +102,23 @@ class RuleSet:
 
     def ungated_by(self, *, gatekeeper_enabled: bool = True) -> list[str]:
         """What lets a forged quote through under these rules: "gatekeeper" when it is switched
-        off, else the evidence rules (their kind's `gates_evidence`) that are off or warn-only.
-        Empty: verdicts under these rules are gated. Sessions record it; the Rules page and
-        `rules apply` warn before such a version goes into force."""
+        off, else the evidence rules (their kind's `gates_evidence`) that are off, warn-only or
+        unable to fail (their kind's `neutered_by`, named after the rule id). Empty: verdicts
+        under these rules are gated. Sessions record it; the Rules page and `rules apply` warn
+        before such a version goes into force."""
         if not gatekeeper_enabled:
             return ["gatekeeper"]
-        return [r.id for r in self.rules if RULES[r.id].gates_evidence and (not r.enabled or r.downgraded)]
+        out = []
+        for r in self.rules:
+            kind = RULES[r.id]
+            if not kind.gates_evidence:
+                continue
+            neutered = kind.neutered_by(r)
+            if not r.enabled or r.downgraded:
+                out.append(r.id)
+            elif neutered:
+                out.append(f"{r.id} ({', '.join(neutered)})")
+        return out
 
     def with_rule(
         self,

@@ -19,6 +19,7 @@ from itertools import islice
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
 
 from pipeline.core.contracts import ClaimCheck, EvidenceDigest, ServiceCoverage, ToolInvocation
 from pipeline.gatekeeper.features import valid_ids
@@ -135,8 +136,7 @@ class SessionInputCache:
             self._load_rows(conn, session_ids)
 
     def _load_rows(self, conn: Any, session_ids: list[str]) -> None:
-        rows = [row for chunk in _chunks(session_ids)
-                for row in conn.execute(select(*_COLUMNS).where(DiagnosisSession.id.in_(chunk)))
+        rows = [row for chunk in _chunks(session_ids) for row in self._read_chunk(conn, chunk)
                 if row.gatekeeper_result is not None]
         # The digests' ids read from the stored dicts: building digest objects here as well as in
         # _input was a third of the load.
@@ -156,6 +156,24 @@ class SessionInputCache:
                     id=i, session_id=s, tool_name=t, model_tool_name=m, status="error"))
         for row in rows:
             self._inputs[row.id] = _input(row, owners, failed.get(row.id, []))
+
+    def _read_chunk(self, conn: Any, chunk: list[str]) -> list[Any]:
+        """The chunk's rows. A row the database cannot read as JSON (SQLite's JSON functions fail
+        on a NaN written before the store refused them, or by hand) would fail every replay, so
+        the chunk is read again row by row and such a session quarantined: marked failed with the
+        reason, out of every later replay, in the review queue for a person."""
+        try:
+            return list(conn.execute(select(*_COLUMNS).where(DiagnosisSession.id.in_(chunk))))
+        except DBAPIError:
+            conn.rollback()
+        rows = []
+        for sid in chunk:
+            try:
+                rows += conn.execute(select(*_COLUMNS).where(DiagnosisSession.id == sid)).all()
+            except DBAPIError as exc:
+                conn.rollback()
+                self.store.quarantine(sid, f"its stored record cannot be read as JSON ({exc.orig})")
+        return rows
 
 
 def replay_inputs(store: Store) -> list[ReplayInput]:

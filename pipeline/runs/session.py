@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.core.bounds import cap_text, encodable
+from pipeline.core.bounds import cap_text, encodable, storable, unstorable
 from pipeline.core.config import Settings
 from pipeline.core.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation, Verdict
 from pipeline.core.errors import ConfigError, InputError, StoreError, WorkbenchError
@@ -91,14 +91,19 @@ class _ToolRunner:
         persisted = persisted_name(tool_name)
         started = time.perf_counter()
         status, output, error = "ok", "", None
+        refused = unstorable(arguments)
         try:
             if persisted is None:
                 raise ValueError(f"unknown tool {tool_name!r}")
+            if refused:
+                # The same on both backends: never run, kept with the number written as text.
+                raise ValueError(f"arguments refused, {refused}; nothing was run")
             output = self.toolbox.call(persisted, arguments).to_json()
         except NoData as exc:
             status, output = "no_data", json.dumps({"no_data": str(exc)}, ensure_ascii=False)
         except Exception as exc:  # noqa: BLE001 - any backend failure is evidence of a gap, not a crash
             status, error = "error", redact(f"{type(exc).__name__}: {exc}")
+        arguments = storable(arguments)
         # Stored as the prompts will see it: capped, and without credentials a backend echoed.
         output, cut = cap_text(output, self.max_bytes)
         output = redact(output)
@@ -202,7 +207,7 @@ def _run_session(
 
     def emit(stage: str, data: dict[str, Any]) -> None:
         # Stored first: any page or replica follows the run from the store (session_event).
-        add_event(store, sid, stage, json.loads(json.dumps(data, ensure_ascii=False, default=str)))
+        add_event(store, sid, stage, storable(json.loads(json.dumps(data, ensure_ascii=False, default=str))))
         try:
             for watcher in watching:
                 watcher(stage, data)

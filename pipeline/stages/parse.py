@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from pipeline.core.bounds import JsonTooDeep, loads_bounded
+from pipeline.core.bounds import loads_bounded
 from pipeline.core.contracts import ExecutorOutput, ParseStatus
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
@@ -34,7 +34,7 @@ def parse_executor_output(raw: str | None) -> tuple[ParseStatus, ExecutorOutput 
     except json.JSONDecodeError as exc:
         return ParseStatus(status="malformed", detail=f"JSON parse error: {exc.msg} at line {exc.lineno} "
                                                        f"column {exc.colno}"), None
-    except JsonTooDeep as exc:
+    except ValueError as exc:  # JsonTooDeep, JsonNumberRefused, an integer too long to read
         return ParseStatus(status="malformed", detail=str(exc)), None
     if not isinstance(data, dict):
         return ParseStatus(status="malformed", detail=f"executor output is a JSON {type(data).__name__}, "

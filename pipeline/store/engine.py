@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import sqlite3
@@ -23,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 from sqlalchemy.pool import NullPool
 
+from pipeline.core.bounds import unstorable
 from pipeline.core.errors import StoreError
 
 NUL, REPLACEMENT = "\x00", "\ufffd"
@@ -74,8 +76,22 @@ def _clean_param(value: Any) -> Any:
 
 
 def _json_dumps(value: Any) -> str:
-    text = json.dumps(value)
+    """Every JSON column's text. A number JSON does not have (NaN, an infinity) is refused here,
+    on both backends alike: SQLite would store it and then fail every JSON function over the
+    row, PostgreSQL refuses it. What comes from outside is refused before (bounds.loads_bounded)."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except ValueError as exc:
+        raise StoreError(f"refused to store {unstorable(value) or exc}") from exc
     return _JSON_NUL.sub(r"\1\\ufffd", text) if "\\u0000" in text else text
+
+
+def _json_loads(text: str) -> Any:
+    """A JSON column read back. A number no store keeps, in a row written before the writer
+    refused them or by hand (PostgreSQL keeps 1e999 in json), reads as null: one such row must
+    not fail every reader of the store (pipeline/replay/inputs.py quarantines it)."""
+    return json.loads(text, parse_constant=lambda _name: None,
+                      parse_float=lambda t: value if math.isfinite(value := float(t)) else None)
 
 
 def _clean_statement_params(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any,
@@ -170,7 +186,7 @@ def open_engine(url: str, *, migration: bool = False) -> Engine:
         # A pooled connection a server restart closed is replaced at checkout, not failed on first use.
         options["pool_pre_ping"] = True
     try:
-        engine = create_engine(url, json_serializer=_json_dumps, **options)
+        engine = create_engine(url, json_serializer=_json_dumps, json_deserializer=_json_loads, **options)
     except ImportError as exc:
         raise StoreError(f"the database driver for {shown} is not installed ({exc.name}); "
                          "for PostgreSQL: pip install 'evidence-workbench[postgres]'") from exc

@@ -233,6 +233,11 @@ class Store:
             if db.connection().execute(stmt).rowcount == 0:
                 raise StoreError(f"session {session_id} is no longer in the database {display_url(self.url)}")
 
+    def quarantine(self, session_id: str, reason: str) -> None:
+        """Take a session whose stored record breaks a reader out of replay and re-judge (which
+        read completed sessions only) and into the review queue, saying why."""
+        self.update_session(session_id, status="failed", error=f"quarantined: {reason}")
+
     def get_session(self, session_id: str) -> dict[str, Any] | None:
         with self._read() as db:
             row = db.get(DiagnosisSession, session_id)
