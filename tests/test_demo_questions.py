@@ -1,4 +1,4 @@
-"""The sample set shows the range of questions (issue 32 item 7): `workbench demo` and the Ask page
+"""The sample set shows the range of questions: `workbench demo` and the Ask page
 ask distinct questions, every question form over every bundled world, in the language chosen."""
 
 from __future__ import annotations

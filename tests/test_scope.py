@@ -71,7 +71,7 @@ def test_a_scope_stored_before_symptoms_asks_anything_of_each_service():
     assert asked_pairs(QuestionScope(services=["a-service"], symptom="超时")) == [("a-service", "any")]
 
 
-# Users' words for symptoms (issue 32 item 4): what an SRE types, in en and zh, and the one
+# Users' words for symptoms: what an SRE types, in en and zh, and the one
 # symptom it names. A failure word inside a more specific phrase ("登录失败") is that symptom only.
 @pytest.mark.parametrize(("question", "symptoms"), [
     ("users can't log in", ["auth"]),
@@ -145,7 +145,8 @@ def test_lookalike_words_do_not_name_a_symptom(question, symptoms):
     ("TLS handshake completed client=10.0.0.1 proto=TLSv1.3", "tls", False),
     ("javax.net.ssl.SSLHandshakeException: PKIX path validation failed: certificate expired", "tls", True),
     ("java.net.UnknownHostException: orders-db.internal", "dns", True),
-    ("Kafka producer send failed (NETWORK_EXCEPTION) topic=notify-events", "message_loss", True),
+    ("Kafka producer send failed (NETWORK_EXCEPTION) topic=notify-events, retry succeeded", "message_loss", False),
+    ("dropped 312 messages: consumer buffer full, topic=notify-events", "message_loss", True),
     ("coupon-expire-job failed: distributed lock not acquired, will retry next round", "stuck_jobs", True),
     ("Aborted connection 88231 to db: 'orders'", "connection_pool", False),
     ("HikariPool-1 - Connection is not available, request timed out after 30000ms", "connection_pool", True),

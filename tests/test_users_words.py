@@ -1,4 +1,4 @@
-"""Users' words for symptoms, end to end (issue 32 item 4): a question in an SRE's own words over a
+"""Users' words for symptoms, end to end: a question in an SRE's own words over a
 bundled world is read as its symptom, the tools bring back the evidence that bears on it, and the
 coverage row for the asked (service, symptom) says what that evidence shows."""
 

@@ -10,13 +10,13 @@ when no log mentions it, and the answer must then say so instead of telling anot
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from pipeline.core.contracts import QuestionForm, QuestionScope, TimeWindow
+from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
 from pipeline.text.primitives import CJK_CHAR, detect_language, normalize
-from pipeline.text.timewindow import parse_time_window, window_phrase
+from pipeline.text.timewindow import clock_without_date, parse_time_window, window_phrase
 
 
 @dataclass(frozen=True)
@@ -313,19 +313,27 @@ def service_symptoms(question: str, services: list[str], catalogue: Iterable[str
     return out
 
 
-def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None) -> QuestionScope:
+def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None,
+               latest: Callable[[list[str]], EvidenceTime | None] | None = None) -> QuestionScope:
     """The scope of one question. `catalogue` holds the services some backend is known to have
-    (a bundled world's services); `now` anchors relative windows ("last 30 minutes")."""
+    (a bundled world's services); `now` anchors relative windows ("last 30 minutes"); `latest`
+    tells the latest evidence of the asked services (of any, when none is named), which a clock
+    time without a date is read against (pipeline.text.timewindow)."""
     known = list(catalogue)
     services = asked_services(question, known)
-    window = parse_time_window(question, now) if now is not None else None
+    window, anchor = None, None
+    if now is not None:
+        anchor = latest(services) if latest is not None and clock_without_date(question) else None
+        anchor = anchor if anchor is not None and anchor.at <= now else None
+        window = parse_time_window(question, now, anchor=anchor.at if anchor else None)
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
         symptom=", ".join(asked_symptoms(_unnamed(question, services))),
         symptoms=service_symptoms(question, services, known),
         form=question_form(question),
-        time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question)) if window else None,
+        time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question), anchor=anchor)
+        if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
     )
 
