@@ -48,7 +48,7 @@ def samples() -> None:
         return
     with st.expander(i18n.t("ask.samples"), expanded=not st.session_state.get("ask_session")):
         for world in worlds:
-            questions = world.questions_zh if i18n.lang() == "zh" else world.questions_en
+            questions = ask_view.samples(world, i18n.lang())
             title = world.title_zh if i18n.lang() == "zh" else world.title_en
             st.markdown(f"**{markup.md(title)}** · {markup.md(world.id)}")
             cols = st.columns(max(1, len(questions)))

@@ -47,8 +47,8 @@ def _opening(language: str, service: str, symptom: str, text: str) -> str:
 
 
 @pytest.mark.parametrize(("question", "service", "opening"), [
-    # A wrong password is the user's mistake, not the service failing: no sign of errors, with the figure.
-    ("user-service 登录失败了吗？", "user-service", _opening("zh", "user-service", "errors", "login failed: wrong password")),
+    # A wrong password is the user's mistake, not the service failing: no sign of a login failure, with the figure.
+    ("user-service 登录失败了吗？", "user-service", _opening("zh", "user-service", "auth", "login failed: wrong password")),
     ("Is coupon-service healthy?", "coupon-service", _opening("en", "coupon-service", "any", "Pod重启次数: 1")),
 ])
 def test_healthy_service_passes_with_a_no_fault_sentence_bound_to_evidence(

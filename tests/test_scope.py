@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pipeline.verdict.scope import asked_pairs, asked_services, read_scope
+from pipeline.verdict.scope import asked_pairs, asked_services, asked_symptoms, mentions_symptom, read_scope
 
 CATALOGUE = ["payment-service", "user-service", "api-gateway", "orders-db"]
 NOW = datetime(2026, 11, 28, 11, 0, tzinfo=UTC)
@@ -69,3 +69,88 @@ def test_a_scope_stored_before_symptoms_asks_anything_of_each_service():
     from pipeline.core.contracts import QuestionScope
 
     assert asked_pairs(QuestionScope(services=["a-service"], symptom="超时")) == [("a-service", "any")]
+
+
+# Users' words for symptoms: what an SRE types, in en and zh, and the one
+# symptom it names. A failure word inside a more specific phrase ("登录失败") is that symptom only.
+@pytest.mark.parametrize(("question", "symptoms"), [
+    ("users can't log in", ["auth"]),
+    ("customers cannot sign in since the release", ["auth", "deploy"]),  # a suspected cause, searched
+    ("login is broken for everyone", ["auth"]),
+    ("the app returns 401 on every call", ["auth"]),
+    ("pages load forever", ["latency"]),
+    ("the checkout page hangs", ["latency"]),
+    ("search takes ages to respond", ["latency"]),
+    ("the pod keeps restarting", ["restarts"]),
+    ("payment-service is in CrashLoopBackOff", ["restarts"]),
+    ("kafka is dropping messages", ["message_loss"]),
+    ("messages are being lost between the services", ["message_loss"]),
+    ("users don't receive notifications", ["message_loss"]),
+    ("jobs stuck", ["stuck_jobs"]),
+    ("the nightly export job seems stuck", ["stuck_jobs"]),
+    ("the cron job didn't run", ["stuck_jobs"]),
+    ("certificate expired", ["tls"]),
+    ("SSL errors when calling the bank", ["tls"]),
+    ("DNS is flaky", ["dns"]),
+    ("services can't resolve the database host", ["dns"]),
+    ("UnknownHostException everywhere", ["dns"]),
+    ("the site is unresponsive", ["timeout"]),
+    ("we see full GC all the time", ["memory"]),
+    ("登不上", ["auth"]),
+    ("用户登录失败", ["auth"]),
+    ("app 一直提示登录过期，被踢出来", ["auth"]),
+    ("接口返回 403 没有权限", ["auth"]),
+    ("页面一直转圈", ["latency"]),
+    ("首页加载很慢", ["latency"]),
+    ("页面一直加载不出来", ["latency", "timeout"]),
+    ("打不开", ["timeout", "errors"]),
+    ("一直重启", ["restarts"]),
+    ("pod 起不来", ["restarts"]),
+    ("丢消息", ["message_loss"]),
+    ("用户收不到推送", ["message_loss"]),
+    ("消息丢失了一部分", ["message_loss"]),
+    ("任务卡住", ["stuck_jobs"]),
+    ("定时任务没跑", ["stuck_jobs"]),
+    ("证书过期", ["tls"]),
+    ("SSL 握手失败", ["tls"]),
+    ("域名解析失败", ["dns"]),
+    ("DNS 解析很慢", ["latency", "dns"]),
+    ("服务不可用", ["errors"]),
+    ("数据库连接池满了", ["connection_pool"]),
+    ("消息积压严重", ["queue_lag"]),
+    ("服务器磁盘空间不足", ["disk"]),
+])
+def test_users_words_name_their_symptom(question, symptoms):
+    assert asked_symptoms(question) == symptoms
+
+
+# Words that look like a symptom's and are not: the healthy case, another sense, a service's name.
+@pytest.mark.parametrize(("question", "symptoms"), [
+    ("connection refused on orders-db", ["errors"]),  # refused, not an exhausted pool
+    ("the thread pool is busy", []),
+    ("can you help resolve this?", []),
+    ("what is in the login page logs", []),
+    ("登录页面的日志里有什么", []),
+    ("JSON 解析失败", ["errors"]),  # 解析 alone is parsing, not DNS
+    ("a message was lost, and checkout returns 500", ["errors", "message_loss"]),
+    ("the job ran at 10:00", []),
+    ("发布之后怎么样", ["deploy"]),
+])
+def test_lookalike_words_do_not_name_a_symptom(question, symptoms):
+    assert asked_symptoms(question) == symptoms
+
+
+@pytest.mark.parametrize(("line", "symptom", "about"), [
+    ("login failed: wrong password uid=7671258 (attempt 2)", "auth", True),
+    ("TLS handshake completed client=10.0.0.1 proto=TLSv1.3", "tls", False),
+    ("javax.net.ssl.SSLHandshakeException: PKIX path validation failed: certificate expired", "tls", True),
+    ("java.net.UnknownHostException: orders-db.internal", "dns", True),
+    ("Kafka producer send failed (NETWORK_EXCEPTION) topic=notify-events, retry succeeded", "message_loss", False),
+    ("dropped 312 messages: consumer buffer full, topic=notify-events", "message_loss", True),
+    ("coupon-expire-job failed: distributed lock not acquired, will retry next round", "stuck_jobs", True),
+    ("Aborted connection 88231 to db: 'orders'", "connection_pool", False),
+    ("HikariPool-1 - Connection is not available, request timed out after 30000ms", "connection_pool", True),
+    ("JVM exiting due to -XX:+ExitOnOutOfMemoryError, container will be restarted", "restarts", True),
+])
+def test_evidence_words_of_the_new_symptoms(line, symptom, about):
+    assert mentions_symptom(line, symptom) is about

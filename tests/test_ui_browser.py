@@ -249,7 +249,7 @@ def test_ask_trace_rules_sessions_eval_in_a_browser(server: tuple[str, Path], pa
     # Ask: a sample question of the cpu-saturation world (its logs hold a <script> probe line).
     pg.goto(base + "/")
     _settled(pg)
-    pg.get_by_role("button", name="payment API times out since 10:00, what's going on?").click()
+    pg.get_by_role("button", name="Why does the payment API time out since 10:00?").click()
     pg.get_by_text("Confirmed facts").wait_for()
     _settled(pg)
     sessions, total = _store(home).list_sessions(limit=1)

@@ -35,7 +35,13 @@ def scope_block(r: SessionRecord) -> None:
                          for s in scope.services) or esc(t("ask.none"))
     window = scope.time_window
     span = (f"{window.text} = " if window and window.text else "") + (
-        f"{window.start:%Y-%m-%d %H:%M} – {window.end:%H:%M} UTC" if window and window.start and window.end else "—")
+        f"{window.start:%Y-%m-%d %H:%M} – {window.end:%Y-%m-%d %H:%M} UTC" if window and window.start and window.end
+        else "—")
+    # A clock time without a date: which record's day it was read on (pipeline.text.timewindow).
+    anchor = window.anchor if window else None
+    if anchor is not None:
+        span += " (" + named("scope.anchor.", anchor.kind, service=anchor.service or "*",
+                             at=f"{anchor.at:%Y-%m-%d %H:%M} UTC") + ")"
     symptoms = ", ".join(symptom(x.strip()) for x in scope.symptom.split(",") if x.strip()) or "—"
     parts = [esc(t("scope.services")) + f": {services}", esc(t("scope.symptom")) + f": {esc(symptoms)}",
              esc(t("scope.window")) + f": {esc(span)}"]

@@ -516,10 +516,21 @@ class ComposerGuardResult(_Model):
 CoverageStatus = Literal["answered", "healthy", "no_data", "not_queried"]
 
 
+class EvidenceTime(_Model):
+    """The latest record the evidence backends hold for some services: the day a clock time
+    without a date is read on ("since 10:00" over data from another day)."""
+
+    at: datetime
+    service: str = ""  # the service whose record it is
+    kind: Literal["log", "alert"] = "log"
+
+
 class TimeWindow(_Model):
     start: datetime | None = None
     end: datetime | None = None
     text: str = ""  # the phrase of the question it came from ("最近30分钟", "since 10:00")
+    # Set when the phrase named a clock time without a date and was read on this record's day.
+    anchor: EvidenceTime | None = None
 
 
 class QuestionScope(_Model):

@@ -61,9 +61,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     sample = _sample(settings, result.world, detect_language(args.question))
     if args.json:
         out = result.evaluation.composer_output
+        scope = result.evaluation.composer_input.question_scope
+        window = scope.time_window if scope else None
         _print_json({"session_id": result.session_id, "verdict": result.verdict, "ungated": bool(result.ungated_by),
                      "final_answer": result.final_answer, "lead": out.answer_summary if out else "",
                      "sample_incident": sample,
+                     # The window the evidence was read in, and the record a dateless clock time was read against.
+                     "time_window": window.model_dump(mode="json") if window else None,
                      "round_audit": result.evaluation.round_audit.model_dump(mode="json")})
     else:
         from pipeline.runs.record import verdict_marks

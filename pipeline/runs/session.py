@@ -198,7 +198,8 @@ def _run_session(
     # Bundled worlds are recordings: "last 30 minutes" is relative to the recording's end.
     now = datetime.fromisoformat(world.end.replace("Z", "+00:00")) if world and world.end else datetime.now(UTC)
     # Law 8: what the question asks (services known or not, symptom, window), read once in code.
-    scope = read_scope(question, world.services if world else (), now)
+    # A clock time without a date is read on the day of the latest evidence of the asked services.
+    scope = read_scope(question, world.services if world else (), now, latest=toolbox.latest_evidence)
     sid = _open_row(store, session_id, question=question, world=world.id if world else None, shape=settings.shape,
                     provider=provider.name, model=provider.model_for("diagnosis"))
     heartbeat.hold(sid)

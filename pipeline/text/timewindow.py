@@ -3,8 +3,11 @@
 "最近30分钟", "近1小时", "过去两小时", "last hour", "past 2h" are relative to `now`;
 "since 10:00", "今天10点以来", "from 10:00 to 11:30", "10点到11点半" are clock times in the
 caller's time zone (by default `now`'s), on today's date unless the question says yesterday
-or the time is still ahead of `now`. A question without a window gives None: the tools then
-use their own default rather than a guessed one.
+or the time is still ahead of `now`. A clock time without a day word is read on the day of
+`anchor` when the caller gives one (the latest evidence the question can reach): the data an
+SRE asks about "since 10:00" may be days old, and today's 10:00 would find none of it. A
+question without a window gives None: the tools then use their own default rather than a
+guessed one.
 """
 
 from __future__ import annotations
@@ -27,18 +30,21 @@ _RELATIVE = re.compile(
 )
 
 
-def _clock(tag: str) -> str:
-    """A clock time, optionally with a day word and a part of day; group names prefixed by tag."""
+def _clock(tag: str, *, bare: bool = False) -> str:
+    """A clock time, optionally with a day word and a part of day; group names prefixed by tag.
+    `bare`: a lone hour is one too (the end of "9:30 to 10", whose start says it is a time)."""
+    minutes = (rf"(?:[:：](?P<{tag}m>[0-5]\d)|\s*点\s*(?:(?P<{tag}half>半)|(?P<{tag}zm>[0-5]?\d)\s*分?)?"
+               rf"|(?=\s*(?:am|pm)\b))")
     return (
         rf"(?:(?P<{tag}day>今天|昨天|today|yesterday)\s*)?(?:(?P<{tag}part>上午|下午|晚上|中午|凌晨|早上)\s*)?"
         rf"(?P<{tag}h>[01]?\d|2[0-3])"
-        rf"(?:[:：](?P<{tag}m>[0-5]\d)|\s*点\s*(?:(?P<{tag}half>半)|(?P<{tag}zm>[0-5]?\d)\s*分?)?|(?=\s*(?:am|pm)\b))"
-        rf"(?:\s*(?P<{tag}ampm>am|pm)\b)?"
+        + (rf"(?:{minutes}|(?![\d:.]))" if bare else minutes)
+        + rf"(?:\s*(?P<{tag}ampm>am|pm)\b)?"
     )
 
 
 _RANGE = re.compile(
-    rf"(?:from|between|从|自)?\s*{_clock('a')}\s*(?:to|until|till|and|-|–|~|到|至)\s*{_clock('b')}", re.I
+    rf"(?:from|between|从|自)?\s*{_clock('a')}\s*(?:to|until|till|and|-|–|~|到|至)\s*{_clock('b', bare=True)}", re.I
 )
 _SINCE = re.compile(
     rf"(?:(?:since|after|from|从|自)\s*{_clock('a')}|{_clock('b')}\s*(?:以来|之后|以后|开始|起))", re.I
@@ -84,33 +90,49 @@ def _utc(dt: datetime) -> datetime:
     return dt.astimezone(UTC)
 
 
+def clock_without_date(question: str) -> bool:
+    """Whether the window the question names is a clock time with no day word ("since 10:00",
+    "10点以后", "between 9:30 and 10"): the one kind of window an anchor moves."""
+    for pattern in (_RANGE, _SINCE):
+        m = pattern.search(question)
+        if m:
+            return not (m.group("aday") or m.group("bday"))
+    return False
+
+
 def parse_time_window(
-    question: str, now: datetime, *, tz: tzinfo | None = None
+    question: str, now: datetime, *, tz: tzinfo | None = None, anchor: datetime | None = None
 ) -> tuple[datetime, datetime] | None:
-    """(start, end) in UTC of the window the question names, or None."""
+    """(start, end) in UTC of the window the question names, or None. `anchor` (not after
+    `now`) is the day a clock time without a day word is read on, in place of today."""
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
     now_local = now.astimezone(tz or now.tzinfo)
+    if anchor is not None and anchor.tzinfo is None:
+        anchor = anchor.replace(tzinfo=UTC)
+    undated = anchor.astimezone(now_local.tzinfo) if anchor is not None and anchor <= now else now_local
 
     m = _RANGE.search(question)
     if m:
-        start = _clock_value(m, "a", now_local)
-        end = _clock_value(m, "b", now_local)
+        base = now_local if m.group("aday") or m.group("bday") else undated
+        start = _clock_value(m, "a", base)
+        end = _clock_value(m, "b", base)
         if start and end:
             if m.group("bday") is None and m.group("aday"):
                 end = end.replace(year=start.year, month=start.month, day=start.day)
             if end <= start:
                 start -= timedelta(days=1)
-            if start > now_local:
+            if start > base:
                 start, end = start - timedelta(days=1), end - timedelta(days=1)
             return _utc(start), _utc(end)
 
     m = _SINCE.search(question)
     if m:
-        start = _clock_value(m, "a", now_local) or _clock_value(m, "b", now_local)
+        explicit_day = m.group("aday") or m.group("bday")
+        base = now_local if explicit_day else undated
+        start = _clock_value(m, "a", base) or _clock_value(m, "b", base)
         if start:
-            explicit_day = m.group("aday") or m.group("bday")
-            if start > now_local and not explicit_day:
+            if start > base and not explicit_day:
                 start -= timedelta(days=1)
             return _utc(start), _utc(now)
 

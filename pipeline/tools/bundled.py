@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from pipeline.core.contracts import EvidenceTime
 from pipeline.text.primitives import normalize
 from pipeline.tools.prometheus import series_name
 from pipeline.tools.registry import LogQuery, MetricsQuery, NoData
@@ -100,6 +102,14 @@ class BundledLogs:
         self.world_dir = world_dir
         self.limit = limit
 
+    def latest_evidence(self, services: Sequence[str]) -> EvidenceTime | None:
+        if self.world_dir is None:
+            return None
+        times = [(ts, str(rec.get("service") or "")) for rec, ts, _ in _logs(self.world_dir / "logs.jsonl")
+                 if ts is not None and (not services or rec.get("service") in services)]
+        at, service = max(times, default=(None, ""))
+        return EvidenceTime(at=at, service=service, kind="log") if at else None
+
     def query_logs(self, q: LogQuery) -> LogsOutput:
         if self.world_dir is None:
             raise NoData(_nothing("log lines", q.service, None))
@@ -138,6 +148,16 @@ class BundledLogs:
 class BundledMetrics:
     def __init__(self, world_dir: Path | None):
         self.world_dir = world_dir
+
+    def latest_evidence(self, services: Sequence[str]) -> EvidenceTime | None:
+        """When an alert of `services` last began or ended."""
+        if self.world_dir is None:
+            return None
+        times = [(ts, str(alert.get("service") or "")) for alert in _alerts(self.world_dir / "alerts.json")
+                 if not services or alert.get("service") in services
+                 for ts in (_ts(alert.get("startsAt")), _ts(alert.get("endsAt"))) if ts is not None]
+        at, service = max(times, default=(None, ""))
+        return EvidenceTime(at=at, service=service, kind="alert") if at else None
 
     def query_metrics(self, q: MetricsQuery) -> MetricsOutput:
         if self.world_dir is None:

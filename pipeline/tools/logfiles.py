@@ -12,13 +12,14 @@ from __future__ import annotations
 import heapq
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import BackendSettings
+from pipeline.core.contracts import EvidenceTime
 from pipeline.tools.http import decode_counting
 from pipeline.tools.registry import LogQuery, NoData
 from pipeline.tools.results import LogItem, LogsOutput
@@ -44,6 +45,8 @@ _LEVEL_WORDS = {
 }
 
 _BLOCK = 1 << 20
+# How much of a file's end is read for its latest line (a partial first line is dropped).
+_TAIL = 1 << 16
 # A "line" longer than this is cut; the rest up to the next newline is skipped.
 MAX_LINE = 1 << 20
 
@@ -232,6 +235,24 @@ class LogFiles:
         if not self.root.is_dir():
             raise FileNotFoundError(f"log folder not found: {self.root}")
         return sorted(p for p in self.root.rglob("*") if p.is_file() and p.suffix in (".log", ".jsonl"))
+
+    def latest_evidence(self, services: Sequence[str]) -> EvidenceTime | None:
+        """The latest line of `services` (of any, when none is named) among the last lines of
+        each file: a log file is written in time order, so its newest lines are at its end."""
+        latest: tuple[datetime, str] | None = None
+        for path in self.files():
+            owner = service_of_file(path)
+            if services and owner not in services and path.suffix != ".jsonl":
+                continue
+            with path.open("rb") as fh:
+                start = fh.seek(max(0, fh.seek(0, 2) - _TAIL))
+                lines = fh.read(_TAIL).split(b"\n")
+            for raw in lines[1:] if start else lines:
+                entry = parse_line(decode_counting(raw.rstrip(b"\r"))[0])
+                service, at = entry.service or owner, utc(entry.timestamp)
+                if at is not None and (not services or service in services) and (latest is None or at > latest[0]):
+                    latest = (at, service)
+        return EvidenceTime(at=latest[0], service=latest[1], kind="log") if latest else None
 
     def query_logs(self, q: LogQuery) -> LogsOutput:
         files = self.files()

@@ -8,15 +8,17 @@ a `BackendKind` member (config) and one factory line in the spec that may use it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.core.config import BackendKind, BackendSettings, Settings
+from pipeline.core.contracts import EvidenceTime
 from pipeline.core.errors import ConfigError
 from pipeline.tools.results import KnowledgeOutput, LogsOutput, MetricsOutput, ToolOutput, ToolResult, from_data
 
@@ -73,6 +75,13 @@ class MetricsBackend(Protocol):
 
 class KnowledgeBackend(Protocol):
     def lookup_knowledge(self, q: KnowledgeQuery) -> KnowledgeOutput: ...
+
+
+@runtime_checkable
+class EvidenceClock(Protocol):
+    """A backend that can tell its latest record of some services (all, when none is named)."""
+
+    def latest_evidence(self, services: Sequence[str]) -> EvidenceTime | None: ...
 
 
 Backend = LogsBackend | MetricsBackend | KnowledgeBackend
@@ -204,6 +213,17 @@ class ToolBox:
         if spec is None:
             raise ValueError(f"unknown tool {tool_name!r}")
         return from_data(spec.run(self.backends[spec.name], spec.args.model_validate(arguments)))
+
+    def latest_evidence(self, services: Sequence[str]) -> EvidenceTime | None:
+        """The latest log line or alert of `services` that any backend able to tell holds: what
+        a clock time without a date is read against. A backend that cannot tell (or fails to:
+        the tools report that themselves when called) is passed over."""
+        found: list[EvidenceTime] = []
+        for backend in self.backends.values():
+            if isinstance(backend, EvidenceClock):
+                with contextlib.suppress(Exception):
+                    found += [t for t in [backend.latest_evidence(services)] if t is not None]
+        return max(found, key=lambda t: t.at, default=None)
 
 
 def build_toolbox(settings: Settings, world_dir: Path | None) -> ToolBox:

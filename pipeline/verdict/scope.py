@@ -10,13 +10,13 @@ when no log mentions it, and the answer must then say so instead of telling anot
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from pipeline.core.contracts import QuestionForm, QuestionScope, TimeWindow
+from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
 from pipeline.text.primitives import CJK_CHAR, detect_language, normalize
-from pipeline.text.timewindow import parse_time_window, window_phrase
+from pipeline.text.timewindow import clock_without_date, parse_time_window, window_phrase
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,15 @@ class Symptom:
     """One thing a user asks about a service, in their own words, and how evidence shows it.
 
     `asked`: phrases of a question that ask about it (a Latin phrase matches as a word, with a
-    short inflection: "leak" matches "leaking"; a Chinese one anywhere). `evidence`: words that
-    make a log line, alert, metric or claim about it. `search`: what the tools search for.
-    `metric`: a regular expression over metric names that measure it. `cause_only`: a suspected
-    cause the tools search for ("deploy"), never a symptom that coverage must see answered.
+    short inflection: "leak" matches "leaking"; a Chinese one anywhere). `phrasing`: a regular
+    expression over the normalised question for what a phrase list cannot hold: a negation or a
+    word order ("can't log in", "messages are being dropped", "jobs seem stuck"). `evidence`:
+    words that make a log line, alert, metric or claim about it; a word that also names the
+    healthy case ("TLS handshake completed", "connection") is left out. `search`: what the tools
+    search for. `metric`: a regular expression over metric names that measure it. `cause_only`: a
+    suspected cause the tools search for ("deploy"), never a symptom that coverage must see answered.
+    `narrows`: the general symptoms its phrases contain ("登录失败" holds 失败, "errors"): asked
+    together in one part of a question, the general one is this one and is not asked apart.
     """
 
     id: str
@@ -36,52 +41,129 @@ class Symptom:
     search: tuple[str, ...]
     metric: str = ""
     cause_only: bool = False
+    phrasing: str = ""
+    narrows: tuple[str, ...] = ()
 
+
+# Pieces of `phrasing`: a negated ability ("can't", "cannot", "unable to", "fails to") and a
+# linking verb run ("are being", "seem to be", "keep") between a subject and its state.
+_CANT = r"(?:can[’']?t|cannot|can not|couldn[’']?t|could not|unable to|not able to|fail(?:s|ed|ing)? to|won[’']?t)"
+_BE = r"(?:(?:are|is|were|was|be|been|being|get|gets|got|getting|go|goes|went|seem|seems|keep|keeps|still|all|just|to)\s+)*"
 
 SYMPTOM_TABLE: tuple[Symptom, ...] = (
     Symptom("latency",
-            ("slow", "latency", "p99", "p95", "response time", "takes forever", "sluggish", "慢", "延迟", "耗时", "卡顿",
-             "转圈", "时快时慢"),
+            ("slow", "latency", "p99", "p95", "response time", "takes forever", "takes ages", "takes too long",
+             "load forever", "loads forever", "loading forever", "spinning", "sluggish", "crawling",
+             "慢", "延迟", "耗时", "卡顿", "很卡", "好卡", "特别卡", "转圈", "时快时慢", "一直加载", "加载不出来"),
             ("latency", "slow", "took", "p99", "p95", "response time", "duration", "timeout", "timed out", "延迟", "耗时",
              "超时", "慢"),
-            ("slow", "latency", "p99", "took", "延迟", "耗时"), r"p9[059]|latency|duration"),
+            ("slow", "latency", "p99", "took", "延迟", "耗时"), r"p9[059]|latency|duration",
+            phrasing=rf"(?:pages?|site|app|screen|requests?|calls?) {_BE}(?:hang(?:s|ing)?|stuck loading|never load\w*)"),
     Symptom("timeout",
-            ("timeout", "time out", "times out", "timing out", "timed out", "超时", "err_timeout", "deadline exceeded"),
+            ("timeout", "time out", "times out", "timing out", "timed out", "504", "gateway timeout", "deadline exceeded",
+             "err_timeout", "not responding", "unresponsive", "no response",
+             "超时", "打不开", "无响应", "没响应", "没有响应", "加载不出来"),
             ("timeout", "timed out", "超时", "deadline", "504"),
             ("timeout", "timed out", "超时", "err_timeout", "deadline"), r"timeout"),
     Symptom("errors",
-            ("error", "errors", "erroring", "5xx", "500", "502", "503", "fail", "exception", "报错", "错误", "失败", "异常",
-             "出错"),
-            ("error", "exception", "failed", "failure", "5xx", "500", "502", "503", "错误", "失败", "异常", "报错"),
-            ("error", "exception", "failed", "500", "5xx", "错误", "失败"), r"5xx|error"),
+            ("error", "errors", "erroring", "5xx", "500", "502", "503", "fail", "exception", "broken", "not working",
+             "doesn't work", "isn't working", "outage", "unavailable", "connection refused",
+             "报错", "错误", "失败", "异常", "出错", "打不开", "用不了", "不能用", "不可用", "出问题", "连不上"),
+            ("error", "exception", "failed", "failure", "5xx", "500", "502", "503", "refused", "unavailable",
+             "错误", "失败", "异常", "报错"),
+            ("error", "exception", "failed", "500", "5xx", "错误", "失败"), r"5xx|error",
+            phrasing=rf"{_CANT} (?:connect|reach|open|access)\b"),
     Symptom("cpu",
-            ("cpu", "load average", "负载", "cpu使用率"),
+            ("cpu", "load average", "high load", "pegged", "负载", "cpu使用率"),
             ("cpu", "load average", "hot thread", "负载"),
             ("cpu", "load average", "jstack"), r"cpu"),
     Symptom("memory",
-            ("memory", "oom", "leak", "heap", "out of memory", "outofmemory", "内存", "泄漏", "泄露", "堆内存"),
+            ("memory", "oom", "leak", "heap", "out of memory", "outofmemory", "gc", "full gc", "gc pause",
+             "内存", "泄漏", "泄露", "堆内存", "内存溢出"),
             ("memory", "heap", "outofmemory", "oom", "gc", "内存", "堆"),
             ("outofmemory", "heap", "gc", "memory", "内存"), r"heap|memory|mem_"),
     Symptom("disk",
-            ("disk", "no space", "inode", "磁盘", "硬盘"),
+            ("disk", "no space", "out of space", "inode", "volume full", "磁盘", "硬盘", "空间不足", "存储满"),
             ("disk", "no space left", "inode", "filesystem", "磁盘"),
             ("disk", "no space", "inode", "磁盘"), r"disk|filesystem"),
     Symptom("restarts",
-            ("restart", "crash", "crashloop", "oomkilled", "killed", "重启", "崩溃", "挂了", "宕机"),
-            ("restart", "crash", "killed", "exited", "oomkilled", "重启", "崩溃"),
-            ("restart", "killed", "crash", "重启"), r"restart"),
+            ("restart", "crash", "crashloop", "crashloopbackoff", "oomkilled", "killed", "reboot", "bouncing", "flapping",
+             "重启", "崩溃", "挂了", "宕机", "起不来", "拉不起来", "启动失败", "被杀", "被kill"),
+            ("restart", "crash", "killed", "exited", "exiting", "exit code", "oomkilled", "crashloopbackoff", "sigkill",
+             "重启", "崩溃", "退出"),
+            ("restart", "killed", "crash", "exit", "重启"), r"restart",
+            phrasing=r"keeps? (?:going down|dying|falling over)"),
     Symptom("connection_pool",
-            ("connection pool", "pool", "connections", "connection", "连接池", "连接"),
-            ("connection", "pool", "hikari", "连接"),
+            # Not "connection" alone: "connection refused", "TLS connection" and "Aborted connection"
+            # are not pool exhaustion, and nearly every service logs the word.
+            ("connection pool", "connections", "pool exhausted", "db pool", "database pool", "hikari",
+             "连接池", "连接数", "连接耗尽", "连接不够", "连接用完"),
+            ("connection pool", "hikari", "pool exhausted", "pool stats", "connection is not available",
+             "too many connections", "connections", "连接池", "连接数"),
             ("connection", "pool", "连接"), r"connection|pool"),
     Symptom("queue_lag",
-            ("lag", "backlog", "queue", "积压", "堆积", "消费延迟"),
+            ("lag", "backlog", "queue", "consumer lag", "backed up", "积压", "堆积", "消费延迟", "消费慢", "消费不过来"),
             ("lag", "backlog", "queue", "queued", "consumer", "积压"),
             ("lag", "backlog", "queue", "积压"), r"lag|queue"),
     Symptom("cache",
             ("cache", "redis", "evict", "缓存"),
             ("cache", "redis", "evict", "maxmemory", "缓存"),
             ("redis", "cache", "evict", "缓存"), r"redis|cache"),
+    Symptom("auth",
+            ("login failure", "login error", "auth failure", "auth error", "authentication", "unauthorized",
+             "unauthorised", "forbidden", "401", "403", "access denied", "permission denied", "invalid token",
+             "token expired", "session expired", "logged out",
+             "登不上", "登不进", "登录不了", "登陆不了", "登录不上", "登陆不上", "登录失败", "登陆失败", "无法登录", "无法登陆",
+             "登录报错", "登录异常", "登录过期", "登录态失效", "认证失败", "鉴权失败", "未授权", "没有权限", "无权限",
+             "token过期", "令牌过期", "被踢"),
+            ("login failed", "authentication failed", "auth failed", "unauthorized", "unauthorised", "forbidden", "401",
+             "403", "invalid token", "token expired", "access denied", "permission denied", "invalid credentials",
+             "bad credentials", "登录失败", "认证失败", "鉴权失败", "未授权", "无权限"),
+            ("login", "auth", "unauthorized", "forbidden", "denied", "登录", "认证", "鉴权"), r"auth|login",
+            phrasing=rf"{_CANT} (?:log ?in|sign ?in|authenticate)|(?:log ?in|sign ?in|auth) {_BE}"
+                     r"(?:fail\w*|broken|rejected|denied|not working)", narrows=("errors",)),
+    Symptom("tls",
+            ("certificate", "cert", "certs", "ssl", "tls", "x509", "x.509", "handshake", "https error",
+             "证书", "握手"),
+            # Not "tls" or "handshake" alone: every healthy connection logs "TLS handshake completed".
+            ("certificate", "cert expired", "x509", "x.509", "ssl", "pkix", "handshake failed", "handshake failure",
+             "handshake_failure", "handshakeexception", "handshake error", "证书", "握手失败"),
+            ("certificate", "x509", "ssl", "handshake", "证书"), r"cert|ssl|tls", narrows=("errors",)),
+    Symptom("dns",
+            ("dns", "nxdomain", "servfail", "unknownhost", "unknownhostexception", "unknown host", "name resolution",
+             "resolving",
+             "域名解析", "解析域名", "域名无法解析", "域名不通"),
+            ("dns", "nxdomain", "servfail", "unknownhost", "unknownhostexception", "unknown host", "no such host",
+             "name or service not known", "name resolution", "could not resolve", "failed to resolve",
+             "unable to resolve", "cannot resolve", "域名解析"),
+            ("dns", "resolve", "unknownhost", "nxdomain", "解析"), r"dns",
+            phrasing=rf"{_CANT} resolve", narrows=("errors",)),
+    Symptom("message_loss",
+            ("message loss", "data loss", "dead letter", "dlq",
+             "丢消息", "丢了消息", "消息丢", "丢失消息", "消息没收到", "收不到消息", "没收到消息", "消息发不出", "消息发送失败",
+             "收不到推送", "推送没收到", "收不到通知", "没收到通知", "通知没收到", "丢数据", "数据丢失", "消息不见"),
+            # Not "send failed": a producer retries ("send failed ..., retry succeeded") and loses nothing.
+            ("dropped", "dropping", "message lost", "messages lost", "lost message", "discarded", "dead letter", "dlq",
+             "delivery failed", "failed to deliver", "not delivered",
+             "丢弃", "丢失", "发送失败", "投递失败"),
+            ("dropped", "lost", "send failed", "discard", "dead letter", "dlq", "丢失", "丢弃", "发送失败"),
+            r"drop|lost|dlq|dead_letter|discard",
+            phrasing=r"(?:drop|los[et]|losing|miss|discard)\w* (?:\w+ )?(?:messages?|events?|notifications?)"
+                     rf"|(?:messages?|events?|notifications?) {_BE}(?:dropped|lost|missing|discarded|not delivered"
+                     r"|undelivered|never (?:arrive|delivered))"
+                     r"|(?:never|don[’']?t|didn[’']?t|not) (?:get|got|receive|received) (?:any |the )?"
+                     r"(?:messages|notifications|events)", narrows=("errors",)),
+    Symptom("stuck_jobs",
+            ("stuck job", "stuck jobs", "stuck task", "stuck tasks", "stuck in pending", "stuck in queued",
+             "任务卡", "作业卡", "job卡", "跑批卡", "任务没跑", "任务不跑", "任务没有跑", "任务没执行", "任务不执行",
+             "任务没有执行", "任务没触发", "任务不动", "任务挂起", "任务阻塞", "任务一直不结束", "任务一直在跑"),
+            ("stuck", "hung", "hang", "stalled", "still running", "no progress", "lock not acquired", "deadlock",
+             "blocked", "卡住", "阻塞", "未执行", "死锁", "锁等待"),
+            ("job", "stuck", "lock", "task", "任务", "卡住"), r"job|task|cron|stuck",
+            phrasing=rf"(?:jobs?|tasks?|cron ?jobs?|crons?|batch(?:es)?|workers?|migrations?) (?:\w+ )?{_BE}"
+                     r"(?:stuck|hung|hang(?:s|ing)?|frozen|stalled|stalling|blocked|not (?:running|progressing|finishing"
+                     r"|starting|completing|firing)|never (?:finish|complet|start|run)\w*|didn[’']?t run|did not run"
+                     r"|won[’']?t (?:run|start|finish))", narrows=("errors",)),
     Symptom("deploy", ("deploy", "rollout", "release", "发布", "上线"), (),
             ("deploy", "version", "rollout", "发布", "上线"), cause_only=True),
 )
@@ -121,6 +203,7 @@ def _pattern(phrases: Iterable[str], inflected: bool, compounds: bool = False) -
 
 
 _ASKED = {s.id: _pattern(s.asked, True) for s in SYMPTOM_TABLE}
+_PHRASING = {s.id: re.compile(s.phrasing) for s in SYMPTOM_TABLE if s.phrasing}
 _EVIDENCE = {s.id: _pattern(s.evidence, True, compounds=True) for s in SYMPTOM_TABLE}
 _METRIC = {s.id: re.compile(s.metric) for s in SYMPTOM_TABLE if s.metric}
 # Where one part of a question ends and the next, possibly about another service, begins.
@@ -156,8 +239,12 @@ def asked_services(question: str, catalogue: Iterable[str] = ()) -> list[str]:
 
 def asked_symptoms(text: str) -> list[str]:
     """The symptom ids a piece of a question asks about, in table order (suspected causes included)."""
-    norm = normalize(text)
-    return [sid for sid, pattern in _ASKED.items() if pattern.search(norm)]
+    found: set[str] = set()
+    for clause in _CLAUSES.split(normalize(text)):
+        hits = {sid for sid, pattern in _ASKED.items()
+                if pattern.search(clause) or (sid in _PHRASING and _PHRASING[sid].search(clause))}
+        found |= hits - {general for sid in hits for general in SYMPTOMS[sid].narrows}
+    return [sid for sid in SYMPTOMS if sid in found]
 
 
 def mentions_symptom(text: str, symptom: str) -> bool:
@@ -226,19 +313,27 @@ def service_symptoms(question: str, services: list[str], catalogue: Iterable[str
     return out
 
 
-def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None) -> QuestionScope:
+def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None,
+               latest: Callable[[list[str]], EvidenceTime | None] | None = None) -> QuestionScope:
     """The scope of one question. `catalogue` holds the services some backend is known to have
-    (a bundled world's services); `now` anchors relative windows ("last 30 minutes")."""
+    (a bundled world's services); `now` anchors relative windows ("last 30 minutes"); `latest`
+    tells the latest evidence of the asked services (of any, when none is named), which a clock
+    time without a date is read against (pipeline.text.timewindow)."""
     known = list(catalogue)
     services = asked_services(question, known)
-    window = parse_time_window(question, now) if now is not None else None
+    window, anchor = None, None
+    if now is not None:
+        anchor = latest(services) if latest is not None and clock_without_date(question) else None
+        anchor = anchor if anchor is not None and anchor.at <= now else None
+        window = parse_time_window(question, now, anchor=anchor.at if anchor else None)
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
         symptom=", ".join(asked_symptoms(_unnamed(question, services))),
         symptoms=service_symptoms(question, services, known),
         form=question_form(question),
-        time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question)) if window else None,
+        time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question), anchor=anchor)
+        if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
     )
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.core.contracts import ComposerAction, ComposerGuardResult, ComposerHypothesis, ExecutorBinding, Verdict
+from pipeline.runs.demo import sample_questions
 from pipeline.runs.record import SessionRecord
+from pipeline.tools.incidents import World
 
 
 @dataclass
@@ -57,3 +59,10 @@ def answer_view(record: SessionRecord) -> AnswerView:
 def _lead(answer: str, summary: str) -> str:
     """The answer's first sentence: the composer's summary, else the answer's first line."""
     return summary.strip() or next((line for line in answer.splitlines() if line.strip()), "")
+
+
+def samples(world: World, language: str) -> list[str]:
+    """The questions the page offers over a bundled world: the sample set's, one per question form
+    (pipeline.runs.demo), else the world's own."""
+    return [s.question for s in sample_questions(world.id, language)] or list(
+        world.questions_zh if language == "zh" else world.questions_en)
