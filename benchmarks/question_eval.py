@@ -3,6 +3,7 @@
     python benchmarks/question_eval.py                      # offline engine, table per class
     python benchmarks/question_eval.py --json out.json      # also every question's judgement
     python benchmarks/question_eval.py --only gen-001,hand-007 --show   # print the leads
+    python benchmarks/question_eval.py --openai-sample 40   # through the openai provider and the stub
 
 The questions are benchmarks/question_set.jsonl (generated from ground truth, question_set.py) and
 benchmarks/question_set_hand.yaml (written by hand in users' words). Each runs as a whole session,
@@ -10,6 +11,12 @@ as `workbench ask --json --world <world>` runs one, on a temporary SQLite store.
 test is `pipeline`; the judge below is not: it reads the answer's lead (the first sentence of the
 final answer) with its own words, never with the engine's scope or lexicon code, so a change to the
 engine's reading cannot move the yardstick.
+
+Through the `openai` provider (--openai-sample): the local stub endpoint (tests/stub_openai.py) plays
+the model by replaying, stage by stage, the replies the offline engine gave for the same question,
+and the collector's tool calls of that session. The provider's path (prompts, tool loop, strict-JSON
+invoker, argument checks) then has to reach the same answer and so the same judgement: that is what
+a sample of the set can show without a real model.
 
 Per question:
 - agrees: the lead's polarity is the expected one (yes-no forms); every service the lead names as a
@@ -252,6 +259,136 @@ def offline_answerer(folder: Path) -> Callable[[dict[str, Any]], Answer]:
     return ask
 
 
+class _Recording:
+    """The offline provider, keeping each stage's reply as the text a model would have sent."""
+
+    def __init__(self, inner: Any):
+        self.inner, self.name = inner, inner.name
+        self.replies: dict[str, list[str]] = defaultdict(list)
+
+    def model_for(self, stage: str) -> str:
+        return str(self.inner.model_for(stage))
+
+    def plan(self, ctx: Any, question: str) -> Any:
+        plan = self.inner.plan(ctx, question)
+        self.replies["planner"].append(plan.model_dump_json())
+        return plan
+
+    def collect(self, *args: Any) -> Any:
+        return self.inner.collect(*args)
+
+    def digest(self, ctx: Any, question: str, invocations: list[Any]) -> Any:
+        digests = self.inner.digest(ctx, question, invocations)
+        self.replies["digest"].append(json.dumps({"digests": [d.model_dump(mode="json") for d in digests]},
+                                                 ensure_ascii=False))
+        return digests
+
+    def diagnose(self, *args: Any) -> str:
+        raw = str(self.inner.diagnose(*args))
+        self.replies["diagnosis"].append(raw)
+        return raw
+
+    def verify(self, ctx: Any, payload: Any) -> Any:
+        out = self.inner.verify(ctx, payload)
+        self.replies["verifier"].append(out.model_dump_json())
+        return out
+
+    def compose(self, ctx: Any, composer_input: Any) -> str:
+        raw = str(self.inner.compose(ctx, composer_input))
+        self.replies["composer"].append(raw)
+        return raw
+
+
+class _Replay:
+    """Plays the model behind the `openai` provider by replaying an offline session's stage replies
+    in order; the collector's tool calls of each round are that session's invocations of the round.
+    Both sessions run on a fresh store, so the invocation ids the replies cite are the same."""
+
+    def __init__(self, replies: dict[str, list[str]], invocations: list[Any]):
+        self.replies = {stage: list(texts) for stage, texts in replies.items()}
+        self.rounds: dict[int, list[tuple[str, Any]]] = defaultdict(list)
+        for inv in invocations:
+            self.rounds[inv.round].append((inv.tool_name, inv.arguments))
+        self.collections = 0
+
+    def __call__(self, request: Any) -> Any:
+        from tests.stub_openai import StubReply, chat_body, tool_call
+
+        system = request.messages[0]["content"]
+        stage = next(name for key, name in _STAGES if system.startswith(key))
+        if stage == "collector":
+            if any(m["role"] == "tool" for m in request.messages):
+                return StubReply(body=chat_body("collected"))
+            self.collections += 1
+            calls = [tool_call(_MODEL_TOOL[name], args) for name, args in self.rounds[self.collections]]
+            return StubReply(body=chat_body(None, finish_reason="tool_calls", tool_calls=calls))
+        queue = self.replies.get(stage) or ["{}"]
+        return StubReply(body=chat_body(queue.pop(0)))
+
+
+_STAGES = (("You are the Planner", "planner"), ("You are the Collector", "collector"),
+           ("You are the Evidence Digest", "digest"), ("You are the Diagnosis", "diagnosis"),
+           ("You are the Verifier", "verifier"), ("You are the Answer Composer", "composer"))
+_MODEL_TOOL = {"query_logs": "queryLogs", "query_metrics": "queryMetrics", "lookup_knowledge": "lookupKnowledge"}
+
+
+def openai_replay(folder: Path) -> Callable[[dict[str, Any]], tuple[Answer, Answer]]:
+    """Each question as an offline session, then through the `openai` provider against the stub
+    endpoint replaying that session's replies: (offline answer, provider answer)."""
+    from pipeline.core.config import load_settings
+    from pipeline.llm import make_provider
+    from pipeline.llm.openai_provider import OpenAIProvider
+    from pipeline.runs.session import run_session
+    from pipeline.store import Store
+    from tests.stub_openai import StubOpenAI
+
+    count = iter(range(10**9))
+
+    def ask(q: dict[str, Any]) -> tuple[Answer, Answer]:
+        n = next(count)
+        offline = load_settings(provider="offline", database_url=f"sqlite:///{folder / f'offline-{n}.db'}")
+        store = Store(offline.db_url)
+        recorder = _Recording(make_provider(offline))
+        first = run_session(q["question"], settings=offline, store=store, world_id=q["world"], provider=recorder)
+        replay = _Replay(recorder.replies, store.invocations(first.session_id))
+        with StubOpenAI(responder=replay) as stub:
+            settings = load_settings(provider="openai", database_url=f"sqlite:///{folder / f'openai-{n}.db'}",
+                                     openai={"base_url": stub.base_url, "model": "stub-model", "max_retries": 0})
+            second = run_session(q["question"], settings=settings, store=Store(settings.db_url), world_id=q["world"],
+                                 provider=OpenAIProvider(settings, sleep=lambda s: None))
+        return (first.verdict, first.final_answer), (second.verdict, second.final_answer)
+
+    return ask
+
+
+def sample(questions: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """n questions spread over the classes (one of each in turn) and the worlds (each class starts
+    its picks at a different place in its list)."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for q in questions:
+        groups[(q["form"], q["target"], q["lang"])].append(q)
+    queues = [members[i % len(members):] + members[:i % len(members)]
+              for i, (_, members) in enumerate(sorted(groups.items()))]
+    picked: list[dict[str, Any]] = []
+    while len(picked) < min(n, len(questions)):
+        for queue in queues:
+            if queue and len(picked) < n:
+                picked.append(queue.pop(0))
+    return picked
+
+
+def evaluate_through_openai(questions: list[dict[str, Any]], folder: Path) -> tuple[list[Judgement], list[str]]:
+    """The provider's judgements, and the ids whose provider answer differs from the offline one."""
+    ask = openai_replay(folder)
+    judged, differ = [], []
+    for q in questions:
+        offline, provider = ask(q)
+        judged.append(judge(q, *provider))
+        if offline != provider:
+            differ.append(q["id"])
+    return judged, differ
+
+
 def evaluate(questions: list[dict[str, Any]], ask: Callable[[dict[str, Any]], Answer]) -> list[Judgement]:
     return [judge(q, *ask(q)) for q in questions]
 
@@ -306,13 +443,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the figures and every judgement here")
     parser.add_argument("--only", help="comma-separated question ids")
     parser.add_argument("--show", action="store_true", help="print each question, verdict, lead and why it disagrees")
+    parser.add_argument("--openai-sample", type=int, metavar="N",
+                        help="instead: N questions through the openai provider against the stub endpoint, which "
+                             "replays each one's offline session; says which answers differ from the offline ones")
     args = parser.parse_args(argv)
     questions = load_questions()
     if args.only:
         wanted = set(args.only.split(","))
         questions = [q for q in questions if q["id"] in wanted]
     with tempfile.TemporaryDirectory(prefix="question-eval-") as folder:
-        judged = evaluate(questions, offline_answerer(Path(folder)))
+        if args.openai_sample:
+            judged, differ = evaluate_through_openai(sample(questions, args.openai_sample), Path(folder))
+            print(f"openai provider: {len(differ)} of {len(judged)} answers differ from the offline engine's "
+                  f"{', '.join(differ)}")
+        else:
+            judged = evaluate(questions, offline_answerer(Path(folder)))
     if args.show:
         for j in judged:
             mark = "ok " if j.agrees else "BAD"

@@ -110,3 +110,25 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> list[qe.Judgement]:
 def test_the_offline_engine_meets_the_goals(judged: list[qe.Judgement]) -> None:
     total = qe.figures(judged)
     assert qe.meets_goals(total), qe.table(judged)
+
+
+@pytest.fixture(scope="module")
+def through_openai(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[qe.Judgement], list[str]]:
+    return qe.evaluate_through_openai(qe.sample(qe.load_questions(), 40), tmp_path_factory.mktemp("openai"))
+
+
+@pytest.mark.slow
+def test_the_openai_provider_answers_a_sample_as_the_offline_engine(
+        through_openai: tuple[list[qe.Judgement], list[str]]) -> None:
+    judged, differ = through_openai
+    assert len(judged) == 40 and len({j.klass for j in judged}) >= 30
+    assert not differ, differ
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="as test_the_offline_engine_meets_the_goals (the provider's answers are the "
+                   "offline engine's); remove with it")
+def test_the_openai_provider_meets_the_goals_on_the_sample(
+        through_openai: tuple[list[qe.Judgement], list[str]]) -> None:
+    judged, _ = through_openai
+    assert qe.meets_goals(qe.figures(judged)), qe.table(judged)
