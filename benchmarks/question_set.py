@@ -33,9 +33,9 @@ services at once, in the forms why / yes-no (plain, negated, "is it healthy", "i
 - `symptom`: the symptom the lead must speak of, or "none";
 - `since`: [earliest, latest] HH:MM a time-form lead may name;
 - `pass_allowed`: whether PASS can be an earned mark. Nothing about a service absent from the data
-  can earn it (the evidence says nothing either way, issue 32, law 12). A why / how-long /
+  can earn it (the evidence says nothing either way: docs/spec.md#laws, law 8). A why / how-long /
   since-when about a healthy service may: a lead that shows by evidence the symptom is not there
-  answers it (law 8: "shown healthy"), so it is judged on saying so and naming no cause.
+  answers it (coverage: "shown healthy"), so it is judged on saying so and naming no cause.
 Deterministic (seeded).
 """
 
