@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -198,3 +199,70 @@ class TcpCut:
     def close(self) -> None:
         self.cut()
         self._server.close()
+
+
+class OwnPostgres:
+    """A throwaway PostgreSQL cluster this test owns, so it may stop and start it (the shared
+    server must never be stopped under the other tests). Root runs it as the `postgres` user."""
+
+    def __init__(self) -> None:
+        import glob
+        import pwd
+        import shutil
+        import socket
+
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl")) or [shutil.which("pg_ctl") or ""]
+        require(bool(bins[-1]), "PostgreSQL server binaries (pg_ctl, initdb)")
+        self.bin = Path(bins[-1]).parent
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            try:
+                pwd.getpwnam("postgres")
+            except KeyError:
+                require(False, "a `postgres` OS user to run a throwaway PostgreSQL as root")
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        import tempfile
+
+        # Its own directory under /tmp: pytest's tmp_path is not reachable by the `postgres` user.
+        root = Path(tempfile.mkdtemp(prefix="workbench-pg-"))
+        root.chmod(0o777)
+        self.data = root / "pgdata"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *args: str) -> None:
+        import subprocess
+
+        subprocess.run([*self.as_user, *args], check=True, capture_output=True, timeout=120)
+
+    def init(self) -> None:
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+
+    def start(self) -> None:
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-l", str(self.data.parent / "pg.log"),
+                  "-o", f"-p {self.port} -k {self.data.parent} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+
+    def stop(self) -> None:
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-m", "fast", "stop")
+
+
+@contextmanager
+def own_postgres() -> Iterator[OwnPostgres]:
+    """A fresh PostgreSQL cluster on a free port, stopped and removed afterwards."""
+    import shutil
+    import subprocess
+
+    pg = OwnPostgres()
+    try:
+        pg.init()
+        pg.start()
+    except (OSError, subprocess.SubprocessError) as exc:
+        require(False, f"a throwaway PostgreSQL cluster ({exc})")
+    try:
+        yield pg
+    finally:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            pg.stop()  # the test may have left it stopped
+        shutil.rmtree(pg.data.parent, ignore_errors=True)

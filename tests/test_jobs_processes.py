@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import postgres_schema
+from helpers import own_postgres, postgres_schema
+from sqlalchemy import text
 
 from pipeline.core.config import Settings, load_settings
 from pipeline.jobs import make_queue, submit_session
@@ -51,9 +52,10 @@ def _wait_for(what: str, check: Any) -> Any:
     pytest.fail(f"timed out waiting for {what}")
 
 
-def _env(tmp_path: Path, stub: StubOpenAI, database_url: str | None = None) -> dict[str, str]:
+def _env(tmp_path: Path, stub: StubOpenAI, database_url: str | None = None, jobs: dict[str, Any] = JOBS
+         ) -> dict[str, str]:
     config = tmp_path / "workbench.yaml"
-    config.write_text(yaml.safe_dump({"jobs": JOBS, "openai": {"max_retries": 0}}), encoding="utf-8")
+    config.write_text(yaml.safe_dump({"jobs": jobs, "openai": {"max_retries": 0}}), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
     env.update(WORKBENCH_CONFIG=str(config), WORKBENCH_PROVIDER="openai", OPENAI_BASE_URL=stub.base_url,
                OPENAI_MODEL="stub-model", WORKBENCH_HOME=str(tmp_path / "home"))
@@ -68,9 +70,10 @@ def _settings(env: dict[str, str]) -> Settings:
                          openai={"base_url": env["OPENAI_BASE_URL"], "model": "stub-model", "max_retries": 0})
 
 
-def _workbench(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "pipeline", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _workbench(env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
+    # A process that logs much (a worker through an outage) writes to a file: an unread pipe fills and blocks it.
+    err = log.open("wb") if log else subprocess.PIPE
+    return subprocess.Popen([sys.executable, "-m", "pipeline", *args], env=env, stdout=subprocess.DEVNULL, stderr=err)
 
 
 def _mid_session(store: Store) -> str | None:
@@ -162,3 +165,49 @@ def test_postgres_workers_run_queued_sessions_and_retry_a_killed_workers_job(tmp
     # None lost: every queued question ended completed, directly or through its rerun.
     reruns = {r["rerun_of"]: r for r in rows.values() if r["rerun_of"]}
     assert reruns[victim]["status"] == "completed"
+
+
+def _all_settled(store: Store) -> bool:
+    """Every session ended and procrastinate holds no job to do; False while the server is down."""
+    try:
+        rows = [store.get_session(s) for s in store.session_ids()]
+        with store.engine.connect() as conn:
+            pending = conn.execute(text("SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')"))
+            return pending.scalar_one() == 0 and all(r["status"] in ("completed", "failed", "interrupted") for r in rows)
+    except Exception:  # noqa: BLE001 - the server is stopped or starting
+        return False
+
+
+def test_a_database_stopped_under_a_live_worker_runs_each_alert_group_once(tmp_path: Path) -> None:
+    """PostgreSQL stopped for several leases while a worker runs queued sessions, then started
+    again: the live worker's sessions are not reaped as a stopped worker's, and each group key
+    ends as exactly one completed session."""
+    with own_postgres() as pg, StubOpenAI(responder=_slow_model(0.3)) as stub:
+        # The outage is half a lease, as a 20 s one is under the default 60 s lease.
+        env = _env(tmp_path, stub, pg.url, jobs={**JOBS, "lease_s": 8.0})
+        settings = _settings(env)
+        store = Store(settings.db_url)
+        queue = make_queue(settings, store)
+        keys = ["group-a", "group-b"]
+        for key in keys:
+            submit_session(queue, settings, store, QUESTION, world_id="gateway-timeout",
+                           trigger={"kind": "alertmanager"}, trigger_key=key)
+        queue.close()
+        worker = _workbench(env, "worker", "--concurrency", "2", log=tmp_path / "worker.log")
+        try:
+            _wait_for("the worker to be mid-session", lambda: _mid_session(store))
+            pg.stop()
+            time.sleep(settings.jobs.lease_s / 2)
+            pg.start()
+            _wait_for("every session and job to settle", lambda: _all_settled(store))
+            time.sleep(2 * settings.jobs.lease_s)  # a late reaper round would show up here
+            assert _all_settled(store)
+        finally:
+            _stop(worker)
+        rows = [store.get_session(s) for s in store.session_ids()]
+        store.engine.dispose()
+    for key in keys:
+        done = [r for r in rows if r["trigger_key"] == key and r["status"] == "completed"]
+        assert len(done) == 1, [(r["id"], r["status"], r["error"]) for r in rows if r["trigger_key"] == key]
+    assert sum(r["status"] == "completed" for r in rows) == len(keys)
+    assert not [r for r in rows if "worker stopped" in (r["error"] or "")], rows

@@ -318,3 +318,13 @@ def test_form_edits_keep_the_authors_comments_order_and_layout():
     switched, _ = rules_yaml.set_rule_field(INDEX, METADATA, "claim.evidence_utilization", "enabled", True)
     assert _changed_lines(rules_view.yaml_diff((INDEX, METADATA), (switched, METADATA), "a", "b")) == [
         "-    enabled: false", "+    enabled: true"]
+
+
+@pytest.mark.parametrize("outcome", ["off", "warn", "fail"])
+def test_switch_values_read_as_written_unquoted(outcome):
+    """YAML 1.1 read `off` as False; a switch value is taken as the word the user typed."""
+    assert "      negationOutcome: fail\n" in METADATA
+    rules = load_rules_from_text(INDEX, METADATA.replace("      negationOutcome: fail\n",
+                                                         f"      negationOutcome: {outcome}\n"))
+    (rule,) = [r for r in rules.rules if r.id == "evidence.excerpt_entities"]
+    assert rule.params.negationOutcome == outcome

@@ -5,10 +5,14 @@
 into RecursionError, and a duplicate key silently keeps the last value. This loader refuses
 anchors and aliases (our files never need them), caps nesting depth and refuses duplicate keys,
 each with the line and column; the caller caps the text's size and names the file.
+
+Booleans are YAML 1.2's: only true/false (any case). YAML 1.1 also read on/off/yes/no as
+booleans, so `negationOutcome: off`, written as the error message suggests, arrived as False.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -31,6 +35,11 @@ class _Refused(yaml.MarkedYAMLError):
 
 class _Loader(yaml.SafeLoader):
     """The pure-Python loader: its composer is where anchors, aliases and depth are visible."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -64,6 +73,10 @@ class _Loader(yaml.SafeLoader):
                                problem_mark=key_node.start_mark)
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
 
 
 def load(text: str) -> Any:

@@ -21,7 +21,7 @@ from pipeline.core.config import Settings
 from pipeline.core.errors import ConfigError
 from pipeline.jobs.tasks import TASKS, TransientJobError
 from pipeline.store import Store
-from pipeline.store.lease import reap
+from pipeline.store.lease import live, reap
 
 log = logging.getLogger(__name__)
 QUEUE = "workbench"
@@ -94,7 +94,13 @@ async def _reap_forever(app: procrastinate.App, settings: Settings, store: Store
             lost = await asyncio.to_thread(reap, store, lease)
             if lost:
                 log.warning("interrupted sessions whose worker stopped: %s", ", ".join(lost))
-            for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=_stalled_after(settings)):
+            stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=_stalled_after(settings))
+            # A worker whose own beats failed while the database was down still holds its sessions'
+            # leases (their heartbeat wins): its job is not taken from it.
+            held = await asyncio.to_thread(live, store, [str(j.task_kwargs.get("ref")) for j in stalled], lease)
+            for job in stalled:
+                if job.task_kwargs.get("ref") in held:
+                    continue
                 log.warning("retrying job %s left running by a stopped worker", job.id)
                 await app.job_manager.retry_job(job)
         except Exception:  # noqa: BLE001 - a database blip must not stop the worker; next round retries

@@ -19,7 +19,7 @@ from pipeline.core.errors import NotFound, WorkbenchError
 from pipeline.jobs.records import claim_job, finish_job, get_job
 from pipeline.store import Store
 from pipeline.store.engine import database_fault
-from pipeline.store.lease import Heartbeat, fail_unclaimed, reap, rerun_session
+from pipeline.store.lease import Heartbeat, fail_unclaimed, reap, retry_session
 
 
 class TransientJobError(WorkbenchError):
@@ -43,7 +43,8 @@ def run_diagnosis(settings: Settings, store: Store, session_id: str) -> str | No
     """Run the queued session `session_id`; returns the id that ran, None for a duplicate delivery.
 
     A retry finds its row `failed` or `interrupted` and runs the question again as a new session
-    (`rerun_of`), leaving the first attempt's partial audit chain as it was."""
+    (`rerun_of`, the same group key), leaving the first attempt's partial audit chain as it was;
+    a second retry of the same attempt finds that rerun made and runs nothing."""
     from pipeline.runs.session import SessionFailed, run_session
 
     # A redelivered job may find its first attempt's row still `running` after that worker died.
@@ -52,7 +53,10 @@ def run_diagnosis(settings: Settings, store: Store, session_id: str) -> str | No
     if row is None:
         raise NotFound(f"no session {session_id}")
     if row["status"] in ("failed", "interrupted"):
-        session_id = rerun_session(store, session_id, owned=True)
+        again = retry_session(store, session_id)
+        if again is None:
+            return None
+        session_id = again
     elif row["status"] != "queued":
         return None
     try:

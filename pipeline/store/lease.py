@@ -13,7 +13,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.core.errors import NotFound, StoreError
@@ -70,15 +70,24 @@ def beat(store: Store, ids: list[str]) -> None:
                        .values(heartbeat_at=_now()))
 
 
-def reap(store: Store, lease_s: float) -> list[str]:
-    """Mark every session whose lease lapsed `interrupted`, keeping the stage it reached.
+def _last_sign(store: Store, beat_at: Any) -> Any:
+    """When a row last showed its worker alive. Rows written before heartbeats existed have none:
+    their last update stands in for it. No beat can be written while PostgreSQL is down, so a
+    server (re)start counts as a beat: a live worker whose beats failed during an outage keeps its
+    lease for one more lease after the server is back (docs/architecture.md#store)."""
+    if store.engine.dialect.name == "postgresql":
+        # A row that never beat (queued for procrastinate workers) stays without a sign.
+        return case((beat_at.is_(None), None), else_=func.greatest(beat_at, func.pg_postmaster_start_time()))
+    return beat_at
 
-    Rows written before heartbeats existed have none: their last update stands in for it."""
+
+def reap(store: Store, lease_s: float) -> list[str]:
+    """Mark every session whose lease lapsed `interrupted`, keeping the stage it reached."""
     cutoff = _now() - timedelta(seconds=lease_s)
-    last_sign = func.coalesce(DiagnosisSession.heartbeat_at, DiagnosisSession.updated_at)
+    last_sign = _last_sign(store, func.coalesce(DiagnosisSession.heartbeat_at, DiagnosisSession.updated_at))
     lapsed = or_(
         and_(DiagnosisSession.status == "running", last_sign < cutoff),
-        and_(DiagnosisSession.status == "queued", DiagnosisSession.heartbeat_at < cutoff),
+        and_(DiagnosisSession.status == "queued", _last_sign(store, DiagnosisSession.heartbeat_at) < cutoff),
     )
     with Session(store.engine) as db, db.begin():
         rows = db.execute(select(DiagnosisSession.id, DiagnosisSession.stage, last_sign)
@@ -88,22 +97,59 @@ def reap(store: Store, lease_s: float) -> list[str]:
                 status="interrupted",
                 error=f"its worker stopped during stage {stage} (no heartbeat since {seen:%Y-%m-%d %H:%M:%S}); "
                       "run it again with `workbench rerun`"))
-        db.execute(update(JobRow).where(JobRow.status.in_(("queued", "running")), JobRow.heartbeat_at < cutoff)
+        db.execute(update(JobRow).where(JobRow.status.in_(("queued", "running")),
+                                        _last_sign(store, JobRow.heartbeat_at) < cutoff)
                    .values(status="interrupted", error="its worker stopped", finished_at=_now()))
     return [r[0] for r in rows]
 
 
+def live(store: Store, ids: list[str], lease_s: float) -> set[str]:
+    """Which of these sessions and job rows are queued or running with their lease still held."""
+    cutoff = _now() - timedelta(seconds=lease_s)
+    found: set[str] = set()
+    with Session(store.engine) as db:
+        for model in (DiagnosisSession, JobRow):
+            found.update(db.execute(select(model.id).where(
+                model.id.in_(ids), model.status.in_(("queued", "running")),
+                _last_sign(store, model.heartbeat_at) >= cutoff)).scalars())
+    return found
+
+
 def rerun_session(store: Store, session_id: str, *, owned: bool) -> str:
-    """A new queued session asking the same question with the same trigger; the old row stays as
-    it ended (its partial audit chain is evidence of what happened)."""
-    old = store.get_session(session_id)
+    """A new queued session asking the same question with the same trigger (and group key); the
+    old row stays as it ended (its partial audit chain is evidence of what happened)."""
+    with Session(store.engine) as db, db.begin():
+        return _rerun(db, _ended(db, session_id), owned=owned)
+
+
+def retry_session(store: Store, session_id: str) -> str | None:
+    """The queue's retry of a failed or interrupted session: its rerun, made at most once. A job
+    retried twice (procrastinate's retry and the stalled-job reaper's after a database outage)
+    finds the rerun the other made and returns None, so one alert group stays one session."""
+    with Session(store.engine) as db, db.begin():
+        old = _ended(db, session_id)
+        if db.execute(select(DiagnosisSession.id).where(DiagnosisSession.rerun_of == session_id)).first():
+            return None
+        return _rerun(db, old, owned=True)
+
+
+def _ended(db: Session, session_id: str) -> DiagnosisSession:
+    # The row lock serialises two retries of one job on PostgreSQL; SQLite has one writer.
+    old = db.execute(select(DiagnosisSession).where(DiagnosisSession.id == session_id)
+                     .with_for_update()).scalar_one_or_none()
     if old is None:
         raise NotFound(f"no session {session_id}")
-    if old["status"] not in ("failed", "interrupted"):
-        raise StoreError(f"session {session_id} is {old['status']}: only a failed or interrupted session runs again")
-    return enqueue_session(store, question=old["question"], world=old["world"], shape=old["shape"],
-                           provider=old["provider"], model=old["model"],
-                           trigger=old.get("trigger") or {"kind": "manual"}, rerun_of=session_id, owned=owned)
+    if old.status not in ("failed", "interrupted"):
+        raise StoreError(f"session {session_id} is {old.status}: only a failed or interrupted session runs again")
+    return old
+
+
+def _rerun(db: Session, old: DiagnosisSession, *, owned: bool) -> str:
+    sid = f"s-{uuid.uuid4().hex[:12]}"
+    db.add(DiagnosisSession(id=sid, question=old.question, world=old.world, shape=old.shape, provider=old.provider,
+                            model=old.model, status="queued", stage="queued", trigger=old.trigger or {"kind": "manual"},
+                            trigger_key=old.trigger_key, rerun_of=old.id, heartbeat_at=_now() if owned else None))
+    return sid
 
 
 def add_event(store: Store, session_id: str, stage: str, data: dict[str, Any]) -> None:
