@@ -160,6 +160,9 @@ def test_trace_renders_highlights_and_escapes_tool_output(settings: Settings, st
     html = _html(at)
     assert '<mark class="wb-match">' in html
     assert "Composer input" in "\n".join(h.value for h in at.subheader)
+    # "since 10:00" has no date: the scope says which record's day it was read on.
+    assert "since 10:00 = 2026-11-28 10:00 – 2026-11-28 11:00 UTC (read on the day of the latest log line of " \
+           "payment-service, at 2026-11-28 10:59 UTC)" in html
     # The bundled world holds a log line "<script>alert(1)</script> user-agent probe": search the outputs for it.
     inv_ids = [m["id"] for m in store.invocation_meta(result.session_id)]
     found = False
