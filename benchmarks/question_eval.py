@@ -100,6 +100,7 @@ SYMPTOM_WORDS: dict[str, tuple[str, ...]] = {
     "timeout": ("timeout", "timed out", "time out", "504", "超时"),
     "latency": ("slow", "latency", "p99", "p95", "ms", "延迟", "慢", "耗时"),
     "connection_pool": ("pool", "connection", "hikari", "连接"),
+    "restarts": ("restart", "crash", "killed", "evict", "重启", "崩溃", "驱逐"),
 }
 CLOCK = re.compile(r"(?<!\d)([01]?\d|2[0-3]):([0-5]\d)(?!\d)")
 DURATION = re.compile(r"\d+(?:\.\d+)?\s*(?:minutes?|mins?\b|hours?|hrs?\b|分钟|小时)", re.IGNORECASE)

@@ -69,9 +69,10 @@ EVIDENCE_WORDS: dict[str, tuple[str, ...]] = {
     "timeout": ("timeout", "timed out", "超时", "504"),
     "latency": ("latency", "slow", "p99", "延迟", "慢"),
     "connection_pool": ("connection pool", "hikari", "pool", "连接池"),
+    "restarts": ("restart", "oomkilled", "crashloop", "重启"),
 }
 # Order matters: an alert named "...Timeout" is about timeouts before anything else it mentions.
-ALERT_ORDER = ("connection_pool", "cpu", "memory", "timeout", "errors", "latency")
+ALERT_ORDER = ("connection_pool", "cpu", "memory", "timeout", "errors", "latency", "restarts")
 
 # How a user says each symptom. en: (adjective phrase after "is X", noun phrase); zh: (predicate, noun).
 PHRASES: dict[str, dict[str, tuple[str, str]]] = {
@@ -82,6 +83,7 @@ PHRASES: dict[str, dict[str, tuple[str, str]]] = {
     "latency": {"en": ("slow", "slowness"), "zh": ("很慢", "变慢")},
     "connection_pool": {"en": ("running out of database connections", "connection pool exhaustion"),
                         "zh": ("数据库连接池耗尽", "连接池耗尽")},
+    "restarts": {"en": ("restarting", "restarts"), "zh": ("一直在重启", "重启")},
 }
 
 
@@ -99,6 +101,8 @@ class World:
     victim: str  # "" when no involved service's alert follows the root's
     victim_symptom: str
     category: str
+    restarted: tuple[str, ...]  # services with a restart alert (firing or resolved) in the window
+    healthy_restarts: bool  # whether the healthy target's records speak of a restart
 
 
 def _hhmm(ts: str) -> str:
@@ -143,10 +147,15 @@ def _read_world(folder: Path, rng: random.Random) -> World:
         if service in involved and service != root and alert and alert["startsAt"] > root_alert["startsAt"]:
             victim, victim_symptom = service, _alert_symptom(alert)
             break
+    restarted = tuple(s for s in services if any(a["service"] == s and "restart" in a["alertname"].lower()
+                                                  for a in alerts))
+    healthy_texts = [r["message"] for r in logs if r["service"] == healthy] + [
+        a["alertname"] + " " + a["description"] for a in alerts if a["service"] == healthy]
     return World(id=world["id"], services=services, root=root, involved=involved, symptom=symptom,
                  since=(since[0], since[1]), clock=_hhmm(root_alert["startsAt"])[:3] + "00", healthy=healthy,
                  healthy_symptom=healthy_symptom, victim=victim, victim_symptom=victim_symptom,
-                 category=truth["category"])
+                 category=truth["category"], restarted=restarted,
+                 healthy_restarts=any("restarts" in _symptoms_of(t) for t in healthy_texts))
 
 
 def _pick_healthy(services: tuple[str, ...], involved: frozenset[str], symptom: str, alerts: list[dict[str, Any]],
@@ -180,6 +189,16 @@ def _yesno_negated(lang: str, s: str, sym: str, rng: random.Random) -> str:
     if lang == "en":
         return rng.choice((f"Isn't {s} {PHRASES[sym]['en'][0]}?", f"Isn't {s} {PHRASES[sym]['en'][0]} at the moment?"))
     return rng.choice((f"{s} 是否没有{PHRASES[sym]['zh'][1]}？", f"{s} 是不是没有{PHRASES[sym]['zh'][1]}？"))
+
+
+def _yesno_clock(lang: str, s: str, sym: str, clock: str) -> str:
+    if lang == "en":
+        return f"Has {s} been {PHRASES[sym]['en'][0]} since {clock}?"
+    return f"{s} 从 {clock} 开始是不是{PHRASES[sym]['zh'][0]}？"
+
+
+def _yesno_restarts(lang: str, s: str) -> str:
+    return f"Has {s} restarted?" if lang == "en" else f"{s} 是不是重启过？"
 
 
 def _yesno_healthy(lang: str, s: str, rng: random.Random) -> str:
@@ -320,6 +339,17 @@ def _world_questions(w: World, lang: str, rng: random.Random) -> list[dict[str, 
     qs.append(_q(w, lang, "yesno", "cause", "absent", [gone, effect], effect_sym,
                  _yesno_cause(lang, gone, effect, effect_sym, rng), polarity="unknown", cause=root,
                  pass_allowed=False))
+    qs.append(_q(w, lang, "yesno", "clock", "root", [root], sym, _yesno_clock(lang, root, sym, w.clock),
+                 polarity="yes", cause=root, expect_symptom=sym))
+    # "Has X restarted": yes for every service with a restart alert (the ground truth may call
+    # it healthy: a restart is not the incident); no for the healthy target when nothing says so.
+    for service in w.restarted:
+        kind = "root" if service == root else "involved" if service in w.involved else "healthy"
+        qs.append(_q(w, lang, "yesno", "restarts", kind, [service], "restarts", _yesno_restarts(lang, service),
+                     polarity="yes", cause=root, expect_symptom="restarts"))
+    if not w.healthy_restarts and ok not in w.restarted:
+        qs.append(_q(w, lang, "yesno", "restarts", "healthy", [ok], "restarts", _yesno_restarts(lang, ok),
+                     polarity="no"))
     if w.category == "deploy":
         qs.append(_q(w, lang, "yesno", "change", "root", [root], sym, _yesno_deploy(lang, root, sym),
                      polarity="yes", cause=root, expect_symptom=sym))
