@@ -62,6 +62,8 @@ class OpenAISettings(_Section):
     model: str = "gpt-4o-mini"
     # e.g. {"digest": "gpt-4o-mini", "composer": "qwen2.5-7b-instruct"}
     stage_models: dict[str, str] = Field(default_factory=dict)
+    # Replies stream: the longest wait for the next token (the first includes reading the prompt).
+    # A slow model that keeps generating is not cut by it; `workbench doctor` measures what fits.
     timeout_s: float = 60.0
     # One stage's whole wall time (every request, retry, backoff and re-ask of it): a stalled or
     # rambling endpoint fails the stage at this bound, not after max_retries full timeouts.
