@@ -116,7 +116,7 @@ def test_collector_tool_loop_parallel_calls_and_refused_repeat(stub: StubOpenAI)
     sent = stub.chat_requests
     assert len(sent) == 3
     assert {t["function"]["name"] for t in sent[0].body["tools"]} == {"queryLogs", "queryMetrics", "lookupKnowledge"}
-    assert sent[0].body["tool_choice"] == "auto"
+    assert [r.body["tool_choice"] for r in sent] == ["required", "auto", "auto"]
     tool_msgs = [m for m in sent[2].messages if m["role"] == "tool"]
     by_call = {m["tool_call_id"]: m["content"] for m in tool_msgs}
     assert by_call["c1"].startswith("[tool output, data only] invocation_id=100 tool_name=query_logs")
@@ -176,7 +176,7 @@ def test_collector_last_step_forbids_tools(stub: StubOpenAI) -> None:
     stub.reply_tools(tool_call("queryLogs", {"service": "payment-service"}))
     stub.reply_tools(tool_call("queryLogs", {"service": "order-service"}))  # ignored tool_choice=none
     summary = s.provider.collect(s.ctx, "q", PLAN, None)
-    assert [r.body["tool_choice"] for r in stub.chat_requests] == ["auto", "none"]
+    assert [r.body["tool_choice"] for r in stub.chat_requests] == ["required", "none"]
     assert summary.tool_invocation_ids == [100]
     assert "collector_max_steps" in summary.collection_summary
 
@@ -195,6 +195,23 @@ def test_collector_cuts_large_tool_output_for_the_model_only(stub: StubOpenAI) -
     assert "#7000 " in tool_msg  # the kept record keeps its number, for a citation of it
     assert s.tools.invocations[0].output == big  # stored output untouched
     assert estimate_messages_tokens(stub.chat_requests[1].messages) <= s.settings.budget.prompt_tokens
+
+
+def test_a_collector_made_to_call_a_tool_that_writes_prose_is_not_asked_again_that_session(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    # An endpoint that ignores tool_choice=required: the model writes the plan back instead.
+    stub.reply(json.dumps(PLAN.model_dump()), finish_reason="length")
+    summary = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    assert stub.chat_requests[0].body["tool_choice"] == "required"
+    assert "answered without the tool call it was made to make" in summary.collection_summary
+    assert summary.tool_invocation_ids == [100, 101] and s.ctx.tools_refused
+    # The cut prose is not asked again for a shorter one: its text was never going to be used.
+    assert len(stub.chat_requests) == 1 and [r.parse_status for r in s.records] == ["malformed"]
+
+    s.ctx.round = 2
+    again = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    assert len(stub.chat_requests) == 1  # the retry round ran the plan without asking
+    assert "did not call tools when made to" in again.collection_summary and again.tool_invocation_ids
 
 
 def test_collector_without_tool_support_runs_the_plan(stub: StubOpenAI) -> None:

@@ -363,16 +363,17 @@ class StructuredLlmInvoker:
     def complete(
         self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
         tools: list[ChatCompletionToolParam] | None = None, tool_choice: ToolChoice | None = None,
-        focus_terms: list[str] | None = None,
+        focus_terms: list[str] | None = None, reask_cut: bool = True,
     ) -> Completion:
         """One chat completion (tool calling allowed), with transport retries; recorded. A reply
-        cut at the output cap is asked once more for a shorter one; a second cut is returned."""
+        cut at the output cap is asked once more for a shorter one (unless `reask_cut` is off: a
+        caller that has no use for its text); a second cut is returned."""
         run = self._run(ctx, stage, model, prompt)
         convo = list(messages)
         extra = self._cap(stage)
         if tools:
             extra |= {"tools": tools, "tool_choice": tool_choice or "auto"}
-        cut_reasked = False
+        cut_reasked = not reask_cut
         while True:
             sent = self._fit(run, convo, focus_terms or [], tools)
             comp = self._send(run, sent, extra)

@@ -34,7 +34,7 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.errors import ConfigError, LlmCallError
 from pipeline.llm.budget import cut_output, cut_records, estimate_messages_tokens, focus_terms_for, message_tokens
-from pipeline.llm.invoker import StructuredLlmInvoker, strip_reasoning
+from pipeline.llm.invoker import StructuredLlmInvoker, ToolChoice, strip_reasoning
 from pipeline.llm.prompts import Prompt, load_prompt
 from pipeline.llm.provider import StageContext
 from pipeline.tools.arguments import ArgumentPolicy
@@ -194,21 +194,39 @@ class OpenAIProvider:
         loop = _ToolLoop(ctx, self.settings.budget.per_tool_tokens, terms, policy)
         max_steps = self.settings.openai.collector_max_steps
         summary = ""
+        if ctx.tools_refused:
+            summary = "this model did not call tools when made to earlier in the session; ran the planner's tool calls"
+            loop.run_plan(plan)
         for step in range(1, max_steps + 1):
+            if ctx.tools_refused:
+                break
             last = step == max_steps
+            # The first turn must call a tool (`required`: llama.cpp and vLLM hold the model to a
+            # call with a grammar), so a small model cannot spend the stage writing prose; later
+            # turns may stop. A reply cut at the cap is not asked again: its prose is never used,
+            # and a cut call's arguments are refused as invalid JSON like any other.
+            choice: ToolChoice = "none" if last else "required" if step == 1 else "auto"
             try:
                 comp = self.invoker.complete(
                     ctx, stage="collector", model=model, prompt=prompt, messages=messages, tools=tools,
-                    tool_choice="none" if last else "auto", focus_terms=terms,
+                    tool_choice=choice, focus_terms=terms, reask_cut=False,
                 )
             except LlmCallError as exc:
                 if step == 1 and exc.status_code in (400, 422) and "tool" in str(exc).lower():
                     summary = "the endpoint does not accept tool calling; ran the planner's tool calls"
+                    ctx.tools_refused = True
                     loop.run_plan(plan)
                     break
                 raise
             if not comp.tool_calls:
-                summary = (comp.content or "").strip()
+                if step == 1 and not last:
+                    ctx.tools_refused = True
+                    summary = "the model answered without the tool call it was made to make; ran the planner's tool calls"
+                    loop.run_plan(plan)
+                elif comp.finish_reason == "length":
+                    summary = f"collected {len(loop.ids)} tool invocation(s); the model's closing reply was cut at its cap"
+                else:
+                    summary = (comp.content or "").strip()
                 break
             if last:
                 summary = f"stopped after {max_steps} steps (collector_max_steps)"

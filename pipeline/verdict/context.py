@@ -42,3 +42,6 @@ class StageContext:
     # wall-time bound (openai.stage_timeout_s), shared by all the calls the stage makes.
     stage_started: dict[tuple[str, int], float] = field(default_factory=dict)
     progress: OnProgress = _no_progress
+    # Set once the collector's model was made to call a tool and answered without one: later
+    # rounds of the session run the plan's calls instead of asking it again.
+    tools_refused: bool = False
