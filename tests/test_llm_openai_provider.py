@@ -23,7 +23,10 @@ from pipeline.core.errors import LlmCallError
 from pipeline.frontends.doctor import doctor
 from pipeline.llm.budget import estimate_messages_tokens
 from pipeline.llm.openai_provider import OpenAIProvider
+from pipeline.llm.prompts import load_prompt
 from pipeline.llm.provider import StageContext
+from pipeline.stages.parse import parse_executor_output
+from pipeline.text.echoes import PromptExample
 from pipeline.tools.registry import model_name, persisted_name
 from tests.stub_openai import StubOpenAI, StubReply, error_body, tool_call
 
@@ -332,3 +335,82 @@ def test_collector_refuses_tool_arguments_with_a_number_json_lacks(stub: StubOpe
     assert by_call["c1"] == ("error: arguments of queryLogs are not valid JSON (NaN is not a number JSON allows); "
                              "nothing was run")
     assert "beyond the range of a number" in by_call["c2"]
+
+
+# --- prompt echoes (law 12): a reply repeating its prompt's example is malformed -------------
+
+def _example(stage: str) -> dict[str, Any]:
+    """The JSON shape a stage's prompt file ends with, as a model that copies it would send it."""
+    text = load_prompt(stage, load_settings().prompts_dir).text
+    return json.loads(text[text.rstrip().rfind("\n{"):])
+
+
+def test_a_plan_copying_the_prompt_example_is_reasked_once_then_replaced_by_the_scope_plan(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    s.ctx.scope = QuestionScope(services=["payment-service"], language="en")
+    stub.reply(json.dumps(_example("planner"))).reply(json.dumps(_example("planner")))
+    plan = s.provider.plan(s.ctx, "payment API times out")
+    assert plan.skill == "scope_plan" and plan.services == ["payment-service"]
+    assert len(stub.chat_requests) == 2  # re-asked once, with the reason
+    assert "repeats the prompt's example" in stub.chat_requests[1].messages[-1]["content"]
+    assert [r.parse_status for r in s.records] == ["malformed", "malformed"]
+    # The old example's bare placeholders are caught by their form alone.
+    stub.reply(json.dumps({"skill": "latency_diagnosis", "language": "en", "services": ["..."], "tool_calls": []}))
+    stub.reply(json.dumps({"skill": "latency_diagnosis", "language": "en", "services": ["payment-service"],
+                           "tool_calls": []}))
+    assert s.provider.plan(s.ctx, "payment API times out").services == ["payment-service"]
+    assert "services is the placeholder '...'" in (s.records[2].error or "")
+
+
+def test_a_placeholder_service_is_never_run_even_when_the_plan_lists_it(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    s.ctx.scope = QuestionScope(services=["payment-service", "order-service"], language="en")
+    plan = PLAN.model_copy(update={"services": ["...", "<service>", "payment-service"], "tool_calls": []})
+    stub.reply_tools(tool_call("queryLogs", {"service": "..."}, "c1"), tool_call("queryLogs", {"service": "xxx"}, "c2"))
+    stub.reply("Collected.")
+    summary = s.provider.collect(s.ctx, "payment and order time out", plan, None)
+    refusals = [m["content"] for m in stub.chat_requests[1].messages if m["role"] == "tool"]
+    assert all(r.startswith("refused:") for r in refusals) and "'...'" in refusals[0]
+    assert "<service>" not in refusals[0]  # a placeholder is not offered as a supported service
+    # Law 8 still asks every asked service; nothing ran with a placeholder.
+    assert [i.arguments["service"] for i in s.tools.invocations] == ["payment-service", "order-service"]
+    assert "refused service '...'" in summary.collection_summary
+
+
+def test_a_digest_copying_the_prompt_example_leaves_its_batch_undigested(stub: StubOpenAI) -> None:
+    s = Setup(stub, reask_attempts=2)
+    invs = [s.tools("query_logs", {"service": "payment-service"})]
+    stub.reply(json.dumps(_example("digest"))).reply(json.dumps(_example("digest")))
+    assert s.provider.digest(s.ctx, "q", invs) == []
+    assert len(stub.chat_requests) == 2  # one re-ask for an echo, not reask_attempts of them
+    assert "source_invocation_ids 0 is copied from the prompt's example" in (s.records[0].error or "") or \
+        "placeholder" in (s.records[0].error or "")
+
+
+def test_a_diagnosis_copying_the_prompt_example_is_malformed_at_parse(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    example = _example("diagnosis")
+    # A model that fills the slots but keeps the example's invocation id and its hypothesis slot.
+    claim = example["claims"][0]
+    claim["claim_text"] = "payment-service logged request timeouts"
+    claim["evidence_bindings"][0].update(evidence_excerpt="query_logs ok", source_record_ids=["100#1"],
+                                         digest_id="digest-100-1")
+    stub.reply(json.dumps(example)).reply(json.dumps(example))
+    raw = s.provider.diagnose(s.ctx, "q", PLAN, None, [s.tools("query_logs", {})], None)
+    assert len(stub.chat_requests) == 2 and [r.parse_status for r in s.records] == ["malformed", "malformed"]
+    status, output = parse_executor_output(raw, load_prompt("diagnosis", s.settings.prompts_dir).example)
+    assert status.status == "malformed" and output is None
+    assert "repeats the prompt's example" in status.detail
+
+
+def test_the_example_values_are_read_from_the_prompt_file_itself() -> None:
+    # A team's own prompt with a concrete example: its sentences and cited ids are example data,
+    # contract tokens its prose names are not.
+    prompt = ('Cite `source_invocation_ids`; `claim_id` is "claim-1".\nReply with one JSON object:\n'
+              '{"claims": [{"claim_id": "claim-1", "evidence_bindings": [{"source_invocation_ids": [394]}]}],\n'
+              ' "hypotheses": [{"hypothesis_text": "连接池压力可能参与了超时问题。"}]}')
+    example = PromptExample.of(prompt)
+    assert example.echo_in({"hypotheses": [{"hypothesis_text": "连接池压力可能参与了超时问题。"}]})
+    assert example.echo_in({"claims": [{"evidence_bindings": [{"source_invocation_ids": [394]}]}]})
+    assert example.echo_in({"claims": [{"claim_id": "claim-1", "evidence_bindings": [
+        {"source_invocation_ids": [395], "evidence_excerpt": "at Pool.<init>(Pool.java:42)"}]}]}) is None

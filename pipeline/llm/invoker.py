@@ -411,7 +411,7 @@ class StructuredLlmInvoker:
         run = self._run(ctx, stage, model, prompt)
         convo = list(messages)
         reasks = 0
-        cut_reasked = False
+        cut_reasked = echo_reasked = False
         cap = self._cap(stage)
         while True:
             mode = self.json_mode(model)
@@ -427,24 +427,29 @@ class StructuredLlmInvoker:
             run.last_raw = comp.content or ""
             cut = comp.finish_reason == "length"
             error: str | None
+            echo = None
             if cut:  # even a complete-looking object: its last items may be the ones the cap dropped
                 status, error, data, value = "malformed", self._cut_error(stage, cap), None, None
             else:
                 status, error, data, value = self._check(raw, schema, validate)
+                # Checked before the schema's verdict: "you copied the example" is the reason to give.
+                echo = prompt.example.echo_in(data) if data is not None else None
+                if echo is not None:
+                    status, error, value = "malformed", f"the reply repeats the prompt's example: {echo}", None
             self._record(run, sent, comp.content or "", status, comp, error, mode)
             if error is None:
                 return Structured(value, data or {}, raw, run.attempt, run.prompt_tokens, run.completion_tokens)
             run.errors.append(error)
-            # A cut reply gets one re-ask of its own: asking a rambling model again the same way
-            # would only spend the stage's time on another cut.
-            if cut and cut_reasked:
-                raise run.failure(f"reply cut at the output cap twice; {error}", reason="output")
+            # A cut reply and an echo get one re-ask each: asking a rambling or copying model
+            # again the same way would only spend the stage's time on another one.
+            if (cut and cut_reasked) or (echo and echo_reasked):
+                raise run.failure(f"{'reply cut at the output cap' if cut else 'the prompt example repeated'} "
+                                  f"twice; {error}", reason="output")
             if not cut and reasks >= self.settings.openai.reask_attempts:
                 raise run.failure(f"no usable output after {run.attempt} attempt(s); last error: {error}", reason="output")
-            if cut:
-                cut_reasked = True
-            else:
-                reasks += 1
+            cut_reasked = cut_reasked or cut
+            echo_reasked = echo_reasked or echo is not None
+            reasks += not cut
             convo = convo + self._reask(comp, error)
 
     @staticmethod
