@@ -321,7 +321,7 @@ def test_a_stream_that_stalls_mid_reply_fails_on_inactivity_and_records_what_it_
     stub.enqueue(stalled).enqueue(stalled)
     with pytest.raises(LlmCallError) as err:
         h.plan()
-    assert "no token for 0.3 s (openai.timeout_s), after 5 token(s)" in str(err.value)
+    assert "no token within 0.3 s (openai.timeout_s), after 5 token(s)" in str(err.value)
     # The cut attempts are on record with the tokens generated before the cut, not 0.
     assert [(r.parse_status, r.completion_tokens) for r in h.records] == [("n/a", 5), ("n/a", 5)]
     assert all(r.raw_response == json.dumps(PLAN)[:20] and r.prompt_tokens > 0 for r in h.records)

@@ -28,7 +28,7 @@ from pipeline.llm.provider import StageContext
 from pipeline.stages.parse import parse_executor_output
 from pipeline.text.echoes import PromptExample
 from pipeline.tools.registry import model_name, persisted_name
-from tests.stub_openai import StubOpenAI, StubReply, error_body, tool_call
+from tests.stub_openai import StubOpenAI, StubReply, chat_body, error_body, tool_call
 
 PLAN = PlannerPlan(
     skill="latency_diagnosis", language="en", services=["payment-service"], keywords=["timeout"],
@@ -414,3 +414,20 @@ def test_the_example_values_are_read_from_the_prompt_file_itself() -> None:
     assert example.echo_in({"claims": [{"evidence_bindings": [{"source_invocation_ids": [394]}]}]})
     assert example.echo_in({"claims": [{"claim_id": "claim-1", "evidence_bindings": [
         {"source_invocation_ids": [395], "evidence_excerpt": "at Pool.<init>(Pool.java:42)"}]}]}) is None
+
+
+def test_a_model_too_slow_for_its_stage_budgets_still_gets_a_session_through(stub: StubOpenAI) -> None:
+    # Each stage has 0.4 s (its own bound in openai.stage_timeouts); the model stalls mid-reply.
+    s = Setup(stub, timeout_s=5.0, stage_timeouts={"planner": 0.4, "collector": 0.4, "diagnosis": 0.4})
+    s.ctx.scope = QuestionScope(services=["payment-service"], language="en")
+    slow = StubReply(body=chat_body(json.dumps(PLAN.model_dump())), stall_after=3, stall_s=5)
+    stub.enqueue(slow).enqueue(slow).enqueue(slow)
+    plan = s.provider.plan(s.ctx, "payment API times out")
+    assert plan.skill == "scope_plan"  # the planner's fallback, not a failed session
+    summary = s.provider.collect(s.ctx, "payment API times out", plan, None)
+    assert "no usable tool call in time (deadline)" in summary.collection_summary and summary.tool_invocation_ids
+    raw = s.provider.diagnose(s.ctx, "q", plan, None, s.tools.invocations, None)
+    assert raw == '{"skill": "'[:len(raw)]  # what streamed before the cut goes on to parse (malformed)
+    errors = [r.error or "" for r in s.records if r.parse_status == "n/a"]
+    assert errors and all("openai.stage_timeouts." in e for e in errors)
+    assert all(r.completion_tokens > 0 for r in s.records)  # each cut reply's tokens are on record

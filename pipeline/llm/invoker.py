@@ -6,7 +6,8 @@ re-ask with the error appended, a bounded number of times. Every call sends the 
 a request fails when no token came for `openai.timeout_s`, not at a fixed total, and reports its
 progress (tokens, tokens/s) to `ctx.progress`. Around each call: transport retries on tenacity (429
 honouring Retry-After, 5xx, timeouts, refused connections) with bounded exponential backoff and
-jitter, all inside the stage's wall-time bound (`openai.stage_timeout_s`). Every attempt, failed or not, becomes an `llm_call` record (law 6), the
+jitter, all inside the stage's wall-time bound (`openai.stage_timeout_s`, or the stage's own in
+`openai.stage_timeouts`). Every attempt, failed or not, becomes an `llm_call` record (law 6), the
 failed ones from tenacity's `after` hook. Final failure is one exception, `LlmCallError`, carrying
 the last raw completion, the attempts, the tokens and the reason.
 
@@ -337,7 +338,14 @@ class StructuredLlmInvoker:
 
     def _run(self, ctx: StageContext, stage: str, model: str, prompt: Prompt) -> _Run:
         started = ctx.stage_started.setdefault((stage, ctx.round), time.monotonic())
-        return _Run(ctx, stage, model, prompt, started + self.settings.openai.stage_timeout_s)
+        return _Run(ctx, stage, model, prompt, started + self.stage_budget(stage)[0])
+
+    def stage_budget(self, stage: str) -> tuple[float, str]:
+        """The stage's wall-time bound and the setting it comes from."""
+        o = self.settings.openai
+        if stage in o.stage_timeouts:
+            return o.stage_timeouts[stage], f"openai.stage_timeouts.{stage}"
+        return o.stage_timeout_s, "openai.stage_timeout_s"
 
     def _cap(self, stage: str) -> _Options:
         cap = getattr(self.settings.budget.output_tokens, stage, None)
@@ -515,10 +523,10 @@ class StructuredLlmInvoker:
     # --- transport -------------------------------------------------------------------------
 
     def _send(self, run: _Run, messages: list[ChatCompletionMessageParam], extra: _Options) -> Completion:
-        bound = self.settings.openai.stage_timeout_s
+        bound, key = self.stage_budget(run.stage)
         if self._remaining(run) <= 0:
             last = f"; last error: {run.errors[-1]}" if run.errors else ""
-            raise run.failure(f"the stage ran out of its {bound:g} s (openai.stage_timeout_s) after "
+            raise run.failure(f"the stage ran out of its {bound:g} s ({key}) after "
                               f"{run.attempt} attempt(s){last}", reason="deadline")
         retrying = tenacity.Retrying(
             sleep=self.sleep,
@@ -535,7 +543,7 @@ class StructuredLlmInvoker:
             if not exc.retryable:
                 raise run.failure(exc.message, exc.status_code, reason="http") from exc
             if exc.stopped_by == "deadline":
-                raise run.failure(f"{exc.message}; the stage ran out of its {bound:g} s (openai.stage_timeout_s) "
+                raise run.failure(f"{exc.message}; the stage ran out of its {bound:g} s ({key}) "
                                   f"after {run.attempt} attempt(s)", exc.status_code, reason="deadline") from exc
             raise run.failure(f"{exc.message} (gave up after {run.attempt} attempt(s))", exc.status_code) from exc
 
@@ -583,9 +591,14 @@ class StructuredLlmInvoker:
         came for `openai.timeout_s` (the first one includes reading the prompt) or when the
         stage's time runs out, never at a fixed total, and what was generated before a cut is
         counted and recorded."""
-        idle = max(0.01, min(self.settings.openai.timeout_s, self._remaining(run)))
+        bound, key = self.stage_budget(run.stage)
+        remaining = self._remaining(run)
+        idle = max(0.01, min(self.settings.openai.timeout_s, remaining))
+        # Which bound a silence runs into: the wait for a token, or what is left of the stage.
+        waited = f"the stage's {bound:g} s ({key})" if remaining < self.settings.openai.timeout_s else \
+            f"{round(idle, 1):g} s (openai.timeout_s)"
         started = time.perf_counter()
-        reader = _StreamReader(run, self.settings.openai.stage_timeout_s)
+        reader = _StreamReader(run, bound)
         try:
             with endpoint_slots(str(self.client.base_url), self.settings.jobs.llm_concurrency):
                 started = time.perf_counter()  # the wait for a slot is not the endpoint's latency
@@ -605,8 +618,7 @@ class StructuredLlmInvoker:
                 wait_s=_retry_after_s(exc) if exc.status_code == 429 else None,
             ) from exc
         except (openai.APITimeoutError, httpx.TimeoutException) as exc:
-            what = f"no token for {round(idle, 1):g} s (openai.timeout_s)" if reader.chunks else \
-                f"no reply within {round(idle, 1):g} s (openai.timeout_s)"
+            what = f"no token within {waited}" if reader.chunks else f"no reply within {waited}"
             raise reader.cut(f"request to {self.client.base_url} timed out: {what}", messages, _since(started)) from exc
         except (openai.APIConnectionError, httpx.HTTPError) as exc:
             raise reader.cut(f"cannot connect to {self.client.base_url}: {_root_cause(exc)}" if not reader.chunks else
@@ -616,8 +628,7 @@ class StructuredLlmInvoker:
             raise reader.cut(f"{self.client.base_url} sent an error mid-stream: {exc.message}", messages,
                              _since(started)) from exc
         if reader.out_of_time:
-            raise reader.cut(f"the reply was stopped at the stage's {self.settings.openai.stage_timeout_s:g} s "
-                             "(openai.stage_timeout_s)", messages, _since(started))
+            raise reader.cut(f"the reply was stopped at the stage's {bound:g} s ({key})", messages, _since(started))
         return reader.completion(messages, _since(started))
 
     def _unstreamed(

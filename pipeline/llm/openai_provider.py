@@ -156,7 +156,7 @@ class OpenAIProvider:
                 messages=self.plan_messages(ctx, question), schema=PlannerPlan,
             )
         except LlmCallError as exc:
-            if exc.reason != "output" or ctx.scope is None:
+            if not exc.fell_short or ctx.scope is None:
                 raise
             return scope_plan(ctx.scope, question)
         plan = result.value
@@ -217,7 +217,11 @@ class OpenAIProvider:
                     ctx.tools_refused = True
                     loop.run_plan(plan)
                     break
-                raise
+                if not exc.fell_short:
+                    raise
+                summary = f"the model gave no usable tool call in time ({exc.reason}); ran the planner's tool calls"
+                loop.run_plan(plan)
+                break
             if not comp.tool_calls:
                 if step == 1 and not last:
                     ctx.tools_refused = True
@@ -287,10 +291,10 @@ class OpenAIProvider:
                     schema=DigestBatch, focus_terms=terms,
                 )
             except LlmCallError as exc:
-                # The model answered, never usably (its attempts are on record): this batch's
-                # outputs stay undigested, a gap the diagnosis and coverage then show. No answer
-                # at all is the endpoint's failure and fails the stage.
-                if exc.reason == "output":
+                # The model answered, never usably or not in time (its attempts are on record):
+                # this batch's outputs stay undigested, a gap the diagnosis and coverage then
+                # show. No answer at all is the endpoint's failure and fails the stage.
+                if exc.fell_short:
                     continue
                 raise
             assert isinstance(result.value, DigestBatch)
@@ -343,9 +347,10 @@ class OpenAIProvider:
                 focus_terms=focus_terms_for(question, plan.services or ctx.services, plan.keywords),
             )
         except LlmCallError as exc:
-            # The model answered, just never with a JSON object: that answer goes to the parse
-            # stage (missing / malformed -> LOW_CONFID, law 3). No answer at all is a failure.
-            if exc.reason == "output":
+            # The model answered, just never with a JSON object or not in time: that answer goes
+            # to the parse stage (missing / malformed -> LOW_CONFID, law 3). No answer at all is a
+            # failure.
+            if exc.fell_short:
                 return strip_reasoning(exc.last_raw)
             raise
         return result.raw
