@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.errors import LlmCallError
 from pipeline.frontends.doctor import doctor
+from pipeline.frontends.fit import write_fit
 from pipeline.llm.budget import estimate_messages_tokens
 from pipeline.llm.openai_provider import OpenAIProvider
 from pipeline.llm.prompts import load_prompt
@@ -310,7 +312,7 @@ def test_doctor_reports_capabilities_and_fallbacks(stub: StubOpenAI) -> None:
     stub.fail(400, "response_format json_schema not supported")
     stub.reply('{"ok": true}')
     stub.reply_tools(tool_call("ping", {"target": "db"}))
-    ok, lines = doctor(settings)
+    ok, lines, _ = doctor(settings)
     assert ok
     assert lines[0].startswith("[ok] endpoint") and "model stub-model is listed" in lines[0]
     assert lines[1].startswith("[warn] JSON output: response_format json_object works")
@@ -319,9 +321,31 @@ def test_doctor_reports_capabilities_and_fallbacks(stub: StubOpenAI) -> None:
 
 def test_doctor_unknown_model_and_offline(stub: StubOpenAI) -> None:
     settings = load_settings(provider="openai", openai={"base_url": stub.base_url, "model": "other"})
-    ok, lines = doctor(settings)
+    ok, lines, _ = doctor(settings)
     assert not ok and "model other is not listed" in lines[0]
-    assert doctor(load_settings()) == (True, ["[ok] provider offline: no LLM endpoint is used"])
+    assert doctor(load_settings()) == (True, ["[ok] provider offline: no LLM endpoint is used"], None)
+
+
+def test_doctor_measures_the_endpoint_and_writes_settings_that_fit_it(stub: StubOpenAI, tmp_path: Path) -> None:
+    settings = load_settings(provider="openai", openai={"base_url": stub.base_url, "model": "stub-model"})
+    stub.reply('{"ok": true}').reply_tools(tool_call("ping", {"target": "db"}))
+    # A slow model: the prompt probe's reply after 0.5 s, the generation probe a token every 0.05 s.
+    stub.reply("ok", usage={"prompt_tokens": 1000, "completion_tokens": 1}, delay_s=0.5)
+    stub.enqueue(StubReply(body=chat_body("1\n2\n3\n4\n5\n6\n7\n8\n9\n10"), chunk_delay_s=0.05))
+    ok, lines, found = doctor(settings, measure=True)
+    assert ok and found is not None
+    assert lines[-1].startswith("[warn] speed of stub-model: prompt ") and "settings that fit" in lines[-1]
+    assert stub.chat_requests[-1].body["stream"] is True
+    caps = settings.budget.output_tokens
+    assert all(found.output_tokens[s] <= getattr(caps, s) for s in found.output_tokens)
+    assert found.output_tokens["diagnosis"] < caps.diagnosis  # ~20 tokens/s cannot write 2,048 in its share
+    path = tmp_path / "workbench.yaml"
+    path.write_text("provider: openai\nopenai:\n  model: stub-model\n", encoding="utf-8")
+    write_fit(path, found)
+    written = load_settings(path)
+    assert written.openai.model == "stub-model" and written.openai.stage_timeouts == found.stage_timeouts
+    assert written.budget.output_tokens.diagnosis == found.output_tokens["diagnosis"]
+    assert written.openai.timeout_s == found.timeout_s
 
 
 def test_collector_refuses_tool_arguments_with_a_number_json_lacks(stub: StubOpenAI) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.bounds import encodable
-from pipeline.core.config import Settings, load_settings
+from pipeline.core.config import Settings, config_path, load_settings
 from pipeline.core.errors import ConfigError, WorkbenchError, one_line
 from pipeline.store import Store
 from pipeline.text.primitives import detect_language
@@ -251,13 +251,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from pipeline.frontends.doctor import doctor
+    from pipeline.frontends.fit import write_fit
     from pipeline.store.engine import display_url
     from pipeline.tools.health import backend_health
 
     settings = _settings(args)
-    ok, lines = doctor(settings)
+    ok, lines, found = doctor(settings, measure=not args.quick)
     backends = backend_health(settings)
     print("\n".join([f"database: {display_url(settings.db_url)}", *lines, *backends]))
+    if args.write:
+        if found is None:
+            raise ConfigError("nothing to write: the endpoint's speed was not measured (provider openai, reachable, "
+                              "without --quick)")
+        write_fit(config_path(), found)
+        print(f"wrote openai.timeout_s, openai.stage_timeouts and budget.output_tokens to {config_path()}")
     return 0 if ok and not any("UNREACHABLE" in line for line in backends) else 1
 
 
@@ -358,6 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
     keys.set_defaults(func=cmd_keys)
 
     doc = sub.add_parser("doctor", help="check the LLM endpoint and the evidence backends")
+    doc.add_argument("--quick", action="store_true", help="skip measuring the endpoint's speed")
+    doc.add_argument("--write", action="store_true",
+                     help="write the settings that fit the measured speed to the settings file")
     doc.set_defaults(func=cmd_doctor)
 
     sim = sub.add_parser("simulate", help="expose a bundled incident's metrics for Prometheus to scrape")
