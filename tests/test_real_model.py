@@ -32,7 +32,7 @@ from tests.helpers import require
 QUESTIONS = [
     ("gateway-timeout", "Order 123 payment failed with ERR_TIMEOUT from the gateway, what happened?"),
 ]
-# The slowest this model measured on a busy 2-core machine (docs/benchmarks.md#real-model).
+# The slowest this model measured on a busy 2-core machine (docs/benchmarks.md#a-real-local-model).
 SLOW = Speed(prompt_tps=50, generation_tps=1.5)
 # The stages answering in JSON through response_format (the collector calls tools instead).
 JSON_STAGES = {"planner", "digest", "verifier", "composer"}
