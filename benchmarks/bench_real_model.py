@@ -14,7 +14,12 @@ that fell back to the fixed template, plans that fell back to the scope plan, wa
 
     python benchmarks/bench_real_model.py --base-url http://127.0.0.1:8080/v1 --model gemma-3-270m \
         [--questions N] [--worlds bad-deploy,...] [--languages en,zh] [--modes json_schema,prompt] \
-        [--timeout-s 60] [--time-budget-s S] [--json out.json]
+        [--timeout-s 60] [--time-budget-s S] [--json out.json] \
+        [--config workbench.yaml] [--question WORLD:QUESTION ...]
+
+`--config` takes the settings `workbench doctor --write` fitted to the endpoint (first-token wait,
+per-stage time budgets and output caps) instead of --timeout-s; `--question` asks the named
+questions only (the six of docs/benchmarks.md: why, yes/no and what, in English and Chinese).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline.core.config import load_settings  # noqa: E402
@@ -39,6 +46,7 @@ from pipeline.core.errors import WorkbenchError  # noqa: E402
 from pipeline.llm.provider import STAGES  # noqa: E402
 from pipeline.runs.session import run_session  # noqa: E402
 from pipeline.store import Store  # noqa: E402
+from pipeline.text.primitives import detect_language  # noqa: E402
 from pipeline.tools.incidents import World, load_worlds  # noqa: E402
 
 
@@ -97,6 +105,7 @@ def stage_figures(sessions_calls: list[list[dict[str, Any]]]) -> dict[str, dict[
             "transport_failures": len(rows) - len(replies),
             "prompt_tokens": sum(r["prompt_tokens"] for r in rows),
             "completion_tokens": sum(r["completion_tokens"] for r in rows),
+            "seconds": round(sum(r["latency_ms"] for r in rows) / 1000, 1),
             "latency_p50_s": statistics.median(latencies) / 1000 if latencies else None,
             "latency_p90_s": percentile(latencies, 0.9) / 1000 if latencies else None,
             "json_modes": sorted({r["json_mode"] for r in replies if r.get("json_mode")}),
@@ -154,10 +163,11 @@ def _s(value: float | None) -> str:
 
 def _stage_row(stage: str, mode: str, f: dict[str, Any] | None) -> str:
     if f is None:
-        return f"| {stage} | {mode} | not reached | | | | | | |"
+        return f"| {stage} | {mode} | not reached | | | | | | | |"
     rate = f"{f['valid']}/{f['replies']} ({100 * f['valid'] / f['replies']:.0f}%)" if f["replies"] else "-"
     return (f"| {stage} | {mode} | {rate} | {f['reasks']} | {f['cut']} | {f['transport_failures']} | "
-            f"{f['prompt_tokens']:,} / {f['completion_tokens']:,} | {_s(f['latency_p50_s'])} | {_s(f['latency_p90_s'])} |")
+            f"{f['prompt_tokens']:,} / {f['completion_tokens']:,} | {f['seconds']:,.0f} s | {_s(f['latency_p50_s'])} | "
+            f"{_s(f['latency_p90_s'])} |")
 
 
 def report(results: list[dict[str, Any]]) -> str:
@@ -173,7 +183,7 @@ def report(results: list[dict[str, Any]]) -> str:
                      + f" | {failed} | {o['fixed_template']} | {o['scope_plan']} | {o['diagnosis_unparsed']} | "
                      f"{_s(o['wall_p50_s'])} / {o['wall_total_s']:,.0f} s |")
     lines += ["", "| stage | JSON mode | parse-valid | re-asks | cut at cap | transport failures | "
-              "tokens in / out | latency p50 | latency p90 |", "|---|---|---|---|---|---|---|---|---|"]
+              "tokens in / out | seconds | latency p50 | latency p90 |", "|---|---|---|---|---|---|---|---|---|---|"]
     for stage in STAGES:
         if any(stage in res["stages"] for res in results):
             lines += [_stage_row(stage, res["mode"], res["stages"].get(stage)) for res in results]
@@ -192,9 +202,13 @@ def main() -> int:
     parser.add_argument("--time-budget-s", type=float, default=None,
                         help="start no further question after this many seconds (the one under way finishes)")
     parser.add_argument("--json", help="write the figures to this file (rewritten after every session)")
+    parser.add_argument("--config", type=Path, help="settings fitted by `workbench doctor --write`")
+    parser.add_argument("--question", action="append", default=[], help="WORLD:QUESTION, repeatable")
     args = parser.parse_args()
-    questions = bundled_questions(args.questions, [w for w in args.worlds.split(",") if w],
-                                  [lang for lang in args.languages.split(",") if lang])
+    questions = [(w, detect_language(q), q) for w, q in (item.split(":", 1) for item in args.question)] or \
+        bundled_questions(args.questions, [w for w in args.worlds.split(",") if w],
+                          [lang for lang in args.languages.split(",") if lang])
+    fitted = yaml.safe_load(args.config.read_text(encoding="utf-8")) if args.config else {}
     modes = [m for m in args.modes.split(",") if m]
     began = time.perf_counter()
     load_before = os.getloadavg()
@@ -205,9 +219,9 @@ def main() -> int:
         setups = {}
         for mode in modes:
             # A request may take timeout_s; a stage three of them (a retry and a re-ask).
-            settings = load_settings(provider="openai", home=Path(tmp) / mode, openai={
-                "base_url": args.base_url, "model": args.model, "json_mode": mode,
-                "timeout_s": args.timeout_s, "stage_timeout_s": 3 * args.timeout_s})
+            timing = fitted.get("openai") or {"timeout_s": args.timeout_s, "stage_timeout_s": 3 * args.timeout_s}
+            settings = load_settings(provider="openai", home=Path(tmp) / mode, budget=fitted.get("budget"), openai={
+                **timing, "base_url": args.base_url, "model": args.model, "json_mode": mode})
             settings.home.mkdir(parents=True, exist_ok=True)
             setups[mode], stores[mode] = settings, Store(settings.db_url)
         for n, (world_id, lang, question) in enumerate(questions, 1):

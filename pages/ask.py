@@ -63,8 +63,17 @@ class Progress:
     def __init__(self) -> None:
         self.tools: Any = None
         self.tool_count = 0
+        self.streaming: Any = None  # one line, rewritten as a stage's reply streams in
+
+    def on_progress(self, data: dict[str, Any]) -> None:
+        if self.streaming is None:
+            self.streaming = st.empty()
+        self.streaming.caption(markup.md(ask_view.progress_text(data)))
 
     def __call__(self, stage: str, data: dict[str, Any]) -> None:
+        if stage != "progress" and self.streaming is not None:  # the stage it followed has ended
+            self.streaming.empty()
+            self.streaming = None
         handler = getattr(self, f"on_{stage}", None)
         if handler:
             handler(data)

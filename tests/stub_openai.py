@@ -2,7 +2,9 @@
 
 Scripted per test: enqueue replies (chat answers, tool calls, HTTP errors with headers, delays)
 or install a responder function; every request the stub got is kept in `requests`, so a test
-can assert what the real `openai` SDK sent. No network beyond loopback.
+can assert what the real `openai` SDK sent. A request with `stream: true` gets its chat answer as
+server-sent events, a few characters a chunk, as llama.cpp's server sends them; `stall_after`
+stops a stream after that many chunks (`stall_s`), as a busy server does. No network beyond loopback.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ class StubReply:
     # Sent as is instead of the JSON of `body`: a proxy's HTML page, a truncated reply.
     raw: bytes | None = None
     content_type: str = "application/json"
+    # A streamed reply: after this many chunks nothing more comes for `stall_s` (then the rest).
+    stall_after: int | None = None
+    stall_s: float = 0.0
+    # A streamed reply: the pause before every chunk (a slow model that keeps generating).
+    chunk_delay_s: float = 0.0
 
 
 @dataclass
@@ -72,6 +79,31 @@ def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = 
 
 def error_body(message: str, *, type_: str = "invalid_request_error", param: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": param, "code": None}}
+
+
+def stream_chunks(body: dict[str, Any], include_usage: bool, size: int = 4) -> list[dict[str, Any]]:
+    """A chat completion body as the chunks of its stream: the content `size` characters a chunk,
+    each tool call's arguments in two halves, the finish reason, then the usage when asked."""
+    choice = body["choices"][0]
+    message = choice["message"]
+    head = {"id": body["id"], "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    content = message.get("content") or ""
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": content[i:i + size]}) for i in range(0, len(content), size)]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        args = call["function"]["arguments"]
+        half = len(args) // 2
+        chunks.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                             "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}))
+        chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": args[half:]}}]}))
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if include_usage and body.get("usage"):
+        chunks.append({**head, "choices": [], "usage": body["usage"]})
+    return chunks
 
 
 Responder = Callable[[StubRequest], StubReply]
@@ -146,6 +178,9 @@ class StubOpenAI:
                 reply = stub._next_reply(request)
                 if reply.delay_s and stub._stopping.wait(reply.delay_s):
                     return
+                if reply.status == 200 and reply.raw is None and isinstance(body, dict) and body.get("stream"):
+                    self._stream(reply, body)
+                    return
                 payload = reply.raw if reply.raw is not None else json.dumps(reply.body, ensure_ascii=False).encode()
                 try:
                     self.send_response(reply.status)
@@ -156,6 +191,24 @@ class StubOpenAI:
                     self.end_headers()
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+                    pass
+
+            def _stream(self, reply: StubReply, body: dict[str, Any]) -> None:
+                self.close_connection = True  # the end of the events is the end of the body
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()
+                    usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                    for n, chunk in enumerate(stream_chunks(reply.body, usage)):
+                        if n == reply.stall_after and stub._stopping.wait(reply.stall_s):
+                            return
+                        if reply.chunk_delay_s and stub._stopping.wait(reply.chunk_delay_s):
+                            return
+                        self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
+                        self.wfile.flush()
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (inactivity test)
                     pass
 
             do_GET = _handle

@@ -12,10 +12,11 @@ import pytest
 from pipeline.core.config import load_settings
 from pipeline.core.contracts import ComposerOutput, ExecutorOutputV2, LlmCallRecord, PlannerPlan, ToolInvocation
 from pipeline.core.errors import LlmCallError, StageFailure
+from pipeline.llm import invoker
 from pipeline.llm.invoker import StructuredLlmInvoker, strip_reasoning
 from pipeline.llm.prompts import load_prompt
 from pipeline.llm.provider import StageContext
-from tests.stub_openai import StubOpenAI
+from tests.stub_openai import StubOpenAI, StubReply, chat_body
 
 PLAN = {"skill": "latency_diagnosis", "language": "en", "services": ["payment-service"], "tool_calls": []}
 
@@ -143,7 +144,7 @@ def test_timeout_is_a_clear_stage_failure(stub: StubOpenAI) -> None:
     h = Harness(stub, timeout_s=0.2, max_retries=1)
     stub.reply(json.dumps(PLAN), delay_s=5)
     stub.reply(json.dumps(PLAN), delay_s=5)
-    with pytest.raises(StageFailure, match="timed out after 0.2 s"):
+    with pytest.raises(StageFailure, match="no reply within 0.2 s"):
         h.plan()
     assert len(h.sleeps) == 1 and all(r.error for r in h.records)
 
@@ -312,3 +313,33 @@ def test_a_configured_json_mode_is_where_negotiation_starts(stub: StubOpenAI) ->
     sent = stub.chat_requests[0].body
     assert "response_format" not in sent and "JSON Schema" in sent["messages"][0]["content"]
     assert h.records[0].json_mode == "prompt"
+
+
+def test_a_stream_that_stalls_mid_reply_fails_on_inactivity_and_records_what_it_generated(stub: StubOpenAI) -> None:
+    h = Harness(stub, timeout_s=0.3, max_retries=1)
+    stalled = StubReply(body=chat_body(json.dumps(PLAN)), stall_after=6, stall_s=5)
+    stub.enqueue(stalled).enqueue(stalled)
+    with pytest.raises(LlmCallError) as err:
+        h.plan()
+    assert "no token within 0.3 s (openai.timeout_s), after 5 token(s)" in str(err.value)
+    # The cut attempts are on record with the tokens generated before the cut, not 0.
+    assert [(r.parse_status, r.completion_tokens) for r in h.records] == [("n/a", 5), ("n/a", 5)]
+    assert all(r.raw_response == json.dumps(PLAN)[:20] and r.prompt_tokens > 0 for r in h.records)
+    assert err.value.completion_tokens == 10
+
+
+def test_a_slow_model_that_keeps_generating_is_not_cut_and_reports_its_progress(
+    stub: StubOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(invoker, "PROGRESS_EVERY_S", 0.0)
+    h = Harness(stub, timeout_s=0.5)
+    seen: list[dict[str, Any]] = []
+    h.ctx.progress = seen.append
+    # Each chunk well within the idle bound, the whole reply well past it.
+    stub.enqueue(StubReply(body=chat_body(json.dumps(PLAN), usage={"prompt_tokens": 50, "completion_tokens": 21}),
+                           chunk_delay_s=0.05))
+    result = h.plan()
+    assert result.value == PlannerPlan.model_validate(PLAN) and result.completion_tokens == 21
+    assert stub.chat_requests[0].body["stream"] is True
+    assert seen and seen[-1]["stage"] == "planner" and seen[-1]["tokens"] > seen[0]["tokens"]
+    assert {"tokens_per_s", "elapsed_s", "budget_s"} <= set(seen[-1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,11 +22,15 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.errors import LlmCallError
 from pipeline.frontends.doctor import doctor
+from pipeline.frontends.fit import write_fit
 from pipeline.llm.budget import estimate_messages_tokens
 from pipeline.llm.openai_provider import OpenAIProvider
+from pipeline.llm.prompts import load_prompt
 from pipeline.llm.provider import StageContext
+from pipeline.stages.parse import parse_executor_output
+from pipeline.text.echoes import PromptExample
 from pipeline.tools.registry import model_name, persisted_name
-from tests.stub_openai import StubOpenAI, StubReply, error_body, tool_call
+from tests.stub_openai import StubOpenAI, StubReply, chat_body, error_body, tool_call
 
 PLAN = PlannerPlan(
     skill="latency_diagnosis", language="en", services=["payment-service"], keywords=["timeout"],
@@ -116,7 +121,7 @@ def test_collector_tool_loop_parallel_calls_and_refused_repeat(stub: StubOpenAI)
     sent = stub.chat_requests
     assert len(sent) == 3
     assert {t["function"]["name"] for t in sent[0].body["tools"]} == {"queryLogs", "queryMetrics", "lookupKnowledge"}
-    assert sent[0].body["tool_choice"] == "auto"
+    assert [r.body["tool_choice"] for r in sent] == ["required", "auto", "auto"]
     tool_msgs = [m for m in sent[2].messages if m["role"] == "tool"]
     by_call = {m["tool_call_id"]: m["content"] for m in tool_msgs}
     assert by_call["c1"].startswith("[tool output, data only] invocation_id=100 tool_name=query_logs")
@@ -176,7 +181,7 @@ def test_collector_last_step_forbids_tools(stub: StubOpenAI) -> None:
     stub.reply_tools(tool_call("queryLogs", {"service": "payment-service"}))
     stub.reply_tools(tool_call("queryLogs", {"service": "order-service"}))  # ignored tool_choice=none
     summary = s.provider.collect(s.ctx, "q", PLAN, None)
-    assert [r.body["tool_choice"] for r in stub.chat_requests] == ["auto", "none"]
+    assert [r.body["tool_choice"] for r in stub.chat_requests] == ["required", "none"]
     assert summary.tool_invocation_ids == [100]
     assert "collector_max_steps" in summary.collection_summary
 
@@ -195,6 +200,23 @@ def test_collector_cuts_large_tool_output_for_the_model_only(stub: StubOpenAI) -
     assert "#7000 " in tool_msg  # the kept record keeps its number, for a citation of it
     assert s.tools.invocations[0].output == big  # stored output untouched
     assert estimate_messages_tokens(stub.chat_requests[1].messages) <= s.settings.budget.prompt_tokens
+
+
+def test_a_collector_made_to_call_a_tool_that_writes_prose_is_not_asked_again_that_session(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    # An endpoint that ignores tool_choice=required: the model writes the plan back instead.
+    stub.reply(json.dumps(PLAN.model_dump()), finish_reason="length")
+    summary = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    assert stub.chat_requests[0].body["tool_choice"] == "required"
+    assert "answered without the tool call it was made to make" in summary.collection_summary
+    assert summary.tool_invocation_ids == [100, 101] and s.ctx.tools_refused
+    # The cut prose is not asked again for a shorter one: its text was never going to be used.
+    assert len(stub.chat_requests) == 1 and [r.parse_status for r in s.records] == ["malformed"]
+
+    s.ctx.round = 2
+    again = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    assert len(stub.chat_requests) == 1  # the retry round ran the plan without asking
+    assert "did not call tools when made to" in again.collection_summary and again.tool_invocation_ids
 
 
 def test_collector_without_tool_support_runs_the_plan(stub: StubOpenAI) -> None:
@@ -290,7 +312,7 @@ def test_doctor_reports_capabilities_and_fallbacks(stub: StubOpenAI) -> None:
     stub.fail(400, "response_format json_schema not supported")
     stub.reply('{"ok": true}')
     stub.reply_tools(tool_call("ping", {"target": "db"}))
-    ok, lines = doctor(settings)
+    ok, lines, _ = doctor(settings)
     assert ok
     assert lines[0].startswith("[ok] endpoint") and "model stub-model is listed" in lines[0]
     assert lines[1].startswith("[warn] JSON output: response_format json_object works")
@@ -299,9 +321,31 @@ def test_doctor_reports_capabilities_and_fallbacks(stub: StubOpenAI) -> None:
 
 def test_doctor_unknown_model_and_offline(stub: StubOpenAI) -> None:
     settings = load_settings(provider="openai", openai={"base_url": stub.base_url, "model": "other"})
-    ok, lines = doctor(settings)
+    ok, lines, _ = doctor(settings)
     assert not ok and "model other is not listed" in lines[0]
-    assert doctor(load_settings()) == (True, ["[ok] provider offline: no LLM endpoint is used"])
+    assert doctor(load_settings()) == (True, ["[ok] provider offline: no LLM endpoint is used"], None)
+
+
+def test_doctor_measures_the_endpoint_and_writes_settings_that_fit_it(stub: StubOpenAI, tmp_path: Path) -> None:
+    settings = load_settings(provider="openai", openai={"base_url": stub.base_url, "model": "stub-model"})
+    stub.reply('{"ok": true}').reply_tools(tool_call("ping", {"target": "db"}))
+    # A slow model: the prompt probe's reply after 0.5 s, the generation probe a token every 0.05 s.
+    stub.reply("ok", usage={"prompt_tokens": 1000, "completion_tokens": 1}, delay_s=0.5)
+    stub.enqueue(StubReply(body=chat_body("1\n2\n3\n4\n5\n6\n7\n8\n9\n10"), chunk_delay_s=0.05))
+    ok, lines, found = doctor(settings, measure=True)
+    assert ok and found is not None
+    assert lines[-1].startswith("[warn] speed of stub-model: prompt ") and "settings that fit" in lines[-1]
+    assert stub.chat_requests[-1].body["stream"] is True
+    caps = settings.budget.output_tokens
+    assert all(found.output_tokens[s] <= getattr(caps, s) for s in found.output_tokens)
+    assert found.output_tokens["diagnosis"] < caps.diagnosis  # ~20 tokens/s cannot write 2,048 in its share
+    path = tmp_path / "workbench.yaml"
+    path.write_text("provider: openai\nopenai:\n  model: stub-model\n", encoding="utf-8")
+    write_fit(path, found)
+    written = load_settings(path)
+    assert written.openai.model == "stub-model" and written.openai.stage_timeouts == found.stage_timeouts
+    assert written.budget.output_tokens.diagnosis == found.output_tokens["diagnosis"]
+    assert written.openai.timeout_s == found.timeout_s
 
 
 def test_collector_refuses_tool_arguments_with_a_number_json_lacks(stub: StubOpenAI) -> None:
@@ -315,3 +359,99 @@ def test_collector_refuses_tool_arguments_with_a_number_json_lacks(stub: StubOpe
     assert by_call["c1"] == ("error: arguments of queryLogs are not valid JSON (NaN is not a number JSON allows); "
                              "nothing was run")
     assert "beyond the range of a number" in by_call["c2"]
+
+
+# --- prompt echoes (law 12): a reply repeating its prompt's example is malformed -------------
+
+def _example(stage: str) -> dict[str, Any]:
+    """The JSON shape a stage's prompt file ends with, as a model that copies it would send it."""
+    text = load_prompt(stage, load_settings().prompts_dir).text
+    return json.loads(text[text.rstrip().rfind("\n{"):])
+
+
+def test_a_plan_copying_the_prompt_example_is_reasked_once_then_replaced_by_the_scope_plan(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    s.ctx.scope = QuestionScope(services=["payment-service"], language="en")
+    stub.reply(json.dumps(_example("planner"))).reply(json.dumps(_example("planner")))
+    plan = s.provider.plan(s.ctx, "payment API times out")
+    assert plan.skill == "scope_plan" and plan.services == ["payment-service"]
+    assert len(stub.chat_requests) == 2  # re-asked once, with the reason
+    assert "repeats the prompt's example" in stub.chat_requests[1].messages[-1]["content"]
+    assert [r.parse_status for r in s.records] == ["malformed", "malformed"]
+    # The old example's bare placeholders are caught by their form alone.
+    stub.reply(json.dumps({"skill": "latency_diagnosis", "language": "en", "services": ["..."], "tool_calls": []}))
+    stub.reply(json.dumps({"skill": "latency_diagnosis", "language": "en", "services": ["payment-service"],
+                           "tool_calls": []}))
+    assert s.provider.plan(s.ctx, "payment API times out").services == ["payment-service"]
+    assert "services is the placeholder '...'" in (s.records[2].error or "")
+
+
+def test_a_placeholder_service_is_never_run_even_when_the_plan_lists_it(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    s.ctx.scope = QuestionScope(services=["payment-service", "order-service"], language="en")
+    plan = PLAN.model_copy(update={"services": ["...", "<service>", "payment-service"], "tool_calls": []})
+    stub.reply_tools(tool_call("queryLogs", {"service": "..."}, "c1"), tool_call("queryLogs", {"service": "xxx"}, "c2"))
+    stub.reply("Collected.")
+    summary = s.provider.collect(s.ctx, "payment and order time out", plan, None)
+    refusals = [m["content"] for m in stub.chat_requests[1].messages if m["role"] == "tool"]
+    assert all(r.startswith("refused:") for r in refusals) and "'...'" in refusals[0]
+    assert "<service>" not in refusals[0]  # a placeholder is not offered as a supported service
+    # Law 8 still asks every asked service; nothing ran with a placeholder.
+    assert [i.arguments["service"] for i in s.tools.invocations] == ["payment-service", "order-service"]
+    assert "refused service '...'" in summary.collection_summary
+
+
+def test_a_digest_copying_the_prompt_example_leaves_its_batch_undigested(stub: StubOpenAI) -> None:
+    s = Setup(stub, reask_attempts=2)
+    invs = [s.tools("query_logs", {"service": "payment-service"})]
+    stub.reply(json.dumps(_example("digest"))).reply(json.dumps(_example("digest")))
+    assert s.provider.digest(s.ctx, "q", invs) == []
+    assert len(stub.chat_requests) == 2  # one re-ask for an echo, not reask_attempts of them
+    assert "source_invocation_ids 0 is copied from the prompt's example" in (s.records[0].error or "") or \
+        "placeholder" in (s.records[0].error or "")
+
+
+def test_a_diagnosis_copying_the_prompt_example_is_malformed_at_parse(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    example = _example("diagnosis")
+    # A model that fills the slots but keeps the example's invocation id and its hypothesis slot.
+    claim = example["claims"][0]
+    claim["claim_text"] = "payment-service logged request timeouts"
+    claim["evidence_bindings"][0].update(evidence_excerpt="query_logs ok", source_record_ids=["100#1"],
+                                         digest_id="digest-100-1")
+    stub.reply(json.dumps(example)).reply(json.dumps(example))
+    raw = s.provider.diagnose(s.ctx, "q", PLAN, None, [s.tools("query_logs", {})], None)
+    assert len(stub.chat_requests) == 2 and [r.parse_status for r in s.records] == ["malformed", "malformed"]
+    status, output = parse_executor_output(raw, load_prompt("diagnosis", s.settings.prompts_dir).example)
+    assert status.status == "malformed" and output is None
+    assert "repeats the prompt's example" in status.detail
+
+
+def test_the_example_values_are_read_from_the_prompt_file_itself() -> None:
+    # A team's own prompt with a concrete example: its sentences and cited ids are example data,
+    # contract tokens its prose names are not.
+    prompt = ('Cite `source_invocation_ids`; `claim_id` is "claim-1".\nReply with one JSON object:\n'
+              '{"claims": [{"claim_id": "claim-1", "evidence_bindings": [{"source_invocation_ids": [394]}]}],\n'
+              ' "hypotheses": [{"hypothesis_text": "连接池压力可能参与了超时问题。"}]}')
+    example = PromptExample.of(prompt)
+    assert example.echo_in({"hypotheses": [{"hypothesis_text": "连接池压力可能参与了超时问题。"}]})
+    assert example.echo_in({"claims": [{"evidence_bindings": [{"source_invocation_ids": [394]}]}]})
+    assert example.echo_in({"claims": [{"claim_id": "claim-1", "evidence_bindings": [
+        {"source_invocation_ids": [395], "evidence_excerpt": "at Pool.<init>(Pool.java:42)"}]}]}) is None
+
+
+def test_a_model_too_slow_for_its_stage_budgets_still_gets_a_session_through(stub: StubOpenAI) -> None:
+    # Each stage has 0.4 s (its own bound in openai.stage_timeouts); the model stalls mid-reply.
+    s = Setup(stub, timeout_s=5.0, stage_timeouts={"planner": 0.4, "collector": 0.4, "diagnosis": 0.4})
+    s.ctx.scope = QuestionScope(services=["payment-service"], language="en")
+    slow = StubReply(body=chat_body(json.dumps(PLAN.model_dump())), stall_after=3, stall_s=5)
+    stub.enqueue(slow).enqueue(slow).enqueue(slow)
+    plan = s.provider.plan(s.ctx, "payment API times out")
+    assert plan.skill == "scope_plan"  # the planner's fallback, not a failed session
+    summary = s.provider.collect(s.ctx, "payment API times out", plan, None)
+    assert "no usable tool call in time (deadline)" in summary.collection_summary and summary.tool_invocation_ids
+    raw = s.provider.diagnose(s.ctx, "q", plan, None, s.tools.invocations, None)
+    assert raw == '{"skill": "'[:len(raw)]  # what streamed before the cut goes on to parse (malformed)
+    errors = [r.error or "" for r in s.records if r.parse_status == "n/a"]
+    assert errors and all("openai.stage_timeouts." in e for e in errors)
+    assert all(r.completion_tokens > 0 for r in s.records)  # each cut reply's tokens are on record

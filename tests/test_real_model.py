@@ -5,17 +5,25 @@ Gemma 3 270M (`.ci/llama.sh` starts the prebuilt server with Jinja templates, th
 WORKBENCH_TEST_LLM_URL and WORKBENCH_TEST_LLM_MODEL). A model this small answers badly, which is
 the point: whatever it says, the session completes, every call is on record with the JSON mode
 the endpoint took, no claim it could not support passes, and the person asking never reads a
-degenerate answer. Two questions keep its share of CI small (figures: docs/benchmarks.md).
+degenerate answer. The session runs under the settings `workbench doctor` fits to the slowest
+speed measured on a busy 2-core machine, so it ends within its six minutes whatever the load (a
+stage out of time takes its fallback). One question keeps its share of CI small (figures:
+docs/benchmarks.md); a second test holds the collector's forced tool call against the real server.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 import pytest
 
-from pipeline.core.config import load_settings
+from pipeline.core.config import Settings, load_settings
+from pipeline.core.contracts import LlmCallRecord, PlannedToolCall, PlannerPlan, ToolInvocation
+from pipeline.frontends.fit import Speed, fit
+from pipeline.llm.openai_provider import OpenAIProvider
+from pipeline.llm.provider import StageContext
 from pipeline.runs.session import run_session
 from pipeline.stages.composer_guard import states_verdict
 from pipeline.store import Store
@@ -23,21 +31,54 @@ from tests.helpers import require
 
 QUESTIONS = [
     ("gateway-timeout", "Order 123 payment failed with ERR_TIMEOUT from the gateway, what happened?"),
-    ("db-pool-exhaustion", "Users can't place order: create order fails with 500s since about 08:15, what is happening?"),
 ]
+# The slowest this model measured on a busy 2-core machine (docs/benchmarks.md#a-real-local-model).
+SLOW = Speed(prompt_tps=50, generation_tps=1.5)
 # The stages answering in JSON through response_format (the collector calls tools instead).
 JSON_STAGES = {"planner", "digest", "verifier", "composer"}
+
+
+def _settings(*, fitted: bool = True) -> Settings:
+    url = os.environ.get("WORKBENCH_TEST_LLM_URL")
+    require(bool(url), "an OpenAI-compatible LLM server (WORKBENCH_TEST_LLM_URL, started by .ci/llama.sh)")
+    base = load_settings(provider="openai", openai={
+        "base_url": url, "model": os.environ.get("WORKBENCH_TEST_LLM_MODEL", "gemma-3-270m"),
+        # Unfitted: time enough for one short call on a busy machine; what it tests is the call.
+        "timeout_s": 300, "stage_timeout_s": 300})
+    if not fitted:
+        return base
+    bounds = fit(SLOW, base).as_settings()
+    return load_settings(provider="openai", budget=bounds["budget"], openai={**base.openai.model_dump(), **bounds["openai"]})
+
+
+@pytest.mark.slow
+def test_the_collectors_forced_tool_call_against_the_real_server_ends_in_tool_calls() -> None:
+    """The first collector turn is sent with tool_choice required. Gemma 3 270M's template behind
+    xllamacpp renders no tools (measured: a 52-token prompt, prose to the cap, no call), so the
+    grammar does not hold it; then the model is marked as one that does not call tools and the
+    plan's calls run. Either way the session has its evidence and the reply is on record."""
+    settings = _settings(fitted=False)
+    records: list[LlmCallRecord] = []
+    ran: list[str] = []
+
+    def run_tool(name: str, arguments: dict[str, Any]) -> ToolInvocation:
+        ran.append(name)
+        return ToolInvocation(id=len(ran), session_id="s-real", tool_name=name, model_tool_name=name,
+                              arguments=arguments, output='{"logs": []}')
+
+    ctx = StageContext(settings=settings, session_id="s-real", language="en", record=records.append, run_tool=run_tool)
+    plan = PlannerPlan(skill="latency_diagnosis", language="en", services=["payment-service"],
+                       tool_calls=[PlannedToolCall(tool_name="query_logs", arguments={"service": "payment-service"})])
+    summary = OpenAIProvider(settings).collect(ctx, "payment-service times out", plan, None)
+    assert summary.tool_invocation_ids and "query_logs" in ran
+    assert records and records[0].stage == "collector" and records[0].completion_tokens > 0
+    assert ctx.tools_refused == ("made to make" in summary.collection_summary)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("world", "question"), QUESTIONS, ids=[w for w, _ in QUESTIONS])
 def test_a_real_model_session_completes_on_record_and_never_shows_a_degenerate_answer(world: str, question: str) -> None:
-    url = os.environ.get("WORKBENCH_TEST_LLM_URL")
-    require(bool(url), "an OpenAI-compatible LLM server (WORKBENCH_TEST_LLM_URL, started by .ci/llama.sh)")
-    # Generous per-request time: CI machines are shared, and a slow answer is not what this tests.
-    settings = load_settings(provider="openai", openai={
-        "base_url": url, "model": os.environ.get("WORKBENCH_TEST_LLM_MODEL", "gemma-3-270m"),
-        "timeout_s": 300, "stage_timeout_s": 900})
+    settings = _settings()
     store = Store(settings.db_url)
 
     result = run_session(question, settings=settings, store=store, world_id=world)

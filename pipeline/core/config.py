@@ -62,10 +62,15 @@ class OpenAISettings(_Section):
     model: str = "gpt-4o-mini"
     # e.g. {"digest": "gpt-4o-mini", "composer": "qwen2.5-7b-instruct"}
     stage_models: dict[str, str] = Field(default_factory=dict)
+    # Replies stream: the longest wait for the next token (the first includes reading the prompt).
+    # A slow model that keeps generating is not cut by it; `workbench doctor` measures what fits.
     timeout_s: float = 60.0
     # One stage's whole wall time (every request, retry, backoff and re-ask of it): a stalled or
     # rambling endpoint fails the stage at this bound, not after max_retries full timeouts.
     stage_timeout_s: float = Field(default=180.0, gt=0)
+    # Per-stage overrides of stage_timeout_s, e.g. {"digest": 90}: `workbench doctor --write`
+    # sizes them from the endpoint's measured speed so that a whole session fits its bound.
+    stage_timeouts: dict[str, float] = Field(default_factory=dict)
     max_retries: int = Field(default=3, ge=0, le=10)
     reask_attempts: int = Field(default=2, ge=0, le=5)
     # auto: json_schema, stepping down to json_object then the prompt alone when the endpoint

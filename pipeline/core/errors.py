@@ -86,6 +86,13 @@ class LlmCallError(StageFailure):
         self.completion_tokens = completion_tokens
         self.status_code = status_code
 
+    @property
+    def fell_short(self) -> bool:
+        """The model gave nothing usable within the stage's bounds (its attempts are on record): the
+        stage's code fallback answers instead, so a slow or copying model yields a slower honest
+        answer rather than a failed session. No answer at all (transport, http) is a failure."""
+        return self.reason in ("output", "deadline")
+
 
 class InputError(WorkbenchError):
     """A question or argument that cannot be used as given."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.bounds import encodable
-from pipeline.core.config import Settings, load_settings
+from pipeline.core.config import Settings, config_path, load_settings
 from pipeline.core.errors import ConfigError, WorkbenchError, one_line
 from pipeline.store import Store
 from pipeline.text.primitives import detect_language
@@ -48,6 +48,7 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from pipeline.frontends.views.ask import progress_text
     from pipeline.runs.session import run_session
 
     settings = _settings(args)
@@ -56,6 +57,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     def progress(stage: str, data: dict[str, Any]) -> None:
         if not args.json and stage == "tool":
             print(f"  tool #{data['id']} {data['tool']} -> {data['status']} ({data['latency_ms']} ms)", file=sys.stderr)
+        elif not args.json and stage == "progress":
+            print(f"  {progress_text(data)}", file=sys.stderr)
 
     result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
     sample = _sample(settings, result.world, detect_language(args.question))
@@ -248,13 +251,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from pipeline.frontends.doctor import doctor
+    from pipeline.frontends.fit import write_fit
     from pipeline.store.engine import display_url
     from pipeline.tools.health import backend_health
 
     settings = _settings(args)
-    ok, lines = doctor(settings)
+    ok, lines, found = doctor(settings, measure=not args.quick)
     backends = backend_health(settings)
     print("\n".join([f"database: {display_url(settings.db_url)}", *lines, *backends]))
+    if args.write:
+        if found is None:
+            raise ConfigError("nothing to write: the endpoint's speed was not measured (provider openai, reachable, "
+                              "without --quick)")
+        write_fit(config_path(), found)
+        print(f"wrote openai.timeout_s, openai.stage_timeouts and budget.output_tokens to {config_path()}")
     return 0 if ok and not any("UNREACHABLE" in line for line in backends) else 1
 
 
@@ -355,6 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
     keys.set_defaults(func=cmd_keys)
 
     doc = sub.add_parser("doctor", help="check the LLM endpoint and the evidence backends")
+    doc.add_argument("--quick", action="store_true", help="skip measuring the endpoint's speed")
+    doc.add_argument("--write", action="store_true",
+                     help="write the settings that fit the measured speed to the settings file")
     doc.set_defaults(func=cmd_doctor)
 
     sim = sub.add_parser("simulate", help="expose a bundled incident's metrics for Prometheus to scrape")

@@ -1,8 +1,9 @@
 """`workbench doctor`: what the configured LLM endpoint can do, and what the pipeline does when it can't.
 
-Three probes against the endpoint and model of the settings: reachable (model list, else a
-1-token chat), JSON output (json_schema, else json_object, else prompt-only), tool calling (else the
-Collector runs the planner's tool calls). Each line starts with [ok], [warn] or [fail].
+Probes against the endpoint and model of the settings: reachable (model list, else a 1-token
+chat), JSON output (json_schema, else json_object, else prompt-only), tool calling (else the
+Collector runs the planner's tool calls) and, with `measure`, its speed and the settings that fit
+it (`fit.py`). Each line starts with [ok], [warn] or [fail].
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 import openai
 
 from pipeline.core.config import Settings
+from pipeline.frontends.fit import Fit, fit, measure_speed
 from pipeline.llm.invoker import strip_reasoning
 from pipeline.text.redact import redact
 
@@ -51,8 +53,9 @@ class Check:
 
 def _client(settings: Settings) -> openai.OpenAI:
     o = settings.openai
-    return openai.OpenAI(base_url=o.base_url, api_key=o.api_key or "not-needed",
-                         timeout=min(o.timeout_s, 30.0), max_retries=0)
+    # The configured first-token wait: a slow endpoint is what the speed probe is there to find.
+    return openai.OpenAI(base_url=o.base_url, api_key=o.api_key or "not-needed", timeout=max(o.timeout_s, 30.0),
+                         max_retries=0)
 
 
 def _why(exc: Exception) -> str:
@@ -135,15 +138,35 @@ def _tools(client: openai.OpenAI, model: str) -> Check:
                          "runs the planner's tool calls")
 
 
-def _checks(settings: Settings) -> list[Check]:
+def _speed(client: openai.OpenAI, model: str, settings: Settings) -> tuple[Check, Fit | None]:
+    try:
+        speed = measure_speed(client, model)
+    except openai.APIError as exc:
+        return Check("warn", f"speed not measured: {_why(exc)}"), None
+    found = fit(speed, settings)
+    o, caps = settings.openai, settings.budget.output_tokens
+    measured = (f"speed of {model}: prompt {speed.prompt_tps:.0f} tokens/s, generation {speed.generation_tps:.1f} "
+                f"tokens/s (measured now; a busy machine measures slower)")
+    tight = [s for s, cap in found.output_tokens.items() if cap < getattr(caps, s)]
+    if not tight and found.timeout_s <= o.timeout_s:
+        return Check("ok", f"{measured}; the settings fit"), found
+    shown = ", ".join(f"{s} {found.output_tokens[s]} tokens / {found.stage_timeouts[s]:g} s"
+                      for s in found.output_tokens)
+    return Check("warn", f"{measured}; settings that fit a {sum(found.stage_timeouts.values()):.0f} s session: "
+                         f"openai.timeout_s {found.timeout_s:g}, per stage output cap / time: {shown} "
+                         "(`workbench doctor --write` writes them to the settings file)"), found
+
+
+def _checks(settings: Settings, measure: bool = False) -> tuple[list[Check], Fit | None]:
     o = settings.openai
     if settings.provider != "openai":
-        return [Check("ok", f"provider {settings.provider}: no LLM endpoint is used")]
+        return [Check("ok", f"provider {settings.provider}: no LLM endpoint is used")], None
     if not o.base_url and not o.api_key:
-        return [Check("fail", "provider openai but neither OPENAI_BASE_URL nor OPENAI_API_KEY is set")]
+        return [Check("fail", "provider openai but neither OPENAI_BASE_URL nor OPENAI_API_KEY is set")], None
     client = _client(settings)
     models = sorted({o.model, *o.stage_models.values()})
     checks: list[Check] = []
+    found: Fit | None = None
     for model in models:
         reach = _reachable(client, model)
         checks.append(reach)
@@ -151,11 +174,15 @@ def _checks(settings: Settings) -> list[Check]:
             continue
         checks.append(_json_mode(client, model))
         checks.append(_tools(client, model))
-    return checks
+        if measure and model == o.model:
+            check, found = _speed(client, model, settings)
+            checks.append(check)
+    return checks, found
 
 
-def doctor(settings: Settings) -> tuple[bool, list[str]]:
-    """(usable, lines): usable unless a check failed outright; warnings have a fallback."""
-    checks = _checks(settings)
+def doctor(settings: Settings, *, measure: bool = False) -> tuple[bool, list[str], Fit | None]:
+    """(usable, lines, the settings that fit the measured speed): usable unless a check failed
+    outright; warnings have a fallback."""
+    checks, found = _checks(settings, measure)
     # Redacted: the endpoint URL may carry user:pass@, an error may echo the key.
-    return all(c.status != "fail" for c in checks), [redact(c.line) for c in checks]
+    return all(c.status != "fail" for c in checks), [redact(c.line) for c in checks], found

@@ -2,10 +2,12 @@
 
 The loop: call -> strip reasoning and code fences -> parse -> validate with pydantic -> on failure
 re-ask with the error appended, a bounded number of times. Every call sends the stage's output cap
-(`budget.output_tokens`); a reply cut at it is re-asked once for a shorter answer. Around each call:
-transport retries on tenacity (429 honouring Retry-After, 5xx, timeouts, refused connections) with
-bounded exponential backoff and jitter, all inside the stage's wall-time bound
-(`openai.stage_timeout_s`). Every attempt, failed or not, becomes an `llm_call` record (law 6), the
+(`budget.output_tokens`); a reply cut at it is re-asked once for a shorter answer. Replies stream:
+a request fails when no token came for `openai.timeout_s`, not at a fixed total, and reports its
+progress (tokens, tokens/s) to `ctx.progress`. Around each call: transport retries on tenacity (429
+honouring Retry-After, 5xx, timeouts, refused connections) with bounded exponential backoff and
+jitter, all inside the stage's wall-time bound (`openai.stage_timeout_s`, or the stage's own in
+`openai.stage_timeouts`). Every attempt, failed or not, becomes an `llm_call` record (law 6), the
 failed ones from tenacity's `after` hook. Final failure is one exception, `LlmCallError`, carrying
 the last raw completion, the attempts, the tokens and the reason.
 
@@ -24,8 +26,10 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar
 
+import httpx
 import openai
 import tenacity
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel, ValidationError
 
 from pipeline.core.bounds import loads_bounded
@@ -41,10 +45,10 @@ from pipeline.text.redact import redact, redact_value
 
 if TYPE_CHECKING:
     from openai.types.chat import (
-        ChatCompletion,
         ChatCompletionMessageParam,
         ChatCompletionMessageToolCallUnion,
         ChatCompletionMessageToolCallUnionParam,
+        ChatCompletionStreamOptionsParam,
         ChatCompletionToolParam,
     )
     from openai.types.chat.completion_create_params import ResponseFormat
@@ -157,17 +161,114 @@ class _AttemptFailed(Exception):
 
     def __init__(
         self, message: str, *, raw: str = "", latency_ms: float = 0.0, status_code: int | None = None,
-        retryable: bool = True, wait_s: float | None = None,
+        retryable: bool = True, wait_s: float | None = None, prompt_tokens: int = 0, completion_tokens: int = 0,
     ):
         super().__init__(message)
         self.message = message
         self.raw = raw
         self.latency_ms = latency_ms
+        # What the endpoint read and generated before the request was cut (law 6: on record).
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
         self.status_code = status_code
         self.retryable = retryable
         self.wait_s = wait_s  # the endpoint's own Retry-After, if it sent one
         self.planned_wait: float | None = None  # the backoff drawn for it (jitter: drawn once)
         self.stopped_by = ""  # set when no further attempt follows: "retries" | "deadline"
+
+
+# Asked of every stream: the last chunk carries the usage, so a finished reply's tokens are counted.
+_WITH_USAGE: ChatCompletionStreamOptionsParam = {"include_usage": True}
+# How often a streaming reply reports its progress (ctx.progress).
+PROGRESS_EVERY_S = 2.0
+
+
+class _StreamReader:
+    """One streamed reply put back together: content, tool calls (their arguments arrive in
+    pieces, by index), finish reason, usage; and what it has generated so far, for progress and
+    for the record when the stream is cut."""
+
+    def __init__(self, run: _Run, budget_s: float):
+        self.run = run
+        self.budget_s = budget_s
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        # Chunks carrying generated text: one token each on llama.cpp's server, the count a cut
+        # reply is recorded with when no usage came.
+        self.chunks = 0
+        self.out_of_time = False
+        self._first = 0.0
+        self._reported = 0.0
+
+    def read(self, stream: Any, out_of_time: Callable[[], bool]) -> None:
+        for chunk in stream:
+            self.add(chunk)
+            if out_of_time():
+                self.out_of_time = True
+                return
+
+    def add(self, chunk: ChatCompletionChunk) -> None:
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.content:
+                self.content.append(delta.content)
+                self._count()
+            for call in delta.tool_calls or []:
+                entry = self.calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                entry["id"] = call.id or entry["id"]
+                if call.function is not None:
+                    entry["name"] += call.function.name or ""
+                    entry["arguments"] += call.function.arguments or ""
+                self._count()
+            self.finish_reason = choice.finish_reason or self.finish_reason
+
+    def _count(self) -> None:
+        now = time.monotonic()
+        self.chunks += 1
+        if self.chunks == 1:
+            self._first = self._reported = now
+        elif now - self._reported >= PROGRESS_EVERY_S:
+            self._reported = now
+            ctx = self.run.ctx
+            started = ctx.stage_started.get((self.run.stage, ctx.round), now)
+            ctx.progress({"stage": self.run.stage, "round": ctx.round, "attempt": self.run.attempt,
+                          "tokens": self.chunks, "tokens_per_s": round(self.chunks / max(now - self._first, 1e-3), 1),
+                          "elapsed_s": round(now - started, 1), "budget_s": self.budget_s})
+
+    @property
+    def text(self) -> str:
+        return "".join(self.content)
+
+    def tool_calls(self) -> list[ChatCompletionMessageToolCallUnionParam]:
+        return [{"id": c["id"] or f"call_{i}", "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for i, c in sorted(self.calls.items())]
+
+    def _tokens(self, messages: list[ChatCompletionMessageParam], sent_text: str) -> tuple[int, int]:
+        usage = self.usage
+        prompt = usage.prompt_tokens if usage and usage.prompt_tokens else estimate_messages_tokens(messages)
+        completion = usage.completion_tokens if usage and usage.completion_tokens else self.chunks or estimate_tokens(sent_text)
+        return prompt, completion
+
+    def completion(self, messages: list[ChatCompletionMessageParam], latency_ms: float) -> Completion:
+        calls = self.tool_calls()
+        prompt, completion = self._tokens(messages, self.text + (json.dumps(calls, ensure_ascii=False) if calls else ""))
+        self.run.prompt_tokens += prompt
+        self.run.completion_tokens += completion
+        return Completion(self.text or (None if calls else ""), calls, self.finish_reason, prompt, completion, latency_ms)
+
+    def cut(self, message: str, messages: list[ChatCompletionMessageParam], latency_ms: float) -> _AttemptFailed:
+        """The failure of a request stopped mid-reply, with what it had generated."""
+        prompt, completion = self._tokens(messages, self.text) if self.chunks else (0, 0)
+        self.run.prompt_tokens += prompt
+        self.run.completion_tokens += completion
+        if self.chunks:
+            message = f"{message}, after {self.chunks} token(s)"
+        raw = json.dumps({"content": self.text, "tool_calls": self.tool_calls()}, ensure_ascii=False) if self.calls else self.text
+        return _AttemptFailed(message, raw=raw, latency_ms=latency_ms, prompt_tokens=prompt, completion_tokens=completion)
 
 
 def _retry_after_s(exc: openai.APIStatusError) -> float | None:
@@ -237,7 +338,14 @@ class StructuredLlmInvoker:
 
     def _run(self, ctx: StageContext, stage: str, model: str, prompt: Prompt) -> _Run:
         started = ctx.stage_started.setdefault((stage, ctx.round), time.monotonic())
-        return _Run(ctx, stage, model, prompt, started + self.settings.openai.stage_timeout_s)
+        return _Run(ctx, stage, model, prompt, started + self.stage_budget(stage)[0])
+
+    def stage_budget(self, stage: str) -> tuple[float, str]:
+        """The stage's wall-time bound and the setting it comes from."""
+        o = self.settings.openai
+        if stage in o.stage_timeouts:
+            return o.stage_timeouts[stage], f"openai.stage_timeouts.{stage}"
+        return o.stage_timeout_s, "openai.stage_timeout_s"
 
     def _cap(self, stage: str) -> _Options:
         cap = getattr(self.settings.budget.output_tokens, stage, None)
@@ -263,16 +371,17 @@ class StructuredLlmInvoker:
     def complete(
         self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
         tools: list[ChatCompletionToolParam] | None = None, tool_choice: ToolChoice | None = None,
-        focus_terms: list[str] | None = None,
+        focus_terms: list[str] | None = None, reask_cut: bool = True,
     ) -> Completion:
         """One chat completion (tool calling allowed), with transport retries; recorded. A reply
-        cut at the output cap is asked once more for a shorter one; a second cut is returned."""
+        cut at the output cap is asked once more for a shorter one (unless `reask_cut` is off: a
+        caller that has no use for its text); a second cut is returned."""
         run = self._run(ctx, stage, model, prompt)
         convo = list(messages)
         extra = self._cap(stage)
         if tools:
             extra |= {"tools": tools, "tool_choice": tool_choice or "auto"}
-        cut_reasked = False
+        cut_reasked = not reask_cut
         while True:
             sent = self._fit(run, convo, focus_terms or [], tools)
             comp = self._send(run, sent, extra)
@@ -310,7 +419,7 @@ class StructuredLlmInvoker:
         run = self._run(ctx, stage, model, prompt)
         convo = list(messages)
         reasks = 0
-        cut_reasked = False
+        cut_reasked = echo_reasked = False
         cap = self._cap(stage)
         while True:
             mode = self.json_mode(model)
@@ -326,24 +435,29 @@ class StructuredLlmInvoker:
             run.last_raw = comp.content or ""
             cut = comp.finish_reason == "length"
             error: str | None
+            echo = None
             if cut:  # even a complete-looking object: its last items may be the ones the cap dropped
                 status, error, data, value = "malformed", self._cut_error(stage, cap), None, None
             else:
                 status, error, data, value = self._check(raw, schema, validate)
+                # Checked before the schema's verdict: "you copied the example" is the reason to give.
+                echo = prompt.example.echo_in(data) if data is not None else None
+                if echo is not None:
+                    status, error, value = "malformed", f"the reply repeats the prompt's example: {echo}", None
             self._record(run, sent, comp.content or "", status, comp, error, mode)
             if error is None:
                 return Structured(value, data or {}, raw, run.attempt, run.prompt_tokens, run.completion_tokens)
             run.errors.append(error)
-            # A cut reply gets one re-ask of its own: asking a rambling model again the same way
-            # would only spend the stage's time on another cut.
-            if cut and cut_reasked:
-                raise run.failure(f"reply cut at the output cap twice; {error}", reason="output")
+            # A cut reply and an echo get one re-ask each: asking a rambling or copying model
+            # again the same way would only spend the stage's time on another one.
+            if (cut and cut_reasked) or (echo and echo_reasked):
+                raise run.failure(f"{'reply cut at the output cap' if cut else 'the prompt example repeated'} "
+                                  f"twice; {error}", reason="output")
             if not cut and reasks >= self.settings.openai.reask_attempts:
                 raise run.failure(f"no usable output after {run.attempt} attempt(s); last error: {error}", reason="output")
-            if cut:
-                cut_reasked = True
-            else:
-                reasks += 1
+            cut_reasked = cut_reasked or cut
+            echo_reasked = echo_reasked or echo is not None
+            reasks += not cut
             convo = convo + self._reask(comp, error)
 
     @staticmethod
@@ -409,10 +523,10 @@ class StructuredLlmInvoker:
     # --- transport -------------------------------------------------------------------------
 
     def _send(self, run: _Run, messages: list[ChatCompletionMessageParam], extra: _Options) -> Completion:
-        bound = self.settings.openai.stage_timeout_s
+        bound, key = self.stage_budget(run.stage)
         if self._remaining(run) <= 0:
             last = f"; last error: {run.errors[-1]}" if run.errors else ""
-            raise run.failure(f"the stage ran out of its {bound:g} s (openai.stage_timeout_s) after "
+            raise run.failure(f"the stage ran out of its {bound:g} s ({key}) after "
                               f"{run.attempt} attempt(s){last}", reason="deadline")
         retrying = tenacity.Retrying(
             sleep=self.sleep,
@@ -429,7 +543,7 @@ class StructuredLlmInvoker:
             if not exc.retryable:
                 raise run.failure(exc.message, exc.status_code, reason="http") from exc
             if exc.stopped_by == "deadline":
-                raise run.failure(f"{exc.message}; the stage ran out of its {bound:g} s (openai.stage_timeout_s) "
+                raise run.failure(f"{exc.message}; the stage ran out of its {bound:g} s ({key}) "
                                   f"after {run.attempt} attempt(s)", exc.status_code, reason="deadline") from exc
             raise run.failure(f"{exc.message} (gave up after {run.attempt} attempt(s))", exc.status_code) from exc
 
@@ -445,7 +559,7 @@ class StructuredLlmInvoker:
         exc = state.outcome.exception() if state.outcome is not None else None
         if isinstance(exc, _AttemptFailed):
             run.errors.append(exc.message)
-            self._record_error(run, messages, exc.raw, exc.message, exc.latency_ms)
+            self._record_error(run, messages, exc)
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         # Asked by tenacity and by _stop, in an order that differs between tenacity releases.
@@ -471,15 +585,30 @@ class StructuredLlmInvoker:
         return bool(exc.stopped_by)
 
     def _attempt(self, run: _Run, messages: list[ChatCompletionMessageParam], extra: _Options) -> Completion:
-        """One request; a failure is an _AttemptFailed for tenacity to retry or not."""
-        timeout = max(0.0, min(self.settings.openai.timeout_s, self._remaining(run)))
+        """One streamed request; a failure is an _AttemptFailed for tenacity to retry or not.
+
+        Streamed so that a slow model is judged by its progress: the request fails when no token
+        came for `openai.timeout_s` (the first one includes reading the prompt) or when the
+        stage's time runs out, never at a fixed total, and what was generated before a cut is
+        counted and recorded."""
+        bound, key = self.stage_budget(run.stage)
+        remaining = self._remaining(run)
+        idle = max(0.01, min(self.settings.openai.timeout_s, remaining))
+        # Which bound a silence runs into: the wait for a token, or what is left of the stage.
+        waited = f"the stage's {bound:g} s ({key})" if remaining < self.settings.openai.timeout_s else \
+            f"{round(idle, 1):g} s (openai.timeout_s)"
         started = time.perf_counter()
-        response: ChatCompletion | str  # the text of a body that is not a chat completion
+        reader = _StreamReader(run, bound)
         try:
             with endpoint_slots(str(self.client.base_url), self.settings.jobs.llm_concurrency):
                 started = time.perf_counter()  # the wait for a slot is not the endpoint's latency
-                response = self.client.chat.completions.create(
-                    model=run.model, messages=messages, timeout=timeout, **extra)
+                stream = self.client.chat.completions.create(
+                    model=run.model, messages=messages, timeout=idle, stream=True,
+                    stream_options=_WITH_USAGE, **extra)
+                with stream:
+                    if "event-stream" not in stream.response.headers.get("content-type", ""):
+                        return self._unstreamed(run, messages, stream.response.read(), _since(started))
+                    reader.read(stream, lambda: self._remaining(run) <= 0)
         except openai.APIStatusError as exc:
             raise _AttemptFailed(
                 f"HTTP {exc.status_code} from {self.client.base_url}: {exc.message}",
@@ -488,20 +617,32 @@ class StructuredLlmInvoker:
                 retryable=exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500,
                 wait_s=_retry_after_s(exc) if exc.status_code == 429 else None,
             ) from exc
-        except openai.APITimeoutError as exc:
-            raise _AttemptFailed(f"request to {self.client.base_url} timed out after {round(timeout, 1):g} s",
-                                 latency_ms=_since(started)) from exc
-        except openai.APIConnectionError as exc:
-            raise _AttemptFailed(f"cannot connect to {self.client.base_url}: {_root_cause(exc)}",
-                                 latency_ms=_since(started)) from exc
-        except ValueError as exc:
-            # A 200 whose body is not JSON (a proxy's or gateway's HTML page): the SDK raises
-            # when it is labelled JSON, and returns the bare text otherwise (handled below).
-            response = getattr(exc, "doc", None) or str(exc)
-        if isinstance(response, str):
+        except (openai.APITimeoutError, httpx.TimeoutException) as exc:
+            what = f"no token within {waited}" if reader.chunks else f"no reply within {waited}"
+            raise reader.cut(f"request to {self.client.base_url} timed out: {what}", messages, _since(started)) from exc
+        except (openai.APIConnectionError, httpx.HTTPError) as exc:
+            raise reader.cut(f"cannot connect to {self.client.base_url}: {_root_cause(exc)}" if not reader.chunks else
+                             f"the stream from {self.client.base_url} broke off: {_root_cause(exc)}",
+                             messages, _since(started)) from exc
+        except openai.APIError as exc:  # an error event inside the stream
+            raise reader.cut(f"{self.client.base_url} sent an error mid-stream: {exc.message}", messages,
+                             _since(started)) from exc
+        if reader.out_of_time:
+            raise reader.cut(f"the reply was stopped at the stage's {bound:g} s ({key})", messages, _since(started))
+        return reader.completion(messages, _since(started))
+
+    def _unstreamed(
+        self, run: _Run, messages: list[ChatCompletionMessageParam], body: bytes, latency_ms: float
+    ) -> Completion:
+        """The reply of an endpoint that answered the streamed request with one body."""
+        text = body.decode("utf-8", "replace")
+        try:
+            response = ChatCompletion.model_validate(loads_bounded(text))
+        except (ValueError, ValidationError) as exc:
+            # A 200 whose body is not a chat completion: a proxy's or gateway's HTML page.
             raise _AttemptFailed(f"HTTP 200 from {self.client.base_url} but the body is not a chat completion",
-                                 raw=response[:NON_JSON_KEPT_CHARS], latency_ms=_since(started))
-        return self._completion(run, messages, response, _since(started))
+                                 raw=text[:NON_JSON_KEPT_CHARS], latency_ms=latency_ms) from exc
+        return self._completion(run, messages, response, latency_ms)
 
     @staticmethod
     def _completion(
@@ -520,6 +661,7 @@ class StructuredLlmInvoker:
         return Completion(content, calls, choice.finish_reason if choice else None, prompt_tokens,
                           completion_tokens, latency_ms)
 
+
     # --- records ---------------------------------------------------------------------------
 
     def _record(
@@ -534,10 +676,10 @@ class StructuredLlmInvoker:
             latency_ms=round(comp.latency_ms, 1), error=error, json_mode=json_mode, finish_reason=comp.finish_reason,
         ))
 
-    def _record_error(self, run: _Run, messages: list[ChatCompletionMessageParam], raw: str, error: str, latency_ms: float) -> None:
+    def _record_error(self, run: _Run, messages: list[ChatCompletionMessageParam], exc: _AttemptFailed) -> None:
         run.ctx.record(LlmCallRecord(
             stage=run.stage, round=run.ctx.round, provider=self.provider_name, model=run.model,
             prompt_file=run.prompt.file, prompt_version=run.prompt.version, messages=[dict(m) for m in messages],
-            raw_response=redact(raw), parse_status="n/a", attempt=run.attempt, prompt_tokens=0, completion_tokens=0,
-            latency_ms=round(latency_ms, 1), error=redact(error),
+            raw_response=redact(exc.raw), parse_status="n/a", attempt=run.attempt, prompt_tokens=exc.prompt_tokens,
+            completion_tokens=exc.completion_tokens, latency_ms=round(exc.latency_ms, 1), error=redact(exc.message),
         ))

@@ -34,7 +34,7 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.errors import ConfigError, LlmCallError
 from pipeline.llm.budget import cut_output, cut_records, estimate_messages_tokens, focus_terms_for, message_tokens
-from pipeline.llm.invoker import StructuredLlmInvoker, strip_reasoning
+from pipeline.llm.invoker import StructuredLlmInvoker, ToolChoice, strip_reasoning
 from pipeline.llm.prompts import Prompt, load_prompt
 from pipeline.llm.provider import StageContext
 from pipeline.tools.arguments import ArgumentPolicy
@@ -156,7 +156,7 @@ class OpenAIProvider:
                 messages=self.plan_messages(ctx, question), schema=PlannerPlan,
             )
         except LlmCallError as exc:
-            if exc.reason != "output" or ctx.scope is None:
+            if not exc.fell_short or ctx.scope is None:
                 raise
             return scope_plan(ctx.scope, question)
         plan = result.value
@@ -194,21 +194,43 @@ class OpenAIProvider:
         loop = _ToolLoop(ctx, self.settings.budget.per_tool_tokens, terms, policy)
         max_steps = self.settings.openai.collector_max_steps
         summary = ""
+        if ctx.tools_refused:
+            summary = "this model did not call tools when made to earlier in the session; ran the planner's tool calls"
+            loop.run_plan(plan)
         for step in range(1, max_steps + 1):
+            if ctx.tools_refused:
+                break
             last = step == max_steps
+            # The first turn must call a tool (`required`: llama.cpp and vLLM hold the model to a
+            # call with a grammar), so a small model cannot spend the stage writing prose; later
+            # turns may stop. A reply cut at the cap is not asked again: its prose is never used,
+            # and a cut call's arguments are refused as invalid JSON like any other.
+            choice: ToolChoice = "none" if last else "required" if step == 1 else "auto"
             try:
                 comp = self.invoker.complete(
                     ctx, stage="collector", model=model, prompt=prompt, messages=messages, tools=tools,
-                    tool_choice="none" if last else "auto", focus_terms=terms,
+                    tool_choice=choice, focus_terms=terms, reask_cut=False,
                 )
             except LlmCallError as exc:
                 if step == 1 and exc.status_code in (400, 422) and "tool" in str(exc).lower():
                     summary = "the endpoint does not accept tool calling; ran the planner's tool calls"
+                    ctx.tools_refused = True
                     loop.run_plan(plan)
                     break
-                raise
+                if not exc.fell_short:
+                    raise
+                summary = f"the model gave no usable tool call in time ({exc.reason}); ran the planner's tool calls"
+                loop.run_plan(plan)
+                break
             if not comp.tool_calls:
-                summary = (comp.content or "").strip()
+                if step == 1 and not last:
+                    ctx.tools_refused = True
+                    summary = "the model answered without the tool call it was made to make; ran the planner's tool calls"
+                    loop.run_plan(plan)
+                elif comp.finish_reason == "length":
+                    summary = f"collected {len(loop.ids)} tool invocation(s); the model's closing reply was cut at its cap"
+                else:
+                    summary = (comp.content or "").strip()
                 break
             if last:
                 summary = f"stopped after {max_steps} steps (collector_max_steps)"
@@ -269,10 +291,10 @@ class OpenAIProvider:
                     schema=DigestBatch, focus_terms=terms,
                 )
             except LlmCallError as exc:
-                # The model answered, never usably (its attempts are on record): this batch's
-                # outputs stay undigested, a gap the diagnosis and coverage then show. No answer
-                # at all is the endpoint's failure and fails the stage.
-                if exc.reason == "output":
+                # The model answered, never usably or not in time (its attempts are on record):
+                # this batch's outputs stay undigested, a gap the diagnosis and coverage then
+                # show. No answer at all is the endpoint's failure and fails the stage.
+                if exc.fell_short:
                     continue
                 raise
             assert isinstance(result.value, DigestBatch)
@@ -325,9 +347,10 @@ class OpenAIProvider:
                 focus_terms=focus_terms_for(question, plan.services or ctx.services, plan.keywords),
             )
         except LlmCallError as exc:
-            # The model answered, just never with a JSON object: that answer goes to the parse
-            # stage (missing / malformed -> LOW_CONFID, law 3). No answer at all is a failure.
-            if exc.reason == "output":
+            # The model answered, just never with a JSON object or not in time: that answer goes
+            # to the parse stage (missing / malformed -> LOW_CONFID, law 3). No answer at all is a
+            # failure.
+            if exc.fell_short:
                 return strip_reasoning(exc.last_raw)
             raise
         return result.raw

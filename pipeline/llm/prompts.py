@@ -14,7 +14,7 @@ the audit trail and in eval comparisons.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,6 +22,7 @@ import yaml
 
 from pipeline.core.errors import ConfigError, one_line
 from pipeline.llm.provider import STAGES
+from pipeline.text.echoes import PromptExample
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Prompt:
     file: str  # e.g. "prompts/composer.md", as recorded on llm_call rows
     version: str
     text: str
+    # The values only its example uses: a reply repeating them is malformed (law 12).
+    example: PromptExample = field(default_factory=PromptExample)
 
 
 class PromptError(ConfigError):
@@ -55,7 +58,8 @@ def _parse(path: Path, raw: str) -> tuple[dict[str, object], str]:
 def _load(path: Path, _mtime_ns: int) -> Prompt:
     meta, body = _parse(path, path.read_text(encoding="utf-8"))
     stage = str(meta.get("stage") or path.stem)
-    return Prompt(stage=stage, file=f"{path.parent.name}/{path.name}", version=str(meta["version"]), text=body)
+    return Prompt(stage=stage, file=f"{path.parent.name}/{path.name}", version=str(meta["version"]), text=body,
+                  example=PromptExample.of(body))
 
 
 def load_prompt(stage: str, prompts_dir: Path) -> Prompt:

@@ -30,6 +30,7 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.gatekeeper import GateContext, RuleSet, run_gatekeeper
+from pipeline.llm.prompts import load_prompt
 from pipeline.stages.composer import assemble_input, run_composer
 from pipeline.stages.parse import parse_executor_output
 from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
@@ -103,7 +104,8 @@ def evaluate(
     given_composer_raw: str | None = None,
     features_cache: dict[str, Any] | None = None,
 ) -> Evaluation:
-    parse_status, output = parse_executor_output(raw_output)
+    # The diagnosis prompt's example, read from the prompt file this workbench runs with.
+    parse_status, output = parse_executor_output(raw_output, load_prompt("diagnosis", settings.prompts_dir).example)
 
     if settings.gatekeeper.enabled:
         outcome = run_gatekeeper(

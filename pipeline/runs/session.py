@@ -229,7 +229,8 @@ def _run_session(
 
     runner = _ToolRunner(store, sid, toolbox, settings, emit)
     ctx = StageContext(settings=settings, session_id=sid, language=detect_language(question), record=record,
-                       run_tool=runner, services=list(world.services) if world else [], now=now, scope=scope)
+                       run_tool=runner, services=list(world.services) if world else [], now=now, scope=scope,
+                       progress=lambda data: emit("progress", data))
     stage = "planner"
 
     def enter(name: str) -> float:

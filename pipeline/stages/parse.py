@@ -11,6 +11,7 @@ import re
 
 from pipeline.core.bounds import loads_bounded
 from pipeline.core.contracts import ExecutorOutput, ParseStatus
+from pipeline.text.echoes import PromptExample
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
@@ -23,7 +24,11 @@ def strip_wrappers(raw: str) -> str:
     return m.group(1).strip() if m else text
 
 
-def parse_executor_output(raw: str | None) -> tuple[ParseStatus, ExecutorOutput | None]:
+def parse_executor_output(
+    raw: str | None, example: PromptExample | None = None
+) -> tuple[ParseStatus, ExecutorOutput | None]:
+    """The parse status and the read output; an output repeating the prompt's `example` is
+    malformed however well it parses (law 12)."""
     text = strip_wrappers(raw or "")
     if not text:
         return ParseStatus(status="missing", detail="executor returned no output"), None
@@ -39,4 +44,7 @@ def parse_executor_output(raw: str | None) -> tuple[ParseStatus, ExecutorOutput 
     if not isinstance(data, dict):
         return ParseStatus(status="malformed", detail=f"executor output is a JSON {type(data).__name__}, "
                                                        "not an object"), None
+    echo = example.echo_in(data) if example is not None else None
+    if echo is not None:
+        return ParseStatus(status="malformed", detail=f"executor output repeats the prompt's example: {echo}"), None
     return ParseStatus(status="valid", detail="parsed executor evidence contract"), ExecutorOutput.read(data)

@@ -4,7 +4,8 @@ A small model fills a schema's slots with whatever reads like an answer: `queryL
 "...", a level "high", a window in another year. Run as asked, such a call returns nothing and the
 session goes on with no data while looking as if it had searched. Each argument the catalogue or
 the question constrains is checked here: a service must be one the catalogue, the question or the
-plan names (any well-formed name when no catalogue is known); a level must be a log level; a
+plan names (any well-formed name when no catalogue is known), and a placeholder ("...", "<service>",
+"xxx") is never one, even where a plan copied from its prompt's example lists it; a level must be a log level; a
 window must parse, run forwards and meet the question's window. What fails is corrected from the
 plan or the question when there is exactly one right value, else the call is refused; either way
 with a note the collector records.
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.contracts import PlannerPlan, QuestionScope
+from pipeline.text.echoes import is_placeholder
 from pipeline.tools.logfiles import normalize_level, parse_timestamp
 from pipeline.tools.registry import persisted_name
 
@@ -62,7 +64,7 @@ class ArgumentPolicy:
 
     def _supported_services(self) -> list[str]:
         asked = self.scope.services if self.scope else []
-        return list(dict.fromkeys([*self.catalogue, *asked, *self.plan.services]))
+        return [s for s in dict.fromkeys([*self.catalogue, *asked, *self.plan.services]) if not is_placeholder(s)]
 
     def _planned(self, tool: str) -> list[dict[str, Any]]:
         return [c.arguments for c in self.plan.tool_calls if (persisted_name(c.tool_name) or c.tool_name) == tool]
@@ -76,10 +78,10 @@ class ArgumentPolicy:
         if text.casefold() in by_fold:
             call.arguments["service"] = by_fold[text.casefold()]
             return
-        if text and _SERVICE_NAME.fullmatch(text) and not self.catalogue:
+        if text and _SERVICE_NAME.fullmatch(text) and not self.catalogue and not is_placeholder(text):
             return  # no catalogue to hold it against: a well-formed name is the backend's to answer
         # The one service this question is about, from the question first, then the plan.
-        asked = (self.scope.services if self.scope else []) or self.plan.services
+        asked = (self.scope.services if self.scope else []) or [s for s in self.plan.services if not is_placeholder(s)]
         if len(asked) == 1:
             call.arguments["service"] = asked[0]
             call.notes.append(f"{tool}: service {given!r} is not a service of this question or catalogue; "

@@ -16,6 +16,13 @@ from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord, QuestionScope, ToolInvocation
 
 RunTool = Callable[[str, dict[str, Any]], ToolInvocation]
+# A stage's progress while a reply streams in: stage, round, tokens so far, tokens/s, the stage's
+# elapsed seconds and its time budget (openai.stage_timeout_s).
+OnProgress = Callable[[dict[str, Any]], None]
+
+
+def _no_progress(data: dict[str, Any]) -> None:
+    return None
 
 
 @dataclass
@@ -34,3 +41,7 @@ class StageContext:
     # time.monotonic() at the first LLM request of each (stage, round): the start of the stage's
     # wall-time bound (openai.stage_timeout_s), shared by all the calls the stage makes.
     stage_started: dict[tuple[str, int], float] = field(default_factory=dict)
+    progress: OnProgress = _no_progress
+    # Set once the collector's model was made to call a tool and answered without one: later
+    # rounds of the session run the plan's calls instead of asking it again.
+    tools_refused: bool = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pipeline.core.contracts import ComposerAction, ComposerGuardResult, ComposerHypothesis, ExecutorBinding, Verdict
 from pipeline.runs.demo import sample_questions
@@ -30,6 +31,13 @@ class AnswerView:
     actions: list[ComposerAction]
     rationale: str
     guard: ComposerGuardResult | None
+
+
+def progress_text(data: dict[str, Any]) -> str:
+    """A stage's streaming progress (a `progress` session event) in one line, for the CLI and Ask:
+    a slow model shows it is generating, and how far the stage is into its time budget."""
+    return (f"{data.get('stage')}: {data.get('tokens')} tokens, {data.get('tokens_per_s')} tokens/s, "
+            f"{data.get('elapsed_s')} s of {data.get('budget_s')} s")
 
 
 def answer_view(record: SessionRecord) -> AnswerView:
