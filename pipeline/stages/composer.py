@@ -26,6 +26,7 @@ from pipeline.core.contracts import (
     ComposerOutput,
     ExecutorOutput,
     FilteredItem,
+    FormCoverage,
     ParseStatus,
     QuestionScope,
     ServiceCoverage,
@@ -87,7 +88,7 @@ def is_evidence_gathering(action_text: str) -> bool:
 def assemble_input(
     *, question: str, verdict: Verdict, structured: ExecutorOutput | None, verifier_output: VerifierOutput,
     unbacked: Sequence[str] = (), scope: QuestionScope | None = None, coverage: Sequence[ServiceCoverage] = (),
-    max_key_facts: int = 4,
+    form: FormCoverage | None = None, max_key_facts: int = 4,
 ) -> tuple[ComposerInput, list[FilteredItem]]:
     """Filter the diagnosis into what the composer may use; record everything kept away.
 
@@ -205,7 +206,7 @@ def assemble_input(
         missing_info=missing,
         recommended_actions=actions,
         rationale=verifier_output.rationale,
-        answer_lead=decide_lead(verdict, ranked, hypotheses, scope, coverage),
+        answer_lead=decide_lead(verdict, ranked, hypotheses, scope, coverage, form),
         key_claim_ids=key_claims(ranked, scope, max_key_facts),
         question_scope=scope,
     )

@@ -51,6 +51,8 @@ def lead_sentence(lead: AnswerLead | None, language: str, needed: Sequence[str] 
     end = tr("common.stop", language)
     services = tr("answer.and", language).join(lead.services)
     evidence = tr("answer.and", language).join(lead.evidence) or "-"
+    if lead.kind in ("proposition", "why_open"):
+        return _form_sentence(lead, language) + end
     if lead.kind == "cause":
         cause = (tr("answer.cause_confirmed", language, text=_item(lead.text)) if lead.support == "confirmed"
                  else tr("answer.cause_likely", language, text=_item(lead.text)))
@@ -77,6 +79,18 @@ def lead_sentence(lead: AnswerLead | None, language: str, needed: Sequence[str] 
     if lead.text and services:
         return tr("answer.unknown_fact", language, services=services, text=_item(lead.text)) + end
     return tr("answer.unknown", language)
+
+
+def _form_sentence(lead: AnswerLead, language: str) -> str:
+    """The yes/no of a cause or state proposition, or "cannot tell why", stating what it answers
+    outright (pipeline.verdict.form): a negated question's "yes" cannot be read two ways."""
+    pairs = pairs_phrase(lead.services, lead.symptoms, language)
+    if lead.kind == "why_open":
+        return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text))
+    support = tr("answer.support_confirmed", language) if lead.support == "confirmed" else tr("answer.support_likely", language)
+    template = family("answer.prop.", language)[lead.statement]
+    head = template.format(subject=lead.subject, pairs=pairs, support=support, text=_item(lead.text))
+    return head + (tr("answer.linked_by", language, text=_item(lead.link)) if lead.link else "")
 
 
 @dataclass
