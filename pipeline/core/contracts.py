@@ -430,6 +430,9 @@ class ComposerClaim(_Model):
 class ComposerHypothesis(_Model):
     hypothesis_text: str
     needed_evidence: list[str] = Field(default_factory=list)
+    # A cause in a component the question did not name: the verified fact about an asked service
+    # that links it there (pipeline.stages.answer_lead.on_topic).
+    link: str = ""
 
 
 class ComposerAction(_Model):
@@ -482,6 +485,9 @@ class ComposerInput(_Model):
     answer_lead: AnswerLead | None = None
     key_claim_ids: list[str] = Field(default_factory=list)
     question_scope: QuestionScope | None = None
+    # Facts, causes and steps about components outside the question's scope that the evidence does
+    # not link to an asked service: shown apart ("elsewhere in the evidence"), never in the lead.
+    elsewhere: list[str] = Field(default_factory=list)
 
 
 class FilteredItem(_Model):

@@ -30,8 +30,9 @@ from pipeline.core.contracts import (
     Verdict,
 )
 from pipeline.core.messages import Message, msg, render, tr
-from pipeline.text.primitives import normalize
+from pipeline.text.primitives import extract_entities, normalize
 from pipeline.verdict.answer import pairs_phrase
+from pipeline.verdict.form import names_in
 from pipeline.verdict.scope import ANY, symptom_words
 
 _CORE = {"root_cause": 2.0, "symptom": 1.0, "impact": 1.0}
@@ -41,7 +42,6 @@ _GAP_FRAME = frozenset(
     "that there yet from with more before relying claim something absent gathered unknown whether which".split()
 )
 _LATIN = re.compile(r"[a-z][a-z0-9_]{3,}")
-_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 
 
 def _asked_in(text: str, scope: QuestionScope | None) -> bool:
@@ -93,13 +93,32 @@ def drop_closed(
     return kept, hyps, [g for g in missing if g not in kept]
 
 
+def tie(text: str, claims: Sequence[ComposerClaim], scope: QuestionScope | None) -> str:
+    """The confirmed fact about an asked service that names the text's component, in full or by a
+    distinctive part ("redis command timeout" ties cart-service to redis-cart); "" when none does."""
+    names = names_in(text, scope.services if scope else []) | _components(text)
+    return next((c.claim_text for c in claims
+                 if _asked_in(c.claim_text, scope) and any(n in normalize(c.claim_text) for n in names)), "")
+
+
+def _components(text: str) -> set[str]:
+    return {normalize(e.value) for e in extract_entities(text) if e.kind == "service"}
+
+
 def _tied(hypothesis: str, claims: Sequence[ComposerClaim], scope: QuestionScope | None) -> bool:
-    """A confirmed fact about an asked service names the hypothesis' component, in full or by a
-    distinctive part ("redis command timeout" ties cart-service to redis-cart)."""
-    asked_parts = {p for svc in (scope.services if scope else []) for p in normalize(svc).split("-")}
-    names = set(_NAME.findall(normalize(hypothesis)))
-    names |= {p for n in names for p in n.split("-") if len(p) >= 4 and p not in asked_parts and p != "service"}
-    return any(_asked_in(c.claim_text, scope) and any(n in normalize(c.claim_text) for n in names) for c in claims)
+    return bool(tie(hypothesis, claims, scope))
+
+
+def on_topic(text: str, claims: Sequence[ComposerClaim], scope: QuestionScope | None) -> tuple[bool, str]:
+    """(whether the text belongs in the answer, the link that brings it in). It does when it names
+    an asked service or no component at all, or when a confirmed fact about an asked service
+    links its component; a text about another component only is "elsewhere in the evidence"."""
+    if scope is None or not scope.services or _asked_in(text, scope):
+        return True, ""
+    if not _components(text):
+        return True, ""
+    link = tie(text, claims, scope)
+    return bool(link), link
 
 
 def _cause(verdict: Verdict, claims: Sequence[ComposerClaim], hypotheses: Sequence[ComposerHypothesis],
@@ -173,6 +192,10 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
     if row.form == "why":
         if row.status == "not_answered" and decided is not None and decided.status == "answered":
             return lead("why_open", facts(rows))
+        if row.cause and row.link and any(h.hypothesis_text == row.cause for h in hypotheses):
+            # A cause in a component the question did not name leads with what links it.
+            return AnswerLead(kind="cause", support="likely", form="why", services=list(scope.services),
+                              text=row.cause, link=row.link)
         return None
     if row.form != "yes_no" or prop is None or prop.kind == "symptom" or decided is None:
         return None

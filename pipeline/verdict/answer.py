@@ -56,7 +56,7 @@ def lead_sentence(lead: AnswerLead | None, language: str, needed: Sequence[str] 
     if lead.kind == "cause":
         cause = (tr("answer.cause_confirmed", language, text=_item(lead.text)) if lead.support == "confirmed"
                  else tr("answer.cause_likely", language, text=_item(lead.text)))
-        return cause + needs + end
+        return cause + needs + (tr("answer.linked_by", language, text=_item(lead.link)) if lead.link else "") + end
     if lead.symptoms and lead.kind in ("present", "healthy", "no_data"):
         pairs, text = pairs_phrase(lead.services, lead.symptoms, language), _item(lead.text)
         head = (tr("answer.healthy_symptom", language, pairs=pairs, text=text, evidence=evidence)
@@ -102,6 +102,8 @@ class AnswerSections:
     possible_causes: list[str] = field(default_factory=list)
     evidence_gaps: list[str] = field(default_factory=list)
     actions: list[ComposerAction] = field(default_factory=list)
+    # About components outside the question and not linked to it: shown collapsed, apart.
+    elsewhere: list[str] = field(default_factory=list)
 
 
 def sections(ci: ComposerInput, language: str) -> AnswerSections:
@@ -123,6 +125,7 @@ def sections(ci: ComposerInput, language: str) -> AnswerSections:
     causes = [] if ci.verdict == "REJECT" else [
         tr("answer.hypothesis", language, text=_item(h.hypothesis_text))
         + (tr("answer.needed", language, items=tr("answer.sep", language).join(h.needed_evidence)) if h.needed_evidence else "")
+        + (tr("answer.linked_by", language, text=_item(h.link)) if h.link else "")
         for h in ci.allowed_hypotheses if h is not in_lead
     ]
     note = (tr("answer.low_note", language) if ci.verdict == "LOW_CONFID"
@@ -136,4 +139,5 @@ def sections(ci: ComposerInput, language: str) -> AnswerSections:
         possible_causes=causes,
         evidence_gaps=list(ci.missing_info),
         actions=actions,
+        elsewhere=list(ci.elsewhere),
     )
