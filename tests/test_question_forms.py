@@ -112,3 +112,12 @@ def test_a_scope_stored_before_propositions_still_reads() -> None:
     old = QuestionScope.model_validate({"services": ["a-service"], "form": "yes_no"})
     assert old.proposition is None
     assert read_proposition("", ["a-service"], asked_nothing=True).kind == "state"
+
+
+@pytest.mark.parametrize(("question", "form"), [
+    ("What is causing the checkout 500s?", "why"), ("checkout-service 为啥报错", "why"),
+    ("是什么导致 cart-service 变慢？", "why"), ("Isn't coupon-service healthy?", "yes_no"),
+    ("是不是 inventory-service 导致了 order-service 超时？", "yes_no"), ("What does checkout-service log?", "what"),
+])
+def test_the_form_is_read_from_an_sres_words(question: str, form: str) -> None:
+    assert read_scope(question).form == form

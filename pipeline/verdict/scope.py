@@ -213,8 +213,9 @@ _YES_NO_EN = re.compile(
     r"^(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|any|anything|isn't|aren't|wasn't|"
     r"weren't|doesn't|don't|didn't|hasn't|haven't|can't|couldn't|won't|wouldn't|shouldn't)(?![a-z])")
 _YES_NO_ZH = re.compile(r"[吗么嘛][?？。!！\s]*$|是不是|有没有|是否|会不会|有无|是否有")
-_WHY = re.compile(r"\b(?:why|how come|what caused|what causes|root cause|cause of|what's wrong|what is wrong)\b"
-                  r"|为什么|为何|原因|怎么回事|怎么了|排查|什么问题")
+_WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
+                  r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
+                  r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|排查|什么问题|什么导致|啥导致")
 
 
 def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
