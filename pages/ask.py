@@ -241,6 +241,9 @@ def answer(session_id: str) -> None:
         if view.rationale:
             st.markdown("**" + i18n.t("ask.rationale") + "**")
             markup.text_block(view.rationale)
+    if view.elsewhere:
+        with st.expander(i18n.t("ask.elsewhere") + f" ({len(view.elsewhere)})"):
+            markup.html_block('<ul class="wb-list">' + "".join(f"<li>{markup.esc(x)}</li>" for x in view.elsewhere) + "</ul>")
 
 
 def body() -> None:

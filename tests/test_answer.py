@@ -49,7 +49,8 @@ def _opening(language: str, service: str, symptom: str, text: str) -> str:
 @pytest.mark.parametrize(("question", "service", "opening"), [
     # A wrong password is the user's mistake, not the service failing: no sign of a login failure, with the figure.
     ("user-service 登录失败了吗？", "user-service", _opening("zh", "user-service", "auth", "login failed: wrong password")),
-    ("Is coupon-service healthy?", "coupon-service", _opening("en", "coupon-service", "any", "Pod重启次数: 1")),
+    # "is X healthy?" asks a state: its yes comes first, then the figure.
+    ("Is coupon-service healthy?", "coupon-service", "Yes, coupon-service looks healthy: Pod重启次数: 1"),
 ])
 def test_healthy_service_passes_with_a_no_fault_sentence_bound_to_evidence(
         settings: Settings, store: Store, question: str, service: str, opening: str) -> None:

@@ -44,10 +44,14 @@ def test_ask_prints_answer_verdict_and_session(capsys: pytest.CaptureFixture[str
 def test_ask_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     data = ask_json(capsys)
     assert set(data) == {"session_id", "verdict", "ungated", "final_answer", "lead", "sample_incident",
-                         "time_window", "round_audit"}
+                         "time_window", "round_audit", "question_form", "proposition", "form_coverage", "decided_by"}
     # "since 10:00" with no date: read on the day of the latest record of the asked service.
     assert data["time_window"]["start"] == "2026-11-28T10:00:00Z" and data["time_window"]["text"] == "since 10:00"
     assert data["time_window"]["anchor"]["service"] == "payment-service"
+    # The question's form and the coverage row that decided whether it was answered.
+    row, decided = data["form_coverage"], data["decided_by"]
+    assert data["question_form"] == row["form"] and row["status"] in ("answered", "not_answered")
+    assert (decided["service"], decided["symptom"]) == (row["service"], row["symptom"])
     assert data["lead"] and data["final_answer"].startswith(data["lead"])  # the JSON leads as the CLI does
     assert data["round_audit"]["gatekeeper_result"]["status"] in ("pass", "warn", "fail")
     assert data["round_audit"]["facts_checked"]

@@ -114,7 +114,7 @@ def test_composer_input_never_holds_raw_tool_output_or_executor_fields():
     ci, _ = assembled("PASS")
     assert set(ci.model_dump()) == {"original_query", "verdict", "allowed_claims", "allowed_hypotheses",
                                     "missing_info", "recommended_actions", "rationale", "answer_lead",
-                                    "key_claim_ids", "question_scope"}
+                                    "key_claim_ids", "question_scope", "elsewhere"}
     assert "evidence_bindings" not in json.dumps(ci.model_dump())
 
 

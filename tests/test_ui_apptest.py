@@ -177,6 +177,14 @@ def test_trace_renders_highlights_and_escapes_tool_output(settings: Settings, st
     assert "<script>" not in _html(at)
 
 
+def test_trace_shows_the_question_form_and_the_coverage_row_that_decided_it(settings: Settings, store: Store) -> None:
+    result = run_session("Is pricing-service the cause of the checkout 500s?", settings=settings, store=store,
+                         world_id="bad-deploy")
+    html = _html(_app("pages/trace.py", session=result.session_id))
+    assert "cause: pricing-service -&gt; checkout-service" in html
+    assert "question form <code>yes_no</code>" in html and "decided by: checkout-service · errors (answered)" in html
+
+
 def test_trace_reviews_claim_by_claim_and_every_view_shows_them_at_once(settings: Settings, store: Store) -> None:
     result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
     sid = result.session_id

@@ -430,6 +430,9 @@ class ComposerClaim(_Model):
 class ComposerHypothesis(_Model):
     hypothesis_text: str
     needed_evidence: list[str] = Field(default_factory=list)
+    # A cause in a component the question did not name: the verified fact about an asked service
+    # that links it there (pipeline.stages.answer_lead.on_topic).
+    link: str = ""
 
 
 class ComposerAction(_Model):
@@ -443,7 +446,9 @@ class AnswerLead(_Model):
 
     # cause: the cause; present: yes, the asked symptom shows (a fact about it); healthy: no sign of
     # the asked symptom (its figure); no_data: nothing to tell from; unknown: none of these.
-    kind: Literal["cause", "present", "healthy", "no_data", "unknown"]
+    # proposition: the yes/no of a cause or state proposition (`answer`, `statement`); why_open: a
+    # why whose cause the evidence does not establish ("Cannot tell why ...": the closest facts).
+    kind: Literal["cause", "present", "healthy", "no_data", "unknown", "proposition", "why_open"]
     support: Literal["confirmed", "likely", "unknown"] = "unknown"
     services: list[str] = Field(default_factory=list)
     # The allowed claim or hypothesis it rests on, verbatim; for healthy the figures that show the
@@ -458,6 +463,13 @@ class AnswerLead(_Model):
     # an allowed claim or hypothesis, verbatim.
     instead: str = ""
     instead_support: Literal["confirmed", "likely", "unknown"] = "unknown"
+    # proposition: yes / no / cannot_tell, and what is stated ("cause", "not_cause", "healthy",
+    # "faulty"; answer.stmt_* in the catalogue) about `subject` (the asked cause or service).
+    answer: Literal["yes", "no", "cannot_tell", ""] = ""
+    statement: str = ""
+    subject: str = ""
+    # How the evidence links a cause in another service to the asked one.
+    link: str = ""
 
 
 class ComposerInput(_Model):
@@ -473,6 +485,9 @@ class ComposerInput(_Model):
     answer_lead: AnswerLead | None = None
     key_claim_ids: list[str] = Field(default_factory=list)
     question_scope: QuestionScope | None = None
+    # Facts, causes and steps about components outside the question's scope that the evidence does
+    # not link to an asked service: shown apart ("elsewhere in the evidence"), never in the lead.
+    elsewhere: list[str] = Field(default_factory=list)
 
 
 class FilteredItem(_Model):
@@ -533,6 +548,22 @@ class TimeWindow(_Model):
     anchor: EvidenceTime | None = None
 
 
+class Proposition(_Model):
+    """What a yes/no question asks to be true (pipeline.verdict.form): "is X the cause of Y" (cause),
+    "is X normal / down" (state), "is X leaking memory" (symptom). A negated question ("isn't X
+    normal?") asks the same proposition; `negated` records that it was put that way."""
+
+    kind: Literal["cause", "state", "symptom"]
+    # cause: the suspected cause, a service or a change ("the v2.4.1 deploy"); state, symptom: the service.
+    subject: str = ""
+    subject_kind: Literal["service", "change"] = "service"
+    # cause: the service whose symptom is asked about ("" when the question names none).
+    target: str = ""
+    # state: which state the question asks to confirm.
+    expects: Literal["healthy", "faulty"] = "faulty"
+    negated: bool = False
+
+
 class QuestionScope(_Model):
     """What the question asks about, read from its text in code before any stage runs."""
 
@@ -548,6 +579,8 @@ class QuestionScope(_Model):
     form: QuestionForm = "what"
     time_window: TimeWindow | None = None
     language: Literal["zh", "en"] = "zh"
+    # A yes/no question's proposition; None for why/what and for scopes stored before it was read.
+    proposition: Proposition | None = None
 
 
 class ServiceCoverage(_Model):
@@ -562,6 +595,32 @@ class ServiceCoverage(_Model):
     figure: str = ""
     claim_ids: list[str] = Field(default_factory=list)
     invocation_ids: list[int] = Field(default_factory=list)
+    detail: str = ""
+    msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
+
+
+class FormCoverage(_Model):
+    """Did the evidence answer the question in its form (law 8, law 12)? Decided in code.
+
+    why: a cause for the asked symptom in the asked service (a verified root-cause claim, or a
+    hypothesis the verifier judged reasonable whose basis quotes verified evidence), about that
+    service or about one the evidence links to it; a symptom shown absent answers it too. yes_no:
+    evidence for or against the proposition. what: every asked pair answered or shown healthy."""
+
+    form: QuestionForm = "what"
+    status: Literal["answered", "not_answered"] = "answered"
+    # yes_no: the proposition's truth as the evidence shows it.
+    answer: Literal["yes", "no", "cannot_tell", ""] = ""
+    # The coverage row (service, symptom) that decided it.
+    service: str = ""
+    symptom: str = "any"
+    # The cause the answer may name, verbatim, and how sure: confirmed claim or likely hypothesis.
+    cause: str = ""
+    cause_support: Literal["confirmed", "likely", "unknown"] = "unknown"
+    claim_id: str = ""
+    hypothesis_index: int | None = None
+    # How the evidence links a cause in another service to the asked one (a verified fact quoted).
+    link: str = ""
     detail: str = ""
     msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
 
@@ -597,6 +656,7 @@ class RoundAudit(_Model):
     retry_context: RetryContext | None = None
     # Law 8: per asked service, answered / healthy / no_data / not_queried (decided in code).
     question_coverage: list[ServiceCoverage] = Field(default_factory=list)
+    question_form_coverage: FormCoverage | None = None
 
 
 class LlmCallRecord(_Model):

@@ -103,6 +103,11 @@ def _check(expect: dict[str, Any], result: SessionResult, settings: Settings, wo
     got = {f"{c.service or '*'}/{c.symptom}": c.status for c in ev.round_audit.question_coverage}
     for pair, status in (expect.get("coverage") or {}).items():
         want(got.get(pair) == status, f"coverage {pair} is {got.get(pair, 'not asked')}, expected {status} ({got})")
+    # The form row: whether the question was answered in its form, and a yes/no's answer.
+    form = ev.round_audit.question_form_coverage
+    for key, value in (expect.get("form") or {}).items():
+        said = getattr(form, key, None) if form is not None else None
+        want(said == value, f"form {key} is {said}, expected {value}")
     lead = ev.composer_output.answer_summary
     if "lead_starts_with" in expect:
         want(lead.startswith(expect["lead_starts_with"]), f"lead “{lead[:160]}” does not start with "

@@ -63,11 +63,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
     result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
     sample = _sample(settings, result.world, detect_language(args.question))
     if args.json:
+        from pipeline.frontends.views.trace import form_view
+
         out = result.evaluation.composer_output
         scope = result.evaluation.composer_input.question_scope
         window = scope.time_window if scope else None
+        form = form_view(scope, result.evaluation.round_audit)
         _print_json({"session_id": result.session_id, "verdict": result.verdict, "ungated": bool(result.ungated_by),
                      "final_answer": result.final_answer, "lead": out.answer_summary if out else "",
+                     **(form.as_json() if form else {"question_form": None}),
                      "sample_incident": sample,
                      # The window the evidence was read in, and the record a dateless clock time was read against.
                      "time_window": window.model_dump(mode="json") if window else None,

@@ -59,6 +59,10 @@ def render_record(r: SessionRecord, lang: str = "en") -> str:
         lines += [f"  digest {d.digest_id}: {d.verification} {d.detail}" for d in ev.digest_checks]
         lines += [f"  coverage {c.service or '*'}/{c.symptom}: {c.status} {localized(c.detail, c.msg, lang)}"
                   for c in ev.question_coverage]
+        if ev.question_form_coverage is not None:
+            f = ev.question_form_coverage
+            lines.append(f"  form {f.form}: {f.status}{' ' + f.answer if f.answer else ''} (decided by "
+                         f"{f.service or '*'}/{f.symptom}) {localized(f.detail, f.msg, lang)}")
         gate = ev.gatekeeper_result
         lines.append(_section("gatekeeper"))
         lines.append(f"status {gate.status}; failed {gate.failed_rules}; warnings {gate.warnings}")

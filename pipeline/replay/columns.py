@@ -210,7 +210,7 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         "text_has": text_has,
         "text_fail": text_fail,
         # What the session's coverage, failed tool calls and verifier allow at best, whatever its claims.
-        "evidence_floor": stricter(evidence_floor(item.coverage, item.failed_tools), item.verifier_verdict or "PASS"),
+        "evidence_floor": stricter(evidence_floor(item.coverage, item.failed_tools, item.form), item.verifier_verdict or "PASS"),
     }
     return session, bindings, claims
 

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 
-from pipeline.core.contracts import ClaimCheck, EvidenceDigest, ServiceCoverage, ToolInvocation
+from pipeline.core.contracts import ClaimCheck, EvidenceDigest, FormCoverage, ServiceCoverage, ToolInvocation
 from pipeline.gatekeeper.features import valid_ids
 from pipeline.replay.per_session import ReplayInput, cited_invocation_ids, gc_paused
 from pipeline.store import Store
@@ -39,6 +39,7 @@ _COLUMNS = (
     _EV["claim_checks"].label("claim_checks"),
     _EV["gatekeeper_result"].label("gatekeeper_result"),
     _EV["question_coverage"].label("question_coverage"),
+    _EV["question_form_coverage"].label("question_form_coverage"),
 )
 
 
@@ -57,6 +58,7 @@ def _input(row: Any, owners: dict[int, tuple[str, str]], failed_tools: list[Tool
         digests=digests, old_status=gate.get("status", "pass"), old_verdict=row.verdict or "LOW_CONFID",
         old_failed_rules=list(gate.get("failed_rules", [])), old_warnings=list(gate.get("warnings", [])),
         claim_checks=checks, coverage=[ServiceCoverage.model_construct(**c) for c in row.question_coverage or []],
+        form=FormCoverage.model_construct(**row.question_form_coverage) if row.question_form_coverage else None,
         failed_tools=failed_tools,
     )
 

@@ -18,6 +18,7 @@ from pipeline.core.contracts import (
     ClaimCheck,
     EvidenceDigest,
     ExecutorOutput,
+    FormCoverage,
     GatekeeperResult,
     ServiceCoverage,
     ToolInvocation,
@@ -50,6 +51,7 @@ class ReplayInput:
     claim_checks: list[ClaimCheck] = field(default_factory=list)
     coverage: list[ServiceCoverage] = field(default_factory=list)
     failed_tools: list[ToolInvocation] = field(default_factory=list)
+    form: FormCoverage | None = None
     # Built on the first replay and kept: it remembers facts and per-rule findings across replays,
     # so the fields above must not change once the input has been replayed.
     _context: RuleContext | None = field(default=None, init=False, repr=False, compare=False)
@@ -100,7 +102,7 @@ def project_verdict(result: GatekeeperResult, rules: RuleSet, item: ReplayInput)
     impacts = {r: rules.impact(r) for r in {*result.failed_rules, *(e.rule_id for e in result.errors)}}
     return decide_verdict(parse_status=item.parse_status, structured=item.output, claim_checks=item.claim_checks,
                           gatekeeper=result, rule_impacts=impacts, verifier_verdict=item.verifier_verdict,
-                          coverage=item.coverage, invocations=item.failed_tools).verdict
+                          coverage=item.coverage, form=item.form, invocations=item.failed_tools).verdict
 
 
 def replay_one(item: ReplayInput, rules: RuleSet) -> GatekeeperResult:

@@ -36,6 +36,7 @@ from pipeline.stages.parse import parse_executor_output
 from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
 from pipeline.verdict.context import StageContext
 from pipeline.verdict.coverage import backends_label, compute_coverage
+from pipeline.verdict.form import form_coverage
 from pipeline.verdict.policy import apply_gatekeeper, decide_verdict
 
 
@@ -134,9 +135,11 @@ def evaluate(
     coverage = compute_coverage(ctx.scope, normalized_output, corrected, invocations, gate_for_claims,
                                 backends=backends_label({"logs": settings.backends.query_logs.kind,
                                                          "alerts": settings.backends.query_metrics.kind}))
+    form = form_coverage(ctx.scope, normalized_output, corrected, verifier_output.hypothesis_checks, coverage,
+                         gate_for_claims.unbacked_claims, invocations)
     decision = decide_verdict(
         parse_status=parse_status.status, structured=normalized_output, claim_checks=verifier_output.claim_checks,
-        gatekeeper=gate_result, rule_impacts=_impacts(gate_result, rules), coverage=coverage,
+        gatekeeper=gate_result, rule_impacts=_impacts(gate_result, rules), coverage=coverage, form=form,
         gatekeeper_enabled=settings.gatekeeper.enabled, verifier_verdict=verifier_output.verdict,
         invocations=invocations, retry_context=retry_context, retry_gaps_closed=verifier_output.retry_gaps_closed,
         language=ctx.language,
@@ -149,7 +152,7 @@ def evaluate(
     composer_input, filtered = assemble_input(question=question, verdict=verdict,
                                               structured=normalized_output, verifier_output=verifier_output,
                                               unbacked=gate_for_claims.unbacked_claims, scope=ctx.scope,
-                                              coverage=coverage, max_key_facts=settings.composer.max_key_facts)
+                                              coverage=coverage, form=form, max_key_facts=settings.composer.max_key_facts)
     composer_input.missing_info.extend(decision.missing_info)
     composer = _GivenComposer(given_composer_raw) if given_composer_raw is not None else provider
     composer_output, guard, final_answer = run_composer(ctx, composer, composer_input,
@@ -180,6 +183,7 @@ def evaluate(
         composer_guard=guard,
         retry_context=retry_context,
         question_coverage=coverage,
+        question_form_coverage=form,
     )
     return Evaluation(parse_status=parse_status, output=normalized_output, gatekeeper_result=gate_result,
                       features=features, verifier_output=verifier_output, verdict=verdict,

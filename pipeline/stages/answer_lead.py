@@ -24,13 +24,15 @@ from pipeline.core.contracts import (
     AnswerLead,
     ComposerClaim,
     ComposerHypothesis,
+    FormCoverage,
     QuestionScope,
     ServiceCoverage,
     Verdict,
 )
 from pipeline.core.messages import Message, msg, render, tr
-from pipeline.text.primitives import normalize
+from pipeline.text.primitives import extract_entities, normalize
 from pipeline.verdict.answer import pairs_phrase
+from pipeline.verdict.form import names_in
 from pipeline.verdict.scope import ANY, symptom_words
 
 _CORE = {"root_cause": 2.0, "symptom": 1.0, "impact": 1.0}
@@ -40,7 +42,6 @@ _GAP_FRAME = frozenset(
     "that there yet from with more before relying claim something absent gathered unknown whether which".split()
 )
 _LATIN = re.compile(r"[a-z][a-z0-9_]{3,}")
-_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 
 
 def _asked_in(text: str, scope: QuestionScope | None) -> bool:
@@ -92,13 +93,32 @@ def drop_closed(
     return kept, hyps, [g for g in missing if g not in kept]
 
 
+def tie(text: str, claims: Sequence[ComposerClaim], scope: QuestionScope | None) -> str:
+    """The confirmed fact about an asked service that names the text's component, in full or by a
+    distinctive part ("redis command timeout" ties cart-service to redis-cart); "" when none does."""
+    names = names_in(text, scope.services if scope else []) | _components(text)
+    return next((c.claim_text for c in claims
+                 if _asked_in(c.claim_text, scope) and any(n in normalize(c.claim_text) for n in names)), "")
+
+
+def _components(text: str) -> set[str]:
+    return {normalize(e.value) for e in extract_entities(text) if e.kind == "service"}
+
+
 def _tied(hypothesis: str, claims: Sequence[ComposerClaim], scope: QuestionScope | None) -> bool:
-    """A confirmed fact about an asked service names the hypothesis' component, in full or by a
-    distinctive part ("redis command timeout" ties cart-service to redis-cart)."""
-    asked_parts = {p for svc in (scope.services if scope else []) for p in normalize(svc).split("-")}
-    names = set(_NAME.findall(normalize(hypothesis)))
-    names |= {p for n in names for p in n.split("-") if len(p) >= 4 and p not in asked_parts and p != "service"}
-    return any(_asked_in(c.claim_text, scope) and any(n in normalize(c.claim_text) for n in names) for c in claims)
+    return bool(tie(hypothesis, claims, scope))
+
+
+def on_topic(text: str, claims: Sequence[ComposerClaim], scope: QuestionScope | None) -> tuple[bool, str]:
+    """(whether the text belongs in the answer, the link that brings it in). It does when it names
+    an asked service or no component at all, or when a confirmed fact about an asked service
+    links its component; a text about another component only is "elsewhere in the evidence"."""
+    if scope is None or not scope.services or _asked_in(text, scope):
+        return True, ""
+    if not _components(text):
+        return True, ""
+    link = tie(text, claims, scope)
+    return bool(link), link
 
 
 def _cause(verdict: Verdict, claims: Sequence[ComposerClaim], hypotheses: Sequence[ComposerHypothesis],
@@ -147,13 +167,72 @@ def _joined(texts: Sequence[str], language: str) -> str:
     return tr("answer.facts_join", language).join(_item(t) for t in dict.fromkeys(texts) if t)
 
 
+def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[ComposerClaim],
+               hypotheses: Sequence[ComposerHypothesis], coverage: Sequence[ServiceCoverage]) -> AnswerLead | None:
+    """The lead the form row decides (pipeline.verdict.form): a why whose cause is not in the
+    evidence, or the yes/no of a cause or state proposition; None: the coverage leads below."""
+    language, prop = scope.language, scope.proposition
+    decided = next((c for c in coverage if c.service == row.service and c.symptom == row.symptom), None)
+    rows = [decided] if decided else []
+    by_id = {c.claim_id: c.claim_text for c in claims}
+
+    def facts(of: Sequence[ServiceCoverage]) -> str:
+        """The closest verified facts about the rows: their claims, else their own finding."""
+        texts = [t for c in of for t in [by_id[cid] for cid in c.claim_ids if cid in by_id][:2 if len(of) == 1 else 1]]
+        return _joined(texts or [_row_text(c, language) for c in of], language)
+
+    def lead(kind: Literal["proposition", "why_open"], text: str, statement: str = "", subject: str = "",
+             support: Literal["confirmed", "likely", "unknown"] = "unknown", link: str = "",
+             of: Sequence[ServiceCoverage] = rows) -> AnswerLead:
+        return AnswerLead(kind=kind, form=row.form, answer=row.answer, statement=statement, subject=subject,
+                          services=[c.service for c in of], symptoms=[c.symptom for c in of],
+                          evidence=[f"#{i}" for i in sorted({i for c in of for i in c.invocation_ids})],
+                          text=text, support=support, link=link)
+
+    if row.form == "why":
+        if row.status == "not_answered" and decided is not None and decided.status == "answered":
+            return lead("why_open", facts(rows))
+        if row.cause and row.link and any(h.hypothesis_text == row.cause for h in hypotheses):
+            # A cause in a component the question did not name leads with what links it.
+            return AnswerLead(kind="cause", support="likely", form="why", services=list(scope.services),
+                              text=row.cause, link=row.link)
+        return None
+    if row.form != "yes_no" or prop is None or prop.kind == "symptom" or decided is None:
+        return None
+    if prop.kind == "state":
+        of = [c for c in coverage if not prop.subject or c.service == prop.subject] or rows
+        faulty = [c for c in of if c.status == "answered"]
+        shown_rows = faulty or of
+        # With several services asked, the answer names those it speaks of.
+        subject = prop.subject or tr("answer.and", language).join(dict.fromkeys(c.service for c in shown_rows))
+        if row.answer == "cannot_tell":
+            return lead("proposition", facts(of), "state_open", subject, of=of)
+        shown = facts(faulty) if faulty else _figures(of, language) or facts(of)
+        return lead("proposition", shown, f"{prop.expects}_{row.answer}", subject, of=shown_rows)
+    if row.answer == "cannot_tell":
+        return lead("proposition", facts(rows), "cause_open", prop.subject)
+    if row.cause:
+        said = next((c for c in claims if c.claim_text == row.cause), None)
+        hyp = next((h for h in hypotheses if h.hypothesis_text == row.cause), None)
+        if said is None and hyp is None:
+            return lead("proposition", facts(rows), "cause_open", prop.subject)
+        support: Literal["confirmed", "likely"] = "confirmed" if said is not None else "likely"
+        return lead("proposition", row.cause, "cause_yes" if row.answer == "yes" else "other_cause", prop.subject,
+                    support, row.link)
+    return lead("proposition", _figures(rows, language) or facts(rows), "absent", prop.subject)
+
+
 def decide_lead(
     verdict: Verdict,
     claims: Sequence[ComposerClaim],
     hypotheses: Sequence[ComposerHypothesis],
     scope: QuestionScope | None,
     coverage: Sequence[ServiceCoverage],
+    form_row: FormCoverage | None = None,
 ) -> AnswerLead:
+    decided = _form_lead(form_row, scope, claims, hypotheses, coverage) if form_row and scope else None
+    if decided is not None:
+        return decided
     asked = list(scope.services) if scope else []
     form = scope.form if scope else "what"
     language = scope.language if scope else "en"

@@ -26,6 +26,7 @@ from pipeline.core.contracts import (
     ComposerOutput,
     ExecutorOutput,
     FilteredItem,
+    FormCoverage,
     ParseStatus,
     QuestionScope,
     ServiceCoverage,
@@ -35,7 +36,7 @@ from pipeline.core.contracts import (
 from pipeline.core.errors import StageFailure
 from pipeline.core.messages import Message, msg, render, tr
 from pipeline.stages import templates
-from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, rank_claims
+from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, on_topic, rank_claims
 from pipeline.stages.composer_guard import judge_answer
 from pipeline.text.primitives import detect_language, extract_entities, normalize
 from pipeline.verdict.context import StageContext
@@ -87,7 +88,7 @@ def is_evidence_gathering(action_text: str) -> bool:
 def assemble_input(
     *, question: str, verdict: Verdict, structured: ExecutorOutput | None, verifier_output: VerifierOutput,
     unbacked: Sequence[str] = (), scope: QuestionScope | None = None, coverage: Sequence[ServiceCoverage] = (),
-    max_key_facts: int = 4,
+    form: FormCoverage | None = None, max_key_facts: int = 4,
 ) -> tuple[ComposerInput, list[FilteredItem]]:
     """Filter the diagnosis into what the composer may use; record everything kept away.
 
@@ -197,6 +198,7 @@ def assemble_input(
     missing, hypotheses, closed = drop_closed(list(dict.fromkeys(missing)), hypotheses, ranked, services)
     for text in closed:
         keep_away("missing_info", text, msg("filter.gap_closed"))
+    ranked, hypotheses, actions, elsewhere = _scoped(ranked, hypotheses, actions, scope)
     composer_input = ComposerInput(
         original_query=question,
         verdict=verdict,
@@ -205,11 +207,31 @@ def assemble_input(
         missing_info=missing,
         recommended_actions=actions,
         rationale=verifier_output.rationale,
-        answer_lead=decide_lead(verdict, ranked, hypotheses, scope, coverage),
+        answer_lead=decide_lead(verdict, ranked, hypotheses, scope, coverage, form),
         key_claim_ids=key_claims(ranked, scope, max_key_facts),
         question_scope=scope,
+        elsewhere=elsewhere,
     )
     return composer_input, filtered
+
+
+def _scoped(claims: list[ComposerClaim], hypotheses: list[ComposerHypothesis], actions: list[ComposerAction],
+            scope: QuestionScope | None) -> tuple[list[ComposerClaim], list[ComposerHypothesis], list[ComposerAction], list[str]]:
+    """Law 8, scope: what is about components outside the question, and not linked by the evidence
+    to an asked service, leaves the answer's sections for "elsewhere in the evidence"; a linked
+    cause keeps the fact that links it."""
+    kept_claims = [c for c in claims if on_topic(c.claim_text, claims, scope)[0]]
+    elsewhere = [c.claim_text for c in claims if c not in kept_claims]
+    kept_hyps = []
+    for h in hypotheses:
+        inside, link = on_topic(h.hypothesis_text, kept_claims, scope)
+        if inside:
+            kept_hyps.append(h.model_copy(update={"link": link}) if link else h)
+        else:
+            elsewhere.append(h.hypothesis_text)
+    kept_actions = [a for a in actions if on_topic(a.action_text, kept_claims, scope)[0]]
+    elsewhere += [a.action_text for a in actions if a not in kept_actions]
+    return kept_claims, kept_hyps, kept_actions, elsewhere
 
 
 # --- the stage ---------------------------------------------------------------------------------

@@ -51,10 +51,12 @@ def lead_sentence(lead: AnswerLead | None, language: str, needed: Sequence[str] 
     end = tr("common.stop", language)
     services = tr("answer.and", language).join(lead.services)
     evidence = tr("answer.and", language).join(lead.evidence) or "-"
+    if lead.kind in ("proposition", "why_open"):
+        return _form_sentence(lead, language) + end
     if lead.kind == "cause":
         cause = (tr("answer.cause_confirmed", language, text=_item(lead.text)) if lead.support == "confirmed"
                  else tr("answer.cause_likely", language, text=_item(lead.text)))
-        return cause + needs + end
+        return cause + needs + (tr("answer.linked_by", language, text=_item(lead.link)) if lead.link else "") + end
     if lead.symptoms and lead.kind in ("present", "healthy", "no_data"):
         pairs, text = pairs_phrase(lead.services, lead.symptoms, language), _item(lead.text)
         head = (tr("answer.healthy_symptom", language, pairs=pairs, text=text, evidence=evidence)
@@ -79,6 +81,18 @@ def lead_sentence(lead: AnswerLead | None, language: str, needed: Sequence[str] 
     return tr("answer.unknown", language)
 
 
+def _form_sentence(lead: AnswerLead, language: str) -> str:
+    """The yes/no of a cause or state proposition, or "cannot tell why", stating what it answers
+    outright (pipeline.verdict.form): a negated question's "yes" cannot be read two ways."""
+    pairs = pairs_phrase(lead.services, lead.symptoms, language)
+    if lead.kind == "why_open":
+        return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text))
+    support = tr("answer.support_confirmed", language) if lead.support == "confirmed" else tr("answer.support_likely", language)
+    template = family("answer.prop.", language)[lead.statement]
+    head = template.format(subject=lead.subject, pairs=pairs, support=support, text=_item(lead.text))
+    return head + (tr("answer.linked_by", language, text=_item(lead.link)) if lead.link else "")
+
+
 @dataclass
 class AnswerSections:
     lead: str
@@ -88,6 +102,8 @@ class AnswerSections:
     possible_causes: list[str] = field(default_factory=list)
     evidence_gaps: list[str] = field(default_factory=list)
     actions: list[ComposerAction] = field(default_factory=list)
+    # About components outside the question and not linked to it: shown collapsed, apart.
+    elsewhere: list[str] = field(default_factory=list)
 
 
 def sections(ci: ComposerInput, language: str) -> AnswerSections:
@@ -109,6 +125,7 @@ def sections(ci: ComposerInput, language: str) -> AnswerSections:
     causes = [] if ci.verdict == "REJECT" else [
         tr("answer.hypothesis", language, text=_item(h.hypothesis_text))
         + (tr("answer.needed", language, items=tr("answer.sep", language).join(h.needed_evidence)) if h.needed_evidence else "")
+        + (tr("answer.linked_by", language, text=_item(h.link)) if h.link else "")
         for h in ci.allowed_hypotheses if h is not in_lead
     ]
     note = (tr("answer.low_note", language) if ci.verdict == "LOW_CONFID"
@@ -122,4 +139,5 @@ def sections(ci: ComposerInput, language: str) -> AnswerSections:
         possible_causes=causes,
         evidence_gaps=list(ci.missing_info),
         actions=actions,
+        elsewhere=list(ci.elsewhere),
     )

@@ -32,6 +32,7 @@ from pipeline.core.contracts import (
     ClaimVerification,
     ExecutorClaim,
     ExecutorOutput,
+    FormCoverage,
     GatekeeperError,
     GatekeeperResult,
     RetryContext,
@@ -267,10 +268,12 @@ def evidence_gaps(coverage: Sequence[ServiceCoverage],
             [inv for inv in invocations if inv.status == "error"])
 
 
-def evidence_floor(coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> Verdict:
-    """The verdict the session's evidence allows at best: LOW_CONFID with any gap of evidence_gaps."""
+def evidence_floor(coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation],
+                   form: FormCoverage | None = None) -> Verdict:
+    """The verdict the session's evidence allows at best: LOW_CONFID with any gap of evidence_gaps,
+    or when the question's form is not answered (pipeline.verdict.form)."""
     gaps, failed = evidence_gaps(coverage, invocations)
-    return "LOW_CONFID" if gaps or failed else "PASS"
+    return "LOW_CONFID" if gaps or failed or (form is not None and form.status == "not_answered") else "PASS"
 
 
 def decide_verdict(
@@ -283,6 +286,7 @@ def decide_verdict(
     gatekeeper_enabled: bool = True,
     verifier_verdict: Verdict | None = None,
     coverage: Sequence[ServiceCoverage] = (),
+    form: FormCoverage | None = None,
     invocations: Sequence[ToolInvocation] = (),
     retry_context: RetryContext | None = None,
     retry_gaps_closed: bool | None = None,
@@ -306,7 +310,7 @@ def decide_verdict(
     floor = gatekeeper_floor(gate.failed_rules, rule_impacts)
     open_pairs, failed = evidence_gaps(coverage, invocations)
     verdict = VERDICTS[int(verdict_code(VERDICT_ORDER[matrix], True, VERDICT_ORDER[floor], bool(gate.unbacked_claims),
-                                        VERDICT_ORDER[evidence_floor(coverage, invocations)]))]
+                                        VERDICT_ORDER[evidence_floor(coverage, invocations, form)]))]
     for rule_id in gate.failed_rules:
         impact = rule_impacts.get(rule_id) or "unknown impact"
         reason = msg("policy.rule_failed", rule=rule_id, impact=impact)
@@ -324,6 +328,11 @@ def decide_verdict(
         # The row's own finding ("176 records ... returned, but no verified claim is about them"),
         # never a stock sentence that could contradict what the trace shows beside it.
         missing_info.append(_sentence(render(gap_message(cov), lang), lang))
+    if form is not None and form.status == "not_answered":
+        reason = msg("policy.form_open", form=form.form)
+        if isinstance(form.msg, Message):
+            reason.then.append(form.msg)
+        reasons.append(reason)
     if failed:
         reasons.append(msg("policy.tools_failed", calls=", ".join(f"{inv.model_tool_name} #{inv.id}" for inv in failed)))
     if retry_context is not None and retry_gaps_closed is False:

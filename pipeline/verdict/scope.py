@@ -17,6 +17,7 @@ from datetime import datetime
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
 from pipeline.text.primitives import CJK_CHAR, detect_language, normalize
 from pipeline.text.timewindow import clock_without_date, parse_time_window, window_phrase
+from pipeline.verdict.proposition import read_proposition
 
 
 @dataclass(frozen=True)
@@ -209,10 +210,12 @@ _METRIC = {s.id: re.compile(s.metric) for s in SYMPTOM_TABLE if s.metric}
 # Where one part of a question ends and the next, possibly about another service, begins.
 _CLAUSES = re.compile(r"[,，;；。?？!！]|\s(?:and|but|while|whereas|also)\s|以及|并且|而且|同时|还有|但是|但")
 _YES_NO_EN = re.compile(
-    r"^(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|any|anything)\b")
+    r"^(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|any|anything|isn't|aren't|wasn't|"
+    r"weren't|doesn't|don't|didn't|hasn't|haven't|can't|couldn't|won't|wouldn't|shouldn't)(?![a-z])")
 _YES_NO_ZH = re.compile(r"[吗么嘛][?？。!！\s]*$|是不是|有没有|是否|会不会|有无|是否有")
-_WHY = re.compile(r"\b(?:why|how come|what caused|what causes|root cause|cause of|what's wrong|what is wrong)\b"
-                  r"|为什么|为何|原因|怎么回事|怎么了|排查|什么问题")
+_WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
+                  r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
+                  r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|排查|什么问题|什么导致|啥导致")
 
 
 def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
@@ -326,12 +329,16 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         anchor = latest(services) if latest is not None and clock_without_date(question) else None
         anchor = anchor if anchor is not None and anchor.at <= now else None
         window = parse_time_window(question, now, anchor=anchor.at if anchor else None)
+    symptoms = service_symptoms(question, services, known)
+    form = question_form(question)
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
         symptom=", ".join(asked_symptoms(_unnamed(question, services))),
-        symptoms=service_symptoms(question, services, known),
-        form=question_form(question),
+        symptoms=symptoms,
+        form=form,
+        proposition=read_proposition(question, services, asked_nothing=all(v == [ANY] for v in symptoms.values()))
+        if form == "yes_no" else None,
         time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question), anchor=anchor)
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",

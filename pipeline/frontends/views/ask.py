@@ -31,6 +31,9 @@ class AnswerView:
     actions: list[ComposerAction]
     rationale: str
     guard: ComposerGuardResult | None
+    # Facts, causes and steps about components the question did not name and the evidence does
+    # not link to it: the page shows them collapsed, apart from the answer.
+    elsewhere: list[str]
 
 
 def progress_text(data: dict[str, Any]) -> str:
@@ -61,6 +64,7 @@ def answer_view(record: SessionRecord) -> AnswerView:
         else list(ci.recommended_actions) if ci else [],
         rationale=ci.rationale if ci else "",
         guard=ev.composer_guard if ev else None,
+        elsewhere=list(ci.elsewhere) if ci else [],
     )
 
 

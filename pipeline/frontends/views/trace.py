@@ -15,9 +15,13 @@ from pipeline.core.contracts import (
     EvidenceDigest,
     ExecutorBinding,
     ExecutorClaim,
+    FormCoverage,
     GatekeeperError,
     HypothesisCheck,
+    Proposition,
+    QuestionScope,
     RoundAudit,
+    ServiceCoverage,
 )
 from pipeline.core.messages import Message, render
 from pipeline.gatekeeper.features import binding_target
@@ -230,3 +234,42 @@ def verdict_change(settings: Settings, store: Store, session_id: str) -> Verdict
     before, after = {key(e) for e in old}, {key(e) for e in new}
     return VerdictChange(at_ask, version_at_ask, status_at_ask, verdict, version, status, bool(ungated),
                          [e for e in new if key(e) not in before], [e for e in old if key(e) not in after])
+
+
+@dataclass
+class FormView:
+    """The question's form, its proposition, and the form row with the coverage row that decided it
+    (law 8 extended): what `workbench ask --json` prints and Trace shows beside the coverage."""
+
+    form: str
+    proposition: Proposition | None
+    row: FormCoverage | None
+    decided_by: ServiceCoverage | None
+
+    @property
+    def proposition_text(self) -> str:
+        """"cause: pricing-service -> checkout-service", "state: coupon-service healthy?" ("" for none)."""
+        p = self.proposition
+        if p is None:
+            return ""
+        negated = " (negated)" if p.negated else ""
+        if p.kind == "cause":
+            return f"cause: {p.subject} -> {p.target or '*'}{negated}"
+        if p.kind == "state":
+            return f"state: {p.subject or '*'} {p.expects}?{negated}"
+        return f"symptom: {p.subject or '*'}{negated}"
+
+    def as_json(self) -> dict[str, object]:
+        return {"question_form": self.form,
+                "proposition": self.proposition.model_dump(mode="json") if self.proposition else None,
+                "form_coverage": self.row.model_dump(mode="json", exclude={"msg"}) if self.row else None,
+                "decided_by": self.decided_by.model_dump(mode="json", exclude={"msg"}) if self.decided_by else None}
+
+
+def form_view(scope: QuestionScope | None, audit: RoundAudit | None) -> FormView | None:
+    if scope is None:
+        return None
+    row = audit.question_form_coverage if audit else None
+    rows = audit.question_coverage if audit else []
+    decided = next((c for c in rows if row and c.service == row.service and c.symptom == row.symptom), None)
+    return FormView(scope.form, scope.proposition, row, decided)

@@ -1,0 +1,256 @@
+"""The question's form, answered or not (law 8 extended, law 12): read in code, from the coverage rows.
+
+Coverage (pipeline.verdict.coverage) says, per asked (service, symptom), what the evidence shows.
+The form says what must be shown for the question to be answered:
+- why      a cause for the asked symptom in the asked service: a verified root-cause claim, or a
+           hypothesis the verifier judged reasonable whose basis quotes verified evidence. The cause
+           is about the asked service, or about another one the evidence links to it (a verified
+           fact about the asked symptom in the asked service names it, or shares its request id).
+           An asked symptom shown absent answers the why too: its premise does not hold.
+- yes_no   evidence for or against the proposition asked (read here, `read_proposition`): "is X the
+           cause of Y", "did <change> break Y", "is X normal / down", "is X leaking memory",
+           negated ("isn't X ...", "X 不是...吗") or not, zh or en.
+- what     every asked pair answered or shown healthy (coverage already holds this).
+The verdict policy keeps a session whose form is not answered off PASS, and the answer's lead says
+what the form row says: the proposition's yes or no, the cause, or "cannot tell why".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pipeline.core.contracts import (
+    ClaimCheck,
+    ExecutorOutput,
+    FormCoverage,
+    HypothesisCheck,
+    Proposition,
+    QuestionScope,
+    ServiceCoverage,
+    ToolInvocation,
+)
+from pipeline.core.messages import Message, msg, render
+from pipeline.text.primitives import normalize
+from pipeline.verdict.coverage import VERIFIED, records
+from pipeline.verdict.proposition import CHANGE, read_proposition
+from pipeline.verdict.scope import ANY
+
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
+_REQUEST_ID = re.compile(r"\b[a-z_]*(?:id|uid)=[a-z0-9-]+")
+_QUOTE = re.compile(r"“([^”]+)”|\"([^\"]+)\"|「([^」]+)」|『([^』]+)』|‘([^’]+)’")
+
+# --- causes and links -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cause:
+    text: str
+    support: Literal["confirmed", "likely"]
+    claim_id: str = ""
+    hypothesis_index: int | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The verified facts of a session (claim id -> its text, normalised, with its quoted excerpts;
+    and as written) and the records its tools returned (normalised)."""
+
+    texts: dict[str, str]
+    raw: dict[str, str]
+    records: tuple[str, ...] = ()
+
+    def quoted_in(self, basis: str) -> bool:
+        """The basis quotes verified evidence: a quoted span of it lies in a verified fact or in a
+        record the tools returned, or it holds a whole verified fact."""
+        norm = normalize(basis)
+        spans = [normalize(next(g for g in m.groups() if g)) for m in _QUOTE.finditer(basis)]
+        return any(len(s) >= 6 and any(s in t for t in (*self.texts.values(), *self.records)) for s in spans) or any(
+            len(t) >= 12 and t in norm for t in self.texts.values())
+
+
+def verified_evidence(structured: ExecutorOutput | None, checks: Iterable[ClaimCheck],
+                      unbacked: Iterable[str], invocations: Iterable[ToolInvocation] = ()) -> Evidence:
+    ok = {c.claim_id for c in checks if c.verification in VERIFIED} - set(unbacked)
+    texts: dict[str, str] = {}
+    raw: dict[str, str] = {}
+    for claim in structured.claim_objects() if structured else ():
+        if claim.key in ok:
+            excerpts = [b.evidence_excerpt or "" for b in claim.evidence_bindings or ()]
+            texts[claim.key] = normalize("\n".join([claim.claim_text or "", *excerpts]))
+            raw[claim.key] = claim.claim_text or ""
+    return Evidence(texts, raw, tuple(r.text for inv in invocations for r in records(inv)))
+
+
+def causes(structured: ExecutorOutput | None, checks: Iterable[ClaimCheck],
+           hypothesis_checks: Iterable[HypothesisCheck], evidence: Evidence) -> list[Cause]:
+    """Verified root-cause claims, then the hypotheses judged reasonable whose basis quotes
+    verified evidence: what may answer a why."""
+    if structured is None:
+        return []
+    kinds = {c.claim_id: c.verification for c in checks}
+    found = [Cause(c.claim_text or "", "confirmed", claim_id=c.key) for c in structured.claim_objects()
+             if c.claim_type == "root_cause" and c.key in evidence.texts and kinds.get(c.key) in VERIFIED]
+    judged = {h.hypothesis_index: h.verification for h in hypothesis_checks}
+    for i, hyp in enumerate(structured.hypotheses):
+        if hyp.written_as_object and judged.get(i) == "reasonable_hypothesis" and evidence.quoted_in(hyp.basis or ""):
+            found.append(Cause(hyp.hypothesis_text or "", "likely", hypothesis_index=i))
+    return found
+
+
+def names_in(text: str, exclude: Iterable[str] = ()) -> set[str]:
+    """Component names a text gives, in full ("redis-cart") or by a distinctive part ("redis")."""
+    skip = {p for s in exclude for p in normalize(s).split("-")} | {"service"}
+    names = set(_NAME.findall(normalize(text)))
+    return names | {p for n in names for p in n.split("-") if len(p) >= 4 and p not in skip}
+
+
+def link(service: str, row_facts: Sequence[str], cause: str, evidence: Evidence) -> str:
+    """How the evidence links a cause naming another component to `service`: a verified fact
+    about the asked symptom in it that names the component, else one sharing a request id with a
+    fact that names it. "" when nothing links them."""
+    names = names_in(cause, [service]) - {normalize(service)}
+    names -= {p for p in normalize(service).split("-")}
+    for fact in row_facts:
+        if any(n in normalize(fact) for n in names):
+            return fact
+    ids = {i for fact in row_facts for i in _REQUEST_ID.findall(normalize(fact))}
+    for cid, text in evidence.texts.items():
+        if ids & set(_REQUEST_ID.findall(text)) and any(n in text for n in names):
+            return evidence.raw[cid]
+    return ""
+
+
+def about(text: str, service: str) -> bool:
+    return not service or normalize(service) in normalize(text)
+
+
+def cause_for(row: ServiceCoverage, found: Sequence[Cause], evidence: Evidence) -> tuple[Cause, str] | None:
+    """The cause of a present symptom in the row's service, and the link when it lies elsewhere."""
+    facts = [evidence.raw[c] for c in row.claim_ids if c in evidence.raw]
+    own = next((c for c in found if about(c.text, row.service)), None)
+    if own is not None:
+        return own, ""
+    for cause in found:
+        tie = link(row.service, facts, cause.text, evidence)
+        if tie:
+            return cause, tie
+    return None
+
+
+# --- the form row -----------------------------------------------------------------------------------
+
+
+def form_coverage(
+    scope: QuestionScope | None,
+    structured: ExecutorOutput | None,
+    claim_checks: Sequence[ClaimCheck],
+    hypothesis_checks: Sequence[HypothesisCheck],
+    coverage: Sequence[ServiceCoverage],
+    unbacked: Iterable[str] = (),
+    invocations: Iterable[ToolInvocation] = (),
+) -> FormCoverage | None:
+    """The form row of a session (None without a scope). `claim_checks` are the checks after the
+    gatekeeper's corrections; unbacked claims never count."""
+    if scope is None:
+        return None
+    evidence = verified_evidence(structured, claim_checks, unbacked, invocations)
+    found = causes(structured, claim_checks, hypothesis_checks, evidence)
+    if scope.form == "why":
+        return _why(coverage, found, evidence)
+    if scope.form == "yes_no":
+        prop = scope.proposition or read_proposition("", scope.services, asked_nothing=True)
+        return _yes_no(prop, coverage, found, evidence)
+    open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
+    if open_rows:
+        return _row("what", "not_answered", open_rows[0], msg("form.pair_open", service=open_rows[0].service,
+                                                            symptom=open_rows[0].symptom, status=open_rows[0].status))
+    first = coverage[0] if coverage else None
+    return _row("what", "answered", first, msg("form.findings"))
+
+
+def _row(form: Literal["why", "yes_no", "what"], status: Literal["answered", "not_answered"],
+         row: ServiceCoverage | None, detail: Message, *, answer: Literal["yes", "no", "cannot_tell", ""] = "",
+         cause: tuple[Cause, str] | None = None) -> FormCoverage:
+    c, tie = cause if cause else (None, "")
+    return FormCoverage(form=form, status=status, answer=answer, service=row.service if row else "",
+                        symptom=row.symptom if row else ANY, cause=c.text if c else "",
+                        cause_support=c.support if c else "unknown", claim_id=c.claim_id if c else "",
+                        hypothesis_index=c.hypothesis_index if c else None, link=tie,
+                        detail=render(detail, "en"), msg=detail)
+
+
+def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence) -> FormCoverage:
+    present = [c for c in coverage if c.status == "answered"]
+    open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
+    for row in present:
+        if cause_for(row, found, evidence) is None:
+            return _row("why", "not_answered", row, msg("form.no_cause", service=row.service, symptom=row.symptom))
+    if open_rows:
+        row = open_rows[0]
+        return _row("why", "not_answered", row, msg("form.pair_open", service=row.service, symptom=row.symptom,
+                                                    status=row.status))
+    if present:
+        row = present[0]
+        cause = cause_for(row, found, evidence)
+        return _row("why", "answered", row, _cause_msg(row, cause), cause=cause)
+    if coverage:
+        row = coverage[0]
+        return _row("why", "answered", row, msg("form.absent", service=row.service, symptom=row.symptom))
+    if found:  # nothing asked of a service: any verified cause answers
+        return _row("why", "answered", None, msg("form.cause", service="", symptom=ANY, cause=found[0].text),
+                    cause=(found[0], ""))
+    return _row("why", "not_answered", None, msg("form.no_cause", service="", symptom=ANY))
+
+
+def _cause_msg(row: ServiceCoverage, cause: tuple[Cause, str] | None) -> Message:
+    c, tie = cause if cause else (Cause("", "likely"), "")
+    if tie:
+        return msg("form.cause_linked", service=row.service, symptom=row.symptom, cause=c.text, link=tie)
+    return msg("form.cause", service=row.service, symptom=row.symptom, cause=c.text)
+
+
+def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
+            evidence: Evidence) -> FormCoverage:
+    if prop.kind == "cause":
+        return _cause_proposition(prop, coverage, found, evidence)
+    rows = [c for c in coverage if not prop.subject or c.service == prop.subject] or list(coverage)
+    faulty = [c for c in rows if c.status == "answered"]
+    if prop.kind == "state":
+        if faulty or (rows and all(c.status == "healthy" for c in rows)):
+            shown = "faulty" if faulty else "healthy"
+            row = (faulty or rows)[0]
+            return _row("yes_no", "answered", row, msg("form.state", service=row.service, state=shown),
+                        answer="yes" if shown == prop.expects else "no")
+    elif faulty or (rows and all(c.status == "healthy" for c in rows)):
+        row = (faulty or rows)[0]
+        return _row("yes_no", "answered", row, msg("form.symptom", service=row.service, symptom=row.symptom,
+                                                   status=row.status), answer="yes" if faulty else "no")
+    open_row = next((c for c in rows if c.status not in ("answered", "healthy")), rows[0] if rows else None)
+    return _row("yes_no", "not_answered", open_row, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
+                       evidence: Evidence) -> FormCoverage:
+    """Is the subject (a service or a change) the cause of the target's asked symptom?"""
+    target = [c for c in coverage if c.service == (prop.target or prop.subject)] or \
+        [c for c in coverage if c.service != prop.subject]
+    subject = [c for c in coverage if prop.subject_kind == "service" and c.service == prop.subject]
+    present = [c for c in target if c.status == "answered"]
+    for row in present:
+        cause = cause_for(row, found, evidence)
+        if cause is None:
+            continue
+        named = bool(CHANGE.search(normalize(cause[0].text))) if prop.subject_kind == "change" else \
+            about(cause[0].text, prop.subject)
+        return _row("yes_no", "answered", row, _cause_msg(row, cause), answer="yes" if named else "no", cause=cause)
+    if target and all(c.status == "healthy" for c in target):
+        row = target[0]
+        return _row("yes_no", "answered", row, msg("form.absent", service=row.service, symptom=row.symptom), answer="no")
+    if subject and all(c.status == "healthy" for c in subject):
+        row = subject[0]
+        return _row("yes_no", "answered", row, msg("form.absent", service=row.service, symptom=row.symptom), answer="no")
+    rest = present or target or list(coverage)
+    return _row("yes_no", "not_answered", rest[0] if rest else None, msg("form.proposition_open"), answer="cannot_tell")

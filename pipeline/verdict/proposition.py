@@ -1,0 +1,83 @@
+"""Propositions, not keywords: what a yes/no question asks to be true, read in code (law 8, law 12).
+
+"Is pricing-service the cause of the checkout 500s?" asks whether pricing-service caused them, not
+whether checkout has errors; "isn't coupon-service healthy?" asks whether it is healthy; "did the
+v2.4.1 deploy break checkout-service?" asks about a change. A negated question asks the same
+proposition (its answer states the proposition's truth outright, so "yes" and "no" cannot be read
+two ways). Read once, with the scope (pipeline.verdict.scope), and stored in it; the form row
+(pipeline.verdict.form) answers it from the evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pipeline.core.contracts import Proposition
+from pipeline.text.primitives import normalize
+
+# A suspected cause that is a change rather than a service ("the v2.4.1 deploy", "昨天的配置变更").
+CHANGE = re.compile(r"\b(?:deploy\w*|release\w*|rollout|roll-out|upgrade\w*|config\w*|change\w*|version|v\d[\w.]*)\b"
+                     r"|发布|上线|变更|配置|升级|版本")
+
+# --- propositions ---------------------------------------------------------------------------------
+
+_NEGATED = re.compile(r"\b(?:isn't|aren't|wasn't|weren't|doesn't|don't|didn't|hasn't|haven't|isnt|not)\b"
+                      r"|不是.*[吗么]|难道|没有.*[吗么]")
+# (x: the suspected cause, y: what it is asked to have caused), most specific first.
+_CAUSE_EN = (
+    re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
+               r"(?:the\s+|a\s+)?(?:root\s+|real\s+|main\s+)?(?:cause|reason|culprit)\s+(?:of|for|behind)\s+(?P<y>.+)"),
+    re.compile(r"\b(?:is|are|was|were)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from)\s+(?P<x>.+)"),
+    re.compile(r"\b(?:is|was|isn't|wasn't|are)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking)"
+               r"\s+(?P<y>.+)"),
+    re.compile(r"\b(?:did|does|has|could|didn't|doesn't|hasn't)\s+(?P<x>.+?)\s+(?:cause|caused|break|broke|broken|"
+               r"trigger|triggered|take down|bring down|kill)\s+(?P<y>.+)"),
+)
+_CAUSE_ZH = (
+    re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
+    re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
+    re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏)了?(?P<y>[^，,。？?]+?)"
+               r"(?:的)?(?:吗|么|[?？]|$)"),
+)
+_HEALTHY = re.compile(r"\b(?:normal|normally|healthy|ok|okay|fine|up|working|alright|stable)\b"
+                      r"|正常|健康|没问题|没有问题|稳定|没事")
+_FAULTY = re.compile(r"\b(?:down|broken|unhealthy|failing|degraded|dead|having (?:problems|issues|trouble)|in trouble)\b"
+                     r"|不正常|有问题|挂了|宕机|坏了|出问题|故障")
+
+
+def _services_in(text: str, services: Sequence[str]) -> list[str]:
+    """The asked services named in a part of the question, in full or by a "-service" stem."""
+    norm = normalize(text)
+    return [s for s in services if normalize(s) in norm
+            or (s.endswith("-service") and re.search(rf"(?<![a-z0-9_-]){re.escape(s.removesuffix('-service'))}(?![a-z0-9_])", norm))]
+
+
+def read_proposition(question: str, services: Sequence[str], *, asked_nothing: bool) -> Proposition:
+    """The proposition a yes/no question asks: a cause ("is X the cause of Y"), else, when no
+    symptom was asked (`asked_nothing`), a state of the first service ("is X normal / down"), else
+    the asked symptoms."""
+    norm = normalize(question)
+    negated = bool(_NEGATED.search(norm))
+    for pattern in (*_CAUSE_EN, *_CAUSE_ZH):
+        m = pattern.search(norm)
+        if m is None:
+            continue
+        x, y = m.group("x"), m.group("y")
+        subjects, targets = _services_in(x, services), _services_in(y, services)
+        change = bool(CHANGE.search(x))
+        if not subjects and not change:
+            continue
+        target = next((s for s in targets if s not in subjects or change), "") or next(
+            (s for s in services if s not in subjects), "")
+        if change:
+            target = target or (subjects[0] if subjects else "")
+        return Proposition(kind="cause", subject=m.group("x").strip() if change else subjects[0],
+                           subject_kind="change" if change else "service", target=target, negated=negated)
+    # "is X normal and is Y normal?" asks it of every named service: subject "" (all of them).
+    subject = services[0] if len(services) == 1 else ""
+    if services and asked_nothing:
+        expects: Literal["healthy", "faulty"] = "faulty" if _FAULTY.search(norm) or not _HEALTHY.search(norm) else "healthy"
+        return Proposition(kind="state", subject=subject, expects=expects, negated=negated)
+    return Proposition(kind="symptom", subject=subject, negated=negated)

@@ -1,0 +1,123 @@
+"""A PASS is earned in the question's form (law 8 extended, law 12): questions in an SRE's own words
+over the bundled incidents, each held to the ground truth's polarity and cause service."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.core.config import Settings
+from pipeline.core.contracts import Proposition
+from pipeline.runs.session import run_session
+from pipeline.store import Store
+from pipeline.verdict.proposition import read_proposition
+from pipeline.verdict.scope import read_scope
+
+# (world, question, verdict, how the lead opens, the service the lead names as cause or "")
+CASES = [
+    # why, cause unknown: the symptom shows, no verified cause of it does
+    ("gateway-timeout", "Why is payment-service slow?", "LOW_CONFID",
+     "Cannot tell why there is high latency in payment-service: what the records show is payment-service", ""),
+    # why, the cause lies in a dependency the evidence links to the asked service
+    ("jvm-oom", "Why does order-service time out?", "PASS", "Most likely cause", "inventory-service"),
+    ("redis-latency", "Why is cart-service slow?", "PASS", "Most likely cause", "redis-cart"),
+    ("cpu-saturation", "Why is api-gateway returning 504?", "PASS", "Most likely cause", "payment-service"),
+    # why, premise refuted: the symptom is not there
+    ("bad-deploy", "Why is pricing-service returning errors?", "PASS", "No sign of errors in pricing-service", ""),
+    ("cpu-saturation", "为什么 payment-service 内存泄漏？", "PASS", "没有发现 payment-service 内存问题 的迹象", ""),
+    # is X the cause of Y: true
+    ("jvm-oom", "Is inventory-service the cause of order-service timeouts?", "PASS",
+     "Yes, inventory-service is the cause of timeouts in order-service", "inventory-service"),
+    ("jvm-oom", "inventory-service 是 order-service 超时的原因吗？", "PASS",
+     "是的，inventory-service 是order-service 超时的原因", "inventory-service"),
+    ("jvm-oom", "是不是 inventory-service 导致了 order-service 超时？", "PASS",
+     "是的，inventory-service 是order-service 超时的原因", "inventory-service"),
+    ("bad-deploy", "Is checkout-service the cause of the checkout 500s?", "PASS",
+     "Yes, checkout-service is the cause of errors in checkout-service", "checkout-service"),
+    ("gateway-timeout", "Is api-gateway the cause of the order pay timeouts?", "PASS",
+     "Yes, api-gateway is the cause of timeouts in order-service", "api-gateway"),
+    # did <change> break Y
+    ("bad-deploy", "Did the v2.4.1 deploy break checkout-service?", "PASS", "Yes, the v2.4.1 deploy is the cause",
+     "checkout-service"),
+    ("bad-deploy", "发布导致 checkout-service 报错了吗？", "PASS", "是的，发布 是checkout-service 报错的原因", "checkout-service"),
+    # is X the cause of Y: false (a healthy service, or a service that only reports the fault)
+    ("bad-deploy", "Is pricing-service the cause of the checkout 500s?", "PASS",
+     "No, the evidence points to another cause of errors in checkout-service", "checkout-service"),
+    ("bad-deploy", "Isn't pricing-service the cause of the checkout errors?", "PASS",
+     "No, the evidence points to another cause of errors in checkout-service", "checkout-service"),
+    ("bad-deploy", "pricing-service 是 checkout-service 报错的原因吗？", "PASS", "不是，证据指向checkout-service 报错的另一个原因",
+     "checkout-service"),
+    ("cpu-saturation", "Is api-gateway the cause of the payment timeouts?", "PASS",
+     "No, the evidence points to another cause of timeouts in payment-service", "payment-service"),
+    ("gateway-timeout", "Is payment-service the cause of the ERR_TIMEOUT on order pay?", "PASS",
+     "No, the evidence points to another cause of timeouts in order-service", "api-gateway"),
+    ("redis-latency", "Is promotion-service the cause of cart-service latency?", "PASS",
+     "No, the evidence points to another cause of high latency in cart-service", "redis-cart"),
+    # is X normal / healthy / down, negated, zh and en, root-cause and healthy services, two at once
+    ("bad-deploy", "Is checkout-service normal?", "PASS", "No, checkout-service is not healthy: ", ""),
+    ("jvm-oom", "Isn't inventory-service healthy?", "PASS", "No, inventory-service is not healthy: ", ""),
+    ("jvm-oom", "inventory-service 正常吗？", "PASS", "不，inventory-service 不正常：", ""),
+    ("bad-deploy", "Is coupon-service healthy?", "PASS", "Yes, coupon-service looks healthy: ", ""),
+    ("bad-deploy", "coupon-service 不是正常的吗？", "PASS", "是的，coupon-service 看起来正常：", ""),
+    ("redis-latency", "Is redis-cart down?", "PASS", "Yes, redis-cart shows a fault: ", ""),
+    ("cpu-saturation", "Is payment-service normal and is api-gateway normal?", "PASS", "No, ", ""),
+]
+
+
+@pytest.mark.parametrize(("world", "question", "verdict", "opening", "cause"), CASES, ids=[c[1] for c in CASES])
+def test_the_lead_answers_the_question_in_its_form(settings: Settings, store: Store, world: str, question: str,
+                                                   verdict: str, opening: str, cause: str) -> None:
+    result = run_session(question, settings=settings, store=store, world_id=world)
+    audit = result.evaluation.round_audit
+    lead = result.evaluation.composer_output.answer_summary
+    form = audit.question_form_coverage
+    assert form is not None and (result.verdict, lead[:len(opening)]) == (verdict, opening), lead
+    # Law 12: no PASS whose form is not answered; an open form names its gap among the reasons.
+    assert (form.status == "answered") == (result.verdict == "PASS"), form
+    if cause:
+        assert cause in form.cause and cause in lead
+    # Nothing about a service outside the question's scope reaches the lead unless linked to it.
+    scope = result.evaluation.composer_input.question_scope
+    assert scope is not None
+    for item in result.evaluation.composer_input.elsewhere:
+        assert item not in lead
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Is pricing-service the cause of the checkout 500s?",
+     Proposition(kind="cause", subject="pricing-service", target="checkout-service")),
+    ("Isn't pricing-service the cause of the checkout errors?",
+     Proposition(kind="cause", subject="pricing-service", target="checkout-service", negated=True)),
+    ("Are the checkout errors caused by pricing-service?",
+     Proposition(kind="cause", subject="pricing-service", target="checkout-service")),
+    ("Did the v2.4.1 deploy break checkout-service?",
+     Proposition(kind="cause", subject="the v2.4.1 deploy", subject_kind="change", target="checkout-service")),
+    ("pricing-service 是 checkout-service 报错的原因吗？",
+     Proposition(kind="cause", subject="pricing-service", target="checkout-service")),
+    ("checkout-service 报错是因为 pricing-service 吗？",
+     Proposition(kind="cause", subject="pricing-service", target="checkout-service")),
+    ("Is coupon-service healthy?", Proposition(kind="state", subject="coupon-service", expects="healthy")),
+    ("coupon-service 不是正常的吗？", Proposition(kind="state", subject="coupon-service", expects="healthy", negated=True)),
+    ("Is coupon-service down?", Proposition(kind="state", subject="coupon-service", expects="faulty")),
+    ("coupon-service 是不是挂了？", Proposition(kind="symptom", subject="coupon-service")),
+    ("Has checkout-service been restarting?", Proposition(kind="symptom", subject="checkout-service")),
+])
+def test_a_yes_no_question_is_read_as_its_proposition(question: str, expected: Proposition) -> None:
+    scope = read_scope(question, ["checkout-service", "pricing-service", "coupon-service", "api-gateway"])
+    assert scope.form == "yes_no" and scope.proposition == expected
+
+
+def test_a_scope_stored_before_propositions_still_reads() -> None:
+    from pipeline.core.contracts import QuestionScope
+
+    old = QuestionScope.model_validate({"services": ["a-service"], "form": "yes_no"})
+    assert old.proposition is None
+    assert read_proposition("", ["a-service"], asked_nothing=True).kind == "state"
+
+
+@pytest.mark.parametrize(("question", "form"), [
+    ("What is causing the checkout 500s?", "why"), ("checkout-service 为啥报错", "why"),
+    ("是什么导致 cart-service 变慢？", "why"), ("Isn't coupon-service healthy?", "yes_no"),
+    ("是不是 inventory-service 导致了 order-service 超时？", "yes_no"), ("What does checkout-service log?", "what"),
+])
+def test_the_form_is_read_from_an_sres_words(question: str, form: str) -> None:
+    assert read_scope(question).form == form
