@@ -11,6 +11,7 @@ from pages._ui import frame, i18n, markup, reads, widgets
 from pipeline.core.errors import WorkbenchError
 from pipeline.core.messages import render
 from pipeline.frontends.views import ask as ask_view
+from pipeline.frontends.views import trace as trace_view
 from pipeline.jobs import JobQueue, make_queue, submit_rerun, submit_session
 from pipeline.store.lease import events
 from pipeline.tools.incidents import load_worlds, sample_notice, world_by_id
@@ -203,6 +204,10 @@ def answer(session_id: str) -> None:
     markup.text_block(view.lead)
     with st.expander(i18n.t("ask.full_answer")):
         markup.text_block(view.final_answer)
+    # Why it is not PASS, in the verdict policy's own words for the reader (the rule id a detail).
+    reasons = trace_view.verdict_reasons(r.evaluation, i18n.lang()) if r.evaluation else []
+    if reasons and view.verdict:
+        _items(i18n.t("ask.why", verdict=view.verdict), reasons)
     # Where the evidence came from is a notice under the answer, never in front of it.
     if r.world:
         st.info(render(sample_notice(world_by_id(reads.settings().incidents_dir, r.world)), i18n.lang()))

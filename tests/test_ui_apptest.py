@@ -83,6 +83,24 @@ def test_ask_a_sample_question_shows_verdict_answer_and_trace_link(store: Store)
     assert any(f"session={sessions[0]['id']}" in link.proto.query_string for link in links)
 
 
+def test_ask_puts_the_question_box_first_and_the_answer_above_the_stages_and_samples(store: Store) -> None:
+    """The SRE's first screen: the box, then (once asked) the answer's lead and why it is not PASS
+    in plain words, the stages and the sample questions below, the samples folded away."""
+    at = _app()
+    top = [el.type for el in at.main.children.values()]
+    samples = next(e for e in at.expander if e.label == tr("ask.samples", "en"))
+    assert top.index("form") < top.index("expander") and samples.proto.expanded
+    assert all(b.help == b.label for b in at.button if b.key and b.key.startswith("ask_sample_"))  # full text on hover
+    at.text_area(key="ask_question").input("Is the ledger-service leaking memory since 09:00?")
+    next(b for b in at.button if b.label == "Ask").click().run()
+    assert not next(e for e in at.expander if e.label == tr("ask.samples", "en")).proto.expanded
+    texts, shown = _texts(at), _html(at)
+    assert "**Why LOW_CONFID**" in "\n".join(m.value for m in at.markdown)
+    assert "No evidence was found that answers the question" in shown and "(rule schema.executor_v2" in shown
+    assert shown.index("Cannot tell about a memory problem in ledger-service") < shown.index("No evidence was found")
+    assert "Confirmed facts" in texts
+
+
 def test_ask_an_empty_question_warns_and_stores_nothing(store: Store) -> None:
     at = _app()
     at.text_area(key="ask_question").input("   ")
