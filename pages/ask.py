@@ -11,6 +11,7 @@ from pages._ui import frame, i18n, markup, reads, widgets
 from pipeline.core.errors import WorkbenchError
 from pipeline.core.messages import render
 from pipeline.frontends.views import ask as ask_view
+from pipeline.frontends.views import trace as trace_view
 from pipeline.jobs import JobQueue, make_queue, submit_rerun, submit_session
 from pipeline.store.lease import events
 from pipeline.tools.incidents import load_worlds, sample_notice, world_by_id
@@ -52,9 +53,10 @@ def samples() -> None:
             title = world.title_zh if i18n.lang() == "zh" else world.title_en
             st.markdown(f"**{markup.md(title)}** · {markup.md(world.id)}")
             cols = st.columns(max(1, len(questions)))
+            # A narrow column cuts a long question: its full text is the button's tooltip.
             for i, (col, q) in enumerate(zip(cols, questions, strict=False)):
                 col.button(markup.md(q), key=f"ask_sample_{world.id}_{i}", on_click=_use_sample, args=(q,),
-                           width="stretch")
+                           help=markup.md(q), width="stretch")
 
 
 class Progress:
@@ -81,8 +83,6 @@ class Progress:
     def on_session(self, data: dict[str, Any]) -> None:
         st.caption(markup.md(i18n.t("common.session") + f" {data['session_id']} · {data.get('world') or '-'} · "
                              f"{data.get('provider')} · {data.get('shape')}"))
-        if data.get("world"):
-            st.info(render(sample_notice(world_by_id(reads.settings().incidents_dir, data["world"])), i18n.lang()))
 
     def on_planner(self, data: dict[str, Any]) -> None:
         plan = data.get("plan") or {}
@@ -213,6 +213,13 @@ def answer(session_id: str) -> None:
     markup.text_block(view.lead)
     with st.expander(i18n.t("ask.full_answer")):
         markup.text_block(view.final_answer)
+    # Why it is not PASS, in the verdict policy's own words for the reader (the rule id a detail).
+    reasons = trace_view.verdict_reasons(r.evaluation, i18n.lang()) if r.evaluation else []
+    if reasons and view.verdict:
+        _items(i18n.t("ask.why", verdict=view.verdict), reasons)
+    # Where the evidence came from is a notice under the answer, never in front of it.
+    if r.world:
+        st.info(render(sample_notice(world_by_id(reads.settings().incidents_dir, r.world)), i18n.lang()))
     widgets.scope_block(r)
 
     st.markdown("**" + i18n.t("ask.confirmed") + "**")
@@ -249,7 +256,6 @@ def answer(session_id: str) -> None:
 def body() -> None:
     st.title(i18n.t("ask.title"))
     st.caption(widgets.engine_caption())
-    samples()
     with st.form("ask_form", border=False):
         st.text_area(i18n.t("ask.question"), key="ask_question", placeholder=i18n.t("ask.placeholder"), height=80)
         submitted = st.form_submit_button(i18n.t("ask.submit"), type="primary")
@@ -259,6 +265,10 @@ def body() -> None:
             st.warning(i18n.t("ask.empty"))
         else:
             run(question)
+    # The answer is drawn above the live stage boxes, which stand above the samples: what was
+    # asked and answered is on the first screen, the stages and other questions below it.
+    answer_slot, progress_slot = st.container(), st.container()
+    samples()
     sid = st.session_state.get("ask_session")
     if sid:
         # Set on every run that shows an answer, not only after the run that made it: a rerun
@@ -266,11 +276,13 @@ def body() -> None:
         st.query_params["session"] = sid
         row = reads.store().get_session(sid)
         if row and row["status"] in ("queued", "running"):
-            follow(sid)
+            with progress_slot:
+                follow(sid)
             row = reads.store().get_session(sid)
-        if row and row["status"] == "interrupted":
-            interrupted(sid, row.get("error") or "")
-        answer(sid)
+        with answer_slot:
+            if row and row["status"] == "interrupted":
+                interrupted(sid, row.get("error") or "")
+            answer(sid)
 
 
 frame.page_start()

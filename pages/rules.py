@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -15,6 +15,7 @@ from pipeline.core.messages import msg, render
 from pipeline.frontends.views import rules as rules_view
 from pipeline.frontends.views import rules_yaml
 from pipeline.gatekeeper import RulesError, RuleSet
+from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule
 from pipeline.replay.history import GateColumnCache, similarity_histogram
 from pipeline.runs import review_queue, rulebook
 from pipeline.runs.rulebook import rules_in_force
@@ -148,6 +149,22 @@ def _param_widget(spec: Any, pf: rules_view.ParamField, gen: int) -> None:
     else:
         st.text_area(f"{pf.name} (" + i18n.t("rules.one_per_line") + ")", "\n".join(map(str, pf.value)), key=key,
                      on_change=_on_form, args=args, height=120)
+    if pf.acts_on:
+        _acts_on(spec, pf.acts_on)
+
+
+def _acts_on(spec: Any, target: str) -> None:
+    """What the value beside it is compared with, and where it is compared with nothing stored."""
+    st.caption(i18n.named("rules.acts_on.", target))
+    if target != "digest_scores":
+        return
+    # The history's arrays exist once a preview ran; the form never builds them itself.
+    arrays = _history(reads.settings().db_url).arrays if st.session_state.get("rules_preview") else None
+    judged = rules_view.digest_scores_judged(spec, arrays)
+    if judged == 0:
+        st.warning(i18n.t("rules.acts_on_nothing"))
+    elif judged is not None:
+        st.caption(i18n.t("rules.acts_on_count", n=judged))
 
 
 def form(rules: RuleSet | None, errors: list[str]) -> None:
@@ -252,14 +269,18 @@ def run_preview(rules: RuleSet, include_eval: bool) -> None:
 
 def _histogram(rules: RuleSet) -> None:
     arrays = _history(reads.settings().db_url).arrays  # as the preview just refreshed them
-    bars = similarity_histogram(arrays, 0.05) if arrays is not None else []
+    spec = rules.get("evidence.excerpt_similarity")
+    if arrays is None or spec is None or not spec.enabled:
+        return
+    # The scores the candidate's thresholds compare, not the raw similarity: a line is drawn
+    # only where it can move a binding across it.
+    p = cast(ExcerptSimilarityRule.Params, spec.params)
+    bars = similarity_histogram(arrays, p, 0.05)
     if not any(n for _, n in bars):
         return
     fig = go.Figure(go.Bar(x=[b + 0.025 for b, _ in bars], y=[n for _, n in bars], width=0.048,
                            marker_color="#3b5bdb"))
-    spec = rules.get("evidence.excerpt_similarity")
-    if spec is not None:
-        p = spec.params
+    if rules_view.digest_scores_judged(spec, arrays):
         fig.add_vline(x=p.warnThreshold, line_color="#c92a2a", line_dash="dash", annotation_text="warn")
         fig.add_vline(x=p.passThreshold, line_color="#2b8a3e", line_dash="dash", annotation_text="pass")
     fig.update_layout(title=i18n.t("rules.similarity_hist"), height=280, margin={"l": 10, "r": 10, "t": 40, "b": 10},
@@ -374,9 +395,12 @@ def apply_section(rules: RuleSet | None) -> None:
 
 
 def history() -> None:
-    versions = rules_view.rule_history(reads.store(), rulebook.read_rules_dir(reads.settings()))
+    versions = rules_view.rule_history(reads.store(), rulebook.read_rules_dir(reads.settings()),
+                                       rulebook.rules_dir_time(reads.settings()))
+    # "based on" as text: version 0 is based on nothing, shown as "—" rather than a grid's None.
     st.dataframe([{"version": v.id, "time": v.created_at, "author": v.author, "comment": v.comment,
-                   "active": v.active, "based on": v.parent_id} for v in versions], hide_index=True,
+                   "active": v.active, "based on": "—" if v.parent_id is None else f"v{v.parent_id}"}
+                  for v in versions], hide_index=True,
                  key="rules_versions", column_config={
                      **widgets.headers("version", "author", "active", "based on"),
                      "time": st.column_config.DatetimeColumn(i18n.named("col.", "time"), format="YYYY-MM-DD HH:mm",

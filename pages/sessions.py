@@ -56,7 +56,8 @@ def sidebar() -> review_queue.QueueFilter:
                               bind="query-params")
         reviewed = st.segmented_control(
             i18n.t("sessions.reviewed"), list(REVIEWED), default="no", required=True, key="sessions_reviewed",
-            format_func=lambda v: i18n.named("sessions.reviewed.", v), bind="query-params")
+            format_func=lambda v: i18n.named("sessions.reviewed.", v), bind="query-params",
+            help=i18n.t("sessions.reviewed_help"))
         rule = st.selectbox(i18n.t("sessions.rule"), ["", *RULES], placeholder=i18n.t("common.choose_one"), key="sessions_rule", bind="query-params")
         since = st.date_input(i18n.t("sessions.since"), value=None, key="sessions_since", bind="query-params")
         until = st.date_input(i18n.t("sessions.until"), value=None, key="sessions_until", bind="query-params")
@@ -87,9 +88,12 @@ def empty_store() -> None:
 
     st.info(i18n.t("sessions.empty_store"))
     n = len(demo_runs(reads.settings(), i18n.lang()))
-    if st.button(i18n.t("sessions.run_samples", n=n), type="primary", key="sessions_run_samples"):
+    row = st.container(horizontal=True, vertical_alignment="center")
+    if row.button(i18n.t("sessions.run_samples", n=n), type="primary", key="sessions_run_samples"):
         run_samples()
         st.rerun()
+    with row:
+        st.page_link("pages/ask.py", label=i18n.t("sessions.go_ask"), icon=":material/chat:")
 
 
 def table(rows: list[SessionRow]) -> None:
@@ -103,8 +107,7 @@ def table(rows: list[SessionRow]) -> None:
     body = []
     for r in rows:
         link = f"trace?{urlencode({'session': r.id, 'lang': i18n.lang()})}"
-        verdict = (i18n.t("sessions.at_ask", v=r.verdict, a=r.verdict_at_ask or "—")
-                   if r.verdict and r.verdict != r.verdict_at_ask else r.verdict or r.status)
+        verdict = widgets.verdict_shown(r.verdict, r.verdict_at_ask, r.rules_version, r.rules_version_at_ask) or r.status
         notes = [*(i18n.named("mark.", m) for m in r.marks), *_why(r)]
         g = r.groundedness
         bar = "" if g is None else (f'<span class="wb-bar"><span style="width:{max(0.0, min(1.0, g)) * 100:.0f}%">'
@@ -146,6 +149,10 @@ def charts(stats: review_queue.QueueStats) -> None:
     else:
         c2.markdown("**" + i18n.t("sessions.rule_counts") + "**")
         c2.caption(i18n.t("sessions.no_failed_rules"))
+    if not stats.groundedness:  # no session with a score: an empty chart only logs "Infinite extent"
+        c3.markdown("**" + i18n.t("sessions.histogram") + "**")
+        c3.caption(i18n.t("sessions.no_groundedness"))
+        return
     # Every tenth is a bar, the empty ones too, in order: the gaps are part of the picture.
     bins = [f"{b:.1f}–{b + 0.1:.1f}" for b, _ in stats.groundedness]
     c3.vega_lite_chart(spec=_bars(i18n.t("sessions.histogram"), [
@@ -157,9 +164,10 @@ def charts(stats: review_queue.QueueStats) -> None:
 
 
 def exports(f: review_queue.QueueFilter) -> None:
-    cols = st.columns([1, 1, 3])
-    for col, export in zip(cols, sessions_view.queue_exports(reads.settings(), reads.store(), f), strict=False):
-        col.download_button(i18n.named("sessions.export_", export.kind), export.build, file_name=export.file_name,
+    # One row sized to the labels: fixed columns cut a label longer than its share of the width.
+    row = st.container(horizontal=True)
+    for export in sessions_view.queue_exports(reads.settings(), reads.store(), f):
+        row.download_button(i18n.named("sessions.export_", export.kind), export.build, file_name=export.file_name,
                             mime=export.mime, key=f"sessions_{export.kind}", on_click="ignore")
 
 

@@ -10,8 +10,8 @@ from pages._ui import frame, i18n, identity, markup, reads, widgets
 from pipeline.core.messages import guard_kind
 from pipeline.frontends.views import highlight
 from pipeline.frontends.views import trace as trace_view
+from pipeline.runs import review_queue
 from pipeline.runs.record import InvocationMeta, SessionRecord, verdict_marks
-from pipeline.store import SessionFilter
 
 CLAIMS_PER_PAGE = 10
 
@@ -30,14 +30,15 @@ def _pick(sid: str) -> None:
 
 def sidebar(current: str | None) -> str:
     url = reads.settings().db_url
-    rows, _ = reads.list_sessions(url, SessionFilter(), 100, 0)
+    # Every stored session (eval runs too), each with its verdict in force as the queue lists it.
+    rows = reads.queue_rows(url, review_queue.QueueFilter(needs_person=False, include_eval=True, reviewed=None), 100, 0)
     with st.sidebar:
-        options = [r["id"] for r in rows]
+        options = [r.id for r in rows]
         if current and current not in options:
             options.insert(0, current)
-        labels = {r["id"]: " · ".join([r["id"], r.get("verdict") or r.get("status"),
-                                         *verdict_marks(ungated=r["ungated"], provenance=r["provenance"]),
-                                         r["question"][:40]]) for r in rows}
+        labels = {r.id: " · ".join([r.id, widgets.verdict_shown(r.verdict, r.verdict_at_ask, r.rules_version,
+                                                                 r.rules_version_at_ask) or r.status,
+                                      *(i18n.named("mark.", m) for m in r.marks), r.question[:40]]) for r in rows}
         if options:
             chosen = st.selectbox(i18n.t("trace.pick"), options, index=options.index(current) if current else 0,
                                   format_func=lambda sid: labels.get(sid, sid), placeholder=i18n.t("common.choose_one"), key=f"trace_pick_{current}")
@@ -50,13 +51,21 @@ def sidebar(current: str | None) -> str:
 # --- sections ----------------------------------------------------------------------------------
 
 
-def header(r: SessionRecord) -> None:
+def header(r: SessionRecord, change: trace_view.VerdictChange | None) -> None:
+    """One verdict badge: the verdict in force; the verdict at ask and both rule versions beside it
+    where applied rules changed it."""
     st.title(i18n.t("trace.title"))
     markup.text_block(r.question)
     cols = st.columns([1, 1, 1, 3])
     with cols[0]:
         st.caption(i18n.t("common.verdict"))
-        widgets.verdict_badge(r.verdict, r.marks)
+        if change is None:
+            widgets.verdict_badge(r.verdict, r.marks)
+        else:
+            widgets.verdict_badge(change.in_force, verdict_marks(ungated=change.ungated_in_force,
+                                                                 provenance=r.provenance))
+            st.caption(i18n.t("trace.at_ask", a=change.at_ask or "—", n=change.version_in_force,
+                              m="—" if change.version_at_ask is None else change.version_at_ask))
     with cols[1]:
         st.caption(i18n.t("common.gatekeeper"))
         widgets.status_badge(r.gatekeeper_status)
@@ -74,9 +83,8 @@ def header(r: SessionRecord) -> None:
         st.error(markup.md(r.error))
 
 
-def verdict_in_force(r: SessionRecord) -> None:
+def verdict_in_force(change: trace_view.VerdictChange | None) -> None:
     """The verdict under the rule version in force beside the one at ask, where they differ."""
-    change = trace_view.verdict_change(reads.settings(), reads.store(), r.id)
     if change is None:
         return
     shown = " · ".join([change.in_force, *([i18n.t("mark.ungated")] if change.ungated_in_force else [])])
@@ -472,6 +480,9 @@ def audit_sources(r: SessionRecord) -> None:
 
 def review(r: SessionRecord) -> None:
     st.subheader(i18n.t("trace.review"))
+    # "Reviewed" is a label on the session (review_queue.queue_query): say so where the last claim was labelled.
+    if r.claims and not r.session_reviews and all(r.claim_reviews(c.key) for c in r.claims):
+        st.info(i18n.t("trace.claims_done"))
     if r.reviews:
         st.dataframe([{"time": rv.created_at, "claim": rv.claim_id or "—", "label": rv.label,
                        "reviewer": rv.reviewer, "note": rv.note} for rv in r.reviews], hide_index=True,
@@ -500,8 +511,9 @@ def body(session_id: str) -> None:
         st.title(i18n.t("trace.title"))
         st.error(i18n.t("trace.not_found", sid=markup.md(session_id)))
         return
-    header(r)
-    verdict_in_force(r)
+    change = trace_view.verdict_change(reads.settings(), reads.store(), r.id)
+    header(r, change)
+    verdict_in_force(change)
     final_answer(r)
     claimed_by_source(r)
     composer_input(r)

@@ -38,7 +38,10 @@ def test_python_dash_m_and_console_script_entry(tmp_path: Path) -> None:
 def test_ask_prints_answer_verdict_and_session(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "ask", "支付接口最近出现超时，帮我排查")
     assert code == 0
-    assert out.startswith("[") and "session s-" in out and "cpu-saturation" in out
+    # The answer first; the verdict line and the sample notice after it.
+    answer, verdict, notice = out.rstrip("\n").rsplit("\n", 2)
+    assert answer and not answer.startswith("[") and verdict.startswith("[") and " session s-" in verdict
+    assert "cpu-saturation" in notice
 
 
 def test_ask_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
@@ -268,7 +271,7 @@ def test_an_answer_from_a_bundled_recording_names_the_sample_and_its_window(
     assert data["sample_incident"]["id"] == "cpu-saturation"
     assert "cpu-saturation, 2026-11-28 09:30-11:00 UTC" in data["sample_incident"]["notice"]
     _, out, _ = run(capsys, "ask", "支付接口最近出现超时，帮我排查")
-    assert out.splitlines()[1].startswith("本回答依据内置示例事故 cpu-saturation（2026-11-28 09:30-11:00 UTC）")
+    assert out.splitlines()[-1].startswith("本回答依据内置示例事故 cpu-saturation（2026-11-28 09:30-11:00 UTC）")
     # Evidence from one's own backends only (log and runbook folders, a Prometheus) is no sample.
     for folder in ("logs", "runbooks"):
         (tmp_path / folder).mkdir()

@@ -146,3 +146,19 @@ def test_every_failure_signature_speaks_both_languages():
             assert [placeholders(catalogue(lang)[i]) <= {"service"} for i in ids] == [True] * len(ids)
         assert len([i for i in catalogue(lang) if i.startswith("offline.signature.")]) == sum(
             2 + sig.needed for sig in SIGNATURES)
+
+
+def test_a_verdict_reason_reads_for_its_reader_with_the_rule_id_as_a_detail():
+    """A LOW_CONFID for a service with no data says no evidence was found and what to do, in both
+    languages; the rule id and the status stay in the sentence as details. A rule id the
+    catalogue does not know (a rule added as data) still reads as a sentence."""
+    empty = msg("policy.rule_failed", rule="schema.executor_v2", impact="low_confid_on_fail")
+    assert empty.params == {"rule": "schema.executor_v2", "impact": "low_confid_on_fail"}  # stored: ids only
+    en, zh = render(empty, "en"), render(empty, "zh")
+    assert en.startswith("No evidence was found that answers the question") and "time window" in en
+    assert zh.startswith("没有找到能回答这个问题的证据") and "时间窗口" in zh
+    assert all("(rule schema.executor_v2" in t or "（规则 schema.executor_v2" in t for t in (en, zh))
+    gap = render(msg("policy.coverage_symptom", service="ledger-service", symptom="memory", status="no_data"), "en")
+    assert "nothing found speaks to it" in gap and gap.endswith("(coverage no_data)")
+    custom = render(msg("policy.rule_failed", rule="team.custom_rule", impact="warn_only"), "zh")
+    assert custom.startswith("一项自动证据检查没有通过") and "team.custom_rule" in custom

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,11 +12,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pipeline.bundles.session_bundle import export_bundle
 from pipeline.core.config import ROOT, Settings
 from pipeline.core.messages import tr
+from pipeline.runs import review_queue
 from pipeline.runs.record import read_session
 from pipeline.runs.session import run_session
 from pipeline.store import Store
+from pipeline.store.listing import session_list
 
 APP = str(ROOT / "app.py")
 TIMEOUT = 120
@@ -78,10 +83,28 @@ def test_ask_a_sample_question_shows_verdict_answer_and_trace_link(store: Store)
     assert any(f"session={sessions[0]['id']}" in link.proto.query_string for link in links)
 
 
+def test_ask_puts_the_question_box_first_and_the_answer_above_the_stages_and_samples(store: Store) -> None:
+    """The SRE's first screen: the box, then (once asked) the answer's lead and why it is not PASS
+    in plain words, the stages and the sample questions below, the samples folded away."""
+    at = _app()
+    top = [el.type for el in at.main.children.values()]
+    samples = next(e for e in at.expander if e.label == tr("ask.samples", "en"))
+    assert top.index("form") < top.index("expander") and samples.proto.expanded
+    assert all(b.help == b.label for b in at.button if b.key and b.key.startswith("ask_sample_"))  # full text on hover
+    at.text_area(key="ask_question").input("Is the ledger-service leaking memory since 09:00?")
+    next(b for b in at.button if b.label == "Ask").click().run()
+    assert not next(e for e in at.expander if e.label == tr("ask.samples", "en")).proto.expanded
+    texts, shown = _texts(at), _html(at)
+    assert "**Why LOW_CONFID**" in "\n".join(m.value for m in at.markdown)
+    assert "No evidence was found that answers the question" in shown and "(rule schema.executor_v2" in shown
+    assert shown.index("Cannot tell about a memory problem in ledger-service") < shown.index("No evidence was found")
+    assert "Confirmed facts" in texts
+
+
 def test_ask_an_empty_question_warns_and_stores_nothing(store: Store) -> None:
     at = _app()
     at.text_area(key="ask_question").input("   ")
-    at.button[-1].click().run()  # the form's submit button is last
+    next(b for b in at.button if b.label == "Ask").click().run()  # the form's submit button
     assert "empty" in _texts(at)
     assert store.list_sessions()[1] == 0
 
@@ -395,8 +418,26 @@ def test_sessions_and_trace_show_the_verdict_in_force_beside_the_one_at_ask(sett
     at = _app("pages/trace.py", session=sid)
     assert f"Verdict in force REJECT (rules version {version}); at ask {at_ask} (rules version 0)" in _texts(at)
     assert tr("trace.findings_added", "en") in _html(at)
+    # One verdict badge, the one in force, with the verdict at ask and both versions beside it.
+    assert [m.value for m in at.markdown if "-badge[" in m.value and "badge[fail" not in m.value][:1] == [
+        ":red-badge[REJECT]"]
+    assert f"at ask {at_ask} (rules v0) · in force under rules v{version}" in _texts(at)
+    shown = f"REJECT · rules v{version} (at ask {at_ask} · rules v0)"
+    picker = at.sidebar.selectbox[0]  # the session picker
+    assert picker.format_func(sid).startswith(f"{sid} · {shown}")
     at = _app("pages/sessions.py")
-    assert [row["Verdict"] for row in _queue(at)] == [f"REJECT (at ask {at_ask})"]
+    assert [row["Verdict"] for row in _queue(at)] == [shown]
+    # The exports carry both verdicts and both versions.
+    everything = review_queue.QueueFilter(needs_person=False, reviewed=None)
+    [row] = list(csv.DictReader(io.StringIO(review_queue.export_csv(store, everything).decode("utf-8-sig"))))
+    assert (row["verdict"], row["rules_version"], row["verdict_at_ask"], row["rules_version_at_ask"]) == (
+        "REJECT", str(version), at_ask, "0")
+    bundle = export_bundle(store, sid)["session"]
+    assert (bundle["verdict_in_force"], bundle["rules_version_in_force"], bundle["verdict_at_ask"],
+            bundle["rules_version_at_ask"]) == ("REJECT", version, at_ask, 0)
+    [listed] = session_list(store)  # `workbench sessions --json`
+    assert (listed["verdict"], listed["rules_version"], listed["verdict_at_ask"], listed["rules_version_at_ask"]) == (
+        "REJECT", version, at_ask, 0)
 
 
 def test_sessions_and_trace_mark_ungated_and_unverified_verdicts(settings: Settings, store: Store) -> None:

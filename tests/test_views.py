@@ -338,6 +338,43 @@ def test_param_fields_follow_the_rule_kinds_parameter_models(repo_root) -> None:
     assert {f.kind for f in rules_view.param_fields(rules.get("schema.executor_v2"))} >= {"bool", "text_list"}
 
 
+def test_a_threshold_says_what_it_acts_on_and_the_chart_draws_only_what_it_compares(settings, store, repo_root) -> None:
+    """The tuner's 0.50 -> 0.95 on passThreshold: the field says it acts on digest scores only,
+    that with compareAgainst [output] it acts on nothing stored, and the chart shows the scores
+    the thresholds really compare (a quote in its output is 1.0 or 0.0 by structure)."""
+    from pipeline.replay.history import GateColumnCache, similarity_histogram
+
+    rules = load_rules(repo_root / "rules")
+    sim = rules.get("evidence.excerpt_similarity")
+    acts = {f.name: f.acts_on for f in rules_view.param_fields(sim)}
+    assert (acts["passThreshold"], acts["warnThreshold"], acts["minPieceWeight"], acts["compareAgainst"]) == (
+        "digest_scores", "digest_scores", "bindings", None)
+    assert [f.acts_on for f in rules_view.param_fields(rules.get("claim.evidence_utilization"))] == ["claims"]
+    assert {f.acts_on for f in rules_view.param_fields(rules.get("evidence.digest_ref"))} == {None, "digests"}
+    assert sim.params.compareAgainst == ["output"] and rules_view.digest_scores_judged(sim, None) == 0
+    run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
+    history = GateColumnCache(store, kept=0)
+    history.refresh(rules)
+    arrays = history.arrays
+    assert arrays is not None and len(arrays.b_score)
+    bars = similarity_histogram(arrays, sim.params)
+    assert sum(n for _, n in bars) and not [b for b, n in bars if n and 0 < b < 0.95]
+    index, meta = yaml_of_rules(rules)
+    index, meta = rules_yaml.set_rule_field(index, meta, "evidence.excerpt_similarity", "params.compareAgainst",
+                                            ["output", "digest.source_quote"])
+    with_digests, _ = rules_view.check_rules(index, meta)
+    assert with_digests is not None
+    assert rules_view.digest_scores_judged(with_digests.get("evidence.excerpt_similarity"), arrays) > 0
+
+
+def test_version_0_of_the_rules_history_is_dated_by_its_files(settings, store) -> None:
+    from pipeline.runs import rulebook
+
+    [shipped] = rules_view.rule_history(store, rulebook.read_rules_dir(settings), rulebook.rules_dir_time(settings))
+    stamp = max(p.stat().st_mtime for p in (settings.rules_dir / "index.yaml", settings.rules_dir / "metadata.yaml"))
+    assert (shipped.id, shipped.created_at, shipped.parent_id) == (0, datetime.fromtimestamp(stamp, UTC), None)
+
+
 def test_a_real_session_gives_located_highlight_windows(settings, store) -> None:
     result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
     cards = trace_view.claim_cards(read_session(store, result.session_id))

@@ -73,6 +73,15 @@ def verdict_badge(verdict: str | None, marks: Sequence[str] = ()) -> None:
                  help=named("mark.", f"{mark}.help"))
 
 
+def verdict_shown(verdict: str | None, at_ask: str | None, version: int | None, version_at_ask: int | None) -> str:
+    """The verdict in force as a line of text, with the verdict at ask and both rule versions where
+    applied rules changed it (design law 11): a listed verdict never hides what was said at ask."""
+    if not verdict or verdict == at_ask:
+        return verdict or ""
+    return t("common.at_ask", v=verdict, n="—" if version is None else version, a=at_ask or "—",
+             m="—" if version_at_ask is None else version_at_ask)
+
+
 def status_badge(status: str | None, prefix: str = "") -> None:
     st.badge(md(f"{prefix}{status or '—'}"), color=STATUS_COLORS.get(status or "", "gray"))  # type: ignore[arg-type]
 

@@ -25,6 +25,7 @@ from pipeline.core.bounds import MAX_JSON_DEPTH, too_deep, unstorable
 from pipeline.core.contracts import EvidenceDigest, ToolInvocation
 from pipeline.core.errors import BundleError, NotFound
 from pipeline.store import Store
+from pipeline.store.listing import session_outcome
 from pipeline.text.redact import redact_value
 
 # A source's own session id is kept and shown, never used as ours: bounded, printable.
@@ -192,11 +193,16 @@ def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | Non
     if row is None:
         raise NotFound(f"no session {session_id}")
     evaluation = (row.get("audit") or {}).get("round_audit")
+    outcome = session_outcome(store, session_id) or {}
     bundle = {
         "bundle_version": 1,
+        # The verdicts are what this workbench said; an importer keeps them as the source's claim.
         "session": {"id": row["id"], "question": row["question"], "shape": row["shape"],
                     "provider": row["provider"], "model": row["model"],
-                    "created_at": row["created_at"].isoformat() if row["created_at"] else None},
+                    "created_at": row["created_at"].isoformat() if row["created_at"] else None,
+                    "verdict_at_ask": outcome.get("verdict_at_ask"),
+                    "rules_version_at_ask": outcome.get("rules_version_at_ask"),
+                    "verdict_in_force": outcome.get("verdict"), "rules_version_in_force": outcome.get("rules_version")},
         "planner_plan": row.get("planner_plan"),
         "tool_invocations": [inv.model_dump() for inv in store.invocations(session_id)],
         "evidence_digests": row.get("evidence_digests") or [],

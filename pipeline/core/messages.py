@@ -52,7 +52,22 @@ def tr(code: str, language: str, /, **params: Any) -> str:
     """The catalogued text `code` in `language`, its placeholders filled; an unknown code is a
     programming error (KeyError), caught by the tests that extract every code from the source."""
     template = catalogue(lang_of(language))[code]
-    return template.format(**params) if params else template
+    return template.format(**params, **_readings(params, lang_of(language))) if params else template
+
+
+# A reason is written for its reader: a rule id or a status a template names is also read out in
+# plain words ("{rule_why} (rule {rule})"), looked up when rendered, so a stored message reads
+# in the wording of the version that shows it. The id itself stays in the sentence as a detail.
+READINGS = frozenset({"rule_why", "status_why"})
+
+
+def _readings(params: Mapping[str, Any], lang: Lang) -> dict[str, str]:
+    out = {}
+    for name, table in (("rule", family("rule_why.", lang)), ("status", family("status_why.", lang))):
+        value = params.get(name)
+        if isinstance(value, str):
+            out[f"{name}_why"] = table.get(value, table["_"])
+    return out
 
 
 def family(prefix: str, language: str) -> Mapping[str, str]:
@@ -92,7 +107,7 @@ def _parameters(code: str) -> frozenset[str]:
     template = catalogue("en").get(code)
     if template is None:
         raise KeyError(f"message code {code!r} is not in the catalogue ({LOCALE_DIR})")
-    return frozenset(placeholders(template))
+    return frozenset(placeholders(template)) - READINGS
 
 
 def render(message: Message, lang: str) -> str:
@@ -103,7 +118,8 @@ def render(message: Message, lang: str) -> str:
     if template is None:
         text = message.code + (f" {message.params}" if message.params else "")
     else:
-        text = template.format(**{k: _param(k, v, key) for k, v in message.params.items()})
+        text = template.format(**{k: _param(k, v, key) for k, v in message.params.items()},
+                               **_readings(message.params, key))
     return tr("common.join", key).join([text, *(render(part, key) for part in message.then)])
 
 

@@ -79,11 +79,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
     else:
         from pipeline.runs.record import verdict_marks
 
+        # The answer first; the verdict line and where the evidence came from after it.
         marks = verdict_marks(ungated=bool(result.ungated_by), provenance=None)
-        print(f"[{' '.join([result.verdict, *marks])}] session {result.session_id}")
+        print(result.final_answer)
+        print(f"\n[{' '.join([result.verdict, *marks])}] session {result.session_id}")
         if sample:
             print(sample["notice"])
-        print(result.final_answer)
     return 0
 
 

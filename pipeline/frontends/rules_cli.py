@@ -65,7 +65,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from pipeline.runs import rulebook
 
     settings, store = _open(args)
-    versions = rule_history(store, rulebook.read_rules_dir(settings))
+    versions = rule_history(store, rulebook.read_rules_dir(settings), rulebook.rules_dir_time(settings))
     if args.json:
         print(json.dumps([{"version": v.id, "created_at": v.created_at, "author": v.author, "comment": v.comment,
                            "in_force": v.active, "based_on": v.parent_id} for v in versions],

@@ -9,7 +9,7 @@ so adding a kind touches its class and nothing else in code.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, get_args
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pipeline.gatekeeper.rules_schema import RuleSpec
 
 Severity = Literal["error", "warning"]
+ActsOn = Literal["bindings", "digest_scores", "claims", "digests"]
 # Parameter types. The loader checks every Number in [0, 1] and every Count >= 0.
 Number = StrictFloat  # strict: "0.5" is refused, 1 is accepted as 1.0
 Count = StrictInt  # a length or a number of things
@@ -96,6 +97,10 @@ class RuleKind:
     # with the stored findings, which hold only under it. None: the arrays cannot judge the kind,
     # so every session takes the per-session replay while a rule of it is in the set.
     column_params: ClassVar[frozenset[str] | None] = None
+    # What each threshold or count is compared with, as the Rules page says beside its input:
+    # "bindings" (a claim's quotes), "digest_scores" (a binding's digest quote or summary score),
+    # "claims" or "digests". A parameter left out is a list or a switch that names what it acts on.
+    acts_on: ClassVar[Mapping[str, ActsOn]] = {}
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         raise NotImplementedError

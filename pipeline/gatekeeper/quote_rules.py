@@ -59,6 +59,10 @@ class ExcerptSimilarityRule(RuleKind):
     verdict_impact = "low_confid_on_fail"
     # The word lists' length filters (inventedMin*) are fingerprinted: the stored count of
     # invented words holds under them only.
+    # A quote is found in its output by structure or not: the similarity thresholds only judge the
+    # digest quote and summary scores that compareAgainst lists.
+    acts_on = {"passThreshold": "digest_scores", "warnThreshold": "digest_scores", "minPieceWeight": "bindings",
+               "inventedMinLetters": "bindings", "inventedMinCjkRun": "bindings", "inventedTolerated": "bindings"}
     column_params = frozenset({"passThreshold", "warnThreshold", "compareAgainst", "minPieceWeight",
                                "inventedTolerated"})
 
@@ -234,6 +238,7 @@ class ExcerptEntitiesRule(RuleKind):
     # Its findings change only at scores the features hold, so the replay stores the
     # minLocatedScores where they change; the kinds and word lists are fingerprinted.
     column_params = frozenset({"minLocatedScore"})
+    acts_on = {"minLocatedScore": "bindings"}
 
     class Params(RuleParams):
         kinds: list[Literal["service", "error_code", "identifier", "percentage", "quantity", "http_status", "number"]]

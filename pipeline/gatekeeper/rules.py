@@ -367,6 +367,7 @@ class EvidenceUtilizationRule(RuleKind):
     verdict_impact = "warn_only"
 
     column_params = frozenset({"minKeywordCoverage"})
+    acts_on = {"minKeywordCoverage": "claims"}
 
     class Params(RuleParams):
         minKeywordCoverage: Number
@@ -430,6 +431,7 @@ class DigestRefRule(RuleKind):
 
     # The reference checks have no threshold and are kept as found; the quote scores are compared.
     column_params = frozenset({"quotePassThreshold", "quoteWarnThreshold"})
+    acts_on = {"quotePassThreshold": "digests", "quoteWarnThreshold": "digests"}
 
     class Params(RuleParams):
         requireDigestId: StrictBool

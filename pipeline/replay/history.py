@@ -26,6 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
 from pipeline.core.errors import StoreError
 from pipeline.gatekeeper import RuleSet
+from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule
 from pipeline.replay.arrow import arrow_available, arrow_batches
 from pipeline.replay.columns import (
     STATUSES,
@@ -478,9 +479,14 @@ class ReplayOutcome:
         return out
 
 
-def similarity_histogram(arrays: HistoryArrays, width: float = 0.05) -> list[tuple[float, int]]:
-    """(bin start, count) of every measured binding's similarity, a score of 1.0 in the last bin."""
+def similarity_histogram(arrays: HistoryArrays, params: ExcerptSimilarityRule.Params,
+                         width: float = 0.05) -> list[tuple[float, int]]:
+    """(bin start, count) of the score each stored binding is judged by under `params`, a score
+    of 1.0 in the last bin: what the thresholds really compare (ExcerptSimilarityRule.best_scores),
+    a quote in its output 1.0 or 0.0 by structure, a digest's score as measured; a binding with no
+    compared score is left out."""
     bins = round(1 / width)
-    scores = arrays.b_score[~np.isnan(arrays.b_score)]
+    best = ExcerptSimilarityRule.best_scores(params, arrays)
+    scores = best[best >= 0]
     counts = np.bincount(np.minimum((scores / width).astype(np.int64), bins - 1), minlength=bins)
     return [(round(b * width, 4), int(counts[b])) for b in range(bins)]

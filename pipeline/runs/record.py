@@ -123,6 +123,8 @@ class SessionRow(_Read):
     provenance: Literal["verified", "unverified"] | None = None
     ungated: bool = False
     verdict_at_ask: Verdict | None = None
+    rules_version: int | None = None  # the version that gave the verdict in force
+    rules_version_at_ask: int | None = None  # None: stored before versions were recorded
     composer_findings: bool = False
 
     @field_validator("failed_rules", mode="before")

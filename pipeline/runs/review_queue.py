@@ -29,8 +29,9 @@ from sqlalchemy import and_, func, literal, or_, select
 from pipeline.bundles.session_bundle import export_bundle
 from pipeline.runs.record import SessionRow
 from pipeline.store import SessionFilter, Store
+from pipeline.store.listing import version_in_force
 from pipeline.store.repo import AT_ASK, IN_FORCE, MOVED, Outcome
-from pipeline.store.schema import LISTING_GROUPS, DiagnosisSession, ReviewRow, VerdictInForce
+from pipeline.store.schema import LISTING_GROUPS, DiagnosisSession, ReviewRow, RulesInForce, VerdictInForce
 
 EVAL_LABEL = "eval_fixture"  # the review label pipeline/eval/runner.py gives every eval run
 
@@ -81,19 +82,26 @@ _LIST_COLUMNS = ("id", "created_at", "question", "status", "groundedness", "serv
 def queue_rows(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0) -> list[SessionRow]:
     """One page of the queue, newest first, with each session's latest person's label. Not
     counted: the page takes the count from queue_stats, which scans the queue anyway."""
-    sub = queue_query(store, q).subquery()
+    # The query joins verdict_in_force already: its row's version names the version in force.
+    sub = queue_query(store, q).add_columns(VerdictInForce.session_id.is_not(None).label("moved"),
+                                            VerdictInForce.rules_version.label("row_version")).subquery()
     columns = [*(sub.c[c] for c in _LIST_COLUMNS), sub.c.verdict_in_force.label("verdict"),
                sub.c.gatekeeper_in_force.label("gatekeeper_status"), sub.c.failed_in_force.label("failed_rules"),
                sub.c.ungated_in_force.label("ungated"),
-               sub.c.verdict.label("verdict_at_ask")]
+               sub.c.verdict.label("verdict_at_ask"), sub.c.rules_version.label("rules_version_at_ask"),
+               sub.c.moved, sub.c.row_version]
     with store.engine.connect() as conn:
+        judged = conn.execute(select(RulesInForce.judged_version)).scalar()
         rows = conn.execute(select(*columns).order_by(sub.c.created_at.desc())
                             .limit(limit).offset(offset)).mappings().all()
         labels = dict(conn.execute(
             select(ReviewRow.session_id, ReviewRow.label)
             .where(ReviewRow.session_id.in_([r["id"] for r in rows]), ReviewRow.claim_id.is_(None))
             .order_by(ReviewRow.created_at)).all())
-    return [SessionRow.model_validate(dict(r) | {"review_label": labels.get(r["id"])}) for r in rows]
+    return [SessionRow.model_validate(dict(r) | {
+        "review_label": labels.get(r["id"]),
+        "rules_version": version_in_force(r["verdict"], bool(r["moved"]), r["row_version"], r["rules_version_at_ask"],
+                                          judged)}) for r in rows]
 
 
 @dataclass
@@ -176,8 +184,10 @@ def eval_session_ids(store: Store) -> set[str]:
 
 # --- exports (the Sessions page's downloads and `workbench sessions --format csv`) --------------
 
-CSV_FIELDS = ("id", "created_at", "question", "status", "verdict", "ungated", "provenance", "gatekeeper_status",
-              "failed_rules", "groundedness", "services", "provider", "shape", "review_label")
+# `verdict` is the verdict in force, given by `rules_version`; the verdict at ask stands beside it.
+CSV_FIELDS = ("id", "created_at", "question", "status", "verdict", "rules_version", "verdict_at_ask",
+              "rules_version_at_ask", "ungated", "provenance", "gatekeeper_status", "failed_rules", "groundedness",
+              "services", "provider", "shape", "review_label")
 # A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...) in a question).
 _FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")
 

@@ -63,6 +63,16 @@ class RulesText:
         return self.index_yaml, self.metadata_yaml
 
 
+def rules_dir_time(settings: Settings, directory: Path | None = None) -> datetime | None:
+    """When the shipped rules (version 0) were last written: the newer of their two files' times."""
+    root = directory or settings.rules_dir
+    try:
+        stamp = max((root / name).stat().st_mtime for name in (INDEX_FILE, METADATA_FILE))
+    except OSError:
+        return None
+    return datetime.fromtimestamp(stamp, UTC)
+
+
 def read_rules_dir(settings: Settings, directory: Path | None = None) -> tuple[str, str]:
     """(index.yaml, metadata.yaml) of `directory` (default: the shipped rules/), as written."""
     root = directory or settings.rules_dir

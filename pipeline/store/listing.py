@@ -44,24 +44,43 @@ def session_count(store: Store, *, verdict: str | None = None, status: str | Non
 def session_list(store: Store, *, verdict: str | None = None, status: str | None = None,
                  limit: int = 20) -> list[dict[str, Any]]:
     """Newest first: what started each session, where it is, how it ended: `verdict` in force,
-    `verdict_at_ask`, and `rules_version`, the version that gave the verdict in force."""
+    `verdict_at_ask`, `rules_version`, the version that gave the verdict in force, and
+    `rules_version_at_ask`."""
     s = DiagnosisSession
-    q = (select(*[getattr(s, c) for c in LIST_COLUMNS], IN_FORCE.verdict.label("verdict"),
-                IN_FORCE.ungated.label("ungated"), s.ungated.label("ungated_at_ask"),
-                s.verdict.label("verdict_at_ask"), s.rules_version.label("at_ask"),
-                VerdictInForce.session_id.is_not(None).label("moved"), VerdictInForce.rules_version.label("row_version"))
-         .outerjoin(VerdictInForce, VerdictInForce.session_id == s.id))
+    q = _listing(*[getattr(s, c) for c in LIST_COLUMNS], IN_FORCE.ungated.label("ungated"),
+                 s.ungated.label("ungated_at_ask"))
     if verdict:
         q = q.where(IN_FORCE.verdict == verdict)
     if status:
         q = q.where(s.status == status)
+    return _versions(store, q.order_by(s.created_at.desc()).limit(limit))
+
+
+def session_outcome(store: Store, session_id: str) -> dict[str, Any] | None:
+    """One session's verdict in force and at ask with the rule version of each (keys as in
+    session_list); None when no such session is stored."""
+    rows = _versions(store, _listing().where(DiagnosisSession.id == session_id))
+    return rows[0] if rows else None
+
+
+def _listing(*columns: Any) -> Any:
+    s = DiagnosisSession
+    return (select(*columns, IN_FORCE.verdict.label("verdict"), s.verdict.label("verdict_at_ask"),
+                   s.rules_version.label("rules_version_at_ask"),
+                   VerdictInForce.session_id.is_not(None).label("moved"),
+                   VerdictInForce.rules_version.label("row_version"))
+            .outerjoin(VerdictInForce, VerdictInForce.session_id == s.id))
+
+
+def _versions(store: Store, q: Any) -> list[dict[str, Any]]:
     with Session(store.engine) as db:
         judged = db.execute(select(RulesInForce.judged_version)).scalar()
-        rows = db.execute(q.order_by(s.created_at.desc()).limit(limit)).mappings().all()
+        rows = db.execute(q).mappings().all()
     out = []
     for r in rows:
-        row = {k: v for k, v in r.items() if k not in ("at_ask", "moved", "row_version")}
-        row["rules_version"] = version_in_force(r["verdict"], bool(r["moved"]), r["row_version"], r["at_ask"], judged)
+        row = {k: v for k, v in r.items() if k not in ("moved", "row_version")}
+        row["rules_version"] = version_in_force(r["verdict"], bool(r["moved"]), r["row_version"],
+                                                r["rules_version_at_ask"], judged)
         out.append(row)
     return out
 

@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+import numpy as np
+
 from pipeline.core.contracts import GatekeeperResult, VerdictImpact
 from pipeline.core.errors import RulesError
-from pipeline.gatekeeper.kinds import Severity
+from pipeline.gatekeeper.kinds import RULES, ActsOn, Severity
 from pipeline.gatekeeper.rules_schema import RuleSet, RuleSpec
+from pipeline.replay.columns import HistoryArrays
 from pipeline.runs.rulebook import parsed_rules
 from pipeline.store import Store
 
@@ -34,6 +37,7 @@ class ParamField:
     kind: Literal["number", "count", "bool", "text_list", "choice_list", "choice"]  # number: a ratio in [0, 1]
     value: Any
     options: tuple[str, ...] = ()
+    acts_on: ActsOn | None = None  # what the value is compared with (RuleKind.acts_on)
 
 
 def _literal_options(annotation: Any) -> tuple[str, ...]:
@@ -44,6 +48,8 @@ def param_fields(spec: RuleSpec) -> list[ParamField]:
     """How to edit each parameter of a rule, read from the rule kind's parameter model."""
     model = type(spec.params)
     values = spec.params.model_dump()
+    kind = RULES.get(spec.id)
+    targets = kind.acts_on if kind is not None else {}
     out = []
     for name, info in model.model_fields.items():
         ann = info.annotation
@@ -60,7 +66,25 @@ def param_fields(spec: RuleSpec) -> list[ParamField]:
             out.append(ParamField(name, "count", value))
         else:
             out.append(ParamField(name, "number", value))
+        out[-1].acts_on = targets.get(name)
     return out
+
+
+def digest_scores_judged(spec: RuleSpec, arrays: HistoryArrays | None) -> int | None:
+    """How many stored bindings have a digest score that a "digest_scores" threshold of `spec`
+    compares (compareAgainst's digest sources); 0 when compareAgainst lists none; None while the
+    history is not loaded (a preview loads it)."""
+    sources = getattr(spec.params, "compareAgainst", None) or []
+    columns = {"digest.source_quote": "b_quote", "digest.summary": "b_summary"}
+    compared = [columns[c] for c in sources if c in columns]
+    if not compared:
+        return 0
+    if arrays is None:
+        return None
+    scored = np.zeros(len(arrays.b_score), dtype=bool)
+    for name in compared:
+        scored |= ~np.isnan(getattr(arrays, name))
+    return int(scored.sum())
 
 
 @dataclass
@@ -76,14 +100,14 @@ class RuleVersionView:
     yaml: tuple[str, str]  # (index.yaml, metadata.yaml)
 
 
-def rule_history(store: Store, shipped: tuple[str, str]) -> list[RuleVersionView]:
+def rule_history(store: Store, shipped: tuple[str, str], shipped_at: datetime | None = None) -> list[RuleVersionView]:
     """Applied versions newest first, then version 0: in force until the first Apply, and a
-    rollback target like any other."""
+    rollback target like any other, dated by its files (`shipped_at`, rulebook.rules_dir_time)."""
     versions = [RuleVersionView(v["id"], v["created_at"], v["author"], v["comment"], bool(v["active"]),
                                 v["parent_id"] if v["parent_id"] is not None else 0,
                                 (v["index_yaml"], v["metadata_yaml"])) for v in store.rule_versions()]
     in_force = not any(v.active for v in versions)
-    return [*versions, RuleVersionView(0, None, "shipped", "rules/ directory", in_force, None, shipped)]
+    return [*versions, RuleVersionView(0, shipped_at, "shipped", "rules/ directory", in_force, None, shipped)]
 
 
 def changed_rules(old: RuleSet, new: RuleSet) -> set[str]:
