@@ -188,9 +188,9 @@ def test_100k_deep_llm_reply_is_malformed_and_recorded(capsys: pytest.CaptureFix
         monkeypatch.setenv("OPENAI_MODEL", "stub-model")
         code, out, err = _cli(capsys, "ask", "--provider", "openai", "--world", "gateway-timeout", QUESTION)
     assert code == 0 and "Traceback" not in err
-    assert out.startswith("[LOW_CONFID] session ")
+    assert "\n[LOW_CONFID] session " in out  # the verdict line after the answer
     store = Store(load_settings().db_url)
-    sid = out.split()[2]
+    sid = out.split("\n[LOW_CONFID] session ")[1].split()[0]
     assert store.get_session(sid)["status"] == "completed"
     diagnosis = [c for c in store.llm_calls(sid) if c["stage"] == "diagnosis"]
     assert diagnosis and all(c["parse_status"] == "malformed" for c in diagnosis)
@@ -209,7 +209,7 @@ def test_lone_surrogate_in_a_question(tmp_path: Path) -> None:
                          capture_output=True, env=env, cwd=tmp_path, timeout=300)
     assert ask.returncode == 0, ask.stderr.decode(errors="replace")
     assert b"Traceback" not in ask.stderr
-    sid = ask.stdout.split()[2].decode()
+    sid = ask.stdout.split(b"] session ")[1].split()[0].decode()  # the verdict line after the answer
     assert Store(load_settings().db_url).get_session(sid)["question"] == "payment-service \ufffd times out"
     show = subprocess.run([sys.executable, "-m", "pipeline", "show", b"s-\xff"], capture_output=True, env=env,
                           cwd=tmp_path, timeout=300)
