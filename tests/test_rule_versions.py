@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import multiprocessing
 from pathlib import Path
 
@@ -102,11 +103,22 @@ def test_rules_from_a_shell_apply_list_diff_and_roll_back(tmp_path: Path, capsys
     code, out, _ = run("rules", "history")
     assert code == 0 and [line[:4] for line in out.splitlines()] == ["* v2", "  v1", "  v0"]
     assert "from v1" in out.splitlines()[0] and "roll back to version 0" in out and "noisy payment logs" in out
+    # With editors listed, a typed name proves nothing: the shell acts as the editor its
+    # operating-system account is mapped to, or not at all.
     config = tmp_path / "editors.yaml"
     config.write_text("ui:\n  editors: [ana]\n", encoding="utf-8")
     monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
+    account = getpass.getuser()
+    assert run("rules", "apply", str(tuned), "--author", "ana")[2] == (
+        f"workbench: {tr('rules.shell_unmapped', 'en', account=account)}\n")
+    config.write_text(f"ui:\n  editors: [ana]\n  shell_identities: {{{account}: ana}}\n", encoding="utf-8")
     assert run("rules", "apply", str(tuned), "--author", "eve")[2] == (
-        f"workbench: {tr('rules.not_an_editor', 'en', who='eve', editors='ana')}\n")
+        f"workbench: {tr('rules.shell_author_differs', 'en', typed='eve', account=account, mapped='ana')}\n")
+    code, out, _ = run("rules", "rollback", "1")
+    assert code == 0 and run("rules", "history", "--json")[1].count('"author": "ana"') >= 2
+    config.write_text(f"ui:\n  editors: [lead]\n  shell_identities: {{{account}: ana}}\n", encoding="utf-8")
+    assert run("rules", "rollback", "0")[2] == (
+        f"workbench: {tr('rules.not_an_editor', 'en', who='ana', editors='lead')}\n")
 
 
 def test_a_rejudge_leaves_the_rows_whose_outcome_it_keeps(any_store: Store, settings) -> None:  # noqa: ANN001

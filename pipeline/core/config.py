@@ -140,6 +140,9 @@ class UISettings(_Section):
     language: Literal["en", "zh"] = "en"
     # Empty: anyone may apply rules. Otherwise only these (Streamlit-authenticated) users.
     editors: list[str] = Field(default_factory=list)
+    # The shell's proof of identity once `editors` is set: the operating-system account running
+    # `workbench rules ...` -> the editor it acts as. A typed --author alone proves nothing.
+    shell_identities: dict[str, str] = Field(default_factory=dict)
 
 
 class JobsSettings(_Section):

@@ -28,7 +28,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if ungated:
         print(f"warning: these rules switch off, or set so they cannot fail, what stops forged quotes "
               f"({', '.join(ungated)}): every verdict under them is marked ungated", file=sys.stderr)
-    new = rulebook.apply_rules(settings, store, candidate, author=args.author, comment=args.comment or "",
+    new = rulebook.apply_rules(settings, store, candidate, author=_author(settings, args), comment=args.comment or "",
                                based_on=base)
     print(f"applied {args.dir} as version {new} (based on version {base})")
     return _rejudge(settings, store)
@@ -38,9 +38,19 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     from pipeline.runs import rulebook
 
     settings, store = _open(args)
-    new = rulebook.rollback(settings, store, args.version, author=args.author)
+    new = rulebook.rollback(settings, store, args.version, author=_author(settings, args))
     print(f"version {args.version} re-applied as version {new}")
     return _rejudge(settings, store)
+
+
+def _author(settings: Settings, args: argparse.Namespace) -> str:
+    from pipeline.frontends.access import shell_author
+    from pipeline.runs.rulebook import RulesRefused
+
+    who = shell_author(settings, args.author)
+    if not isinstance(who, str):
+        raise RulesRefused(who)
+    return who
 
 
 def _rejudge(settings: Settings, store: Store) -> int:
@@ -96,7 +106,8 @@ def register(sub: Any) -> None:
     actions = rules.add_subparsers(dest="rules_command", required=True)
     a = actions.add_parser("apply", help="apply the rules in DIR (index.yaml + metadata.yaml) as a new version")
     a.add_argument("dir", help="rules directory")
-    a.add_argument("--author", required=True, help="who applies them (one of ui.editors when that is set)")
+    a.add_argument("--author", help="who applies them (with ui.editors set: the editor your account maps to "
+                                    "in ui.shell_identities, which is used when this is left out)")
     a.add_argument("--comment", help="why, kept with the version")
     a.set_defaults(func=cmd_apply)
     h = actions.add_parser("history", help="every version, newest first; * marks the one in force")
@@ -107,5 +118,5 @@ def register(sub: Any) -> None:
     d.set_defaults(func=cmd_diff)
     r = actions.add_parser("rollback", help="apply an earlier version again, as a new version (0: the shipped rules)")
     r.add_argument("version", type=int, help="the version to return to (see `workbench rules history`)")
-    r.add_argument("--author", required=True, help="who rolls back")
+    r.add_argument("--author", help="who rolls back (as for apply)")
     r.set_defaults(func=cmd_rollback)
