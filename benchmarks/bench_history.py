@@ -59,7 +59,7 @@ def templates(store: Store, session_ids: list[str] | None = None) -> list[dict[s
             invs = conn.execute(select(ToolInvocationRow.id, ToolInvocationRow.tool_name,
                                        ToolInvocationRow.model_tool_name, ToolInvocationRow.status)
                                 .where(ToolInvocationRow.session_id == row["id"]).order_by(ToolInvocationRow.id)).all()
-            ev = (row["audit"] or {}).get("round_audit", {})
+            ev = (row["self_evaluation"] or {}).get("verifier_evaluation", {})
             out.append({"id": row["id"], "question": row["question"], "shape": row["shape"], "verdict": row["verdict"],
                         "digests": row["evidence_digests"], "features": _trim(row["gatekeeper_features"] or {}),
                         "ev": {k: ev.get(k) for k in _EV_KEYS}, "invocations": [tuple(i) for i in invs]})
@@ -136,7 +136,7 @@ def _text_template(t: dict[str, Any]) -> tuple[str, str, str]:
             return [swap(v) for v in value]
         return value
 
-    ev = json.dumps({"round_audit": swap(t["ev"])}, ensure_ascii=False)
+    ev = json.dumps({"verifier_evaluation": swap(t["ev"])}, ensure_ascii=False)
     return ev, json.dumps(swap(t["digests"]), ensure_ascii=False), json.dumps(t["features"], ensure_ascii=False)
 
 
@@ -150,7 +150,7 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
     j = (lambda p: f"CAST(:{p} AS JSON)") if pg else (lambda p: f":{p}")
     session_sql = text(
         "INSERT INTO diagnosis_session (id, created_at, updated_at, question, shape, provider, model, status, stage, "
-        "verdict, gatekeeper_status, failed_rules, services, rounds, evidence_digests, audit, "
+        "verdict, gatekeeper_status, failed_rules, services, rounds, evidence_digests, self_evaluation, "
         "gatekeeper_features, timings_ms, prompt_tokens, completion_tokens, cost_usd) VALUES (:id, :at, :at, :q, "
         f":shape, 'offline', 'bench', 'completed', 'done', :verdict, :gate, {j('failed')}, '', 1, {j('digests')}, "
         f"{j('ev')}, {j('features')}, {j('timings')}, 0, 0, 0)")
@@ -497,12 +497,12 @@ def _first_open_before_0007(store: Store, q: Any) -> int:
     from pipeline.store.schema import ReviewRow
 
     s = DiagnosisSession
-    ev = ("round_audit",)
+    ev = ("verifier_evaluation",)
     found = set()
     with store.engine.connect() as conn:
         for sid, verdict, gate, guard, filtered in conn.execute(select(
-                s.id, s.verdict, s.gatekeeper_status, s.audit[(*ev, "composer_guard")],
-                s.audit[(*ev, "composer_filtered")])) if q.needs_person else ():
+                s.id, s.verdict, s.gatekeeper_status, s.self_evaluation[(*ev, "composer_guard")],
+                s.self_evaluation[(*ev, "composer_filtered")])) if q.needs_person else ():
             if verdict == "PASS" and gate == "pass" and (
                     bool(isinstance(guard, dict) and guard.get("used_template")) or bool(filtered)):
                 found.add(sid)

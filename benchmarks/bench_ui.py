@@ -121,7 +121,7 @@ def build_trace_session(store: Store) -> str:
     store.update_session(sid, status="completed", stage="done", verdict="REJECT", gatekeeper_status="fail",
                          failed_rules=["evidence.excerpt_entities"], groundedness=0.75, final_answer="bench answer",
                          executor_raw_output=json.dumps(structured), gatekeeper_features=features,
-                         audit={"round_audit": evaluation, "rounds": []})
+                         self_evaluation={"verifier_evaluation": evaluation, "rounds": []})
     return sid
 
 

@@ -36,7 +36,7 @@ def _import(store: Store, settings: Settings, data: dict[str, Any]):
 
 def claimed_id(row: dict[str, Any]) -> str:
     """The bundle's own session id, kept beside the workbench's."""
-    return str(row["audit"]["claimed_by_source"]["session_id"])
+    return str(row["self_evaluation"]["claimed_by_source"]["session_id"])
 
 
 def _forged(bundle: dict[str, Any]) -> dict[str, Any]:
@@ -48,7 +48,7 @@ def _forged(bundle: dict[str, Any]) -> dict[str, Any]:
             binding["source_invocation_ids"] = [1]
     forged["executor_raw_output"] = json.dumps(structured, ensure_ascii=False)
     forged["tool_invocations"] = [inv for inv in forged["tool_invocations"] if inv["id"] != 1]
-    forged["round_audit"] = {**(forged["round_audit"] or {}), "verdict": "PASS"}
+    forged["verifier_evaluation"] = {**(forged["verifier_evaluation"] or {}), "verdict": "PASS"}
     return forged
 
 
@@ -62,7 +62,7 @@ def test_import_reverifies_and_keeps_the_source_claims_apart(settings: Settings,
     # Our own pipeline's verdict and answer, equal to the session the bundle came from.
     assert row["verdict"] == original["verdict"] and row["status"] == "completed"
     assert row["final_answer"] and row["final_answer"] != bundle["final_answer"]
-    claimed = row["audit"]["claimed_by_source"]
+    claimed = row["self_evaluation"]["claimed_by_source"]
     assert claimed["final_answer"] == bundle["final_answer"] and claimed["verdict"] == original["verdict"]
     # Stored references point at the new rows of this session only.
     own = {inv.id for inv in store.invocations(result.session_id)}
@@ -72,15 +72,15 @@ def test_import_reverifies_and_keeps_the_source_claims_apart(settings: Settings,
     assert store.llm_calls(result.session_id), "the verifier and composer runs of the import are recorded"
 
 
-def test_a_bundle_from_before_the_round_audit_rename_is_read(settings: Settings, store: Store) -> None:
+def test_a_bundle_written_under_the_round_audit_name_is_read(settings: Settings, store: Store) -> None:
     bundle = _exported(settings, store)
-    old = {("verifier_evaluation" if k == "round_audit" else k): v for k, v in bundle.items()}
-    old["verifier_evaluation"] = {**old["verifier_evaluation"], "verdict": "PASS"}
-    assert "round_audit" not in old
-    assert parse_bundle(old).round_audit == old["verifier_evaluation"]
+    assert "verifier_evaluation" in bundle and "round_audit" not in bundle  # the seed's name
+    old = {("round_audit" if k == "verifier_evaluation" else k): v for k, v in bundle.items()}
+    old["round_audit"] = {**old["round_audit"], "verdict": "PASS"}
+    assert parse_bundle(old).verifier_evaluation == old["round_audit"]
     result = _import(store, settings, old)
     assert result.claimed_verdict == "PASS"
-    assert store.get_session(result.session_id)["audit"]["claimed_by_source"]["verdict"] == "PASS"
+    assert store.get_session(result.session_id)["self_evaluation"]["claimed_by_source"]["verdict"] == "PASS"
 
 
 def test_a_forged_bundle_is_rejected_and_never_lands_on_another_sessions_call(settings: Settings,
@@ -113,7 +113,7 @@ def test_an_imported_sessions_findings_cite_the_stored_invocation_ids(settings: 
     result = _import(store, settings, bundle)
     stored = result.id_map[cited]
     assert stored != cited
-    errors = store.get_session(result.session_id)["audit"]["round_audit"]["gatekeeper_result"]["errors"]
+    errors = store.get_session(result.session_id)["self_evaluation"]["verifier_evaluation"]["gatekeeper_result"]["errors"]
     mismatch = [e for e in errors if e["msg"] and "tool_mismatch" in json.dumps(e["msg"])]
     assert mismatch, errors
     text = json.dumps(mismatch)

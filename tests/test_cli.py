@@ -47,7 +47,7 @@ def test_ask_prints_answer_verdict_and_session(capsys: pytest.CaptureFixture[str
 def test_ask_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     data = ask_json(capsys)
     assert set(data) == {"session_id", "verdict", "ungated", "final_answer", "lead", "sample_incident",
-                         "time_window", "round_audit", "question_form", "proposition", "form_coverage", "decided_by"}
+                         "time_window", "verifier_evaluation", "question_form", "proposition", "form_coverage", "decided_by"}
     # "since 10:00" with no date: read on the day of the latest record of the asked service.
     assert data["time_window"]["start"] == "2026-11-28T10:00:00Z" and data["time_window"]["text"] == "since 10:00"
     assert data["time_window"]["anchor"]["service"] == "payment-service"
@@ -56,8 +56,8 @@ def test_ask_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["question_form"] == row["form"] and row["status"] in ("answered", "not_answered")
     assert (decided["service"], decided["symptom"]) == (row["service"], row["symptom"])
     assert data["lead"] and data["final_answer"].startswith(data["lead"])  # the JSON leads as the CLI does
-    assert data["round_audit"]["gatekeeper_result"]["status"] in ("pass", "warn", "fail")
-    assert data["round_audit"]["facts_checked"]
+    assert data["verifier_evaluation"]["gatekeeper_result"]["status"] in ("pass", "warn", "fail")
+    assert data["verifier_evaluation"]["facts_checked"]
 
 
 def test_ask_empty_question_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -87,8 +87,8 @@ def test_export_import_check_round_trip(capsys: pytest.CaptureFixture[str], tmp_
     assert code == 0
     checked = json.loads(out)
     assert set(checked) >= {"executor_output_parse_status", "gatekeeper_result", "verifier_output",
-                            "round_audit", "composer_input", "composer_output", "final_answer"}
-    assert checked["gatekeeper_result"] == bundle["round_audit"]["gatekeeper_result"]
+                            "verifier_evaluation", "composer_input", "composer_output", "final_answer"}
+    assert checked["gatekeeper_result"] == bundle["verifier_evaluation"]["gatekeeper_result"]
 
     # Importing into the same store collides on every invocation id: they must be renumbered.
     code, out, _ = run(capsys, "import", str(path))
@@ -106,7 +106,7 @@ def test_export_import_check_round_trip(capsys: pytest.CaptureFixture[str], tmp_
     again = json.loads(out)
     assert again["gatekeeper_result"]["status"] == checked["gatekeeper_result"]["status"]
     assert again["gatekeeper_result"]["failed_rules"] == checked["gatekeeper_result"]["failed_rules"]
-    assert again["round_audit"]["verdict"] == checked["round_audit"]["verdict"]
+    assert again["verifier_evaluation"]["verdict"] == checked["verifier_evaluation"]["verdict"]
 
 
 def test_check_bad_bundle_exits_2_naming_the_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -60,13 +60,13 @@ def test_forged_bundle_is_reverified_not_trusted(capsys: pytest.CaptureFixture[s
         for binding in claim["evidence_bindings"]:
             binding["source_invocation_ids"] = [424242]  # held by no bundle and no session
     bundle["executor_raw_output"] = json.dumps(structured)
-    bundle["round_audit"]["verdict"] = "PASS"
+    bundle["verifier_evaluation"]["verdict"] = "PASS"
     path.write_text(json.dumps(bundle), encoding="utf-8")
     code, out, _ = run(capsys, "import", str(path))
     assert code == 0 and "re-verified: REJECT; the source claimed PASS" in out
     sid = out.split("session ")[1].split(" ")[0]
     row = Store(load_settings().db_url).get_session(sid)
-    assert row["verdict"] == "REJECT" and row["audit"]["claimed_by_source"]["verdict"] == "PASS"
+    assert row["verdict"] == "REJECT" and row["self_evaluation"]["claimed_by_source"]["verdict"] == "PASS"
 
 
 def test_bad_field_in_bundle_stores_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

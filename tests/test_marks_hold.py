@@ -174,11 +174,11 @@ def _poison(store: Store, sid: str) -> None:
 
     number = "NaN" if store.engine.dialect.name == "sqlite" else "1e999"
     with store.engine.begin() as conn:
-        audit = conn.execute(text("SELECT audit FROM diagnosis_session WHERE id = :id"), {"id": sid}).scalar_one()
-        audit = audit if isinstance(audit, str) else json.dumps(audit)
-        poisoned = audit.replace('"round_audit": {', f'"round_audit": {{"poison": {number}, ', 1)
-        assert poisoned != audit
-        conn.execute(text("UPDATE diagnosis_session SET audit = :a WHERE id = :id"), {"a": poisoned, "id": sid})
+        record = conn.execute(text("SELECT self_evaluation FROM diagnosis_session WHERE id = :id"), {"id": sid}).scalar_one()
+        record = record if isinstance(record, str) else json.dumps(record)
+        poisoned = record.replace('"verifier_evaluation": {', f'"verifier_evaluation": {{"poison": {number}, ', 1)
+        assert poisoned != record
+        conn.execute(text("UPDATE diagnosis_session SET self_evaluation = :a WHERE id = :id"), {"a": poisoned, "id": sid})
 
 
 def test_one_poisoned_session_never_fails_the_store(capsys: pytest.CaptureFixture[str], tmp_path: Path,
@@ -207,7 +207,7 @@ def test_one_poisoned_session_never_fails_the_store(capsys: pytest.CaptureFixtur
         assert row is not None and row["status"] == "failed" and row["error"].startswith("quarantined: ")
         assert poisoned in {r.id for r in queue_rows(store, QueueFilter())}
     # PostgreSQL reads it, the out-of-range number as null.
-    assert row is not None and row["audit"]["round_audit"]["poison"] is None
+    assert row is not None and row["self_evaluation"]["verifier_evaluation"]["poison"] is None
     # The pages' read models, every session.
     assert export_csv(store, QueueFilter(needs_person=False, reviewed=None)).count(b"\n") == 4
     with zipfile.ZipFile(BytesIO(export_zip(store, QueueFilter(needs_person=False, reviewed=None)))) as zf:

@@ -83,7 +83,7 @@ def test_first_release_database_is_stamped_upgraded_and_read(fresh_url: str) -> 
     assert store.revision == head_revision()
     row = store.get_session("s-old")
     assert row is not None and row["verdict"] == "REJECT" and row["question"] == "支付接口超时"
-    assert row["audit"] == {"round_audit": {"verdict": "REJECT"}}
+    assert row["self_evaluation"] == {"verifier_evaluation": {"verdict": "REJECT"}}
     [inv] = store.invocations("s-old")
     assert (inv.tool_name, inv.output, inv.arguments) == ("query_logs", "ERROR timeout", {"service": "payment-service"})
     assert store.llm_calls("s-old")[0]["prompt_file"] == "diagnosis.md"
@@ -150,20 +150,26 @@ def _stored_records(url: str, column: str) -> dict[str, Any]:
 
 
 @pytest.mark.filterwarnings("ignore:Skipped unsupported reflection of expression-based index ix_session_listing")
-def test_audit_column_and_round_key_are_renamed_and_back(fresh_url: str) -> None:
+def test_the_seeds_audit_names_come_back_after_the_rename_and_go_again_on_downgrade(fresh_url: str) -> None:
     _insert_audit_records(fresh_url, "0015", "self_evaluation")
     before = {f"s-{n:02d}": None if r is None else json.loads(r) for n, r in enumerate(_AUDIT_RECORDS)}
     assert _stored_records(fresh_url, "self_evaluation") == before
 
-    Store(fresh_url)  # upgrades to head
-    after = _stored_records(fresh_url, "audit")
-    assert after == {sid: _renamed(record) for sid, record in before.items()}
-    assert sum(isinstance(r, dict) and "round_audit" in r for r in after.values()) == 11
+    def move(to: str, down: bool = False) -> None:
+        engine = open_engine(fresh_url, migration=True)
+        with engine.connect() as conn, conn.begin():
+            (command.downgrade if down else command.upgrade)(_config(conn), to)
+        engine.dispose()
 
-    engine = open_engine(fresh_url, migration=True)
-    with engine.connect() as conn, conn.begin():
-        command.downgrade(_config(conn), "0015")
-    engine.dispose()
+    move("0017")  # as revision 0016 left them: column `audit`, the last round under `round_audit`
+    renamed = _stored_records(fresh_url, "audit")
+    assert renamed == {sid: _renamed(record) for sid, record in before.items()}
+    assert sum(isinstance(r, dict) and "round_audit" in r for r in renamed.values()) == 11
+    Store(fresh_url)  # upgrades to head: the seed's path again
+    assert _stored_records(fresh_url, "self_evaluation") == before
+    move("0017", down=True)
+    assert _stored_records(fresh_url, "audit") == renamed
+    move("0015", down=True)
     assert _stored_records(fresh_url, "self_evaluation") == before
 
 
@@ -175,7 +181,7 @@ def test_composer_findings_are_backfilled_as_the_store_writes_them(fresh_url: st
     store = Store(fresh_url)
     with store.engine.connect() as conn:
         stored = dict(conn.execute(text("SELECT id, composer_findings FROM diagnosis_session")).all())
-    expected = {f"s-{n:02d}": composer_findings(_renamed(None if r is None else json.loads(r)))
+    expected = {f"s-{n:02d}": composer_findings(None if r is None else json.loads(r))
                 for n, r in enumerate(_AUDIT_RECORDS)}
     assert {k: bool(v) for k, v in stored.items()} == expected
     assert sum(expected.values()) == 3

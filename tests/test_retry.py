@@ -47,8 +47,8 @@ def test_retry_round_closes_the_gap(settings: Settings, store: Store) -> None:
     assert any("/api/pay" in c for c in second_ctx.unsupported_claims)
     row = store.get_session(result.session_id)
     assert row["rounds"] == 2
-    assert len(row["audit"]["rounds"]) == 1, "the audit keeps the first round"
-    assert row["audit"]["rounds"][0]["verdict"] == "LOW_CONFID"
+    assert len(row["self_evaluation"]["rounds"]) == 1, "the audit keeps the first round"
+    assert row["self_evaluation"]["rounds"][0]["verdict"] == "LOW_CONFID"
     assert {inv.round for inv in store.invocations(result.session_id)} == {1, 2}
     assert result.evaluation.verifier_output.retry_gaps_closed is True
     assert result.verdict == "PASS"

@@ -140,5 +140,5 @@ def test_the_offline_engine_answers_the_same_whatever_the_string_hash_seed(tmp_p
         assert proc.returncode == 0, proc.stderr
         out = json.loads(proc.stdout)
         answers.append((out["verdict"], out["final_answer"],
-                        out["round_audit"]["hypothesis_checks"], out["round_audit"]["claim_checks"]))
+                        out["verifier_evaluation"]["hypothesis_checks"], out["verifier_evaluation"]["claim_checks"]))
     assert answers[0] == answers[1] == answers[2]

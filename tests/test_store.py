@@ -94,7 +94,7 @@ def test_rule_versions_refuse_a_stale_apply(any_store: Store) -> None:
 def test_whole_session_persists(any_store: Store, settings) -> None:
     result = run_session("支付接口最近出现超时，帮我排查", settings=settings, store=any_store)
     row = any_store.get_session(result.session_id)
-    evaluation = row["audit"]["round_audit"]
+    evaluation = row["self_evaluation"]["verifier_evaluation"]
     assert evaluation["gatekeeper_result"]["status"] == row["gatekeeper_status"]
     assert evaluation["traceability_version"] == "v2"
     assert row["gatekeeper_features"] and row["executor_raw_output"] and row["evidence_digests"]

@@ -397,13 +397,13 @@ def _seed_hostile_session(home: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     store = _store(home)
     sid = run_session("payment API times out since 10:00, what's going on?", settings=load_settings(),
                       store=store).session_id
-    evaluation = store.get_session(sid)["audit"]
+    evaluation = store.get_session(sid)["self_evaluation"]
     evaluation["claimed_by_source"] = {"verdict": _hostile("claimed"), "session_id": _hostile("source-id"),
                                        "provider": _hostile("source-provider"), "model": "m", "final_answer": "a",
                                        "signature": {"provenance": "unverified", "reason": _hostile("reason")}}
     store.update_session(sid, question=_hostile("question"), provider=_hostile("provider"), model=_hostile("model"),
                          error=_hostile("error"), status="failed", provenance="unverified",
-                         audit=evaluation)
+                         self_evaluation=evaluation)
     store.add_llm_call(sid, LlmCallRecord(stage="verifier", provider=_hostile("llm-provider"), model="m",
                                           error=_hostile("llm-error"), messages=[{"role": _hostile("role"),
                                                                                   "content": "x"}]))

@@ -31,7 +31,7 @@ def _row(errors: list[dict], features: dict, claims: list, **extra) -> dict:
         "verdict": "LOW_CONFID",
         "final_answer": "answer",
         "gatekeeper_features": features,
-        "audit": {"round_audit": {
+        "self_evaluation": {"verifier_evaluation": {
             "verdict": "LOW_CONFID", "groundedness_score": 0.5,
             "executor_output_parse_status": {"status": "valid"},
             "gatekeeper_result": {"status": "fail", "errors": errors},
@@ -210,7 +210,7 @@ def test_one_grouped_scan_gives_what_the_four_chart_queries_gave(any_store: Stor
         store.update_session(sid, status=("completed", "failed", "interrupted")[i % 3], verdict=verdicts[i % 4],
                              gatekeeper_status=("pass", "warn", "fail", None)[i % 5 % 4],
                              failed_rules=rule_lists[i % 7 % 4], groundedness=None if i % 9 == 0 else (i % 11) / 10,
-                             audit={"round_audit": {"composer_filtered": [{"text": "x"}] * (i % 2)}})
+                             self_evaluation={"verifier_evaluation": {"composer_filtered": [{"text": "x"}] * (i % 2)}})
         if i % 6 == 0:
             store.add_review(session_id=sid, label="correct", reviewer="ann")
     for q in (review_queue.QueueFilter(), review_queue.QueueFilter(needs_person=False, reviewed=None),
@@ -228,12 +228,12 @@ def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(any_
             guard_template: bool = False, filtered: bool = False) -> str:
         sid = store.create_session(question=name, world=None, shape="split", provider="offline", model="m",
                                    session_id=name, created_at=datetime(2026, 2, day, tzinfo=UTC))
-        ev = _row([], {}, [])["audit"]
-        ev["round_audit"]["composer_guard"] = {"status": "fail" if guard_template else "pass",
+        ev = _row([], {}, [])["self_evaluation"]
+        ev["verifier_evaluation"]["composer_guard"] = {"status": "fail" if guard_template else "pass",
                                                        "used_template": guard_template}
         if not filtered:
-            ev["round_audit"]["composer_filtered"] = []
-        store.update_session(sid, status=status, verdict=verdict, gatekeeper_status=gate, audit=ev)
+            ev["verifier_evaluation"]["composer_filtered"] = []
+        store.update_session(sid, status=status, verdict=verdict, gatekeeper_status=gate, self_evaluation=ev)
         return sid
 
     add("clean-pass", 1)
@@ -263,22 +263,22 @@ def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(any_
     # The findings are a column written with the audit record: a session stored later counts at
     # once, and one rewritten without findings leaves the review_queue.
     add("pass-late-guard", 10, guard_template=True)
-    rewritten = _row([], {}, [])["audit"]
-    rewritten["round_audit"]["composer_filtered"] = []
-    store.update_session("pass-guard-template", audit=rewritten)
+    rewritten = _row([], {}, [])["self_evaluation"]
+    rewritten["verifier_evaluation"]["composer_filtered"] = []
+    store.update_session("pass-guard-template", self_evaluation=rewritten)
     assert [r.id for r in review_queue.queue_rows(store, default)][:1] == ["pass-late-guard"]
     assert "pass-guard-template" not in {r.id for r in review_queue.iter_filtered(store, default)}
 
 
 def test_an_imported_pass_with_claims_kept_from_its_answer_is_in_the_queue(any_store: Store) -> None:
     store = any_store
-    evaluation = _row([], {}, [])["audit"]  # composer_filtered: one claim kept out
+    evaluation = _row([], {}, [])["self_evaluation"]  # composer_filtered: one claim kept out
     store.add_whole_session(
         session={"id": "imported", "question": "q", "world": None, "shape": "split", "provider": "offline",
                  "model": "m"},
         invocations=[], llm_calls=[],
         finish=lambda _ids: {"status": "completed", "verdict": "PASS", "gatekeeper_status": "pass",
-                             "audit": evaluation})
+                             "self_evaluation": evaluation})
     assert [r.id for r in review_queue.queue_rows(store, review_queue.QueueFilter())] == ["imported"]
 
 
@@ -417,7 +417,7 @@ def test_executor_output_that_breaks_the_schema_still_shows_every_claim_in_place
 
 def test_a_row_that_breaks_a_contract_is_a_store_error_naming_the_field(store) -> None:
     row = _row([], {}, [])
-    row["audit"]["round_audit"]["verdict"] = "MAYBE"
+    row["self_evaluation"]["verifier_evaluation"]["verdict"] = "MAYBE"
     with pytest.raises(StoreError, match=r"session s-1: stored evaluation\.verdict .*MAYBE"):
         SessionRecord.from_row(row)
     with pytest.raises(NotFound, match="s-nope"):

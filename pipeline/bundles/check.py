@@ -52,7 +52,7 @@ def check_report(ev: Evaluation) -> dict[str, Any]:
         "executor_output_parse_status": ev.parse_status.model_dump(),
         "gatekeeper_result": ev.gatekeeper_result.model_dump(),
         "verifier_output": ev.verifier_output.model_dump(),
-        "round_audit": ev.round_audit.model_dump(mode="json"),
+        "verifier_evaluation": ev.round_audit.model_dump(mode="json"),
         "composer_input": ev.composer_input.model_dump(),
         "composer_output": ev.composer_output.model_dump(),
         "final_answer": ev.final_answer,

@@ -4,7 +4,7 @@ The bundle's executor output and tool outputs are evidence to check; its verdict
 answer are what the source *claims*. Import re-runs parse -> gatekeeper -> verifier -> verdict
 policy -> composer through `check_bundle` (the path `workbench check` uses) on the invocations
 as they will be stored (capped, redacted), keeps the bundle's own verdict, checks and answer
-under `audit.claimed_by_source`, and stores the whole session in one transaction.
+under `self_evaluation.claimed_by_source`, and stores the whole session in one transaction.
 
 The stored session gets an id of the workbench's own; the bundle's id is kept, as text, under
 `claimed_by_source.session_id`. The bundle's signature decides its provenance
@@ -124,13 +124,13 @@ def _as_stored(bundle: SessionBundle, max_bytes: int) -> tuple[SessionBundle, di
 
 
 def _claimed(bundle: SessionBundle, signature: SignatureCheck) -> dict[str, Any]:
-    claimed = (bundle.round_audit or {}).get("verdict")
+    claimed = (bundle.verifier_evaluation or {}).get("verdict")
     return cast(dict[str, Any], redact_value({
         "signature": {"provenance": signature.provenance, "reason": signature.reason, "key": signature.key},
         # Text whatever the source wrote there: it is shown, never used.
         "verdict": None if claimed is None else str(claimed),
         "verifier_output": bundle.verifier_output,
-        "round_audit": bundle.round_audit,
+        "verifier_evaluation": bundle.verifier_evaluation,
         "composer_output": bundle.composer_output,
         "final_answer": bundle.final_answer,
         "provider": bundle.session.provider,
@@ -170,7 +170,7 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
             "executor_raw_output": redact(raw),
             "verifier_output": _remap(ev.verifier_output.model_dump(mode="json"), id_map),
             "composer_output": ev.composer_output.model_dump(mode="json"),
-            "audit": {"round_audit": evaluation, "rounds": [], "claimed_by_source": claimed},
+            "self_evaluation": {"verifier_evaluation": evaluation, "rounds": [], "claimed_by_source": claimed},
             "verdict": ev.verdict, "gatekeeper_status": ev.gatekeeper_result.status,
             "failed_rules": ev.gatekeeper_result.failed_rules, "groundedness": ev.verifier_output.groundedness_score,
             "final_answer": ev.final_answer, "gatekeeper_features": _remap(ev.features, id_map),

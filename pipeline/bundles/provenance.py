@@ -128,7 +128,7 @@ def statement(row: dict[str, Any]) -> dict[str, Any]:
     imported with the provenance, reason and key its import's signature check found."""
     if row.get("provenance") is None:
         return {"origin": "ran_here"}
-    found = ((row.get("audit") or {}).get("claimed_by_source") or {}).get("signature") or {}
+    found = ((row.get("self_evaluation") or {}).get("claimed_by_source") or {}).get("signature") or {}
     return {"origin": "imported", "provenance": row["provenance"],
             "reason": str(found.get("reason") or "imported before signatures were checked"),
             "vouched_by": found.get("key")}

@@ -74,9 +74,10 @@ class SessionBundle(BaseModel):
     executor_raw_output: str
     verifier_output: dict[str, Any] | None = None
     composer_output: dict[str, Any] | str | None = None
-    # Written as `round_audit`; bundles from before the rename carry it as `verifier_evaluation`.
-    round_audit: dict[str, Any] | None = Field(
-        default=None, validation_alias=AliasChoices("round_audit", "verifier_evaluation"))
+    # The seed's name (self_evaluation.verifier_evaluation); bundles written while the store
+    # called it `round_audit` (migrations 0016-0018) are read too.
+    verifier_evaluation: dict[str, Any] | None = Field(
+        default=None, validation_alias=AliasChoices("verifier_evaluation", "round_audit"))
     final_answer: str | None = None
     # The decoded JSON as it arrived: what a signature covers (pipeline/bundles/provenance.py).
     _document: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -192,7 +193,7 @@ def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | Non
     row = store.get_session(session_id)
     if row is None:
         raise NotFound(f"no session {session_id}")
-    evaluation = (row.get("audit") or {}).get("round_audit")
+    evaluation = (row.get("self_evaluation") or {}).get("verifier_evaluation")
     outcome = session_outcome(store, session_id) or {}
     bundle = {
         "bundle_version": 1,
@@ -209,7 +210,7 @@ def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | Non
         "executor_raw_output": row.get("executor_raw_output") or "",
         "verifier_output": row.get("verifier_output"),
         "composer_output": row.get("composer_output"),
-        "round_audit": evaluation,
+        "verifier_evaluation": evaluation,
         "final_answer": row.get("final_answer"),
         STATEMENT: statement(row),
     }

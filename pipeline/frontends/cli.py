@@ -75,7 +75,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                      "sample_incident": sample,
                      # The window the evidence was read in, and the record a dateless clock time was read against.
                      "time_window": window.model_dump(mode="json") if window else None,
-                     "round_audit": result.evaluation.round_audit.model_dump(mode="json")})
+                     "verifier_evaluation": result.evaluation.round_audit.model_dump(mode="json")})
     else:
         from pipeline.runs.record import verdict_marks
 

@@ -1,6 +1,6 @@
 """Stored sessions -> gatekeeper ReplayInputs, read in bulk so a preview over 10,000 sessions is quick.
 
-Only the parts of `audit` a replay needs are pulled out in SQL (JSON paths work on
+Only the parts of `self_evaluation` a replay needs are pulled out in SQL (JSON paths work on
 SQLite and PostgreSQL alike): decoding every session's whole audit record cost most of the time.
 
 A projected verdict is the verdict policy (pipeline.verdict.policy) over the stored claim_checks, question
@@ -27,7 +27,7 @@ from pipeline.replay.per_session import ReplayInput, cited_invocation_ids, gc_pa
 from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
 
-_EV = DiagnosisSession.audit["round_audit"]
+_EV = DiagnosisSession.self_evaluation["verifier_evaluation"]
 _COLUMNS = (
     DiagnosisSession.id,
     DiagnosisSession.shape,

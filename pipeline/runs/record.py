@@ -172,7 +172,7 @@ class SignatureRecord(_Read):
 
 
 class ClaimedBySource(_Read):
-    """What an imported bundle said of itself (audit.claimed_by_source, pipeline/
+    """What an imported bundle said of itself (self_evaluation.claimed_by_source, pipeline/
     bundle_import.py): shown beside the re-verified result, never used (law 9). The verdict is
     free text: a source may claim anything."""
 
@@ -206,7 +206,7 @@ class SessionRecord(_Read):
     executor_raw_output: str | None = None
     verifier_output: VerifierOutput | None = None
     composer_output: ComposerOutput | None = None
-    # audit.round_audit of the last round; earlier rounds kept apart.
+    # self_evaluation.verifier_evaluation of the last round; earlier rounds kept apart.
     evaluation: RoundAudit | None = None
     earlier_rounds: list[RoundAudit] = Field(default_factory=list)
     question_scope: QuestionScope | None = None
@@ -241,8 +241,8 @@ class SessionRecord(_Read):
         reviews: Sequence[dict[str, Any]] = (),
     ) -> SessionRecord:
         """Validate a `diagnosis_session` row (as `Store.get_session` returns it) and its child rows."""
-        se = row.get("audit") or {}
-        ev = se.get("round_audit") if isinstance(se, dict) else None
+        se = row.get("self_evaluation") or {}
+        ev = se.get("verifier_evaluation") if isinstance(se, dict) else None
         features = row.get("gatekeeper_features") or {}
         data = {
             **row,

@@ -216,7 +216,7 @@ def _run_session(
             # Whoever watched has gone (`workbench ask ... | head -1`): the session goes on unwatched.
             watching.clear()
 
-    store.update_session(sid, audit={"question_scope": scope.model_dump(mode="json")})
+    store.update_session(sid, self_evaluation={"question_scope": scope.model_dump(mode="json")})
     emit("session", {"session_id": sid, "world": world.id if world else None, "provider": provider.name,
                      "shape": settings.shape, "question_scope": scope.model_dump(mode="json")})
     timings: dict[str, float] = {}
@@ -295,7 +295,7 @@ def _run_session(
 
     services = sorted({e.value for e in extract_entities(question + " " + " ".join(
         c.claim_text for c in ev.composer_input.allowed_claims)) if e.kind == "service"} | set(plan.services))
-    audit = {"round_audit": ev.round_audit.model_dump(mode="json"), "rounds": earlier,
+    audit = {"verifier_evaluation": ev.round_audit.model_dump(mode="json"), "rounds": earlier,
                        "question_scope": scope.model_dump(mode="json")}
     o = settings.openai
     cost = (tokens["prompt"] * o.price_prompt_per_m + tokens["completion"] * o.price_completion_per_m) / 1e6
@@ -305,7 +305,7 @@ def _run_session(
         failed_rules=ev.gatekeeper_result.failed_rules, groundedness=ev.verifier_output.groundedness_score,
         final_answer=ev.final_answer, rounds=ctx.round, services=",".join(services),
         verifier_output=ev.verifier_output.model_dump(mode="json"),
-        composer_output=ev.composer_output.model_dump(mode="json"), audit=audit,
+        composer_output=ev.composer_output.model_dump(mode="json"), self_evaluation=audit,
         gatekeeper_features=ev.features, prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
         cost_usd=cost, ungated=bool(ungated_by), rules_version=version,
     )

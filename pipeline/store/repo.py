@@ -107,7 +107,7 @@ def composer_findings(audit: Any) -> bool:
     the answer, or a composer guard that fell back to the fixed template. Stored beside the record
     (diagnosis_session.composer_findings) so the review queue never reads the JSON; migration 0007
     backfills it with the same test in SQL."""
-    ev = audit.get("round_audit") if isinstance(audit, dict) else None
+    ev = audit.get("verifier_evaluation") if isinstance(audit, dict) else None
     if not isinstance(ev, dict):
         return False
     guard = ev.get("composer_guard")
@@ -226,8 +226,8 @@ class Store:
 
     def update_session(self, session_id: str, **values: Any) -> None:
         """StoreError when the row is gone: a session must not finish as if it were stored."""
-        if "audit" in values:
-            values["composer_findings"] = composer_findings(values["audit"])
+        if "self_evaluation" in values:
+            values["composer_findings"] = composer_findings(values["self_evaluation"])
         with self._write() as db:
             stmt = update(DiagnosisSession).where(DiagnosisSession.id == session_id).values(**values)
             if db.connection().execute(stmt).rowcount == 0:
@@ -356,7 +356,7 @@ class Store:
                     inv_row.output, inv_row.output_of = "", held.id
             for key, value in finish([r.id for r in rows]).items():
                 setattr(row, key, value)
-            row.composer_findings = composer_findings(row.audit)
+            row.composer_findings = composer_findings(row.self_evaluation)
             db.add_all([LlmCallRow(session_id=row.id, **rec.model_dump()) for rec in llm_calls])
 
     def invocation(self, invocation_id: int) -> ToolInvocation | None:

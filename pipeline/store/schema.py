@@ -67,8 +67,8 @@ class DiagnosisSession(Base):
     executor_raw_output: Mapped[str | None] = mapped_column(Text)
     verifier_output: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     composer_output: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    # docs/spec.md#audit-record: {"round_audit": {...}}; earlier rounds kept under "rounds".
-    audit: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # docs/spec.md#audit-record: {"verifier_evaluation": {...}}; earlier rounds kept under "rounds".
+    self_evaluation: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Threshold-free gatekeeper features per binding: a rules change re-verdicts without recompute.
     gatekeeper_features: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     timings_ms: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
@@ -87,7 +87,7 @@ class DiagnosisSession(Base):
     rerun_of: Mapped[str | None] = mapped_column(Text, index=True)
     # The audit record holds composer findings: claims the composer-input filter kept from the
     # answer (composer_filtered) or a composer guard fallback to the fixed template. Set by the
-    # store whenever audit is written (repo.composer_findings); the review queue reads
+    # store whenever self_evaluation is written (repo.composer_findings); the review queue reads
     # it instead of every session's JSON (migration 0007).
     composer_findings: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # An imported session's provenance (pipeline/bundles/provenance.py): "verified" when its bundle was
