@@ -13,9 +13,10 @@ from pipeline.core.config import load_settings
 from pipeline.core.contracts import ComposerOutput, ExecutorOutputV2, LlmCallRecord, PlannerPlan, ToolInvocation
 from pipeline.core.errors import LlmCallError, StageFailure
 from pipeline.llm import invoker
-from pipeline.llm.invoker import StructuredLlmInvoker, strip_reasoning
+from pipeline.llm.invoker import StructuredLlmInvoker
 from pipeline.llm.prompts import load_prompt
 from pipeline.llm.provider import StageContext
+from pipeline.text.replies import strip_wrappers
 from tests.stub_openai import StubOpenAI, StubReply, chat_body
 
 PLAN = {"skill": "latency_diagnosis", "language": "en", "services": ["payment-service"], "tool_calls": []}
@@ -200,7 +201,7 @@ def test_fences_and_think_blocks_are_stripped(stub: StubOpenAI) -> None:
     stub.reply(f"<think>the user wants a plan\n{{not json}}</think>\n```json\n{json.dumps(PLAN)}\n```")
     result = h.plan()
     assert result.value is not None and result.raw == json.dumps(PLAN)
-    assert strip_reasoning("Here it is:\n```\n{\"a\": 1}\n```") == '{"a": 1}'
+    assert strip_wrappers("Here it is:\n```\n{\"a\": 1}\n```") == '{"a": 1}'
 
 
 def test_json_mode_falls_back_and_is_remembered(stub: StubOpenAI) -> None:

@@ -157,13 +157,13 @@ NOT_FINITE = ["Infinity", "NaN", "-Infinity", "1e999"]
 
 @pytest.mark.parametrize("number", NOT_FINITE)
 def test_a_reply_with_a_number_json_lacks_is_malformed(number: str) -> None:
-    from pipeline.llm.invoker import parse_json_object
     from pipeline.stages.parse import parse_executor_output
+    from pipeline.text.replies import read_object
 
     raw = diagnosis_json(cpu_claim()).replace('"claims"', f'"confidence": {number}, "claims"')
     status, output = parse_executor_output(raw)
     assert (status.status, output) == ("malformed", None) and "number" in status.detail
-    data, why = parse_json_object(raw)  # the invoker re-asks on this, then fails with it
+    data, why = read_object(raw)  # the invoker re-asks on this, then fails with it
     assert data is None and why is not None and why.startswith("not valid JSON: ")
 
 

@@ -16,8 +16,8 @@ import openai
 
 from pipeline.core.config import Settings
 from pipeline.frontends.fit import Fit, fit, measure_speed
-from pipeline.llm.invoker import strip_reasoning
 from pipeline.text.redact import redact
+from pipeline.text.replies import strip_wrappers
 
 if TYPE_CHECKING:  # the SDK's request types; annotations only, so any supported SDK version runs this
     from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
@@ -106,7 +106,7 @@ def _json_mode(client: openai.OpenAI, model: str) -> Check:
             continue
         except openai.APIError as exc:
             return Check("warn", f"JSON mode not probed: {_why(exc)}")
-        content = strip_reasoning(reply.choices[0].message.content or "") if reply.choices else ""
+        content = strip_wrappers(reply.choices[0].message.content or "") if reply.choices else ""
         try:
             parsed = isinstance(json.loads(content), dict)
         except ValueError:

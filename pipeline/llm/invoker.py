@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from pipeline.llm.prompts import Prompt
 from pipeline.llm.provider import StageContext
 from pipeline.text.primitives import estimate_tokens
 from pipeline.text.redact import redact, redact_value
+from pipeline.text.replies import read_object, strip_wrappers
 
 if TYPE_CHECKING:
     from openai.types.chat import (
@@ -66,32 +66,6 @@ REASK_ECHO_CHARS = 2000
 # How much of a non-JSON HTTP body is recorded: enough to recognise the proxy page it is.
 NON_JSON_KEPT_CHARS = 4000
 _RETRYABLE_STATUS = {408, 409, 429}
-
-_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.S)
-
-
-def strip_reasoning(text: str) -> str:
-    """The reply without <think> blocks and without the code fence around the JSON."""
-    text = _THINK.sub("", text).strip()
-    fenced = _FENCE.search(text)
-    if fenced and (text.startswith("```") or text.count("```") == 2):
-        return fenced.group(1).strip()
-    return text
-
-
-def parse_json_object(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    """(object, None) or (None, why not)."""
-    if not raw.strip():
-        return None, "empty reply"
-    try:
-        data = loads_bounded(raw)  # a 100k-deep reply is "not valid JSON", never RecursionError
-    except ValueError as exc:
-        return None, f"not valid JSON: {exc}"
-    if not isinstance(data, dict):
-        return None, f"expected one JSON object, got {type(data).__name__}"
-    return data, None
-
 
 def _validation_summary(exc: ValidationError, limit: int = 10) -> str:
     parts = [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()[:limit]]
@@ -431,7 +405,7 @@ class StructuredLlmInvoker:
                     self._json_modes[model] = JSON_MODES[JSON_MODES.index(mode) + 1]
                     continue
                 raise
-            raw = strip_reasoning(comp.content or "")
+            raw = strip_wrappers(comp.content or "")
             run.last_raw = comp.content or ""
             cut = comp.finish_reason == "length"
             error: str | None
@@ -466,7 +440,7 @@ class StructuredLlmInvoker:
     ) -> tuple[str, str | None, dict[str, Any] | None, BaseModel | None]:
         if not raw.strip():
             return "missing", "empty reply", None, None
-        data, why = parse_json_object(raw)
+        data, why = read_object(raw)
         if data is None:
             return "malformed", why, None, None
         if not validate:

@@ -34,9 +34,10 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.errors import ConfigError, LlmCallError
 from pipeline.llm.budget import cut_output, cut_records, estimate_messages_tokens, focus_terms_for, message_tokens
-from pipeline.llm.invoker import StructuredLlmInvoker, ToolChoice, strip_reasoning
+from pipeline.llm.invoker import StructuredLlmInvoker, ToolChoice
 from pipeline.llm.prompts import Prompt, load_prompt
 from pipeline.llm.provider import StageContext
+from pipeline.text.replies import strip_wrappers
 from pipeline.tools.arguments import ArgumentPolicy
 from pipeline.tools.registry import TOOLS, model_name, persisted_name, tool_schemas
 from pipeline.tools.results import read_result
@@ -351,7 +352,7 @@ class OpenAIProvider:
             # to the parse stage (missing / malformed -> LOW_CONFID, law 3). No answer at all is a
             # failure.
             if exc.fell_short:
-                return strip_reasoning(exc.last_raw)
+                return strip_wrappers(exc.last_raw)
             raise
         return result.raw
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pipeline.core.bounds import loads_bounded
 from pipeline.core.contracts import (
     ClaimCheck,
     ComposerAction,
@@ -39,6 +38,7 @@ from pipeline.stages import templates
 from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, on_topic, rank_claims
 from pipeline.stages.composer_guard import judge_answer
 from pipeline.text.primitives import detect_language, extract_entities, normalize
+from pipeline.text.replies import read_object, strip_wrappers
 from pipeline.verdict.context import StageContext
 from pipeline.verdict.safe_actions import fixed_actions
 
@@ -236,15 +236,11 @@ def _scoped(claims: list[ComposerClaim], hypotheses: list[ComposerHypothesis], a
 
 # --- the stage ---------------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
-
-
 def parse_composer_output(raw: str) -> ComposerOutput:
     """Strict JSON (one object, optionally inside a code fence) -> ComposerOutput; raises ValueError."""
-    m = _FENCE.match(raw)
-    data = loads_bounded(m.group(1) if m else raw)
-    if not isinstance(data, dict):
-        raise ValueError("composer output is not a JSON object")
+    data, why = read_object(strip_wrappers(raw))
+    if data is None:
+        raise ValueError(f"composer output: {why}")
     return ComposerOutput.model_validate(data)
 
 

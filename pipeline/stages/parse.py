@@ -7,21 +7,11 @@ object is read into `ExecutorOutput` once, leniently, so every later stage reads
 from __future__ import annotations
 
 import json
-import re
 
 from pipeline.core.bounds import loads_bounded
 from pipeline.core.contracts import ExecutorOutput, ParseStatus
 from pipeline.text.echoes import PromptExample
-
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
-
-
-def strip_wrappers(raw: str) -> str:
-    """Remove reasoning blocks and one surrounding code fence, which models add around JSON."""
-    text = _THINK.sub("", raw).strip()
-    m = _FENCE.match(text)
-    return m.group(1).strip() if m else text
+from pipeline.text.replies import strip_wrappers
 
 
 def parse_executor_output(
