@@ -13,7 +13,8 @@ from sqlalchemy import text
 
 from pipeline.core.config import load_settings
 from pipeline.core.contracts import VERDICT_ORDER
-from pipeline.replay.columns import STATUSES, judge, rule_bits
+from pipeline.gatekeeper.engine import STATUSES
+from pipeline.replay.columns import judge, rule_bits
 from pipeline.replay.history import GateColumnCache, backfill, write_columns
 from pipeline.replay.inputs import replay_inputs
 from pipeline.replay.per_session import replay, summarize

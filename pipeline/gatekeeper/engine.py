@@ -24,6 +24,7 @@ from pipeline.tools.registry import persisted_name
 from pipeline.verdict.policy import gatekeeper_floor
 
 _DEFAULT_ARRAYS = ("hypotheses", "recommended_actions", "missing_info")
+STATUSES = ("pass", "warn", "fail")  # a GatekeeperResult status by its code over arrays (the columnar replay)
 
 
 @dataclass

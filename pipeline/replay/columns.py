@@ -270,13 +270,10 @@ def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_
     return hit
 
 
-STATUSES = ("pass", "warn", "fail")
-
-
 @dataclass
 class Judged:
     """judge's outcome, per session: whether it holds (`ok`), the gatekeeper status (index into
-    STATUSES), the projected verdict (VERDICT_ORDER code), and the failed and the warned rules as
+    engine.STATUSES), the projected verdict (VERDICT_ORDER code), and the failed and the warned rules as
     bits (bit k: rules.rules[k])."""
 
     ok: npt.NDArray[np.bool_]
