@@ -46,6 +46,7 @@ def _declare_claim_count() -> type[RuleKind]:
         description = "an answer makes few enough claims to be reviewed"
         severity = "error"
         verdict_impact = "reject_on_fail"
+        replay = "stored"  # its findings move with no threshold the history's arrays compare
 
         class Params(RuleParams):
             maxClaims: Count

@@ -127,7 +127,7 @@ def normalize_structured(output: ExecutorOutput | None, rules: RuleSet) -> Execu
     The typed reading is the same (it reads absent lists as empty); what changes is the stored object."""
     if output is None:
         return None
-    spec = rules.get("schema.executor_v2")
+    spec = rules.get(SchemaRule.id)
     deprecated = spec.params.deprecatedFields if spec is not None and isinstance(spec.params, SchemaRule.Params) else []
     kept = {k: v for k, v in output.raw.items() if k not in deprecated}
     normalized: dict[str, Any]

@@ -63,6 +63,7 @@ class ExcerptSimilarityRule(RuleKind):
     # digest quote and summary scores that compareAgainst lists.
     acts_on = {"passThreshold": "digest_scores", "warnThreshold": "digest_scores", "minPieceWeight": "bindings",
                "inventedMinLetters": "bindings", "inventedMinCjkRun": "bindings", "inventedTolerated": "bindings"}
+    replay = "columns"
     column_params = frozenset({"passThreshold", "warnThreshold", "compareAgainst", "minPieceWeight",
                                "inventedTolerated"})
 
@@ -237,7 +238,9 @@ class ExcerptEntitiesRule(RuleKind):
     verdict_impact = "reject_on_fail"
     # Its findings change only at scores the features hold, so the replay stores the
     # minLocatedScores where they change; the kinds and word lists are fingerprinted.
+    replay = "columns"
     column_params = frozenset({"minLocatedScore"})
+    entity_rule = True
     acts_on = {"minLocatedScore": "bindings"}
 
     class Params(RuleParams):

@@ -34,17 +34,12 @@ import numpy.typing as npt
 from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.engine import unbacked_claims
-from pipeline.gatekeeper.kinds import ColumnFindings, Finding, RuleContext
-from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule
-from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own measure, not a copy
-    RULES,
-    DigestRefRule,
-    _keyword_coverage,
-)
+from pipeline.gatekeeper.kinds import RULES, ColumnFindings, Finding, RuleContext
+from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule, ExcerptSimilarityRule
+from pipeline.gatekeeper.rules import EvidenceUtilizationRule
 from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.replay.per_session import ReplayInput, project_verdict
 from pipeline.verdict.policy import (
-    ENTITY_RULES,
     claim_index,
     claim_standings,
     evidence_floor,
@@ -55,49 +50,54 @@ from pipeline.verdict.policy import (
 
 COLUMNS_VERSION = 1  # part of lists_key: rows derived by older code are judged again
 ALWAYS = 2.0  # an entity_score above any minLocatedScore (thresholds lie in [0, 1])
-_TEXT_RULES = ("schema.executor_v2", "evidence.invocation_ref", "claim.hallucination_phrases", "evidence.digest_ref")
-# The rules whose parameters lists_key fingerprints, in the order it always has (another order
-# would orphan every stored row): each but its kind's column_params, which the arrays compare.
-_FINGERPRINTED = (*_TEXT_RULES, "evidence.excerpt_similarity", "evidence.excerpt_entities")
 BindingRow = tuple[int, int, float | None, float | None, int | None, float | None, float | None, int, float,
                    float, int, int, int]
 ClaimRow = tuple[int, int, int, int, bool, int]  # claim index, standing codes (VERDICT_ORDER), direct core, text bits
 
 
+def stored_kinds() -> list[str]:
+    """The kinds whose findings the gate rows keep as found (replay "stored"), in registration
+    order: bit i of the text columns is the i-th one's."""
+    return [kind_id for kind_id, kind in RULES.items() if kind.replay == "stored"]
+
+
+def _fingerprinted() -> list[str]:
+    """The kinds whose parameters lists_key fingerprints, each but its column_params (which the
+    arrays compare): the stored ones, then those judged in columns from numbers that hold under
+    their other parameters. In registration order: another order would orphan every stored row."""
+    compared = [kind_id for kind_id, kind in RULES.items()
+                if kind.replay == "columns" and kind.Params.model_fields.keys() - kind.column_params]
+    return [*stored_kinds(), *compared]
+
+
 def lists_key(rules: RuleSet) -> str:
     """Fingerprint of every parameter `lists_clean` depends on (not the digest quote thresholds)."""
     parts = [str(COLUMNS_VERSION)]
-    for rule_id in _FINGERPRINTED:
+    for rule_id in _fingerprinted():
         spec = rules.get(rule_id)
-        params = spec.params.model_dump(exclude=set(RULES[rule_id].column_params or ())) if spec else None
+        params = spec.params.model_dump(exclude=set(RULES[rule_id].column_params)) if spec else None
         parts.append(f"{rule_id}={params}")
     return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).hexdigest()
 
 
 def _columnar(rules: RuleSet) -> bool:
-    """Whether the arrays can judge every rule of `rules` (a kind without column_params, a newly
-    registered one, sends every session to the per-session replay)."""
-    return all(RULES[spec.id].column_params is not None for spec in rules.rules)
+    """Whether the arrays can judge every rule of `rules` (a kind whose replay is "per_session"
+    sends every session to the per-session replay)."""
+    return all(RULES[spec.id].replay != "per_session" for spec in rules.rules)
 
 
 def _text_findings(context: RuleContext, rules: RuleSet) -> list[list[Finding]]:
-    """The findings of each text rule (in _TEXT_RULES order) under `rules`' lists, whatever its switch."""
+    """The findings of each stored kind's rule (in stored_kinds order) under `rules`' lists, as
+    found (`as_found`: what judge_columns compares left out), whatever its switch."""
     out: list[list[Finding]] = []
-    for rule_id in _TEXT_RULES:
+    for rule_id in stored_kinds():
         spec = rules.get(rule_id)
-        if spec is None:
-            out.append([])
-            continue
-        if isinstance(spec.params, DigestRefRule.Params):
-            # The quote thresholds are judged per candidate from min_quote, so nothing is below 0 here.
-            spec = replace(spec, params=spec.params.model_copy(update={"quotePassThreshold": 0.0,
-                                                                       "quoteWarnThreshold": 0.0}))
-        out.append(RULES[rule_id].validate(context, spec).findings)
+        out.append(RULES[rule_id].validate(context, RULES[rule_id].as_found(spec)).findings if spec else [])
     return out
 
 
 def _text_bits(found: list[list[Finding]], bindings: list[str]) -> tuple[int, int, dict[int, int], dict[str, int]]:
-    """The text rules' findings as bit i for rule i of _TEXT_RULES: any finding, a fail-level
+    """The stored kinds' findings as bit i for kind i of stored_kinds: any finding, a fail-level
     one, per claim index a finding in it, per binding target a finding on it or inside it."""
     has = fail = 0
     claims: dict[int, int] = {}
@@ -121,7 +121,7 @@ def _entity_points(context: RuleContext, rules: RuleSet) -> dict[str, list[tuple
     highest first (ALWAYS: found at any score), each with whether the findings from there down
     hold a fail-level one. Its findings only grow as the threshold falls and change only at a
     score the features hold, so trying those scores (highest first) is exact."""
-    spec = rules.get("evidence.excerpt_entities")
+    spec = rules.get(ExcerptEntitiesRule.id)
     if spec is None:
         return {}
     candidates = {ALWAYS}
@@ -147,7 +147,7 @@ def _entity_points(context: RuleContext, rules: RuleSet) -> dict[str, list[tuple
 
 
 def _invented(feats: dict[str, Any], rules: RuleSet) -> int:
-    spec = rules.get("evidence.excerpt_similarity")
+    spec = rules.get(ExcerptSimilarityRule.id)
     if spec is None or not isinstance(spec.params, ExcerptSimilarityRule.Params):
         return 0
     return len(fidelity.invented(feats, spec.params.inventedMinLetters, spec.params.inventedMinCjkRun))
@@ -184,8 +184,7 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
                          sources.get("digest.summary", {}).get("score"),
                          _invented(feats, rules), points[0][0] if points else -1.0,
                          points[-1][0] if points else -1.0, len(points), fails, text_flagged.get(target, 0)))
-    # The same fact key as the utilization rule, so both share one computation per session.
-    coverage = [c for _, c, _ in context.fact("claim.evidence_utilization", _keyword_coverage)]
+    coverage = [c for _, c, _ in EvidenceUtilizationRule.coverages(context)]
     quotes = [score for di in range(len(item.digests or ()))
               for score in (context.features.get(f"digests[{di}]", {}).get("quote", {}).get("score"),)
               if score is not None]
@@ -242,7 +241,7 @@ class HistoryArrays:
     c_session: npt.NDArray[np.int32]  # claims grouped by session index, in claim order
     c_standing: npt.NDArray[np.int8]  # (claims, 3): untouched, hit, entity_hit as VERDICT_ORDER codes
     c_direct: npt.NDArray[np.bool_]
-    # The text rules' findings as bits in _TEXT_RULES order (text_has -1: not recorded).
+    # The stored kinds' findings as bits in stored_kinds order (text_has -1: not recorded).
     text_has: npt.NDArray[np.int8]
     text_fail: npt.NDArray[np.int8]
     b_text: npt.NDArray[np.int8]  # a finding on or inside the binding
@@ -320,7 +319,7 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
         found[spec.id] = judged
         if judged.unknown is not None:  # left to the per-session replay
             ok[b_session[judged.unknown] if judged.per_binding else judged.unknown] = False
-    bits = {rule_id: np.int8(1 << i) for i, rule_id in enumerate(_TEXT_RULES)}
+    bits = {rule_id: np.int8(1 << i) for i, rule_id in enumerate(stored_kinds())}
     # Per session and enabled rule: failed (blocking) or warned.
     failed_any = np.zeros(n, dtype=bool)
     warned_any = np.zeros(n, dtype=bool)
@@ -371,7 +370,7 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
         # Only claims with a finding and no standing yet are looked up: a few of all claims.
         open_claims = np.flatnonzero(in_claim & (kind == 0))
         hit = open_claims[failed[spec.id][arrays.c_session[open_claims]]]
-        kind[hit] = 2 if spec.id in ENTITY_RULES else 1
+        kind[hit] = 2 if RULES[spec.id].entity_rule else 1
     backed = np.bincount(claim_of[~flagged], minlength=n_claims) > 0
     kind = np.where((kind == 0) & ~backed, 1, kind).astype(np.int8)
     chosen = np.flatnonzero(ok[arrays.c_session])

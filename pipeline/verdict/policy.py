@@ -3,8 +3,9 @@ REJECT and says why.
 
 Every caller (a live session, `workbench check`, gatekeeper replay, eval, import) hands in what it
 knows and gets a `VerdictDecision` back; nothing else downgrades or lifts a verdict (law 2, law 3,
-law 8). It reads only contracts and text: rule impacts arrive as a plain mapping, so this module
-sits below the gatekeeper, the stages and the providers.
+law 8). It reads only contracts and text: rule impacts arrive as a plain mapping and the entity rules as
+a set of ids (each kind declares it: pipeline/gatekeeper/kinds.py), so this module sits below the
+gatekeeper, the stages and the providers.
 
 The order of judgement:
 1. parse status: missing/malformed output -> LOW_CONFID, groundedness 0 (nothing to extract);
@@ -19,7 +20,7 @@ The order of judgement:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -60,9 +61,6 @@ SUPPORT_WEIGHT: dict[str, float] = {
 _WEAK = frozenset({"unsupported", "external_unknown", "contradicted"})
 VERDICTS: tuple[Verdict, ...] = ("PASS", "LOW_CONFID", "REJECT")  # by VERDICT_ORDER code
 _IMPACT_FLOOR: dict[str, Verdict] = {"reject_on_fail": "REJECT", "low_confid_on_fail": "LOW_CONFID"}
-# A gatekeeper finding that an excerpt's values/services differ from its source: the claim then
-# brings in something the evidence lacks.
-ENTITY_RULES = frozenset({"evidence.excerpt_entities"})
 _CLAIM_TARGET = re.compile(r"^claims\[(\d+)\]")
 
 
@@ -115,13 +113,13 @@ def gatekeeper_floor(failed_rules: Iterable[str], rule_impacts: Mapping[str, str
 
 def apply_gatekeeper(
     claim_checks: Sequence[ClaimCheck], claims: Sequence[ExecutorClaim], gate: GatekeeperResult,
-    rule_impacts: Mapping[str, str | None],
+    rule_impacts: Mapping[str, str | None], *, entity_rules: Collection[str],
 ) -> tuple[list[ClaimCheck], list[Message]]:
     """The gatekeeper over the verifier (docs/spec.md#gatekeeper-result): a claim hit by a failed
     (non-warn_only) rule, or left without any binding that is evidence, is at least unsupported,
-    whatever the verifier said. The composer filter trusts claim_checks, so they are corrected
-    before anything reads them. `claims` are the output's claims in their written positions (a
-    finding's target names a position)."""
+    whatever the verifier said; hit by one of `entity_rules`, external_unknown. The composer filter
+    trusts claim_checks, so they are corrected before anything reads them. `claims` are the
+    output's claims in their written positions (a finding's target names a position)."""
     # claim id -> (the rule that failed on it, "" for unbacked, its message)
     failing: dict[str, tuple[str, GatekeeperError]] = {}
     for err in gate.errors:
@@ -135,7 +133,7 @@ def apply_gatekeeper(
     reasons: list[Message] = []
     for claim_id, (rule_id, err) in failing.items():
         check = checks.get(claim_id)
-        verification = overridden(check.verification if check is not None else None, rule_id in ENTITY_RULES)
+        verification = overridden(check.verification if check is not None else None, rule_id in entity_rules)
         if verification is None:
             continue
         said = check.verification if check is not None else "nothing"
@@ -283,6 +281,7 @@ def decide_verdict(
     claim_checks: Sequence[ClaimCheck],
     gatekeeper: GatekeeperResult,
     rule_impacts: Mapping[str, str | None],
+    entity_rules: Collection[str],
     gatekeeper_enabled: bool = True,
     verifier_verdict: Verdict | None = None,
     coverage: Sequence[ServiceCoverage] = (),
@@ -303,7 +302,8 @@ def decide_verdict(
     if parse_status != "valid":
         reasons = [msg("policy.parse_status", status=parse_status)]
         return _finish("LOW_CONFID", reasons, [], 0.0, [], verifier_verdict)
-    checks, reasons = apply_gatekeeper(claim_checks, structured.claims if structured else [], gate, rule_impacts)
+    checks, reasons = apply_gatekeeper(claim_checks, structured.claims if structured else [], gate, rule_impacts,
+                                       entity_rules=entity_rules)
     claims = structured.claim_objects() if structured else []
     matrix, matrix_reasons = claims_verdict(claims, checks)
     reasons += matrix_reasons
