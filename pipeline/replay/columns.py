@@ -33,19 +33,20 @@ import numpy.typing as npt
 
 from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
 from pipeline.gatekeeper import fidelity
-from pipeline.gatekeeper.engine import unbacked_claims
+from pipeline.gatekeeper.engine import FoundColumns, backed_columns, evaluate_columns, unbacked_claims
 from pipeline.gatekeeper.kinds import RULES, ColumnFindings, Finding, RuleContext
 from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule, ExcerptSimilarityRule
 from pipeline.gatekeeper.rules import EvidenceUtilizationRule
 from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.replay.per_session import ReplayInput, project_verdict
 from pipeline.verdict.policy import (
+    apply_gatekeeper_codes,
     claim_index,
     claim_standings,
+    decide_verdict_codes,
     evidence_floor,
-    gatekeeper_floor,
+    gatekeeper_floor_codes,
     stricter,
-    verdict_code,
 )
 
 COLUMNS_VERSION = 1  # part of lists_key: rows derived by older code are judged again
@@ -289,96 +290,65 @@ def rule_bits(rules: RuleSet, bits: int) -> list[str]:
 
 def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) -> Judged:
     """The gatekeeper status, failed and warned rules and projected verdict of the `wanted`
-    sessions under `rules`, in arrays, and which of them that holds for: those judged
-    under this word list whose claims gate_claim describes. The combination is decide_verdict's:
-    a claim hit by a failed blocking rule (the first in rule order deciding entity or not) or left
-    without evidence takes its hit standing; then policy.verdict_code over the matrix, the failed
-    rules' floors, unbacked claims and the evidence floor."""
+    sessions under `rules`, in arrays, and which of them that holds for: those judged under this
+    word list whose claims gate_claim describes. Each rule's findings are its kind's
+    `judge_columns` and, for a stored kind, its stored bits; the engine (evaluate_columns,
+    backed_columns) and the verdict policy (gatekeeper_floor_codes, apply_gatekeeper_codes,
+    decide_verdict_codes) judge them as they judge one session."""
     n = len(arrays.session_ids)
-    status = np.zeros(n, dtype=np.int8)
-    verdict = np.zeros(n, dtype=np.int8)
-    failed_bits = np.zeros(n, dtype=np.int64)
-    warned_bits = np.zeros(n, dtype=np.int64)
     key = lists_key(rules)
     ok = wanted & arrays.claims_ok & (arrays.text_has >= 0) & (arrays.evidence_floor >= 0)
     ok &= arrays.lists_key == (arrays.keys.index(key) if key in arrays.keys else -1)
     if not _columnar(rules) or not ok.any():
-        return Judged(np.zeros(n, dtype=bool), status, verdict, failed_bits, warned_bits)
+        none = np.zeros(n, dtype=np.int8)
+        return Judged(np.zeros(n, dtype=bool), none, none, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
     at = np.flatnonzero(ok[arrays.b_session])
     orphans = arrays.b_claim_row[at] < 0  # a binding of a claim without a row: not judged here
     if orphans.any():
         ok[arrays.b_session[at[orphans]]] = False
         at = np.flatnonzero(ok[arrays.b_session])
-    b_session = arrays.b_session[at]
-    # Per enabled rule, its kind's findings under the candidate (per binding at `at`, or per session).
-    found: dict[str, ColumnFindings] = {}
-    for spec in rules.enabled():
-        judged = RULES[spec.id].judge_columns(spec, arrays, at)
-        if judged is None:
-            continue
-        found[spec.id] = judged
-        if judged.unknown is not None:  # left to the per-session replay
-            ok[b_session[judged.unknown] if judged.per_binding else judged.unknown] = False
-    bits = {rule_id: np.int8(1 << i) for i, rule_id in enumerate(stored_kinds())}
-    # Per session and enabled rule: failed (blocking) or warned.
-    failed_any = np.zeros(n, dtype=bool)
-    warned_any = np.zeros(n, dtype=bool)
-    floor = np.zeros(n, dtype=np.int8)
-    failed: dict[str, npt.NDArray[np.bool_]] = {}
-    position = {spec.id: k for k, spec in enumerate(rules.rules)}
-    for spec in rules.enabled():
-        has = fail = np.zeros(n, dtype=bool)
-        judged = found.get(spec.id)
-        if judged is not None and judged.per_binding:
-            has = np.bincount(b_session[judged.found], minlength=n) > 0
-            fail = np.bincount(b_session[judged.failing], minlength=n) > 0
-        elif judged is not None:
-            has, fail = judged.found, judged.failing
-        if spec.id in bits:
-            has = has | (arrays.text_has & bits[spec.id] != 0)
-            fail = fail | (arrays.text_fail & bits[spec.id] != 0)
-        if spec.downgraded:
-            fail = np.zeros(n, dtype=bool)
-        failed[spec.id] = fail
-        failed_any |= fail
-        warned_any |= has & ~fail
-        bit = np.int64(1 << position[spec.id])
-        np.bitwise_or(failed_bits, bit, out=failed_bits, where=fail)
-        np.bitwise_or(warned_bits, bit, out=warned_bits, where=has & ~fail)
-        impact = VERDICT_ORDER[gatekeeper_floor([spec.id], {spec.id: spec.verdict_impact})]
-        np.maximum(floor, np.int8(impact), out=floor, where=fail)
-    status[:] = np.where(failed_any, 2, np.where(warned_any, 1, 0))
-    # Per claim: evidence left, and the first failed blocking rule (in rule order) with a finding in it.
+    found = _found(arrays, rules, at, ok)
+    gate = evaluate_columns(rules, found, n, len(at))
+    floor = gatekeeper_floor_codes(gate.failed, {spec.id: spec.verdict_impact for spec in rules.rules}, n)
     n_claims = len(arrays.c_session)
-    claim_of = arrays.b_claim_row[at]
-    flagged = np.zeros(len(at), dtype=bool)
-    kind = np.zeros(n_claims, dtype=np.int8)  # 0 untouched, 1 hit, 2 entity_hit
-    for spec in rules.enabled():
-        per_binding = spec.id in found and found[spec.id].per_binding
-        if spec.downgraded or spec.id not in failed or (not per_binding and spec.id not in bits):
-            continue  # no finding of it sits in a binding or claim
-        if per_binding:
-            any_b = found[spec.id].found
-            in_claim = np.bincount(claim_of[any_b], minlength=n_claims) > 0
-        else:
-            any_b = np.zeros(len(at), dtype=bool)
-            in_claim = np.zeros(n_claims, dtype=bool)
-        if spec.id in bits:
-            any_b = any_b | (arrays.b_text[at] & bits[spec.id] != 0)
-            in_claim = in_claim | (arrays.c_text & bits[spec.id] != 0)
-        flagged |= any_b
-        # Only claims with a finding and no standing yet are looked up: a few of all claims.
-        open_claims = np.flatnonzero(in_claim & (kind == 0))
-        hit = open_claims[failed[spec.id][arrays.c_session[open_claims]]]
-        kind[hit] = 2 if RULES[spec.id].entity_rule else 1
-    backed = np.bincount(claim_of[~flagged], minlength=n_claims) > 0
-    kind = np.where((kind == 0) & ~backed, 1, kind).astype(np.int8)
+    hits = [(RULES[rule_id].entity_rule, claims, failed) for rule_id, failed in gate.failed.items()  # in rule order
+            if (claims := found[rule_id].claims) is not None]
+    backed = backed_columns(arrays.b_claim_row[at], gate.flagged, n_claims)
+    standing = apply_gatekeeper_codes(hits, backed, arrays.c_session)
     chosen = np.flatnonzero(ok[arrays.c_session])
-    c_session = arrays.c_session[chosen]
-    level = arrays.c_standing[chosen, kind[chosen]]
-    strictest = np.zeros(n, dtype=np.int8)
-    np.maximum.at(strictest, c_session, level)
-    direct = np.bincount(c_session[arrays.c_direct[chosen] & (kind[chosen] == 0)], minlength=n) > 0
-    unbacked = np.bincount(c_session[~backed[chosen]], minlength=n) > 0
-    verdict[:] = verdict_code(strictest, direct, floor, unbacked, arrays.evidence_floor)
-    return Judged(ok, status, verdict, failed_bits, warned_bits)
+    verdict = decide_verdict_codes(c_session=arrays.c_session[chosen], levels=arrays.c_standing[chosen],
+                                   direct_core=arrays.c_direct[chosen], standing=standing[chosen], backed=backed[chosen],
+                                   gate_floor=floor, evidence=arrays.evidence_floor)
+    return Judged(ok, gate.status, verdict, gate.failed_bits, gate.warned_bits)
+
+
+def _found(arrays: HistoryArrays, rules: RuleSet, at: npt.NDArray[np.intp], ok: npt.NDArray[np.bool_]) -> dict[str, FoundColumns]:
+    """Per enabled rule, its findings under the candidate: its kind's judge_columns over the
+    bindings at `at` (or per session) and, for a stored kind, the bits its findings were stored
+    as. Sessions whose findings the arrays cannot decide are taken out of `ok`."""
+    n, n_claims = len(arrays.session_ids), len(arrays.c_session)
+    b_session, claim_of = arrays.b_session[at], arrays.b_claim_row[at]
+    bits = {rule_id: np.int8(1 << i) for i, rule_id in enumerate(stored_kinds())}
+    out: dict[str, FoundColumns] = {}
+    for spec in rules.enabled():
+        judged: ColumnFindings | None = RULES[spec.id].judge_columns(spec, arrays, at)
+        columns = FoundColumns(np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+        if judged is not None and judged.unknown is not None:  # left to the per-session replay
+            ok[b_session[judged.unknown] if judged.per_binding else judged.unknown] = False
+        if judged is not None and judged.per_binding:
+            columns.found = np.bincount(b_session[judged.found], minlength=n) > 0
+            columns.failing = np.bincount(b_session[judged.failing], minlength=n) > 0
+            columns.bindings = judged.found
+            columns.claims = np.bincount(claim_of[judged.found], minlength=n_claims) > 0
+        elif judged is not None:
+            columns.found, columns.failing = judged.found, judged.failing
+        bit = bits.get(spec.id)
+        if bit is not None:
+            columns.found = columns.found | (arrays.text_has & bit != 0)
+            columns.failing = columns.failing | (arrays.text_fail & bit != 0)
+            on_binding = arrays.b_text[at] & bit != 0
+            in_claim = arrays.c_text & bit != 0
+            columns.bindings = on_binding if columns.bindings is None else columns.bindings | on_binding
+            columns.claims = in_claim if columns.claims is None else columns.claims | in_claim
+        out[spec.id] = columns
+    return out

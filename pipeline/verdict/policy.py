@@ -5,7 +5,8 @@ Every caller (a live session, `workbench check`, gatekeeper replay, eval, import
 knows and gets a `VerdictDecision` back; nothing else downgrades or lifts a verdict (law 2, law 3,
 law 8). It reads only contracts and text: rule impacts arrive as a plain mapping and the entity rules as
 a set of ids (each kind declares it: pipeline/gatekeeper/kinds.py), so this module sits below the
-gatekeeper, the stages and the providers.
+gatekeeper, the stages and the providers. Each judgement the columnar replay makes over arrays
+(pipeline/replay/columns.py) sits beside the one for a session that it mirrors.
 
 The order of judgement:
 1. parse status: missing/malformed output -> LOW_CONFID, groundedness 0 (nothing to extract);
@@ -111,6 +112,16 @@ def gatekeeper_floor(failed_rules: Iterable[str], rule_impacts: Mapping[str, str
     return floor
 
 
+def gatekeeper_floor_codes(failed: Mapping[str, npt.NDArray[np.bool_]], rule_impacts: Mapping[str, str | None],
+                           sessions: int) -> npt.NDArray[np.int8]:
+    """gatekeeper_floor over arrays, as VERDICT_ORDER codes: `failed` holds per rule the sessions it failed."""
+    floor = np.zeros(sessions, dtype=np.int8)
+    for rule_id, fail in failed.items():
+        impact = np.int8(VERDICT_ORDER[gatekeeper_floor([rule_id], rule_impacts)])
+        np.maximum(floor, impact, out=floor, where=fail)
+    return floor
+
+
 def apply_gatekeeper(
     claim_checks: Sequence[ClaimCheck], claims: Sequence[ExecutorClaim], gate: GatekeeperResult,
     rule_impacts: Mapping[str, str | None], *, entity_rules: Collection[str],
@@ -151,6 +162,22 @@ def apply_gatekeeper(
     return list(checks.values()), reasons
 
 
+def apply_gatekeeper_codes(hits: Iterable[tuple[bool, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]],
+                           backed: npt.NDArray[np.bool_], c_session: npt.NDArray[np.int32]) -> npt.NDArray[np.int8]:
+    """apply_gatekeeper over arrays of claims: which of claim_standings' standings each claim takes
+    (UNTOUCHED, HIT or ENTITY_HIT). `hits` holds per failed blocking rule, in rule order, whether it
+    is an entity rule, the claims with a finding of it in them and the sessions it failed; the
+    first that hits a claim decides, as the first finding does above; a claim none of whose
+    bindings is evidence (`backed` False) is hit."""
+    standing = np.zeros(len(c_session), dtype=np.int8)
+    for entity, in_claim, failed in hits:
+        # Only claims with a finding and no standing yet are looked up: a few of all claims.
+        open_claims = np.flatnonzero(in_claim & (standing == UNTOUCHED))
+        standing[open_claims[failed[c_session[open_claims]]]] = ENTITY_HIT if entity else HIT
+    out: npt.NDArray[np.int8] = np.where((standing == UNTOUCHED) & ~backed, HIT, standing).astype(np.int8)
+    return out
+
+
 def claim_index(target: str) -> int | None:
     """The claim a finding's target lies in ("claims[2].evidence_bindings[0]" -> 2), if any."""
     m = _CLAIM_TARGET.match(target)
@@ -173,6 +200,9 @@ def claim_level(claim: ExecutorClaim, verification: str, core: bool) -> Verdict:
         names_core = any(e.kind in CORE_ENTITY_KINDS for e in extract_entities(claim.claim_text or ""))
         return "REJECT" if core or names_core else "LOW_CONFID"
     return "LOW_CONFID" if verification in ("unsupported", "overstated") else "PASS"
+
+
+UNTOUCHED, HIT, ENTITY_HIT = 0, 1, 2  # a ClaimStanding's fields in order: the columns of the replay's standings
 
 
 @dataclass(frozen=True)
@@ -342,6 +372,21 @@ def decide_verdict(
         gaps = len(retry_context.unsupported_claims) + len(retry_context.missing_info)
         missing_info.append(tr("policy.retry_gap", lang, gaps=gaps))
     return _finish(verdict, reasons, checks, groundedness(checks, claims), missing_info, verifier_verdict)
+
+
+def decide_verdict_codes(*, c_session: npt.NDArray[np.int32], levels: npt.NDArray[np.int8], direct_core: npt.NDArray[np.bool_],
+                         standing: npt.NDArray[np.int8], backed: npt.NDArray[np.bool_], gate_floor: npt.NDArray[np.int8],
+                         evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int8]:
+    """decide_verdict over arrays, as VERDICT_ORDER codes per session, from its claims (their
+    session index, their claim_standings levels as (claims, 3) codes, whether untouched each is a
+    core claim observed directly, the standing apply_gatekeeper_codes gave them, whether any of
+    their bindings is evidence), the failed rules' floor and the evidence floor."""
+    sessions = len(gate_floor)
+    strictest = np.zeros(sessions, dtype=np.int8)
+    np.maximum.at(strictest, c_session, levels[np.arange(len(standing)), standing])
+    direct = np.bincount(c_session[direct_core & (standing == UNTOUCHED)], minlength=sessions) > 0
+    unbacked = np.bincount(c_session[~backed], minlength=sessions) > 0
+    return verdict_code(strictest, direct, gate_floor, unbacked, evidence)
 
 
 def gap_message(cov: ServiceCoverage) -> Message:
