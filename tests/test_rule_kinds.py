@@ -153,6 +153,24 @@ def test_a_kind_without_neutered_by_cannot_register(registry):
     assert "claim.unsaid" not in RULES
 
 
+def test_a_kind_that_does_not_say_how_the_replay_judges_it_cannot_register(registry):
+    class Unplaced(RuleKind):
+        id, name, description, severity, verdict_impact = "claim.unplaced", "x", "x", "error", "reject_on_fail"
+
+        def neutered_by(self, spec: RuleSpec) -> list[str]:
+            return []
+
+    with pytest.raises(TypeError, match="must declare replay"):
+        rule_kind(Unplaced)
+    Unplaced.replay = "columns"  # judged from the history's numbers, with nothing to judge them
+    with pytest.raises(TypeError, match="needs judge_columns"):
+        rule_kind(Unplaced)
+    Unplaced.replay, Unplaced.column_params = "stored", frozenset({"maxClaims"})
+    with pytest.raises(TypeError, match="names no parameter: maxClaims"):
+        rule_kind(Unplaced)
+    assert "claim.unplaced" not in RULES
+
+
 SHIPPED = load_rules_from_text(INDEX, METADATA)
 
 
