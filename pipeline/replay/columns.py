@@ -315,10 +315,9 @@ def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) 
             if (claims := found[rule_id].claims) is not None]
     backed = backed_columns(arrays.b_claim_row[at], gate.flagged, n_claims)
     standing = apply_gatekeeper_codes(hits, backed, arrays.c_session)
-    chosen = np.flatnonzero(ok[arrays.c_session])
-    verdict = decide_verdict_codes(c_session=arrays.c_session[chosen], levels=arrays.c_standing[chosen],
-                                   direct_core=arrays.c_direct[chosen], standing=standing[chosen], backed=backed[chosen],
-                                   gate_floor=floor, evidence=arrays.evidence_floor)
+    verdict = decide_verdict_codes(chosen=np.flatnonzero(ok[arrays.c_session]), c_session=arrays.c_session,
+                                   levels=arrays.c_standing, direct_core=arrays.c_direct, standing=standing,
+                                   backed=backed, gate_floor=floor, evidence=arrays.evidence_floor)
     return Judged(ok, gate.status, verdict, gate.failed_bits, gate.warned_bits)
 
 

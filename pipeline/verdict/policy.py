@@ -374,18 +374,19 @@ def decide_verdict(
     return _finish(verdict, reasons, checks, groundedness(checks, claims), missing_info, verifier_verdict)
 
 
-def decide_verdict_codes(*, c_session: npt.NDArray[np.int32], levels: npt.NDArray[np.int8], direct_core: npt.NDArray[np.bool_],
-                         standing: npt.NDArray[np.int8], backed: npt.NDArray[np.bool_], gate_floor: npt.NDArray[np.int8],
-                         evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int8]:
-    """decide_verdict over arrays, as VERDICT_ORDER codes per session, from its claims (their
-    session index, their claim_standings levels as (claims, 3) codes, whether untouched each is a
-    core claim observed directly, the standing apply_gatekeeper_codes gave them, whether any of
-    their bindings is evidence), the failed rules' floor and the evidence floor."""
+def decide_verdict_codes(*, chosen: npt.NDArray[np.intp], c_session: npt.NDArray[np.int32], levels: npt.NDArray[np.int8],
+                         direct_core: npt.NDArray[np.bool_], standing: npt.NDArray[np.int8], backed: npt.NDArray[np.bool_],
+                         gate_floor: npt.NDArray[np.int8], evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int8]:
+    """decide_verdict over arrays, as VERDICT_ORDER codes per session, from the `chosen` claims
+    (per claim: its session index, its claim_standings levels as (claims, 3) codes, whether
+    untouched it is a core claim observed directly, the standing apply_gatekeeper_codes gave it,
+    whether any of its bindings is evidence), the failed rules' floor and the evidence floor."""
     sessions = len(gate_floor)
+    session, taken = c_session[chosen], standing[chosen]
     strictest = np.zeros(sessions, dtype=np.int8)
-    np.maximum.at(strictest, c_session, levels[np.arange(len(standing)), standing])
-    direct = np.bincount(c_session[direct_core & (standing == UNTOUCHED)], minlength=sessions) > 0
-    unbacked = np.bincount(c_session[~backed], minlength=sessions) > 0
+    np.maximum.at(strictest, session, levels[chosen, taken])
+    direct = np.bincount(session[direct_core[chosen] & (taken == UNTOUCHED)], minlength=sessions) > 0
+    unbacked = np.bincount(session[~backed[chosen]], minlength=sessions) > 0
     return verdict_code(strictest, direct, gate_floor, unbacked, evidence)
 
 
