@@ -24,15 +24,13 @@ filters): under a candidate with other ones, 1 and 2 settle nothing.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
-from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.engine import FoundColumns, backed_columns, evaluate_columns, unbacked_claims
 from pipeline.gatekeeper.kinds import RULES, ColumnFindings, Finding, RuleContext
 from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule, ExcerptSimilarityRule
@@ -50,7 +48,6 @@ from pipeline.verdict.policy import (
 )
 
 COLUMNS_VERSION = 1  # part of lists_key: rows derived by older code are judged again
-ALWAYS = 2.0  # an entity_score above any minLocatedScore (thresholds lie in [0, 1])
 BindingRow = tuple[int, int, float | None, float | None, int | None, float | None, float | None, int, float,
                    float, int, int, int]
 ClaimRow = tuple[int, int, int, int, bool, int]  # claim index, standing codes (VERDICT_ORDER), direct core, text bits
@@ -117,43 +114,6 @@ def _text_bits(found: list[list[Finding]], bindings: list[str]) -> tuple[int, in
     return has, fail, claims, flagged
 
 
-def _entity_points(context: RuleContext, rules: RuleSet) -> dict[str, list[tuple[float, bool]]]:
-    """Per binding target, every minLocatedScore at which the entity rule's findings on it change,
-    highest first (ALWAYS: found at any score), each with whether the findings from there down
-    hold a fail-level one. Its findings only grow as the threshold falls and change only at a
-    score the features hold, so trying those scores (highest first) is exact."""
-    spec = rules.get(ExcerptEntitiesRule.id)
-    if spec is None:
-        return {}
-    candidates = {ALWAYS}
-    for _, _, feats in context.bindings:
-        if feats is None:
-            continue
-        candidates.update(miss["score"] for miss in feats.get("entities") or ())
-        candidates.update(hunk["score"] for hunk in fidelity.hunks(feats))
-        out = feats.get("sources", {}).get("output", {}).get("score")
-        candidates.add(0.0 if out is None else out)
-    points: dict[str, list[tuple[float, bool]]] = {}
-    counts: Counter[str] = Counter()
-    for threshold in sorted(candidates, reverse=True):
-        at_score = replace(spec, params=spec.params.model_copy(update={"minLocatedScore": threshold}))
-        findings = RULES[spec.id].validate(context, at_score).findings
-        now = Counter(finding.target for finding in findings)
-        failing = {finding.target for finding in findings if finding.level == "fail"}
-        for target in now.keys() | counts.keys():
-            if now[target] != counts[target]:
-                points.setdefault(target, []).append((threshold, target in failing))
-        counts = now
-    return points
-
-
-def _invented(feats: dict[str, Any], rules: RuleSet) -> int:
-    spec = rules.get(ExcerptSimilarityRule.id)
-    if spec is None or not isinstance(spec.params, ExcerptSimilarityRule.Params):
-        return 0
-    return len(fidelity.invented(feats, spec.params.inventedMinLetters, spec.params.inventedMinCjkRun))
-
-
 def _claims_ok(item: ReplayInput) -> bool:
     """Can gate_claim rows stand for this session's claims? Its output parsed, every claim an
     object with a claim_id of its own (the policy matches claims by id, findings by index)."""
@@ -169,7 +129,8 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
     under `rules`' lists."""
     context = item.rule_context()
     bindings: list[BindingRow] = []
-    entity = _entity_points(context, rules)
+    entities, similarity = rules.get(ExcerptEntitiesRule.id), rules.get(ExcerptSimilarityRule.id)
+    entity = ExcerptEntitiesRule.change_points(context, entities) if entities else {}
     text = _text_findings(context, rules)
     text_has, text_fail, text_claims, text_flagged = _text_bits(text, [t for t, _, _ in context.bindings])
     for target, _, feats in context.bindings:
@@ -183,7 +144,8 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         bindings.append((ci, bi, out.get("score"), out.get("covered"), out.get("split", 0),
                          sources.get("digest.source_quote", {}).get("score"),
                          sources.get("digest.summary", {}).get("score"),
-                         _invented(feats, rules), points[0][0] if points else -1.0,
+                         ExcerptSimilarityRule.invented_count(feats, similarity) if similarity else 0,
+                         points[0][0] if points else -1.0,
                          points[-1][0] if points else -1.0, len(points), fails, text_flagged.get(target, 0)))
     coverage = [c for _, c, _ in EvidenceUtilizationRule.coverages(context)]
     quotes = [score for di in range(len(item.digests or ()))
