@@ -269,7 +269,7 @@ def run_preview(rules: RuleSet, include_eval: bool) -> None:
 
 def _histogram(rules: RuleSet) -> None:
     arrays = _history(reads.settings().db_url).arrays  # as the preview just refreshed them
-    spec = rules.get("evidence.excerpt_similarity")
+    spec = rules.get(ExcerptSimilarityRule.id)
     if arrays is None or spec is None or not spec.enabled:
         return
     # The scores the candidate's thresholds compare, not the raw similarity: a line is drawn

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,21 @@ from sqlalchemy import text
 
 from pipeline.core.config import load_settings
 from pipeline.core.contracts import VERDICT_ORDER
-from pipeline.replay.columns import STATUSES, judge, rule_bits
+from pipeline.gatekeeper import load_rules
+from pipeline.gatekeeper.engine import STATUSES
+from pipeline.gatekeeper.kinds import (
+    RULES,
+    Count,
+    Finding,
+    RuleContext,
+    RuleKind,
+    RuleParams,
+    RuleResult,
+    params_of,
+    rule_kind,
+)
+from pipeline.gatekeeper.rules_schema import RuleSpec
+from pipeline.replay.columns import judge, rule_bits
 from pipeline.replay.history import GateColumnCache, backfill, write_columns
 from pipeline.replay.inputs import replay_inputs
 from pipeline.replay.per_session import replay, summarize
@@ -213,6 +228,69 @@ def test_columnar_replay_on_each_database(any_store: Store) -> None:
         assert {r.session_id: r for r in result.rows()} == {r.session_id: r for r in naive}
         assert result.summary() == summarize(naive)
     assert result.clean.any()
+
+
+@pytest.fixture
+def gap_kind() -> Iterator[type[RuleKind]]:
+    """A kind the replay's code has never seen, registered for the test and removed after: set up as
+    the reference rules are (findings that no compared threshold moves), it flags an excerpt whose
+    pieces lie more than maxGap characters apart in the output."""
+
+    @rule_kind
+    class ExcerptGapRule(RuleKind):
+        id = "evidence.excerpt_gap"
+        name = "Excerpt Gap Check"
+        description = "an excerpt's pieces lie close together in the output"
+        severity = "error"
+        verdict_impact = "reject_on_fail"
+        replay = "stored"
+
+        class Params(RuleParams):
+            maxGap: Count
+
+        def neutered_by(self, spec: RuleSpec) -> list[str]:
+            return []
+
+        def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
+            p = params_of(metadata, ExcerptGapRule.Params)
+            out = RuleResult(self.id)
+            for target, _, feats in context.bindings:
+                gap = (feats or {}).get("sources", {}).get("output", {}).get("gap")
+                if isinstance(gap, int) and gap > p.maxGap:
+                    out.findings.append(Finding(target, f"pieces {gap} characters apart"))
+            return out
+
+    try:
+        yield ExcerptGapRule
+    finally:
+        del RULES[ExcerptGapRule.id]
+
+
+def test_a_new_kind_is_judged_by_the_replay_without_another_edit(any_store: Store, gap_kind: type[RuleKind],
+                                                                 tmp_path: Path) -> None:
+    """Its class and its two YAML entries are all there is of it: the rows store its findings and
+    the arrays judge it, as the engine and the verdict policy judge each session."""
+    settings = load_settings()
+    run_session("payment API times out, what's going on?", settings=settings, store=any_store)
+    bench.seed_variants(any_store, 40, random.Random(3))
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    index, metadata = (settings.rules_dir / name for name in ("index.yaml", "metadata.yaml"))
+    (rules_dir / "index.yaml").write_text(index.read_text(encoding="utf-8") + f"  - id: {gap_kind.id}\n", encoding="utf-8")
+    (rules_dir / "metadata.yaml").write_text(metadata.read_text(encoding="utf-8")
+                                             + f"  {gap_kind.id}:\n    params: {{maxGap: 300}}\n", encoding="utf-8")
+    rules = load_rules(rules_dir)
+    write_columns(any_store, replay_inputs(any_store), rules)  # as applying the rules re-derives them
+    history = GateColumnCache(any_store)
+    for candidate in (rules, rules.with_params("evidence.excerpt_similarity", passThreshold=0.7, warnThreshold=0.4),
+                      rules.with_rule(gap_kind.id, severity="warning", verdict_impact="warn_only")):
+        naive = replay(replay_inputs(any_store), candidate)
+        result = history.replay(candidate)
+        assert {r.session_id: r for r in result.rows()} == {r.session_id: r for r in naive}
+        assert result.summary() == summarize(naive)
+        assert not result.exact and result.judged.any()  # settled in arrays, none by the per-session replay
+        found = [gap_kind.id in r.result.failed_rules + r.result.warnings for r in naive]
+        assert 0 < sum(found) < len(naive)
 
 
 @pytest.mark.slow

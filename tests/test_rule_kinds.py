@@ -46,6 +46,7 @@ def _declare_claim_count() -> type[RuleKind]:
         description = "an answer makes few enough claims to be reviewed"
         severity = "error"
         verdict_impact = "reject_on_fail"
+        replay = "stored"  # its findings move with no threshold the history's arrays compare
 
         class Params(RuleParams):
             maxClaims: Count
@@ -150,6 +151,24 @@ def test_a_kind_without_neutered_by_cannot_register(registry):
     with pytest.raises(TypeError, match="neutered_by"):
         rule_kind(Unsaid)
     assert "claim.unsaid" not in RULES
+
+
+def test_a_kind_that_does_not_say_how_the_replay_judges_it_cannot_register(registry):
+    class Unplaced(RuleKind):
+        id, name, description, severity, verdict_impact = "claim.unplaced", "x", "x", "error", "reject_on_fail"
+
+        def neutered_by(self, spec: RuleSpec) -> list[str]:
+            return []
+
+    with pytest.raises(TypeError, match="must declare replay"):
+        rule_kind(Unplaced)
+    Unplaced.replay = "columns"  # judged from the history's numbers, with nothing to judge them
+    with pytest.raises(TypeError, match="needs judge_columns"):
+        rule_kind(Unplaced)
+    Unplaced.replay, Unplaced.column_params = "stored", frozenset({"maxClaims"})
+    with pytest.raises(TypeError, match="names no parameter: maxClaims"):
+        rule_kind(Unplaced)
+    assert "claim.unplaced" not in RULES
 
 
 SHIPPED = load_rules_from_text(INDEX, METADATA)

@@ -22,6 +22,10 @@ IMPACTS = {"evidence.excerpt_similarity": "low_confid_on_fail", "evidence.invoca
            "evidence.excerpt_entities": "reject_on_fail", "style.length": "warn_only"}
 
 
+# Which rules are entity rules is each kind's declaration, read through the shipped rules.
+ENTITY_RULES = load_rules(resource_dir("rules")).entity_rules
+
+
 def claims(*typed: tuple[str, str, str]) -> dict:
     return {"answer_version": "executor_evidence_v2", "claims": [
         {"claim_id": cid, "claim_type": ctype, "claim_text": text, "support_level": "direct", "evidence_bindings": []}
@@ -45,7 +49,7 @@ def decide(structured=SYMPTOM, claim_checks=DIRECT, gate=None, **kw):
     kw.setdefault("parse_status", "valid")
     kw.setdefault("verifier_verdict", "PASS")
     return decide_verdict(structured=ExecutorOutput.read(structured), claim_checks=claim_checks, gatekeeper=gate or GatekeeperResult(),
-                          rule_impacts=kw.pop("rule_impacts", IMPACTS), **kw)
+                          rule_impacts=kw.pop("rule_impacts", IMPACTS), entity_rules=ENTITY_RULES, **kw)
 
 
 def test_supported_claims_pass_with_no_reasons_and_full_groundedness():

@@ -1,11 +1,18 @@
-"""Running the enabled rules over one session (docs/spec.md#gatekeeper, docs/spec.md#gatekeeper-result) and turning the result into a verdict."""
+"""Running the enabled rules over one session (docs/spec.md#gatekeeper, docs/spec.md#gatekeeper-result) and turning the result into a verdict.
+
+`evaluate` and `unbacked_claims` judge one session; `evaluate_columns` and `backed_columns` beside
+them are the same judgement over arrays of sessions, for the columnar replay (pipeline/replay/columns.py).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
 
 from pipeline.core.contracts import (
     EvidenceDigest,
@@ -24,6 +31,8 @@ from pipeline.tools.registry import persisted_name
 from pipeline.verdict.policy import gatekeeper_floor
 
 _DEFAULT_ARRAYS = ("hypotheses", "recommended_actions", "missing_info")
+STATUSES = ("pass", "warn", "fail")  # a GatekeeperResult status by its code in evaluate_columns
+Bools = npt.NDArray[np.bool_]
 
 
 @dataclass
@@ -100,6 +109,65 @@ def unbacked_claims(context: RuleContext, flagged: set[str]) -> list[str]:
             for ci, claim in enumerate(context.output.claims) if claim.written_as_object and ci not in backed]
 
 
+@dataclass
+class FoundColumns:
+    """One enabled rule's findings over arrays, as `evaluate` reads a rule's outcome: per session
+    whether it found anything and a fail-level finding; per judged binding and per claim whether
+    a finding sits on or in it (None: none can)."""
+
+    found: Bools
+    failing: Bools
+    bindings: Bools | None = None
+    claims: Bools | None = None
+
+
+@dataclass
+class GateColumns:
+    """`evaluate` over arrays: per session the status (index into STATUSES) and the failed and the
+    warned rules as bits (bit k: rules.rules[k]); per rule that can fail, the sessions it failed in;
+    per judged binding whether a blocking rule found something on it (unbacked_claims' `flagged`)."""
+
+    status: npt.NDArray[np.int8]
+    failed_bits: npt.NDArray[np.int64]
+    warned_bits: npt.NDArray[np.int64]
+    flagged: Bools
+    failed: dict[str, Bools] = field(default_factory=dict)
+
+
+def evaluate_columns(rules: RuleSet, found: Mapping[str, FoundColumns], sessions: int, bindings: int) -> GateColumns:
+    """evaluate for `sessions` sessions at once from each enabled rule's `found` (a rule left out
+    found nothing): a warn_only rule's failures are warnings, any fail fails, else any warn warns;
+    a blocking rule's findings on a binding leave it no evidence."""
+    failed_any = np.zeros(sessions, dtype=bool)
+    warned_any = np.zeros(sessions, dtype=bool)
+    out = GateColumns(np.zeros(sessions, dtype=np.int8), np.zeros(sessions, dtype=np.int64),
+                      np.zeros(sessions, dtype=np.int64), np.zeros(bindings, dtype=bool))
+    for k, spec in enumerate(rules.rules):
+        columns = found.get(spec.id)
+        if not spec.enabled or columns is None:
+            continue
+        fail = np.zeros(sessions, dtype=bool) if spec.downgraded else columns.failing
+        warn = columns.found & ~fail
+        if not spec.downgraded:
+            out.failed[spec.id] = fail
+            if columns.bindings is not None:
+                out.flagged |= columns.bindings
+        failed_any |= fail
+        warned_any |= warn
+        bit = np.int64(1 << k)
+        np.bitwise_or(out.failed_bits, bit, out=out.failed_bits, where=fail)
+        np.bitwise_or(out.warned_bits, bit, out=out.warned_bits, where=warn)
+    out.status[:] = np.where(failed_any, 2, np.where(warned_any, 1, 0))
+    return out
+
+
+def backed_columns(claim_of: npt.NDArray[np.int32], flagged: Bools, claims: int) -> Bools:
+    """unbacked_claims over arrays, negated: per claim whether any of its bindings (`claim_of`:
+    each measured binding's claim) is evidence, i.e. not `flagged`."""
+    backed: Bools = np.bincount(claim_of[~flagged], minlength=claims) > 0
+    return backed
+
+
 def _result(outcomes: list[RuleOutcome], unbacked: list[str]) -> GatekeeperResult:
     failed: list[str] = []
     warned: list[str] = []
@@ -126,7 +194,7 @@ def normalize_structured(output: ExecutorOutput | None, rules: RuleSet) -> Execu
     The typed reading is the same (it reads absent lists as empty); what changes is the stored object."""
     if output is None:
         return None
-    spec = rules.get("schema.executor_v2")
+    spec = rules.get(SchemaRule.id)
     deprecated = spec.params.deprecatedFields if spec is not None and isinstance(spec.params, SchemaRule.Params) else []
     kept = {k: v for k, v in output.raw.items() if k not in deprecated}
     normalized: dict[str, Any]

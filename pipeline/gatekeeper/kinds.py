@@ -3,8 +3,11 @@ session) and what it finds (Finding, RuleResult).
 
 A kind is one class: its id, its defaults (name, description, severity, verdictImpact) and a
 nested `Params` model saying which parameters rules/metadata.yaml must give it and of what type.
-`@rule_kind` registers it; the rule files loader (rules_schema) validates against the registry,
-so adding a kind touches its class and nothing else in code.
+It also declares how the history replay judges it (`replay`, `column_params`, `judge_columns`)
+and whether the verdict policy reads a finding of it as an entity mismatch (`entity_rule`).
+`@rule_kind` registers it; the rule files loader (rules_schema), the replay, the verdict policy's
+callers and the Rules page read the registry, so adding a kind touches its class and nothing else
+in code.
 """
 
 from __future__ import annotations
@@ -25,6 +28,16 @@ if TYPE_CHECKING:
     from pipeline.gatekeeper.rules_schema import RuleSpec
 
 Severity = Literal["error", "warning"]
+# How the columnar replay (pipeline/replay/columns.py) judges a kind's rules over history:
+# "stored": no parameter the arrays compare moves its findings, so the gate rows keep them as
+#   found (one bit per kind) under its other parameters, which are fingerprinted; `judge_columns`
+#   may add the findings that move with `column_params` (`as_found` leaves those out of the stored);
+# "columns": `judge_columns` finds everything from the stored threshold-free numbers;
+# "per_session": the arrays cannot judge it, so while a rule of it is in the set every session
+#   takes the exact per-session replay.
+ReplayRole = Literal["stored", "columns", "per_session"]
+# The gate rows keep a stored kind's findings as one bit of a small integer read into int8 arrays.
+MAX_STORED_KINDS = 7
 ActsOn = Literal["bindings", "digest_scores", "claims", "digests"]
 # Parameter types. The loader checks every Number in [0, 1] and every Count >= 0.
 Number = StrictFloat  # strict: "0.5" is refused, 1 is accepted as 1.0
@@ -78,7 +91,8 @@ class ColumnFindings:
 
 
 class RuleKind:
-    """Base of every rule kind; subclasses set the class attributes and implement `validate`.
+    """Base of every rule kind; subclasses set the class attributes (`replay` among them: a kind
+    that does not say how the replay judges it cannot register) and implement `validate`.
 
     A kind judges one session in `validate` and, if it can, a whole history in arrays in
     `judge_columns`; the two sit side by side on the kind and the replay's equivalence test
@@ -93,10 +107,13 @@ class RuleKind:
     # Whether the rule ties a claim to the tool's own output (the cited call exists, the quote is
     # in it): with one of these off or warn-only, a forged quote passes, and verdicts are "ungated".
     gates_evidence: ClassVar[bool] = False
+    replay: ClassVar[ReplayRole]
     # The parameters `judge_columns` compares at replay; every other parameter is fingerprinted
-    # with the stored findings, which hold only under it. None: the arrays cannot judge the kind,
-    # so every session takes the per-session replay while a rule of it is in the set.
-    column_params: ClassVar[frozenset[str] | None] = None
+    # with the stored findings and numbers, which hold only under it.
+    column_params: ClassVar[frozenset[str]] = frozenset()
+    # A finding of it in a claim says the claim brings in a value, service or id its evidence
+    # lacks: the verdict policy makes the claim's check external_unknown, not unsupported.
+    entity_rule: ClassVar[bool] = False
     # What each threshold or count is compared with, as the Rules page says beside its input:
     # "bindings" (a claim's quotes), "digest_scores" (a binding's digest quote or summary score),
     # "claims" or "digests". A parameter left out is a list or a switch that names what it acts on.
@@ -118,6 +135,11 @@ class RuleKind:
         with a threshold (the replay stores them as they were found)."""
         return None
 
+    def as_found(self, spec: RuleSpec) -> RuleSpec:
+        """`spec` with its column_params set so that `validate` finds only what they do not move:
+        the findings a "stored" kind's gate rows keep, `judge_columns` adding the rest."""
+        return spec
+
 
 K = TypeVar("K", bound=type[RuleKind])
 RULES: dict[str, RuleKind] = {}
@@ -136,10 +158,29 @@ def rule_kind(cls: K) -> K:
         raise TypeError(f"rule kind {cls.__name__} must declare neutered_by: when its parameters leave it unable to fail")
     if not issubclass(cls.Params, RuleParams):
         raise TypeError(f"rule kind {cls.__name__}: Params must derive from RuleParams")
+    _check_replay(cls)
     if cls.id in RULES:
         raise TypeError(f"rule kind id {cls.id!r} is registered twice ({type(RULES[cls.id]).__name__}, {cls.__name__})")
     RULES[cls.id] = cls()
     return cls
+
+
+def _check_replay(cls: type[RuleKind]) -> None:
+    """A kind says how the replay judges it, and the declaration holds together."""
+    role = getattr(cls, "replay", None)
+    if role not in get_args(ReplayRole):
+        raise TypeError(f"rule kind {cls.__name__} must declare replay as one of {', '.join(get_args(ReplayRole))}: "
+                        "how the history replay judges its rules")
+    unknown = cls.column_params - cls.Params.model_fields.keys()
+    if unknown:
+        raise TypeError(f"rule kind {cls.__name__}: column_params names no parameter: {', '.join(sorted(unknown))}")
+    compares = role == "columns" or (role == "stored" and cls.column_params)
+    if compares and cls.judge_columns is RuleKind.judge_columns:
+        raise TypeError(f"rule kind {cls.__name__}: replay {role!r} with column_params needs judge_columns")
+    if role == "stored" and cls.column_params and cls.as_found is RuleKind.as_found:
+        raise TypeError(f"rule kind {cls.__name__}: a stored kind with column_params needs as_found")
+    if role == "stored" and sum(kind.replay == "stored" for kind in RULES.values()) >= MAX_STORED_KINDS:
+        raise TypeError(f"rule kind {cls.__name__}: the gate rows keep at most {MAX_STORED_KINDS} stored kinds")
 
 
 P = TypeVar("P", bound=RuleParams)

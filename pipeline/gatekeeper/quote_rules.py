@@ -8,8 +8,9 @@ thresholds, never a tool output, so `run_gatekeeper` and the replay share them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -22,6 +23,7 @@ from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.features import EntityMiss, SourceEntry
 from pipeline.gatekeeper.kinds import (
     REMEMBERED_PARAMS,
+    RULES,
     Bools,
     ColumnFacts,
     ColumnFindings,
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from pipeline.gatekeeper.rules_schema import RuleSpec
 
 
+ALWAYS = 2.0  # an entity change point above any minLocatedScore (thresholds lie in [0, 1])
 # More invented words than an excerpt of a record holds, and longer words or runs than any: a
 # tolerance this high, or length filters past it, let a sentence made up whole through.
 _INVENTED_LIMIT = 50
@@ -63,6 +66,7 @@ class ExcerptSimilarityRule(RuleKind):
     # digest quote and summary scores that compareAgainst lists.
     acts_on = {"passThreshold": "digest_scores", "warnThreshold": "digest_scores", "minPieceWeight": "bindings",
                "inventedMinLetters": "bindings", "inventedMinCjkRun": "bindings", "inventedTolerated": "bindings"}
+    replay = "columns"
     column_params = frozenset({"passThreshold", "warnThreshold", "compareAgainst", "minPieceWeight",
                                "inventedTolerated"})
 
@@ -144,6 +148,13 @@ class ExcerptSimilarityRule(RuleKind):
         invented = facts.b_invented[at] > p.inventedTolerated
         return ColumnFindings(True, (scored & (best < p.passThreshold)) | invented,
                               (scored & (best < p.warnThreshold)) | invented)
+
+    @staticmethod
+    def invented_count(feats: dict[str, Any], spec: RuleSpec) -> int:
+        """The binding's invented words that count under `spec`'s length filters: the number the
+        gate rows keep for judge_columns (b_invented)."""
+        p = params_of(spec, ExcerptSimilarityRule.Params)
+        return len(fidelity.invented(feats, p.inventedMinLetters, p.inventedMinCjkRun))
 
     @staticmethod
     def best_scores(p: ExcerptSimilarityRule.Params, facts: ColumnFacts) -> Floats:
@@ -237,7 +248,9 @@ class ExcerptEntitiesRule(RuleKind):
     verdict_impact = "reject_on_fail"
     # Its findings change only at scores the features hold, so the replay stores the
     # minLocatedScores where they change; the kinds and word lists are fingerprinted.
+    replay = "columns"
     column_params = frozenset({"minLocatedScore"})
+    entity_rule = True
     acts_on = {"minLocatedScore": "bindings"}
 
     class Params(RuleParams):
@@ -293,6 +306,34 @@ class ExcerptEntitiesRule(RuleKind):
         points, fails = facts.b_entity_points[at], facts.b_entity_fail[at]
         unknown: Bools = ((points > 2) & hi & ~lo) | ((points < 0) & hi)
         return ColumnFindings(True, hi, (hi & ~lo & (fails & 1 > 0)) | (lo & (fails & 2 > 0)), unknown)
+
+    @classmethod
+    def change_points(cls, context: RuleContext, spec: RuleSpec) -> dict[str, list[tuple[float, bool]]]:
+        """Per binding target, every minLocatedScore at which the findings under `spec` on it change,
+        highest first (ALWAYS: found at any score), each with whether the findings from there down
+        hold a fail-level one: what the gate rows keep for judge_columns (b_entity*). The findings
+        only grow as the threshold falls and change only at a score the features hold, so trying
+        those scores (highest first) is exact."""
+        candidates = {ALWAYS}
+        for _, _, feats in context.bindings:
+            if feats is None:
+                continue
+            candidates.update(miss["score"] for miss in feats.get("entities") or ())
+            candidates.update(hunk["score"] for hunk in fidelity.hunks(feats))
+            out = feats.get("sources", {}).get("output", {}).get("score")
+            candidates.add(0.0 if out is None else out)
+        points: dict[str, list[tuple[float, bool]]] = {}
+        counts: Counter[str] = Counter()
+        for threshold in sorted(candidates, reverse=True):
+            at_score = replace(spec, params=spec.params.model_copy(update={"minLocatedScore": threshold}))
+            findings = RULES[cls.id].validate(context, at_score).findings
+            now = Counter(finding.target for finding in findings)
+            failing = {finding.target for finding in findings if finding.level == "fail"}
+            for target in now.keys() | counts.keys():
+                if now[target] != counts[target]:
+                    points.setdefault(target, []).append((threshold, target in failing))
+            counts = now
+        return points
 
 
 @dataclass(frozen=True)

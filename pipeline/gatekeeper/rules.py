@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +64,7 @@ class SchemaRule(RuleKind):
     description = "the executor output has the Executor V2 shape"
     severity = "error"
     verdict_impact = "low_confid_on_fail"
-    column_params = frozenset()  # no threshold: the replay keeps its findings as found
+    replay = "stored"  # no threshold: the replay keeps its findings as found
 
     class Params(RuleParams):
         requiredFields: list[StrictStr]
@@ -232,7 +233,7 @@ class InvocationRefRule(RuleKind):
     description = "cited invocations exist, belong to this session and match tool_name"
     severity = "error"
     verdict_impact = "reject_on_fail"
-    column_params = frozenset()  # no threshold: the replay keeps its findings as found
+    replay = "stored"  # no threshold: the replay keeps its findings as found
 
     def neutered_by(self, spec: RuleSpec) -> list[str]:
         return []  # no parameters: a fabricated id always fails
@@ -298,7 +299,7 @@ class HallucinationPhraseRule(RuleKind):
     severity = "error"
     verdict_impact = "low_confid_on_fail"
 
-    column_params = frozenset()  # no threshold: the replay keeps its findings as found
+    replay = "stored"  # no threshold: the replay keeps its findings as found
 
     class Params(RuleParams):
         targetFields: list[StrictStr]
@@ -366,6 +367,7 @@ class EvidenceUtilizationRule(RuleKind):
     severity = "warning"
     verdict_impact = "warn_only"
 
+    replay = "columns"
     column_params = frozenset({"minKeywordCoverage"})
     acts_on = {"minKeywordCoverage": "claims"}
 
@@ -379,12 +381,19 @@ class EvidenceUtilizationRule(RuleKind):
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         p = params_of(metadata, EvidenceUtilizationRule.Params)
         out = RuleResult(self.id)
-        for target, coverage, missing in context.fact(self.id, _keyword_coverage):
+        for target, coverage, missing in self.coverages(context):
             if self.too_low(p, coverage):
                 out.findings.append(
                     Finding(target, msg("gk.keyword_coverage", coverage=coverage, min=p.minKeywordCoverage, missing=missing))
                 )
         return out
+
+    @classmethod
+    def coverages(cls, context: RuleContext) -> list[tuple[str, float, str]]:
+        """(target, share of the claim's keywords found in its excerpts, some missing ones) per
+        claim with keywords, computed once per session (the replay's rows read it too)."""
+        found: list[tuple[str, float, str]] = context.fact(cls.id, _keyword_coverage)
+        return found
 
     @staticmethod
     def too_low(p: EvidenceUtilizationRule.Params, coverage: float) -> bool:
@@ -401,7 +410,6 @@ class EvidenceUtilizationRule(RuleKind):
 
 
 def _keyword_coverage(context: RuleContext) -> list[tuple[str, float, str]]:
-    """(target, share of the claim's keywords found in its excerpts, some missing ones) per claim."""
     out = []
     for ci, claim in enumerate(context.output.claims if context.output is not None else ()):
         if claim.claim_text is None or not _is_text(claim.claim_text):
@@ -430,6 +438,7 @@ class DigestRefRule(RuleKind):
     verdict_impact = "reject_on_fail"
 
     # The reference checks have no threshold and are kept as found; the quote scores are compared.
+    replay = "stored"
     column_params = frozenset({"quotePassThreshold", "quoteWarnThreshold"})
     acts_on = {"quotePassThreshold": "digests", "quoteWarnThreshold": "digests"}
 
@@ -494,6 +503,11 @@ class DigestRefRule(RuleKind):
         if score >= p.quotePassThreshold:
             return None
         return "fail" if score < p.quoteWarnThreshold else "warn"
+
+    def as_found(self, spec: RuleSpec) -> RuleSpec:
+        """The reference checks alone: no quote scores below 0."""
+        params = params_of(spec, DigestRefRule.Params).model_copy(update={"quotePassThreshold": 0.0, "quoteWarnThreshold": 0.0})
+        return replace(spec, params=params)
 
     def judge_columns(self, spec: RuleSpec, facts: ColumnFacts, at: npt.NDArray[np.intp] | slice) -> ColumnFindings:
         """`quote_level` over each session's lowest digest quote score (NaN: none scored)."""

@@ -97,6 +97,12 @@ class RuleSet:
         spec = self._by_id.get(rule_id)
         return spec.verdict_impact if spec else None
 
+    @cached_property
+    def entity_rules(self) -> frozenset[str]:
+        """The rules whose kind is an entity rule (its `entity_rule`): what the verdict policy reads
+        a hit of as external_unknown."""
+        return frozenset(r.id for r in self.rules if RULES[r.id].entity_rule)
+
     def enabled(self) -> list[RuleSpec]:
         return [r for r in self.rules if r.enabled]
 

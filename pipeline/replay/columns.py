@@ -24,80 +24,78 @@ filters): under a candidate with other ones, 1 and 2 settle nothing.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
-from pipeline.gatekeeper import fidelity
-from pipeline.gatekeeper.engine import unbacked_claims
-from pipeline.gatekeeper.kinds import ColumnFindings, Finding, RuleContext
-from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule
-from pipeline.gatekeeper.rules import (  # _keyword_coverage: the rule's own measure, not a copy
-    RULES,
-    DigestRefRule,
-    _keyword_coverage,
-)
+from pipeline.gatekeeper.engine import FoundColumns, backed_columns, evaluate_columns, unbacked_claims
+from pipeline.gatekeeper.kinds import RULES, ColumnFindings, Finding, RuleContext
+from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule, ExcerptSimilarityRule
+from pipeline.gatekeeper.rules import EvidenceUtilizationRule
 from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.replay.per_session import ReplayInput, project_verdict
 from pipeline.verdict.policy import (
-    ENTITY_RULES,
+    apply_gatekeeper_codes,
     claim_index,
     claim_standings,
+    decide_verdict_codes,
     evidence_floor,
-    gatekeeper_floor,
+    gatekeeper_floor_codes,
     stricter,
-    verdict_code,
 )
 
 COLUMNS_VERSION = 1  # part of lists_key: rows derived by older code are judged again
-ALWAYS = 2.0  # an entity_score above any minLocatedScore (thresholds lie in [0, 1])
-_TEXT_RULES = ("schema.executor_v2", "evidence.invocation_ref", "claim.hallucination_phrases", "evidence.digest_ref")
-# The rules whose parameters lists_key fingerprints, in the order it always has (another order
-# would orphan every stored row): each but its kind's column_params, which the arrays compare.
-_FINGERPRINTED = (*_TEXT_RULES, "evidence.excerpt_similarity", "evidence.excerpt_entities")
 BindingRow = tuple[int, int, float | None, float | None, int | None, float | None, float | None, int, float,
                    float, int, int, int]
 ClaimRow = tuple[int, int, int, int, bool, int]  # claim index, standing codes (VERDICT_ORDER), direct core, text bits
 
 
+def stored_kinds() -> list[str]:
+    """The kinds whose findings the gate rows keep as found (replay "stored"), in registration
+    order: bit i of the text columns is the i-th one's."""
+    return [kind_id for kind_id, kind in RULES.items() if kind.replay == "stored"]
+
+
+def _fingerprinted() -> list[str]:
+    """The kinds whose parameters lists_key fingerprints, each but its column_params (which the
+    arrays compare): the stored ones, then those judged in columns from numbers that hold under
+    their other parameters. In registration order: another order would orphan every stored row."""
+    compared = [kind_id for kind_id, kind in RULES.items()
+                if kind.replay == "columns" and kind.Params.model_fields.keys() - kind.column_params]
+    return [*stored_kinds(), *compared]
+
+
 def lists_key(rules: RuleSet) -> str:
     """Fingerprint of every parameter `lists_clean` depends on (not the digest quote thresholds)."""
     parts = [str(COLUMNS_VERSION)]
-    for rule_id in _FINGERPRINTED:
+    for rule_id in _fingerprinted():
         spec = rules.get(rule_id)
-        params = spec.params.model_dump(exclude=set(RULES[rule_id].column_params or ())) if spec else None
+        params = spec.params.model_dump(exclude=set(RULES[rule_id].column_params)) if spec else None
         parts.append(f"{rule_id}={params}")
     return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).hexdigest()
 
 
 def _columnar(rules: RuleSet) -> bool:
-    """Whether the arrays can judge every rule of `rules` (a kind without column_params, a newly
-    registered one, sends every session to the per-session replay)."""
-    return all(RULES[spec.id].column_params is not None for spec in rules.rules)
+    """Whether the arrays can judge every rule of `rules` (a kind whose replay is "per_session"
+    sends every session to the per-session replay)."""
+    return all(RULES[spec.id].replay != "per_session" for spec in rules.rules)
 
 
 def _text_findings(context: RuleContext, rules: RuleSet) -> list[list[Finding]]:
-    """The findings of each text rule (in _TEXT_RULES order) under `rules`' lists, whatever its switch."""
+    """The findings of each stored kind's rule (in stored_kinds order) under `rules`' lists, as
+    found (`as_found`: what judge_columns compares left out), whatever its switch."""
     out: list[list[Finding]] = []
-    for rule_id in _TEXT_RULES:
+    for rule_id in stored_kinds():
         spec = rules.get(rule_id)
-        if spec is None:
-            out.append([])
-            continue
-        if isinstance(spec.params, DigestRefRule.Params):
-            # The quote thresholds are judged per candidate from min_quote, so nothing is below 0 here.
-            spec = replace(spec, params=spec.params.model_copy(update={"quotePassThreshold": 0.0,
-                                                                       "quoteWarnThreshold": 0.0}))
-        out.append(RULES[rule_id].validate(context, spec).findings)
+        out.append(RULES[rule_id].validate(context, RULES[rule_id].as_found(spec)).findings if spec else [])
     return out
 
 
 def _text_bits(found: list[list[Finding]], bindings: list[str]) -> tuple[int, int, dict[int, int], dict[str, int]]:
-    """The text rules' findings as bit i for rule i of _TEXT_RULES: any finding, a fail-level
+    """The stored kinds' findings as bit i for kind i of stored_kinds: any finding, a fail-level
     one, per claim index a finding in it, per binding target a finding on it or inside it."""
     has = fail = 0
     claims: dict[int, int] = {}
@@ -116,43 +114,6 @@ def _text_bits(found: list[list[Finding]], bindings: list[str]) -> tuple[int, in
     return has, fail, claims, flagged
 
 
-def _entity_points(context: RuleContext, rules: RuleSet) -> dict[str, list[tuple[float, bool]]]:
-    """Per binding target, every minLocatedScore at which the entity rule's findings on it change,
-    highest first (ALWAYS: found at any score), each with whether the findings from there down
-    hold a fail-level one. Its findings only grow as the threshold falls and change only at a
-    score the features hold, so trying those scores (highest first) is exact."""
-    spec = rules.get("evidence.excerpt_entities")
-    if spec is None:
-        return {}
-    candidates = {ALWAYS}
-    for _, _, feats in context.bindings:
-        if feats is None:
-            continue
-        candidates.update(miss["score"] for miss in feats.get("entities") or ())
-        candidates.update(hunk["score"] for hunk in fidelity.hunks(feats))
-        out = feats.get("sources", {}).get("output", {}).get("score")
-        candidates.add(0.0 if out is None else out)
-    points: dict[str, list[tuple[float, bool]]] = {}
-    counts: Counter[str] = Counter()
-    for threshold in sorted(candidates, reverse=True):
-        at_score = replace(spec, params=spec.params.model_copy(update={"minLocatedScore": threshold}))
-        findings = RULES[spec.id].validate(context, at_score).findings
-        now = Counter(finding.target for finding in findings)
-        failing = {finding.target for finding in findings if finding.level == "fail"}
-        for target in now.keys() | counts.keys():
-            if now[target] != counts[target]:
-                points.setdefault(target, []).append((threshold, target in failing))
-        counts = now
-    return points
-
-
-def _invented(feats: dict[str, Any], rules: RuleSet) -> int:
-    spec = rules.get("evidence.excerpt_similarity")
-    if spec is None or not isinstance(spec.params, ExcerptSimilarityRule.Params):
-        return 0
-    return len(fidelity.invented(feats, spec.params.inventedMinLetters, spec.params.inventedMinCjkRun))
-
-
 def _claims_ok(item: ReplayInput) -> bool:
     """Can gate_claim rows stand for this session's claims? Its output parsed, every claim an
     object with a claim_id of its own (the policy matches claims by id, findings by index)."""
@@ -168,7 +129,8 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
     under `rules`' lists."""
     context = item.rule_context()
     bindings: list[BindingRow] = []
-    entity = _entity_points(context, rules)
+    entities, similarity = rules.get(ExcerptEntitiesRule.id), rules.get(ExcerptSimilarityRule.id)
+    entity = ExcerptEntitiesRule.change_points(context, entities) if entities else {}
     text = _text_findings(context, rules)
     text_has, text_fail, text_claims, text_flagged = _text_bits(text, [t for t, _, _ in context.bindings])
     for target, _, feats in context.bindings:
@@ -182,10 +144,10 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         bindings.append((ci, bi, out.get("score"), out.get("covered"), out.get("split", 0),
                          sources.get("digest.source_quote", {}).get("score"),
                          sources.get("digest.summary", {}).get("score"),
-                         _invented(feats, rules), points[0][0] if points else -1.0,
+                         ExcerptSimilarityRule.invented_count(feats, similarity) if similarity else 0,
+                         points[0][0] if points else -1.0,
                          points[-1][0] if points else -1.0, len(points), fails, text_flagged.get(target, 0)))
-    # The same fact key as the utilization rule, so both share one computation per session.
-    coverage = [c for _, c, _ in context.fact("claim.evidence_utilization", _keyword_coverage)]
+    coverage = [c for _, c, _ in EvidenceUtilizationRule.coverages(context)]
     quotes = [score for di in range(len(item.digests or ()))
               for score in (context.features.get(f"digests[{di}]", {}).get("quote", {}).get("score"),)
               if score is not None]
@@ -242,7 +204,7 @@ class HistoryArrays:
     c_session: npt.NDArray[np.int32]  # claims grouped by session index, in claim order
     c_standing: npt.NDArray[np.int8]  # (claims, 3): untouched, hit, entity_hit as VERDICT_ORDER codes
     c_direct: npt.NDArray[np.bool_]
-    # The text rules' findings as bits in _TEXT_RULES order (text_has -1: not recorded).
+    # The stored kinds' findings as bits in stored_kinds order (text_has -1: not recorded).
     text_has: npt.NDArray[np.int8]
     text_fail: npt.NDArray[np.int8]
     b_text: npt.NDArray[np.int8]  # a finding on or inside the binding
@@ -270,13 +232,10 @@ def maybe_flagged(arrays: HistoryArrays, rules: RuleSet) -> npt.NDArray[np.bool_
     return hit
 
 
-STATUSES = ("pass", "warn", "fail")
-
-
 @dataclass
 class Judged:
     """judge's outcome, per session: whether it holds (`ok`), the gatekeeper status (index into
-    STATUSES), the projected verdict (VERDICT_ORDER code), and the failed and the warned rules as
+    engine.STATUSES), the projected verdict (VERDICT_ORDER code), and the failed and the warned rules as
     bits (bit k: rules.rules[k])."""
 
     ok: npt.NDArray[np.bool_]
@@ -293,96 +252,64 @@ def rule_bits(rules: RuleSet, bits: int) -> list[str]:
 
 def judge(arrays: HistoryArrays, rules: RuleSet, wanted: npt.NDArray[np.bool_]) -> Judged:
     """The gatekeeper status, failed and warned rules and projected verdict of the `wanted`
-    sessions under `rules`, in arrays, and which of them that holds for: those judged
-    under this word list whose claims gate_claim describes. The combination is decide_verdict's:
-    a claim hit by a failed blocking rule (the first in rule order deciding entity or not) or left
-    without evidence takes its hit standing; then policy.verdict_code over the matrix, the failed
-    rules' floors, unbacked claims and the evidence floor."""
+    sessions under `rules`, in arrays, and which of them that holds for: those judged under this
+    word list whose claims gate_claim describes. Each rule's findings are its kind's
+    `judge_columns` and, for a stored kind, its stored bits; the engine (evaluate_columns,
+    backed_columns) and the verdict policy (gatekeeper_floor_codes, apply_gatekeeper_codes,
+    decide_verdict_codes) judge them as they judge one session."""
     n = len(arrays.session_ids)
-    status = np.zeros(n, dtype=np.int8)
-    verdict = np.zeros(n, dtype=np.int8)
-    failed_bits = np.zeros(n, dtype=np.int64)
-    warned_bits = np.zeros(n, dtype=np.int64)
     key = lists_key(rules)
     ok = wanted & arrays.claims_ok & (arrays.text_has >= 0) & (arrays.evidence_floor >= 0)
     ok &= arrays.lists_key == (arrays.keys.index(key) if key in arrays.keys else -1)
     if not _columnar(rules) or not ok.any():
-        return Judged(np.zeros(n, dtype=bool), status, verdict, failed_bits, warned_bits)
+        none = np.zeros(n, dtype=np.int8)
+        return Judged(np.zeros(n, dtype=bool), none, none, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
     at = np.flatnonzero(ok[arrays.b_session])
     orphans = arrays.b_claim_row[at] < 0  # a binding of a claim without a row: not judged here
     if orphans.any():
         ok[arrays.b_session[at[orphans]]] = False
         at = np.flatnonzero(ok[arrays.b_session])
-    b_session = arrays.b_session[at]
-    # Per enabled rule, its kind's findings under the candidate (per binding at `at`, or per session).
-    found: dict[str, ColumnFindings] = {}
-    for spec in rules.enabled():
-        judged = RULES[spec.id].judge_columns(spec, arrays, at)
-        if judged is None:
-            continue
-        found[spec.id] = judged
-        if judged.unknown is not None:  # left to the per-session replay
-            ok[b_session[judged.unknown] if judged.per_binding else judged.unknown] = False
-    bits = {rule_id: np.int8(1 << i) for i, rule_id in enumerate(_TEXT_RULES)}
-    # Per session and enabled rule: failed (blocking) or warned.
-    failed_any = np.zeros(n, dtype=bool)
-    warned_any = np.zeros(n, dtype=bool)
-    floor = np.zeros(n, dtype=np.int8)
-    failed: dict[str, npt.NDArray[np.bool_]] = {}
-    position = {spec.id: k for k, spec in enumerate(rules.rules)}
-    for spec in rules.enabled():
-        has = fail = np.zeros(n, dtype=bool)
-        judged = found.get(spec.id)
-        if judged is not None and judged.per_binding:
-            has = np.bincount(b_session[judged.found], minlength=n) > 0
-            fail = np.bincount(b_session[judged.failing], minlength=n) > 0
-        elif judged is not None:
-            has, fail = judged.found, judged.failing
-        if spec.id in bits:
-            has = has | (arrays.text_has & bits[spec.id] != 0)
-            fail = fail | (arrays.text_fail & bits[spec.id] != 0)
-        if spec.downgraded:
-            fail = np.zeros(n, dtype=bool)
-        failed[spec.id] = fail
-        failed_any |= fail
-        warned_any |= has & ~fail
-        bit = np.int64(1 << position[spec.id])
-        np.bitwise_or(failed_bits, bit, out=failed_bits, where=fail)
-        np.bitwise_or(warned_bits, bit, out=warned_bits, where=has & ~fail)
-        impact = VERDICT_ORDER[gatekeeper_floor([spec.id], {spec.id: spec.verdict_impact})]
-        np.maximum(floor, np.int8(impact), out=floor, where=fail)
-    status[:] = np.where(failed_any, 2, np.where(warned_any, 1, 0))
-    # Per claim: evidence left, and the first failed blocking rule (in rule order) with a finding in it.
+    found = _found(arrays, rules, at, ok)
+    gate = evaluate_columns(rules, found, n, len(at))
+    floor = gatekeeper_floor_codes(gate.failed, {spec.id: spec.verdict_impact for spec in rules.rules}, n)
     n_claims = len(arrays.c_session)
-    claim_of = arrays.b_claim_row[at]
-    flagged = np.zeros(len(at), dtype=bool)
-    kind = np.zeros(n_claims, dtype=np.int8)  # 0 untouched, 1 hit, 2 entity_hit
+    hits = [(RULES[rule_id].entity_rule, claims, failed) for rule_id, failed in gate.failed.items()  # in rule order
+            if (claims := found[rule_id].claims) is not None]
+    backed = backed_columns(arrays.b_claim_row[at], gate.flagged, n_claims)
+    standing = apply_gatekeeper_codes(hits, backed, arrays.c_session)
+    verdict = decide_verdict_codes(chosen=np.flatnonzero(ok[arrays.c_session]), c_session=arrays.c_session,
+                                   levels=arrays.c_standing, direct_core=arrays.c_direct, standing=standing,
+                                   backed=backed, gate_floor=floor, evidence=arrays.evidence_floor)
+    return Judged(ok, gate.status, verdict, gate.failed_bits, gate.warned_bits)
+
+
+def _found(arrays: HistoryArrays, rules: RuleSet, at: npt.NDArray[np.intp], ok: npt.NDArray[np.bool_]) -> dict[str, FoundColumns]:
+    """Per enabled rule, its findings under the candidate: its kind's judge_columns over the
+    bindings at `at` (or per session) and, for a stored kind, the bits its findings were stored
+    as. Sessions whose findings the arrays cannot decide are taken out of `ok`."""
+    n, n_claims = len(arrays.session_ids), len(arrays.c_session)
+    b_session, claim_of = arrays.b_session[at], arrays.b_claim_row[at]
+    bits = {rule_id: np.int8(1 << i) for i, rule_id in enumerate(stored_kinds())}
+    out: dict[str, FoundColumns] = {}
     for spec in rules.enabled():
-        per_binding = spec.id in found and found[spec.id].per_binding
-        if spec.downgraded or spec.id not in failed or (not per_binding and spec.id not in bits):
-            continue  # no finding of it sits in a binding or claim
-        if per_binding:
-            any_b = found[spec.id].found
-            in_claim = np.bincount(claim_of[any_b], minlength=n_claims) > 0
-        else:
-            any_b = np.zeros(len(at), dtype=bool)
-            in_claim = np.zeros(n_claims, dtype=bool)
-        if spec.id in bits:
-            any_b = any_b | (arrays.b_text[at] & bits[spec.id] != 0)
-            in_claim = in_claim | (arrays.c_text & bits[spec.id] != 0)
-        flagged |= any_b
-        # Only claims with a finding and no standing yet are looked up: a few of all claims.
-        open_claims = np.flatnonzero(in_claim & (kind == 0))
-        hit = open_claims[failed[spec.id][arrays.c_session[open_claims]]]
-        kind[hit] = 2 if spec.id in ENTITY_RULES else 1
-    backed = np.bincount(claim_of[~flagged], minlength=n_claims) > 0
-    kind = np.where((kind == 0) & ~backed, 1, kind).astype(np.int8)
-    chosen = np.flatnonzero(ok[arrays.c_session])
-    c_session = arrays.c_session[chosen]
-    level = arrays.c_standing[chosen, kind[chosen]]
-    strictest = np.zeros(n, dtype=np.int8)
-    np.maximum.at(strictest, c_session, level)
-    direct = np.bincount(c_session[arrays.c_direct[chosen] & (kind[chosen] == 0)], minlength=n) > 0
-    unbacked = np.bincount(c_session[~backed[chosen]], minlength=n) > 0
-    verdict[:] = verdict_code(strictest, direct, floor, unbacked, arrays.evidence_floor)
-    return Judged(ok, status, verdict, failed_bits, warned_bits)
+        judged: ColumnFindings | None = RULES[spec.id].judge_columns(spec, arrays, at)
+        columns = FoundColumns(np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+        if judged is not None and judged.unknown is not None:  # left to the per-session replay
+            ok[b_session[judged.unknown] if judged.per_binding else judged.unknown] = False
+        if judged is not None and judged.per_binding:
+            columns.found = np.bincount(b_session[judged.found], minlength=n) > 0
+            columns.failing = np.bincount(b_session[judged.failing], minlength=n) > 0
+            columns.bindings = judged.found
+            columns.claims = np.bincount(claim_of[judged.found], minlength=n_claims) > 0
+        elif judged is not None:
+            columns.found, columns.failing = judged.found, judged.failing
+        bit = bits.get(spec.id)
+        if bit is not None:
+            columns.found = columns.found | (arrays.text_has & bit != 0)
+            columns.failing = columns.failing | (arrays.text_fail & bit != 0)
+            on_binding = arrays.b_text[at] & bit != 0
+            in_claim = arrays.c_text & bit != 0
+            columns.bindings = on_binding if columns.bindings is None else columns.bindings | on_binding
+            columns.claims = in_claim if columns.claims is None else columns.claims | in_claim
+        out[spec.id] = columns
+    return out

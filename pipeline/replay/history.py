@@ -26,10 +26,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
 from pipeline.core.errors import StoreError
 from pipeline.gatekeeper import RuleSet
+from pipeline.gatekeeper.engine import STATUSES
 from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule
 from pipeline.replay.arrow import arrow_available, arrow_batches
 from pipeline.replay.columns import (
-    STATUSES,
     HistoryArrays,
     judge,
     maybe_flagged,

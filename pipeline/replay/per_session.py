@@ -101,8 +101,8 @@ def project_verdict(result: GatekeeperResult, rules: RuleSet, item: ReplayInput)
     """The verdict policy over the stored session with the replayed gatekeeper result."""
     impacts = {r: rules.impact(r) for r in {*result.failed_rules, *(e.rule_id for e in result.errors)}}
     return decide_verdict(parse_status=item.parse_status, structured=item.output, claim_checks=item.claim_checks,
-                          gatekeeper=result, rule_impacts=impacts, verifier_verdict=item.verifier_verdict,
-                          coverage=item.coverage, form=item.form, invocations=item.failed_tools).verdict
+                          gatekeeper=result, rule_impacts=impacts, entity_rules=rules.entity_rules,
+                          verifier_verdict=item.verifier_verdict, coverage=item.coverage, form=item.form, invocations=item.failed_tools).verdict
 
 
 def replay_one(item: ReplayInput, rules: RuleSet) -> GatekeeperResult:

@@ -131,7 +131,7 @@ def evaluate(
     gate_for_claims = gate_result if settings.gatekeeper.enabled else GatekeeperResult()
     claims = normalized_output.claims if normalized_output is not None else []
     corrected, _ = apply_gatekeeper(verifier_output.claim_checks, claims, gate_for_claims,
-                                    _impacts(gate_for_claims, rules))
+                                    _impacts(gate_for_claims, rules), entity_rules=rules.entity_rules)
     coverage = compute_coverage(ctx.scope, normalized_output, corrected, invocations, gate_for_claims,
                                 backends=backends_label({"logs": settings.backends.query_logs.kind,
                                                          "alerts": settings.backends.query_metrics.kind}))
@@ -139,7 +139,8 @@ def evaluate(
                          gate_for_claims.unbacked_claims, invocations)
     decision = decide_verdict(
         parse_status=parse_status.status, structured=normalized_output, claim_checks=verifier_output.claim_checks,
-        gatekeeper=gate_result, rule_impacts=_impacts(gate_result, rules), coverage=coverage, form=form,
+        gatekeeper=gate_result, rule_impacts=_impacts(gate_result, rules), entity_rules=rules.entity_rules,
+        coverage=coverage, form=form,
         gatekeeper_enabled=settings.gatekeeper.enabled, verifier_verdict=verifier_output.verdict,
         invocations=invocations, retry_context=retry_context, retry_gaps_closed=verifier_output.retry_gaps_closed,
         language=ctx.language,

@@ -279,8 +279,8 @@ class GateSessionColumns(Base):
     # coverage and failed tool calls allow at best.
     claims_ok: Mapped[bool | None] = mapped_column(Boolean)
     evidence_floor: Mapped[str | None] = mapped_column(Text)
-    # The text rules' findings (schema, invocation_ref, phrases, digest refs) as bits in
-    # columns._TEXT_RULES order: any finding, a fail-level one.
+    # The findings of the kinds whose replay is "stored" (schema, invocation_ref, phrases, digest
+    # refs) as bits in columns.stored_kinds order: any finding, a fail-level one.
     text_has: Mapped[int | None] = mapped_column(Integer)
     text_fail: Mapped[int | None] = mapped_column(Integer)
 

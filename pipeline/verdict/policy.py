@@ -3,8 +3,10 @@ REJECT and says why.
 
 Every caller (a live session, `workbench check`, gatekeeper replay, eval, import) hands in what it
 knows and gets a `VerdictDecision` back; nothing else downgrades or lifts a verdict (law 2, law 3,
-law 8). It reads only contracts and text: rule impacts arrive as a plain mapping, so this module
-sits below the gatekeeper, the stages and the providers.
+law 8). It reads only contracts and text: rule impacts arrive as a plain mapping and the entity rules as
+a set of ids (each kind declares it: pipeline/gatekeeper/kinds.py), so this module sits below the
+gatekeeper, the stages and the providers. Each judgement the columnar replay makes over arrays
+(pipeline/replay/columns.py) sits beside the one for a session that it mirrors.
 
 The order of judgement:
 1. parse status: missing/malformed output -> LOW_CONFID, groundedness 0 (nothing to extract);
@@ -19,7 +21,7 @@ The order of judgement:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -60,9 +62,6 @@ SUPPORT_WEIGHT: dict[str, float] = {
 _WEAK = frozenset({"unsupported", "external_unknown", "contradicted"})
 VERDICTS: tuple[Verdict, ...] = ("PASS", "LOW_CONFID", "REJECT")  # by VERDICT_ORDER code
 _IMPACT_FLOOR: dict[str, Verdict] = {"reject_on_fail": "REJECT", "low_confid_on_fail": "LOW_CONFID"}
-# A gatekeeper finding that an excerpt's values/services differ from its source: the claim then
-# brings in something the evidence lacks.
-ENTITY_RULES = frozenset({"evidence.excerpt_entities"})
 _CLAIM_TARGET = re.compile(r"^claims\[(\d+)\]")
 
 
@@ -113,15 +112,25 @@ def gatekeeper_floor(failed_rules: Iterable[str], rule_impacts: Mapping[str, str
     return floor
 
 
+def gatekeeper_floor_codes(failed: Mapping[str, npt.NDArray[np.bool_]], rule_impacts: Mapping[str, str | None],
+                           sessions: int) -> npt.NDArray[np.int8]:
+    """gatekeeper_floor over arrays, as VERDICT_ORDER codes: `failed` holds per rule the sessions it failed."""
+    floor = np.zeros(sessions, dtype=np.int8)
+    for rule_id, fail in failed.items():
+        impact = np.int8(VERDICT_ORDER[gatekeeper_floor([rule_id], rule_impacts)])
+        np.maximum(floor, impact, out=floor, where=fail)
+    return floor
+
+
 def apply_gatekeeper(
     claim_checks: Sequence[ClaimCheck], claims: Sequence[ExecutorClaim], gate: GatekeeperResult,
-    rule_impacts: Mapping[str, str | None],
+    rule_impacts: Mapping[str, str | None], *, entity_rules: Collection[str],
 ) -> tuple[list[ClaimCheck], list[Message]]:
     """The gatekeeper over the verifier (docs/spec.md#gatekeeper-result): a claim hit by a failed
     (non-warn_only) rule, or left without any binding that is evidence, is at least unsupported,
-    whatever the verifier said. The composer filter trusts claim_checks, so they are corrected
-    before anything reads them. `claims` are the output's claims in their written positions (a
-    finding's target names a position)."""
+    whatever the verifier said; hit by one of `entity_rules`, external_unknown. The composer filter
+    trusts claim_checks, so they are corrected before anything reads them. `claims` are the
+    output's claims in their written positions (a finding's target names a position)."""
     # claim id -> (the rule that failed on it, "" for unbacked, its message)
     failing: dict[str, tuple[str, GatekeeperError]] = {}
     for err in gate.errors:
@@ -135,7 +144,7 @@ def apply_gatekeeper(
     reasons: list[Message] = []
     for claim_id, (rule_id, err) in failing.items():
         check = checks.get(claim_id)
-        verification = overridden(check.verification if check is not None else None, rule_id in ENTITY_RULES)
+        verification = overridden(check.verification if check is not None else None, rule_id in entity_rules)
         if verification is None:
             continue
         said = check.verification if check is not None else "nothing"
@@ -151,6 +160,22 @@ def apply_gatekeeper(
         checks[claim_id] = base.model_copy(update={"verification": verification, "detail": detail,
                                                    "msg": None if rule_id and not err.msg else why})
     return list(checks.values()), reasons
+
+
+def apply_gatekeeper_codes(hits: Iterable[tuple[bool, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]],
+                           backed: npt.NDArray[np.bool_], c_session: npt.NDArray[np.int32]) -> npt.NDArray[np.int8]:
+    """apply_gatekeeper over arrays of claims: which of claim_standings' standings each claim takes
+    (UNTOUCHED, HIT or ENTITY_HIT). `hits` holds per failed blocking rule, in rule order, whether it
+    is an entity rule, the claims with a finding of it in them and the sessions it failed; the
+    first that hits a claim decides, as the first finding does above; a claim none of whose
+    bindings is evidence (`backed` False) is hit."""
+    standing = np.zeros(len(c_session), dtype=np.int8)
+    for entity, in_claim, failed in hits:
+        # Only claims with a finding and no standing yet are looked up: a few of all claims.
+        open_claims = np.flatnonzero(in_claim & (standing == UNTOUCHED))
+        standing[open_claims[failed[c_session[open_claims]]]] = ENTITY_HIT if entity else HIT
+    out: npt.NDArray[np.int8] = np.where((standing == UNTOUCHED) & ~backed, HIT, standing).astype(np.int8)
+    return out
 
 
 def claim_index(target: str) -> int | None:
@@ -175,6 +200,9 @@ def claim_level(claim: ExecutorClaim, verification: str, core: bool) -> Verdict:
         names_core = any(e.kind in CORE_ENTITY_KINDS for e in extract_entities(claim.claim_text or ""))
         return "REJECT" if core or names_core else "LOW_CONFID"
     return "LOW_CONFID" if verification in ("unsupported", "overstated") else "PASS"
+
+
+UNTOUCHED, HIT, ENTITY_HIT = 0, 1, 2  # a ClaimStanding's fields in order: the columns of the replay's standings
 
 
 @dataclass(frozen=True)
@@ -283,6 +311,7 @@ def decide_verdict(
     claim_checks: Sequence[ClaimCheck],
     gatekeeper: GatekeeperResult,
     rule_impacts: Mapping[str, str | None],
+    entity_rules: Collection[str],
     gatekeeper_enabled: bool = True,
     verifier_verdict: Verdict | None = None,
     coverage: Sequence[ServiceCoverage] = (),
@@ -303,7 +332,8 @@ def decide_verdict(
     if parse_status != "valid":
         reasons = [msg("policy.parse_status", status=parse_status)]
         return _finish("LOW_CONFID", reasons, [], 0.0, [], verifier_verdict)
-    checks, reasons = apply_gatekeeper(claim_checks, structured.claims if structured else [], gate, rule_impacts)
+    checks, reasons = apply_gatekeeper(claim_checks, structured.claims if structured else [], gate, rule_impacts,
+                                       entity_rules=entity_rules)
     claims = structured.claim_objects() if structured else []
     matrix, matrix_reasons = claims_verdict(claims, checks)
     reasons += matrix_reasons
@@ -342,6 +372,22 @@ def decide_verdict(
         gaps = len(retry_context.unsupported_claims) + len(retry_context.missing_info)
         missing_info.append(tr("policy.retry_gap", lang, gaps=gaps))
     return _finish(verdict, reasons, checks, groundedness(checks, claims), missing_info, verifier_verdict)
+
+
+def decide_verdict_codes(*, chosen: npt.NDArray[np.intp], c_session: npt.NDArray[np.int32], levels: npt.NDArray[np.int8],
+                         direct_core: npt.NDArray[np.bool_], standing: npt.NDArray[np.int8], backed: npt.NDArray[np.bool_],
+                         gate_floor: npt.NDArray[np.int8], evidence: npt.NDArray[np.int8]) -> npt.NDArray[np.int8]:
+    """decide_verdict over arrays, as VERDICT_ORDER codes per session, from the `chosen` claims
+    (per claim: its session index, its claim_standings levels as (claims, 3) codes, whether
+    untouched it is a core claim observed directly, the standing apply_gatekeeper_codes gave it,
+    whether any of its bindings is evidence), the failed rules' floor and the evidence floor."""
+    sessions = len(gate_floor)
+    session, taken = c_session[chosen], standing[chosen]
+    strictest = np.zeros(sessions, dtype=np.int8)
+    np.maximum.at(strictest, session, levels[chosen, taken])
+    direct = np.bincount(session[direct_core[chosen] & (taken == UNTOUCHED)], minlength=sessions) > 0
+    unbacked = np.bincount(session[~backed[chosen]], minlength=sessions) > 0
+    return verdict_code(strictest, direct, gate_floor, unbacked, evidence)
 
 
 def gap_message(cov: ServiceCoverage) -> Message:
