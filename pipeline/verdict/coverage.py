@@ -78,6 +78,7 @@ class Record:
     # The record's own words, as the trace shows them: what a figure quotes.
     raw: str = ""
     alert: bool = False
+    number: int = 0  # its record number in the invocation's output
 
 
 def records(inv: ToolInvocation) -> list[Record]:
@@ -89,14 +90,14 @@ def records(inv: ToolInvocation) -> list[Record]:
         text = normalize(r.text)
         if r.kind == "log":
             out.append(Record(inv.id, r.service, text, r.level in _FAULT_LEVELS, r.at, r.until,
-                              warns=r.level in _WARN_LEVELS, topic=text, raw=r.text))
+                              warns=r.level in _WARN_LEVELS, topic=text, raw=r.text, number=r.number))
         elif r.kind == "alert":
             firing = (r.status or "firing") == "firing"
             labels = r.fields.get("labels")
             name = r.get("alertname") or (str(labels.get("alertname") or "") if isinstance(labels, Mapping) else "")
             out.append(Record(inv.id, r.service, text, firing and r.severity in _FAULT_SEVERITIES, r.at, r.until,
                               ongoing=firing, warns=firing, topic=normalize(f"{_CAMEL.sub(' ', name)} {text}"),
-                              raw=r.text, alert=True))
+                              raw=r.text, alert=True, number=r.number))
         else:
             metric = r.fields.get("metric")
             labels = metric if isinstance(metric, Mapping) else {}
@@ -132,6 +133,17 @@ def _in_window(r: Record, scope: QuestionScope) -> bool:
         return True
     until = None if r.ongoing else (r.until or r.at)
     return (w.end is None or r.at <= w.end) and (w.start is None or until is None or until >= w.start)
+
+
+def symptom_records(service: str, symptom: str, scope: QuestionScope,
+                    invocations: Iterable[ToolInvocation]) -> list[Record]:
+    """The dated records of `service` (any service when "") inside the asked window that show
+    `symptom`: a warning or worse about it (for ANY, an error or a firing alert), oldest first.
+    What a how-long or since-when question is answered from (pipeline.verdict.form)."""
+    found = [r for inv in invocations for r in records(inv)
+             if r.at is not None and (r.service == service if service else bool(r.service)) and _in_window(r, scope)
+             and (r.fault if symptom == ANY else r.warns and _about_symptom(r, symptom))]
+    return sorted(found, key=lambda r: (r.at.timestamp() if r.at else 0.0, r.invocation_id, r.number))
 
 
 def _claim_records(claim: ExecutorClaim, by_id: Mapping[int, list[Record]]) -> list[Record]:

@@ -11,6 +11,10 @@ The form says what must be shown for the question to be answered:
            cause of Y", "did <change> break Y", "is X normal / down", "is X leaking memory",
            negated ("isn't X ...", "X 不是...吗") or not, zh or en.
 - what     every asked pair answered or shown healthy (coverage already holds this).
+- how_long / since_when   the first dated record of the asked symptom in the asked service, once
+           a verified claim shows the symptom there (a hypothesis never dates anything): its time is
+           the "since", the latest such record's the end of the span. An asked symptom shown absent
+           answers them too (the premise does not hold); a symptom shown but never dated does not.
 The verdict policy keeps a session whose form is not answered off PASS, and the answer's lead says
 what the form row says: the proposition's yes or no, the cause, or "cannot tell why".
 """
@@ -28,13 +32,14 @@ from pipeline.core.contracts import (
     FormCoverage,
     HypothesisCheck,
     Proposition,
+    QuestionForm,
     QuestionScope,
     ServiceCoverage,
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
 from pipeline.text.primitives import normalize
-from pipeline.verdict.coverage import VERIFIED, records
+from pipeline.verdict.coverage import VERIFIED, records, symptom_records
 from pipeline.verdict.proposition import CHANGE, read_proposition
 from pipeline.verdict.scope import ANY
 
@@ -156,7 +161,10 @@ def form_coverage(
     gatekeeper's corrections; unbacked claims never count."""
     if scope is None:
         return None
-    evidence = verified_evidence(structured, claim_checks, unbacked, invocations)
+    invs = list(invocations)
+    if scope.form in ("how_long", "since_when"):
+        return _since(scope, coverage, invs)
+    evidence = verified_evidence(structured, claim_checks, unbacked, invs)
     found = causes(structured, claim_checks, hypothesis_checks, evidence)
     if scope.form == "why":
         return _why(coverage, found, evidence)
@@ -171,7 +179,7 @@ def form_coverage(
     return _row("what", "answered", first, msg("form.findings"))
 
 
-def _row(form: Literal["why", "yes_no", "what"], status: Literal["answered", "not_answered"],
+def _row(form: QuestionForm, status: Literal["answered", "not_answered"],
          row: ServiceCoverage | None, detail: Message, *, answer: Literal["yes", "no", "cannot_tell", ""] = "",
          cause: tuple[Cause, str] | None = None) -> FormCoverage:
     c, tie = cause if cause else (None, "")
@@ -180,6 +188,36 @@ def _row(form: Literal["why", "yes_no", "what"], status: Literal["answered", "no
                         cause_support=c.support if c else "unknown", claim_id=c.claim_id if c else "",
                         hypothesis_index=c.hypothesis_index if c else None, link=tie,
                         detail=render(detail, "en"), msg=detail)
+
+
+def _since(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """A how-long or since-when: dated by the first record of the symptom in each row it shows in."""
+    form = scope.form
+    present = [c for c in coverage if c.status == "answered"]
+    dated = {(c.service, c.symptom): symptom_records(c.service, c.symptom, scope, invocations) for c in present}
+    for row in present:
+        if not dated[(row.service, row.symptom)]:
+            return _row(form, "not_answered", row, msg("form.no_onset", service=row.service, symptom=row.symptom))
+    open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
+    if open_rows:
+        row = open_rows[0]
+        return _row(form, "not_answered", row, msg("form.pair_open", service=row.service, symptom=row.symptom,
+                                                   status=row.status))
+    if not present:  # every asked symptom shown absent: the premise does not hold
+        if not coverage:
+            return _row(form, "not_answered", None, msg("form.no_onset", service="", symptom=ANY))
+        row = coverage[0]
+        return _row(form, "answered", row, msg("form.absent", service=row.service, symptom=row.symptom))
+    row = present[0]
+    # (written, last seen, record): an alert spans its firing until it resolves, a log line is an instant.
+    seen = [(r.at, max(r.at, r.until) if r.until and not r.ongoing else r.at, r)
+            for r in dated[(row.service, row.symptom)] if r.at is not None]
+    since, _, first = seen[0]
+    until = max(end for _, end, _ in seen)
+    out = _row(form, "answered", row, msg("form.onset", service=row.service, symptom=row.symptom,
+                                          since=since.isoformat(), quote=first.raw))
+    return out.model_copy(update={"since": since, "until": until, "first_invocation": first.invocation_id,
+                                  "first_record": first.number, "quote": first.raw})
 
 
 def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence) -> FormCoverage:
