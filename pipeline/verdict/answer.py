@@ -89,14 +89,16 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
     if lead.kind == "why_open":
         return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text))
     if lead.kind == "since_open":
-        code = "answer.how_long_open" if lead.form == "how_long" else "answer.since_open"
-        return tr(code, language, pairs=pairs, text=_item(lead.text))
+        if lead.form == "how_long":
+            return tr("answer.how_long_open", language, pairs=pairs, text=_item(lead.text))
+        return tr("answer.since_open", language, pairs=pairs, text=_item(lead.text))
     if lead.kind == "since":
-        service = lead.services[0] if lead.services and lead.services[0] else tr("common.any_service", language)
-        symptom = symptom_name(lead.symptoms[0] if lead.symptoms else "any", language)
-        return tr("answer.how_long" if lead.form == "how_long" else "answer.since", language, service=service,
-                  symptom=symptom, since=lead.since, until=lead.until, span=lead.span, record=lead.record,
-                  text=lead.text.strip())
+        said = {"service": lead.services[0] if lead.services and lead.services[0] else tr("common.any_service", language),
+                "symptom": symptom_name(lead.symptoms[0] if lead.symptoms else "any", language),
+                "since": lead.since, "record": lead.record, "text": lead.text.strip()}
+        if lead.form == "how_long":
+            return tr("answer.how_long", language, **said, until=lead.until, span=lead.span)
+        return tr("answer.since", language, **said)
     support = tr("answer.support_confirmed", language) if lead.support == "confirmed" else tr("answer.support_likely", language)
     template = family("answer.prop.", language)[lead.statement]
     head = template.format(subject=lead.subject, pairs=pairs, support=support, text=_item(lead.text))
