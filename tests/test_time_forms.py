@@ -48,8 +48,12 @@ DATED = [
      "checkout-service 自 16:20 UTC 起出现报错（首条记录：调用 #"),
     ("gateway-timeout", "since when is api-gateway timing out on /api/order/pay?", datetime(2026, 11, 21, 14, 19, 5, 12000, UTC),
      "api-gateway has shown timeouts since 14:19 UTC (first record #"),
-    ("jvm-oom", "inventory-service 内存占用很高多久了？", datetime(2026, 11, 12, 13, 18, 20, 368000, UTC),
-     "inventory-service 的内存问题在记录中已持续约 62 分钟，从 13:18 UTC 到 14:20 UTC（首条记录：调用 #"),
+    # a firing alert: seen until the service's latest record (it still fired then)
+    ("jvm-oom", "inventory-service 内存占用很高多久了？", datetime(2026, 11, 12, 13, 22, tzinfo=UTC),
+     "inventory-service 的内存问题在记录中已持续约 64 分钟，从 13:22 UTC 到 14:25 UTC（首条记录：调用 #"),
+    # a question naming no service: the service whose records its verified claims cite
+    ("db-pool-exhaustion", "下单失败持续多久了？", datetime(2026, 11, 19, 8, 17, tzinfo=UTC),
+     "order-service 的报错在记录中已持续约 73 分钟，从 08:17 UTC 到 09:29 UTC（首条记录：调用 #"),
 ]
 
 
@@ -60,20 +64,21 @@ def test_a_time_question_is_answered_by_the_first_dated_record(settings: Setting
     audit = result.evaluation.round_audit
     row = audit.question_form_coverage
     lead = result.evaluation.composer_output.answer_summary
-    assert row is not None and (result.verdict, row.status, row.since) == ("PASS", "answered", since), row
+    first = row.first if row else None
+    assert row is not None and first is not None and (result.verdict, row.status, first.at) == ("PASS", "answered", since)
     assert lead.startswith(opening), lead
     # The record the lead quotes is the one the form row names, in the output the trace shows.
-    [inv] = [i for i in store.invocations(result.session_id) if i.id == row.first_invocation]
-    record = next(r for r in read_result(inv.output).records if r.number == row.first_record)
-    assert record.at == since and record.text == row.quote and row.quote in lead
-    assert f"#{row.first_record}" in lead and f"#{row.first_invocation}" in lead
+    [inv] = [i for i in store.invocations(result.session_id) if i.id == first.invocation_id]
+    record = next(r for r in read_result(inv.output).records if r.number == first.number)
+    assert (record.at, record.text, record.service) == (since, first.text, first.service) and first.text in lead
+    assert f"#{first.number}" in lead and f"#{first.invocation_id}" in lead
     # No cause stands in for the time.
     assert not lead.startswith(("Most likely cause", "最可能的原因"))
     # Trace and `ask --json` carry the form and the row that decided it.
     view = form_view(result.evaluation.composer_input.question_scope, audit)
     assert view is not None
     shown = view.as_json()
-    assert shown["question_form"] == row.form and shown["form_coverage"]["since"] == since.isoformat().replace("+00:00", "Z")
+    assert shown["question_form"] == row.form and shown["form_coverage"]["first"]["at"] == since.isoformat().replace("+00:00", "Z")
 
 
 @pytest.mark.parametrize(("world", "question", "verdict", "opening"), [
@@ -85,7 +90,7 @@ def test_healthy_and_absent_targets_keep_their_leads(settings: Settings, store: 
                                                      verdict: str, opening: str) -> None:
     result = run_session(question, settings=settings, store=store, world_id=world)
     row = result.evaluation.round_audit.question_form_coverage
-    assert row is not None and (row.status == "answered") == (verdict == "PASS") and row.since is None
+    assert row is not None and (row.status == "answered") == (verdict == "PASS") and row.first is None
     assert result.verdict == verdict and result.evaluation.composer_output.answer_summary.startswith(opening)
 
 
@@ -108,7 +113,7 @@ def test_a_symptom_with_no_dated_record_cannot_say_since_when(tmp_path: Path, se
     audit = result.evaluation.round_audit
     row = audit.question_form_coverage
     assert [(c.service, c.symptom, c.status) for c in audit.question_coverage] == [("checkout-service", "errors", "answered")]
-    assert row is not None and (row.status, row.since) == ("not_answered", None)
+    assert row is not None and (row.status, row.first) == ("not_answered", None)
     assert result.verdict == "LOW_CONFID"
     assert result.evaluation.composer_output.answer_summary.startswith(
         "Cannot tell since when there is errors in checkout-service: what the records show is checkout-service")

@@ -608,6 +608,17 @@ class ServiceCoverage(_Model):
     msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
 
 
+class DatedRecord(_Model):
+    """One dated record of a tool output: where it is (invocation id, record number), whose it is,
+    when it was written and its words verbatim."""
+
+    invocation_id: int
+    number: int
+    service: str = ""
+    at: datetime
+    text: str = ""
+
+
 class FormCoverage(_Model):
     """Did the evidence answer the question in its form (law 8, law 12)? Decided in code.
 
@@ -630,14 +641,10 @@ class FormCoverage(_Model):
     hypothesis_index: int | None = None
     # How the evidence links a cause in another service to the asked one (a verified fact quoted).
     link: str = ""
-    # how_long / since_when: the first and the latest dated record of the asked symptom in the asked
-    # service, in the evidence's own zone, and where the first one is (invocation id, record number)
-    # with its words verbatim.
-    since: datetime | None = None
+    # how_long / since_when: the first dated record of the asked symptom in the asked service, and
+    # when the latest one was last seen (both in the evidence's own zone).
+    first: DatedRecord | None = None
     until: datetime | None = None
-    first_invocation: int | None = None
-    first_record: int | None = None
-    quote: str = ""
     detail: str = ""
     msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
 

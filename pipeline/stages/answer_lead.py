@@ -231,14 +231,16 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
 
 def _since_lead(row: FormCoverage, decided: ServiceCoverage, language: str) -> AnswerLead | None:
     """How long / since when, from the first dated record of the asked symptom (pipeline.verdict.form)."""
-    if row.since is None or row.until is None:
+    first, until = row.first, row.until
+    if first is None or until is None:
         return None
-    with_day = row.since.date() != row.until.date()
-    return AnswerLead(kind="since", form=row.form, services=[decided.service], symptoms=[decided.symptom],
-                      evidence=[f"#{row.first_invocation}"], text=row.quote, since=_clock(row.since, with_day),
-                      until=_clock(row.until, with_day) if row.form == "how_long" else "",
-                      span=_span(row.until - row.since, language) if row.form == "how_long" else "",
-                      record=tr("answer.record_at", language, number=row.first_record, call=row.first_invocation))
+    with_day = first.at.date() != until.date()
+    how_long = row.form == "how_long"
+    return AnswerLead(kind="since", form=row.form, services=[decided.service or first.service],
+                      symptoms=[decided.symptom], evidence=[f"#{first.invocation_id}"], text=first.text,
+                      since=_clock(first.at, with_day), until=_clock(until, with_day) if how_long else "",
+                      span=_span(until - first.at, language) if how_long else "",
+                      record=tr("answer.record_at", language, number=first.number, call=first.invocation_id))
 
 
 def _clock(at: datetime, with_day: bool) -> str:
@@ -303,7 +305,7 @@ def decide_lead(
                     *(cause or ("", "unknown")))
     if (form == "yes_no" or not present) and healthy and not missing:
         return lead("healthy", healthy, _figures(healthy, language), instead, instead_support)
-    if missing and form == "yes_no":
+    if missing and form in ("yes_no", "how_long", "since_when"):  # a cause is no time either
         return lead("no_data", missing, _joined([_row_text(c, language) for c in missing], language), instead, instead_support)
     if cause is not None:
         return AnswerLead(kind="cause", support=cause[1], form=form, services=asked, text=cause[0])

@@ -13,8 +13,8 @@ The form says what must be shown for the question to be answered:
 - what     every asked pair answered or shown healthy (coverage already holds this).
 - how_long / since_when   the first dated record of the asked symptom in the asked service, once
            a verified claim shows the symptom there (a hypothesis never dates anything): its time is
-           the "since", the latest such record's the end of the span. An asked symptom shown absent
-           answers them too (the premise does not hold); a symptom shown but never dated does not.
+           the "since", when the symptom was last seen the end of the span. An asked symptom shown
+           absent answers them too (the premise does not hold); a symptom shown but never dated does not.
 The verdict policy keeps a session whose form is not answered off PASS, and the answer's lead says
 what the form row says: the proposition's yes or no, the cause, or "cannot tell why".
 """
@@ -28,6 +28,7 @@ from typing import Literal
 
 from pipeline.core.contracts import (
     ClaimCheck,
+    DatedRecord,
     ExecutorOutput,
     FormCoverage,
     HypothesisCheck,
@@ -39,7 +40,7 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.messages import Message, msg, render
 from pipeline.text.primitives import normalize
-from pipeline.verdict.coverage import VERIFIED, records, symptom_records
+from pipeline.verdict.coverage import VERIFIED, Record, cited_services, records, seen_until, symptom_records
 from pipeline.verdict.proposition import CHANGE, read_proposition
 from pipeline.verdict.scope import ANY
 
@@ -163,7 +164,7 @@ def form_coverage(
         return None
     invs = list(invocations)
     if scope.form in ("how_long", "since_when"):
-        return _since(scope, coverage, invs)
+        return _since(scope, structured, coverage, invs)
     evidence = verified_evidence(structured, claim_checks, unbacked, invs)
     found = causes(structured, claim_checks, hypothesis_checks, evidence)
     if scope.form == "why":
@@ -190,13 +191,21 @@ def _row(form: QuestionForm, status: Literal["answered", "not_answered"],
                         detail=render(detail, "en"), msg=detail)
 
 
-def _since(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:
-    """A how-long or since-when: dated by the first record of the symptom in each row it shows in."""
+def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Sequence[ServiceCoverage],
+           invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """A how-long or since-when: dated by the first record of the symptom in each row it shows in;
+    a row about no service in particular, by the records of the services its verified claims cite."""
     form = scope.form
     present = [c for c in coverage if c.status == "answered"]
-    dated = {(c.service, c.symptom): symptom_records(c.service, c.symptom, scope, invocations) for c in present}
+
+    def dated(row: ServiceCoverage) -> list[Record]:
+        services = [row.service] if row.service else cited_services(structured, row.claim_ids, invocations)
+        found = [r for s in services for r in symptom_records(s, row.symptom, scope, invocations)]
+        return sorted(found, key=lambda r: (r.at.timestamp() if r.at else 0.0, r.invocation_id, r.number))
+
+    shown = {(c.service, c.symptom): dated(c) for c in present}
     for row in present:
-        if not dated[(row.service, row.symptom)]:
+        if not shown[(row.service, row.symptom)]:
             return _row(form, "not_answered", row, msg("form.no_onset", service=row.service, symptom=row.symptom))
     open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
     if open_rows:
@@ -209,15 +218,13 @@ def _since(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocation
         row = coverage[0]
         return _row(form, "answered", row, msg("form.absent", service=row.service, symptom=row.symptom))
     row = present[0]
-    # (written, last seen, record): an alert spans its firing until it resolves, a log line is an instant.
-    seen = [(r.at, max(r.at, r.until) if r.until and not r.ongoing else r.at, r)
-            for r in dated[(row.service, row.symptom)] if r.at is not None]
-    since, _, first = seen[0]
-    until = max(end for _, end, _ in seen)
-    out = _row(form, "answered", row, msg("form.onset", service=row.service, symptom=row.symptom,
-                                          since=since.isoformat(), quote=first.raw))
-    return out.model_copy(update={"since": since, "until": until, "first_invocation": first.invocation_id,
-                                  "first_record": first.number, "quote": first.raw})
+    found = shown[(row.service, row.symptom)]
+    first = next(DatedRecord(invocation_id=r.invocation_id, number=r.number, service=r.service, at=r.at, text=r.raw)
+                 for r in found if r.at is not None)
+    ends = [t for t in (seen_until(r, scope, invocations) for r in found) if t is not None]
+    out = _row(form, "answered", row, msg("form.onset", service=first.service, symptom=row.symptom,
+                                          since=first.at.isoformat(), quote=first.text))
+    return out.model_copy(update={"first": first, "until": max(ends, key=lambda t: t.timestamp())})
 
 
 def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence) -> FormCoverage:
