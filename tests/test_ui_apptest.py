@@ -208,6 +208,14 @@ def test_trace_shows_the_question_form_and_the_coverage_row_that_decided_it(sett
     assert "question form <code>yes_no</code>" in html and "decided by: checkout-service · errors (answered)" in html
 
 
+def test_trace_shows_a_time_question_s_form_row_with_its_first_record(settings: Settings, store: Store) -> None:
+    result = run_session("Since when has checkout-service been returning errors?", settings=settings, store=store,
+                         world_id="bad-deploy")
+    html = _html(_app("pages/trace.py", session=result.session_id))
+    assert "question form <code>since_when</code>" in html and "decided by: checkout-service · errors (answered)" in html
+    assert "errors in checkout-service first shows at 2026-11-26T16:20:48.164000+00:00" in html
+
+
 def test_trace_reviews_claim_by_claim_and_every_view_shows_them_at_once(settings: Settings, store: Store) -> None:
     result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
     sid = result.session_id

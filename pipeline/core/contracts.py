@@ -50,7 +50,7 @@ ToolStatus = Literal["ok", "no_data", "error"]
 Shape = Literal["split", "single"]
 
 
-QuestionForm = Literal["yes_no", "why", "what"]
+QuestionForm = Literal["yes_no", "why", "what", "how_long", "since_when"]
 
 
 class _Model(BaseModel):
@@ -448,7 +448,10 @@ class AnswerLead(_Model):
     # the asked symptom (its figure); no_data: nothing to tell from; unknown: none of these.
     # proposition: the yes/no of a cause or state proposition (`answer`, `statement`); why_open: a
     # why whose cause the evidence does not establish ("Cannot tell why ...": the closest facts).
-    kind: Literal["cause", "present", "healthy", "no_data", "unknown", "proposition", "why_open"]
+    # since: a how-long / since-when answered by the first dated record of the asked symptom
+    # (`text` its words); since_open: one that no dated record answers (the closest facts).
+    kind: Literal["cause", "present", "healthy", "no_data", "unknown", "proposition", "why_open", "since",
+                  "since_open"]
     support: Literal["confirmed", "likely", "unknown"] = "unknown"
     services: list[str] = Field(default_factory=list)
     # The allowed claim or hypothesis it rests on, verbatim; for healthy the figures that show the
@@ -470,6 +473,12 @@ class AnswerLead(_Model):
     subject: str = ""
     # How the evidence links a cause in another service to the asked one.
     link: str = ""
+    # since: when the first and the latest record of the symptom were written ("16:20 UTC"), the
+    # span between them ("about 42 minutes"), and where the first one is ("#3 of call #12").
+    since: str = ""
+    until: str = ""
+    span: str = ""
+    record: str = ""
 
 
 class ComposerInput(_Model):
@@ -599,6 +608,17 @@ class ServiceCoverage(_Model):
     msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
 
 
+class DatedRecord(_Model):
+    """One dated record of a tool output: where it is (invocation id, record number), whose it is,
+    when it was written and its words verbatim."""
+
+    invocation_id: int
+    number: int
+    service: str = ""
+    at: datetime
+    text: str = ""
+
+
 class FormCoverage(_Model):
     """Did the evidence answer the question in its form (law 8, law 12)? Decided in code.
 
@@ -621,6 +641,10 @@ class FormCoverage(_Model):
     hypothesis_index: int | None = None
     # How the evidence links a cause in another service to the asked one (a verified fact quoted).
     link: str = ""
+    # how_long / since_when: the first dated record of the asked symptom in the asked service, and
+    # when the latest one was last seen (both in the evidence's own zone).
+    first: DatedRecord | None = None
+    until: datetime | None = None
     detail: str = ""
     msg: Message | None = None  # `detail` as code + parameters (see GatekeeperError.msg)
 

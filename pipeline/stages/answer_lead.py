@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pipeline.core.contracts import (
@@ -181,7 +182,7 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         texts = [t for c in of for t in [by_id[cid] for cid in c.claim_ids if cid in by_id][:2 if len(of) == 1 else 1]]
         return _joined(texts or [_row_text(c, language) for c in of], language)
 
-    def lead(kind: Literal["proposition", "why_open"], text: str, statement: str = "", subject: str = "",
+    def lead(kind: Literal["proposition", "why_open", "since_open"], text: str, statement: str = "", subject: str = "",
              support: Literal["confirmed", "likely", "unknown"] = "unknown", link: str = "",
              of: Sequence[ServiceCoverage] = rows) -> AnswerLead:
         return AnswerLead(kind=kind, form=row.form, answer=row.answer, statement=statement, subject=subject,
@@ -189,6 +190,12 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
                           evidence=[f"#{i}" for i in sorted({i for c in of for i in c.invocation_ids})],
                           text=text, support=support, link=link)
 
+    if row.form in ("how_long", "since_when"):
+        if decided is None or decided.status != "answered":
+            return None  # healthy, no data: the coverage leads below
+        if row.status == "not_answered":
+            return lead("since_open", facts(rows))
+        return _since_lead(row, decided, language)
     if row.form == "why":
         if row.status == "not_answered" and decided is not None and decided.status == "answered":
             return lead("why_open", facts(rows))
@@ -220,6 +227,35 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         return lead("proposition", row.cause, "cause_yes" if row.answer == "yes" else "other_cause", prop.subject,
                     support, row.link)
     return lead("proposition", _figures(rows, language) or facts(rows), "absent", prop.subject)
+
+
+def _since_lead(row: FormCoverage, decided: ServiceCoverage, language: str) -> AnswerLead | None:
+    """How long / since when, from the first dated record of the asked symptom (pipeline.verdict.form)."""
+    first, until = row.first, row.until
+    if first is None or until is None:
+        return None
+    with_day = first.at.date() != until.date()
+    how_long = row.form == "how_long"
+    return AnswerLead(kind="since", form=row.form, services=[decided.service or first.service],
+                      symptoms=[decided.symptom], evidence=[f"#{first.invocation_id}"], text=first.text,
+                      since=_clock(first.at, with_day), until=_clock(until, with_day) if how_long else "",
+                      span=_span(until - first.at, language) if how_long else "",
+                      record=tr("answer.record_at", language, number=first.number, call=first.invocation_id))
+
+
+def _clock(at: datetime, with_day: bool) -> str:
+    """A record's time as its own zone states it ("16:20 UTC", "10:02 UTC+08:00"), with the day when
+    the span crosses one."""
+    return at.strftime("%Y-%m-%d %H:%M %Z" if with_day else "%H:%M %Z").strip()
+
+
+def _span(span: timedelta, language: str) -> str:
+    minutes = round(span.total_seconds() / 60)
+    if minutes < 1:
+        return tr("answer.span_instant", language)
+    if minutes < 120:
+        return tr("answer.span_minutes", language, minutes=minutes)
+    return tr("answer.span_hours", language, hours=f"{minutes / 60:.1f}".removesuffix(".0"))
 
 
 def decide_lead(
@@ -269,7 +305,7 @@ def decide_lead(
                     *(cause or ("", "unknown")))
     if (form == "yes_no" or not present) and healthy and not missing:
         return lead("healthy", healthy, _figures(healthy, language), instead, instead_support)
-    if missing and form == "yes_no":
+    if missing and form in ("yes_no", "how_long", "since_when"):  # a cause is no time either
         return lead("no_data", missing, _joined([_row_text(c, language) for c in missing], language), instead, instead_support)
     if cause is not None:
         return AnswerLead(kind="cause", support=cause[1], form=form, services=asked, text=cause[0])

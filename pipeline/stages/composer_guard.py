@@ -104,7 +104,8 @@ def _input_text(ci: ComposerInput) -> str:
     for a in ci.recommended_actions:
         parts += [a.action_text, a.reason]
     if ci.answer_lead is not None:
-        parts += [ci.answer_lead.text, *ci.answer_lead.services, *ci.answer_lead.evidence]
+        lead = ci.answer_lead
+        parts += [lead.text, *lead.services, *lead.evidence, lead.since, lead.until, lead.span, lead.record]
     return "\n".join(parts)
 
 

@@ -51,7 +51,7 @@ def lead_sentence(lead: AnswerLead | None, language: str, needed: Sequence[str] 
     end = tr("common.stop", language)
     services = tr("answer.and", language).join(lead.services)
     evidence = tr("answer.and", language).join(lead.evidence) or "-"
-    if lead.kind in ("proposition", "why_open"):
+    if lead.kind in ("proposition", "why_open", "since", "since_open"):
         return _form_sentence(lead, language) + end
     if lead.kind == "cause":
         cause = (tr("answer.cause_confirmed", language, text=_item(lead.text)) if lead.support == "confirmed"
@@ -82,11 +82,23 @@ def lead_sentence(lead: AnswerLead | None, language: str, needed: Sequence[str] 
 
 
 def _form_sentence(lead: AnswerLead, language: str) -> str:
-    """The yes/no of a cause or state proposition, or "cannot tell why", stating what it answers
-    outright (pipeline.verdict.form): a negated question's "yes" cannot be read two ways."""
+    """The yes/no of a cause or state proposition, "cannot tell why", or since when / how long,
+    stating what it answers outright (pipeline.verdict.form): a negated question's "yes" cannot be
+    read two ways."""
     pairs = pairs_phrase(lead.services, lead.symptoms, language)
     if lead.kind == "why_open":
         return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text))
+    if lead.kind == "since_open":
+        if lead.form == "how_long":
+            return tr("answer.how_long_open", language, pairs=pairs, text=_item(lead.text))
+        return tr("answer.since_open", language, pairs=pairs, text=_item(lead.text))
+    if lead.kind == "since":
+        said = {"service": lead.services[0] if lead.services and lead.services[0] else tr("common.any_service", language),
+                "symptom": symptom_name(lead.symptoms[0] if lead.symptoms else "any", language),
+                "since": lead.since, "record": lead.record, "text": lead.text.strip()}
+        if lead.form == "how_long":
+            return tr("answer.how_long", language, **said, until=lead.until, span=lead.span)
+        return tr("answer.since", language, **said)
     support = tr("answer.support_confirmed", language) if lead.support == "confirmed" else tr("answer.support_likely", language)
     template = family("answer.prop.", language)[lead.statement]
     head = template.format(subject=lead.subject, pairs=pairs, support=support, text=_item(lead.text))

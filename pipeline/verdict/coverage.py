@@ -78,6 +78,9 @@ class Record:
     # The record's own words, as the trace shows them: what a figure quotes.
     raw: str = ""
     alert: bool = False
+    number: int = 0  # its record number in the invocation's output
+    # An alert of a fault severity, firing or resolved (an "info" config-change notice is not).
+    severe: bool = False
 
 
 def records(inv: ToolInvocation) -> list[Record]:
@@ -89,14 +92,14 @@ def records(inv: ToolInvocation) -> list[Record]:
         text = normalize(r.text)
         if r.kind == "log":
             out.append(Record(inv.id, r.service, text, r.level in _FAULT_LEVELS, r.at, r.until,
-                              warns=r.level in _WARN_LEVELS, topic=text, raw=r.text))
+                              warns=r.level in _WARN_LEVELS, topic=text, raw=r.text, number=r.number))
         elif r.kind == "alert":
             firing = (r.status or "firing") == "firing"
             labels = r.fields.get("labels")
             name = r.get("alertname") or (str(labels.get("alertname") or "") if isinstance(labels, Mapping) else "")
             out.append(Record(inv.id, r.service, text, firing and r.severity in _FAULT_SEVERITIES, r.at, r.until,
                               ongoing=firing, warns=firing, topic=normalize(f"{_CAMEL.sub(' ', name)} {text}"),
-                              raw=r.text, alert=True))
+                              raw=r.text, alert=True, number=r.number, severe=r.severity in _FAULT_SEVERITIES))
         else:
             metric = r.fields.get("metric")
             labels = metric if isinstance(metric, Mapping) else {}
@@ -132,6 +135,41 @@ def _in_window(r: Record, scope: QuestionScope) -> bool:
         return True
     until = None if r.ongoing else (r.until or r.at)
     return (w.end is None or r.at <= w.end) and (w.start is None or until is None or until >= w.start)
+
+
+def symptom_records(service: str, symptom: str, scope: QuestionScope,
+                    invocations: Iterable[ToolInvocation]) -> list[Record]:
+    """The dated records of `service` (any service when "") inside the asked window that show
+    `symptom` as a verified claim citing them would (an error, a firing alert, a warning naming a
+    failure, an alert about it; for ANY an error or a firing alert), oldest first. Only an alert
+    of a fault severity dates a symptom: a config-change notice about "upstream_timeout" is none.
+    What a how-long or since-when question is answered from (pipeline.verdict.form)."""
+    found = [r for inv in invocations for r in records(inv)
+             if r.at is not None and (r.service == service if service else bool(r.service)) and _in_window(r, scope)
+             and (r.fault if symptom == ANY else _about_symptom(r, symptom) and _shows(r, symptom))
+             and (r.severe or not r.alert)]
+    return sorted(found, key=lambda r: (r.at.timestamp() if r.at else 0.0, r.invocation_id, r.number))
+
+
+def seen_until(r: Record, scope: QuestionScope, invocations: Iterable[ToolInvocation]) -> datetime | None:
+    """When what a record shows was last seen: a log line at its own time, a resolved alert at its
+    end, a firing alert at the latest record of its service inside the window (it still fired then)."""
+    if r.at is None or not r.ongoing:
+        return max(r.at, r.until) if r.at and r.until else r.at
+    later = [o.at for inv in invocations for o in records(inv)
+             if o.service == r.service and o.at is not None and _in_window(o, scope)]
+    return max([r.at, *later], key=lambda t: t.timestamp())
+
+
+def cited_services(structured: ExecutorOutput | None, claim_ids: Iterable[str],
+                   invocations: Iterable[ToolInvocation]) -> list[str]:
+    """The services whose records the given claims cite, in order: whose symptom a row about no
+    service in particular has seen."""
+    by_id = {inv.id: records(inv) for inv in invocations}
+    wanted = set(claim_ids)
+    cited = [r.service for c in (structured.claim_objects() if structured else ()) if c.key in wanted
+             for r in _claim_records(c, by_id) if r.service]
+    return list(dict.fromkeys(cited))
 
 
 def _claim_records(claim: ExecutorClaim, by_id: Mapping[int, list[Record]]) -> list[Record]:
@@ -244,9 +282,13 @@ def _shows_fault(claim: _Claim, symptom: str) -> bool:
     warning without one ("slow request within SLO") shows nothing wrong. An alert about the asked
     symptom shows it even once resolved ("登录失败率升高: 3.1%" is never "no sign of errors")."""
     if claim.cited:
-        return any(r.fault or (r.warns and any(w in r.text for w in _FAILURE_WORDS))
-                   or (r.alert and symptom != ANY and _about_symptom(r, symptom)) for r in claim.cited)
+        return any(_shows(r, symptom) for r in claim.cited)
     return any(w in claim.text for w in _FAULT_WORDS)
+
+
+def _shows(r: Record, symptom: str) -> bool:
+    return (r.fault or (r.warns and any(w in r.text for w in _FAILURE_WORDS))
+            or (r.alert and symptom != ANY and _about_symptom(r, symptom)))
 
 
 def _calls(ids: Iterable[int]) -> str:

@@ -11,6 +11,10 @@ The form says what must be shown for the question to be answered:
            cause of Y", "did <change> break Y", "is X normal / down", "is X leaking memory",
            negated ("isn't X ...", "X 不是...吗") or not, zh or en.
 - what     every asked pair answered or shown healthy (coverage already holds this).
+- how_long / since_when   the first dated record of the asked symptom in the asked service, once
+           a verified claim shows the symptom there (a hypothesis never dates anything): its time is
+           the "since", when the symptom was last seen the end of the span. An asked symptom shown
+           absent answers them too (the premise does not hold); a symptom shown but never dated does not.
 The verdict policy keeps a session whose form is not answered off PASS, and the answer's lead says
 what the form row says: the proposition's yes or no, the cause, or "cannot tell why".
 """
@@ -24,17 +28,19 @@ from typing import Literal
 
 from pipeline.core.contracts import (
     ClaimCheck,
+    DatedRecord,
     ExecutorOutput,
     FormCoverage,
     HypothesisCheck,
     Proposition,
+    QuestionForm,
     QuestionScope,
     ServiceCoverage,
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
 from pipeline.text.primitives import normalize
-from pipeline.verdict.coverage import VERIFIED, records
+from pipeline.verdict.coverage import VERIFIED, Record, cited_services, records, seen_until, symptom_records
 from pipeline.verdict.proposition import CHANGE, read_proposition
 from pipeline.verdict.scope import ANY
 
@@ -156,7 +162,10 @@ def form_coverage(
     gatekeeper's corrections; unbacked claims never count."""
     if scope is None:
         return None
-    evidence = verified_evidence(structured, claim_checks, unbacked, invocations)
+    invs = list(invocations)
+    if scope.form in ("how_long", "since_when"):
+        return _since(scope, structured, coverage, invs)
+    evidence = verified_evidence(structured, claim_checks, unbacked, invs)
     found = causes(structured, claim_checks, hypothesis_checks, evidence)
     if scope.form == "why":
         return _why(coverage, found, evidence)
@@ -171,7 +180,7 @@ def form_coverage(
     return _row("what", "answered", first, msg("form.findings"))
 
 
-def _row(form: Literal["why", "yes_no", "what"], status: Literal["answered", "not_answered"],
+def _row(form: QuestionForm, status: Literal["answered", "not_answered"],
          row: ServiceCoverage | None, detail: Message, *, answer: Literal["yes", "no", "cannot_tell", ""] = "",
          cause: tuple[Cause, str] | None = None) -> FormCoverage:
     c, tie = cause if cause else (None, "")
@@ -180,6 +189,42 @@ def _row(form: Literal["why", "yes_no", "what"], status: Literal["answered", "no
                         cause_support=c.support if c else "unknown", claim_id=c.claim_id if c else "",
                         hypothesis_index=c.hypothesis_index if c else None, link=tie,
                         detail=render(detail, "en"), msg=detail)
+
+
+def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Sequence[ServiceCoverage],
+           invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """A how-long or since-when: dated by the first record of the symptom in each row it shows in;
+    a row about no service in particular, by the records of the services its verified claims cite."""
+    form = scope.form
+    present = [c for c in coverage if c.status == "answered"]
+
+    def dated(row: ServiceCoverage) -> list[Record]:
+        services = [row.service] if row.service else cited_services(structured, row.claim_ids, invocations)
+        found = [r for s in services for r in symptom_records(s, row.symptom, scope, invocations)]
+        return sorted(found, key=lambda r: (r.at.timestamp() if r.at else 0.0, r.invocation_id, r.number))
+
+    shown = {(c.service, c.symptom): dated(c) for c in present}
+    for row in present:
+        if not shown[(row.service, row.symptom)]:
+            return _row(form, "not_answered", row, msg("form.no_onset", service=row.service, symptom=row.symptom))
+    open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
+    if open_rows:
+        row = open_rows[0]
+        return _row(form, "not_answered", row, msg("form.pair_open", service=row.service, symptom=row.symptom,
+                                                   status=row.status))
+    if not present:  # every asked symptom shown absent: the premise does not hold
+        if not coverage:
+            return _row(form, "not_answered", None, msg("form.no_onset", service="", symptom=ANY))
+        row = coverage[0]
+        return _row(form, "answered", row, msg("form.absent", service=row.service, symptom=row.symptom))
+    row = present[0]
+    found = shown[(row.service, row.symptom)]
+    first = next(DatedRecord(invocation_id=r.invocation_id, number=r.number, service=r.service, at=r.at, text=r.raw)
+                 for r in found if r.at is not None)
+    ends = [t for t in (seen_until(r, scope, invocations) for r in found) if t is not None]
+    out = _row(form, "answered", row, msg("form.onset", service=first.service, symptom=row.symptom,
+                                          since=first.at.isoformat(), quote=first.text))
+    return out.model_copy(update={"first": first, "until": max(ends, key=lambda t: t.timestamp())})
 
 
 def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence) -> FormCoverage:

@@ -218,6 +218,17 @@ _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causi
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|排查|什么问题|什么导致|啥导致")
 
 
+# "How long does checkout take?" asks for a latency, not for how long a fault has lasted.
+_HOW_LONG = re.compile(r"\bhow long\b(?!.*\b(?:take|takes|took|to (?:recover|fix|restart)|until|till)\b)(?! ago)"
+                       r"|\bhow many (?:minutes|hours|days)\b(?! ago)|持续了?多久|持续了?多长时间|多长时间了|多久了|有多久|多久(?:[?？。]|$)"
+                       r"|持续了?几(?:个小时|小时|分钟|天)|(?:几|多少)(?:个小时|小时|分钟)了")
+_SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bwhen did\b.*\b(?:start|begin|first|go down|break)"
+                         r"|\bwhen (?:has|have|was|were|is|are)\b.*\b(?:start|began|begun|first)"
+                         r"|\b(?:what time|when exactly|starting when|from when)\b.*\b(?:start|begin|first)\b"
+                         r"|\bwhen (?:was|were) the first\b|\bwhen exactly\b"
+                         r"|(?:从|自)(?:什么时候|何时|几点|哪个时间点?)|(?:什么时候|何时|几点|哪个时间点?)(?:开始|起|出现|出的)")
+
+
 def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
     """Catalogue services the question names, in full or, for a "-service", by its stem as a
     whole word ("payment API" names payment-service; "user_svc" is its own name)."""
@@ -273,8 +284,16 @@ def symptom_words(symptoms: Iterable[str]) -> list[str]:
 
 
 def question_form(question: str) -> QuestionForm:
-    """yes_no ("Is X leaking memory?", "X 是不是内存泄漏？"), why ("why ...", "什么原因"), else what."""
+    """how_long ("how long has X been failing?", "X 报错多久了？") and since_when ("since when ...",
+    "when did X start ...", "X 是几点开始报错的？") first: they ask for a time, whatever verb opens
+    them; then yes_no ("Is X leaking memory?", "X 是不是内存泄漏？"), why ("why ...", "什么原因"),
+    else what. A yes/no question with a clock time ("is X down since 10:00?") stays yes_no: it asks
+    about a window, not for a time."""
     norm = normalize(question)
+    if _HOW_LONG.search(norm):
+        return "how_long"
+    if _SINCE_WHEN.search(norm):
+        return "since_when"
     if _YES_NO_EN.search(norm) or _YES_NO_ZH.search(norm):
         return "yes_no"
     return "why" if _WHY.search(norm) else "what"
