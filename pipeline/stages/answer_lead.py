@@ -32,7 +32,7 @@ from pipeline.core.contracts import (
 from pipeline.core.messages import Message, msg, render, tr
 from pipeline.text.primitives import extract_entities, normalize
 from pipeline.verdict.answer import pairs_phrase
-from pipeline.verdict.form import names_in
+from pipeline.verdict.form import absent, names_in
 from pipeline.verdict.scope import ANY, symptom_words
 
 _CORE = {"root_cause": 2.0, "symptom": 1.0, "impact": 1.0}
@@ -197,8 +197,16 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
             return AnswerLead(kind="cause", support="likely", form="why", services=list(scope.services),
                               text=row.cause, link=row.link)
         return None
-    if row.form != "yes_no" or prop is None or prop.kind == "symptom" or decided is None:
+    if row.form != "yes_no" or prop is None or decided is None:
         return None
+    if prop.kind == "symptom":
+        if prop.expects == "faulty" or row.status != "answered":
+            return None  # the coverage leads below say "yes, <figure>" / "no sign of it"
+        # It asserts the symptom's absence ("X 是不是没有报错"): the yes/no says which, outright.
+        of = [c for c in coverage if c.status == "answered" and (not prop.subject or c.service == prop.subject)] or rows
+        if row.answer == "no":
+            return lead("proposition", facts(of), "symptom_shown", prop.subject, of=of)
+        return lead("proposition", _figures(of, language) or facts(of), "symptom_none", prop.subject, of=of)
     if prop.kind == "state":
         of = [c for c in coverage if not prop.subject or c.service == prop.subject] or rows
         faulty = [c for c in of if c.status == "answered"]
@@ -209,6 +217,13 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
             return lead("proposition", facts(of), "state_open", subject, of=of)
         shown = facts(faulty) if faulty else _figures(of, language) or facts(of)
         return lead("proposition", shown, f"{prop.expects}_{row.answer}", subject, of=shown_rows)
+    if row.answer == "cannot_tell" and prop.subject_kind == "service" and row.service == prop.subject and absent(decided):
+        # The data holds nothing about the suspect: say so, then what the evidence points to.
+        target = [c for c in coverage if c.service == prop.target] or rows
+        if row.cause:
+            support: Literal["confirmed", "likely"] = row.cause_support if row.cause_support != "unknown" else "likely"
+            return lead("proposition", row.cause, "subject_absent", prop.subject, support, row.link, of=target)
+        return lead("proposition", facts(target), "subject_absent_open", prop.subject, of=target)
     if row.answer == "cannot_tell":
         return lead("proposition", facts(rows), "cause_open", prop.subject)
     if row.cause:
@@ -216,7 +231,7 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         hyp = next((h for h in hypotheses if h.hypothesis_text == row.cause), None)
         if said is None and hyp is None:
             return lead("proposition", facts(rows), "cause_open", prop.subject)
-        support: Literal["confirmed", "likely"] = "confirmed" if said is not None else "likely"
+        support = "confirmed" if said is not None else "likely"
         return lead("proposition", row.cause, "cause_yes" if row.answer == "yes" else "other_cause", prop.subject,
                     support, row.link)
     return lead("proposition", _figures(rows, language) or facts(rows), "absent", prop.subject)
@@ -268,6 +283,11 @@ def decide_lead(
         return lead("present", present, _joined(facts, language),
                     *(cause or ("", "unknown")))
     if (form == "yes_no" or not present) and healthy and not missing:
+        # A service shown free of the asked symptom is not the cause of it: a cause built from that
+        # service (its CPU, when its pool was asked) is not said beside it, only what the records show.
+        if cause and any(_asked_in(cause[0], scope.model_copy(update={"services": [c.service]})) for c in healthy
+                         if scope is not None):
+            instead, instead_support = (first.claim_text, "confirmed") if first else ("", "unknown")
         return lead("healthy", healthy, _figures(healthy, language), instead, instead_support)
     if missing and form == "yes_no":
         return lead("no_data", missing, _joined([_row_text(c, language) for c in missing], language), instead, instead_support)

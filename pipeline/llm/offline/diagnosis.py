@@ -34,6 +34,16 @@ def _service_of(d: EvidenceDigest, known: list[str]) -> str:
     return min(services, key=lambda s: head.find(s)) if services else ""
 
 
+def _component_of(d: EvidenceDigest, kind: str, known: list[str]) -> str:
+    """The component of `kind` ("redis") a digest is about: its service, else a known service its
+    quote names ("redis command timeout ... redis-cart"); "" when it names none."""
+    own = _service_of(d, known)
+    if kind in own:
+        return own
+    quote = normalize(d.source_quote)
+    return next((s for s in known if kind in s and s in quote), "")
+
+
 def _runbook_title(summary: str, lang: str) -> str:
     """The runbook title inside a knowledge digest's summary, read around the catalogue text that wrote
     it (offline.digest.runbook)."""
@@ -139,7 +149,13 @@ def diagnose(
         matching = [d for d in alarming if any(w in normalize(d.source_quote) for w in sig.evidence_words)]
         if not matching:
             continue
-        service = _service_of(matching[0], known_services) or (sorted(focus_services)[0] if focus_services else "")
+        if sig.component:
+            matching = [d for d in matching if _component_of(d, sig.component, known_services)]
+            if not matching:
+                continue
+            service = _component_of(matching[0], sig.component, known_services)
+        else:
+            service = _service_of(matching[0], known_services) or (sorted(focus_services)[0] if focus_services else "")
         quote = matching[0].source_quote
         # Evidence already in hand is never asked for again (a jstack line is the thread dump).
         keep = [i for i in range(sig.needed)
