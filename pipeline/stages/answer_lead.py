@@ -32,7 +32,7 @@ from pipeline.core.contracts import (
 from pipeline.core.messages import Message, msg, render, tr
 from pipeline.text.primitives import extract_entities, normalize
 from pipeline.verdict.answer import pairs_phrase
-from pipeline.verdict.form import absent, names_in
+from pipeline.verdict.form import absent, named, names_in
 from pipeline.verdict.scope import ANY, symptom_words
 
 _CORE = {"root_cause": 2.0, "symptom": 1.0, "impact": 1.0}
@@ -98,7 +98,7 @@ def tie(text: str, claims: Sequence[ComposerClaim], scope: QuestionScope | None)
     distinctive part ("redis command timeout" ties cart-service to redis-cart); "" when none does."""
     names = names_in(text, scope.services if scope else []) | _components(text)
     return next((c.claim_text for c in claims
-                 if _asked_in(c.claim_text, scope) and any(n in normalize(c.claim_text) for n in names)), "")
+                 if _asked_in(c.claim_text, scope) and any(named(n, c.claim_text) for n in names)), "")
 
 
 def _components(text: str) -> set[str]:
@@ -167,6 +167,11 @@ def _joined(texts: Sequence[str], language: str) -> str:
     return tr("answer.facts_join", language).join(_item(t) for t in dict.fromkeys(texts) if t)
 
 
+def _quotes_figure(row: ServiceCoverage, text: str) -> bool:
+    """Sort key: False (first) for a claim that quotes the row's figure."""
+    return not (row.figure and normalize(row.figure) in normalize(text))
+
+
 def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[ComposerClaim],
                hypotheses: Sequence[ComposerHypothesis], coverage: Sequence[ServiceCoverage]) -> AnswerLead | None:
     """The lead the form row decides (pipeline.verdict.form): a why whose cause is not in the
@@ -178,7 +183,10 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
 
     def facts(of: Sequence[ServiceCoverage]) -> str:
         """The closest verified facts about the rows: their claims, else their own finding."""
-        texts = [t for c in of for t in [by_id[cid] for cid in c.claim_ids if cid in by_id][:2 if len(of) == 1 else 1]]
+        # The claim quoting the row's figure (the record that decided it) first: a resolved alert
+        # beside it does not show the fault.
+        texts = [t for c in of for t in sorted((by_id[cid] for cid in c.claim_ids if cid in by_id),
+                                               key=lambda text: _quotes_figure(c, text))[:2 if len(of) == 1 else 1]]
         return _joined(texts or [_row_text(c, language) for c in of], language)
 
     def lead(kind: Literal["proposition", "why_open"], text: str, statement: str = "", subject: str = "",
@@ -283,11 +291,6 @@ def decide_lead(
         return lead("present", present, _joined(facts, language),
                     *(cause or ("", "unknown")))
     if (form == "yes_no" or not present) and healthy and not missing:
-        # A service shown free of the asked symptom is not the cause of it: a cause built from that
-        # service (its CPU, when its pool was asked) is not said beside it, only what the records show.
-        if cause and any(_asked_in(cause[0], scope.model_copy(update={"services": [c.service]})) for c in healthy
-                         if scope is not None):
-            instead, instead_support = (first.claim_text, "confirmed") if first else ("", "unknown")
         return lead("healthy", healthy, _figures(healthy, language), instead, instead_support)
     if missing and form == "yes_no":
         return lead("no_data", missing, _joined([_row_text(c, language) for c in missing], language), instead, instead_support)

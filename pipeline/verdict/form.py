@@ -107,6 +107,12 @@ def names_in(text: str, exclude: Iterable[str] = ()) -> set[str]:
     return names | {p for n in names for p in n.split("-") if len(p) >= 4 and p not in skip}
 
 
+def named(name: str, text: str) -> bool:
+    """The text names the component as a word of its own: "redis command timeout" names redis,
+    "sms-gateway.partner.example" names another component, not api-gateway's "gateway"."""
+    return bool(re.search(rf"(?<![a-z0-9.-]){re.escape(name)}(?![a-z0-9-])", normalize(text)))
+
+
 def link(service: str, row_facts: Sequence[str], cause: str, evidence: Evidence) -> str:
     """How the evidence links a cause naming another component to `service`: a verified fact
     about the asked symptom in it that names the component, else one sharing a request id with a
@@ -114,11 +120,11 @@ def link(service: str, row_facts: Sequence[str], cause: str, evidence: Evidence)
     names = names_in(cause, [service]) - {normalize(service)}
     names -= {p for p in normalize(service).split("-")}
     for fact in row_facts:
-        if any(n in normalize(fact) for n in names):
+        if any(named(n, fact) for n in names):
             return fact
     ids = {i for fact in row_facts for i in _REQUEST_ID.findall(normalize(fact))}
     for cid, text in evidence.texts.items():
-        if ids & set(_REQUEST_ID.findall(text)) and any(n in text for n in names):
+        if ids & set(_REQUEST_ID.findall(text)) and any(named(n, text) for n in names):
             return evidence.raw[cid]
     return ""
 
