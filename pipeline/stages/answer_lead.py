@@ -181,12 +181,12 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
     rows = [decided] if decided else []
     by_id = {c.claim_id: c.claim_text for c in claims}
 
-    def facts(of: Sequence[ServiceCoverage]) -> str:
+    def facts(of: Sequence[ServiceCoverage], per_row: int = 0) -> str:
         """The closest verified facts about the rows: their claims, else their own finding."""
         # The claim quoting the row's figure (the record that decided it) first: a resolved alert
         # beside it does not show the fault.
         texts = [t for c in of for t in sorted((by_id[cid] for cid in c.claim_ids if cid in by_id),
-                                               key=lambda text: _quotes_figure(c, text))[:2 if len(of) == 1 else 1]]
+                                               key=lambda text: _quotes_figure(c, text))[:per_row or (2 if len(of) == 1 else 1)]]
         return _joined(texts or [_row_text(c, language) for c in of], language)
 
     def lead(kind: Literal["proposition", "why_open"], text: str, statement: str = "", subject: str = "",
@@ -223,7 +223,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         subject = prop.subject or tr("answer.and", language).join(dict.fromkeys(c.service for c in shown_rows))
         if row.answer == "cannot_tell":
             return lead("proposition", facts(of), "state_open", subject, of=of)
-        shown = facts(faulty) if faulty else _figures(of, language) or facts(of)
+        # "Not healthy" shows the record that decided it, not a resolved alert beside it.
+        shown = facts(faulty, per_row=1) if faulty else _figures(of, language) or facts(of)
         return lead("proposition", shown, f"{prop.expects}_{row.answer}", subject, of=shown_rows)
     if row.answer == "cannot_tell" and prop.subject_kind == "service" and row.service == prop.subject and absent(decided):
         # The data holds nothing about the suspect: say so, then what the evidence points to.

@@ -108,9 +108,10 @@ def names_in(text: str, exclude: Iterable[str] = ()) -> set[str]:
 
 
 def named(name: str, text: str) -> bool:
-    """The text names the component as a word of its own: "redis command timeout" names redis,
-    "sms-gateway.partner.example" names another component, not api-gateway's "gateway"."""
-    return bool(re.search(rf"(?<![a-z0-9.-]){re.escape(name)}(?![a-z0-9-])", normalize(text)))
+    """The text names the component where a name starts: "redis command timeout" and
+    "RedisCommandTimeoutException" name redis; "sms-gateway.partner.example" names another
+    component, not api-gateway's "gateway"."""
+    return bool(re.search(rf"(?<![a-z0-9.-]){re.escape(name)}", normalize(text)))
 
 
 def link(service: str, row_facts: Sequence[str], cause: str, evidence: Evidence) -> str:
