@@ -162,3 +162,11 @@ def test_a_scope_stored_before_propositions_still_reads() -> None:
 ])
 def test_the_form_is_read_from_an_sres_words(question: str, form: str) -> None:
     assert read_scope(question).form == form
+
+
+def test_a_why_half_answered_says_the_cause_it_has_after_the_gap(settings: Settings, store: Store) -> None:
+    # user-service shows an isolated fault with no cause; redis-cart's cause is still said, after the gap.
+    result = run_session("redis-cart 和 user-service 出了什么问题？", settings=settings, store=store, world_id="redis-latency")
+    lead = result.evaluation.composer_output.answer_summary
+    assert result.verdict == "LOW_CONFID" and lead.startswith("无法判断为什么出现user-service 故障："), lead
+    assert "；证据指向的原因（可能，但未证实）：Redis redis-cart 内存达到上限" in lead

@@ -199,7 +199,12 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
 
     if row.form == "why":
         if row.status == "not_answered" and decided is not None and decided.status == "answered":
-            return lead("why_open", facts(rows))
+            # Another asked service's cause, when there is one, is said after the gap: "what is wrong
+            # with api-gateway and user-service?" is half answered, not unanswered.
+            other = next((h.hypothesis_text for h in hypotheses if _asked_in(h.hypothesis_text, scope)
+                          and normalize(row.service) not in normalize(h.hypothesis_text)), "")
+            return lead("why_open", facts(rows)).model_copy(
+                update={"instead": other, "instead_support": "likely" if other else "unknown"})
         if row.cause and row.link and any(h.hypothesis_text == row.cause for h in hypotheses):
             # A cause in a component the question did not name leads with what links it.
             return AnswerLead(kind="cause", support="likely", form="why", services=list(scope.services),

@@ -86,7 +86,8 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
     outright (pipeline.verdict.form): a negated question's "yes" cannot be read two ways."""
     pairs = pairs_phrase(lead.services, lead.symptoms, language)
     if lead.kind == "why_open":
-        return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text))
+        other = tr("answer.instead_likely", language, text=_item(lead.instead)) if lead.instead else ""
+        return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text)) + other
     support = tr("answer.support_confirmed", language) if lead.support == "confirmed" else tr("answer.support_likely", language)
     template = family("answer.prop.", language)[lead.statement]
     head = template.format(subject=lead.subject, pairs=pairs, support=support, text=_item(lead.text))
