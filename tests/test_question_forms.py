@@ -60,6 +60,29 @@ CASES = [
     ("bad-deploy", "coupon-service 不是正常的吗？", "PASS", "是的，coupon-service 看起来正常：", ""),
     ("redis-latency", "Is redis-cart down?", "PASS", "Yes, redis-cart shows a fault: ", ""),
     ("cpu-saturation", "Is payment-service normal and is api-gateway normal?", "PASS", "No, ", ""),
+    # the proposition itself negated: it asserts the symptom's absence, answered outright
+    ("gateway-timeout", "api-gateway 是否没有超时？", "PASS", "不，证据显示有api-gateway 超时：", ""),
+    ("bad-deploy", "Is checkout-service not returning errors?", "PASS", "No, the evidence shows errors in checkout-service: ", ""),
+    ("bad-deploy", "pricing-service 是否没有报错？", "PASS", "是的，没有发现pricing-service 报错的迹象：", ""),
+    ("cpu-saturation", "payment-service 的 CPU 没问题吧？", "PASS", "不，证据显示有payment-service CPU 饱和：", ""),
+    # the effect first ("Y 是 X 导致的吗"), "X 把 Y 搞坏", a pronoun suspect
+    ("db-pool-exhaustion", "order-service 的连接池耗尽是 user-service 导致的吗？", "PASS",
+     "不是，证据指向order-service 连接池耗尽的另一个原因", "order-service"),
+    ("jvm-oom", "order-service 的报错是 inventory-service 导致的吗？", "PASS",
+     "是的，inventory-service 是order-service 报错的原因", "inventory-service"),
+    ("bad-deploy", "coupon-service 一直重启，是它导致 checkout-service 结账失败的吗？", "PASS",
+     "不是，证据指向checkout-service 报错的另一个原因", "checkout-service"),
+    ("bad-deploy", "Is pricing-service to blame for the checkout-service errors?", "PASS",
+     "No, the evidence points to another cause of errors in checkout-service", "checkout-service"),
+    # a suspect the data holds nothing about: cannot tell, then where the evidence points
+    ("gateway-timeout", "Is billing-service the cause of the timeouts on api-gateway?", "LOW_CONFID",
+     "Cannot tell whether billing-service caused timeouts in api-gateway: the data holds no records of "
+     "billing-service", "api-gateway"),
+    ("jvm-oom", "order-service 的报错是 media-service 导致的吗？", "LOW_CONFID",
+     "无法判断 media-service 是否导致了order-service 报错：数据中没有 media-service 的任何记录", "inventory-service"),
+    # a healthy target: no sign, and no cause built from it (a Redis hypothesis filled with its name)
+    ("cpu-saturation", "为什么 user-service CPU 很高？", "PASS", "没有发现 user-service CPU 饱和 的迹象：", ""),
+    ("cpu-saturation", "What is wrong with user-service?", "PASS", "No sign of a fault in user-service", ""),
 ]
 
 
@@ -100,6 +123,22 @@ def test_the_lead_answers_the_question_in_its_form(settings: Settings, store: St
     ("Is coupon-service down?", Proposition(kind="state", subject="coupon-service", expects="faulty")),
     ("coupon-service 是不是挂了？", Proposition(kind="symptom", subject="coupon-service")),
     ("Has checkout-service been restarting?", Proposition(kind="symptom", subject="checkout-service")),
+    ("checkout-service 是不是没有报错？", Proposition(kind="symptom", subject="checkout-service", expects="healthy")),
+    ("checkout-service 不是在报错吗？", Proposition(kind="symptom", subject="checkout-service", negated=True)),
+    ("Isn't checkout-service returning errors?", Proposition(kind="symptom", subject="checkout-service", negated=True)),
+    ("Does checkout-service have no errors?", Proposition(kind="symptom", subject="checkout-service", expects="healthy")),
+    ("Is checkout-service's latency ok?", Proposition(kind="symptom", subject="checkout-service", expects="healthy")),
+    ("coupon-service 是不是没收到消息？", Proposition(kind="symptom", subject="coupon-service")),
+    ("checkout-service 的报错是 pricing-service 导致的吗？",
+     Proposition(kind="cause", subject="pricing-service", target="checkout-service")),
+    ("是不是 v2.4.1 发布把 checkout-service 搞坏了？",
+     Proposition(kind="cause", subject="v2.4.1 发布", subject_kind="change", target="checkout-service")),
+    ("coupon-service 一直重启，是它导致 checkout-service 结账失败的吗？",
+     Proposition(kind="cause", subject="coupon-service", target="checkout-service")),
+    ("api-gateway had errors earlier, did that cause the checkout-service errors?",
+     Proposition(kind="cause", subject="api-gateway", target="checkout-service")),
+    ("Is pricing-service involved in the checkout-service errors?",
+     Proposition(kind="cause", subject="pricing-service", target="checkout-service")),
 ])
 def test_a_yes_no_question_is_read_as_its_proposition(question: str, expected: Proposition) -> None:
     scope = read_scope(question, ["checkout-service", "pricing-service", "coupon-service", "api-gateway"])
@@ -118,6 +157,16 @@ def test_a_scope_stored_before_propositions_still_reads() -> None:
     ("What is causing the checkout 500s?", "why"), ("checkout-service 为啥报错", "why"),
     ("是什么导致 cart-service 变慢？", "why"), ("Isn't coupon-service healthy?", "yes_no"),
     ("是不是 inventory-service 导致了 order-service 超时？", "yes_no"), ("What does checkout-service log?", "what"),
+    ("为什么？", "why"), ("为什么 user-service CPU 很高？", "why"), ("payment-service 的 CPU 没问题吧？", "yes_no"),
+    ("user-service 现在正常吗？登录好像没问题", "yes_no"), ("inventory-service keeps freezing, is it a memory leak?", "yes_no"),
 ])
 def test_the_form_is_read_from_an_sres_words(question: str, form: str) -> None:
     assert read_scope(question).form == form
+
+
+def test_a_why_half_answered_says_the_cause_it_has_after_the_gap(settings: Settings, store: Store) -> None:
+    # user-service shows an isolated fault with no cause; redis-cart's cause is still said, after the gap.
+    result = run_session("redis-cart 和 user-service 出了什么问题？", settings=settings, store=store, world_id="redis-latency")
+    lead = result.evaluation.composer_output.answer_summary
+    assert result.verdict == "LOW_CONFID" and lead.startswith("无法判断为什么出现user-service 故障："), lead
+    assert "；证据指向的原因（可能，但未证实）：Redis redis-cart 内存达到上限" in lead

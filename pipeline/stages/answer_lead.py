@@ -33,7 +33,7 @@ from pipeline.core.contracts import (
 from pipeline.core.messages import Message, msg, render, tr
 from pipeline.text.primitives import extract_entities, normalize
 from pipeline.verdict.answer import pairs_phrase
-from pipeline.verdict.form import names_in
+from pipeline.verdict.form import absent, named, names_in
 from pipeline.verdict.scope import ANY, symptom_words
 
 _CORE = {"root_cause": 2.0, "symptom": 1.0, "impact": 1.0}
@@ -99,7 +99,7 @@ def tie(text: str, claims: Sequence[ComposerClaim], scope: QuestionScope | None)
     distinctive part ("redis command timeout" ties cart-service to redis-cart); "" when none does."""
     names = names_in(text, scope.services if scope else []) | _components(text)
     return next((c.claim_text for c in claims
-                 if _asked_in(c.claim_text, scope) and any(n in normalize(c.claim_text) for n in names)), "")
+                 if _asked_in(c.claim_text, scope) and any(named(n, c.claim_text) for n in names)), "")
 
 
 def _components(text: str) -> set[str]:
@@ -168,6 +168,11 @@ def _joined(texts: Sequence[str], language: str) -> str:
     return tr("answer.facts_join", language).join(_item(t) for t in dict.fromkeys(texts) if t)
 
 
+def _quotes_figure(row: ServiceCoverage, text: str) -> bool:
+    """Sort key: False (first) for a claim that quotes the row's figure."""
+    return not (row.figure and normalize(row.figure) in normalize(text))
+
+
 def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[ComposerClaim],
                hypotheses: Sequence[ComposerHypothesis], coverage: Sequence[ServiceCoverage]) -> AnswerLead | None:
     """The lead the form row decides (pipeline.verdict.form): a why whose cause is not in the
@@ -177,9 +182,12 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
     rows = [decided] if decided else []
     by_id = {c.claim_id: c.claim_text for c in claims}
 
-    def facts(of: Sequence[ServiceCoverage]) -> str:
+    def facts(of: Sequence[ServiceCoverage], per_row: int = 0) -> str:
         """The closest verified facts about the rows: their claims, else their own finding."""
-        texts = [t for c in of for t in [by_id[cid] for cid in c.claim_ids if cid in by_id][:2 if len(of) == 1 else 1]]
+        # The claim quoting the row's figure (the record that decided it) first: a resolved alert
+        # beside it does not show the fault.
+        texts = [t for c in of for t in sorted((by_id[cid] for cid in c.claim_ids if cid in by_id),
+                                               key=lambda text: _quotes_figure(c, text))[:per_row or (2 if len(of) == 1 else 1)]]
         return _joined(texts or [_row_text(c, language) for c in of], language)
 
     def lead(kind: Literal["proposition", "why_open", "since_open"], text: str, statement: str = "", subject: str = "",
@@ -198,14 +206,27 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         return _since_lead(row, decided, language)
     if row.form == "why":
         if row.status == "not_answered" and decided is not None and decided.status == "answered":
-            return lead("why_open", facts(rows))
+            # Another asked service's cause, when there is one, is said after the gap: "what is wrong
+            # with api-gateway and user-service?" is half answered, not unanswered.
+            other = next((h.hypothesis_text for h in hypotheses if _asked_in(h.hypothesis_text, scope)
+                          and normalize(row.service) not in normalize(h.hypothesis_text)), "")
+            return lead("why_open", facts(rows)).model_copy(
+                update={"instead": other, "instead_support": "likely" if other else "unknown"})
         if row.cause and row.link and any(h.hypothesis_text == row.cause for h in hypotheses):
             # A cause in a component the question did not name leads with what links it.
             return AnswerLead(kind="cause", support="likely", form="why", services=list(scope.services),
                               text=row.cause, link=row.link)
         return None
-    if row.form != "yes_no" or prop is None or prop.kind == "symptom" or decided is None:
+    if row.form != "yes_no" or prop is None or decided is None:
         return None
+    if prop.kind == "symptom":
+        if prop.expects == "faulty" or row.status != "answered":
+            return None  # the coverage leads below say "yes, <figure>" / "no sign of it"
+        # It asserts the symptom's absence ("X 是不是没有报错"): the yes/no says which, outright.
+        of = [c for c in coverage if c.status == "answered" and (not prop.subject or c.service == prop.subject)] or rows
+        if row.answer == "no":
+            return lead("proposition", facts(of), "symptom_shown", prop.subject, of=of)
+        return lead("proposition", _figures(of, language) or facts(of), "symptom_none", prop.subject, of=of)
     if prop.kind == "state":
         of = [c for c in coverage if not prop.subject or c.service == prop.subject] or rows
         faulty = [c for c in of if c.status == "answered"]
@@ -214,8 +235,16 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         subject = prop.subject or tr("answer.and", language).join(dict.fromkeys(c.service for c in shown_rows))
         if row.answer == "cannot_tell":
             return lead("proposition", facts(of), "state_open", subject, of=of)
-        shown = facts(faulty) if faulty else _figures(of, language) or facts(of)
+        # "Not healthy" shows the record that decided it, not a resolved alert beside it.
+        shown = facts(faulty, per_row=1) if faulty else _figures(of, language) or facts(of)
         return lead("proposition", shown, f"{prop.expects}_{row.answer}", subject, of=shown_rows)
+    if row.answer == "cannot_tell" and prop.subject_kind == "service" and row.service == prop.subject and absent(decided):
+        # The data holds nothing about the suspect: say so, then what the evidence points to.
+        target = [c for c in coverage if c.service == prop.target] or rows
+        if row.cause:
+            support: Literal["confirmed", "likely"] = row.cause_support if row.cause_support != "unknown" else "likely"
+            return lead("proposition", row.cause, "subject_absent", prop.subject, support, row.link, of=target)
+        return lead("proposition", facts(target), "subject_absent_open", prop.subject, of=target)
     if row.answer == "cannot_tell":
         return lead("proposition", facts(rows), "cause_open", prop.subject)
     if row.cause:
@@ -223,7 +252,7 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         hyp = next((h for h in hypotheses if h.hypothesis_text == row.cause), None)
         if said is None and hyp is None:
             return lead("proposition", facts(rows), "cause_open", prop.subject)
-        support: Literal["confirmed", "likely"] = "confirmed" if said is not None else "likely"
+        support = "confirmed" if said is not None else "likely"
         return lead("proposition", row.cause, "cause_yes" if row.answer == "yes" else "other_cause", prop.subject,
                     support, row.link)
     return lead("proposition", _figures(rows, language) or facts(rows), "absent", prop.subject)

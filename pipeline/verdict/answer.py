@@ -87,7 +87,8 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
     read two ways."""
     pairs = pairs_phrase(lead.services, lead.symptoms, language)
     if lead.kind == "why_open":
-        return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text))
+        other = tr("answer.instead_likely", language, text=_item(lead.instead)) if lead.instead else ""
+        return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text)) + other
     if lead.kind == "since_open":
         if lead.form == "how_long":
             return tr("answer.how_long_open", language, pairs=pairs, text=_item(lead.text))

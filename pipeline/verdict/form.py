@@ -113,6 +113,13 @@ def names_in(text: str, exclude: Iterable[str] = ()) -> set[str]:
     return names | {p for n in names for p in n.split("-") if len(p) >= 4 and p not in skip}
 
 
+def named(name: str, text: str) -> bool:
+    """The text names the component where a name starts: "redis command timeout" and
+    "RedisCommandTimeoutException" name redis; "sms-gateway.partner.example" names another
+    component, not api-gateway's "gateway"."""
+    return bool(re.search(rf"(?<![a-z0-9.-]){re.escape(name)}", normalize(text)))
+
+
 def link(service: str, row_facts: Sequence[str], cause: str, evidence: Evidence) -> str:
     """How the evidence links a cause naming another component to `service`: a verified fact
     about the asked symptom in it that names the component, else one sharing a request id with a
@@ -120,13 +127,18 @@ def link(service: str, row_facts: Sequence[str], cause: str, evidence: Evidence)
     names = names_in(cause, [service]) - {normalize(service)}
     names -= {p for p in normalize(service).split("-")}
     for fact in row_facts:
-        if any(n in normalize(fact) for n in names):
+        if any(named(n, fact) for n in names):
             return fact
     ids = {i for fact in row_facts for i in _REQUEST_ID.findall(normalize(fact))}
     for cid, text in evidence.texts.items():
-        if ids & set(_REQUEST_ID.findall(text)) and any(n in text for n in names):
+        if ids & set(_REQUEST_ID.findall(text)) and any(named(n, text) for n in names):
             return evidence.raw[cid]
     return ""
+
+
+def absent(row: ServiceCoverage) -> bool:
+    """No tool returned a single record of the row's service: the data holds nothing about it."""
+    return row.status in ("no_data", "not_queried") and row.records == 0
 
 
 def about(text: str, service: str) -> bool:
@@ -271,8 +283,10 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
                         answer="yes" if shown == prop.expects else "no")
     elif faulty or (rows and all(c.status == "healthy" for c in rows)):
         row = (faulty or rows)[0]
+        # "X 是不是没有报错" asserts the symptom's absence: errors shown answer it "no".
         return _row("yes_no", "answered", row, msg("form.symptom", service=row.service, symptom=row.symptom,
-                                                   status=row.status), answer="yes" if faulty else "no")
+                                                   status=row.status),
+                    answer="yes" if bool(faulty) == (prop.expects == "faulty") else "no")
     open_row = next((c for c in rows if c.status not in ("answered", "healthy")), rows[0] if rows else None)
     return _row("yes_no", "not_answered", open_row, msg("form.proposition_open"), answer="cannot_tell")
 
@@ -284,6 +298,12 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
         [c for c in coverage if c.service != prop.subject]
     subject = [c for c in coverage if prop.subject_kind == "service" and c.service == prop.subject]
     present = [c for c in target if c.status == "answered"]
+    if subject and all(absent(c) for c in subject):
+        # Nothing in the data is about the suspect: it can be neither shown the cause nor cleared;
+        # what the evidence points to instead is said beside it.
+        cause = next((found_cause for row in present if (found_cause := cause_for(row, found, evidence))), None)
+        return _row("yes_no", "not_answered", subject[0], msg("form.subject_absent", service=prop.subject),
+                    answer="cannot_tell", cause=cause)
     for row in present:
         cause = cause_for(row, found, evidence)
         if cause is None:

@@ -30,17 +30,22 @@ _CAUSE_EN = (
     re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
                r"(?:the\s+|a\s+)?(?:root\s+|real\s+|main\s+)?(?:cause|reason|culprit)\s+(?:of|for|behind)\s+(?P<y>.+)"),
     re.compile(r"\b(?:is|are|was|were)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from)\s+(?P<x>.+)"),
-    re.compile(r"\b(?:is|was|isn't|wasn't|are)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking)"
-               r"\s+(?P<y>.+)"),
+    re.compile(r"\b(?:is|was|isn't|wasn't|are)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
+               r"involved in|related to|connected to|what (?:broke|caused|is causing|took down))\s+(?P<y>.+)"),
     re.compile(r"\b(?:did|does|has|could|didn't|doesn't|hasn't)\s+(?P<x>.+?)\s+(?:cause|caused|break|broke|broken|"
                r"trigger|triggered|take down|bring down|kill)\s+(?P<y>.+)"),
 )
 _CAUSE_ZH = (
     re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
     re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
+    # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
+    re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏)的(?:吗|么|[?？]|$)"),
+    re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|打挂)了?"
+               r"(?:吗|么|[?？]|$)"),
     re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏)了?(?P<y>[^，,。？?]+?)"
                r"(?:的)?(?:吗|么|[?？]|$)"),
 )
+_PRONOUN = re.compile(r"它|他|这|那|这个|那个|这次|那次|\b(?:it|that|this|they)\b")
 _HEALTHY = re.compile(r"\b(?:normal|normally|healthy|ok|okay|fine|up|working|alright|stable)\b"
                       r"|正常|健康|没问题|没有问题|稳定|没事")
 _FAULTY = re.compile(r"\b(?:down|broken|unhealthy|failing|degraded|dead|having (?:problems|issues|trouble)|in trouble)\b"
@@ -54,10 +59,13 @@ def _services_in(text: str, services: Sequence[str]) -> list[str]:
             or (s.endswith("-service") and re.search(rf"(?<![a-z0-9_-]){re.escape(s.removesuffix('-service'))}(?![a-z0-9_])", norm))]
 
 
-def read_proposition(question: str, services: Sequence[str], *, asked_nothing: bool) -> Proposition:
+def read_proposition(question: str, services: Sequence[str], *, asked_nothing: bool, denies: bool = False,
+                     fine: bool = False) -> Proposition:
     """The proposition a yes/no question asks: a cause ("is X the cause of Y"), else, when no
     symptom was asked (`asked_nothing`), a state of the first service ("is X normal / down"), else
-    the asked symptoms."""
+    the asked symptoms. `denies`: the proposition itself holds a negation ("X 是不是没有报错", "is
+    X not erroring"), so it asserts the symptom's absence; `fine`: it asks whether the symptom is
+    normal ("X 的 CPU 没问题吧"), the same assertion (pipeline.verdict.scope reads both)."""
     norm = normalize(question)
     negated = bool(_NEGATED.search(norm))
     for pattern in (*_CAUSE_EN, *_CAUSE_ZH):
@@ -65,7 +73,9 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         if m is None:
             continue
         x, y = m.group("x"), m.group("y")
-        subjects, targets = _services_in(x, services), _services_in(y, services)
+        # "coupon-service keeps restarting, is it what broke checkout?": "it" is the service named before.
+        subjects = _services_in(norm[:m.start("x")] if _PRONOUN.fullmatch(x.strip()) else x, services)
+        targets = _services_in(y, services)
         change = bool(CHANGE.search(x))
         if not subjects and not change:
             continue
@@ -77,7 +87,11 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
                            subject_kind="change" if change else "service", target=target, negated=negated)
     # "is X normal and is Y normal?" asks it of every named service: subject "" (all of them).
     subject = services[0] if len(services) == 1 else ""
+    expects: Literal["healthy", "faulty"]
     if services and asked_nothing:
-        expects: Literal["healthy", "faulty"] = "faulty" if _FAULTY.search(norm) or not _HEALTHY.search(norm) else "healthy"
+        expects = "faulty" if _FAULTY.search(norm) or not _HEALTHY.search(norm) else "healthy"
+        if denies and not _FAULTY.search(norm):  # "is X not healthy?"
+            expects = "faulty" if expects == "healthy" else "healthy"
         return Proposition(kind="state", subject=subject, expects=expects, negated=negated)
-    return Proposition(kind="symptom", subject=subject, negated=negated)
+    expects = "healthy" if denies != fine else "faulty"
+    return Proposition(kind="symptom", subject=subject, expects=expects, negated=negated)

@@ -209,10 +209,12 @@ _EVIDENCE = {s.id: _pattern(s.evidence, True, compounds=True) for s in SYMPTOM_T
 _METRIC = {s.id: re.compile(s.metric) for s in SYMPTOM_TABLE if s.metric}
 # Where one part of a question ends and the next, possibly about another service, begins.
 _CLAUSES = re.compile(r"[,，;；。?？!！]|\s(?:and|but|while|whereas|also)\s|以及|并且|而且|同时|还有|但是|但")
+# A yes/no opens the question or one of its parts ("inventory-service keeps freezing, is it a leak?").
 _YES_NO_EN = re.compile(
-    r"^(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|any|anything|isn't|aren't|wasn't|"
+    r"(?:^|[,:;.?!，：；。？！]\s*)(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|any|anything|isn't|aren't|wasn't|"
     r"weren't|doesn't|don't|didn't|hasn't|haven't|can't|couldn't|won't|wouldn't|shouldn't)(?![a-z])")
-_YES_NO_ZH = re.compile(r"[吗么嘛][?？。!！\s]*$|是不是|有没有|是否|会不会|有无|是否有")
+# 吗 / 吧 end a yes/no part wherever it stands ("正常吗？登录好像没问题"); 什么 / 怎么 / 为什么 never do.
+_YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？]|[。!！\s]*$)|是不是|有没有|是否|会不会|有无|是否有")
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|排查|什么问题|什么导致|啥导致")
@@ -281,6 +283,37 @@ def symptom_words(symptoms: Iterable[str]) -> list[str]:
         entry = SYMPTOMS.get(sid.strip())
         words.extend(w for w in (entry.search if entry else ()) if w not in words)
     return words
+
+
+# Inside a yes/no proposition: a negation ("X 是不是没有报错", "is X not returning errors") or a
+# word for normal ("X 的 CPU 没问题吧", "is X's latency ok") asserts the symptom's absence. A
+# question put in the negative ("isn't X returning errors?", "X 不是在报错吗") asks it present.
+_DENIES_EN = re.compile(r"^(?:is|are|was|were|does|do|did|has|have|had)\s(?!.*\bor not\b).*\b(?:not|no|never|without)\b")
+_DENIES_ZH = re.compile(r"没有|没|未|不再|不(?=正常|健康)")
+_ASKING_ZH = re.compile(r"是不是|有没有|是否|不是")
+_FINE_EN = re.compile(r"\b(?:normal|healthy|ok|okay|fine)\b")
+_FINE_ZH = re.compile(r"没问题|没有问题|没事|正常|健康")
+
+
+def _bare(question: str) -> str:
+    """The question without its asking words and symptom phrases, whose own negations ("not
+    responding", "没收到消息") name a symptom rather than deny one."""
+    bare = _ASKING_ZH.sub(" ", normalize(question))
+    for pattern in (*_ASKED.values(), *_PHRASING.values()):
+        bare = pattern.sub(" ", bare)
+    return bare
+
+
+def denies_symptom(question: str) -> bool:
+    """The yes/no proposition holds a negation of its symptom."""
+    bare = _bare(question)
+    return bool(_DENIES_EN.search(bare) or _DENIES_ZH.search(re.sub(r"没问题|没有问题|没事", " ", bare)))
+
+
+def asks_fine(question: str) -> bool:
+    """The yes/no proposition asks whether its symptom is normal."""
+    bare = _bare(question)
+    return bool(_FINE_EN.search(bare) or _FINE_ZH.search(bare))
 
 
 def question_form(question: str) -> QuestionForm:
@@ -356,7 +389,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         symptom=", ".join(asked_symptoms(_unnamed(question, services))),
         symptoms=symptoms,
         form=form,
-        proposition=read_proposition(question, services, asked_nothing=all(v == [ANY] for v in symptoms.values()))
+        proposition=read_proposition(question, services, asked_nothing=all(v == [ANY] for v in symptoms.values()),
+                                     denies=denies_symptom(question), fine=asks_fine(question))
         if form == "yes_no" else None,
         time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question), anchor=anchor)
         if window else None,

@@ -23,6 +23,7 @@ from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE, SIGNATURES
 from pipeline.text.primitives import extract_entities, normalize
 from pipeline.tools.registry import model_name
 from pipeline.tools.results import read_result
+from pipeline.verdict.proposition import CHANGE
 
 MAX_CLAIMS = 6
 
@@ -32,6 +33,27 @@ def _service_of(d: EvidenceDigest, known: list[str]) -> str:
     services = [s for s in known if s in head] or [e.value for e in extract_entities(d.summary) if e.kind == "service"]
     # The summary starts with the service; prefer the earliest mention.
     return min(services, key=lambda s: head.find(s)) if services else ""
+
+
+def _ended(d: EvidenceDigest, invocations: list[ToolInvocation]) -> bool:
+    """An alert digest whose alert has resolved and reports a state, not a change: a resolved CPU
+    alert points at no failure in progress, where a resolved "发布完成" or "配置变更" still shows
+    that the change happened."""
+    if d.domain != "alerts" or CHANGE.search(normalize(d.source_quote)):
+        return False
+    return any(a.status == "resolved" and a.text.strip() == d.source_quote.strip()
+               for inv in invocations if inv.id in d.source_invocation_ids and inv.status == "ok"
+               for a in read_result(inv.output).of_kind("alert"))
+
+
+def _component_of(d: EvidenceDigest, kind: str, known: list[str]) -> str:
+    """The component of `kind` ("redis") a digest is about: its service, else a known service its
+    quote names ("redis command timeout ... redis-cart"); "" when it names none."""
+    own = _service_of(d, known)
+    if kind in own:
+        return own
+    quote = normalize(d.source_quote)
+    return next((s for s in known if kind in s and s in quote), "")
 
 
 def _runbook_title(summary: str, lang: str) -> str:
@@ -136,10 +158,17 @@ def diagnose(
     # Only alerting evidence (alerts, WARN/ERROR lines) can point at a failure mode.
     alarming = [d for d in in_order if d.domain == "alerts" or " WARN" in d.summary or " ERROR" in d.summary]
     for sig in SIGNATURES:
-        matching = [d for d in alarming if any(w in normalize(d.source_quote) for w in sig.evidence_words)]
+        matching = [d for d in alarming if any(w in normalize(d.source_quote) for w in sig.evidence_words)
+                    and not _ended(d, invocations)]
         if not matching:
             continue
-        service = _service_of(matching[0], known_services) or (sorted(focus_services)[0] if focus_services else "")
+        if sig.component:
+            matching = [d for d in matching if _component_of(d, sig.component, known_services)]
+            if not matching:
+                continue
+            service = _component_of(matching[0], sig.component, known_services)
+        else:
+            service = _service_of(matching[0], known_services) or (sorted(focus_services)[0] if focus_services else "")
         quote = matching[0].source_quote
         # Evidence already in hand is never asked for again (a jstack line is the thread dump).
         keep = [i for i in range(sig.needed)

@@ -26,6 +26,11 @@ class Signature:
     # Per needed item, words that show the evidence already holds it (a jstack line is the
     # thread dump): such an item is never listed as missing. Empty: never already held.
     needed_seen: tuple[tuple[str, ...], ...] = ()
+    # The kind of component its hypothesis is about ("Redis {service} reaching maxmemory"), when
+    # not the service that logged the line: {service} is then a component of that kind named by
+    # the evidence, and with none named there is no hypothesis ("user-service: redis command slow"
+    # says nothing of which Redis, and user-service is not one).
+    component: str = ""
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -33,7 +38,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature("jvm_memory", ("outofmemoryerror", "java heap space", "full gc", "gc pause", "heap"), needed=2),
     Signature("db_pool", ("hikaripool", "connection is not available", "connection pool", "pool exhausted"), needed=2),
     Signature("gateway_timeout", ("upstream_timeout", "err_timeout", "upstream timeout"), needed=2),
-    Signature("redis", ("maxmemory", "evicted", "eviction", "redis"), needed=2),
+    Signature("redis", ("maxmemory", "evicted", "eviction", "redis"), needed=2, component="redis"),
     Signature("deploy", ("deployed version", "deploy", "rollout", "rolled out", "release", "发布完成", "上线"), needed=2),
 )
 
