@@ -1,4 +1,4 @@
-"""Random JSON at the three readers of outside JSON (issue 33): the executor-output reader, the
+"""Random JSON at the three readers of outside JSON: the executor-output reader, the
 collector's tool-argument reader and bundle import. Whatever arrives, the reader refuses it with
 the project's own error (or parse status) and a message, or stores it so that every read path
 (the session record, export) reads it back; never an unexpected exception, never a poisoned row.

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from pipeline.core.errors import NotFound, StoreError
 from pipeline.store.repo import Store
 from pipeline.store.schema import DiagnosisSession, JobRow, SessionEventRow
+from pipeline.text.redact import mask_known
 
 TERMINAL = ("completed", "failed", "interrupted")
 
@@ -35,7 +36,7 @@ def enqueue_session(store: Store, *, question: str, world: str | None, shape: st
     for PostgreSQL workers has no heartbeat: procrastinate holds the job durably until one runs it."""
     sid = f"s-{uuid.uuid4().hex[:12]}"
     with Session(store.engine) as db, db.begin():
-        db.add(DiagnosisSession(id=sid, question=question, world=world, shape=shape, provider=provider,
+        db.add(DiagnosisSession(id=sid, question=mask_known(question), world=world, shape=shape, provider=provider,
                                 model=model, status="queued", stage="queued", trigger=trigger,
                                 trigger_key=trigger_key, rerun_of=rerun_of,
                                 heartbeat_at=_now() if owned else None))

@@ -33,6 +33,7 @@ from pipeline.store.schema import (
     ToolInvocationRow,
     VerdictInForce,
 )
+from pipeline.text.redact import mask_known
 
 PREVIEW_CHARS = 2000
 
@@ -217,7 +218,7 @@ class Store:
                        session_id: str | None = None, created_at: datetime | None = None) -> str:
         sid = session_id or new_session_id()
         with self._write() as db:
-            row = DiagnosisSession(id=sid, question=question, world=world, shape=shape, provider=provider,
+            row = DiagnosisSession(id=sid, question=mask_known(question), world=world, shape=shape, provider=provider,
                                    model=model, status="running", stage="created")
             if created_at is not None:
                 row.created_at = created_at
@@ -408,7 +409,9 @@ class Store:
         if not reviewer.strip():
             raise ValueError("a review needs the reviewer's name")
         with self._write() as db:
-            db.add(ReviewRow(session_id=session_id, claim_id=claim_id, label=label, note=note, reviewer=reviewer))
+            # A token pasted into a note is kept nowhere in clear (law 9).
+            db.add(ReviewRow(session_id=session_id, claim_id=claim_id, label=mask_known(label), note=mask_known(note),
+                             reviewer=reviewer))
 
     def reviews(self, session_id: str) -> list[dict[str, Any]]:
         with self._read() as db:

@@ -8,7 +8,13 @@ Two nets, both applied by `redact`:
   backend may echo bare);
 - shapes that are secrets wherever they come from: `scheme://user:pass@`, `Bearer <token>`,
   `Basic <base64 of user:pass>`, `Authorization: <value>` (a JSON header list included),
-  `api_key=` / `token=` / `password=` parameters, `sk-...` keys.
+  `api_key=` / `token=` / `password=` parameters, `sk-...` keys, and a URL's path segments that
+  read as generated tokens (a chat webhook's `/services/T0/B0/<secret>`).
+
+Secret by what it is, not by what it looks like: a user name alone (`postgresql://payment@db`) is
+no secret and is never masked as a word, so `payment-service` stays readable in the evidence.
+`mask_known` keeps configured secrets a person types (a question, a note, a label) out of the
+store, and `safe_url` is every URL the workbench prints or logs.
 
 Applied where text is written or sent: backend errors (tools/http.py), invocation errors and
 outputs (session.py, bundle import), LLM prompts and records (llm/invoker.py, session.py),
@@ -24,8 +30,9 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from pipeline.core.contracts import LlmCallRecord
@@ -35,40 +42,15 @@ MASK = "***"
 MIN_SECRET_CHARS = 6
 _SECRET_ENV = re.compile(r"(TOKEN|API_KEY|ACCESS_KEY|SECRET|PASSWORD|PASSWD)$", re.I)
 
-# Byte patterns (ASCII only): a run of non-ASCII bytes is never split, so the result stays UTF-8.
-_PATTERNS: tuple[tuple[re.Pattern[bytes], bytes | None], ...] = (
-    # scheme://user:pass@host and scheme://token@host: the userinfo is credentials either way.
-    (re.compile(rb"\b([a-zA-Z][a-zA-Z0-9+.-]{1,15}://)[^/\s@\"'<>]+@"), rb"\1***@"),
-    # `Authorization: v`, `"Authorization": "v"` and a header dump's `"Authorization": ["v"]`.
-    (re.compile(rb"(?i)\b(authorization[\"']?\s*[:=]\s*\[?\s*[\"']?)(?:(?:bearer|basic|token|apikey)\s+)?"
-                rb"[^\s\"',;}\]]+"), rb"\1***"),
-    # A token has a digit or a symbol, or is base64 of `user:pass`; "basic information" and
-    # "bearer authentication" stay.
-    (re.compile(rb"(?i)\b(bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})"), None),
-    (re.compile(rb"(?i)\b((?:x-)?api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|secret|"
-                rb"client[_-]?secret|password|passwd)([\"']?\s*[=:]\s*[\"']?)(?!\*\*\*)[^\s&\"',;}]{3,}"),
-     rb"\1\2***"),
-    (re.compile(rb"\bsk-[A-Za-z0-9_-]{16,}"), b"***"),
-    (re.compile(rb"\b(?:ghp|gho|ghs|github_pat|xox[abprs])[-_][A-Za-z0-9_-]{12,}"), b"***"),
-    (re.compile(rb"\bAKIA[0-9A-Z]{16}\b"), b"***"),
-)
-# Each pattern (by index) holds one of its hints (lower-cased). Python's regex engine tries an
-# alternation at every position of an output, where bytes.find searches for a literal in C, so a
-# pattern only runs on the windows around its own hints.
-_HINTS: dict[bytes, tuple[int, ...]] = {
-    b"://": (0,), b"authoriz": (1,), b"bearer": (2,), b"basic": (2,), b"key": (3,), b"token": (3,),
-    b"secret": (3,), b"passw": (3,), b"sk-": (4,), b"ghp_": (5,), b"gho_": (5,), b"ghs_": (5,),
-    b"github_pat": (5,), b"xox": (5,), b"akia": (6,),
-}
-# A name or scheme precedes its hint; a separator and the start of the value follow it, and the
-# window then runs to the end of the value (up to _LONGEST: a JWT is a few KB).
-_BEFORE, _AFTER, _LONGEST = 48, 64, 16384
-_DELIM = re.compile(rb"[\s&\"',;}]")
-_SECRET_KEY = re.compile(r"(?i)^(authorization|(x-)?api[_-]?key|apikey|[a-z_-]*token|[a-z_-]*secret|password|passwd)$")
-_WORD = re.compile(rb"[A-Za-z0-9_]")
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9._~+/=%-]+")
 
-_lock = threading.Lock()
-_known: frozenset[str] = frozenset()
+
+def token_like(text: str) -> bool:
+    """Whether a bare value reads as a generated secret rather than a name: 32+ characters of a
+    token's alphabet, or 16+ mixing letters and digits. "payment", "postgres", "T0B1" do not."""
+    if not _TOKEN_CHARS.fullmatch(text):
+        return False
+    return len(text) >= 32 or (len(text) >= 16 and any(c.isdigit() for c in text) and any(c.isalpha() for c in text))
 
 
 def _credential_token(match: re.Match[bytes]) -> bytes:
@@ -85,6 +67,50 @@ def _basic_pair(token: bytes) -> bool:
     except (binascii.Error, ValueError):
         return False
     return b":" in decoded and decoded.isascii() and all(32 <= c < 127 for c in decoded)
+
+
+def _cut_path(match: re.Match[bytes]) -> bytes:
+    segments = match.group(2).split(b"/")
+    return match.group(1) + b"/".join(MASK.encode() if token_like(seg.decode("ascii", "replace")) else seg
+                                      for seg in segments)
+
+
+# Byte patterns (ASCII only): a run of non-ASCII bytes is never split, so the result stays UTF-8.
+_PATTERNS: tuple[tuple[re.Pattern[bytes], bytes | Callable[[re.Match[bytes]], bytes]], ...] = (
+    # scheme://user:pass@host and scheme://token@host: the userinfo is credentials either way.
+    (re.compile(rb"\b([a-zA-Z][a-zA-Z0-9+.-]{1,15}://)[^/\s@\"'<>]+@"), rb"\1***@"),
+    # `Authorization: v`, `"Authorization": "v"` and a header dump's `"Authorization": ["v"]`.
+    (re.compile(rb"(?i)\b(authorization[\"']?\s*[:=]\s*\[?\s*[\"']?)(?:(?:bearer|basic|token|apikey)\s+)?"
+                rb"[^\s\"',;}\]]+"), rb"\1***"),
+    # A token has a digit or a symbol, or is base64 of `user:pass`; "basic information" and
+    # "bearer authentication" stay.
+    (re.compile(rb"(?i)\b(bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})"), _credential_token),
+    (re.compile(rb"(?i)\b((?:x-)?api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|secret|"
+                rb"client[_-]?secret|password|passwd)([\"']?\s*[=:]\s*[\"']?)(?!\*\*\*)[^\s&\"',;}]{3,}"),
+     rb"\1\2***"),
+    (re.compile(rb"\bsk-[A-Za-z0-9_-]{16,}"), b"***"),
+    (re.compile(rb"\b(?:ghp|gho|ghs|github_pat|xox[abprs])[-_][A-Za-z0-9_-]{12,}"), b"***"),
+    (re.compile(rb"\bAKIA[0-9A-Z]{16}\b"), b"***"),
+    # A URL's path (up to its query): each segment that reads as a token is cut.
+    (re.compile(rb"\b([a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^/\s\"'<>]*)(/[^\s\"'<>?#]*)"), _cut_path),
+)
+# Each pattern (by index) holds one of its hints (lower-cased). Python's regex engine tries an
+# alternation at every position of an output, where bytes.find searches for a literal in C, so a
+# pattern only runs on the windows around its own hints.
+_HINTS: dict[bytes, tuple[int, ...]] = {
+    b"://": (0, 7), b"authoriz": (1,), b"bearer": (2,), b"basic": (2,), b"key": (3,), b"token": (3,),
+    b"secret": (3,), b"passw": (3,), b"sk-": (4,), b"ghp_": (5,), b"gho_": (5,), b"ghs_": (5,),
+    b"github_pat": (5,), b"xox": (5,), b"akia": (6,),
+}
+# A name or scheme precedes its hint; a separator and the start of the value follow it, and the
+# window then runs to the end of the value (up to _LONGEST: a JWT is a few KB).
+_BEFORE, _AFTER, _LONGEST = 48, 64, 16384
+_DELIM = re.compile(rb"[\s&\"',;}]")
+_SECRET_KEY = re.compile(r"(?i)^(authorization|(x-)?api[_-]?key|apikey|[a-z_-]*token|[a-z_-]*secret|password|passwd)$")
+_WORD = re.compile(rb"[A-Za-z0-9_]")
+
+_lock = threading.Lock()
+_known: frozenset[str] = frozenset()
 
 
 def basic_forms(user: str, password: str) -> list[str]:
@@ -106,17 +132,19 @@ def remember(*secrets: str | None) -> None:
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """The secret of a URL's userinfo: the password, or a lone user part (`https://TOKEN@host`),
-    and the base64 forms of `user:pass` that tools/http.py sends as Basic credentials. A user
-    name beside a password ("prometheus") is no secret, and masking it everywhere would blank
-    ordinary words."""
+    """The secret of a URL's userinfo: the password, or a lone user part that is a token
+    (`https://TOKEN@host`), and the base64 forms of `user:pass` that tools/http.py sends as Basic
+    credentials. A user name ("prometheus", or a database's `payment` in `postgresql://payment@db`)
+    is no secret, and masking it everywhere would blank ordinary words (`***-service`)."""
     if not url or "@" not in url:
         return []
     try:
         parts = urlsplit(url)
     except ValueError:
         return []
-    secret = parts.password if parts.password is not None else parts.username
+    secret = parts.password
+    if secret is None and parts.username and token_like(unquote(parts.username)):
+        secret = parts.username
     if not secret:
         return []
     return [secret, *basic_forms(unquote(parts.username or ""), unquote(parts.password or ""))]
@@ -158,12 +186,30 @@ def _windows(data: bytes) -> list[tuple[int, int, set[int]]]:
     return merged
 
 
+def mask_known(text: str) -> str:
+    """`text` with every configured secret masked, and nothing else changed: for what a person
+    types (a question, a note, a label), where a secret-shaped word may be the very subject."""
+    for secret in sorted((s for s in _known if s in text), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def safe_url(url: str) -> str:
+    """A URL as the workbench prints or logs it: no userinfo, token-like path segments cut,
+    secret parameters and configured secrets masked."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    path = "/".join(MASK if token_like(unquote(seg)) else seg for seg in parts.path.split("/"))
+    return redact(urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], path=path)))
+
+
 def redact(text: str) -> str:
     """`text` with every known secret and secret-shaped token masked."""
     if not text:
         return text
-    for secret in sorted((s for s in _known if s in text), key=len, reverse=True):
-        text = text.replace(secret, MASK)
+    text = mask_known(text)
     data = text.encode("utf-8", "surrogatepass")
     windows = _windows(data)
     if not windows:
@@ -174,7 +220,7 @@ def redact(text: str) -> str:
         piece = data[start:end]
         for index in sorted(patterns):
             pattern, repl = _PATTERNS[index]
-            piece = pattern.sub(_credential_token if repl is None else repl, piece)
+            piece = pattern.sub(repl, piece)
         out += [data[done:start], piece]
         done = end
     out.append(data[done:])
@@ -212,8 +258,17 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+# Clients that log URLs and headers themselves: httpx logs each request's URL (a chat webhook's
+# secret path), openai and urllib3 log requests at debug. Their records reach the root's handlers,
+# and a handler of their own (openai's OPENAI_LOG sets one up) is filtered too.
+THIRD_PARTY_LOGGERS = ("httpx", "httpcore", "urllib3", "openai", "hypercorn.error")
+
+
 def redact_logs() -> None:
-    """Put a RedactingFilter on every handler of the root logger (call after logging is set up)."""
-    for handler in logging.getLogger().handlers:
+    """Put a RedactingFilter on every handler of the root logger and of THIRD_PARTY_LOGGERS (call
+    once logging is set up): a filter on a handler sees every record it writes, a filter on a
+    logger only the records logged on that very logger, not its children's."""
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in THIRD_PARTY_LOGGERS)]
+    for handler in (h for lg in loggers for h in lg.handlers):
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
