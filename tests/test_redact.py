@@ -275,7 +275,7 @@ def test_the_http_clients_own_log_of_a_notify_post_cuts_the_secret_path() -> Non
 
     from pipeline.core.config import NotifySettings
     from pipeline.telemetry.notify import post
-    from pipeline.text.redact import RedactingFilter, redact_logs
+    from pipeline.text.redact import RedactingFilter, path_secrets, redact_logs
 
     class Ok(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
@@ -304,6 +304,7 @@ def test_the_http_clients_own_log_of_a_notify_post_cuts_the_secret_path() -> Non
         server.shutdown()
         server.server_close()
     written = stream.getvalue()
+    assert path_secrets(url) == [secret]  # configured as notify.url, it is masked in any text too
     assert any(isinstance(f, RedactingFilter) for f in handler.filters)
     assert "POST http://127.0.0.1" in written and "/services/T0A1/B0C2/***" in written and secret not in written
 

@@ -8,13 +8,14 @@ Two nets, both applied by `redact`:
   backend may echo bare);
 - shapes that are secrets wherever they come from: `scheme://user:pass@`, `Bearer <token>`,
   `Basic <base64 of user:pass>`, `Authorization: <value>` (a JSON header list included),
-  `api_key=` / `token=` / `password=` parameters, `sk-...` keys, and a URL's path segments that
-  read as generated tokens (a chat webhook's `/services/T0/B0/<secret>`).
+  `api_key=` / `token=` / `password=` parameters, `sk-...` keys.
 
 Secret by what it is, not by what it looks like: a user name alone (`postgresql://payment@db`) is
 no secret and is never masked as a word, so `payment-service` stays readable in the evidence.
 `mask_known` keeps configured secrets a person types (a question, a note, a label) out of the
-store, and `safe_url` is every URL the workbench prints or logs.
+store. `safe_url` is every URL the workbench prints, and log lines (ours and the HTTP clients')
+also lose a URL's path segments that read as generated tokens (a chat webhook's
+`/services/T0/B0/<secret>`); stored evidence keeps its URLs verbatim, less configured secrets.
 
 Applied where text is written or sent: backend errors (tools/http.py), invocation errors and
 outputs (session.py, bundle import), LLM prompts and records (llm/invoker.py, session.py),
@@ -69,12 +70,6 @@ def _basic_pair(token: bytes) -> bool:
     return b":" in decoded and decoded.isascii() and all(32 <= c < 127 for c in decoded)
 
 
-def _cut_path(match: re.Match[bytes]) -> bytes:
-    segments = match.group(2).split(b"/")
-    return match.group(1) + b"/".join(MASK.encode() if token_like(seg.decode("ascii", "replace")) else seg
-                                      for seg in segments)
-
-
 # Byte patterns (ASCII only): a run of non-ASCII bytes is never split, so the result stays UTF-8.
 _PATTERNS: tuple[tuple[re.Pattern[bytes], bytes | Callable[[re.Match[bytes]], bytes]], ...] = (
     # scheme://user:pass@host and scheme://token@host: the userinfo is credentials either way.
@@ -91,14 +86,12 @@ _PATTERNS: tuple[tuple[re.Pattern[bytes], bytes | Callable[[re.Match[bytes]], by
     (re.compile(rb"\bsk-[A-Za-z0-9_-]{16,}"), b"***"),
     (re.compile(rb"\b(?:ghp|gho|ghs|github_pat|xox[abprs])[-_][A-Za-z0-9_-]{12,}"), b"***"),
     (re.compile(rb"\bAKIA[0-9A-Z]{16}\b"), b"***"),
-    # A URL's path (up to its query): each segment that reads as a token is cut.
-    (re.compile(rb"\b([a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^/\s\"'<>]*)(/[^\s\"'<>?#]*)"), _cut_path),
 )
 # Each pattern (by index) holds one of its hints (lower-cased). Python's regex engine tries an
 # alternation at every position of an output, where bytes.find searches for a literal in C, so a
 # pattern only runs on the windows around its own hints.
 _HINTS: dict[bytes, tuple[int, ...]] = {
-    b"://": (0, 7), b"authoriz": (1,), b"bearer": (2,), b"basic": (2,), b"key": (3,), b"token": (3,),
+    b"://": (0,), b"authoriz": (1,), b"bearer": (2,), b"basic": (2,), b"key": (3,), b"token": (3,),
     b"secret": (3,), b"passw": (3,), b"sk-": (4,), b"ghp_": (5,), b"gho_": (5,), b"ghs_": (5,),
     b"github_pat": (5,), b"xox": (5,), b"akia": (6,),
 }
@@ -131,6 +124,15 @@ def remember(*secrets: str | None) -> None:
         _known = _known | fresh
 
 
+def path_secrets(url: str | None) -> list[str]:
+    """The path segments of a configured URL that read as tokens (a notify URL's secret path)."""
+    try:
+        path = urlsplit(url).path if url else ""
+    except ValueError:
+        return []
+    return [unquote(seg) for seg in path.split("/") if token_like(unquote(seg))]
+
+
 def url_secrets(url: str | None) -> list[str]:
     """The secret of a URL's userinfo: the password, or a lone user part that is a token
     (`https://TOKEN@host`), and the base64 forms of `user:pass` that tools/http.py sends as Basic
@@ -157,6 +159,8 @@ def remember_settings(settings: Any) -> None:
     for tool in ("query_logs", "query_metrics", "lookup_knowledge"):
         backend = getattr(settings.backends, tool)
         found += [backend.bearer_token, *url_secrets(backend.url)]
+    found += [*path_secrets(settings.notify.url), *url_secrets(settings.notify.url),
+              *path_secrets(settings.telemetry.otlp_endpoint), *url_secrets(settings.telemetry.otlp_endpoint)]
     found += [value for name, value in os.environ.items() if _SECRET_ENV.search(name)]
     found += [s for name, value in os.environ.items() if name.endswith("_URL") for s in url_secrets(value)]
     remember(*found)
@@ -205,6 +209,18 @@ def safe_url(url: str) -> str:
     return redact(urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], path=path)))
 
 
+_URL_PATH = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^/\s\"'<>]*)(/[^\s\"'<>?#]*)")
+
+
+def _cut_path(match: re.Match[str]) -> str:
+    return match.group(1) + "/".join(MASK if token_like(seg) else seg for seg in match.group(2).split("/"))
+
+
+def redact_line(text: str) -> str:
+    """A log line redacted, with each URL's token-like path segments cut as well."""
+    return _URL_PATH.sub(_cut_path, redact(text)) if "://" in text else redact(text)
+
+
 def redact(text: str) -> str:
     """`text` with every known secret and secret-shaped token masked."""
     if not text:
@@ -250,11 +266,11 @@ class RedactingFilter(logging.Filter):
     """Log records redacted before any handler writes them: message, arguments and traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(record.getMessage()), None
+        record.msg, record.args = redact_line(record.getMessage()), None
         if record.exc_info:
             # A formatter uses exc_text once it is set (an earlier handler may have set it), so
             # setting it redacted here makes every later handler write the traceback redacted.
-            record.exc_text = redact(record.exc_text or logging.Formatter().formatException(record.exc_info))
+            record.exc_text = redact_line(record.exc_text or logging.Formatter().formatException(record.exc_info))
         return True
 
 
