@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -10,10 +11,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.exc import OperationalError
-
 from pipeline.core.config import Settings, load_settings
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, StoreError
 from pipeline.store import Store
 from pipeline.text.redact import redact_logs
 
@@ -100,10 +99,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     settings = _settings(args)
     store = Store(settings.db_url)
     # A listing never shows a session whose worker died as running (a read-only store: as stored).
-    try:
+    with contextlib.suppress(StoreError):
         reap(store, settings.jobs.lease_s)
-    except OperationalError:
-        pass
     if args.format == "csv":
         from pipeline.runs.review_queue import QueueFilter, export_csv
         from pipeline.store import SessionFilter
