@@ -214,7 +214,7 @@ BUNDLE_PATHS: list[tuple[Any, ...]] = [
     ("tool_invocations", 0, "arguments"), ("tool_invocations", 0, "output"), ("tool_invocations", 0, "error"),
     ("tool_invocations", 0, "latency_ms"), ("tool_invocations", 0, "status"), ("tool_invocations", 0, "tool_name"),
     ("evidence_digests",), ("executor_raw_output",), ("verifier_output",), ("composer_output",), ("round_audit",),
-    ("final_answer",), ("provenance",),
+    ("final_answer",), ("provenance",), ("verifier_evaluation",),
 ]
 
 
