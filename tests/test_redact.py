@@ -14,6 +14,7 @@ import pytest
 import yaml
 from sqlalchemy import MetaData, select
 
+from pipeline.core.config import Settings
 from pipeline.frontends.cli import main
 from pipeline.store import Store
 from pipeline.text.redact import basic_forms, redact, redact_value, remember
@@ -180,3 +181,141 @@ def test_log_records_are_redacted_message_arguments_and_traceback(caplog: pytest
     text = caplog.text
     assert "j-1" in text and "prom:9090" in text and "RuntimeError" in text
     assert "zz-log-secret-0042" not in text
+
+
+# --- secret by what it is, not by what it looks like ---------------------------
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def cli_store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """The CLI's store: SQLite in the workbench home, or a fresh PostgreSQL schema."""
+    from helpers import postgres_schema
+
+    from pipeline.core.config import load_settings
+
+    if request.param == "sqlite":
+        yield Store(load_settings().db_url)
+        return
+    with postgres_schema("redact") as url:
+        monkeypatch.setenv("DATABASE_URL", url)
+        store = Store(url)
+        yield store
+        store.engine.dispose()
+
+
+def _ask(capsys: pytest.CaptureFixture[str], question: str) -> str:
+    code = main(["ask", question, "--json", "--shape", "single"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return str(json.loads(out)["session_id"])
+
+
+def test_a_user_name_alone_is_no_secret_and_payment_service_stays_readable(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, cli_store: Store) -> None:
+    from pipeline.text.redact import url_secrets
+
+    # A database whose user is named like a service, with no password in the URL (peer or .pgpass).
+    monkeypatch.setenv("AUDIT_DATABASE_URL", "postgresql://payment@db.internal/audit")
+    assert url_secrets("postgresql://payment@db.internal/audit") == []
+    assert url_secrets("https://payment@hooks.example/x") == []  # a name, not a token
+    assert "ghp_Zx81kq0Lm2Nn3Oo4Pp5Qq6" in url_secrets("https://ghp_Zx81kq0Lm2Nn3Oo4Pp5Qq6@git.example/")
+    sid = _ask(capsys, "payment API times out since 10:00, what's going on?")
+    outputs = " ".join(inv.output for inv in cli_store.invocations(sid))
+    row = cli_store.get_session(sid)
+    assert row is not None and "payment-service" in outputs and "***-service" not in outputs + str(row["final_answer"])
+    assert redact("postgresql://payment@db.internal/audit") == "postgresql://***@db.internal/audit"
+
+
+def test_a_configured_token_typed_into_a_question_or_note_is_masked_everywhere(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, cli_store: Store) -> None:
+    from pipeline.core.config import load_settings
+    from pipeline.runs.record import read_session
+
+    token = "canary-typed-token-6d2e90"
+    monkeypatch.setenv("LOKI_BEARER_TOKEN", token)
+    load_settings()  # remembers the configured secrets, as every command does
+    sid = _ask(capsys, f"payment API times out since 10:00 after I rotated {token}, what's going on?")
+    cli_store.add_review(session_id=sid, label=f"bad {token}", reviewer="rev", note=f"pasted {token} by mistake")
+    assert main(["show", sid]) == 0
+    shown = capsys.readouterr()
+    # The question, audit, events and reviews as stored; `show`; the trace's attributes read the record.
+    dump = _store_dump(cli_store.url)
+    record = read_session(cli_store, sid)
+    assert "rotated ***" in dump and "rotated ***" in record.question and "pasted *** by mistake" in dump
+    for where, text in (("store", dump), ("show", shown.out + shown.err), ("question", record.question)):
+        assert token not in text, where
+
+
+def test_the_otlp_endpoint_is_logged_without_its_userinfo(settings: Settings, store: Store,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import socket
+
+    from pipeline.core.config import TelemetrySettings
+    from pipeline.runs.session import run_session
+    from pipeline.telemetry.tracing import export_session
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    endpoint = f"http://otel:canary-otlp-pass-3b7f@127.0.0.1:{port}"
+    traced = settings.model_copy(update={"telemetry": TelemetrySettings(otlp_endpoint=endpoint, timeout_s=0.5)})
+    caplog.set_level(logging.WARNING)
+    result = run_session("payment API times out since 10:00", settings=traced, store=store)
+    assert not export_session(traced, store, result.session_id, flush=True)
+    said = " ".join(r.getMessage() for r in caplog.records if r.name == "pipeline.telemetry.tracing")
+    assert f"http://127.0.0.1:{port}/v1/traces" in said and "canary-otlp-pass" not in said and "otel:" not in said
+
+
+def test_the_http_clients_own_log_of_a_notify_post_cuts_the_secret_path() -> None:
+    """httpx logs every request's URL at INFO; the worker's and webhook's logging writes it redacted."""
+    import io
+    import logging
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from pipeline.core.config import NotifySettings
+    from pipeline.telemetry.notify import post
+    from pipeline.text.redact import RedactingFilter, path_secrets, redact_logs
+
+    class Ok(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    secret = "Zq81Kx0Lm2Nn3Oo4Pp5Qq6R"
+    url = f"http://127.0.0.1:{server.server_port}/services/T0A1/B0C2/{secret}"
+    stream, root, httpx_log = io.StringIO(), logging.getLogger(), logging.getLogger("httpx")
+    handler, level = logging.StreamHandler(stream), httpx_log.level
+    root.addHandler(handler)
+    httpx_log.setLevel(logging.INFO)
+    try:
+        redact_logs()
+        post(url, {"text": "hello"}, NotifySettings(url=url))
+    finally:
+        root.removeHandler(handler)
+        httpx_log.setLevel(level)
+        server.shutdown()
+        server.server_close()
+    written = stream.getvalue()
+    assert path_secrets(url) == [secret]  # configured as notify.url, it is masked in any text too
+    assert any(isinstance(f, RedactingFilter) for f in handler.filters)
+    assert "POST http://127.0.0.1" in written and "/services/T0A1/B0C2/***" in written and secret not in written
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("https://user:pw-9c1d2e3f@otel.example:4318/v1/traces", "https://otel.example:4318/v1/traces"),
+    ("https://hooks.example/services/T0A1/B0C2/Zq81Kx0Lm2Nn3Oo4Pp5Qq6R", "https://hooks.example/services/T0A1/B0C2/***"),
+    ("http://prom:9090/api/v1/query?query=up&api_key=abc123def", "http://prom:9090/api/v1/query?query=up&api_key=***"),
+    ("https://8f14e45fceea167a5a36dedd4bea2543@sentry.example/42", "https://sentry.example/42"),
+])
+def test_urls_are_shown_without_userinfo_or_token_like_path_segments(url: str, shown: str) -> None:
+    from pipeline.text.redact import safe_url
+
+    assert safe_url(url) == shown

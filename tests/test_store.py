@@ -206,6 +206,36 @@ def test_a_read_only_database_still_serves_reads(tmp_path: Path) -> None:
     assert export.returncode == 0 and '"支付超时"' in export.stdout, export.stderr
 
 
+@pytest.mark.slow  # starts processes
+def test_ask_and_rerun_on_a_read_only_database_refuse_in_one_line(tmp_path: Path) -> None:
+    """Was a raw traceback: the reaper's UPDATE at the start of every session bypassed the store's
+    error translation."""
+    home = tmp_path / "ro"
+    store = Store(f"sqlite:///{home / 'workbench.db'}")
+    sid = _session(store, question="支付超时", status="completed")
+    store.engine.dispose()
+    (home / "workbench.db").chmod(0o444)
+    home.chmod(0o555)
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        # root ignores file modes; without these capabilities it obeys them like any user.
+        require(shutil.which("setpriv") is not None, "setpriv (util-linux)")
+        caps = "-dac_override,-dac_read_search,-fowner"
+        prefix = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]
+    env = {**os.environ, "WORKBENCH_HOME": str(home), "WORKBENCH_CONFIG": str(tmp_path / "none.yaml")}
+    try:
+        done = [subprocess.run([*prefix, sys.executable, "-m", "pipeline", *argv], capture_output=True, text=True,
+                               timeout=120, check=False, env=env)
+                for argv in (["ask", "payment API times out since 10:00"], ["rerun", sid])]
+    finally:
+        home.chmod(0o755)
+    for run in done:
+        assert run.returncode == 2 and run.stdout == "", run.stderr
+        (line,) = run.stderr.splitlines()
+        assert line.startswith("workbench: cannot write to the database") and "readonly" in line
+    assert [row["status"] for row in Store(f"sqlite:///{home / 'workbench.db'}").list_sessions()[0]] == ["completed"]
+
+
 def test_a_session_whose_database_vanished_gives_no_verdict(settings, tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'gone.db'}")
 

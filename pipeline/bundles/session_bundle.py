@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from pipeline.bundles.provenance import STATEMENT, sign, statement
-from pipeline.core.bounds import MAX_JSON_DEPTH, too_deep, unstorable
+from pipeline.core.bounds import MAX_JSON_DEPTH, int64, too_deep, unstorable
 from pipeline.core.contracts import EvidenceDigest, ToolInvocation
 from pipeline.core.errors import BundleError, NotFound
 from pipeline.store import Store
@@ -179,8 +179,8 @@ def load_bundle(path: Path, *, max_bytes: int) -> SessionBundle:
     if not data.strip():
         raise BundleError(f"{path} is empty: a bundle is one session as JSON (`workbench export SESSION` writes one)")
     try:
-        decoded = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        decoded = json.loads(data.decode("utf-8"), parse_int=int64)
+    except ValueError as exc:  # not UTF-8, not JSON, an integer beyond 64 bits
         raise BundleError(f"{path} is not a JSON bundle: {exc}") from exc
     except RecursionError as exc:
         raise BundleError(f"{path}: bundle JSON nests too deep to read; refused") from exc

@@ -66,9 +66,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _int64(text: str) -> int:
-    value = int(text)
-    if abs(value) > INT64:
+def int64(text: str) -> int:
+    """A JSON integer token read, refused beyond 64 bits; a long one before int() reads it (past
+    4300 digits int() raises a ValueError whose advice is for programmers)."""
+    if len(text.lstrip("-")) > len(str(INT64)) or abs(value := int(text)) > INT64:
         raise JsonNumberRefused(f"integer {text[:30]}... is beyond 64 bits")
     return value
 
@@ -106,7 +107,7 @@ def storable(data: Any) -> Any:
 
 def strict_loads(text: str | bytes) -> Any:
     """json.loads refusing what no store keeps (JsonNumberRefused)."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int64)
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=int64)
 
 
 def loads_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> Any:

@@ -16,6 +16,7 @@ from pipeline.core.config import Settings, config_path, load_settings
 from pipeline.core.errors import ConfigError, WorkbenchError, one_line
 from pipeline.store import Store
 from pipeline.text.primitives import detect_language
+from pipeline.text.redact import safe_url
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -139,8 +140,8 @@ def _export_otlp(settings: Settings, session_id: str) -> int:
         raise ConfigError("no OTLP endpoint: set OTEL_EXPORTER_OTLP_ENDPOINT or telemetry.otlp_endpoint "
                           "in workbench.yaml")
     if not export_session(settings, Store(settings.db_url), session_id, flush=True):
-        raise ConfigError(f"the OTLP collector at {settings.telemetry.otlp_endpoint} did not take the trace")
-    print(f"session {session_id} sent as a trace to {settings.telemetry.otlp_endpoint}")
+        raise ConfigError(f"the OTLP collector at {safe_url(settings.telemetry.otlp_endpoint)} did not take the trace")
+    print(f"session {session_id} sent as a trace to {safe_url(settings.telemetry.otlp_endpoint)}")
     return 0
 
 

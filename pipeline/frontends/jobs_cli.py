@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -10,10 +11,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.exc import OperationalError
-
 from pipeline.core.config import Settings, load_settings
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, StoreError
 from pipeline.store import Store
 from pipeline.text.redact import redact_logs
 
@@ -24,6 +23,13 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(getattr(args, "config", None))
 
 
+def _log_to_stderr() -> None:
+    """The long-running commands' logging: one line per record on stderr, every record (ours and
+    the HTTP clients') redacted before it is written."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    redact_logs()
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from pipeline.jobs import pg_module
 
@@ -32,8 +38,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if store.engine.dialect.name != "postgresql":
         raise ConfigError("`workbench worker` serves the PostgreSQL queue (set DATABASE_URL); with SQLite the app "
                           "and `workbench ask` run sessions in-process")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    redact_logs()
+    _log_to_stderr()
     pg_module().run_worker(settings, store, args.concurrency or settings.jobs.concurrency)
     return 0
 
@@ -48,8 +53,7 @@ def cmd_webhook(args: argparse.Namespace) -> int:
     settings = _settings(args)
     store = Store(settings.db_url)
     queue = make_queue(settings, store)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    redact_logs()
+    _log_to_stderr()
     sock = listen(args.host, args.port)
     app = make_app(store, Metrics(store), settings.webhook, Receiver(settings, store, queue, token))
     if warning:
@@ -71,8 +75,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     store = Store(settings.db_url)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    redact_logs()
+    _log_to_stderr()
     sock = listen(args.host, args.port)
     app = make_app(store, Metrics(store), settings.webhook)
     print(f"serving Prometheus metrics on http://{_address(sock)}/metrics", file=sys.stderr, flush=True)
@@ -96,10 +99,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     settings = _settings(args)
     store = Store(settings.db_url)
     # A listing never shows a session whose worker died as running (a read-only store: as stored).
-    try:
+    with contextlib.suppress(StoreError):
         reap(store, settings.jobs.lease_s)
-    except OperationalError:
-        pass
     if args.format == "csv":
         from pipeline.runs.review_queue import QueueFilter, export_csv
         from pipeline.store import SessionFilter

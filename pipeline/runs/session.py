@@ -30,7 +30,7 @@ from pipeline.store.engine import database_fault
 from pipeline.store.lease import Heartbeat, add_event, claim_session, reap
 from pipeline.telemetry import session_ended
 from pipeline.text.primitives import detect_language, extract_entities
-from pipeline.text.redact import redact, redact_value, redacted_call, remember_settings
+from pipeline.text.redact import mask_known, redact, redact_value, redacted_call, remember_settings
 from pipeline.tools import ToolBox, build_toolbox
 from pipeline.tools.incidents import World, route_question, world_by_id
 from pipeline.tools.registry import NoData, model_name, persisted_name
@@ -175,11 +175,12 @@ def _run_session(
     question: str, *, settings: Settings, store: Store, provider: Provider | None, world_id: str | None,
     on_event: OnEvent | None, rules: RuleSet | None, session_id: str | None, heartbeat: Heartbeat,
 ) -> SessionResult:
-    question = encodable(question.strip())
+    remember_settings(settings)  # settings built in code, not by load_settings, hold secrets too
+    # A configured secret typed into the question reaches no prompt, event, row or trace.
+    question = mask_known(encodable(question.strip()))
     if not question:
         raise InputError("the question is empty: ask about a symptom, e.g. “payment API times out since 10:00”")
     callback: OnEvent = on_event or (lambda stage, data: None)
-    remember_settings(settings)  # settings built in code, not by load_settings, hold secrets too
     provider = provider or make_provider(settings)
     world = _pick_world(settings, question, world_id)
     # The version that judges this session; None when the caller brought its own rules.

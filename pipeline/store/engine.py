@@ -2,10 +2,11 @@
 
 Everything backend-specific about a connection lives here, so the rest of the store writes
 plain SQLAlchemy: the driver check (a clear StoreError instead of ModuleNotFoundError), the
-SQLite file's directory and pragmas, and NUL handling. PostgreSQL refuses a NUL character in
-text (and in json it cannot extract as text) while SQLite stores it, so a NUL from a model or a
-bundle failed a session on one backend only. Here it is replaced with U+FFFD on every write,
-on both backends, which keeps the rest of the text and shows where the NUL was.
+SQLite file's directory and pragmas, and text neither backend keeps. PostgreSQL refuses a NUL
+character in text (and in json it cannot extract as text) while SQLite stores it, so a NUL from a
+model or a bundle failed a session on one backend only; a lone surrogate (a JSON "\\ud800" escape
+in a model's reply or a bundle) no driver can encode at all. Here each is replaced with U+FFFD on
+every write, on both backends, which keeps the rest of the text and shows where it was.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 from sqlalchemy.pool import NullPool
 
-from pipeline.core.bounds import unstorable
+from pipeline.core.bounds import encodable, unstorable
 from pipeline.core.errors import StoreError
 
 NUL, REPLACEMENT = "\x00", "\ufffd"
@@ -62,14 +63,14 @@ def database_fault(exc: BaseException | None) -> DatabaseFault | None:
 
 
 def clean_text(value: str) -> str:
-    return value.replace(NUL, REPLACEMENT) if NUL in value else value
+    return encodable(value.replace(NUL, REPLACEMENT) if NUL in value else value)
 
 
 def _clean_param(value: Any) -> Any:
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, dict):
-        return {k: _clean_param(v) for k, v in value.items()}
+        return {_clean_param(k): _clean_param(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_clean_param(v) for v in value)
     return value
@@ -81,6 +82,8 @@ def _json_dumps(value: Any) -> str:
     row, PostgreSQL refuses it. What comes from outside is refused before (bounds.loads_bounded)."""
     try:
         text = json.dumps(value, allow_nan=False)
+        if "\\ud" in text:  # escaped surrogates: a pair (kept) or a lone one (replaced)
+            text = json.dumps(_clean_param(value), allow_nan=False)
     except ValueError as exc:
         raise StoreError(f"refused to store {unstorable(value) or exc}") from exc
     return _JSON_NUL.sub(r"\1\\ufffd", text) if "\\u0000" in text else text

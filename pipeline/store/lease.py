@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,12 +20,24 @@ from sqlalchemy.orm import Session
 from pipeline.core.errors import NotFound, StoreError
 from pipeline.store.repo import Store
 from pipeline.store.schema import DiagnosisSession, JobRow, SessionEventRow
+from pipeline.text.redact import mask_known
 
 TERMINAL = ("completed", "failed", "interrupted")
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _writing(store: Store) -> AbstractContextManager[Session]:
+    """A transaction that fails at once as a StoreError (a read-only file, a full disk, an outage):
+    the lease never waits out an outage as a patient store does, since a missed beat or reaper
+    round is simply the next one's."""
+    return store.patient(0).writing()
+
+
+def _reading(store: Store) -> AbstractContextManager[Session]:
+    return store.patient(0).reading()
 
 
 def enqueue_session(store: Store, *, question: str, world: str | None, shape: str, provider: str, model: str,
@@ -34,8 +47,8 @@ def enqueue_session(store: Store, *, question: str, world: str | None, shape: st
     pool), so it heartbeats the row and the reaper may take it if that process dies. A row queued
     for PostgreSQL workers has no heartbeat: procrastinate holds the job durably until one runs it."""
     sid = f"s-{uuid.uuid4().hex[:12]}"
-    with Session(store.engine) as db, db.begin():
-        db.add(DiagnosisSession(id=sid, question=question, world=world, shape=shape, provider=provider,
+    with _writing(store) as db:
+        db.add(DiagnosisSession(id=sid, question=mask_known(question), world=world, shape=shape, provider=provider,
                                 model=model, status="queued", stage="queued", trigger=trigger,
                                 trigger_key=trigger_key, rerun_of=rerun_of,
                                 heartbeat_at=_now() if owned else None))
@@ -44,7 +57,7 @@ def enqueue_session(store: Store, *, question: str, world: str | None, shape: st
 
 def claim_session(store: Store, session_id: str, **columns: Any) -> bool:
     """queued -> running, atomically: a job delivered twice runs once."""
-    with Session(store.engine) as db, db.begin():
+    with _writing(store) as db:
         claimed = db.execute(update(DiagnosisSession)
                              .where(DiagnosisSession.id == session_id, DiagnosisSession.status == "queued")
                              .values(status="running", heartbeat_at=_now(), **columns)
@@ -54,7 +67,7 @@ def claim_session(store: Store, session_id: str, **columns: Any) -> bool:
 
 def fail_unclaimed(store: Store, session_id: str, error: str) -> None:
     """A queued row whose run failed before it started (settings, backends): `failed`, with why."""
-    with Session(store.engine) as db, db.begin():
+    with _writing(store) as db:
         db.execute(update(DiagnosisSession)
                    .where(DiagnosisSession.id == session_id, DiagnosisSession.status == "queued")
                    .values(status="failed", error=error))
@@ -64,7 +77,7 @@ def beat(store: Store, ids: list[str]) -> None:
     """Refresh the lease of these sessions and job rows (ids are unique across both tables)."""
     if not ids:
         return
-    with Session(store.engine) as db, db.begin():
+    with _writing(store) as db:
         for model in (DiagnosisSession, JobRow):
             db.execute(update(model).where(model.id.in_(ids), model.status.in_(("queued", "running")))
                        .values(heartbeat_at=_now()))
@@ -89,7 +102,7 @@ def reap(store: Store, lease_s: float) -> list[str]:
         and_(DiagnosisSession.status == "running", last_sign < cutoff),
         and_(DiagnosisSession.status == "queued", _last_sign(store, DiagnosisSession.heartbeat_at) < cutoff),
     )
-    with Session(store.engine) as db, db.begin():
+    with _writing(store) as db:
         rows = db.execute(select(DiagnosisSession.id, DiagnosisSession.stage, last_sign)
                           .where(lapsed).with_for_update(skip_locked=True)).all()
         for sid, stage, seen in rows:
@@ -107,7 +120,7 @@ def live(store: Store, ids: list[str], lease_s: float) -> set[str]:
     """Which of these sessions and job rows are queued or running with their lease still held."""
     cutoff = _now() - timedelta(seconds=lease_s)
     found: set[str] = set()
-    with Session(store.engine) as db:
+    with _reading(store) as db:
         for model in (DiagnosisSession, JobRow):
             found.update(db.execute(select(model.id).where(
                 model.id.in_(ids), model.status.in_(("queued", "running")),
@@ -118,7 +131,7 @@ def live(store: Store, ids: list[str], lease_s: float) -> set[str]:
 def rerun_session(store: Store, session_id: str, *, owned: bool) -> str:
     """A new queued session asking the same question with the same trigger (and group key); the
     old row stays as it ended (its partial audit chain is evidence of what happened)."""
-    with Session(store.engine) as db, db.begin():
+    with _writing(store) as db:
         return _rerun(db, _ended(db, session_id), owned=owned)
 
 
@@ -126,7 +139,7 @@ def retry_session(store: Store, session_id: str) -> str | None:
     """The queue's retry of a failed or interrupted session: its rerun, made at most once. A job
     retried twice (procrastinate's retry and the stalled-job reaper's after a database outage)
     finds the rerun the other made and returns None, so one alert group stays one session."""
-    with Session(store.engine) as db, db.begin():
+    with _writing(store) as db:
         old = _ended(db, session_id)
         if db.execute(select(DiagnosisSession.id).where(DiagnosisSession.rerun_of == session_id)).first():
             return None
@@ -153,13 +166,13 @@ def _rerun(db: Session, old: DiagnosisSession, *, owned: bool) -> str:
 
 
 def add_event(store: Store, session_id: str, stage: str, data: dict[str, Any]) -> None:
-    with Session(store.engine) as db, db.begin():
+    with _writing(store) as db:
         db.add(SessionEventRow(session_id=session_id, stage=stage, data=data))
 
 
 def events(store: Store, session_id: str, after: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
     """(event id, stage, data) of `session_id` after event id `after`, oldest first."""
-    with Session(store.engine) as db:
+    with _reading(store) as db:
         rows = db.execute(select(SessionEventRow.id, SessionEventRow.stage, SessionEventRow.data)
                           .where(SessionEventRow.session_id == session_id, SessionEventRow.id > after)
                           .order_by(SessionEventRow.id)).all()

@@ -33,6 +33,7 @@ from pipeline.store.schema import (
     ToolInvocationRow,
     VerdictInForce,
 )
+from pipeline.text.redact import mask_known
 
 PREVIEW_CHARS = 2000
 
@@ -191,7 +192,7 @@ class Store:
         return StoreError(f"cannot {doing} the database {display_url(self.url)}: {reason}")
 
     @contextmanager
-    def _read(self) -> Iterator[Session]:
+    def reading(self) -> Iterator[Session]:
         try:
             with self._begin() as db:
                 yield db
@@ -199,7 +200,7 @@ class Store:
             raise self._failure("read", exc) from exc
 
     @contextmanager
-    def _write(self) -> Iterator[Session]:
+    def writing(self) -> Iterator[Session]:
         """One transaction; committed when the block ends."""
         if self._file is not None and _file_identity(self._file) != self._identity:
             raise StoreError(f"the database file {self._file} was deleted or replaced while in use; "
@@ -216,8 +217,8 @@ class Store:
     def create_session(self, *, question: str, world: str | None, shape: str, provider: str, model: str,
                        session_id: str | None = None, created_at: datetime | None = None) -> str:
         sid = session_id or new_session_id()
-        with self._write() as db:
-            row = DiagnosisSession(id=sid, question=question, world=world, shape=shape, provider=provider,
+        with self.writing() as db:
+            row = DiagnosisSession(id=sid, question=mask_known(question), world=world, shape=shape, provider=provider,
                                    model=model, status="running", stage="created")
             if created_at is not None:
                 row.created_at = created_at
@@ -228,7 +229,7 @@ class Store:
         """StoreError when the row is gone: a session must not finish as if it were stored."""
         if "self_evaluation" in values:
             values["composer_findings"] = composer_findings(values["self_evaluation"])
-        with self._write() as db:
+        with self.writing() as db:
             stmt = update(DiagnosisSession).where(DiagnosisSession.id == session_id).values(**values)
             if db.connection().execute(stmt).rowcount == 0:
                 raise StoreError(f"session {session_id} is no longer in the database {display_url(self.url)}")
@@ -239,7 +240,7 @@ class Store:
         self.update_session(session_id, status="failed", error=f"quarantined: {reason}")
 
     def get_session(self, session_id: str) -> dict[str, Any] | None:
-        with self._read() as db:
+        with self.reading() as db:
             row = db.get(DiagnosisSession, session_id)
             return _row_dict(row) if row else None
 
@@ -283,7 +284,7 @@ class Store:
                 DiagnosisSession.failed_rules, DiagnosisSession.groundedness, DiagnosisSession.services,
                 DiagnosisSession.provider, DiagnosisSession.shape, DiagnosisSession.ungated,
                 DiagnosisSession.provenance]
-        with self._read() as db:
+        with self.reading() as db:
             total = db.execute(select(func.count()).select_from(base.subquery())).scalar_one()
             sub = base.subquery()
             rows = db.execute(
@@ -300,7 +301,7 @@ class Store:
         return [dict(r) | {"review_label": labels.get(r["id"])} for r in rows], total
 
     def session_ids(self) -> list[str]:
-        with self._read() as db:
+        with self.reading() as db:
             return list(db.execute(select(DiagnosisSession.id).order_by(DiagnosisSession.created_at)).scalars())
 
     # --- tool invocations --------------------------------------------------------------
@@ -310,7 +311,7 @@ class Store:
                        latency_ms: float, stored_cut_bytes: int = 0,
                        retrieval_details: dict[str, Any] | None = None) -> ToolInvocation:
         first = self._first_with_output(session_id, output)
-        with self._write() as db:
+        with self.writing() as db:
             row = _invocation_row(
                 session_id=session_id, round=round, tool_name=tool_name, model_tool_name=model_tool_name,
                 arguments=arguments, status=status, output=output, stored_cut_bytes=stored_cut_bytes, error=error,
@@ -326,7 +327,7 @@ class Store:
         digest = _output_hash(output)
         if digest is None:
             return None
-        with self._read() as db:
+        with self.reading() as db:
             return db.execute(
                 select(ToolInvocationRow.id).where(ToolInvocationRow.session_id == session_id,
                                                    ToolInvocationRow.output_sha256 == digest,
@@ -337,7 +338,7 @@ class Store:
                           llm_calls: list[LlmCallRecord], finish: Callable[[list[int]], dict[str, Any]]) -> None:
         """A whole session in one transaction (an import): stored entirely or not at all.
         `finish` gets the new invocation ids, in order, and returns the session's other columns."""
-        with self._write() as db:
+        with self.writing() as db:
             row = DiagnosisSession(**session)
             db.add(row)
             try:
@@ -360,7 +361,7 @@ class Store:
             db.add_all([LlmCallRow(session_id=row.id, **rec.model_dump()) for rec in llm_calls])
 
     def invocation(self, invocation_id: int) -> ToolInvocation | None:
-        with self._read() as db:
+        with self.reading() as db:
             row = db.get(ToolInvocationRow, invocation_id)
             if row is None:
                 return None
@@ -368,7 +369,7 @@ class Store:
             return _invocation(row, source.output if source else None)
 
     def invocations(self, session_id: str) -> list[ToolInvocation]:
-        with self._read() as db:
+        with self.reading() as db:
             rows = db.execute(
                 select(ToolInvocationRow).where(ToolInvocationRow.session_id == session_id)
                 .order_by(ToolInvocationRow.id)
@@ -378,7 +379,7 @@ class Store:
 
     def invocation_meta(self, session_id: str) -> list[dict[str, Any]]:
         """Invocation rows without the full output (for lists and the Trace page's index)."""
-        with self._read() as db:
+        with self.reading() as db:
             rows = db.execute(
                 select(ToolInvocationRow.id, ToolInvocationRow.round, ToolInvocationRow.tool_name,
                        ToolInvocationRow.model_tool_name, ToolInvocationRow.arguments, ToolInvocationRow.status,
@@ -391,11 +392,11 @@ class Store:
     # --- LLM calls ----------------------------------------------------------------------
 
     def add_llm_call(self, session_id: str, rec: LlmCallRecord) -> None:
-        with self._write() as db:
+        with self.writing() as db:
             db.add(LlmCallRow(session_id=session_id, **rec.model_dump()))
 
     def llm_calls(self, session_id: str) -> list[dict[str, Any]]:
-        with self._read() as db:
+        with self.reading() as db:
             rows = db.execute(
                 select(LlmCallRow).where(LlmCallRow.session_id == session_id).order_by(LlmCallRow.id)
             ).scalars().all()
@@ -407,11 +408,13 @@ class Store:
                    claim_id: str | None = None) -> None:
         if not reviewer.strip():
             raise ValueError("a review needs the reviewer's name")
-        with self._write() as db:
-            db.add(ReviewRow(session_id=session_id, claim_id=claim_id, label=label, note=note, reviewer=reviewer))
+        with self.writing() as db:
+            # A token pasted into a note is kept nowhere in clear (law 9).
+            db.add(ReviewRow(session_id=session_id, claim_id=claim_id, label=mask_known(label), note=mask_known(note),
+                             reviewer=reviewer))
 
     def reviews(self, session_id: str) -> list[dict[str, Any]]:
-        with self._read() as db:
+        with self.reading() as db:
             rows = db.execute(
                 select(ReviewRow).where(ReviewRow.session_id == session_id).order_by(ReviewRow.created_at)
             ).scalars().all()
@@ -421,19 +424,19 @@ class Store:
 
     def rules_version(self) -> int:
         """The id of the rule version in force; 0: the shipped rules/ directory."""
-        with self._read() as db:
+        with self.reading() as db:
             return int(db.execute(select(RulesInForce.version)).scalar_one())
 
     def active_rule_version(self) -> dict[str, Any] | None:
         """The applied version in force, None while the shipped rules are."""
-        with self._read() as db:
+        with self.reading() as db:
             row = db.execute(select(RuleVersionRow).join(RulesInForce, RulesInForce.version == RuleVersionRow.id)
                              ).scalar_one_or_none()
             return _row_dict(row) | {"active": True} if row else None
 
     def rule_versions(self) -> list[dict[str, Any]]:
         """Applied versions newest first, each with whether it is the one in force."""
-        with self._read() as db:
+        with self.reading() as db:
             in_force = db.execute(select(RulesInForce.version)).scalar_one()
             rows = db.execute(select(RuleVersionRow).order_by(RuleVersionRow.id.desc())).scalars().all()
             return [_row_dict(r) | {"active": r.id == in_force} for r in rows]
@@ -443,7 +446,7 @@ class Store:
         """Store a version and put it in force, provided the one in force is still `based_on`
         (None or 0: the shipped rules); else StaleRuleVersion names the version applied meanwhile."""
         based = based_on or 0
-        with self._write() as db:
+        with self.writing() as db:
             # The insert comes first: on SQLite it takes the write lock before anything is read,
             # so the pointer read below is the latest one.
             row = RuleVersionRow(index_yaml=index_yaml, metadata_yaml=metadata_yaml, author=author,

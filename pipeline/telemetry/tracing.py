@@ -37,6 +37,7 @@ from opentelemetry.trace import Status, StatusCode
 from pipeline.core.config import Settings
 from pipeline.runs.record import SessionRecord, read_session
 from pipeline.store import Store
+from pipeline.text.redact import safe_url
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ def _provider(settings: Settings) -> tuple[TracerProvider, _OneLineExporter] | N
             logging.getLogger("opentelemetry.exporter.otlp.proto.http").setLevel(logging.CRITICAL)
             url = t.otlp_endpoint.rstrip("/")
             url = url if url.endswith("/v1/traces") else url + "/v1/traces"
-            exporter = _OneLineExporter(OTLPSpanExporter(endpoint=url, timeout=t.timeout_s), url)
+            exporter = _OneLineExporter(OTLPSpanExporter(endpoint=url, timeout=t.timeout_s), safe_url(url))
             provider = TracerProvider(resource=Resource.create({
                 SERVICE_NAME: "evidence-workbench", ResourceAttributes.PROJECT_NAME: t.project}))
             # Bounded: a collector that is down costs at most this queue, never the session.

@@ -10,6 +10,13 @@ Two nets, both applied by `redact`:
   `Basic <base64 of user:pass>`, `Authorization: <value>` (a JSON header list included),
   `api_key=` / `token=` / `password=` parameters, `sk-...` keys.
 
+Secret by what it is, not by what it looks like: a user name alone (`postgresql://payment@db`) is
+no secret and is never masked as a word, so `payment-service` stays readable in the evidence.
+`mask_known` keeps configured secrets a person types (a question, a note, a label) out of the
+store. `safe_url` is every URL the workbench prints, and log lines (ours and the HTTP clients')
+also lose a URL's path segments that read as generated tokens (a chat webhook's
+`/services/T0/B0/<secret>`); stored evidence keeps its URLs verbatim, less configured secrets.
+
 Applied where text is written or sent: backend errors (tools/http.py), invocation errors and
 outputs (session.py, bundle import), LLM prompts and records (llm/invoker.py, session.py),
 exports (bundle.py), `doctor`, and the worker's and webhook's logs (`redact_logs`). Text is data
@@ -24,8 +31,9 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from pipeline.core.contracts import LlmCallRecord
@@ -35,8 +43,35 @@ MASK = "***"
 MIN_SECRET_CHARS = 6
 _SECRET_ENV = re.compile(r"(TOKEN|API_KEY|ACCESS_KEY|SECRET|PASSWORD|PASSWD)$", re.I)
 
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9._~+/=%-]+")
+
+
+def token_like(text: str) -> bool:
+    """Whether a bare value reads as a generated secret rather than a name: 32+ characters of a
+    token's alphabet, or 16+ mixing letters and digits. "payment", "postgres", "T0B1" do not."""
+    if not _TOKEN_CHARS.fullmatch(text):
+        return False
+    return len(text) >= 32 or (len(text) >= 16 and any(c.isdigit() for c in text) and any(c.isalpha() for c in text))
+
+
+def _credential_token(match: re.Match[bytes]) -> bytes:
+    token = match.group(2)
+    if re.search(rb"[0-9._~+/=-]", token) or _basic_pair(token):
+        return match.group(1) + b" " + MASK.encode()
+    return match.group(0)
+
+
+def _basic_pair(token: bytes) -> bool:
+    """Whether `token` is base64 of `user:pass` (printable text with a colon)."""
+    try:
+        decoded = base64.b64decode(token + b"=" * (-len(token) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in decoded and decoded.isascii() and all(32 <= c < 127 for c in decoded)
+
+
 # Byte patterns (ASCII only): a run of non-ASCII bytes is never split, so the result stays UTF-8.
-_PATTERNS: tuple[tuple[re.Pattern[bytes], bytes | None], ...] = (
+_PATTERNS: tuple[tuple[re.Pattern[bytes], bytes | Callable[[re.Match[bytes]], bytes]], ...] = (
     # scheme://user:pass@host and scheme://token@host: the userinfo is credentials either way.
     (re.compile(rb"\b([a-zA-Z][a-zA-Z0-9+.-]{1,15}://)[^/\s@\"'<>]+@"), rb"\1***@"),
     # `Authorization: v`, `"Authorization": "v"` and a header dump's `"Authorization": ["v"]`.
@@ -44,7 +79,7 @@ _PATTERNS: tuple[tuple[re.Pattern[bytes], bytes | None], ...] = (
                 rb"[^\s\"',;}\]]+"), rb"\1***"),
     # A token has a digit or a symbol, or is base64 of `user:pass`; "basic information" and
     # "bearer authentication" stay.
-    (re.compile(rb"(?i)\b(bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})"), None),
+    (re.compile(rb"(?i)\b(bearer|basic)\s+([A-Za-z0-9._~+/=-]{8,})"), _credential_token),
     (re.compile(rb"(?i)\b((?:x-)?api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|secret|"
                 rb"client[_-]?secret|password|passwd)([\"']?\s*[=:]\s*[\"']?)(?!\*\*\*)[^\s&\"',;}]{3,}"),
      rb"\1\2***"),
@@ -71,22 +106,6 @@ _lock = threading.Lock()
 _known: frozenset[str] = frozenset()
 
 
-def _credential_token(match: re.Match[bytes]) -> bytes:
-    token = match.group(2)
-    if re.search(rb"[0-9._~+/=-]", token) or _basic_pair(token):
-        return match.group(1) + b" " + MASK.encode()
-    return match.group(0)
-
-
-def _basic_pair(token: bytes) -> bool:
-    """Whether `token` is base64 of `user:pass` (printable text with a colon)."""
-    try:
-        decoded = base64.b64decode(token + b"=" * (-len(token) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return b":" in decoded and decoded.isascii() and all(32 <= c < 127 for c in decoded)
-
-
 def basic_forms(user: str, password: str) -> list[str]:
     """The base64 forms `user:pass` travels in as Basic credentials (padded and not, standard
     and URL-safe alphabet): a backend may echo the header value without its `Basic ` prefix."""
@@ -105,18 +124,29 @@ def remember(*secrets: str | None) -> None:
         _known = _known | fresh
 
 
+def path_secrets(url: str | None) -> list[str]:
+    """The path segments of a configured URL that read as tokens (a notify URL's secret path)."""
+    try:
+        path = urlsplit(url).path if url else ""
+    except ValueError:
+        return []
+    return [unquote(seg) for seg in path.split("/") if token_like(unquote(seg))]
+
+
 def url_secrets(url: str | None) -> list[str]:
-    """The secret of a URL's userinfo: the password, or a lone user part (`https://TOKEN@host`),
-    and the base64 forms of `user:pass` that tools/http.py sends as Basic credentials. A user
-    name beside a password ("prometheus") is no secret, and masking it everywhere would blank
-    ordinary words."""
+    """The secret of a URL's userinfo: the password, or a lone user part that is a token
+    (`https://TOKEN@host`), and the base64 forms of `user:pass` that tools/http.py sends as Basic
+    credentials. A user name ("prometheus", or a database's `payment` in `postgresql://payment@db`)
+    is no secret, and masking it everywhere would blank ordinary words (`***-service`)."""
     if not url or "@" not in url:
         return []
     try:
         parts = urlsplit(url)
     except ValueError:
         return []
-    secret = parts.password if parts.password is not None else parts.username
+    secret = parts.password
+    if secret is None and parts.username and token_like(unquote(parts.username)):
+        secret = parts.username
     if not secret:
         return []
     return [secret, *basic_forms(unquote(parts.username or ""), unquote(parts.password or ""))]
@@ -129,6 +159,8 @@ def remember_settings(settings: Any) -> None:
     for tool in ("query_logs", "query_metrics", "lookup_knowledge"):
         backend = getattr(settings.backends, tool)
         found += [backend.bearer_token, *url_secrets(backend.url)]
+    found += [*path_secrets(settings.notify.url), *url_secrets(settings.notify.url),
+              *path_secrets(settings.telemetry.otlp_endpoint), *url_secrets(settings.telemetry.otlp_endpoint)]
     found += [value for name, value in os.environ.items() if _SECRET_ENV.search(name)]
     found += [s for name, value in os.environ.items() if name.endswith("_URL") for s in url_secrets(value)]
     remember(*found)
@@ -158,12 +190,42 @@ def _windows(data: bytes) -> list[tuple[int, int, set[int]]]:
     return merged
 
 
+def mask_known(text: str) -> str:
+    """`text` with every configured secret masked, and nothing else changed: for what a person
+    types (a question, a note, a label), where a secret-shaped word may be the very subject."""
+    for secret in sorted((s for s in _known if s in text), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def safe_url(url: str) -> str:
+    """A URL as the workbench prints or logs it: no userinfo, token-like path segments cut,
+    secret parameters and configured secrets masked."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    path = "/".join(MASK if token_like(unquote(seg)) else seg for seg in parts.path.split("/"))
+    return redact(urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], path=path)))
+
+
+_URL_PATH = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^/\s\"'<>]*)(/[^\s\"'<>?#]*)")
+
+
+def _cut_path(match: re.Match[str]) -> str:
+    return match.group(1) + "/".join(MASK if token_like(seg) else seg for seg in match.group(2).split("/"))
+
+
+def redact_line(text: str) -> str:
+    """A log line redacted, with each URL's token-like path segments cut as well."""
+    return _URL_PATH.sub(_cut_path, redact(text)) if "://" in text else redact(text)
+
+
 def redact(text: str) -> str:
     """`text` with every known secret and secret-shaped token masked."""
     if not text:
         return text
-    for secret in sorted((s for s in _known if s in text), key=len, reverse=True):
-        text = text.replace(secret, MASK)
+    text = mask_known(text)
     data = text.encode("utf-8", "surrogatepass")
     windows = _windows(data)
     if not windows:
@@ -174,7 +236,7 @@ def redact(text: str) -> str:
         piece = data[start:end]
         for index in sorted(patterns):
             pattern, repl = _PATTERNS[index]
-            piece = pattern.sub(_credential_token if repl is None else repl, piece)
+            piece = pattern.sub(repl, piece)
         out += [data[done:start], piece]
         done = end
     out.append(data[done:])
@@ -204,16 +266,25 @@ class RedactingFilter(logging.Filter):
     """Log records redacted before any handler writes them: message, arguments and traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(record.getMessage()), None
+        record.msg, record.args = redact_line(record.getMessage()), None
         if record.exc_info:
             # A formatter uses exc_text once it is set (an earlier handler may have set it), so
             # setting it redacted here makes every later handler write the traceback redacted.
-            record.exc_text = redact(record.exc_text or logging.Formatter().formatException(record.exc_info))
+            record.exc_text = redact_line(record.exc_text or logging.Formatter().formatException(record.exc_info))
         return True
 
 
+# Clients that log URLs and headers themselves: httpx logs each request's URL (a chat webhook's
+# secret path), openai and urllib3 log requests at debug. Their records reach the root's handlers,
+# and a handler of their own (openai's OPENAI_LOG sets one up) is filtered too.
+THIRD_PARTY_LOGGERS = ("httpx", "httpcore", "urllib3", "openai", "hypercorn.error")
+
+
 def redact_logs() -> None:
-    """Put a RedactingFilter on every handler of the root logger (call after logging is set up)."""
-    for handler in logging.getLogger().handlers:
+    """Put a RedactingFilter on every handler of the root logger and of THIRD_PARTY_LOGGERS (call
+    once logging is set up): a filter on a handler sees every record it writes, a filter on a
+    logger only the records logged on that very logger, not its children's."""
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in THIRD_PARTY_LOGGERS)]
+    for handler in (h for lg in loggers for h in lg.handlers):
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())

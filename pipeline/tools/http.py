@@ -19,7 +19,7 @@ import httpx
 
 from pipeline.core.config import BackendSettings
 from pipeline.core.errors import BackendError
-from pipeline.text.redact import redact
+from pipeline.text.redact import redact, safe_url
 
 _READ_CHUNK = 256 * 1024
 
@@ -82,7 +82,7 @@ def http_get(
         raise BackendError(f"{what}: no url configured")
     base, basic = _without_userinfo(cfg.url)
     url = build_url(base, path, params)
-    shown = redact(url)
+    shown = safe_url(url)
     headers = {"Accept": "application/json", "User-Agent": "evidence-workbench"}
     if cfg.bearer_token:
         headers["Authorization"] = f"Bearer {cfg.bearer_token}"
