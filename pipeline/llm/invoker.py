@@ -362,11 +362,12 @@ class StructuredLlmInvoker:
 
     def invoke_json(
         self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
-        schema_hint: type[BaseModel], focus_terms: list[str] | None = None,
+        schema_hint: type[BaseModel], focus_terms: list[str] | None = None, max_tokens: int | None = None,
     ) -> Structured[BaseModel]:
         """Any JSON object (re-asks only on non-JSON). `schema_hint` guides, never judges: the
-        diagnosis stage's schema errors are the gatekeeper's to find, not ours to repair."""
-        return self._structured(ctx, stage, model, prompt, messages, schema_hint, False, focus_terms or [])
+        diagnosis stage's schema errors are the gatekeeper's to find, not ours to repair.
+        `max_tokens` replaces the stage's output cap for a call whose reply is known to be short."""
+        return self._structured(ctx, stage, model, prompt, messages, schema_hint, False, focus_terms or [], max_tokens)
 
     def complete(
         self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
@@ -382,22 +383,30 @@ class StructuredLlmInvoker:
         if tools:
             extra |= {"tools": tools, "tool_choice": tool_choice or "auto"}
         cut_reasked = not reask_cut
+        # The record of a reply held to a tool call says how (json_mode "tool_choice"); the other
+        # way to hold one is a JSON Schema for the call (json_mode "json_schema").
+        forced = "tool_choice" if tools and tool_choice == "required" else None
         while True:
             sent = self._fit(run, convo, focus_terms or [], tools)
             comp = self._send(run, sent, extra)
             cut = comp.finish_reason == "length"
             if cut and not cut_reasked:
-                self._record(run, sent, comp.raw, "malformed", comp, self._cut_error(stage, extra), None)
+                self._record(run, sent, comp.raw, "malformed", comp, self._cut_error(stage, extra), forced)
                 cut_reasked = True
                 convo = convo + self._reask(comp, "")
                 continue
             status = "malformed" if cut else "valid" if (comp.tool_calls or (comp.content or "").strip()) else "missing"
-            self._record(run, sent, comp.raw, status, comp, self._cut_error(stage, extra) if cut else None, None)
+            self._record(run, sent, comp.raw, status, comp, self._cut_error(stage, extra) if cut else None, forced)
             return comp
 
     def _cut_error(self, stage: str, extra: _Options) -> str:
         cap = extra.get("max_tokens")
-        where = f" (budget.output_tokens.{stage}={cap})" if cap else ""
+        if not cap:
+            where = ""
+        elif cap == self._cap(stage).get("max_tokens"):
+            where = f" (budget.output_tokens.{stage}={cap})"
+        else:
+            where = f" (max_tokens={cap} for this call)"
         return f"reply cut at the output token limit{where}, finish_reason=length"
 
     def _fit(
@@ -414,13 +423,13 @@ class StructuredLlmInvoker:
 
     def _structured(
         self, ctx: StageContext, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
-        schema: type[BaseModel], validate: bool, focus_terms: list[str],
+        schema: type[BaseModel], validate: bool, focus_terms: list[str], max_tokens: int | None = None,
     ) -> Structured[Any]:
         run = self._run(ctx, stage, model, prompt)
         convo = list(messages)
         reasks = 0
         cut_reasked = echo_reasked = False
-        cap = self._cap(stage)
+        cap: _Options = {"max_tokens": max_tokens} if max_tokens else self._cap(stage)
         while True:
             mode = self.json_mode(model)
             sent = self._fit(run, self._with_schema_note(convo, mode, schema), focus_terms)
