@@ -236,6 +236,18 @@ def test_a_model_that_ignores_tools_but_honours_the_schema_makes_its_calls_as_js
     assert "as JSON" in again.collection_summary and s.tools.invocations[-1].tool_name == "query_metrics"
 
 
+def test_a_json_reply_cut_at_its_cap_keeps_the_calls_it_finished(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    stub.reply("Sure.")
+    whole = '{"name": "queryLogs", "arguments": {"service": "payment-service"}}'
+    stub.reply('{\n\t"calls": [\n\t\t' + whole + ',\n\t\t{"name": "queryMetrics", "argum', finish_reason="length")
+    summary = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    assert len(stub.chat_requests) == 2  # not asked again for a shorter reply
+    assert s.tools.invocations[0].arguments == {"service": "payment-service"}
+    assert "made 1 call(s) as JSON" in summary.collection_summary
+    assert "max_tokens=288 for this call" in (s.records[-1].error or "")
+
+
 def test_a_collector_that_ignores_tools_and_the_schema_is_not_asked_again_that_session(stub: StubOpenAI) -> None:
     s = Setup(stub)
     # Neither the tools nor the schema hold it: the model writes the plan back both times.
@@ -245,8 +257,9 @@ def test_a_collector_that_ignores_tools_and_the_schema_is_not_asked_again_that_s
     assert stub.chat_requests[0].body["tool_choice"] == "required"
     assert "answered without the tool call it was made to make, nor as JSON" in summary.collection_summary
     assert summary.tool_invocation_ids == [100, 101] and s.ctx.tools_refused
-    # The cut prose is not asked again for a shorter one: its text was never going to be used.
+    # The prose is read no further than a call would have shown, and not asked again.
     assert len(stub.chat_requests) == 2 and [r.parse_status for r in s.records] == ["malformed", "valid"]
+    assert s.records[0].finish_reason == "prose" and s.records[0].completion_tokens == 32
 
     s.ctx.round = 2
     again = s.provider.collect(s.ctx, "payment API times out", PLAN, None)

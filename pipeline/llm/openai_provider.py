@@ -9,7 +9,9 @@ is framed as data, never as instructions.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -65,6 +67,9 @@ class DigestBatch(BaseModel):
     digests: list[EvidenceDigest]
 
 
+_CALLS_OPENING = re.compile(r'"calls"\s*:\s*\[')
+
+
 class _JsonCall(BaseModel):
     name: str
     arguments: dict[str, Any]
@@ -75,6 +80,28 @@ class JsonCalls(BaseModel):
     with). Read loosely: the arguments are the argument policy's to check, as for a native call."""
 
     calls: list[_JsonCall]
+
+    @classmethod
+    def read(cls, raw: str) -> JsonCalls:
+        """The whole calls of a reply, one cut at its cap included: a small model pads JSON
+        with whitespace until the cap, and the calls it finished before are still its calls."""
+        text = strip_reasoning(raw)
+        opening = _CALLS_OPENING.search(text)
+        items: list[Any] = []
+        pos = opening.end() if opening else len(text)
+        decoder = json.JSONDecoder()
+        while True:
+            pos = len(text) - len(text[pos:].lstrip(" \t\r\n,"))
+            try:
+                item, pos = decoder.raw_decode(text, pos)
+            except (ValueError, RecursionError):
+                break
+            items.append(item)
+        calls = []
+        for item in items:
+            with contextlib.suppress(ValidationError):
+                calls.append(_JsonCall.model_validate(item))
+        return cls(calls=calls)
 
     def as_tool_calls(self) -> list[ChatCompletionMessageToolCallUnionParam]:
         return [{"id": f"json_call_{n}", "type": "function",
@@ -289,28 +316,31 @@ class OpenAIProvider:
         no usable reply, every call refused) the model is one that does not call tools: the plan's
         calls run, now and in the session's later rounds. Returns the collection summary."""
         ask: ChatCompletionUserMessageParam = {"role": "user", "content": (
-            f'Reply now with the tool calls to make (at most {JSON_CALLS_MAX}) as one JSON object: '
-            f'{{"calls": [{{"name": <tool model name>, "arguments": {{...}}}}]}}. Tools:\n{_tool_catalogue()}')}
+            f'Reply now with the tool calls to make (at most {JSON_CALLS_MAX}) as one compact JSON object on one '
+            f'line: {{"calls": [{{"name": <tool model name>, "arguments": {{...}}}}]}}. Tools:\n{_tool_catalogue()}')}
+        why = "no whole call in the reply"
         try:
-            result = self.invoker.invoke_json(
+            raw = self.invoker.invoke_json(
                 ctx, stage="collector", model=model, prompt=prompt, messages=[*messages, ask],
                 schema_hint=calls_schema(JSON_CALLS_MAX), focus_terms=terms, max_tokens=JSON_CALLS_MAX * JSON_CALL_TOKENS,
-            )
-            calls = JsonCalls.model_validate(result.data).as_tool_calls()
+                reask_cut=False,
+            ).raw
         except LlmCallError as exc:
             if not (exc.fell_short or exc.status_code in (400, 422)):
                 raise
-            why = f"nor as JSON ({exc.reason})"
-        except ValidationError as exc:
-            why = f"nor as JSON (the reply is not a list of calls: {exc.error_count()} error(s))"
-        else:
-            for call in calls:
-                loop.run(call)
-            if loop.ids:
-                self._calls_as_json.add(model)
-                return (f"the endpoint did not hold the model to a tool call through tools; it made {len(calls)} "
-                        f"call(s) as JSON (response_format {self.invoker.json_mode(model)})")
-            why = "and every call it made as JSON was refused"
+            # Cut at its cap, the reply is not asked again: the calls it finished are used.
+            raw, why = exc.last_raw, f"{why}: {exc.reason}"
+        reply = JsonCalls.read(raw)
+        # The calls of a cut reply have not been checked for the prompt's example (law 12) yet.
+        echo = prompt.example.echo_in(reply.model_dump())
+        calls = [] if echo else reply.as_tool_calls()
+        for call in calls:
+            loop.run(call)
+        if loop.ids:
+            self._calls_as_json.add(model)
+            return (f"the endpoint did not hold the model to a tool call through tools; it made {len(calls)} "
+                    f"call(s) as JSON (response_format {self.invoker.json_mode(model)})")
+        why = "and every call it made as JSON was refused" if calls else f"nor as JSON ({echo or why})"
         ctx.tools_refused = True
         loop.run_plan(plan)
         return f"the model answered without the tool call it was made to make, {why}; ran the planner's tool calls"
