@@ -214,10 +214,13 @@ def test_a_model_that_ignores_tools_but_honours_the_schema_makes_its_calls_as_js
                            ("lookupKnowledge", {"query": "payment timeout"})))
     summary = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
 
+    # The model's calls, then the plan's it left out: one turn is all it gets.
     assert [(i.tool_name, i.arguments) for i in s.tools.invocations] == [
         ("query_logs", {"service": "payment-service", "level": "ERROR"}),
-        ("lookup_knowledge", {"query": "payment timeout"})]
-    assert "made 2 call(s) as JSON (response_format json_schema)" in summary.collection_summary
+        ("lookup_knowledge", {"query": "payment timeout"}),
+        *[(c.tool_name, c.arguments) for c in PLAN.tool_calls]]
+    assert "made 2 call(s) as JSON (response_format json_schema); ran the 2 planner's call(s) it left out" \
+        in summary.collection_summary
     assert not s.ctx.tools_refused
     native, as_json = stub.chat_requests
     assert native.body["tool_choice"] == "required" and "response_format" not in native.body
@@ -233,7 +236,7 @@ def test_a_model_that_ignores_tools_but_honours_the_schema_makes_its_calls_as_js
     stub.reply(_json_calls(("queryMetrics", {"service": "payment-service"})))
     again = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
     assert len(stub.chat_requests) == 3 and "response_format" in stub.chat_requests[2].body
-    assert "as JSON" in again.collection_summary and s.tools.invocations[-1].tool_name == "query_metrics"
+    assert "as JSON" in again.collection_summary and again.tool_invocation_ids == [s.tools.invocations[-1].id]
 
 
 def test_a_json_reply_cut_at_its_cap_keeps_the_calls_it_finished(stub: StubOpenAI) -> None:
@@ -246,6 +249,17 @@ def test_a_json_reply_cut_at_its_cap_keeps_the_calls_it_finished(stub: StubOpenA
     assert s.tools.invocations[0].arguments == {"service": "payment-service"}
     assert "made 1 call(s) as JSON" in summary.collection_summary
     assert "max_tokens=288 for this call" in (s.records[-1].error or "")
+
+
+def test_the_json_calls_ask_for_no_more_than_the_collectors_cap_holds(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    s.provider.settings = s.settings.model_copy(update={"budget": s.settings.budget.model_copy(
+        update={"output_tokens": s.settings.budget.output_tokens.model_copy(update={"collector": 100})})})
+    stub.reply("Sure.")
+    stub.reply(_json_calls(("queryLogs", {"service": "payment-service"})))
+    s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    as_json = stub.chat_requests[1].body
+    assert as_json["max_tokens"] == 96 and as_json["response_format"]["json_schema"]["schema"]["properties"]["calls"]["maxItems"] == 1
 
 
 def test_a_collector_that_ignores_tools_and_the_schema_is_not_asked_again_that_session(stub: StubOpenAI) -> None:

@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 OWN_MESSAGE_TOKENS = 400
 # The collector's calls asked as one JSON reply: at most this many, each within this many tokens
 # (Gemma 3 270M behind llama.cpp writes one call with its arguments, indented, in 50-80 tokens).
-# A slow model's time goes on output tokens, so this reply's cap is its own, not the stage's.
+# A slow model's time goes on output tokens: the reply asks for no more calls than the stage's
+# output cap holds, and is capped at what they take.
 JSON_CALLS_MAX = 3
 JSON_CALL_TOKENS = 96
 
@@ -312,18 +313,19 @@ class OpenAIProvider:
         """The first turn's calls, asked once as a JSON reply to the calls' schema, for an endpoint
         that did not hold the model to a call through `tools` (a chat template that renders no
         tools): llama.cpp makes the schema a grammar, so the reply is a call by construction. Its
-        calls run through the same checks as native ones. When this fails too (the schema refused,
-        no usable reply, every call refused) the model is one that does not call tools: the plan's
+        calls run through the same checks as native ones; this one turn is all the model gets, so
+        in the first round the plan's calls it left out run after them. When this fails too (the schema refused, no
+        usable reply, every call refused) the model is one that does not call tools: the plan's
         calls run, now and in the session's later rounds. Returns the collection summary."""
+        n = max(1, min(JSON_CALLS_MAX, self.settings.budget.output_tokens.collector // JSON_CALL_TOKENS))
         ask: ChatCompletionUserMessageParam = {"role": "user", "content": (
-            f'Reply now with the tool calls to make (at most {JSON_CALLS_MAX}) as one compact JSON object on one '
+            f'Reply now with the tool calls to make (at most {n}) as one compact JSON object on one '
             f'line: {{"calls": [{{"name": <tool model name>, "arguments": {{...}}}}]}}. Tools:\n{_tool_catalogue()}')}
         why = "no whole call in the reply"
         try:
             raw = self.invoker.invoke_json(
                 ctx, stage="collector", model=model, prompt=prompt, messages=[*messages, ask],
-                schema_hint=calls_schema(JSON_CALLS_MAX), focus_terms=terms, max_tokens=JSON_CALLS_MAX * JSON_CALL_TOKENS,
-                reask_cut=False,
+                schema_hint=calls_schema(n), focus_terms=terms, max_tokens=n * JSON_CALL_TOKENS, reask_cut=False,
             ).raw
         except LlmCallError as exc:
             if not (exc.fell_short or exc.status_code in (400, 422)):
@@ -338,8 +340,12 @@ class OpenAIProvider:
             loop.run(call)
         if loop.ids:
             self._calls_as_json.add(model)
+            made = len(loop.ids)
+            if ctx.round == 1:  # a retry round's calls are for its gaps, not the plan's again
+                loop.run_plan(plan)
+            added = f"; ran the {len(loop.ids) - made} planner's call(s) it left out" if len(loop.ids) > made else ""
             return (f"the endpoint did not hold the model to a tool call through tools; it made {len(calls)} "
-                    f"call(s) as JSON (response_format {self.invoker.json_mode(model)})")
+                    f"call(s) as JSON (response_format {self.invoker.json_mode(model)}){added}")
         why = "and every call it made as JSON was refused" if calls else f"nor as JSON ({echo or why})"
         ctx.tools_refused = True
         loop.run_plan(plan)
