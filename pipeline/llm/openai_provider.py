@@ -314,9 +314,9 @@ class OpenAIProvider:
         that did not hold the model to a call through `tools` (a chat template that renders no
         tools): llama.cpp makes the schema a grammar, so the reply is a call by construction. Its
         calls run through the same checks as native ones; this one turn is all the model gets, so
-        in the first round the plan's calls it left out run after them. When this fails too (the schema refused, no
-        usable reply, every call refused) the model is one that does not call tools: the plan's
-        calls run, now and in the session's later rounds. Returns the collection summary."""
+        in the first round the plan's calls it left out run after them. When this fails too (the
+        schema refused, no usable reply, every call refused) the model is one that does not call
+        tools: the plan's calls run, now and in the session's later rounds. Returns the summary."""
         n = max(1, min(JSON_CALLS_MAX, self.settings.budget.output_tokens.collector // JSON_CALL_TOKENS))
         ask: ChatCompletionUserMessageParam = {"role": "user", "content": (
             f'Reply now with the tool calls to make (at most {n}) as one compact JSON object on one '
