@@ -445,6 +445,8 @@ def llm_calls(r: SessionRecord) -> None:
         label = i18n.t("trace.llm_call", stage=call.stage, round=call.round, attempt=call.attempt,
                        status=call.parse_status, prompt=call.prompt_tokens, completion=call.completion_tokens,
                        ms=f"{call.latency_ms:.0f}", endpoint=f"{call.provider}/{call.model}")
+        if call.json_mode:  # how the reply was held to its shape: json_schema, tool_choice, ...
+            label += f" · {call.json_mode}"
         if call.error:
             label += " · " + i18n.t("trace.llm_call_failed")
         # Drawn only when opened: a call's messages may be megabytes, and a closed expander's

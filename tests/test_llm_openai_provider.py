@@ -202,21 +202,98 @@ def test_collector_cuts_large_tool_output_for_the_model_only(stub: StubOpenAI) -
     assert estimate_messages_tokens(stub.chat_requests[1].messages) <= s.settings.budget.prompt_tokens
 
 
-def test_a_collector_made_to_call_a_tool_that_writes_prose_is_not_asked_again_that_session(stub: StubOpenAI) -> None:
+def _json_calls(*calls: tuple[str, dict[str, Any]]) -> str:
+    return json.dumps({"calls": [{"name": n, "arguments": a} for n, a in calls]})
+
+
+def test_a_model_that_ignores_tools_but_honours_the_schema_makes_its_calls_as_json(stub: StubOpenAI) -> None:
     s = Setup(stub)
-    # An endpoint that ignores tool_choice=required: the model writes the plan back instead.
+    # An endpoint that ignores tool_choice=required (a template rendering no tools): prose to the cap.
+    stub.reply("I will now look at the logs of the payment service and", finish_reason="length")
+    stub.reply(_json_calls(("queryLogs", {"service": "payment-service", "level": "ERROR"}),
+                           ("lookupKnowledge", {"query": "payment timeout"})))
+    summary = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+
+    # The model's calls, then the plan's it left out: one turn is all it gets.
+    assert [(i.tool_name, i.arguments) for i in s.tools.invocations] == [
+        ("query_logs", {"service": "payment-service", "level": "ERROR"}),
+        ("lookup_knowledge", {"query": "payment timeout"}),
+        *[(c.tool_name, c.arguments) for c in PLAN.tool_calls]]
+    assert "made 2 call(s) as JSON (response_format json_schema); ran the 2 planner's call(s) it left out" \
+        in summary.collection_summary
+    assert not s.ctx.tools_refused
+    native, as_json = stub.chat_requests
+    assert native.body["tool_choice"] == "required" and "response_format" not in native.body
+    assert "tools" not in as_json.body and as_json.body["max_tokens"] == 3 * 96
+    schema = as_json.body["response_format"]["json_schema"]["schema"]
+    names = {d["properties"]["name"]["enum"][0] for d in schema["$defs"].values() if "name" in d.get("properties", {})}
+    assert names == {"queryLogs", "queryMetrics", "lookupKnowledge"}
+    assert schema["properties"]["calls"]["maxItems"] == 3
+    # The record says which way the call was forced, for Trace and the benchmark.
+    assert [(r.json_mode, r.parse_status) for r in s.records] == [("tool_choice", "malformed"), ("json_schema", "valid")]
+
+    s.ctx.round = 2  # a retry round asks for JSON at once: no second turn of prose
+    stub.reply(_json_calls(("queryMetrics", {"service": "payment-service"})))
+    again = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    assert len(stub.chat_requests) == 3 and "response_format" in stub.chat_requests[2].body
+    assert "as JSON" in again.collection_summary and again.tool_invocation_ids == [s.tools.invocations[-1].id]
+
+
+def test_a_json_reply_cut_at_its_cap_keeps_the_calls_it_finished(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    stub.reply("Sure.")
+    whole = '{"name": "queryLogs", "arguments": {"service": "payment-service"}}'
+    stub.reply('{\n\t"calls": [\n\t\t' + whole + ',\n\t\t{"name": "queryMetrics", "argum', finish_reason="length")
+    summary = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    assert len(stub.chat_requests) == 2  # not asked again for a shorter reply
+    assert s.tools.invocations[0].arguments == {"service": "payment-service"}
+    assert "made 1 call(s) as JSON" in summary.collection_summary
+    assert "max_tokens=288 for this call" in (s.records[-1].error or "")
+
+
+def test_the_json_calls_ask_for_no_more_than_the_collectors_cap_holds(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    s.provider.settings = s.settings.model_copy(update={"budget": s.settings.budget.model_copy(
+        update={"output_tokens": s.settings.budget.output_tokens.model_copy(update={"collector": 100})})})
+    stub.reply("Sure.")
+    stub.reply(_json_calls(("queryLogs", {"service": "payment-service"})))
+    s.provider.collect(s.ctx, "payment API times out", PLAN, None)
+    as_json = stub.chat_requests[1].body
+    assert as_json["max_tokens"] == 96 and as_json["response_format"]["json_schema"]["schema"]["properties"]["calls"]["maxItems"] == 1
+
+
+def test_a_collector_that_ignores_tools_and_the_schema_is_not_asked_again_that_session(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    # Neither the tools nor the schema hold it: the model writes the plan back both times.
     stub.reply(json.dumps(PLAN.model_dump()), finish_reason="length")
+    stub.reply(json.dumps(PLAN.model_dump()))
     summary = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
     assert stub.chat_requests[0].body["tool_choice"] == "required"
-    assert "answered without the tool call it was made to make" in summary.collection_summary
+    assert "answered without the tool call it was made to make, nor as JSON" in summary.collection_summary
     assert summary.tool_invocation_ids == [100, 101] and s.ctx.tools_refused
-    # The cut prose is not asked again for a shorter one: its text was never going to be used.
-    assert len(stub.chat_requests) == 1 and [r.parse_status for r in s.records] == ["malformed"]
+    # The prose is read no further than a call would have shown, and not asked again.
+    assert len(stub.chat_requests) == 2 and [r.parse_status for r in s.records] == ["malformed", "valid"]
+    assert s.records[0].finish_reason == "prose" and s.records[0].completion_tokens == 32
 
     s.ctx.round = 2
     again = s.provider.collect(s.ctx, "payment API times out", PLAN, None)
-    assert len(stub.chat_requests) == 1  # the retry round ran the plan without asking
+    assert len(stub.chat_requests) == 2  # the retry round ran the plan without asking
     assert "did not call tools when made to" in again.collection_summary and again.tool_invocation_ids
+
+
+def test_calls_made_as_json_are_refused_as_native_calls_are(stub: StubOpenAI) -> None:
+    s = Setup(stub)
+    s.ctx.scope = QuestionScope(services=["payment-service", "order-service"], language="en")
+    plan = PLAN.model_copy(update={"services": ["payment-service", "order-service"]})
+    stub.reply("Sure.")
+    stub.reply(_json_calls(("queryLogs", {"service": "service_name"}), ("queryMetrics", {"service": "billing"})))
+    summary = s.provider.collect(s.ctx, "payment and order time out", plan, None)
+    # Every call refused: the model is one that does not call tools, and the plan's calls ran,
+    # then law 8's query for the asked service the plan left out.
+    assert "refused service 'service_name'" in summary.collection_summary
+    assert "every call it made as JSON was refused" in summary.collection_summary and s.ctx.tools_refused
+    assert [(i.tool_name, i.arguments.get("service")) for i in s.tools.invocations] == [
+        ("query_logs", "payment-service"), ("query_metrics", "payment-service"), ("query_logs", "order-service")]
 
 
 def test_collector_without_tool_support_runs_the_plan(stub: StubOpenAI) -> None:

@@ -700,6 +700,9 @@ class LlmCallRecord(_Model):
     completion_tokens: int = 0
     latency_ms: float = 0.0
     error: str | None = None
-    # json_schema | json_object | prompt for a JSON stage; None for tool calls and offline stages.
+    # json_schema | json_object | prompt for a JSON reply (the collector's calls asked as JSON
+    # too); tool_choice for a collector turn made to call a tool; None otherwise and offline.
     json_mode: str | None = None
+    # The endpoint's (stop, length, tool_calls), or "prose": a reply made to call a tool that
+    # wrote text instead, read no further.
     finish_reason: str | None = None

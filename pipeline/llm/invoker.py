@@ -122,6 +122,9 @@ class _Run:
     completion_tokens: int = 0
     last_raw: str = ""
     errors: list[str] = field(default_factory=list)
+    # A reply made to call a tool (tool_choice required) that has written this many pieces of
+    # text and no call is not held to one: it is read no further (finish_reason "prose").
+    prose_limit: int | None = None
 
     def failure(self, message: str, status_code: int | None = None, reason: str = "transport") -> LlmCallError:
         return LlmCallError(
@@ -155,6 +158,8 @@ class _AttemptFailed(Exception):
 _WITH_USAGE: ChatCompletionStreamOptionsParam = {"include_usage": True}
 # How often a streaming reply reports its progress (ctx.progress).
 PROGRESS_EVERY_S = 2.0
+# Text a reply made to call a tool may write before it is taken as not held to the call.
+PROSE_WHEN_FORCED = 32
 
 
 class _StreamReader:
@@ -177,10 +182,14 @@ class _StreamReader:
         self._reported = 0.0
 
     def read(self, stream: Any, out_of_time: Callable[[], bool]) -> None:
+        limit = self.run.prose_limit
         for chunk in stream:
             self.add(chunk)
             if out_of_time():
                 self.out_of_time = True
+                return
+            if limit is not None and not self.calls and len(self.content) >= limit:
+                self.finish_reason = "prose"
                 return
 
     def add(self, chunk: ChatCompletionChunk) -> None:
@@ -336,11 +345,16 @@ class StructuredLlmInvoker:
 
     def invoke_json(
         self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
-        schema_hint: type[BaseModel], focus_terms: list[str] | None = None,
+        schema_hint: type[BaseModel], focus_terms: list[str] | None = None, max_tokens: int | None = None,
+        reask_cut: bool = True,
     ) -> Structured[BaseModel]:
         """Any JSON object (re-asks only on non-JSON). `schema_hint` guides, never judges: the
-        diagnosis stage's schema errors are the gatekeeper's to find, not ours to repair."""
-        return self._structured(ctx, stage, model, prompt, messages, schema_hint, False, focus_terms or [])
+        diagnosis stage's schema errors are the gatekeeper's to find, not ours to repair.
+        `max_tokens` replaces the stage's output cap for a call whose reply is known to be short;
+        without `reask_cut` a reply cut at the cap fails at once (its text in `last_raw`), for a
+        caller that can use the complete part of it."""
+        return self._structured(ctx, stage, model, prompt, messages, schema_hint, False, focus_terms or [], max_tokens,
+                                reask_cut)
 
     def complete(
         self, ctx: StageContext, *, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
@@ -356,22 +370,38 @@ class StructuredLlmInvoker:
         if tools:
             extra |= {"tools": tools, "tool_choice": tool_choice or "auto"}
         cut_reasked = not reask_cut
+        # The record of a reply held to a tool call says how (json_mode "tool_choice"); the other
+        # way to hold one is a JSON Schema for the call (json_mode "json_schema").
+        forced = "tool_choice" if tools and tool_choice == "required" else None
+        if forced:
+            # An endpoint that holds the model to a call sends the call from the first token; text
+            # means it does not, and a small model then writes to its cap (minutes on a CPU).
+            run.prose_limit = PROSE_WHEN_FORCED
         while True:
             sent = self._fit(run, convo, focus_terms or [], tools)
             comp = self._send(run, sent, extra)
             cut = comp.finish_reason == "length"
             if cut and not cut_reasked:
-                self._record(run, sent, comp.raw, "malformed", comp, self._cut_error(stage, extra), None)
+                self._record(run, sent, comp.raw, "malformed", comp, self._cut_error(stage, extra), forced)
                 cut_reasked = True
                 convo = convo + self._reask(comp, "")
                 continue
             status = "malformed" if cut else "valid" if (comp.tool_calls or (comp.content or "").strip()) else "missing"
-            self._record(run, sent, comp.raw, status, comp, self._cut_error(stage, extra) if cut else None, None)
+            error = self._cut_error(stage, extra) if cut else None
+            if comp.finish_reason == "prose":
+                status, error = "malformed", (f"read no further after {PROSE_WHEN_FORCED} pieces of text and no "
+                                              "tool call: the endpoint does not hold the model to the call it was made to make")
+            self._record(run, sent, comp.raw, status, comp, error, forced)
             return comp
 
     def _cut_error(self, stage: str, extra: _Options) -> str:
         cap = extra.get("max_tokens")
-        where = f" (budget.output_tokens.{stage}={cap})" if cap else ""
+        if not cap:
+            where = ""
+        elif cap == self._cap(stage).get("max_tokens"):
+            where = f" (budget.output_tokens.{stage}={cap})"
+        else:
+            where = f" (max_tokens={cap} for this call)"
         return f"reply cut at the output token limit{where}, finish_reason=length"
 
     def _fit(
@@ -388,13 +418,15 @@ class StructuredLlmInvoker:
 
     def _structured(
         self, ctx: StageContext, stage: str, model: str, prompt: Prompt, messages: list[ChatCompletionMessageParam],
-        schema: type[BaseModel], validate: bool, focus_terms: list[str],
+        schema: type[BaseModel], validate: bool, focus_terms: list[str], max_tokens: int | None = None,
+        reask_cut: bool = True,
     ) -> Structured[Any]:
         run = self._run(ctx, stage, model, prompt)
         convo = list(messages)
         reasks = 0
-        cut_reasked = echo_reasked = False
-        cap = self._cap(stage)
+        echo_reasked = False
+        cut_reasked = not reask_cut
+        cap: _Options = {"max_tokens": max_tokens} if max_tokens else self._cap(stage)
         while True:
             mode = self.json_mode(model)
             sent = self._fit(run, self._with_schema_note(convo, mode, schema), focus_terms)
@@ -425,8 +457,9 @@ class StructuredLlmInvoker:
             # A cut reply and an echo get one re-ask each: asking a rambling or copying model
             # again the same way would only spend the stage's time on another one.
             if (cut and cut_reasked) or (echo and echo_reasked):
-                raise run.failure(f"{'reply cut at the output cap' if cut else 'the prompt example repeated'} "
-                                  f"twice; {error}", reason="output")
+                times = "" if cut and not reask_cut else " twice"
+                raise run.failure(f"{'reply cut at the output cap' if cut else 'the prompt example repeated'}"
+                                  f"{times}; {error}", reason="output")
             if not cut and reasks >= self.settings.openai.reask_attempts:
                 raise run.failure(f"no usable output after {run.attempt} attempt(s); last error: {error}", reason="output")
             cut_reasked = cut_reasked or cut

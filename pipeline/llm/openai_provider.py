@@ -9,13 +9,15 @@ is framed as data, never as instructions.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import openai
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from pipeline.core.bounds import loads_bounded
 from pipeline.core.config import Settings
@@ -39,7 +41,7 @@ from pipeline.llm.prompts import Prompt, load_prompt
 from pipeline.llm.provider import StageContext
 from pipeline.text.replies import strip_wrappers
 from pipeline.tools.arguments import ArgumentPolicy
-from pipeline.tools.registry import TOOLS, model_name, persisted_name, tool_schemas
+from pipeline.tools.registry import TOOLS, calls_schema, model_name, persisted_name, tool_schemas
 from pipeline.tools.results import read_result
 from pipeline.verdict.payload import VerifierPayload
 
@@ -53,12 +55,60 @@ if TYPE_CHECKING:
 
 # A payload field larger than this goes into its own (cuttable) message.
 OWN_MESSAGE_TOKENS = 400
+# The collector's calls asked as one JSON reply: at most this many, each within this many tokens
+# (Gemma 3 270M behind llama.cpp writes one call with its arguments, indented, in 50-80 tokens).
+# A slow model's time goes on output tokens: the reply asks for no more calls than the stage's
+# output cap holds, and is capped at what they take.
+JSON_CALLS_MAX = 3
+JSON_CALL_TOKENS = 96
 
 
 class DigestBatch(BaseModel):
     """The digest stage's reply: `{"digests": [...]}` (docs/spec.md#split-chain)."""
 
     digests: list[EvidenceDigest]
+
+
+_CALLS_OPENING = re.compile(r'"calls"\s*:\s*\[')
+
+
+class _JsonCall(BaseModel):
+    name: str
+    arguments: dict[str, Any]
+
+
+class JsonCalls(BaseModel):
+    """The collector's calls as a JSON reply (registry.calls_schema is the schema it is asked
+    with). Read loosely: the arguments are the argument policy's to check, as for a native call."""
+
+    calls: list[_JsonCall]
+
+    @classmethod
+    def read(cls, raw: str) -> JsonCalls:
+        """The whole calls of a reply, one cut at its cap included: a small model pads JSON
+        with whitespace until the cap, and the calls it finished before are still its calls."""
+        text = strip_reasoning(raw)
+        opening = _CALLS_OPENING.search(text)
+        items: list[Any] = []
+        pos = opening.end() if opening else len(text)
+        decoder = json.JSONDecoder()
+        while True:
+            pos = len(text) - len(text[pos:].lstrip(" \t\r\n,"))
+            try:
+                item, pos = decoder.raw_decode(text, pos)
+            except (ValueError, RecursionError):
+                break
+            items.append(item)
+        calls = []
+        for item in items:
+            with contextlib.suppress(ValidationError):
+                calls.append(_JsonCall.model_validate(item))
+        return cls(calls=calls)
+
+    def as_tool_calls(self) -> list[ChatCompletionMessageToolCallUnionParam]:
+        return [{"id": f"json_call_{n}", "type": "function",
+                 "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                for n, c in enumerate(self.calls, 1)]
 
 
 def _json(value: Any) -> str:
@@ -125,6 +175,9 @@ class OpenAIProvider:
             base_url=opts.base_url, api_key=opts.api_key or "not-needed", timeout=opts.timeout_s, max_retries=0
         )
         self.invoker = StructuredLlmInvoker(self.client, settings=settings, provider_name=self.name, sleep=sleep)
+        # Models that made their collector calls only as JSON (_collect_as_json): later rounds
+        # ask them that way at once, not after another turn of prose.
+        self._calls_as_json: set[str] = set()
 
     def model_for(self, stage: str) -> str:
         return self.settings.openai.stage_models.get(stage, self.settings.openai.model)
@@ -195,11 +248,14 @@ class OpenAIProvider:
         loop = _ToolLoop(ctx, self.settings.budget.per_tool_tokens, terms, policy)
         max_steps = self.settings.openai.collector_max_steps
         summary = ""
+        as_json = model in self._calls_as_json
         if ctx.tools_refused:
             summary = "this model did not call tools when made to earlier in the session; ran the planner's tool calls"
             loop.run_plan(plan)
+        elif as_json:
+            summary = self._collect_as_json(ctx, prompt, model, messages, terms, loop, plan)
         for step in range(1, max_steps + 1):
-            if ctx.tools_refused:
+            if ctx.tools_refused or as_json:
                 break
             last = step == max_steps
             # The first turn must call a tool (`required`: llama.cpp and vLLM hold the model to a
@@ -225,9 +281,7 @@ class OpenAIProvider:
                 break
             if not comp.tool_calls:
                 if step == 1 and not last:
-                    ctx.tools_refused = True
-                    summary = "the model answered without the tool call it was made to make; ran the planner's tool calls"
-                    loop.run_plan(plan)
+                    summary = self._collect_as_json(ctx, prompt, model, messages, terms, loop, plan)
                 elif comp.finish_reason == "length":
                     summary = f"collected {len(loop.ids)} tool invocation(s); the model's closing reply was cut at its cap"
                 else:
@@ -252,6 +306,51 @@ class OpenAIProvider:
                 summary = f"{summary} (also queried the logs of {', '.join(missed)}, which the model left out)".strip()
         summary = summary or f"collected {len(loop.ids)} tool invocation(s)"
         return CollectionSummary(collection_summary=loop.with_notes(summary), tool_invocation_ids=loop.ids)
+
+    def _collect_as_json(
+        self, ctx: StageContext, prompt: Prompt, model: str, messages: list[ChatCompletionMessageParam],
+        terms: list[str], loop: _ToolLoop, plan: PlannerPlan,
+    ) -> str:
+        """The first turn's calls, asked once as a JSON reply to the calls' schema, for an endpoint
+        that did not hold the model to a call through `tools` (a chat template that renders no
+        tools): llama.cpp makes the schema a grammar, so the reply is a call by construction. Its
+        calls run through the same checks as native ones; this one turn is all the model gets, so
+        in the first round the plan's calls it left out run after them. When this fails too (the
+        schema refused, no usable reply, every call refused) the model is one that does not call
+        tools: the plan's calls run, now and in the session's later rounds. Returns the summary."""
+        n = max(1, min(JSON_CALLS_MAX, self.settings.budget.output_tokens.collector // JSON_CALL_TOKENS))
+        ask: ChatCompletionUserMessageParam = {"role": "user", "content": (
+            f'Reply now with the tool calls to make (at most {n}) as one compact JSON object on one '
+            f'line: {{"calls": [{{"name": <tool model name>, "arguments": {{...}}}}]}}. Tools:\n{_tool_catalogue()}')}
+        why = "no whole call in the reply"
+        try:
+            raw = self.invoker.invoke_json(
+                ctx, stage="collector", model=model, prompt=prompt, messages=[*messages, ask],
+                schema_hint=calls_schema(n), focus_terms=terms, max_tokens=n * JSON_CALL_TOKENS, reask_cut=False,
+            ).raw
+        except LlmCallError as exc:
+            if not (exc.fell_short or exc.status_code in (400, 422)):
+                raise
+            # Cut at its cap, the reply is not asked again: the calls it finished are used.
+            raw, why = exc.last_raw, f"{why}: {exc.reason}"
+        reply = JsonCalls.read(raw)
+        # The calls of a cut reply have not been checked for the prompt's example (law 12) yet.
+        echo = prompt.example.echo_in(reply.model_dump())
+        calls = [] if echo else reply.as_tool_calls()
+        for call in calls:
+            loop.run(call)
+        if loop.ids:
+            self._calls_as_json.add(model)
+            made = len(loop.ids)
+            if ctx.round == 1:  # a retry round's calls are for its gaps, not the plan's again
+                loop.run_plan(plan)
+            added = f"; ran the {len(loop.ids) - made} planner's call(s) it left out" if len(loop.ids) > made else ""
+            return (f"the endpoint did not hold the model to a tool call through tools; it made {len(calls)} "
+                    f"call(s) as JSON (response_format {self.invoker.json_mode(model)}){added}")
+        why = "and every call it made as JSON was refused" if calls else f"nor as JSON ({echo or why})"
+        ctx.tools_refused = True
+        loop.run_plan(plan)
+        return f"the model answered without the tool call it was made to make, {why}; ran the planner's tool calls"
 
     # --- evidence digest -------------------------------------------------------------------
 

@@ -151,8 +151,9 @@ class LlmCallRow(Base):
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
     error: Mapped[str | None] = mapped_column(Text)
-    # The response_format the endpoint took (NULL: no JSON asked, or before 0012) and why the
-    # reply stopped ("length": cut at the stage's output cap).
+    # How the reply was held to a shape: the response_format the endpoint took, or "tool_choice"
+    # for a collector turn made to call a tool (NULL: neither, or before 0012); and why the reply
+    # stopped ("length": cut at its output cap).
     json_mode: Mapped[str | None] = mapped_column(Text)
     finish_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

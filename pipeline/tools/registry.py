@@ -9,13 +9,15 @@ a `BackendKind` member (config) and one factory line in the spec that may use it
 from __future__ import annotations
 
 import contextlib
+import functools
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from pipeline.core.config import BackendKind, BackendSettings, Settings
 from pipeline.core.contracts import EvidenceTime
@@ -199,6 +201,20 @@ def model_name(name: str) -> str:
 
 def tool_schemas() -> list[ChatCompletionToolParam]:
     return [spec.schema() for spec in TOOLS.values()]
+
+
+def calls_schema(max_calls: int) -> type[BaseModel]:
+    """The tool calls as one JSON reply, `{"calls": [{"name", "arguments"}, ...]}`: each call's
+    name one tool's model-facing name and its arguments that tool's argument schema. For an
+    endpoint that takes a JSON Schema as a grammar (llama.cpp), a reply to it is a call by
+    construction. The schema only: the calls it brings are checked as any tool call is."""
+    variants = [create_model(f"{spec.model_name}Call",
+                             name=(str, Field(json_schema_extra={"enum": [spec.model_name]})),
+                             arguments=(spec.args, ...))
+                for spec in TOOLS.values()]
+    call = functools.reduce(operator.or_, variants)
+    # `call` is a union built from TOOLS at run time, a type mypy cannot see.
+    return create_model("ToolCalls", calls=(list[call], Field(min_length=1, max_length=max_calls)))  # type: ignore[valid-type]
 
 
 class ToolBox:
