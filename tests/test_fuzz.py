@@ -127,8 +127,8 @@ EXECUTOR_TEXT = _planted(DIAGNOSIS, EXECUTOR_PATHS)
 @given(EXECUTOR_TEXT)
 def test_the_executor_reader_gives_a_parse_status_for_any_reply(raw: str) -> None:
     from pipeline.core.bounds import unstorable
-    from pipeline.llm.invoker import parse_json_object
     from pipeline.stages.parse import parse_executor_output
+    from pipeline.text.replies import read_object
 
     status, output = parse_executor_output(raw)
     assert status.status in ("valid", "missing", "malformed") and status.detail
@@ -137,7 +137,7 @@ def test_the_executor_reader_gives_a_parse_status_for_any_reply(raw: str) -> Non
     if output is not None:
         assert unstorable(output.raw) is None
         output.claim_objects()
-    data, why = parse_json_object(raw)
+    data, why = read_object(raw)
     assert (data is None) != (why is None)
 
 

@@ -87,7 +87,7 @@ class JsonCalls(BaseModel):
     def read(cls, raw: str) -> JsonCalls:
         """The whole calls of a reply, one cut at its cap included: a small model pads JSON
         with whitespace until the cap, and the calls it finished before are still its calls."""
-        text = strip_reasoning(raw)
+        text = strip_wrappers(raw)
         opening = _CALLS_OPENING.search(text)
         items: list[Any] = []
         pos = opening.end() if opening else len(text)
