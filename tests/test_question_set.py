@@ -105,9 +105,6 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> list[qe.Judgement]:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="the answerer does not yet answer every form "
-                   "(yes/no leads without Yes/No, 'is X the cause' read as 'has Y errors', "
-                   "runbook hypotheses naming healthy services); remove once it meets the goals")
 def test_the_offline_engine_meets_the_goals(judged: list[qe.Judgement]) -> None:
     total = qe.figures(judged)
     assert qe.meets_goals(total), qe.table(judged)
@@ -136,8 +133,6 @@ def test_the_openai_provider_answers_a_sample_as_the_offline_engine(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="as test_the_offline_engine_meets_the_goals (the provider's answers are the "
-                   "offline engine's); remove with it")
 def test_the_openai_provider_meets_the_goals_on_the_sample(
         through_openai: tuple[list[qe.Judgement], list[str]]) -> None:
     judged, _ = through_openai
