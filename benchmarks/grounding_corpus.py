@@ -2,8 +2,9 @@
 
     python benchmarks/grounding_corpus.py            # writes benchmarks/grounding_corpus.jsonl
 
-Outputs are what the bundled tools return for each incident world in data/incidents (logs at
-every level and at WARN and above, the alerts, the runbook blocks), plus one generated log output
+Outputs are built from each incident world's files in data/incidents, in the shape the bundled
+tools store (logs at every level and at WARN and above, the alerts, runbook sections two at a
+time), by this script's own reading of the files, plus one generated log output
 per language whose lines hold negations and antonyms (the bundled logs have few). From each
 sampled record the generator writes every excerpt class that applies to it:
 
@@ -15,9 +16,9 @@ mutated    number changed, service swapped, error code swapped, invented clause 
            antonym flipped, log level changed
 
 What this corpus is: a regression suite for the gatekeeper on this project's own material, not
-an independent measure. It grades the matcher with the matcher (`fold` and `PreparedOutput` drop
-the mutations the matcher would equate with their source), its negations and antonyms are the
-words of the rule's own lists in rules/metadata.yaml, and its outputs are this project's
+an independent measure. It imports nothing of the pipeline (a mutation that loosely equals
+another record's text, by this script's own folding, is dropped), but its negations and antonyms
+are the words of the rule's own lists in rules/metadata.yaml, and its outputs are this project's
 generated incidents, so its catch rates hold largely by construction. The independent yardstick,
 over public logs of systems nobody here wrote, is benchmarks/real_logs_corpus.py.
 
@@ -31,19 +32,12 @@ from __future__ import annotations
 import json
 import random
 import re
-import sys
+import unicodedata
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from pipeline.gatekeeper.folding import fold  # noqa: E402
-from pipeline.gatekeeper.prepared import PreparedOutput  # noqa: E402
-from pipeline.tools.bundled import BundledLogs, BundledMetrics  # noqa: E402
-from pipeline.tools.knowledge import KnowledgeBase  # noqa: E402
-from pipeline.tools.registry import KnowledgeQuery, LogQuery, MetricsQuery  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent / "grounding_corpus.jsonl"
 INCIDENTS = ROOT / "data" / "incidents"
@@ -101,23 +95,48 @@ def _synthetic(lang: str, rng: random.Random) -> dict:
     return {"logs": logs, "total": len(logs), "truncated": False}
 
 
+def _log_output(path: Path, levels: tuple[str, ...]) -> dict:
+    logs = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line) if line.strip() else None
+        if rec and rec.get("level") in levels and len(logs) < 150:
+            logs.append({"timestamp": rec.get("ts"), "service": rec.get("service"), "level": rec.get("level"),
+                         "message": rec.get("message", ""), "host": rec.get("host")})
+    return {"logs": logs, "total": len(logs), "truncated": False}
+
+
+def _runbook_sections(path: Path) -> list[dict]:
+    """A runbook's "## " sections as the knowledge tool's evidence blocks (id, title, source, content)."""
+    text = path.read_text(encoding="utf-8")
+    title = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("# ")), path.stem)
+    parts = re.split(r"(?m)^(?=## )", text)[1:]
+    return [{"id": f"{path.stem}#{i}", "title": f"{title} / {part.splitlines()[0][3:].strip()}",
+             "source": path.name, "content": part.strip()} for i, part in enumerate(parts)]
+
+
 @lru_cache(maxsize=1)
 def build_outputs() -> dict[str, tuple[str, str]]:
     """Output name -> (tool name, stored output text)."""
     outputs: dict[str, tuple[str, str]] = {}
     for world in sorted(p for p in INCIDENTS.iterdir() if (p / "logs.jsonl").exists()):
-        logs = BundledLogs(world)
-        outputs[f"{world.name}/logs"] = ("query_logs", _dump(logs.query_logs(LogQuery(limit=150))))
-        outputs[f"{world.name}/logs-warn"] = ("query_logs", _dump(logs.query_logs(LogQuery(level="WARN", limit=150))))
-        outputs[f"{world.name}/alerts"] = ("query_metrics", _dump(BundledMetrics(world).query_metrics(MetricsQuery())))
-        kb = KnowledgeBase.from_folder(world / "knowledge")
-        for block in kb.blocks[:: max(1, len(kb.blocks) // 3)][:3]:
-            found = kb.lookup_knowledge(KnowledgeQuery(query=block.title, top_k=2))
-            outputs[f"{world.name}/knowledge/{block.id}"] = ("lookup_knowledge", _dump(found))
+        outputs[f"{world.name}/logs"] = ("query_logs", _dump(_log_output(world / "logs.jsonl", tuple(_LEVELS))))
+        outputs[f"{world.name}/logs-warn"] = ("query_logs",
+                                              _dump(_log_output(world / "logs.jsonl", ("WARN", "ERROR"))))
+        alerts = json.loads((world / "alerts.json").read_text(encoding="utf-8"))
+        outputs[f"{world.name}/alerts"] = ("query_metrics", _dump({"alerts": alerts, "total": len(alerts)}))
+        blocks = [b for md in sorted((world / "knowledge").glob("*.md")) for b in _runbook_sections(md)]
+        for i in range(0, len(blocks), max(1, len(blocks) // 3))[:3]:
+            outputs[f"{world.name}/knowledge/{blocks[i]['id']}"] = (
+                "lookup_knowledge", _dump({"evidenceBlocks": blocks[i:i + 2]}))
     rng = random.Random(SEED)
     for lang in ("en", "zh"):
         outputs[f"generated/{lang}"] = ("query_logs", _dump(_synthetic(lang, rng)))
     return outputs
+
+
+def _loose(text: str) -> str:
+    """Case, width and punctuation folded away, words kept: how two texts can read the same."""
+    return " ".join(re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold()))
 
 
 def _records(tool: str, output: str) -> list[dict]:
@@ -309,7 +328,7 @@ def generate() -> list[dict]:
     cases: list[dict] = []
     for name, (tool, output) in build_outputs().items():
         records = _records(tool, output)
-        folded = PreparedOutput(output).folded
+        texts = [f" {_loose(' '.join(str(v) for v in r.values()))} " for r in records]
         services = sorted({m for r in records for m in _SERVICE.findall(r["message"])}
                           | {r["service"] for r in records if r.get("service")})
         picks = sorted(rng.sample(range(len(records)), min(PER_OUTPUT * (2 if name.startswith("generated") else 1),
@@ -317,7 +336,7 @@ def generate() -> list[dict]:
         for i in picks:
             following = records[i + 1] if i + 1 < len(records) and tool != "lookup_knowledge" else None
             for cls, excerpt in _variants(records[i], following, services, rng):
-                if cls in MUTATED and f" {fold(excerpt)} " in f" {folded} ":
+                if cls in MUTATED and any(f" {_loose(excerpt)} " in t for t in texts):
                     continue  # the "mutation" is another record's verbatim text: a faithful quote after all
                 cases.append({"id": f"{name}#{i}/{cls}", "class": cls, "faithful": cls in FAITHFUL,
                               "lang": _lang(excerpt), "output": name, "tool": tool, "excerpt": excerpt})

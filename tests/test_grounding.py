@@ -1,6 +1,6 @@
 """The grounding regression corpus (benchmarks/grounding_corpus.jsonl) keeps its targets.
 
-A regression suite on the project's own incidents, built with the matcher's own folding and the
+A regression suite on the project's own incidents, with mutations drawn from the
 rule's own word lists (see its generator), so it guards against losing what worked rather than
 measuring fidelity; tests/test_grounding_real_logs.py is the independent yardstick. All of it runs
 (a few seconds): faithful excerpts pass, every mutation class is caught, and no invented or
