@@ -425,6 +425,24 @@ def test_doctor_measures_the_endpoint_and_writes_settings_that_fit_it(stub: Stub
     assert written.openai.timeout_s == found.timeout_s
 
 
+def test_doctor_write_writes_the_settings_file_named_by_config(stub: StubOpenAI, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.frontends.cli import main
+
+    monkeypatch.chdir(tmp_path)  # a workbench.yaml here or beside the checkout must stay untouched
+    stub.reply('{"ok": true}').reply_tools(tool_call("ping", {"target": "db"}))
+    stub.reply("ok", usage={"prompt_tokens": 1000, "completion_tokens": 1})
+    stub.enqueue(StubReply(body=chat_body("1\n2\n3\n4\n5\n6\n7\n8\n9\n10"), chunk_delay_s=0.05))
+    named = tmp_path / "elsewhere" / "local-model.yaml"
+    named.parent.mkdir()
+    named.write_text(f"provider: openai\nopenai:\n  base_url: {stub.base_url}\n  model: stub-model\n",
+                     encoding="utf-8")
+    main(["--config", str(named), "doctor", "--write"])
+    assert f"to {named}" in capsys.readouterr().out
+    assert load_settings(named).openai.stage_timeouts and not (tmp_path / "workbench.yaml").exists()
+
+
 def test_collector_refuses_tool_arguments_with_a_number_json_lacks(stub: StubOpenAI) -> None:
     s = Setup(stub)
     stub.reply_tools(tool_call("queryLogs", '{"service": "payment-service", "limit": NaN}', "c1"),

@@ -269,8 +269,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         if found is None:
             raise ConfigError("nothing to write: the endpoint's speed was not measured (provider openai, reachable, "
                               "without --quick)")
-        write_fit(config_path(), found)
-        print(f"wrote openai.timeout_s, openai.stage_timeouts and budget.output_tokens to {config_path()}")
+        # The file the settings were read from: --config when given (load_settings forgets it on return).
+        path = Path(args.config) if args.config else config_path()
+        write_fit(path, found)
+        print(f"wrote openai.timeout_s, openai.stage_timeouts and budget.output_tokens to {path}")
     return 0 if ok and not any("UNREACHABLE" in line for line in backends) else 1
 
 
