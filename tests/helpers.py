@@ -56,6 +56,15 @@ def queue_count(store: Any, q: Any) -> int:
         return int(conn.execute(select(func.count()).select_from(queue_query(store, q).subquery())).scalar_one())
 
 
+def tally_holds(store: Any) -> bool:
+    """Whether the review queue's tally (migration 0019) equals a GROUP BY over the session rows."""
+    from pipeline.store.tally import grouped_sessions, tally_rows
+
+    with store.engine.connect() as conn:
+        grouped = {tuple(r[:-1]): r[-1] for r in conn.execute(grouped_sessions(conn.dialect.name))}
+        return bool(grouped) and tally_rows(conn) == grouped
+
+
 def yaml_of_rules(rules: Any) -> tuple[str, str]:
     """A RuleSet as (index.yaml, metadata.yaml) text, for tests that edit or print rules as YAML."""
     index, meta = rules.documents()

@@ -7,7 +7,7 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
-from helpers import postgres_schema, queue_count
+from helpers import postgres_schema, queue_count, tally_holds
 
 from pipeline.core.messages import tr
 from pipeline.store import StaleRuleVersion, Store
@@ -247,6 +247,7 @@ def test_applying_and_rolling_back_rejudge_every_stored_session(any_store: Store
         run_session(question, settings=settings, store=store)
     asked = {r["id"]: r for r in session_list(store)}
     assert {(r["rules_version"], r["verdict"] == r["verdict_at_ask"]) for r in asked.values()} == {(0, True)}
+    assert tally_holds(store)  # kept by the triggers, stage by stage
 
     heard: list[str] = []
     new = rulebook.apply_rules(settings, store, _strict_utilization(rulebook.text_in_force(settings, store).texts),
@@ -261,6 +262,7 @@ def test_applying_and_rolling_back_rejudge_every_stored_session(any_store: Store
     assert {r["rules_version"] for r in in_force.values()} == {new}
     moved = [sid for sid, r in in_force.items() if r["verdict"] != r["verdict_at_ask"]]
     assert moved and done.differing >= len(moved)
+    assert tally_holds(store)  # rebuilt by the re-judge
 
     # The queue, its charts and its filters read the verdict in force, and show the one at ask beside it.
     everything = review_queue.QueueFilter(needs_person=False, reviewed=None)
@@ -279,9 +281,11 @@ def test_applying_and_rolling_back_rejudge_every_stored_session(any_store: Store
     late = run_session("order-service CPU is high", settings=settings, store=store).session_id
     again = rulebook.rollback(settings, store, 0, author="bo")
     rulebook.judge_late(settings, store, late, new)
+    assert tally_holds(store)
     assert {r["id"]: (r["verdict"], r["rules_version"]) for r in session_list(store)}[late] == (
         _exact(settings, store, [late])[late][0], again)
     done = rulebook.rejudge(settings, store)
+    assert tally_holds(store)
     rows_now = {r["id"]: r for r in session_list(store)}
     assert {sid: r["verdict"] for sid, r in rows_now.items()} == {sid: e[0] for sid, e in
                                                                   _exact(settings, store, list(rows_now)).items()}

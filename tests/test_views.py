@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers import queue_count, yaml_of_rules
+from helpers import queue_count, tally_holds, yaml_of_rules
+from sqlalchemy import delete, insert, update
 
 from pipeline.core.errors import NotFound, StoreError
 from pipeline.frontends.report import render_trace
@@ -21,6 +22,7 @@ from pipeline.runs import review_queue
 from pipeline.runs.record import EntityMiss, SessionRecord, read_session
 from pipeline.runs.session import run_session
 from pipeline.store import SessionFilter, Store
+from pipeline.store.schema import DiagnosisSession, VerdictInForce
 
 
 def _row(errors: list[dict], features: dict, claims: list, **extra) -> dict:
@@ -219,6 +221,19 @@ def test_one_grouped_scan_gives_what_the_four_chart_queries_gave(any_store: Stor
         stats = review_queue.queue_stats(store, q)
         assert stats == _stats_in_four_queries(store, q)
         assert stats.total == queue_count(store, q) > 0
+    # The tally the queue reads is the GROUP BY over the rows, with a verdict in force moved,
+    # changed, taken back, and a session gone.
+    assert tally_holds(store)
+    some = store.session_ids()[:3]
+    with store.engine.begin() as conn:
+        conn.execute(insert(VerdictInForce), [{"session_id": sid, "verdict": "REJECT", "gatekeeper_status": "fail",
+                                               "failed_rules": ["evidence.invocation_ref"]} for sid in some])
+        conn.execute(update(VerdictInForce).where(VerdictInForce.session_id == some[0]).values(verdict="PASS"))
+        conn.execute(delete(VerdictInForce).where(VerdictInForce.session_id == some[1]))
+        conn.execute(delete(DiagnosisSession).where(DiagnosisSession.id == some[2]))
+    assert tally_holds(store)
+    for q in (review_queue.QueueFilter(), review_queue.QueueFilter(needs_person=False, include_eval=True)):
+        assert review_queue.queue_stats(store, q) == _stats_in_four_queries(store, q)
 
 
 def test_the_queue_holds_what_needs_a_person_newest_first_without_eval_runs(any_store: Store) -> None:
@@ -298,11 +313,18 @@ def test_sqlite_answers_the_queue_from_its_listing_index(tmp_path) -> None:
         with store.engine.connect() as conn:
             return " | ".join(r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params))
 
-    for q in (review_queue.QueueFilter(), review_queue.QueueFilter(needs_person=False, reviewed=None)):
+    since = SessionFilter(since=datetime(2026, 1, 1, tzinfo=UTC))
+    for q, scanned in ((review_queue.QueueFilter(), review_queue.QueueFilter(since)),
+                       (review_queue.QueueFilter(needs_person=False, reviewed=None),
+                        review_queue.QueueFilter(since, needs_person=False, reviewed=None))):
         ran.clear()
-        review_queue.queue_stats(store, q)
+        review_queue.queue_stats(store, q)  # off the tally: sessions are only looked up, the eval runs' and reviewed
         [(sql, params)] = ran
-        counts = plan(sql, params)  # the groups in index order: no sort, no table row
+        assert "SCAN diagnosis_session" not in plan(sql, params)
+        ran.clear()
+        review_queue.queue_stats(store, scanned)  # a day range the tally has not: the groups in index order
+        [(sql, params)] = ran
+        counts = plan(sql, params)
         assert "SCAN diagnosis_session USING INDEX ix_session_listing" in counts and "TEMP B-TREE" not in counts
         ran.clear()
         review_queue.queue_rows(store, q)
@@ -436,7 +458,7 @@ def test_highlight_window_marks_the_cited_records_around_the_match():
 
 
 def test_sqlite_moves_re_judged_sessions_in_the_charts_from_the_listing_index(tmp_path) -> None:
-    # The charts move each session with a verdict in force from its groups at ask to its groups in
+    # Where the tally cannot answer, the charts move each session with a verdict in force from its groups at ask to its groups in
     # force; both queries must read the listing index alone, never a session's row (its audit
     # record): by id, or for an indexed expression SQLite does not take from the index in a join.
     from sqlalchemy import event, insert
@@ -453,7 +475,8 @@ def test_sqlite_moves_re_judged_sessions_in_the_charts_from_the_listing_index(tm
     ran: list[tuple[str, object]] = []
     event.listen(store.engine, "before_cursor_execute", lambda _c, _cur, sql, params, _ctx, _many: ran.append(
         (sql, params)) if sql.startswith("SELECT") and "GROUP BY" in sql and "verdict_in_force" in sql else None)
-    for q in (review_queue.QueueFilter(), review_queue.QueueFilter(needs_person=False, reviewed=None)):
+    since = SessionFilter(since=datetime(2026, 1, 1, tzinfo=UTC))  # a day range: the tally cannot answer
+    for q in (review_queue.QueueFilter(since), review_queue.QueueFilter(since, needs_person=False, reviewed=None)):
         ran.clear()
         stats = review_queue.queue_stats(store, q)
         assert len(ran) == 2

@@ -31,7 +31,15 @@ from pipeline.runs.record import SessionRow
 from pipeline.store import SessionFilter, Store
 from pipeline.store.listing import version_in_force
 from pipeline.store.repo import AT_ASK, IN_FORCE, MOVED, Outcome
-from pipeline.store.schema import LISTING_GROUPS, DiagnosisSession, ReviewRow, RulesInForce, VerdictInForce
+from pipeline.store.schema import (
+    LISTING_GROUPS,
+    DiagnosisSession,
+    QueueTally,
+    ReviewRow,
+    RulesInForce,
+    VerdictInForce,
+)
+from pipeline.store.tally import day_of
 
 EVAL_LABEL = "eval_fixture"  # the review label pipeline/eval/runner.py gives every eval run
 
@@ -54,25 +62,31 @@ def queue_query(store: Store, q: QueueFilter, outcome: Outcome = IN_FORCE) -> An
     s = DiagnosisSession
     query = store.filtered_query(replace(q.base, reviewed=None), outcome)
     if q.needs_person:
-        # Without statistics SQLite answers an OR whose every branch has an index with one index
-        # per branch and sorts the union, for every page of rows
-        # (docs/benchmarks.md#figures-behind-choices-in-the-code). A branch no index answers
-        # (coalesce; NULL and '' both fail the test) leaves it the created_at index for the rows
-        # and ix_session_listing for the counts and charts.
-        query = query.where(or_(
-            func.coalesce(outcome.verdict, "").in_(("LOW_CONFID", "REJECT")),
-            s.status.in_(("failed", "interrupted")),
-            outcome.gatekeeper_status.in_(("warn", "fail")),
-            and_(outcome.verdict == "PASS", outcome.gatekeeper_status == "pass", s.composer_findings),
-            # An import no trusted key signed: its verdict is ours, its evidence the source's word.
-            s.provenance == "unverified",
-        ))
+        query = query.where(_needs_person(outcome.verdict, outcome.gatekeeper_status, s.status, s.composer_findings,
+                                          s.provenance))
     if not q.include_eval:
         query = query.where(s.id.not_in(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)))
     if q.reviewed is not None:
         people = select(ReviewRow.session_id).where(ReviewRow.claim_id.is_(None), ReviewRow.label != EVAL_LABEL)
         query = query.where(s.id.in_(people) if q.reviewed else s.id.not_in(people))
     return query
+
+
+def _needs_person(verdict: Any, gatekeeper_status: Any, status: Any, composer_findings: Any, provenance: Any) -> Any:
+    """What "needs a person" tests, over a session's columns or the tally's (where NULL is '')."""
+    # Without statistics SQLite answers an OR whose every branch has an index with one index
+    # per branch and sorts the union, for every page of rows
+    # (docs/benchmarks.md#figures-behind-choices-in-the-code). A branch no index answers
+    # (coalesce; NULL and '' both fail the test) leaves it the created_at index for the rows
+    # and ix_session_listing for the counts and charts.
+    return or_(
+        func.coalesce(verdict, "").in_(("LOW_CONFID", "REJECT")),
+        status.in_(("failed", "interrupted")),
+        gatekeeper_status.in_(("warn", "fail")),
+        and_(verdict == "PASS", gatekeeper_status == "pass", composer_findings),
+        # An import no trusted key signed: its verdict is ours, its evidence the source's word.
+        provenance == "unverified",
+    )
 
 
 _LIST_COLUMNS = ("id", "created_at", "question", "status", "groundedness", "services", "provider", "shape",
@@ -113,13 +127,56 @@ class QueueStats:
 
 
 def queue_stats(store: Store, q: QueueFilter) -> QueueStats:
-    """The queue's count and chart data in one grouped scan: sessions share few distinct (day,
+    """The queue's count and chart data from grouped counts: sessions share few distinct (day,
     verdict, failed-rule list, groundedness tenth) tuples, so the groups, not the sessions, leave
     the database, and each chart is a sum over them here.
 
-    The scan reads the outcome at ask, off the listing index; sessions whose outcome in force
-    differs (verdict_in_force rows, after a re-judge) are then moved from their groups at ask to
-    their groups in force by two queries over those sessions alone."""
+    A filter on the tally's columns (the usual one: the queue, a verdict, a rule) reads the
+    tally (migration 0019) and takes out the sessions people reviewed or eval runs labelled, a
+    query over those alone. Any other (a day range, a service, a text, the reviewed) scans the
+    outcome at ask off the listing index and moves the sessions whose outcome in force differs
+    (verdict_in_force rows, after a re-judge) from their groups at ask to their groups in force by
+    two queries over those sessions alone."""
+    groups = _tallied_groups(store, q) if _tally_answers(q) else _scanned_groups(store, q)
+    return _stats(groups)
+
+
+def _tally_answers(q: QueueFilter) -> bool:
+    f = q.base
+    return q.reviewed is not True and not (f.since or f.until or f.service or f.text)
+
+
+def _tallied_groups(store: Store, q: QueueFilter) -> Counter[tuple[Any, ...]]:
+    t, f = QueueTally, q.base
+    keys = (t.day, t.verdict, t.failed_rules, t.bucket)
+    query = select(*keys, func.sum(t.sessions)).group_by(*keys)
+    if q.needs_person:
+        query = query.where(_needs_person(t.verdict, t.gatekeeper_status, t.status, t.composer_findings, t.provenance))
+    for column, values in ((t.verdict, f.verdicts), (t.status, f.statuses), (t.gatekeeper_status, f.gatekeeper_statuses)):
+        if values:
+            query = query.where(column.in_(values))
+    if f.rule_id:
+        query = query.where(t.failed_rules.contains(f'"{f.rule_id}"'))
+    groups: Counter[tuple[Any, ...]] = Counter()
+    with store.engine.connect() as conn:
+        for day, verdict, rules_text, bucket, n in conn.execute(query):
+            groups[(day, verdict or None, rules_text or None, None if bucket < 0 else bucket)] += int(n)
+        left_out = [*([ReviewRow.claim_id.is_(None) & (ReviewRow.label != EVAL_LABEL)] if q.reviewed is False else []),
+                    *([ReviewRow.label == EVAL_LABEL] if not q.include_eval else [])]
+        if left_out:
+            # The tally counts every session; the reviewed and the eval runs are few, read by id.
+            sessions = select(ReviewRow.session_id).where(or_(*left_out))
+            outcome_keys = (day_of(store.engine.dialect.name), IN_FORCE.verdict, IN_FORCE.failed_text,
+                            LISTING_GROUPS[3])
+            gone = (queue_query(store, replace(q, reviewed=None, include_eval=True))
+                    .where(DiagnosisSession.id.in_(sessions)).with_only_columns(*outcome_keys, func.count())
+                    .group_by(*outcome_keys))
+            for *key, n in conn.execute(gone):
+                groups[tuple(key)] -= n
+    return groups
+
+
+def _scanned_groups(store: Store, q: QueueFilter) -> Counter[tuple[Any, ...]]:
     # The index's own expressions (schema.LISTING_GROUPS): SQLite reads the groups off it in order.
     query = queue_query(store, q, AT_ASK).with_only_columns(*LISTING_GROUPS, func.count()).group_by(*LISTING_GROUPS)
     groups: Counter[tuple[Any, ...]] = Counter()
@@ -134,6 +191,10 @@ def queue_stats(store: Store, q: QueueFilter) -> QueueStats:
                 for *key, n in conn.execute(queue_query(store, q, outcome).where(moved)
                                             .with_only_columns(*keys, func.count()).group_by(*keys)):
                     groups[tuple(key)] += sign * n
+    return groups
+
+
+def _stats(groups: Counter[tuple[Any, ...]]) -> QueueStats:
     total = 0
     days: Counter[tuple[str, str]] = Counter()
     combos: Counter[str] = Counter()

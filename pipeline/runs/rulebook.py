@@ -34,7 +34,7 @@ from pipeline.gatekeeper.rules_schema import (
     load_rules,
     load_rules_from_text,
 )
-from pipeline.store import Store
+from pipeline.store import Store, tally
 from pipeline.store.schema import GateSessionColumns, RulesInForce, VerdictInForce
 
 if TYPE_CHECKING:
@@ -286,7 +286,8 @@ _SCRATCH_COLUMNS = ("session_id", "verdict", "gatekeeper_status", "failed_rules"
 def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[str, str, str, list[str]]], *,
                     ungated: bool) -> bool:
     """One transaction: the pointer first (on SQLite the write lock; on PostgreSQL the row lock
-    that an apply also takes), so the outcomes land only while `version` is still in force.
+    that an apply also takes), so the outcomes land only while `version` is still in force;
+    the queue's tally regrouped once at the end, its per-row triggers held meanwhile.
     A row holds no version of its own: the pointer names it (migration 0017). On PostgreSQL the
     rows go to a scratch table and only the stored rows they change are written, so a row whose
     outcome `version` keeps stays as it is; SQLite rewrites them all (_rewrite_sqlite)."""
@@ -299,11 +300,13 @@ def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[s
         texts: dict[tuple[str, ...], str] = {}  # a handful of distinct rule lists
         values = ((sid, verdict, status, texts.get(tuple(failed)) or texts.setdefault(tuple(failed), json.dumps(failed)),
                    ungated) for sid, verdict, status, failed in rows)
+        tally.hold(conn)
         if store.engine.dialect.name == "postgresql":
             _copy_scratch(conn, values)
             _write_changes(conn, version, before, through)
         else:
             _rewrite_sqlite(conn, values, version, before, through)
+        tally.rebuild(conn)
         conn.execute(update(RulesInForce).where(RulesInForce.id == 1).values(
             judged_version=version, judging_version=None, judging_phase=None, judging_at=datetime.now(UTC)))
     return True

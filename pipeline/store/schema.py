@@ -226,6 +226,37 @@ class VerdictInForce(Base):
     ungated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
+class QueueTally(Base):
+    """The review queue's counts in aggregate (migration 0019): how many sessions share a day (UTC),
+    an outcome in force and at ask, and the columns the queue's conditions read. Kept by triggers
+    on diagnosis_session and verdict_in_force, and rebuilt by the re-judge (pipeline/store/tally.py);
+    a NULL is stored as '' (or -1 for the groundedness tenth), as a key that may be NULL never
+    meets its conflict."""
+
+    __tablename__ = "queue_tally"
+
+    day: Mapped[str] = mapped_column(Text, primary_key=True)
+    verdict: Mapped[str] = mapped_column(Text, primary_key=True)  # in force
+    verdict_at_ask: Mapped[str] = mapped_column(Text, primary_key=True)
+    gatekeeper_status: Mapped[str] = mapped_column(Text, primary_key=True)  # in force
+    failed_rules: Mapped[str] = mapped_column(Text, primary_key=True)  # in force, the JSON list as text
+    bucket: Mapped[int] = mapped_column(Integer, primary_key=True)  # groundedness tenth
+    status: Mapped[str] = mapped_column(Text, primary_key=True)
+    composer_findings: Mapped[bool] = mapped_column(Boolean, primary_key=True)
+    provenance: Mapped[str] = mapped_column(Text, primary_key=True)
+    sessions: Mapped[int] = mapped_column(Integer)
+
+
+class QueueTallyState(Base):
+    """One row: `held` stops the tally's triggers inside a transaction that rebuilds it anyway."""
+
+    __tablename__ = "queue_tally_state"
+    __table_args__ = (CheckConstraint("id = 1", name="ck_queue_tally_state_one_row"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    held: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
 class SessionEventRow(Base):
     """A session's stage events in order, so any page or replica follows a run it did not start."""
 
