@@ -230,6 +230,44 @@ def test_columnar_replay_on_each_database(any_store: Store) -> None:
     assert result.clean.any()
 
 
+def test_gate_column_files_are_checked_and_rebuilt(any_store: Store, monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    """The gate columns are read from Parquet files where their segment's stamp is current; a file
+    deleted, corrupted or stale is read from the store and written again, and the replay says
+    what the per-session replay says all along."""
+    from pipeline.replay import history
+
+    monkeypatch.setenv("WORKBENCH_COLUMNS_DIR", str(tmp_path / "columns"))
+    settings = load_settings()
+    run_session("payment API times out, what's going on?", settings=settings, store=any_store)
+    bench.seed_variants(any_store, 40, random.Random(3))
+    candidate = CASES[1](rules_in_force(settings, any_store)[0])
+    naive = {r.session_id: r for r in replay(replay_inputs(any_store), candidate)}
+
+    def replayed() -> dict[str, object]:
+        return {r.session_id: r for r in GateColumnCache(any_store).replay(candidate).rows()}
+
+    def files() -> list[Path]:
+        return sorted((tmp_path / "columns").rglob("*.parquet"))
+
+    assert replayed() == naive  # read from the store, the files written as the rows pass
+    written = files()
+    assert sorted(f.name.split("-v")[0] for f in written) == ["gate_binding", "gate_claim", "gate_session"]
+    with monkeypatch.context() as m:
+        m.setattr(history, "_batches", lambda *_a: pytest.fail("the store was read despite current files"))
+        assert replayed() == naive
+    # A file cut short and one deleted: read from the store again, and written again.
+    written[0].write_bytes(written[0].read_bytes()[: len(written[0].read_bytes()) // 2])
+    written[1].unlink()
+    assert replayed() == naive
+    assert files() == written
+    # Stale: a change to a segment's rows draws a new stamp (migration 0020); its files are read again.
+    with any_store.engine.begin() as conn:
+        conn.execute(text("UPDATE gate_binding SET out_score = 0.123 WHERE seq = (SELECT min(seq) FROM gate_session)"))
+    arrays = history.load_arrays(any_store)[0]
+    assert (arrays.b_score == 0.123).any() and files() != written and len(files()) == 3
+
+
 @pytest.fixture
 def gap_kind() -> Iterator[type[RuleKind]]:
     """A kind the replay's code has never seen, registered for the test and removed after: set up as
@@ -311,6 +349,7 @@ def test_arrow_and_driver_loads_agree_whatever_comes_first(any_store: Store, mon
         conn.execute(text("UPDATE gate_session SET min_coverage = NULL, min_quote = NULL, evidence_floor = NULL, "
                           "text_has = NULL, text_fail = NULL WHERE seq IN (SELECT seq FROM gate_session ORDER BY seq LIMIT 3)"))
     monkeypatch.setattr(history, "_CHUNK", 3)  # so a batch holds nothing but those NULLs
+    monkeypatch.setattr(history, "files_root", lambda _store: None)  # both from the store, not one from files
     arrow = history.load_arrays(store)
     driver = history.load_arrays(store, sessions=history._ARROW_FROM - 1)  # the store's own driver
     for name, values in vars(arrow[0]).items():

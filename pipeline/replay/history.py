@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from pipeline.gatekeeper import RuleSet
 from pipeline.gatekeeper.engine import STATUSES
 from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule
 from pipeline.replay.arrow import arrow_available, arrow_batches
+from pipeline.replay.column_files import cached_batches, files_root, segment_ranges, stamps
 from pipeline.replay.columns import (
     HistoryArrays,
     judge,
@@ -145,14 +147,23 @@ def _convert(values: pa.Array, column: str, dtype: Any, null: float) -> npt.NDAr
     return converted
 
 
-def _read(store: Store, arrow_url: str | None, select_from: str, columns: dict[str, tuple[Any, float]],
-          tables: dict[str, dict[str, int]]) -> dict[str, Any]:
-    """One query's columns as typed arrays (text in `tables` as int16 codes, session_id as a
-    list), a batch at a time, through the Arrow reader of `arrow_url` or else the store's own driver."""
+def _read(store: Store, arrow_url: str | None, table: str, columns: dict[str, tuple[Any, float]],
+          tables: dict[str, dict[str, int]], files: Path | None, marks: dict[int, int]) -> dict[str, Any]:
+    """One gate table's columns as typed arrays (text in `tables` as int16 codes, session_id as a
+    list), a batch at a time: from its current Parquet files under `files` (column_files.py), and
+    the segments they lack through the Arrow reader of `arrow_url` or else the store's own driver."""
     dialect = store.engine.dialect.name
-    sql = f"SELECT {', '.join(_expr(c, t, n, dialect) for c, (t, n) in columns.items())} {select_from}"
+    # Named: a file's columns need distinct names, which PostgreSQL gives none of these expressions.
+    sql = f"SELECT {', '.join(f'{_expr(c, t, n, dialect)} AS {c}' for c, (t, n) in columns.items())} FROM {table}"
+
+    def from_store(segments: list[int]) -> Iterator[pa.RecordBatch]:
+        # All of them: the whole table in the order it lies, as before the files, without a
+        # range a server-side cursor would take an index for.
+        everything = len(segments) == len(marks)
+        return _batches(store, arrow_url, sql if everything else f"{sql} WHERE {segment_ranges(segments)}")
+
     parts: dict[str, list[Any]] = {c: [] for c in columns}
-    for batch in _batches(store, arrow_url, sql):
+    for batch in cached_batches(files, table, marks, from_store):
         for k, (column, (dtype, null)) in enumerate(columns.items()):
             values = batch.column(k)
             if column == "session_id":
@@ -209,21 +220,20 @@ def load_arrays(store: Store, sessions: int | None = None) -> tuple[HistoryArray
     adbc-driver-postgresql), the store's own connection reads the tables one after another."""
     names = _Names({}, {})
     tables = {"lists_key": names.keys, **{c: names.words for c in _S_WORDS}}
-    # IN, not a correlated EXISTS: SQLite answers the list from the (status, id) index, where
-    # EXISTS fetched each session's row from a table that audit records make 16 GB at 1M sessions.
-    reads = [(f"FROM gate_session WHERE session_id IN (SELECT id FROM diagnosis_session WHERE status IN {_REPLAYABLE}) "
-              "ORDER BY seq", _S_TYPES),
-             ("FROM gate_binding", {"seq": (np.int64, 0), **_B_TYPES}),
-             ("FROM gate_claim", {"seq": (np.int64, 0), **_C_TYPES})]
+    reads = [("gate_session", _S_TYPES), ("gate_binding", {"seq": (np.int64, 0), **_B_TYPES}),
+             ("gate_claim", {"seq": (np.int64, 0), **_C_TYPES})]
     url = store.engine.url.render_as_string(hide_password=False)
     arrow = (sessions is None or sessions >= _ARROW_FROM) and arrow_available(url)
+    # The stamps before any row: a file named by a stamp read later could hold rows older than it.
+    files, marks = files_root(store), stamps(store)
     try:
         if not arrow:
-            s, b, c = (_read(store, None, sql, columns, tables) for sql, columns in reads)
+            s, b, c = (_read(store, None, table, columns, tables, files, marks) for table, columns in reads)
         else:
             with ThreadPoolExecutor(len(reads), thread_name_prefix="gate-load") as pool:
                 # Only the session read writes the code tables, so the threads share none.
-                s, b, c = pool.map(lambda read: _read(store, url, read[0], read[1], tables), reads)
+                s, b, c = pool.map(lambda read: _read(store, url, read[0], read[1], tables, files, marks), reads)
+        s = _replayable(store, s)
     except (StoreError, pa.ArrowException, SQLAlchemyError) as exc:
         raise StoreError(f"cannot read the replay history from the database {display_url(url)}: "
                          f"{getattr(exc, 'orig', None) or exc}") from exc
@@ -253,6 +263,20 @@ def load_arrays(store: Store, sessions: int | None = None) -> tuple[HistoryArray
     outcomes = {"verdict": s["clean_verdict"], "status": s["old_status"], "old_v": s["old_verdict"],
                 "rules": s["old_rules"]}
     return arrays, outcomes, names
+
+
+def _replayable(store: Store, s: dict[str, Any]) -> dict[str, Any]:
+    """The gate_session rows of replayable sessions, in seq order (the files' segments come
+    first, the store's after). A session without gate rows is in no file; one that is no longer
+    replayable (quarantined) is found from the status index, and its rows left out."""
+    with store.engine.connect() as conn:
+        gone = np.fromiter(conn.exec_driver_sql(
+            "SELECT g.seq FROM diagnosis_session d JOIN gate_session g ON g.session_id = d.id "
+            f"WHERE d.status NOT IN {_REPLAYABLE}").scalars(), dtype=np.int64)
+    order = np.argsort(s["seq"], kind="stable")
+    order = order[~np.isin(s["seq"][order], gone)]
+    ids = s["session_id"]
+    return {c: [ids[i] for i in order.tolist()] if c == "session_id" else v[order] for c, v in s.items()}
 
 
 def _index(seqs: npt.NDArray[np.int64], rows: dict[str, Any]) -> npt.NDArray[np.intp]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     DateTime,
@@ -315,6 +316,16 @@ class GateSessionColumns(Base):
     # refs) as bits in columns.stored_kinds order: any finding, a fail-level one.
     text_has: Mapped[int | None] = mapped_column(Integer)
     text_fail: Mapped[int | None] = mapped_column(Integer)
+
+
+class GateSegment(Base):
+    """A random stamp per 65,536 gate_session seqs, drawn anew by triggers at every change to their
+    gate rows: what the Parquet files of those rows are checked by (migration 0020)."""
+
+    __tablename__ = "gate_segment"
+
+    segment: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    stamp: Mapped[int] = mapped_column(BigInteger)
 
 
 class GateClaim(Base):
