@@ -466,17 +466,30 @@ def measure_e2e(url: str, naive: int) -> None:
     meta.write_text(meta.read_text(encoding="utf-8").replace("passThreshold: 0.5", "passThreshold: 0.55"),
                     encoding="utf-8")
     print(f"replay on {store.engine.dialect.name}, {sessions} sessions, load average {os.getloadavg()[0]:.2f}")
-    t = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", sys.executable, "-m", "pipeline", "replay", "--rules",
-                           str(rules_dir)], capture_output=True, text=True, check=False,
-                          env={**os.environ, "DATABASE_URL": url})
-    took = time.perf_counter() - t
+    from pipeline.replay.column_files import files_root
+
+    files = files_root(store)
+    # Before the column files (every table from the store), then with none yet (read from the
+    # store and written), then with them current: the same replay each time.
+    for label, env in (("from the store (before the column files)", {"WORKBENCH_COLUMNS_DIR": "off"}),
+                       ("column files written", {}), ("column files current", {})):
+        if label == "column files written" and files is not None:
+            shutil.rmtree(files, ignore_errors=True)
+        t = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", sys.executable, "-m", "pipeline", "replay",
+                               "--rules", str(rules_dir)], capture_output=True, text=True, check=False,
+                              env={**os.environ, "DATABASE_URL": url, **env})
+        took = time.perf_counter() - t
+        # CPU seconds (its Arrow reader processes included) as well as wall time: on a shared
+        # machine the wall time is mostly the wait for a core.
+        peak, user, system = proc.stderr.split()[-3:]
+        print(f"  workbench replay --rules DIR, {label}: {took:.1f} s end to end, "
+              f"{float(user) + float(system):.1f} s of CPU, peak {int(peak) / 1024:.0f} MB: "
+              f"{proc.stdout.strip()[:120] or proc.stderr[-500:]}")
+    if files is not None:
+        size = sum(f.stat().st_size for f in files.glob("*.parquet"))
+        print(f"  column files: {size / 2**20:.0f} MB in {files}")
     shutil.rmtree(work, ignore_errors=True)
-    # CPU seconds (its Arrow reader processes included) as well as wall time: on a shared machine
-    # the wall time is mostly the wait for a core.
-    peak, user, system = proc.stderr.split()[-3:]
-    print(f"  workbench replay --rules DIR: {took:.1f} s end to end, {float(user) + float(system):.1f} s of CPU, "
-          f"peak {int(peak) / 1024:.0f} MB: {proc.stdout.strip()[:300] or proc.stderr[-500:]}")
     if naive:
         wall, cpu = (seconds * sessions / naive for seconds in measure_naive(url, naive))
         print(f"  per-session baseline scaled to {sessions}: {wall:.0f} s, {cpu:.0f} s of CPU; {wall / took:.0f}x the "

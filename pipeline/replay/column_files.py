@@ -39,12 +39,16 @@ _log = logging.getLogger(__name__)
 
 def files_root(store: Store) -> Path | None:
     """Where this store's files live: WORKBENCH_COLUMNS_DIR, else beside a SQLite file, else in the
-    workbench home under a name of the database URL; None for a memory database."""
+    workbench home under a name of the database URL; None for a memory database or with
+    WORKBENCH_COLUMNS_DIR=off (every load from the store)."""
     url = normalize_url(store.url)
     named = make_url(url).set(password=None).render_as_string(hide_password=False)
     key = hashlib.sha256(named.encode()).hexdigest()[:16]
-    if os.environ.get("WORKBENCH_COLUMNS_DIR"):
-        return Path(os.environ["WORKBENCH_COLUMNS_DIR"]) / key
+    chosen = os.environ.get("WORKBENCH_COLUMNS_DIR")
+    if chosen == "off":
+        return None
+    if chosen:
+        return Path(chosen) / key
     if store.engine.dialect.name == "sqlite":
         path = sqlite_path(str(store.engine.url))
         return path.with_name(path.name + ".columns") if path else None
