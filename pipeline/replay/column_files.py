@@ -71,7 +71,6 @@ class ColumnFiles:
         return self.root / f"{self.table}-v{FORMAT}-{segment:06d}-{self.marks[segment] & (2**64 - 1):016x}.parquet"
 
 
-
 def cached_batches(root: Path | None, table: str, marks: dict[int, int],
                    read_store: Callable[[list[int]], Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
     """The table's rows as record batches: each current file's, then the store's rows of every

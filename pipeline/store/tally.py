@@ -3,6 +3,9 @@
 The triggers move one session's count per row written; a re-judge writes up to a row per
 session, each of whose moves would look its session row up, so it holds them and regroups
 every session once instead (one grouped scan, as the page did per open before the tally).
+Any write of many sessions in one transaction must do the same: on PostgreSQL each move of a
+tally row within a transaction adds a version of it that every later move walks, so a
+transaction of 100,000 moves over a few dozen rows is quadratic (a bulk seed took 438 s).
 """
 
 from __future__ import annotations
