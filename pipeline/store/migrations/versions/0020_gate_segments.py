@@ -25,7 +25,12 @@ branch_labels = None
 depends_on = None
 
 SEGMENT = 65_536
-_RANDOM = {"sqlite": "random()", "postgresql": "CAST(floor(random() * 9e18) AS BIGINT)"}
+# PostgreSQL: one stamp per transaction (its id, with the server's start so that a restored
+# backup replaying ids draws others), kept by the transaction's later changes: a row updated
+# per change would become a chain of versions each later change walks, quadratic in a bulk
+# write. SQLite updates in place: a random number per change.
+_RANDOM = {"sqlite": "random()",
+           "postgresql": "hashtextextended(txid_current()::text || pg_postmaster_start_time()::text, 0)"}
 # (table, event) -> the rows (NEW, OLD) whose segment a change draws a new stamp for.
 _TRIGGERS = {("gate_session", "INSERT"): ("NEW",), ("gate_session", "UPDATE"): ("OLD", "NEW"),
              ("gate_session", "DELETE"): ("OLD",),
@@ -35,7 +40,7 @@ _TRIGGERS = {("gate_session", "INSERT"): ("NEW",), ("gate_session", "UPDATE"): (
 
 def _stamp(dialect: str, row: str) -> str:
     return (f"INSERT INTO gate_segment (segment, stamp) VALUES ({row}.seq / {SEGMENT}, {_RANDOM[dialect]}) "
-            "ON CONFLICT (segment) DO UPDATE SET stamp = excluded.stamp")
+            "ON CONFLICT (segment) DO UPDATE SET stamp = excluded.stamp WHERE gate_segment.stamp <> excluded.stamp")
 
 
 def upgrade() -> None:
