@@ -54,6 +54,14 @@ _NO_FACT = frozenset(
 )
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences and list items of a text, split where the guard splits them, list markers off."""
+    out: list[str] = []
+    for line in text.splitlines():
+        out.extend(p.strip() for p in _SPLIT.split(_LIST_MARKER.sub("", line)) if p.strip())
+    return out
+
+
 def _stem(word: str) -> str:
     """A light English stem so "declines"/"declined" meet "decline"; CJK words pass unchanged."""
     for suffix in ("ing", "ed", "es", "s"):
