@@ -10,7 +10,7 @@ is audited, never what is shown. Each sentence or list item is one statement:
   a quote it makes is bound where the gatekeeper's matcher places it best (an invented quote
   then fails the evidence rules); otherwise the record sharing most of its words and entities,
   quoted whole, plus for each id, number or code it names that this record lacks, the record that
-  holds it. A service name never picks a record: a swapped service must meet the record it
+  holds it. A service name only breaks ties: a swapped service must meet the record it
   replaced, where the verifier sees the conflict. A statement nothing shares a word with has no
   binding and is unsupported.
 The verifier then compares each claim with its records (numbers, ids, services and error codes
@@ -71,14 +71,15 @@ def _binding(rec: _Record) -> dict[str, Any]:
 def _record_bindings(sentence: str, records: list[_Record]) -> list[dict[str, Any]]:
     words = keywords(sentence)
     wanted = _facts(extract_entities(sentence))
-    entity_words = {normalize(e.value) for e in extract_entities(sentence) if e.kind == "service"}
-    words = frozenset(w for w in words if w not in entity_words)
+    services = frozenset(e for e in extract_entities(sentence) if e.kind == "service")
+    words = frozenset(w for w in words if w not in {normalize(e.value) for e in services})
 
-    def score(rec: _Record) -> tuple[int, int]:
-        return len(wanted & rec.entities), len(words & rec.words)
+    def score(rec: _Record) -> int:
+        return len(wanted & rec.entities) + len(words & rec.words)
 
-    best = max(records, key=lambda r: (sum(score(r)), -r.invocation.id, -r.number), default=None)
-    if best is None or sum(score(best)) == 0:
+    # Services only break ties: among records stating the same facts, the one of the named service.
+    best = max(records, key=lambda r: (score(r), len(services & r.entities), -r.invocation.id, -r.number), default=None)
+    if best is None or score(best) == 0:
         return []
     chosen = [best]
     missing = wanted - best.entities
