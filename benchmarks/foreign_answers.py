@@ -1,4 +1,4 @@
-"""Foreign agents' prose answers, audited as imported traces, per class (issue 37).
+"""Foreign agents' prose answers, audited as imported traces, per class.
 
     python benchmarks/foreign_answers.py [--show]
 
