@@ -77,7 +77,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     ("error_code", re.compile(r"\b(?:err|e)_[a-z0-9_]+\b"), ("_",)),
     ("error_code", re.compile(r"\b[a-z][a-z0-9]*(?:exception|error)\b"), ("exception", "error")),
     ("http_status", re.compile(r"\b(?:http|status|code)[ =:/]*([1-5]\d\d)\b"), ("http", "status", "code")),
-    ("http_status", re.compile(r"\b([1-5]xx)\b"), ("xx",)),
+    # Bounded by ASCII alone: "5xx比例" is 5xx, as Unicode's \b would not split it from the Chinese.
+    ("http_status", re.compile(r"(?<![a-z0-9])([1-5]xx)(?![a-z0-9])"), ("xx",)),
     ("version", re.compile(r"\bv\d+(?:\.\d+){1,3}\b"), ("v",)),
     ("percentage", re.compile(rf"({_NUM})\s*%"), ("%",)),
     (
