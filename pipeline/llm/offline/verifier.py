@@ -41,6 +41,7 @@ from pipeline.text.primitives import (
     extract_entities,
     keywords,
     normalize,
+    shared_store,
     synonyms,
 )
 from pipeline.verdict.payload import CitedClaim, VerifierPayload, Window
@@ -182,6 +183,11 @@ def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> 
     for kind in sorted({e.kind for e in claim_ents} & _CONFLICT_KINDS):
         mine = {e.value for e in claim_ents if e.kind == kind}
         theirs = {e.value for e in anchor_ents if e.kind == kind}
+        if kind == "service":
+            # Both name a service of their own: a store both use (redis) does not make them agree.
+            own_mine, own_theirs = ({v for v in side if not shared_store(v)} for side in (mine, theirs))
+            if own_mine and own_theirs:
+                mine, theirs = own_mine, own_theirs
         if theirs and not mine & theirs:
             return kind, "/".join(sorted(theirs)), "/".join(sorted(mine))
     return None
