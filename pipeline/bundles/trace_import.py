@@ -183,7 +183,9 @@ def _tool_call(s: Span, max_output_bytes: int) -> ForeignToolCall:
         output, cut = cap_text(output, max_output_bytes)
     return ForeignToolCall(
         name=str(s.attrs.get("tool.name") or s.span.get("name") or "tool"),
-        arguments=_text(s.attrs.get("tool.parameters", s.attrs.get("input.value"))) or "{}",
+        # OpenInference: input.value is the call's input; tool.parameters the tool's parameter schema,
+        # which some producers (this workbench's own export among them) fill with the arguments.
+        arguments=_text(s.attrs.get("input.value", s.attrs.get("tool.parameters"))) or "{}",
         output=output, started_ns=int(s.span.get("startTimeUnixNano", 0)),
         ended_ns=int(s.span.get("endTimeUnixNano", 0)), span_id=str(s.span.get("spanId", "")),
         capped_bytes=cut, failed=(s.span.get("status") or {}).get("code") in (2, "STATUS_CODE_ERROR"))
