@@ -11,7 +11,8 @@ offline provider and the shipped rules, as `workbench import-trace` judges it, n
 An answer is *flagged* when any of its claims is not verified (the verdict policy's corrected
 claim check is not direct_observation / reasonable_inference), a gatekeeper rule fails, or a
 hypothesis is judged overstated_as_fact. Goals: faithful kept (not flagged) >= 95%, each unfaithful
-class caught (flagged) >= 95%.
+class caught (flagged) >= 95%, over all answers ("all"); the held-out batch was written after the
+first batch's misses had been fixed in the engine, so its line shows how far those fixes carry.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import json
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,41 +75,49 @@ def otlp_trace(n: int, question: str, answer: str, logs: str, alerts: str) -> st
                                           "scopeSpans": [{"spans": [root, *tools]}]}]}, ensure_ascii=False)
 
 
+def cases(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, str], dict[str, str]]]:
+    """(batch, world, question, answer) for every answer: the first batch by world, then the held-out one."""
+    for world, spec in doc.items():
+        if world != "held-out":
+            for case in spec["answers"]:
+                yield "first", world, spec["question"], case
+    for spec in doc.get("held-out", []):
+        for case in spec["answers"]:
+            yield "held-out", spec["world"], spec["question"], case
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--show", action="store_true", help="print every answer the goal counts against")
     args = parser.parse_args()
     settings = load_settings()
     rules, provider = load_rules(settings.rules_dir), make_provider(settings)
-    flagged: dict[str, list[bool]] = defaultdict(list)
-    verdicts: dict[str, Counter[str]] = defaultdict(Counter)
+    flagged: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    verdicts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     misses = []
-    n = 0
-    for world, spec in yaml.safe_load(SET.read_text(encoding="utf-8")).items():
+    for n, (batch, world, question, case) in enumerate(cases(yaml.safe_load(SET.read_text(encoding="utf-8"))), 1):
         logs, alerts = tool_outputs(world)
-        for case in spec["answers"]:
-            n += 1
-            text = otlp_trace(n, spec["question"][case["lang"]], case["text"], logs, alerts)
-            bundle, _ = trace_bundle(read_trace(text, 10**8, 10**7))
-            ev = check_bundle(bundle, settings=settings, rules=rules, provider=provider)
-            checks = [c.verification for c in ev.verifier_output.claim_checks]
-            bad = (any(c not in VERIFIED for c in checks) or bool(ev.gatekeeper_result.failed_rules)
-                   or any(h.verification == "overstated_as_fact" for h in ev.verifier_output.hypothesis_checks))
-            label = case["label"]
-            flagged[label].append(bad)
-            verdicts[label][ev.verdict] += 1
-            if bad == (label == "faithful"):
-                misses.append((world, label, case["text"], checks, ev.gatekeeper_result.failed_rules))
-    print(f"{n} answers")
+        text = otlp_trace(n, question[case["lang"]], case["text"], logs, alerts)
+        bundle, _ = trace_bundle(read_trace(text, 10**8, 10**7))
+        ev = check_bundle(bundle, settings=settings, rules=rules, provider=provider)
+        checks = [c.verification for c in ev.verifier_output.claim_checks]
+        bad = (any(c not in VERIFIED for c in checks) or bool(ev.gatekeeper_result.failed_rules)
+               or any(h.verification == "overstated_as_fact" for h in ev.verifier_output.hypothesis_checks))
+        label = case["label"]
+        for key in ((batch, label), ("all", label)):
+            flagged[key].append(bad)
+            verdicts[key][ev.verdict] += 1
+        if bad == (label == "faithful"):
+            misses.append((batch, world, label, case["text"], checks, ev.gatekeeper_result.failed_rules))
     ok = True
-    for label, marks in flagged.items():
+    for (batch, label), marks in sorted(flagged.items(), key=lambda kv: (kv[0][0] != "all", kv[0][0], kv[0][1])):
         share = (marks.count(False) if label == "faithful" else marks.count(True)) / len(marks)
-        ok &= share >= GOAL
+        ok &= share >= GOAL or batch != "all"
         what = "kept" if label == "faithful" else "caught"
-        print(f"{label:16} n={len(marks):3}  {what} {share:6.1%}  verdicts {dict(verdicts[label])}")
+        print(f"{batch:9} {label:16} n={len(marks):3}  {what} {share:6.1%}  verdicts {dict(verdicts[batch, label])}")
     if args.show:
-        for world, label, text, checks, failed in misses:
-            print(f"- [{label}] {world}: {text}\n    checks {checks} failed {failed}")
+        for batch, world, label, text, checks, failed in misses:
+            print(f"- [{batch} {label}] {world}: {text}\n    checks {checks} failed {failed}")
     return 0 if ok else 1
 
 
