@@ -4,6 +4,7 @@ Only for imported traces (docs/deploy.md#audit-your-own-agent): the workbench's 
 must write Executor V2 JSON (law 3); a foreign agent answers in prose, and its answer is what
 is audited, never what is shown. Each sentence or list item is one statement:
 
+- a question or a heading ("Findings:") is skipped;
 - a recommendation ("建议 ...", "check ...") is a recommended action, not a fact;
 - a hedged one ("可能", "might") is a hypothesis: a guess that says so is allowed;
 - anything else is a claim, a causal one of type root_cause, bound to the records behind it:
@@ -110,7 +111,8 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     actions: list[dict[str, Any]] = []
     for sentence in sentences(answer):
         norm = normalize(sentence)
-        if not keywords(sentence) or sentence.rstrip().endswith(("?", "？")):
+        # A question, or a heading ("Findings:") that frames the items under it, states nothing.
+        if not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")):
             continue
         if _ACTION.match(norm):
             actions.append({"action_text": sentence, "reason": ""})
