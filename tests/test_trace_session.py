@@ -95,6 +95,20 @@ def test_tool_span_without_output_is_a_call_that_returned_nothing(settings: Sett
     assert metrics.status == "no_data" and "carries no output" in (metrics.error or "")
 
 
+def test_a_trace_phoenix_exported_replays_as_a_session(settings: Settings, store: Store) -> None:
+    # Recorded from Phoenix 20.26 (GET /v1/projects/default/spans/otlpv1) after the openai-SDK agent of
+    # test_trace_agent.py ran against the stub, instrumented by openinference-instrumentation-openai:
+    # snake_case fields, nulls for absent ones, no resource.
+    row = _import(store, settings, (Path(__file__).parent / "data" / "phoenix_agent_spans.json").read_text())
+    assert row["question"] == "Why does checkout fail?"
+    [inv] = store.invocations(row["id"])
+    assert (inv.tool_name, inv.arguments, inv.output) == (
+        "query_logs", {"service": "checkout"}, "payment-gateway timeout after 3000ms (code E504)")
+    checks = [c["verification"] for c in row["self_evaluation"]["verifier_evaluation"]["claim_checks"]]
+    assert checks == ["direct_observation"]
+    assert row["self_evaluation"]["claimed_by_source"]["trace"]["service_name"] == "unknown_service"
+
+
 @pytest.fixture
 def collector(settings: Settings, store: Store) -> Iterator[str]:
     queue = LocalQueue(settings, store)

@@ -1,7 +1,8 @@
 """A foreign agent's trace read from OTLP/JSON with OpenInference conventions.
 
 The file is an ExportTraceServiceRequest as JSON: resourceSpans -> scopeSpans -> spans, each
-attribute a {key, value: {stringValue|intValue|...}} pair, trace and span ids in hex. The root
+attribute a {key, value: {stringValue|intValue|...}} pair, trace and span ids in hex (field names
+in lowerCamelCase or the proto's snake_case), or Phoenix's span export ({"data": [spans]}). The root
 span (kind AGENT or CHAIN, no parent) holds the question (input.value) and the answer
 (output.value, else the last LLM span's output); every TOOL span becomes one tool invocation.
 Nothing here is trusted: this only reads the trace, the gatekeeper judges what it claims.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,9 +122,26 @@ def load_json(text: str, max_bytes: int) -> dict[str, Any]:
         raise BundleError(f"trace: not JSON ({exc})") from exc
     if too_deep(doc):
         raise BundleError("trace: JSON nested too deep")
+    doc = _lower_camel(doc)
+    if isinstance(doc, dict) and "resourceSpans" not in doc and isinstance(doc.get("data"), list):
+        # Phoenix's span export (GET /v1/projects/{project}/spans/otlpv1): OTLP spans without
+        # their resource, so without a service.name.
+        doc = {"resourceSpans": [{"scopeSpans": [{"spans": doc["data"]}]}]}
     if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans"), list):
-        raise BundleError("trace: no resourceSpans - not an OTLP/JSON ExportTraceServiceRequest")
+        raise BundleError("trace: no resourceSpans - not an OTLP/JSON ExportTraceServiceRequest "
+                          "or a Phoenix span export")
     return doc
+
+
+def _lower_camel(value: Any) -> Any:
+    """JSON in OTLP's lowerCamelCase field names, null fields left out: proto3 JSON readers take the
+    proto's own snake_case names too, and Phoenix writes those, with every absent field as null."""
+    if isinstance(value, list):
+        return [_lower_camel(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    return {re.sub(r"_([a-z])", lambda m: m[1].upper(), k) if isinstance(k, str) else k: _lower_camel(v)
+            for k, v in value.items() if v is not None}
 
 
 def spans_by_trace(doc: dict[str, Any]) -> dict[str, list[Span]]:
