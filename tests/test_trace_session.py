@@ -160,3 +160,6 @@ def test_otlp_json_route_keeps_the_token_and_reports_rejected_spans(collector: s
     status, answer = _post(collector, no_question.encode())
     assert status == 200 and answer["partialSuccess"]["rejectedSpans"] == "4"
     assert "no input.value" in answer["partialSuccess"]["errorMessage"]
+    lone_llm = TRACE.replace('"AGENT"', '"LLM"')
+    status, answer = _post(collector, lone_llm.encode())
+    assert status == 200 and "exactly one AGENT or CHAIN root" in answer["partialSuccess"]["errorMessage"]

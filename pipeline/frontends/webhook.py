@@ -235,14 +235,16 @@ class TraceAssembler:
 
     def take(self, doc: dict[str, Any], store: Callable[[ForeignTrace], str]) -> tuple[list[str], int, list[str]]:
         """(stored session ids, spans rejected, one line per rejected trace)."""
-        from pipeline.bundles.trace_import import foreign_trace, is_root, spans_by_trace
+        from pipeline.bundles.trace_import import foreign_trace, spans_by_trace
 
         complete: list[tuple[str, list[Span]]] = []
         with self._lock:
             for trace_id, spans in spans_by_trace(doc).items():
                 held = self._pending.pop(trace_id, [])
                 held.extend(spans[: max(0, self.MAX_PENDING_SPANS - len(held))])
-                if any(is_root(s) for s in held):
+                # The span without a parent ends last. When it is no AGENT or CHAIN span (an
+                # instrumented LLM call outside any agent span), the trace is refused now, saying so.
+                if any(not s.span.get("parentSpanId") for s in held):
                     complete.append((trace_id, held))
                 else:
                     self._pending[trace_id] = held
