@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import openai
 import pytest
-from helpers import http_server
+from helpers import http_server, stored_sessions
 from openinference.instrumentation import TracerProvider
 from openinference.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -84,7 +84,7 @@ def test_an_instrumented_openai_agent_run_becomes_a_judged_session(collector: st
     with StubOpenAI() as stub:
         stub.reply_tools(tool_call("query_logs", {"service": "checkout-service"})).reply(answer)
         assert _run_agent(stub.base_url, collector, "Why does checkout fail?") == answer
-    [sid] = store.session_ids()
+    [sid] = stored_sessions(store, 1)
     row = store.get_session(sid)
     assert row is not None and row["question"] == "Why does checkout fail?"
     assert row["self_evaluation"]["claimed_by_source"]["trace"]["service_name"] == "checkout-agent"

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import http_server
+from helpers import http_server, stored_sessions
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -135,7 +135,7 @@ def test_otlp_protobuf_export_from_a_real_exporter_becomes_a_session(collector: 
                 "openinference.span.kind": "TOOL", "tool.name": "query_metrics"}) as failed:
             failed.set_status(Status(StatusCode.ERROR))
     provider.shutdown()
-    [sid] = store.session_ids()
+    [sid] = stored_sessions(store, 1)
     row = store.get_session(sid)
     assert row is not None and row["self_evaluation"]["claimed_by_source"]["trace"]["service_name"] == "sre-agent"
     assert [(i.tool_name, i.status) for i in store.invocations(sid)] == [("query_logs", "ok"), ("query_metrics", "error")]
@@ -155,7 +155,8 @@ def test_otlp_json_route_keeps_the_token_and_reports_rejected_spans(collector: s
     assert _post(collector, TRACE.encode(), token=None)[0] == 401
     assert _post(collector, b"{nope")[0] == 400
     status, answer = _post(collector, TRACE.encode())
-    assert status == 200 and answer["partialSuccess"] == {} and answer["sessions"] == store.session_ids()
+    assert status == 200 and answer["partialSuccess"] == {} and len(answer["jobs"]) == 1
+    assert len(stored_sessions(store, 1)) == 1
     no_question = TRACE.replace('"input.value"', '"input.other"', 1)
     status, answer = _post(collector, no_question.encode())
     assert status == 200 and answer["partialSuccess"]["rejectedSpans"] == "4"

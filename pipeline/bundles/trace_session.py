@@ -17,6 +17,7 @@ a tool failure of its own.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,6 +67,17 @@ def trace_bundle(trace: ForeignTrace) -> tuple[SessionBundle, str]:
                             provider=ORIGIN, model=trace.service_name, created_at=started)
     return SessionBundle(bundle_version=1, session=session, tool_invocations=invocations,
                          executor_raw_output=raw, final_answer=trace.answer), form
+
+
+def trace_args(trace: ForeignTrace) -> dict[str, Any]:
+    """The trace as a job's arguments (plain JSON), read back by `trace_of`."""
+    return {"trace": asdict(trace)}
+
+
+def trace_of(args: dict[str, Any]) -> ForeignTrace:
+    data = dict(args["trace"])
+    calls = [ForeignToolCall(**c) for c in data.pop("tool_calls")]
+    return ForeignTrace(**data, tool_calls=calls)
 
 
 def import_trace(store: Store, trace: ForeignTrace, *, settings: Settings, rules: RuleSet,

@@ -43,7 +43,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from pipeline.bundles.trace_import import ForeignTrace, Span
 from pipeline.core.config import Settings, WebhookSettings
 from pipeline.core.errors import BundleError, ConfigError
-from pipeline.jobs import JobQueue, submit_session
+from pipeline.jobs import JobQueue, submit_job, submit_session
 from pipeline.store import Store
 from pipeline.store.listing import recent_trigger
 from pipeline.telemetry.metrics import Metrics
@@ -181,9 +181,9 @@ class Receiver:
 
     def accept_traces(self, body: bytes, content_type: str) -> Answer:
         """An OTLP/HTTP trace export (docs/deploy.md#audit-your-own-agent): every trace whose root
-        span has arrived becomes a stored session, judged as it is stored; the spans of a trace
-        whose root has not arrived yet wait for it. The answer is the collector's: 200 with the
-        spans rejected, in the request's encoding."""
+        span has arrived is queued as a job that stores it as a judged session; the spans of a
+        trace whose root has not arrived yet wait for it. The answer is the collector's: 200 with
+        the spans rejected, in the request's encoding (JSON also names the jobs)."""
         from pipeline.bundles.trace_import import decode_protobuf, load_json
 
         binary = PROTOBUF in content_type
@@ -191,22 +191,20 @@ class Receiver:
             doc = decode_protobuf(body) if binary else load_json(body.decode("utf-8", "replace"), len(body) + 1)
         except BundleError as exc:
             return 400, {"error": str(exc)}
-        sessions, rejected, errors = self._traces.take(doc, self._import_trace)
+        jobs, rejected, errors = self._traces.take(doc, self._import_trace)
         if binary:
             return 200, export_response(rejected, "; ".join(errors))
         partial = {"rejectedSpans": str(rejected), "errorMessage": "; ".join(errors)} if rejected else {}
-        return 200, {"partialSuccess": partial, "sessions": sessions}
+        return 200, {"partialSuccess": partial, "jobs": jobs}
 
     def _import_trace(self, trace: ForeignTrace) -> str:
-        from pipeline.bundles.trace_session import import_trace
-        from pipeline.llm import make_provider
-        from pipeline.runs.rulebook import rules_in_force
+        """Queued, not judged here: the verifier may be a model slower than the exporter's timeout,
+        and an exporter that times out sends the trace again."""
+        from pipeline.bundles.trace_session import trace_args
 
-        rules = rules_in_force(self.settings, self.store)[0]
-        result = import_trace(self.store, trace, settings=self.settings, rules=rules,
-                              provider=make_provider(self.settings))
-        log.info("trace %s from %s -> session %s", trace.trace_id, trace.service_name, result.session_id)
-        return result.session_id
+        job_id = submit_job(self.queue, self.store, "import_trace", trace_args(trace))
+        log.info("trace %s from %s -> job %s", trace.trace_id, trace.service_name, job_id)
+        return job_id
 
 
 def export_response(rejected: int, message: str) -> bytes:
@@ -234,7 +232,7 @@ class TraceAssembler:
         self._lock = threading.Lock()
 
     def take(self, doc: dict[str, Any], store: Callable[[ForeignTrace], str]) -> tuple[list[str], int, list[str]]:
-        """(stored session ids, spans rejected, one line per rejected trace)."""
+        """(what `store` returned for each complete trace, spans rejected, one line per rejected trace)."""
         from pipeline.bundles.trace_import import foreign_trace, spans_by_trace
 
         complete: list[tuple[str, list[Span]]] = []
@@ -250,15 +248,16 @@ class TraceAssembler:
                     self._pending[trace_id] = held
             while len(self._pending) > self.MAX_PENDING_TRACES:
                 self._pending.pop(next(iter(self._pending)))
-        sessions, rejected, errors = [], 0, []
+        taken, rejected, errors = [], 0, []
         for trace_id, spans in complete:
             try:
                 trace = foreign_trace(trace_id, spans, self._output_cap)
-                sessions.append(store(trace))
             except BundleError as exc:
                 rejected += len(spans)
                 errors.append(f"{trace_id}: {exc}")
-        return sessions, rejected, errors
+            else:
+                taken.append(store(trace))
+        return taken, rejected, errors
 
 
 class _TooLarge(Exception):
