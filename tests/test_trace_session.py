@@ -4,6 +4,7 @@ OpenTelemetry exporter (protobuf, spans in two batches, the root last) and as OT
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from pipeline.core.config import Settings
 from pipeline.frontends.webhook import Receiver, make_app
 from pipeline.gatekeeper import load_rules
 from pipeline.jobs.local import LocalQueue
+from pipeline.jobs.records import get_job
 from pipeline.llm import make_provider
 from pipeline.runs.review_queue import QueueFilter, queue_rows
 from pipeline.store import Store
@@ -156,7 +158,14 @@ def test_otlp_json_route_keeps_the_token_and_reports_rejected_spans(collector: s
     assert _post(collector, b"{nope")[0] == 400
     status, answer = _post(collector, TRACE.encode())
     assert status == 200 and answer["partialSuccess"] == {} and len(answer["jobs"]) == 1
-    assert len(stored_sessions(store, 1)) == 1
+    [sid] = stored_sessions(store, 1)
+    # Sent again (an exporter whose answer was lost): the job finds the session the trace became.
+    [again] = _post(collector, TRACE.encode())[1]["jobs"]
+    for _ in range(600):
+        if (job := get_job(store, again))["status"] == "completed":
+            break
+        time.sleep(0.1)
+    assert job["result"] == {"session_id": sid, "duplicate": True} and store.session_ids() == [sid]
     no_question = TRACE.replace('"input.value"', '"input.other"', 1)
     status, answer = _post(collector, no_question.encode())
     assert status == 200 and answer["partialSuccess"]["rejectedSpans"] == "4"

@@ -141,10 +141,11 @@ def _claimed(bundle: SessionBundle, signature: SignatureCheck) -> dict[str, Any]
 
 def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, rules: RuleSet,
                   provider: Provider, origin: SignatureCheck | None = None,
-                  source: dict[str, Any] | None = None) -> ImportResult:
+                  source: dict[str, Any] | None = None, trigger: dict[str, Any] | None = None,
+                  trigger_key: str | None = None) -> ImportResult:
     """`origin` stands for the signature check where the bundle was built here from what
     another agent sent (pipeline/bundles/trace_session.py); `source` says what it was built from,
-    kept under claimed_by_source."""
+    kept under claimed_by_source; `trigger` and `trigger_key` what brought it, as a session's."""
     signature = origin or check_signature(bundle.document, trusted_keys(settings))
     stored, cuts = _as_stored(bundle, settings.budget.max_stored_output_bytes)
     calls: list[LlmCallRecord] = []
@@ -186,6 +187,8 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
     session: dict[str, Any] = {"id": sid, "question": redact(bundle.session.question), "world": None,
                                "shape": bundle.session.shape, "provider": bundle.session.provider,
                                "model": bundle.session.model}
+    if trigger is not None:
+        session |= {"trigger": trigger, "trigger_key": trigger_key}
     if bundle.session.created_at is not None:
         session["created_at"] = bundle.session.created_at
     store.add_whole_session(session=session, invocations=invocations,

@@ -24,7 +24,7 @@ from typing import Any
 from pipeline.bundles.importer import ImportResult, import_bundle
 from pipeline.bundles.prose import prose_output
 from pipeline.bundles.provenance import SignatureCheck
-from pipeline.bundles.session_bundle import BundleSession, SessionBundle
+from pipeline.bundles.session_bundle import EARLIEST, BundleSession, SessionBundle
 from pipeline.bundles.trace_import import ForeignToolCall, ForeignTrace
 from pipeline.core.config import Settings
 from pipeline.core.contracts import ToolInvocation, ToolStatus
@@ -32,6 +32,7 @@ from pipeline.gatekeeper import RuleSet
 from pipeline.llm.provider import Provider
 from pipeline.stages.parse import parse_executor_output
 from pipeline.store import Store
+from pipeline.store.listing import recent_trigger
 from pipeline.tools.registry import model_name, persisted_name
 
 ORIGIN = "imported trace"
@@ -87,4 +88,16 @@ def import_trace(store: Store, trace: ForeignTrace, *, settings: Settings, rules
                             None)
     source = {"trace": {"origin": ORIGIN, "service_name": trace.service_name, "trace_id": trace.trace_id,
                         "answer_form": form, "span_ids": [c.span_id for c in trace.tool_calls]}}
-    return import_bundle(store, bundle, settings=settings, rules=rules, provider=provider, origin=origin, source=source)
+    trigger = {"kind": "otlp_trace", "service_name": trace.service_name, "trace_id": trace.trace_id}
+    return import_bundle(store, bundle, settings=settings, rules=rules, provider=provider, origin=origin, source=source,
+                         trigger=trigger, trigger_key=_trace_key(trace.trace_id))
+
+
+def _trace_key(trace_id: str) -> str:
+    return f"otlp-trace:{trace_id}"
+
+
+def imported_as(store: Store, trace_id: str) -> str | None:
+    """The session a trace was already stored as: an exporter whose answer was lost sends the
+    trace again, and a trace id names one run."""
+    return recent_trigger(store, _trace_key(trace_id), EARLIEST)

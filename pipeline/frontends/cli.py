@@ -175,7 +175,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_import_trace(args: argparse.Namespace) -> int:
     from pipeline.bundles.session_bundle import read_bundle_bytes
     from pipeline.bundles.trace_import import read_trace
-    from pipeline.bundles.trace_session import import_trace
+    from pipeline.bundles.trace_session import import_trace, imported_as
     from pipeline.llm import make_provider
     from pipeline.runs.record import verdict_text
 
@@ -183,7 +183,11 @@ def cmd_import_trace(args: argparse.Namespace) -> int:
     data = read_bundle_bytes(Path(args.file), settings.budget.max_bundle_bytes)
     trace = read_trace(data.decode("utf-8", "replace"), settings.budget.max_bundle_bytes,
                        settings.budget.max_stored_output_bytes)
-    result = import_trace(Store(settings.db_url), trace, settings=settings, rules=_rules(args, settings),
+    store = Store(settings.db_url)
+    if (earlier := imported_as(store, trace.trace_id)) is not None:
+        print(f"trace {trace.trace_id} was imported already, as session {earlier}")
+        return 0
+    result = import_trace(store, trace, settings=settings, rules=_rules(args, settings),
                           provider=make_provider(settings))
     print(f"imported trace {trace.trace_id} from {trace.service_name} as session {result.session_id} "
           f"({len(trace.tool_calls)} tool calls)")

@@ -103,13 +103,16 @@ def run_check(settings: Settings, store: Store, job_id: str) -> None:
 
 def run_import_trace(settings: Settings, store: Store, job_id: str) -> None:
     """A foreign trace the webhook took (pipeline/bundles/trace_session.py); args: `trace_args`."""
-    from pipeline.bundles.trace_session import import_trace, trace_of
+    from pipeline.bundles.trace_session import import_trace, imported_as, trace_of
     from pipeline.llm import make_provider
     from pipeline.runs.rulebook import rules_in_force
 
     def store_trace(args: dict[str, Any]) -> dict[str, Any]:
+        trace = trace_of(args)
+        if (earlier := imported_as(store, trace.trace_id)) is not None:
+            return {"session_id": earlier, "duplicate": True}
         rules, _ = rules_in_force(settings, store)
-        result = import_trace(store, trace_of(args), settings=settings, rules=rules, provider=make_provider(settings))
+        result = import_trace(store, trace, settings=settings, rules=rules, provider=make_provider(settings))
         return {"session_id": result.session_id, "verdict": result.verdict}
 
     _run_job(settings, store, job_id, store_trace)
