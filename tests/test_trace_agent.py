@@ -91,5 +91,5 @@ def test_an_instrumented_openai_agent_run_becomes_a_judged_session(collector: st
     [inv] = store.invocations(sid)
     assert (inv.tool_name, inv.arguments, inv.output) == ("query_logs", {"service": "checkout-service"}, LOGS)
     checks = [c["verification"] for c in row["self_evaluation"]["verifier_evaluation"]["claim_checks"]]
-    assert (checks == ["direct_observation"]) is verified, checks
+    assert (set(checks) == {"direct_observation"}) is verified, checks
     assert (row["verdict"] == "REJECT") is not verified

@@ -72,6 +72,8 @@ def test_trace_becomes_a_stored_session_with_provenance_in_the_review_queue(sett
     ("The checkout error rate rose to 0.52 at 09:45.", "external_unknown"),  # a changed number
     ("The logs say \"payment-gateway refused the connection (code E503)\".", "evidence.excerpt_similarity"),
     ("The root cause is a DNS outage in the payment-gateway cluster.", "unsupported"),
+    # A fact added in a clause of a faithful sentence is a claim of its own.
+    ("The checkout error rate rose to 0.37 at 09:45, and the payment database was down.", "unsupported"),
 ])
 def test_prose_answer_is_judged_claim_by_claim(settings: Settings, store: Store, answer: str,
                                                flagged: str | None) -> None:

@@ -7,7 +7,8 @@ is audited, never what is shown. Each sentence or list item is one statement:
 - a question or a heading ("Findings:") is skipped;
 - a recommendation ("建议 ...", "check ...") is a recommended action, not a fact;
 - a hedged one ("可能", "might") is a hypothesis: a guess that says so is allowed;
-- anything else is a claim, a causal one of type root_cause, bound to the records behind it:
+- anything else is a claim, one per clause as the meaning guard splits them (a causal sentence
+  whole, of type root_cause: its point is the link), bound to the records behind it:
   a quote it makes is bound where the gatekeeper's matcher places it best (an invented quote
   then fails the evidence rules); otherwise the record sharing most of its words and entities,
   quoted whole, plus for each id, number or code it names that this record lacks, the record that
@@ -28,7 +29,7 @@ from typing import Any
 from pipeline.core.contracts import ToolInvocation
 from pipeline.gatekeeper.features import match_excerpt, prepare_output
 from pipeline.llm.offline.lexicon import CAUSAL, HEDGE
-from pipeline.stages.meaning_guard import sentences
+from pipeline.stages.meaning_guard import clauses, sentences
 from pipeline.text.primitives import Entity, extract_entities, keywords, normalize
 from pipeline.tools.results import read_result
 
@@ -120,9 +121,12 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             hypotheses.append({"hypothesis_text": sentence, "basis": "", "needed_evidence": []})
         else:
             quotes = [next(g for g in m.groups() if g) for m in _QUOTE.finditer(sentence)]
-            bindings = _quote_bindings(quotes, invocations) if quotes else _record_bindings(sentence, records)
-            claims.append({"claim_id": f"c{len(claims) + 1}",
-                           "claim_type": "root_cause" if CAUSAL.search(norm) else "observation",
-                           "claim_text": sentence, "support_level": "direct", "evidence_bindings": bindings})
+            causal = bool(CAUSAL.search(norm))
+            # A causal sentence is judged whole (its point is the link); otherwise each clause states
+            # its own fact, so one added to a faithful one ("..., and the database was down") is judged.
+            for text in [sentence] if quotes or causal else clauses(sentence) or [sentence]:
+                bindings = _quote_bindings(quotes, invocations) if quotes else _record_bindings(text, records)
+                claims.append({"claim_id": f"c{len(claims) + 1}", "claim_type": "root_cause" if causal else "observation",
+                               "claim_text": text, "support_level": "direct", "evidence_bindings": bindings})
     return json.dumps({"answer_version": "executor_evidence_v2", "claims": claims, "hypotheses": hypotheses,
                        "recommended_actions": actions, "missing_info": []}, ensure_ascii=False)

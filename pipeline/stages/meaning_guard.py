@@ -236,6 +236,11 @@ def _contradicts(part: str, item: _Item) -> bool:
 _MIN_CLAUSE_WORDS = 3
 
 
+def clauses(sentence: str) -> list[str]:
+    """The sentence's clauses as the guard attributes them (short ones read with the one before)."""
+    return [" ".join(p.strip() for p in parts) for parts in _clauses(sentence)]
+
+
 def _clauses(sentence: str) -> list[list[str]]:
     """The sentence's clauses, each as the parts it was merged from."""
     clauses: list[list[str]] = []
