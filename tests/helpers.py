@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -275,3 +276,12 @@ def own_postgres() -> Iterator[OwnPostgres]:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             pg.stop()  # the test may have left it stopped
         shutil.rmtree(pg.data.parent, ignore_errors=True)
+
+
+def stored_sessions(store: Any, count: int) -> list[str]:
+    """The store's sessions once `count` are there: the route queues each trace as a job."""
+    for _ in range(600):
+        if len(ids := store.session_ids()) >= count:
+            return ids
+        time.sleep(0.1)
+    raise AssertionError(f"{count} session(s) were not stored; the store has {store.session_ids()}")

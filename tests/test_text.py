@@ -45,6 +45,11 @@ def test_chinese_identifier():
     assert Entity("identifier", "88120") in extract_entities("订单号：88120 处理失败")
 
 
+def test_status_class_beside_chinese():
+    assert Entity("http_status", "5xx") in extract_entities("5xx比例: 18.0%")
+    assert not any(e.kind == "http_status" for e in extract_entities("ax5xx 5xxx"))
+
+
 def test_find_entities_gives_tokens_and_spans_in_normalized_text():
     text = "CPU 使用率 92.0%，payment-service 超时"
     norm = normalize(text)

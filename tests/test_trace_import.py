@@ -23,7 +23,7 @@ def test_agent_loop_becomes_question_tool_calls_and_answer() -> None:
     assert trace.answer.startswith("Checkout errors come from payment-gateway timeouts")
     assert [c.name for c in trace.tool_calls] == ["query_logs", "query_metrics"]
     assert json.loads(trace.tool_calls[0].arguments) == {"service": "checkout", "level": "error"}
-    assert "rate(http_errors_total" in trace.tool_calls[1].arguments  # input.value when no tool.parameters
+    assert "rate(http_errors_total" in trace.tool_calls[1].arguments  # input.value, the call's own input
     assert trace.tool_calls[0].output is not None and "E504" in trace.tool_calls[0].output
     assert trace.tool_calls[0].ended_ns - trace.tool_calls[0].started_ns == 10**9
 

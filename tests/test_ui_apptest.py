@@ -244,6 +244,21 @@ def test_trace_reviews_claim_by_claim_and_every_view_shows_them_at_once(settings
     assert rows[0]["review_label"] == "incorrect"
 
 
+def test_trace_shows_an_imported_trace_with_its_origin_and_claim_checks(settings: Settings, store: Store) -> None:
+    from pipeline.bundles.trace_import import read_trace
+    from pipeline.bundles.trace_session import import_trace
+    from pipeline.gatekeeper import load_rules
+    from pipeline.llm import make_provider
+
+    text = (Path(__file__).parent / "data" / "otlp_agent_trace.json").read_text(encoding="utf-8")
+    result = import_trace(store, read_trace(text, 10**7, 10**6), settings=settings,
+                          rules=load_rules(settings.rules_dir), provider=make_provider(settings))
+    at = _app("pages/trace.py", session=result.session_id)
+    shown = _html(at) + "\n".join(m.value for m in at.markdown) + "\n".join(e.label for e in at.expander)
+    assert "imported trace: service.name checkout-agent, trace id 5b8efff798038103d269b633813fc60c" in shown
+    assert "direct_observation" in shown
+
+
 def test_trace_unknown_session_says_so() -> None:
     at = _app("pages/trace.py", session="s-nope")
     assert tr("trace.not_found", "en", sid="s-nope") in _texts(at)

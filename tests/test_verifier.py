@@ -228,6 +228,21 @@ def test_negated_record_contradicts_an_affirmative_claim():
     assert verify(p).claim_checks[0].verification == "contradicted"
 
 
+@pytest.mark.parametrize(("text", "verification"), [
+    ("promotion-service logged a redis command timeout after 500ms", "contradicted"),  # another service's record
+    ("cart-service timed out on redis after 500ms", "direct_observation"),
+])
+def test_a_store_both_name_does_not_make_two_services_agree(text: str, verification: str) -> None:
+    logs = {"logs": [{"timestamp": "t", "service": "cart-service", "level": "WARN",
+                      "message": "redis command timeout after 500ms: GET cart:uid:6057017"}]}
+    inv = ToolInvocation(id=1, session_id="s", tool_name="query_logs", model_tool_name="queryLogs",
+                         output=json.dumps(logs))
+    data = structured(claim("c1", text, "redis command timeout after 500ms", inv=1))
+    p = build_payload(question="q", raw_output="", parse_status=ParseStatus(status="valid"), structured=data,
+                      invocations=[inv], digests=None, gatekeeper_result=GatekeeperResult(), retry_context=None)
+    assert verify(p).claim_checks[0].verification == verification
+
+
 def test_gatekeeper_target_makes_a_claim_at_least_unsupported():
     gate = GatekeeperResult(status="fail", failed_rules=["evidence.excerpt_similarity"], errors=[
         GatekeeperError(rule_id="evidence.excerpt_similarity", target="claims[0].evidence_bindings[0]",

@@ -140,8 +140,13 @@ def _claimed(bundle: SessionBundle, signature: SignatureCheck) -> dict[str, Any]
 
 
 def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, rules: RuleSet,
-                  provider: Provider) -> ImportResult:
-    signature = check_signature(bundle.document, trusted_keys(settings))
+                  provider: Provider, origin: SignatureCheck | None = None,
+                  source: dict[str, Any] | None = None, trigger: dict[str, Any] | None = None,
+                  trigger_key: str | None = None) -> ImportResult:
+    """`origin` stands for the signature check where the bundle was built here from what
+    another agent sent (pipeline/bundles/trace_session.py); `source` says what it was built from,
+    kept under claimed_by_source; `trigger` and `trigger_key` what brought it, as a session's."""
+    signature = origin or check_signature(bundle.document, trusted_keys(settings))
     stored, cuts = _as_stored(bundle, settings.budget.max_stored_output_bytes)
     calls: list[LlmCallRecord] = []
     # Our verifier and composer, not the bundle's: given outputs would be trusted by check.
@@ -153,7 +158,7 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
          "latency_ms": inv.latency_ms, "stored_cut_bytes": cuts[inv.id]}
         for inv in stored.tool_invocations
     ]
-    claimed = _claimed(bundle, signature)
+    claimed = {**_claimed(bundle, signature), **(redact_value(source) if source else {})}
     ungated_by = rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)
     id_map: dict[int, int] = {}
 
@@ -182,6 +187,8 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
     session: dict[str, Any] = {"id": sid, "question": redact(bundle.session.question), "world": None,
                                "shape": bundle.session.shape, "provider": bundle.session.provider,
                                "model": bundle.session.model}
+    if trigger is not None:
+        session |= {"trigger": trigger, "trigger_key": trigger_key}
     if bundle.session.created_at is not None:
         session["created_at"] = bundle.session.created_at
     store.add_whole_session(session=session, invocations=invocations,

@@ -172,6 +172,30 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_trace(args: argparse.Namespace) -> int:
+    from pipeline.bundles.session_bundle import read_bundle_bytes
+    from pipeline.bundles.trace_import import read_trace
+    from pipeline.bundles.trace_session import import_trace, imported_as
+    from pipeline.llm import make_provider
+    from pipeline.runs.record import verdict_text
+
+    settings = _settings(args)
+    data = read_bundle_bytes(Path(args.file), settings.budget.max_bundle_bytes)
+    trace = read_trace(data.decode("utf-8", "replace"), settings.budget.max_bundle_bytes,
+                       settings.budget.max_stored_output_bytes)
+    store = Store(settings.db_url)
+    if (earlier := imported_as(store, trace.trace_id)) is not None:
+        print(f"trace {trace.trace_id} was imported already, as session {earlier}")
+        return 0
+    result = import_trace(store, trace, settings=settings, rules=_rules(args, settings),
+                          provider=make_provider(settings))
+    print(f"imported trace {trace.trace_id} from {trace.service_name} as session {result.session_id} "
+          f"({len(trace.tool_calls)} tool calls)")
+    print(f"judged: {verdict_text(result.verdict, ['ungated'] if result.ungated_by else [])}; "
+          f"provenance: {result.signature.reason}; held in the review queue")
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from pipeline.bundles.check import check_bundle, check_report
     from pipeline.bundles.provenance import check_signature, trusted_keys
@@ -347,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", help="a session bundle (JSON); it is re-verified, its own verdict kept only as claimed")
     imp.set_defaults(func=cmd_import)
 
+    itr = sub.add_parser("import-trace", help="store a foreign agent's OpenInference trace (OTLP/JSON) as a session")
+    itr.add_argument("file")
+    itr.set_defaults(func=cmd_import_trace)
     chk = sub.add_parser("check", help="parse, gatekeeper, verifier and composer on a bundle; stores nothing")
     chk.add_argument("file", help="a session bundle (JSON)")
     chk.add_argument("--rules", help="rules directory (index.yaml + metadata.yaml)")

@@ -58,8 +58,8 @@ def cmd_webhook(args: argparse.Namespace) -> int:
     app = make_app(store, Metrics(store), settings.webhook, Receiver(settings, store, queue, token))
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    print(f"receiving Alertmanager webhooks on http://{_address(sock)}/alertmanager (metrics at /metrics)",
-          file=sys.stderr, flush=True)
+    print(f"receiving Alertmanager webhooks on http://{_address(sock)}/alertmanager and OTLP traces on "
+          f"http://{_address(sock)}/v1/traces (metrics at /metrics)", file=sys.stderr, flush=True)
     try:
         serve(app, sock, settings.webhook)
     except KeyboardInterrupt:
@@ -159,7 +159,8 @@ def register(sub: Any) -> None:
 
     w = add("worker", cmd_worker, "run queued sessions, eval runs and batch checks (PostgreSQL)")
     w.add_argument("--concurrency", type=int, help="jobs at once (default: jobs.concurrency)")
-    h = add("webhook", cmd_webhook, "receive Alertmanager alerts at POST /alertmanager; one session per group")
+    h = add("webhook", cmd_webhook, "receive Alertmanager alerts at POST /alertmanager (one session per group) and "
+                                       "agents' OTLP traces at POST /v1/traces (one imported session per trace)")
     h.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     h.add_argument("--port", type=int, default=9095, help="port to listen on (default 9095)")
     h.add_argument("--insecure-no-auth", action="store_true",

@@ -40,9 +40,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pipeline.bundles.trace_import import ForeignTrace, Span
 from pipeline.core.config import Settings, WebhookSettings
-from pipeline.core.errors import ConfigError
-from pipeline.jobs import JobQueue, submit_session
+from pipeline.core.errors import BundleError, ConfigError
+from pipeline.jobs import JobQueue, submit_job, submit_session
 from pipeline.store import Store
 from pipeline.store.listing import recent_trigger
 from pipeline.telemetry.metrics import Metrics
@@ -55,6 +56,9 @@ EARLIEST_START = datetime(2000, 1, 1, tzinfo=UTC)
 LATEST_START_AHEAD = timedelta(days=1)
 # Connections the kernel holds for us while we are busy: past this, a burst is refused by a reset.
 LISTEN_BACKLOG = 2048
+PROTOBUF = "application/x-protobuf"
+# An answer: status and a JSON body, or a serialized protobuf (OTLP/HTTP answers in the request's encoding).
+Answer = tuple[int, dict[str, Any] | bytes]
 
 
 class Alert(BaseModel):
@@ -142,6 +146,7 @@ class Receiver:
     def __init__(self, settings: Settings, store: Store, queue: JobQueue, token: str | None):
         self.settings, self.store, self.queue, self.token = settings, store, queue, token
         self._lock = threading.Lock()
+        self._traces = TraceAssembler(settings.budget.max_stored_output_bytes)
 
     def authorized(self, header: str | None) -> bool:
         if not self.token:
@@ -172,6 +177,87 @@ class Receiver:
                                  trigger=trigger, trigger_key=key)
         log.info("alert group %s -> session %s", group.groupKey, sid)
         return 202, {"session_id": sid, "deduplicated": False, **note}
+
+
+    def accept_traces(self, body: bytes, content_type: str) -> Answer:
+        """An OTLP/HTTP trace export (docs/deploy.md#audit-your-own-agent): every trace whose root
+        span has arrived is queued as a job that stores it as a judged session; the spans of a
+        trace whose root has not arrived yet wait for it. The answer is the collector's: 200 with
+        the spans rejected, in the request's encoding (JSON also names the jobs)."""
+        from pipeline.bundles.trace_import import decode_protobuf, load_json
+
+        binary = PROTOBUF in content_type
+        try:
+            doc = decode_protobuf(body) if binary else load_json(body.decode("utf-8", "replace"), len(body) + 1)
+        except BundleError as exc:
+            return 400, {"error": str(exc)}
+        jobs, rejected, errors = self._traces.take(doc, self._import_trace)
+        if binary:
+            return 200, export_response(rejected, "; ".join(errors))
+        partial = {"rejectedSpans": str(rejected), "errorMessage": "; ".join(errors)} if rejected else {}
+        return 200, {"partialSuccess": partial, "jobs": jobs}
+
+    def _import_trace(self, trace: ForeignTrace) -> str:
+        """Queued, not judged here: the verifier may be a model slower than the exporter's timeout,
+        and an exporter that times out sends the trace again."""
+        from pipeline.bundles.trace_session import trace_args
+
+        job_id = submit_job(self.queue, self.store, "import_trace", trace_args(trace))
+        log.info("trace %s from %s -> job %s", trace.trace_id, trace.service_name, job_id)
+        return job_id
+
+
+def export_response(rejected: int, message: str) -> bytes:
+    """An ExportTraceServiceResponse, serialized: empty when every span was taken."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    response = ExportTraceServiceResponse()
+    if rejected:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message[:1000]
+    return bytes(response.SerializeToString())
+
+
+class TraceAssembler:
+    """Spans held by trace id until the trace's root span arrives: an exporter sends spans as they
+    end, in batches, and the root ends last. Bounded: past MAX_PENDING_TRACES the oldest waiting
+    trace is dropped, and past MAX_PENDING_SPANS a trace's further spans are."""
+
+    MAX_PENDING_TRACES = 1000
+    MAX_PENDING_SPANS = 5000
+
+    def __init__(self, output_cap: int) -> None:
+        self._output_cap = output_cap
+        self._pending: dict[str, list[Span]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, doc: dict[str, Any], store: Callable[[ForeignTrace], str]) -> tuple[list[str], int, list[str]]:
+        """(what `store` returned for each complete trace, spans rejected, one line per rejected trace)."""
+        from pipeline.bundles.trace_import import foreign_trace, spans_by_trace
+
+        complete: list[tuple[str, list[Span]]] = []
+        with self._lock:
+            for trace_id, spans in spans_by_trace(doc).items():
+                held = self._pending.pop(trace_id, [])
+                held.extend(spans[: max(0, self.MAX_PENDING_SPANS - len(held))])
+                # The span without a parent ends last. When it is no AGENT or CHAIN span (an
+                # instrumented LLM call outside any agent span), the trace is refused now, saying so.
+                if any(not s.span.get("parentSpanId") for s in held):
+                    complete.append((trace_id, held))
+                else:
+                    self._pending[trace_id] = held
+            while len(self._pending) > self.MAX_PENDING_TRACES:
+                self._pending.pop(next(iter(self._pending)))
+        taken, rejected, errors = [], 0, []
+        for trace_id, spans in complete:
+            try:
+                trace = foreign_trace(trace_id, spans, self._output_cap)
+            except BundleError as exc:
+                rejected += len(spans)
+                errors.append(f"{trace_id}: {exc}")
+            else:
+                taken.append(store(trace))
+        return taken, rejected, errors
 
 
 class _TooLarge(Exception):
@@ -237,21 +323,26 @@ def make_app(store: Store, metrics: Metrics, limits: WebhookSettings, receiver: 
 
     routes = [Route("/healthz", healthz, methods=["GET"]), Route("/metrics", scrape, methods=["GET"])]
     if receiver is not None:
-        routes.append(Route("/alertmanager", _alertmanager(receiver, limits, store_threads), methods=["POST"]))
+        routes.append(Route("/alertmanager", _bounded_post(receiver, limits, store_threads,
+                                                           lambda body, _: receiver.accept(body)), methods=["POST"]))
+        routes.append(Route("/v1/traces", _bounded_post(receiver, limits, store_threads, receiver.accept_traces),
+                            methods=["POST"]))
 
     async def not_found(request: Request) -> Response:
-        return _error(404, "POST alert groups to /alertmanager" if receiver else "GET /metrics")
+        return _error(404, "POST alert groups to /alertmanager, OTLP traces to /v1/traces" if receiver else "GET /metrics")
 
     app = Starlette(routes=[*routes, Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE"])])
     return _CountRequests(app, metrics, {r.path for r in routes})
 
 
-def _alertmanager(receiver: Receiver, limits: WebhookSettings,
-                  store_threads: anyio.CapacityLimiter) -> Callable[[Request], Awaitable[Response]]:
+def _bounded_post(receiver: Receiver, limits: WebhookSettings, store_threads: anyio.CapacityLimiter,
+                  accept: Callable[[bytes, str], Answer]) -> Callable[[Request], Awaitable[Response]]:
+    """A POST handler with the token, the body cap, the body's time limit and the in-flight bound,
+    handing the body and its content type to `accept` on a store thread."""
     cap = limits.max_body_bytes
     slots = anyio.Semaphore(limits.max_in_flight)  # bodies held at once: memory is bounded by cap x slots
 
-    async def alertmanager(request: Request) -> Response:
+    async def handler(request: Request) -> Response:
         if not receiver.authorized(request.headers.get("authorization")):
             return _error(401, "a matching bearer token is required")
         declared = _declared_length(request.headers.get("content-length"))
@@ -274,15 +365,18 @@ def _alertmanager(receiver: Receiver, limits: WebhookSettings,
             except ClientDisconnect:
                 return Response(status_code=400)  # nobody reads it; counted as the client's failure
             # Not cancellable once started: the answer must say whether the row was queued.
-            status, answer = await anyio.to_thread.run_sync(receiver.accept, body, limiter=store_threads)
-        except Exception as exc:  # noqa: BLE001 - not queued: 503 makes Alertmanager send it again
-            log.exception("could not queue an alert group")
+            status, answer = await anyio.to_thread.run_sync(accept, body, request.headers.get("content-type", ""),
+                                                             limiter=store_threads)
+        except Exception as exc:  # noqa: BLE001 - not queued: 503 makes the sender send it again
+            log.exception("could not take a request on %s", request.url.path)
             status, answer = 503, {"error": f"not queued: {type(exc).__name__}"}
         finally:
             slots.release()
+        if isinstance(answer, bytes):
+            return Response(answer, status_code=status, media_type=PROTOBUF)
         return JSONResponse(answer, status_code=status)
 
-    return alertmanager
+    return handler
 
 
 def check_exposure(host: str, token: str | None, insecure_no_auth: bool) -> str | None:

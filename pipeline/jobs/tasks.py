@@ -101,6 +101,23 @@ def run_check(settings: Settings, store: Store, job_id: str) -> None:
     _run_job(settings, store, job_id, check_all)
 
 
+def run_import_trace(settings: Settings, store: Store, job_id: str) -> None:
+    """A foreign trace the webhook took (pipeline/bundles/trace_session.py); args: `trace_args`."""
+    from pipeline.bundles.trace_session import import_trace, imported_as, trace_of
+    from pipeline.llm import make_provider
+    from pipeline.runs.rulebook import rules_in_force
+
+    def store_trace(args: dict[str, Any]) -> dict[str, Any]:
+        trace = trace_of(args)
+        if (earlier := imported_as(store, trace.trace_id)) is not None:
+            return {"session_id": earlier, "duplicate": True}
+        rules, _ = rules_in_force(settings, store)
+        result = import_trace(store, trace, settings=settings, rules=rules, provider=make_provider(settings))
+        return {"session_id": result.session_id, "verdict": result.verdict}
+
+    _run_job(settings, store, job_id, store_trace)
+
+
 def _run_job(settings: Settings, store: Store, job_id: str, work: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
     if not claim_job(store, job_id):
         return
@@ -115,4 +132,4 @@ def _run_job(settings: Settings, store: Store, job_id: str, work: Callable[[dict
     finish_job(store, job_id, result=result)
 
 
-TASKS = {"diagnosis": run_diagnosis, "eval": run_eval, "check": run_check}
+TASKS = {"diagnosis": run_diagnosis, "eval": run_eval, "check": run_check, "import_trace": run_import_trace}

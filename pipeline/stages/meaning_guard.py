@@ -54,6 +54,14 @@ _NO_FACT = frozenset(
 )
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences and list items of a text, split where the guard splits them, list markers off."""
+    out: list[str] = []
+    for line in text.splitlines():
+        out.extend(p.strip() for p in _SPLIT.split(_LIST_MARKER.sub("", line)) if p.strip())
+    return out
+
+
 def _stem(word: str) -> str:
     """A light English stem so "declines"/"declined" meet "decline"; CJK words pass unchanged."""
     for suffix in ("ing", "ed", "es", "s"):
@@ -226,6 +234,11 @@ def _contradicts(part: str, item: _Item) -> bool:
 # A clause of fewer content words is read with the one before it: "6 in the last 5 minutes" or
 # "though it is not confirmed" says nothing alone.
 _MIN_CLAUSE_WORDS = 3
+
+
+def clauses(sentence: str) -> list[str]:
+    """The sentence's clauses as the guard attributes them (short ones read with the one before)."""
+    return [" ".join(p.strip() for p in parts) for parts in _clauses(sentence)]
 
 
 def _clauses(sentence: str) -> list[list[str]]:

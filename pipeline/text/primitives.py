@@ -60,6 +60,15 @@ class Entity:
 # "3,4" is two numbers).
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?"
 
+# Stores and pools many services use: as a service entity they name no one service.
+_SHARED_STORE = re.compile(r"redis|mysql|postgres(?:ql)?|kafka|hikaripool-\d+")
+
+
+def shared_store(service: str) -> bool:
+    """Whether a service entity's value names a store many services use rather than one service."""
+    return bool(_SHARED_STORE.fullmatch(service))
+
+
 # Order matters: earlier patterns claim their span first. Each pattern comes with the literals
 # one of which every match contains: a text holding none of them is not scanned with it (most
 # texts lack "%", "v", "_", "xx" ...), which spares most of the 13 scans per text. The number
@@ -68,7 +77,7 @@ _DIGIT = ("<any digit>",)  # a marker, compared by identity
 _ANY_DIGIT = re.compile(r"\d")
 _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     ("service", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:service|gateway|svc|api|worker|db|cache)\b"), ("-",)),
-    ("service", re.compile(r"\b(?:api-gateway|redis|mysql|postgres(?:ql)?|kafka|hikaripool-\d+)\b"),
+    ("service", re.compile(rf"\b(?:api-gateway|{_SHARED_STORE.pattern})\b"),
      ("api-gateway", "redis", "mysql", "postgres", "kafka", "hikaripool-")),
     ("identifier", re.compile(r"\b(?:order|request|req|trace|txn|user)(?:[_\- ]?id)?\s*[=:#]\s*([a-z0-9][a-z0-9\-]*)"),
      ("order", "req", "trace", "txn", "user")),
@@ -77,7 +86,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     ("error_code", re.compile(r"\b(?:err|e)_[a-z0-9_]+\b"), ("_",)),
     ("error_code", re.compile(r"\b[a-z][a-z0-9]*(?:exception|error)\b"), ("exception", "error")),
     ("http_status", re.compile(r"\b(?:http|status|code)[ =:/]*([1-5]\d\d)\b"), ("http", "status", "code")),
-    ("http_status", re.compile(r"\b([1-5]xx)\b"), ("xx",)),
+    # Bounded by ASCII alone: "5xx比例" is 5xx, as Unicode's \b would not split it from the Chinese.
+    ("http_status", re.compile(r"(?<![a-z0-9])([1-5]xx)(?![a-z0-9])"), ("xx",)),
     ("version", re.compile(r"\bv\d+(?:\.\d+){1,3}\b"), ("v",)),
     ("percentage", re.compile(rf"({_NUM})\s*%"), ("%",)),
     (

@@ -33,7 +33,7 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.core.messages import family, tr
-from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE
+from pipeline.llm.offline.lexicon import CAUSAL, CAUSAL_IN_EVIDENCE, HEDGE
 from pipeline.text.primitives import (
     Entity,
     detect_language,
@@ -41,6 +41,7 @@ from pipeline.text.primitives import (
     extract_entities,
     keywords,
     normalize,
+    shared_store,
     synonyms,
 )
 from pipeline.verdict.payload import CitedClaim, VerifierPayload, Window
@@ -52,12 +53,6 @@ INFERENCE_COVERAGE = 0.5
 PARTIAL_COVERAGE = 0.25
 
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
-_HEDGE = re.compile(
-    r"可能|也许|或许|大概|疑似|推测|猜测|估计|应该是|\b(?:probably|may|might|possibly|perhaps|likely|could|suspect(?:ed)?)\b"
-)
-_CAUSAL = re.compile(
-    r"导致|造成|因为|由于|引起|引发|根因|根本原因|归因|\b(?:because|caus(?:e|es|ed|ing)|root cause|due to|led to|leads? to|results? in|resulted in)\b"
-)
 _EVIDENCE_CAUSAL = re.compile("|".join(re.escape(w) for w in (*CAUSAL_IN_EVIDENCE, "root cause", "根因", "引起", "造成")))
 
 # Concepts whose negation flips a claim: "no errors" against an ERROR record.
@@ -188,6 +183,11 @@ def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> 
     for kind in sorted({e.kind for e in claim_ents} & _CONFLICT_KINDS):
         mine = {e.value for e in claim_ents if e.kind == kind}
         theirs = {e.value for e in anchor_ents if e.kind == kind}
+        if kind == "service":
+            # Both name a service of their own: a store both use (redis) does not make them agree.
+            own_mine, own_theirs = ({v for v in side if not shared_store(v)} for side in (mine, theirs))
+            if own_mine and own_theirs:
+                mine, theirs = own_mine, own_theirs
         if theirs and not mine & theirs:
             return kind, "/".join(sorted(theirs)), "/".join(sorted(mine))
     return None
@@ -234,10 +234,10 @@ def _check_claim(
     if cov < PARTIAL_COVERAGE and not substantive:
         return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
     norm = normalize(text)
-    if _HEDGE.search(norm):
+    if HEDGE.search(norm):
         return done("overstated", tr("offline.verifier.hedge", lang))
     evidence_states_cause = bool(_EVIDENCE_CAUSAL.search(ev_norm))
-    if _CAUSAL.search(norm) and not evidence_states_cause:
+    if CAUSAL.search(norm) and not evidence_states_cause:
         return done("overstated", tr("offline.verifier.causal", lang))
     if claim.get("claim_type") == "root_cause" and not evidence_states_cause:
         return done("overstated", tr("offline.verifier.root", lang))
@@ -255,7 +255,7 @@ def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, lang: str) -> 
     text = normalize(str(hyp.get("hypothesis_text", "")))
     basis = str(hyp.get("basis", "")).strip()
     needed = [n for n in hyp.get("needed_evidence") or [] if isinstance(n, str) and n.strip()]
-    if _CAUSAL.search(text) and not _HEDGE.search(text):
+    if CAUSAL.search(text) and not HEDGE.search(text):
         return HypothesisCheck(hypothesis_index=i, verification="overstated_as_fact", detail=tr("offline.verifier.h_fact", lang))
     if not basis or not needed:
         return HypothesisCheck(hypothesis_index=i, verification="unsupported_hypothesis", detail=tr("offline.verifier.h_empty", lang))
@@ -288,7 +288,7 @@ def _check_digest(digest: dict[str, Any], windows: list[Window], lang: str) -> D
     foreign += sorted(_times(summary) - _times(source))
     if foreign:
         return bad(tr("offline.verifier.d_entities", lang, items=", ".join(foreign)))
-    if _CAUSAL.search(normalize(summary)) and not _CAUSAL.search(normalize(source)):
+    if CAUSAL.search(normalize(summary)) and not CAUSAL.search(normalize(source)):
         return bad(tr("offline.verifier.d_causal", lang))
     return DigestCheck(digest_id=did, verification="faithful", detail=tr("offline.verifier.d_ok", lang))
 

@@ -1,0 +1,125 @@
+"""Foreign agents' prose answers, audited as imported traces, per class.
+
+    python benchmarks/foreign_answers.py [--show]
+
+The set is data (benchmarks/data/foreign_answers.yaml, written by hand over the bundled
+incidents' records); this script only builds each answer's OTLP/JSON trace (an AGENT root with
+the question and the answer, a TOOL span for the world's WARN/ERROR logs and one for its alerts)
+and measures what the workbench makes of it: read_trace -> trace_bundle -> check_bundle with the
+offline provider and the shipped rules, as `workbench import-trace` judges it, nothing stored.
+
+An answer is *flagged* when any of its claims is not verified (the verdict policy's corrected
+claim check is not direct_observation / reasonable_inference), a gatekeeper rule fails, or a
+hypothesis is judged overstated_as_fact. Goals: faithful kept (not flagged) >= 95%, each unfaithful
+class caught (flagged) >= 95%, over all answers ("all"); the held-out batch was written after the
+first batch's misses had been fixed in the engine, so its line shows how far those fixes carry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipeline.bundles.check import check_bundle  # noqa: E402
+from pipeline.bundles.trace_import import read_trace  # noqa: E402
+from pipeline.bundles.trace_session import trace_bundle  # noqa: E402
+from pipeline.core.config import load_settings  # noqa: E402
+from pipeline.gatekeeper import load_rules  # noqa: E402
+from pipeline.llm import make_provider  # noqa: E402
+
+SET = Path(__file__).resolve().parent / "data" / "foreign_answers.yaml"
+VERIFIED = {"direct_observation", "reasonable_inference"}
+GOAL = 0.95
+
+
+def tool_outputs(world: str) -> tuple[str, str]:
+    """The world's WARN/ERROR log lines (each message once) and its alerts, in the seed's shape."""
+    here = ROOT / "data" / "incidents" / world
+    logs, seen = [], set()
+    for line in (here / "logs.jsonl").read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if rec["level"] in ("WARN", "ERROR") and rec["message"] not in seen:
+            seen.add(rec["message"])
+            logs.append({"timestamp": rec["ts"], "service": rec["service"], "level": rec["level"],
+                         "message": rec["message"]})
+    alerts = json.loads((here / "alerts.json").read_text(encoding="utf-8"))
+    return (json.dumps({"logs": logs, "total": len(logs), "truncated": False}, ensure_ascii=False),
+            json.dumps({"alerts": alerts, "total": len(alerts)}, ensure_ascii=False))
+
+
+def _attr(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def otlp_trace(n: int, question: str, answer: str, logs: str, alerts: str) -> str:
+    trace_id = f"{n:032x}"
+    root = {"traceId": trace_id, "spanId": f"{n:08x}00000000", "name": "agent", "startTimeUnixNano": "1",
+            "endTimeUnixNano": "9", "attributes": [_attr("openinference.span.kind", "AGENT"),
+                                                   _attr("input.value", question), _attr("output.value", answer)]}
+    tools = [{"traceId": trace_id, "spanId": f"{n:08x}0000000{i}", "parentSpanId": root["spanId"], "name": name,
+              "startTimeUnixNano": str(i * 2), "endTimeUnixNano": str(i * 2 + 1),
+              "attributes": [_attr("openinference.span.kind", "TOOL"), _attr("tool.name", name),
+                             _attr("tool.parameters", "{}"), _attr("output.value", output)]}
+             for i, (name, output) in enumerate((("query_logs", logs), ("query_metrics", alerts)), start=1)]
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "foreign-agent")]},
+                                          "scopeSpans": [{"spans": [root, *tools]}]}]}, ensure_ascii=False)
+
+
+def cases(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, str], dict[str, str]]]:
+    """(batch, world, question, answer) for every answer: the first batch by world, then the held-out one."""
+    for world, spec in doc.items():
+        if world != "held-out":
+            for case in spec["answers"]:
+                yield "first", world, spec["question"], case
+    for spec in doc.get("held-out", []):
+        for case in spec["answers"]:
+            yield "held-out", spec["world"], spec["question"], case
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--show", action="store_true", help="print every answer the goal counts against")
+    args = parser.parse_args()
+    settings = load_settings()
+    rules, provider = load_rules(settings.rules_dir), make_provider(settings)
+    flagged: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    verdicts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    misses = []
+    for n, (batch, world, question, case) in enumerate(cases(yaml.safe_load(SET.read_text(encoding="utf-8"))), 1):
+        logs, alerts = tool_outputs(world)
+        text = otlp_trace(n, question[case["lang"]], case["text"], logs, alerts)
+        bundle, _ = trace_bundle(read_trace(text, 10**8, 10**7))
+        ev = check_bundle(bundle, settings=settings, rules=rules, provider=provider)
+        checks = [c.verification for c in ev.verifier_output.claim_checks]
+        bad = (any(c not in VERIFIED for c in checks) or bool(ev.gatekeeper_result.failed_rules)
+               or any(h.verification == "overstated_as_fact" for h in ev.verifier_output.hypothesis_checks))
+        label = case["label"]
+        for key in ((batch, label), ("all", label)):
+            flagged[key].append(bad)
+            verdicts[key][ev.verdict] += 1
+        if bad == (label == "faithful"):
+            misses.append((batch, world, label, case["text"], checks, ev.gatekeeper_result.failed_rules))
+    ok = True
+    for (batch, label), marks in sorted(flagged.items(), key=lambda kv: (kv[0][0] != "all", kv[0][0], kv[0][1])):
+        share = (marks.count(False) if label == "faithful" else marks.count(True)) / len(marks)
+        ok &= share >= GOAL or batch != "all"
+        what = "kept" if label == "faithful" else "caught"
+        print(f"{batch:9} {label:16} n={len(marks):3}  {what} {share:6.1%}  verdicts {dict(verdicts[batch, label])}")
+    if args.show:
+        for batch, world, label, text, checks, failed in misses:
+            print(f"- [{batch} {label}] {world}: {text}\n    checks {checks} failed {failed}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

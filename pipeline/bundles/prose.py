@@ -1,0 +1,132 @@
+"""A foreign agent's prose answer read as an Executor V2 output, so the same chain judges it.
+
+Only for imported traces (docs/deploy.md#audit-your-own-agent): the workbench's own diagnosis
+must write Executor V2 JSON (law 3); a foreign agent answers in prose, and its answer is what
+is audited, never what is shown. Each sentence or list item is one statement:
+
+- a question or a heading ("Findings:") is skipped;
+- a recommendation ("建议 ...", "check ...") is a recommended action, not a fact;
+- a hedged one ("可能", "might") is a hypothesis: a guess that says so is allowed;
+- anything else is a claim, one per clause as the meaning guard splits them (a causal sentence
+  whole, of type root_cause: its point is the link), bound to the records behind it:
+  a quote it makes is bound where the gatekeeper's matcher places it best (an invented quote
+  then fails the evidence rules); otherwise the record sharing most of its words and entities,
+  quoted whole, plus for each id, number or code it names that this record lacks, the record that
+  holds it. A service name only breaks ties: a swapped service must meet the record it
+  replaced, where the verifier sees the conflict. A statement nothing shares a word with has no
+  binding and is unsupported.
+The verifier then compares each claim with its records (numbers, ids, services and error codes
+as entities, negation, causality), and the verdict policy judges as for any session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.core.contracts import ToolInvocation
+from pipeline.gatekeeper.features import match_excerpt, prepare_output
+from pipeline.llm.offline.lexicon import CAUSAL, HEDGE
+from pipeline.stages.meaning_guard import clauses, sentences
+from pipeline.text.primitives import Entity, extract_entities, keywords, normalize
+from pipeline.tools.results import read_result
+
+# A quotation the answer attributes to a tool: straight, curly, corner or back quotes.
+_QUOTE = re.compile(r'"([^"\n]{6,})"|“([^”\n]{6,})”|「([^」\n]{6,})」|`([^`\n]{6,})`')
+_ACTION = re.compile(
+    r"^(?:建议|请|下一步|需要|应当|应该|可以考虑)|^(?:recommend|we recommend|suggest|consider|check|verify|investigate|"
+    r"restart|roll ?back|increase|decrease|raise|lower|scale|monitor|review|next step|you should)\b", re.IGNORECASE)
+_MAX_BINDINGS = 3
+
+
+@dataclass(frozen=True)
+class _Record:
+    invocation: ToolInvocation
+    number: int
+    line: str
+    words: frozenset[str]
+    entities: frozenset[Entity]
+
+
+def _records(invocations: list[ToolInvocation]) -> list[_Record]:
+    out = []
+    for inv in invocations:
+        if inv.status != "ok" or not inv.output:
+            continue
+        for rec in read_result(inv.output).records:
+            if rec.line.strip():
+                out.append(_Record(inv, rec.number, rec.line, keywords(rec.line), extract_entities(rec.line)))
+    return out
+
+
+def _facts(entities: frozenset[Entity]) -> frozenset[Entity]:
+    return frozenset(e for e in entities if e.kind != "service")
+
+
+def _binding(rec: _Record) -> dict[str, Any]:
+    return {"tool_name": rec.invocation.tool_name, "source_invocation_ids": [rec.invocation.id],
+            "source_record_ids": [f"{rec.invocation.id}#{rec.number}"], "evidence_excerpt": rec.line}
+
+
+def _record_bindings(sentence: str, records: list[_Record]) -> list[dict[str, Any]]:
+    words = keywords(sentence)
+    wanted = _facts(extract_entities(sentence))
+    services = frozenset(e for e in extract_entities(sentence) if e.kind == "service")
+    words = frozenset(w for w in words if w not in {normalize(e.value) for e in services})
+
+    def score(rec: _Record) -> int:
+        return len(wanted & rec.entities) + len(words & rec.words)
+
+    # Services only break ties: among records stating the same facts, the one of the named service.
+    best = max(records, key=lambda r: (score(r), len(services & r.entities), -r.invocation.id, -r.number), default=None)
+    if best is None or score(best) == 0:
+        return []
+    chosen = [best]
+    missing = wanted - best.entities
+    while missing and len(chosen) < _MAX_BINDINGS:
+        more = max(records, key=lambda r: len(missing & r.entities))
+        if not missing & more.entities:
+            break
+        chosen.append(more)
+        missing -= more.entities
+    return [_binding(r) for r in chosen]
+
+
+def _quote_bindings(quotes: list[str], invocations: list[ToolInvocation]) -> list[dict[str, Any]]:
+    sources = [inv for inv in invocations if inv.output]
+    out = []
+    for quote in quotes:
+        best = max(sources, key=lambda inv: match_excerpt(quote, prepare_output(inv.id, inv.output)).score, default=None)
+        if best is not None:
+            out.append({"tool_name": best.tool_name, "source_invocation_ids": [best.id], "evidence_excerpt": quote})
+    return out
+
+
+def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
+    """The answer as Executor V2 JSON: claims bound to records, hypotheses, actions."""
+    records = _records(invocations)
+    claims: list[dict[str, Any]] = []
+    hypotheses: list[dict[str, Any]] = []
+    actions: list[dict[str, Any]] = []
+    for sentence in sentences(answer):
+        norm = normalize(sentence)
+        # A question, or a heading ("Findings:") that frames the items under it, states nothing.
+        if not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")):
+            continue
+        if _ACTION.match(norm):
+            actions.append({"action_text": sentence, "reason": ""})
+        elif HEDGE.search(norm):
+            hypotheses.append({"hypothesis_text": sentence, "basis": "", "needed_evidence": []})
+        else:
+            quotes = [next(g for g in m.groups() if g) for m in _QUOTE.finditer(sentence)]
+            causal = bool(CAUSAL.search(norm))
+            # A causal sentence is judged whole (its point is the link); otherwise each clause states
+            # its own fact, so one added to a faithful one ("..., and the database was down") is judged.
+            for text in [sentence] if quotes or causal else clauses(sentence) or [sentence]:
+                bindings = _quote_bindings(quotes, invocations) if quotes else _record_bindings(text, records)
+                claims.append({"claim_id": f"c{len(claims) + 1}", "claim_type": "root_cause" if causal else "observation",
+                               "claim_text": text, "support_level": "direct", "evidence_bindings": bindings})
+    return json.dumps({"answer_version": "executor_evidence_v2", "claims": claims, "hypotheses": hypotheses,
+                       "recommended_actions": actions, "missing_info": []}, ensure_ascii=False)
