@@ -28,8 +28,8 @@ from typing import Any
 
 from pipeline.core.contracts import ToolInvocation
 from pipeline.gatekeeper.features import match_excerpt, prepare_output
-from pipeline.llm.offline.lexicon import CAUSAL, HEDGE
 from pipeline.stages.meaning_guard import clauses, sentences
+from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE
 from pipeline.text.primitives import Entity, extract_entities, keywords, normalize
 from pipeline.tools.results import read_result
 
@@ -121,7 +121,7 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             hypotheses.append({"hypothesis_text": sentence, "basis": "", "needed_evidence": []})
         else:
             quotes = [next(g for g in m.groups() if g) for m in _QUOTE.finditer(sentence)]
-            causal = bool(CAUSAL.search(norm))
+            causal = CAUSAL.search(norm) or ROOT_CAUSE.search(norm)
             # A causal sentence is judged whole (its point is the link); otherwise each clause states
             # its own fact, so one added to a faithful one ("..., and the database was down") is judged.
             for text in [sentence] if quotes or causal else clauses(sentence) or [sentence]:

@@ -24,6 +24,7 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.messages import msg, render
 from pipeline.stages.meaning_guard import check_meaning, comparable
+from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE, UNSETTLED
 from pipeline.text.primitives import (
     CJK_IDEOGRAPHS,
     Entity,
@@ -46,22 +47,8 @@ _KIND = {
 GROUNDED_SHARE = 0.6
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.、)）](?!\d)|[-*•])\s*", re.MULTILINE)
 _SENTENCE = re.compile(r"[。！？!?；;\n]|(?<=[a-z0-9)\]])\.\s")
-_ROOT_WORDS = ("根因", "根本原因", "root cause", "root-cause")
-_CAUSAL_WORDS = (
-    "导致", "造成", "引起", "引发", "归因", "原因是", "由于", "因为", "问题出在", "根源", "caused", "causes", "causing",
-    "because", "due to", "led to", "leads to", "lead to", "resulted in", "result of", "responsible for", "the cause",
-    "behind the", "is why", "explains",
-)
-# A sentence with one of these says a cause is NOT established: a gap, not a conclusion.
-_GAP_WORDS = (
-    "无法", "尚无", "尚未", "未能", "不能", "未确认", "未证实", "没有", "缺少", "不确定", "待确认", "不得", "cannot", "can't",
-    "could not", "not yet", "unconfirmed", "not confirmed", "no reliable", "unknown", "missing", "insufficient",
-    "not been", "no root cause", "unverified", "not established",
-)
-_HEDGE_WORDS = (
-    "可能", "也许", "或许", "疑似", "推测", "猜测", "possibly", "possible", "may ", "might", "could", "likely",
-    "perhaps", "suspected", "hypothes",
-)
+# Words a causal sentence may use beyond the facts it restates: they do not count against its grounding.
+_MARKERS = tuple(w for words in (HEDGE, CAUSAL, ROOT_CAUSE) for w in (*words.zh, *words.en))
 
 
 # key=value pairs of log lines ("idle=9"): the same key with another value is a changed fact.
@@ -123,7 +110,7 @@ def _grounded(sentence: str, texts: Iterable[str]) -> bool:
     """Most of the sentence's content words (hedges and causal words aside) occur in `texts`."""
     reference = normalize("\n".join(texts))
     words = [w for w in keywords(sentence)
-             if not any(w in marker or marker.strip() in w for marker in _HEDGE_WORDS + _CAUSAL_WORDS + _ROOT_WORDS)]
+             if not any(w in marker or marker in w for marker in _MARKERS)]
     if not reference or not words:
         return False
     return sum(1 for w in words if w in reference) / len(words) >= GROUNDED_SHARE
@@ -136,9 +123,9 @@ _QUOTED = re.compile(r"《[^》]*》|“[^”]*”|\"[^\"]*\"")
 def _cause_violation(sentence: str, ci: ComposerInput) -> bool:
     source = normalize(_input_text(ci))
     norm = _QUOTED.sub(lambda m: " " if normalize(m.group(0)[1:-1]) in source else m.group(0), normalize(sentence))
-    root = any(w in norm for w in _ROOT_WORDS)
-    causal = root or any(w in norm for w in _CAUSAL_WORDS)
-    if not causal or any(w in norm for w in _GAP_WORDS):
+    root = ROOT_CAUSE.search(norm)
+    causal = root or CAUSAL.search(norm)
+    if not causal or UNSETTLED.search(norm):
         return False
     # Quoting an action's purpose or a stated gap word for word adds nothing (e.g. a runbook title).
     quoted = normalize("\n".join([*ci.missing_info, *(f"{a.action_text}\n{a.reason}" for a in ci.recommended_actions)]))
@@ -146,7 +133,7 @@ def _cause_violation(sentence: str, ci: ComposerInput) -> bool:
         return False
     claims = [c.claim_text for c in ci.allowed_claims]
     hyps = [h.hypothesis_text for h in ci.allowed_hypotheses]
-    if any(w in norm for w in _HEDGE_WORDS):
+    if HEDGE.search(norm):
         # a possible cause: never under REJECT, and only one the input already names
         return ci.verdict == "REJECT" or not _grounded(sentence, claims + hyps)
     if root:

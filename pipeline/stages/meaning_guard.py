@@ -21,15 +21,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from pipeline.core.contracts import ComposerGuardViolation, ComposerInput, ComposerOutput, FilteredItem
+from pipeline.text.lexicon import GAP, HEDGE, NEGATION, UNSETTLED, pattern
 from pipeline.text.primitives import Entity, entity_values, find_entities, keywords, normalize, synonyms
 from pipeline.verdict.answer import framing_words
 from pipeline.verdict.safe_actions import fixed_actions
 
 _CONFIRMED = re.compile(r"(?<!un)(?<!not )confirmed|已确认|已证实|确认是(?!否)|证实了|\bestablished\b|root cause is|根因是|definitely")
-_HEDGED = re.compile(
-    r"可能|也许|或许|疑似|推测|未证实|未确认|尚未|尚无|缺少|缺口|无法|不能|未知|没有|possibl|may |might|could|likely|perhaps|"
-    r"unconfirmed|not confirmed|not yet|missing|unknown|cannot|no sign|no logs|gap|needs?:"
-)
+# A sentence that guesses or names a gap confirms nothing; "needs:" heads the evidence still wanted.
+_HEDGED = pattern(HEDGE, UNSETTLED, GAP, extra=r"needs?:")
 _SPLIT = re.compile(r"[。！？!?；;\n]|(?<=[a-z0-9)\]])\.\s")
 # The lead is one sentence that may list its evidence after a semicolon.
 _FIRST = re.compile(r"[。！？!?\n]|(?<=[a-z0-9)\]])\.\s")
@@ -200,7 +199,7 @@ _BELOW = re.compile(r"within|below|under|less than|之内|以内|低于|不超�
 _ABOVE = re.compile(r"exceed|above|over|more than|超过|高于")
 _NEAR = 10
 _ZERO = re.compile(r"^[a-z_]*\s*[=:]\s*0(?![\w.])")
-_NEGATION = re.compile(r"不|没|无|未|\b(?:no|not|never|without|zero)\b|\b0\b")
+_NEGATION = pattern(NEGATION, extra=r"\b0\b")
 
 
 def _compares_wrongly(sentence: str) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
+from pipeline.text.lexicon import NEGATION
 from pipeline.text.primitives import CJK_CHAR, detect_language, normalize
 from pipeline.text.timewindow import clock_without_date, parse_time_window, window_phrase
 from pipeline.verdict.proposition import read_proposition
@@ -288,7 +289,7 @@ def symptom_words(symptoms: Iterable[str]) -> list[str]:
 # Inside a yes/no proposition: a negation ("X 是不是没有报错", "is X not returning errors") or a
 # word for normal ("X 的 CPU 没问题吧", "is X's latency ok") asserts the symptom's absence. A
 # question put in the negative ("isn't X returning errors?", "X 不是在报错吗") asks it present.
-_DENIES_EN = re.compile(r"^(?:is|are|was|were|does|do|did|has|have|had)\s(?!.*\bor not\b).*\b(?:not|no|never|without)\b")
+_DENIES_EN = re.compile(rf"^(?:is|are|was|were|does|do|did|has|have|had)\s(?!.*\bor not\b).*{NEGATION.en_alternation}")
 _DENIES_ZH = re.compile(r"没有|没|未|不再|不(?=正常|健康)")
 _ASKING_ZH = re.compile(r"是不是|有没有|是否|不是")
 _FINE_EN = re.compile(r"\b(?:normal|healthy|ok|okay|fine)\b")

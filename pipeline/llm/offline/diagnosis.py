@@ -19,7 +19,8 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import catalogue, family, lang_of, tr
-from pipeline.llm.offline.lexicon import CAUSAL_IN_EVIDENCE, SIGNATURES
+from pipeline.llm.offline.lexicon import SIGNATURES
+from pipeline.text.lexicon import STATED_CAUSE
 from pipeline.text.primitives import extract_entities, normalize
 from pipeline.tools.registry import model_name
 from pipeline.tools.results import read_result
@@ -147,7 +148,7 @@ def diagnose(
         quote = normalize(d.source_quote)
         # Only a line that names a failure mode *and* states causation is a root-cause observation;
         # a stack's "Caused by:" alone explains an exception, not the incident.
-        states_cause = any(w in quote for w in CAUSAL_IN_EVIDENCE) and any(
+        states_cause = STATED_CAUSE.search(quote) and any(
             w in quote for sig in SIGNATURES for w in sig.evidence_words)
         claim_type = "root_cause" if states_cause else (
             "symptom" if d.domain == "alerts" or service in focus_services else "observation")

@@ -7,16 +7,7 @@ point at a failure mode; the engine turns a match into a hypothesis, never into 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-
-# A guess says so; a causal statement links a cause to its effect. Both read a normalized text.
-HEDGE = re.compile(
-    r"可能|也许|或许|大概|疑似|推测|猜测|估计|应该是|\b(?:probably|may|might|possibly|perhaps|likely|could|suspect(?:ed)?)\b"
-)
-CAUSAL = re.compile(
-    r"导致|造成|因为|由于|引起|引发|根因|根本原因|归因|\b(?:because|caus(?:e|es|ed|ing)|root cause|due to|led to|leads? to|results? in|resulted in)\b"
-)
 
 # Words that make a log line worth a digest even when the question did not name them.
 ERROR_WORDS: tuple[str, ...] = (
@@ -50,6 +41,3 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature("redis", ("maxmemory", "evicted", "eviction", "redis"), needed=2, component="redis"),
     Signature("deploy", ("deployed version", "deploy", "rollout", "rolled out", "release", "发布完成", "上线"), needed=2),
 )
-
-# Phrases that state causation outright inside evidence (rare in logs; "Caused by:" in stacks).
-CAUSAL_IN_EVIDENCE: tuple[str, ...] = ("caused by", "due to", "because", "导致", "由于", "原因是")

@@ -33,7 +33,7 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.core.messages import family, tr
-from pipeline.llm.offline.lexicon import CAUSAL, CAUSAL_IN_EVIDENCE, HEDGE
+from pipeline.text.lexicon import ABSENCE, CAUSAL, HEDGE, ROOT_CAUSE, STATED_CAUSE, pattern
 from pipeline.text.primitives import (
     Entity,
     detect_language,
@@ -53,7 +53,8 @@ INFERENCE_COVERAGE = 0.5
 PARTIAL_COVERAGE = 0.25
 
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
-_EVIDENCE_CAUSAL = re.compile("|".join(re.escape(w) for w in (*CAUSAL_IN_EVIDENCE, "root cause", "根因", "引起", "造成")))
+_CAUSAL = pattern(CAUSAL, ROOT_CAUSE)
+_EVIDENCE_CAUSAL = pattern(STATED_CAUSE, ROOT_CAUSE)
 
 # Concepts whose negation flips a claim: "no errors" against an ERROR record.
 _CONCEPTS: dict[str, tuple[str, ...]] = {
@@ -64,8 +65,8 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
 }
 _CONCEPT_ALT = "|".join(sorted({w for ws in _CONCEPTS.values() for w in ws}, key=len, reverse=True))
 _NEGATED = re.compile(
-    rf"(?:未出现|未发现|没有出现|没有|不存在|未见|未观察到|并未|从未|无任何|(?<!无)无(?!法))[^，。,.;；\n]{{0,6}}?(?:{_CONCEPT_ALT})"
-    rf"|\b(?:no|not|never|without|zero)\s+(?:[a-z_\-]+\s+){{0,3}}?(?:{_CONCEPT_ALT})\b"
+    rf"(?<!无)(?:{ABSENCE.zh_alternation})(?!法)[^，。,.;；\n]{{0,6}}?(?:{_CONCEPT_ALT})"
+    rf"|{ABSENCE.en_alternation}\s+(?:[a-z_\-]+\s+){{0,3}}?(?:{_CONCEPT_ALT})\b"
 )
 
 # Words that say how something was seen, not what: they carry no evidence.
@@ -237,7 +238,7 @@ def _check_claim(
     if HEDGE.search(norm):
         return done("overstated", tr("offline.verifier.hedge", lang))
     evidence_states_cause = bool(_EVIDENCE_CAUSAL.search(ev_norm))
-    if CAUSAL.search(norm) and not evidence_states_cause:
+    if _CAUSAL.search(norm) and not evidence_states_cause:
         return done("overstated", tr("offline.verifier.causal", lang))
     if claim.get("claim_type") == "root_cause" and not evidence_states_cause:
         return done("overstated", tr("offline.verifier.root", lang))
@@ -255,7 +256,7 @@ def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, lang: str) -> 
     text = normalize(str(hyp.get("hypothesis_text", "")))
     basis = str(hyp.get("basis", "")).strip()
     needed = [n for n in hyp.get("needed_evidence") or [] if isinstance(n, str) and n.strip()]
-    if CAUSAL.search(text) and not HEDGE.search(text):
+    if _CAUSAL.search(text) and not HEDGE.search(text):
         return HypothesisCheck(hypothesis_index=i, verification="overstated_as_fact", detail=tr("offline.verifier.h_fact", lang))
     if not basis or not needed:
         return HypothesisCheck(hypothesis_index=i, verification="unsupported_hypothesis", detail=tr("offline.verifier.h_empty", lang))
@@ -288,7 +289,7 @@ def _check_digest(digest: dict[str, Any], windows: list[Window], lang: str) -> D
     foreign += sorted(_times(summary) - _times(source))
     if foreign:
         return bad(tr("offline.verifier.d_entities", lang, items=", ".join(foreign)))
-    if CAUSAL.search(normalize(summary)) and not CAUSAL.search(normalize(source)):
+    if _CAUSAL.search(normalize(summary)) and not _CAUSAL.search(normalize(source)):
         return bad(tr("offline.verifier.d_causal", lang))
     return DigestCheck(digest_id=did, verification="faithful", detail=tr("offline.verifier.d_ok", lang))
 

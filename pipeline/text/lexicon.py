@@ -1,0 +1,85 @@
+"""Words that say how sure a sentence is, whether it states a cause, and whether it denies: zh and en.
+
+The offline verifier, the composer's two guards, the offline diagnosis and the question reader all
+ask these questions of text; they read the lists here, so a word added for one is seen by all.
+Chinese words match anywhere (the script has no word boundaries); English words and phrases match
+whole, so each inflection a list means is written out ("suspect", "suspected"). A reader whose
+question is narrower (a sentence that hedges *or* names a gap) joins lists with `pattern`.
+The gatekeeper's negation terms are not here: they are rule parameters a tuner edits
+(rules/metadata.yaml, law 7).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+
+@dataclass(frozen=True)
+class Words:
+    zh: tuple[str, ...]
+    en: tuple[str, ...]
+
+    @property
+    def zh_alternation(self) -> str:
+        """The Chinese words as a regular-expression alternation, longest first so a phrase wins over its head."""
+        return "|".join(re.escape(w) for w in sorted(self.zh, key=len, reverse=True))
+
+    @property
+    def en_alternation(self) -> str:
+        """The English words as an alternation that matches whole words only."""
+        return rf"\b(?:{'|'.join(re.escape(w) for w in sorted(self.en, key=len, reverse=True))})\b" if self.en else ""
+
+    @property
+    def alternation(self) -> str:
+        return "|".join(p for p in (self.zh_alternation, self.en_alternation) if p)
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.alternation)
+
+    def search(self, norm: str) -> bool:
+        """Whether normalized text (pipeline.text.primitives.normalize: lower case) holds one of the words."""
+        return self.regex.search(norm) is not None
+
+
+def pattern(*lists: Words, extra: str = "") -> re.Pattern[str]:
+    """One pattern over several lists, with a reader's own regular expression beside them."""
+    return re.compile("|".join([*(w.alternation for w in lists), *([extra] if extra else [])]))
+
+
+# Says the statement is a guess: "可能是连接池耗尽", "possibly the pool".
+HEDGE = Words(
+    zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是"),
+    en=("possibly", "possible", "possibility", "probably", "maybe", "may", "might", "could", "likely", "unlikely",
+        "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized"),
+)
+# Says something is not established: a gap, not a conclusion ("尚未确认根因", "no root cause yet").
+UNSETTLED = Words(
+    zh=("无法", "尚无", "尚未", "未能", "不能", "未确认", "未证实", "没有", "缺少", "不确定", "待确认", "不得", "未知"),
+    en=("cannot", "can't", "couldn't", "could not", "not yet", "unconfirmed", "not confirmed", "no reliable", "unknown",
+        "missing", "insufficient", "not been", "no root cause", "unverified", "not established"),
+)
+# Names a gap in the evidence, which a sentence may do and still assert ("there are gaps, but the root
+# cause is X"): it hedges the lines under a heading, not a causal claim beside it.
+GAP = Words(zh=("缺口",), en=("gap", "gaps", "no sign", "no signs", "no logs"))
+# States that one thing brought about another.
+CAUSAL = Words(
+    zh=("导致", "造成", "引起", "引发", "归因", "原因是", "由于", "因为", "问题出在", "根源"),
+    en=("because", "cause", "causes", "caused", "causing", "due to", "led to", "lead to", "leads to", "resulted in",
+        "results in", "result in", "result of", "responsible for", "behind the", "is why", "explains"),
+)
+ROOT_CAUSE = Words(zh=("根因", "根本原因"), en=("root cause", "root-cause"))
+# How a record itself states a cause (rare in logs; a stack's "Caused by:"): narrower than CAUSAL,
+# whose "cause" or "explains" a log line uses of other things.
+STATED_CAUSE = Words(zh=("导致", "由于", "原因是", "引起", "造成"), en=("caused by", "due to", "because"))
+# Denies: "不", "no errors".
+NEGATION = Words(zh=("不", "没", "无", "未"), en=("no", "not", "never", "without", "zero"))
+# Denies that something is there: "未发现超时", "没有报错". "无法" (cannot) is no denial; readers
+# put `(?!法)` after "无".
+ABSENCE = Words(zh=("未出现", "未发现", "没有出现", "没有", "不存在", "未见", "未观察到", "并未", "从未", "无任何", "无"),
+                en=NEGATION.en)
+# A question put in the negative ("isn't X down?", "is X not down?") asks for the thing it names.
+NEGATIVE_ASKING = Words(zh=(), en=("isn't", "aren't", "wasn't", "weren't", "doesn't", "don't", "didn't", "hasn't",
+                                   "haven't", "isnt", "not"))
