@@ -137,7 +137,7 @@ def test_workbench_show_speaks_the_readers_language(settings, store, capsys: pyt
 
 def test_every_failure_signature_speaks_both_languages():
     """The offline engine's signatures read their hypothesis, needed evidence and action by category."""
-    from pipeline.llm.offline.lexicon import SIGNATURES
+    from pipeline.llm.offline.signatures import SIGNATURES
 
     for lang in LANGS:
         for sig in SIGNATURES:

@@ -19,7 +19,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import catalogue, family, lang_of, tr
-from pipeline.llm.offline.lexicon import SIGNATURES
+from pipeline.llm.offline.signatures import SIGNATURES
 from pipeline.text.lexicon import STATED_CAUSE
 from pipeline.text.primitives import extract_entities, normalize
 from pipeline.tools.registry import model_name

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from pipeline.core.contracts import EvidenceDigest, ToolInvocation
 from pipeline.core.messages import tr
-from pipeline.llm.offline.lexicon import ERROR_WORDS
+from pipeline.llm.offline.signatures import ERROR_WORDS
 from pipeline.text.primitives import extract_entities, keywords, normalize
 from pipeline.tools.results import ToolRecord, read_result
 

@@ -1,4 +1,4 @@
-"""Words the offline engine reasons with: symptom vocabularies and failure signatures.
+"""Failure signatures the offline engine reasons with, and the words that make a log line worth a digest.
 
 Besides the symptom vocabulary (pipeline.verdict.scope.SYMPTOMS, shared with the scope reader), this
 is the rule-based engine's only domain knowledge. A signature says which evidence words
