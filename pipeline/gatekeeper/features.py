@@ -15,11 +15,12 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Required, TypedDict
+from typing import Any
 
 import numpy as np
 
 from pipeline.core.contracts import EvidenceDigest, ExecutorOutput, ToolInvocation, record_ids
+from pipeline.core.feature_shapes import EntityMiss, OtherMatch, SourceEntry, binding_target
 from pipeline.gatekeeper.fidelity import capitals
 from pipeline.gatekeeper.folding import fold
 from pipeline.gatekeeper.matcher import SegmentMatch, locate, segments
@@ -38,50 +39,6 @@ _TOKEN_REACH = 40
 _shared_outputs = OutputCache()
 
 
-class FoundIn(TypedDict):
-    """Where a quote not in the records it cites lies in its output after all."""
-
-    invocation_id: int
-    records: list[int]
-
-
-class SourceEntry(TypedDict, total=False):
-    """How an excerpt (or a digest's quote) matches one compared source. The output's entry says
-    where; a digest text's holds its score alone."""
-
-    score: Required[float | None]  # None: nothing to compare against
-    covered: float  # share found by structure (1.0: all of it)
-    split: int  # found split between records: the weight of its lightest piece (0: one span)
-    invocation_id: int
-    start: int | None  # decoded span of the longest placed segment in the whole output
-    end: int | None
-    spans: list[list[int]]  # decoded spans carrying the quote
-    raw_offsets: bool  # the offsets also index the raw output text
-    records: dict[str, list[int]]  # the records it cites, by invocation id
-    record_spans: list[list[int]]  # where the cited records lie in the text the offsets index
-    missing: list[str]  # citations of records that are not there
-    found_in: FoundIn
-
-
-class OtherMatch(TypedDict):
-    """Another invocation of the session that the excerpt matches better than the cited one."""
-
-    invocation_id: int
-    tool_name: str
-    score: float
-
-
-class EntityMiss(TypedDict):
-    """An entity of an excerpt segment that its matched record does not hold."""
-
-    kind: str
-    token: str
-    value: str
-    elsewhere: bool  # the output holds it somewhere else
-    nearby: list[str]  # entities of that kind the record holds instead
-    score: float  # the segment's score
-
-
 def prepare_output(invocation_id: int, output: str, outputs: OutputCache | None = None) -> PreparedOutput:
     """Fold and index an output as it is stored, so checking its bindings later finds it ready."""
     return (outputs or _shared_outputs).get(invocation_id, output, prepare=True)
@@ -98,10 +55,6 @@ def located_lines(invocation_id: int, output: str, spans: list[list[int]]) -> li
             if line.strip() and line not in lines:
                 lines.append(line)
     return lines
-
-
-def binding_target(ci: int, bi: int) -> str:
-    return f"claims[{ci}].evidence_bindings[{bi}]"
 
 
 def valid_ids(raw: Any) -> list[int]:

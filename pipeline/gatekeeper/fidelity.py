@@ -12,14 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pipeline.core.feature_shapes import SourceEntry
 from pipeline.gatekeeper.folding import fold
 from pipeline.gatekeeper.pieces import Hunk
 from pipeline.text.primitives import is_cjk
-
-if TYPE_CHECKING:
-    from pipeline.gatekeeper.features import SourceEntry
 
 
 def by_structure(source: SourceEntry, min_piece: int) -> bool:

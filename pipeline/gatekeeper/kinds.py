@@ -21,8 +21,8 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt
 
 from pipeline.core.contracts import EvidenceDigest, ExecutorBinding, ExecutorOutput, GatekeeperResult, VerdictImpact
+from pipeline.core.feature_shapes import binding_target
 from pipeline.core.messages import Message, render
-from pipeline.gatekeeper.features import binding_target
 
 if TYPE_CHECKING:
     from pipeline.gatekeeper.rules_schema import RuleSpec

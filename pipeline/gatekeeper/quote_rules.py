@@ -18,9 +18,9 @@ import numpy.typing as npt
 from pydantic import StrictStr
 
 from pipeline.core.errors import quote
+from pipeline.core.feature_shapes import EntityMiss, SourceEntry
 from pipeline.core.messages import Message, Param, msg
 from pipeline.gatekeeper import fidelity
-from pipeline.gatekeeper.features import EntityMiss, SourceEntry
 from pipeline.gatekeeper.kinds import (
     REMEMBERED_PARAMS,
     RULES,

@@ -23,8 +23,8 @@ from pipeline.core.contracts import (
     RoundAudit,
     ServiceCoverage,
 )
+from pipeline.core.feature_shapes import binding_target
 from pipeline.core.messages import Message, render
-from pipeline.gatekeeper.features import binding_target
 from pipeline.runs.record import (
     BindingFeatures,
     EntityMiss,

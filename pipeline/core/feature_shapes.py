@@ -1,0 +1,58 @@
+"""The shapes of the gatekeeper's stored features, and the targets they are keyed by.
+
+pipeline.gatekeeper.features computes them once per binding and digest; the rules, the fidelity
+checks and the read side read them. They sit apart from the computation so that what reads a
+feature needs nothing of how it was found.
+"""
+
+from __future__ import annotations
+
+from typing import Required, TypedDict
+
+
+def binding_target(ci: int, bi: int) -> str:
+    return f"claims[{ci}].evidence_bindings[{bi}]"
+
+
+class FoundIn(TypedDict):
+    """Where a quote not in the records it cites lies in its output after all."""
+
+    invocation_id: int
+    records: list[int]
+
+
+class SourceEntry(TypedDict, total=False):
+    """How an excerpt (or a digest's quote) matches one compared source. The output's entry says
+    where; a digest text's holds its score alone."""
+
+    score: Required[float | None]  # None: nothing to compare against
+    covered: float  # share found by structure (1.0: all of it)
+    split: int  # found split between records: the weight of its lightest piece (0: one span)
+    invocation_id: int
+    start: int | None  # decoded span of the longest placed segment in the whole output
+    end: int | None
+    spans: list[list[int]]  # decoded spans carrying the quote
+    raw_offsets: bool  # the offsets also index the raw output text
+    records: dict[str, list[int]]  # the records it cites, by invocation id
+    record_spans: list[list[int]]  # where the cited records lie in the text the offsets index
+    missing: list[str]  # citations of records that are not there
+    found_in: FoundIn
+
+
+class OtherMatch(TypedDict):
+    """Another invocation of the session that the excerpt matches better than the cited one."""
+
+    invocation_id: int
+    tool_name: str
+    score: float
+
+
+class EntityMiss(TypedDict):
+    """An entity of an excerpt segment that its matched record does not hold."""
+
+    kind: str
+    token: str
+    value: str
+    elsewhere: bool  # the output holds it somewhere else
+    nearby: list[str]  # entities of that kind the record holds instead
+    score: float  # the segment's score
