@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pipeline.core.config import BackendSettings  # noqa: E402
 from pipeline.tools.knowledge import KnowledgeBase, tokenize  # noqa: E402
 from pipeline.tools.logfiles import LogFiles  # noqa: E402
-from pipeline.tools.registry import KnowledgeQuery, LogQuery, NoData  # noqa: E402
+from pipeline.tools.queries import KnowledgeQuery, LogQuery, NoData  # noqa: E402
 
 SERVICES = ["payment-service", "order-service", "api-gateway", "user-service", "inventory-service", "notification-service"]
 ZH_TERMS = ["CPU使用率", "线程数", "连接池", "数据库", "超时", "重启", "内存泄漏", "磁盘", "告警", "延迟", "限流", "扩容",

@@ -135,7 +135,7 @@ def test_guard_passes_a_faithful_answer() -> None:
 
 def test_runbooks_below_the_relevance_floor_are_not_returned(tmp_path) -> None:
     from pipeline.tools.knowledge import KnowledgeBase
-    from pipeline.tools.registry import KnowledgeQuery, NoData
+    from pipeline.tools.queries import KnowledgeQuery, NoData
 
     (tmp_path / "cpu.md").write_text("# CPU high\n\nJava CPU usage high: take jstack of the hot threads.\n")
     (tmp_path / "redis.md").write_text("# Redis latency\n\nredis maxmemory and key eviction slow the cart.\n")

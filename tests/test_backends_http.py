@@ -20,7 +20,7 @@ from pipeline.tools.health import backend_health
 from pipeline.tools.http import BackendError, http_get
 from pipeline.tools.loki import LokiLogs, build_logql
 from pipeline.tools.prometheus import PrometheusMetrics, step_for
-from pipeline.tools.registry import LogQuery, MetricsQuery, NoData
+from pipeline.tools.queries import LogQuery, MetricsQuery, NoData
 
 
 @dataclass

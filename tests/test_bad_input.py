@@ -12,7 +12,7 @@ from pipeline.core.config import Settings
 from pipeline.runs.session import run_session
 from pipeline.store import Store
 from pipeline.tools import bundled
-from pipeline.tools.registry import LogQuery
+from pipeline.tools.queries import LogQuery
 
 
 def _huge_logs(n_lines: int):

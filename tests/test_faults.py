@@ -19,7 +19,7 @@ from pipeline.llm.openai_provider import OpenAIProvider
 from pipeline.runs.session import SessionFailed, run_session
 from pipeline.store import Store
 from pipeline.tools import bundled
-from pipeline.tools.registry import LogQuery
+from pipeline.tools.queries import LogQuery
 from tests.stub_openai import PipelineModel, StubOpenAI, StubReply, chat_body
 
 GATEWAY_QUESTION = "Order 123 payment failed with ERR_TIMEOUT from the gateway, what happened?"

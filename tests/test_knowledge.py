@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.text.primitives import estimate_tokens
 from pipeline.tools.knowledge import KnowledgeBase, split_runbook, tokenize
-from pipeline.tools.registry import KnowledgeQuery, NoData
+from pipeline.tools.queries import KnowledgeQuery, NoData
 
 CPU_RUNBOOK = """# CPU 饱和处置手册
 

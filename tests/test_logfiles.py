@@ -9,7 +9,7 @@ import pytest
 from pipeline.core.config import BackendSettings
 from pipeline.tools import logfiles
 from pipeline.tools.logfiles import LogFiles, iter_lines, parse_line, parse_timestamp, service_of_file
-from pipeline.tools.registry import LogQuery, NoData
+from pipeline.tools.queries import LogQuery, NoData
 
 
 def utc(h: int, m: int, s: int = 0) -> datetime:

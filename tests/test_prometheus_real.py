@@ -23,7 +23,7 @@ from helpers import require
 from pipeline.core.config import ROOT, BackendSettings
 from pipeline.frontends.simulate import load_metrics, serve_metrics, write_prometheus_config
 from pipeline.tools.prometheus import PrometheusMetrics
-from pipeline.tools.registry import MetricsQuery, NoData
+from pipeline.tools.queries import MetricsQuery, NoData
 
 PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"
 STARTUP_TIMEOUT_S = 60.0

@@ -15,7 +15,7 @@ from pipeline.core.errors import InputError
 from pipeline.runs.session import SessionFailed, run_session
 from pipeline.store import Store
 from pipeline.tools.incidents import load_worlds
-from pipeline.tools.registry import NoData
+from pipeline.tools.queries import NoData
 
 WORLDS = load_worlds(ROOT / "data" / "incidents")
 

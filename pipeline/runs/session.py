@@ -33,7 +33,8 @@ from pipeline.text.primitives import detect_language, extract_entities
 from pipeline.text.redact import mask_known, redact, redact_value, redacted_call, remember_settings
 from pipeline.tools import ToolBox, build_toolbox
 from pipeline.tools.incidents import World, route_question, world_by_id
-from pipeline.tools.registry import NoData, model_name, persisted_name
+from pipeline.tools.queries import NoData
+from pipeline.tools.registry import model_name, persisted_name
 from pipeline.verdict.scope import read_scope
 
 OnEvent = Callable[[str, dict[str, Any]], None]

@@ -19,7 +19,7 @@ import yaml
 from pipeline.core.contracts import EvidenceTime
 from pipeline.text.primitives import normalize
 from pipeline.tools.prometheus import series_name
-from pipeline.tools.registry import LogQuery, MetricsQuery, NoData
+from pipeline.tools.queries import LogQuery, MetricsQuery, NoData
 from pipeline.tools.results import LogItem, LogsOutput, MetricsOutput, Series
 
 LEVELS = {"DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "FATAL": 50}

@@ -21,7 +21,7 @@ import numpy as np
 
 from pipeline.text import segment
 from pipeline.text.primitives import CJK_RUN, estimate_tokens
-from pipeline.tools.registry import KnowledgeQuery, NoData
+from pipeline.tools.queries import KnowledgeQuery, NoData
 from pipeline.tools.results import EvidenceBlock, KnowledgeOutput
 
 K1 = 1.2

@@ -21,7 +21,7 @@ from typing import Any
 from pipeline.core.config import BackendSettings
 from pipeline.core.contracts import EvidenceTime
 from pipeline.tools.http import decode_counting
-from pipeline.tools.registry import LogQuery, NoData
+from pipeline.tools.queries import LogQuery, NoData
 from pipeline.tools.results import LogItem, LogsOutput
 
 LEVEL_RANK = {"TRACE": 0, "DEBUG": 0, "INFO": 1, "WARN": 2, "ERROR": 3, "FATAL": 4}

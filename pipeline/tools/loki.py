@@ -22,7 +22,7 @@ from pipeline.tools.logfiles import (
     parse_timestamp,
     utc,
 )
-from pipeline.tools.registry import LogQuery, NoData
+from pipeline.tools.queries import LogQuery, NoData
 from pipeline.tools.results import LogItem, LogsOutput
 
 _RE2_SPECIAL = re.compile(r"([\\.^$|?*+()\[\]{}])")

@@ -17,7 +17,7 @@ from pipeline.core.config import BackendSettings
 from pipeline.core.errors import BackendError
 from pipeline.tools.http import http_get
 from pipeline.tools.logfiles import iso, parse_timestamp, utc
-from pipeline.tools.registry import MetricsQuery, NoData
+from pipeline.tools.queries import MetricsQuery, NoData
 from pipeline.tools.results import MetricsOutput, Series
 
 MAX_POINTS = 100

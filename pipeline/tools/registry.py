@@ -13,50 +13,28 @@ import functools
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, Field, create_model
 
 from pipeline.core.config import BackendKind, BackendSettings, Settings
 from pipeline.core.contracts import EvidenceTime
 from pipeline.core.errors import ConfigError
-from pipeline.tools.results import KnowledgeOutput, LogsOutput, MetricsOutput, ToolOutput, ToolResult, from_data
+from pipeline.tools.queries import (
+    EvidenceClock,
+    KnowledgeBackend,
+    KnowledgeQuery,
+    LogQuery,
+    LogsBackend,
+    MetricsBackend,
+    MetricsQuery,
+    ToolArgs,
+)
+from pipeline.tools.results import ToolOutput, ToolResult, from_data
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionToolParam
-
-
-class ToolArgs(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class LogQuery(ToolArgs):
-    service: str | None = None
-    level: str | None = Field(default=None, description="minimum level: DEBUG, INFO, WARN or ERROR")
-    keywords: list[str] = Field(default_factory=list, description="any of these words (case-insensitive)")
-    start: datetime | None = None
-    end: datetime | None = None
-    limit: int = Field(default=200, ge=1, le=5000)
-
-
-class MetricsQuery(ToolArgs):
-    service: str | None = None
-    status: str = Field(default="all", description="firing, resolved or all")
-    alertname: str | None = None
-    promql: str | None = Field(default=None, description="optional PromQL instant/range query")
-    start: datetime | None = None
-    end: datetime | None = None
-
-
-class KnowledgeQuery(ToolArgs):
-    query: str
-    top_k: int = Field(default=3, ge=1, le=20)
-
-
-class NoData(Exception):
-    """A backend answered, but with nothing: stored as status `no_data`, not as success."""
 
 
 @dataclass(frozen=True)
@@ -65,25 +43,6 @@ class ToolEnv:
 
     settings: Settings
     world_dir: Path | None  # the routed bundled incident world (None: no world matched)
-
-
-class LogsBackend(Protocol):
-    def query_logs(self, q: LogQuery) -> LogsOutput: ...
-
-
-class MetricsBackend(Protocol):
-    def query_metrics(self, q: MetricsQuery) -> MetricsOutput: ...
-
-
-class KnowledgeBackend(Protocol):
-    def lookup_knowledge(self, q: KnowledgeQuery) -> KnowledgeOutput: ...
-
-
-@runtime_checkable
-class EvidenceClock(Protocol):
-    """A backend that can tell its latest record of some services (all, when none is named)."""
-
-    def latest_evidence(self, services: Sequence[str]) -> EvidenceTime | None: ...
 
 
 Backend = LogsBackend | MetricsBackend | KnowledgeBackend
@@ -107,7 +66,7 @@ class ToolSpec:
 
 
 # Backend factories import their module when used: a session on the embedded data never loads
-# the HTTP clients, and the backend modules import this one for the argument models.
+# the HTTP clients.
 def _bundled_logs(cfg: BackendSettings, env: ToolEnv) -> LogsBackend:
     from pipeline.tools.bundled import BundledLogs
 
