@@ -24,10 +24,10 @@ from pipeline.gatekeeper.kinds import (
     RuleKind,
     RuleParams,
     RuleResult,
+    RuleSpec,
     params_of,
     rule_kind,
 )
-from pipeline.gatekeeper.rules_schema import RuleSpec
 from pipeline.replay.columns import judge, rule_bits
 from pipeline.replay.history import GateColumnCache, backfill, write_columns
 from pipeline.replay.inputs import replay_inputs

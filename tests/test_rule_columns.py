@@ -15,9 +15,9 @@ import numpy.typing as npt
 from pipeline.core.config import resource_dir
 from pipeline.core.contracts import VERDICT_ORDER
 from pipeline.gatekeeper import load_rules
+from pipeline.gatekeeper.kinds import RuleSpec
 from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule, ExcerptSimilarityRule
 from pipeline.gatekeeper.rules import RULES, DigestRefRule, EvidenceUtilizationRule
-from pipeline.gatekeeper.rules_schema import RuleSpec
 from pipeline.verdict.policy import VERDICTS, verdict_code
 
 SCORES = np.round(np.linspace(0.0, 1.0, 41), 3)  # steps of 0.025, thresholds among them

@@ -18,11 +18,11 @@ from pipeline.gatekeeper.kinds import (
     RuleKind,
     RuleParams,
     RuleResult,
+    RuleSpec,
     params_of,
     rule_kind,
 )
 from pipeline.gatekeeper.rules import RULES
-from pipeline.gatekeeper.rules_schema import RuleSpec
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 INDEX = (RULES_DIR / "index.yaml").read_text(encoding="utf-8")

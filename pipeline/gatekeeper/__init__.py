@@ -9,7 +9,8 @@ from pipeline.gatekeeper.engine import (
     normalize_structured,
     run_gatekeeper,
 )
-from pipeline.gatekeeper.rules_schema import RuleSet, RuleSpec, load_rules, load_rules_from_text
+from pipeline.gatekeeper.kinds import RuleSpec
+from pipeline.gatekeeper.rules_schema import RuleSet, load_rules, load_rules_from_text
 
 __all__ = [
     "GateContext",

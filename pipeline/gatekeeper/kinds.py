@@ -1,5 +1,5 @@
-"""What a gatekeeper rule kind is, the one registry of them, what a rule reads (RuleContext: one
-session) and what it finds (Finding, RuleResult).
+"""What a gatekeeper rule kind is, the one registry of them, one rule of a kind as the files tune it
+(RuleSpec), what a rule reads (RuleContext: one session) and what it finds (Finding, RuleResult).
 
 A kind is one class: its id, its defaults (name, description, severity, verdictImpact) and a
 nested `Params` model saying which parameters rules/metadata.yaml must give it and of what type.
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, get_args
+from functools import cached_property
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -23,9 +24,6 @@ from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt
 from pipeline.core.contracts import EvidenceDigest, ExecutorBinding, ExecutorOutput, GatekeeperResult, VerdictImpact
 from pipeline.core.feature_shapes import binding_target
 from pipeline.core.messages import Message, render
-
-if TYPE_CHECKING:
-    from pipeline.gatekeeper.rules_schema import RuleSpec
 
 Severity = Literal["error", "warning"]
 # How the columnar replay (pipeline/replay/columns.py) judges a kind's rules over history:
@@ -52,6 +50,30 @@ class RuleParams(BaseModel):
     def problems(self) -> Iterator[tuple[str, str]]:
         """(parameter, problem) for what the field types cannot say, e.g. two thresholds out of order."""
         return iter(())
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """One rule as the files define it: index entry plus metadata."""
+
+    id: str
+    name: str
+    description: str
+    enabled: bool
+    severity: Severity
+    verdict_impact: VerdictImpact
+    params: RuleParams
+    note: str = ""  # metadata description: why the rule is tuned this way
+
+    @cached_property
+    def downgraded(self) -> bool:
+        """A warning-only rule never fails the gatekeeper: its failures count as warnings."""
+        return self.verdict_impact == "warn_only" or self.severity == "warning"
+
+    @cached_property
+    def params_key(self) -> str:
+        """The parameters as one comparable string: what a rule's remembered findings are keyed by."""
+        return self.params.model_dump_json()
 
 
 Bools = npt.NDArray[np.bool_]

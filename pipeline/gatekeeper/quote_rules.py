@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -36,13 +36,10 @@ from pipeline.gatekeeper.kinds import (
     RuleKind,
     RuleParams,
     RuleResult,
+    RuleSpec,
     params_of,
     rule_kind,
 )
-
-if TYPE_CHECKING:
-    from pipeline.gatekeeper.rules_schema import RuleSpec
-
 
 ALWAYS = 2.0  # an entity change point above any minLocatedScore (thresholds lie in [0, 1])
 # More invented words than an excerpt of a record holds, and longer words or runs than any: a

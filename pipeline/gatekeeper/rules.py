@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,7 @@ from pipeline.gatekeeper.kinds import (
     RuleKind,
     RuleParams,
     RuleResult,
+    RuleSpec,
     params_of,
     rule_kind,
 )
@@ -44,9 +45,6 @@ from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule as ExcerptEntiti
 from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule as ExcerptSimilarityRule
 from pipeline.text.primitives import keywords, normalize
 from pipeline.tools.registry import persisted_name
-
-if TYPE_CHECKING:
-    from pipeline.gatekeeper.rules_schema import RuleSpec
 
 _FIELD_PATH = re.compile(r"[a-z_]+(\[\])?(\.[a-z_]+(\[\])?)*")  # claims[].claim_text
 

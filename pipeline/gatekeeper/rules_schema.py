@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from pipeline.core import safeyaml
 from pipeline.core.contracts import VerdictImpact
 from pipeline.core.errors import QUOTE_CHARS, RulesError, quote
-from pipeline.gatekeeper.kinds import RuleKind, RuleParams, Severity
+from pipeline.gatekeeper.kinds import RuleKind, RuleParams, RuleSpec, Severity
 from pipeline.gatekeeper.rules import RULES  # importing the kinds' module is what registers them
 
 INDEX_FILE = "index.yaml"
@@ -30,30 +30,6 @@ MAX_RULES_FILE_BYTES = 256 * 1024
 METADATA_FILE = "metadata.yaml"
 _IMPACTS: tuple[str, ...] = get_args(VerdictImpact)
 _SEVERITIES: tuple[str, ...] = get_args(Severity)
-
-
-@dataclass(frozen=True)
-class RuleSpec:
-    """One rule as the files define it: index entry plus metadata."""
-
-    id: str
-    name: str
-    description: str
-    enabled: bool
-    severity: Severity
-    verdict_impact: VerdictImpact
-    params: RuleParams
-    note: str = ""  # metadata description: why the rule is tuned this way
-
-    @cached_property
-    def downgraded(self) -> bool:
-        """A warning-only rule never fails the gatekeeper: its failures count as warnings."""
-        return self.verdict_impact == "warn_only" or self.severity == "warning"
-
-    @cached_property
-    def params_key(self) -> str:
-        """The parameters as one comparable string: what a rule's remembered findings are keyed by."""
-        return self.params.model_dump_json()
 
 
 class IndexEntry(TypedDict):

@@ -12,8 +12,8 @@ import numpy as np
 
 from pipeline.core.contracts import GatekeeperResult, VerdictImpact
 from pipeline.core.errors import RulesError
-from pipeline.gatekeeper.kinds import RULES, ActsOn, Severity
-from pipeline.gatekeeper.rules_schema import RuleSet, RuleSpec
+from pipeline.gatekeeper.kinds import RULES, ActsOn, RuleSpec, Severity
+from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.replay.columns import HistoryArrays
 from pipeline.runs.rulebook import parsed_rules
 from pipeline.store import Store
