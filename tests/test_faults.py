@@ -333,7 +333,8 @@ def test_bundle_zip_entries_are_plain_file_names_whatever_the_stored_id(store: S
     import zipfile
     from io import BytesIO
 
-    from pipeline.runs.review_queue import QueueFilter, export_zip
+    from pipeline.bundles.queue_zip import export_zip
+    from pipeline.runs.review_queue import QueueFilter
 
     for sid in ("../../../../tmp/pwned", "<script>alert(1)</script>", "a\\..\\b", "x" * 5000, "/etc/passwd"):
         store.create_session(question="q", world=None, shape="split", provider="offline", model="m", session_id=sid)

@@ -61,7 +61,8 @@ def _exported(capsys: pytest.CaptureFixture[str], sid: str, path: Path) -> dict[
 
 def test_unverified_stays_unverified_through_export_and_import(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                                 backend: str) -> None:
-    from pipeline.runs.review_queue import QueueFilter, export_zip, queue_rows
+    from pipeline.bundles.queue_zip import export_zip
+    from pipeline.runs.review_queue import QueueFilter, queue_rows
 
     code, out, _ = run(capsys, "ask", CPU_QUESTION, "--json")
     ran_here = json.loads(out)["session_id"]
@@ -183,9 +184,10 @@ def _poison(store: Store, sid: str) -> None:
 
 def test_one_poisoned_session_never_fails_the_store(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                    backend: str) -> None:
+    from pipeline.bundles.queue_zip import export_zip
     from pipeline.frontends.views import trace as trace_view
     from pipeline.runs.record import read_session
-    from pipeline.runs.review_queue import QueueFilter, export_csv, export_zip, queue_rows
+    from pipeline.runs.review_queue import QueueFilter, export_csv, queue_rows
 
     settings = load_settings()
     store = Store(settings.db_url)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pipeline.bundles.provenance import NoSigningKey, signing_key
+from pipeline.bundles.queue_zip import export_zip
 from pipeline.core.config import Settings
 from pipeline.runs import review_queue
 from pipeline.store import Store
@@ -28,7 +29,7 @@ def queue_exports(settings: Settings, store: Store, q: review_queue.QueueFilter)
             key = signing_key(settings)
         except NoSigningKey:
             key = None  # a read-only home still exports; importers see unsigned bundles
-        return review_queue.export_zip(store, q, key=key)
+        return export_zip(store, q, key=key)
 
     return [QueueExport("csv", "sessions.csv", "text/csv", lambda: review_queue.export_csv(store, q)),
             QueueExport("zip", "session-bundles.zip", "application/zip", bundles)]
