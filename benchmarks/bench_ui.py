@@ -273,7 +273,7 @@ def demo_pages(repeat: int) -> None:
     - tab: each page in a new tab of that browser (a new Streamlit session, the page's first run);
     - fresh: each page in a new browser profile (nothing cached, every chunk fetched and compiled).
     Drawn = the sidebar's language switch and the page's title are on screen and no script runs."""
-    from pipeline.runs.demo import run_demo
+    from pipeline.eval.demo import run_demo
 
     home = Path(tempfile.mkdtemp(prefix="wb-bench-"))
     os.environ["WORKBENCH_HOME"] = str(home)

@@ -75,7 +75,7 @@ def sidebar() -> review_queue.QueueFilter:
 
 
 def run_samples() -> None:
-    from pipeline.runs.demo import run_demo  # only an empty store needs the sample set (and its imports)
+    from pipeline.eval.demo import run_demo  # only an empty store needs the sample set (and its imports)
 
     bar = st.progress(0.0)
     run_demo(reads.settings(), reads.store(), language=i18n.lang(),
@@ -84,7 +84,7 @@ def run_samples() -> None:
 
 
 def empty_store() -> None:
-    from pipeline.runs.demo import demo_runs
+    from pipeline.eval.demo import demo_runs
 
     st.info(i18n.t("sessions.empty_store"))
     n = len(demo_runs(reads.settings(), i18n.lang()))

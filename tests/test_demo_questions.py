@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.core.config import Settings
+from pipeline.eval.demo import FORMS, demo_runs, sample_questions
 from pipeline.frontends.views.ask import samples
-from pipeline.runs.demo import FORMS, demo_runs, sample_questions
 from pipeline.text.primitives import detect_language
 from pipeline.tools.incidents import load_worlds
 from pipeline.verdict.scope import read_scope

@@ -14,8 +14,8 @@ from collections import Counter
 import pytest
 
 from pipeline.core.config import Settings
+from pipeline.eval.demo import run_demo
 from pipeline.eval.runner import run_suite
-from pipeline.runs.demo import run_demo
 from pipeline.runs.record import read_session
 from pipeline.runs.session import run_session
 from pipeline.store import Store
@@ -64,7 +64,7 @@ def test_no_sentence_says_no_data_for_a_service_whose_records_were_returned(sett
 def test_the_demo_sessions_of_a_malformed_model_count_what_came_back(settings: Settings, store: Store) -> None:
     """The scripted malformed-JSON session: nothing to claim, yet the payment-service records the
     trace shows are counted in its first sentence, never called missing."""
-    from pipeline.runs.demo import demo_runs
+    from pipeline.eval.demo import demo_runs
 
     (run,) = [r for r in demo_runs(settings, "en") if r[2] and r[2]["name"] == "12-malformed-json"]
     (sid,) = run_demo(settings, store, runs=[run])
@@ -78,8 +78,8 @@ def test_the_ask_page_leads_with_the_first_sentence_and_its_sections_agree_with_
         settings: Settings, store: Store) -> None:
     """The page shows the lead, not the whole answer again above the sections; the next steps it
     lists are the answer's (a template's safe steps included), never "none" below steps."""
+    from pipeline.eval.demo import demo_runs
     from pipeline.frontends.views import ask as ask_view
-    from pipeline.runs.demo import demo_runs
 
     (run,) = [r for r in demo_runs(settings, "en") if r[2] and r[2]["name"] == "12-malformed-json"]
     (sid,) = run_demo(settings, store, runs=[run])

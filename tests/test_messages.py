@@ -109,8 +109,8 @@ def test_workbench_show_speaks_the_readers_language(settings, store, capsys: pyt
     """A REJECT session of a misbehaving model (fixture 07): its gatekeeper findings, verdict
     reasons and filter reasons come out of `workbench show --lang zh` in Chinese, with the rule
     ids and quoted evidence verbatim, and in English with --lang en."""
+    from pipeline.eval.demo import demo_runs, run_demo
     from pipeline.frontends.cli import main
-    from pipeline.runs.demo import demo_runs, run_demo
     from pipeline.runs.record import read_session
 
     run = [r for r in demo_runs(settings, "zh") if r[2] and r[2]["name"].startswith("07-")]

@@ -498,8 +498,8 @@ def test_with_editors_configured_reviews_are_saved_as_the_signed_in_editor_only(
 
 
 def test_labelling_the_last_flagged_claim_offers_the_sessions_own_label(settings: Settings, store: Store) -> None:
+    from pipeline.eval.demo import run_demo
     from pipeline.frontends.views import trace as trace_view
-    from pipeline.runs.demo import run_demo
     from pipeline.runs.record import read_session
 
     flagged: tuple[str, list[str]] | None = None

@@ -29,8 +29,8 @@ except ImportError:  # the fixture turns this into a skip, or a failure under CI
 from pipeline.core.config import ROOT, load_settings
 from pipeline.core.messages import tr
 from pipeline.eval import history
+from pipeline.eval.demo import demo_runs, run_demo
 from pipeline.eval.runner import EvalResult
-from pipeline.runs.demo import demo_runs, run_demo
 from pipeline.runs.record import read_session
 from pipeline.store import Store
 

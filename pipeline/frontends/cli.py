@@ -270,7 +270,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from pipeline.runs.demo import run_demo
+    from pipeline.eval.demo import run_demo
 
     settings = _settings(args)
     ids = run_demo(settings, Store(settings.db_url), language=args.language,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.contracts import ComposerAction, ComposerGuardResult, ComposerHypothesis, ExecutorBinding, Verdict
-from pipeline.runs.demo import sample_questions
+from pipeline.eval.demo import sample_questions
 from pipeline.runs.record import SessionRecord
 from pipeline.tools.incidents import World
 
@@ -75,6 +75,6 @@ def _lead(answer: str, summary: str) -> str:
 
 def samples(world: World, language: str) -> list[str]:
     """The questions the page offers over a bundled world: the sample set's, one per question form
-    (pipeline.runs.demo), else the world's own."""
+    (pipeline.eval.demo), else the world's own."""
     return [s.question for s in sample_questions(world.id, language)] or list(
         world.questions_zh if language == "zh" else world.questions_en)
