@@ -48,9 +48,9 @@ from pipeline.gatekeeper.features import compute_features
 from pipeline.replay.inputs import replay_inputs
 from pipeline.replay.per_session import replay
 from pipeline.runs import review_queue
-from pipeline.runs.record import read_session
 from pipeline.runs.session import run_session
 from pipeline.store import Store
+from pipeline.store.record import read_session
 from pipeline.store.schema import DiagnosisSession, ToolInvocationRow
 from pipeline.tools.incidents import load_worlds
 

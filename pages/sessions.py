@@ -11,8 +11,8 @@ from pages._ui import frame, i18n, markup, reads, widgets
 from pipeline.frontends.views import sessions as sessions_view
 from pipeline.gatekeeper.rules import RULES
 from pipeline.runs import review_queue
-from pipeline.runs.record import SessionRow
 from pipeline.store import SessionFilter
+from pipeline.store.record import SessionRow
 
 PAGE_SIZE = 50
 REVIEWED = ("no", "yes", "any")

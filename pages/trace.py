@@ -11,7 +11,7 @@ from pipeline.core.messages import guard_kind
 from pipeline.frontends.views import highlight
 from pipeline.frontends.views import trace as trace_view
 from pipeline.runs import review_queue
-from pipeline.runs.record import InvocationMeta, SessionRecord, verdict_marks
+from pipeline.store.record import InvocationMeta, SessionRecord, verdict_marks
 
 CLAIMS_PER_PAGE = 10
 

@@ -103,7 +103,7 @@ def backend_settings(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
 def _read_back(store: Store, sid: str) -> None:
     """Every read of a stored session: the record the pages show, and the export."""
     from pipeline.bundles.session_bundle import export_bundle
-    from pipeline.runs.record import read_session
+    from pipeline.store.record import read_session
 
     read_session(store, sid)
     json.dumps(export_bundle(store, sid), allow_nan=False)

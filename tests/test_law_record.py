@@ -16,9 +16,9 @@ import pytest
 from pipeline.core.config import Settings
 from pipeline.eval.demo import run_demo
 from pipeline.eval.runner import run_suite
-from pipeline.runs.record import read_session
 from pipeline.runs.session import run_session
 from pipeline.store import Store
+from pipeline.store.record import read_session
 from pipeline.tools.incidents import load_worlds
 from pipeline.tools.results import read_result
 

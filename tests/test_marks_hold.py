@@ -186,8 +186,8 @@ def test_one_poisoned_session_never_fails_the_store(capsys: pytest.CaptureFixtur
                                                    backend: str) -> None:
     from pipeline.bundles.queue_zip import export_zip
     from pipeline.frontends.views import trace as trace_view
-    from pipeline.runs.record import read_session
     from pipeline.runs.review_queue import QueueFilter, export_csv, queue_rows
+    from pipeline.store.record import read_session
 
     settings = load_settings()
     store = Store(settings.db_url)

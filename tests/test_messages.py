@@ -111,7 +111,7 @@ def test_workbench_show_speaks_the_readers_language(settings, store, capsys: pyt
     ids and quoted evidence verbatim, and in English with --lang en."""
     from pipeline.eval.demo import demo_runs, run_demo
     from pipeline.frontends.cli import main
-    from pipeline.runs.record import read_session
+    from pipeline.store.record import read_session
 
     run = [r for r in demo_runs(settings, "zh") if r[2] and r[2]["name"].startswith("07-")]
     (sid,) = run_demo(settings, store, runs=run, language="zh")

@@ -228,7 +228,7 @@ def test_a_user_name_alone_is_no_secret_and_payment_service_stays_readable(
 def test_a_configured_token_typed_into_a_question_or_note_is_masked_everywhere(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, cli_store: Store) -> None:
     from pipeline.core.config import load_settings
-    from pipeline.runs.record import read_session
+    from pipeline.store.record import read_session
 
     token = "canary-typed-token-6d2e90"
     monkeypatch.setenv("LOKI_BEARER_TOKEN", token)

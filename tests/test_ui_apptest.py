@@ -16,10 +16,10 @@ from pipeline.bundles.session_bundle import export_bundle
 from pipeline.core.config import ROOT, Settings
 from pipeline.core.messages import tr
 from pipeline.runs import review_queue
-from pipeline.runs.record import read_session
 from pipeline.runs.session import run_session
 from pipeline.store import Store
 from pipeline.store.listing import session_list
+from pipeline.store.record import read_session
 
 APP = str(ROOT / "app.py")
 TIMEOUT = 120
@@ -500,7 +500,7 @@ def test_with_editors_configured_reviews_are_saved_as_the_signed_in_editor_only(
 def test_labelling_the_last_flagged_claim_offers_the_sessions_own_label(settings: Settings, store: Store) -> None:
     from pipeline.eval.demo import run_demo
     from pipeline.frontends.views import trace as trace_view
-    from pipeline.runs.record import read_session
+    from pipeline.store.record import read_session
 
     flagged: tuple[str, list[str]] | None = None
     for sid in run_demo(settings, store):

@@ -31,8 +31,8 @@ from pipeline.core.messages import tr
 from pipeline.eval import history
 from pipeline.eval.demo import demo_runs, run_demo
 from pipeline.eval.runner import EvalResult
-from pipeline.runs.record import read_session
 from pipeline.store import Store
+from pipeline.store.record import read_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

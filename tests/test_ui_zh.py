@@ -22,7 +22,7 @@ from test_ui_browser import _settled, _shot, _store, _streamlit, page  # noqa: F
 from pipeline.core.config import load_settings
 from pipeline.core.messages import tr
 from pipeline.eval.demo import demo_runs, run_demo
-from pipeline.runs.record import read_session
+from pipeline.store.record import read_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

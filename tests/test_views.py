@@ -19,9 +19,9 @@ from pipeline.frontends.views import rules as rules_view
 from pipeline.frontends.views import trace as trace_view
 from pipeline.gatekeeper import load_rules
 from pipeline.runs import review_queue
-from pipeline.runs.record import EntityMiss, SessionRecord, read_session
 from pipeline.runs.session import run_session
 from pipeline.store import SessionFilter, Store
+from pipeline.store.record import EntityMiss, SessionRecord, read_session
 from pipeline.store.schema import DiagnosisSession, VerdictInForce
 
 

@@ -13,8 +13,8 @@ from pipeline.core.config import Settings, load_settings
 from pipeline.core.errors import NotFound
 from pipeline.frontends.views import outputs
 from pipeline.runs import review_queue
-from pipeline.runs.record import SessionRecord, SessionRow, read_session
 from pipeline.store import SessionFilter, Store
+from pipeline.store.record import SessionRecord, SessionRow, read_session
 
 
 def settings() -> Settings:

@@ -11,7 +11,7 @@ from pages._ui.i18n import named, say, symptom, t
 from pages._ui.markup import esc, html_block, md, pill
 from pages._ui.reads import settings
 from pipeline.frontends.views.trace import form_view
-from pipeline.runs.record import SessionRecord
+from pipeline.store.record import SessionRecord
 
 VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
 GATE_STATUSES = ("pass", "warn", "fail")

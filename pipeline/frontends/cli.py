@@ -78,7 +78,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                      "time_window": window.model_dump(mode="json") if window else None,
                      "verifier_evaluation": result.evaluation.round_audit.model_dump(mode="json")})
     else:
-        from pipeline.runs.record import verdict_marks
+        from pipeline.store.record import verdict_marks
 
         # The answer first; the verdict line and where the evidence came from after it.
         marks = verdict_marks(ungated=bool(result.ungated_by), provenance=None)
@@ -154,7 +154,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     bundle = load_bundle(Path(args.file), max_bytes=settings.budget.max_bundle_bytes)
     result = import_bundle(Store(settings.db_url), bundle, settings=settings, rules=_rules(args, settings),
                            provider=make_provider(settings))
-    from pipeline.runs.record import verdict_text
+    from pipeline.store.record import verdict_text
 
     renumbered = sum(1 for old, new in result.id_map.items() if old != new)
     print(f"imported as session {result.session_id} ({len(result.id_map)} invocations, {renumbered} renumbered; "

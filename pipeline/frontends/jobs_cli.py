@@ -92,9 +92,9 @@ def _address(sock: Any) -> str:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from pipeline.runs.record import verdict_marks
     from pipeline.store.lease import reap
     from pipeline.store.listing import session_count, session_list
+    from pipeline.store.record import verdict_marks
 
     settings = _settings(args)
     store = Store(settings.db_url)

@@ -6,8 +6,8 @@ import json
 
 from pipeline.core.messages import localized
 from pipeline.frontends.views.trace import verdict_reasons
-from pipeline.runs.record import SessionRecord, read_session, verdict_text
 from pipeline.store import Store
+from pipeline.store.record import SessionRecord, read_session, verdict_text
 
 
 def _section(title: str) -> str:

@@ -23,9 +23,9 @@ from typing import Any
 
 from sqlalchemy import and_, func, literal, or_, select
 
-from pipeline.runs.record import SessionRow
 from pipeline.store import SessionFilter, Store
 from pipeline.store.listing import version_in_force
+from pipeline.store.record import SessionRow
 from pipeline.store.repo import AT_ASK, IN_FORCE, MOVED, Outcome
 from pipeline.store.schema import (
     LISTING_GROUPS,

@@ -35,8 +35,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.trace import Status, StatusCode
 
 from pipeline.core.config import Settings
-from pipeline.runs.record import SessionRecord, read_session
 from pipeline.store import Store
+from pipeline.store.record import SessionRecord, read_session
 from pipeline.text.redact import safe_url
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from typing import Any
 
 from pipeline.core.contracts import ComposerAction, ComposerGuardResult, ComposerHypothesis, ExecutorBinding, Verdict
 from pipeline.eval.demo import sample_questions
-from pipeline.runs.record import SessionRecord
+from pipeline.store.record import SessionRecord
 from pipeline.tools.incidents import World
 
 

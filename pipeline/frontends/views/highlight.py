@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from pipeline.runs.record import EntityMiss
+from pipeline.store.record import EntityMiss
 
 SegmentKind = Literal["text", "match", "entity", "cited"]
 

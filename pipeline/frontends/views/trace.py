@@ -25,7 +25,8 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.feature_shapes import binding_target
 from pipeline.core.messages import Message, render
-from pipeline.runs.record import (
+from pipeline.store import Store
+from pipeline.store.record import (
     BindingFeatures,
     EntityMiss,
     OtherMatch,
@@ -34,7 +35,6 @@ from pipeline.runs.record import (
     SourceMatch,
     read_session,
 )
-from pipeline.store import Store
 from pipeline.store.schema import DiagnosisSession, RulesInForce, VerdictInForce
 
 GOOD_CHECKS = ("direct_observation", "reasonable_inference")
