@@ -167,10 +167,9 @@ ARGUMENT_TEXT = _planted(ARGUMENTS, [(key,) for key in ARGUMENTS] + [("other",)]
 def test_any_tool_arguments_are_refused_or_stored_readably(tool: str, text: str, backend_settings: Settings) -> None:
     from pipeline.core.contracts import PlannerPlan
     from pipeline.llm.openai_provider import _ToolLoop
-    from pipeline.runs.session import _ToolRunner
+    from pipeline.runs.session import _ToolRunner, route_question
     from pipeline.tools import build_toolbox
     from pipeline.tools.arguments import ArgumentPolicy
-    from pipeline.tools.incidents import route_question
 
     store = Store(backend_settings.db_url)
     world = route_question(backend_settings.incidents_dir, CPU_QUESTION)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pipeline.core.bounds import cap_text, encodable, storable, unstorable
@@ -29,13 +30,13 @@ from pipeline.store import Store
 from pipeline.store.engine import database_fault
 from pipeline.store.lease import Heartbeat, add_event, claim_session, reap
 from pipeline.telemetry import session_ended
-from pipeline.text.primitives import detect_language, extract_entities
+from pipeline.text.primitives import detect_language, extract_entities, normalize
 from pipeline.text.redact import mask_known, redact, redact_value, redacted_call, remember_settings
 from pipeline.tools import ToolBox, build_toolbox
-from pipeline.tools.incidents import World, route_question, world_by_id
+from pipeline.tools.incidents import World, load_worlds, world_by_id
 from pipeline.tools.queries import NoData
 from pipeline.tools.registry import model_name, persisted_name
-from pipeline.verdict.scope import read_scope
+from pipeline.verdict.scope import asked_services, read_scope
 
 OnEvent = Callable[[str, dict[str, Any]], None]
 
@@ -77,6 +78,26 @@ def _pick_world(settings: Settings, question: str, world_id: str | None) -> Worl
     if world_id:
         return world_by_id(settings.incidents_dir, world_id)
     return route_question(settings.incidents_dir, question)
+
+
+def route_question(incidents_dir: Path, question: str) -> World | None:
+    """The world whose services (weight 3) and keywords (weight 1) the question names most.
+
+    A question that names services is only routed to a world holding one of them: a world
+    without "billing-service" would answer a billing question with another incident's story.
+    """
+    worlds = load_worlds(incidents_dir)
+    asked = asked_services(question, sorted({s for w in worlds for s in w.services}))
+    text = normalize(question)
+    best: tuple[int, World | None] = (0, None)
+    for world in worlds:
+        if asked and not set(asked) & set(world.services):
+            continue
+        score = 3 * sum(1 for s in asked if s in world.services)
+        score += sum(1 for kw in world.keywords if normalize(kw) in text)
+        if score > best[0]:
+            best = (score, world)
+    return best[1]
 
 
 class _ToolRunner:

@@ -17,8 +17,6 @@ import yaml
 
 from pipeline.core.errors import NotFound, quote
 from pipeline.core.messages import Message, msg
-from pipeline.text.primitives import normalize
-from pipeline.verdict.scope import asked_services
 
 
 @dataclass(frozen=True)
@@ -86,26 +84,6 @@ def world_by_id(incidents_dir: Path, world_id: str) -> World:
             return world
     known = ", ".join(w.id for w in load_worlds(incidents_dir)) or "none"
     raise NotFound(f"no bundled incident world {quote(world_id)} in {incidents_dir} (known: {known})")
-
-
-def route_question(incidents_dir: Path, question: str) -> World | None:
-    """The world whose services (weight 3) and keywords (weight 1) the question names most.
-
-    A question that names services is only routed to a world holding one of them: a world
-    without "billing-service" would answer a billing question with another incident's story.
-    """
-    worlds = load_worlds(incidents_dir)
-    asked = asked_services(question, sorted({s for w in worlds for s in w.services}))
-    text = normalize(question)
-    best: tuple[int, World | None] = (0, None)
-    for world in worlds:
-        if asked and not set(asked) & set(world.services):
-            continue
-        score = 3 * sum(1 for s in asked if s in world.services)
-        score += sum(1 for kw in world.keywords if normalize(kw) in text)
-        if score > best[0]:
-            best = (score, world)
-    return best[1]
 
 
 def catalogue(incidents_dir: Path) -> list[str]:
