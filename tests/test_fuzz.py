@@ -126,8 +126,8 @@ EXECUTOR_TEXT = _planted(DIAGNOSIS, EXECUTOR_PATHS)
 @FUZZ
 @given(EXECUTOR_TEXT)
 def test_the_executor_reader_gives_a_parse_status_for_any_reply(raw: str) -> None:
-    from pipeline.core.bounds import unstorable
     from pipeline.stages.parse import parse_executor_output
+    from pipeline.text.bounds import unstorable
     from pipeline.text.replies import read_object
 
     status, output = parse_executor_output(raw)

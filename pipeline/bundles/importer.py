@@ -26,7 +26,6 @@ from typing import Any, cast
 from pipeline.bundles.check import check_bundle
 from pipeline.bundles.provenance import SignatureCheck, check_signature, trusted_keys
 from pipeline.bundles.session_bundle import SessionBundle
-from pipeline.core.bounds import cap_text
 from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord
 from pipeline.core.messages import localized
@@ -35,6 +34,7 @@ from pipeline.llm.provider import Provider
 from pipeline.stages.parse import parse_executor_output
 from pipeline.store import Store
 from pipeline.store.repo import new_session_id
+from pipeline.text.bounds import cap_text
 from pipeline.text.redact import redact, redact_value, redacted_call
 
 

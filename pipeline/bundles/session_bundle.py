@@ -21,11 +21,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from pipeline.bundles.provenance import STATEMENT, sign, statement
-from pipeline.core.bounds import MAX_JSON_DEPTH, int64, too_deep, unstorable
 from pipeline.core.contracts import EvidenceDigest, ToolInvocation
 from pipeline.core.errors import BundleError, NotFound
 from pipeline.store import Store
 from pipeline.store.listing import session_outcome
+from pipeline.text.bounds import MAX_JSON_DEPTH, int64, too_deep, unstorable
 from pipeline.text.redact import redact_value
 
 # A source's own session id is kept and shown, never used as ours: bounded, printable.

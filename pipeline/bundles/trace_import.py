@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.core.bounds import cap_text, too_deep
 from pipeline.core.errors import BundleError
+from pipeline.text.bounds import cap_text, too_deep
 
 _KIND = "openinference.span.kind"
 _ROOT_KINDS = ("AGENT", "CHAIN")

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.bounds import encodable
 from pipeline.core.config import Settings, config_path, load_settings
 from pipeline.core.errors import ConfigError, WorkbenchError, one_line
 from pipeline.store import Store
+from pipeline.text.bounds import encodable
 from pipeline.text.primitives import detect_language
 from pipeline.text.redact import safe_url
 

@@ -31,7 +31,6 @@ import tenacity
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel, ValidationError
 
-from pipeline.core.bounds import loads_bounded
 from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord
 from pipeline.core.errors import LlmCallError
@@ -39,6 +38,7 @@ from pipeline.llm.budget import estimate_messages_tokens, fit_messages
 from pipeline.llm.endpoint_limit import endpoint_slots
 from pipeline.llm.prompts import Prompt
 from pipeline.llm.provider import StageContext
+from pipeline.text.bounds import loads_bounded
 from pipeline.text.primitives import estimate_tokens
 from pipeline.text.redact import redact, redact_value
 from pipeline.text.replies import read_object, strip_wrappers

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import openai
 from pydantic import BaseModel, ValidationError
 
-from pipeline.core.bounds import loads_bounded
 from pipeline.core.config import Settings
 from pipeline.core.contracts import (
     CollectionSummary,
@@ -39,6 +38,7 @@ from pipeline.llm.budget import cut_output, cut_records, estimate_messages_token
 from pipeline.llm.invoker import StructuredLlmInvoker, ToolChoice
 from pipeline.llm.prompts import Prompt, load_prompt
 from pipeline.llm.provider import StageContext
+from pipeline.text.bounds import loads_bounded
 from pipeline.text.replies import strip_wrappers
 from pipeline.tools.arguments import ArgumentPolicy
 from pipeline.tools.registry import TOOLS, calls_schema, model_name, persisted_name, tool_schemas

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.bounds import cap_text, encodable, storable, unstorable
 from pipeline.core.config import Settings
 from pipeline.core.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation, Verdict
 from pipeline.core.errors import ConfigError, InputError, StoreError, WorkbenchError
@@ -30,6 +29,7 @@ from pipeline.store import Store
 from pipeline.store.engine import database_fault
 from pipeline.store.lease import Heartbeat, add_event, claim_session, reap
 from pipeline.telemetry import session_ended
+from pipeline.text.bounds import cap_text, encodable, storable, unstorable
 from pipeline.text.primitives import detect_language, extract_entities, normalize
 from pipeline.text.redact import mask_known, redact, redact_value, redacted_call, remember_settings
 from pipeline.tools import ToolBox, build_toolbox

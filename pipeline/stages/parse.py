@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from pipeline.core.bounds import loads_bounded
 from pipeline.core.contracts import ExecutorOutput, ParseStatus
+from pipeline.text.bounds import loads_bounded
 from pipeline.text.echoes import PromptExample
 from pipeline.text.replies import strip_wrappers
 

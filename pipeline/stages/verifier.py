@@ -15,7 +15,6 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
-from pipeline.core.bounds import loads_bounded
 from pipeline.core.contracts import (
     ClaimCheck,
     EvidenceDigest,
@@ -32,6 +31,7 @@ from pipeline.core.contracts import (
 from pipeline.core.errors import StageFailure
 from pipeline.core.messages import tr
 from pipeline.gatekeeper.features import located_lines
+from pipeline.text.bounds import loads_bounded
 from pipeline.text.primitives import Entity, extract_entities, find_entities, keywords, normalize
 from pipeline.tools.results import read_result
 from pipeline.verdict.context import StageContext

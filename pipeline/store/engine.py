@@ -25,8 +25,8 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 from sqlalchemy.pool import NullPool
 
-from pipeline.core.bounds import encodable, unstorable
 from pipeline.core.errors import StoreError
+from pipeline.text.bounds import encodable, unstorable
 
 NUL, REPLACEMENT = "\x00", "\ufffd"
 # In JSON text a NUL is the escape \u0000, preceded by an odd number of backslashes (an even

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline.core.bounds import loads_bounded
+from pipeline.text.bounds import loads_bounded
 
 # Reasoning models put their chain of thought in one of these blocks before the answer.
 _REASONING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
