@@ -35,7 +35,7 @@ from pipeline.stages.parse import parse_executor_output
 from pipeline.store import Store
 from pipeline.store.repo import new_session_id
 from pipeline.text.bounds import cap_text
-from pipeline.text.redact import redact, redact_value, redacted_call
+from pipeline.text.redact import redact, redact_value
 
 
 @dataclass
@@ -192,7 +192,7 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
     if bundle.session.created_at is not None:
         session["created_at"] = bundle.session.created_at
     store.add_whole_session(session=session, invocations=invocations,
-                            llm_calls=[redacted_call(rec) for rec in calls], finish=finish)
+                            llm_calls=[rec.redacted() for rec in calls], finish=finish)
     return ImportResult(session_id=sid, id_map=dict(id_map), verdict=ev.verdict,
                         claimed_verdict=claimed.get("verdict"), capped=[i for i, cut in cuts.items() if cut],
                         signature=signature, ungated_by=ungated_by)

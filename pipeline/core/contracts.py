@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_core import CoreSchema, core_schema
 
 from pipeline.core.messages import Message
+from pipeline.text.redact import redact, redact_value
 
 ANSWER_VERSION: Literal["executor_evidence_v2"] = "executor_evidence_v2"
 TRACEABILITY_VERSION = "v2"
@@ -706,3 +707,8 @@ class LlmCallRecord(_Model):
     # The endpoint's (stop, length, tool_calls), or "prose": a reply made to call a tool that
     # wrote text instead, read no further.
     finish_reason: str | None = None
+
+    def redacted(self) -> LlmCallRecord:
+        """The record with its messages, reply and error redacted, as it is stored."""
+        return self.model_copy(update={"messages": redact_value(self.messages), "raw_response": redact(self.raw_response),
+                                       "error": redact(self.error) if self.error else self.error})

@@ -31,7 +31,7 @@ from pipeline.store.lease import Heartbeat, add_event, claim_session, reap
 from pipeline.telemetry import session_ended
 from pipeline.text.bounds import cap_text, encodable, storable, unstorable
 from pipeline.text.primitives import detect_language, extract_entities, normalize
-from pipeline.text.redact import mask_known, redact, redact_value, redacted_call, remember_settings
+from pipeline.text.redact import mask_known, redact, redact_value, remember_settings
 from pipeline.tools import ToolBox, build_toolbox
 from pipeline.tools.incidents import World, load_worlds, world_by_id
 from pipeline.tools.queries import NoData
@@ -248,7 +248,7 @@ def _run_session(
     def record(rec: LlmCallRecord) -> None:
         tokens["prompt"] += rec.prompt_tokens
         tokens["completion"] += rec.completion_tokens
-        store.add_llm_call(sid, redacted_call(rec))
+        store.add_llm_call(sid, rec.redacted())
 
     runner = _ToolRunner(store, sid, toolbox, settings, emit)
     ctx = StageContext(settings=settings, session_id=sid, language=detect_language(question), record=record,

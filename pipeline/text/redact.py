@@ -32,11 +32,8 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
-
-if TYPE_CHECKING:
-    from pipeline.core.contracts import LlmCallRecord
 
 MASK = "***"
 # Shorter configured values are too likely to be ordinary words ("test", "abc") to mask everywhere.
@@ -254,12 +251,6 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [redact_value(v) for v in value]
     return value
-
-
-def redacted_call(rec: LlmCallRecord) -> LlmCallRecord:
-    """An LLM call record with its messages, reply and error redacted."""
-    return rec.model_copy(update={"messages": redact_value(rec.messages), "raw_response": redact(rec.raw_response),
-                                  "error": redact(rec.error) if rec.error else rec.error})
 
 
 class RedactingFilter(logging.Filter):
