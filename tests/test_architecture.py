@@ -3,11 +3,14 @@ stages, providers, tools, store <- runs, replay, bundles, jobs <- front ends <- 
 
 An AST walk over every module's imports (deferred imports inside functions included), so a new
 module must sit in a layer's folder, and a shortcut upwards fails with the import that made it.
+Within a layer nothing goes round in a circle either: no module reaches itself through its
+imports, and no two folders import each other, so each folder can be read after the ones it uses.
 """
 
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -101,6 +104,49 @@ def test_engine_imports_flow_one_way(path: Path):
 def test_the_verdict_policy_reads_only_contracts_and_text():
     targets = {t for _, t, _ in _imports(ROOT / "pipeline" / "verdict" / "policy.py") if _within(t, "pipeline")}
     assert targets <= {"pipeline.core.contracts", "pipeline.text.primitives", "pipeline.core.messages"}
+
+
+MODULES = {_module(p): p for p in ENGINE}
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The engine modules a file imports: `from pipeline.x import y` is module pipeline.x.y when there is one."""
+    found: set[str] = set()
+    for _, target, names in _imports(path):
+        if not _within(target, "pipeline"):
+            continue
+        for name in [f"{target}.{n}" for n in names] or [target]:
+            while name not in MODULES:  # "pipeline" itself is one, so this ends
+                name = name.rpartition(".")[0]
+            found.add(name)
+    return found - {"pipeline"}
+
+
+def _folder(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _circle(graph: dict[str, set[str]]) -> list[str]:
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return []
+
+
+IMPORTS = {m: _imported_modules(p) - {m} for m, p in MODULES.items() if m != "pipeline"}
+
+
+def test_no_module_reaches_itself_through_its_imports() -> None:
+    """A circle is split by moving what both ends need (shapes, protocols) into a module of its own."""
+    assert _circle(IMPORTS) == []
+
+
+def test_no_two_folders_import_each_other() -> None:
+    graph: dict[str, set[str]] = {}
+    for module, targets in IMPORTS.items():
+        graph.setdefault(_folder(module), set()).update(_folder(t) for t in targets if _folder(t) != _folder(module))
+    assert _circle(graph) == []
 
 
 PAGES = sorted((ROOT / "pages").rglob("*.py")) + [ROOT / "app.py"]
