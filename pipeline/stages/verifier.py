@@ -2,8 +2,8 @@
 
 The verifier judges claims against the tool outputs they cite, but a tool output can be 10 MB.
 So the payload carries, per evidence binding, bounded *windows* of the cited output: the records
-where the excerpt (or the digest's source_quote) was found, plus the records that mention the
-claim's own entities. An LLM verifier and the offline one read the same windows.
+where the gatekeeper's matcher located the excerpt (or the digest's source_quote), as its features
+store it, plus the records that mention the claim's own entities. An LLM verifier and the offline one read the same windows.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from rapidfuzz import fuzz, process
 
 from pipeline.core.contracts import (
     ClaimCheck,
@@ -30,9 +28,9 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.errors import StageFailure
 from pipeline.core.messages import tr
-from pipeline.gatekeeper.features import located_lines
+from pipeline.gatekeeper.features import located_lines, match_excerpt, prepare_output
 from pipeline.text.bounds import loads_bounded
-from pipeline.text.primitives import Entity, extract_entities, find_entities, keywords, normalize
+from pipeline.text.primitives import Entity, extract_entities, find_entities, normalize
 from pipeline.tools.results import read_result
 from pipeline.verdict.context import StageContext
 from pipeline.verdict.payload import (
@@ -60,9 +58,6 @@ LINE_CHARS = 400
 ANCHOR_LINES = 2
 RELATED_LINES = 3
 SUMMARY_CHARS = 1200
-_FUZZY_CUTOFF = 60.0
-# Bounds of the fuzzy anchor search: words looked up, lines per word, lines scored, quote characters scored.
-_FUZZY_WORDS, _FUZZY_HITS, _FUZZY_CANDIDATES, _FUZZY_PROBE = 12, 50, 24, 400
 
 
 # --- locating cited text in a tool output ---------------------------------------------------
@@ -111,33 +106,6 @@ class _Indexed:
             pos = self.joined.find(needle, self.starts[idx] + len(self.norm_lines[idx]) + 1)
         return found
 
-    def fuzzy(self, needle: str, limit: int) -> list[int]:
-        """Lines most like a quote that is not in the output verbatim.
-
-        Only lines holding one of its longest words (Chinese: 4-character chunks) are scored, with
-        its first _FUZZY_PROBE characters: partial_ratio costs the product of the two lengths, and a
-        long excerpt against every long line of a large output multiplies it by the lines."""
-        votes: dict[int, int] = {}
-        for word in _fuzzy_words(needle):
-            for idx in self.occurrences(word, limit=_FUZZY_HITS):
-                votes[idx] = votes.get(idx, 0) + 1
-        candidates = sorted(votes, key=lambda i: -votes[i])[:_FUZZY_CANDIDATES]
-        probe = needle[:_FUZZY_PROBE]
-        hits = process.extract(probe, {i: self.norm_lines[i] for i in candidates}, scorer=fuzz.partial_ratio,
-                               limit=limit, score_cutoff=_FUZZY_CUTOFF)
-        return [idx for _, _, idx in hits]
-
-
-def _fuzzy_words(needle: str) -> list[str]:
-    words: set[str] = set()
-    for token in needle.split():
-        if token.isascii():
-            if len(token) >= 4:
-                words.add(token)
-        else:
-            words.update(token[i : i + 4] for i in range(0, max(1, len(token) - 3), 4))
-    return sorted(words, key=lambda w: (-len(w), w))[:_FUZZY_WORDS]  # ties by text: no run depends on hash order
-
 
 def _clip(line: str, needle: str) -> str:
     """At most LINE_CHARS of a line, centred on where `needle` sits in it."""
@@ -161,27 +129,11 @@ def _claim_needles(claim_text: str) -> list[str]:
     return needles
 
 
-def _rank(idx: _Indexed, candidates: list[int], claim_text: str) -> list[int]:
-    """Prefer the occurrences that also share the claim's words: the claim's own record."""
-    words = keywords(claim_text) if claim_text else frozenset()
-    if not words or len(candidates) <= 1:
-        return candidates
-    return sorted(candidates, key=lambda i: -sum(1 for w in words if w in idx.norm_lines[i]))
-
-
-def _window(
-    idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str, located: Located | None = None
-) -> Window:
-    """The records of one output that show the cited text: where the gatekeeper located it when it
-    placed it in this output (`located`), else where this output's own search finds it (a digest's
-    quote, which the gatekeeper does not place), and the records naming the claim's entities."""
+def _window(idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str, located: Located) -> Window:
+    """The records of one output that show the cited text, where the gatekeeper's matcher located
+    it (`located`), and the records naming the claim's entities."""
     needle = normalize(cited)
-    found, anchor_lines = located if located is not None else (False, [])
-    if not anchor_lines:  # the gatekeeper placed no part of it here: the nearest records, for context
-        exact = idx.occurrences(needle)
-        anchors = _rank(idx, exact, claim_text)[:ANCHOR_LINES] if exact else idx.fuzzy(needle, ANCHOR_LINES)
-        anchor_lines = [idx.lines[i] for i in anchors]
-        found = bool(exact) if located is None else found
+    found, anchor_lines = located
     related: list[int] = []
     for lit in _claim_needles(claim_text):
         for i in idx.occurrences(lit, limit=50):
@@ -204,21 +156,36 @@ def _window(
     }
 
 
-Located = tuple[bool, list[str]]  # (found by structure, the lines holding it)
+Located = tuple[bool, list[str]]  # (found by structure, the lines holding it or, when it is not there, its nearest window)
 _LOCATED_LINES = 2 * ANCHOR_LINES  # a quote over adjacent records, or cut by "...", shows each of its lines
 
 
-def _gatekeeper_located(feat: Any, inv: ToolInvocation) -> Located | None:
-    """Where the gatekeeper's matcher located a binding's quote in this invocation (its features'
-    output source), so the verifier reads the quote where the gatekeeper judged it: one locator.
-    "Found" is the gatekeeper's (by structure, in the records the binding cites); None when the
-    gatekeeper did not judge the quote against this invocation."""
-    sources = feat.get("sources") if isinstance(feat, dict) else None
-    source = sources.get("output") if isinstance(sources, dict) else None
+def _stored_location(source: Any, inv: ToolInvocation) -> Located | None:
+    """Where the gatekeeper's matcher located a quote in this invocation, as its features store it
+    (a binding's output source, a digest's quote), so the verifier reads the quote where the
+    gatekeeper judged it. "Found" is the gatekeeper's (by structure, in the records the quote
+    cites); None when the gatekeeper did not judge the quote against this invocation."""
     if not isinstance(source, dict) or source.get("invocation_id") != inv.id:
         return None
     lines = located_lines(inv.id, inv.output, source.get("spans") or [])[:_LOCATED_LINES]
     return source.get("covered") == 1.0, lines
+
+
+def _location(source: Any, inv: ToolInvocation, text: str) -> Located:
+    """The stored location, else the same matcher run on this output: a quote whose best match the
+    gatekeeper kept in another cited output, or features written before digests' quotes were placed."""
+    stored = _stored_location(source, inv)
+    if stored is not None:
+        return stored
+    found = match_excerpt(text, prepare_output(inv.id, inv.output))
+    spans = [[a, b] for seg in found.segments for a, b in seg.main]
+    return found.covered == 1.0, located_lines(inv.id, inv.output, spans)[:_LOCATED_LINES]
+
+
+def _source(feat: Any, *path: str) -> Any:
+    for key in path:
+        feat = feat.get(key) if isinstance(feat, dict) else None
+    return feat
 
 
 def build_payload(
@@ -243,6 +210,7 @@ def build_payload(
     """
     by_id = {inv.id: inv for inv in invocations}
     digest_by_id = {d.digest_id: d for d in digests or []}
+    digest_index = {d.digest_id: i for i, d in enumerate(digests or [])}
     indexed: dict[int, _Indexed] = {}
 
     def index(inv_id: int) -> _Indexed | None:
@@ -275,9 +243,11 @@ def build_payload(
                 if idx is None:
                     windows.append({"invocation_id": inv_id, "available": False})
                     continue
-                win = _window(idx, by_id[inv_id], excerpt, claim_text, _gatekeeper_located(feat, by_id[inv_id]))
+                inv = by_id[inv_id]
+                win = _window(idx, inv, excerpt, claim_text, _location(_source(feat, "sources", "output"), inv, excerpt))
                 if not win["found"] and digest is not None and digest.source_quote:
-                    win = _window(idx, by_id[inv_id], digest.source_quote, claim_text)
+                    quote = _source(features, f"digests[{digest_index[digest.digest_id]}]", "quote")
+                    win = _window(idx, inv, digest.source_quote, claim_text, _location(quote, inv, digest.source_quote))
                 cited_lines.setdefault(inv_id, []).extend(win["anchor"])
                 windows.append(win)
             entry: CitedBinding = {
@@ -306,14 +276,15 @@ def build_payload(
         )
 
     digest_evidence: list[DigestEvidence] = []
-    for d in digests or []:
+    for di, d in enumerate(digests or []):
         windows = []
+        quote = _source(features, f"digests[{di}]", "quote")
         for inv_id in d.source_invocation_ids:
             idx = index(inv_id)
             if idx is None:
                 windows.append({"invocation_id": inv_id, "available": False})
                 continue
-            win = _window(idx, by_id[inv_id], d.source_quote, d.summary)
+            win = _window(idx, by_id[inv_id], d.source_quote, d.summary, _location(quote, by_id[inv_id], d.source_quote))
             windows.append(win)
         digest_evidence.append({"digest_id": d.digest_id, "windows": windows})
 
