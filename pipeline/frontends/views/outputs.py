@@ -4,12 +4,12 @@ the records nearest an excerpt that was not located, and a pager over the whole 
 from __future__ import annotations
 
 import bisect
-import difflib
 import json
 from dataclasses import dataclass
 
-from pipeline.gatekeeper.folding import fold
-from pipeline.gatekeeper.prepared import record_text
+from pipeline.gatekeeper.features import match_excerpt
+from pipeline.gatekeeper.matcher import segments
+from pipeline.gatekeeper.prepared import PreparedOutput, record_text
 from pipeline.tools.results import read_result
 
 
@@ -22,26 +22,24 @@ def decoded_output(output: str) -> str:
 @dataclass(frozen=True)
 class NearRecord:
     number: int  # the record's number, the one a citation names
-    score: float  # how much of the excerpt the record's text holds, 0..1
+    score: float  # the matcher's similarity of the excerpt to the record, 0..1
     line: str
 
 
 def nearest_records(output: str, excerpt: str, k: int = 3) -> list[NearRecord]:
     """The k records of a stored output most like an excerpt that was not located in it: what a
-    reviewer compares the quote with. Scored on folded text, so case, width and spacing do not count."""
-    needle = fold(excerpt)
-    if not needle.strip():
+    reviewer compares the quote with. Each record is scored by the gatekeeper's matcher (its folding
+    and its similarity), so Trace and the gatekeeper agree on what "like the quote" means."""
+    quotes = segments(excerpt)
+    if not quotes:
         return []
     scored = []
     for r in read_result(output).records:
-        line = r.line
-        matcher = difflib.SequenceMatcher(None, needle, fold(line), autojunk=False)
-        if matcher.real_quick_ratio() == 0:
-            continue
-        held = sum(b.size for b in matcher.get_matching_blocks()) / len(needle)
-        scored.append(NearRecord(r.number, round(held, 2), line))
+        score = match_excerpt(quotes, PreparedOutput.build(r.line), placed=False).score
+        if score > 0:
+            scored.append(NearRecord(r.number, round(score, 2), r.line))
     scored.sort(key=lambda n: (-n.score, n.number))
-    return [n for n in scored[:k] if n.score > 0]
+    return scored[:k]
 
 
 # --- full output viewer ----------------------------------------------------------------------
