@@ -7,11 +7,31 @@ feature needs nothing of how it was found.
 
 from __future__ import annotations
 
+import re
 from typing import Required, TypedDict
+
+# Targets name an element by its written position in the executor output, malformed elements
+# before it included, so a finding, a feature and a check of the same element share one key.
+_TARGET = re.compile(r"^claims\[(\d+)\](?:\.evidence_bindings\[(\d+)\])?")
+
+
+def claim_target(ci: int) -> str:
+    return f"claims[{ci}]"
 
 
 def binding_target(ci: int, bi: int) -> str:
-    return f"claims[{ci}].evidence_bindings[{bi}]"
+    return f"{claim_target(ci)}.evidence_bindings[{bi}]"
+
+
+def digest_target(di: int) -> str:
+    return f"digests[{di}]"
+
+
+def parse_target(target: str) -> tuple[int, int | None] | None:
+    """The claim and binding a target lies in ("claims[2].evidence_bindings[0]" -> (2, 0),
+    "claims[1].claim_text" -> (1, None)); None for a target outside the claims."""
+    m = _TARGET.match(target)
+    return (int(m.group(1)), int(m.group(2)) if m.group(2) is not None else None) if m else None
 
 
 class FoundIn(TypedDict):

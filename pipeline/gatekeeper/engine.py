@@ -22,6 +22,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
     Verdict,
 )
+from pipeline.core.feature_shapes import claim_target
 from pipeline.gatekeeper.features import compute_features
 from pipeline.gatekeeper.kinds import RuleContext, RuleOutcome
 from pipeline.gatekeeper.prepared import OutputCache
@@ -105,7 +106,7 @@ def unbacked_claims(context: RuleContext, flagged: set[str]) -> list[str]:
     for target, _, feats in context.bindings:
         if feats is not None and not any(t == target or t.startswith(target + ".") for t in flagged):
             backed.add(int(target[7 : target.index("]")]))  # "claims[3].evidence_bindings[0]" -> 3
-    return [claim.claim_id if claim.claim_id is not None else f"claims[{ci}]"
+    return [claim.claim_id if claim.claim_id is not None else claim_target(ci)
             for ci, claim in enumerate(context.output.claims) if claim.written_as_object and ci not in backed]
 
 

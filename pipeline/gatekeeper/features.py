@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.contracts import EvidenceDigest, ExecutorOutput, ToolInvocation, record_ids
-from pipeline.core.feature_shapes import EntityMiss, OtherMatch, SourceEntry, binding_target
+from pipeline.core.feature_shapes import EntityMiss, OtherMatch, SourceEntry, binding_target, digest_target
 from pipeline.gatekeeper.fidelity import capitals
 from pipeline.gatekeeper.folding import fold
 from pipeline.gatekeeper.matcher import SegmentMatch, locate, segments
@@ -121,7 +121,7 @@ def compute_features(
     for di, digest in enumerate(digests or []):
         ids = [i for i in valid_ids(digest.source_invocation_ids) if i in session_invocations]
         key = _fingerprint(digest.source_quote, ids, None, None, digest.source_record_ids)
-        target = f"digests[{di}]"
+        target = digest_target(di)
         cached = cache.get(target)
         if cached is not None and cached.get("key") == key:
             features[target] = cached

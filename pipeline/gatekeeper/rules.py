@@ -21,6 +21,7 @@ from pydantic import StrictBool, StrictStr
 
 from pipeline.core.contracts import ANSWER_VERSION
 from pipeline.core.errors import quote
+from pipeline.core.feature_shapes import claim_target, digest_target
 from pipeline.core.messages import Message, msg
 from pipeline.gatekeeper.features import valid_ids
 from pipeline.gatekeeper.kinds import RULES as RULES  # re-exported: filled by the kinds here and in quote_rules
@@ -108,7 +109,7 @@ class SchemaRule(RuleKind):
             need_claim, need_binding = frozenset(p.claimRequiredFields), frozenset(p.bindingRequiredFields)
             for ci, claim in enumerate(claims):
                 if not _clean_claim(claim, need_claim, need_binding, p.supportLevels):
-                    out.findings.extend(self._claim(f"claims[{ci}]", claim, p))
+                    out.findings.extend(self._claim(claim_target(ci), claim, p))
         return out
 
     def _claim(self, target: str, claim: Any, p: SchemaRule.Params) -> Iterator[Finding]:
@@ -240,7 +241,7 @@ class InvocationRefRule(RuleKind):
         out = RuleResult(self.id)
         for ci, claim in enumerate(context.output.claims if context.output is not None else ()):
             if claim.evidence_bindings == []:
-                out.findings.append(Finding(f"claims[{ci}]", msg("gk.claim_no_bindings")))
+                out.findings.append(Finding(claim_target(ci), msg("gk.claim_no_bindings")))
         # Bindings of a session mostly repeat a few (ids, tool) pairs; the problems depend on nothing else.
         problems_of: dict[tuple[tuple[int, ...], str | None], list[Message]] = {}
         for target, binding, _ in context.bindings:
@@ -420,7 +421,7 @@ def _keyword_coverage(context: RuleContext) -> list[tuple[str, float, str]]:
             if binding.evidence_excerpt is not None and _is_text(binding.evidence_excerpt):
                 have |= keywords(binding.evidence_excerpt)
         coverage = len(wanted & have) / len(wanted)
-        out.append((f"claims[{ci}].claim_text", coverage, ", ".join(sorted(wanted - have)[:6])))
+        out.append((f"{claim_target(ci)}.claim_text", coverage, ", ".join(sorted(wanted - have)[:6])))
     return out
 
 
@@ -480,7 +481,7 @@ class DigestRefRule(RuleKind):
                         Finding(target, msg("gk.ids_outside_digest", ids=str(outside), digest=digest_id))
                     )
         for di, digest in enumerate(context.digests):
-            target = f"digests[{di}]"
+            target = digest_target(di)
             for problem in _ref_problems(digest.source_invocation_ids, digest.tool, context):
                 out.findings.append(Finding(target, _in_digest(problem, digest.digest_id)))
             quote = context.features.get(target, {}).get("quote", {})

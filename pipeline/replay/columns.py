@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
+from pipeline.core.feature_shapes import digest_target, parse_target
 from pipeline.gatekeeper.engine import FoundColumns, backed_columns, evaluate_columns, unbacked_claims
 from pipeline.gatekeeper.kinds import RULES, ColumnFindings, Finding, RuleContext
 from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule, ExcerptSimilarityRule
@@ -136,7 +137,7 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
     for target, _, feats in context.bindings:
         if feats is None:
             continue  # no rule judges an unmeasured binding; it only leaves its claim unbacked
-        ci, bi = (int(part.split("[")[1].rstrip("]")) for part in target.split("."))
+        ci, bi = _binding_position(target)
         sources = feats.get("sources", {})
         out = sources.get("output", {})
         points = entity.get(target, [])
@@ -149,7 +150,7 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
                          points[-1][0] if points else -1.0, len(points), fails, text_flagged.get(target, 0)))
     coverage = [c for _, c, _ in EvidenceUtilizationRule.coverages(context)]
     quotes = [score for di in range(len(item.digests or ()))
-              for score in (context.features.get(f"digests[{di}]", {}).get("quote", {}).get("score"),)
+              for score in (context.features.get(digest_target(di), {}).get("quote", {}).get("score"),)
               if score is not None]
     clean = GatekeeperResult(status="pass", unbacked_claims=unbacked_claims(context, set()))
     claims_ok = _claims_ok(item)
@@ -313,3 +314,9 @@ def _found(arrays: HistoryArrays, rules: RuleSet, at: npt.NDArray[np.intp], ok: 
             columns.claims = in_claim if columns.claims is None else columns.claims | in_claim
         out[spec.id] = columns
     return out
+
+
+def _binding_position(target: str) -> tuple[int, int]:
+    at = parse_target(target)
+    assert at is not None and at[1] is not None, target  # the rule context's bindings are binding targets
+    return at[0], at[1]

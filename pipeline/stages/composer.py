@@ -33,6 +33,7 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.core.errors import StageFailure
+from pipeline.core.feature_shapes import claim_target
 from pipeline.core.messages import Message, msg, render, tr
 from pipeline.stages import templates
 from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, on_topic, rank_claims
@@ -126,7 +127,7 @@ def assemble_input(
         if not claim.written_as_object:
             continue
         cid, ctype, text = claim.key, claim.claim_type or "", claim.claim_text or ""
-        source = f"claims[{i}]"  # the written position, as the gatekeeper's targets name it
+        source = claim_target(i)  # the written position, as the gatekeeper's targets name it
         check = checks.get(cid)
         verification = check.verification if check else "unsupported"
         why = verification

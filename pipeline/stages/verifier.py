@@ -27,6 +27,7 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.core.errors import StageFailure
+from pipeline.core.feature_shapes import binding_target, digest_target
 from pipeline.core.messages import tr
 from pipeline.gatekeeper.features import located_lines, match_excerpt, prepare_output
 from pipeline.text.bounds import loads_bounded
@@ -233,7 +234,7 @@ def build_payload(
         for bi, binding in enumerate(claim.evidence_bindings or ()):
             if not binding.written_as_object:
                 continue
-            path = f"claims[{ci}].evidence_bindings[{bi}]"
+            path = binding_target(ci, bi)
             feat = features.get(path) if features else None
             excerpt = binding.evidence_excerpt or ""
             digest = digest_by_id.get(binding.digest_id) if binding.digest_id else None
@@ -246,7 +247,7 @@ def build_payload(
                 inv = by_id[inv_id]
                 win = _window(idx, inv, excerpt, claim_text, _location(_source(feat, "sources", "output"), inv, excerpt))
                 if not win["found"] and digest is not None and digest.source_quote:
-                    quote = _source(features, f"digests[{digest_index[digest.digest_id]}]", "quote")
+                    quote = _source(features, digest_target(digest_index[digest.digest_id]), "quote")
                     win = _window(idx, inv, digest.source_quote, claim_text, _location(quote, inv, digest.source_quote))
                 cited_lines.setdefault(inv_id, []).extend(win["anchor"])
                 windows.append(win)
@@ -278,7 +279,7 @@ def build_payload(
     digest_evidence: list[DigestEvidence] = []
     for di, d in enumerate(digests or []):
         windows = []
-        quote = _source(features, f"digests[{di}]", "quote")
+        quote = _source(features, digest_target(di), "quote")
         for inv_id in d.source_invocation_ids:
             idx = index(inv_id)
             if idx is None:

@@ -20,7 +20,6 @@ The order of judgement:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
@@ -42,6 +41,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
     Verdict,
 )
+from pipeline.core.feature_shapes import parse_target
 from pipeline.core.messages import Message, lang_of, msg, render, tr
 from pipeline.text.primitives import extract_entities
 
@@ -62,7 +62,6 @@ SUPPORT_WEIGHT: dict[str, float] = {
 _WEAK = frozenset({"unsupported", "external_unknown", "contradicted"})
 VERDICTS: tuple[Verdict, ...] = ("PASS", "LOW_CONFID", "REJECT")  # by VERDICT_ORDER code
 _IMPACT_FLOOR: dict[str, Verdict] = {"reject_on_fail": "REJECT", "low_confid_on_fail": "LOW_CONFID"}
-_CLAIM_TARGET = re.compile(r"^claims\[(\d+)\]")
 
 
 @dataclass(frozen=True)
@@ -180,8 +179,8 @@ def apply_gatekeeper_codes(hits: Iterable[tuple[bool, npt.NDArray[np.bool_], npt
 
 def claim_index(target: str) -> int | None:
     """The claim a finding's target lies in ("claims[2].evidence_bindings[0]" -> 2), if any."""
-    m = _CLAIM_TARGET.match(target)
-    return int(m.group(1)) if m else None
+    at = parse_target(target)
+    return at[0] if at else None
 
 
 def overridden(said: ClaimVerification | None, entity: bool) -> ClaimVerification | None:

@@ -23,7 +23,7 @@ from pipeline.core.contracts import (
     RoundAudit,
     ServiceCoverage,
 )
-from pipeline.core.feature_shapes import binding_target
+from pipeline.core.feature_shapes import binding_target, claim_target, digest_target
 from pipeline.core.messages import Message, render
 from pipeline.store import Store
 from pipeline.store.record import (
@@ -120,7 +120,7 @@ def claim_cards(record: SessionRecord) -> list[ClaimCard]:
     filtered = {f.source: f for f in ev.composer_filtered} if ev else {}
     cards = []
     for ci, claim in enumerate(record.claims):
-        target = f"claims[{ci}]"
+        target = claim_target(ci)
         own = [e for e in errors if under(e.target, target)]
         moved = filtered.get(target)
         cards.append(ClaimCard(
@@ -181,7 +181,7 @@ def digest_rows(record: SessionRecord) -> list[DigestRow]:
     errors = _gate_errors(record)
     rows = []
     for di, d in enumerate(record.evidence_digests):
-        target = f"digests[{di}]"
+        target = digest_target(di)
         feats = record.features.get(target)
         quote = (feats.quote if feats else None) or SourceMatch()
         rows.append(DigestRow(d, target, checks.get(d.digest_id), quote.score, quote.invocation_id,

@@ -32,6 +32,7 @@ from pipeline.core.contracts import (
     Verdict,
     VerifierOutput,
 )
+from pipeline.core.feature_shapes import parse_target
 from pipeline.core.messages import family, tr
 from pipeline.text.lexicon import ABSENCE, CAUSAL, HEDGE, ROOT_CAUSE, STATED_CAUSE, pattern
 from pipeline.text.primitives import (
@@ -78,7 +79,6 @@ _META = frozenset(
 # Entity kinds that can conflict with a different value of the same kind in the cited record.
 _CONFLICT_KINDS = frozenset({"service", "percentage", "error_code", "identifier", "http_status", "duration"})
 
-_GATE_TARGET = re.compile(r"^claims\[(\d+)\]")
 
 
 
@@ -346,9 +346,9 @@ def verify(payload: VerifierPayload) -> VerifierOutput:
     failed = set(gate.get("failed_rules") or [])
     gate_rules: dict[int, list[str]] = {}
     for err in _dicts(gate.get("errors")):
-        m = _GATE_TARGET.match(str(err.get("target", "")))
-        if m and err.get("rule_id") in failed:
-            gate_rules.setdefault(int(m.group(1)), []).append(str(err["rule_id"]))
+        at = parse_target(str(err.get("target", "")))
+        if at and err.get("rule_id") in failed:
+            gate_rules.setdefault(at[0], []).append(str(err["rule_id"]))
 
     cited = {e.get("claim_index"): e for e in payload.get("cited_evidence", [])}
     claim_checks = [_check_claim(c, cited.get(i), gate_rules.get(i, []), lang) for i, c in positioned]
