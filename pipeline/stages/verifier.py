@@ -161,7 +161,7 @@ Located = tuple[bool, list[str]]  # (found by structure, the lines holding it or
 _LOCATED_LINES = 2 * ANCHOR_LINES  # a quote over adjacent records, or cut by "...", shows each of its lines
 
 
-def _stored_location(source: Any, inv: ToolInvocation) -> Located | None:
+def _stored_location(source: object, inv: ToolInvocation) -> Located | None:
     """Where the gatekeeper's matcher located a quote in this invocation, as its features store it
     (a binding's output source, a digest's quote), so the verifier reads the quote where the
     gatekeeper judged it. "Found" is the gatekeeper's (by structure, in the records the quote
@@ -172,7 +172,7 @@ def _stored_location(source: Any, inv: ToolInvocation) -> Located | None:
     return source.get("covered") == 1.0, lines
 
 
-def _location(source: Any, inv: ToolInvocation, text: str) -> Located:
+def _location(source: object, inv: ToolInvocation, text: str) -> Located:
     """The stored location, else the same matcher run on this output: a quote whose best match the
     gatekeeper kept in another cited output, or features written before digests' quotes were placed."""
     stored = _stored_location(source, inv)
@@ -183,7 +183,8 @@ def _location(source: Any, inv: ToolInvocation, text: str) -> Located:
     return found.covered == 1.0, located_lines(inv.id, inv.output, spans)[:_LOCATED_LINES]
 
 
-def _source(feat: Any, *path: str) -> Any:
+def _source(feat: object, *path: str) -> object:
+    """The value at `path` in a features mapping, None where a level is missing or not a mapping."""
     for key in path:
         feat = feat.get(key) if isinstance(feat, dict) else None
     return feat
