@@ -43,11 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pipeline.core.config import load_settings  # noqa: E402
 from pipeline.core.contracts import VERDICT_ORDER  # noqa: E402
 from pipeline.core.errors import WorkbenchError  # noqa: E402
-from pipeline.llm.provider import STAGES  # noqa: E402
 from pipeline.runs.session import run_session  # noqa: E402
 from pipeline.store import Store  # noqa: E402
 from pipeline.text.primitives import detect_language  # noqa: E402
 from pipeline.tools.incidents import World, load_worlds  # noqa: E402
+from pipeline.verdict.provider import STAGES  # noqa: E402
 
 
 def question_order(worlds: list[World], languages: list[str]) -> list[tuple[str, str, str]]:

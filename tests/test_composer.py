@@ -22,10 +22,10 @@ from pipeline.core.contracts import (
 from pipeline.core.errors import StageFailure
 from pipeline.core.messages import tr
 from pipeline.llm.offline.composer import compose
-from pipeline.llm.provider import StageContext
 from pipeline.stages.composer import assemble_input, run_composer
 from pipeline.stages.composer_guard import check_output
 from pipeline.stages.templates import render
+from pipeline.verdict.provider import StageContext
 
 EXECUTOR_TEXT = "EXECUTOR SAYS: the root cause is a bad deploy of order-service"
 

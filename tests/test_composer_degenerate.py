@@ -14,11 +14,11 @@ import pytest
 
 from pipeline.core.config import Settings, load_settings
 from pipeline.core.contracts import ComposerAction, ComposerClaim, ComposerInput, ParseStatus
-from pipeline.llm.provider import StageContext
 from pipeline.runs.session import run_session
 from pipeline.stages.composer import run_composer
 from pipeline.stages.templates import render
 from pipeline.store import Store
+from pipeline.verdict.provider import StageContext
 
 INPUT = {
     verdict: ComposerInput(

@@ -15,7 +15,7 @@ from pipeline.llm.budget import (
     focus_terms_for,
 )
 from pipeline.llm.prompts import PromptError, load_prompt
-from pipeline.llm.provider import STAGES
+from pipeline.verdict.provider import STAGES
 
 
 def _ten_mb_logs() -> str:

@@ -15,8 +15,8 @@ from pipeline.core.errors import LlmCallError, StageFailure
 from pipeline.llm import invoker
 from pipeline.llm.invoker import StructuredLlmInvoker
 from pipeline.llm.prompts import load_prompt
-from pipeline.llm.provider import StageContext
 from pipeline.text.replies import strip_wrappers
+from pipeline.verdict.provider import StageContext
 from tests.stub_openai import StubOpenAI, StubReply, chat_body
 
 PLAN = {"skill": "latency_diagnosis", "language": "en", "services": ["payment-service"], "tool_calls": []}

@@ -26,10 +26,10 @@ from pipeline.frontends.fit import write_fit
 from pipeline.llm.budget import estimate_messages_tokens
 from pipeline.llm.openai_provider import OpenAIProvider
 from pipeline.llm.prompts import load_prompt
-from pipeline.llm.provider import StageContext
 from pipeline.stages.parse import parse_executor_output
 from pipeline.text.echoes import PromptExample
 from pipeline.tools.registry import model_name, persisted_name
+from pipeline.verdict.provider import StageContext
 from tests.stub_openai import StubOpenAI, StubReply, chat_body, error_body, tool_call
 
 PLAN = PlannerPlan(

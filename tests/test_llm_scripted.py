@@ -18,8 +18,8 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.core.errors import StageFailure
-from pipeline.llm.provider import StageContext
 from pipeline.llm.scripted import ScriptedProvider
+from pipeline.verdict.provider import StageContext
 
 FIXTURE = """
 planner:

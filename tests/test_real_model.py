@@ -23,10 +23,10 @@ from pipeline.core.config import Settings, load_settings
 from pipeline.core.contracts import LlmCallRecord, PlannedToolCall, PlannerPlan, ToolInvocation
 from pipeline.frontends.fit import Speed, fit
 from pipeline.llm.openai_provider import OpenAIProvider
-from pipeline.llm.provider import StageContext
 from pipeline.runs.session import run_session
 from pipeline.stages.composer_guard import states_verdict
 from pipeline.store import Store
+from pipeline.verdict.provider import StageContext
 from tests.helpers import require
 
 QUESTIONS = [

@@ -23,9 +23,9 @@ from pipeline.core.contracts import (
 from pipeline.core.errors import StageFailure
 from pipeline.gatekeeper.features import compute_features
 from pipeline.llm.offline.verifier import verify
-from pipeline.llm.provider import StageContext
 from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
 from pipeline.verdict.policy import groundedness
+from pipeline.verdict.provider import StageContext
 
 LOGS = {
     "logs": [

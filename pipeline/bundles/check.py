@@ -14,10 +14,10 @@ from pipeline.bundles.session_bundle import SessionBundle
 from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord
 from pipeline.gatekeeper import RuleSet
-from pipeline.llm.provider import Provider
 from pipeline.runs.judge import Evaluation, evaluate
 from pipeline.text.primitives import detect_language
 from pipeline.verdict.context import StageContext
+from pipeline.verdict.provider import Provider
 from pipeline.verdict.scope import read_scope
 
 

@@ -30,12 +30,12 @@ from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord
 from pipeline.core.messages import localized
 from pipeline.gatekeeper import RuleSet
-from pipeline.llm.provider import Provider
 from pipeline.stages.parse import parse_executor_output
 from pipeline.store import Store
 from pipeline.store.repo import new_session_id
 from pipeline.text.bounds import cap_text
 from pipeline.text.redact import redact, redact_value
+from pipeline.verdict.provider import Provider
 
 
 @dataclass

@@ -1,11 +1,11 @@
-"""LLM providers behind one interface (pipeline.llm.provider.Provider)."""
+"""LLM providers behind one interface (pipeline.verdict.provider.Provider)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pipeline.core.config import Settings
-from pipeline.llm.provider import Provider
+from pipeline.verdict.provider import Provider
 
 
 def make_provider(settings: Settings) -> Provider:

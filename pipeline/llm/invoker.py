@@ -37,11 +37,11 @@ from pipeline.core.errors import LlmCallError
 from pipeline.llm.budget import estimate_messages_tokens, fit_messages
 from pipeline.llm.endpoint_limit import endpoint_slots
 from pipeline.llm.prompts import Prompt
-from pipeline.llm.provider import StageContext
 from pipeline.text.bounds import loads_bounded
 from pipeline.text.primitives import estimate_tokens
 from pipeline.text.redact import redact, redact_value
 from pipeline.text.replies import read_object, strip_wrappers
+from pipeline.verdict.provider import StageContext
 
 if TYPE_CHECKING:
     from openai.types.chat import (

@@ -37,13 +37,13 @@ from pipeline.core.errors import ConfigError, LlmCallError
 from pipeline.llm.budget import cut_output, cut_records, estimate_messages_tokens, focus_terms_for, message_tokens
 from pipeline.llm.invoker import StructuredLlmInvoker, ToolChoice
 from pipeline.llm.prompts import Prompt, load_prompt
-from pipeline.llm.provider import StageContext
 from pipeline.text.bounds import loads_bounded
 from pipeline.text.replies import strip_wrappers
 from pipeline.tools.arguments import ArgumentPolicy
 from pipeline.tools.registry import TOOLS, calls_schema, model_name, persisted_name, tool_schemas
 from pipeline.tools.results import read_result
 from pipeline.verdict.payload import VerifierPayload
+from pipeline.verdict.provider import StageContext
 
 if TYPE_CHECKING:
     from openai.types.chat import (

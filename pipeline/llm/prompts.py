@@ -21,8 +21,8 @@ from pathlib import Path
 import yaml
 
 from pipeline.core.errors import ConfigError, one_line
-from pipeline.llm.provider import STAGES
 from pipeline.text.echoes import PromptExample
+from pipeline.verdict.provider import STAGES
 
 
 @dataclass(frozen=True)

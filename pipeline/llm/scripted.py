@@ -49,9 +49,9 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.core.errors import ConfigError, StageFailure, one_line
-from pipeline.llm.provider import Provider, StageContext
 from pipeline.tools.registry import persisted_name
 from pipeline.verdict.payload import VerifierPayload
+from pipeline.verdict.provider import Provider, StageContext
 
 PLACEHOLDER = re.compile(r"\{inv:([^{}]+)\}")
 _QUOTED_PLACEHOLDER = re.compile(r'"\{inv:([^{}"]+)\}"')

@@ -21,7 +21,6 @@ from pipeline.core.errors import ConfigError, InputError, StoreError, WorkbenchE
 from pipeline.gatekeeper import RuleSet
 from pipeline.gatekeeper.features import prepare_output
 from pipeline.llm import make_provider
-from pipeline.llm.provider import Provider, StageContext
 from pipeline.replay.history import record_session
 from pipeline.runs.judge import Evaluation, evaluate
 from pipeline.runs.rulebook import judge_late, rules_in_force
@@ -36,6 +35,7 @@ from pipeline.tools import ToolBox, build_toolbox
 from pipeline.tools.incidents import World, load_worlds, world_by_id
 from pipeline.tools.queries import NoData
 from pipeline.tools.registry import model_name, persisted_name
+from pipeline.verdict.provider import Provider, StageContext
 from pipeline.verdict.scope import asked_services, read_scope
 
 OnEvent = Callable[[str, dict[str, Any]], None]

@@ -1,7 +1,9 @@
 """The one interface every LLM provider implements: one method per LLM stage.
 
 `offline` (rule-based), `openai` (any OpenAI-compatible endpoint) and `scripted` (fixture replay)
-all plug in here; the orchestrator in `pipeline.runs.session` never knows which one it runs.
+all plug in here; the orchestrator in `pipeline.runs.session` never knows which one it runs. It sits
+below providers and stages (docs/architecture.md#layers), so a stage types the provider it calls
+against it without importing one.
 """
 
 from __future__ import annotations
