@@ -38,6 +38,7 @@ from pipeline.verdict.context import StageContext
 from pipeline.verdict.coverage import backends_label, compute_coverage
 from pipeline.verdict.form import form_coverage
 from pipeline.verdict.policy import apply_gatekeeper, decide_verdict
+from pipeline.verdict.provider import Provider
 
 
 @dataclass
@@ -92,7 +93,7 @@ def _normalized_without_gatekeeper(output: ExecutorOutput | None) -> ExecutorOut
 def evaluate(
     *,
     ctx: StageContext,
-    provider: Any,
+    provider: Provider,
     settings: Settings,
     rules: RuleSet,
     question: str,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -41,6 +40,7 @@ from pipeline.stages.composer_guard import judge_answer
 from pipeline.text.primitives import detect_language, extract_entities, normalize
 from pipeline.text.replies import read_object, strip_wrappers
 from pipeline.verdict.context import StageContext
+from pipeline.verdict.provider import Composes
 from pipeline.verdict.safe_actions import fixed_actions
 
 # --- the input filter (docs/spec.md#composer-input) ---------------------------------------------------------------
@@ -247,7 +247,7 @@ def parse_composer_output(raw: str) -> ComposerOutput:
 
 def run_composer(
     ctx: StageContext,
-    provider: Any,
+    provider: Composes,
     composer_input: ComposerInput,
     *,
     enabled: bool,

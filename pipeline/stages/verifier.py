@@ -44,6 +44,7 @@ from pipeline.verdict.payload import (
     Window,
 )
 from pipeline.verdict.policy import CRITICAL_TYPES, groundedness
+from pipeline.verdict.provider import Verifies
 
 FACT_VERIFICATION: dict[str, FactVerification] = {
     "direct_observation": "direct_evidence",
@@ -373,7 +374,7 @@ def _fallback(rationale: str) -> VerifierOutput:
 
 
 def run_verifier(
-    ctx: StageContext, provider: Any, payload: VerifierPayload, output: ExecutorOutput | None
+    ctx: StageContext, provider: Verifies, payload: VerifierPayload, output: ExecutorOutput | None
 ) -> VerifierOutput:
     """Call the verifier unless there is nothing structured to verify (docs/spec.md#parse-status);
     `payload` is build_payload's for `output`.

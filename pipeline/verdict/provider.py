@@ -24,12 +24,27 @@ from pipeline.verdict.payload import VerifierPayload
 
 # StageContext and RunTool live in pipeline.verdict.context (neutral ground for stages and
 # providers); they are re-exported here because every provider implements against them.
-__all__ = ["STAGES", "Provider", "RunTool", "StageContext"]
+__all__ = ["STAGES", "Composes", "Provider", "RunTool", "StageContext", "Verifies"]
 
 STAGES = ("planner", "collector", "digest", "diagnosis", "verifier", "composer")
 
 
-class Provider(Protocol):
+class Verifies(Protocol):
+    """What the verifier stage calls (pipeline.stages.verifier.run_verifier)."""
+
+    def verify(self, ctx: StageContext, payload: VerifierPayload) -> VerifierOutput: ...
+
+
+class Composes(Protocol):
+    """What the composer stage calls (pipeline.stages.composer.run_composer); a bundle's stored
+    composer reply stands in for a provider through it."""
+
+    def compose(self, ctx: StageContext, composer_input: ComposerInput) -> str:
+        """Composer JSON as raw text; the composer guard parses and checks it."""
+        ...
+
+
+class Provider(Verifies, Composes, Protocol):
     name: str
 
     def model_for(self, stage: str) -> str: ...
@@ -58,10 +73,4 @@ class Provider(Protocol):
         `digests` is None in the single-Executor shape (docs/spec.md#executor-v2); then the executor reads the
         invocations. In the split shape (docs/spec.md#split-chain) it must only read the digests.
         """
-        ...
-
-    def verify(self, ctx: StageContext, payload: VerifierPayload) -> VerifierOutput: ...
-
-    def compose(self, ctx: StageContext, composer_input: ComposerInput) -> str:
-        """Composer JSON as raw text; the composer guard parses and checks it."""
         ...
