@@ -29,11 +29,11 @@ from pipeline.bundles.trace_import import ForeignToolCall, ForeignTrace
 from pipeline.core.config import Settings
 from pipeline.core.contracts import ToolInvocation, ToolStatus
 from pipeline.gatekeeper import RuleSet
-from pipeline.llm.provider import Provider
 from pipeline.stages.parse import parse_executor_output
 from pipeline.store import Store
 from pipeline.store.listing import recent_trigger
 from pipeline.tools.registry import model_name, persisted_name
+from pipeline.verdict.provider import Provider
 
 ORIGIN = "imported trace"
 NO_OUTPUT = "the trace's TOOL span carries no output.value: what the tool returned is unknown"

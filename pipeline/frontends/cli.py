@@ -177,7 +177,7 @@ def cmd_import_trace(args: argparse.Namespace) -> int:
     from pipeline.bundles.trace_import import read_trace
     from pipeline.bundles.trace_session import import_trace, imported_as
     from pipeline.llm import make_provider
-    from pipeline.runs.record import verdict_text
+    from pipeline.store.record import verdict_text
 
     settings = _settings(args)
     data = read_bundle_bytes(Path(args.file), settings.budget.max_bundle_bytes)
