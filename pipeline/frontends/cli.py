@@ -372,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp.set_defaults(func=cmd_import)
 
     itr = sub.add_parser("import-trace", help="store a foreign agent's OpenInference trace (OTLP/JSON) as a session")
-    itr.add_argument("file")
+    itr.add_argument("file", help="a trace file: OTLP/JSON (camelCase or snake_case) or a Phoenix span export")
     itr.set_defaults(func=cmd_import_trace)
     chk = sub.add_parser("check", help="parse, gatekeeper, verifier and composer on a bundle; stores nothing")
     chk.add_argument("file", help="a session bundle (JSON)")
