@@ -1,9 +1,11 @@
 """Eval runs kept: who ran the suite, when, with which rules, each fixture's result and the score.
 
 A run is a row of the `job` table (kind "eval", migration 0003), the same row a queued eval job
-writes: `args` say who and which rules, `result` holds the per-fixture results. So a run from the
-Eval page, from `workbench eval` and from a worker all land in one history, and no new table is
-needed. Runs queued before who/rules were recorded read back with those fields empty.
+writes: `args` say who, from where and which rules, `result` holds the per-fixture results, written
+fixture by fixture (migration 0021: progress, a request to stop). So a run from the Eval page,
+from `workbench eval` and from a worker all land in one history, and no new table is needed. A run
+that was cancelled, whose worker died or that failed is listed too, with the sessions it made.
+Runs queued before who/rules were recorded read back with those fields empty.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from pipeline.runs.rulebook import rules_in_force
 from pipeline.store import Store
 from pipeline.store.schema import JobRow
 
+ENDED = ("completed", "cancelled", "interrupted", "failed")
+
 
 @dataclass(frozen=True)
 class EvalRun:
@@ -33,6 +37,13 @@ class EvalRun:
     rules: str  # "v3", "rules/ directory", or "candidate 1a2b3c4d5e": what a tuner compares by
     started_at: datetime
     results: tuple[dict[str, Any], ...]
+    status: str = "completed"  # or cancelled / interrupted / failed (its results are the fixtures it ran)
+    origin: str = ""  # where it was asked: "page", "cli", "job"; names an unnamed run
+    total: int | None = None  # the suite's size when it ran, known once the job started
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "completed"
 
     @property
     def passed(self) -> int:
@@ -73,7 +84,8 @@ def suite_rules(settings: Settings, store: Store, *, candidate: RuleSet | None) 
 
 
 def record_run(
-    store: Store, *, who: str, rules: str, results: Sequence[EvalResult], started_at: datetime | None = None
+    store: Store, *, who: str, rules: str, results: Sequence[EvalResult], started_at: datetime | None = None,
+    origin: str = "cli",
 ) -> str:
     run_id = f"j-{uuid.uuid4().hex[:12]}"
     now = datetime.now(UTC)
@@ -82,7 +94,7 @@ def record_run(
             JobRow(
                 id=run_id,
                 kind="eval",
-                args={"who": who, "rules": rules},
+                args={"who": who, "rules": rules, "origin": origin},
                 status="completed",
                 result={"results": [r.as_dict() for r in results]},
                 created_at=started_at or now,
@@ -105,19 +117,54 @@ def _run(row: JobRow) -> EvalRun:
         rules=str(args.get("rules") or ("candidate" if args.get("rules_dir") else "")),
         started_at=_utc(row.created_at),
         results=tuple(result.get("results") or ()),
+        status=row.status,
+        origin=str(args.get("origin") or ""),
+        total=row.progress_total,
     )
 
 
 def list_runs(store: Store, limit: int = 50) -> list[EvalRun]:
-    """Completed eval runs, newest first."""
+    """Ended eval runs (completed, cancelled, interrupted, failed), newest first."""
     with Session(store.engine) as db:
         rows = db.scalars(
             select(JobRow)
-            .where(JobRow.kind == "eval", JobRow.status == "completed")
+            .where(JobRow.kind == "eval", JobRow.status.in_(ENDED))
             .order_by(JobRow.created_at.desc())
             .limit(limit)
         ).all()
         return [_run(r) for r in rows]
+
+
+@dataclass(frozen=True)
+class ActiveRun:
+    """An eval run queued or under way, as a page that did not start it follows it."""
+
+    id: str
+    who: str
+    origin: str
+    started_at: datetime
+    done: int
+    total: int | None  # None until a worker has started it
+    current: str  # the last fixture finished, "" before the first
+    stopping: bool  # someone asked it to stop; it ends after the fixture in hand
+
+
+def active_runs(store: Store) -> list[ActiveRun]:
+    """Eval runs queued or running, oldest first."""
+    with Session(store.engine) as db:
+        rows = db.scalars(
+            select(JobRow)
+            .where(JobRow.kind == "eval", JobRow.status.in_(("queued", "running")))
+            .order_by(JobRow.created_at)
+        ).all()
+        out = []
+        for row in rows:
+            args, done = row.args or {}, (row.result or {}).get("results") or []
+            out.append(ActiveRun(id=row.id, who=str(args.get("who") or ""), origin=str(args.get("origin") or ""),
+                                 started_at=_utc(row.created_at), done=row.progress_done or 0,
+                                 total=row.progress_total, current=str(done[-1].get("name") or "") if done else "",
+                                 stopping=row.cancel_requested_at is not None))
+        return out
 
 
 def _outcome(result: dict[str, Any] | None) -> tuple[Any, ...] | None:
@@ -139,8 +186,10 @@ def compare(before: EvalRun, after: EvalRun) -> list[FixtureChange]:
 def format_history(runs: Sequence[EvalRun]) -> str:
     lines = [f"{'run':<14}  {'when (UTC)':<16}  {'score':>7}  {'rules':<22}  who"]
     for run in runs:
+        ended = "" if run.complete else f"  ({run.status})"
         lines.append(
-            f"{run.id:<14}  {run.started_at:%Y-%m-%d %H:%M}  {run.score:>7}  {run.rules or '-':<22}  {run.who or '-'}"
+            f"{run.id:<14}  {run.started_at:%Y-%m-%d %H:%M}  {run.score:>7}  {run.rules or '-':<22}  "
+            f"{run.who or '-'}{ended}"
         )
     if not runs:
         lines.append("no eval runs stored yet; `workbench eval` runs the suite and keeps the result")

@@ -10,6 +10,7 @@ any other, so every result links to its trace.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,11 +154,17 @@ def run_fixture(fixture: dict[str, Any], *, settings: Settings, store: Store, ru
     return result
 
 
-def run_suite(settings: Settings, rules: RuleSet | None = None, store: Store | None = None) -> list[EvalResult]:
-    store = store or Store(settings.db_url)
+def iter_suite(settings: Settings, rules: RuleSet | None, store: Store) -> Iterator[tuple[EvalResult, int]]:
+    """Each fixture's result as it is made, with the suite's size: a job reports its progress and
+    stops between fixtures when asked."""
+    fixtures = load_fixtures(settings.fixtures_dir)
     with tempfile.TemporaryDirectory(prefix="wb-eval-") as tmp:
-        return [run_fixture(f, settings=settings, store=store, rules=rules, script_dir=Path(tmp))
-                for f in load_fixtures(settings.fixtures_dir)]
+        for fixture in fixtures:
+            yield run_fixture(fixture, settings=settings, store=store, rules=rules, script_dir=Path(tmp)), len(fixtures)
+
+
+def run_suite(settings: Settings, rules: RuleSet | None = None, store: Store | None = None) -> list[EvalResult]:
+    return [result for result, _ in iter_suite(settings, rules, store or Store(settings.db_url))]
 
 
 def format_table(results: list[EvalResult]) -> str:

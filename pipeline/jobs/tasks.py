@@ -16,7 +16,7 @@ from typing import Any
 
 from pipeline.core.config import Settings
 from pipeline.core.errors import NotFound, WorkbenchError
-from pipeline.jobs.records import claim_job, finish_job, get_job
+from pipeline.jobs.records import claim_job, finish_job, get_job, report_progress
 from pipeline.store import Store
 from pipeline.store.engine import database_fault
 from pipeline.store.lease import Heartbeat, fail_unclaimed, reap, retry_session
@@ -74,12 +74,33 @@ def run_diagnosis(settings: Settings, store: Store, session_id: str) -> str | No
 
 
 def run_eval(settings: Settings, store: Store, job_id: str) -> None:
-    """The eval fixture suite; args: {"rules_dir": optional candidate rules directory}."""
-    from pipeline.eval.runner import run_suite
+    """The eval fixture suite. args: "who" ran it, "origin" (where it was asked: page, cli, job),
+    "candidate" ({"index", "metadata"}: rule texts to run instead of the rules in force) or
+    "rules_dir" (a candidate rules directory). Each fixture's result is written as it is made, so a
+    page follows the run (n of N), a reaped run keeps the sessions it made, and a run asked to stop
+    ends `cancelled` after the fixture in hand, its sessions attached."""
+    from pipeline.eval.history import suite_rules
+    from pipeline.eval.runner import iter_suite, load_fixtures
     from pipeline.gatekeeper import load_rules
+    from pipeline.runs.rulebook import parsed_rules
 
-    _run_job(settings, store, job_id, lambda args: {"results": [r.as_dict() for r in run_suite(
-        settings, rules=load_rules(Path(args["rules_dir"])) if args.get("rules_dir") else None, store=store)]})
+    def suite(args: dict[str, Any]) -> dict[str, Any]:
+        texts = args.get("candidate") or {}
+        candidate = (parsed_rules(texts["index"], texts["metadata"]) if texts
+                     else load_rules(Path(args["rules_dir"])) if args.get("rules_dir") else None)
+        rules, label = suite_rules(settings, store, candidate=candidate)
+        args = {"origin": "job", **args, "rules": label}
+        results: list[dict[str, Any]] = []
+        total = len(load_fixtures(settings.fixtures_dir))
+        if report_progress(store, job_id, done=0, total=total, result={"results": results}, args=args):
+            raise _Cancelled({"results": results})
+        for result, total in iter_suite(settings, rules, store):
+            results.append(result.as_dict())
+            if report_progress(store, job_id, done=len(results), total=total, result={"results": results}):
+                raise _Cancelled({"results": results})
+        return {"results": results}
+
+    _run_job(settings, store, job_id, suite)
 
 
 def run_check(settings: Settings, store: Store, job_id: str) -> None:
@@ -118,12 +139,23 @@ def run_import_trace(settings: Settings, store: Store, job_id: str) -> None:
     _run_job(settings, store, job_id, store_trace)
 
 
+class _Cancelled(Exception):  # noqa: N818 - not an error: a person asked the job to stop
+    """Raised by a job's work between steps when asked to stop; carries what it made so far."""
+
+    def __init__(self, result: dict[str, Any]):
+        super().__init__("cancelled")
+        self.result = result
+
+
 def _run_job(settings: Settings, store: Store, job_id: str, work: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
     if not claim_job(store, job_id):
         return
     try:
         with Heartbeat(store, settings.jobs.heartbeat_s, [job_id]):
             result = work(get_job(store, job_id)["args"])
+    except _Cancelled as stop:
+        finish_job(store, job_id, result=stop.result, cancelled=True)
+        return
     except Exception as exc:  # noqa: BLE001 - the failure is the job's result; the queue decides on a retry
         finish_job(store, job_id, error=f"{type(exc).__name__}: {exc}")
         if is_transient(exc):

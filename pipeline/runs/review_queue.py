@@ -128,7 +128,7 @@ def queue_stats(store: Store, q: QueueFilter) -> QueueStats:
     the database, and each chart is a sum over them here.
 
     A filter on the tally's columns (the usual one: the queue, a verdict, a rule) reads the
-    tally (migration 0019) and takes out the sessions people reviewed or eval runs labelled, a
+    tally (migration 0021) and takes out the sessions people reviewed or eval runs labelled, a
     query over those alone. Any other (a day range, a service, a text, the reviewed) scans the
     outcome at ask off the listing index and moves the sessions whose outcome in force differs
     (verdict_in_force rows, after a re-judge) from their groups at ask to their groups in force by

@@ -228,7 +228,7 @@ class VerdictInForce(Base):
 
 
 class QueueTally(Base):
-    """The review queue's counts in aggregate (migration 0019): how many sessions share a day (UTC),
+    """The review queue's counts in aggregate (migration 0021): how many sessions share a day (UTC),
     an outcome in force and at ask, and the columns the queue's conditions read. Kept by triggers
     on diagnosis_session and verdict_in_force, and rebuilt by the re-judge (pipeline/store/tally.py);
     a NULL is stored as '' (or -1 for the groundedness tenth), as a key that may be NULL never
@@ -285,6 +285,10 @@ class JobRow(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Migration 0019: how far a running eval has got, and a person's request that it stop.
+    progress_done: Mapped[int | None] = mapped_column(Integer)
+    progress_total: Mapped[int | None] = mapped_column(Integer)
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class GateSessionColumns(Base):

@@ -1,4 +1,4 @@
-"""The review queue's tally (migration 0019): rebuilt whole by a transaction that holds its triggers.
+"""The review queue's tally (migration 0021): rebuilt whole by a transaction that holds its triggers.
 
 The triggers move one session's count per row written; a re-judge writes up to a row per
 session, each of whose moves would look its session row up, so it holds them and regroups
