@@ -12,7 +12,7 @@ from pipeline.core.errors import WorkbenchError
 from pipeline.core.messages import render
 from pipeline.frontends.views import ask as ask_view
 from pipeline.frontends.views import trace as trace_view
-from pipeline.jobs import JobQueue, make_queue, submit_rerun, submit_session
+from pipeline.jobs import submit_rerun, submit_session
 from pipeline.store.lease import events
 from pipeline.tools.incidents import load_worlds, sample_notice, world_by_id
 
@@ -145,17 +145,11 @@ class Progress:
         st.status(i18n.t("ask.failed") + f": {markup.md(data.get('stage'))}", state="error")
 
 
-@st.cache_resource(show_spinner=False)
-def _queue(url: str) -> JobQueue:
-    # One per server process: the in-process pool (SQLite) or the PostgreSQL queue's client.
-    return make_queue(reads.settings(), reads.store())
-
-
 def run(question: str) -> None:
     """Queue the session; it runs on a worker, not in this script, so closing the tab stops nothing."""
     s = reads.settings()
     try:
-        sid = submit_session(_queue(s.db_url), s, reads.store(), question)
+        sid = submit_session(reads.queue(), s, reads.store(), question)
     except WorkbenchError as exc:
         st.warning(markup.md(exc))
         return
@@ -183,7 +177,7 @@ def follow(session_id: str) -> None:
 def interrupted(session_id: str, error: str) -> None:
     st.warning(i18n.t("ask.interrupted") + f": {markup.md(error)}")
     if st.button(i18n.t("ask.rerun"), key=f"ask_rerun_{session_id}"):
-        st.session_state["ask_session"] = submit_rerun(_queue(reads.settings().db_url), reads.store(), session_id)
+        st.session_state["ask_session"] = submit_rerun(reads.queue(), reads.store(), session_id)
         st.rerun()
 
 

@@ -1,31 +1,36 @@
-"""Eval: run the fixture suite with the rules in force or the Rules page's candidate; every run is
-kept (pipeline/eval/history.py), so results survive the browser session and two runs compare."""
+"""Eval: run the fixture suite with the rules in force or the Rules page's candidate, as a job
+(pipeline/jobs): it runs on the server's queue, not in this page's script run, so a click, another
+page or a reload leaves it running; the page finds it in the store, shows n of N and can stop it.
+Every run is kept (pipeline/eval/history.py), so results survive the browser session and two runs
+compare."""
 
 from __future__ import annotations
 
 import json
-import tempfile
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import streamlit as st
 
 from pages._ui import frame, i18n, identity, markup, reads, widgets
 from pipeline.eval import history
-from pipeline.eval.history import EvalRun
-from pipeline.eval.runner import load_fixtures, run_fixture
-from pipeline.frontends.views import rules as rules_view
+from pipeline.eval.history import ActiveRun, EvalRun
+from pipeline.jobs import submit_job
+from pipeline.jobs.records import request_cancel
 
 SOURCES = ("force", "candidate")
+FOLLOW_POLL_S = 1.0
 
 
-def _candidate():
-    """The Rules page's candidate, when it has one and it is valid."""
+def _candidate() -> dict[str, str] | None:
+    """The Rules page's candidate texts, when it has one and it is valid."""
     if "rules_index" not in st.session_state:
         return None
-    rules, _ = rules_view.check_rules(st.session_state["rules_index"], st.session_state["rules_meta"])
-    return rules
+    from pipeline.frontends.views import rules as rules_view
+
+    index, meta = st.session_state["rules_index"], st.session_state["rules_meta"]
+    rules, _ = rules_view.check_rules(index, meta)
+    return None if rules is None else {"index": index, "metadata": meta}
 
 
 def sidebar() -> str:
@@ -35,28 +40,56 @@ def sidebar() -> str:
     return source or "force"
 
 
-def run(source: str, who: str) -> None:
-    s = reads.settings()
+def submit(source: str, who: str) -> None:
+    """Queue the run; its job writes each fixture's result as it goes (pipeline.jobs.tasks.run_eval)."""
     candidate = _candidate() if source == "candidate" else None
     if source == "candidate" and candidate is None:
         st.warning(i18n.t("eval.no_candidate"))
-    rules, label = history.suite_rules(s, reads.store(), candidate=candidate)
-    fixtures = load_fixtures(s.fixtures_dir)
-    started = datetime.now(UTC)
-    bar = st.progress(0.0)
-    results = []
-    with tempfile.TemporaryDirectory(prefix="wb-eval-") as tmp:
-        for n, fixture in enumerate(fixtures, 1):
-            bar.progress((n - 1) / len(fixtures), text=i18n.t("eval.progress", n=n, total=len(fixtures),
-                                                               name=markup.md(fixture.get("name", ""))))
-            results.append(run_fixture(fixture, settings=s, store=reads.store(), rules=rules, script_dir=Path(tmp)))
-    bar.empty()
-    # The new run is the one shown; the selectbox below is not drawn yet in this script run.
-    st.session_state["eval_shown"] = history.record_run(reads.store(), who=who, rules=label, results=results,
-                                                        started_at=started)
-    for key in ("eval_after", "eval_before"):  # compare the new run with the one before it
-        st.session_state.pop(key, None)
-    reads.refresh_session_reads()
+    args: dict[str, Any] = {"who": who, "origin": "page"}
+    if candidate is not None:
+        args["candidate"] = candidate
+    submit_job(reads.queue(), reads.store(), "eval", args)
+
+
+def _who(who: str, origin: str) -> str:
+    """A run's author; an unnamed one is named by where it was asked (not "—")."""
+    return who or i18n.named("eval.origin.", origin or "unknown")
+
+
+def follow(active: ActiveRun) -> None:
+    """The run under way, redrawn from the store every second; once it has ended the whole page
+    reruns and shows it. Only this part reruns meanwhile: the page stays usable."""
+    now = next((r for r in history.active_runs(reads.store()) if r.id == active.id), None)
+    if now is None:
+        st.rerun(scope="app")
+    who = _who(now.who, now.origin)
+    if now.total is None:
+        st.progress(0.0, text=i18n.t("eval.queued", who=markup.md(who)))
+    else:
+        text = i18n.t("eval.progress", n=now.done, total=now.total, who=markup.md(who))
+        if now.current:
+            text += f" · {markup.md(now.current)}"
+        st.progress(now.done / max(1, now.total), text=text)
+    if now.stopping:
+        st.caption(i18n.t("eval.stopping"))
+    else:
+        # A callback: it runs before the rerun the click starts, which then draws "stopping".
+        st.button(i18n.t("eval.cancel"), key=f"eval_cancel_{now.id}", on_click=request_cancel,
+                  args=(reads.store(), now.id))
+
+
+def _just_ended(active: list[ActiveRun]) -> None:
+    """A run this browser session followed that has ended becomes the run shown, compared with
+    the one before it. The runs followed are every run under way the page drew, so a reload or
+    another tab that finds a run follows it as the tab that started it does."""
+    running = [r.id for r in active]
+    ended = [i for i in st.session_state.get("eval_following", []) if i not in running]
+    st.session_state["eval_following"] = running
+    if ended:
+        st.session_state["eval_shown"] = ended[-1]
+        for key in ("eval_after", "eval_before"):
+            st.session_state.pop(key, None)
+        reads.refresh_session_reads()
 
 
 def _rules(run: EvalRun) -> str:
@@ -66,9 +99,16 @@ def _rules(run: EvalRun) -> str:
     return run.rules or "—"
 
 
+def _score(run: EvalRun) -> str:
+    """The score, and for a run that did not finish how far it got."""
+    if run.complete:
+        return run.score
+    return run.score + " · " + i18n.named("eval.status.", run.status, n=len(run.results), total=run.total or "?")
+
+
 def _label(run: EvalRun) -> str:
-    return i18n.t("eval.run_label", when=f"{run.started_at:%Y-%m-%d %H:%M}", score=run.score,
-                rules=_rules(run), who=run.who or "—")
+    return i18n.t("eval.run_label", when=f"{run.started_at:%Y-%m-%d %H:%M}", score=_score(run),
+                  rules=_rules(run), who=_who(run.who, run.origin))
 
 
 def _outcome(result: dict[str, Any] | None) -> str:
@@ -83,37 +123,37 @@ def _col(name: str, width: int | None) -> Any:
 
 
 def results(run: EvalRun) -> None:
-    # Failures first: they are what a tuner came to see.
+    """The run's fixtures, failures first (what a tuner came to see), as a table whose cells wrap
+    at 1280 px; a fixture's name opens its session's trace."""
     rows = sorted(run.results, key=lambda r: (r["passed"], r["name"]))
     c1, c2 = st.columns([1, 3])
     c1.metric(i18n.t("eval.pass_rate"), run.score)
-    c2.caption(i18n.t("eval.rules_of_run", rules=markup.md(_rules(run)), who=markup.md(run.who or "—"),
-                    when=f"{run.started_at:%Y-%m-%d %H:%M}"))
-    picked = st.dataframe([{
-        "fixture": r["name"],
-        "result": "pass" if r["passed"] else "FAIL",
-        "verdict": r.get("verdict") or "",
-        "failures": "; ".join(r["failures"]),
-        "expected": json.dumps(r["expected"], ensure_ascii=False),
-        "description": r["description"],
-    } for r in rows], hide_index=True, key="eval_table", on_select="rerun", selection_mode=widgets.PICK,
-        column_config={
-            # ~750 px with the pick column: inside the main column at 1280 px, sidebar open.
-            "fixture": _col("fixture", 170),
-            "result": _col("result", 55),
-            "verdict": _col("verdict", 95),
-            "failures": _col("failures", 200),
-            "expected": _col("expected", 110),
-            "description": _col("description", 120),
-        })
+    c2.caption(i18n.t("eval.rules_of_run", rules=markup.md(_rules(run)), who=markup.md(_who(run.who, run.origin)),
+                      when=f"{run.started_at:%Y-%m-%d %H:%M}"))
+    if not run.complete:
+        st.warning(i18n.named("eval.status.", run.status, n=len(run.results), total=run.total or "?"))
+    head = "".join(f"<th>{markup.esc(i18n.named('eval.col.', name))}</th>"
+                   for name in ("fixture", "result", "verdict", "failures", "expected", "description"))
+    body = []
+    for r in rows:
+        name = markup.esc(r["name"])
+        if r.get("session_id"):
+            link = f"trace?{urlencode({'session': r['session_id'], 'lang': i18n.lang()})}"
+            name = f'<a href="{markup.esc(link)}" target="_self">{name}</a>'
+        body.append(
+            f'<tr><td>{name}</td><td>{"pass" if r["passed"] else "FAIL"}</td><td>{markup.esc(r.get("verdict") or "")}</td>'
+            f'<td>{"<br>".join(markup.esc(f) for f in r["failures"])}</td>'
+            f'<td>{markup.esc(json.dumps(r["expected"], ensure_ascii=False))}</td>'
+            f'<td>{markup.esc(r["description"])}</td></tr>')
+    markup.html_block(f'<table class="wb-queue wb-eval"><thead><tr>{head}</tr></thead>'
+                      f'<tbody>{"".join(body)}</tbody></table>')
     st.caption(i18n.t("eval.open_hint"))
-    widgets.open_picked_trace(picked, [r["session_id"] for r in rows])
 
 
 def past_runs(runs: list[EvalRun]) -> None:
     st.subheader(i18n.t("eval.history"))
-    st.dataframe([{"when (UTC)": f"{r.started_at:%Y-%m-%d %H:%M}", "score": r.score, "rules": _rules(r),
-                   "who": r.who or "—", "run": r.id} for r in runs],
+    st.dataframe([{"when (UTC)": f"{r.started_at:%Y-%m-%d %H:%M}", "score": _score(r), "rules": _rules(r),
+                   "who": _who(r.who, r.origin), "run": r.id} for r in runs],
                  hide_index=True, key="eval_history", column_config={
                      "when (UTC)": _col("when (UTC)", 140),
                      "score": _col("score", 70),
@@ -131,7 +171,8 @@ def comparison(runs: list[EvalRun]) -> None:
     by_id = {r.id: r for r in runs}
     ids = list(by_id)
     c1, c2 = st.columns(2)
-    after = c1.selectbox(i18n.t("eval.after"), ids, index=0, placeholder=i18n.t("common.choose_one"), key="eval_after", format_func=lambda i: _label(by_id[i]))
+    after = c1.selectbox(i18n.t("eval.after"), ids, index=0, placeholder=i18n.t("common.choose_one"), key="eval_after",
+                         format_func=lambda i: _label(by_id[i]))
     before = c2.selectbox(i18n.t("eval.before"), ids, index=1, placeholder=i18n.t("common.choose_one"), key="eval_before",
                           format_func=lambda i: _label(by_id[i]))
     changes = history.compare(by_id[before], by_id[after])
@@ -153,16 +194,23 @@ def body(source: str) -> None:
     c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
     with c1:
         who = identity.reviewer_name("reviewer")  # the name the Trace page labels reviews with
-    if c2.button(i18n.t("eval.run"), type="primary", key="eval_run"):
-        run(source, who)
+    active = history.active_runs(reads.store())
+    if not active and c2.button(i18n.t("eval.run"), type="primary", key="eval_run"):
+        submit(source, who)
+        active = history.active_runs(reads.store())
+    _just_ended(active)
+    for run in active:
+        st.fragment(follow, run_every=FOLLOW_POLL_S)(run)
     runs = history.list_runs(reads.store())
     if not runs:
-        st.info(i18n.t("eval.not_run"))
+        if not active:
+            st.info(i18n.t("eval.not_run"))
         return
     by_id = {r.id: r for r in runs}
     if st.session_state.get("eval_shown") not in by_id:
         st.session_state["eval_shown"] = runs[0].id
-    shown = st.selectbox(i18n.t("eval.shown"), list(by_id), placeholder=i18n.t("common.choose_one"), key="eval_shown", format_func=lambda i: _label(by_id[i]))
+    shown = st.selectbox(i18n.t("eval.shown"), list(by_id), placeholder=i18n.t("common.choose_one"), key="eval_shown",
+                         format_func=lambda i: _label(by_id[i]))
     results(by_id[shown])
     past_runs(runs)
     comparison(runs)

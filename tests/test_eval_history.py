@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from pipeline.core.config import ROOT
 from pipeline.core.contracts import Verdict
 from pipeline.core.messages import tr
-from pipeline.eval import history
+from pipeline.eval import history, runner
 from pipeline.eval.runner import EvalResult
 from pipeline.frontends.cli import main
 from pipeline.store import Store
@@ -75,10 +77,21 @@ def _app() -> AppTest:
     return at
 
 
+def _finished(at: AppTest, store: Store) -> None:
+    """Wait for the queued run to end, then rerun the page as its one-second poll would."""
+    for _ in range(600):
+        if not history.active_runs(store):
+            break
+        time.sleep(0.1)
+    at.run()
+    assert not at.exception, at.exception
+
+
 def test_page_keeps_runs_and_compares_a_candidate_with_the_rules_in_force(two_fixtures: Path, store: Store) -> None:
     at = _app()
     at.button(key="eval_run").click().run()
     assert not at.exception, at.exception
+    _finished(at, store)
     # Turning off the invocation-reference rule lets the fabricated invocation id through: that
     # fixture's result must change between the two runs, and the other must not.
     at.switch_page("pages/rules.py")
@@ -90,13 +103,16 @@ def test_page_keeps_runs_and_compares_a_candidate_with_the_rules_in_force(two_fi
     at.radio(key="eval_rules").set_value("candidate").run()
     at.button(key="eval_run").click().run()
     assert not at.exception, at.exception
+    _finished(at, store)
 
     runs = history.list_runs(store)
     assert [r.who for r in runs] == ["dana", "dana"]
     assert runs[0].rules.startswith("candidate ") and runs[1].rules == "rules/ directory"
     assert at.selectbox(key="eval_shown").value == runs[0].id  # the new run is the one shown
-    shown, past, diff = (table.value for table in at.dataframe)  # results, history, comparison
-    assert "evidence.invocation_ref" in shown.set_index("fixture").loc[FIXTURES[0], "failures"]
+    shown = next(h.value for h in at.get("html") if "wb-eval" in h.value)  # results: a table that wraps
+    row = next(r for r in shown.split("<tr>") if f">{FIXTURES[0]}</a>" in r)
+    assert "evidence.invocation_ref" in row and f"session={runs[0].results[0]['session_id']}" in shown
+    past, diff = (table.value for table in at.dataframe)  # history, comparison
     assert past["run"].tolist() == [runs[0].id, runs[1].id]
     assert diff["fixture"].tolist() == list(FIXTURES) and diff["changed"].tolist() == ["≠", ""]
     assert diff.loc[0, "before"].startswith("pass") and diff.loc[0, "after"].startswith("FAIL")
@@ -106,3 +122,48 @@ def test_page_keeps_runs_and_compares_a_candidate_with_the_rules_in_force(two_fi
     fresh = _app()
     assert fresh.selectbox(key="eval_shown").value == runs[0].id
     assert fresh.metric[0].value == runs[0].score
+
+
+def test_a_run_outlives_the_page_that_started_it_and_is_stopped_from_another(
+        two_fixtures: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copy(ROOT / "data" / "fixtures" / "06-service-swapped.yaml", two_fixtures)
+    go_on = threading.Event()
+    real = runner.iter_suite
+
+    def held(*args, **kwargs):  # type: ignore[no-untyped-def]
+        for n, item in enumerate(real(*args, **kwargs)):  # a slow model: the run waits after its first fixture
+            yield item
+            if n == 0:
+                go_on.wait(60)
+
+    monkeypatch.setattr(runner, "iter_suite", held)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at.switch_page("pages/eval.py").run()  # nobody typed a name
+    at.button(key="eval_run").click().run()
+    assert not at.exception, at.exception
+    try:
+        for _ in range(600):
+            if [r.done for r in history.active_runs(store)] == [1]:
+                break
+            time.sleep(0.1)
+        # Another browser session (a reload, another tab) finds the run, n of N, and may stop it.
+        other = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+        other.switch_page("pages/eval.py").run()
+        (bar,) = other.get("progress")
+        text = bar.proto.text.replace("\\", "")  # markdown-escaped
+        assert text == tr("eval.progress", "en", n=1, total=3, who="unnamed, from the Eval page") + f" · {FIXTURES[0]}"
+        assert not [b for b in other.button if b.key == "eval_run"]  # one run at a time
+        (job,) = history.active_runs(store)
+        other.button(key=f"eval_cancel_{job.id}").click().run()
+        assert tr("eval.stopping", "en") in [c.value for c in other.caption]
+    finally:
+        go_on.set()
+    _finished(at, store)
+    (run,) = history.list_runs(store)
+    assert (run.status, len(run.results), run.total) == ("cancelled", 2, 3)
+    assert at.selectbox(key="eval_shown").value == run.id  # the page that started it shows it
+    warning = tr("eval.status.cancelled", "en", n=2, total=3)
+    assert warning in [w.value for w in at.warning]
+    assert "unnamed, from the Eval page" in at.selectbox(key="eval_shown").options[0]
+    shown = next(h.value for h in at.get("html") if "wb-eval" in h.value)
+    assert all(f"session={r['session_id']}" in shown for r in run.results)

@@ -12,6 +12,7 @@ import streamlit as st
 from pipeline.core.config import Settings, load_settings
 from pipeline.core.errors import NotFound
 from pipeline.frontends.views import outputs
+from pipeline.jobs import JobQueue
 from pipeline.runs import review_queue
 from pipeline.store import SessionFilter, Store
 from pipeline.store.record import SessionRecord, SessionRow, read_session
@@ -31,6 +32,19 @@ def _store(url: str) -> Store:
 
 def store() -> Store:
     return _store(settings().db_url)
+
+
+@st.cache_resource(show_spinner=False)
+def _queue(url: str) -> JobQueue:
+    from pipeline.jobs import make_queue
+
+    return make_queue(settings(), _store(url))
+
+
+def queue() -> JobQueue:
+    """Where this server's pages submit sessions and eval runs: one per server process, the
+    in-process pool (SQLite) or the PostgreSQL queue's client; what it runs outlives the tab."""
+    return _queue(settings().db_url)
 
 
 
