@@ -56,10 +56,11 @@ def _who(who: str, origin: str) -> str:
     return who or i18n.named("eval.origin.", origin or "unknown")
 
 
-def follow(active: ActiveRun) -> None:
+@st.fragment(run_every=FOLLOW_POLL_S)
+def follow(run_id: str) -> None:
     """The run under way, redrawn from the store every second; once it has ended the whole page
     reruns and shows it. Only this part reruns meanwhile: the page stays usable."""
-    now = next((r for r in history.active_runs(reads.store()) if r.id == active.id), None)
+    now = next((r for r in history.active_runs(reads.store()) if r.id == run_id), None)
     if now is None:
         st.rerun(scope="app")
     who = _who(now.who, now.origin)
@@ -195,12 +196,16 @@ def body(source: str) -> None:
     with c1:
         who = identity.reviewer_name("reviewer")  # the name the Trace page labels reviews with
     active = history.active_runs(reads.store())
-    if not active and c2.button(i18n.t("eval.run"), type="primary", key="eval_run"):
+    slot = c2.empty()
+    if not active and slot.button(i18n.t("eval.run"), type="primary", key="eval_run"):
         submit(source, who)
+        # One run at a time: the button goes in this run (a st.rerun here lost the new run's
+        # fragment, whose timer then asked the server for a fragment it no longer had).
+        slot.empty()
         active = history.active_runs(reads.store())
     _just_ended(active)
     for run in active:
-        st.fragment(follow, run_every=FOLLOW_POLL_S)(run)
+        follow(run.id)
     runs = history.list_runs(reads.store())
     if not runs:
         if not active:

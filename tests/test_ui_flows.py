@@ -134,9 +134,17 @@ def test_eval_tables_fit_1280(tmp_path: Path, page) -> None:  # noqa: F811
     pg.set_viewport_size({"width": 1280, "height": 1400})
     with _streamlit(tmp_path) as url:
         pg.goto(url + "/eval")
-        pg.get_by_test_id("stDataFrame").nth(2).wait_for(timeout=WAIT_MS)
+        pg.get_by_test_id("stDataFrame").nth(1).wait_for(timeout=WAIT_MS)
         _settled(pg)
         main = pg.get_by_test_id("stMainBlockContainer").bounding_box()
+        # The result table wraps its fixture, expected and description cells instead of cutting them.
+        table = pg.locator("table.wb-eval")
+        box = table.bounding_box()
+        assert box and main and box["x"] + box["width"] <= main["x"] + main["width"] + 1
+        cells = table.locator("tbody tr").first.locator("td")
+        for i in (0, 4, 5):  # fixture, expected, description
+            assert cells.nth(i).evaluate("e => e.scrollWidth <= e.clientWidth + 1"), f"cell {i} is cut"
+        assert "what the fixture checks what the fixture checks" in cells.nth(5).inner_text()
         grids = pg.get_by_test_id("stDataFrame")
         for i in range(grids.count()):
             box = grids.nth(i).bounding_box()
@@ -146,3 +154,42 @@ def test_eval_tables_fit_1280(tmp_path: Path, page) -> None:  # noqa: F811
                 "e => { const s = e.querySelector('.dvn-scroller'); return s ? s.scrollWidth - s.clientWidth : 0; }")
             assert inner <= 1, f"table {i} scrolls {inner} px sideways"
         _shot(pg, "eval-tables-1280")
+
+
+def test_an_eval_run_outlives_navigation_and_a_reload_and_stops_with_its_sessions(tmp_path: Path, page) -> None:  # noqa: F811
+    import re
+
+    from pipeline.eval import history
+    from pipeline.store import Store
+
+    pg = page
+    pg.set_viewport_size({"width": 1280, "height": 800})
+    progress = re.compile(r"Fixture \d+ of \d+ done")
+    with _streamlit(tmp_path) as url:
+        pg.goto(url + "/eval")
+        pg.get_by_role("button", name=tr("eval.run", "en")).wait_for(timeout=WAIT_MS)
+        _settled(pg)
+        # Streamlit 1.67: a click during the first open's second script run starts a new script
+        # runner while the old one finishes, and the old one's end drops the fragments the new one
+        # registered, the progress poll among them (the run goes on; the page shows it on its next
+        # run). A person does not click that fast; the test waits as they would.
+        pg.wait_for_timeout(2000)
+        pg.get_by_role("button", name=tr("eval.run", "en")).click()
+        pg.get_by_text(progress).wait_for(timeout=WAIT_MS)
+        _shot(pg, "eval-running")
+        # Another page, then the Eval page opened anew (a new browser session, as a reload is):
+        # the run went on meanwhile and the page finds it.
+        pg.goto(url + "/sessions")
+        pg.get_by_role("heading", name=tr("sessions.title", "en")).wait_for(timeout=WAIT_MS)
+        pg.goto(url + "/eval")
+        pg.get_by_text(progress).wait_for(timeout=WAIT_MS)
+        assert "unnamed, from the Eval page" in pg.inner_text("body")
+        _shot(pg, "eval-found-after-navigation")
+        pg.get_by_role("button", name=tr("eval.cancel", "en")).click()
+        pg.get_by_text(re.compile(r"cancelled after \d+ of \d+ fixtures")).first.wait_for(timeout=WAIT_MS)
+        _settled(pg)
+        _shot(pg, "eval-cancelled")
+    store = Store(f"sqlite:///{tmp_path / 'workbench.db'}")
+    (run,) = history.list_runs(store)
+    assert run.status == "cancelled" and 0 < len(run.results) < (run.total or 0)
+    assert all(store.get_session(r["session_id"]) for r in run.results if r["session_id"])

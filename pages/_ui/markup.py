@@ -35,8 +35,10 @@ table.wb-queue{width:100%;border-collapse:collapse;font-size:0.85rem;line-height
 .wb-queue tr:hover td{background:rgba(59,91,219,0.06)}
 .wb-queue a{color:inherit;text-decoration:none}.wb-queue a:hover{text-decoration:underline}
 .wb-queue td:first-child a{color:#3b5bdb;font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:0.8rem}
-.wb-queue.wb-eval td{white-space:normal}.wb-eval td:nth-child(2){white-space:nowrap}
-.wb-eval td:nth-child(5){font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:0.75rem}
+table.wb-eval{table-layout:fixed}.wb-queue.wb-eval td{white-space:normal;overflow-wrap:break-word}
+.wb-eval th:nth-child(1){width:21%}.wb-eval th:nth-child(2){width:7%}.wb-eval th:nth-child(3){width:11%}
+.wb-eval th:nth-child(4){width:19%}.wb-eval th:nth-child(5){width:23%}
+.wb-eval td:nth-child(5){font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:0.75rem;overflow-wrap:anywhere}
 .wb-bar{display:inline-block;width:3rem;height:0.45rem;background:rgba(127,127,127,0.2);border-radius:3px;vertical-align:middle}
 .wb-bar span{display:block;height:100%;background:#3b5bdb;border-radius:3px}
 </style>
