@@ -285,7 +285,7 @@ class JobRow(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    # Migration 0019: how far a running eval has got, and a person's request that it stop.
+    # Migration 0021: how far a running eval has got, and a person's request that it stop.
     progress_done: Mapped[int | None] = mapped_column(Integer)
     progress_total: Mapped[int | None] = mapped_column(Integer)
     cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
