@@ -312,7 +312,11 @@ def demo_pages(repeat: int, ways: tuple[str, ...] = ("fresh",), busy: bool = Tru
 
 def _open_pages(home: Path, paths: dict[str, str], ways: tuple[str, ...], repeat: int,
                 opens: dict[tuple[str, str], list[float]], loads: list[float]) -> None:
-    for _ in range(repeat):
+    for rep in range(repeat):
+        # Each repetition starts the round at another page: the first page after the warm-up
+        # also meets what the server still does after its first run (the warm imports).
+        names = list(paths)
+        order = names[rep % len(names):] + names[:rep % len(names)]
         for way in ways:
             proc, base = _start(home)
             try:
@@ -322,7 +326,8 @@ def _open_pages(home: Path, paths: dict[str, str], ways: tuple[str, ...], repeat
                     warm = context.new_page()
                     _load(warm, base + "/", "[data-testid=stMain] h1")
                     warm.close()
-                    for name, path in paths.items():
+                    for name in order:
+                        path = paths[name]
                         pg = context.new_page() if way == "tab" else browser.new_page(viewport={"width": 1280, "height": 1600})
                         t = time.perf_counter()
                         pg.goto(base + path)
