@@ -118,9 +118,13 @@ def _outcome(result: dict[str, Any] | None) -> str:
     return f"{'pass' if result.get('passed') else 'FAIL'} {result.get('verdict') or ''}".strip()
 
 
-def _col(name: str, width: int | None) -> Any:
-    """A text column headed in the page language (the row keys stay the same in every language)."""
-    return st.column_config.TextColumn(i18n.named("eval.col.", name), width=width)
+def _table(columns: tuple[str, ...], rows: list[list[str]], css: str = "") -> None:
+    """An HTML table headed in the page language whose cells wrap: a grid would load Streamlit's
+    Arrow code in the browser for a few rows (docs/benchmarks.md), and cut long cells at 1280 px.
+    `rows` hold markup already escaped."""
+    head = "".join(f"<th>{markup.esc(i18n.named('eval.col.', name))}</th>" for name in columns)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    markup.html_block(f'<table class="wb-queue {css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
 def results(run: EvalRun) -> None:
@@ -133,35 +137,24 @@ def results(run: EvalRun) -> None:
                       when=f"{run.started_at:%Y-%m-%d %H:%M}"))
     if not run.complete:
         st.warning(i18n.named("eval.status.", run.status, n=len(run.results), total=run.total or "?"))
-    head = "".join(f"<th>{markup.esc(i18n.named('eval.col.', name))}</th>"
-                   for name in ("fixture", "result", "verdict", "failures", "expected", "description"))
     body = []
     for r in rows:
         name = markup.esc(r["name"])
         if r.get("session_id"):
             link = f"trace?{urlencode({'session': r['session_id'], 'lang': i18n.lang()})}"
             name = f'<a href="{markup.esc(link)}" target="_self">{name}</a>'
-        body.append(
-            f'<tr><td>{name}</td><td>{"pass" if r["passed"] else "FAIL"}</td><td>{markup.esc(r.get("verdict") or "")}</td>'
-            f'<td>{"<br>".join(markup.esc(f) for f in r["failures"])}</td>'
-            f'<td>{markup.esc(json.dumps(r["expected"], ensure_ascii=False))}</td>'
-            f'<td>{markup.esc(r["description"])}</td></tr>')
-    markup.html_block(f'<table class="wb-queue wb-eval"><thead><tr>{head}</tr></thead>'
-                      f'<tbody>{"".join(body)}</tbody></table>')
+        body.append([name, "pass" if r["passed"] else "FAIL", markup.esc(r.get("verdict") or ""),
+                     "<br>".join(markup.esc(f) for f in r["failures"]),
+                     markup.esc(json.dumps(r["expected"], ensure_ascii=False)), markup.esc(r["description"])])
+    _table(("fixture", "result", "verdict", "failures", "expected", "description"), body, "wb-eval")
     st.caption(i18n.t("eval.open_hint"))
 
 
 def past_runs(runs: list[EvalRun]) -> None:
     st.subheader(i18n.t("eval.history"))
-    st.dataframe([{"when (UTC)": f"{r.started_at:%Y-%m-%d %H:%M}", "score": _score(r), "rules": _rules(r),
-                   "who": _who(r.who, r.origin), "run": r.id} for r in runs],
-                 hide_index=True, key="eval_history", column_config={
-                     "when (UTC)": _col("when (UTC)", 140),
-                     "score": _col("score", 70),
-                     "rules": _col("rules", 180),
-                     "who": _col("who", 140),
-                     "run": _col("run", None),
-                 })
+    _table(("when (UTC)", "score", "rules", "who", "run"),
+           [[f"{r.started_at:%Y-%m-%d %H:%M}", markup.esc(_score(r)), markup.esc(_rules(r)),
+             markup.esc(_who(r.who, r.origin)), markup.esc(r.id)] for r in runs], "wb-runs")
 
 
 def comparison(runs: list[EvalRun]) -> None:
@@ -178,15 +171,9 @@ def comparison(runs: list[EvalRun]) -> None:
                           format_func=lambda i: _label(by_id[i]))
     changes = history.compare(by_id[before], by_id[after])
     st.caption(i18n.t("eval.changed", n=sum(c.changed for c in changes)))
-    st.dataframe([{"fixture": c.name, "changed": "≠" if c.changed else "", "before": _outcome(c.before),
-                   "after": _outcome(c.after), "failures after": "; ".join((c.after or {}).get("failures") or [])}
-                  for c in changes], hide_index=True, key="eval_diff", column_config={
-                      "fixture": _col("fixture", 220),
-                      "changed": _col("changed", 70),
-                      "before": _col("before", 120),
-                      "after": _col("after", 120),
-                      "failures after": _col("failures after", 250),
-                  })
+    _table(("fixture", "changed", "before", "after", "failures after"),
+           [[markup.esc(c.name), "≠" if c.changed else "", markup.esc(_outcome(c.before)), markup.esc(_outcome(c.after)),
+             "<br>".join(markup.esc(f) for f in (c.after or {}).get("failures") or [])] for c in changes], "wb-diff")
 
 
 def body(source: str) -> None:

@@ -134,25 +134,19 @@ def test_eval_tables_fit_1280(tmp_path: Path, page) -> None:  # noqa: F811
     pg.set_viewport_size({"width": 1280, "height": 1400})
     with _streamlit(tmp_path) as url:
         pg.goto(url + "/eval")
-        pg.get_by_test_id("stDataFrame").nth(1).wait_for(timeout=WAIT_MS)
+        pg.locator("table.wb-diff").wait_for(timeout=WAIT_MS)
         _settled(pg)
         main = pg.get_by_test_id("stMainBlockContainer").bounding_box()
-        # The result table wraps its fixture, expected and description cells instead of cutting them.
-        table = pg.locator("table.wb-eval")
-        box = table.bounding_box()
-        assert box and main and box["x"] + box["width"] <= main["x"] + main["width"] + 1
-        cells = table.locator("tbody tr").first.locator("td")
-        for i in (0, 4, 5):  # fixture, expected, description
-            assert cells.nth(i).evaluate("e => e.scrollWidth <= e.clientWidth + 1"), f"cell {i} is cut"
-        assert "what the fixture checks what the fixture checks" in cells.nth(5).inner_text()
-        grids = pg.get_by_test_id("stDataFrame")
-        for i in range(grids.count()):
-            box = grids.nth(i).bounding_box()
-            assert box and main and box["x"] + box["width"] <= main["x"] + main["width"] + 1
-            # The grid's columns end inside it: no horizontal scrollbar hides one.
-            inner = grids.nth(i).evaluate(
-                "e => { const s = e.querySelector('.dvn-scroller'); return s ? s.scrollWidth - s.clientWidth : 0; }")
-            assert inner <= 1, f"table {i} scrolls {inner} px sideways"
+        # Results, history and comparison wrap their cells instead of cutting them: each table ends
+        # inside the main column and no cell hides text.
+        for css in ("wb-eval", "wb-runs", "wb-diff"):
+            box = pg.locator(f"table.{css}").bounding_box()
+            assert box and main and box["x"] + box["width"] <= main["x"] + main["width"] + 1, css
+            assert pg.locator(f"table.{css} td").evaluate_all(
+                "tds => tds.every(td => td.scrollWidth <= td.clientWidth + 1)"), f"a cell of {css} is cut"
+        description = pg.locator("table.wb-eval tbody tr").first.locator("td").nth(5)
+        assert "what the fixture checks what the fixture checks" in description.inner_text()
+        assert pg.get_by_test_id("stDataFrame").count() == 0
         _shot(pg, "eval-tables-1280")
 
 

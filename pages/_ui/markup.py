@@ -38,6 +38,7 @@ table.wb-queue{width:100%;border-collapse:collapse;font-size:0.85rem;line-height
 table.wb-eval{table-layout:fixed}.wb-queue.wb-eval td{white-space:normal;overflow-wrap:break-word}
 .wb-eval th:nth-child(1){width:21%}.wb-eval th:nth-child(2){width:7%}.wb-eval th:nth-child(3){width:11%}
 .wb-eval th:nth-child(4){width:19%}.wb-eval th:nth-child(5){width:23%}
+.wb-queue.wb-runs td:nth-child(2),.wb-queue.wb-diff td:nth-child(5){white-space:normal}
 .wb-eval td:nth-child(5){font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:0.75rem;overflow-wrap:anywhere}
 .wb-bar{display:inline-block;width:3rem;height:0.45rem;background:rgba(127,127,127,0.2);border-radius:3px;vertical-align:middle}
 .wb-bar span{display:block;height:100%;background:#3b5bdb;border-radius:3px}
