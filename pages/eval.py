@@ -122,7 +122,7 @@ def _table(columns: tuple[str, ...], rows: list[list[str]], css: str = "") -> No
     """An HTML table headed in the page language whose cells wrap: a grid would load Streamlit's
     Arrow code in the browser for a few rows (docs/benchmarks.md), and cut long cells at 1280 px.
     `rows` hold markup already escaped."""
-    head = "".join(f"<th>{markup.esc(i18n.named('eval.col.', name))}</th>" for name in columns)
+    head = "".join("<th>" + markup.esc(i18n.named("eval.col.", name)) + "</th>" for name in columns)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
     markup.html_block(f'<table class="wb-queue {css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
