@@ -10,6 +10,7 @@ import sqlite3
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -62,10 +63,12 @@ def _upgrade_from_template(engine):  # type: ignore[no-untyped-def]
     if engine.dialect.name != "sqlite" or not path or path == ":memory:":
         return _MIGRATE(engine)
     try:
-        with sqlite3.connect(path) as target:
+        # Closed here: a sqlite3 connection sits in a reference cycle (its statement cache) on
+        # Python 3.11 and would keep the file open, its write-ahead log unmerged, until a GC pass.
+        with closing(sqlite3.connect(path)) as target:
             if target.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
                 return _MIGRATE(engine)
-            with sqlite3.connect(_migrated_template()) as source:
+            with closing(sqlite3.connect(_migrated_template())) as source:
                 source.backup(target)
     except sqlite3.Error:  # not a database, a read-only place...: the real path says so as users see it
         return _MIGRATE(engine)

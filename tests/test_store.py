@@ -175,15 +175,6 @@ except StoreError as exc:
 
 
 @pytest.mark.slow  # starts a process
-def _close_into_main_file(store: Store) -> None:
-    """Opened immutable (a read-only directory), SQLite reads the main file only: whatever a
-    connection still open elsewhere kept in the write-ahead log, the schema revision included,
-    would be missing, and the reader would try to migrate."""
-    with store.engine.connect() as conn:
-        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-    store.engine.dispose()
-
-
 def test_a_read_only_database_still_serves_reads(tmp_path: Path) -> None:
     home = tmp_path / "ro"
     store = Store(f"sqlite:///{home / 'workbench.db'}")
@@ -222,7 +213,7 @@ def test_ask_and_rerun_on_a_read_only_database_refuse_in_one_line(tmp_path: Path
     home = tmp_path / "ro"
     store = Store(f"sqlite:///{home / 'workbench.db'}")
     sid = _session(store, question="支付超时", status="completed")
-    _close_into_main_file(store)
+    store.engine.dispose()
     (home / "workbench.db").chmod(0o444)
     home.chmod(0o555)
     prefix: list[str] = []
