@@ -174,15 +174,39 @@ except StoreError as exc:
 """
 
 
-@pytest.mark.slow  # starts a process
-def test_a_read_only_database_still_serves_reads(tmp_path: Path) -> None:
+STOPPED_WRITER = """
+import os, sys
+from pipeline.store import Store
+store = Store(sys.argv[1])
+sid = store.create_session(question="支付超时", world=None, shape="split", provider="offline", model="m")
+store.add_invocation(session_id=sid, round=1, tool_name="query_logs", model_tool_name="queryLogs", arguments={},
+                     status="ok", output="x", error=None, latency_ms=1.0)
+print(sid, flush=True)
+os._exit(0)  # as a killed writer: no close, its last commits left in the write-ahead log
+"""
+
+
+@pytest.mark.slow  # starts processes
+@pytest.mark.parametrize("writer", ["closed", "stopped"])
+def test_a_read_only_database_still_serves_reads(tmp_path: Path, writer: str) -> None:
+    """A stopped writer: the reader read the main file alone (immutable), found no schema and
+    tried to migrate ("attempt to write a readonly database")."""
     home = tmp_path / "ro"
-    store = Store(f"sqlite:///{home / 'workbench.db'}")
-    sid = _session(store, question="支付超时")
-    store.add_invocation(session_id=sid, round=1, tool_name="query_logs", model_tool_name="queryLogs", arguments={},
-                         status="ok", output="x", error=None, latency_ms=1.0)
-    store.engine.dispose()
-    (home / "workbench.db").chmod(0o444)
+    url = f"sqlite:///{home / 'workbench.db'}"
+    if writer == "closed":
+        store = Store(url)
+        sid = _session(store, question="支付超时")
+        store.add_invocation(session_id=sid, round=1, tool_name="query_logs", model_tool_name="queryLogs",
+                             arguments={}, status="ok", output="x", error=None, latency_ms=1.0)
+        store.engine.dispose()
+    else:
+        sid = subprocess.run([sys.executable, "-c", STOPPED_WRITER, url], capture_output=True, text=True,
+                             timeout=120, check=True).stdout.strip()
+    files = sorted(os.listdir(home))
+    assert files == (["workbench.db"] if writer == "closed" else ["workbench.db", "workbench.db-shm",
+                                                                  "workbench.db-wal"])
+    for name in files:
+        (home / name).chmod(0o444)
     home.chmod(0o555)
     command = [sys.executable, "-c", READ_ONLY_READER, f"sqlite:///{home / 'workbench.db'}", sid]
     if os.geteuid() == 0:
@@ -202,7 +226,7 @@ def test_a_read_only_database_still_serves_reads(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == "1 支付超时 1"
     assert lines[1].startswith("refused: cannot write to the database") and "readonly" in lines[1]
-    assert sorted(os.listdir(home)) == ["workbench.db"], "reading wrote beside the database"
+    assert sorted(os.listdir(home)) == files, "reading wrote beside the database"
     assert export.returncode == 0 and '"支付超时"' in export.stdout, export.stderr
 
 

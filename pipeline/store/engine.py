@@ -136,8 +136,12 @@ def read_only_url(url: str) -> str | None:
     if directory_writable and os.access(path, os.W_OK):
         return None
     # A WAL database needs its -shm file beside it; where the directory is read-only too, only
-    # immutable=1 (no shared memory, no locks) lets SQLite read it at all.
-    flags = "mode=ro" if directory_writable else "mode=ro&immutable=1"
+    # immutable=1 (no shared memory, no locks) lets SQLite read it at all. But immutable reads the
+    # main file alone: the last commits of a writer that stopped without closing wait in its -wal
+    # file, which mode=ro still reads through the -shm the writer left.
+    wal = path.with_name(path.name + "-wal")
+    pending = wal.exists() and wal.stat().st_size > 0
+    flags = "mode=ro" if directory_writable or pending else "mode=ro&immutable=1"
     return f"sqlite:///file:{path.resolve()}?{flags}&uri=true"
 
 
