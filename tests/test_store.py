@@ -13,6 +13,7 @@ import pytest
 from helpers import require
 from sqlalchemy import text
 
+from pipeline.core.config import ROOT
 from pipeline.core.contracts import LlmCallRecord
 from pipeline.core.errors import StoreError
 from pipeline.runs.session import run_session
@@ -231,13 +232,17 @@ def test_a_read_only_database_still_serves_reads(tmp_path: Path, writer: str) ->
 
 
 @pytest.mark.slow  # starts processes
-def test_ask_and_rerun_on_a_read_only_database_refuse_in_one_line(tmp_path: Path) -> None:
-    """Was a raw traceback: the reaper's UPDATE at the start of every session bypassed the store's
-    error translation."""
+def test_writing_commands_on_a_read_only_database_refuse_in_one_line(tmp_path: Path) -> None:
+    """Were raw tracebacks: the reaper's UPDATE at the start of every session, and eval's record
+    of its run, bypassed the store's error translation."""
     home = tmp_path / "ro"
     store = Store(f"sqlite:///{home / 'workbench.db'}")
     sid = _session(store, question="支付超时", status="completed")
     store.engine.dispose()
+    tuned = shutil.copytree(ROOT / "rules", tmp_path / "rules")
+    metadata = tuned / "metadata.yaml"
+    metadata.write_text(metadata.read_text(encoding="utf-8").replace("passThreshold: 0.5\n", "passThreshold: 0.6\n", 1),
+                        encoding="utf-8")
     (home / "workbench.db").chmod(0o444)
     home.chmod(0o555)
     prefix: list[str] = []
@@ -250,7 +255,8 @@ def test_ask_and_rerun_on_a_read_only_database_refuse_in_one_line(tmp_path: Path
     try:
         done = [subprocess.run([*prefix, sys.executable, "-m", "pipeline", *argv], capture_output=True, text=True,
                                timeout=120, check=False, env=env)
-                for argv in (["ask", "payment API times out since 10:00"], ["rerun", sid])]
+                for argv in (["ask", "payment API times out since 10:00"], ["rerun", sid], ["eval"],
+                             ["rules", "apply", "--author", "a", str(tuned)])]
     finally:
         home.chmod(0o755)
     for run in done:

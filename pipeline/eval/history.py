@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from pipeline.core.config import Settings
 from pipeline.eval.runner import EvalResult
@@ -89,7 +88,7 @@ def record_run(
 ) -> str:
     run_id = f"j-{uuid.uuid4().hex[:12]}"
     now = datetime.now(UTC)
-    with Session(store.engine) as db, db.begin():
+    with store.writing() as db:
         db.add(
             JobRow(
                 id=run_id,
@@ -125,7 +124,7 @@ def _run(row: JobRow) -> EvalRun:
 
 def list_runs(store: Store, limit: int = 50) -> list[EvalRun]:
     """Ended eval runs (completed, cancelled, interrupted, failed), newest first."""
-    with Session(store.engine) as db:
+    with store.reading() as db:
         rows = db.scalars(
             select(JobRow)
             .where(JobRow.kind == "eval", JobRow.status.in_(ENDED))
@@ -151,7 +150,7 @@ class ActiveRun:
 
 def active_runs(store: Store) -> list[ActiveRun]:
     """Eval runs queued or running, oldest first."""
-    with Session(store.engine) as db:
+    with store.reading() as db:
         rows = db.scalars(
             select(JobRow)
             .where(JobRow.kind == "eval", JobRow.status.in_(("queued", "running")))

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import update
-from sqlalchemy.orm import Session
 
 from pipeline.core.errors import NotFound
 from pipeline.store import Store
@@ -21,14 +20,14 @@ def _now() -> datetime:
 
 def create_job(store: Store, kind: str, args: dict[str, Any], *, owned: bool) -> str:
     job_id = f"j-{uuid.uuid4().hex[:12]}"
-    with Session(store.engine) as db, db.begin():
+    with store.writing() as db:
         db.add(JobRow(id=job_id, kind=kind, args=args, status="queued", heartbeat_at=_now() if owned else None))
     return job_id
 
 
 def claim_job(store: Store, job_id: str) -> bool:
     """queued -> running (a retry after a transient failure is `failed` -> running)."""
-    with Session(store.engine) as db, db.begin():
+    with store.writing() as db:
         claimed = db.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status.in_(("queued", "failed")),
                                                   JobRow.cancel_requested_at.is_(None))
                              .values(status="running", heartbeat_at=_now(), error=None)
@@ -44,7 +43,7 @@ def finish_job(store: Store, job_id: str, *, result: dict[str, Any] | None = Non
                               "error": error, "finished_at": _now()}
     if result is not None:
         values["result"] = result
-    with Session(store.engine) as db, db.begin():
+    with store.writing() as db:
         db.execute(update(JobRow).where(JobRow.id == job_id).values(**values))
 
 
@@ -55,7 +54,7 @@ def report_progress(store: Store, job_id: str, *, done: int, total: int, result:
     values: dict[str, Any] = {"progress_done": done, "progress_total": total, "result": result}
     if args is not None:
         values["args"] = args
-    with Session(store.engine) as db, db.begin():
+    with store.writing() as db:
         asked = db.execute(update(JobRow).where(JobRow.id == job_id).values(**values)
                            .returning(JobRow.cancel_requested_at)).scalar_one_or_none()
     return asked is not None
@@ -64,7 +63,7 @@ def report_progress(store: Store, job_id: str, *, done: int, total: int, result:
 def request_cancel(store: Store, job_id: str) -> bool:
     """Ask a queued or running job to stop; False when it had already ended. A queued one never
     starts (claim_job refuses it); a running one stops at its next progress report."""
-    with Session(store.engine) as db, db.begin():
+    with store.writing() as db:
         asked = db.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status.in_(("queued", "running")))
                            .values(cancel_requested_at=_now()).returning(JobRow.id)).first()
         # Nobody will run a queued row asked to stop: it ends here, with nothing made.
@@ -74,7 +73,7 @@ def request_cancel(store: Store, job_id: str) -> bool:
 
 
 def get_job(store: Store, job_id: str) -> dict[str, Any]:
-    with Session(store.engine) as db:
+    with store.reading() as db:
         row = db.get(JobRow, job_id)
         if row is None:
             raise NotFound(f"no job {job_id}")

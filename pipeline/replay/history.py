@@ -75,7 +75,7 @@ def write_columns(store: Store, items: list[ReplayInput], rules: RuleSet) -> Non
     if not derived:
         return
     ids = [s["session_id"] for s, _, _ in derived]
-    with store.engine.begin() as conn:
+    with store.connected(write=True) as conn:
         conn.execute(delete(GateSessionColumns).where(GateSessionColumns.session_id.in_(ids)))
         conn.execute(insert(GateSessionColumns), [s for s, _, _ in derived])
         seqs = dict(conn.execute(select(GateSessionColumns.session_id, GateSessionColumns.seq)
@@ -102,7 +102,7 @@ def backfill(store: Store, rules: RuleSet, unwritten: list[str] | None = None) -
     """Rows for every replayable session that has none yet (or rows written before migration 0006);
     returns how many sessions it wrote.
     On a store this process cannot write (a read-only file), the ids go to `unwritten` if given."""
-    with store.engine.connect() as conn:
+    with store.connected() as conn:
         missing = list(conn.exec_driver_sql(
             "SELECT d.id FROM diagnosis_session d LEFT JOIN gate_session g ON g.session_id = d.id "
             # claims_ok NULL: written before migration 0006, so without claim standings or finding bits.
@@ -112,7 +112,7 @@ def backfill(store: Store, rules: RuleSet, unwritten: list[str] | None = None) -
         items = SessionInputCache(store).inputs(missing[i:i + _WRITE_CHUNK])
         try:
             write_columns(store, items, rules)
-        except SQLAlchemyError:
+        except StoreError:
             if unwritten is None:
                 raise
             # Read-only: these sessions are replayed one by one instead (correct, just slower).
@@ -185,7 +185,8 @@ def _batches(store: Store, arrow_url: str | None, sql: str) -> Iterator[pa.Recor
         yield from arrow_batches(arrow_url, sql, _CHUNK)
         return
     # stream_results: a server-side cursor on PostgreSQL, or psycopg holds all rows at once.
-    with store.engine.connect().execution_options(stream_results=True, max_row_buffer=_CHUNK) as conn:
+    with store.connected() as conn:
+        conn.execution_options(stream_results=True, max_row_buffer=_CHUNK)
         result = conn.exec_driver_sql(sql)
         names = list(result.keys())
         while rows := result.fetchmany(_CHUNK):
@@ -332,11 +333,11 @@ class GateColumnCache:
         return self._loaded[0] if self._loaded else None
 
     def _last_seq(self) -> int:
-        with self.store.engine.connect() as conn:
+        with self.store.connected() as conn:
             return int(conn.execute(select(func.max(GateSessionColumns.seq))).scalar() or 0)
 
     def _count(self) -> int:
-        with self.store.engine.connect() as conn:
+        with self.store.connected() as conn:
             return int(conn.execute(
                 select(func.count()).select_from(GateSessionColumns)
                 .join(DiagnosisSession, DiagnosisSession.id == GateSessionColumns.session_id)
@@ -495,7 +496,7 @@ class ReplayOutcome:
 
     def _unbacked(self, session_ids: list[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
-        with self.store.engine.connect() as conn:
+        with self.store.connected() as conn:
             for i in range(0, len(session_ids), _WRITE_CHUNK):
                 chunk = session_ids[i:i + _WRITE_CHUNK]
                 out.update(conn.execute(select(GateSessionColumns.session_id, GateSessionColumns.clean_unbacked)

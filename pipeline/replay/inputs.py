@@ -108,7 +108,7 @@ class SessionInputCache:
         with self._lock:
             new = [i for i in session_ids if i not in self._inputs]
             if new:
-                with self.store.engine.connect() as conn:
+                with self.store.connected() as conn:
                     self._load(conn, new)
             out = [self._inputs[i] for i in session_ids if i in self._inputs]
             if self.kept is not None:
@@ -119,7 +119,7 @@ class SessionInputCache:
             return out
 
     def _refresh(self) -> list[ReplayInput]:
-        with self.store.engine.connect() as conn:
+        with self.store.connected() as conn:
             ids = list(conn.execute(select(DiagnosisSession.id).where(_REPLAYABLE)
                                     .order_by(DiagnosisSession.created_at, DiagnosisSession.id)).scalars())
             known = set(ids)

@@ -100,7 +100,7 @@ def queue_rows(store: Store, q: QueueFilter, *, limit: int = 50, offset: int = 0
                sub.c.ungated_in_force.label("ungated"),
                sub.c.verdict.label("verdict_at_ask"), sub.c.rules_version.label("rules_version_at_ask"),
                sub.c.moved, sub.c.row_version]
-    with store.engine.connect() as conn:
+    with store.connected() as conn:
         judged = conn.execute(select(RulesInForce.judged_version)).scalar()
         rows = conn.execute(select(*columns).order_by(sub.c.created_at.desc())
                             .limit(limit).offset(offset)).mappings().all()
@@ -176,7 +176,7 @@ def _scanned_groups(store: Store, q: QueueFilter) -> Counter[tuple[Any, ...]]:
     # The index's own expressions (schema.LISTING_GROUPS): SQLite reads the groups off it in order.
     query = queue_query(store, q, AT_ASK).with_only_columns(*LISTING_GROUPS, func.count()).group_by(*LISTING_GROUPS)
     groups: Counter[tuple[Any, ...]] = Counter()
-    with store.engine.connect() as conn:
+    with store.connected() as conn:
         groups.update({tuple(g[:-1]): g[-1] for g in conn.execute(query)})
         if conn.execute(select(VerdictInForce.session_id).limit(1)).first() is not None:
             for outcome, moved, sign in (
@@ -234,7 +234,7 @@ def iter_filtered(store: Store, q: QueueFilter, batch: int = 1000) -> Iterator[S
 
 def eval_session_ids(store: Store) -> set[str]:
     """Sessions of eval runs (labelled by the eval runner): left out of rule previews by default."""
-    with store.engine.connect() as conn:
+    with store.connected() as conn:
         return set(conn.execute(select(ReviewRow.session_id).where(ReviewRow.label == EVAL_LABEL)).scalars())
 
 

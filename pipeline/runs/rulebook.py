@@ -211,7 +211,7 @@ def _aware(at: datetime) -> datetime:
 
 
 def judging(store: Store) -> Judging:
-    with store.engine.connect() as conn:
+    with store.connected() as conn:
         row = conn.execute(select(RulesInForce)).one()._mapping
     return Judging(row["version"], row["judged_version"], row["judging_version"], row["judging_phase"],
                    row["judging_done"], row["judging_total"], row["judging_at"])
@@ -226,7 +226,7 @@ class Rejudged:
 
 
 def _report(store: Store, version: int, phase: str, done: int, total: int) -> None:
-    with store.engine.begin() as conn:
+    with store.connected(write=True) as conn:
         conn.execute(update(RulesInForce).where(RulesInForce.id == 1, RulesInForce.version == version).values(
             judging_version=version, judging_phase=phase, judging_done=done, judging_total=total,
             judging_at=datetime.now(UTC)))
@@ -249,7 +249,7 @@ def rejudge(settings: Settings, store: Store, on_progress: Callable[[str, int, i
             on_progress(phase, done, total)
 
     report("load", 0, 0)
-    with store.engine.connect() as conn:
+    with store.connected() as conn:
         # Sessions recorded after this point are judged when they finish (judge_late), not here.
         through = conn.execute(select(func.max(GateSessionColumns.seq))).scalar() or 0
     history = history or GateColumnCache(store, kept=0)
@@ -291,7 +291,7 @@ def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[s
     A row holds no version of its own: the pointer names it (migration 0017). On PostgreSQL the
     rows go to a scratch table and only the stored rows they change are written, so a row whose
     outcome `version` keeps stays as it is; SQLite rewrites them all (_rewrite_sqlite)."""
-    with store.engine.begin() as conn:
+    with store.connected(write=True) as conn:
         moved = conn.execute(update(RulesInForce).where(RulesInForce.id == 1, RulesInForce.version == version)
                              .values(judging_at=datetime.now(UTC))).rowcount
         if moved != 1:
@@ -378,7 +378,7 @@ def judge_late(settings: Settings, store: Store, session_id: str, version: int) 
 
     rules, applied = rules_in_force(settings, store)
     rows = replay(SessionInputCache(store).inputs([session_id]), rules)
-    with store.engine.begin() as conn:
+    with store.connected(write=True) as conn:
         conn.execute(_upsert(store), [{"session_id": r.session_id, "verdict": r.projected_verdict,
                                        "gatekeeper_status": r.new_status, "failed_rules": r.result.failed_rules,
                                        "rules_version": applied or 0,

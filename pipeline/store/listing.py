@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from pipeline.store.repo import IN_FORCE, Store
 from pipeline.store.schema import DiagnosisSession, RulesInForce, VerdictInForce
@@ -37,7 +36,7 @@ def session_count(store: Store, *, verdict: str | None = None, status: str | Non
         q = q.where(IN_FORCE.verdict == verdict)
     if status:
         q = q.where(s.status == status)
-    with Session(store.engine) as db:
+    with store.reading() as db:
         return int(db.execute(q).scalar() or 0)
 
 
@@ -73,7 +72,7 @@ def _listing(*columns: Any) -> Any:
 
 
 def _versions(store: Store, q: Any) -> list[dict[str, Any]]:
-    with Session(store.engine) as db:
+    with store.reading() as db:
         judged = db.execute(select(RulesInForce.judged_version)).scalar()
         rows = db.execute(q).mappings().all()
     out = []
@@ -87,7 +86,7 @@ def _versions(store: Store, q: Any) -> list[dict[str, Any]]:
 
 def recent_trigger(store: Store, trigger_key: str, since: datetime) -> str | None:
     """The session an identical alert group started after `since`, if any."""
-    with Session(store.engine) as db:
+    with store.reading() as db:
         return db.execute(
             select(DiagnosisSession.id)
             .where(DiagnosisSession.trigger_key == trigger_key, DiagnosisSession.created_at >= since,

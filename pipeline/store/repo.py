@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import JSON, SQLColumnExpression, Text, cast, func, literal, or_, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -211,6 +211,13 @@ class Store:
                 db.commit()
         except SQLAlchemyError as exc:
             raise self._failure("write to", exc) from exc
+
+    @contextmanager
+    def connected(self, *, write: bool = False) -> Iterator[Connection]:
+        """A Core connection in one transaction, committed at the end when `write`: for code that
+        speaks SQL rather than the ORM, with its failures StoreErrors as `reading`/`writing` give."""
+        with self.writing() if write else self.reading() as db:
+            yield db.connection()
 
     # --- sessions ---------------------------------------------------------------------
 

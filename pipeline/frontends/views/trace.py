@@ -212,7 +212,7 @@ def verdict_change(settings: Settings, store: Store, session_id: str) -> Verdict
     from pipeline.replay.per_session import replay
     from pipeline.runs.rulebook import rules_of
 
-    with store.engine.connect() as conn:
+    with store.connected() as conn:
         # A row without a version of its own holds the verdict of the version last re-judged under.
         judged = select(RulesInForce.judged_version).where(RulesInForce.id == 1).scalar_subquery()
         row = conn.execute(select(VerdictInForce.verdict, VerdictInForce.gatekeeper_status,
