@@ -605,6 +605,89 @@ def test_a_full_disk_fails_the_session_at_once_with_that_cause(settings: Setting
     assert waits == [] and not is_transient(failed.value)  # nothing waits for a full disk, no job retries it
 
 
+FULL_DISK = """
+import json, os, subprocess, sys
+from pathlib import Path
+from pipeline.core.config import load_settings
+from pipeline.core.errors import WorkbenchError
+from pipeline.runs.session import run_session
+from pipeline.store import Store
+
+disk = Path(sys.argv[1])
+filler = disk / "filler"
+
+
+def fill_up(path):
+    try:
+        with open(path, "ab") as fh:
+            while True:
+                fh.write(bytes(4096))
+                fh.flush()
+    except OSError:
+        pass
+
+
+def fill(stage, data):
+    if stage == sys.argv[2] and not filler.exists():
+        fill_up(filler)
+
+
+def row(store):
+    (listed,), _ = store.list_sessions()
+    return store.get_session(listed["id"])
+
+
+settings = load_settings()
+store = Store(settings.db_url)
+try:
+    run_session(sys.argv[3], settings=settings, store=store, world_id="cpu-saturation", on_event=fill)
+except WorkbenchError as exc:
+    raised = type(exc).__name__
+stored = row(store)
+store.engine.dispose()
+filler.unlink()
+Store(settings.db_url).engine.dispose()  # room again: the reserve is made again, the log merged and closed
+reserve = sorted(os.listdir(disk / "home"))
+fill_up(filler)  # then a full disk at open: the -shm index is made anew
+opened = subprocess.run([sys.executable, "-m", "pipeline", "sessions"], capture_output=True, text=True)
+print(json.dumps({"raised": raised, "status": stored["status"], "error": stored["error"], "open": opened.stderr,
+                  "reserve": reserve}))
+"""
+
+
+@pytest.mark.slow  # starts processes
+@pytest.mark.parametrize("stage", ["planner", "verification"])
+def test_a_disk_that_fills_mid_session_fails_it_with_that_cause(tmp_path: Path, stage: str) -> None:
+    """A real full disk (a 3 MB tmpfs in a user and mount namespace, filled by a file while the
+    session runs): the row stayed `running` (the failure's own update found no room) and at open
+    SQLite said only "disk I/O error"."""
+    import shutil
+    import subprocess
+    import sys
+
+    from helpers import require
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = tmp_path / "full_disk.py"
+    script.write_text(FULL_DISK, encoding="utf-8")
+    namespace = ["unshare", "--user", "--map-root-user", "--mount"]
+    require(shutil.which("unshare") is not None
+            and subprocess.run([*namespace, "true"], capture_output=True, check=False).returncode == 0,
+            "unprivileged user and mount namespaces (unshare)")
+    shell = (f'mount -t tmpfs -o size=3m tmpfs "$1" && exec "{sys.executable}" "{script}" "$1" {stage} "$2"')
+    done = subprocess.run([*namespace, "sh", "-c", shell, "sh", str(disk), CPU_QUESTION], capture_output=True,
+                          text=True, timeout=300, check=False,
+                          env={**os.environ, "WORKBENCH_HOME": str(disk / "home"), "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["raised"] == "SessionFailed" and seen["status"] == "failed"
+    assert seen["error"].startswith("disk full: ")
+    (line,) = seen["open"].splitlines()
+    assert line.startswith("workbench: cannot open the database") and ": disk full (" in line
+    assert seen["reserve"] == ["workbench.db", "workbench.db-reserve"]  # held back again once there was room
+
+
 def test_database_faults_are_told_apart(tmp_path: Path) -> None:
     import sqlite3
 

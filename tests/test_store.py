@@ -204,8 +204,8 @@ def test_a_read_only_database_still_serves_reads(tmp_path: Path, writer: str) ->
         sid = subprocess.run([sys.executable, "-c", STOPPED_WRITER, url], capture_output=True, text=True,
                              timeout=120, check=True).stdout.strip()
     files = sorted(os.listdir(home))
-    assert files == (["workbench.db"] if writer == "closed" else ["workbench.db", "workbench.db-shm",
-                                                                  "workbench.db-wal"])
+    assert files == (["workbench.db", "workbench.db-reserve"] if writer == "closed"
+                     else ["workbench.db", "workbench.db-reserve", "workbench.db-shm", "workbench.db-wal"])
     for name in files:
         (home / name).chmod(0o444)
     home.chmod(0o555)

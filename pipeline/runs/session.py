@@ -304,34 +304,42 @@ def _run_session(
                 emit("retry", {"retry_context": retry.model_dump()})
                 continue
             break
+        services = sorted({e.value for e in extract_entities(question + " " + " ".join(
+            c.claim_text for c in ev.composer_input.allowed_claims)) if e.kind == "service"} | set(plan.services))
+        audit = {"verifier_evaluation": ev.round_audit.model_dump(mode="json"), "rounds": earlier,
+                 "question_scope": scope.model_dump(mode="json")}
+        o = settings.openai
+        cost = (tokens["prompt"] * o.price_prompt_per_m + tokens["completion"] * o.price_completion_per_m) / 1e6
+        ungated_by = rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)
+        # Inside the try: a completion the store refuses (a full disk) fails the session, not `running`.
+        store.update_session(
+            sid, status="completed", stage="done", verdict=ev.verdict, gatekeeper_status=ev.gatekeeper_result.status,
+            failed_rules=ev.gatekeeper_result.failed_rules, groundedness=ev.verifier_output.groundedness_score,
+            final_answer=ev.final_answer, rounds=ctx.round, services=",".join(services),
+            verifier_output=ev.verifier_output.model_dump(mode="json"),
+            composer_output=ev.composer_output.model_dump(mode="json"), self_evaluation=audit,
+            gatekeeper_features=ev.features, prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
+            cost_usd=cost, ungated=bool(ungated_by), rules_version=version,
+        )
     except Exception as exc:
         error = redact(failure_cause(exc))
         # The real cause goes on the row even through an outage: were it left `running`, the reaper
-        # would record a stopped worker instead. A full disk may still take this small update.
+        # would record a stopped worker instead.
         recorder = store.patient(settings.jobs.retries, until_s=settings.jobs.lease_s)
-        recorder.update_session(sid, status="failed", error=error, timings_ms=timings,
-                                prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"])
+        failed = {"status": "failed", "error": error, "timings_ms": timings, "prompt_tokens": tokens["prompt"],
+                  "completion_tokens": tokens["completion"]}
+        try:
+            recorder.update_session(sid, **failed)
+        except StoreError as full:
+            # A full disk takes this last write in the space the store held back for it.
+            if database_fault(full) != "disk_full" or not store.release_reserve():
+                raise
+            recorder.update_session(sid, **failed)
         with contextlib.suppress(StoreError):
             emit("failed", {"stage": stage, "error": redact(str(exc))})
         fault = database_fault(exc)
         raise SessionFailed(sid, stage, error if fault else redact(str(exc))) from exc
 
-    services = sorted({e.value for e in extract_entities(question + " " + " ".join(
-        c.claim_text for c in ev.composer_input.allowed_claims)) if e.kind == "service"} | set(plan.services))
-    audit = {"verifier_evaluation": ev.round_audit.model_dump(mode="json"), "rounds": earlier,
-                       "question_scope": scope.model_dump(mode="json")}
-    o = settings.openai
-    cost = (tokens["prompt"] * o.price_prompt_per_m + tokens["completion"] * o.price_completion_per_m) / 1e6
-    ungated_by = rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)
-    store.update_session(
-        sid, status="completed", stage="done", verdict=ev.verdict, gatekeeper_status=ev.gatekeeper_result.status,
-        failed_rules=ev.gatekeeper_result.failed_rules, groundedness=ev.verifier_output.groundedness_score,
-        final_answer=ev.final_answer, rounds=ctx.round, services=",".join(services),
-        verifier_output=ev.verifier_output.model_dump(mode="json"),
-        composer_output=ev.composer_output.model_dump(mode="json"), self_evaluation=audit,
-        gatekeeper_features=ev.features, prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
-        cost_usd=cost, ungated=bool(ungated_by), rules_version=version,
-    )
     record_session(store, sid, rules)  # its row in the columnar replay history
     if version is not None:
         judge_late(settings, store, sid, version)

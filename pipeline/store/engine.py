@@ -40,6 +40,8 @@ DatabaseFault = Literal["disk_full", "busy", "unreachable"]
 # How each backend says its disk is full: SQLite's SQLITE_FULL, PostgreSQL's disk_full (53100) and
 # "could not extend file", the operating system's ENOSPC.
 _DISK_FULL = re.compile(r"database or disk is full|no space left on device|could not extend file|disk full")
+# Below this many free bytes a SQLite I/O error is a full disk: a page and its log frame no longer fit.
+_LOW_SPACE = 64 * 1024
 _BUSY = re.compile(r"database is locked|database table is locked")
 
 
@@ -60,6 +62,22 @@ def database_fault(exc: BaseException | None) -> DatabaseFault | None:
             return "busy" if _BUSY.search(str(seen).lower()) else "unreachable"
         seen = seen.__cause__
     return None
+
+
+def failure_reason(exc: BaseException, url: str) -> str:
+    """What a driver error says; "disk full" where SQLite, naming no errno, says only "disk I/O
+    error" (it could not grow its -shm index or its log) and the file system has no space left."""
+    reason = str(getattr(exc, "orig", None) or exc)
+    path = sqlite_path(url)
+    if path is None or "disk i/o error" not in reason.lower():
+        return reason
+    try:
+        fs = os.statvfs(path.parent)
+    except OSError:
+        return reason
+    # What this process may still write: root may use the blocks reserved for it.
+    free = (fs.f_bfree if os.geteuid() == 0 else fs.f_bavail) * fs.f_frsize
+    return f"disk full ({reason}; {free} bytes left on {path.parent})" if free < _LOW_SPACE else reason
 
 
 def clean_text(value: str) -> str:

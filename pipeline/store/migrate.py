@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
 from pipeline.core.errors import StoreError
-from pipeline.store.engine import display_url, open_engine
+from pipeline.store.engine import display_url, failure_reason, open_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 FIRST_RELEASE = "0001"
@@ -87,7 +87,7 @@ def upgrade(engine: Engine) -> str:
             return _upgrade_locked(conn)
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot migrate the database {display_url(str(engine.url))}: "
-                         f"{getattr(exc, 'orig', None) or exc}") from exc
+                         f"{failure_reason(exc, str(engine.url))}") from exc
     except CommandError as exc:
         # Typically a database a newer release has already upgraded past this one's head.
         raise StoreError(f"the database {display_url(str(engine.url))} has a schema this version does not "
@@ -105,7 +105,7 @@ def ensure_current(engine: Engine) -> str:
             revision = current_revision(conn)
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open the database {display_url(str(engine.url))}: "
-                         f"{getattr(exc, 'orig', None) or exc}") from exc
+                         f"{failure_reason(exc, str(engine.url))}") from exc
     return revision if revision == head else upgrade(engine)
 
 

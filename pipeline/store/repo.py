@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pipeline.core.contracts import LlmCallRecord, ToolInvocation
 from pipeline.core.errors import StoreError
-from pipeline.store.engine import database_fault, display_url, open_engine, sqlite_path
+from pipeline.store.engine import database_fault, display_url, failure_reason, open_engine, sqlite_path
 from pipeline.store.migrate import ensure_current
 from pipeline.store.schema import (
     Base,
@@ -36,6 +36,8 @@ from pipeline.store.schema import (
 from pipeline.text.redact import mask_known
 
 PREVIEW_CHARS = 2000
+# Enough for a failed session's last row update and its log frames (a few pages).
+RESERVE_BYTES = 1 << 20
 
 
 class StaleRuleVersion(StoreError):
@@ -161,6 +163,32 @@ class Store:
         self._file = sqlite_path(str(self.engine.url))
         self._identity = _file_identity(self._file) if self._file else None
         self._retries, self._wait_s, self._until_s = 0, 2.0, 0.0
+        self._reserve = self._file.with_name(self._file.name + "-reserve") if self._file else None
+        self._keep_reserve()
+
+    def _keep_reserve(self) -> None:
+        """Space held back beside a SQLite file, given up when the disk is full so that a session
+        can still record why it failed (else its row stayed `running` until reaped as a stopped
+        worker); made again by the next open that finds room."""
+        if self._reserve is None or self._reserve.exists():
+            return
+        try:
+            with open(self._reserve, "xb") as fh:
+                fh.write(bytes(RESERVE_BYTES))  # written, not truncated: a sparse file holds no space
+        except FileExistsError:
+            return  # another process made it
+        except OSError:
+            self._reserve.unlink(missing_ok=True)  # no room (or a read-only directory): no reserve
+
+    def release_reserve(self) -> bool:
+        """Free the reserved space for a last write on a full disk; False when there was none."""
+        if self._reserve is None:
+            return False
+        try:
+            self._reserve.unlink()
+        except OSError:
+            return False
+        return True
 
     def patient(self, retries: int, *, wait_s: float = 2.0, until_s: float = 0.0) -> Store:
         """This store, waiting out a database that is unreachable or busy: a transaction that cannot
@@ -188,8 +216,7 @@ class Store:
                 attempt += 1
 
     def _failure(self, doing: str, exc: SQLAlchemyError) -> StoreError:
-        reason = getattr(exc, "orig", None) or exc
-        return StoreError(f"cannot {doing} the database {display_url(self.url)}: {reason}")
+        return StoreError(f"cannot {doing} the database {display_url(self.url)}: {failure_reason(exc, self.url)}")
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
