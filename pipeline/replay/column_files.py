@@ -56,7 +56,7 @@ def files_root(store: Store) -> Path | None:
 
 
 def stamps(store: Store) -> dict[int, int]:
-    with store.engine.connect() as conn:
+    with store.connected() as conn:
         return {int(s): int(t) for s, t in conn.execute(select(GateSegment.segment, GateSegment.stamp))}
 
 

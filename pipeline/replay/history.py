@@ -270,7 +270,7 @@ def _replayable(store: Store, s: dict[str, Any]) -> dict[str, Any]:
     """The gate_session rows of replayable sessions, in seq order (the files' segments come
     first, the store's after). A session without gate rows is in no file; one that is no longer
     replayable (quarantined) is found from the status index, and its rows left out."""
-    with store.engine.connect() as conn:
+    with store.connected() as conn:
         gone = np.fromiter(conn.exec_driver_sql(
             "SELECT g.seq FROM diagnosis_session d JOIN gate_session g ON g.session_id = d.id "
             f"WHERE d.status NOT IN {_REPLAYABLE}").scalars(), dtype=np.int64)

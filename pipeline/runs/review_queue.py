@@ -154,7 +154,7 @@ def _tallied_groups(store: Store, q: QueueFilter) -> Counter[tuple[Any, ...]]:
     if f.rule_id:
         query = query.where(t.failed_rules.contains(f'"{f.rule_id}"'))
     groups: Counter[tuple[Any, ...]] = Counter()
-    with store.engine.connect() as conn:
+    with store.connected() as conn:
         for day, verdict, rules_text, bucket, n in conn.execute(query):
             groups[(day, verdict or None, rules_text or None, None if bucket < 0 else bucket)] += int(n)
         left_out = [*([ReviewRow.claim_id.is_(None) & (ReviewRow.label != EVAL_LABEL)] if q.reviewed is False else []),
