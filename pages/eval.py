@@ -14,7 +14,7 @@ import streamlit as st
 from pages._ui import frame, i18n, identity, markup, reads, widgets
 from pipeline.eval import history
 from pipeline.eval.history import EvalRun
-from pipeline.eval.runner import load_fixtures, run_fixture
+from pipeline.eval.runner import described, load_fixtures, run_fixture
 from pipeline.frontends.views import rules as rules_view
 
 SOURCES = ("force", "candidate")
@@ -74,7 +74,19 @@ def _label(run: EvalRun) -> str:
 def _outcome(result: dict[str, Any] | None) -> str:
     if result is None:
         return "—"
-    return f"{'pass' if result.get('passed') else 'FAIL'} {result.get('verdict') or ''}".strip()
+    return f"{i18n.value('pass' if result.get('passed') else 'fail')} {result.get('verdict') or ''}".strip()
+
+
+def _expected(expect: dict[str, Any]) -> str:
+    """A fixture's expectations as "key: value", each value in the page language and each key as
+    the fixture's YAML writes it (beside its label where it has one)."""
+    def shown(v: Any) -> str:
+        if isinstance(v, list):
+            return ", ".join(map(shown, v))
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {shown(x)}" for k, x in v.items()) + "}"
+        return i18n.value(v) if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    return "; ".join(f"{i18n.field(k)}: {shown(v)}" for k, v in expect.items())
 
 
 def _col(name: str, width: int | None) -> Any:
@@ -91,11 +103,11 @@ def results(run: EvalRun) -> None:
                     when=f"{run.started_at:%Y-%m-%d %H:%M}"))
     picked = st.dataframe([{
         "fixture": r["name"],
-        "result": "pass" if r["passed"] else "FAIL",
+        "result": i18n.value("pass" if r["passed"] else "fail"),
         "verdict": r.get("verdict") or "",
         "failures": "; ".join(r["failures"]),
-        "expected": json.dumps(r["expected"], ensure_ascii=False),
-        "description": r["description"],
+        "expected": _expected(r["expected"]),
+        "description": described(r, i18n.lang()),
     } for r in rows], hide_index=True, key="eval_table", on_select="rerun", selection_mode=widgets.PICK,
         column_config={
             # ~750 px with the pick column: inside the main column at 1280 px, sidebar open.

@@ -154,8 +154,8 @@ def test_a_verdict_reason_reads_for_its_reader_with_the_rule_id_as_a_detail(sett
     calls that came back empty; the failed schema rule and the coverage status stay details (ids
     in brackets), and nothing reads like "Gatekeeper status is fail". A rule id the catalogue does
     not know (a rule added as data) still reads as a sentence."""
-    from pipeline.runs.record import read_session
     from pipeline.runs.session import run_session
+    from pipeline.store.record import read_session
 
     for question, lang, lead in (
             ("Is the ledger-service leaking memory since 09:00?", "en", "No evidence was found for ledger-service: "),
@@ -165,7 +165,7 @@ def test_a_verdict_reason_reads_for_its_reader_with_the_rule_id_as_a_detail(sett
         shown = [render(m, lang) for m in ev.verdict_reasons]
         assert shown[0].startswith(lead), shown
         assert ("widen the time window" in shown[0]) if lang == "en" else ("放宽时间窗口" in shown[0])
-        assert re.search(r"#\d+", shown[0]) and ("(coverage no_data)" in shown[0] or "（覆盖状态 no_data）" in shown[0])
+        assert re.search(r"#\d+", shown[0]) and ("(coverage no_data)" in shown[0] or "（覆盖状态 无数据）" in shown[0])
         schema = next(t for t in shown if "schema.executor_v2" in t)
         assert not schema.startswith(("No evidence", "没有找到"))  # the rule says what it checks, the gap says what is missing
         assert not any("status is" in t or "yes_no" in t for t in shown), shown

@@ -126,11 +126,11 @@ def render(message: Message, lang: str) -> str:
 
 def _param(name: str, value: Param, lang: Lang) -> Param:
     """A parameter as the sentence needs it: a symptom id becomes its name in the reader's
-    language ("memory" -> "a memory problem" / "内存问题"), a question form its words, a blank
-    service "any service"; the rest (quoted evidence, identifiers) stays verbatim."""
+    language ("memory" -> "a memory problem" / "内存问题"), a status, form or kind id its words, a
+    blank service "any service"; the rest (quoted evidence, identifiers) stays verbatim."""
     if name == "symptom" and isinstance(value, str):
         return symptom_name(value, lang)
-    if name == "form" and isinstance(value, str):  # a question form id ("yes_no") read out ("是否")
+    if name in _VALUE_PARAMS and isinstance(value, str):  # "unsupported" -> "无证据支持", "yes_no" -> "是否"
         return value_name(value, lang)
     if name == "backends" and isinstance(value, str) and lang == "zh":  # "bundled logs, loki alerts"
         return "、".join(_CJK_GAP.sub("", " ".join(value_name(w, lang) for w in part.split()))
@@ -140,6 +140,8 @@ def _param(name: str, value: Param, lang: Lang) -> Param:
     return value
 
 
+# Parameters that hold a status, form or kind id (a verification, a claim type, a coverage status).
+_VALUE_PARAMS = frozenset({"form", "type", "verification", "why", "said", "status", "impact"})
 _CJK_GAP = re.compile(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])")
 
 
