@@ -99,7 +99,7 @@ def test_page_keeps_runs_and_compares_a_candidate_with_the_rules_in_force(two_fi
     assert "evidence.invocation_ref" in shown.set_index("fixture").loc[FIXTURES[0], "failures"]
     assert past["run"].tolist() == [runs[0].id, runs[1].id]
     assert diff["fixture"].tolist() == list(FIXTURES) and diff["changed"].tolist() == ["≠", ""]
-    assert diff.loc[0, "before"].startswith("pass") and diff.loc[0, "after"].startswith("FAIL")
+    assert diff.loc[0, "before"].startswith("pass") and diff.loc[0, "after"].startswith("fail")
     assert tr("eval.changed", "en", n=1) in [c.value for c in at.caption]
 
     # Results outlive the browser session: a fresh one shows the latest run from the store.
