@@ -399,7 +399,9 @@ def history() -> None:
     versions = rules_view.rule_history(reads.store(), rulebook.read_rules_dir(reads.settings()),
                                        rulebook.rules_dir_time(reads.settings()))
     # "based on" as text: version 0 is based on nothing, shown as "—" rather than a grid's None.
-    st.dataframe([{"version": v.id, "time": v.created_at, "author": v.author, "comment": v.comment,
+    # Version 0 is the shipped rules/ directory: who and what it is, in the page's words.
+    shipped = {"author": i18n.t("rules.shipped_author"), "comment": i18n.t("rules.shipped_comment")}
+    st.dataframe([{"version": v.id, "time": v.created_at, **({"author": v.author, "comment": v.comment} if v.id else shipped),
                    "active": v.active, "based on": "—" if v.parent_id is None else f"v{v.parent_id}"}
                   for v in versions], hide_index=True,
                  key="rules_versions", column_config={

@@ -150,9 +150,15 @@ def test_every_page_in_chinese_has_no_english_word(zh_server: tuple[str, dict[st
             text = _text(pg)
             pg.get_by_role("tab", name=tr("sessions.charts_tab", "zh")).click()
             pg.locator("[data-testid=stVegaLiteChart]").first.wait_for()
-        if name == "rules":  # a rule's inputs are drawn once its panel opens
+        if name == "rules":  # a rule's inputs are drawn once its panel opens; then the preview and the history
             pg.locator("[data-testid=stExpander] summary", has_text="evidence.excerpt_similarity").click()
             pg.locator("[data-testid=stNumberInput]").first.wait_for()
+            pg.get_by_role("button", name=tr("rules.preview", "zh")).click()
+            _settled(pg)
+            text = _text(pg)
+            _shot(pg, "zh-rules-preview")
+            pg.get_by_role("tab", name=tr("rules.history", "zh")).click()
+            _settled(pg)
         if name == "eval":
             pg.locator("[data-testid=stDataFrame]").first.wait_for()
         texts[name] = text = text + _text(pg)
