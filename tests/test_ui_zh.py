@@ -1,5 +1,5 @@
 """Every page in Chinese: headless Debian Chromium walks Ask, Sessions (queue and charts), Trace (a
-REJECT session with claims, and a LOW_CONFID asked about a service with no data), Rules (a rule
+REJECT session with claims, a LOW_CONFID asked about a service with no data, and a PASS), Rules (a rule
 opened) and Eval (a result grid) with ?lang=zh, sidebar included, and finds no English word outside
 the identifiers a page may show. Screenshots go to tests/screenshots/zh-*.png for a person to look at.
 
@@ -137,6 +137,7 @@ def test_every_page_in_chinese_has_no_english_word(zh_server: tuple[str, dict[st
         ("sessions", "/sessions?lang=zh&sessions_reviewed=any&sessions_needs_person=false"),
         ("trace-reject", f"/trace?lang=zh&session={ids['rejected']}"),
         ("trace-no-data", f"/trace?lang=zh&session={ids['no_data']}"),
+        ("trace-pass", f"/trace?lang=zh&session={ids['passed']}"),
         ("rules", "/rules?lang=zh"),
         ("eval", "/eval?lang=zh"),
     ]
