@@ -63,6 +63,8 @@ def _rules(run: EvalRun) -> str:
     """The stored label in the page's words; a candidate keeps its hash so two runs can be matched."""
     if run.rules.startswith("candidate"):
         return i18n.t("eval.rules.candidate") + f" {run.rules.removeprefix('candidate').strip()}".strip()
+    if run.rules == history.SHIPPED:
+        return i18n.t("rules.shipped_comment")
     return run.rules or "—"
 
 

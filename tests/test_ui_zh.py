@@ -106,7 +106,7 @@ def zh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, d
         fixtures = [f for f in load_fixtures(settings.fixtures_dir) if f["name"].startswith(("05-", "07-", "10-", "13-"))]
         with tempfile.TemporaryDirectory() as tmp:
             results = [run_fixture(f, settings=settings, store=store, rules=None, script_dir=Path(tmp)) for f in fixtures]
-        history.record_run(store, who="评审员", rules="v0", results=results, started_at=datetime.now(UTC))
+        history.record_run(store, who="评审员", rules=history.SHIPPED, results=results, started_at=datetime.now(UTC))
     ids = {"passed": passed, "rejected": rejected, "no_data": no_data}
     sessions = [*ids.values(), *(r.session_id for r in results if r.session_id)]
     texts = [store.invocation(m["id"]).output for sid in sessions for m in store.invocation_meta(sid)]
