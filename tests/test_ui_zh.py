@@ -5,7 +5,7 @@ the identifiers a page may show. Screenshots go to tests/screenshots/zh-*.png fo
 
 What is read: the page's text and its controls' placeholders, after removing what is data rather
 than words of the page: pre blocks (raw JSON, prompts), evidence boxes (.wb-box), free text from a
-tool or a model (.wb-text), form inputs, and Streamlit's own chrome (its skip link, icon
+tool or a model (.wb-text), a tool call's arguments and a backend's error (.wb-data), form inputs, and Streamlit's own chrome (its skip link, icon
 ligatures, element toolbars). A name shown beside its Chinese label, "通过阈值 (passThreshold)",
 "守门（Gatekeeper）规则", is a detail and not read.
 
@@ -57,7 +57,7 @@ _DETAIL = re.compile(r"(?<=[\u4e00-\u9fff])\s*[（(][A-Za-z][\w.]*[)）]")
 
 _TEXT_JS = """() => {
   const clone = document.body.cloneNode(true);
-  clone.querySelectorAll('pre, script, style, noscript, textarea, input, .wb-box, .wb-text, .wb-question, '
+  clone.querySelectorAll('pre, script, style, noscript, textarea, input, .wb-box, .wb-text, .wb-data, .wb-question, '
     + '[data-testid=stToast], [data-testid=stSkipToContent], [data-testid=stIconMaterial], '
     + '[data-testid=stElementToolbar], [data-testid=stHeader]').forEach(e => e.remove());
   clone.querySelectorAll('*').forEach(e => e.append(' '));  // cells and spans are words apart
@@ -134,6 +134,7 @@ def test_every_page_in_chinese_has_no_english_word(zh_server: tuple[str, dict[st
     found: dict[str, list[str]] = {}
     walk = [
         ("ask", f"/?lang=zh&session={ids['no_data']}"),
+        ("ask-live", "/?lang=zh"),
         ("sessions", "/sessions?lang=zh&sessions_reviewed=any&sessions_needs_person=false"),
         ("trace-reject", f"/trace?lang=zh&session={ids['rejected']}"),
         ("trace-no-data", f"/trace?lang=zh&session={ids['no_data']}"),
@@ -146,6 +147,12 @@ def test_every_page_in_chinese_has_no_english_word(zh_server: tuple[str, dict[st
     for name, path in walk:
         pg.goto(base + path)
         text = ""
+        if name == "ask-live":  # asked here: the stage boxes' labels drawn as the session runs, then its answer
+            sample = ask_view.samples(load_worlds(load_settings().incidents_dir)[0], "zh")[0]
+            _text(pg)  # the first load's language is settled before anything is clicked
+            pg.get_by_role("button", name=sample).click()
+            pg.get_by_text(tr("ask.confirmed", "zh")).first.wait_for()
+            _settled(pg)
         if name == "sessions":  # the queue, then the charts in their tab
             pg.locator("table.wb-queue").wait_for()
             text = _text(pg)
