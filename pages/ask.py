@@ -235,7 +235,7 @@ def answer(session_id: str) -> None:
             for e in fact.evidence
         )
         facts.append(f"<li>{markup.esc(fact.claim_text)} <span class='wb-muted'>[{markup.esc(fact.claim_id)} · "
-                     f"{markup.esc(i18n.value(fact.claim_type))}]</span>{evidence}</li>")
+                     f"{markup.esc(fact.claim_type)}]</span>{evidence}</li>")
     if facts:
         markup.html_block('<ul class="wb-list">' + "".join(facts) + "</ul>")
     left, right = st.columns(2)
