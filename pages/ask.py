@@ -82,7 +82,7 @@ class Progress:
 
     def on_session(self, data: dict[str, Any]) -> None:
         st.caption(markup.md(i18n.t("common.session") + f" {data['session_id']} · {data.get('world') or '-'} · "
-                             f"{data.get('provider')} · {data.get('shape')}"))
+                             f"{i18n.value(data.get('provider'))} · {i18n.value(data.get('shape'))}"))
 
     def on_planner(self, data: dict[str, Any]) -> None:
         plan = data.get("plan") or {}
@@ -98,10 +98,11 @@ class Progress:
         if self.tools is None:
             self.tools = st.status(i18n.t("stage.collector"), state="running", expanded=True)
         self.tool_count += 1
-        err = f" — {markup.esc(data['error'])}" if data.get("error") else ""
+        # The call's arguments and a backend's error are data, as the model and the backend wrote them.
+        err = f" — <span class='wb-data'>{markup.esc(data['error'])}</span>" if data.get("error") else ""
         with self.tools:
-            markup.html_block(f"<div>{markup.pill(data.get('status'))} #{markup.esc(data['id'])} <b>{markup.esc(data['tool'])}</b> "
-                          f"<span class='wb-muted'>{markup.esc(data.get('arguments'))}</span> · "
+            markup.html_block(f"<div>{i18n.pill(data.get('status'))} #{markup.esc(data['id'])} <b>{markup.esc(data['tool'])}</b> "
+                          f"<span class='wb-muted wb-data'>{markup.esc(data.get('arguments'))}</span> · "
                           f"{markup.esc(data.get('latency_ms'))} ms{err}</div>")
 
     def on_collector(self, data: dict[str, Any]) -> None:
@@ -124,10 +125,10 @@ class Progress:
 
     def on_verification(self, data: dict[str, Any]) -> None:
         gate = data.get("gatekeeper_result") or {}
-        label = (i18n.t("stage.verification") + " · " + i18n.t("common.gatekeeper") + f" {markup.md(gate.get('status'))} · "
+        label = (i18n.t("stage.verification") + " · " + i18n.t("common.gatekeeper") + f" {i18n.value(gate.get('status'))} · "
                  + i18n.t("common.verdict") + f" {markup.md(data.get('verdict'))}")
         with st.status(label, state="complete"):
-            st.write(i18n.t("common.parse") + f": {markup.md(data.get('parse_status'))}")
+            st.write(i18n.t("common.parse") + f": {i18n.value(data.get('parse_status'))}")
             if gate.get("failed_rules"):
                 st.write(i18n.t("common.failed_rules") + f": {markup.md(', '.join(gate['failed_rules']))}")
             if gate.get("warnings"):
@@ -142,7 +143,7 @@ class Progress:
             st.write(ctx)
 
     def on_failed(self, data: dict[str, Any]) -> None:
-        st.status(i18n.t("ask.failed") + f": {markup.md(data.get('stage'))}", state="error")
+        st.status(i18n.t("ask.failed") + f": {i18n.value(data.get('stage'))}", state="error")
 
 
 def run(question: str) -> None:

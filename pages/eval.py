@@ -15,6 +15,7 @@ import streamlit as st
 from pages._ui import frame, i18n, identity, markup, reads, widgets
 from pipeline.eval import history
 from pipeline.eval.history import ActiveRun, EvalRun
+from pipeline.eval.runner import described
 from pipeline.jobs import submit_job
 from pipeline.jobs.records import request_cancel
 
@@ -97,6 +98,8 @@ def _rules(run: EvalRun) -> str:
     """The stored label in the page's words; a candidate keeps its hash so two runs can be matched."""
     if run.rules.startswith("candidate"):
         return i18n.t("eval.rules.candidate") + f" {run.rules.removeprefix('candidate').strip()}".strip()
+    if run.rules == history.SHIPPED:
+        return i18n.t("rules.shipped_comment")
     return run.rules or "—"
 
 
@@ -115,7 +118,19 @@ def _label(run: EvalRun) -> str:
 def _outcome(result: dict[str, Any] | None) -> str:
     if result is None:
         return "—"
-    return f"{'pass' if result.get('passed') else 'FAIL'} {result.get('verdict') or ''}".strip()
+    return f"{i18n.value('pass' if result.get('passed') else 'fail')} {result.get('verdict') or ''}".strip()
+
+
+def _expected(expect: dict[str, Any]) -> str:
+    """A fixture's expectations as "key: value", each value in the page language and each key as
+    the fixture's YAML writes it (beside its label where it has one)."""
+    def shown(v: Any) -> str:
+        if isinstance(v, list):
+            return ", ".join(map(shown, v))
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {shown(x)}" for k, x in v.items()) + "}"
+        return i18n.value(v) if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    return "; ".join(f"{i18n.field(k)}: {shown(v)}" for k, v in expect.items())
 
 
 def _table(columns: tuple[str, ...], rows: list[list[str]], css: str = "") -> None:
@@ -143,9 +158,9 @@ def results(run: EvalRun) -> None:
         if r.get("session_id"):
             link = f"trace?{urlencode({'session': r['session_id'], 'lang': i18n.lang()})}"
             name = f'<a href="{markup.esc(link)}" target="_self">{name}</a>'
-        body.append([name, "pass" if r["passed"] else "FAIL", markup.esc(r.get("verdict") or ""),
+        body.append([name, markup.esc(i18n.value("pass" if r["passed"] else "fail")), markup.esc(r.get("verdict") or ""),
                      "<br>".join(markup.esc(f) for f in r["failures"]),
-                     markup.esc(json.dumps(r["expected"], ensure_ascii=False)), markup.esc(r["description"])])
+                     markup.esc(_expected(r["expected"])), markup.esc(described(r, i18n.lang()))])
     _table(("fixture", "result", "verdict", "failures", "expected", "description"), body, "wb-eval")
     st.caption(i18n.t("eval.open_hint"))
 

@@ -135,19 +135,19 @@ def _param_widget(spec: Any, pf: rules_view.ParamField, gen: int) -> None:
     if pf.kind == "number":
         # One widget per value: a slider kept in step with a number box writes each into the other,
         # and a browser still sending the old value of one undoes steps taken on the other.
-        st.number_input(pf.name, 0.0, 1.0, float(pf.value), 0.01, key=key, format="%.2f", on_change=_on_form,
+        st.number_input(i18n.field(pf.name), 0.0, 1.0, float(pf.value), 0.01, key=key, format="%.2f", on_change=_on_form,
                         args=args)
     elif pf.kind == "count":
-        st.number_input(pf.name, 0, None, int(pf.value), 1, key=key, on_change=_on_form, args=args)
+        st.number_input(i18n.field(pf.name), 0, None, int(pf.value), 1, key=key, on_change=_on_form, args=args)
     elif pf.kind == "bool":
-        st.checkbox(pf.name, bool(pf.value), key=key, on_change=_on_form, args=args)
+        st.checkbox(i18n.field(pf.name), bool(pf.value), key=key, on_change=_on_form, args=args)
     elif pf.kind == "choice_list":
-        st.multiselect(pf.name, list(pf.options), default=list(pf.value), placeholder=i18n.t("common.choose_many"), key=key, on_change=_on_form, args=args)
+        st.multiselect(i18n.field(pf.name), list(pf.options), default=list(pf.value), format_func=i18n.value, placeholder=i18n.t("common.choose_many"), key=key, on_change=_on_form, args=args)
     elif pf.kind == "choice":
-        st.selectbox(pf.name, list(pf.options), index=list(pf.options).index(pf.value), placeholder=i18n.t("common.choose_one"), key=key,
+        st.selectbox(i18n.field(pf.name), list(pf.options), index=list(pf.options).index(pf.value), format_func=i18n.value, placeholder=i18n.t("common.choose_one"), key=key,
                      on_change=_on_form, args=args)
     else:
-        st.text_area(f"{pf.name} (" + i18n.t("rules.one_per_line") + ")", "\n".join(map(str, pf.value)), key=key,
+        st.text_area(i18n.field(pf.name) + " · " + i18n.t("rules.one_per_line"), "\n".join(map(str, pf.value)), key=key,
                      on_change=_on_form, args=args, height=120)
     if pf.acts_on:
         _acts_on(spec, pf.acts_on)
@@ -180,7 +180,8 @@ def form(rules: RuleSet | None, errors: list[str]) -> None:
     # A rule's inputs are drawn only while its panel is open: one open panel's number, select and
     # multiselect inputs held the page's first open back by about 0.5 s (docs/benchmarks.md).
     for spec in rules.rules:
-        title = f"{'●' if spec.enabled else '○'} {spec.id} · {spec.verdict_impact}"
+        title = (f"{'●' if spec.enabled else '○'} {rules_view.rule_name(spec, i18n.lang())} ({spec.id}) · "
+                 f"{i18n.value(spec.verdict_impact)}")
         # The panel last opened is drawn open by default too, so a run that carries no panel state
         # (Streamlit 1.59's AppTest) keeps it; the default changes only when a panel opens, as a
         # change redraws the panel's inputs (an input being typed into would lose its focus).
@@ -189,14 +190,14 @@ def form(rules: RuleSet | None, errors: list[str]) -> None:
         if not panel.open:
             continue
         with panel:
-            st.caption(markup.md(f"{spec.name} — {rules_view.in_language(spec.description, i18n.lang())}"))
+            st.caption(markup.md(rules_view.in_language(spec.description, i18n.lang())))
             c1, c2, c3 = st.columns(3)
             k = f"rules_f{gen}_{spec.id}"
             c1.toggle(i18n.t("rules.enabled"), spec.enabled, key=f"{k}_enabled", on_change=_on_form,
                       args=(spec.id, "enabled", f"{k}_enabled", "bool"))
-            c2.selectbox(i18n.t("rules.impact"), rules_view.VERDICT_IMPACTS, index=rules_view.VERDICT_IMPACTS.index(spec.verdict_impact), placeholder=i18n.t("common.choose_one"), key=f"{k}_impact",
+            c2.selectbox(i18n.field("verdictImpact"), rules_view.VERDICT_IMPACTS, format_func=i18n.value, index=rules_view.VERDICT_IMPACTS.index(spec.verdict_impact), placeholder=i18n.t("common.choose_one"), key=f"{k}_impact",
                          on_change=_on_form, args=(spec.id, "verdictImpact", f"{k}_impact", "choice"))
-            c3.selectbox(i18n.t("rules.severity"), rules_view.SEVERITIES, index=rules_view.SEVERITIES.index(spec.severity),
+            c3.selectbox(i18n.field("severity"), rules_view.SEVERITIES, format_func=i18n.value, index=rules_view.SEVERITIES.index(spec.severity),
                          placeholder=i18n.t("common.choose_one"), key=f"{k}_severity", on_change=_on_form, args=(spec.id, "severity", f"{k}_severity", "choice"))
             for pf in rules_view.param_fields(spec):
                 _param_widget(spec, pf, gen)
@@ -398,7 +399,9 @@ def history() -> None:
     versions = rules_view.rule_history(reads.store(), rulebook.read_rules_dir(reads.settings()),
                                        rulebook.rules_dir_time(reads.settings()))
     # "based on" as text: version 0 is based on nothing, shown as "—" rather than a grid's None.
-    st.dataframe([{"version": v.id, "time": v.created_at, "author": v.author, "comment": v.comment,
+    # Version 0 is the shipped rules/ directory: who and what it is, in the page's words.
+    shipped = {"author": i18n.t("rules.shipped_author"), "comment": i18n.t("rules.shipped_comment")}
+    st.dataframe([{"version": v.id, "time": v.created_at, **({"author": v.author, "comment": v.comment} if v.id else shipped),
                    "active": v.active, "based on": "—" if v.parent_id is None else f"v{v.parent_id}"}
                   for v in versions], hide_index=True,
                  key="rules_versions", column_config={

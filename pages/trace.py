@@ -74,7 +74,7 @@ def header(r: SessionRecord, change: trace_view.VerdictChange | None) -> None:
         st.write("—" if r.groundedness is None else f"{r.groundedness:.2f}")
     with cols[3]:
         st.caption(markup.md(f"{r.id} · {r.created_at:%Y-%m-%d %H:%M:%S} · {r.world or '-'} · {r.provider}/{r.model} · "
-                             f"{r.shape} · " + i18n.t("common.status") + f" {r.status} ({r.stage}) · "
+                             f"{i18n.value(r.shape)} · " + i18n.t("common.status") + f" {i18n.value(r.status)} ({i18n.value(r.stage)}) · "
                              + i18n.t("trace.meta_rounds", n=r.rounds) + " · "
                              + i18n.t("trace.meta_tokens", p=r.prompt_tokens, c=r.completion_tokens)))
         if r.timings_ms:
@@ -103,7 +103,7 @@ def final_answer(r: SessionRecord) -> None:
     widgets.scope_block(r)
     guard = r.evaluation.composer_guard if r.evaluation else None
     if guard:
-        line = i18n.t("trace.guard") + f": {markup.pill(guard.status)}"
+        line = i18n.t("trace.guard") + f": {i18n.pill(guard.status)}"
         if guard.used_template:
             line += " · " + markup.esc(i18n.t("trace.template"))
         if guard.detail:
@@ -157,7 +157,7 @@ def composer_input(r: SessionRecord) -> None:
         if ev.composer_filtered:
             # Wrapped text, not a grid: a reason is a sentence and must fit at 1280 px.
             markup.html_block("<ul class='wb-list'>" + "".join(
-                f"<li><code>{markup.esc(f.source)}</code> → <b>{markup.esc(f.moved_to)}</b>: {markup.esc(f.text)}"
+                f"<li><code>{markup.esc(f.source)}</code> → <b>{markup.esc(i18n.value(f.moved_to))}</b>: {markup.esc(f.text)}"
                 f"<div class='wb-muted'>{markup.esc(i18n.say(f.reason, f.msg))}</div></li>" for f in ev.composer_filtered) + "</ul>")
         else:
             st.caption(i18n.t("ask.none"))
@@ -193,9 +193,9 @@ def _binding(url: str, b: trace_view.BindingView) -> None:
         ids = ", ".join(f"#{i}" for i in b.binding.source_invocation_ids)
         if b.binding.source_record_ids:  # the records it cites, as it wrote them (marked in the window)
             ids += f" ({', '.join(map(str, b.binding.source_record_ids))})"
-        scores = " · ".join(f"{name} {score}" for name, score in b.source_scores.items())
+        scores = " · ".join(f"{i18n.value(name)} {score}" for name, score in b.source_scores.items())
         misses = "".join(
-            f"<li><mark class='wb-entity'>{markup.esc(m.token)}</mark> ({markup.esc(m.kind)}) " + markup.esc(i18n.t("trace.entity_miss"))
+            f"<li><mark class='wb-entity'>{markup.esc(m.token)}</mark> ({markup.esc(i18n.value(m.kind))}) " + markup.esc(i18n.t("trace.entity_miss"))
             + (f" → {markup.esc(', '.join(m.nearby))}" if m.nearby else "") + "</li>"
             for m in b.entity_misses)
         extra = ""
@@ -205,7 +205,7 @@ def _binding(url: str, b: trace_view.BindingView) -> None:
             o = b.other_match
             other = i18n.t("trace.other_match", id=o.invocation_id, tool=o.tool_name, score=o.score)
             extra += "<div class='wb-muted'>" + markup.esc(other) + "</div>"
-        errors = "".join(f"<li>{markup.pill('fail')} <code>{markup.esc(e.rule_id)}</code>: {markup.esc(i18n.say(e.message, e.msg))}</li>"
+        errors = "".join(f"<li>{i18n.pill('fail')} <code>{markup.esc(e.rule_id)}</code>: {markup.esc(i18n.say(e.message, e.msg))}</li>"
                          for e in b.errors)
         markup.html_block(
             f"<div class='wb-muted'>{markup.esc(b.target)} · {markup.esc(b.binding.tool_name)} {markup.esc(ids)}"
@@ -224,25 +224,25 @@ def _card(url: str, card: trace_view.ClaimCard, *, pick: int | None = None) -> N
     check = card.claim_check
     with st.container(border=True):
         head = (f"<b>{markup.esc(c.claim_id)}</b> <span class='wb-muted'>{markup.esc(card.target)} · "
-                f"{markup.esc(c.claim_type)} · {markup.esc(c.support_level)}</span> · "
-                + markup.esc(i18n.t("trace.composer_state")) + f": <b>{markup.esc(card.composer)}</b>"
+                f"{markup.esc(i18n.value(c.claim_type))} · {markup.esc(i18n.value(c.support_level))}</span> · "
+                + markup.esc(i18n.t("trace.composer_state")) + f": <b>{markup.esc(i18n.value(card.composer))}</b>"
                 + (f" <span class='wb-muted'>({markup.esc(i18n.say(card.filter_reason, card.filter_msg))})</span>"
                    if card.filter_reason else "")
                 + f"<div class='wb-text'>{markup.esc(c.claim_text)}</div>")
         verification = check.verification if check else "—"
         color = ("pass" if verification in trace_view.GOOD_CHECKS else
                  "warn" if verification in ("overstated", "external_unknown") else "fail")
-        head += ("<div>" + markup.esc(i18n.t("trace.claim_check")) + f": <span class='wb-pill wb-{color}'>{markup.esc(verification)}</span> "
+        head += ("<div>" + markup.esc(i18n.t("trace.claim_check")) + f": <span class='wb-pill wb-{color}'>{markup.esc(i18n.value(verification))}</span> "
                  f"<span class='wb-muted'>{markup.esc(i18n.say(check.detail, check.msg) if check else '')}</span></div>")
         own = [e for e in card.errors if not any(e in b.errors for b in card.bindings)]
         if own:
             head += "<ul class='wb-list'>" + "".join(
-                f"<li>{markup.pill('fail')} <code>{markup.esc(e.rule_id)}</code> @ <code>{markup.esc(e.target)}</code>: "
+                f"<li>{i18n.pill('fail')} <code>{markup.esc(e.rule_id)}</code> @ <code>{markup.esc(e.target)}</code>: "
                 f"{markup.esc(i18n.say(e.message, e.msg))}</li>"
                 for e in own) + "</ul>"
         if card.reviews:
             head += ("<div class='wb-muted'>" + markup.esc(i18n.t("trace.reviews")) + ": "
-                     + markup.esc("; ".join(f"{rv.label} ({rv.reviewer})" for rv in card.reviews)) + "</div>")
+                     + markup.esc("; ".join(f"{i18n.named('label.', rv.label)} ({rv.reviewer})" for rv in card.reviews)) + "</div>")
         markup.html_block(head)
         for b in card.bindings:
             _binding(url, b)
@@ -356,7 +356,7 @@ def verifier_rest(r: SessionRecord) -> None:
     hyps = trace_view.hypothesis_rows(r)
     if hyps:
         st.subheader(i18n.t("trace.hypothesis_checks"))
-        st.markdown("\n".join(f"- **{h.index}.** {markup.md(h.text)} → `{h.check.verification}`"
+        st.markdown("\n".join(f"- **{h.index}.** {markup.md(h.text)} → {i18n.value(h.check.verification)}"
                               + (f" · {markup.md(h.check.detail)}" if h.check.detail else "") for h in hyps))
 
 
@@ -371,9 +371,10 @@ def digests(r: SessionRecord) -> None:
         if d.quote_score is not None:
             facts.append(i18n.named("col.", "quote similarity") + f": {d.quote_score:.2f}")
         if d.check:
-            facts.append(i18n.named("col.", "digest_check") + f": `{d.check.verification}`"
+            facts.append(i18n.named("col.", "digest_check") + f": {i18n.value(d.check.verification)}"
                          + (f" ({markup.md(d.check.detail)})" if d.check.detail else ""))
-        st.markdown(" · ".join(facts) + "\n\n" + markup.md(d.digest.summary))
+        st.markdown(" · ".join(facts))
+        markup.text_block(d.digest.summary)  # the digest stage's words, quoting the output: text, not markdown
         if d.digest.source_quote:
             st.caption(i18n.named("col.", "source_quote"))
             markup.text_block(d.digest.source_quote)
@@ -390,7 +391,7 @@ def output_viewer(url: str, metas: list[InvocationMeta]) -> None:
     # would cost every opening of the page.
     inv_id = c1.selectbox(i18n.t("trace.viewer_pick"), list(by_id), index=None, key="trace_viewer_inv",
                           placeholder=i18n.t("trace.viewer_none"),
-                          format_func=lambda i: f"#{i} {by_id[i].model_tool_name} · {by_id[i].status} · "
+                          format_func=lambda i: f"#{i} {by_id[i].model_tool_name} · {i18n.value(by_id[i].status)} · "
                                                 f"{by_id[i].output_bytes:,} B")
     query = c2.text_input(i18n.t("trace.search"), key="trace_viewer_query")
     per_page = c3.selectbox(i18n.t("trace.per_page"), [100, 200, 500], index=1, placeholder=i18n.t("common.choose_one"), key="trace_viewer_per_page")
@@ -425,7 +426,7 @@ def invocations(url: str, r: SessionRecord) -> None:
     if panel.open:
         panel.dataframe([{
             "id": m.id, "round": m.round, "tool": m.model_tool_name, "stored as": m.tool_name,
-            "arguments": json.dumps(m.arguments, ensure_ascii=False), "status": m.status,
+            "arguments": json.dumps(m.arguments, ensure_ascii=False), "status": i18n.value(m.status),
             "latency ms": round(m.latency_ms, 1), "bytes": m.output_bytes,
             "cut bytes": m.stored_cut_bytes, "error": m.error or "",
         } for m in r.invocations], hide_index=True, column_config={
@@ -442,8 +443,8 @@ def llm_calls(r: SessionRecord) -> None:
         return
     st.subheader(i18n.t("trace.llm_calls") + f" ({len(r.llm_calls)})")
     for n, call in enumerate(r.llm_calls):
-        label = i18n.t("trace.llm_call", stage=call.stage, round=call.round, attempt=call.attempt,
-                       status=call.parse_status, prompt=call.prompt_tokens, completion=call.completion_tokens,
+        label = i18n.t("trace.llm_call", stage=i18n.value(call.stage), round=call.round, attempt=call.attempt,
+                       status=i18n.value(call.parse_status), prompt=call.prompt_tokens, completion=call.completion_tokens,
                        ms=f"{call.latency_ms:.0f}", endpoint=f"{call.provider}/{call.model}")
         if call.json_mode:  # how the reply was held to its shape: json_schema, tool_choice, ...
             label += f" · {call.json_mode}"
@@ -486,7 +487,7 @@ def review(r: SessionRecord) -> None:
     if r.claims and not r.session_reviews and all(r.claim_reviews(c.key) for c in r.claims):
         st.info(i18n.t("trace.claims_done"))
     if r.reviews:
-        st.dataframe([{"time": rv.created_at, "claim": rv.claim_id or "—", "label": rv.label,
+        st.dataframe([{"time": rv.created_at, "claim": rv.claim_id or "—", "label": i18n.named("label.", rv.label),
                        "reviewer": rv.reviewer, "note": rv.note} for rv in r.reviews], hide_index=True,
                      column_config=widgets.headers("time", "claim", "label", "reviewer", "note"))
     name_col, note_col = st.columns([1, 2])

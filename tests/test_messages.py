@@ -148,17 +148,26 @@ def test_every_failure_signature_speaks_both_languages():
             2 + sig.needed for sig in SIGNATURES)
 
 
-def test_a_verdict_reason_reads_for_its_reader_with_the_rule_id_as_a_detail():
-    """A LOW_CONFID for a service with no data says no evidence was found and what to do, in both
-    languages; the rule id and the status stay in the sentence as details. A rule id the
-    catalogue does not know (a rule added as data) still reads as a sentence."""
-    empty = msg("policy.rule_failed", rule="schema.executor_v2", impact="low_confid_on_fail")
-    assert empty.params == {"rule": "schema.executor_v2", "impact": "low_confid_on_fail"}  # stored: ids only
-    en, zh = render(empty, "en"), render(empty, "zh")
-    assert en.startswith("No evidence was found that answers the question") and "time window" in en
-    assert zh.startswith("没有找到能回答这个问题的证据") and "时间窗口" in zh
-    assert all("(rule schema.executor_v2" in t or "（规则 schema.executor_v2" in t for t in (en, zh))
-    gap = render(msg("policy.coverage_symptom", service="ledger-service", symptom="memory", status="no_data"), "en")
-    assert "nothing found speaks to it" in gap and gap.endswith("(coverage no_data)")
+def test_a_verdict_reason_reads_for_its_reader_with_the_rule_id_as_a_detail(settings, store):
+    """A real session asked about a service no backend holds data for: its LOW_CONFID says first,
+    in both languages, that no evidence was found for that service and what to do, naming the
+    calls that came back empty; the failed schema rule and the coverage status stay details (ids
+    in brackets), and nothing reads like "Gatekeeper status is fail". A rule id the catalogue does
+    not know (a rule added as data) still reads as a sentence."""
+    from pipeline.runs.session import run_session
+    from pipeline.store.record import read_session
+
+    for question, lang, lead in (
+            ("Is the ledger-service leaking memory since 09:00?", "en", "No evidence was found for ledger-service: "),
+            ("ledger-service 从 09:00 起是不是内存泄漏？", "zh", "没有找到 ledger-service 的任何证据：")):
+        ev = read_session(store, run_session(question, settings=settings, store=store).session_id).evaluation
+        assert ev is not None and ev.verdict == "LOW_CONFID" and ev.gatekeeper_result.failed_rules == ["schema.executor_v2"]
+        shown = [render(m, lang) for m in ev.verdict_reasons]
+        assert shown[0].startswith(lead), shown
+        assert ("widen the time window" in shown[0]) if lang == "en" else ("放宽时间窗口" in shown[0])
+        assert re.search(r"#\d+", shown[0]) and ("(coverage no_data)" in shown[0] or "（覆盖状态 无数据）" in shown[0])
+        schema = next(t for t in shown if "schema.executor_v2" in t)
+        assert not schema.startswith(("No evidence", "没有找到"))  # the rule says what it checks, the gap says what is missing
+        assert not any("status is" in t or "yes_no" in t for t in shown), shown
     custom = render(msg("policy.rule_failed", rule="team.custom_rule", impact="warn_only"), "zh")
     assert custom.startswith("一项自动证据检查没有通过") and "team.custom_rule" in custom

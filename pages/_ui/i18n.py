@@ -10,8 +10,9 @@ from typing import Any
 
 import streamlit as st
 
+from pages._ui import markup
 from pages._ui.reads import settings
-from pipeline.core.messages import family, localized, symptom_name, tr
+from pipeline.core.messages import family, localized, symptom_name, tr, value_name
 
 
 def lang() -> str:
@@ -33,6 +34,22 @@ def named(prefix: str, value: str, **kw: Any) -> str:
     """The label of `value` in the family `prefix` ("mark.", "ungated"); a value without one stays itself."""
     text = family(prefix, lang()).get(value, value)
     return text.format(**kw) if kw else text
+
+
+def value(v: str | None) -> str:
+    """A status, form or kind id ("fail", "no_data", "root_cause") in the page language."""
+    return value_name(v, lang()) if v else "—"
+
+
+def pill(v: str | None) -> str:
+    """A status pill coloured by its id and showing its words."""
+    return markup.pill(v, value(v) if v else None)
+
+
+def field(key: str) -> str:
+    """A YAML key with its label ("通过阈值 (passThreshold)"): the key stays what the YAML says."""
+    label = family("field.", lang()).get(key)
+    return f"{label} ({key})" if label and label != key else key
 
 
 def N_(key: str) -> str:  # noqa: N802 - gettext's name for "extract this id, look it up later"

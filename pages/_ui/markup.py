@@ -101,6 +101,7 @@ def text_block(text: Any) -> None:
     st.html(f'<div class="wb-text">{esc(text)}</div>')
 
 
-def pill(value: str | None) -> str:
+def pill(value: str | None, shown: str | None = None) -> str:
+    """A status as a coloured pill: coloured by the status id, showing `shown` (its words) or the id."""
     v = value or "none"
-    return f'<span class="wb-pill wb-{esc(v)}">{esc(v)}</span>'
+    return f'<span class="wb-pill wb-{esc(v)}">{esc(shown or v)}</span>'

@@ -7,8 +7,8 @@ from typing import Any
 
 import streamlit as st
 
-from pages._ui.i18n import named, say, symptom, t
-from pages._ui.markup import esc, html_block, md, pill
+from pages._ui.i18n import lang, named, pill, say, symptom, t, value
+from pages._ui.markup import esc, html_block, md
 from pages._ui.reads import settings
 from pipeline.frontends.views.trace import form_view
 from pipeline.store.record import SessionRecord
@@ -48,18 +48,18 @@ def scope_block(r: SessionRecord) -> None:
              esc(t("scope.window")) + f": {esc(span)}"]
     form = form_view(scope, r.evaluation)
     if form is not None:
-        parts.append(esc(t("scope.form")) + f": <code>{esc(form.form)}</code>"
-                     + (f" · {esc(form.proposition_text)}" if form.proposition_text else ""))
+        parts.append(esc(t("scope.form")) + f": {esc(value(form.form))}"
+                     + (f" · {esc(form.proposition_text(lang()))}" if form.proposition is not None else ""))
     coverage = r.evaluation.question_coverage if r.evaluation else []
     items = "".join(f"<li>{esc(c.service or '*')} · {esc(symptom(c.symptom))} {pill(c.status)} "
                     f"<span class='wb-muted'>{esc(say(c.detail, c.msg))}</span></li>" for c in coverage)
     if form is not None and form.row is not None:
         # The form row, and the coverage row that decided it (law 8 extended).
         row = form.row
-        decided = f"{row.service or '*'} · {symptom(row.symptom)}" + (f" ({form.decided_by.status})" if form.decided_by else "")
-        answer = f" <code>{esc(row.answer)}</code>" if row.answer else ""
+        decided = f"{row.service or '*'} · {symptom(row.symptom)}" + (f" ({value(form.decided_by.status)})" if form.decided_by else "")
+        answer = f" {esc(value(row.answer))}" if row.answer else ""
         label, by = esc(t("scope.form_row")), esc(t("scope.decided_by"))
-        items += (f"<li>{label} <code>{esc(row.form)}</code> {pill(row.status)}{answer} · "
+        items += (f"<li>{label} {esc(value(row.form))} {pill(row.status)}{answer} · "
                   f"{by}: {esc(decided)} <span class='wb-muted'>{esc(say(row.detail, row.msg))}</span></li>")
     html_block(f"<div>{' · '.join(parts)}</div>" + (f'<ul class="wb-list">{items}</ul>' if items else ""))
 
@@ -83,7 +83,7 @@ def verdict_shown(verdict: str | None, at_ask: str | None, version: int | None, 
 
 
 def status_badge(status: str | None, prefix: str = "") -> None:
-    st.badge(md(f"{prefix}{status or '—'}"), color=STATUS_COLORS.get(status or "", "gray"))  # type: ignore[arg-type]
+    st.badge(md(f"{prefix}{value(status)}"), color=STATUS_COLORS.get(status or "", "gray"))  # type: ignore[arg-type]
 
 
 

@@ -17,6 +17,7 @@ labels) is `tr(code, lang, **params)`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -125,13 +126,30 @@ def render(message: Message, lang: str) -> str:
 
 def _param(name: str, value: Param, lang: Lang) -> Param:
     """A parameter as the sentence needs it: a symptom id becomes its name in the reader's
-    language ("memory" -> "a memory problem" / "内存问题"), a blank service "any service"; the
-    rest (quoted evidence, identifiers) stays verbatim."""
+    language ("memory" -> "a memory problem" / "内存问题"), a status, form or kind id its words, a
+    blank service "any service"; the rest (quoted evidence, identifiers) stays verbatim."""
     if name == "symptom" and isinstance(value, str):
         return symptom_name(value, lang)
+    if name in _VALUE_PARAMS and isinstance(value, str):  # "unsupported" -> "无证据支持", "yes_no" -> "是否"
+        return value_name(value, lang)
+    if name == "backends" and isinstance(value, str) and lang == "zh":  # "bundled logs, loki alerts"
+        return "、".join(_CJK_GAP.sub("", " ".join(value_name(w, lang) for w in part.split()))
+                        for part in value.split(", "))
     if name == "service" and value == "":
         return tr("common.any_service", lang)
     return value
+
+
+# Parameters that hold a status, form or kind id (a verification, a claim type, a coverage status).
+_VALUE_PARAMS = frozenset({"form", "type", "verification", "why", "said", "status", "impact"})
+_CJK_GAP = re.compile(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])")
+
+
+def value_name(value: str, lang: str) -> str:
+    """A status, form or kind id a page or a sentence shows ("fail", "no_data", "yes_no") in the
+    reader's words; English keeps most ids as they read (a form is spelled out), and an id not
+    listed stays itself."""
+    return family("value.", lang).get(value, value)
 
 
 def symptom_name(symptom: str, lang: str) -> str:

@@ -65,13 +65,16 @@ class FixtureChange:
         return _outcome(self.before) != _outcome(self.after)
 
 
+SHIPPED = "rules/ directory"  # the label of runs under the shipped rules, no version applied yet
+
+
 def rules_label(rules: RuleSet, version: int | None, *, candidate: bool) -> str:
     """How a run names its rules. An unsaved candidate has no id, so its content hash stands in:
     two runs with the same candidate show the same label."""
     if candidate:
         digest = hashlib.sha256(repr(rules.rules).encode("utf-8")).hexdigest()[:10]
         return f"candidate {digest}"
-    return f"v{version}" if version is not None else "rules/ directory"
+    return f"v{version}" if version is not None else SHIPPED
 
 
 def suite_rules(settings: Settings, store: Store, *, candidate: RuleSet | None) -> tuple[RuleSet, str]:

@@ -10,7 +10,7 @@ any other, so every result links to its trace.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,9 +36,15 @@ class EvalResult:
     session_id: str | None = None
     verdict: Verdict | None = None
     expected: dict[str, Any] = field(default_factory=dict)
+    description_zh: str = ""  # the fixture's `description_zh:`; runs stored before it have none
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def described(result: Mapping[str, Any], lang: str) -> str:
+    """A stored result's fixture description in `lang`: the Chinese one where the fixture gave it."""
+    return str((lang == "zh" and result.get("description_zh")) or result.get("description") or "")
 
 
 def load_fixtures(fixtures_dir: Path) -> list[dict[str, Any]]:
@@ -133,7 +139,8 @@ def run_fixture(fixture: dict[str, Any], *, settings: Settings, store: Store, ru
                 script_dir: Path) -> EvalResult:
     name = fixture["name"]
     expect = fixture.get("expect") or {}
-    result = EvalResult(name=name, description=fixture.get("description", ""), passed=False, expected=expect)
+    result = EvalResult(name=name, description=fixture.get("description", ""), passed=False, expected=expect,
+                        description_zh=fixture.get("description_zh", ""))
     try:
         fixture_settings = _settings_for(settings, fixture, script_dir)
         run = run_session(fixture["question"], settings=fixture_settings, store=store,

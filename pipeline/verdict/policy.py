@@ -351,9 +351,15 @@ def decide_verdict(
         reasons.append(msg("policy.unbacked", claim=claim_id))
 
     missing_info: list[str] = []
+    # A service nothing was found for is the plainest reason there is: it leads, and says so in
+    # those words (an empty diagnosis and a failed schema rule follow from it).
+    reasons[:0] = [msg("policy.no_evidence", service=cov.service, symptom=cov.symptom or "any",
+                       calls=", ".join(f"#{i}" for i in cov.invocation_ids))
+                   for cov in open_pairs if _found_nothing(cov)]
     for cov in open_pairs:
-        reasons.append(msg("policy.coverage_symptom", service=cov.service, symptom=cov.symptom or "any",
-                           status=cov.status))
+        if not _found_nothing(cov):
+            reasons.append(msg("policy.coverage_symptom", service=cov.service, symptom=cov.symptom or "any",
+                               status=cov.status))
         # The row's own finding ("176 records ... returned, but no verified claim is about them"),
         # never a stock sentence that could contradict what the trace shows beside it.
         missing_info.append(_sentence(render(gap_message(cov), lang), lang))
@@ -389,11 +395,22 @@ def decide_verdict_codes(*, chosen: npt.NDArray[np.intp], c_session: npt.NDArray
     return verdict_code(strictest, direct, gate_floor, unbacked, evidence)
 
 
+def _finding(cov: ServiceCoverage) -> Message | None:
+    """A coverage row's finding as a Message (a row built in code may still hold it as a dict)."""
+    return cov.msg if isinstance(cov.msg, Message) else (
+        Message.model_validate(cov.msg) if isinstance(cov.msg, Mapping) else None)
+
+
+def _found_nothing(cov: ServiceCoverage) -> bool:
+    """Whether the service's queries returned no record at all (not: records no claim speaks of)."""
+    finding = _finding(cov)
+    return cov.status == "no_data" and finding is not None and finding.code == "coverage.no_records"
+
+
 def gap_message(cov: ServiceCoverage) -> Message:
     """What the answer says about a pair left unanswered: the row's own finding, then that the
     question about it is open. Built from the row, so the gap never contradicts the trace."""
-    base = cov.msg if isinstance(cov.msg, Message) else (
-        Message.model_validate(cov.msg) if isinstance(cov.msg, Mapping) else None)
+    base = _finding(cov)
     gap = msg("coverage.unanswered", service=cov.service, symptom=cov.symptom)
     if base is None:
         return gap

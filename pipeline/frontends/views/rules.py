@@ -12,6 +12,7 @@ import numpy as np
 
 from pipeline.core.contracts import GatekeeperResult, VerdictImpact
 from pipeline.core.errors import RulesError
+from pipeline.core.messages import family, lang_of
 from pipeline.gatekeeper.kinds import RULES, ActsOn, RuleSpec, Severity
 from pipeline.gatekeeper.rules_schema import RuleSet
 from pipeline.replay.columns import HistoryArrays
@@ -25,6 +26,11 @@ def in_language(text: str, lang: str) -> str:
     if not sep:
         return text
     return zh if lang == "zh" else en
+
+
+def rule_name(spec: RuleSpec, lang: str) -> str:
+    """What a rule is called: its Chinese name from the catalogue, else the name its YAML gives."""
+    return family("rule_name.", lang).get(spec.id, spec.name) if lang_of(lang) == "zh" else spec.name
 
 
 VERDICT_IMPACTS: tuple[str, ...] = typing.get_args(VerdictImpact)

@@ -24,7 +24,7 @@ from pipeline.core.contracts import (
     ServiceCoverage,
 )
 from pipeline.core.feature_shapes import binding_target, claim_target, digest_target
-from pipeline.core.messages import Message, render
+from pipeline.core.messages import Message, render, tr, value_name
 from pipeline.store import Store
 from pipeline.store.record import (
     BindingFeatures,
@@ -246,18 +246,18 @@ class FormView:
     row: FormCoverage | None
     decided_by: ServiceCoverage | None
 
-    @property
-    def proposition_text(self) -> str:
+    def proposition_text(self, lang: str) -> str:
         """"cause: pricing-service -> checkout-service", "state: coupon-service healthy?" ("" for none)."""
         p = self.proposition
         if p is None:
             return ""
-        negated = " (negated)" if p.negated else ""
+        negated = tr("proposition.negated", lang) if p.negated else ""
         if p.kind == "cause":
-            return f"cause: {p.subject} -> {p.target or '*'}{negated}"
+            return tr("proposition.cause", lang, subject=p.subject, target=p.target or "*", negated=negated)
         if p.kind == "state":
-            return f"state: {p.subject or '*'} {p.expects}?{negated}"
-        return f"symptom: {p.subject or '*'}{negated}"
+            return tr("proposition.state", lang, subject=p.subject or "*", expects=value_name(p.expects, lang),
+                      negated=negated)
+        return tr("proposition.symptom", lang, subject=p.subject or "*", negated=negated)
 
     def as_json(self) -> dict[str, object]:
         return {"question_form": self.form,
