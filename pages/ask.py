@@ -9,7 +9,7 @@ import streamlit as st
 
 from pages._ui import frame, i18n, markup, reads, widgets
 from pipeline.core.errors import WorkbenchError
-from pipeline.core.messages import render
+from pipeline.core.messages import render, value_name
 from pipeline.frontends.views import ask as ask_view
 from pipeline.frontends.views import trace as trace_view
 from pipeline.jobs import submit_rerun, submit_session
@@ -66,6 +66,7 @@ class Progress:
         self.tools: Any = None
         self.tool_count = 0
         self.streaming: Any = None  # one line, rewritten as a stage's reply streams in
+        self.lang = i18n.lang()
 
     def on_progress(self, data: dict[str, Any]) -> None:
         if self.streaming is None:
@@ -82,7 +83,7 @@ class Progress:
 
     def on_session(self, data: dict[str, Any]) -> None:
         st.caption(markup.md(i18n.t("common.session") + f" {data['session_id']} · {data.get('world') or '-'} · "
-                             f"{i18n.value(data.get('provider'))} · {i18n.value(data.get('shape'))}"))
+                             f"{value_name(str(data.get('provider')), self.lang)} · {value_name(str(data.get('shape')), self.lang)}"))
 
     def on_planner(self, data: dict[str, Any]) -> None:
         plan = data.get("plan") or {}
@@ -229,7 +230,7 @@ def answer(session_id: str) -> None:
             for e in fact.evidence
         )
         facts.append(f"<li>{markup.esc(fact.claim_text)} <span class='wb-muted'>[{markup.esc(fact.claim_id)} · "
-                     f"{markup.esc(fact.claim_type)}]</span>{evidence}</li>")
+                     f"{markup.esc(i18n.value(fact.claim_type))}]</span>{evidence}</li>")
     if facts:
         markup.html_block('<ul class="wb-list">' + "".join(facts) + "</ul>")
     left, right = st.columns(2)

@@ -168,7 +168,7 @@ def test_every_page_in_chinese_has_no_english_word(zh_server: tuple[str, dict[st
             pg.get_by_role("tab", name=tr("rules.history", "zh")).click()
             _settled(pg)
         if name == "eval":
-            pg.locator("[data-testid=stDataFrame]").first.wait_for()
+            pg.locator("table.wb-eval").first.wait_for()
         texts[name] = text = text + _text(pg)
         assert "中文" in text and re.search(r"[\u4e00-\u9fff]{4}", text), f"{name} is not in Chinese"
         found[name] = sorted(set(english_words(text, evidence)))
