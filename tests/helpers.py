@@ -285,3 +285,19 @@ def stored_sessions(store: Any, count: int) -> list[str]:
             return ids
         time.sleep(0.1)
     raise AssertionError(f"{count} session(s) were not stored; the store has {store.session_ids()}")
+
+
+@contextmanager
+def trace_collector(settings: Any, store: Any, token: str) -> Iterator[str]:
+    """The webhook app with its /v1/traces route served on a free port, its jobs run in-process."""
+    from pipeline.frontends.webhook import Receiver, make_app
+    from pipeline.jobs.local import LocalQueue
+    from pipeline.telemetry.metrics import Metrics
+
+    queue = LocalQueue(settings, store)
+    app = make_app(store, Metrics(store), settings.webhook, Receiver(settings, store, queue, token))
+    try:
+        with http_server(app, settings.webhook) as url:
+            yield url
+    finally:
+        queue.close()

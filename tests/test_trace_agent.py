@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import openai
 import pytest
-from helpers import http_server, stored_sessions
+from helpers import stored_sessions, trace_collector
 from openinference.instrumentation import TracerProvider
 from openinference.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -18,10 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from stub_openai import StubOpenAI, tool_call
 
 from pipeline.core.config import Settings
-from pipeline.frontends.webhook import Receiver, make_app
-from pipeline.jobs.local import LocalQueue
 from pipeline.store import Store
-from pipeline.telemetry.metrics import Metrics
 
 TOKEN = "agent-token"
 LOGS = json.dumps({"logs": [
@@ -36,11 +33,8 @@ TOOLS = [{"type": "function", "function": {"name": "query_logs", "description": 
 
 @pytest.fixture
 def collector(settings: Settings, store: Store) -> Iterator[str]:
-    queue = LocalQueue(settings, store)
-    app = make_app(store, Metrics(store), settings.webhook, Receiver(settings, store, queue, TOKEN))
-    with http_server(app, settings.webhook) as url:
+    with trace_collector(settings, store, TOKEN) as url:
         yield url
-    queue.close()
 
 
 def _run_agent(base_url: str, collector: str, question: str) -> str:

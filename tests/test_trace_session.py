@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import http_server, stored_sessions
+from helpers import stored_sessions, trace_collector
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -20,14 +20,11 @@ from opentelemetry.trace import Status, StatusCode
 from pipeline.bundles.trace_import import read_trace
 from pipeline.bundles.trace_session import import_trace
 from pipeline.core.config import Settings
-from pipeline.frontends.webhook import Receiver, make_app
 from pipeline.gatekeeper import load_rules
-from pipeline.jobs.local import LocalQueue
 from pipeline.jobs.records import get_job
 from pipeline.llm import make_provider
 from pipeline.runs.review_queue import QueueFilter, queue_rows
 from pipeline.store import Store
-from pipeline.telemetry.metrics import Metrics
 
 TRACE = (Path(__file__).parent / "data" / "otlp_agent_trace.json").read_text(encoding="utf-8")
 TOKEN = "trace-token"
@@ -115,11 +112,8 @@ def test_a_trace_phoenix_exported_replays_as_a_session(settings: Settings, store
 
 @pytest.fixture
 def collector(settings: Settings, store: Store) -> Iterator[str]:
-    queue = LocalQueue(settings, store)
-    app = make_app(store, Metrics(store), settings.webhook, Receiver(settings, store, queue, TOKEN))
-    with http_server(app, settings.webhook) as url:
+    with trace_collector(settings, store, TOKEN) as url:
         yield url
-    queue.close()
 
 
 def test_otlp_protobuf_export_from_a_real_exporter_becomes_a_session(collector: str, store: Store) -> None:
