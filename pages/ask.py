@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages._ui import frame, i18n, markup, reads, widgets
 from pipeline.core.errors import WorkbenchError
+from pipeline.core.events import StreamProgress
 from pipeline.core.messages import render, value_name
 from pipeline.frontends.views import ask as ask_view
 from pipeline.frontends.views import trace as trace_view
@@ -71,7 +72,7 @@ class Progress:
     def on_progress(self, data: dict[str, Any]) -> None:
         if self.streaming is None:
             self.streaming = st.empty()
-        self.streaming.caption(markup.md(ask_view.progress_text(data)))
+        self.streaming.caption(markup.md(ask_view.progress_text(StreamProgress.model_validate(data))))
 
     def __call__(self, stage: str, data: dict[str, Any]) -> None:
         if stage != "progress" and self.streaming is not None:  # the stage it followed has ended

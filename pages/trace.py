@@ -195,15 +195,15 @@ def _binding(url: str, b: trace_view.BindingView) -> None:
             ids += f" ({', '.join(map(str, b.binding.source_record_ids))})"
         scores = " · ".join(f"{i18n.value(name)} {score}" for name, score in b.source_scores.items())
         misses = "".join(
-            f"<li><mark class='wb-entity'>{markup.esc(m.token)}</mark> ({markup.esc(i18n.value(m.kind))}) " + markup.esc(i18n.t("trace.entity_miss"))
-            + (f" → {markup.esc(', '.join(m.nearby))}" if m.nearby else "") + "</li>"
+            f"<li><mark class='wb-entity'>{markup.esc(m['token'])}</mark> ({markup.esc(i18n.value(m['kind']))}) " + markup.esc(i18n.t("trace.entity_miss"))
+            + (f" → {markup.esc(', '.join(m['nearby']))}" if m['nearby'] else "") + "</li>"
             for m in b.entity_misses)
         extra = ""
         if b.added_words:
             extra += "<div class='wb-muted'>" + markup.esc(i18n.t("trace.added")) + f": {markup.esc(', '.join(b.added_words))}</div>"
         if b.other_match:
             o = b.other_match
-            other = i18n.t("trace.other_match", id=o.invocation_id, tool=o.tool_name, score=o.score)
+            other = i18n.t("trace.other_match", id=o["invocation_id"], tool=o["tool_name"], score=o["score"])
             extra += "<div class='wb-muted'>" + markup.esc(other) + "</div>"
         errors = "".join(f"<li>{i18n.pill('fail')} <code>{markup.esc(e.rule_id)}</code>: {markup.esc(i18n.say(e.message, e.msg))}</li>"
                          for e in b.errors)

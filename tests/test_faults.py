@@ -14,6 +14,7 @@ import yaml
 from helpers import CPU_QUESTION
 
 from pipeline.core.config import ROOT, Settings, load_settings
+from pipeline.core.events import SessionEvent
 from pipeline.frontends.cli import main
 from pipeline.llm.openai_provider import OpenAIProvider
 from pipeline.runs.session import SessionFailed, run_session
@@ -591,8 +592,8 @@ def test_a_full_disk_fails_the_session_at_once_with_that_cause(settings: Setting
     waits: list[float] = []
     monkeypatch.setattr("pipeline.store.repo.time.sleep", waits.append)
 
-    def fill_the_disk(stage: str, data: dict[str, Any]) -> None:
-        if stage == "planner":
+    def fill_the_disk(announced: SessionEvent) -> None:
+        if announced.type == "planner":
             with store.engine.connect() as conn:
                 pages = conn.exec_driver_sql("PRAGMA page_count").scalar()
             event.listen(store.engine, "connect", lambda dbapi, _: dbapi.execute(f"PRAGMA max_page_count={pages}"))
@@ -627,8 +628,8 @@ def fill_up(path):
         pass
 
 
-def fill(stage, data):
-    if stage == sys.argv[2] and not filler.exists():
+def fill(event):
+    if event.type == sys.argv[2] and not filler.exists():
         fill_up(filler)
 
 
@@ -711,7 +712,7 @@ def test_database_faults_are_told_apart(tmp_path: Path) -> None:
 
 
 def test_a_watcher_that_went_away_never_fails_the_session(settings: Settings, store: Store) -> None:
-    def closed_pipe(stage: str, data: dict[str, Any]) -> None:
+    def closed_pipe(event: SessionEvent) -> None:
         raise BrokenPipeError(32, "Broken pipe")
 
     result = run_session(CPU_QUESTION, settings=settings, store=store, world_id="cpu-saturation", on_event=closed_pipe)
@@ -756,8 +757,8 @@ def test_a_database_outage_mid_session_is_waited_out(settings: Settings) -> None
         try:
             store = Store(_proxied(url, proxy.port))
 
-            def outage(stage: str, data: dict[str, Any]) -> None:
-                if stage == "planner":
+            def outage(event: SessionEvent) -> None:
+                if event.type == "planner":
                     proxy.cut()
                     threading.Timer(3.0, proxy.restore).start()
 

@@ -5,6 +5,7 @@ The PostgreSQL queue (procrastinate workers) and killed processes are in test_jo
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -12,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from pipeline.bundles.session_bundle import export_bundle
 from pipeline.core.config import Settings, load_settings
+from pipeline.core.events import SessionEvent
 from pipeline.jobs import make_queue, submit_job, submit_rerun, submit_session
 from pipeline.jobs.local import LocalQueue
 from pipeline.jobs.records import get_job
@@ -50,6 +53,10 @@ def test_a_queued_session_runs_on_the_pool_and_its_stage_events_are_stored(setti
     assert {"planner", "tool", "collector", "diagnosis", "verification"} <= set(stages)
     tool_ids = [data["id"] for _, stage, data in events(store, sid) if stage == "tool"]
     assert tool_ids == [inv.id for inv in store.invocations(sid)]
+    # Each stored event is its model's fields, in their order: what a page reads is what the session typed.
+    for _, stage, data in events(store, sid):
+        event = TypeAdapter(SessionEvent).validate_python({"type": stage, **data})
+        assert json.dumps(json.loads(json.dumps(event.data(), default=str))) == json.dumps(data)
     # A follower that saw the first three events gets exactly the rest.
     seen = events(store, sid)[2][0]
     assert [e[1] for e in events(store, sid, after=seen)] == stages[3:]

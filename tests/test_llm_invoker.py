@@ -12,6 +12,7 @@ import pytest
 from pipeline.core.config import load_settings
 from pipeline.core.contracts import ComposerOutput, ExecutorOutputV2, LlmCallRecord, PlannerPlan, ToolInvocation
 from pipeline.core.errors import LlmCallError, StageFailure
+from pipeline.core.events import StreamProgress
 from pipeline.llm import invoker
 from pipeline.llm.invoker import StructuredLlmInvoker
 from pipeline.llm.prompts import load_prompt
@@ -334,7 +335,7 @@ def test_a_slow_model_that_keeps_generating_is_not_cut_and_reports_its_progress(
 ) -> None:
     monkeypatch.setattr(invoker, "PROGRESS_EVERY_S", 0.0)
     h = Harness(stub, timeout_s=0.5)
-    seen: list[dict[str, Any]] = []
+    seen: list[StreamProgress] = []
     h.ctx.progress = seen.append
     # Each chunk well within the idle bound, the whole reply well past it.
     stub.enqueue(StubReply(body=chat_body(json.dumps(PLAN), usage={"prompt_tokens": 50, "completion_tokens": 21}),
@@ -342,5 +343,4 @@ def test_a_slow_model_that_keeps_generating_is_not_cut_and_reports_its_progress(
     result = h.plan()
     assert result.value == PlannerPlan.model_validate(PLAN) and result.completion_tokens == 21
     assert stub.chat_requests[0].body["stream"] is True
-    assert seen and seen[-1]["stage"] == "planner" and seen[-1]["tokens"] > seen[0]["tokens"]
-    assert {"tokens_per_s", "elapsed_s", "budget_s"} <= set(seen[-1])
+    assert seen and seen[-1].stage == "planner" and seen[-1].tokens > seen[0].tokens

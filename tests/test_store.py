@@ -16,6 +16,7 @@ from sqlalchemy import text
 from pipeline.core.config import ROOT
 from pipeline.core.contracts import LlmCallRecord
 from pipeline.core.errors import StoreError
+from pipeline.core.events import SessionEvent
 from pipeline.runs.session import run_session
 from pipeline.store import SessionFilter, StaleRuleVersion, Store
 
@@ -269,8 +270,8 @@ def test_writing_commands_on_a_read_only_database_refuse_in_one_line(tmp_path: P
 def test_a_session_whose_database_vanished_gives_no_verdict(settings, tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'gone.db'}")
 
-    def delete_database(stage: str, _data: dict) -> None:
-        if stage == "planner":
+    def delete_database(event: SessionEvent) -> None:
+        if event.type == "planner":
             for name in ("gone.db", "gone.db-wal", "gone.db-shm"):
                 (tmp_path / name).unlink(missing_ok=True)
 

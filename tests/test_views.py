@@ -12,6 +12,7 @@ from helpers import queue_count, tally_holds, yaml_of_rules
 from sqlalchemy import delete, insert, update
 
 from pipeline.core.errors import NotFound, StoreError
+from pipeline.core.feature_shapes import EntityMiss
 from pipeline.frontends.report import render_trace
 from pipeline.frontends.views import ask as ask_view
 from pipeline.frontends.views import highlight, outputs, rules_yaml
@@ -21,7 +22,7 @@ from pipeline.gatekeeper import load_rules
 from pipeline.runs import review_queue
 from pipeline.runs.session import run_session
 from pipeline.store import SessionFilter, Store
-from pipeline.store.record import EntityMiss, SessionRecord, read_session
+from pipeline.store.record import SessionRecord, read_session
 from pipeline.store.schema import DiagnosisSession, VerdictInForce
 
 
@@ -79,7 +80,8 @@ def test_claim_card_carries_check_composer_fate_and_binding_features() -> None:
     features = {"claims[0].evidence_bindings[0]": {
         "sources": {"output": {"score": 0.82, "invocation_id": 7, "spans": [[10, 20], [30, 35]]},
                     "digest.source_quote": {"score": 1.0}},
-        "entities": [{"kind": "service", "token": "order-service", "nearby": ["payment-service"]}],
+        "entities": [{"kind": "service", "token": "order-service", "value": "order-service", "elsewhere": False,
+                      "nearby": ["payment-service"], "score": 0.82}],
         "added": [{"text": "exhausted", "score": 0.8}],
         "other_match": None,
     }}
@@ -119,7 +121,7 @@ def test_highlight_window_ignores_far_spans_and_counts_lines() -> None:
 
 
 def test_excerpt_segments_mark_missing_entities() -> None:
-    segs = highlight.excerpt_segments("timeout on order-service", [EntityMiss(token="order-service")])
+    segs = highlight.excerpt_segments("timeout on order-service", [EntityMiss(kind="service", token="order-service", value="order-service", elsewhere=False, nearby=[], score=0.5)])
     assert segs == [("timeout on ", "text"), ("order-service", "entity")]
 
 

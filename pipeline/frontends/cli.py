@@ -49,17 +49,18 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from pipeline.core.events import SessionEvent, StreamProgress, ToolCalled
     from pipeline.frontends.views.ask import progress_text
     from pipeline.runs.session import run_session
 
     settings = _settings(args)
     store = Store(settings.db_url)
 
-    def progress(stage: str, data: dict[str, Any]) -> None:
-        if not args.json and stage == "tool":
-            print(f"  tool #{data['id']} {data['tool']} -> {data['status']} ({data['latency_ms']} ms)", file=sys.stderr)
-        elif not args.json and stage == "progress":
-            print(f"  {progress_text(data)}", file=sys.stderr)
+    def progress(event: SessionEvent) -> None:
+        if not args.json and isinstance(event, ToolCalled):
+            print(f"  tool #{event.id} {event.tool} -> {event.status} ({event.latency_ms} ms)", file=sys.stderr)
+        elif not args.json and isinstance(event, StreamProgress):
+            print(f"  {progress_text(event)}", file=sys.stderr)
 
     result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
     sample = _sample(settings, result.world, detect_language(args.question))

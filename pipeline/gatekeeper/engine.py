@@ -22,7 +22,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
     Verdict,
 )
-from pipeline.core.feature_shapes import claim_target
+from pipeline.core.feature_shapes import Features, claim_target
 from pipeline.gatekeeper.features import compute_features
 from pipeline.gatekeeper.kinds import RuleContext, RuleOutcome
 from pipeline.gatekeeper.prepared import OutputCache
@@ -49,13 +49,13 @@ class GateContext:
 class GateOutcome:
     result: GatekeeperResult
     normalized: ExecutorOutput | None  # for the verifier: default arrays present, deprecated fields removed
-    features: dict[str, dict[str, Any]]  # threshold-free, JSON-serialisable; pass back as features_cache
+    features: Features  # threshold-free, JSON-serialisable; pass back as features_cache
 
 
 def run_gatekeeper(
     ctx: GateContext,
     rules: RuleSet,
-    features_cache: dict[str, dict[str, Any]] | None = None,
+    features_cache: Features | None = None,
     outputs: OutputCache | None = None,
 ) -> GateOutcome:
     features = compute_features(ctx.invocations, ctx.output, ctx.digests, features_cache, outputs)

@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.contracts import EvidenceDigest, ExecutorOutput, ToolInvocation, record_ids
-from pipeline.core.feature_shapes import EntityMiss, OtherMatch, SourceEntry, binding_target, digest_target
+from pipeline.core.feature_shapes import (
+    EntityMiss,
+    Features,
+    OtherMatch,
+    SourceEntry,
+    TargetFeatures,
+    binding_target,
+    digest_target,
+)
 from pipeline.gatekeeper.fidelity import capitals
 from pipeline.gatekeeper.folding import fold
 from pipeline.gatekeeper.matcher import SegmentMatch, locate, segments
@@ -96,12 +104,12 @@ def compute_features(
     session_invocations: Mapping[int, ToolInvocation],
     output: ExecutorOutput | None,
     digests: list[EvidenceDigest] | None,
-    cache: Mapping[str, dict[str, Any]] | None = None,
+    cache: Mapping[str, TargetFeatures] | None = None,
     outputs: OutputCache | None = None,
-) -> dict[str, dict[str, Any]]:
+) -> Features:
     outputs = outputs or _shared_outputs
     cache = cache or {}
-    features: dict[str, dict[str, Any]] = {ROOT: {"raw_keys": sorted(output.raw) if output is not None else []}}
+    features: Features = {ROOT: {"raw_keys": sorted(output.raw) if output is not None else []}}
     by_digest = {d.digest_id: d for d in digests or []}
     for ci, bi, binding in output.bindings() if output is not None else ():
         excerpt = binding.evidence_excerpt
@@ -262,13 +270,14 @@ def _binding_features(
     digest: EvidenceDigest | None,
     invocations: Mapping[int, ToolInvocation],
     outputs: OutputCache,
-) -> dict[str, Any]:
+) -> TargetFeatures:
     quotes = segments(excerpt)
     best = _best_match(quotes, where, invocations, outputs)
-    entry: dict[str, Any] = {"key": key, "sources": {"output": _source_entry(best, where, invocations, outputs)}}
+    sources: dict[str, SourceEntry] = {"output": _source_entry(best, where, invocations, outputs)}
+    entry: TargetFeatures = {"key": key, "sources": sources}
     if digest is not None:
         for name, text in (("digest.source_quote", digest.source_quote), ("digest.summary", digest.summary)):
-            entry["sources"][name] = {"score": match_excerpt(quotes, PreparedOutput.build(text), placed=False).score}
+            sources[name] = {"score": match_excerpt(quotes, PreparedOutput.build(text), placed=False).score}
     if best is None:
         entry["entities"], entry["hunks"], entry["before"], entry["invented"], entry["other_match"] = [], [], [], [], None
         return entry

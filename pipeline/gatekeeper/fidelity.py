@@ -12,11 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
 
-from pipeline.core.feature_shapes import SourceEntry
+from pipeline.core.feature_shapes import Hunk, ScoredHunk, SourceEntry, TargetFeatures
 from pipeline.gatekeeper.folding import fold
-from pipeline.gatekeeper.pieces import Hunk
 from pipeline.text.primitives import is_cjk
 
 
@@ -39,7 +37,7 @@ def effective_score(source: SourceEntry, name: str, min_piece: int) -> float:
     return float(score)
 
 
-def invented(feats: dict[str, Any], min_letters: int, min_cjk_run: int) -> list[str]:
+def invented(feats: TargetFeatures, min_letters: int, min_cjk_run: int) -> list[str]:
     """The binding's words found nowhere in its cited outputs that are long enough to count."""
     out = []
     for piece in feats.get("invented", ()):
@@ -70,20 +68,14 @@ def _has(text: str, term: str) -> bool:
     return pattern is not None and pattern.search(text) is not None
 
 
-class ScoredHunk(Hunk):
-    """A hunk as a binding's features keep it: with the score of the segment it was found in."""
-
-    score: float
-
-
-def hunks(feats: dict[str, Any]) -> list[ScoredHunk]:
+def hunks(feats: TargetFeatures) -> list[ScoredHunk]:
     """The binding's hunks; features stored before version 2 only kept the excerpt's added words."""
     if "hunks" in feats:
         return list(feats["hunks"])
     return [{"ex": a["text"], "added": a["text"], "out": "", "gap": "", "score": a["score"]} for a in feats.get("added", ())]
 
 
-def befores(feats: dict[str, Any]) -> list[str]:
+def befores(feats: TargetFeatures) -> list[str]:
     return [b for b in feats.get("before", ()) if b]
 
 

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt
 
 from pipeline.core.contracts import EvidenceDigest, ExecutorBinding, ExecutorOutput, GatekeeperResult, VerdictImpact
-from pipeline.core.feature_shapes import binding_target
+from pipeline.core.feature_shapes import Features, TargetFeatures, binding_target
 from pipeline.core.messages import Message, render
 
 Severity = Literal["error", "warning"]
@@ -232,14 +232,14 @@ class RuleContext:
     output: ExecutorOutput | None  # None: the output did not parse
     invocation: InvocationInfo
     digests: list[EvidenceDigest] | None
-    features: dict[str, dict[str, Any]]
-    _bindings: list[tuple[str, ExecutorBinding, dict[str, Any] | None]] | None = field(default=None, repr=False)
+    features: Features
+    _bindings: list[tuple[str, ExecutorBinding, TargetFeatures | None]] | None = field(default=None, repr=False)
     _facts: dict[Any, Any] = field(default_factory=dict, repr=False)
     _findings: dict[str, dict[str, tuple[str, tuple[Finding, ...]]]] = field(default_factory=dict, repr=False)
     last_result: tuple[list[RuleOutcome], GatekeeperResult] | None = field(default=None, repr=False)  # see evaluate
 
     @property
-    def bindings(self) -> list[tuple[str, ExecutorBinding, dict[str, Any] | None]]:
+    def bindings(self) -> list[tuple[str, ExecutorBinding, TargetFeatures | None]]:
         """(target, binding, cached features) of every claim binding, walked once for all rules."""
         if self._bindings is None:
             features = self.features

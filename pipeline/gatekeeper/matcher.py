@@ -28,8 +28,9 @@ from itertools import islice
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
+from pipeline.core.feature_shapes import Hunk
 from pipeline.gatekeeper.folding import fold, fold_plain
-from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, TOKEN, Chain, Hunk, chain, weight
+from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, TOKEN, Chain, chain, weight
 from pipeline.gatekeeper.prepared import MAX_HITS, PreparedOutput
 from pipeline.text.primitives import is_cjk
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TypedDict
 
+from pipeline.core.feature_shapes import Hunk
 from pipeline.text.primitives import is_cjk
 
 # Search bounds (how far to look, not what to accept): the next piece is looked for at most REACH
@@ -39,15 +39,6 @@ MAX_HUNKS = 8
 MAX_HUNK_CHARS = 160
 _HEAVY = re.compile(r"[0-9\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^ \u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-
-
-class Hunk(TypedDict):
-    """One junction where an excerpt and its output differ (each text clipped to MAX_HUNK_CHARS)."""
-
-    ex: str  # the excerpt around the junction
-    added: str  # what the excerpt has there that the output does not
-    out: str  # the output around the junction
-    gap: str  # what the output has there that the excerpt skips
 
 
 @dataclass

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import StrictStr
 
 from pipeline.core.errors import quote
-from pipeline.core.feature_shapes import EntityMiss, SourceEntry
+from pipeline.core.feature_shapes import EntityMiss, SourceEntry, TargetFeatures, source_score
 from pipeline.core.messages import Message, Param, msg
 from pipeline.gatekeeper import fidelity
 from pipeline.gatekeeper.kinds import (
@@ -147,7 +147,7 @@ class ExcerptSimilarityRule(RuleKind):
                               (scored & (best < p.warnThreshold)) | invented)
 
     @staticmethod
-    def invented_count(feats: dict[str, Any], spec: RuleSpec) -> int:
+    def invented_count(feats: TargetFeatures, spec: RuleSpec) -> int:
         """The binding's invented words that count under `spec`'s length filters: the number the
         gate rows keep for judge_columns (b_invented)."""
         p = params_of(spec, ExcerptSimilarityRule.Params)
@@ -174,7 +174,7 @@ class ExcerptSimilarityRule(RuleKind):
         return best
 
     @staticmethod
-    def _low(feats: dict[str, Any], name: str, score: float, level: Level, p: ExcerptSimilarityRule.Params) -> Message:
+    def _low(feats: TargetFeatures, name: str, score: float, level: Level, p: ExcerptSimilarityRule.Params) -> Message:
         best = feats["sources"][name]
         bound_name, bound = ("warnThreshold", p.warnThreshold) if level == "fail" else ("passThreshold", p.passThreshold)
         message = (_not_found(best) if name == "output"
@@ -186,20 +186,25 @@ class ExcerptSimilarityRule(RuleKind):
         return message
 
 
-def _not_found(best: dict[str, Any]) -> Message:
+def _not_found(best: SourceEntry) -> Message:
     """Why an excerpt was not found in its output by structure: a record it cites is not there,
     the quote lies in other records than those it cites, or it is nowhere as written."""
     if best.get("missing"):
         return msg("gk.missing_records", records=", ".join(best["missing"][:6]))
     cited = best.get("records")
     if cited is None:
-        return msg("gk.not_by_structure", invocation=best["invocation_id"], score=best["score"])
+        return msg("gk.not_by_structure", invocation=best["invocation_id"], score=_similarity(best))
     shown = ", ".join(f"{inv}#{n}" for inv, numbers in cited.items() for n in numbers[:6])
     found = best.get("found_in")
     if found:
         return msg("gk.outside_cited", cited=shown, invocation=found["invocation_id"],
                    found=", ".join(f"#{n}" for n in found["records"][:6]))
-    return msg("gk.not_in_cited", cited=shown, score=best["score"])
+    return msg("gk.not_in_cited", cited=shown, score=_similarity(best))
+
+
+def _similarity(best: SourceEntry) -> float:
+    # A source _best_source picked was scored: an unscored one never is.
+    return best["score"] or 0.0
 
 
 def _invented_words(context: RuleContext, p: ExcerptSimilarityRule.Params) -> dict[str, list[str]]:
@@ -317,7 +322,7 @@ class ExcerptEntitiesRule(RuleKind):
                 continue
             candidates.update(miss["score"] for miss in feats.get("entities") or ())
             candidates.update(hunk["score"] for hunk in fidelity.hunks(feats))
-            out = feats.get("sources", {}).get("output", {}).get("score")
+            out = source_score(feats)
             candidates.add(0.0 if out is None else out)
         points: dict[str, list[tuple[float, bool]]] = {}
         counts: Counter[str] = Counter()
@@ -362,7 +367,7 @@ class _MeaningLists:
 _MEANING_LISTS: dict[str, _MeaningLists] = {}
 
 
-def _meaning_changes(feats: dict[str, Any], p: ExcerptEntitiesRule.Params, lists: _MeaningLists, said_caps: frozenset[str],
+def _meaning_changes(feats: TargetFeatures, p: ExcerptEntitiesRule.Params, lists: _MeaningLists, said_caps: frozenset[str],
                      record_caps: frozenset[str], preceding: tuple[str, ...]) -> Iterator[tuple[Level, Message]]:
     """Where a located excerpt says the opposite of its output: negation added or dropped, an
     antonym flipped, another log level. Each is an entity-kind mismatch (external_unknown)."""
@@ -370,7 +375,7 @@ def _meaning_changes(feats: dict[str, Any], p: ExcerptEntitiesRule.Params, lists
     stated = fidelity.stated_level(said_caps, record_caps, levels, lists.level_groups) if said_caps and record_caps else None
     if stated:
         yield "fail", msg("gk.level_changed", said=stated[0].upper(), record=stated[1].upper())
-    if negations and preceding and ExcerptEntitiesRule.located(p, feats["sources"].get("output", {}).get("score", 0.0)):
+    if negations and preceding and ExcerptEntitiesRule.located(p, source_score(feats) or 0.0):
         for word in preceding:
             term = fidelity.negation_before(word, negations)
             if term:
@@ -394,7 +399,7 @@ def _meaning_changes(feats: dict[str, Any], p: ExcerptEntitiesRule.Params, lists
             yield "fail", msg("gk.level_changed", said=changed[0].upper(), record=changed[1].upper())
 
 
-def _entity_facts(context: RuleContext) -> list[tuple[str, dict[str, Any], frozenset[str], frozenset[str], tuple[str, ...]]]:
+def _entity_facts(context: RuleContext) -> list[tuple[str, TargetFeatures, frozenset[str], frozenset[str], tuple[str, ...]]]:
     """Per binding with something to judge: (target, features, capitals of the excerpt, capitals
     of its records, words right before each quote). Parameter-free, so built once per session."""
     out = []

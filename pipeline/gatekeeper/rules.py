@@ -487,7 +487,7 @@ class DigestRefRule(RuleKind):
             quote = context.features.get(target, {}).get("quote", {})
             score = quote.get("score")
             level = None if score is None else self.quote_level(p, score)
-            if level is None:
+            if score is None or level is None:
                 continue
             out.findings.append(
                 Finding(target, msg("gk.quote_similarity", digest=digest.digest_id, score=score,

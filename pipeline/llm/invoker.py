@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord
 from pipeline.core.errors import LlmCallError
+from pipeline.core.events import StreamProgress
 from pipeline.llm.budget import estimate_messages_tokens, fit_messages
 from pipeline.llm.endpoint_limit import endpoint_slots
 from pipeline.llm.prompts import Prompt
@@ -218,9 +219,9 @@ class _StreamReader:
             self._reported = now
             ctx = self.run.ctx
             started = ctx.stage_started.get((self.run.stage, ctx.round), now)
-            ctx.progress({"stage": self.run.stage, "round": ctx.round, "attempt": self.run.attempt,
-                          "tokens": self.chunks, "tokens_per_s": round(self.chunks / max(now - self._first, 1e-3), 1),
-                          "elapsed_s": round(now - started, 1), "budget_s": self.budget_s})
+            ctx.progress(StreamProgress(stage=self.run.stage, round=ctx.round, attempt=self.run.attempt,
+                                        tokens=self.chunks, tokens_per_s=round(self.chunks / max(now - self._first, 1e-3), 1),
+                                        elapsed_s=round(now - started, 1), budget_s=self.budget_s))
 
     @property
     def text(self) -> str:

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
-from pipeline.core.feature_shapes import digest_target, parse_target
+from pipeline.core.feature_shapes import SourceEntry, digest_target, parse_target, source_score
 from pipeline.gatekeeper.engine import FoundColumns, backed_columns, evaluate_columns, unbacked_claims
 from pipeline.gatekeeper.kinds import RULES, ColumnFindings, Finding, RuleContext
 from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule, ExcerptSimilarityRule
@@ -138,13 +138,11 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
         if feats is None:
             continue  # no rule judges an unmeasured binding; it only leaves its claim unbacked
         ci, bi = _binding_position(target)
-        sources = feats.get("sources", {})
-        out = sources.get("output", {})
+        out: SourceEntry = feats.get("sources", {}).get("output") or {"score": None}
         points = entity.get(target, [])
         fails = points[0][1] + 2 * points[-1][1] if points else 0
         bindings.append((ci, bi, out.get("score"), out.get("covered"), out.get("split", 0),
-                         sources.get("digest.source_quote", {}).get("score"),
-                         sources.get("digest.summary", {}).get("score"),
+                         source_score(feats, "digest.source_quote"), source_score(feats, "digest.summary"),
                          ExcerptSimilarityRule.invented_count(feats, similarity) if similarity else 0,
                          points[0][0] if points else -1.0,
                          points[-1][0] if points else -1.0, len(points), fails, text_flagged.get(target, 0)))

@@ -24,6 +24,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
     Verdict,
 )
+from pipeline.core.feature_shapes import Features, source_score
 from pipeline.gatekeeper.engine import evaluate
 from pipeline.gatekeeper.features import ROOT, valid_ids
 from pipeline.gatekeeper.kinds import RuleContext
@@ -40,7 +41,7 @@ class ReplayInput:
     structured: dict[str, Any] | None
     parse_status: str  # valid | missing | malformed
     invocations: dict[int, tuple[str, str]]  # cited id -> (session_id, tool_name), see cited_invocation_ids
-    features: dict[str, dict[str, Any]]  # GateOutcome.features stored with the session
+    features: Features  # GateOutcome.features stored with the session
     digests: list[EvidenceDigest] | None
     old_status: str
     old_verdict: str
@@ -63,7 +64,7 @@ class ReplayInput:
     def rule_context(self) -> RuleContext:
         if self._context is None:
             table = {i: (session, persisted_name(tool) or tool) for i, (session, tool) in self.invocations.items()}
-            features = self.features if ROOT in self.features else {ROOT: {"raw_keys": []}, **self.features}
+            features: Features = self.features if ROOT in self.features else {ROOT: {"raw_keys": []}, **self.features}
             output = ExecutorOutput.read(self.structured) if isinstance(self.structured, dict) else None
             self._context = RuleContext(self.session_id, output, table.get, self.digests, features)
         return self._context
@@ -158,13 +159,13 @@ def summary_line(total: int, changed: int, status: Counter[str], verdict: Counte
     return "; ".join(parts)
 
 
-def similarity_scores(features: Iterable[dict[str, dict[str, Any]]]) -> list[float]:
+def similarity_scores(features: Iterable[Features]) -> list[float]:
     """Every binding's excerpt-vs-output similarity from cached features (for a histogram)."""
     scores = []
     for feats in features:
         for target, entry in feats.items():
             if target.startswith("claims["):
-                score = entry.get("sources", {}).get("output", {}).get("score")
+                score = source_score(entry)
                 if score is not None:
                     scores.append(score)
     return scores

@@ -29,6 +29,7 @@ from pipeline.core.contracts import (
     Verdict,
     VerifierOutput,
 )
+from pipeline.core.feature_shapes import Features
 from pipeline.gatekeeper import GateContext, RuleSet, run_gatekeeper
 from pipeline.llm.prompts import load_prompt
 from pipeline.stages.composer import assemble_input, run_composer
@@ -46,7 +47,7 @@ class Evaluation:
     parse_status: ParseStatus
     output: ExecutorOutput | None  # normalized (see normalize_structured)
     gatekeeper_result: GatekeeperResult
-    features: dict[str, Any]
+    features: Features
     verifier_output: VerifierOutput
     verdict: Verdict
     round_audit: RoundAudit
@@ -104,7 +105,7 @@ def evaluate(
     retry_context: RetryContext | None = None,
     given_verifier_output: dict[str, Any] | None = None,
     given_composer_raw: str | None = None,
-    features_cache: dict[str, Any] | None = None,
+    features_cache: Features | None = None,
 ) -> Evaluation:
     # The diagnosis prompt's example, read from the prompt file this workbench runs with.
     parse_status, output = parse_executor_output(raw_output, load_prompt("diagnosis", settings.prompts_dir).example)

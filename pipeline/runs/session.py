@@ -18,6 +18,19 @@ from typing import Any
 from pipeline.core.config import Settings
 from pipeline.core.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation, Verdict
 from pipeline.core.errors import ConfigError, InputError, StoreError, WorkbenchError
+from pipeline.core.events import (
+    Collected,
+    Diagnosed,
+    Digested,
+    Done,
+    Failed,
+    Planned,
+    Retrying,
+    SessionEvent,
+    SessionOpened,
+    ToolCalled,
+    Verified,
+)
 from pipeline.gatekeeper import RuleSet
 from pipeline.gatekeeper.features import prepare_output
 from pipeline.llm import make_provider
@@ -38,7 +51,7 @@ from pipeline.tools.registry import model_name, persisted_name
 from pipeline.verdict.provider import Provider, StageContext
 from pipeline.verdict.scope import asked_services, read_scope
 
-OnEvent = Callable[[str, dict[str, Any]], None]
+OnEvent = Callable[[SessionEvent], None]
 
 
 def failure_cause(exc: BaseException) -> str:
@@ -138,8 +151,8 @@ class _ToolRunner:
         # Fold and index the output now, while the collector goes on: the gatekeeper later checks
         # every binding citing it against the prepared form (cached per invocation id).
         prepare_output(inv.id, inv.output)
-        self.on_event("tool", {"id": inv.id, "tool": inv.model_tool_name, "arguments": arguments,
-                               "status": inv.status, "latency_ms": round(inv.latency_ms, 1), "error": error})
+        self.on_event(ToolCalled(id=inv.id, tool=inv.model_tool_name, arguments=arguments, status=inv.status,
+                                 latency_ms=round(inv.latency_ms, 1), error=error))
         return inv
 
 
@@ -202,7 +215,7 @@ def _run_session(
     question = mask_known(encodable(question.strip()))
     if not question:
         raise InputError("the question is empty: ask about a symptom, e.g. “payment API times out since 10:00”")
-    callback: OnEvent = on_event or (lambda stage, data: None)
+    callback: OnEvent = on_event or (lambda event: None)
     provider = provider or make_provider(settings)
     world = _pick_world(settings, question, world_id)
     # The version that judges this session; None when the caller brought its own rules.
@@ -229,19 +242,19 @@ def _run_session(
 
     watching = [callback]
 
-    def emit(stage: str, data: dict[str, Any]) -> None:
+    def emit(event: SessionEvent) -> None:
         # Stored first: any page or replica follows the run from the store (session_event).
-        add_event(store, sid, stage, storable(json.loads(json.dumps(data, ensure_ascii=False, default=str))))
+        add_event(store, sid, event.type, storable(json.loads(json.dumps(event.data(), ensure_ascii=False, default=str))))
         try:
             for watcher in watching:
-                watcher(stage, data)
+                watcher(event)
         except OSError:
             # Whoever watched has gone (`workbench ask ... | head -1`): the session goes on unwatched.
             watching.clear()
 
     store.update_session(sid, self_evaluation={"question_scope": scope.model_dump(mode="json")})
-    emit("session", {"session_id": sid, "world": world.id if world else None, "provider": provider.name,
-                     "shape": settings.shape, "question_scope": scope.model_dump(mode="json")})
+    emit(SessionOpened(session_id=sid, world=world.id if world else None, provider=provider.name, shape=settings.shape,
+                       question_scope=scope))
     timings: dict[str, float] = {}
     tokens = {"prompt": 0, "completion": 0}
 
@@ -253,7 +266,7 @@ def _run_session(
     runner = _ToolRunner(store, sid, toolbox, settings, emit)
     ctx = StageContext(settings=settings, session_id=sid, language=detect_language(question), record=record,
                        run_tool=runner, services=list(world.services) if world else [], now=now, scope=scope,
-                       progress=lambda data: emit("progress", data))
+                       progress=emit)
     stage = "planner"
 
     def enter(name: str) -> float:
@@ -262,15 +275,15 @@ def _run_session(
         store.update_session(sid, stage=name)
         return time.perf_counter()
 
-    def leave(name: str, started: float, data: dict[str, Any], **columns: Any) -> None:
-        timings[f"{name}_r{ctx.round}"] = round((time.perf_counter() - started) * 1000, 2)
+    def leave(started: float, event: SessionEvent, **columns: Any) -> None:
+        timings[f"{event.type}_r{ctx.round}"] = round((time.perf_counter() - started) * 1000, 2)
         store.update_session(sid, timings_ms=dict(timings), **columns)
-        emit(name, data)
+        emit(event)
 
     try:
         t = enter("planner")
         plan = provider.plan(ctx, question)
-        leave("planner", t, {"plan": plan.model_dump()}, planner_plan=plan.model_dump())
+        leave(t, Planned(plan=plan), planner_plan=plan.model_dump())
 
         digests: list[EvidenceDigest] = []
         earlier: list[dict[str, Any]] = []
@@ -279,29 +292,28 @@ def _run_session(
             ctx.round = runner.round = rnd
             t = enter("collector")
             summary = provider.collect(ctx, question, plan, retry)
-            leave("collector", t, {"summary": summary.model_dump()})
+            leave(t, Collected(summary=summary))
 
             invocations = store.invocations(sid)
             if split:
                 t = enter("digest")
                 digests = digests + provider.digest(ctx, question, [i for i in invocations if i.round == rnd])
-                leave("digest", t, {"digests": [d.model_dump() for d in digests]},
-                      evidence_digests=[d.model_dump() for d in digests])
+                leave(t, Digested(digests=digests), evidence_digests=[d.model_dump() for d in digests])
 
             t = enter("diagnosis")
             raw = provider.diagnose(ctx, question, plan, digests if split else None, invocations, retry)
-            leave("diagnosis", t, {"chars": len(raw)}, executor_raw_output=raw)
+            leave(t, Diagnosed(chars=len(raw)), executor_raw_output=raw)
 
             t = enter("verification")
             ev = evaluate(ctx=ctx, provider=provider, settings=settings, rules=rules, question=question,
                           raw_output=raw, invocations=invocations, lookup_invocation=store.invocation,
                           digests=digests if split else None, retry_context=retry)
-            leave("verification", t, {"gatekeeper_result": ev.gatekeeper_result.model_dump(),
-                                       "verdict": ev.verdict, "parse_status": ev.parse_status.status})
+            leave(t, Verified(gatekeeper_result=ev.gatekeeper_result, verdict=ev.verdict,
+                              parse_status=ev.parse_status.status))
             if ev.verdict == "LOW_CONFID" and rnd < settings.retry.max_rounds:
                 earlier.append(ev.round_audit.model_dump(mode="json"))
                 retry = _retry_context(ev, rnd + 1)
-                emit("retry", {"retry_context": retry.model_dump()})
+                emit(Retrying(retry_context=retry))
                 continue
             break
         services = sorted({e.value for e in extract_entities(question + " " + " ".join(
@@ -336,13 +348,13 @@ def _run_session(
                 raise
             recorder.update_session(sid, **failed)
         with contextlib.suppress(StoreError):
-            emit("failed", {"stage": stage, "error": redact(str(exc))})
+            emit(Failed(stage=stage, error=redact(str(exc))))
         fault = database_fault(exc)
         raise SessionFailed(sid, stage, error if fault else redact(str(exc))) from exc
 
     record_session(store, sid, rules)  # its row in the columnar replay history
     if version is not None:
         judge_late(settings, store, sid, version)
-    emit("done", {"verdict": ev.verdict, "final_answer": ev.final_answer})
+    emit(Done(verdict=ev.verdict, final_answer=ev.final_answer))
     return SessionResult(session_id=sid, verdict=ev.verdict, final_answer=ev.final_answer, evaluation=ev,
                          world=world.id if world else None, ungated_by=ungated_by)

@@ -37,6 +37,7 @@ from pipeline.core.messages import Message, msg, render, tr
 from pipeline.stages import templates
 from pipeline.stages.answer_lead import decide_lead, drop_closed, key_claims, on_topic, rank_claims
 from pipeline.stages.composer_guard import judge_answer
+from pipeline.text.lexicon import CERTAINTY
 from pipeline.text.primitives import detect_language, extract_entities, normalize
 from pipeline.text.replies import read_object, strip_wrappers
 from pipeline.verdict.context import StageContext
@@ -61,10 +62,6 @@ _REMEDY_WORDS = (
 
 # Clauses that claim certainty ("这是唯一根因", "the only root cause") are cut when a claim is
 # demoted: a hypothesis may name a cause, never its certainty.
-_CERTAINTY = re.compile(
-    r"唯一|根因|根本原因|一定|必然|肯定|毫无疑问|确定是|\b(?:root cause|only cause|sole cause|the only|definitely|"
-    r"certainly|undoubtedly|without doubt)\b"
-)
 _CLAUSE = re.compile(r"([，,。；;！!]\s*)")
 
 
@@ -72,7 +69,7 @@ def soften(text: str) -> str | None:
     """The text without its certainty clauses; None when nothing else is left."""
     parts = _CLAUSE.split(text)
     clauses = [(parts[i], parts[i + 1] if i + 1 < len(parts) else "") for i in range(0, len(parts), 2)]
-    kept = [(c, sep) for c, sep in clauses if c.strip() and not _CERTAINTY.search(normalize(c))]
+    kept = [(c, sep) for c, sep in clauses if c.strip() and not CERTAINTY.search(normalize(c))]
     if not kept:
         return None
     if len(kept) == len([c for c, _ in clauses if c.strip()]):

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from pipeline.core.contracts import ComposerGuardViolation, ComposerInput, ComposerOutput, FilteredItem
-from pipeline.text.lexicon import GAP, HEDGE, NEGATION, UNSETTLED, pattern
+from pipeline.text.lexicon import CONFIRMED, GAP, HEDGE, NEGATION, UNSETTLED, pattern
 from pipeline.text.primitives import Entity, entity_values, find_entities, keywords, normalize, synonyms
 from pipeline.verdict.answer import framing_words
 from pipeline.verdict.safe_actions import fixed_actions
 
-_CONFIRMED = re.compile(r"(?<!un)(?<!not )confirmed|已确认|已证实|确认是(?!否)|证实了|\bestablished\b|root cause is|根因是|definitely")
 # A sentence that guesses or names a gap confirms nothing; "needs:" heads the evidence still wanted.
 _HEDGED = pattern(HEDGE, UNSETTLED, GAP, extra=r"needs?:")
 _SPLIT = re.compile(r"[。！？!?；;\n]|(?<=[a-z0-9)\]])\.\s")
@@ -169,7 +168,7 @@ def check_meaning(
             body = _LIST_MARKER.sub("", line).strip()
             if body.endswith((":", "：")):  # a heading frames the lines under it
                 norm = normalize(body)
-                heading_confirms, heading_hedges = bool(_CONFIRMED.search(norm)), bool(_HEDGED.search(norm))
+                heading_confirms, heading_hedges = bool(CONFIRMED.search(norm)), bool(_HEDGED.search(norm))
             for sentence in _SPLIT.split(body):
                 found = _judge(sentence, items, kept_away, min_overlap, heading_confirms, heading_hedges)
                 if found:
@@ -266,7 +265,7 @@ def _judge(sentence: str, items: list[_Item], kept_away: list[frozenset[str]], m
         return None
     if _compares_wrongly(sentence):
         return "negation", sentence.strip()
-    confirms = (heading_confirms or bool(_CONFIRMED.search(norm))) and not _HEDGED.search(norm)
+    confirms = (heading_confirms or bool(CONFIRMED.search(norm))) and not _HEDGED.search(norm)
     for parts in _clauses(sentence):
         kind = _judge_clause(parts, items, kept_away, min_overlap, confirms=confirms, hedged=hedged)
         if kind:

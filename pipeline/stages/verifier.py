@@ -27,7 +27,7 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.core.errors import StageFailure
-from pipeline.core.feature_shapes import binding_target, digest_target
+from pipeline.core.feature_shapes import Features, TargetFeatures, binding_target, digest_target
 from pipeline.core.messages import tr
 from pipeline.gatekeeper.features import located_lines, match_excerpt, prepare_output
 from pipeline.text.bounds import loads_bounded
@@ -39,7 +39,7 @@ from pipeline.verdict.payload import (
     CitedBinding,
     CitedClaim,
     DigestEvidence,
-    EntityMiss,
+    MissShown,
     VerifierPayload,
     Window,
 )
@@ -201,7 +201,7 @@ def build_payload(
     digests: list[EvidenceDigest] | None,
     gatekeeper_result: GatekeeperResult,
     retry_context: RetryContext | None,
-    features: dict[str, Any] | None = None,
+    features: Features | None = None,
 ) -> VerifierPayload:
     """The docs/spec.md#verifier-payload payload plus `evidence_digests` (split shape), `cited_evidence` and
     `digest_evidence` (bounded windows of the cited outputs).
@@ -310,10 +310,10 @@ def build_payload(
     return payload
 
 
-def _compact_features(feat: dict[str, Any]) -> BindingFeatures:
+def _compact_features(feat: TargetFeatures) -> BindingFeatures:
     """The judgement-relevant part of a binding's gatekeeper features (no offsets or spans)."""
     sources = feat.get("sources") or {}
-    misses: list[EntityMiss] = [
+    misses: list[MissShown] = [
         {"kind": m.get("kind"), "value": m.get("value"), "nearby": m.get("nearby"), "elsewhere": m.get("elsewhere")}
         for m in feat.get("entities") or []
     ]

@@ -6,9 +6,10 @@ renamed in `pipeline.core.contracts` breaks a test rather than silently reading 
 
 Two parts are not contracts the pipeline enforced: the executor's structured output (raw LLM
 JSON that the gatekeeper judged, schema violations included) and the gatekeeper's cached
-per-binding features. Both are read tolerantly: the output as the pipeline read it at parse
-(pipeline.core.contracts.ExecutorOutput), the features by the models below. A claim with a
-missing field is a finding to show beside its errors, not a reason to hide it.
+per-binding features. The output is read tolerantly, as the pipeline read it at parse
+(pipeline.core.contracts.ExecutorOutput): a claim with a missing field is a finding to show
+beside its errors, not a reason to hide it. The features are validated against their one
+definition (pipeline.core.feature_shapes), which every stored version matches.
 """
 
 from __future__ import annotations
@@ -33,48 +34,12 @@ from pipeline.core.contracts import (
     VerifierOutput,
 )
 from pipeline.core.errors import NotFound, StoreError, quote
+from pipeline.core.feature_shapes import Features
 from pipeline.store import Store
 
 
 class _Read(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, protected_namespaces=())  # model_tool_name
-
-
-# --- gatekeeper features (pipeline/gatekeeper/features.py writes them) -------------------------
-
-
-class SourceMatch(_Read):
-    score: float | None = None
-    invocation_id: int | None = None
-    spans: list[tuple[int | None, int | None]] = Field(default_factory=list)
-    # The records the binding cites ("<invocation id>" -> numbers) and where they lie in the text.
-    records: dict[str, list[int]] | None = None
-    record_spans: list[tuple[int, int]] = Field(default_factory=list)
-
-
-class EntityMiss(_Read):
-    kind: str = ""
-    token: str = ""
-    nearby: list[str] = Field(default_factory=list)
-
-
-class AddedWord(_Read):
-    text: str
-    score: float | None = None
-
-
-class OtherMatch(_Read):
-    invocation_id: int
-    tool_name: str = ""
-    score: float
-
-
-class BindingFeatures(_Read):
-    sources: dict[str, SourceMatch] = Field(default_factory=dict)
-    entities: list[EntityMiss] = Field(default_factory=list)
-    added: list[AddedWord] = Field(default_factory=list)
-    other_match: OtherMatch | None = None
-    quote: SourceMatch | None = None  # digests[i] entries: where the source_quote sits
 
 
 # --- rows of the other tables ------------------------------------------------------------------
@@ -211,7 +176,7 @@ class SessionRecord(_Read):
     earlier_rounds: list[RoundAudit] = Field(default_factory=list)
     question_scope: QuestionScope | None = None
     claimed_by_source: ClaimedBySource | None = None
-    features: dict[str, BindingFeatures] = Field(default_factory=dict)
+    features: Features = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -83,3 +83,24 @@ ABSENCE = Words(zh=("未出现", "未发现", "没有出现", "没有", "不存�
 # A question put in the negative ("isn't X down?", "is X not down?") asks for the thing it names.
 NEGATIVE_ASKING = Words(zh=(), en=("isn't", "aren't", "wasn't", "weren't", "doesn't", "don't", "didn't", "hasn't",
                                    "haven't", "isnt", "not"))
+# The Chinese for it is a negation closed by a question particle ("X 不是在报错吗", "没有…吗") or
+# "难道": a pattern, not a list.
+NEGATIVE_ASKING_ZH = r"不是.*[吗么]|难道|没有.*[吗么]"
+# Asks yes or no, with a negation inside that denies nothing: "是不是", "有没有".
+ASKING_ZH = Words(zh=("是不是", "有没有", "是否", "不是"), en=())
+# Denies inside a yes/no question ("X 是不是没有报错"); "不" only before a word for normal, as the
+# other 不 of a question ask ("不是") or name a symptom ("不通").
+DENYING_ZH = r"没有|没|未|不再|不(?=正常|健康)"
+# Says all is well; the first three deny a problem with a negation of their own.
+FINE_BY_NEGATION = Words(zh=("没问题", "没有问题", "没事"), en=())
+FINE = Words(zh=(*FINE_BY_NEGATION.zh, "正常", "健康"), en=("normal", "healthy", "ok", "okay", "fine"))
+# Claims certainty: a demoted claim may name a cause, never this ("这是唯一根因", "the only cause").
+CERTAINTY = Words(
+    zh=("唯一", "根因", "根本原因", "一定", "必然", "肯定", "毫无疑问", "确定是"),
+    en=("root cause", "only cause", "sole cause", "the only", "definitely", "certainly", "undoubtedly", "without doubt"),
+)
+# Says a statement is established: "已确认", "root cause is". A pattern: "confirmed" counts unless
+# "un" or "not " stands before it, "确认是" unless "否" follows it.
+CONFIRMED = re.compile(
+    r"(?<!un)(?<!not )confirmed|已确认|已证实|确认是(?!否)|证实了|\bestablished\b|root cause is|根因是|definitely"
+)

@@ -14,14 +14,13 @@ from typing import Any
 
 from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord, QuestionScope, ToolInvocation
+from pipeline.core.events import StreamProgress
 
 RunTool = Callable[[str, dict[str, Any]], ToolInvocation]
-# A stage's progress while a reply streams in: stage, round, tokens so far, tokens/s, the stage's
-# elapsed seconds and its time budget (openai.stage_timeout_s).
-OnProgress = Callable[[dict[str, Any]], None]
+OnProgress = Callable[[StreamProgress], None]
 
 
-def _no_progress(data: dict[str, Any]) -> None:
+def _no_progress(progress: StreamProgress) -> None:
     return None
 
 

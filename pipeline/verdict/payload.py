@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, NotRequired, TypedDict
 
 from pipeline.core.contracts import ToolStatus
+from pipeline.core.feature_shapes import OtherMatch
 
 
 class Window(TypedDict):
@@ -29,8 +30,9 @@ class Window(TypedDict):
     record_count: NotRequired[int]
 
 
-class EntityMiss(TypedDict):
-    """An entity of the excerpt that the matched record lacks, as the gatekeeper measured it."""
+class MissShown(TypedDict):
+    """The part of an entity miss (pipeline.core.feature_shapes.EntityMiss) the verifier is shown:
+    what the matched record lacks, without the token's offsets or the segment's score."""
 
     kind: str | None
     value: str | None
@@ -38,20 +40,12 @@ class EntityMiss(TypedDict):
     elsewhere: bool | None  # whether the cited output holds it anywhere
 
 
-class BetterMatch(TypedDict):
-    """Another invocation of the session that the excerpt matches better than the cited one."""
-
-    invocation_id: int
-    tool_name: str
-    score: float
-
-
 class BindingFeatures(TypedDict):
     """The judgement-relevant part of a binding's gatekeeper features (no offsets or spans)."""
 
     similarity: dict[str, float | None]  # per source: the output, the digest's quote and summary
-    entity_misses: list[EntityMiss]
-    better_match_elsewhere: BetterMatch | None
+    entity_misses: list[MissShown]
+    better_match_elsewhere: OtherMatch | None
 
 
 class CitedDigest(TypedDict):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from pipeline.core.contracts import Proposition
-from pipeline.text.lexicon import NEGATIVE_ASKING
+from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH
 from pipeline.text.primitives import normalize
 
 # A suspected cause that is a change rather than a service ("the v2.4.1 deploy", "昨天的配置变更").
@@ -24,7 +24,7 @@ CHANGE = re.compile(r"\b(?:deploy\w*|release\w*|rollout|roll-out|upgrade\w*|conf
 
 # --- propositions ---------------------------------------------------------------------------------
 
-_NEGATED = re.compile(rf"{NEGATIVE_ASKING.en_alternation}|不是.*[吗么]|难道|没有.*[吗么]")
+_NEGATED = re.compile(rf"{NEGATIVE_ASKING.en_alternation}|{NEGATIVE_ASKING_ZH}")
 # (x: the suspected cause, y: what it is asked to have caused), most specific first.
 _CAUSE_EN = (
     re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"

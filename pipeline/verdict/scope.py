@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
-from pipeline.text.lexicon import NEGATION
+from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION
 from pipeline.text.primitives import CJK_CHAR, detect_language, normalize
 from pipeline.text.timewindow import clock_without_date, parse_time_window, window_phrase
 from pipeline.verdict.proposition import read_proposition
@@ -290,16 +290,13 @@ def symptom_words(symptoms: Iterable[str]) -> list[str]:
 # word for normal ("X 的 CPU 没问题吧", "is X's latency ok") asserts the symptom's absence. A
 # question put in the negative ("isn't X returning errors?", "X 不是在报错吗") asks it present.
 _DENIES_EN = re.compile(rf"^(?:is|are|was|were|does|do|did|has|have|had)\s(?!.*\bor not\b).*{NEGATION.en_alternation}")
-_DENIES_ZH = re.compile(r"没有|没|未|不再|不(?=正常|健康)")
-_ASKING_ZH = re.compile(r"是不是|有没有|是否|不是")
-_FINE_EN = re.compile(r"\b(?:normal|healthy|ok|okay|fine)\b")
-_FINE_ZH = re.compile(r"没问题|没有问题|没事|正常|健康")
+_DENIES_ZH = re.compile(DENYING_ZH)
 
 
 def _bare(question: str) -> str:
     """The question without its asking words and symptom phrases, whose own negations ("not
     responding", "没收到消息") name a symptom rather than deny one."""
-    bare = _ASKING_ZH.sub(" ", normalize(question))
+    bare = ASKING_ZH.regex.sub(" ", normalize(question))
     for pattern in (*_ASKED.values(), *_PHRASING.values()):
         bare = pattern.sub(" ", bare)
     return bare
@@ -308,13 +305,13 @@ def _bare(question: str) -> str:
 def denies_symptom(question: str) -> bool:
     """The yes/no proposition holds a negation of its symptom."""
     bare = _bare(question)
-    return bool(_DENIES_EN.search(bare) or _DENIES_ZH.search(re.sub(r"没问题|没有问题|没事", " ", bare)))
+    return bool(_DENIES_EN.search(bare) or _DENIES_ZH.search(FINE_BY_NEGATION.regex.sub(" ", bare)))
 
 
 def asks_fine(question: str) -> bool:
     """The yes/no proposition asks whether its symptom is normal."""
     bare = _bare(question)
-    return bool(_FINE_EN.search(bare) or _FINE_ZH.search(bare))
+    return FINE.search(bare)
 
 
 def question_form(question: str) -> QuestionForm:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pipeline.core.contracts import ComposerAction, ComposerGuardResult, ComposerHypothesis, ExecutorBinding, Verdict
+from pipeline.core.events import StreamProgress
 from pipeline.eval.demo import sample_questions
 from pipeline.store.record import SessionRecord
 from pipeline.tools.incidents import World
@@ -36,11 +36,10 @@ class AnswerView:
     elsewhere: list[str]
 
 
-def progress_text(data: dict[str, Any]) -> str:
-    """A stage's streaming progress (a `progress` session event) in one line, for the CLI and Ask:
-    a slow model shows it is generating, and how far the stage is into its time budget."""
-    return (f"{data.get('stage')}: {data.get('tokens')} tokens, {data.get('tokens_per_s')} tokens/s, "
-            f"{data.get('elapsed_s')} s of {data.get('budget_s')} s")
+def progress_text(p: StreamProgress) -> str:
+    """A stage's streaming progress in one line, for the CLI and Ask: a slow model shows it is
+    generating, and how far the stage is into its time budget."""
+    return f"{p.stage}: {p.tokens} tokens, {p.tokens_per_s} tokens/s, {p.elapsed_s} s of {p.budget_s} s"
 
 
 def answer_view(record: SessionRecord) -> AnswerView:

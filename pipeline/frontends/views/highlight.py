@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from pipeline.store.record import EntityMiss
+from pipeline.core.feature_shapes import EntityMiss
 
 SegmentKind = Literal["text", "match", "entity", "cited"]
 
@@ -94,12 +94,12 @@ def highlight_window(
 
 def excerpt_segments(excerpt: str, misses: list[EntityMiss]) -> list[tuple[str, SegmentKind]]:
     """The excerpt with the entities its matched record lacks marked."""
-    return _mark(excerpt, 0, _token_spans(excerpt, 0, [m.token for m in misses]))
+    return _mark(excerpt, 0, _token_spans(excerpt, 0, [m["token"] for m in misses]))
 
 
 def nearby_tokens(misses: list[EntityMiss]) -> list[str]:
     """What the output record holds instead of the excerpt's missing entities."""
-    return [t for m in misses for t in m.nearby]
+    return [t for m in misses for t in m["nearby"]]
 
 
 def query_segments(line: str, query: str) -> list[tuple[str, SegmentKind]]:

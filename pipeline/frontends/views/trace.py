@@ -23,18 +23,18 @@ from pipeline.core.contracts import (
     RoundAudit,
     ServiceCoverage,
 )
-from pipeline.core.feature_shapes import binding_target, claim_target, digest_target
-from pipeline.core.messages import Message, render, tr, value_name
-from pipeline.store import Store
-from pipeline.store.record import (
-    BindingFeatures,
+from pipeline.core.feature_shapes import (
     EntityMiss,
     OtherMatch,
-    ReviewRecord,
-    SessionRecord,
-    SourceMatch,
-    read_session,
+    SourceEntry,
+    TargetFeatures,
+    binding_target,
+    claim_target,
+    digest_target,
 )
+from pipeline.core.messages import Message, render, tr, value_name
+from pipeline.store import Store
+from pipeline.store.record import ReviewRecord, SessionRecord, read_session
 from pipeline.store.schema import DiagnosisSession, RulesInForce, VerdictInForce
 
 GOOD_CHECKS = ("direct_observation", "reasonable_inference")
@@ -92,21 +92,22 @@ def claims_labelled_session_not(record: SessionRecord, cards: list[ClaimCard]) -
     return bool(flagged) and not record.session_reviews and all(c.reviews for c in flagged)
 
 
-def _binding_view(target: str, binding: ExecutorBinding, feats: BindingFeatures | None,
+def _binding_view(target: str, binding: ExecutorBinding, feats: TargetFeatures | None,
                   errors: list[GatekeeperError]) -> BindingView:
-    feats = feats or BindingFeatures()
-    out = feats.sources.get("output") or SourceMatch()
+    feats = feats or {}
+    sources = feats.get("sources", {})
+    out: SourceEntry = sources.get("output") or {"score": None}
     return BindingView(
         target=target,
         binding=binding,
-        invocation_id=out.invocation_id,
-        score=out.score,
-        spans=[(s, e) for s, e in out.spans if s is not None and e is not None],
-        cited_spans=list(out.record_spans),
-        source_scores={name: s.score for name, s in feats.sources.items()},
-        entity_misses=list(feats.entities),
-        added_words=[a.text for a in feats.added],
-        other_match=feats.other_match,
+        invocation_id=out.get("invocation_id"),
+        score=out["score"],
+        spans=[(s, e) for s, e in out.get("spans", ())],
+        cited_spans=[(s, e) for s, e in out.get("record_spans", ())],
+        source_scores={name: s["score"] for name, s in sources.items()},
+        entity_misses=list(feats.get("entities", ())),
+        added_words=[a["text"] for a in feats.get("added", ())],
+        other_match=feats.get("other_match"),
         errors=[e for e in errors if under(e.target, target)],
     )
 
@@ -182,9 +183,8 @@ def digest_rows(record: SessionRecord) -> list[DigestRow]:
     rows = []
     for di, d in enumerate(record.evidence_digests):
         target = digest_target(di)
-        feats = record.features.get(target)
-        quote = (feats.quote if feats else None) or SourceMatch()
-        rows.append(DigestRow(d, target, checks.get(d.digest_id), quote.score, quote.invocation_id,
+        quote: SourceEntry = record.features.get(target, {}).get("quote") or {"score": None}
+        rows.append(DigestRow(d, target, checks.get(d.digest_id), quote["score"], quote.get("invocation_id"),
                               [e for e in errors if under(e.target, target)]))
     return rows
 
