@@ -14,7 +14,7 @@ import pytest
 import yaml
 from helpers import CPU_QUESTION, cpu_claim, diagnosis_json, scripted
 
-from pipeline.core.config import ROOT, Settings, load_settings
+from pipeline.core.config import ROOT, load_settings
 from pipeline.frontends.cli import main
 from pipeline.runs.session import run_session
 from pipeline.store import Store
@@ -184,8 +184,10 @@ def _neutered_rules(dst: Path) -> Path:
     return dst
 
 
-def test_rules_that_cannot_fail_mark_their_verdicts_ungated(capsys: pytest.CaptureFixture[str], settings: Settings,
-                                                           store: Store, tmp_path: Path) -> None:
+def test_rules_that_cannot_fail_mark_their_verdicts_ungated(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                           backend: str) -> None:
+    settings = load_settings()
+    store = Store(settings.db_url)
     rules = _neutered_rules(tmp_path / "rules")
     invented = "payment-service connection pool exhausted by the v2.3.1 deploy at 10:02"
     script: dict[str, Any] = {"diagnosis": diagnosis_json(*(cpu_claim(f"claim-{n}", excerpt=invented) for n in range(4)))}
