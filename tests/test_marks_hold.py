@@ -14,7 +14,7 @@ import pytest
 import yaml
 from helpers import CPU_QUESTION, cpu_claim, diagnosis_json, scripted
 
-from pipeline.core.config import ROOT, Settings, load_settings
+from pipeline.core.config import ROOT, load_settings
 from pipeline.frontends.cli import main
 from pipeline.runs.session import run_session
 from pipeline.store import Store
@@ -108,6 +108,57 @@ def test_unverified_stays_unverified_through_export_and_import(capsys: pytest.Ca
     assert "(unverified)" in shown
 
 
+def _legacy(bundle: dict[str, Any]) -> dict[str, Any]:
+    """`bundle` as an export from before provenance statements wrote it (no statement, the audit
+    under its old name), signed with our own key as that export signed every stored session."""
+    from pipeline.bundles.provenance import sign
+
+    old = {k: v for k, v in bundle.items() if k not in ("signature", "provenance")}
+    old["round_audit"] = old.pop("verifier_evaluation")
+    return sign(old, _our_key())
+
+
+def test_a_legacy_bundle_signed_by_our_key_is_verified_only_when_it_ran_here(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, backend: str) -> None:
+    from pipeline.bundles.queue_zip import export_zip
+    from pipeline.runs.review_queue import QueueFilter, queue_rows
+
+    ran_here = json.loads(run(capsys, "ask", CPU_QUESTION, "--json")[1])["session_id"]
+    ours = _exported(capsys, ran_here, tmp_path / "ours.json")
+    edited = {k: v for k, v in ours.items() if k not in ("signature", "provenance")}
+    edited["final_answer"] = "all clear, nothing to see"
+    (tmp_path / "edited.json").write_text(json.dumps(edited, ensure_ascii=False), encoding="utf-8")
+    first, _ = _imported(capsys, tmp_path / "edited.json")
+    # The unverified import as an old export wrote it: our signature, no statement.
+    (tmp_path / "old.json").write_text(json.dumps(_legacy(_exported(capsys, first, tmp_path / "x.json"))), encoding="utf-8")
+    laundered, out = _imported(capsys, tmp_path / "old.json")
+    assert "provenance: unverified (no provenance statement:" in out
+    again = _exported(capsys, laundered, tmp_path / "again.json")
+    assert again["provenance"]["provenance"] == "unverified"
+    second, out = _imported(capsys, tmp_path / "again.json")
+    assert "provenance: unverified (signed by a trusted key that imported it unverified (no provenance" in out
+    store = Store(load_settings().db_url)
+    with zipfile.ZipFile(BytesIO(export_zip(store, QueueFilter(), key=_our_key()))) as zf:
+        zipped = [json.loads(zf.read(name)) for name in zf.namelist()]
+    hops = [doc for doc in zipped if doc["session"]["id"] in {laundered, second}]
+    assert len(hops) == 2
+    for n, doc in enumerate(hops):
+        (tmp_path / f"zip-{n}.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        assert "provenance: unverified" in _imported(capsys, tmp_path / f"zip-{n}.json")[1]
+        # Its statement stripped as an old export would have: still not ours to vouch for.
+        (tmp_path / f"zip-old-{n}.json").write_text(json.dumps(_legacy(doc)), encoding="utf-8")
+        assert "provenance: unverified (no provenance statement:" in _imported(capsys, tmp_path / f"zip-old-{n}.json")[1]
+    # The session that ran here, exported the old way: its content shows it ran here.
+    (tmp_path / "ours-old.json").write_text(json.dumps(_legacy(ours)), encoding="utf-8")
+    verified, out = _imported(capsys, tmp_path / "ours-old.json")
+    assert "provenance: verified (signed by this workbench's key before exports stated provenance" in out
+
+    queue = {r.id for r in queue_rows(store, QueueFilter())}
+    assert {laundered, second} <= queue and verified not in queue
+    code, out, _ = run(capsys, "check", str(tmp_path / "ours-old.json"))
+    assert code == 0 and "provenance: unverified (no provenance statement:" in out  # no store asked
+
+
 def _our_key() -> Any:
     from pipeline.bundles.provenance import signing_key
 
@@ -133,8 +184,10 @@ def _neutered_rules(dst: Path) -> Path:
     return dst
 
 
-def test_rules_that_cannot_fail_mark_their_verdicts_ungated(capsys: pytest.CaptureFixture[str], settings: Settings,
-                                                           store: Store, tmp_path: Path) -> None:
+def test_rules_that_cannot_fail_mark_their_verdicts_ungated(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                           backend: str) -> None:
+    settings = load_settings()
+    store = Store(settings.db_url)
     rules = _neutered_rules(tmp_path / "rules")
     invented = "payment-service connection pool exhausted by the v2.3.1 deploy at 10:02"
     script: dict[str, Any] = {"diagnosis": diagnosis_json(*(cpu_claim(f"claim-{n}", excerpt=invented) for n in range(4)))}

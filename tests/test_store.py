@@ -188,6 +188,41 @@ os._exit(0)  # as a killed writer: no close, its last commits left in the write-
 """
 
 
+OPENER = """
+import sys, time
+from pathlib import Path
+from pipeline.store import Store
+while not Path(sys.argv[2]).exists():
+    time.sleep(0.01)
+Store(sys.argv[1]).engine.dispose()
+"""
+
+
+@pytest.mark.slow  # starts processes
+def test_stores_opened_together_hold_one_whole_reserve(tmp_path: Path) -> None:
+    """The 1 MB held back beside a SQLite file: one left short (its writer killed mid-write) was
+    kept as it was, holding nothing back; processes opening a new store at once all open it and
+    leave one whole reserve and no other file."""
+    from pipeline.store.repo import RESERVE_BYTES
+
+    short = tmp_path / "short"
+    short.mkdir()
+    (short / "workbench.db-reserve").write_bytes(bytes(4096))
+    Store(f"sqlite:///{short / 'workbench.db'}").engine.dispose()
+    assert (short / "workbench.db-reserve").stat().st_size == RESERVE_BYTES
+
+    home, go = tmp_path / "together", tmp_path / "go"
+    home.mkdir()
+    openers = [subprocess.Popen([sys.executable, "-c", OPENER, f"sqlite:///{home / 'workbench.db'}", str(go)],
+                                stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    go.touch()
+    for p in openers:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    assert sorted(os.listdir(home)) == ["workbench.db", "workbench.db-reserve"]
+    assert (home / "workbench.db-reserve").stat().st_size == RESERVE_BYTES
+
+
 @pytest.mark.slow  # starts processes
 @pytest.mark.parametrize("writer", ["closed", "stopped"])
 def test_a_read_only_database_still_serves_reads(tmp_path: Path, writer: str) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from pipeline.bundles.check import check_bundle
-from pipeline.bundles.provenance import SignatureCheck, check_signature, trusted_keys
+from pipeline.bundles.provenance import SignatureCheck, check_signature, own_key, ran_in_store, trusted_keys
 from pipeline.bundles.session_bundle import SessionBundle
 from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord
@@ -146,7 +146,8 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
     """`origin` stands for the signature check where the bundle was built here from what
     another agent sent (pipeline/bundles/trace_session.py); `source` says what it was built from,
     kept under claimed_by_source; `trigger` and `trigger_key` what brought it, as a session's."""
-    signature = origin or check_signature(bundle.document, trusted_keys(settings))
+    signature = origin or check_signature(bundle.document, trusted_keys(settings),
+                                          ran_in_store(store.get_session, own_key(settings)))
     stored, cuts = _as_stored(bundle, settings.budget.max_stored_output_bytes)
     calls: list[LlmCallRecord] = []
     # Our verifier and composer, not the bundle's: given outputs would be trusted by check.

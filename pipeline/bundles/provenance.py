@@ -12,9 +12,15 @@ it) or "imported" with the provenance it was imported with and the key that vouc
 then. An import is "verified" only when a trusted key (`provenance.trusted_keys`, and the
 workbench's own) signed exactly what arrived and that statement is "ran_here" or an import
 verified in its turn. Anything else (unsigned, a key nobody trusts, a signature that no longer
-matches, a trusted key passing on an unverified import) is "unverified": re-verified like every
-import, stored, and held in the review queue for a person whatever its verdict. So
-unverified stays unverified through any number of exports and imports.
+matches, a trusted key passing on an unverified import, a signed bundle with no statement) is
+"unverified": re-verified like every import, stored, and held in the review queue for a person
+whatever its verdict. So unverified stays unverified through any number of exports and imports.
+
+Exports from before statements carry none, and export then signed every stored session, an
+unverified import included: such a signature says nothing about where the session ran. The one
+such bundle that is verified is one signed by this workbench's own key whose session id names a
+stored session that ran here (`ran_in_store`): ids are random and our key signed only what our
+export read under that id.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import base64
 import binascii
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +40,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from pipeline.core.config import Settings
 from pipeline.core.errors import ConfigError
+from pipeline.text.redact import redact
 
 KEY_FILE = "signing-key.pem"
 ALGORITHM = "ed25519"
@@ -134,10 +142,21 @@ def statement(row: dict[str, Any]) -> dict[str, Any]:
             "vouched_by": found.get("key")}
 
 
-def _vouched(said: Any, shown: str) -> SignatureCheck:
+def own_key(settings: Settings) -> str | None:
+    """The workbench's own public key, when it has one (made by the first signed export)."""
+    return public_key_text(signing_key(settings).public_key()) if key_path(settings).exists() else None
+
+
+def _vouched(bundle: dict[str, Any], shown: str, ran_here: Callable[[dict[str, Any], str], bool]) -> SignatureCheck:
     """A trusted signature's check, as far as what the signer states of the session's origin allows."""
-    if said is None or said == {"origin": "ran_here"}:
-        # No statement: a bundle from before statements, or another agent's; its signer vouches for the session.
+    said = bundle.get(STATEMENT)
+    if said is None:
+        if ran_here(bundle, shown):
+            return SignatureCheck("verified", "signed by this workbench's key before exports stated provenance, "
+                                  "and its session ran here", shown)
+        return SignatureCheck("unverified", f"no {STATEMENT} statement: a signature from before statements vouches "
+                              "for the copy, not for where the session ran", shown)
+    if said == {"origin": "ran_here"}:
         return SignatureCheck("verified", "signed by a trusted key that ran it", shown)
     if not isinstance(said, dict) or said.get("origin") != "imported":
         return SignatureCheck("unverified", f"signed by a trusted key, but its {STATEMENT} is in an unknown form", shown)
@@ -148,8 +167,15 @@ def _vouched(said: Any, shown: str) -> SignatureCheck:
                           f"{str(said.get('vouched_by'))[:80]})", shown)
 
 
-def check_signature(bundle: dict[str, Any], trusted: set[str]) -> SignatureCheck:
-    """The provenance of a bundle as it arrived (decoded JSON, before any other reading)."""
+def _nowhere(_: dict[str, Any], __: str) -> bool:
+    return False
+
+
+def check_signature(bundle: dict[str, Any], trusted: set[str],
+                    ran_here: Callable[[dict[str, Any], str], bool] = _nowhere) -> SignatureCheck:
+    """The provenance of a bundle as it arrived (decoded JSON, before any other reading).
+    `ran_here` says whether a bundle without a statement, signed by a trusted key, is one of this
+    workbench's own sessions (`ran_in_store`); without a store to ask, none is."""
     sig = bundle.get(SIGNATURE)
     if sig is None:
         return SignatureCheck("unverified", "unsigned", None)
@@ -165,4 +191,19 @@ def check_signature(bundle: dict[str, Any], trusted: set[str]) -> SignatureCheck
         return SignatureCheck("unverified", "signature does not match the content: changed after signing", shown)
     if shown not in trusted:
         return SignatureCheck("unverified", "signed by a key that is not trusted (provenance.trusted_keys)", shown)
-    return _vouched(bundle.get(STATEMENT), shown)
+    return _vouched(bundle, shown, ran_here)
+
+
+def ran_in_store(stored: Callable[[str], dict[str, Any] | None], own: str | None) -> Callable[[dict[str, Any], str], bool]:
+    """Whether a bundle with no statement, its signature checked against `key`, is an export of a
+    session run in this store: `key` is `own` (this workbench's) and the bundle names a stored
+    session with no provenance (run here; imports are "verified" / "unverified", migration 0010)
+    and the same question. `stored` reads a session row by id."""
+    def check(bundle: dict[str, Any], key: str) -> bool:
+        session = bundle.get("session")
+        if own is None or key != own or not isinstance(session, dict) or not isinstance(session.get("id"), str):
+            return False
+        row = stored(session["id"])
+        return (row is not None and row.get("provenance") is None and row.get("stage") != "imported"
+                and redact(str(row.get("question"))) == session.get("question"))
+    return check

@@ -252,9 +252,6 @@ def _run_session(
             # Whoever watched has gone (`workbench ask ... | head -1`): the session goes on unwatched.
             watching.clear()
 
-    store.update_session(sid, self_evaluation={"question_scope": scope.model_dump(mode="json")})
-    emit(SessionOpened(session_id=sid, world=world.id if world else None, provider=provider.name, shape=settings.shape,
-                       question_scope=scope))
     timings: dict[str, float] = {}
     tokens = {"prompt": 0, "completion": 0}
 
@@ -267,7 +264,7 @@ def _run_session(
     ctx = StageContext(settings=settings, session_id=sid, language=detect_language(question), record=record,
                        run_tool=runner, services=list(world.services) if world else [], now=now, scope=scope,
                        progress=emit)
-    stage = "planner"
+    stage = "created"
 
     def enter(name: str) -> float:
         nonlocal stage
@@ -280,7 +277,12 @@ def _run_session(
         store.update_session(sid, timings_ms=dict(timings), **columns)
         emit(event)
 
+    # Every write after the row exists is inside: one refused (a full disk) fails the session
+    # with its cause instead of leaving it `running` for the reaper to call a stopped worker.
     try:
+        store.update_session(sid, self_evaluation={"question_scope": scope.model_dump(mode="json")})
+        emit(SessionOpened(session_id=sid, world=world.id if world else None, provider=provider.name,
+                           shape=settings.shape, question_scope=scope))
         t = enter("planner")
         plan = provider.plan(ctx, question)
         leave(t, Planned(plan=plan), planner_plan=plan.model_dump())
@@ -323,7 +325,6 @@ def _run_session(
         o = settings.openai
         cost = (tokens["prompt"] * o.price_prompt_per_m + tokens["completion"] * o.price_completion_per_m) / 1e6
         ungated_by = rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)
-        # Inside the try: a completion the store refuses (a full disk) fails the session, not `running`.
         store.update_session(
             sid, status="completed", stage="done", verdict=ev.verdict, gatekeeper_status=ev.gatekeeper_result.status,
             failed_rules=ev.gatekeeper_result.failed_rules, groundedness=ev.verifier_output.groundedness_score,

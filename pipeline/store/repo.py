@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import fcntl
 import hashlib
 import os
 import time
@@ -169,16 +171,36 @@ class Store:
     def _keep_reserve(self) -> None:
         """Space held back beside a SQLite file, given up when the disk is full so that a session
         can still record why it failed (else its row stayed `running` until reaped as a stopped
-        worker); made again by the next open that finds room."""
-        if self._reserve is None or self._reserve.exists():
+        worker); made again by the next open that finds room, or finds it short."""
+        if self._reserve is None:
             return
         try:
-            with open(self._reserve, "xb") as fh:
-                fh.write(bytes(RESERVE_BYTES))  # written, not truncated: a sparse file holds no space
-        except FileExistsError:
-            return  # another process made it
+            if self._reserve.stat().st_size >= RESERVE_BYTES:
+                return
+        except FileNotFoundError:
+            pass
         except OSError:
-            self._reserve.unlink(missing_ok=True)  # no room (or a read-only directory): no reserve
+            return
+        # One process at a time writes it (a lock on the directory, let go when the process ends,
+        # killed included; the others go on without waiting), whole, under its own name, then
+        # renamed into place: a store opened by several processes at once on a nearly full disk
+        # takes 1 MB, not 1 MB each, and nobody sees, counts on or gives up a part-written reserve.
+        try:
+            folder = os.open(self._reserve.parent, os.O_RDONLY)
+        except OSError:
+            return
+        part = self._reserve.with_name(f"{self._reserve.name}.{os.getpid()}")
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with open(part, "wb") as fh:
+                fh.write(bytes(RESERVE_BYTES))  # written, not truncated: a sparse file holds no space
+            os.replace(part, self._reserve)
+        except OSError:
+            pass  # another process is making it, no room, or a read-only directory: no reserve from here
+        finally:
+            with contextlib.suppress(OSError):
+                part.unlink(missing_ok=True)
+            os.close(folder)  # lets go of the lock
 
     def release_reserve(self) -> bool:
         """Free the reserved space for a last write on a full disk; False when there was none."""
