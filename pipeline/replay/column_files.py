@@ -87,7 +87,7 @@ def cached_batches(root: Path | None, table: str, marks: dict[int, int],
         yield from table_read.to_batches()
     if not missing:
         return
-    writers = _Writers(files if root is not None else None)
+    writers = _Writers(files if root is not None else None, missing)
     try:
         for batch in read_store(missing):
             writers.add(batch)
@@ -128,8 +128,8 @@ class _Writers:
     """A Parquet writer per segment the store's rows fill, each to a temporary name renamed into
     place when complete, so a reader never takes a file half written."""
 
-    def __init__(self, files: ColumnFiles | None):
-        self.files = files
+    def __init__(self, files: ColumnFiles | None, segments: list[int]):
+        self.files, self.segments = files, segments
         self.open: dict[int, tuple[pq.ParquetWriter, Path]] = {}
         self.failed = files is None
 
@@ -164,9 +164,13 @@ class _Writers:
         try:
             for segment, (writer, temporary) in self.open.items():
                 writer.close()
-                final = self.files.path(segment)
-                os.replace(temporary, final)
-                for old in final.parent.glob(f"{self.files.table}-v*-{segment:06d}-*.parquet"):
+                os.replace(temporary, self.files.path(segment))
+            # Every other file of the segments read: an older stamp's, or any at all for a
+            # segment the store no longer holds a row of (every session in it rewritten later).
+            assert self.files.root is not None
+            for segment in self.segments:
+                final = self.files.path(segment) if segment in self.open else None
+                for old in self.files.root.glob(f"{self.files.table}-v*-{segment:06d}-*.parquet"):
                     if old != final:
                         old.unlink(missing_ok=True)
         except (OSError, pa.ArrowException) as exc:
