@@ -159,11 +159,10 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
                    f"1, :tool, :model, {j('args')}, :status, '', '', 0, 1.0, 0, :at)")
     texts = [_text_template(t) for t in items]
     ids: list[str] = []
-    with store.engine.begin() as conn:
-        # A bulk write holds the queue tally's per-row triggers and regroups it once: on
-        # PostgreSQL a transaction that moves a few tally rows per session makes each row a
-        # chain of versions every later move walks (quadratic; 438 s for this seed at 100,000).
-        tally.hold(conn)
+    # A bulk write holds the queue tally's per-row triggers and regroups it once: on
+    # PostgreSQL a transaction that moves a few tally rows per session makes each row a
+    # chain of versions every later move walks (quadratic; 438 s for this seed at 100,000).
+    with store.engine.begin() as conn, tally.bulk_write(conn):
         next_inv = (conn.execute(select(func.max(ToolInvocationRow.id))).scalar() or 0) + 1
         next_seq = (conn.execute(text("SELECT max(seq) FROM gate_session")).scalar() or 0) + 1
         start = datetime(2026, 1, 1, tzinfo=UTC)
@@ -209,7 +208,6 @@ def insert_sessions(store: Store, items: list[dict[str, Any]], n: int, prefix: s
             for table, column in (("tool_invocation", "id"), ("gate_session", "seq")):
                 conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
                                   f"(SELECT max({column}) FROM {table}))"))
-        tally.rebuild(conn)
     return ids
 
 
@@ -290,7 +288,7 @@ def grow(url: str, times: int) -> None:
     if store.engine.dialect.name != "postgresql":
         raise SystemExit("--grow copies rows with PostgreSQL's generate_series: give --db a PostgreSQL URL")
     start = time.perf_counter()
-    with store.engine.begin() as conn:
+    with store.engine.begin() as conn, tally.bulk_write(conn):
         top = conn.execute(text("SELECT max(seq) FROM gate_session")).scalar() or 0
         copied = {"id": "id || '-' || g.k", "session_id": "session_id || '-' || g.k", "seq": f"seq + g.k * {top}"}
         for table in ("diagnosis_session", "gate_session", "gate_binding", "gate_claim"):
@@ -341,7 +339,7 @@ def settle(url: str) -> None:
                      ",".join(sorted({*r.result.failed_rules, *r.result.warnings}))))
     judged = time.perf_counter() - start
     pg = store.engine.dialect.name == "postgresql"
-    with store.engine.begin() as conn:
+    with store.engine.begin() as conn, tally.bulk_write(conn):
         conn.exec_driver_sql("CREATE TEMP TABLE settled (id text PRIMARY KEY, verdict text, status text, "
                              "failed text, listed text)")
         if pg:
@@ -592,9 +590,8 @@ def measure_listing(url: str, runs: int = 3) -> None:
               f"{statistics.median(stats_s):.2f} s, first page {statistics.median(rows_s):.3f} s); "
               f"before 0019 (the scan) {scan:.2f} s, {scan / took:.1f}x; before 0007 {naive:.2f} s")
     def regroup() -> None:
-        with store.engine.begin() as conn:
-            tally.hold(conn)
-            tally.rebuild(conn)
+        with store.engine.begin() as conn, tally.bulk_write(conn):
+            pass
 
     _, took = _timed(regroup)
     print(f"  the tally regrouped as a re-judge does at its end: {took:.2f} s; peak rss {_rss_mb():.0f} MB")
@@ -623,12 +620,10 @@ def unsettle(url: str) -> None:
     store = Store(url)
     start = time.perf_counter()
     rotate = "CASE {c} WHEN 'PASS' THEN 'REJECT' WHEN 'REJECT' THEN 'LOW_CONFID' ELSE 'PASS' END"
-    with store.engine.begin() as conn:
-        tally.hold(conn)  # a bulk write: regrouped once (insert_sessions says why)
+    with store.engine.begin() as conn, tally.bulk_write(conn):  # regrouped once (insert_sessions says why)
         conn.exec_driver_sql(f"UPDATE diagnosis_session SET verdict = {rotate.format(c='verdict')} WHERE verdict IS NOT NULL")
         conn.exec_driver_sql(f"UPDATE gate_session SET old_verdict = {rotate.format(c='old_verdict')}")
         conn.exec_driver_sql("DELETE FROM verdict_in_force")
-        tally.rebuild(conn)
     if store.engine.dialect.name == "postgresql":
         with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(text("VACUUM ANALYZE"))

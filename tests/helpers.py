@@ -58,7 +58,7 @@ def queue_count(store: Any, q: Any) -> int:
 
 
 def tally_holds(store: Any) -> bool:
-    """Whether the review queue's tally (migration 0021) equals a GROUP BY over the session rows."""
+    """Whether the review queue's tally (migration 0019) equals a GROUP BY over the session rows."""
     from pipeline.store.tally import grouped_sessions, tally_rows
 
     with store.engine.connect() as conn:

@@ -233,6 +233,33 @@ def _exact(settings, store: Store, ids: list[str]) -> dict[str, tuple[str, str, 
     return {r.session_id: (r.projected_verdict, r.new_status, r.result.failed_rules) for r in rows}
 
 
+def test_a_bulk_write_holds_the_tally_and_regroups_it_once(any_store: Store) -> None:
+    from sqlalchemy import update
+
+    from pipeline.store import tally
+    from pipeline.store.schema import DiagnosisSession
+
+    store = any_store
+    for n in range(3):
+        store.create_session(question=f"q{n}", world=None, shape="split", provider="offline", model="m")
+    assert tally_holds(store)
+    with store.engine.begin() as conn:
+        before = tally.tally_rows(conn)
+        with tally.bulk_write(conn):
+            conn.execute(update(DiagnosisSession).values(verdict="REJECT", status="completed"))
+            assert tally.tally_rows(conn) == before  # held: no trigger moved a count
+        assert tally.tally_rows(conn) != before
+    assert tally_holds(store)  # regrouped at the end of the block
+
+    # A block that fails leaves nothing held: its transaction's rollback takes the hold with it,
+    # and the next write is counted by the triggers again.
+    with pytest.raises(RuntimeError), store.engine.begin() as conn, tally.bulk_write(conn):
+        raise RuntimeError
+    with store.engine.begin() as conn:
+        conn.execute(update(DiagnosisSession).values(verdict="PASS"))
+    assert tally_holds(store)
+
+
 def test_applying_and_rolling_back_rejudge_every_stored_session(any_store: Store, settings) -> None:  # noqa: ANN001
     from collections import Counter
 

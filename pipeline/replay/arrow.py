@@ -16,12 +16,36 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 from sqlalchemy.engine import make_url
 
 from pipeline.core.errors import StoreError
 from pipeline.store.engine import SQLITE_BUSY_TIMEOUT, display_url, normalize_url, read_only_url
+
+# Arrow's fixed-width types and the NumPy type of the same bytes.
+_NUMPY = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+          pa.float32(): np.float32, pa.float64(): np.float64}
+
+
+def numpy_of(values: pa.Array) -> npt.NDArray[Any]:
+    """A numeric array's values as NumPy, a null as NaN (a float array) or 0: a view of its
+    buffer where it has no nulls. Not `to_numpy`: Arrow's conversion imports pandas on its first
+    call, about half a second of CPU in every cold `workbench replay` (docs/benchmarks.md)."""
+    dtype = _NUMPY.get(values.type)
+    if dtype is None:  # booleans (bit-packed) and anything else: Arrow's own conversion
+        return np.asarray(values.to_numpy(zero_copy_only=False))
+    validity, data = values.buffers()[:2]
+    start, count = values.offset, len(values)
+    out: npt.NDArray[Any] = np.frombuffer(data, dtype=dtype, count=start + count)[start:] if data else np.zeros(0, dtype)
+    if values.null_count:
+        bits = np.frombuffer(validity, dtype=np.uint8)
+        valid = np.unpackbits(bits, bitorder="little", count=start + count)[start:].astype(bool)
+        out = np.where(valid, out, np.nan if out.dtype.kind == "f" else 0)
+    return out
 
 
 class ArrowReadError(StoreError):

@@ -28,6 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from pipeline.core.resources import default_home
+from pipeline.replay.arrow import numpy_of
 from pipeline.store import Store
 from pipeline.store.engine import normalize_url, sqlite_path
 from pipeline.store.schema import GateSegment
@@ -86,7 +87,7 @@ def cached_batches(root: Path | None, table: str, marks: dict[int, int],
         yield from table_read.to_batches()
     if not missing:
         return
-    writers = _Writers(files if root is not None else None)
+    writers = _Writers(files if root is not None else None, missing)
     try:
         for batch in read_store(missing):
             writers.add(batch)
@@ -111,7 +112,10 @@ def segment_ranges(segments: list[int]) -> str:
 def _read_file(files: ColumnFiles, segment: int) -> pa.Table | None:
     path = files.path(segment)
     try:
-        return pq.read_table(path, page_checksum_verification=True)
+        # ParquetFile, not read_table: read_table imports pyarrow.dataset, about half a second
+        # of CPU in every cold `workbench replay` for a reader of whole local files.
+        with pq.ParquetFile(path, memory_map=True, page_checksum_verification=True) as file:
+            return file.read()
     except FileNotFoundError:
         return None
     except (OSError, pa.ArrowException) as exc:
@@ -124,8 +128,8 @@ class _Writers:
     """A Parquet writer per segment the store's rows fill, each to a temporary name renamed into
     place when complete, so a reader never takes a file half written."""
 
-    def __init__(self, files: ColumnFiles | None):
-        self.files = files
+    def __init__(self, files: ColumnFiles | None, segments: list[int]):
+        self.files, self.segments = files, segments
         self.open: dict[int, tuple[pq.ParquetWriter, Path]] = {}
         self.failed = files is None
 
@@ -134,7 +138,7 @@ class _Writers:
             return
         assert self.files is not None
         try:
-            segments = np.asarray(batch.column(0).to_numpy(zero_copy_only=False), dtype=np.int64) // SEGMENT
+            segments = numpy_of(batch.column(0)).astype(np.int64, copy=False) // SEGMENT
             for segment in np.unique(segments).tolist():
                 if segment not in self.files.marks:  # rows written after the stamps were read: next time
                     continue
@@ -160,9 +164,13 @@ class _Writers:
         try:
             for segment, (writer, temporary) in self.open.items():
                 writer.close()
-                final = self.files.path(segment)
-                os.replace(temporary, final)
-                for old in final.parent.glob(f"{self.files.table}-v*-{segment:06d}-*.parquet"):
+                os.replace(temporary, self.files.path(segment))
+            # Every other file of the segments read: an older stamp's, or any at all for a
+            # segment the store no longer holds a row of (every session in it rewritten later).
+            assert self.files.root is not None
+            for segment in self.segments:
+                final = self.files.path(segment) if segment in self.open else None
+                for old in self.files.root.glob(f"{self.files.table}-v*-{segment:06d}-*.parquet"):
                     if old != final:
                         old.unlink(missing_ok=True)
         except (OSError, pa.ArrowException) as exc:

@@ -29,7 +29,7 @@ from pipeline.core.errors import StoreError
 from pipeline.gatekeeper import RuleSet
 from pipeline.gatekeeper.engine import STATUSES
 from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule
-from pipeline.replay.arrow import arrow_available, arrow_batches
+from pipeline.replay.arrow import arrow_available, arrow_batches, numpy_of
 from pipeline.replay.column_files import cached_batches, files_root, segment_ranges, stamps
 from pipeline.replay.columns import (
     HistoryArrays,
@@ -139,11 +139,11 @@ def _expr(column: str, dtype: Any, null: float, dialect: str) -> str:
 
 def _convert(values: pa.Array, column: str, dtype: Any, null: float) -> npt.NDArray[Any]:
     if dtype is np.float64 or dtype is np.bool_ and column in _FLOAT_FLAGS:
-        floats = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)  # a NULL is NaN
+        floats = numpy_of(values).astype(np.float64, copy=False)  # a NULL is NaN
         if dtype is np.bool_:
             return np.equal(floats, 1.0)
         return np.where(np.isnan(floats) | np.isneginf(floats), null, floats)
-    converted: npt.NDArray[Any] = np.asarray(values.to_numpy(zero_copy_only=False)).astype(dtype)
+    converted: npt.NDArray[Any] = numpy_of(values).astype(dtype)
     return converted
 
 
@@ -197,7 +197,7 @@ def _codes(values: pa.Array, table: dict[str, int]) -> npt.NDArray[np.int16]:
     """Each value's code in `table`, new values added (a batch holds a handful of distinct ones)."""
     encoded = values.dictionary_encode()
     lookup = np.array([table.setdefault(v, len(table)) for v in encoded.dictionary.to_pylist()], dtype=np.int16)
-    codes: npt.NDArray[np.int16] = lookup[np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
+    codes: npt.NDArray[np.int16] = lookup[numpy_of(encoded.indices).astype(np.intp, copy=False)]
     return codes
 
 

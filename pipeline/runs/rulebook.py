@@ -300,13 +300,12 @@ def _store_in_force(store: Store, version: int, through: int, rows: list[tuple[s
         texts: dict[tuple[str, ...], str] = {}  # a handful of distinct rule lists
         values = ((sid, verdict, status, texts.get(tuple(failed)) or texts.setdefault(tuple(failed), json.dumps(failed)),
                    ungated) for sid, verdict, status, failed in rows)
-        tally.hold(conn)
-        if store.engine.dialect.name == "postgresql":
-            _copy_scratch(conn, values)
-            _write_changes(conn, version, before, through)
-        else:
-            _rewrite_sqlite(conn, values, version, before, through)
-        tally.rebuild(conn)
+        with tally.bulk_write(conn):
+            if store.engine.dialect.name == "postgresql":
+                _copy_scratch(conn, values)
+                _write_changes(conn, version, before, through)
+            else:
+                _rewrite_sqlite(conn, values, version, before, through)
         conn.execute(update(RulesInForce).where(RulesInForce.id == 1).values(
             judged_version=version, judging_version=None, judging_phase=None, judging_at=datetime.now(UTC)))
     return True

@@ -14,14 +14,11 @@ database made by the first release has its tables but no alembic_version table: 
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SAWarning, SQLAlchemyError
@@ -29,28 +26,44 @@ from sqlalchemy.exc import SAWarning, SQLAlchemyError
 from pipeline.core.errors import StoreError
 from pipeline.store.engine import display_url, failure_reason, open_engine
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 FIRST_RELEASE = "0001"
 # Any fixed 64-bit number, the same in every process: the key of the PostgreSQL advisory lock.
 PG_LOCK_KEY = 0x65766964_776B6231
 
 
+# Alembic is imported only to upgrade: a process that finds the database current (every one
+# but the first after a release) reads the revisions' file names and one row, where importing
+# Alembic and its revision files cost about half a second of CPU per cold process (docs/benchmarks.md).
+
+
 def _config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["connection"] = connection
     return cfg
 
 
-@functools.cache  # the revision files do not change while a process runs; reading imports every one
+@functools.cache  # the revision files do not change while a process runs
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(_config()).get_current_head()
-    assert head is not None, "pipeline/store/migrations/versions holds no revision"
-    return head
+    """The newest revision: each file is named by its revision id, each revising the one before
+    (tests/test_migrations.py checks this against Alembic's own reading of the files)."""
+    revisions = [m[1] for f in (MIGRATIONS / "versions").glob("*.py") if (m := re.match(r"(\d{4})_", f.name))]
+    assert revisions, "pipeline/store/migrations/versions holds no revision"
+    return max(revisions)
 
 
 def current_revision(conn: Connection) -> str | None:
-    return MigrationContext.configure(conn).get_current_revision()
+    """The database's revision, as Alembic records it; None before the first migration."""
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    revision: str | None = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    return revision
 
 
 def _lock_engine(engine: Engine) -> Engine:
@@ -62,6 +75,8 @@ def _lock_engine(engine: Engine) -> Engine:
 
 
 def _upgrade_locked(conn: Connection) -> str:
+    from alembic import command
+
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_LOCK_KEY})
     cfg = _config(conn)
@@ -81,6 +96,8 @@ def _upgrade_locked(conn: Connection) -> str:
 
 def upgrade(engine: Engine) -> str:
     """Bring the database to the head revision under the migration lock; returns the revision."""
+    from alembic.util import CommandError
+
     locking = _lock_engine(engine)
     try:
         with locking.connect() as conn, conn.begin():

@@ -228,7 +228,7 @@ class VerdictInForce(Base):
 
 
 class QueueTally(Base):
-    """The review queue's counts in aggregate (migration 0021): how many sessions share a day (UTC),
+    """The review queue's counts in aggregate (migration 0019): how many sessions share a day (UTC),
     an outcome in force and at ask, and the columns the queue's conditions read. Kept by triggers
     on diagnosis_session and verdict_in_force, and rebuilt by the re-judge (pipeline/store/tally.py);
     a NULL is stored as '' (or -1 for the groundedness tenth), as a key that may be NULL never

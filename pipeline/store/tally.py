@@ -1,15 +1,17 @@
-"""The review queue's tally (migration 0021): rebuilt whole by a transaction that holds its triggers.
+"""The review queue's tally (migration 0019): rebuilt whole by a transaction that holds its triggers.
 
 The triggers move one session's count per row written; a re-judge writes up to a row per
 session, each of whose moves would look its session row up, so it holds them and regroups
 every session once instead (one grouped scan, as the page did per open before the tally).
-Any write of many sessions in one transaction must do the same: on PostgreSQL each move of a
+Any write of many sessions in one transaction must do the same (`bulk_write`): on PostgreSQL each move of a
 tally row within a transaction adds a version of it that every later move walks, so a
 transaction of 100,000 moves over a few dozen rows is quadratic (a bulk seed took 438 s).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Integer, cast, delete, func, insert, literal, select, text, update
@@ -44,12 +46,17 @@ def grouped_sessions(dialect: str) -> Any:
             .group_by(*keys))
 
 
-def hold(conn: Connection) -> None:
-    """Stop the triggers for the rest of `conn`'s transaction, which must end in `rebuild`."""
+@contextmanager
+def bulk_write(conn: Connection) -> Iterator[None]:
+    """A write of many sessions in `conn`'s transaction: the triggers held for the block and the
+    tally regrouped once after it. The only way to hold them, so no bulk path can hold them and
+    forget the regroup; a block that raises leaves both to the transaction's rollback."""
     conn.execute(update(QueueTallyState).where(QueueTallyState.id == 1).values(held=True))
+    yield
+    _rebuild(conn)
 
 
-def rebuild(conn: Connection) -> None:
+def _rebuild(conn: Connection) -> None:
     """The tally regrouped from the rows, in `conn`'s transaction; the triggers run again after."""
     dialect = conn.dialect.name
     if dialect == "postgresql":
