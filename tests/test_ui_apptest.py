@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pages._ui.frame import LANG_SWITCH
 from pipeline.bundles.session_bundle import export_bundle
 from pipeline.core.config import ROOT, Settings
 from pipeline.core.messages import tr
@@ -370,7 +371,7 @@ def test_rules_editors_only_when_configured(tmp_path: Path, monkeypatch: pytest.
 
 def test_language_switch_changes_labels() -> None:
     at = _app()
-    at.segmented_control(key="lang").set_value("zh").run()
+    at.segmented_control(key=LANG_SWITCH).set_value("zh").run()
     assert any(t.value == tr("ask.title", "zh") for t in at.title)
 
 

@@ -39,8 +39,9 @@ def frame() -> Any:
     """
     st.set_page_config(page_title="Evidence Workbench", page_icon=ICON, layout="wide")
     _lang_from_url()
+    st.session_state[LANG_SWITCH] = lang()
     with st.sidebar:
-        st.segmented_control(t("app.language"), ["en", "zh"], key="lang", required=True, persist_state="session",
+        st.segmented_control(t("app.language"), ["en", "zh"], key=LANG_SWITCH, required=True, on_change=_switched,
                              format_func=lambda code: {"en": "English", "zh": "中文"}[code])
     # The URL carries the code (?lang=zh), not the label a bound widget would write (?lang=中文).
     st.query_params["lang"] = st.session_state[_LANG_URL] = lang()
@@ -52,6 +53,16 @@ def frame() -> Any:
 
 
 _LANG_URL = "_workbench_lang_url"  # the ?lang= value frame() last wrote
+# The language switch shows "lang" and a click writes it back; "lang" itself is plain state, set
+# before the switch on every run. Bound to the switch, it was the widget's value, and Streamlit
+# gives a widget a new id on each page: a click that cut a fresh session's first run short (a
+# sample asked before the page had finished) came before Streamlit carried the value over to
+# the clicked page's widget, which then started empty, and the page turned English.
+LANG_SWITCH = "lang_switch"
+
+
+def _switched() -> None:
+    st.session_state["lang"] = st.session_state[LANG_SWITCH]
 
 
 def _lang_from_url() -> None:
