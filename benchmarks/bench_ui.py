@@ -189,12 +189,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(home: Path) -> tuple[subprocess.Popen, str]:
+def _start(home: Path, root: Path = ROOT) -> tuple[subprocess.Popen, str]:
+    """A workbench server on `root`'s pages and engine (another checkout for --compare)."""
     port = _free_port()
-    env = {**os.environ, "WORKBENCH_HOME": str(home), "WORKBENCH_CONFIG": str(home / "none.yaml")}
+    env = {**os.environ, "WORKBENCH_HOME": str(home), "WORKBENCH_CONFIG": str(home / "none.yaml"),
+           "PYTHONPATH": str(root)}
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                              "--server.address", "127.0.0.1", "--server.headless", "true"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
@@ -342,6 +344,95 @@ def _open_pages(home: Path, paths: dict[str, str], ways: tuple[str, ...], repeat
             loads.append(os.getloadavg()[0])
 
 
+def _probe_open(browser: Any, url: str) -> dict[str, float]:
+    """One first open in a new browser profile, with what it cost the browser: elements drawn, DOM
+    nodes, websocket messages and bytes from the server, bytes fetched, and the renderer main
+    thread's busy time (Chromium's TaskDuration: the work, not the wait, so less load-dependent)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1600})
+    pg = context.new_page()
+    cdp = context.new_cdp_session(pg)
+    cdp.send("Performance.enable")
+    cdp.send("Network.enable")
+    got = {"frames": 0.0, "ws_bytes": 0.0, "fetched": 0.0}
+
+    def on_frame(payload: Any) -> None:
+        got["frames"] += 1
+        got["ws_bytes"] += len(payload)
+
+    def on_finished(event: dict[str, Any]) -> None:
+        got["fetched"] += event.get("encodedDataLength", 0)
+
+    pg.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+    cdp.on("Network.loadingFinished", on_finished)
+    t = time.perf_counter()
+    pg.goto(url)
+    pg.locator("[data-testid=stSidebar]").get_by_text("Language", exact=True).wait_for(timeout=120_000)
+    pg.locator("[data-testid=stMain] h1").first.wait_for(timeout=120_000)
+    _settle(pg)
+    got["open_s"] = time.perf_counter() - t - 0.5
+    metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    got["cpu_s"] = metrics["TaskDuration"]
+    got["script_s"] = metrics["ScriptDuration"]
+    got["layout_s"] = metrics["LayoutDuration"] + metrics["RecalcStyleDuration"]
+    got["elements"] = pg.locator("[data-testid=stElementContainer]").count()
+    got["nodes"] = pg.evaluate("() => document.getElementsByTagName('*').length")
+    context.close()
+    return got
+
+
+PROBE_COLUMNS = (("open_s", "open s", "{:.2f}"), ("cpu_s", "browser CPU s", "{:.2f}"),
+                 ("script_s", "script s", "{:.2f}"), ("layout_s", "layout+style s", "{:.2f}"),
+                 ("elements", "elements", "{:.0f}"), ("nodes", "DOM nodes", "{:.0f}"),
+                 ("frames", "ws msgs", "{:.0f}"), ("ws_bytes", "ws kB", "{:.0f}"), ("fetched", "fetched kB", "{:.0f}"))
+
+
+def probe(repeat: int, roots: list[Path], busy: bool) -> None:
+    """--probe: per page and per checkout (this one, and each --compare DIR, interleaved on the same
+    demo store), the median of `repeat` fresh-profile first opens with what the browser did."""
+    from pipeline.eval.demo import run_demo
+
+    home = Path(tempfile.mkdtemp(prefix="wb-bench-"))
+    os.environ["WORKBENCH_HOME"] = str(home)
+    os.environ["WORKBENCH_CONFIG"] = str(home / "none.yaml")
+    settings = load_settings()
+    sid = run_demo(settings, Store(settings.db_url))[-1]
+    paths = {"Ask": "/", "Sessions": "/sessions", "Trace": f"/trace?session={sid}", "Rules": "/rules", "Eval": "/eval"}
+    got: dict[tuple[Path, str], list[dict[str, float]]] = {(root, name): [] for root in roots for name in paths}
+    loads = []
+    hog = _busy_core() if busy else None
+    try:
+        for rep in range(repeat):
+            names = list(paths)
+            order = names[rep % len(names):] + names[:rep % len(names)]
+            for root in roots:
+                proc, base = _start(home, root)
+                try:
+                    with sync_playwright() as p:
+                        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+                        _probe_open(browser, base + "/")  # warm-up: the server's imports
+                        for name in order:
+                            got[(root, name)].append(_probe_open(browser, base + paths[name]))
+                        browser.close()
+                finally:
+                    _stop(proc)
+                loads.append(os.getloadavg()[0])
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+    print(f"First open in a fresh profile, median of {repeat}, {'one core busy' if busy else 'no extra load'}, "
+          f"load average {min(loads):.1f}-{max(loads):.1f}:")
+    print(f"{'checkout':<28} {'page':<9}" + "".join(f" {label:>14}" for _, label, _ in PROBE_COLUMNS))
+    for root in roots:
+        for name in paths:
+            runs = got[(root, name)]
+            cells = []
+            for key, _, fmt in PROBE_COLUMNS:
+                v = statistics.median(r[key] for r in runs)
+                cells.append(fmt.format(v / 1000 if key in ("ws_bytes", "fetched") else v))
+            print(f"{str(root)[-28:]:<28} {name:<9}" + "".join(f" {c:>14}" for c in cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trace-only", action="store_true", help="measure only Trace first/repeat open")
@@ -349,7 +440,14 @@ def main() -> None:
     parser.add_argument("--demo-pages", action="store_true", help="first open of every page on the demo store")
     parser.add_argument("--ways", default="fresh", help="--demo-pages: fresh (new profile), tab, or fresh,tab")
     parser.add_argument("--idle", action="store_true", help="--demo-pages without the busy-loop process")
+    parser.add_argument("--probe", action="store_true",
+                        help="first open of every page with elements, bytes and browser CPU time")
+    parser.add_argument("--compare", action="append", default=[], type=Path, metavar="DIR",
+                        help="--probe: also serve another checkout (e.g. `git worktree` of main), interleaved")
     args = parser.parse_args()
+    if args.probe:
+        probe(args.repeat, [ROOT, *args.compare], busy=not args.idle)
+        return
     if args.demo_pages:
         demo_pages(args.repeat, tuple(args.ways.split(",")), busy=not args.idle)
         return

@@ -53,10 +53,11 @@ def samples() -> None:
             questions = ask_view.samples(world, i18n.lang())
             title = world.title_zh if i18n.lang() == "zh" else world.title_en
             st.markdown(f"**{markup.md(title)}** · {markup.md(world.id)}")
-            cols = st.columns(max(1, len(questions)))
-            # A narrow column cuts a long question: its full text is the button's tooltip.
-            for i, (col, q) in enumerate(zip(cols, questions, strict=False)):
-                col.button(markup.md(q), key=f"ask_sample_{world.id}_{i}", on_click=_use_sample, args=(q,),
+            # One flex row, not a column per button (fewer blocks for the browser to lay out); a
+            # narrow button cuts a long question: its full text is the button's tooltip.
+            row = st.container(horizontal=True)
+            for i, q in enumerate(questions):
+                row.button(markup.md(q), key=f"ask_sample_{world.id}_{i}", on_click=_use_sample, args=(q,),
                            help=markup.md(q), width="stretch")
 
 

@@ -187,35 +187,33 @@ def _window_html(url: str, b: trace_view.BindingView) -> str:
     return f"<div class='wb-muted'>{meta}</div><div class='wb-box'>{body}</div>"
 
 
-def _binding(url: str, b: trace_view.BindingView) -> None:
-    left, right = st.columns(2)
-    with left:
-        ids = ", ".join(f"#{i}" for i in b.binding.source_invocation_ids)
-        if b.binding.source_record_ids:  # the records it cites, as it wrote them (marked in the window)
-            ids += f" ({', '.join(map(str, b.binding.source_record_ids))})"
-        scores = " · ".join(f"{i18n.value(name)} {score}" for name, score in b.source_scores.items())
-        misses = "".join(
-            f"<li><mark class='wb-entity'>{markup.esc(m['token'])}</mark> ({markup.esc(i18n.value(m['kind']))}) " + markup.esc(i18n.t("trace.entity_miss"))
-            + (f" → {markup.esc(', '.join(m['nearby']))}" if m['nearby'] else "") + "</li>"
-            for m in b.entity_misses)
-        extra = ""
-        if b.added_words:
-            extra += "<div class='wb-muted'>" + markup.esc(i18n.t("trace.added")) + f": {markup.esc(', '.join(b.added_words))}</div>"
-        if b.other_match:
-            o = b.other_match
-            other = i18n.t("trace.other_match", id=o["invocation_id"], tool=o["tool_name"], score=o["score"])
-            extra += "<div class='wb-muted'>" + markup.esc(other) + "</div>"
-        errors = "".join(f"<li>{i18n.pill('fail')} <code>{markup.esc(e.rule_id)}</code>: {markup.esc(i18n.say(e.message, e.msg))}</li>"
-                         for e in b.errors)
-        markup.html_block(
-            f"<div class='wb-muted'>{markup.esc(b.target)} · {markup.esc(b.binding.tool_name)} {markup.esc(ids)}"
-            + (f" · {markup.esc(b.binding.digest_id)}" if b.binding.digest_id else "") + f" · {markup.esc(scores)}</div>"
-            f"<div class='wb-box'>{markup.segments_html(highlight.excerpt_segments(b.binding.evidence_excerpt or '', b.entity_misses))}</div>"
-            + (f"<ul class='wb-list'>{misses}</ul>" if misses else "") + extra
-            + (f"<ul class='wb-list'>{errors}</ul>" if errors else "")
-        )
-    with right:
-        markup.html_block(_window_html(url, b))
+def _binding_html(url: str, b: trace_view.BindingView) -> str:
+    """One binding: the quote and its findings beside the window of the output it cites."""
+    ids = ", ".join(f"#{i}" for i in b.binding.source_invocation_ids)
+    if b.binding.source_record_ids:  # the records it cites, as it wrote them (marked in the window)
+        ids += f" ({', '.join(map(str, b.binding.source_record_ids))})"
+    scores = " · ".join(f"{i18n.value(name)} {score}" for name, score in b.source_scores.items())
+    misses = "".join(
+        f"<li><mark class='wb-entity'>{markup.esc(m['token'])}</mark> ({markup.esc(i18n.value(m['kind']))}) " + markup.esc(i18n.t("trace.entity_miss"))
+        + (f" → {markup.esc(', '.join(m['nearby']))}" if m['nearby'] else "") + "</li>"
+        for m in b.entity_misses)
+    extra = ""
+    if b.added_words:
+        extra += "<div class='wb-muted'>" + markup.esc(i18n.t("trace.added")) + f": {markup.esc(', '.join(b.added_words))}</div>"
+    if b.other_match:
+        o = b.other_match
+        other = i18n.t("trace.other_match", id=o['invocation_id'], tool=o['tool_name'], score=o['score'])
+        extra += "<div class='wb-muted'>" + markup.esc(other) + "</div>"
+    errors = "".join(f"<li>{i18n.pill('fail')} <code>{markup.esc(e.rule_id)}</code>: {markup.esc(i18n.say(e.message, e.msg))}</li>"
+                     for e in b.errors)
+    quote = (
+        f"<div class='wb-muted'>{markup.esc(b.target)} · {markup.esc(b.binding.tool_name)} {markup.esc(ids)}"
+        + (f" · {markup.esc(b.binding.digest_id)}" if b.binding.digest_id else "") + f" · {markup.esc(scores)}</div>"
+        f"<div class='wb-box'>{markup.segments_html(highlight.excerpt_segments(b.binding.evidence_excerpt or '', b.entity_misses))}</div>"
+        + (f"<ul class='wb-list'>{misses}</ul>" if misses else "") + extra
+        + (f"<ul class='wb-list'>{errors}</ul>" if errors else "")
+    )
+    return f"<div class='wb-bind'><div>{quote}</div><div>{_window_html(url, b)}</div></div>"
 
 
 def _card(url: str, card: trace_view.ClaimCard, *, pick: int | None = None) -> None:
@@ -243,9 +241,9 @@ def _card(url: str, card: trace_view.ClaimCard, *, pick: int | None = None) -> N
         if card.reviews:
             head += ("<div class='wb-muted'>" + markup.esc(i18n.t("trace.reviews")) + ": "
                      + markup.esc("; ".join(f"{i18n.named('label.', rv.label)} ({rv.reviewer})" for rv in card.reviews)) + "</div>")
-        markup.html_block(head)
-        for b in card.bindings:
-            _binding(url, b)
+        # One HTML block per card, its bindings side by side in CSS: a page of cards drawn as
+        # Streamlit columns cost the browser most of Trace's first open (docs/benchmarks.md).
+        markup.html_block(head + "".join(_binding_html(url, b) for b in card.bindings))
         if pick is not None:
             st.button(i18n.t("trace.review_claim"), key=f"trace_pick_claim_{card.index}", on_click=_focus, args=(pick,))
 
@@ -276,9 +274,9 @@ def _save(sid: str, claim_id: str | None, label: str, reviewer: str, note_key: s
 def _label_buttons(sid: str, claim_id: str | None, reviewer: str, note_key: str, advance: int | None,
                    key: str, keys: bool) -> None:
     """One button per label; with `keys`, digits 1-5 press them (the per-claim keyboard flow)."""
-    cols = st.columns(len(widgets.REVIEW_LABELS))
-    for i, (col, label) in enumerate(zip(cols, widgets.REVIEW_LABELS, strict=True)):
-        col.button(i18n.named("label.", label), key=f"{key}_{label}", width="stretch", shortcut=str(i + 1) if keys else None,
+    row = st.container(horizontal=True)  # one flex row: five columns cost the browser five blocks more
+    for i, label in enumerate(widgets.REVIEW_LABELS):
+        row.button(i18n.named("label.", label), key=f"{key}_{label}", width="stretch", shortcut=str(i + 1) if keys else None,
                    on_click=_save, args=(sid, claim_id, label, reviewer, note_key, advance))
 
 
@@ -297,12 +295,12 @@ def review_panel(url: str, r: SessionRecord, queue: list[trace_view.ClaimCard]) 
         return None
     pos = min(max(0, int(st.session_state.get("trace_review_pos", 0))), len(queue) - 1)
     info_col.caption(i18n.t("trace.review_keys"))
-    prev_col, at_col, next_col = st.columns([1, 3, 1], vertical_alignment="center")
-    prev_col.button(i18n.t("trace.prev_claim"), key="trace_prev", shortcut="K", disabled=pos == 0, width="stretch",
-                    on_click=_focus, args=(pos - 1,))
-    at_col.markdown(i18n.t("trace.review_pos", k=pos + 1, n=len(queue)))
-    next_col.button(i18n.t("trace.next_claim"), key="trace_next", shortcut="J", disabled=pos >= len(queue) - 1,
-                    width="stretch", on_click=_focus, args=(pos + 1,))
+    row = st.container(horizontal=True, vertical_alignment="center")
+    row.button(i18n.t("trace.prev_claim"), key="trace_prev", shortcut="K", disabled=pos == 0, width="content",
+               on_click=_focus, args=(pos - 1,))
+    row.markdown(i18n.t("trace.review_pos", k=pos + 1, n=len(queue)))
+    row.button(i18n.t("trace.next_claim"), key="trace_next", shortcut="J", disabled=pos >= len(queue) - 1,
+               width="content", on_click=_focus, args=(pos + 1,))
     card = queue[pos]
     st.html("<div id='wb-focus'></div>")
     _card(url, card)
@@ -393,10 +391,10 @@ def output_viewer(url: str, metas: list[InvocationMeta]) -> None:
                           placeholder=i18n.t("trace.viewer_none"),
                           format_func=lambda i: f"#{i} {by_id[i].model_tool_name} · {i18n.value(by_id[i].status)} · "
                                                 f"{by_id[i].output_bytes:,} B")
+    if inv_id is None:  # search and page size come with an output to search
+        return
     query = c2.text_input(i18n.t("trace.search"), key="trace_viewer_query")
     per_page = c3.selectbox(i18n.t("trace.per_page"), [100, 200, 500], index=1, placeholder=i18n.t("common.choose_one"), key="trace_viewer_per_page")
-    if inv_id is None:
-        return
     pages = reads.output_pages(url, int(inv_id))
     hits = pages.search(query) if query else []
     n_pages = max(1, -(-pages.line_count // per_page))
