@@ -20,7 +20,7 @@ from pipeline.core.contracts import EvidenceTime
 from pipeline.text.primitives import normalize
 from pipeline.tools.prometheus import series_name
 from pipeline.tools.queries import LogQuery, MetricsQuery, NoData
-from pipeline.tools.results import LogItem, LogsOutput, MetricsOutput, Series
+from pipeline.tools.results import Alert, LogItem, LogsOutput, MetricsOutput, Series
 
 LEVELS = {"DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "FATAL": 50}
 
@@ -43,7 +43,7 @@ def _logs(path: Path) -> tuple[tuple[dict[str, Any], datetime | None, str], ...]
 
 
 @lru_cache(maxsize=32)
-def _alerts(path: Path) -> tuple[dict[str, Any], ...]:
+def _alerts(path: Path) -> tuple[Alert, ...]:
     return tuple(json.loads(path.read_text(encoding="utf-8")))
 
 
@@ -163,7 +163,7 @@ class BundledMetrics:
         if self.world_dir is None:
             raise NoData(_nothing("alerts", q.service, None))
         status = (q.status or "all").lower()
-        alerts = []
+        alerts: list[Alert] = []
         for alert in _alerts(self.world_dir / "alerts.json"):
             if q.service and alert.get("service") != q.service:
                 continue
@@ -177,7 +177,7 @@ class BundledMetrics:
                 continue
             if q.start and ended and ended < q.start:
                 continue
-            alerts.append(dict(alert))
+            alerts.append(alert.copy())
         series = self._series(q) if q.promql else []
         if not alerts and not series:
             raise NoData(_nothing("alerts or series" if q.promql else "alerts", q.service, self.world_dir))

@@ -18,7 +18,7 @@ from pipeline.core.errors import BackendError
 from pipeline.tools.http import http_get
 from pipeline.tools.logfiles import iso, parse_timestamp, utc
 from pipeline.tools.queries import MetricsQuery, NoData
-from pipeline.tools.results import MetricsOutput, Series
+from pipeline.tools.results import Alert, MetricsOutput, Series
 
 MAX_POINTS = 100
 # How far back resolved alerts are looked for when the question names no window.
@@ -95,7 +95,7 @@ class PrometheusMetrics:
         return out
 
     @staticmethod
-    def _wanted(alert: dict[str, Any], q: MetricsQuery) -> bool:
+    def _wanted(alert: Alert, q: MetricsQuery) -> bool:
         if q.alertname and alert["alertname"] != q.alertname:
             return False
         if q.service and q.service not in (alert["labels"].get("service"), alert["labels"].get("job")):
@@ -104,13 +104,13 @@ class PrometheusMetrics:
             return False
         return not (q.status == "resolved" and alert["status"] != "resolved")
 
-    def _active_alerts(self) -> list[dict[str, Any]]:
+    def _active_alerts(self) -> list[Alert]:
         data = self._api("/api/v1/alerts")
         items = data.get("alerts", []) if isinstance(data, dict) else []
         return [self._alert(a) for a in items if a.get("state") in ("firing", "pending")]
 
     @staticmethod
-    def _alert(raw: dict[str, Any]) -> dict[str, Any]:
+    def _alert(raw: dict[str, Any]) -> Alert:
         labels = dict(raw.get("labels") or {})
         ann = dict(raw.get("annotations") or {})
         description = ann.get("description") or ann.get("summary") or render_labels(labels)
@@ -127,7 +127,7 @@ class PrometheusMetrics:
             "value": _format_value(raw.get("value")),
         }
 
-    def _resolved_alerts(self, q: MetricsQuery, now: datetime) -> list[dict[str, Any]]:
+    def _resolved_alerts(self, q: MetricsQuery, now: datetime) -> list[Alert]:
         end = utc(q.end) or now
         start = utc(q.start) or end - DEFAULT_LOOKBACK
         data = self._api(
@@ -139,7 +139,7 @@ class PrometheusMetrics:
                 "step": step_for(start, end),
             },
         )
-        resolved = []
+        resolved: list[Alert] = []
         for s in data.get("result", []) if isinstance(data, dict) else []:
             metric = {k: v for k, v in s.get("metric", {}).items() if k not in ("__name__", "alertstate")}
             values = s.get("values") or []

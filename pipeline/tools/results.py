@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, Required, TypedDict
 
 RecordKind = Literal["log", "alert", "series", "block", "pack", "line"]
 # Where each kind's records sit in the seed shape, in numbering order.
@@ -70,10 +70,27 @@ class PromQuery(TypedDict):
     type: Literal["instant", "range"]
 
 
+class Alert(TypedDict, total=False):
+    """One alerts[] item: as a bundled world's alerts.json writes it, or as the Prometheus backend
+    reads an active alert (then with annotations and value) or a resolved one from ALERTS."""
+
+    alertname: Required[str]
+    service: Required[str | None]
+    severity: Required[str | None]
+    status: Required[str | None]  # firing, pending or resolved
+    startsAt: Required[str | None]
+    endsAt: str | None
+    description: Required[str]
+    summary: str | None
+    labels: Required[dict[str, str]]
+    annotations: dict[str, str]
+    value: str | None
+
+
 class MetricsOutput(TypedDict):
     """What query_metrics returns."""
 
-    alerts: list[dict[str, Any]]  # as the bundled world writes them, or as read from Prometheus's alerts
+    alerts: list[Alert]
     total: int
     truncated: NotRequired[bool]
     source: NotRequired[str]
