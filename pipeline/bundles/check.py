@@ -12,7 +12,7 @@ from typing import Any
 
 from pipeline.bundles.session_bundle import SessionBundle
 from pipeline.core.config import Settings
-from pipeline.core.contracts import LlmCallRecord
+from pipeline.core.contracts import LlmCallRecord, ToolArguments
 from pipeline.gatekeeper import RuleSet
 from pipeline.runs.judge import Evaluation, evaluate
 from pipeline.text.primitives import detect_language
@@ -21,7 +21,7 @@ from pipeline.verdict.provider import Provider
 from pipeline.verdict.scope import read_scope
 
 
-def _no_tools(tool_name: str, arguments: dict[str, Any]) -> Any:
+def _no_tools(tool_name: str, arguments: ToolArguments) -> Any:
     raise RuntimeError("check calls no tool")
 
 

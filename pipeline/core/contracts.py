@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 
 from pydantic import (
     BaseModel,
@@ -48,6 +48,10 @@ DigestVerification = Literal["faithful", "unfaithful"]
 FactVerification = Literal["direct_evidence", "indirect_support", "no_evidence", "contradicted"]
 VerdictImpact = Literal["warn_only", "low_confid_on_fail", "reject_on_fail"]
 ToolStatus = Literal["ok", "no_data", "error"]
+# A tool call's arguments as the model (or a plan) wrote them: a JSON object, read into the tool's
+# own query model only when the tool runs (pipeline.tools.registry), so a refused or unknown call
+# is kept as it was asked.
+ToolArguments: TypeAlias = dict[str, JsonValue]
 Shape = Literal["split", "single"]
 
 
@@ -65,7 +69,7 @@ class _Model(BaseModel):
 
 class PlannedToolCall(_Model):
     tool_name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: ToolArguments = Field(default_factory=dict)
     purpose: str = ""
 
 
@@ -91,7 +95,7 @@ class ToolInvocation(_Model):
     round: int = 1
     tool_name: str
     model_tool_name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: ToolArguments = Field(default_factory=dict)
     status: ToolStatus = "ok"
     output: str = ""
     error: str | None = None
@@ -712,3 +716,4 @@ class LlmCallRecord(_Model):
         """The record with its messages, reply and error redacted, as it is stored."""
         return self.model_copy(update={"messages": redact_value(self.messages), "raw_response": redact(self.raw_response),
                                        "error": redact(self.error) if self.error else self.error})
+

@@ -30,6 +30,7 @@ from pipeline.core.contracts import (
     PlannerPlan,
     QuestionScope,
     RetryContext,
+    ToolArguments,
     ToolInvocation,
     VerifierOutput,
 )
@@ -74,7 +75,7 @@ _CALLS_OPENING = re.compile(r'"calls"\s*:\s*\[')
 
 class _JsonCall(BaseModel):
     name: str
-    arguments: dict[str, Any]
+    arguments: ToolArguments
 
 
 class JsonCalls(BaseModel):
@@ -514,7 +515,7 @@ class _ToolLoop:
         return f"{summary} [argument checks: {'; '.join(self.notes)}]" if self.notes else summary
 
     @staticmethod
-    def _key(tool: str, arguments: dict[str, Any]) -> str:
+    def _key(tool: str, arguments: ToolArguments) -> str:
         return f"{tool}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)}"
 
     def run(self, call: ChatCompletionMessageToolCallUnionParam) -> str:
@@ -554,7 +555,7 @@ class _ToolLoop:
         asked = {str(inv.arguments.get("service")) for inv in self._done.values() if inv.arguments.get("service")}
         missed = [s for s in services if s not in asked]
         for service in missed:
-            arguments = {"service": service}
+            arguments: ToolArguments = {"service": service}
             self._done[self._key("query_logs", arguments)] = inv = self.ctx.run_tool("query_logs", arguments)
             self.ids.append(inv.id)
         return missed

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import Settings
-from pipeline.core.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolInvocation, Verdict
+from pipeline.core.contracts import EvidenceDigest, LlmCallRecord, RetryContext, ToolArguments, ToolInvocation, Verdict
 from pipeline.core.errors import ConfigError, InputError, StoreError, WorkbenchError
 from pipeline.core.events import (
     Collected,
@@ -122,7 +122,7 @@ class _ToolRunner:
         self.on_event = on_event
         self.round = 1
 
-    def __call__(self, tool_name: str, arguments: dict[str, Any]) -> ToolInvocation:
+    def __call__(self, tool_name: str, arguments: ToolArguments) -> ToolInvocation:
         persisted = persisted_name(tool_name)
         started = time.perf_counter()
         status, output, error = "ok", "", None

@@ -29,6 +29,7 @@ from pipeline.core.contracts import (
     PlannerPlan,
     QuestionScope,
     RoundAudit,
+    ToolArguments,
     ToolStatus,
     Verdict,
     VerifierOutput,
@@ -52,7 +53,7 @@ class InvocationMeta(_Read):
     round: int = 1
     tool_name: str
     model_tool_name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: ToolArguments = Field(default_factory=dict)
     status: ToolStatus
     error: str | None = None
     latency_ms: float = 0.0

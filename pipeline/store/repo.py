@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from pipeline.core.contracts import LlmCallRecord, ToolInvocation
+from pipeline.core.contracts import LlmCallRecord, ToolArguments, ToolInvocation
 from pipeline.core.errors import StoreError
 from pipeline.store.engine import database_fault, display_url, failure_reason, open_engine, sqlite_path
 from pipeline.store.migrate import ensure_current
@@ -363,7 +363,7 @@ class Store:
     # --- tool invocations --------------------------------------------------------------
 
     def add_invocation(self, *, session_id: str, round: int, tool_name: str, model_tool_name: str,
-                       arguments: dict[str, Any], status: str, output: str, error: str | None,
+                       arguments: ToolArguments, status: str, output: str, error: str | None,
                        latency_ms: float, stored_cut_bytes: int = 0,
                        retrieval_details: dict[str, Any] | None = None) -> ToolInvocation:
         first = self._first_with_output(session_id, output)

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
-from pipeline.core.contracts import PlannerPlan, QuestionScope
+from pipeline.core.contracts import PlannerPlan, QuestionScope, ToolArguments
 from pipeline.text.echoes import is_placeholder
 from pipeline.tools.logfiles import normalize_level, parse_timestamp
 from pipeline.tools.registry import persisted_name
@@ -31,7 +30,7 @@ _TOOLS_WITH_SERVICE = ("query_logs", "query_metrics")
 class CheckedCall:
     """The arguments to run (None: refused) and what was changed or why it was refused."""
 
-    arguments: dict[str, Any] | None
+    arguments: ToolArguments | None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -47,7 +46,7 @@ class ArgumentPolicy:
     scope: QuestionScope | None = None
     catalogue: tuple[str, ...] = ()
 
-    def check(self, tool: str, arguments: dict[str, Any]) -> CheckedCall:
+    def check(self, tool: str, arguments: ToolArguments) -> CheckedCall:
         name = persisted_name(tool) or tool
         call = CheckedCall(dict(arguments))
         if name in _TOOLS_WITH_SERVICE and arguments.get("service") is not None:
@@ -66,7 +65,7 @@ class ArgumentPolicy:
         asked = self.scope.services if self.scope else []
         return [s for s in dict.fromkeys([*self.catalogue, *asked, *self.plan.services]) if not is_placeholder(s)]
 
-    def _planned(self, tool: str) -> list[dict[str, Any]]:
+    def _planned(self, tool: str) -> list[ToolArguments]:
         return [c.arguments for c in self.plan.tool_calls if (persisted_name(c.tool_name) or c.tool_name) == tool]
 
     def _service(self, tool: str, call: CheckedCall) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, create_model
 
 from pipeline.core.config import BackendKind, BackendSettings, Settings
-from pipeline.core.contracts import EvidenceTime
+from pipeline.core.contracts import EvidenceTime, ToolArguments
 from pipeline.core.errors import ConfigError
 from pipeline.tools.queries import (
     EvidenceClock,
@@ -182,7 +182,7 @@ class ToolBox:
     def __init__(self, backends: dict[str, Backend]):
         self.backends = backends
 
-    def call(self, tool_name: str, arguments: dict[str, Any]) -> ToolResult:
+    def call(self, tool_name: str, arguments: ToolArguments) -> ToolResult:
         """The tool's result as numbered records; `to_json()` is what the store keeps."""
         spec = tool_spec(tool_name)
         if spec is None:

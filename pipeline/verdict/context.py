@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from pipeline.core.config import Settings
-from pipeline.core.contracts import LlmCallRecord, QuestionScope, ToolInvocation
+from pipeline.core.contracts import LlmCallRecord, QuestionScope, ToolArguments, ToolInvocation
 from pipeline.core.events import StreamProgress
 
-RunTool = Callable[[str, dict[str, Any]], ToolInvocation]
+RunTool = Callable[[str, ToolArguments], ToolInvocation]
 OnProgress = Callable[[StreamProgress], None]
 
 

@@ -124,7 +124,8 @@ def _asks_about(inv: ToolInvocation, service: str) -> bool:
     if not service:
         return True
     args = inv.arguments
-    named = [args.get("service"), *(args.get("keywords") or []), args.get("query"), args.get("promql")]
+    keywords = args.get("keywords")
+    named = [args.get("service"), *(keywords if isinstance(keywords, list) else []), args.get("query"), args.get("promql")]
     return any(isinstance(v, str) and service in normalize(v) for v in named)
 
 

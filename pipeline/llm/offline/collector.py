@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.core.contracts import CollectionSummary, PlannerPlan, RetryContext, ToolInvocation
+from pipeline.core.contracts import CollectionSummary, PlannerPlan, RetryContext, ToolArguments, ToolInvocation
 from pipeline.core.messages import tr
 from pipeline.text.primitives import extract_entities
 from pipeline.tools.results import read_result
@@ -31,7 +31,7 @@ def collect(ctx: StageContext, plan: PlannerPlan, retry_context: RetryContext | 
         gaps = " ".join([*retry_context.missing_info, *retry_context.unsupported_claims])
         services = sorted({e.value for e in extract_entities(gaps) if e.kind == "service"}) or plan.services
         for service in services or [""]:
-            args: dict[str, object] = {"level": "INFO", "limit": 500}
+            args: ToolArguments = {"level": "INFO", "limit": 500}
             if service:
                 args["service"] = service
             done.append(ctx.run_tool("query_logs", args))

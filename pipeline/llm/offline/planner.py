@@ -39,12 +39,12 @@ def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] 
                                      purpose=f"metrics of {symptom} for {service or 'every service'}"))
         if service:
             calls.append(PlannedToolCall(tool_name="query_logs",
-                                         arguments={"service": service, "keywords": list(entry.search), "level": "INFO",
+                                         arguments={"service": service, "keywords": [*entry.search], "level": "INFO",
                                                     **time_args},
                                          purpose=f"what {service} logged about {symptom}"))
     if words or not scope.services:
         calls.append(PlannedToolCall(tool_name="query_logs",
-                                     arguments={"keywords": words, "level": "INFO" if words else "WARN",
+                                     arguments={"keywords": [*words], "level": "INFO" if words else "WARN",
                                                 **time_args},
                                      purpose="the symptom across all services"))
     calls.append(PlannedToolCall(tool_name="lookup_knowledge",
