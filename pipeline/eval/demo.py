@@ -24,17 +24,17 @@ import yaml
 
 from pipeline.core.config import Settings
 from pipeline.core.resources import resource_dir
-from pipeline.eval.runner import load_fixtures
+from pipeline.eval.runner import Fixture, load_fixtures
 from pipeline.runs.session import SessionFailed, run_session
 from pipeline.store import Store
 from pipeline.text.primitives import detect_language
 from pipeline.tools.incidents import load_worlds
 
 OnProgress = Callable[[int, int, str], None]
-Run = tuple[str, str | None, dict[str, Any] | None]  # question, incident, scripted fixture (None: offline)
+Run = tuple[str, str | None, Fixture | None]  # question, incident, scripted fixture (None: offline)
 
 
-def _scripted(base: Settings, fixture: dict[str, Any], script_dir: Path) -> Settings:
+def _scripted(base: Settings, fixture: Fixture, script_dir: Path) -> Settings:
     """The fixture's misbehaving model: its scripted stage outputs, the offline engine for the rest."""
     path = script_dir / f"{fixture['name']}.yaml"
     path.write_text(yaml.safe_dump(fixture["script"], allow_unicode=True), encoding="utf-8")

@@ -13,9 +13,14 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Required
 
 import yaml
+from pydantic import JsonValue, TypeAdapter, ValidationError
+
+# pydantic validates a fixture against these on load; on Python 3.11 only typing_extensions'
+# TypedDict carries what it needs for that.
+from typing_extensions import TypedDict
 
 from pipeline.core.config import Settings
 from pipeline.core.contracts import Verdict
@@ -27,6 +32,43 @@ from pipeline.text.primitives import normalize
 from pipeline.tools.incidents import world_by_id
 
 
+class Expectation(TypedDict, total=False):
+    """What must hold of a fixture's session (each key checked only when given)."""
+
+    parse_status: str
+    gatekeeper_status: str | list[str]
+    failed_rules: list[str]
+    rules_not_failed: list[str]
+    claim_verifications: dict[str, str | list[str]]  # claim id -> the verification(s) allowed
+    verdict: Verdict
+    verdict_in: list[Verdict]
+    verdict_not: Verdict
+    max_groundedness: float
+    composer_guard: str
+    coverage: dict[str, str]  # "service/symptom" ("*" for no service) -> status
+    form: dict[str, str | bool | None]  # FormCoverage field -> value
+    lead_starts_with: str
+    lead_contains: list[str]
+    answer_must_not_contain: list[str]
+    root_cause_kept_to_hypotheses: bool
+
+
+class Fixture(TypedDict, total=False):
+    """One data/fixtures/*.yaml case; `name` defaults to the file's stem."""
+
+    name: Required[str]
+    question: Required[str]
+    description: str
+    description_zh: str
+    incident: str | None
+    config: dict[str, JsonValue]  # settings overrides, merged one section deep
+    script: dict[str, JsonValue]  # scripted stage outputs (pipeline/llm/scripted.py)
+    expect: Expectation
+
+
+_FIXTURE = TypeAdapter(Fixture)
+
+
 @dataclass
 class EvalResult:
     name: str
@@ -35,7 +77,7 @@ class EvalResult:
     failures: list[str] = field(default_factory=list)
     session_id: str | None = None
     verdict: Verdict | None = None
-    expected: dict[str, Any] = field(default_factory=dict)
+    expected: Expectation = field(default_factory=Expectation)
     description_zh: str = ""  # the fixture's `description_zh:`; runs stored before it have none
 
     def as_dict(self) -> dict[str, Any]:
@@ -47,18 +89,22 @@ def described(result: Mapping[str, Any], lang: str) -> str:
     return str((lang == "zh" and result.get("description_zh")) or result.get("description") or "")
 
 
-def load_fixtures(fixtures_dir: Path) -> list[dict[str, Any]]:
+def load_fixtures(fixtures_dir: Path) -> list[Fixture]:
     fixtures = []
     for path in sorted(fixtures_dir.glob("*.yaml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         if not isinstance(data, dict) or not isinstance(data.get("question"), str):
             raise ConfigError(f"{path}: an eval fixture is a mapping with at least a `question:`")
         data.setdefault("name", path.stem)
-        fixtures.append(data)
+        try:
+            fixtures.append(_FIXTURE.validate_python(data))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ConfigError(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
     return fixtures
 
 
-def _settings_for(base: Settings, fixture: dict[str, Any], script_dir: Path) -> Settings:
+def _settings_for(base: Settings, fixture: Fixture, script_dir: Path) -> Settings:
     data = base.model_dump()
     for key, value in (fixture.get("config") or {}).items():
         data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
@@ -69,7 +115,7 @@ def _settings_for(base: Settings, fixture: dict[str, Any], script_dir: Path) -> 
     return Settings.model_validate(data)
 
 
-def _check(expect: dict[str, Any], result: SessionResult, settings: Settings, world_id: str) -> list[str]:
+def _check(expect: Expectation, result: SessionResult, settings: Settings, world_id: str) -> list[str]:
     ev = result.evaluation
     fails: list[str] = []
     claims = {c.key: c for c in ev.output.claim_objects()} if ev.output is not None else {}
@@ -135,7 +181,7 @@ def _check(expect: dict[str, Any], result: SessionResult, settings: Settings, wo
     return fails
 
 
-def run_fixture(fixture: dict[str, Any], *, settings: Settings, store: Store, rules: RuleSet | None,
+def run_fixture(fixture: Fixture, *, settings: Settings, store: Store, rules: RuleSet | None,
                 script_dir: Path) -> EvalResult:
     name = fixture["name"]
     expect = fixture.get("expect") or {}

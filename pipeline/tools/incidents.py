@@ -11,12 +11,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Required, TypedDict
 
 import yaml
 
 from pipeline.core.errors import NotFound, quote
 from pipeline.core.messages import Message, msg
+
+
+class GroundTruth(TypedDict, total=False):
+    """A world's ground_truth.yaml: what really happened, for eval to hold answers against."""
+
+    root_cause_service: Required[str]
+    root_cause_zh: str
+    root_cause_en: str
+    category: str
+    key_evidence: list[str]
+    directly_evidenced: bool  # the root cause is stated by a record, not only inferred
+    expected_services: list[str]
 
 
 @dataclass(frozen=True)
@@ -32,8 +44,8 @@ class World:
     questions_zh: tuple[str, ...] = field(default=())
     questions_en: tuple[str, ...] = field(default=())
 
-    def ground_truth(self) -> dict[str, Any]:
-        truth: dict[str, Any] = yaml.safe_load((self.path / "ground_truth.yaml").read_text(encoding="utf-8")) or {}
+    def ground_truth(self) -> GroundTruth:
+        truth: GroundTruth = yaml.safe_load((self.path / "ground_truth.yaml").read_text(encoding="utf-8"))
         return truth
 
 
