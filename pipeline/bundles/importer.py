@@ -27,7 +27,7 @@ from pipeline.bundles.check import check_bundle
 from pipeline.bundles.provenance import SignatureCheck, check_signature, own_key, ran_in_store, trusted_keys
 from pipeline.bundles.session_bundle import SessionBundle
 from pipeline.core.config import Settings
-from pipeline.core.contracts import LlmCallRecord
+from pipeline.core.contracts import LlmCallRecord, Trigger
 from pipeline.core.messages import localized
 from pipeline.gatekeeper import RuleSet
 from pipeline.stages.parse import parse_executor_output
@@ -141,7 +141,7 @@ def _claimed(bundle: SessionBundle, signature: SignatureCheck) -> dict[str, Any]
 
 def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, rules: RuleSet,
                   provider: Provider, origin: SignatureCheck | None = None,
-                  source: dict[str, Any] | None = None, trigger: dict[str, Any] | None = None,
+                  source: dict[str, Any] | None = None, trigger: Trigger | None = None,
                   trigger_key: str | None = None) -> ImportResult:
     """`origin` stands for the signature check where the bundle was built here from what
     another agent sent (pipeline/bundles/trace_session.py); `source` says what it was built from,

@@ -27,7 +27,7 @@ from pipeline.bundles.provenance import SignatureCheck
 from pipeline.bundles.session_bundle import EARLIEST, BundleSession, SessionBundle
 from pipeline.bundles.trace_import import ForeignToolCall, ForeignTrace
 from pipeline.core.config import Settings
-from pipeline.core.contracts import ToolInvocation, ToolStatus
+from pipeline.core.contracts import ToolArguments, ToolInvocation, ToolStatus, Trigger
 from pipeline.gatekeeper import RuleSet
 from pipeline.stages.parse import parse_executor_output
 from pipeline.store import Store
@@ -39,7 +39,7 @@ ORIGIN = "imported trace"
 NO_OUTPUT = "the trace's TOOL span carries no output.value: what the tool returned is unknown"
 
 
-def _arguments(text: str) -> dict[str, Any]:
+def _arguments(text: str) -> ToolArguments:
     try:
         value = json.loads(text)
     except ValueError:
@@ -88,7 +88,7 @@ def import_trace(store: Store, trace: ForeignTrace, *, settings: Settings, rules
                             None)
     source = {"trace": {"origin": ORIGIN, "service_name": trace.service_name, "trace_id": trace.trace_id,
                         "answer_form": form, "span_ids": [c.span_id for c in trace.tool_calls]}}
-    trigger = {"kind": "otlp_trace", "service_name": trace.service_name, "trace_id": trace.trace_id}
+    trigger: Trigger = {"kind": "otlp_trace", "service_name": trace.service_name, "trace_id": trace.trace_id}
     return import_bundle(store, bundle, settings=settings, rules=rules, provider=provider, origin=origin, source=source,
                          trigger=trigger, trigger_key=_trace_key(trace.trace_id))
 

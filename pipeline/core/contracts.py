@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+from typing import Annotated, Any, ClassVar, Literal, Required, TypeAlias, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -717,3 +717,29 @@ class LlmCallRecord(_Model):
         return self.model_copy(update={"messages": redact_value(self.messages), "raw_response": redact(self.raw_response),
                                        "error": redact(self.error) if self.error else self.error})
 
+
+# --- what brought a session (its `trigger` column) ------------------------------------------------
+
+
+class TriggerAlert(TypedDict):
+    """One firing alert of the Alertmanager group a session was asked for."""
+
+    fingerprint: str
+    alertname: str | None
+    service: str | None
+    severity: str | None
+    description: str | None
+    startsAt: str | None
+
+
+class Trigger(TypedDict, total=False):
+    """Who asked: a person ("manual"), an Alertmanager group (its receiver, key, first start and
+    alerts) or a foreign OpenTelemetry trace (its service and trace id)."""
+
+    kind: Required[Literal["manual", "alertmanager", "otlp_trace"]]
+    receiver: str
+    group_key: str
+    starts_at: str | None
+    alerts: list[TriggerAlert]
+    service_name: str
+    trace_id: str

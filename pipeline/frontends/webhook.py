@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pipeline.bundles.trace_import import ForeignTrace, Span
 from pipeline.core.config import Settings, WebhookSettings
+from pipeline.core.contracts import Trigger
 from pipeline.core.errors import BundleError, ConfigError
 from pipeline.jobs import JobQueue, submit_job, submit_session
 from pipeline.store import Store
@@ -115,12 +116,12 @@ def question_for(firing: list[Alert]) -> str:
     return f"Alertmanager: {'; '.join(parts)}{more}.{since} what is going on?"
 
 
-def trigger_for(group: AlertGroup, firing: list[Alert]) -> tuple[dict[str, Any], str]:
+def trigger_for(group: AlertGroup, firing: list[Alert]) -> tuple[Trigger, str]:
     """The trigger record of the session and its dedup key (group key + firing fingerprints)."""
     fingerprints = sorted(a.fingerprint for a in firing)
     key = hashlib.sha256(json.dumps([group.groupKey, fingerprints]).encode()).hexdigest()[:32]
     start = _first_start(firing)
-    trigger = {
+    trigger: Trigger = {
         "kind": "alertmanager", "receiver": group.receiver, "group_key": group.groupKey,
         "starts_at": start.isoformat() if start else None,
         "alerts": [{"fingerprint": a.fingerprint, "alertname": a.labels.get("alertname"), "service": _service(a),

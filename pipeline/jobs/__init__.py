@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from pipeline.core.config import Settings
+from pipeline.core.contracts import Trigger
 from pipeline.core.errors import ConfigError
 from pipeline.jobs.records import create_job
 from pipeline.store import Store
@@ -53,7 +54,7 @@ def pg_module() -> Any:
 
 
 def submit_session(queue: JobQueue, settings: Settings, store: Store, question: str, *,
-                   world_id: str | None = None, trigger: dict[str, Any] | None = None,
+                   world_id: str | None = None, trigger: Trigger | None = None,
                    trigger_key: str | None = None) -> str:
     """Queue a diagnosis session; returns its id (the row exists, status `queued`)."""
     from pipeline.core.errors import InputError

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from pipeline.core.contracts import Trigger
 from pipeline.core.errors import NotFound, StoreError
 from pipeline.store.repo import Store
 from pipeline.store.schema import DiagnosisSession, JobRow, SessionEventRow
@@ -41,7 +42,7 @@ def _reading(store: Store) -> AbstractContextManager[Session]:
 
 
 def enqueue_session(store: Store, *, question: str, world: str | None, shape: str, provider: str, model: str,
-                    trigger: dict[str, Any], trigger_key: str | None = None, rerun_of: str | None = None,
+                    trigger: Trigger, trigger_key: str | None = None, rerun_of: str | None = None,
                     owned: bool) -> str:
     """A `queued` session row. `owned`: the submitting process will run it itself (the in-process
     pool), so it heartbeats the row and the reaper may take it if that process dies. A row queued

@@ -35,6 +35,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.trace import Status, StatusCode
 
 from pipeline.core.config import Settings
+from pipeline.core.contracts import Trigger
 from pipeline.store import Store
 from pipeline.store.record import SessionRecord, read_session
 from pipeline.text.redact import safe_url
@@ -110,7 +111,7 @@ def _ns(at: datetime) -> int:
     return int(at.timestamp() * 1e9)
 
 
-def trace_session(provider: TracerProvider, rec: SessionRecord, trigger: dict[str, Any] | None = None,
+def trace_session(provider: TracerProvider, rec: SessionRecord, trigger: Trigger | None = None,
                   rules_version: int | None = None) -> None:
     """Emit `rec` as one trace through `provider` (exported in the background)."""
     tracer = provider.get_tracer("evidence-workbench")
@@ -124,7 +125,7 @@ def trace_session(provider: TracerProvider, rec: SessionRecord, trigger: dict[st
         "workbench.verdict": rec.verdict or "", "workbench.groundedness": rec.groundedness or 0.0,
         "workbench.failed_rules": rec.failed_rules, "workbench.provider": rec.provider,
         "workbench.model": rec.model, "workbench.rounds": rec.rounds,
-        "workbench.trigger": (trigger or {}).get("kind", "manual"),
+        "workbench.trigger": trigger["kind"] if trigger else "manual",
         A.LLM_TOKEN_COUNT_PROMPT: rec.prompt_tokens, A.LLM_TOKEN_COUNT_COMPLETION: rec.completion_tokens,
     }
     if rules_version is not None:
