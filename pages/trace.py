@@ -7,6 +7,7 @@ import json
 import streamlit as st
 
 from pages._ui import frame, i18n, identity, markup, reads, widgets
+from pipeline.core.errors import WorkbenchError, one_line
 from pipeline.core.messages import guard_kind
 from pipeline.frontends.views import highlight
 from pipeline.frontends.views import trace as trace_view
@@ -262,7 +263,13 @@ def _save(sid: str, claim_id: str | None, label: str, reviewer: str, note_key: s
         st.session_state["trace_review_flash"] = ("warning", i18n.t("common.need_name"))
         return
     note = str(st.session_state.get(note_key) or "")
-    reads.store().add_review(session_id=sid, label=label, reviewer=reviewer, note=note, claim_id=claim_id)
+    try:
+        reads.store().add_review(session_id=sid, label=label, reviewer=reviewer, note=note, claim_id=claim_id)
+    except WorkbenchError as exc:
+        # A callback runs before the page, outside run_app's message box: the refusal (a
+        # read-only store, a full disk) is this panel's one-line notice, not a traceback.
+        st.session_state["trace_review_flash"] = ("error", markup.md(one_line(exc)))
+        return
     reads.refresh_session_reads(sid)
     st.session_state[note_key] = ""
     st.session_state["trace_review_flash"] = ("success", i18n.t("common.saved_as", label=label,
@@ -289,7 +296,7 @@ def review_panel(url: str, r: SessionRecord, queue: list[trace_view.ClaimCard]) 
         reviewer = identity.reviewer_name("reviewer")
     flash = st.session_state.pop("trace_review_flash", None)
     if flash:
-        (st.success if flash[0] == "success" else st.warning)(flash[1])
+        {"success": st.success, "warning": st.warning, "error": st.error}[flash[0]](flash[1])
     if not queue:
         info_col.caption(i18n.t("ask.none"))
         return None

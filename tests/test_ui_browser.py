@@ -6,6 +6,7 @@ Screenshots of every page go to tests/screenshots/ (gitignored) for a person to 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import re
 import shutil
@@ -55,16 +56,18 @@ _STOPPED: set[str] = set()
 
 
 @contextlib.contextmanager
-def _streamlit(home: Path) -> Iterator[str]:
-    """A streamlit server on a free port with its own workbench home; yields its base URL."""
+def _streamlit(home: Path, *, prefix: tuple[str, ...] = (), log_dir: Path | None = None) -> Iterator[str]:
+    """A streamlit server on a free port with its own workbench home, started under `prefix`
+    (a command that runs the rest) and logging to `log_dir` (the home by default); yields its base URL."""
     require(Path(CHROMIUM).exists() or bool(shutil.which("chromium")), "Chromium (/usr/bin/chromium)")
     port = _free_port()
     env = {k: v for k, v in os.environ.items()
            if k not in ("DATABASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "WORKBENCH_PROVIDER", "WORKBENCH_MODEL")}
     env.update(WORKBENCH_HOME=str(home), WORKBENCH_CONFIG=str(home / "no-config.yaml"))
-    with open(home / "streamlit.log", "wb") as log:
+    log_file = (log_dir or home) / "streamlit.log"
+    with open(log_file, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
+            [*prefix, sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
              "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
@@ -79,8 +82,7 @@ def _streamlit(home: Path) -> Iterator[str]:
                 except OSError:
                     pass
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("streamlit did not start: "
-                                + (home / "streamlit.log").read_text(errors="replace")[-2000:])
+                    pytest.fail("streamlit did not start: " + log_file.read_text(errors="replace")[-2000:])
                 time.sleep(0.3)
             yield base
         finally:
@@ -170,6 +172,83 @@ def test_a_reviewer_deep_links_labels_claims_by_keyboard_and_finds_the_queue(
     with _streamlit(home) as base:
         _review_in_a_browser(base, home, weak, page)
         page.goto("about:blank")  # else the page reports the stopped server in its console
+
+
+def test_every_page_opens_on_a_read_only_store_and_a_refused_write_says_why(
+        tmp_path: Path, page, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store whose directory and files are read-only (a mounted backup, a copy for audit)."""
+    home = tmp_path / "ro"
+    home.mkdir()
+    _, weak = _seed_reviewer_work(home, monkeypatch)
+    gc.collect()  # the seeding stores' connections close, merging their log into the file
+    prefix: tuple[str, ...] = ()
+    if os.geteuid() == 0:
+        # root ignores file modes; without these capabilities it obeys them like any user.
+        require(shutil.which("setpriv") is not None, "setpriv (util-linux)")
+        caps = "-dac_override,-dac_read_search,-fowner"
+        prefix = ("setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}")
+    files = sorted(os.listdir(home))
+    for name in files:
+        (home / name).chmod(0o444)
+    home.chmod(0o555)
+    pg = page
+    try:
+        with _streamlit(home, prefix=prefix, log_dir=tmp_path) as base:
+            for path, name in [("/", "ask"), (f"/trace?session={weak}", "trace"), ("/rules", "rules"),
+                               ("/sessions", "sessions"), ("/eval", "eval")]:
+                pg.goto(base + path)
+                pg.get_by_role("heading", name=tr(f"{name}.title", "en")).wait_for()
+                _settled(pg)
+                _shot(pg, f"read-only-{name}")
+                _no_traceback(pg, name)
+            # Writes: asking stores a session, a label a review, Apply a rules version.
+            pg.goto(base + "/")
+            pg.get_by_role("button", name="Why does the payment API time out since 10:00?").click()
+            _refused(pg, "read-only-ask-refused")
+
+            pg.goto(f"{base}/trace?session={weak}&reviewer=ann")
+            pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
+            _settled(pg)
+            pg.get_by_role("heading", name=tr("trace.title", "en")).click()
+            pg.keyboard.press("4")
+            _refused(pg, "read-only-label-refused")
+
+            pg.goto(base + "/eval")
+            pg.get_by_role("button", name=tr("eval.run", "en")).click()
+            _refused(pg, "read-only-eval-refused")
+
+            # A read: the impact preview replays the stored sessions.
+            pg.goto(base + "/rules")
+            pg.get_by_role("heading", name=tr("rules.title", "en")).wait_for()
+            _settled(pg)
+            pg.get_by_role("button", name=tr("rules.preview", "en")).click()
+            pg.get_by_text("Sessions replayed").wait_for()
+            _settled(pg)
+            _shot(pg, "read-only-rules-preview")
+            _no_traceback(pg, "rules preview")
+            pg.goto("about:blank")
+    finally:
+        home.chmod(0o755)
+        for name in files:
+            (home / name).chmod(0o644)
+    assert sorted(os.listdir(home)) == files, "the pages wrote beside the database"
+
+
+def _no_traceback(pg, where: str) -> None:
+    body = pg.inner_text("body")
+    assert pg.locator("[data-testid=stException]").count() == 0 and "Traceback" not in body, (where, body[:2000])
+
+
+def _refused(pg, shot: str) -> None:
+    """The write refused in one line naming the cause, and nothing else broken."""
+    _settled(pg)
+    alerts = pg.locator("[data-testid=stAlert] [data-testid=stMarkdownContainer]").filter(
+        has_text="attempt to write a readonly database")
+    notices = alerts.all_inner_texts()  # the text, without an icon's name
+    assert len(notices) == 1 and "\n" not in notices[0].strip(), (shot, notices)
+    alerts.first.scroll_into_view_if_needed()
+    _shot(pg, shot)
+    _no_traceback(pg, shot)
 
 
 def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
