@@ -10,7 +10,7 @@ import streamlit as st
 from pages._ui import frame, i18n, markup, reads, widgets
 from pipeline.core.errors import WorkbenchError
 from pipeline.core.events import StreamProgress
-from pipeline.core.messages import render, value_name
+from pipeline.core.messages import render
 from pipeline.frontends.views import ask as ask_view
 from pipeline.frontends.views import trace as trace_view
 from pipeline.jobs import submit_rerun, submit_session
@@ -68,7 +68,6 @@ class Progress:
         self.tools: Any = None
         self.tool_count = 0
         self.streaming: Any = None  # one line, rewritten as a stage's reply streams in
-        self.lang = i18n.lang()
 
     def on_progress(self, data: dict[str, Any]) -> None:
         if self.streaming is None:
@@ -85,7 +84,7 @@ class Progress:
 
     def on_session(self, data: dict[str, Any]) -> None:
         st.caption(markup.md(i18n.t("common.session") + f" {data['session_id']} · {data.get('world') or '-'} · "
-                             f"{value_name(str(data.get('provider')), self.lang)} · {value_name(str(data.get('shape')), self.lang)}"))
+                             f"{i18n.value(data.get('provider'))} · {i18n.value(data.get('shape'))}"))
 
     def on_planner(self, data: dict[str, Any]) -> None:
         plan = data.get("plan") or {}
@@ -170,12 +169,18 @@ def follow(session_id: str) -> None:
         for event_id, stage, data in events(store, session_id, after=seen):
             progress(stage, data)
             seen = event_id
-            # Each new box is brought into view as it is drawn: the boxes grow below the fold.
-            markup.scroll_here(f"wb-progress-{event_id}", f"{session_id} {event_id}", block="end")
+            # Each new box is brought into view as it is drawn (the boxes grow below the fold), unless
+            # the answer is drawn: the last boxes and the answer can reach the browser together.
+            markup.scroll_here(f"wb-progress-{event_id}", f"{session_id} {event_id}", block="end",
+                               unless=_answer_once(session_id))
         if row is None or row["status"] not in ("queued", "running"):
             break
         time.sleep(FOLLOW_POLL_S)
     reads.refresh_session_reads(session_id)
+
+
+def _answer_once(session_id: str) -> str:
+    return f"answer {session_id}"
 
 
 def interrupted(session_id: str, error: str) -> None:
@@ -199,7 +204,7 @@ def answer(session_id: str) -> None:
         return
     view = ask_view.answer_view(r)
     st.divider()
-    markup.scroll_here("wb-answer", f"answer {session_id}")
+    markup.scroll_here("wb-answer", _answer_once(session_id))
     head, link = st.columns([3, 2])
     with head:
         st.subheader(i18n.t("ask.answer"))

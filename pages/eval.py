@@ -15,7 +15,7 @@ import streamlit as st
 from pages._ui import frame, i18n, identity, markup, reads, widgets
 from pipeline.eval import history
 from pipeline.eval.history import ActiveRun, EvalRun
-from pipeline.eval.runner import described
+from pipeline.eval.runner import described, failure_lines
 from pipeline.jobs import submit_job
 from pipeline.jobs.records import request_cancel
 
@@ -159,7 +159,7 @@ def results(run: EvalRun) -> None:
             link = f"trace?{urlencode({'session': r['session_id'], 'lang': i18n.lang()})}"
             name = f'<a href="{markup.esc(link)}" target="_self">{name}</a>'
         body.append([name, markup.esc(i18n.value("pass" if r["passed"] else "fail")), markup.esc(r.get("verdict") or ""),
-                     "<br>".join(markup.esc(f) for f in r["failures"]),
+                     "<br>".join(markup.esc(f) for f in failure_lines(r, i18n.lang())),
                      markup.esc(_expected(r["expected"])), markup.esc(described(r, i18n.lang()))])
     _table(("fixture", "result", "verdict", "failures", "expected", "description"), body, "wb-eval")
     st.caption(i18n.t("eval.open_hint"))
@@ -188,7 +188,7 @@ def comparison(runs: list[EvalRun]) -> None:
     st.caption(i18n.t("eval.changed", n=sum(c.changed for c in changes)))
     _table(("fixture", "changed", "before", "after", "failures after"),
            [[markup.esc(c.name), "≠" if c.changed else "", markup.esc(_outcome(c.before)), markup.esc(_outcome(c.after)),
-             "<br>".join(markup.esc(f) for f in (c.after or {}).get("failures") or [])] for c in changes], "wb-diff")
+             "<br>".join(markup.esc(f) for f in failure_lines(c.after or {}, i18n.lang()))] for c in changes], "wb-diff")
 
 
 def body(source: str) -> None:

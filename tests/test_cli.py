@@ -74,6 +74,21 @@ def test_show_renders_the_audit_chain(capsys: pytest.CaptureFixture[str]) -> Non
     assert run(capsys, "show", "s-nope")[0] == 2
 
 
+def test_show_speaks_the_readers_language(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Statuses in words with their ids beside them: from --lang, else a locale naming zh or en,
+    else the settings' ui.language."""
+    sid = ask_json(capsys)["session_id"]
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    out = run(capsys, "show", sid)[1]
+    assert f"session {sid}  (已完成 (completed)," in out and "-> 正常 (ok)" in out
+    assert f"session {sid}  (completed," in run(capsys, "show", sid, "--lang", "en")[1]
+    monkeypatch.setenv("LANG", "C.UTF-8")  # names no language: the settings decide
+    monkeypatch.setenv("WORKBENCH_UI__LANGUAGE", "zh")
+    assert "(已完成 (completed)," in run(capsys, "show", sid)[1]
+
+
 def test_export_import_check_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     sid = ask_json(capsys)["session_id"]
     code, out, _ = run(capsys, "export", sid)

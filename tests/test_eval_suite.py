@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipeline.core.config import Settings
-from pipeline.eval.runner import format_table, load_fixtures, run_suite
+from pipeline.eval.runner import failure_lines, format_table, load_fixtures, run_suite
 from pipeline.store import SessionFilter, Store
 
 
@@ -29,3 +29,10 @@ def test_a_failing_expectation_is_reported(settings: Settings, store: Store, tmp
     assert any("payment-service" in f for f in results[0].failures)
     assert any(f.startswith("coverage payment-service/memory is not asked") for f in results[0].failures)
     assert any(f.startswith("lead “Most likely cause") for f in results[0].failures)
+    # In Chinese on the Eval page and `workbench eval --lang zh`, each with the `expect:` key it checks.
+    zh = failure_lines(results[0].as_dict(), "zh")
+    assert "问题没有问及 payment-service/memory，预期其覆盖状态为健康 (coverage)" in zh
+    assert any(line.startswith("判定为 ") and line.endswith("预期为 REJECT (verdict)") for line in zh), zh
+    assert "    - 问题没有问及 payment-service/memory" in format_table(results, "zh")
+    # A run stored before failures had messages shows them as they were written.
+    assert failure_lines({"failures": ["verdict PASS != REJECT"]}, "zh") == ["verdict PASS != REJECT"]

@@ -83,11 +83,15 @@ def segments_html(segments: Iterable[tuple[str, str]]) -> str:
     return "".join(out)
 
 
-def scroll_here(anchor: str, once_per: str, block: str = "start") -> None:
+def scroll_here(anchor: str, once_per: str, block: str = "start", unless: str | None = None) -> None:
     """An anchor at this point of the page, scrolled into view when first drawn ("start": to the
     top of the window, "end": the bottom). `once_per` (an id) makes the script new for each thing
-    worth a scroll and the same on reruns that should not jump."""
-    st.html(f"<div id='{esc(anchor)}'></div><script>/* {esc(once_per)} */ "
+    worth a scroll and the same on reruns that should not jump. `unless`: the `once_per` of an
+    anchor that wins when both are on the page; the browser runs the scripts of one batch of
+    elements in the page's order, not in the order they were drawn, so a later scroll that
+    stands higher on the page would otherwise lose to the one below it."""
+    guard = f"!document.querySelector('[data-once=\"{esc(unless)}\"]') && " if unless else ""
+    st.html(f"<div id='{esc(anchor)}' data-once='{esc(once_per)}'></div><script>/* {esc(once_per)} */ {guard}"
             f"document.getElementById('{esc(anchor)}')?.scrollIntoView({{block: '{esc(block)}', behavior: 'smooth'}});"
             "</script>", unsafe_allow_javascript=True)
 

@@ -132,6 +132,8 @@ def _param(name: str, value: Param, lang: Lang) -> Param:
         return symptom_name(value, lang)
     if name in _VALUE_PARAMS and isinstance(value, str):  # "unsupported" -> "无证据支持", "yes_no" -> "是否"
         return value_name(value, lang)
+    if name == "wanted" and isinstance(value, str):  # what an eval fixture expects: "pass, warn"
+        return ("、" if lang == "zh" else ", ").join(value_name(v, lang) for v in value.split(", "))
     if name == "backends" and isinstance(value, str) and lang == "zh":  # "bundled logs, loki alerts"
         return "、".join(_CJK_GAP.sub("", " ".join(value_name(w, lang) for w in part.split()))
                         for part in value.split(", "))

@@ -25,6 +25,7 @@ from typing_extensions import TypedDict
 from pipeline.core.config import Settings
 from pipeline.core.contracts import Verdict
 from pipeline.core.errors import ConfigError, WorkbenchError
+from pipeline.core.messages import Message, msg, render
 from pipeline.gatekeeper import RuleSet
 from pipeline.runs.session import SessionFailed, SessionResult, run_session
 from pipeline.store import Store
@@ -74,7 +75,10 @@ class EvalResult:
     name: str
     description: str
     passed: bool
-    failures: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # in English, as the CLI and runs before messages had them
+    # The same failures as messages (code, params): shown in the reader's language, the expectation
+    # they check beside them (`failure_lines`).
+    failure_msgs: list[dict[str, Any]] = field(default_factory=list)
     session_id: str | None = None
     verdict: Verdict | None = None
     expected: Expectation = field(default_factory=Expectation)
@@ -82,6 +86,16 @@ class EvalResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def failure_lines(result: Mapping[str, Any], lang: str) -> list[str]:
+    """A stored result's failures in `lang`, each followed by the fixture's `expect:` key it checks
+    ("判定为 PASS，预期为 REJECT (verdict)"); a run stored before failures had messages shows them as written."""
+    texts: list[str] = list(result.get("failures") or [])
+    msgs: list[dict[str, Any]] = list(result.get("failure_msgs") or [])
+    if len(msgs) != len(texts):
+        return texts
+    return [f"{render(Message.model_validate(m), lang)} ({m['code'].split('.')[2]})" for m in msgs]
 
 
 def described(result: Mapping[str, Any], lang: str) -> str:
@@ -115,70 +129,92 @@ def _settings_for(base: Settings, fixture: Fixture, script_dir: Path) -> Setting
     return Settings.model_validate(data)
 
 
-def _check(expect: Expectation, result: SessionResult, settings: Settings, world_id: str) -> list[str]:
+def _ids(value: Any) -> str:
+    """An expectation's or an outcome's value as a message parameter: a list as "a, b", none as "-"."""
+    values = value if isinstance(value, list) else [value]
+    return ", ".join(str(v) for v in values if v is not None) or "-"
+
+
+def _check(expect: Expectation, result: SessionResult, settings: Settings, world_id: str) -> list[Message]:
+    """The failed expectations, each a message whose code names the `expect:` key it checks."""
     ev = result.evaluation
-    fails: list[str] = []
+    fails: list[Message] = []
     claims = {c.key: c for c in ev.output.claim_objects()} if ev.output is not None else {}
 
-    def want(cond: bool, message: str) -> None:
+    def want(cond: bool, message: Message) -> None:
         if not cond:
             fails.append(message)
 
     if "parse_status" in expect:
         want(ev.parse_status.status == expect["parse_status"],
-             f"parse_status {ev.parse_status.status} != {expect['parse_status']}")
+             msg("eval.fail.parse_status", said=ev.parse_status.status, wanted=_ids(expect["parse_status"])))
     if "gatekeeper_status" in expect:
         allowed = expect["gatekeeper_status"]
         allowed = allowed if isinstance(allowed, list) else [allowed]
-        want(ev.gatekeeper_result.status in allowed, f"gatekeeper_status {ev.gatekeeper_result.status} not in {allowed}")
+        want(ev.gatekeeper_result.status in allowed,
+             msg("eval.fail.gatekeeper_status", said=ev.gatekeeper_result.status, wanted=_ids(allowed)))
     for rule in expect.get("failed_rules", []):
-        want(rule in ev.gatekeeper_result.failed_rules, f"rule {rule} did not fail ({ev.gatekeeper_result.failed_rules})")
+        want(rule in ev.gatekeeper_result.failed_rules,
+             msg("eval.fail.failed_rules", rule=rule, failed=_ids(ev.gatekeeper_result.failed_rules)))
     for rule in expect.get("rules_not_failed", []):
-        want(rule not in ev.gatekeeper_result.failed_rules, f"rule {rule} failed but must not")
+        want(rule not in ev.gatekeeper_result.failed_rules, msg("eval.fail.rules_not_failed", rule=rule))
     checks = {c.claim_id: c.verification for c in ev.verifier_output.claim_checks}
     for claim_id, allowed in (expect.get("claim_verifications") or {}).items():
         allowed = allowed if isinstance(allowed, list) else [allowed]
-        want(checks.get(claim_id) in allowed, f"{claim_id} verified {checks.get(claim_id)}, expected one of {allowed}")
+        want(checks.get(claim_id) in allowed,
+             msg("eval.fail.claim_verifications", claim=claim_id, said=_ids(checks.get(claim_id)), wanted=_ids(allowed)))
+    verdict = _ids(result.verdict)
     if "verdict" in expect:
-        want(result.verdict == expect["verdict"], f"verdict {result.verdict} != {expect['verdict']}")
+        want(result.verdict == expect["verdict"], msg("eval.fail.verdict", said=verdict, wanted=_ids(expect["verdict"])))
     if "verdict_in" in expect:
-        want(result.verdict in expect["verdict_in"], f"verdict {result.verdict} not in {expect['verdict_in']}")
+        want(result.verdict in expect["verdict_in"],
+             msg("eval.fail.verdict_in", said=verdict, wanted=_ids(expect["verdict_in"])))
     if "verdict_not" in expect:
-        want(result.verdict != expect["verdict_not"], f"verdict must not be {expect['verdict_not']}")
+        want(result.verdict != expect["verdict_not"], msg("eval.fail.verdict_not", said=verdict))
     if "max_groundedness" in expect:
         want(ev.verifier_output.groundedness_score <= expect["max_groundedness"],
-             f"groundedness {ev.verifier_output.groundedness_score} > {expect['max_groundedness']}")
+             msg("eval.fail.max_groundedness", score=ev.verifier_output.groundedness_score,
+                 limit=expect["max_groundedness"]))
     if "composer_guard" in expect:
         want(ev.composer_guard.status == expect["composer_guard"],
-             f"composer guard {ev.composer_guard.status} != {expect['composer_guard']}")
+             msg("eval.fail.composer_guard", said=ev.composer_guard.status, wanted=_ids(expect["composer_guard"])))
     # Law 8: each asked (service, symptom) pair's coverage ("order-service/memory: healthy"; "*"
     # for a question naming no service), and how the answer's first sentence opens and what it says.
     got = {f"{c.service or '*'}/{c.symptom}": c.status for c in ev.round_audit.question_coverage}
     for pair, status in (expect.get("coverage") or {}).items():
-        want(got.get(pair) == status, f"coverage {pair} is {got.get(pair, 'not asked')}, expected {status} ({got})")
+        want(got.get(pair) == status,
+             msg("eval.fail.coverage", pair=pair, said=got[pair], wanted=status) if pair in got
+             else msg("eval.fail.coverage.not_asked", pair=pair, wanted=status))
     # The form row: whether the question was answered in its form, and a yes/no's answer.
     form = ev.round_audit.question_form_coverage
     for key, value in (expect.get("form") or {}).items():
         said = getattr(form, key, None) if form is not None else None
-        want(said == value, f"form {key} is {said}, expected {value}")
+        want(said == value, msg("eval.fail.form", key=key, said=_ids(said), wanted=_ids(value)))
     lead = ev.composer_output.answer_summary
     if "lead_starts_with" in expect:
-        want(lead.startswith(expect["lead_starts_with"]), f"lead “{lead[:160]}” does not start with "
-                                                             f"“{expect['lead_starts_with']}”")
+        want(lead.startswith(expect["lead_starts_with"]),
+             msg("eval.fail.lead_starts_with", lead=lead[:160], text=expect["lead_starts_with"]))
     for text in expect.get("lead_contains", []):
-        want(text in lead, f"lead “{lead[:160]}” does not say “{text}”")
+        want(text in lead, msg("eval.fail.lead_contains", lead=lead[:160], text=text))
     answer = normalize(result.final_answer)
     for text in expect.get("answer_must_not_contain", []):
-        want(normalize(text) not in answer, f"final answer contains forbidden “{text}”")
+        want(normalize(text) not in answer, msg("eval.fail.answer_must_not_contain", text=text))
     if expect.get("root_cause_kept_to_hypotheses"):
         truth = world_by_id(settings.incidents_dir, world_id).ground_truth()
         service = truth["root_cause_service"]
         hypotheses = " ".join(h.hypothesis_text for h in ev.composer_input.allowed_hypotheses)
-        want(service in hypotheses, f"no allowed hypothesis names the root-cause service {service}")
+        want(service in hypotheses, msg("eval.fail.root_cause_kept_to_hypotheses", service=service))
         if not truth.get("directly_evidenced"):
             root_claims = [cid for cid, c in claims.items() if c.claim_type == "root_cause"]
-            want(not root_claims, f"root cause stated as claim(s) {root_claims} though not directly evidenced")
+            want(not root_claims, msg("eval.fail.root_cause_kept_to_hypotheses.claimed", claims=_ids(root_claims)))
     return fails
+
+
+def _failed(result: EvalResult, messages: list[Message]) -> EvalResult:
+    result.failures = [render(m, "en") for m in messages]
+    result.failure_msgs = [m.model_dump() for m in messages]
+    result.passed = not messages
+    return result
 
 
 def run_fixture(fixture: Fixture, *, settings: Settings, store: Store, rules: RuleSet | None,
@@ -193,18 +229,14 @@ def run_fixture(fixture: Fixture, *, settings: Settings, store: Store, rules: Ru
                           world_id=fixture.get("incident"), rules=rules)
     except SessionFailed as exc:
         result.session_id = exc.session_id
-        result.failures = [f"session failed: {exc}"]
-        return result
+        return _failed(result, [msg("eval.fail.session", error=str(exc))])
     except (WorkbenchError, ValueError) as exc:
-        result.failures = [f"fixture cannot run: {exc}"]
-        return result
+        return _failed(result, [msg("eval.fail.fixture", error=str(exc))])
     result.session_id, result.verdict = run.session_id, run.verdict
     # Labelled so the fixture's (mostly deliberately bad) sessions stay out of the unreviewed queue,
     # yet remain stored and traceable from the Eval page.
     store.add_review(session_id=run.session_id, label="eval_fixture", reviewer="workbench eval", note=name)
-    result.failures = _check(expect, run, fixture_settings, fixture.get("incident") or run.world or "")
-    result.passed = not result.failures
-    return result
+    return _failed(result, _check(expect, run, fixture_settings, fixture.get("incident") or run.world or ""))
 
 
 def iter_suite(settings: Settings, rules: RuleSet | None, store: Store) -> Iterator[tuple[EvalResult, int]]:
@@ -220,12 +252,13 @@ def run_suite(settings: Settings, rules: RuleSet | None = None, store: Store | N
     return [result for result, _ in iter_suite(settings, rules, store or Store(settings.db_url))]
 
 
-def format_table(results: list[EvalResult]) -> str:
+def format_table(results: list[EvalResult], lang: str = "en") -> str:
+    """The suite's results for a terminal; each failure in `lang` with the expectation it checks."""
     width = max((len(r.name) for r in results), default=10)
     lines = [f"{'fixture':<{width}}  result  verdict     session"]
     for r in results:
         lines.append(f"{r.name:<{width}}  {'pass' if r.passed else 'FAIL':<6}  {r.verdict or '-':<10}  {r.session_id or '-'}")
-        lines += [f"{'':<{width}}    - {f}" for f in r.failures]
+        lines += [f"{'':<{width}}    - {f}" for f in failure_lines(r.as_dict(), lang)]
     passed = sum(r.passed for r in results)
     lines.append(f"{passed}/{len(results)} fixtures passed")
     return "\n".join(lines)

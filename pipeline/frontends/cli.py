@@ -44,6 +44,17 @@ def _rules(args: argparse.Namespace, settings: Settings) -> Any:
     return rules_in_force(settings, Store(settings.db_url))[0]
 
 
+def _lang(args: argparse.Namespace, settings: Settings) -> str:
+    """The reader's language: --lang, else a locale that names Chinese or English (LC_ALL,
+    LC_MESSAGES, LANG, the first one set, as gettext reads them), else the settings' ui.language."""
+    if getattr(args, "lang", None):
+        return str(args.lang)
+    locale = next((os.environ[k] for k in ("LC_ALL", "LC_MESSAGES", "LANG") if os.environ.get(k)), "")
+    if locale.startswith(("zh", "en")):
+        return locale[:2]
+    return settings.ui.language
+
+
 def _print_json(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
@@ -104,7 +115,8 @@ def _sample(settings: Settings, world_id: str | None, lang: str) -> dict[str, st
 def cmd_show(args: argparse.Namespace) -> int:
     from pipeline.frontends.report import render_trace
 
-    print(render_trace(Store(_settings(args).db_url), args.session_id, getattr(args, "lang", "en")))
+    settings = _settings(args)
+    print(render_trace(Store(settings.db_url), args.session_id, _lang(args, settings)))
     return 0
 
 
@@ -265,7 +277,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         _print_json([r.as_dict() for r in results])
     else:
-        print(format_table(results))
+        print(format_table(results, _lang(args, settings)))
         print(f"stored as eval run {run_id}; `workbench eval --history` lists the runs")
     return 0 if all(r.passed for r in results) else 1
 
@@ -362,8 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("session_id", type=encodable, help="a session id (see `workbench sessions`)")
         sp.set_defaults(func=func)
         if name == "show":
-            sp.add_argument("--lang", choices=["en", "zh"], default="en",
-                            help="language of the engine's messages (reasons, findings, coverage)")
+            sp.add_argument("--lang", choices=["en", "zh"],
+                            help="language of the statuses and the engine's messages (default: $LANG if it names "
+                                 "zh or en, else ui.language)")
         else:
             sp.add_argument("--otlp", action="store_true",
                             help="send the session as an OpenTelemetry trace to the configured OTLP endpoint instead")
@@ -391,6 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="print the results as JSON")
     ev.add_argument("--history", action="store_true", help="list the stored eval runs instead of running")
     ev.add_argument("--who", help="who ran it, kept with the run (default: the login name)")
+    ev.add_argument("--lang", choices=["en", "zh"],
+                    help="language of the failure reasons (default: $LANG if it names zh or en, else ui.language)")
     ev.set_defaults(func=cmd_eval)
 
     demo = sub.add_parser("demo", help="store the sample set: sessions of every verdict with claims to review")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pipeline.core.messages import localized
+from pipeline.core.messages import localized, value_name
 from pipeline.frontends.views.trace import verdict_reasons
 from pipeline.store import Store
 from pipeline.store.record import SessionRecord, read_session, verdict_text
@@ -14,19 +14,32 @@ def _section(title: str) -> str:
     return f"\n== {title} " + "=" * max(3, 70 - len(title))
 
 
+def _status(value: str | None, lang: str) -> str:
+    """A status id in `lang`'s words with the id beside it where they differ ("未通过 (fail)"): a
+    reader reads the word, a script or a search still finds the id."""
+    if not value:
+        return "-"
+    words = value_name(value, lang)
+    return value if words == value else f"{words} ({value})"
+
+
 def render_trace(store: Store, session_id: str, lang: str = "en") -> str:
     """Raises NotFound for an unknown id."""
     return render_record(read_session(store, session_id), lang)
 
 
 def render_record(r: SessionRecord, lang: str = "en") -> str:
-    """The engine's messages (reasons, findings, coverage) in `lang`; the layout stays English."""
+    """The statuses and the engine's messages (reasons, findings, coverage) in `lang`; the layout's
+    labels stay English, as the field names a script reads them by."""
+
+    def st(value: str | None) -> str:
+        return _status(value, lang)
 
     lines = [
-        f"session {r.id}  ({r.status}, stage {r.stage})",
+        f"session {r.id}  ({st(r.status)}, stage {r.stage})",
         f"question: {r.question}",
         f"world: {r.world or '-'}   shape: {r.shape}   provider: {r.provider} / {r.model}",
-        f"verdict: {verdict_text(r.verdict, r.marks)}   gatekeeper: {r.gatekeeper_status or '-'}   groundedness: {r.groundedness}",
+        f"verdict: {verdict_text(r.verdict, r.marks)}   gatekeeper: {st(r.gatekeeper_status)}   groundedness: {r.groundedness}",
     ]
     if r.error:
         lines.append(f"error: {r.error}")
@@ -42,7 +55,7 @@ def render_record(r: SessionRecord, lang: str = "en") -> str:
     else:
         if ev.composer_guard:
             g = ev.composer_guard
-            lines.append(f"composer guard: {g.status}" + (" (fixed template used)" if g.used_template else ""))
+            lines.append(f"composer guard: {st(g.status)}" + (" (fixed template used)" if g.used_template else ""))
             lines += [f"  - {v.kind}: {v.token}" for v in g.violations]
         lines.append(_section("composer input"))
         if ev.composer_input:
@@ -55,19 +68,19 @@ def render_record(r: SessionRecord, lang: str = "en") -> str:
         lines.append(_section("verifier"))
         lines.append(f"verifier said {ev.verifier_verdict}; final {ev.verdict}; rationale: {ev.rationale}")
         lines += [f"  guard: {reason}" for reason in verdict_reasons(ev, lang)]
-        lines += [f"  {c.claim_id}: {c.verification} - {c.detail}" for c in ev.claim_checks]
-        lines += [f"  digest {d.digest_id}: {d.verification} {d.detail}" for d in ev.digest_checks]
-        lines += [f"  coverage {c.service or '*'}/{c.symptom}: {c.status} {localized(c.detail, c.msg, lang)}"
+        lines += [f"  {c.claim_id}: {st(c.verification)} - {c.detail}" for c in ev.claim_checks]
+        lines += [f"  digest {d.digest_id}: {st(d.verification)} {d.detail}" for d in ev.digest_checks]
+        lines += [f"  coverage {c.service or '*'}/{c.symptom}: {st(c.status)} {localized(c.detail, c.msg, lang)}"
                   for c in ev.question_coverage]
         if ev.question_form_coverage is not None:
             f = ev.question_form_coverage
-            lines.append(f"  form {f.form}: {f.status}{' ' + f.answer if f.answer else ''} (decided by "
+            lines.append(f"  form {f.form}: {st(f.status)}{' ' + f.answer if f.answer else ''} (decided by "
                          f"{f.service or '*'}/{f.symptom}) {localized(f.detail, f.msg, lang)}")
         gate = ev.gatekeeper_result
         lines.append(_section("gatekeeper"))
-        lines.append(f"status {gate.status}; failed {gate.failed_rules}; warnings {gate.warnings}")
+        lines.append(f"status {st(gate.status)}; failed {gate.failed_rules}; warnings {gate.warnings}")
         lines += [f"  {e.rule_id} @ {e.target}: {localized(e.message, e.msg, lang)}" for e in gate.errors]
-        lines.append(_section(f"executor output (parse: {ev.executor_output_parse_status.status})"))
+        lines.append(_section(f"executor output (parse: {st(ev.executor_output_parse_status.status)})"))
     for c in r.claims:
         lines.append(f"  {c.key} [{c.claim_type or ''}/{c.support_level or ''}] {c.claim_text or ''}")
         for b in c.evidence_bindings or ():
@@ -77,7 +90,7 @@ def render_record(r: SessionRecord, lang: str = "en") -> str:
     lines.append(_section("tool invocations"))
     for inv in r.invocations:
         lines.append(f"  #{inv.id} r{inv.round} {inv.model_tool_name} {json.dumps(inv.arguments, ensure_ascii=False)}"
-                     f" -> {inv.status} ({inv.output_bytes} bytes, {inv.latency_ms:.1f} ms)"
+                     f" -> {st(inv.status)} ({inv.output_bytes} bytes, {inv.latency_ms:.1f} ms)"
                      + (f" error: {inv.error}" if inv.error else ""))
     lines.append(_section("llm calls"))
     for call in r.llm_calls:
