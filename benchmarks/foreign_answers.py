@@ -12,7 +12,9 @@ An answer is *flagged* when any of its claims is not verified (the verdict polic
 claim check is not direct_observation / reasonable_inference), a gatekeeper rule fails, or a
 hypothesis is judged overstated_as_fact. Goals: faithful kept (not flagged) >= 95%, each unfaithful
 class caught (flagged) >= 95%, over all answers ("all"); the held-out batch was written after the
-first batch's misses had been fixed in the engine, so its line shows how far those fixes carry.
+first batch's misses had been fixed in the engine, so its line shows how far those fixes carry, and
+held-out-2 likewise after instances were told from services. The last line counts the answers
+whose findings blame the schema (none should: the shape is the prose reader's, not the agent's).
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def cases(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, str], dict[
                 yield "first", world, spec["question"], case
     for spec in doc.get("held-out", []):
         for case in spec["answers"]:
-            yield "held-out", spec["world"], spec["question"], case
+            yield spec.get("batch", "held-out"), spec["world"], spec["question"], case
 
 
 def main() -> int:
@@ -95,6 +97,9 @@ def main() -> int:
     flagged: dict[tuple[str, str], list[bool]] = defaultdict(list)
     verdicts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     misses = []
+    # Every answer here is prose: the schema the gatekeeper reads is this workbench's reading of it,
+    # so a schema finding would blame the agent for a shape it never wrote.
+    schema_blamed = 0
     for n, (batch, world, question, case) in enumerate(cases(yaml.safe_load(SET.read_text(encoding="utf-8"))), 1):
         logs, alerts = tool_outputs(world)
         text = otlp_trace(n, question[case["lang"]], case["text"], logs, alerts)
@@ -104,6 +109,7 @@ def main() -> int:
         bad = (any(c not in VERIFIED for c in checks) or bool(ev.gatekeeper_result.failed_rules)
                or any(h.verification == "overstated_as_fact" for h in ev.verifier_output.hypothesis_checks))
         label = case["label"]
+        schema_blamed += "schema.executor_v2" in ev.gatekeeper_result.failed_rules
         for key in ((batch, label), ("all", label)):
             flagged[key].append(bad)
             verdicts[key][ev.verdict] += 1
@@ -115,6 +121,7 @@ def main() -> int:
         ok &= share >= GOAL or batch != "all"
         what = "kept" if label == "faithful" else "caught"
         print(f"{batch:9} {label:16} n={len(marks):3}  {what} {share:6.1%}  verdicts {dict(verdicts[batch, label])}")
+    print(f"prose answers failing schema.executor_v2: {schema_blamed}")
     if args.show:
         for batch, world, label, text, checks, failed in misses:
             print(f"- [{batch} {label}] {world}: {text}\n    checks {checks} failed {failed}")

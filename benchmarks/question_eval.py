@@ -5,8 +5,10 @@
     python benchmarks/question_eval.py --only gen-001,hand-007 --show   # print the leads
     python benchmarks/question_eval.py --openai-sample 40   # through the openai provider and the stub
 
-The questions are benchmarks/question_set.jsonl (generated from ground truth, question_set.py) and
-benchmarks/question_set_hand.yaml (written by hand in users' words). Each runs as a whole session,
+The questions are benchmarks/question_set.jsonl (generated from ground truth, question_set.py),
+benchmarks/question_set_hand.yaml (written by hand in users' words) and
+benchmarks/question_set_held_out.yaml (yes/no state and involvement questions written by hand and
+never tuned on; its own line in the table shows how far fixes made on the others carry). Each runs as a whole session,
 as `workbench ask --json --world <world>` runs one, on a temporary SQLite store. The answerer under
 test is `pipeline`; the judge below is not: it reads the answer's lead (the first sentence of the
 final answer) with its own words, never with the engine's scope or lexicon code, so a change to the
@@ -48,28 +50,30 @@ HERE = Path(__file__).resolve().parent
 INCIDENTS = HERE.parent / "data" / "incidents"
 SET = HERE / "question_set.jsonl"
 HAND = HERE / "question_set_hand.yaml"
+HELD_OUT = HERE / "question_set_held_out.yaml"
 GOALS = {"agrees": 0.97, "pass_unearned": 0, "healthy_cause": 0}
 
 
-def load_questions(paths: Iterable[Path] = (SET, HAND)) -> list[dict[str, Any]]:
+def load_questions(paths: Iterable[Path] = (SET, HAND, HELD_OUT)) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in paths:
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".jsonl":
             out.extend(json.loads(line) for line in text.splitlines() if line)
         else:
-            out.extend(_hand_question(q) for q in yaml.safe_load(text)["questions"])
+            variant = "held-out" if path == HELD_OUT else "hand"
+            out.extend(_hand_question(q, variant) for q in yaml.safe_load(text)["questions"])
     return out
 
 
-def _hand_question(q: dict[str, Any]) -> dict[str, Any]:
+def _hand_question(q: dict[str, Any], variant: str) -> dict[str, Any]:
     """A hand-written entry with the defaults filled in (it names only what it expects)."""
     exp = {"polarity": None, "absence_means": "no", "cause": "none", "cause_required": False, "symptom": "none", "since": None,
            "pass_allowed": True, **q.get("expected", {})}
     truth = yaml.safe_load((INCIDENTS / q["world"] / "ground_truth.yaml").read_text(encoding="utf-8"))
     world = yaml.safe_load((INCIDENTS / q["world"] / "world.yaml").read_text(encoding="utf-8"))
     involved = {*truth["expected_services"], truth["root_cause_service"]}
-    return {"variant": "hand", "symptom": exp["symptom"], **q, "expected": exp, "involved": sorted(involved),
+    return {"variant": variant, "symptom": exp["symptom"], **q, "expected": exp, "involved": sorted(involved),
             "healthy": sorted(set(world["services"]) - involved)}
 
 
@@ -425,6 +429,11 @@ def table(judged: list[Judgement]) -> str:
     rows = [f"{'form':<11}{'target':<9}{'lang':<5}{'n':>4}{'agrees':>9}{'PASS unearned':>15}{'healthy cause':>15}"]
     for (form, target, lang), f in per_class(judged).items():
         rows.append(f"{form:<11}{target:<9}{lang:<5}{f.n:>4}{f.agrees:>9.0%}{f.pass_unearned:>15}{f.healthy_cause:>15}")
+    for variant in ("hand", "held-out"):
+        part = [j for j in judged if j.variant == variant]
+        if part:
+            f = figures(part)
+            rows.append(f"{'set: ' + variant:<25}{f.n:>4}{f.agrees:>9.1%}{f.pass_unearned:>15}{f.healthy_cause:>15}")
     total = figures(judged)
     rows.append(f"{'all':<25}{total.n:>4}{total.agrees:>9.1%}{total.pass_unearned:>15}{total.healthy_cause:>15}")
     goals = f"goals: agrees >= {GOALS['agrees']:.0%}, PASS unearned 0, healthy cause 0 -> "

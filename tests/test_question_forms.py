@@ -83,6 +83,13 @@ CASES = [
     # a healthy target: no sign, and no cause built from it (a Redis hypothesis filled with its name)
     ("cpu-saturation", "为什么 user-service CPU 很高？", "PASS", "没有发现 user-service CPU 饱和 的迹象：", ""),
     ("cpu-saturation", "What is wrong with user-service?", "PASS", "No sign of a fault in user-service", ""),
+    # a stray record of a healthy service (a transient 500, a reset a retry fixed) is not its state
+    ("redis-latency", "Is user-service down?", "PASS", "No, there is no sustained sign of a fault in user-service", ""),
+    ("cpu-saturation", "notification-service 是不是出故障了？", "PASS", "不是，没有持续的notification-service 故障迹象", ""),
+    # part of the incident: yes only when the cause the evidence gives is about it
+    ("jvm-oom", "Is search-service part of this outage?", "PASS",
+     "No, nothing in the evidence links search-service to this incident", ""),
+    ("redis-latency", "redis-cart 和这次购物车变慢有关系吗？", "PASS", "是的，redis-cart 与这次故障有关", "redis-cart"),
 ]
 
 
@@ -139,6 +146,9 @@ def test_the_lead_answers_the_question_in_its_form(settings: Settings, store: St
      Proposition(kind="cause", subject="api-gateway", target="checkout-service")),
     ("Is pricing-service involved in the checkout-service errors?",
      Proposition(kind="cause", subject="pricing-service", target="checkout-service")),
+    ("Does pricing-service have anything to do with the checkout-service errors?",
+     Proposition(kind="cause", subject="pricing-service", target="checkout-service")),
+    ("pricing-service 跟这次故障有没有关系？", Proposition(kind="cause", subject="pricing-service")),
 ])
 def test_a_yes_no_question_is_read_as_its_proposition(question: str, expected: Proposition) -> None:
     scope = read_scope(question, ["checkout-service", "pricing-service", "coupon-service", "api-gateway"])
@@ -159,6 +169,7 @@ def test_a_scope_stored_before_propositions_still_reads() -> None:
     ("是不是 inventory-service 导致了 order-service 超时？", "yes_no"), ("What does checkout-service log?", "what"),
     ("为什么？", "why"), ("为什么 user-service CPU 很高？", "why"), ("payment-service 的 CPU 没问题吧？", "yes_no"),
     ("user-service 现在正常吗？登录好像没问题", "yes_no"), ("inventory-service keeps freezing, is it a memory leak?", "yes_no"),
+    ("coupon-service restarted once - is it down?", "yes_no"),
 ])
 def test_the_form_is_read_from_an_sres_words(question: str, form: str) -> None:
     assert read_scope(question).form == form

@@ -87,6 +87,19 @@ def test_prose_answer_is_judged_claim_by_claim(settings: Settings, store: Store,
     assert row["self_evaluation"]["claimed_by_source"]["final_answer"] == answer
 
 
+def test_a_prose_statement_nothing_backs_fails_for_want_of_evidence_not_schema(settings: Settings,
+                                                                              store: Store) -> None:
+    row = _import(store, settings, _answer("Checkout logs show payment-gateway timeout after 3000ms. "
+                                           "Quarterly marketing budgets were approved yesterday."))
+    audit = row["self_evaluation"]["verifier_evaluation"]
+    gate = audit["gatekeeper_result"]
+    # The reader wrote the claims' shape, not the agent: the finding is the claim's own cause.
+    assert not {"schema.executor_v2", "evidence.invocation_ref"} & set(gate["failed_rules"]), gate
+    assert gate["unbacked_claims"] == ["c2"]
+    assert {c["claim_id"]: c["verification"] for c in audit["claim_checks"]}["c2"] == "unsupported"
+    assert row["verdict"] != "PASS"
+
+
 def test_tool_span_without_output_is_a_call_that_returned_nothing(settings: Settings, store: Store) -> None:
     doc = json.loads(TRACE)
     spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]

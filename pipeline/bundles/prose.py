@@ -14,7 +14,9 @@ is audited, never what is shown. Each sentence or list item is one statement:
   quoted whole, plus for each id, number or code it names that this record lacks, the record that
   holds it. A service name only breaks ties: a swapped service must meet the record it
   replaced, where the verifier sees the conflict. A statement nothing shares a word with has no
-  binding and is unsupported.
+  binding: an unbacked claim ("cites nothing that counts as evidence"), which is its cause; the
+  output says it was read from prose (READ_FROM_PROSE), so the schema rule does not blame the
+  agent for a shape it never wrote.
 The verifier then compares each claim with its records (numbers, ids, services and error codes
 as entities, negation, causality), and the verdict policy judges as for any session.
 """
@@ -26,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.core.contracts import ToolInvocation
+from pipeline.core.contracts import ANSWER_VERSION, READ_FROM_PROSE, ToolInvocation
 from pipeline.gatekeeper.features import match_excerpt, prepare_output
 from pipeline.stages.meaning_guard import clauses, sentences
 from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE
@@ -128,5 +130,6 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
                 bindings = _quote_bindings(quotes, invocations) if quotes else _record_bindings(text, records)
                 claims.append({"claim_id": f"c{len(claims) + 1}", "claim_type": "root_cause" if causal else "observation",
                                "claim_text": text, "support_level": "direct", "evidence_bindings": bindings})
-    return json.dumps({"answer_version": "executor_evidence_v2", "claims": claims, "hypotheses": hypotheses,
-                       "recommended_actions": actions, "missing_info": []}, ensure_ascii=False)
+    return json.dumps({"answer_version": ANSWER_VERSION, "claims": claims, "hypotheses": hypotheses,
+                       "recommended_actions": actions, "missing_info": [], READ_FROM_PROSE[0]: READ_FROM_PROSE[1]},
+                      ensure_ascii=False)

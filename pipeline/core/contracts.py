@@ -31,6 +31,10 @@ from pipeline.text.redact import redact, redact_value
 
 ANSWER_VERSION: Literal["executor_evidence_v2"] = "executor_evidence_v2"
 TRACEABILITY_VERSION = "v2"
+# Written beside the claims when a foreign agent's prose answer was read into this shape
+# (pipeline/bundles/prose.py): the shape is then this reader's, not the agent's, so a statement
+# nothing backs is an unbacked claim (no evidence bound), not a schema fault of the answer.
+READ_FROM_PROSE = ("read_from", "prose")
 
 Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]
 VERDICT_ORDER: dict[str, int] = {"PASS": 0, "LOW_CONFID": 1, "REJECT": 2}
@@ -576,6 +580,9 @@ class Proposition(_Model):
     # state: which state the question asks to confirm.
     expects: Literal["healthy", "faulty"] = "faulty"
     negated: bool = False
+    # symptom: it asks whether the symptom ever happened ("has X restarted?", "X 是不是重启过？"),
+    # which one record answers, rather than whether X is in that state now.
+    event: bool = False
 
 
 class QuestionScope(_Model):

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import StrictBool, StrictStr
 
-from pipeline.core.contracts import ANSWER_VERSION
+from pipeline.core.contracts import ANSWER_VERSION, READ_FROM_PROSE
 from pipeline.core.errors import quote
 from pipeline.core.feature_shapes import claim_target, digest_target
 from pipeline.core.messages import Message, msg
@@ -107,9 +107,11 @@ class SchemaRule(RuleKind):
             if not claims and not p.allowEmptyClaims:
                 out.findings.append(Finding("claims", msg("gk.claims_empty")))
             need_claim, need_binding = frozenset(p.claimRequiredFields), frozenset(p.bindingRequiredFields)
+            prose = _read_from_prose(context)
             for ci, claim in enumerate(claims):
                 if not _clean_claim(claim, need_claim, need_binding, p.supportLevels):
-                    out.findings.extend(self._claim(claim_target(ci), claim, p))
+                    out.findings.extend(f for f in self._claim(claim_target(ci), claim, p)
+                                        if not (prose and f.msg is not None and f.msg.code == "gk.bindings_empty"))
         return out
 
     def _claim(self, target: str, claim: Any, p: SchemaRule.Params) -> Iterator[Finding]:
@@ -155,6 +157,11 @@ class SchemaRule(RuleKind):
             if name in binding and not _is_text(binding[name]):
                 found.append(Finding(f"{target}.{name}", msg("gk.not_text", name=name)))
         return found
+
+
+def _read_from_prose(context: RuleContext) -> bool:
+    """The output is a foreign prose answer read into this shape (READ_FROM_PROSE)."""
+    return context.output is not None and context.output.raw.get(READ_FROM_PROSE[0]) == READ_FROM_PROSE[1]
 
 
 def _clean_claim(claim: Any, need_claim: frozenset[str], need_binding: frozenset[str], levels: list[str]) -> bool:
@@ -239,7 +246,10 @@ class InvocationRefRule(RuleKind):
 
     def validate(self, context: RuleContext, metadata: RuleSpec) -> RuleResult:
         out = RuleResult(self.id)
-        for ci, claim in enumerate(context.output.claims if context.output is not None else ()):
+        # A statement of a prose answer that nothing backs cites no invocation, forged or not: it is
+        # an unbacked claim (the verdict policy's cause), not a reference fault.
+        claims = () if context.output is None or _read_from_prose(context) else context.output.claims
+        for ci, claim in enumerate(claims):
             if claim.evidence_bindings == []:
                 out.findings.append(Finding(claim_target(ci), msg("gk.claim_no_bindings")))
         # Bindings of a session mostly repeat a few (ids, tool) pairs; the problems depend on nothing else.

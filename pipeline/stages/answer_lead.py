@@ -219,6 +219,13 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         return None
     if row.form != "yes_no" or prop is None or decided is None:
         return None
+    if isinstance(row.msg, Message) and row.msg.code == "form.stray":
+        # A stray record of the asked symptom is not the state asked about (pipeline.verdict.form).
+        return lead("proposition", facts(rows), f"stray_{row.answer}", prop.subject or row.service)
+    if isinstance(row.msg, Message) and row.msg.code == "form.involved":
+        return lead("proposition", row.cause, "involved", prop.subject, row.cause_support)
+    if isinstance(row.msg, Message) and row.msg.code == "form.not_involved":
+        return lead("proposition", facts(rows), "not_involved", prop.subject)
     if prop.kind == "symptom":
         if prop.expects == "faulty" or row.status != "answered":
             return None  # the coverage leads below say "yes, <figure>" / "no sign of it"

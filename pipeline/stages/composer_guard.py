@@ -38,6 +38,7 @@ from pipeline.text.primitives import (
 _KIND = {
     "percentage": "percentage",
     "service": "service",
+    "instance": "identifier",
     "error_code": "error_code",
     "http_status": "error_code",
     "identifier": "identifier",

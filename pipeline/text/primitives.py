@@ -52,7 +52,7 @@ def detect_language(text: str) -> str:
 
 @dataclass(frozen=True, order=True)
 class Entity:
-    kind: str  # service | error_code | identifier | version | percentage | quantity | http_status | number
+    kind: str  # service | instance | error_code | identifier | version | percentage | quantity | http_status | number
     value: str  # normalised, comparable form
 
 
@@ -76,6 +76,11 @@ def shared_store(service: str) -> bool:
 _DIGIT = ("<any digit>",)  # a marker, compared by identity
 _ANY_DIGIT = re.compile(r"\d")
 _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
+    # One instance of a service (a pod, worker, replica or container: "pay-worker-17",
+    # "checkout-service-7d9f8-x2k4p"): a service name with a suffix holding a digit. It names the
+    # instance, not the service, so a claim about another service's worker is a swap of services.
+    ("instance", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:service|gateway|svc|api|worker|db|cache)"
+                            r"-[a-z]*\d[a-z0-9]*(?:-[a-z0-9]+)*\b"), ("-",)),
     ("service", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:service|gateway|svc|api|worker|db|cache)\b"), ("-",)),
     ("service", re.compile(rf"\b(?:api-gateway|{_SHARED_STORE.pattern})\b"),
      ("api-gateway", "redis", "mysql", "postgres", "kafka", "hikaripool-")),

@@ -9,7 +9,12 @@ The form says what must be shown for the question to be answered:
            An asked symptom shown absent answers the why too: its premise does not hold.
 - yes_no   evidence for or against the proposition asked (read here, `read_proposition`): "is X the
            cause of Y", "did <change> break Y", "is X normal / down", "is X leaking memory",
-           negated ("isn't X ...", "X 不是...吗") or not, zh or en.
+           negated ("isn't X ...", "X 不是...吗") or not, zh or en. A state ("is X down / ok",
+           "is X erroring") is shown only by evidence of a state: an alert of a fault severity
+           still firing on X, or a run of records of it (STATE_RECORDS); one stray line of a
+           healthy service (a transient 500, a reset a retry fixed) or a resolved alert is not
+           the state asked about, and the answer says there is no sustained sign of it. Whether
+           it ever happened ("has X restarted?") is an event: one record answers that.
 - what     every asked pair answered or shown healthy (coverage already holds this).
 - how_long / since_when   the first dated record of the asked symptom in the asked service, once
            a verified claim shows the symptom there (a hypothesis never dates anything): its time is
@@ -44,6 +49,8 @@ from pipeline.verdict.coverage import VERIFIED, Record, cited_services, records,
 from pipeline.verdict.proposition import CHANGE, read_proposition
 from pipeline.verdict.scope import ANY
 
+# How many records of a symptom make it a state of the service rather than a stray line.
+STATE_RECORDS = 3
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 _REQUEST_ID = re.compile(r"\b[a-z_]*(?:id|uid)=[a-z0-9-]+")
 _QUOTE = re.compile(r"“([^”]+)”|\"([^\"]+)\"|「([^」]+)」|『([^』]+)』|‘([^’]+)’")
@@ -183,7 +190,8 @@ def form_coverage(
         return _why(coverage, found, evidence)
     if scope.form == "yes_no":
         prop = scope.proposition or read_proposition("", scope.services, asked_nothing=True)
-        return _yes_no(prop, coverage, found, evidence)
+        sustained = [c for c in coverage if c.status == "answered" and state_shown(c, scope, invs)]
+        return _yes_no(prop, coverage, found, evidence, sustained)
     open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
     if open_rows:
         return _row("what", "not_answered", open_rows[0], msg("form.pair_open", service=open_rows[0].service,
@@ -269,12 +277,27 @@ def _cause_msg(row: ServiceCoverage, cause: tuple[Cause, str] | None) -> Message
     return msg("form.cause", service=row.service, symptom=row.symptom, cause=c.text)
 
 
+def state_shown(row: ServiceCoverage, scope: QuestionScope, invocations: Sequence[ToolInvocation]) -> bool:
+    """The row's symptom is a state of its service, not a stray record: an alert of a fault
+    severity about it still fires, or STATE_RECORDS of its records inside the window show it."""
+    found = symptom_records(row.service, row.symptom, scope, invocations)
+    # Several queries return the same line: it counts once.
+    lines = {(r.at, r.text) for r in found if not r.alert}
+    return any(r.alert and r.ongoing for r in found) or len(lines) >= STATE_RECORDS
+
+
 def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
-            evidence: Evidence) -> FormCoverage:
+            evidence: Evidence, sustained: Sequence[ServiceCoverage]) -> FormCoverage:
     if prop.kind == "cause":
-        return _cause_proposition(prop, coverage, found, evidence)
+        return _cause_proposition(prop, coverage, found, evidence, sustained)
     rows = [c for c in coverage if not prop.subject or c.service == prop.subject] or list(coverage)
-    faulty = [c for c in rows if c.status == "answered"]
+    faulty = [c for c in rows if c.status == "answered" and (c in sustained or prop.event)]
+    stray = [c for c in rows if c.status == "answered" and c not in sustained]
+    if stray and not faulty and not prop.event:
+        # What shows is a stray record, not the state asked about: no sustained sign of it.
+        row = stray[0]
+        return _row("yes_no", "answered", row, msg("form.stray", service=row.service, symptom=row.symptom),
+                    answer="yes" if prop.expects == "healthy" else "no")
     if prop.kind == "state":
         if faulty or (rows and all(c.status == "healthy" for c in rows)):
             shown = "faulty" if faulty else "healthy"
@@ -292,8 +315,10 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
 
 
 def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
-                       evidence: Evidence) -> FormCoverage:
+                       evidence: Evidence, sustained: Sequence[ServiceCoverage]) -> FormCoverage:
     """Is the subject (a service or a change) the cause of the target's asked symptom?"""
+    if prop.subject_kind == "service" and not prop.target:
+        return _involved(prop, coverage, found, sustained)
     target = [c for c in coverage if c.service == (prop.target or prop.subject)] or \
         [c for c in coverage if c.service != prop.subject]
     subject = [c for c in coverage if prop.subject_kind == "service" and c.service == prop.subject]
@@ -319,3 +344,23 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
         return _row("yes_no", "answered", row, msg("form.absent", service=row.service, symptom=row.symptom), answer="no")
     rest = present or target or list(coverage)
     return _row("yes_no", "not_answered", rest[0] if rest else None, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _involved(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
+              sustained: Sequence[ServiceCoverage]) -> FormCoverage:
+    """Is the subject part of the incident ("X 跟这次故障有关系吗", "is X part of this outage")?
+    The effect names no asked service, so it is the incident: yes when a cause the evidence
+    gives is about the subject; no when the causes it gives are elsewhere (they stay out of the
+    lead: nothing links them to the subject), or when it gives none and the subject shows no
+    sustained fault (a stray record links nothing); else cannot tell."""
+    rows = [c for c in coverage if c.service == prop.subject] or list(coverage)
+    row = rows[0] if rows else None
+    own = next((c for c in found if about(c.text, prop.subject)), None)
+    if own is not None:
+        return _row("yes_no", "answered", row, msg("form.involved", service=prop.subject, cause=own.text),
+                    answer="yes", cause=(own, ""))
+    faulty = [c for c in rows if c in sustained]
+    if found or (rows and not faulty):
+        # The cause found elsewhere is not named here: nothing links it to the asked service.
+        return _row("yes_no", "answered", row, msg("form.not_involved", service=prop.subject), answer="no")
+    return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")

@@ -51,7 +51,7 @@ CORE_TYPES = frozenset({"root_cause", "symptom", "impact"})
 # An external_unknown claim naming one of these kinds brings in a service, id, code or value
 # (docs/spec.md#claim-verification): a core fabrication, whatever its claim type.
 CORE_ENTITY_KINDS = frozenset(
-    {"service", "identifier", "error_code", "http_status", "percentage", "quantity", "version"}
+    {"service", "instance", "identifier", "error_code", "http_status", "percentage", "quantity", "version"}
 )
 # Critical facts weigh double in groundedness (docs/spec.md#facts-checked).
 CRITICAL_TYPES = frozenset({"root_cause", "symptom", "impact", "risk"})

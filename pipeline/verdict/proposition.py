@@ -30,12 +30,18 @@ _CAUSE_EN = (
     re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
                r"(?:the\s+|a\s+)?(?:root\s+|real\s+|main\s+)?(?:cause|reason|culprit)\s+(?:of|for|behind)\s+(?P<y>.+)"),
     re.compile(r"\b(?:is|are|was|were)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from)\s+(?P<x>.+)"),
-    re.compile(r"\b(?:is|was|isn't|wasn't|are)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
-               r"involved in|related to|connected to|what (?:broke|caused|is causing|took down))\s+(?P<y>.+)"),
+    re.compile(r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
+               r"involved in|related to|connected to|linked to|tied to|part of|a factor in|"
+               r"what (?:broke|caused|is causing|took down))\s+(?P<y>.+)"),
+    # "does X have anything to do with Y": whether X is involved at all.
+    re.compile(r"\b(?:does|do|did|could|might)\s+(?P<x>.+?)\s+(?:have|has)\s+(?:anything|something|much)\s+to do with\s+"
+               r"(?P<y>.+)"),
     re.compile(r"\b(?:did|does|has|could|didn't|doesn't|hasn't)\s+(?P<x>.+?)\s+(?:cause|caused|break|broke|broken|"
                r"trigger|triggered|take down|bring down|kill)\s+(?P<y>.+)"),
 )
 _CAUSE_ZH = (
+    # "X 跟 Y 有关系吗", "X 和这次故障有没有关系": whether X is involved in Y at all.
+    re.compile(r"(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)(?:有没有|有无|是否有|是不是有)?(?:关系|关联|联系|有关|相关)"),
     re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
     re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
@@ -45,6 +51,10 @@ _CAUSE_ZH = (
     re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏)了?(?P<y>[^，,。？?]+?)"
                r"(?:的)?(?:吗|么|[?？]|$)"),
 )
+# Asked whether it ever happened, not whether it holds now: a perfect or past question, or 过.
+# "has X been restarting" is a state again: it goes on.
+_EVENT = re.compile(r"^\W*(?:has|have|had|did|was there|were there)\b(?!.*\bbeen \w+ing\b)|\bever\b"
+                    r"|过[了吗么呢]?(?:[?？]|$)")
 _PRONOUN = re.compile(r"它|他|这|那|这个|那个|这次|那次|\b(?:it|that|this|they)\b")
 _HEALTHY = re.compile(r"\b(?:normal|normally|healthy|ok|okay|fine|up|working|alright|stable)\b"
                       r"|正常|健康|没问题|没有问题|稳定|没事")
@@ -94,4 +104,5 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
             expects = "faulty" if expects == "healthy" else "healthy"
         return Proposition(kind="state", subject=subject, expects=expects, negated=negated)
     expects = "healthy" if denies != fine else "faulty"
-    return Proposition(kind="symptom", subject=subject, expects=expects, negated=negated)
+    return Proposition(kind="symptom", subject=subject, expects=expects, negated=negated,
+                       event=bool(_EVENT.search(norm)))

@@ -212,7 +212,7 @@ _METRIC = {s.id: re.compile(s.metric) for s in SYMPTOM_TABLE if s.metric}
 _CLAUSES = re.compile(r"[,，;；。?？!！]|\s(?:and|but|while|whereas|also)\s|以及|并且|而且|同时|还有|但是|但")
 # A yes/no opens the question or one of its parts ("inventory-service keeps freezing, is it a leak?").
 _YES_NO_EN = re.compile(
-    r"(?:^|[,:;.?!，：；。？！]\s*)(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|any|anything|isn't|aren't|wasn't|"
+    r"(?:^|[,:;.?!，：；。？！]\s*|\s[-–—]+\s*)(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|any|anything|isn't|aren't|wasn't|"
     r"weren't|doesn't|don't|didn't|hasn't|haven't|can't|couldn't|won't|wouldn't|shouldn't)(?![a-z])")
 # 吗 / 吧 end a yes/no part wherever it stands ("正常吗？登录好像没问题"); 什么 / 怎么 / 为什么 never do.
 _YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？]|[。!！\s]*$)|是不是|有没有|是否|会不会|有无|是否有")

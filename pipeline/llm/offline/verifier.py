@@ -77,7 +77,7 @@ _META = frozenset(
     "during issue service services appears appeared seen".split()
 )
 # Entity kinds that can conflict with a different value of the same kind in the cited record.
-_CONFLICT_KINDS = frozenset({"service", "percentage", "error_code", "identifier", "http_status", "duration"})
+_CONFLICT_KINDS = frozenset({"service", "instance", "percentage", "error_code", "identifier", "http_status", "duration"})
 
 
 
