@@ -305,7 +305,7 @@ def review_panel(url: str, r: SessionRecord, queue: list[trace_view.ClaimCard]) 
     row = st.container(horizontal=True, vertical_alignment="center")
     row.button(i18n.t("trace.prev_claim"), key="trace_prev", shortcut="K", disabled=pos == 0, width="content",
                on_click=_focus, args=(pos - 1,))
-    row.markdown(i18n.t("trace.review_pos", k=pos + 1, n=len(queue)))
+    row.markdown(i18n.t("trace.review_pos", k=pos + 1, n=len(queue)), width="stretch")  # Next at the right edge
     row.button(i18n.t("trace.next_claim"), key="trace_next", shortcut="J", disabled=pos >= len(queue) - 1,
                width="content", on_click=_focus, args=(pos + 1,))
     card = queue[pos]
