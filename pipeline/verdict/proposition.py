@@ -89,7 +89,10 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         change = bool(CHANGE.search(x))
         if not subjects and not change:
             continue
-        target = next((s for s in targets if s not in subjects or change), "") or next(
+        # "is checkout-service the cause of the checkout 500s?": the effect is the subject's own
+        # symptom, a target of its own, not "the incident" that involvement questions ask about.
+        own = next((s for s in subjects if s in targets), "")
+        target = next((s for s in targets if s not in subjects or change), "") or own or next(
             (s for s in services if s not in subjects), "")
         if change:
             target = target or (subjects[0] if subjects else "")
