@@ -287,14 +287,7 @@ def demo_pages(repeat: int, ways: tuple[str, ...] = ("fresh",), busy: bool = Tru
     - fresh: each page in a new browser profile (nothing cached, every chunk fetched and compiled).
     Drawn = the sidebar's language switch and the page's title are on screen and no script runs.
     With `busy`, a busy loop holds one core from before the first server starts to the end."""
-    from pipeline.eval.demo import run_demo
-
-    home = Path(tempfile.mkdtemp(prefix="wb-bench-"))
-    os.environ["WORKBENCH_HOME"] = str(home)
-    os.environ["WORKBENCH_CONFIG"] = str(home / "none.yaml")
-    settings = load_settings()
-    sid = run_demo(settings, Store(settings.db_url))[-1]
-    paths = {"Ask": "/", "Sessions": "/sessions", "Trace": f"/trace?session={sid}", "Rules": "/rules", "Eval": "/eval"}
+    home, paths = _demo_pages()
     opens: dict[tuple[str, str], list[float]] = {(way, name): [] for way in ways for name in paths}
     loads: list[float] = []
     hog = _busy_core() if busy else None
@@ -395,9 +388,9 @@ PROBE_COLUMNS = (("open_s", "open s", "{:.2f}"), ("browser_cpu", "browser CPU s"
                  ("frames", "ws msgs", "{:.0f}"), ("ws_bytes", "ws kB", "{:.0f}"), ("fetched", "fetched kB", "{:.0f}"))
 
 
-def probe(repeat: int, roots: list[Path], busy: bool) -> None:
-    """--probe: per page and per checkout (this one, and each --compare DIR, interleaved on the same
-    demo store), the median of `repeat` fresh-profile first opens with what the browser did."""
+def _demo_pages() -> tuple[Path, dict[str, str]]:
+    """A fresh workbench home holding the demo set (this process's environment points at it), and
+    each page's path, Trace on the demo's last session."""
     from pipeline.eval.demo import run_demo
 
     home = Path(tempfile.mkdtemp(prefix="wb-bench-"))
@@ -405,7 +398,13 @@ def probe(repeat: int, roots: list[Path], busy: bool) -> None:
     os.environ["WORKBENCH_CONFIG"] = str(home / "none.yaml")
     settings = load_settings()
     sid = run_demo(settings, Store(settings.db_url))[-1]
-    paths = {"Ask": "/", "Sessions": "/sessions", "Trace": f"/trace?session={sid}", "Rules": "/rules", "Eval": "/eval"}
+    return home, {"Ask": "/", "Sessions": "/sessions", "Trace": f"/trace?session={sid}", "Rules": "/rules", "Eval": "/eval"}
+
+
+def probe(repeat: int, roots: list[Path], busy: bool) -> None:
+    """--probe: per page and per checkout (this one, and each --compare DIR, interleaved on the same
+    demo store), the median of `repeat` fresh-profile first opens with what the browser did."""
+    home, paths = _demo_pages()
     got: dict[tuple[Path, str], list[dict[str, float]]] = {(root, name): [] for root in roots for name in paths}
     loads = []
     hog = _busy_core() if busy else None
