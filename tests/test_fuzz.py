@@ -175,7 +175,7 @@ def test_any_tool_arguments_are_refused_or_stored_readably(tool: str, text: str,
     world = route_question(backend_settings.incidents_dir, CPU_QUESTION)
     sid = store.create_session(question=CPU_QUESTION, world=None, shape="single", provider="p", model="m")
     runner = _ToolRunner(store, sid, build_toolbox(backend_settings, world.path if world else None), backend_settings,
-                         lambda _stage, _data: None)
+                         lambda _event: None)
 
     class Context:
         run_tool = runner

@@ -280,7 +280,7 @@ def test_tool_arguments_a_store_cannot_keep_are_refused_alike(backend: str) -> N
     settings = load_settings()
     store = Store(settings.db_url)
     sid = store.create_session(question=CPU_QUESTION, world=None, shape="single", provider="p", model="m")
-    runner = _ToolRunner(store, sid, ToolBox({}), settings, lambda _stage, _data: None)
+    runner = _ToolRunner(store, sid, ToolBox({}), settings, lambda _event: None)
     inv = runner("query_logs", {"service": "payment-service", "limit": float("nan"), "since": [float("inf")]})
     assert inv.status == "error" and inv.error is not None and "not a number JSON allows" in inv.error
     (stored,) = store.invocations(sid)
