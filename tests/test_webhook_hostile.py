@@ -179,6 +179,17 @@ def test_100_concurrent_posts_are_all_answered_without_a_reset(server: Server) -
         body = alert_group(f"group-{i % 10}")
         sock.sendall(_head(str(len(body))) + body)
     answers = [_answer(sock) for sock in socks]
+    # Past 64 bodies in flight a request waits for a slot up to the body's time limit, then is told
+    # to come back (503 "try again"): on a loaded machine some are. Alertmanager resends those, so
+    # the test does too, one at a time; every request gets an answer and none is lost.
+    assert all(status in (202, 503) for status, _ in answers), [status for status, _ in answers]
+    for i, (status, body) in enumerate(answers):
+        if status == 503:
+            assert b"try again" in body, body
+            sock = _connect(server)
+            resend = alert_group(f"group-{i % 10}")
+            sock.sendall(_head(str(len(resend))) + resend)
+            answers[i] = _answer(sock)
     assert [status for status, _ in answers] == [202] * 100
     sessions = {json.loads(body)["session_id"] for _, body in answers}
     assert len(sessions) == 10  # the resends joined their group's session, under concurrency too
