@@ -86,6 +86,14 @@ CASES = [
     # a stray record of a healthy service (a transient 500, a reset a retry fixed) is not its state
     ("redis-latency", "Is user-service down?", "PASS", "No, there is no sustained sign of a fault in user-service", ""),
     ("cpu-saturation", "notification-service 是不是出故障了？", "PASS", "不是，没有持续的notification-service 故障迹象", ""),
+    # a forecast ("证书即将过期: 21天") is neither the state nor the event asked about, and the lead
+    # does not say "no firing alert" while it quotes one; an info notice of a restart is the event
+    ("cpu-saturation", "is the api-gateway certificate expired?", "PASS",
+     "No, there is no sign of a TLS or certificate problem in api-gateway yet, only a forecast of it", ""),
+    ("cpu-saturation", "has the api-gateway TLS cert expired", "PASS",
+     "No, there is no sign of a TLS or certificate problem in api-gateway yet, only a forecast", ""),
+    ("cpu-saturation", "api-gateway 的证书过期了吗？", "PASS", "不是，还没有api-gateway TLS 或证书问题的迹象，只有对它的预告", ""),
+    ("bad-deploy", "Has coupon-service restarted?", "PASS", "Yes, ", ""),
     # part of the incident: yes only when the cause the evidence gives is about it
     ("jvm-oom", "Is search-service part of this outage?", "PASS",
      "No, nothing in the evidence links search-service to this incident", ""),

@@ -219,9 +219,10 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         return None
     if row.form != "yes_no" or prop is None or decided is None:
         return None
-    if isinstance(row.msg, Message) and row.msg.code == "form.stray":
-        # A stray record of the asked symptom is not the state asked about (pipeline.verdict.form).
-        return lead("proposition", facts(rows), f"stray_{row.answer}", prop.subject or row.service)
+    if isinstance(row.msg, Message) and row.msg.code in ("form.stray", "form.forecast"):
+        # A stray record or a forecast of the asked symptom is not the state asked about (pipeline.verdict.form).
+        kind = "stray" if row.msg.code == "form.stray" else "forecast"
+        return lead("proposition", facts(rows), f"{kind}_{row.answer}", prop.subject or row.service)
     if isinstance(row.msg, Message) and row.msg.code == "form.involved":
         return lead("proposition", row.cause, "involved", prop.subject, row.cause_support)
     if isinstance(row.msg, Message) and row.msg.code == "form.not_involved":

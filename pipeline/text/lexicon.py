@@ -49,6 +49,13 @@ def pattern(*lists: Words, extra: str = "") -> re.Pattern[str]:
     return re.compile("|".join([*(w.alternation for w in lists), *([extra] if extra else [])]))
 
 
+# Says the symptom is to come, not here: "证书即将过期: 21天", "expected to fill up within 4 days".
+# A record in these words forecasts a fault; it shows neither the state nor the event.
+FORECAST = Words(
+    zh=("即将", "将要", "快要", "预计", "预测", "将在"),
+    en=("soon", "expiring", "expires in", "will expire", "will be full", "will run out", "will fill", "expected to",
+        "predicted to", "forecast", "upcoming", "approaching", "nearing"),
+)
 # Says the statement is a guess: "可能是连接池耗尽", "possibly the pool".
 HEDGE = Words(
     zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是"),

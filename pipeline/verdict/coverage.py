@@ -37,6 +37,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import msg, render
+from pipeline.text.lexicon import FORECAST
 from pipeline.text.primitives import normalize
 from pipeline.tools.results import read_result
 from pipeline.verdict.scope import ANY, asked_pairs, mentions_symptom, metric_symptoms
@@ -150,6 +151,14 @@ def symptom_records(service: str, symptom: str, scope: QuestionScope,
              and (r.fault if symptom == ANY else _about_symptom(r, symptom) and _shows(r, symptom))
              and (r.severe or not r.alert)]
     return sorted(found, key=lambda r: (r.at.timestamp() if r.at else 0.0, r.invocation_id, r.number))
+
+
+def forecast_only(service: str, symptom: str, scope: QuestionScope, invocations: Iterable[ToolInvocation]) -> bool:
+    """Every record of `service` about `symptom` inside the asked window forecasts it ("证书即将过期:
+    21天", "expected to fill up within 4 days"): the symptom is to come, neither a state nor an event yet."""
+    about = [r for inv in invocations for r in records(inv)
+             if r.service == service and _in_window(r, scope) and _about_symptom(r, symptom)]
+    return bool(about) and all(FORECAST.search(r.text) for r in about)
 
 
 def seen_until(r: Record, scope: QuestionScope, invocations: Iterable[ToolInvocation]) -> datetime | None:

@@ -45,7 +45,15 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.messages import Message, msg, render
 from pipeline.text.primitives import normalize
-from pipeline.verdict.coverage import VERIFIED, Record, cited_services, records, seen_until, symptom_records
+from pipeline.verdict.coverage import (
+    VERIFIED,
+    Record,
+    cited_services,
+    forecast_only,
+    records,
+    seen_until,
+    symptom_records,
+)
 from pipeline.verdict.proposition import CHANGE, read_proposition
 from pipeline.verdict.scope import ANY
 
@@ -191,7 +199,8 @@ def form_coverage(
     if scope.form == "yes_no":
         prop = scope.proposition or read_proposition("", scope.services, asked_nothing=True)
         sustained = [c for c in coverage if c.status == "answered" and state_shown(c, scope, invs)]
-        return _yes_no(prop, coverage, found, evidence, sustained)
+        forecasts = [c for c in coverage if c.status == "answered" and forecast_only(c.service, c.symptom, scope, invs)]
+        return _yes_no(prop, coverage, found, evidence, sustained, forecasts)
     open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
     if open_rows:
         return _row("what", "not_answered", open_rows[0], msg("form.pair_open", service=open_rows[0].service,
@@ -287,17 +296,21 @@ def state_shown(row: ServiceCoverage, scope: QuestionScope, invocations: Sequenc
 
 
 def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
-            evidence: Evidence, sustained: Sequence[ServiceCoverage]) -> FormCoverage:
+            evidence: Evidence, sustained: Sequence[ServiceCoverage],
+            forecasts: Sequence[ServiceCoverage]) -> FormCoverage:
+    """`forecasts`: the rows whose records only forecast the symptom; they answer neither a state
+    nor an event ("has the certificate expired?" is not answered yes by "expires in 21 days")."""
     if prop.kind == "cause":
         return _cause_proposition(prop, coverage, found, evidence, sustained)
     rows = [c for c in coverage if not prop.subject or c.service == prop.subject] or list(coverage)
-    faulty = [c for c in rows if c.status == "answered" and (c in sustained or prop.event)]
-    stray = [c for c in rows if c.status == "answered" and c not in sustained]
-    if stray and not faulty and not prop.event:
-        # What shows is a stray record, not the state asked about: no sustained sign of it.
-        row = stray[0]
-        return _row("yes_no", "answered", row, msg("form.stray", service=row.service, symptom=row.symptom),
-                    answer="yes" if prop.expects == "healthy" else "no")
+    faulty = [c for c in rows if c.status == "answered" and c not in forecasts and (c in sustained or prop.event)]
+    stray = [c for c in rows if c.status == "answered" and (c not in sustained or c in forecasts)]
+    if stray and not faulty and (not prop.event or all(c in forecasts for c in stray)):
+        # What shows is a stray record or a forecast, not the state asked about: no sustained sign of it.
+        row = next((c for c in stray if c not in forecasts), stray[0])
+        said = (msg("form.forecast", service=row.service, symptom=row.symptom) if row in forecasts
+                else msg("form.stray", service=row.service, symptom=row.symptom))
+        return _row("yes_no", "answered", row, said, answer="yes" if prop.expects == "healthy" else "no")
     if prop.kind == "state":
         if faulty or (rows and all(c.status == "healthy" for c in rows)):
             shown = "faulty" if faulty else "healthy"
