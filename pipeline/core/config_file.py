@@ -1,4 +1,5 @@
-"""Reading workbench.yaml and explaining why settings are refused, in one line each.
+"""Reading workbench.yaml (and the other mapping files a person hands us: a scripted fixture) and
+explaining why settings are refused, in one line each.
 
 A pydantic dump ("1 validation error for Settings / openai.modle / Extra inputs are not
 permitted [type=extra_forbidden, ...]") tells a user neither which file nor what to type
@@ -8,6 +9,7 @@ instead; these messages name the file (or the environment), the dotted key and t
 from __future__ import annotations
 
 import difflib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,29 +18,37 @@ from pydantic import BaseModel, ValidationError
 from pipeline.core import safeyaml
 from pipeline.core.errors import ConfigError, quote
 
-# A settings file is a few hundred bytes; anything near this is not one.
+# A settings file or a scripted fixture is a few kilobytes; anything near this is not one.
 MAX_CONFIG_BYTES = 1024 * 1024
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """The mapping in `path`, read with the same defensive YAML loader as the rule files."""
+    """The settings in `path` (workbench.yaml)."""
+    return read_mapping(path, what="the settings file", top="a mapping of settings (provider:, openai:, ...)")
+
+
+def read_mapping(path: Path, *, what: str, top: str) -> dict[str, Any]:
+    """The mapping in a file a person hands us (`what` names it, `top` says what it maps), read with
+    the same defensive YAML loader as the rule files (JSON for a .json file); every problem is a
+    one-line ConfigError that names the file."""
     try:
         with path.open("rb") as fh:
             data = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the settings file ({exc.strerror or exc})") from None
+        raise ConfigError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
     if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; is this really a settings file?")
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; is this really {what}?")
     try:
-        loaded = safeyaml.load(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        loaded = json.loads(text) if path.suffix == ".json" else safeyaml.load(text)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
-    except safeyaml.YamlProblem as exc:
+    except ValueError as exc:  # JSONDecodeError and safeyaml.YamlProblem, both with line and column
         raise ConfigError(f"{path}: {exc}") from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of settings (provider:, openai:, ...)")
+        raise ConfigError(f"{path}: the top level must be {top}")
     return loaded
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal, Required, TypeAlias, TypedDict
+from typing import Annotated, Any, ClassVar, Literal, Required, TypeAlias, TypedDict, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -197,15 +197,20 @@ class ExecutorOutputV2(_Model):
 
 
 class _Lenient:
-    """A field or list item that reads as its default when the written value does not validate;
-    a list element as `default_factory()`, an empty element of the model's NotWritten subclass."""
+    """A field or list item that reads as its default when the written value does not validate:
+    None, `default_factory()`, left out (`omit`), or for a list element of a _Written model
+    (`element`) an element of its NotWritten subclass, with every field absent."""
 
-    def __init__(self, default_factory: Callable[[], Any] | None = None, *, omit: bool = False) -> None:
-        self.default_factory, self.omit = default_factory, omit
+    def __init__(self, default_factory: Callable[[], Any] | None = None, *, omit: bool = False,
+                 element: bool = False) -> None:
+        self.default_factory, self.omit, self.element = default_factory, omit, element
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         if self.omit:  # a list item: left out, the rest of the list kept
             return core_schema.with_default_schema(handler(source), on_error="omit")
+        if self.element:
+            return core_schema.with_default_schema(handler(source), default_factory=_not_written(source),
+                                                   on_error="default")
         if self.default_factory is not None:
             return core_schema.with_default_schema(handler(source), default_factory=self.default_factory,
                                                    on_error="default")
@@ -230,6 +235,21 @@ class _Written(BaseModel):
     written_as_object: ClassVar[bool] = True
 
 
+def _not_written(model: Any) -> Any:
+    """The subclass of a _Written model for its elements written as something else: made once, and
+    kept on the model as `NotWritten` (ExecutorClaim.NotWritten), where pickle finds it."""
+    if "NotWritten" not in vars(model):
+        model.NotWritten = type(model)("NotWritten", (model,), {
+            "written_as_object": False, "__module__": model.__module__, "__qualname__": f"{model.__qualname__}.NotWritten"})
+    return model.NotWritten
+
+
+_W = TypeVar("_W", bound=_Written)
+# A written list of models: not a list reads as empty, an element that is not an object as its
+# model's NotWritten, in its place.
+Elements: TypeAlias = Annotated[list[Annotated[_W, _Lenient(element=True)]], _Lenient(list)]
+
+
 class ExecutorBinding(_Written):
     source_type: Text = None
     source_id: Text = None
@@ -241,30 +261,18 @@ class ExecutorBinding(_Written):
     digest_id: Text = None
 
 
-class _BindingNotWritten(ExecutorBinding):
-    written_as_object = False
-
-
-# Lists of elements: an element that is not an object reads as an empty one, in its place.
-Bindings = Annotated[list[Annotated[ExecutorBinding, _Lenient(_BindingNotWritten)]], _Lenient(list)]
-
-
 class ExecutorClaim(_Written):
     claim_id: Text = None
     claim_type: Text = None
     claim_text: Text = None
     support_level: Text = None
     # None when absent or not a list: an empty list is the executor's own (and a finding of its own).
-    evidence_bindings: Annotated[Bindings | None, _Lenient()] = None
+    evidence_bindings: Annotated[Elements[ExecutorBinding] | None, _Lenient()] = None
 
     @property
     def key(self) -> str:
         """The id claim checks and reviews name this claim by ("" when it has none)."""
         return self.claim_id or ""
-
-
-class _ClaimNotWritten(ExecutorClaim):
-    written_as_object = False
 
 
 class ExecutorHypothesis(_Written):
@@ -273,18 +281,10 @@ class ExecutorHypothesis(_Written):
     needed_evidence: Strings = Field(default_factory=list)
 
 
-class _HypothesisNotWritten(ExecutorHypothesis):
-    written_as_object = False
-
-
 class ExecutorAction(_Written):
     action_text: Text = None
     reason: Text = None
-    evidence_bindings: Bindings = Field(default_factory=list)
-
-
-class _ActionNotWritten(ExecutorAction):
-    written_as_object = False
+    evidence_bindings: Elements[ExecutorBinding] = Field(default_factory=list)
 
 
 class ExecutorOutput(_Written):
@@ -292,11 +292,9 @@ class ExecutorOutput(_Written):
     rule judges it, and it is what is stored (serialising this model gives `raw` back unchanged)."""
 
     answer_version: Text = None
-    claims: Annotated[list[Annotated[ExecutorClaim, _Lenient(_ClaimNotWritten)]], _Lenient(list)] = Field(default_factory=list)
-    hypotheses: Annotated[list[Annotated[ExecutorHypothesis, _Lenient(_HypothesisNotWritten)]], _Lenient(list)] = \
-        Field(default_factory=list)
-    recommended_actions: Annotated[list[Annotated[ExecutorAction, _Lenient(_ActionNotWritten)]], _Lenient(list)] = \
-        Field(default_factory=list)
+    claims: Elements[ExecutorClaim] = Field(default_factory=list)
+    hypotheses: Elements[ExecutorHypothesis] = Field(default_factory=list)
+    recommended_actions: Elements[ExecutorAction] = Field(default_factory=list)
     missing_info: Strings = Field(default_factory=list)
     # A default (copied per instance), not default_factory=dict: pydantic inspects a factory's signature
     # on every instance it validates, which cost more than reading the output.

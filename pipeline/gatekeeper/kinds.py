@@ -46,10 +46,17 @@ class RuleParams(BaseModel):
     """A kind's parameters. No defaults on purpose: the YAML is their single source."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # (lower, upper): parameter pairs out of order when the lower exceeds the upper, such as a warn
+    # threshold above its pass threshold.
+    ordered: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def problems(self) -> Iterator[tuple[str, str]]:
-        """(parameter, problem) for what the field types cannot say, e.g. two thresholds out of order."""
-        return iter(())
+        """(parameter, problem) for what the field types cannot say: the `ordered` pairs out of
+        order; a kind that overrides it for more checks yields from this one if it orders any."""
+        for lower, upper in self.ordered:
+            low, high = getattr(self, lower), getattr(self, upper)
+            if low > high:
+                yield lower, f"{low} > {upper} {high}"
 
 
 @dataclass(frozen=True)

@@ -76,9 +76,7 @@ class ExcerptSimilarityRule(RuleKind):
         inventedMinCjkRun: Count
         inventedTolerated: Count
 
-        def problems(self) -> Iterator[tuple[str, str]]:
-            if self.warnThreshold > self.passThreshold:
-                yield "warnThreshold", f"{self.warnThreshold} > passThreshold {self.passThreshold}"
+        ordered = (("warnThreshold", "passThreshold"),)
 
     def neutered_by(self, spec: RuleSpec) -> list[str]:
         """Either check unable to fail: the score (no compared source, or warnThreshold 0: no

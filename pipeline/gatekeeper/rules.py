@@ -457,9 +457,7 @@ class DigestRefRule(RuleKind):
         quotePassThreshold: Number
         quoteWarnThreshold: Number
 
-        def problems(self) -> Iterator[tuple[str, str]]:
-            if self.quoteWarnThreshold > self.quotePassThreshold:
-                yield "quoteWarnThreshold", f"{self.quoteWarnThreshold} > quotePassThreshold {self.quotePassThreshold}"
+        ordered = (("quoteWarnThreshold", "quotePassThreshold"),)
 
     def neutered_by(self, spec: RuleSpec) -> list[str]:
         """Without requireDigestId a binding escapes every check here by naming no digest; with

@@ -21,7 +21,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar
 
@@ -134,25 +134,25 @@ class _Run:
         )
 
 
+@dataclass(eq=False)
 class _AttemptFailed(Exception):
     """One request that brought no completion; tenacity decides whether another follows."""
 
-    def __init__(
-        self, message: str, *, raw: str = "", latency_ms: float = 0.0, status_code: int | None = None,
-        retryable: bool = True, wait_s: float | None = None, prompt_tokens: int = 0, completion_tokens: int = 0,
-    ):
-        super().__init__(message)
-        self.message = message
-        self.raw = raw
-        self.latency_ms = latency_ms
-        # What the endpoint read and generated before the request was cut (law 6: on record).
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-        self.status_code = status_code
-        self.retryable = retryable
-        self.wait_s = wait_s  # the endpoint's own Retry-After, if it sent one
-        self.planned_wait: float | None = None  # the backoff drawn for it (jitter: drawn once)
-        self.stopped_by = ""  # set when no further attempt follows: "retries" | "deadline"
+    message: str
+    _: KW_ONLY
+    raw: str = ""
+    latency_ms: float = 0.0
+    status_code: int | None = None
+    retryable: bool = True
+    wait_s: float | None = None  # the endpoint's own Retry-After, if it sent one
+    # What the endpoint read and generated before the request was cut (law 6: on record).
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    planned_wait: float | None = field(default=None, init=False)  # the backoff drawn for it (jitter: drawn once)
+    stopped_by: str = field(default="", init=False)  # set when no further attempt follows: "retries" | "deadline"
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
 
 
 # Asked of every stream: the last chunk carries the usage, so a finished reply's tokens are counted.

@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import safeyaml
 from pipeline.core.config import Settings
+from pipeline.core.config_file import read_mapping
 from pipeline.core.contracts import (
     CollectionSummary,
     ComposerInput,
@@ -48,7 +48,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
     VerifierOutput,
 )
-from pipeline.core.errors import ConfigError, StageFailure, one_line
+from pipeline.core.errors import StageFailure
 from pipeline.tools.registry import persisted_name
 from pipeline.verdict.payload import VerifierPayload
 from pipeline.verdict.provider import Provider, StageContext
@@ -98,19 +98,7 @@ def substitute(value: Any, invocations: list[ToolInvocation]) -> Any:
 
 
 def load_fixture(path: Path) -> dict[str, Any]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the scripted fixture ({one_line(exc)})") from None
-    try:
-        data = json.loads(text) if Path(path).suffix == ".json" else safeyaml.load(text)
-    except ValueError as exc:  # JSONDecodeError and safeyaml.YamlProblem, both with line and column
-        raise ConfigError(f"{path}: the scripted fixture does not parse ({exc})") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a scripted fixture is a mapping of stage -> output")
-    return data
+    return read_mapping(Path(path), what="the scripted fixture", top="a mapping of stage -> output")
 
 
 class ScriptedProvider:
