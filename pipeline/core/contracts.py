@@ -577,6 +577,9 @@ class Proposition(_Model):
     target: str = ""
     # state: which state the question asks to confirm.
     expects: Literal["healthy", "faulty"] = "faulty"
+    # state: it asks whether the service is unavailable ("is X down?"), which a degraded service
+    # (slow queries, memory near full) is not.
+    outage: bool = False
     negated: bool = False
     # symptom: it asks whether the symptom ever happened ("has X restarted?", "X 是不是重启过？"),
     # which one record answers, rather than whether X is in that state now.

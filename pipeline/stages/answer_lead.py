@@ -243,6 +243,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         subject = prop.subject or tr("answer.and", language).join(dict.fromkeys(c.service for c in shown_rows))
         if row.answer == "cannot_tell":
             return lead("proposition", facts(of), "state_open", subject, of=of)
+        if isinstance(row.msg, Message) and row.msg.code == "form.degraded":
+            return lead("proposition", facts(faulty, per_row=1), "degraded_no", subject, of=faulty)
         # "Not healthy" shows the record that decided it, not a resolved alert beside it.
         shown = facts(faulty, per_row=1) if faulty else _figures(of, language) or facts(of)
         return lead("proposition", shown, f"{prop.expects}_{row.answer}", subject, of=shown_rows)

@@ -56,6 +56,20 @@ FORECAST = Words(
     en=("soon", "expiring", "expires in", "will expire", "will be full", "will run out", "will fill", "expected to",
         "predicted to", "forecast", "upcoming", "approaching", "nearing"),
 )
+# Asks whether a service is unavailable, not merely faulty: "is orders-db down?", "它挂了吗".
+OUTAGE_ASKED = Words(
+    zh=("宕机", "挂了", "挂掉", "不可用", "下线", "离线", "连不上"),
+    en=("down", "dead", "offline", "unreachable", "unavailable", "not responding"),
+)
+# Says a service is unavailable: what answers an OUTAGE_ASKED question yes. A slow query, a full
+# memory or a raised error rate says the service is degraded, which is not this.
+OUTAGE = Words(
+    zh=("不可用", "宕机", "挂了", "挂掉", "无法连接", "连接被拒绝", "拒绝连接", "无响应", "崩溃", "下线", "离线", "探活失败",
+        "健康检查失败"),
+    en=("down", "unavailable", "unreachable", "not responding", "no response from", "connection refused", "refused",
+        "crashloopbackoff", "crashed", "oomkilled", "killed", "offline", "dead", "health check failed",
+        "liveness probe failed", "readiness probe failed", "no healthy upstream", "instancedown", "targetdown"),
+)
 # Says the statement is a guess: "可能是连接池耗尽", "possibly the pool".
 HEDGE = Words(
     zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是"),

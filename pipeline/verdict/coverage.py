@@ -37,7 +37,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import msg, render
-from pipeline.text.lexicon import FORECAST
+from pipeline.text.lexicon import FORECAST, OUTAGE
 from pipeline.text.primitives import normalize
 from pipeline.tools.results import read_result
 from pipeline.verdict.scope import ANY, asked_pairs, mentions_symptom, metric_symptoms
@@ -159,6 +159,14 @@ def forecast_only(service: str, symptom: str, scope: QuestionScope, invocations:
     about = [r for inv in invocations for r in records(inv)
              if r.service == service and _in_window(r, scope) and _about_symptom(r, symptom)]
     return bool(about) and all(FORECAST.search(r.text) for r in about)
+
+
+def outage_shown(service: str, scope: QuestionScope, invocations: Iterable[ToolInvocation]) -> bool:
+    """A warning or worse inside the asked window says `service` is unavailable: its own record, or
+    a caller's that names it ("connection refused to orders-db")."""
+    name = normalize(service)
+    return any(r.warns and OUTAGE.search(r.text) and (r.service == service or name in r.text)
+               for inv in invocations for r in records(inv) if _in_window(r, scope))
 
 
 def seen_until(r: Record, scope: QuestionScope, invocations: Iterable[ToolInvocation]) -> datetime | None:

@@ -50,6 +50,7 @@ from pipeline.verdict.coverage import (
     Record,
     cited_services,
     forecast_only,
+    outage_shown,
     records,
     seen_until,
     symptom_records,
@@ -200,7 +201,9 @@ def form_coverage(
         prop = scope.proposition or read_proposition("", scope.services, asked_nothing=True)
         sustained = [c for c in coverage if c.status == "answered" and state_shown(c, scope, invs)]
         forecasts = [c for c in coverage if c.status == "answered" and forecast_only(c.service, c.symptom, scope, invs)]
-        return _yes_no(prop, coverage, found, evidence, sustained, forecasts)
+        # "Is X down?": a sustained fault whose records never say X is unavailable is a degradation.
+        degraded = [c for c in sustained if prop.outage and not outage_shown(c.service, scope, invs)]
+        return _yes_no(prop, coverage, found, evidence, sustained, forecasts, degraded)
     open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
     if open_rows:
         return _row("what", "not_answered", open_rows[0], msg("form.pair_open", service=open_rows[0].service,
@@ -297,9 +300,10 @@ def state_shown(row: ServiceCoverage, scope: QuestionScope, invocations: Sequenc
 
 def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
             evidence: Evidence, sustained: Sequence[ServiceCoverage],
-            forecasts: Sequence[ServiceCoverage]) -> FormCoverage:
+            forecasts: Sequence[ServiceCoverage], degraded: Sequence[ServiceCoverage]) -> FormCoverage:
     """`forecasts`: the rows whose records only forecast the symptom; they answer neither a state
-    nor an event ("has the certificate expired?" is not answered yes by "expires in 21 days")."""
+    nor an event ("has the certificate expired?" is not answered yes by "expires in 21 days").
+    `degraded`: faulty rows that do not show the outage asked about ("is orders-db down?")."""
     if prop.kind == "cause":
         return _cause_proposition(prop, coverage, found, evidence, sustained)
     rows = [c for c in coverage if not prop.subject or c.service == prop.subject] or list(coverage)
@@ -312,6 +316,9 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
                 else msg("form.stray", service=row.service, symptom=row.symptom))
         return _row("yes_no", "answered", row, said, answer="yes" if prop.expects == "healthy" else "no")
     if prop.kind == "state":
+        if faulty and all(c in degraded for c in faulty):
+            row = faulty[0]
+            return _row("yes_no", "answered", row, msg("form.degraded", service=row.service), answer="no")
         if faulty or (rows and all(c.status == "healthy" for c in rows)):
             shown = "faulty" if faulty else "healthy"
             row = (faulty or rows)[0]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from pipeline.core.contracts import Proposition
-from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH
+from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_ASKED
 from pipeline.text.primitives import normalize
 
 # A suspected cause that is a change rather than a service ("the v2.4.1 deploy", "昨天的配置变更").
@@ -105,7 +105,8 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         expects = "faulty" if _FAULTY.search(norm) or not _HEALTHY.search(norm) else "healthy"
         if denies and not _FAULTY.search(norm):  # "is X not healthy?"
             expects = "faulty" if expects == "healthy" else "healthy"
-        return Proposition(kind="state", subject=subject, expects=expects, negated=negated)
+        return Proposition(kind="state", subject=subject, expects=expects, negated=negated,
+                           outage=expects == "faulty" and OUTAGE_ASKED.search(norm))
     expects = "healthy" if denies != fine else "faulty"
     return Proposition(kind="symptom", subject=subject, expects=expects, negated=negated,
                        event=bool(_EVENT.search(norm)))
