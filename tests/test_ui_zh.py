@@ -215,3 +215,25 @@ def test_a_sample_asked_before_the_first_run_ends_keeps_chinese(tmp_path: Path, 
         nav = page.inner_text("[data-testid=stSidebarNav]")
         assert "lang=zh" in page.url and tr("nav.sessions", "zh") in nav and "Sessions" not in nav, (page.url, nav)
         page.get_by_text(tr("ask.confirmed", "zh")).first.wait_for()
+
+
+def test_a_fresh_server_names_its_pages_in_chinese_from_the_first_paint_and_keeps_chinese_across_navigation(
+        tmp_path: Path, page) -> None:  # noqa: F811
+    """A pages/ folder once put a fresh server in Streamlit's file-per-page mode: its first paint
+    listed the files (app, ask, eval ...) and a click on one opened that page in English (app.py)."""
+    labels = [tr(f"nav.{name}", "zh") for name in ("ask", "sessions", "trace", "rules", "eval")]
+    with _streamlit(tmp_path) as base:
+        page.goto(base + "/?lang=zh")
+        nav = page.locator("[data-testid=stSidebarNav]")
+        nav.locator("a").first.wait_for()
+        first_paint = nav.inner_text()  # at once: the first navigation the browser is sent
+        _shot(page, "zh-nav-first-paint")
+        assert [line for line in first_paint.split("\n") if line in labels] == labels, first_paint
+        _settled(page)
+        nav.get_by_role("link", name=tr("nav.rules", "zh")).click()
+        page.get_by_role("heading", name=tr("rules.title", "zh")).wait_for()
+        _settled(page)
+        _shot(page, "zh-nav-clicked")
+        assert "lang=zh" in page.url and "/rules" in page.url, page.url
+        assert [line for line in nav.inner_text().split("\n") if line in labels] == labels
+        page.goto("about:blank")
