@@ -71,7 +71,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if not args.json and isinstance(event, ToolCalled):
             print(f"  tool #{event.id} {event.tool} -> {event.status} ({event.latency_ms} ms)", file=sys.stderr)
         elif not args.json and isinstance(event, StreamProgress):
-            print(f"  {progress_text(event)}", file=sys.stderr)
+            print(f"  {progress_text(event, _lang(args, settings))}", file=sys.stderr)
 
     result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
     sample = _sample(settings, result.world, detect_language(args.question))
