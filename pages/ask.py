@@ -66,13 +66,13 @@ class Progress:
 
     def __init__(self) -> None:
         self.tools: Any = None
-        self.tool_count = 0
+        self.calls: list[str] = []  # the statuses of the collector box's calls so far
         self.streaming: Any = None  # one line, rewritten as a stage's reply streams in
 
     def on_progress(self, data: dict[str, Any]) -> None:
         if self.streaming is None:
             self.streaming = st.empty()
-        self.streaming.caption(markup.md(ask_view.progress_text(StreamProgress.model_validate(data))))
+        self.streaming.caption(markup.md(ask_view.progress_text(StreamProgress.model_validate(data), i18n.lang())))
 
     def __call__(self, stage: str, data: dict[str, Any]) -> None:
         if stage != "progress" and self.streaming is not None:  # the stage it followed has ended
@@ -99,7 +99,7 @@ class Progress:
     def on_tool(self, data: dict[str, Any]) -> None:
         if self.tools is None:
             self.tools = st.status(i18n.t("stage.collector"), state="running", expanded=True)
-        self.tool_count += 1
+        self.calls.append(str(data.get("status")))
         # The call's arguments and a backend's error are data, as the model and the backend wrote them.
         err = f" — <span class='wb-data'>{markup.esc(data['error'])}</span>" if data.get("error") else ""
         with self.tools:
@@ -108,11 +108,18 @@ class Progress:
                           f"{markup.esc(data.get('latency_ms'))} ms{err}</div>")
 
     def on_collector(self, data: dict[str, Any]) -> None:
+        # The label counts in the page's words; the summary is the Collector's own output
+        # (`collection_summary`), in the question's language or the model's, so it is shown as its text.
         summary = (data.get("summary") or {}).get("collection_summary", "")
         if self.tools is None:
             self.tools = st.status(i18n.t("stage.collector"))
-        self.tools.update(label=i18n.t("stage.collector") + f" · {markup.md(summary)}", state="complete", expanded=False)
-        self.tools = None
+        counts = i18n.t("stage.calls", calls=len(self.calls), ok=self.calls.count("ok"))
+        self.tools.update(label=i18n.t("stage.collector") + f" · {counts}", state="complete", expanded=False)
+        if summary:
+            with self.tools:
+                st.caption(i18n.t("stage.collector_said"))
+                markup.text_block(summary)
+        self.tools, self.calls = None, []
 
     def on_digest(self, data: dict[str, Any]) -> None:
         digests = data.get("digests") or []

@@ -252,9 +252,19 @@ def _card(url: str, card: trace_view.ClaimCard, *, pick: int | None = None) -> N
 # --- reviewing ---------------------------------------------------------------------------------
 
 
+# The review panel (moves, the claim, note, label buttons and their keys) is drawn once asked for:
+# a reader who does not label pays none of it on opening the page. Plain state, not a widget's, so
+# a reviewer who opened it finds it open on every session they open next in the tab (until a reload).
+_REVIEWING = "trace_reviewing"
+
+
 def _focus(pos: int) -> None:
     st.session_state["trace_review_pos"] = pos
-    st.session_state["trace_review_scroll"] = True
+    st.session_state["trace_review_scroll"] = st.session_state[_REVIEWING] = True
+
+
+def _close_panel() -> None:
+    st.session_state[_REVIEWING] = False
 
 
 def _save(sid: str, claim_id: str | None, label: str, reviewer: str, note_key: str, advance: int | None) -> None:
@@ -288,8 +298,8 @@ def _label_buttons(sid: str, claim_id: str | None, reviewer: str, note_key: str,
 
 
 def review_panel(url: str, r: SessionRecord, queue: list[trace_view.ClaimCard]) -> int | None:
-    """Claim after claim with findings: J / K move, 1-5 label and go to the next one. Returns the
-    position of the claim it shows."""
+    """Claim after claim with findings: J / K move, 1-5 label and go to the next one; drawn once a
+    reviewer opens it (_REVIEWING). Returns the position of the claim it shows, None while closed."""
     st.subheader(i18n.t("trace.review_panel"))
     name_col, info_col = st.columns([1, 2], vertical_alignment="bottom")
     with name_col:
@@ -301,7 +311,13 @@ def review_panel(url: str, r: SessionRecord, queue: list[trace_view.ClaimCard]) 
         info_col.caption(i18n.t("ask.none"))
         return None
     pos = min(max(0, int(st.session_state.get("trace_review_pos", 0))), len(queue) - 1)
-    info_col.caption(i18n.t("trace.review_keys"))
+    if not st.session_state.get(_REVIEWING):
+        info_col.button(i18n.t("trace.review_start", n=len(queue)), key="trace_review_start", type="primary",
+                        on_click=_focus, args=(pos,))
+        return None
+    keys = info_col.container(horizontal=True, vertical_alignment="center")
+    keys.caption(i18n.t("trace.review_keys"))
+    keys.button(i18n.t("trace.review_close"), key="trace_review_close", width="content", on_click=_close_panel)
     row = st.container(horizontal=True, vertical_alignment="center")
     row.button(i18n.t("trace.prev_claim"), key="trace_prev", shortcut="K", disabled=pos == 0, width="content",
                on_click=_focus, args=(pos - 1,))

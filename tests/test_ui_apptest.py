@@ -222,6 +222,9 @@ def test_trace_reviews_claim_by_claim_and_every_view_shows_them_at_once(settings
     result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
     sid = result.session_id
     at = _app("pages/trace.py", session=sid)
+    # The panel is drawn on demand: a reader who does not label gets no label form.
+    assert not [b for b in at.button if b.key.startswith("trace_label_")]
+    at.button(key="trace_review_start").click().run()
     at.button(key="trace_label_correct").click().run()
     assert tr("common.need_name", "en") in _texts(at) and store.reviews(sid) == []
 
@@ -509,6 +512,7 @@ def test_with_editors_configured_reviews_are_saved_as_the_signed_in_editor_only(
         at.query_params.update(session=sid, reviewer="lead@example.com")  # a typed name counts for nothing
         at.run()
         assert not [w for w in at.text_input if w.key == "reviewer"]
+        at.button(key="trace_review_start").click().run()
         at.button(key="trace_label_correct").click().run()
         assert not at.exception, at.exception
         assert [(r["label"], r["reviewer"]) for r in store.reviews(sid)] == saved
@@ -533,6 +537,7 @@ def test_labelling_the_last_flagged_claim_offers_the_sessions_own_label(settings
     sid, ids = flagged
     at = _app("pages/trace.py", session=sid)
     at.text_input(key="reviewer").input("ann").run()
+    at.button(key="trace_review_start").click().run()
     offer = "Every flagged claim has a label"
     for _ in ids:  # each label moves the panel on to the next flagged claim
         assert offer not in "\n".join(i.value for i in at.info)

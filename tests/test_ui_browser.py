@@ -209,6 +209,8 @@ def test_every_page_opens_on_a_read_only_store_and_a_refused_write_says_why(
             pg.goto(f"{base}/trace?session={weak}&reviewer=ann")
             pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
             _settled(pg)
+            pg.get_by_role("button", name=re.compile(r"^Review the \d+ claims one by one$")).click()
+            pg.get_by_text(re.compile(r"^Claim 1 of \d+$")).wait_for()
             pg.get_by_role("heading", name=tr("trace.title", "en")).click()
             pg.keyboard.press("4")
             _refused(pg, "read-only-label-refused")
@@ -275,7 +277,10 @@ def _review_in_a_browser(base: str, home: Path, weak: str, pg) -> None:
     name.press("Enter")
     _settled(pg)
     assert "reviewer=ann" in pg.url
+    # The panel is drawn once asked for.
     panel = pg.get_by_text(re.compile(r"^Claim \d+ of \d+$"))
+    sync_api.expect(panel).to_have_count(0)
+    pg.get_by_role("button", name=re.compile(r"^Review the \d+ claims one by one$")).click()
     sync_api.expect(panel).to_have_text(re.compile(r"^Claim 1 of"))
     # Keys: J next, K previous, 4 labels "hallucination" and moves on.
     pg.get_by_role("heading", name=tr("trace.title", "en")).click()

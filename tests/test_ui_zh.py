@@ -31,6 +31,7 @@ from test_ui_browser import _settled, _shot, _store, _streamlit, page  # noqa: F
 
 from pipeline.core import contracts
 from pipeline.core.config import load_settings
+from pipeline.core.events import StreamProgress
 from pipeline.core.messages import family, msg, render, tr
 from pipeline.eval import history
 from pipeline.eval.demo import demo_runs, run_demo
@@ -202,6 +203,46 @@ def pg_text(pg, base: str, path: str) -> str:
     return pg.inner_text("body")
 
 
+# The Ask page's stage boxes: their labels and captions, without icon ligatures.
+_STAGES_JS = """() => [...document.querySelectorAll('[data-testid=stMain] [data-testid=stExpander] summary, '
+  + '[data-testid=stMain] [data-testid=stCaptionContainer]')].map(e => {
+    const c = e.cloneNode(true);
+    c.querySelectorAll('[data-testid*=Icon]').forEach(i => i.remove());
+    return c.textContent;
+  }).join(' | ')"""
+
+
+def test_the_stages_read_in_chinese_while_an_english_question_runs(
+        zh_server: tuple[str, dict[str, str], frozenset[str]], page) -> None:  # noqa: F811
+    """The stage boxes are the page's words, whatever language the question is in: the Collector's
+    box read "ran 7 tool calls", its summary written in the question's language. Read at every
+    state the browser shows while the session runs, then with the answer."""
+    base, _, _ = zh_server
+    question = ask_view.samples(load_worlds(load_settings().incidents_dir)[0], "en")[0]
+    page.goto(base + "/?lang=zh")
+    page.get_by_text("中文", exact=True).wait_for()
+    _settled(page)
+    page.get_by_role("textbox", name=tr("ask.question", "zh")).fill(question)
+    page.get_by_role("button", name=tr("ask.submit", "zh"), exact=True).click()
+    states: list[str] = []
+    answered = page.get_by_text(tr("ask.confirmed", "zh"))
+    while not answered.count():
+        shown = page.evaluate(_STAGES_JS)
+        if not states or shown != states[-1]:
+            states.append(shown)
+        page.wait_for_timeout(100)
+    _settled(page)
+    states.append(page.evaluate(_STAGES_JS))
+    _shot(page, "zh-ask-english-question")
+    assert tr("stage.collector", "zh") + " · " in states[-1], states[-1]
+    assert {s: english_words(s, frozenset(_WORD.findall(question))) for s in states
+            if english_words(s, frozenset(_WORD.findall(question)))} == {}
+    # A slow model's streaming line, drawn while a stage's reply comes in.
+    streaming = ask_view.progress_text(StreamProgress(stage="diagnosis", round=1, attempt=1, tokens=120,
+                                                      tokens_per_s=4.5, elapsed_s=26.7, budget_s=180), "zh")
+    assert english_words(streaming) == [] and "诊断" in streaming, streaming
+
+
 def test_a_sample_asked_before_the_first_run_ends_keeps_chinese(tmp_path: Path, page) -> None:  # noqa: F811
     """A fresh server's first run goes on after the Ask page is drawn (it imports what the other
     pages need); a sample asked in that time turned the whole page English (pages/_ui/frame.py,
@@ -215,3 +256,25 @@ def test_a_sample_asked_before_the_first_run_ends_keeps_chinese(tmp_path: Path, 
         nav = page.inner_text("[data-testid=stSidebarNav]")
         assert "lang=zh" in page.url and tr("nav.sessions", "zh") in nav and "Sessions" not in nav, (page.url, nav)
         page.get_by_text(tr("ask.confirmed", "zh")).first.wait_for()
+
+
+def test_a_fresh_server_names_its_pages_in_chinese_from_the_first_paint_and_keeps_chinese_across_navigation(
+        tmp_path: Path, page) -> None:  # noqa: F811
+    """A pages/ folder once put a fresh server in Streamlit's file-per-page mode: its first paint
+    listed the files (app, ask, eval ...) and a click on one opened that page in English (app.py)."""
+    labels = [tr(f"nav.{name}", "zh") for name in ("ask", "sessions", "trace", "rules", "eval")]
+    with _streamlit(tmp_path) as base:
+        page.goto(base + "/?lang=zh")
+        nav = page.locator("[data-testid=stSidebarNav]")
+        nav.locator("a").first.wait_for()
+        first_paint = nav.inner_text()  # at once: the first navigation the browser is sent
+        _shot(page, "zh-nav-first-paint")
+        assert [line for line in first_paint.split("\n") if line in labels] == labels, first_paint
+        _settled(page)
+        nav.get_by_role("link", name=tr("nav.rules", "zh")).click()
+        page.get_by_role("heading", name=tr("rules.title", "zh")).wait_for()
+        _settled(page)
+        _shot(page, "zh-nav-clicked")
+        assert "lang=zh" in page.url and "/rules" in page.url, page.url
+        assert [line for line in nav.inner_text().split("\n") if line in labels] == labels
+        page.goto("about:blank")

@@ -117,7 +117,8 @@ def page_start() -> None:
     """First call of every page: make sure app.py framed this run.
 
     A folder named pages/ beside the entry file puts a fresh Streamlit server in its old
-    file-per-page mode until some run calls st.navigation, so the first request for
+    file-per-page mode until some run calls st.navigation (app.py turns the mode off where
+    Streamlit imports it, st.App; older Streamlit does not), so the first request for
     /trace?session=ID runs pages/trace.py alone (no language switch, no CSS). Drawing the
     frame calls st.navigation, which ends that mode for the whole server; the rerun then goes
     through app.py to the same URL before the user has touched anything.

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import Settings, config_path, load_settings
-from pipeline.core.errors import ConfigError, WorkbenchError, one_line
+from pipeline.core.errors import ConfigError, InputError, WorkbenchError, one_line
 from pipeline.store import Store
 from pipeline.text.bounds import encodable
 from pipeline.text.primitives import detect_language
@@ -71,7 +71,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if not args.json and isinstance(event, ToolCalled):
             print(f"  tool #{event.id} {event.tool} -> {event.status} ({event.latency_ms} ms)", file=sys.stderr)
         elif not args.json and isinstance(event, StreamProgress):
-            print(f"  {progress_text(event)}", file=sys.stderr)
+            print(f"  {progress_text(event, _lang(args, settings))}", file=sys.stderr)
 
     result = run_session(args.question, settings=settings, store=store, world_id=args.world, on_event=progress)
     sample = _sample(settings, result.world, detect_language(args.question))
@@ -254,12 +254,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    """The suite as an eval job, the Eval page's kind: one history, and a run the shell started can
+    be followed and stopped from the page. The embedded queue runs it in this process; with
+    PostgreSQL a `workbench worker` does, and --no-wait leaves it there."""
     import getpass
-    from datetime import UTC, datetime
 
-    from pipeline.eval.history import format_history, list_runs, record_run, suite_rules
-    from pipeline.eval.runner import format_table, run_suite
-    from pipeline.gatekeeper import load_rules
+    from pipeline.eval.history import format_history, list_runs
+    from pipeline.frontends.jobs_cli import follow_job
+    from pipeline.jobs import make_queue, submit_job
 
     settings = _settings(args)
     store = Store(settings.db_url)
@@ -270,16 +272,68 @@ def cmd_eval(args: argparse.Namespace) -> int:
         else:
             print(format_history(runs))
         return 0
-    started = datetime.now(UTC)
-    rules, label = suite_rules(settings, store, candidate=load_rules(settings.rules_dir) if args.rules else None)
-    results = run_suite(settings, rules=rules, store=store)
-    run_id = record_run(store, who=args.who or getpass.getuser(), rules=label, results=results, started_at=started)
+    job_args: dict[str, Any] = {"who": args.who or getpass.getuser(), "origin": "cli"}
+    if args.rules:  # a path the worker can open wherever it runs
+        job_args["rules_dir"] = str(Path(settings.rules_dir).resolve())
+    queue = make_queue(settings, store)
+    try:
+        if args.no_wait and queue.owned:
+            raise InputError("--no-wait leaves the run to `workbench worker` (a PostgreSQL store); the embedded "
+                             "queue runs it in this process, which must then stay until it ends")
+        job_id = submit_job(queue, store, "eval", job_args)
+        if args.no_wait:
+            print(job_id)
+            return 0
+        where = "running in this process" if queue.owned else "waiting for a `workbench worker` to take it"
+        print(f"eval run {job_id} queued, {where}; Ctrl-C stops it after the fixture in hand", file=sys.stderr)
+        row = follow_job(store, job_id, _EvalProgress(quiet=args.json))
+    finally:
+        queue.close()  # the embedded queue: the fixture in hand ends first
+    return _eval_ended(args, settings, row)
+
+
+class _EvalProgress:
+    """One stderr line per fixture as the job reports it, and one when a stop was asked."""
+
+    def __init__(self, *, quiet: bool):
+        self.quiet, self.printed, self.stopping = quiet, 0, False
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        results = (row["result"] or {}).get("results") or []
+        for r in results[self.printed:] if not self.quiet else ():
+            self.printed += 1
+            print(f"[{self.printed}/{row['progress_total']}] {r['name']} {'pass' if r['passed'] else 'FAIL'} "
+                  f"{r.get('verdict') or '-'}", file=sys.stderr)
+        if row["cancel_requested_at"] and row["status"] == "running" and not self.stopping:
+            self.stopping = True
+            print("stopping after the fixture in hand (Ctrl-C again: stop waiting)", file=sys.stderr)
+
+
+def _eval_ended(args: argparse.Namespace, settings: Settings, row: dict[str, Any]) -> int:
+    """Print the run as it ended: 0 every fixture passed, 1 some failed, 130 stopped by Ctrl-C."""
+    from pipeline.eval.runner import EvalResult, format_table
+    from pipeline.frontends.jobs_cli import JobEnded
+
+    job_id, status = row["id"], row["status"]
+    if status in ("failed", "interrupted"):
+        raise JobEnded(f"eval run {job_id} {status}: {row['error'] or 'no reason stored'}; "
+                       "the sessions it made are kept (`workbench eval --history`)")
+    results = [EvalResult(**r) for r in (row["result"] or {}).get("results") or []]
     if args.json:
         _print_json([r.as_dict() for r in results])
-    else:
+    elif results or status == "completed":
         print(format_table(results, _lang(args, settings)))
-        print(f"stored as eval run {run_id}; `workbench eval --history` lists the runs")
-    return 0 if all(r.passed for r in results) else 1
+    if status == "completed":
+        if not args.json:
+            print(f"stored as eval run {job_id}; `workbench eval --history` lists the runs")
+        return 0 if all(r.passed for r in results) else 1
+    if status == "cancelled":
+        print(f"eval run {job_id} cancelled after {len(results)} of {row['progress_total'] or '?'} fixtures; "
+              "its sessions are kept (`workbench eval --history`)", file=sys.stderr)
+    else:
+        print(f"stopped waiting; eval run {job_id} stops after the fixture in hand "
+              "(`workbench eval --history` lists it then)", file=sys.stderr)
+    return 130
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -399,11 +453,13 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--json", action="store_true", help="print every changed session as JSON")
     rep.set_defaults(func=cmd_replay)
 
-    ev = sub.add_parser("eval", help="run the eval fixture suite")
+    ev = sub.add_parser("eval", help="run the eval fixture suite as a job and follow it (Ctrl-C stops it)")
     ev.add_argument("--rules", help="rules directory")
     ev.add_argument("--json", action="store_true", help="print the results as JSON")
     ev.add_argument("--history", action="store_true", help="list the stored eval runs instead of running")
     ev.add_argument("--who", help="who ran it, kept with the run (default: the login name)")
+    ev.add_argument("--no-wait", action="store_true",
+                    help="print the run's job id and leave it to `workbench worker` (PostgreSQL store)")
     ev.add_argument("--lang", choices=["en", "zh"],
                     help="language of the failure reasons (default: $LANG if it names zh or en, else ui.language)")
     ev.set_defaults(func=cmd_eval)

@@ -1,4 +1,5 @@
-"""The job and server subcommands of `workbench`: worker, webhook, metrics, sessions, rerun (registered by\npipeline/cli.py)."""
+"""The job and server subcommands of `workbench`: worker, webhook, metrics, sessions, rerun (registered by\npipeline/cli.py);
+and following a job from the shell (`workbench eval`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 from pipeline.core.config import Settings, load_settings
-from pipeline.core.errors import ConfigError, StoreError
+from pipeline.core.errors import ConfigError, StoreError, WorkbenchError
 from pipeline.store import Store
 from pipeline.text.redact import redact_logs
 
@@ -148,6 +151,50 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     print(f"session {sid} ({row.get('status')}{', ' + row['verdict'] if row.get('verdict') else ''}) "
           f"runs {args.session_id} again")
     return 0
+
+
+class JobEnded(WorkbenchError):
+    """A followed job failed, or was interrupted (its process died); the row keeps what it made."""
+
+
+FOLLOW_POLL_S = 0.5
+
+
+def follow_job(store: Store, job_id: str, on_change: Callable[[dict[str, Any]], None], *,
+               poll_s: float = FOLLOW_POLL_S) -> dict[str, Any]:
+    """Wait for the job `job_id` to end and return its row; `on_change(row)` whenever it moved.
+
+    Ctrl-C asks the job to stop (pipeline/jobs/records.py: it ends `cancelled` after the step in
+    hand, keeping what it made) and goes on waiting for that; a second Ctrl-C stops waiting. The
+    signal only counts: a KeyboardInterrupt raised inside a database call could leave the store's
+    connection half-used just when the request to stop must be written."""
+    from pipeline.jobs.records import get_job, request_cancel
+
+    presses = 0
+
+    def on_sigint(signum: int, frame: object) -> None:
+        nonlocal presses
+        presses += 1
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        seen: tuple[Any, ...] = ()
+        asked = False
+        while True:
+            row = get_job(store, job_id)
+            now = (row["status"], row["progress_done"], row["progress_total"], row["cancel_requested_at"])
+            if now != seen:
+                seen = now
+                on_change(row)
+            if row["status"] not in ("queued", "running") or presses > 1:
+                return row
+            if presses and not asked:
+                asked = True
+                request_cancel(store, job_id)
+                continue
+            time.sleep(poll_s)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def register(sub: Any) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pipeline.core.contracts import ComposerAction, ComposerGuardResult, ComposerHypothesis, ExecutorBinding, Verdict
 from pipeline.core.events import StreamProgress
+from pipeline.core.messages import tr, value_name
 from pipeline.eval.demo import sample_questions
 from pipeline.store.record import SessionRecord
 from pipeline.tools.incidents import World
@@ -36,10 +37,11 @@ class AnswerView:
     elsewhere: list[str]
 
 
-def progress_text(p: StreamProgress) -> str:
+def progress_text(p: StreamProgress, lang: str) -> str:
     """A stage's streaming progress in one line, for the CLI and Ask: a slow model shows it is
     generating, and how far the stage is into its time budget."""
-    return f"{p.stage}: {p.tokens} tokens, {p.tokens_per_s} tokens/s, {p.elapsed_s} s of {p.budget_s} s"
+    return tr("stage.progress", lang, stage=value_name(p.stage, lang), tokens=p.tokens, rate=p.tokens_per_s,
+              elapsed=p.elapsed_s, budget=p.budget_s)
 
 
 def answer_view(record: SessionRecord) -> AnswerView:
