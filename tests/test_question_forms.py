@@ -59,8 +59,8 @@ CASES = [
     ("bad-deploy", "Is coupon-service healthy?", "PASS", "Yes, coupon-service looks healthy: ", ""),
     ("bad-deploy", "coupon-service 不是正常的吗？", "PASS", "是的，coupon-service 看起来正常：", ""),
     # "down" asks for an outage: a degraded service (memory near full, slow queries, 18% 5xx) is not down
-    ("redis-latency", "Is redis-cart down?", "PASS", "No, redis-cart is not down, but it is degraded: ", ""),
-    ("db-pool-exhaustion", "is orders-db down?", "PASS", "No, orders-db is not down, but it is degraded: ", ""),
+    ("redis-latency", "Is redis-cart down?", "PASS", "No, redis-cart still answers, but it shows a fault: ", ""),
+    ("db-pool-exhaustion", "is orders-db down?", "PASS", "No, orders-db still answers, but it shows a fault: ", ""),
     ("redis-latency", "Is redis-cart having problems?", "PASS", "Yes, redis-cart shows a fault: ", ""),
     ("cpu-saturation", "Is payment-service normal and is api-gateway normal?", "PASS", "No, ", ""),
     # the proposition itself negated: it asserts the symptom's absence, answered outright

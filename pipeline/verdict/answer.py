@@ -22,7 +22,8 @@ from pipeline.verdict.safe_actions import fixed_actions
 @lru_cache(maxsize=1)
 def framing_words() -> frozenset[str]:
     """Content words of every framing phrase (the catalogue's answer.* texts), both languages: they
-    say nothing about the incident."""
+    say nothing about the incident. So a frame avoids fact words ("down", "expired"): one written
+    there stops counting in every claim."""
     words: set[str] = set()
     for lang in LANGS:
         for text in [*family("answer.", lang).values(), tr("common.any_service", lang)]:
