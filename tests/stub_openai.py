@@ -35,6 +35,8 @@ class StubReply:
     stall_s: float = 0.0
     # A streamed reply: the pause before every chunk (a slow model that keeps generating).
     chunk_delay_s: float = 0.0
+    # A streamed reply: characters of content a chunk (a few, as llama.cpp sends them).
+    chunk_chars: int = 4
 
 
 @dataclass
@@ -200,7 +202,7 @@ class StubOpenAI:
                     self.send_header("content-type", "text/event-stream")
                     self.end_headers()
                     usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                    for n, chunk in enumerate(stream_chunks(reply.body, usage)):
+                    for n, chunk in enumerate(stream_chunks(reply.body, usage, reply.chunk_chars)):
                         if n == reply.stall_after and stub._stopping.wait(reply.stall_s):
                             return
                         if reply.chunk_delay_s and stub._stopping.wait(reply.chunk_delay_s):

@@ -180,7 +180,9 @@ class _DeepDiagnosis(PipelineModel):
     """The pipeline model, except that its diagnosis is JSON nested 100,000 levels deep."""
 
     def diagnosis(self, messages: list[dict[str, Any]]) -> StubReply:
-        return StubReply(body=chat_body(DEEP))
+        # 800,000 characters in chunks of 4 cost the SDK minutes of chunk parsing; what is tested is
+        # the reply's depth, not its chunking.
+        return StubReply(body=chat_body(DEEP), chunk_chars=8192)
 
 
 def test_100k_deep_llm_reply_is_malformed_and_recorded(capsys: pytest.CaptureFixture[str],
