@@ -16,7 +16,7 @@ import base64
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from pipeline.core.errors import BundleError
 from pipeline.text.bounds import cap_text, too_deep
@@ -42,6 +42,16 @@ class Span:
     span: dict[str, Any]
     attrs: dict[str, Any]
     service: str  # its resource's service.name
+
+
+class TraceOrigin(TypedDict):
+    """What an imported trace's session was built from, kept under claimed_by_source.trace."""
+
+    origin: str
+    service_name: str
+    trace_id: str
+    answer_form: Literal["executor_v2", "prose"]
+    span_ids: list[str]
 
 
 @dataclass(frozen=True)
