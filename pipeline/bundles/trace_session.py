@@ -17,9 +17,10 @@ a tool failure of its own.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import JsonValue, TypeAdapter
 
 from pipeline.bundles.importer import ImportResult, import_bundle
 from pipeline.bundles.prose import prose_output
@@ -70,15 +71,17 @@ def trace_bundle(trace: ForeignTrace) -> tuple[SessionBundle, Literal["executor_
                          executor_raw_output=raw, final_answer=trace.answer), form
 
 
-def trace_args(trace: ForeignTrace) -> dict[str, Any]:
-    """The trace as a job's arguments (plain JSON), read back by `trace_of`."""
-    return {"trace": asdict(trace)}
+# A trace as a job carries it: plain JSON in the job's row, validated when the job reads it back.
+_AS_JOB: TypeAdapter[ForeignTrace] = TypeAdapter(ForeignTrace)
 
 
-def trace_of(args: dict[str, Any]) -> ForeignTrace:
-    data = dict(args["trace"])
-    calls = [ForeignToolCall(**c) for c in data.pop("tool_calls")]
-    return ForeignTrace(**data, tool_calls=calls)
+def trace_args(trace: ForeignTrace) -> dict[str, JsonValue]:
+    """The trace as a job's arguments, read back by `trace_of`."""
+    return {"trace": _AS_JOB.dump_python(trace, mode="json")}
+
+
+def trace_of(args: dict[str, JsonValue]) -> ForeignTrace:
+    return _AS_JOB.validate_python(args["trace"])
 
 
 def import_trace(store: Store, trace: ForeignTrace, *, settings: Settings, rules: RuleSet,
