@@ -77,9 +77,9 @@ class SessionBundle(BaseModel):
     model_config = ConfigDict(extra="ignore")
     bundle_version: Literal[1]
     session: BundleSession
-    # What the source wrote and says it judged, kept as JSON: the plan is stored as written, the
-    # verifier and composer outputs are read by the check that uses them (runs/judge.py), and an
-    # import keeps the three as the source's claim, never read as ours.
+    # What the source wrote, kept as JSON: the plan is stored as written; its verifier and composer
+    # outputs are read where a check uses them (runs/judge.py); an import keeps those and its
+    # verifier_evaluation as the source's claim, never as ours.
     planner_plan: dict[str, JsonValue] | None = None
     tool_invocations: list[ToolInvocation]
     evidence_digests: list[EvidenceDigest] = Field(default_factory=list)
