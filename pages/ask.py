@@ -9,12 +9,23 @@ import streamlit as st
 
 from pages._ui import frame, i18n, markup, reads, widgets
 from pipeline.core.errors import WorkbenchError
-from pipeline.core.events import StreamProgress
+from pipeline.core.events import (
+    Collected,
+    Diagnosed,
+    Digested,
+    Failed,
+    Planned,
+    Retrying,
+    SessionEvent,
+    SessionOpened,
+    StreamProgress,
+    ToolCalled,
+    Verified,
+)
 from pipeline.core.messages import render
 from pipeline.frontends.views import ask as ask_view
 from pipeline.frontends.views import trace as trace_view
 from pipeline.jobs import submit_rerun, submit_session
-from pipeline.store.lease import events
 from pipeline.tools.incidents import load_worlds, sample_notice, world_by_id
 
 # How often a follower reads new stage events from the store.
@@ -69,48 +80,67 @@ class Progress:
         self.calls: list[str] = []  # the statuses of the collector box's calls so far
         self.streaming: Any = None  # one line, rewritten as a stage's reply streams in
 
-    def on_progress(self, data: dict[str, Any]) -> None:
-        if self.streaming is None:
-            self.streaming = st.empty()
-        self.streaming.caption(markup.md(ask_view.progress_text(StreamProgress.model_validate(data), i18n.lang())))
-
-    def __call__(self, stage: str, data: dict[str, Any]) -> None:
-        if stage != "progress" and self.streaming is not None:  # the stage it followed has ended
+    def __call__(self, event: SessionEvent) -> None:
+        if not isinstance(event, StreamProgress) and self.streaming is not None:  # the stage it followed has ended
             self.streaming.empty()
             self.streaming = None
-        handler = getattr(self, f"on_{stage}", None)
-        if handler:
-            handler(data)
+        match event:
+            case StreamProgress():
+                self.on_progress(event)
+            case SessionOpened():
+                self.on_session(event)
+            case Planned():
+                self.on_planner(event)
+            case ToolCalled():
+                self.on_tool(event)
+            case Collected():
+                self.on_collector(event)
+            case Digested():
+                self.on_digest(event)
+            case Diagnosed():
+                st.status(i18n.t("stage.diagnosis") + f" · {event.chars} " + i18n.t("stage.chars"), state="complete")
+            case Verified():
+                self.on_verification(event)
+            case Retrying():
+                with st.status(i18n.t("stage.retry"), state="complete"):
+                    st.write(event.retry_context.model_dump())
+            case Failed():
+                st.status(i18n.t("ask.failed") + f": {i18n.value(event.stage)}", state="error")
 
-    def on_session(self, data: dict[str, Any]) -> None:
-        st.caption(markup.md(i18n.t("common.session") + f" {data['session_id']} · {data.get('world') or '-'} · "
-                             f"{i18n.value(data.get('provider'))} · {i18n.value(data.get('shape'))}"))
+    def on_progress(self, event: StreamProgress) -> None:
+        if self.streaming is None:
+            self.streaming = st.empty()
+        self.streaming.caption(markup.md(ask_view.progress_text(event, i18n.lang())))
 
-    def on_planner(self, data: dict[str, Any]) -> None:
-        plan = data.get("plan") or {}
-        with st.status(i18n.t("stage.planner") + " · " + i18n.t("stage.skill") + f" {markup.md(plan.get('skill', ''))}",
+    def on_session(self, event: SessionOpened) -> None:
+        st.caption(markup.md(i18n.t("common.session") + f" {event.session_id} · {event.world or '-'} · "
+                             f"{i18n.value(event.provider)} · {i18n.value(event.shape)}"))
+
+    def on_planner(self, event: Planned) -> None:
+        plan = event.plan
+        with st.status(i18n.t("stage.planner") + " · " + i18n.t("stage.skill") + f" {markup.md(plan.skill)}",
                        state="complete"):
-            markup.html_block('<ol class="wb-list">' + "".join(f"<li>{markup.esc(s)}</li>" for s in plan.get("steps", []))
+            markup.html_block('<ol class="wb-list">' + "".join(f"<li>{markup.esc(s)}</li>" for s in plan.steps)
                           + "</ol>")
-            st.dataframe([{"tool": c.get("tool_name"), "arguments": str(c.get("arguments")), "purpose": c.get("purpose")}
-                          for c in plan.get("tool_calls", [])], hide_index=True,
+            st.dataframe([{"tool": c.tool_name, "arguments": str(c.arguments), "purpose": c.purpose}
+                          for c in plan.tool_calls], hide_index=True,
                          column_config=widgets.headers("tool", "arguments", "purpose"))
 
-    def on_tool(self, data: dict[str, Any]) -> None:
+    def on_tool(self, event: ToolCalled) -> None:
         if self.tools is None:
             self.tools = st.status(i18n.t("stage.collector"), state="running", expanded=True)
-        self.calls.append(str(data.get("status")))
+        self.calls.append(event.status)
         # The call's arguments and a backend's error are data, as the model and the backend wrote them.
-        err = f" — <span class='wb-data'>{markup.esc(data['error'])}</span>" if data.get("error") else ""
+        err = f" — <span class='wb-data'>{markup.esc(event.error)}</span>" if event.error else ""
         with self.tools:
-            markup.html_block(f"<div>{i18n.pill(data.get('status'))} #{markup.esc(data['id'])} <b>{markup.esc(data['tool'])}</b> "
-                          f"<span class='wb-muted wb-data'>{markup.esc(data.get('arguments'))}</span> · "
-                          f"{markup.esc(data.get('latency_ms'))} ms{err}</div>")
+            markup.html_block(f"<div>{i18n.pill(event.status)} #{markup.esc(event.id)} <b>{markup.esc(event.tool)}</b> "
+                          f"<span class='wb-muted wb-data'>{markup.esc(event.arguments)}</span> · "
+                          f"{markup.esc(event.latency_ms)} ms{err}</div>")
 
-    def on_collector(self, data: dict[str, Any]) -> None:
+    def on_collector(self, event: Collected) -> None:
         # The label counts in the page's words; the summary is the Collector's own output
         # (`collection_summary`), in the question's language or the model's, so it is shown as its text.
-        summary = (data.get("summary") or {}).get("collection_summary", "")
+        summary = event.summary.collection_summary
         if self.tools is None:
             self.tools = st.status(i18n.t("stage.collector"))
         counts = i18n.t("stage.calls", calls=len(self.calls), ok=self.calls.count("ok"))
@@ -121,38 +151,25 @@ class Progress:
                 markup.text_block(summary)
         self.tools, self.calls = None, []
 
-    def on_digest(self, data: dict[str, Any]) -> None:
-        digests = data.get("digests") or []
-        with st.status(i18n.t("stage.digest") + f" · {len(digests)}", state="complete"):
-            st.dataframe([{"digest_id": d.get("digest_id"), "tool": d.get("tool"),
-                           "sources": str(d.get("source_invocation_ids")), "summary": d.get("summary")}
-                          for d in digests], hide_index=True,
+    def on_digest(self, event: Digested) -> None:
+        with st.status(i18n.t("stage.digest") + f" · {len(event.digests)}", state="complete"):
+            st.dataframe([{"digest_id": d.digest_id, "tool": d.tool, "sources": str(d.source_invocation_ids),
+                           "summary": d.summary} for d in event.digests], hide_index=True,
                          column_config=widgets.headers("digest_id", "tool", "sources", "summary"))
 
-    def on_diagnosis(self, data: dict[str, Any]) -> None:
-        st.status(i18n.t("stage.diagnosis") + f" · {data.get('chars', 0)} " + i18n.t("stage.chars"), state="complete")
-
-    def on_verification(self, data: dict[str, Any]) -> None:
-        gate = data.get("gatekeeper_result") or {}
-        label = (i18n.t("stage.verification") + " · " + i18n.t("common.gatekeeper") + f" {i18n.value(gate.get('status'))} · "
-                 + i18n.t("common.verdict") + f" {markup.md(data.get('verdict'))}")
+    def on_verification(self, event: Verified) -> None:
+        gate = event.gatekeeper_result
+        label = (i18n.t("stage.verification") + " · " + i18n.t("common.gatekeeper") + f" {i18n.value(gate.status)} · "
+                 + i18n.t("common.verdict") + f" {markup.md(event.verdict)}")
         with st.status(label, state="complete"):
-            st.write(i18n.t("common.parse") + f": {i18n.value(data.get('parse_status'))}")
-            if gate.get("failed_rules"):
-                st.write(i18n.t("common.failed_rules") + f": {markup.md(', '.join(gate['failed_rules']))}")
-            if gate.get("warnings"):
-                st.write(i18n.t("common.warnings") + f": {markup.md(', '.join(gate['warnings']))}")
-            for e in gate.get("errors", [])[:20]:
-                markup.html_block(f"<div class='wb-muted'>{markup.esc(e.get('rule_id'))} @ {markup.esc(e.get('target'))}: "
-                              f"{markup.esc(i18n.say(str(e.get('message')), e.get('msg')))}</div>")
-
-    def on_retry(self, data: dict[str, Any]) -> None:
-        ctx = data.get("retry_context") or {}
-        with st.status(i18n.t("stage.retry"), state="complete"):
-            st.write(ctx)
-
-    def on_failed(self, data: dict[str, Any]) -> None:
-        st.status(i18n.t("ask.failed") + f": {i18n.value(data.get('stage'))}", state="error")
+            st.write(i18n.t("common.parse") + f": {i18n.value(event.parse_status)}")
+            if gate.failed_rules:
+                st.write(i18n.t("common.failed_rules") + f": {markup.md(', '.join(gate.failed_rules))}")
+            if gate.warnings:
+                st.write(i18n.t("common.warnings") + f": {markup.md(', '.join(gate.warnings))}")
+            for e in gate.errors[:20]:
+                markup.html_block(f"<div class='wb-muted'>{markup.esc(e.rule_id)} @ {markup.esc(e.target)}: "
+                              f"{markup.esc(i18n.say(e.message, e.msg))}</div>")
 
 
 def run(question: str) -> None:
@@ -173,8 +190,8 @@ def follow(session_id: str) -> None:
     store, progress, seen = reads.store(), Progress(), 0
     while True:
         row = store.get_session(session_id)
-        for event_id, stage, data in events(store, session_id, after=seen):
-            progress(stage, data)
+        for event_id, event in ask_view.stored_events(store, session_id, after=seen):
+            progress(event)
             seen = event_id
             # Each new box is brought into view as it is drawn (the boxes grow below the fold), unless
             # the answer is drawn: the last boxes and the answer can reach the browser together.

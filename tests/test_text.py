@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipeline.text.lexicon import CONFIRMED
 from pipeline.text.primitives import (
     Entity,
     detect_language,
@@ -70,3 +71,12 @@ def test_keywords_are_chinese_aware_and_drop_stop_words():
     assert "超时" in words
     assert "payment-service" in words
     assert "the" not in words and "出现" not in words
+
+
+def test_confirmed_matches_whole_english_words_only():
+    said = ["the root cause is the pool", "confirmed: the pool ran out", "it is definitely the pool", "已确认连接池耗尽"]
+    assert all(CONFIRMED.search(normalize(s)) for s in said)
+    # Inside a longer word, or denied, it says nothing is established.
+    unsaid = ["the queue grew indefinitely", "the pool is unconfirmed", "not confirmed yet", "reconfirmed later",
+              "the uproot cause is unknown"]
+    assert not [s for s in unsaid if CONFIRMED.search(normalize(s))]

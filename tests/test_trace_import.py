@@ -38,6 +38,17 @@ def test_outputs_capped_and_missing_output_kept_as_none() -> None:
     assert trace.tool_calls[1].output is None
 
 
+def test_a_span_field_of_another_type_reads_as_absent() -> None:
+    """A foreign exporter's odd span is judged by what it holds, never a traceback."""
+    doc = json.loads(TRACE)
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[2] |= {"status": "ERROR", "startTimeUnixNano": "soon", "spanId": 12}
+    trace = read_trace(json.dumps(doc), BIG, BIG)
+    call = trace.tool_calls[0]
+    assert (call.failed, call.started_ns, call.span_id) == (False, 0, "12")
+    assert trace.tool_calls[1].failed is False and trace.tool_calls[1].started_ns > 0
+
+
 @pytest.mark.parametrize(("text", "reason"), [
     ("not json", "not JSON"),
     ('{"spans": []}', "no resourceSpans"),

@@ -411,6 +411,17 @@ def test_a_real_session_gives_located_highlight_windows(settings, store) -> None
     assert marked and marked in decoded
 
 
+def test_the_ask_page_reads_stored_events_back_as_the_models_announced(settings, store) -> None:
+    announced: list = []
+    sid = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store,
+                      on_event=announced.append).session_id
+    stored = ask_view.stored_events(store, sid)
+    assert [event for _, event in stored] == announced
+    assert {type(e).__name__ for e in announced} >= {"SessionOpened", "Planned", "ToolCalled", "Verified", "Done"}
+    # A follower asks only for what came after the last event it drew.
+    assert ask_view.stored_events(store, sid, after=stored[-2][0]) == stored[-1:]
+
+
 def test_a_stored_session_reads_back_into_its_contracts(settings, store) -> None:
     result = run_session("payment API times out since 10:00, what's going on?", settings=settings, store=store)
     store.add_review(session_id=result.session_id, label="correct", reviewer="ann", claim_id="c1")

@@ -21,11 +21,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict
+
+from pydantic import JsonValue
 
 from pipeline.bundles.check import check_bundle
-from pipeline.bundles.provenance import SignatureCheck, check_signature, own_key, ran_in_store, trusted_keys
+from pipeline.bundles.provenance import Provenance, SignatureCheck, check_signature, own_key, ran_in_store, trusted_keys
 from pipeline.bundles.session_bundle import SessionBundle
+from pipeline.bundles.trace_import import TraceOrigin
 from pipeline.core.config import Settings
 from pipeline.core.contracts import LlmCallRecord, Trigger
 from pipeline.core.messages import localized
@@ -47,6 +50,28 @@ class ImportResult:
     capped: list[int]  # bundle ids of outputs cut to budget.max_stored_output_bytes
     signature: SignatureCheck
     ungated_by: list[str]  # RuleSet.ungated_by of the rules it was judged under
+
+
+class SignatureFound(TypedDict):
+    provenance: Provenance
+    reason: str
+    key: str | None
+
+
+class Claimed(TypedDict):
+    """What the bundle says of itself, stored as self_evaluation.claimed_by_source (read back by
+    pipeline/store/record.py): shown beside our judgement, never used as it (law 9)."""
+
+    signature: SignatureFound
+    verdict: str | None  # text whatever the source wrote there
+    verifier_output: dict[str, JsonValue] | None
+    verifier_evaluation: dict[str, JsonValue] | None
+    composer_output: dict[str, JsonValue] | str | None
+    final_answer: str | None
+    provider: str
+    model: str
+    session_id: str
+    trace: NotRequired[TraceOrigin]  # what an imported trace's bundle was built from
 
 
 _RECORD = re.compile(r"(inv-)?(\d+)(#\d+)?")
@@ -96,18 +121,21 @@ def _remap(value: Any, id_map: dict[int, int]) -> Any:
 _ID_IN_TEXT = re.compile(r"(?<![\w#-])(\d+)(?=#|\b)")
 
 
-def _remap_message(message: dict[str, Any], id_map: dict[int, int]) -> dict[str, Any]:
+def _remap_message(message: dict[str, JsonValue], id_map: dict[int, int]) -> dict[str, JsonValue]:
     """A finding's message (code + parameters) citing the stored ids: `invocation` and the ids
     inside `cited` ("58#3, 61#2") and `ids` ("[58, 61]"). An id the bundle does not hold keeps the
     number the bundle wrote: the finding is about that citation."""
-    params = dict(message["params"])
+    written = message["params"]
+    params = dict(written) if isinstance(written, dict) else {}
     inv = params.get("invocation")
     if isinstance(inv, int) and not isinstance(inv, bool):
         params["invocation"] = id_map.get(inv, inv)
     for key in ("cited", "ids"):
-        if isinstance(params.get(key), str):
-            params[key] = _ID_IN_TEXT.sub(lambda m: str(id_map.get(int(m[1]), m[1])), params[key])
-    then = [_remap(m, id_map) for m in message.get("then") or []]
+        text = params.get(key)
+        if isinstance(text, str):
+            params[key] = _ID_IN_TEXT.sub(lambda m: str(id_map.get(int(m[1]), m[1])), text)
+    parts = message.get("then")
+    then = [_remap(m, id_map) for m in parts] if isinstance(parts, list) else []
     return {**message, "params": params, **({"then": then} if "then" in message else {})}
 
 
@@ -123,11 +151,10 @@ def _as_stored(bundle: SessionBundle, max_bytes: int) -> tuple[SessionBundle, di
     return bundle.model_copy(update={"tool_invocations": invocations}), cuts
 
 
-def _claimed(bundle: SessionBundle, signature: SignatureCheck) -> dict[str, Any]:
+def _claimed(bundle: SessionBundle, signature: SignatureCheck, trace: TraceOrigin | None) -> Claimed:
     claimed = (bundle.verifier_evaluation or {}).get("verdict")
-    return cast(dict[str, Any], redact_value({
+    out: Claimed = redact_value({
         "signature": {"provenance": signature.provenance, "reason": signature.reason, "key": signature.key},
-        # Text whatever the source wrote there: it is shown, never used.
         "verdict": None if claimed is None else str(claimed),
         "verifier_output": bundle.verifier_output,
         "verifier_evaluation": bundle.verifier_evaluation,
@@ -136,15 +163,17 @@ def _claimed(bundle: SessionBundle, signature: SignatureCheck) -> dict[str, Any]
         "provider": bundle.session.provider,
         "model": bundle.session.model,
         "session_id": bundle.session.id,
-    }))
+        **({"trace": trace} if trace else {}),
+    })
+    return out
 
 
 def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, rules: RuleSet,
                   provider: Provider, origin: SignatureCheck | None = None,
-                  source: dict[str, Any] | None = None, trigger: Trigger | None = None,
+                  trace: TraceOrigin | None = None, trigger: Trigger | None = None,
                   trigger_key: str | None = None) -> ImportResult:
     """`origin` stands for the signature check where the bundle was built here from what
-    another agent sent (pipeline/bundles/trace_session.py); `source` says what it was built from,
+    another agent sent (pipeline/bundles/trace_session.py); `trace` says what it was built from,
     kept under claimed_by_source; `trigger` and `trigger_key` what brought it, as a session's."""
     signature = origin or check_signature(bundle.document, trusted_keys(settings),
                                           ran_in_store(store.get_session, own_key(settings)))
@@ -159,7 +188,7 @@ def import_bundle(store: Store, bundle: SessionBundle, *, settings: Settings, ru
          "latency_ms": inv.latency_ms, "stored_cut_bytes": cuts[inv.id]}
         for inv in stored.tool_invocations
     ]
-    claimed = {**_claimed(bundle, signature), **(redact_value(source) if source else {})}
+    claimed = _claimed(bundle, signature, trace)
     ungated_by = rules.ungated_by(gatekeeper_enabled=settings.gatekeeper.enabled)
     id_map: dict[int, int] = {}
 

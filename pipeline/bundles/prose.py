@@ -26,9 +26,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from pipeline.core.contracts import ANSWER_VERSION, READ_FROM_PROSE, ToolInvocation
+from pipeline.core.contracts import (
+    ANSWER_VERSION,
+    READ_FROM_PROSE,
+    Claim,
+    EvidenceBinding,
+    ExecutorOutputV2,
+    Hypothesis,
+    RecommendedAction,
+    ToolInvocation,
+)
 from pipeline.gatekeeper.features import match_excerpt, prepare_output
 from pipeline.stages.meaning_guard import clauses, sentences
 from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE
@@ -67,12 +75,12 @@ def _facts(entities: frozenset[Entity]) -> frozenset[Entity]:
     return frozenset(e for e in entities if e.kind != "service")
 
 
-def _binding(rec: _Record) -> dict[str, Any]:
-    return {"tool_name": rec.invocation.tool_name, "source_invocation_ids": [rec.invocation.id],
-            "source_record_ids": [f"{rec.invocation.id}#{rec.number}"], "evidence_excerpt": rec.line}
+def _binding(rec: _Record) -> EvidenceBinding:
+    return EvidenceBinding(tool_name=rec.invocation.tool_name, source_invocation_ids=[rec.invocation.id],
+                           source_record_ids=[f"{rec.invocation.id}#{rec.number}"], evidence_excerpt=rec.line)
 
 
-def _record_bindings(sentence: str, records: list[_Record]) -> list[dict[str, Any]]:
+def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBinding]:
     words = keywords(sentence)
     wanted = _facts(extract_entities(sentence))
     services = frozenset(e for e in extract_entities(sentence) if e.kind == "service")
@@ -96,31 +104,31 @@ def _record_bindings(sentence: str, records: list[_Record]) -> list[dict[str, An
     return [_binding(r) for r in chosen]
 
 
-def _quote_bindings(quotes: list[str], invocations: list[ToolInvocation]) -> list[dict[str, Any]]:
+def _quote_bindings(quotes: list[str], invocations: list[ToolInvocation]) -> list[EvidenceBinding]:
     sources = [inv for inv in invocations if inv.output]
     out = []
     for quote in quotes:
         best = max(sources, key=lambda inv: match_excerpt(quote, prepare_output(inv.id, inv.output)).score, default=None)
         if best is not None:
-            out.append({"tool_name": best.tool_name, "source_invocation_ids": [best.id], "evidence_excerpt": quote})
+            out.append(EvidenceBinding(tool_name=best.tool_name, source_invocation_ids=[best.id], evidence_excerpt=quote))
     return out
 
 
 def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     """The answer as Executor V2 JSON: claims bound to records, hypotheses, actions."""
     records = _records(invocations)
-    claims: list[dict[str, Any]] = []
-    hypotheses: list[dict[str, Any]] = []
-    actions: list[dict[str, Any]] = []
+    claims: list[Claim] = []
+    hypotheses: list[Hypothesis] = []
+    actions: list[RecommendedAction] = []
     for sentence in sentences(answer):
         norm = normalize(sentence)
         # A question, or a heading ("Findings:") that frames the items under it, states nothing.
         if not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")):
             continue
         if _ACTION.match(norm):
-            actions.append({"action_text": sentence, "reason": ""})
+            actions.append(RecommendedAction(action_text=sentence, reason=""))
         elif HEDGE.search(norm):
-            hypotheses.append({"hypothesis_text": sentence, "basis": "", "needed_evidence": []})
+            hypotheses.append(Hypothesis(hypothesis_text=sentence, basis="", needed_evidence=[]))
         else:
             quotes = [next(g for g in m.groups() if g) for m in _QUOTE.finditer(sentence)]
             causal = CAUSAL.search(norm) or ROOT_CAUSE.search(norm)
@@ -128,8 +136,10 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             # its own fact, so one added to a faithful one ("..., and the database was down") is judged.
             for text in [sentence] if quotes or causal else clauses(sentence) or [sentence]:
                 bindings = _quote_bindings(quotes, invocations) if quotes else _record_bindings(text, records)
-                claims.append({"claim_id": f"c{len(claims) + 1}", "claim_type": "root_cause" if causal else "observation",
-                               "claim_text": text, "support_level": "direct", "evidence_bindings": bindings})
-    return json.dumps({"answer_version": ANSWER_VERSION, "claims": claims, "hypotheses": hypotheses,
-                       "recommended_actions": actions, "missing_info": [], READ_FROM_PROSE[0]: READ_FROM_PROSE[1]},
-                      ensure_ascii=False)
+                claims.append(Claim(claim_id=f"c{len(claims) + 1}", claim_type="root_cause" if causal else "observation",
+                                    claim_text=text, support_level="direct", evidence_bindings=bindings))
+    output = ExecutorOutputV2(answer_version=ANSWER_VERSION, claims=claims, hypotheses=hypotheses,
+                              recommended_actions=actions, missing_info=[])
+    # Only the fields read from the prose: a binding's defaults (source_type, digest_id) were not in it.
+    written = output.model_dump(exclude_unset=True)
+    return json.dumps({**written, READ_FROM_PROSE[0]: READ_FROM_PROSE[1]}, ensure_ascii=False)

@@ -32,11 +32,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from pydantic import JsonValue
 
 from pipeline.core.config import Settings
 from pipeline.core.errors import ConfigError
@@ -48,6 +49,16 @@ SIGNATURE = "signature"  # the bundle member that holds it
 STATEMENT = "provenance"  # the bundle member saying where the signer got the session
 
 Provenance = Literal["verified", "unverified"]
+
+
+class Statement(TypedDict):
+    """The bundle's `provenance` member as export writes it: "ran_here" alone, or "imported" with
+    what the import's signature check found."""
+
+    origin: Literal["ran_here", "imported"]
+    provenance: NotRequired[str]
+    reason: NotRequired[str]
+    vouched_by: NotRequired[str | None]
 
 
 @dataclass(frozen=True)
@@ -117,21 +128,21 @@ def trusted_keys(settings: Settings) -> set[str]:
     return keys
 
 
-def canonical(bundle: dict[str, Any]) -> bytes:
+def canonical(bundle: dict[str, JsonValue]) -> bytes:
     """What a signature covers: the bundle without its signature, in one fixed serialisation."""
     unsigned = {k: v for k, v in bundle.items() if k != SIGNATURE}
     return json.dumps(unsigned, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
                       allow_nan=False).encode("utf-8", "surrogatepass")
 
 
-def sign(bundle: dict[str, Any], key: Ed25519PrivateKey) -> dict[str, Any]:
+def sign(bundle: dict[str, JsonValue], key: Ed25519PrivateKey) -> dict[str, JsonValue]:
     """`bundle` (plain JSON values) with its signature member."""
     value = base64.b64encode(key.sign(canonical(bundle))).decode()
     return {**bundle, SIGNATURE: {"algorithm": ALGORITHM, "public_key": public_key_text(key.public_key()),
                                   "value": value}}
 
 
-def statement(row: dict[str, Any]) -> dict[str, Any]:
+def statement(row: dict[str, Any]) -> Statement:
     """Where a stored session came from, as its export states it: run here (provenance NULL), or
     imported with the provenance, reason and key its import's signature check found."""
     if row.get("provenance") is None:
@@ -147,7 +158,11 @@ def own_key(settings: Settings) -> str | None:
     return public_key_text(signing_key(settings).public_key()) if key_path(settings).exists() else None
 
 
-def _vouched(bundle: dict[str, Any], shown: str, ran_here: Callable[[dict[str, Any], str], bool]) -> SignatureCheck:
+# Whether a bundle (decoded JSON, as it arrived) signed by a key is a session run here.
+RanHere = Callable[[dict[str, JsonValue], str], bool]
+
+
+def _vouched(bundle: dict[str, JsonValue], shown: str, ran_here: RanHere) -> SignatureCheck:
     """A trusted signature's check, as far as what the signer states of the session's origin allows."""
     said = bundle.get(STATEMENT)
     if said is None:
@@ -167,12 +182,11 @@ def _vouched(bundle: dict[str, Any], shown: str, ran_here: Callable[[dict[str, A
                           f"{str(said.get('vouched_by'))[:80]})", shown)
 
 
-def _nowhere(_: dict[str, Any], __: str) -> bool:
+def _nowhere(_: dict[str, JsonValue], __: str) -> bool:
     return False
 
 
-def check_signature(bundle: dict[str, Any], trusted: set[str],
-                    ran_here: Callable[[dict[str, Any], str], bool] = _nowhere) -> SignatureCheck:
+def check_signature(bundle: dict[str, JsonValue], trusted: set[str], ran_here: RanHere = _nowhere) -> SignatureCheck:
     """The provenance of a bundle as it arrived (decoded JSON, before any other reading).
     `ran_here` says whether a bundle without a statement, signed by a trusted key, is one of this
     workbench's own sessions (`ran_in_store`); without a store to ask, none is."""
@@ -194,16 +208,17 @@ def check_signature(bundle: dict[str, Any], trusted: set[str],
     return _vouched(bundle, shown, ran_here)
 
 
-def ran_in_store(stored: Callable[[str], dict[str, Any] | None], own: str | None) -> Callable[[dict[str, Any], str], bool]:
+def ran_in_store(stored: Callable[[str], dict[str, Any] | None], own: str | None) -> RanHere:
     """Whether a bundle with no statement, its signature checked against `key`, is an export of a
     session run in this store: `key` is `own` (this workbench's) and the bundle names a stored
     session with no provenance (run here; imports are "verified" / "unverified", migration 0010)
     and the same question. `stored` reads a session row by id."""
-    def check(bundle: dict[str, Any], key: str) -> bool:
+    def check(bundle: dict[str, JsonValue], key: str) -> bool:
         session = bundle.get("session")
-        if own is None or key != own or not isinstance(session, dict) or not isinstance(session.get("id"), str):
+        sid = session.get("id") if isinstance(session, dict) else None
+        if own is None or key != own or not isinstance(session, dict) or not isinstance(sid, str):
             return False
-        row = stored(session["id"])
+        row = stored(sid)
         return (row is not None and row.get("provenance") is None and row.get("stage") != "imported"
                 and redact(str(row.get("question"))) == session.get("question"))
     return check

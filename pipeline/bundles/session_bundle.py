@@ -15,10 +15,19 @@ import re
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 
 from pipeline.bundles.provenance import STATEMENT, sign, statement
 from pipeline.core.contracts import EvidenceDigest, ToolInvocation
@@ -68,19 +77,22 @@ class SessionBundle(BaseModel):
     model_config = ConfigDict(extra="ignore")
     bundle_version: Literal[1]
     session: BundleSession
-    planner_plan: dict[str, Any] | None = None
+    # What the source wrote, kept as JSON: the plan is stored as written; its verifier and composer
+    # outputs are read where a check uses them (runs/judge.py); an import keeps those and its
+    # verifier_evaluation as the source's claim, never as ours.
+    planner_plan: dict[str, JsonValue] | None = None
     tool_invocations: list[ToolInvocation]
     evidence_digests: list[EvidenceDigest] = Field(default_factory=list)
     executor_raw_output: str
-    verifier_output: dict[str, Any] | None = None
-    composer_output: dict[str, Any] | str | None = None
+    verifier_output: dict[str, JsonValue] | None = None
+    composer_output: dict[str, JsonValue] | str | None = None
     # The seed's name (self_evaluation.verifier_evaluation); bundles written while the store
     # called it `round_audit` (migrations 0016-0018) are read too.
-    verifier_evaluation: dict[str, Any] | None = Field(
+    verifier_evaluation: dict[str, JsonValue] | None = Field(
         default=None, validation_alias=AliasChoices("verifier_evaluation", "round_audit"))
     final_answer: str | None = None
     # The decoded JSON as it arrived: what a signature covers (pipeline/bundles/provenance.py).
-    _document: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _document: dict[str, JsonValue] = PrivateAttr(default_factory=dict)
 
     @field_validator("bundle_version", mode="before")
     @classmethod
@@ -98,7 +110,7 @@ class SessionBundle(BaseModel):
         return v
 
     @property
-    def document(self) -> dict[str, Any]:
+    def document(self) -> dict[str, JsonValue]:
         return self._document
 
 
@@ -187,7 +199,7 @@ def load_bundle(path: Path, *, max_bytes: int) -> SessionBundle:
     return parse_bundle(decoded)
 
 
-def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
+def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | None = None) -> dict[str, JsonValue]:
     """The session as a bundle, secrets redacted (an export leaves the workbench), with where it
     came from (provenance.statement), signed with `key` when given (provenance.signing_key)."""
     row = store.get_session(session_id)
@@ -215,5 +227,5 @@ def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | Non
         STATEMENT: statement(row),
     }
     # Plain JSON values before signing: the signature covers what a reader will decode.
-    plain = json.loads(json.dumps(redact_value(bundle), ensure_ascii=False, default=str))
-    return sign(plain, key) if key is not None else cast(dict[str, Any], plain)
+    plain: dict[str, JsonValue] = json.loads(json.dumps(redact_value(bundle), ensure_ascii=False, default=str))
+    return sign(plain, key) if key is not None else plain

@@ -16,7 +16,18 @@ import base64
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeAlias, TypedDict
+
+from pydantic import (
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 from pipeline.core.errors import BundleError
 from pipeline.text.bounds import cap_text, too_deep
@@ -37,11 +48,51 @@ class ForeignToolCall:
     failed: bool = False  # the span's status is ERROR
 
 
+# An attribute's value as OTLP's AnyValue holds it: a scalar, an array or a key-value list.
+AttributeValue: TypeAlias = "str | bool | int | float | list[AttributeValue] | dict[str, AttributeValue] | None"
+
+
+class OtlpSpan(BaseModel):
+    """The fields of an OTLP/JSON span this reader uses. One of another type reads as absent:
+    nothing here is trusted, and a span is judged by what it holds, not refused for its form."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, coerce_numbers_to_str=True)
+    traceId: str = ""
+    spanId: str = ""
+    parentSpanId: str = ""
+    name: str = ""
+    startTimeUnixNano: int = 0  # proto3 JSON writes int64 as a string
+    endTimeUnixNano: int = 0
+    status_code: int | str | None = Field(default=None, validation_alias=AliasPath("status", "code"))
+
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _absent_when_unreadable(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            return cls.model_fields[str(info.field_name)].default
+
+    @property
+    def failed(self) -> bool:
+        return self.status_code in (2, "STATUS_CODE_ERROR")
+
+
 @dataclass(frozen=True)
 class Span:
-    span: dict[str, Any]
-    attrs: dict[str, Any]
+    span: OtlpSpan
+    attrs: dict[str, AttributeValue]
     service: str  # its resource's service.name
+
+
+class TraceOrigin(TypedDict):
+    """What an imported trace's session was built from, kept under claimed_by_source.trace."""
+
+    origin: str
+    service_name: str
+    trace_id: str
+    answer_form: Literal["executor_v2", "prose"]
+    span_ids: list[str]
 
 
 @dataclass(frozen=True)
@@ -54,12 +105,13 @@ class ForeignTrace:
     started_ns: int = 0
 
 
-def _value(v: Any) -> Any:
+def _value(v: Any) -> AttributeValue:
     if not isinstance(v, dict):
         return None
     for key in ("stringValue", "boolValue", "doubleValue"):
         if key in v:
-            return v[key]
+            written: AttributeValue = v[key]  # decoded JSON: a value of this shape whatever it holds
+            return written
     if "intValue" in v:  # proto3 JSON writes int64 as a string
         return int(v["intValue"])
     if "arrayValue" in v:
@@ -69,19 +121,19 @@ def _value(v: Any) -> Any:
     return None
 
 
-def _attributes(pairs: Any) -> dict[str, Any]:
+def _attributes(pairs: Any) -> dict[str, AttributeValue]:
     if not isinstance(pairs, list):
         raise BundleError("trace: attributes must be a list of {key, value} pairs")
     return {p["key"]: _value(p.get("value")) for p in pairs if isinstance(p, dict) and isinstance(p.get("key"), str)}
 
 
-def _text(value: Any) -> str | None:
+def _text(value: AttributeValue) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _llm_output(attrs: dict[str, Any]) -> str | None:
+def _llm_output(attrs: dict[str, AttributeValue]) -> str | None:
     """An LLM span's answer: output.value, else the flattened llm.output_messages.N.message.content."""
     if attrs.get("output.value") is not None:
         return _text(attrs["output.value"])
@@ -154,13 +206,13 @@ def spans_by_trace(doc: dict[str, Any]) -> dict[str, list[Span]]:
         for ss in rs.get("scopeSpans", []) if isinstance(rs, dict) else []:
             for span in ss.get("spans", []) if isinstance(ss, dict) else []:
                 if isinstance(span, dict):
-                    out.setdefault(str(span.get("traceId", "")), []).append(
-                        Span(span, _attributes(span.get("attributes", [])), service))
+                    read = OtlpSpan.model_validate(span)
+                    out.setdefault(read.traceId, []).append(Span(read, _attributes(span.get("attributes", [])), service))
     return out
 
 
 def is_root(span: Span) -> bool:
-    return not span.span.get("parentSpanId") and span.attrs.get(_KIND) in _ROOT_KINDS
+    return not span.span.parentSpanId and span.attrs.get(_KIND) in _ROOT_KINDS
 
 
 def read_trace(text: str, max_bytes: int, max_output_bytes: int) -> ForeignTrace:
@@ -180,7 +232,7 @@ def foreign_trace(trace_id: str, spans: list[Span], max_output_bytes: int) -> Fo
     if len(roots) != 1:
         raise BundleError(f"trace: needs exactly one AGENT or CHAIN root span, found {len(roots)}")
     root = roots[0]
-    in_order = sorted(spans, key=lambda s: int(s.span.get("startTimeUnixNano", 0)))
+    in_order = sorted(spans, key=lambda s: s.span.startTimeUnixNano)
     question = _text(root.attrs.get("input.value"))
     if not question:
         raise BundleError("trace: the root span has no input.value (the question)")
@@ -192,7 +244,7 @@ def foreign_trace(trace_id: str, spans: list[Span], max_output_bytes: int) -> Fo
         raise BundleError("trace: no answer - neither the root nor any LLM span has an output")
     calls = [_tool_call(s, max_output_bytes) for s in in_order if s.attrs.get(_KIND) == "TOOL"]
     return ForeignTrace(trace_id=trace_id, service_name=root.service, question=question, answer=answer,
-                        tool_calls=calls, started_ns=int(root.span.get("startTimeUnixNano", 0)))
+                        tool_calls=calls, started_ns=root.span.startTimeUnixNano)
 
 
 def _tool_call(s: Span, max_output_bytes: int) -> ForeignToolCall:
@@ -201,10 +253,9 @@ def _tool_call(s: Span, max_output_bytes: int) -> ForeignToolCall:
     if output is not None:
         output, cut = cap_text(output, max_output_bytes)
     return ForeignToolCall(
-        name=str(s.attrs.get("tool.name") or s.span.get("name") or "tool"),
+        name=str(s.attrs.get("tool.name") or s.span.name or "tool"),
         # OpenInference: input.value is the call's input; tool.parameters the tool's parameter schema,
         # which some producers (this workbench's own export among them) fill with the arguments.
         arguments=_text(s.attrs.get("input.value", s.attrs.get("tool.parameters"))) or "{}",
-        output=output, started_ns=int(s.span.get("startTimeUnixNano", 0)),
-        ended_ns=int(s.span.get("endTimeUnixNano", 0)), span_id=str(s.span.get("spanId", "")),
-        capped_bytes=cut, failed=(s.span.get("status") or {}).get("code") in (2, "STATUS_CODE_ERROR"))
+        output=output, started_ns=s.span.startTimeUnixNano, ended_ns=s.span.endTimeUnixNano, span_id=s.span.spanId,
+        capped_bytes=cut, failed=s.span.failed)

@@ -17,15 +17,16 @@ a tool failure of its own.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import Literal
+
+from pydantic import JsonValue, TypeAdapter
 
 from pipeline.bundles.importer import ImportResult, import_bundle
 from pipeline.bundles.prose import prose_output
 from pipeline.bundles.provenance import SignatureCheck
 from pipeline.bundles.session_bundle import EARLIEST, BundleSession, SessionBundle
-from pipeline.bundles.trace_import import ForeignToolCall, ForeignTrace
+from pipeline.bundles.trace_import import ForeignToolCall, ForeignTrace, TraceOrigin
 from pipeline.core.config import Settings
 from pipeline.core.contracts import ToolArguments, ToolInvocation, ToolStatus, Trigger
 from pipeline.gatekeeper import RuleSet
@@ -57,11 +58,11 @@ def _invocation(i: int, call: ForeignToolCall, session_id: str) -> ToolInvocatio
         latency_ms=max(0, call.ended_ns - call.started_ns) / 1e6)
 
 
-def trace_bundle(trace: ForeignTrace) -> tuple[SessionBundle, str]:
+def trace_bundle(trace: ForeignTrace) -> tuple[SessionBundle, Literal["executor_v2", "prose"]]:
     """The trace as a session bundle, and the form its answer came in ("executor_v2" or "prose")."""
     invocations = [_invocation(i, call, trace.trace_id) for i, call in enumerate(trace.tool_calls, start=1)]
     status, _ = parse_executor_output(trace.answer)
-    form = "executor_v2" if status.status == "valid" else "prose"
+    form: Literal["executor_v2", "prose"] = "executor_v2" if status.status == "valid" else "prose"
     raw = trace.answer if form == "executor_v2" else prose_output(trace.answer, invocations)
     started = datetime.fromtimestamp(trace.started_ns / 1e9, UTC) if trace.started_ns else None
     session = BundleSession(id=trace.trace_id or "trace", question=trace.question, shape="single",
@@ -70,15 +71,17 @@ def trace_bundle(trace: ForeignTrace) -> tuple[SessionBundle, str]:
                          executor_raw_output=raw, final_answer=trace.answer), form
 
 
-def trace_args(trace: ForeignTrace) -> dict[str, Any]:
-    """The trace as a job's arguments (plain JSON), read back by `trace_of`."""
-    return {"trace": asdict(trace)}
+# A trace as a job carries it: plain JSON in the job's row, validated when the job reads it back.
+_AS_JOB: TypeAdapter[ForeignTrace] = TypeAdapter(ForeignTrace)
 
 
-def trace_of(args: dict[str, Any]) -> ForeignTrace:
-    data = dict(args["trace"])
-    calls = [ForeignToolCall(**c) for c in data.pop("tool_calls")]
-    return ForeignTrace(**data, tool_calls=calls)
+def trace_args(trace: ForeignTrace) -> dict[str, JsonValue]:
+    """The trace as a job's arguments, read back by `trace_of`."""
+    return {"trace": _AS_JOB.dump_python(trace, mode="json")}
+
+
+def trace_of(args: dict[str, JsonValue]) -> ForeignTrace:
+    return _AS_JOB.validate_python(args["trace"])
 
 
 def import_trace(store: Store, trace: ForeignTrace, *, settings: Settings, rules: RuleSet,
@@ -86,10 +89,10 @@ def import_trace(store: Store, trace: ForeignTrace, *, settings: Settings, rules
     bundle, form = trace_bundle(trace)
     origin = SignatureCheck("unverified", f"{ORIGIN}: service.name {trace.service_name}, trace id {trace.trace_id}",
                             None)
-    source = {"trace": {"origin": ORIGIN, "service_name": trace.service_name, "trace_id": trace.trace_id,
-                        "answer_form": form, "span_ids": [c.span_id for c in trace.tool_calls]}}
+    source: TraceOrigin = {"origin": ORIGIN, "service_name": trace.service_name, "trace_id": trace.trace_id,
+                           "answer_form": form, "span_ids": [c.span_id for c in trace.tool_calls]}
     trigger: Trigger = {"kind": "otlp_trace", "service_name": trace.service_name, "trace_id": trace.trace_id}
-    return import_bundle(store, bundle, settings=settings, rules=rules, provider=provider, origin=origin, source=source,
+    return import_bundle(store, bundle, settings=settings, rules=rules, provider=provider, origin=origin, trace=source,
                          trigger=trigger, trigger_key=_trace_key(trace.trace_id))
 
 

@@ -243,7 +243,7 @@ class TraceAssembler:
                 held.extend(spans[: max(0, self.MAX_PENDING_SPANS - len(held))])
                 # The span without a parent ends last. When it is no AGENT or CHAIN span (an
                 # instrumented LLM call outside any agent span), the trace is refused now, saying so.
-                if any(not s.span.get("parentSpanId") for s in held):
+                if any(not s.span.parentSpanId for s in held):
                     complete.append((trace_id, held))
                 else:
                     self._pending[trace_id] = held

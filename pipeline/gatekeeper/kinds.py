@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, get_args
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias, TypeVar, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,8 @@ ActsOn = Literal["bindings", "digest_scores", "claims", "digests"]
 # Parameter types. The loader checks every Number in [0, 1] and every Count >= 0.
 Number = StrictFloat  # strict: "0.5" is refused, 1 is accepted as 1.0
 Count = StrictInt  # a length or a number of things
+# A parameter's value as the YAML writes it: a Number, a Count, a switch or a word list.
+ParamValue: TypeAlias = float | int | bool | list[str]
 
 
 class RuleParams(BaseModel):

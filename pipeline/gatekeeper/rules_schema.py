@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from pipeline.core import safeyaml
 from pipeline.core.contracts import VerdictImpact
 from pipeline.core.errors import QUOTE_CHARS, RulesError, quote
-from pipeline.gatekeeper.kinds import RuleKind, RuleParams, RuleSpec, Severity
+from pipeline.gatekeeper.kinds import ParamValue, RuleKind, RuleParams, RuleSpec, Severity
 from pipeline.gatekeeper.rules import RULES  # importing the kinds' module is what registers them
 
 INDEX_FILE = "index.yaml"
@@ -49,7 +49,7 @@ class MetadataEntry(TypedDict, total=False):
     severity: str
     verdictImpact: str
     description: str  # why the rule is tuned this way
-    params: dict[str, Any]  # the kind's Params as written
+    params: dict[str, ParamValue]  # the kind's Params as written
 
 
 class MetadataDocument(TypedDict):
@@ -109,7 +109,7 @@ class RuleSet:
         enabled: bool | None = None,
         severity: str | None = None,
         verdict_impact: str | None = None,
-        params: dict[str, Any] | None = None,
+        params: dict[str, ParamValue] | None = None,
     ) -> RuleSet:
         """A copy with one rule changed, validated like the files (raises RulesError)."""
         spec = self._by_id.get(rule_id)
@@ -128,7 +128,7 @@ class RuleSet:
             rule_meta["params"] = {**rule_meta.get("params", {}), **params}
         return _build(index, meta)
 
-    def with_params(self, rule_id: str, **params: Any) -> RuleSet:
+    def with_params(self, rule_id: str, **params: ParamValue) -> RuleSet:
         return self.with_rule(rule_id, params=params)
 
     def documents(self) -> tuple[IndexDocument, MetadataDocument]:

@@ -120,8 +120,9 @@ CERTAINTY = Words(
     zh=("唯一", "根因", "根本原因", "一定", "必然", "肯定", "毫无疑问", "确定是"),
     en=("root cause", "only cause", "sole cause", "the only", "definitely", "certainly", "undoubtedly", "without doubt"),
 )
-# Says a statement is established: "已确认", "root cause is". A pattern: "confirmed" counts unless
-# "un" or "not " stands before it, "确认是" unless "否" follows it.
+# Says a statement is established: "已确认", "root cause is". A pattern: the English words match
+# whole (the queue grew "indefinitely" is no certainty, "unconfirmed" none either), "confirmed"
+# counts unless "not " stands before it, "确认是" unless "否" follows it.
 CONFIRMED = re.compile(
-    r"(?<!un)(?<!not )confirmed|已确认|已证实|确认是(?!否)|证实了|\bestablished\b|root cause is|根因是|definitely"
+    r"(?<!not )\bconfirmed\b|已确认|已证实|确认是(?!否)|证实了|\bestablished\b|\broot cause is\b|根因是|\bdefinitely\b"
 )

@@ -10,7 +10,9 @@ object judged, whatever its shape), and the records that are dumps of contract m
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
+
+from pydantic import JsonValue
 
 from pipeline.core.contracts import ToolStatus
 from pipeline.core.feature_shapes import OtherMatch
@@ -82,12 +84,13 @@ class VerifierPayload(TypedDict):
     original_query: str
     executor_raw_output: str
     executor_final_answer: str  # deprecated alias of executor_raw_output
-    executor_structured_output: dict[str, Any] | None  # the executor output as written; None unless valid
-    executor_output_parse_status: dict[str, Any]  # ParseStatus
-    tool_trace_summary: list[dict[str, Any]]  # ToolTraceSummaryItem each
-    gatekeeper_result: dict[str, Any]  # GatekeeperResult
-    retry_context: dict[str, Any] | None  # RetryContext
+    executor_structured_output: dict[str, JsonValue] | None  # ExecutorOutput.raw: as written; None unless valid
+    # Contract models' JSON, read back with the model's model_validate where read:
+    executor_output_parse_status: dict[str, JsonValue]  # ParseStatus
+    tool_trace_summary: list[dict[str, JsonValue]]  # ToolTraceSummaryItem each
+    gatekeeper_result: dict[str, JsonValue]  # GatekeeperResult
+    retry_context: dict[str, JsonValue] | None  # RetryContext
     cited_evidence: list[CitedClaim]
     # The split shape only:
-    evidence_digests: NotRequired[list[dict[str, Any]]]  # EvidenceDigest each
+    evidence_digests: NotRequired[list[dict[str, JsonValue]]]  # EvidenceDigest each
     digest_evidence: NotRequired[list[DigestEvidence]]

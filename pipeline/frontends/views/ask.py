@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import TypeAdapter, ValidationError
+
 from pipeline.core.contracts import ComposerAction, ComposerGuardResult, ComposerHypothesis, ExecutorBinding, Verdict
-from pipeline.core.events import StreamProgress
+from pipeline.core.events import SessionEvent, StreamProgress
 from pipeline.core.messages import tr, value_name
 from pipeline.eval.demo import sample_questions
+from pipeline.store import Store
+from pipeline.store.lease import events
 from pipeline.store.record import SessionRecord
 from pipeline.tools.incidents import World
 
@@ -35,6 +39,22 @@ class AnswerView:
     # Facts, causes and steps about components the question did not name and the evidence does
     # not link to it: the page shows them collapsed, apart from the answer.
     elsewhere: list[str]
+
+
+_EVENT: TypeAdapter[SessionEvent] = TypeAdapter(SessionEvent)
+
+
+def stored_events(store: Store, session_id: str, after: int = 0) -> list[tuple[int, SessionEvent]]:
+    """(event id, event) of `session_id` after event id `after`, oldest first: each `session_event`
+    row read back into its model (pipeline/core/events.py keeps the type as the row's stage). A row
+    no model reads (written by another version) is left out: progress shown, not judged."""
+    out: list[tuple[int, SessionEvent]] = []
+    for event_id, stage, data in events(store, session_id, after=after):
+        try:
+            out.append((event_id, _EVENT.validate_python({**data, "type": stage})))
+        except ValidationError:
+            continue
+    return out
 
 
 def progress_text(p: StreamProgress, lang: str) -> str:

@@ -20,15 +20,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from pipeline.core.contracts import (
     ClaimCheck,
     ClaimVerification,
     DigestCheck,
+    EvidenceDigest,
     EvidenceRef,
     ExecutorClaim,
+    ExecutorHypothesis,
+    ExecutorOutput,
+    GatekeeperResult,
     HypothesisCheck,
+    ParseStatus,
+    RetryContext,
+    ToolTraceSummaryItem,
     Verdict,
     VerifierOutput,
 )
@@ -194,11 +200,9 @@ def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> 
     return None
 
 
-def _check_claim(
-    claim: dict[str, Any], entry: CitedClaim | None, gate_rules: list[str], lang: str
-) -> ClaimCheck:
-    cid = str(claim.get("claim_id", ""))
-    text = str(claim.get("claim_text", ""))
+def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: list[str], lang: str) -> ClaimCheck:
+    cid = claim.key
+    text = claim.claim_text or ""
     ev = _gather(entry)
 
     def done(verification: ClaimVerification, detail: str) -> ClaimCheck:
@@ -240,11 +244,11 @@ def _check_claim(
     evidence_states_cause = bool(_EVIDENCE_CAUSAL.search(ev_norm))
     if _CAUSAL.search(norm) and not evidence_states_cause:
         return done("overstated", tr("offline.verifier.causal", lang))
-    if claim.get("claim_type") == "root_cause" and not evidence_states_cause:
+    if claim.claim_type == "root_cause" and not evidence_states_cause:
         return done("overstated", tr("offline.verifier.root", lang))
     if cov < INFERENCE_COVERAGE and not substantive:
         return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
-    if cov >= DIRECT_COVERAGE and claim.get("support_level") == "direct":
+    if cov >= DIRECT_COVERAGE and claim.support_level == "direct":
         return done("direct_observation", tr("offline.verifier.direct", lang, cov=cov))
     return done("reasonable_inference", tr("offline.verifier.inference", lang, cov=cov))
 
@@ -252,10 +256,10 @@ def _check_claim(
 # --- hypotheses, digests, retry ---------------------------------------------------------------
 
 
-def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, lang: str) -> HypothesisCheck:
-    text = normalize(str(hyp.get("hypothesis_text", "")))
-    basis = str(hyp.get("basis", "")).strip()
-    needed = [n for n in hyp.get("needed_evidence") or [] if isinstance(n, str) and n.strip()]
+def _check_hypothesis(i: int, hyp: ExecutorHypothesis, evidence: str, lang: str) -> HypothesisCheck:
+    text = normalize(hyp.hypothesis_text or "")
+    basis = (hyp.basis or "").strip()
+    needed = [n for n in hyp.needed_evidence if n.strip()]
     if _CAUSAL.search(text) and not HEDGE.search(text):
         return HypothesisCheck(hypothesis_index=i, verification="overstated_as_fact", detail=tr("offline.verifier.h_fact", lang))
     if not basis or not needed:
@@ -267,24 +271,24 @@ def _check_hypothesis(i: int, hyp: dict[str, Any], evidence: str, lang: str) -> 
     return HypothesisCheck(hypothesis_index=i, verification="reasonable_hypothesis", detail=tr("offline.verifier.h_ok", lang))
 
 
-def _check_digest(digest: dict[str, Any], windows: list[Window], lang: str) -> DigestCheck:
-    did = str(digest.get("digest_id", ""))
+def _check_digest(digest: EvidenceDigest, windows: list[Window], lang: str) -> DigestCheck:
+    did = digest.digest_id
 
     def bad(detail: str) -> DigestCheck:
         return DigestCheck(digest_id=did, verification="unfaithful", detail=detail)
 
     absent = [w["invocation_id"] for w in windows if not w.get("available")]
     if absent or not windows:
-        return bad(tr("offline.verifier.d_missing", lang, ids=absent or digest.get("source_invocation_ids")))
+        return bad(tr("offline.verifier.d_missing", lang, ids=absent or digest.source_invocation_ids))
     for w in windows:
-        if digest.get("tool") and w.get("tool_name") and digest["tool"] != w["tool_name"]:
-            return bad(tr("offline.verifier.d_tool", lang, tool=digest["tool"], actual=w["tool_name"]))
-    quote = str(digest.get("source_quote", ""))
+        if digest.tool and w.get("tool_name") and digest.tool != w["tool_name"]:
+            return bad(tr("offline.verifier.d_tool", lang, tool=digest.tool, actual=w["tool_name"]))
+    quote = digest.source_quote
     if not quote.strip() or not any(w.get("found") for w in windows):
         return bad(tr("offline.verifier.d_quote", lang))
     source = "\n".join([quote] + [line for w in windows for line in w.get("anchor", []) + w.get("related", [])])
     values = _values(source)
-    summary = str(digest.get("summary", ""))
+    summary = digest.summary
     foreign = [e.value for e in sorted(_entities(summary)) if not _present(e, values)]
     foreign += sorted(_times(summary) - _times(source))
     if foreign:
@@ -294,12 +298,12 @@ def _check_digest(digest: dict[str, Any], windows: list[Window], lang: str) -> D
     return DigestCheck(digest_id=did, verification="faithful", detail=tr("offline.verifier.d_ok", lang))
 
 
-def _gaps_closed(retry: dict[str, Any], claims: list[dict[str, Any]], checks: list[ClaimCheck]) -> bool:
+def _gaps_closed(retry: RetryContext, claims: list[ExecutorClaim], checks: list[ClaimCheck]) -> bool:
     """Every gap of the previous round is covered by a claim now judged supported."""
     good = {c.claim_id for c in checks if c.verification in ("direct_observation", "reasonable_inference")}
-    supported = normalize("\n".join(str(c.get("claim_text", "")) for c in claims if str(c.get("claim_id")) in good))
-    gaps = [g for g in (retry.get("unsupported_claims") or []) + (retry.get("missing_info") or []) if str(g).strip()]
-    return all(coverage(str(g), supported) >= DIRECT_COVERAGE for g in gaps)
+    supported = normalize("\n".join(c.claim_text or "" for c in claims if c.key in good))
+    gaps = [g for g in retry.unsupported_claims + retry.missing_info if g.strip()]
+    return all(coverage(g, supported) >= DIRECT_COVERAGE for g in gaps)
 
 
 # --- entry point -------------------------------------------------------------------------------
@@ -310,13 +314,13 @@ def _gaps_closed(retry: dict[str, Any], claims: list[dict[str, Any]], checks: li
 _SEVERE_TYPES = frozenset({"root_cause", "symptom", "impact"})
 
 
-def _judgement(claims: list[dict[str, Any]], checks: list[ClaimCheck], gate_failed: bool) -> Verdict:
+def _judgement(claims: list[ExecutorClaim], checks: list[ClaimCheck], gate_failed: bool) -> Verdict:
     """REJECT when a claim contradicts its evidence or a main claim (cause, symptom, impact) brings
     in something the evidence lacks; LOW_CONFID when any claim is weak, none is directly observed,
     or the gatekeeper failed; PASS otherwise."""
     if not claims:
         return "LOW_CONFID"
-    types = {str(c.get("claim_id")): c.get("claim_type") for c in claims}
+    types = {c.key: c.claim_type for c in claims}
     found = [(c.verification, types.get(c.claim_id)) for c in checks]
     if any(v == "contradicted" or (v == "external_unknown" and t in _SEVERE_TYPES) for v, t in found):
         return "REJECT"
@@ -326,50 +330,40 @@ def _judgement(claims: list[dict[str, Any]], checks: list[ClaimCheck], gate_fail
     return "PASS"
 
 
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _positioned(value: Any) -> list[tuple[int, dict[str, Any]]]:
-    """The objects of a list with their written positions (what claim_index and targets count)."""
-    return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)] if isinstance(value, list) else []
-
-
 def verify(payload: VerifierPayload) -> VerifierOutput:
-    lang = detect_language(str(payload.get("original_query", "")))
-    structured = payload.get("executor_structured_output") or {}
-    status = (payload.get("executor_output_parse_status") or {}).get("status", "missing")
-    gate = payload.get("gatekeeper_result") or {}
-    positioned = _positioned(structured.get("claims")) if status == "valid" else []
+    lang = detect_language(payload["original_query"])
+    # The payload is the JSON an LLM verifier is shown; its records are read back into the contract
+    # models they were dumped from. Positions are the written ones (what claim_index and targets count).
+    status = ParseStatus.model_validate(payload["executor_output_parse_status"]).status
+    output = ExecutorOutput.read(payload["executor_structured_output"]) if status == "valid" else None
+    gate = GatekeeperResult.model_validate(payload["gatekeeper_result"])
+    positioned = [(i, c) for i, c in enumerate(output.claims) if c.written_as_object] if output else []
     claims = [c for _, c in positioned]
 
-    failed = set(gate.get("failed_rules") or [])
+    failed = set(gate.failed_rules)
     gate_rules: dict[int, list[str]] = {}
-    for err in _dicts(gate.get("errors")):
-        at = parse_target(str(err.get("target", "")))
-        if at and err.get("rule_id") in failed:
-            gate_rules.setdefault(at[0], []).append(str(err["rule_id"]))
+    for err in gate.errors:
+        at = parse_target(err.target)
+        if at and err.rule_id in failed:
+            gate_rules.setdefault(at[0], []).append(err.rule_id)
 
-    cited = {e.get("claim_index"): e for e in payload.get("cited_evidence", [])}
+    cited = {e["claim_index"]: e for e in payload["cited_evidence"]}
     claim_checks = [_check_claim(c, cited.get(i), gate_rules.get(i, []), lang) for i, c in positioned]
 
-    evidence_parts = [line for e in cited.values() for b in e.get("bindings", []) for w in b.get("windows", [])
+    digests = [EvidenceDigest.model_validate(d) for d in payload.get("evidence_digests", [])]
+    evidence_parts = [line for e in cited.values() for b in e["bindings"] for w in b["windows"]
                       for line in w.get("anchor", []) + w.get("related", [])]
-    evidence_parts += [str(d.get("source_quote", "")) for d in _dicts(payload.get("evidence_digests"))]
-    evidence_parts += [str(s.get("output_summary", "")) for s in _dicts(payload.get("tool_trace_summary"))]
+    evidence_parts += [d.source_quote for d in digests]
+    evidence_parts += [ToolTraceSummaryItem.model_validate(s).output_summary for s in payload["tool_trace_summary"]]
     evidence = "\n".join(evidence_parts)
-    hypothesis_checks = [
-        _check_hypothesis(i, h, evidence, lang) for i, h in _positioned(structured.get("hypotheses"))
-    ]
+    hypotheses = [(i, h) for i, h in enumerate(output.hypotheses) if h.written_as_object] if output else []
+    hypothesis_checks = [_check_hypothesis(i, h, evidence, lang) for i, h in hypotheses]
 
-    digest_windows: dict[str | None, list[Window]] = {
-        d.get("digest_id"): d.get("windows", []) for d in payload.get("digest_evidence", [])}
-    digest_checks = [
-        _check_digest(d, digest_windows.get(d.get("digest_id"), []), lang) for d in _dicts(payload.get("evidence_digests"))
-    ]
+    digest_windows = {d["digest_id"]: d["windows"] for d in payload.get("digest_evidence", [])}
+    digest_checks = [_check_digest(d, digest_windows.get(d.digest_id, []), lang) for d in digests]
 
-    retry = payload.get("retry_context")
-    verdict = _judgement(claims, claim_checks, gate.get("status") == "fail")
+    retry = RetryContext.model_validate(payload["retry_context"]) if payload["retry_context"] else None
+    verdict = _judgement(claims, claim_checks, gate.status == "fail")
     counts: dict[str, int] = {}
     for c in claim_checks:
         counts[c.verification] = counts.get(c.verification, 0) + 1
@@ -379,12 +373,12 @@ def verify(payload: VerifierPayload) -> VerifierOutput:
             f"{labels[k]} {v}" for k, v in counts.items()))
         if claims else tr("offline.verifier.no_claims", lang)
     ]
-    if gate.get("status") == "fail":
-        parts.append(tr("offline.verifier.gate_fail", lang, rules=", ".join(gate.get("failed_rules") or [])))
+    if gate.status == "fail":
+        parts.append(tr("offline.verifier.gate_fail", lang, rules=", ".join(gate.failed_rules)))
     parts.append(tr("offline.verifier.verdict", lang, verdict=verdict))
     return VerifierOutput(
         verdict=verdict,
-        groundedness_score=groundedness(claim_checks, [ExecutorClaim.model_validate(c) for c in claims]),
+        groundedness_score=groundedness(claim_checks, claims),
         claim_checks=claim_checks,
         hypothesis_checks=hypothesis_checks,
         digest_checks=digest_checks,
