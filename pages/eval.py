@@ -76,8 +76,10 @@ def follow(run_id: str) -> None:
         st.caption(i18n.t("eval.stopping"))
     else:
         # A callback: it runs before the rerun the click starts, which then draws "stopping".
-        st.button(i18n.t("eval.cancel"), key=f"eval_cancel_{now.id}", on_click=request_cancel,
-                  args=(reads.store(), now.id))
+        def cancel(run_id: str = now.id) -> None:
+            request_cancel(reads.store(), run_id)
+
+        st.button(i18n.t("eval.cancel"), key=f"eval_cancel_{now.id}", on_click=cancel)
 
 
 def _just_ended(active: list[ActiveRun]) -> None:

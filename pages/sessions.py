@@ -78,8 +78,11 @@ def run_samples() -> None:
     from pipeline.eval.demo import run_demo  # only an empty store needs the sample set (and its imports)
 
     bar = st.progress(0.0)
-    run_demo(reads.settings(), reads.store(), language=i18n.lang(),
-             on_progress=lambda n, total, question: bar.progress(n / total, text=markup.md(question)))
+
+    def progress(n: int, total: int, question: str) -> None:
+        bar.progress(n / total, text=markup.md(question))
+
+    run_demo(reads.settings(), reads.store(), language=i18n.lang(), on_progress=progress)
     reads.refresh_session_reads()
 
 

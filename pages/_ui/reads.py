@@ -20,9 +20,10 @@ from pipeline.store.record import SessionRecord, SessionRow, read_session
 
 def settings() -> Settings:
     """Loaded once per browser session (config file + environment)."""
-    if "app_settings" not in st.session_state:
-        st.session_state["app_settings"] = load_settings()
-    return st.session_state["app_settings"]
+    loaded = st.session_state.get("app_settings")
+    if not isinstance(loaded, Settings):
+        loaded = st.session_state["app_settings"] = load_settings()
+    return loaded
 
 
 @st.cache_resource(show_spinner=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import streamlit as st
 
@@ -13,6 +13,9 @@ from pages._ui.reads import settings
 from pipeline.frontends.views.trace import form_view
 from pipeline.store.record import SessionRecord
 
+if TYPE_CHECKING:  # the module moved between Streamlit versions; only the type is needed
+    from streamlit.elements.lib.column_types import ColumnConfig
+
 VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
 GATE_STATUSES = ("pass", "warn", "fail")
 VERDICT_COLORS = {"PASS": "green", "LOW_CONFID": "orange", "REJECT": "red"}
@@ -20,7 +23,7 @@ STATUS_COLORS = {"pass": "green", "warn": "orange", "fail": "red", "skipped": "g
 REVIEW_LABELS = ("correct", "partially_correct", "incorrect", "hallucination", "needs_follow_up")
 
 
-def headers(*names: str) -> dict[str, Any]:
+def headers(*names: str) -> dict[str, ColumnConfig]:
     """Column configs heading each named column in the page language: a table's header is drawn on a
     canvas, so the row keys themselves stay the same in every language."""
     return {n: st.column_config.Column(named("col.", n)) for n in names}
@@ -101,7 +104,8 @@ def trace_link(session_id: str, label: str | None = None) -> None:
                  query_params={"session": session_id})
 
 
-PICK = ("single-row", "single-cell")  # selection_mode of tables whose rows open a trace
+# selection_mode of tables whose rows open a trace
+PICK: tuple[Literal["single-row"], Literal["single-cell"]] = ("single-row", "single-cell")
 
 
 def open_picked_trace(event: Any, session_ids: list[str | None]) -> None:
