@@ -197,3 +197,21 @@ def test_llm_collector_queries_every_asked_service_and_the_prompt_holds_the_scop
     assert [i.arguments.get("service") for i in tools.invocations] == ["payment-service", "billing-service"]
     assert "billing-service" in summary.collection_summary and len(summary.tool_invocation_ids) == 2
     assert "Question scope" in system and "billing-service" in system
+
+
+def test_no_framing_phrase_holds_a_word_that_states_a_fact() -> None:
+    """The meaning guard and the prose reader drop the framing phrases' words from every claim; a
+    symptom's or an outage's word written into a frame ("is not down") would stop counting in
+    every claim that says it ("the payment database was down")."""
+    from pipeline.text.lexicon import FORECAST, OUTAGE
+    from pipeline.text.primitives import keywords
+    from pipeline.verdict.answer import framing_words
+    from pipeline.verdict.scope import SYMPTOM_TABLE
+
+    facts: set[str] = set()
+    for words in [*(s.evidence for s in SYMPTOM_TABLE), OUTAGE.en, OUTAGE.zh, FORECAST.en, FORECAST.zh]:
+        for w in words:
+            facts |= keywords(w)
+    # Words of a symptom's evidence too general to anchor a fact on their own.
+    generic = {"cannot", "service", "unknown", "still", "forecast", "healthy", "无法"}
+    assert sorted(framing_words() & facts - generic) == []
