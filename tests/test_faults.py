@@ -835,7 +835,7 @@ def test_database_faults_are_told_apart(tmp_path: Path) -> None:
     from sqlalchemy.exc import OperationalError
 
     from pipeline.jobs.tasks import is_transient
-    from pipeline.store.engine import database_fault
+    from pipeline.store.engine import database_fault, failure_reason
 
     locker = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
     locker.execute("CREATE TABLE t (x)")
@@ -848,6 +848,11 @@ def test_database_faults_are_told_apart(tmp_path: Path) -> None:
     assert database_fault(busy.value) == "busy" and is_transient(busy.value)
     assert database_fault(refused.value) == "unreachable" and is_transient(refused.value)
     assert database_fault(ValueError("no")) is None and not is_transient(ValueError("no"))
+    # PostgreSQL on a full disk names no errno: a table that cannot grow, a connection refused at start.
+    for said in ('could not extend file "base/1/2": No space left on device', "could not write init file"):
+        full = OperationalError("INSERT", {}, Exception(said))
+        assert database_fault(full) == "disk_full" and not is_transient(full)
+        assert failure_reason(full, "postgresql+psycopg://u@h/db") == f"disk full ({said})"
 
 
 def test_a_watcher_that_went_away_never_fails_the_session(settings: Settings, store: Store) -> None:
