@@ -737,13 +737,9 @@ def _postgresql_on_a_small_disk(size_mb: int) -> Iterator[tuple[str, Path]]:
 
 
 def _fill_up(path: Path) -> None:
-    try:
-        with open(path, "ab") as fh:
-            while True:
-                fh.write(bytes(65536))
-                fh.flush()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open(path, "ab", buffering=0) as fh:
+        while True:
+            fh.write(bytes(4096))
 
 
 def _leave_room_for_one_new_session(url: str) -> set[str]:
@@ -773,10 +769,13 @@ def _leave_room_for_one_new_session(url: str) -> set[str]:
     with store.engine.begin() as conn:
         free = conn.execute(free_sql).scalar_one() if conn.execute(
             text("SELECT pg_relation_size('diagnosis_session')")).scalar_one() else 8192 - 24
+    rest = size - len(CPU_QUESTION) - 1  # the probe's row but its question and that one's 1-byte length
     while free > room + 8:
-        # A filler's row is the probe's with a longer question (a 4-byte length, not 1); at most
-        # 1600 characters, as a row past ~2 kB would be compressed.
-        question = "x" * min(1600, max(127, free - 4 - room - (size - len(CPU_QUESTION) - 1) - 4))
+        # A filler's row is the rest and a question of a 4-byte length, the one that leaves `room`
+        # if it can be at most 1600 characters (a row past ~2 kB would be compressed); else one
+        # that leaves a last filler a question of at least 127 characters.
+        exact = free - 4 - room - rest - 4
+        question = "x" * (exact if exact <= 1600 else min(1600, exact - rest - 4 - 4 - 8 - 127))
         with store.writing() as db:
             row = DiagnosisSession(id=f"s-filler{len(fillers):04d}", question=question, world="cpu-saturation",
                                    shape="split", provider="offline", model="rule-based", status="completed",
@@ -786,9 +785,16 @@ def _leave_room_for_one_new_session(url: str) -> set[str]:
         with store.engine.begin() as conn:
             free = conn.execute(free_sql).scalar_one()
     with store.engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT")
+        # No autovacuum here from now on: its ANALYZE of a catalog removes the database's relation
+        # cache file (160 kB), freeing space on the full disk at a moment of its choosing.
+        conn.execute(text("SET allow_system_table_mods = on"))
+        for (table,) in conn.execute(text("SELECT c.oid::regclass::text FROM pg_class c WHERE c.relkind = 'r'"
+                                          " AND NOT c.relisshared")).all():
+            conn.execute(text(f"ALTER TABLE {table} SET (autovacuum_enabled = false)"))
         # Every table's free space map made while there is room (a full page is recorded in it),
         # and nothing of this database left to write back while its disk is full.
-        conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM"))
+        conn.execute(text("VACUUM"))
         conn.execute(text("CHECKPOINT"))
     store.engine.dispose()
     with store.engine.connect():
@@ -824,7 +830,8 @@ def test_ask_on_an_already_full_postgresql_disk_fails_in_one_line_with_that_caus
     assert done.returncode == 2
     line = one_line_error(done.stderr)
     assert "disk full" in line, line
-    [(sid, status, error)] = rows  # the new row was written: the page had room for it
+    assert len(rows) == 1, line  # the new row was written: the page had room for it
+    [(sid, status, error)] = rows
     assert status == "failed" and error.startswith("disk full: ") and sid in line, (status, error, line)
 
 
