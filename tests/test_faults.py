@@ -3,9 +3,11 @@ what is kept. Faults come in through the CLI where a person would meet them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -689,6 +691,150 @@ def test_a_disk_that_fills_mid_session_fails_it_with_that_cause(tmp_path: Path, 
     assert seen["reserve"] == ["workbench.db", "workbench.db-reserve"]  # held back again once there was room
 
 
+@contextlib.contextmanager
+def _postgresql_on_a_small_disk(size_mb: int) -> Iterator[tuple[str, Path]]:
+    """A database of the test PostgreSQL whose relation files sit on a `size_mb` tmpfs (its own
+    tablespace, mounted as root); its WAL stays on the cluster's disk, so a full tmpfs fails only
+    the growth of tables and indexes. Yields the database's URL and the mount."""
+    import shutil
+    import subprocess
+    import tempfile
+    import uuid
+
+    from helpers import require
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    test_url = os.environ.get("DATABASE_URL_TEST")
+    require(bool(test_url) and os.geteuid() == 0 and shutil.which("mount") is not None,
+            "PostgreSQL (DATABASE_URL_TEST) on this machine and root, to mount its tablespace")
+    assert test_url
+    admin = create_engine(test_url, isolation_level="AUTOCOMMIT")
+    name = f"wb_full_{uuid.uuid4().hex[:10]}"
+    disk = Path(tempfile.mkdtemp(prefix=f"{name}-", dir="/tmp"))  # the server's user must reach it
+    mounted = False
+    try:
+        with admin.connect() as conn:
+            data_dir = Path(str(conn.execute(text("SHOW data_directory")).scalar()))
+        require(data_dir.is_dir(), "the test PostgreSQL's data directory on this machine")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode=700", "tmpfs", str(disk)], check=True)
+        mounted = True
+        os.chown(disk, data_dir.stat().st_uid, data_dir.stat().st_gid)
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE TABLESPACE {name} LOCATION '{disk}'"))
+            conn.execute(text(f"CREATE DATABASE {name} TABLESPACE {name}"))
+        yield make_url(test_url).set(database=name).render_as_string(hide_password=False), disk
+    finally:
+        for filler in disk.glob("filler*"):
+            filler.unlink()
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            conn.execute(text(f"DROP TABLESPACE IF EXISTS {name}"))
+        admin.dispose()
+        if mounted:
+            subprocess.run(["umount", str(disk)], check=True)
+        disk.rmdir()
+
+
+def _fill_up(path: Path) -> None:
+    with contextlib.suppress(OSError), open(path, "ab", buffering=0) as fh:
+        while True:
+            fh.write(bytes(4096))
+
+
+def _leave_room_for_one_new_session(url: str) -> set[str]:
+    """Fill diagnosis_session's one page with finished sessions until it has room for a new
+    session's row and not for that row's next version; returns the fillers' ids."""
+    from sqlalchemy import text
+
+    from pipeline.store.schema import DiagnosisSession
+
+    store = Store(url)
+    free_sql = text("SELECT upper - lower FROM page_header(get_raw_page('diagnosis_session', 0))")
+    with store.engine.begin() as conn:
+        conn.execute(text("CREATE EXTENSION IF NOT EXISTS pageinspect"))
+    # The new row as `ask` writes it, measured, then taken out again.
+    probe = store.create_session(question=CPU_QUESTION, world="cpu-saturation", shape="split",
+                                 provider="offline", model="rule-based")
+    with store.engine.begin() as conn:
+        size = conn.execute(text("SELECT pg_column_size(s.*) FROM diagnosis_session s WHERE id = :id"),
+                            {"id": probe}).scalar_one()
+        conn.execute(text("DELETE FROM diagnosis_session WHERE id = :id"), {"id": probe})
+    with store.engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM diagnosis_session"))
+    # Its place on the page: aligned to 8 bytes, and a line pointer. Its next version is larger by
+    # the question's scope or the failure's error (hundreds of bytes), so 16 spare bytes keep it out.
+    room = (size + 7) // 8 * 8 + 4 + 16
+    fillers: list[str] = []
+    with store.engine.begin() as conn:
+        free = conn.execute(free_sql).scalar_one() if conn.execute(
+            text("SELECT pg_relation_size('diagnosis_session')")).scalar_one() else 8192 - 24
+    rest = size - len(CPU_QUESTION) - 1  # the probe's row but its question and that one's 1-byte length
+    while free > room + 8:
+        # A filler's row is the rest and a question of a 4-byte length, the one that leaves `room`
+        # if it can be at most 1600 characters (a row past ~2 kB would be compressed); else one
+        # that leaves a last filler a question of at least 127 characters.
+        exact = free - 4 - room - rest - 4
+        question = "x" * (exact if exact <= 1600 else min(1600, exact - rest - 4 - 4 - 8 - 127))
+        with store.writing() as db:
+            row = DiagnosisSession(id=f"s-filler{len(fillers):04d}", question=question, world="cpu-saturation",
+                                   shape="split", provider="offline", model="rule-based", status="completed",
+                                   stage="done")
+            db.add(row)
+        fillers.append(row.id)
+        with store.engine.begin() as conn:
+            free = conn.execute(free_sql).scalar_one()
+    with store.engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT")
+        # No autovacuum here from now on: its ANALYZE of a catalog removes the database's relation
+        # cache file (160 kB), freeing space on the full disk at a moment of its choosing.
+        conn.execute(text("SET allow_system_table_mods = on"))
+        for (table,) in conn.execute(text("SELECT c.oid::regclass::text FROM pg_class c WHERE c.relkind = 'r'"
+                                          " AND NOT c.relisshared")).all():
+            conn.execute(text(f"ALTER TABLE {table} SET (autovacuum_enabled = false)"))
+        # Every table's free space map made while there is room (a full page is recorded in it),
+        # and nothing of this database left to write back while its disk is full.
+        conn.execute(text("VACUUM"))
+        conn.execute(text("CHECKPOINT"))
+    store.engine.dispose()
+    with store.engine.connect():
+        pass  # a new server process writes the relation cache file the VACUUM of the catalogs removed
+    store.engine.dispose()
+    assert room - 16 <= free <= room + 8, (free, room)
+    return set(fillers)
+
+
+@pytest.mark.slow  # mounts a file system, starts a process
+def test_ask_on_an_already_full_postgresql_disk_fails_in_one_line_with_that_cause(tmp_path: Path) -> None:
+    """The sessions table had room for the new row and no more (the disk full before `ask`): the
+    row stayed `running` (its failure's update needed a new page too), and `ask` printed the
+    driver's "could not extend file" without saying the disk was full."""
+    import subprocess
+    import sys
+
+    from sqlalchemy import create_engine, text
+
+    with _postgresql_on_a_small_disk(40) as (url, disk):
+        fillers = _leave_room_for_one_new_session(url)
+        _fill_up(disk / "filler")
+        done = subprocess.run([sys.executable, "-m", "pipeline", "ask", CPU_QUESTION], capture_output=True,
+                              text=True, timeout=300, check=False, cwd=tmp_path,
+                              env={**os.environ, "DATABASE_URL": url, "PYTHONPATH": str(ROOT),
+                                   "WORKBENCH_HOME": str(tmp_path / "home")})
+        (disk / "filler").unlink()
+        engine = create_engine(url)
+        with engine.connect() as conn:
+            rows = [r for r in conn.execute(text("SELECT id, status, error FROM diagnosis_session")).all()
+                    if r.id not in fillers]
+        engine.dispose()
+    assert done.returncode == 2
+    line = one_line_error(done.stderr)
+    assert "disk full" in line, line
+    assert len(rows) == 1, line  # the new row was written: the page had room for it
+    [(sid, status, error)] = rows
+    assert status == "failed" and error.startswith("disk full: ") and sid in line, (status, error, line)
+
+
 def test_database_faults_are_told_apart(tmp_path: Path) -> None:
     import sqlite3
 
@@ -696,7 +842,7 @@ def test_database_faults_are_told_apart(tmp_path: Path) -> None:
     from sqlalchemy.exc import OperationalError
 
     from pipeline.jobs.tasks import is_transient
-    from pipeline.store.engine import database_fault
+    from pipeline.store.engine import database_fault, failure_reason
 
     locker = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
     locker.execute("CREATE TABLE t (x)")
@@ -709,6 +855,11 @@ def test_database_faults_are_told_apart(tmp_path: Path) -> None:
     assert database_fault(busy.value) == "busy" and is_transient(busy.value)
     assert database_fault(refused.value) == "unreachable" and is_transient(refused.value)
     assert database_fault(ValueError("no")) is None and not is_transient(ValueError("no"))
+    # PostgreSQL on a full disk names no errno: a table that cannot grow, a connection refused at start.
+    for said in ('could not extend file "base/1/2": No space left on device', "could not write init file"):
+        full = OperationalError("INSERT", {}, Exception(said))
+        assert database_fault(full) == "disk_full" and not is_transient(full)
+        assert failure_reason(full, "postgresql+psycopg://u@h/db") == f"disk full ({said})"
 
 
 def test_a_watcher_that_went_away_never_fails_the_session(settings: Settings, store: Store) -> None:

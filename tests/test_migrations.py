@@ -190,8 +190,11 @@ def test_composer_findings_are_backfilled_as_the_store_writes_them(fresh_url: st
 
 def _on_this_backend(dialect: str) -> Any:
     """Alembic compares an index made for one backend only (Index.ddl_if) on every backend
-    (sqlalchemy/alembic#1491): leave it out where its revision does not create it."""
+    (sqlalchemy/alembic#1491): leave it out where its revision does not create it, and so a table
+    made for one backend (info["dialect"])."""
     def include(obj: Any, _name: Any, type_: str, _reflected: bool, _compare_to: Any) -> bool:
+        if type_ == "table":
+            return obj.info.get("dialect") in (None, dialect)
         only = getattr(obj, "_ddl_if", None) if type_ == "index" else None
         return only is None or only.dialect in (None, dialect)
     return include

@@ -38,8 +38,10 @@ SQLITE_BUSY_TIMEOUT = 60
 
 DatabaseFault = Literal["disk_full", "busy", "unreachable"]
 # How each backend says its disk is full: SQLite's SQLITE_FULL, PostgreSQL's disk_full (53100) and
-# "could not extend file", the operating system's ENOSPC.
-_DISK_FULL = re.compile(r"database or disk is full|no space left on device|could not extend file|disk full")
+# "could not extend file", the operating system's ENOSPC. A new PostgreSQL connection that cannot
+# write its relation cache file is refused with only "could not write init file" (no errno).
+_DISK_FULL = re.compile(r"database or disk is full|no space left on device|could not extend file|disk full"
+                        r"|could not write init file")
 # Below this many free bytes a SQLite I/O error is a full disk: a page and its log frame no longer fit.
 _LOW_SPACE = 64 * 1024
 _BUSY = re.compile(r"database is locked|database table is locked")
@@ -65,9 +67,12 @@ def database_fault(exc: BaseException | None) -> DatabaseFault | None:
 
 
 def failure_reason(exc: BaseException, url: str) -> str:
-    """What a driver error says; "disk full" where SQLite, naming no errno, says only "disk I/O
-    error" (it could not grow its -shm index or its log) and the file system has no space left."""
+    """What a driver error says, "disk full" first where the disk is: PostgreSQL says only what it
+    could not do ("could not extend file ..."), and SQLite, naming no errno, says "disk I/O error"
+    (it could not grow its -shm index or its log) when the file system has no space left."""
     reason = str(getattr(exc, "orig", None) or exc)
+    if database_fault(exc) == "disk_full" and "full" not in reason.lower():
+        return f"disk full ({reason})"
     path = sqlite_path(url)
     if path is None or "disk i/o error" not in reason.lower():
         return reason

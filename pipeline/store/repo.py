@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, SQLColumnExpression, Text, cast, func, literal, or_, select, update
+from sqlalchemy import JSON, SQLColumnExpression, Text, cast, func, insert, literal, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -26,6 +26,7 @@ from pipeline.core.errors import StoreError
 from pipeline.store.engine import database_fault, display_url, failure_reason, open_engine, sqlite_path
 from pipeline.store.migrate import ensure_current
 from pipeline.store.schema import (
+    STORE_RESERVE,
     Base,
     DiagnosisSession,
     LlmCallRow,
@@ -40,6 +41,11 @@ from pipeline.text.redact import mask_known
 PREVIEW_CHARS = 2000
 # Enough for a failed session's last row update and its log frames (a few pages).
 RESERVE_BYTES = 1 << 20
+# A store_reserve row takes 36 bytes of a page (its header, its bigint, its pointer): this many fill
+# a little over RESERVE_BYTES.
+_RESERVE_ROWS = RESERVE_BYTES // 32
+# Any fixed 64-bit number, the same in every process: the key of the lock of whoever fills the reserve.
+_RESERVE_LOCK_KEY = 0x65766964_72737276
 
 
 class StaleRuleVersion(StoreError):
@@ -169,9 +175,12 @@ class Store:
         self._keep_reserve()
 
     def _keep_reserve(self) -> None:
-        """Space held back beside a SQLite file, given up when the disk is full so that a session
-        can still record why it failed (else its row stayed `running` until reaped as a stopped
-        worker); made again by the next open that finds room, or finds it short."""
+        """Space held back beside a SQLite file (in a table on PostgreSQL), given up when the disk
+        is full so that a session can still record why it failed (else its row stayed `running`
+        until reaped as a stopped worker); made again by the next open that finds room, or finds
+        it short."""
+        if self.engine.dialect.name == "postgresql":
+            self._keep_table_reserve()
         if self._reserve is None:
             return
         try:
@@ -202,8 +211,37 @@ class Store:
                 part.unlink(missing_ok=True)
             os.close(folder)  # lets go of the lock
 
+    def _keep_table_reserve(self) -> None:
+        """PostgreSQL's reserve: store_reserve (migration 0022), in the tablespace of the tables it
+        stands in for, filled by one process at a time (the others go on without waiting)."""
+        size = func.pg_relation_size(STORE_RESERVE.name)
+        try:
+            with self.engine.begin() as conn:
+                if conn.execute(select(size)).scalar_one() >= RESERVE_BYTES or not conn.execute(
+                        select(func.pg_try_advisory_xact_lock(_RESERVE_LOCK_KEY))).scalar_one():
+                    return
+                if conn.execute(select(size)).scalar_one() >= RESERVE_BYTES:
+                    return  # filled by another process since the first look
+                # Into a new file (TRUNCATE), which a fill that finds no room takes with it when it
+                # rolls back: no part of a reserve is left holding space nobody counts on.
+                conn.execute(text(f"TRUNCATE {STORE_RESERVE.name}"))
+                conn.execute(insert(STORE_RESERVE).from_select(
+                    ["n"], select(func.generate_series(1, _RESERVE_ROWS))))
+        except SQLAlchemyError:
+            pass  # no room, a user who may not write, a standby: no reserve from here
+
     def release_reserve(self) -> bool:
         """Free the reserved space for a last write on a full disk; False when there was none."""
+        if self.engine.dialect.name == "postgresql":
+            try:
+                with self.engine.begin() as conn:
+                    if not conn.execute(select(func.pg_relation_size(STORE_RESERVE.name))).scalar_one():
+                        return False
+                    # Its file is cut to nothing at commit; TRUNCATE itself grows no table of ours.
+                    conn.execute(text(f"TRUNCATE {STORE_RESERVE.name}"))
+            except SQLAlchemyError:
+                return False
+            return True
         if self._reserve is None:
             return False
         try:

@@ -14,11 +14,13 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Column,
     DateTime,
     Float,
     ForeignKey,
     Index,
     Integer,
+    Table,
     Text,
     cast,
     false,
@@ -269,6 +271,10 @@ class SessionEventRow(Base):
     data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
+
+# Space held back on PostgreSQL (migration 0022): rows of nothing, truncated when a write finds the
+# disk full (Store.release_reserve). PostgreSQL's only: SQLite keeps its reserve in a file.
+STORE_RESERVE = Table("store_reserve", Base.metadata, Column("n", BigInteger), info={"dialect": "postgresql"})
 
 class JobRow(Base):
     """An eval run or batch check run as a job; its result stays here for the page that asked.
