@@ -97,6 +97,15 @@ CASES = [
      "No, there is no sign of a TLS or certificate problem in api-gateway yet, only a forecast", ""),
     ("cpu-saturation", "api-gateway 的证书过期了吗？", "PASS", "不是，还没有api-gateway TLS 或证书问题的迹象，只有对它的预告", ""),
     ("bad-deploy", "Has coupon-service restarted?", "PASS", "Yes, ", ""),
+    # the culprit with the effect unsaid ("is X the culprit?", "是不是 X 的问题"): a victim of the cause
+    # is not it, whatever faults it shows; the cause's own service is
+    ("jvm-oom", "is order-service the culprit here?", "PASS",
+     "No, the evidence points to another cause (likely but not confirmed): JVM heap", "inventory-service"),
+    ("jvm-oom", "是不是 order-service 的问题？", "PASS", "不是，证据指向另一个原因", "inventory-service"),
+    ("jvm-oom", "Is inventory-service the root cause?", "PASS", "Yes, the cause lies in inventory-service", "inventory-service"),
+    ("jvm-oom", "问题出在 inventory-service 吗？", "PASS", "是的，原因在 inventory-service", "inventory-service"),
+    ("redis-latency", "was it cart-service?", "PASS", "No, the evidence points to another cause",
+     "redis-cart"),
     # part of the incident: yes only when the cause the evidence gives is about it
     ("jvm-oom", "Is search-service part of this outage?", "PASS",
      "No, nothing in the evidence links search-service to this incident", ""),
@@ -138,6 +147,9 @@ def test_the_lead_answers_the_question_in_its_form(settings: Settings, store: St
      Proposition(kind="cause", subject="pricing-service", target="checkout-service")),
     ("Is coupon-service healthy?", Proposition(kind="state", subject="coupon-service", expects="healthy")),
     ("coupon-service 不是正常的吗？", Proposition(kind="state", subject="coupon-service", expects="healthy", negated=True)),
+    ("is coupon-service to blame?", Proposition(kind="cause", subject="coupon-service", culprit=True)),
+    ("是 coupon-service 引起的吗？", Proposition(kind="cause", subject="coupon-service", culprit=True)),
+    ("is coupon-service involved in this?", Proposition(kind="cause", subject="coupon-service")),
     ("Is coupon-service down?", Proposition(kind="state", subject="coupon-service", expects="faulty", outage=True)),
     ("Is coupon-service degraded?", Proposition(kind="state", subject="coupon-service", expects="faulty")),
     ("coupon-service 是不是挂了？", Proposition(kind="symptom", subject="coupon-service")),

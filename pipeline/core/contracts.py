@@ -575,6 +575,9 @@ class Proposition(_Model):
     subject_kind: Literal["service", "change"] = "service"
     # cause: the service whose symptom is asked about ("" when the question names none).
     target: str = ""
+    # cause with no target: it asks whether the subject is the cause itself ("is X the culprit?",
+    # "是不是 X 的问题"), not whether it is part of the incident ("is X part of this outage?").
+    culprit: bool = False
     # state: which state the question asks to confirm.
     expects: Literal["healthy", "faulty"] = "faulty"
     # state: it asks whether the service is unavailable ("is X down?"), which a degraded service

@@ -223,6 +223,9 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         # A stray record or a forecast of the asked symptom is not the state asked about (pipeline.verdict.form).
         kind = "stray" if row.msg.code == "form.stray" else "forecast"
         return lead("proposition", facts(rows), f"{kind}_{row.answer}", prop.subject or row.service)
+    if isinstance(row.msg, Message) and row.msg.code in ("form.culprit", "form.not_culprit"):
+        return lead("proposition", row.cause, "culprit_yes" if row.answer == "yes" else "culprit_no", prop.subject,
+                    row.cause_support)
     if isinstance(row.msg, Message) and row.msg.code == "form.involved":
         return lead("proposition", row.cause, "involved", prop.subject, row.cause_support)
     if isinstance(row.msg, Message) and row.msg.code == "form.not_involved":

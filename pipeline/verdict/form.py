@@ -377,8 +377,14 @@ def _involved(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seq
     row = rows[0] if rows else None
     own = next((c for c in found if about(c.text, prop.subject)), None)
     if own is not None:
-        return _row("yes_no", "answered", row, msg("form.involved", service=prop.subject, cause=own.text),
-                    answer="yes", cause=(own, ""))
+        said = (msg("form.culprit", service=prop.subject, cause=own.text) if prop.culprit
+                else msg("form.involved", service=prop.subject, cause=own.text))
+        return _row("yes_no", "answered", row, said, answer="yes", cause=(own, ""))
+    if prop.culprit and found:
+        # "Is X the culprit?" with the cause found elsewhere: no, and where it lies is the answer's point
+        # (X may well be part of the incident: a victim of that cause).
+        return _row("yes_no", "answered", row, msg("form.not_culprit", service=prop.subject, cause=found[0].text),
+                    answer="no", cause=(found[0], ""))
     faulty = [c for c in rows if c in sustained]
     if found or (rows and not faulty):
         # The cause found elsewhere is not named here: nothing links it to the asked service.

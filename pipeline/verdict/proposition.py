@@ -55,6 +55,14 @@ _CAUSE_ZH = (
 # "has X been restarting" is a state again: it goes on.
 _EVENT = re.compile(r"^\W*(?:has|have|had|did|was there|were there)\b(?!.*\bbeen \w+ing\b)|\bever\b"
                     r"|过[了吗么呢]?(?:[?？]|$)")
+# Asks whether the one service named is the cause, the effect left unsaid: "is X the culprit?",
+# "is X to blame?", "was it X?", "是不是 X 的问题", "问题出在 X 吗", "根因是 X 吗".
+_CULPRIT = re.compile(r"\b(?:cause[sd]?|causing|culprit|root[- ]cause|reason|to blame|at fault|fault|responsible|"
+                      r"behind (?:this|it|that|the \w+)|source of|the (?:problem|issue))\b|^\W*(?:was|is) it\b"
+                      r"|罪魁祸首|元凶|根因|根本原因|原因|引起|导致|造成|问题出在|的问题|怪|背锅|锅")
+# Asks whether a service takes part at all, not whether it is the cause ("is X part of this outage?").
+_INVOLVEMENT = re.compile(r"\b(?:involved in|related to|connected to|linked to|tied to|part of|a factor in|to do with)\b"
+                          r"|关系|关联|联系|有关|相关")
 _PRONOUN = re.compile(r"它|他|这|那|这个|那个|这次|那次|\b(?:it|that|this|they)\b")
 _HEALTHY = re.compile(r"\b(?:normal|normally|healthy|ok|okay|fine|up|working|alright|stable)\b"
                       r"|正常|健康|没问题|没有问题|稳定|没事")
@@ -97,9 +105,12 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         if change:
             target = target or (subjects[0] if subjects else "")
         return Proposition(kind="cause", subject=m.group("x").strip() if change else subjects[0],
-                           subject_kind="change" if change else "service", target=target, negated=negated)
+                           subject_kind="change" if change else "service", target=target, negated=negated,
+                           culprit=not target and not change and not _INVOLVEMENT.search(norm))
     # "is X normal and is Y normal?" asks it of every named service: subject "" (all of them).
     subject = services[0] if len(services) == 1 else ""
+    if subject and asked_nothing and _CULPRIT.search(norm):
+        return Proposition(kind="cause", subject=subject, culprit=True, negated=negated)
     expects: Literal["healthy", "faulty"]
     if services and asked_nothing:
         expects = "faulty" if _FAULTY.search(norm) or not _HEALTHY.search(norm) else "healthy"
