@@ -14,7 +14,10 @@ The form says what must be shown for the question to be answered:
            still firing on X, or a run of records of it (STATE_RECORDS); one stray line of a
            healthy service (a transient 500, a reset a retry fixed) or a resolved alert is not
            the state asked about, and the answer says there is no sustained sign of it. Whether
-           it ever happened ("has X restarted?") is an event: one record answers that.
+           it ever happened ("has X restarted?") is an event: one record answers that. A record
+           that only forecasts the symptom ("expires in 21 days") answers neither. "Down" asks for
+           an outage: a sustained fault no record calls unavailability is a degradation. "Is X the
+           culprit?" (the effect unsaid) is yes only when the cause found lies in X.
 - what     every asked pair answered or shown healthy (coverage already holds this).
 - how_long / since_when   the first dated record of the asked symptom in the asked service, once
            a verified claim shows the symptom there (a hypothesis never dates anything): its time is
