@@ -85,8 +85,8 @@ def judging() -> None:
     elif state.current:
         st.caption(i18n.t("rules.rejudged", v=state.version))
     else:
-        st.caption(i18n.t("rules.rejudge_pending", old="—" if state.judged_version is None else state.judged_version,
-                        v=state.version))
+        st.caption(i18n.t("rules.judge_pending", v=state.version) if state.judged_version is None  # none ended yet
+                   else i18n.t("rules.rejudge_pending", old=state.judged_version, v=state.version))
         rulebook.rejudge_in_background(reads.settings(), reads.store(), _history(reads.settings().db_url))
 
 

@@ -228,6 +228,16 @@ def test_every_page_opens_on_a_read_only_store_and_a_refused_write_says_why(
             _settled(pg)
             _shot(pg, "read-only-rules-preview")
             _no_traceback(pg, "rules preview")
+            # A write: a stricter excerpt threshold applied as a new version.
+            pg.locator("[data-testid=stExpander] summary", has_text="evidence.excerpt_similarity").click()
+            pg.get_by_test_id("stNumberInputStepUp").first.click()
+            _settled(pg)
+            author = pg.get_by_role("textbox", name=tr("rules.author", "en"))
+            author.fill("ann")
+            author.press("Enter")
+            _settled(pg)
+            pg.get_by_role("button", name=tr("rules.apply", "en")).click()
+            _refused(pg, "read-only-rules-apply-refused")
             pg.goto("about:blank")
     finally:
         home.chmod(0o755)
