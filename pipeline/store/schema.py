@@ -29,6 +29,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from pipeline.core.contracts import ToolArguments, Trigger
+from pipeline.core.feature_shapes import Features
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -73,17 +76,17 @@ class DiagnosisSession(Base):
     # docs/spec.md#audit-record: {"verifier_evaluation": {...}}; earlier rounds kept under "rounds".
     self_evaluation: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Threshold-free gatekeeper features per binding: a rules change re-verdicts without recompute.
-    gatekeeper_features: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    timings_ms: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    gatekeeper_features: Mapped[Features | None] = mapped_column(JSON)
+    timings_ms: Mapped[dict[str, float]] = mapped_column(JSON, default=dict)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
-    imported_id_map: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    imported_id_map: Mapped[dict[str, int] | None] = mapped_column(JSON)
     # Jobs (pipeline/jobs): queued -> running -> completed | failed | interrupted. A running
     # session's worker refreshes heartbeat_at; one whose lease lapsed is marked interrupted.
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # What started it: {"kind": "manual"} or the Alertmanager group (pipeline/frontends/webhook.py).
-    trigger: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    trigger: Mapped[Trigger | None] = mapped_column(JSON)
     # Dedup key of an alert group (group key + fingerprints): one session per group per window.
     trigger_key: Mapped[str | None] = mapped_column(Text, index=True)
     # The interrupted or failed session this one runs again.
@@ -116,7 +119,7 @@ class ToolInvocationRow(Base):
     round: Mapped[int] = mapped_column(Integer, default=1)
     tool_name: Mapped[str]
     model_tool_name: Mapped[str]
-    arguments: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    arguments: Mapped[ToolArguments] = mapped_column(JSON, default=dict)
     status: Mapped[str]
     output: Mapped[str] = mapped_column(Text, default="")
     output_preview: Mapped[str] = mapped_column(Text, default="")
