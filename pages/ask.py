@@ -39,7 +39,7 @@ def init_state() -> None:
     sid = st.session_state["ask_session"]
     if sid and not st.session_state["ask_question"]:
         row = reads.store().get_session(sid)
-        st.session_state["ask_question"] = (row or {}).get("question") or ""
+        st.session_state["ask_question"] = row["question"] if row else ""
 
 
 def sidebar() -> None:

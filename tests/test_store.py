@@ -18,7 +18,7 @@ from pipeline.core.contracts import LlmCallRecord
 from pipeline.core.errors import StoreError
 from pipeline.core.events import SessionEvent
 from pipeline.runs.session import run_session
-from pipeline.store import SessionFilter, StaleRuleVersion, Store
+from pipeline.store import SessionFilter, StaleRuleVersion, Store, rows
 
 
 def _session(store: Store, question: str = "q", **values) -> str:
@@ -81,6 +81,28 @@ def test_llm_calls_recorded(any_store: Store) -> None:
                                               messages=[{"role": "user", "content": "hi"}], prompt_tokens=10))
     call = any_store.llm_calls(sid)[0]
     assert call["attempt"] == 2 and call["parse_status"] == "malformed" and call["messages"][0]["content"] == "hi"
+
+
+def _keys(shape: type) -> set[str]:
+    return set(shape.__required_keys__ | shape.__optional_keys__)
+
+
+def test_each_read_hands_out_the_columns_its_shape_names(any_store: Store) -> None:
+    """The row shapes of pipeline.store.rows are written beside the tables, not derived from them:
+    a column added to a table or a read without its shape following fails here."""
+    sid = _session(any_store, verdict="PASS")
+    any_store.add_invocation(session_id=sid, round=1, tool_name="query_logs", model_tool_name="queryLogs",
+                             arguments={}, status="ok", output="x", error=None, latency_ms=1.0)
+    any_store.add_llm_call(sid, LlmCallRecord(stage="diagnosis", provider="offline", model="m"))
+    any_store.add_review(session_id=sid, label="correct", reviewer="ana")
+    any_store.apply_rule_version(index_yaml="a", metadata_yaml="b", author="ana", comment="", based_on=None)
+    session = any_store.get_session(sid)
+    assert session is not None and set(session) == _keys(rows.SessionColumns)
+    assert [set(r) for r in any_store.list_sessions()[0]] == [_keys(rows.ListedSession)]
+    assert [set(r) for r in any_store.invocation_meta(sid)] == [_keys(rows.InvocationMetaColumns)]
+    assert [set(r) for r in any_store.llm_calls(sid)] == [_keys(rows.LlmCallColumns)]
+    assert [set(r) for r in any_store.reviews(sid)] == [_keys(rows.ReviewColumns)]
+    assert [set(r) for r in any_store.rule_versions()] == [_keys(rows.RuleVersionColumns)]
 
 
 def test_rule_versions_refuse_a_stale_apply(any_store: Store) -> None:

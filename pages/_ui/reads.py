@@ -5,8 +5,6 @@ Cached reads are keyed by the database URL; the store object itself is not hashe
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from pipeline.core.config import Settings, load_settings
@@ -16,6 +14,7 @@ from pipeline.jobs import JobQueue
 from pipeline.runs import review_queue
 from pipeline.store import SessionFilter, Store
 from pipeline.store.record import SessionRecord, SessionRow, read_session
+from pipeline.store.rows import ListedSession
 
 
 def settings() -> Settings:
@@ -50,7 +49,7 @@ def queue() -> JobQueue:
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def list_sessions(url: str, f: SessionFilter, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
+def list_sessions(url: str, f: SessionFilter, limit: int, offset: int) -> tuple[list[ListedSession], int]:
     return _store(url).list_sessions(f, limit=limit, offset=offset)
 
 

@@ -32,7 +32,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -41,6 +41,7 @@ from pydantic import JsonValue
 
 from pipeline.core.config import Settings
 from pipeline.core.errors import ConfigError
+from pipeline.store.rows import SessionColumns
 from pipeline.text.redact import redact
 
 KEY_FILE = "signing-key.pem"
@@ -142,10 +143,10 @@ def sign(bundle: dict[str, JsonValue], key: Ed25519PrivateKey) -> dict[str, Json
                                   "value": value}}
 
 
-def statement(row: dict[str, Any]) -> Statement:
+def statement(row: SessionColumns) -> Statement:
     """Where a stored session came from, as its export states it: run here (provenance NULL), or
     imported with the provenance, reason and key its import's signature check found."""
-    if row.get("provenance") is None:
+    if row["provenance"] is None:
         return {"origin": "ran_here"}
     found = ((row.get("self_evaluation") or {}).get("claimed_by_source") or {}).get("signature") or {}
     return {"origin": "imported", "provenance": row["provenance"],
@@ -208,7 +209,7 @@ def check_signature(bundle: dict[str, JsonValue], trusted: set[str], ran_here: R
     return _vouched(bundle, shown, ran_here)
 
 
-def ran_in_store(stored: Callable[[str], dict[str, Any] | None], own: str | None) -> RanHere:
+def ran_in_store(stored: Callable[[str], SessionColumns | None], own: str | None) -> RanHere:
     """Whether a bundle with no statement, its signature checked against `key`, is an export of a
     session run in this store: `key` is `own` (this workbench's) and the bundle names a stored
     session with no provenance (run here; imports are "verified" / "unverified", migration 0010)

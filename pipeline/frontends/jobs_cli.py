@@ -147,8 +147,9 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         sid = submit_rerun(queue, store, args.session_id)
     finally:
         queue.close()  # in-process: waits for the session; PostgreSQL: a worker runs it
-    row = store.get_session(sid) or {}
-    print(f"session {sid} ({row.get('status')}{', ' + row['verdict'] if row.get('verdict') else ''}) "
+    row = store.get_session(sid)
+    verdict = row["verdict"] if row else None
+    print(f"session {sid} ({row['status'] if row else None}{', ' + verdict if verdict else ''}) "
           f"runs {args.session_id} again")
     return 0
 

@@ -37,6 +37,7 @@ from pipeline.core.contracts import (
 from pipeline.core.errors import NotFound, StoreError, quote
 from pipeline.core.feature_shapes import Features
 from pipeline.store import Store
+from pipeline.store.rows import InvocationMetaColumns, LlmCallColumns, ReviewColumns, SessionColumns
 
 
 class _Read(BaseModel):
@@ -200,11 +201,11 @@ class SessionRecord(_Read):
     @classmethod
     def from_row(
         cls,
-        row: dict[str, Any],
+        row: SessionColumns,
         *,
-        invocations: Sequence[dict[str, Any]] = (),
-        llm_calls: Sequence[dict[str, Any]] = (),
-        reviews: Sequence[dict[str, Any]] = (),
+        invocations: Sequence[InvocationMetaColumns] = (),
+        llm_calls: Sequence[LlmCallColumns] = (),
+        reviews: Sequence[ReviewColumns] = (),
     ) -> SessionRecord:
         """Validate a `diagnosis_session` row (as `Store.get_session` returns it) and its child rows."""
         se = row.get("self_evaluation") or {}

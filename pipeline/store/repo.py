@@ -25,6 +25,15 @@ from pipeline.core.contracts import LlmCallRecord, ToolArguments, ToolInvocation
 from pipeline.core.errors import StoreError
 from pipeline.store.engine import database_fault, display_url, failure_reason, open_engine, sqlite_path
 from pipeline.store.migrate import ensure_current
+from pipeline.store.rows import (
+    InvocationMetaColumns,
+    ListedSession,
+    LlmCallColumns,
+    ReviewColumns,
+    RuleVersionColumns,
+    SessionColumns,
+    shaped,
+)
 from pipeline.store.schema import (
     STORE_RESERVE,
     Base,
@@ -100,7 +109,7 @@ MOVED = Outcome(VerdictInForce.verdict, VerdictInForce.gatekeeper_status, Verdic
 _IN_FORCE_JOIN = VerdictInForce.session_id == DiagnosisSession.id + literal("")
 
 
-def _row_dict(row: Base) -> dict[str, Any]:
+def _row_dict(row: Base) -> dict[str, object]:
     return {c.name: getattr(row, c.name) for c in row.__table__.columns}
 
 
@@ -333,10 +342,10 @@ class Store:
         read completed sessions only) and into the review queue, saying why."""
         self.update_session(session_id, status="failed", error=f"quarantined: {reason}")
 
-    def get_session(self, session_id: str) -> dict[str, Any] | None:
+    def get_session(self, session_id: str) -> SessionColumns | None:
         with self.reading() as db:
             row = db.get(DiagnosisSession, session_id)
-            return _row_dict(row) if row else None
+            return shaped(SessionColumns, _row_dict(row)) if row else None
 
     def filtered_query(self, f: SessionFilter, outcome: Outcome = AT_ASK) -> Any:
         """The SELECT of sessions matching `f`: the one definition lists, charts and exports share.
@@ -370,7 +379,7 @@ class Store:
         return q
 
     def list_sessions(self, f: SessionFilter | None = None, *, limit: int = 50, offset: int = 0
-                      ) -> tuple[list[dict[str, Any]], int]:
+                      ) -> tuple[list[ListedSession], int]:
         f = f or SessionFilter()
         base = self.filtered_query(f)
         cols = [DiagnosisSession.id, DiagnosisSession.created_at, DiagnosisSession.question,
@@ -392,7 +401,7 @@ class Store:
                     .order_by(ReviewRow.created_at)
                 ).all()
             )
-        return [dict(r) | {"review_label": labels.get(r["id"])} for r in rows], total
+        return [shaped(ListedSession, {**r, "review_label": labels.get(r["id"])}) for r in rows], total
 
     def session_ids(self) -> list[str]:
         with self.reading() as db:
@@ -402,14 +411,13 @@ class Store:
 
     def add_invocation(self, *, session_id: str, round: int, tool_name: str, model_tool_name: str,
                        arguments: ToolArguments, status: str, output: str, error: str | None,
-                       latency_ms: float, stored_cut_bytes: int = 0,
-                       retrieval_details: dict[str, Any] | None = None) -> ToolInvocation:
+                       latency_ms: float, stored_cut_bytes: int = 0) -> ToolInvocation:
         first = self._first_with_output(session_id, output)
         with self.writing() as db:
             row = _invocation_row(
                 session_id=session_id, round=round, tool_name=tool_name, model_tool_name=model_tool_name,
                 arguments=arguments, status=status, output=output, stored_cut_bytes=stored_cut_bytes, error=error,
-                retrieval_details=retrieval_details, latency_ms=latency_ms, output_of=first,
+                latency_ms=latency_ms, output_of=first,
             )
             db.add(row)
             db.flush()
@@ -471,7 +479,7 @@ class Store:
             texts = {r.id: r.output for r in rows}
             return [_invocation(r, texts.get(r.output_of, "") if r.output_of else None) for r in rows]
 
-    def invocation_meta(self, session_id: str) -> list[dict[str, Any]]:
+    def invocation_meta(self, session_id: str) -> list[InvocationMetaColumns]:
         """Invocation rows without the full output (for lists and the Trace page's index)."""
         with self.reading() as db:
             rows = db.execute(
@@ -481,7 +489,7 @@ class Store:
                        ToolInvocationRow.stored_cut_bytes, ToolInvocationRow.output_preview)
                 .where(ToolInvocationRow.session_id == session_id).order_by(ToolInvocationRow.id)
             ).mappings().all()
-            return [dict(r) for r in rows]
+            return [shaped(InvocationMetaColumns, dict(r)) for r in rows]
 
     # --- LLM calls ----------------------------------------------------------------------
 
@@ -489,12 +497,12 @@ class Store:
         with self.writing() as db:
             db.add(LlmCallRow(session_id=session_id, **rec.model_dump()))
 
-    def llm_calls(self, session_id: str) -> list[dict[str, Any]]:
+    def llm_calls(self, session_id: str) -> list[LlmCallColumns]:
         with self.reading() as db:
             rows = db.execute(
                 select(LlmCallRow).where(LlmCallRow.session_id == session_id).order_by(LlmCallRow.id)
             ).scalars().all()
-            return [_row_dict(r) for r in rows]
+            return [shaped(LlmCallColumns, _row_dict(r)) for r in rows]
 
     # --- reviews ------------------------------------------------------------------------
 
@@ -507,12 +515,12 @@ class Store:
             db.add(ReviewRow(session_id=session_id, claim_id=claim_id, label=mask_known(label), note=mask_known(note),
                              reviewer=reviewer))
 
-    def reviews(self, session_id: str) -> list[dict[str, Any]]:
+    def reviews(self, session_id: str) -> list[ReviewColumns]:
         with self.reading() as db:
             rows = db.execute(
                 select(ReviewRow).where(ReviewRow.session_id == session_id).order_by(ReviewRow.created_at)
             ).scalars().all()
-            return [_row_dict(r) for r in rows]
+            return [shaped(ReviewColumns, _row_dict(r)) for r in rows]
 
     # --- rule versions ------------------------------------------------------------------
 
@@ -521,19 +529,19 @@ class Store:
         with self.reading() as db:
             return int(db.execute(select(RulesInForce.version)).scalar_one())
 
-    def active_rule_version(self) -> dict[str, Any] | None:
+    def active_rule_version(self) -> RuleVersionColumns | None:
         """The applied version in force, None while the shipped rules are."""
         with self.reading() as db:
             row = db.execute(select(RuleVersionRow).join(RulesInForce, RulesInForce.version == RuleVersionRow.id)
                              ).scalar_one_or_none()
-            return _row_dict(row) | {"active": True} if row else None
+            return shaped(RuleVersionColumns, _row_dict(row) | {"active": True}) if row else None
 
-    def rule_versions(self) -> list[dict[str, Any]]:
+    def rule_versions(self) -> list[RuleVersionColumns]:
         """Applied versions newest first, each with whether it is the one in force."""
         with self.reading() as db:
             in_force = db.execute(select(RulesInForce.version)).scalar_one()
             rows = db.execute(select(RuleVersionRow).order_by(RuleVersionRow.id.desc())).scalars().all()
-            return [_row_dict(r) | {"active": r.id == in_force} for r in rows]
+            return [shaped(RuleVersionColumns, _row_dict(r) | {"active": r.id == in_force}) for r in rows]
 
     def apply_rule_version(self, *, index_yaml: str, metadata_yaml: str, author: str, comment: str,
                            based_on: int | None) -> int:

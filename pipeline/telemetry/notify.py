@@ -19,6 +19,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 
 from pipeline.core.config import NotifySettings, Settings
 from pipeline.store import Store
+from pipeline.store.rows import SessionColumns
 
 log = logging.getLogger(__name__)
 MAX_ALERTS_NAMED = 3
@@ -33,9 +34,9 @@ def _slack_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def message(row: dict[str, Any], ui_url: str) -> str:
+def message(row: SessionColumns, ui_url: str) -> str:
     """The text posted for a completed session row."""
-    alerts = (row.get("trigger") or {}).get("alerts") or []
+    alerts = row["trigger"].get("alerts", []) if row["trigger"] else []
     named = ", ".join(f"{a.get('alertname') or 'alert'} on {a.get('service') or 'unknown service'}"
                       for a in alerts[:MAX_ALERTS_NAMED])
     if len(alerts) > MAX_ALERTS_NAMED:
@@ -71,7 +72,7 @@ def notify_session(settings: Settings, store: Store, session_id: str) -> bool:
     if not cfg.url:
         return False
     row = store.get_session(session_id)
-    if not row or row["status"] != "completed" or (row.get("trigger") or {}).get("kind") != "alertmanager":
+    if not row or row["status"] != "completed" or not row["trigger"] or row["trigger"]["kind"] != "alertmanager":
         return False
     try:
         post(cfg.url, {"text": message(row, cfg.ui_url)}, cfg)

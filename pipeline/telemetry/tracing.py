@@ -196,9 +196,9 @@ def export_session(settings: Settings, store: Store, session_id: str, *, flush: 
     if found is None:
         return False
     provider, exporter = found
-    row = store.get_session(session_id) or {}
-    trace_session(provider, read_session(store, session_id), trigger=row.get("trigger"),
-                  rules_version=row.get("rules_version"))
+    row = store.get_session(session_id)
+    trace_session(provider, read_session(store, session_id), trigger=row["trigger"] if row else None,
+                  rules_version=row["rules_version"] if row else None)
     if not flush:
         return True
     return provider.force_flush(int(settings.telemetry.timeout_s * 2000)) and not exporter.failing
