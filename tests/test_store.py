@@ -19,6 +19,7 @@ from pipeline.core.errors import StoreError
 from pipeline.core.events import SessionEvent
 from pipeline.runs.session import run_session
 from pipeline.store import SessionFilter, StaleRuleVersion, Store, rows
+from pipeline.store.listing import session_list, session_outcome
 
 
 def _session(store: Store, question: str = "q", **values) -> str:
@@ -103,6 +104,8 @@ def test_each_read_hands_out_the_columns_its_shape_names(any_store: Store) -> No
     assert [set(r) for r in any_store.llm_calls(sid)] == [_keys(rows.LlmCallColumns)]
     assert [set(r) for r in any_store.reviews(sid)] == [_keys(rows.ReviewColumns)]
     assert [set(r) for r in any_store.rule_versions()] == [_keys(rows.RuleVersionColumns)]
+    assert [set(r) for r in session_list(any_store)] == [_keys(rows.SessionListing)]
+    assert set(session_outcome(any_store, sid) or ()) == _keys(rows.SessionOutcome)
 
 
 def test_rule_versions_refuse_a_stale_apply(any_store: Store) -> None:

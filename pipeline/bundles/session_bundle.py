@@ -202,11 +202,10 @@ def load_bundle(path: Path, *, max_bytes: int) -> SessionBundle:
 def export_bundle(store: Store, session_id: str, *, key: Ed25519PrivateKey | None = None) -> dict[str, JsonValue]:
     """The session as a bundle, secrets redacted (an export leaves the workbench), with where it
     came from (provenance.statement), signed with `key` when given (provenance.signing_key)."""
-    row = store.get_session(session_id)
-    if row is None:
+    row, outcome = store.get_session(session_id), session_outcome(store, session_id)
+    if row is None or outcome is None:
         raise NotFound(f"no session {session_id}")
     evaluation = (row.get("self_evaluation") or {}).get("verifier_evaluation")
-    outcome = session_outcome(store, session_id) or {}
     bundle = {
         "bundle_version": 1,
         # The verdicts are what this workbench said; an importer keeps them as the source's claim.

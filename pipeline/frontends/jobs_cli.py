@@ -124,7 +124,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         return 0
     print(f"{'ID':<14}  {'CREATED (UTC)':<19}  {'STATUS':<11} {'VERDICT':<16} {'AT ASK':<10} {'TRIGGER':<12} QUESTION")
     for r in rows:
-        trigger = (r["trigger"] or {}).get("kind", "manual")
+        trigger = r["trigger"]["kind"] if r["trigger"] else "manual"
         question = r["question"] if len(r["question"]) <= 70 else r["question"][:69] + "…"
         verdict = " ".join([r["verdict"] or "-", *verdict_marks(ungated=r["ungated"], provenance=r["provenance"])])
         # The verdict at ask only where applied rules changed it since.

@@ -18,12 +18,12 @@ import os
 import re
 import sqlite3
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import NullPool, Pool
 
 from pipeline.core.errors import StoreError
 from pipeline.text.bounds import encodable, unstorable
@@ -192,6 +192,14 @@ def _sqlite_begin_exclusive(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN EXCLUSIVE")
 
 
+class _EngineOptions(TypedDict, total=False):
+    """What `open_engine` passes create_engine beyond the JSON codec, by backend."""
+
+    connect_args: dict[str, int]
+    poolclass: type[Pool]
+    pool_pre_ping: bool
+
+
 def open_engine(url: str, *, migration: bool = False) -> Engine:
     """An engine for `url`, its SQLite directory created; StoreError when that is impossible.
 
@@ -199,7 +207,7 @@ def open_engine(url: str, *, migration: bool = False) -> Engine:
     migration lock) and whose connections keep foreign keys off, so a revision that copies
     diagnosis_session does not cascade-delete every invocation when it drops the old table.
     """
-    options: dict[str, Any] = {}
+    options: _EngineOptions = {}
     url = read_only_url(url) or normalize_url(url)
     shown = display_url(url)
     path = sqlite_path(url) if url.startswith("sqlite") else None

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from pipeline.store.repo import IN_FORCE, Store
+from pipeline.store.rows import SessionListing, SessionOutcome, shaped
 from pipeline.store.schema import DiagnosisSession, RulesInForce, VerdictInForce
 
 LIST_COLUMNS = ("id", "question", "trigger", "status", "stage", "provenance", "created_at", "rerun_of", "error")
@@ -41,7 +42,7 @@ def session_count(store: Store, *, verdict: str | None = None, status: str | Non
 
 
 def session_list(store: Store, *, verdict: str | None = None, status: str | None = None,
-                 limit: int = 20) -> list[dict[str, Any]]:
+                 limit: int = 20) -> list[SessionListing]:
     """Newest first: what started each session, where it is, how it ended: `verdict` in force,
     `verdict_at_ask`, `rules_version`, the version that gave the verdict in force, and
     `rules_version_at_ask`."""
@@ -52,14 +53,14 @@ def session_list(store: Store, *, verdict: str | None = None, status: str | None
         q = q.where(IN_FORCE.verdict == verdict)
     if status:
         q = q.where(s.status == status)
-    return _versions(store, q.order_by(s.created_at.desc()).limit(limit))
+    return [shaped(SessionListing, r) for r in _versions(store, q.order_by(s.created_at.desc()).limit(limit))]
 
 
-def session_outcome(store: Store, session_id: str) -> dict[str, Any] | None:
+def session_outcome(store: Store, session_id: str) -> SessionOutcome | None:
     """One session's verdict in force and at ask with the rule version of each (keys as in
     session_list); None when no such session is stored."""
     rows = _versions(store, _listing().where(DiagnosisSession.id == session_id))
-    return rows[0] if rows else None
+    return shaped(SessionOutcome, rows[0]) if rows else None
 
 
 def _listing(*columns: Any) -> Any:
@@ -71,7 +72,9 @@ def _listing(*columns: Any) -> Any:
             .outerjoin(VerdictInForce, VerdictInForce.session_id == s.id))
 
 
-def _versions(store: Store, q: Any) -> list[dict[str, Any]]:
+def _versions(store: Store, q: Any) -> list[dict[str, object]]:
+    """The rows of `q` with the version that gave the verdict in force in place of what it is
+    reckoned from."""
     with store.reading() as db:
         judged = db.execute(select(RulesInForce.judged_version)).scalar()
         rows = db.execute(q).mappings().all()

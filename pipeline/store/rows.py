@@ -148,3 +148,29 @@ class RuleVersionColumns(TypedDict):
     metadata_yaml: str
     parent_id: int | None
     active: bool
+
+
+class SessionOutcome(TypedDict):
+    """A session's verdict in force and at ask, with the rule version of each (`listing.session_outcome`)."""
+
+    verdict: str | None
+    verdict_at_ask: str | None
+    rules_version: int | None
+    rules_version_at_ask: int | None
+
+
+class SessionListing(SessionOutcome):
+    """A row of `workbench sessions` (`listing.session_list`): what started a session, where it is,
+    how it ended."""
+
+    id: str
+    question: str
+    trigger: Trigger | None
+    status: str
+    stage: str
+    provenance: str | None
+    created_at: datetime
+    rerun_of: str | None
+    error: str | None
+    ungated: bool
+    ungated_at_ask: bool
