@@ -15,7 +15,7 @@ import streamlit as st
 from pages._ui import frame, i18n, identity, markup, reads, widgets
 from pipeline.eval import history
 from pipeline.eval.history import ActiveRun, EvalRun
-from pipeline.eval.runner import described, failure_lines
+from pipeline.eval.runner import Expectation, StoredResult, described, failure_lines
 from pipeline.jobs import submit_job
 from pipeline.jobs.records import request_cancel
 
@@ -117,13 +117,13 @@ def _label(run: EvalRun) -> str:
                   rules=_rules(run), who=_who(run.who, run.origin))
 
 
-def _outcome(result: dict[str, Any] | None) -> str:
+def _outcome(result: StoredResult | None) -> str:
     if result is None:
         return "—"
     return f"{i18n.value('pass' if result.get('passed') else 'fail')} {result.get('verdict') or ''}".strip()
 
 
-def _expected(expect: dict[str, Any]) -> str:
+def _expected(expect: Expectation) -> str:
     """A fixture's expectations as "key: value", each value in the page language and each key as
     the fixture's YAML writes it (beside its label where it has one)."""
     def shown(v: Any) -> str:
@@ -190,7 +190,7 @@ def comparison(runs: list[EvalRun]) -> None:
     st.caption(i18n.t("eval.changed", n=sum(c.changed for c in changes)))
     _table(("fixture", "changed", "before", "after", "failures after"),
            [[markup.esc(c.name), "≠" if c.changed else "", markup.esc(_outcome(c.before)), markup.esc(_outcome(c.after)),
-             "<br>".join(markup.esc(f) for f in failure_lines(c.after or {}, i18n.lang()))] for c in changes], "wb-diff")
+             "<br>".join(markup.esc(f) for f in (failure_lines(c.after, i18n.lang()) if c.after else []))] for c in changes], "wb-diff")
 
 
 def body(source: str) -> None:

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -53,7 +52,8 @@ class SampleQuestion:
 
 
 @lru_cache(maxsize=1)
-def _bank() -> dict[str, Any]:
+def _bank() -> dict[str, dict[str, dict[str, str | list[str]]]]:
+    """data/demo.yaml's worlds: world -> language -> a form's question, or "more": further phrasings."""
     data = yaml.safe_load((resource_dir("data") / "demo.yaml").read_text(encoding="utf-8")) or {}
     return dict(data.get("worlds") or {})
 

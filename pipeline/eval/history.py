@@ -15,12 +15,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import select
 
 from pipeline.core.config import Settings
-from pipeline.eval.runner import EvalResult
+from pipeline.core.contracts import Verdict
+from pipeline.eval.runner import EvalResult, StoredResult
 from pipeline.gatekeeper import RuleSet
 from pipeline.runs.rulebook import rules_in_force
 from pipeline.store import Store
@@ -35,7 +35,7 @@ class EvalRun:
     who: str
     rules: str  # "v3", "rules/ directory", or "candidate 1a2b3c4d5e": what a tuner compares by
     started_at: datetime
-    results: tuple[dict[str, Any], ...]
+    results: tuple[StoredResult, ...]
     status: str = "completed"  # or cancelled / interrupted / failed (its results are the fixtures it ran)
     origin: str = ""  # where it was asked: "page", "cli", "job"; names an unnamed run
     total: int | None = None  # the suite's size when it ran, known once the job started
@@ -57,8 +57,8 @@ class EvalRun:
 @dataclass(frozen=True)
 class FixtureChange:
     name: str
-    before: dict[str, Any] | None  # None: the fixture did not exist in that run
-    after: dict[str, Any] | None
+    before: StoredResult | None  # None: the fixture did not exist in that run
+    after: StoredResult | None
 
     @property
     def changed(self) -> bool:
@@ -169,7 +169,7 @@ def active_runs(store: Store) -> list[ActiveRun]:
         return out
 
 
-def _outcome(result: dict[str, Any] | None) -> tuple[Any, ...] | None:
+def _outcome(result: StoredResult | None) -> tuple[bool, Verdict | None, tuple[str, ...]] | None:
     return (
         None
         if result is None

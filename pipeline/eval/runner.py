@@ -10,8 +10,8 @@ any other, so every result links to its trace.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Required
 
@@ -78,27 +78,54 @@ class EvalResult:
     failures: list[str] = field(default_factory=list)  # in English, as the CLI and runs before messages had them
     # The same failures as messages (code, params): shown in the reader's language, the expectation
     # they check beside them (`failure_lines`).
-    failure_msgs: list[dict[str, Any]] = field(default_factory=list)
+    failure_msgs: list[Message] = field(default_factory=list)
     session_id: str | None = None
     verdict: Verdict | None = None
     expected: Expectation = field(default_factory=Expectation)
     description_zh: str = ""  # the fixture's `description_zh:`; runs stored before it have none
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> StoredResult:
+        return StoredResult(name=self.name, description=self.description, passed=self.passed,
+                            failures=list(self.failures), failure_msgs=[m.model_dump() for m in self.failure_msgs],
+                            session_id=self.session_id, verdict=self.verdict, expected=self.expected,
+                            description_zh=self.description_zh)
+
+    @classmethod
+    def from_stored(cls, result: StoredResult) -> EvalResult:
+        """A result as a job row kept it, back as a result (a run stored before failure messages has none)."""
+        return cls(name=result["name"], description=result.get("description", ""),
+                   passed=bool(result.get("passed")), failures=list(result.get("failures") or []),
+                   failure_msgs=[Message.model_validate(m) for m in result.get("failure_msgs") or []],
+                   session_id=result.get("session_id"), verdict=result.get("verdict"),
+                   expected=result.get("expected") or Expectation(), description_zh=result.get("description_zh", ""))
 
 
-def failure_lines(result: Mapping[str, Any], lang: str) -> list[str]:
+class StoredResult(TypedDict, total=False):
+    """A fixture's result as an eval run's job row keeps it (`EvalResult.as_dict`). A run stored
+    before a key existed lacks it: failure messages, the Chinese description."""
+
+    name: Required[str]
+    description: str
+    passed: bool
+    failures: list[str]
+    failure_msgs: list[dict[str, Any]]  # Message.model_dump(), read back by failure_lines
+    session_id: str | None
+    verdict: Verdict | None
+    expected: Expectation
+    description_zh: str
+
+
+def failure_lines(result: StoredResult, lang: str) -> list[str]:
     """A stored result's failures in `lang`, each followed by the fixture's `expect:` key it checks
     ("判定为 PASS，预期为 REJECT (verdict)"); a run stored before failures had messages shows them as written."""
     texts: list[str] = list(result.get("failures") or [])
-    msgs: list[dict[str, Any]] = list(result.get("failure_msgs") or [])
+    msgs = [Message.model_validate(m) for m in result.get("failure_msgs") or []]
     if len(msgs) != len(texts):
         return texts
-    return [f"{render(Message.model_validate(m), lang)} ({m['code'].split('.')[2]})" for m in msgs]
+    return [f"{render(m, lang)} ({m.code.split('.')[2]})" for m in msgs]
 
 
-def described(result: Mapping[str, Any], lang: str) -> str:
+def described(result: StoredResult, lang: str) -> str:
     """A stored result's fixture description in `lang`: the Chinese one where the fixture gave it."""
     return str((lang == "zh" and result.get("description_zh")) or result.get("description") or "")
 
@@ -212,7 +239,7 @@ def _check(expect: Expectation, result: SessionResult, settings: Settings, world
 
 def _failed(result: EvalResult, messages: list[Message]) -> EvalResult:
     result.failures = [render(m, "en") for m in messages]
-    result.failure_msgs = [m.model_dump() for m in messages]
+    result.failure_msgs = messages
     result.passed = not messages
     return result
 

@@ -318,7 +318,7 @@ def _eval_ended(args: argparse.Namespace, settings: Settings, row: dict[str, Any
     if status in ("failed", "interrupted"):
         raise JobEnded(f"eval run {job_id} {status}: {row['error'] or 'no reason stored'}; "
                        "the sessions it made are kept (`workbench eval --history`)")
-    results = [EvalResult(**r) for r in (row["result"] or {}).get("results") or []]
+    results = [EvalResult.from_stored(r) for r in (row["result"] or {}).get("results") or []]
     if args.json:
         _print_json([r.as_dict() for r in results])
     elif results or status == "completed":

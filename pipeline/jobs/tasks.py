@@ -80,7 +80,7 @@ def run_eval(settings: Settings, store: Store, job_id: str) -> None:
     page follows the run (n of N), a reaped run keeps the sessions it made, and a run asked to stop
     ends `cancelled` after the fixture in hand, its sessions attached."""
     from pipeline.eval.history import suite_rules
-    from pipeline.eval.runner import iter_suite, load_fixtures
+    from pipeline.eval.runner import StoredResult, iter_suite, load_fixtures
     from pipeline.gatekeeper import load_rules
     from pipeline.runs.rulebook import parsed_rules
 
@@ -90,7 +90,7 @@ def run_eval(settings: Settings, store: Store, job_id: str) -> None:
                      else load_rules(Path(args["rules_dir"])) if args.get("rules_dir") else None)
         rules, label = suite_rules(settings, store, candidate=candidate)
         args = {"origin": "job", **args, "rules": label}
-        results: list[dict[str, Any]] = []
+        results: list[StoredResult] = []
         total = len(load_fixtures(settings.fixtures_dir))
         if report_progress(store, job_id, done=0, total=total, result={"results": results}, args=args):
             raise _Cancelled({"results": results})
