@@ -14,7 +14,7 @@ import streamlit as st
 
 from pages._ui import frame, i18n, identity, markup, reads, widgets
 from pipeline.eval import history
-from pipeline.eval.history import ActiveRun, EvalRun
+from pipeline.eval.history import ActiveRun, CandidateTexts, EvalArgs, EvalRun
 from pipeline.eval.runner import Expectation, StoredResult, described, failure_lines
 from pipeline.jobs import submit_job
 from pipeline.jobs.records import request_cancel
@@ -23,7 +23,7 @@ SOURCES = ("force", "candidate")
 FOLLOW_POLL_S = 1.0
 
 
-def _candidate() -> dict[str, str] | None:
+def _candidate() -> CandidateTexts | None:
     """The Rules page's candidate texts, when it has one and it is valid."""
     if "rules_index" not in st.session_state:
         return None
@@ -46,7 +46,7 @@ def submit(source: str, who: str) -> None:
     candidate = _candidate() if source == "candidate" else None
     if source == "candidate" and candidate is None:
         st.warning(i18n.t("eval.no_candidate"))
-    args: dict[str, Any] = {"who": who, "origin": "page"}
+    args: EvalArgs = {"who": who, "origin": "page"}
     if candidate is not None:
         args["candidate"] = candidate
     submit_job(reads.queue(), reads.store(), "eval", args)

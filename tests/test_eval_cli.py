@@ -69,7 +69,7 @@ def test_eval_follows_its_job_and_ctrl_c_cancels_it_keeping_its_sessions(
                                       text=True, capture_output=True, timeout=120)
                 assert done.returncode == 0, done.stderr
                 left = done.stdout.strip()
-                assert left.startswith("j-") and get_job(store, left)["kind"] == "eval"
+                assert left.startswith("j-") and get_job(store, left).kind == "eval"
 
             proc = _eval(env, "--who", "ann")
             run = _wait_for("the followed run's first fixture", lambda: next(
@@ -78,7 +78,7 @@ def test_eval_follows_its_job_and_ctrl_c_cancels_it_keeping_its_sessions(
             out, err = proc.communicate(timeout=180)
             if left is not None:  # the run left to the worker ends on its own, complete
                 _wait_for("the worker to finish the run left to it",
-                          lambda: get_job(store, left)["status"] not in ("queued", "running"))
+                          lambda: get_job(store, left).status not in ("queued", "running"))
         finally:
             if worker is not None:
                 _stop(worker)

@@ -69,7 +69,7 @@ def test_a_run_reports_progress_is_found_by_a_fresh_reader_and_stops_with_its_se
         _until(lambda: [(r.done, r.total) for r in history.active_runs(fresh)] == [(1, 3)], "1 of 3 reported")
         (running,) = history.active_runs(fresh)
         assert running.current == FIXTURES[0] and running.origin == "page"
-        assert get_job(fresh, job_id)["args"]["rules"] == "rules/ directory"
+        assert get_job(fresh, job_id).args["rules"] == "rules/ directory"
 
         assert request_cancel(fresh, job_id)
         assert history.active_runs(fresh)[0].stopping
@@ -78,7 +78,7 @@ def test_a_run_reports_progress_is_found_by_a_fresh_reader_and_stops_with_its_se
         worker.join(120)
 
     row = get_job(any_store, job_id)
-    assert (row["status"], row["progress_done"], row["progress_total"]) == ("cancelled", 2, 3)
+    assert (row.status, row.progress_done, row.progress_total) == ("cancelled", 2, 3)
     assert not history.active_runs(any_store)
     (run,) = history.list_runs(any_store)
     assert (run.status, run.complete, run.total) == ("cancelled", False, 3)
@@ -111,4 +111,4 @@ def test_a_run_whose_worker_died_is_interrupted_with_what_it_made_and_a_stopped_
     assert request_cancel(any_store, queued)
     run_eval(suite_settings, any_store, queued)
     row = get_job(any_store, queued)
-    assert (row["status"], row["result"], row["progress_done"]) == ("cancelled", None, None)
+    assert (row.status, row.result, row.progress_done) == ("cancelled", None, None)

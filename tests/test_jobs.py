@@ -152,6 +152,14 @@ def test_llm_requests_to_one_endpoint_never_exceed_the_cap() -> None:
     assert state["peak"] == 2
 
 
+def test_a_job_whose_args_are_not_its_kinds_shape_fails_saying_which(settings: Settings, store: Store) -> None:
+    queue = LocalQueue(settings, store)
+    bad = submit_job(queue, store, "check", {"bundles": "not a list"})
+    queue.close()
+    row = get_job(store, bad)
+    assert row.status == "failed" and row.error is not None and "bundles" in row.error and row.result is None
+
+
 @pytest.mark.slow  # the whole eval suite again, as a job (test_eval_suite runs it in the fast lane)
 def test_eval_run_and_batch_check_are_jobs_with_stored_results(settings: Settings, store: Store,
                                                                tmp_path: Path) -> None:
@@ -164,9 +172,9 @@ def test_eval_run_and_batch_check_are_jobs_with_stored_results(settings: Setting
     eval_id = submit_job(queue, store, "eval", {})
     queue.close()
     check = get_job(store, check_id)
-    assert check["status"] == "completed", check["error"]
-    reports = check["result"]["reports"]
+    assert check.status == "completed", check.error
+    reports = check.result["reports"]
     assert len(reports) == 2 and reports[0]["gatekeeper_result"]["status"] in ("pass", "warn", "fail")
     evaluation = get_job(store, eval_id)
-    assert evaluation["status"] == "completed", evaluation["error"]
-    assert evaluation["result"]["results"] and all("passed" in r for r in evaluation["result"]["results"])
+    assert evaluation.status == "completed", evaluation.error
+    assert evaluation.result["results"] and all("passed" in r for r in evaluation.result["results"])

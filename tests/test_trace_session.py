@@ -171,10 +171,10 @@ def test_otlp_json_route_keeps_the_token_and_reports_rejected_spans(collector: s
     # Sent again (an exporter whose answer was lost): the job finds the session the trace became.
     [again] = _post(collector, TRACE.encode())[1]["jobs"]
     for _ in range(600):
-        if (job := get_job(store, again))["status"] == "completed":
+        if (job := get_job(store, again)).status == "completed":
             break
         time.sleep(0.1)
-    assert job["result"] == {"session_id": sid, "duplicate": True} and store.session_ids() == [sid]
+    assert job.result == {"session_id": sid, "duplicate": True} and store.session_ids() == [sid]
     no_question = TRACE.replace('"input.value"', '"input.other"', 1)
     status, answer = _post(collector, no_question.encode())
     assert status == 200 and answer["partialSuccess"]["rejectedSpans"] == "4"

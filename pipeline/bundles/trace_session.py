@@ -22,6 +22,10 @@ from typing import Literal
 
 from pydantic import JsonValue, TypeAdapter
 
+# pydantic validates a job's args against this where it starts; on Python 3.11 only
+# typing_extensions' TypedDict carries what it needs for that.
+from typing_extensions import TypedDict
+
 from pipeline.bundles.importer import ImportResult, import_bundle
 from pipeline.bundles.prose import prose_output
 from pipeline.bundles.provenance import SignatureCheck
@@ -75,12 +79,18 @@ def trace_bundle(trace: ForeignTrace) -> tuple[SessionBundle, Literal["executor_
 _AS_JOB: TypeAdapter[ForeignTrace] = TypeAdapter(ForeignTrace)
 
 
-def trace_args(trace: ForeignTrace) -> dict[str, JsonValue]:
+class TraceArgs(TypedDict):
+    """An import_trace job's args: the trace as plain JSON."""
+
+    trace: dict[str, JsonValue]
+
+
+def trace_args(trace: ForeignTrace) -> TraceArgs:
     """The trace as a job's arguments, read back by `trace_of`."""
     return {"trace": _AS_JOB.dump_python(trace, mode="json")}
 
 
-def trace_of(args: dict[str, JsonValue]) -> ForeignTrace:
+def trace_of(args: TraceArgs) -> ForeignTrace:
     return _AS_JOB.validate_python(args["trace"])
 
 

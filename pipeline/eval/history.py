@@ -18,6 +18,10 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
+# pydantic validates a job's args against these where it starts; on Python 3.11 only
+# typing_extensions' TypedDict carries what it needs for that.
+from typing_extensions import TypedDict
+
 from pipeline.core.config import Settings
 from pipeline.core.contracts import Verdict
 from pipeline.eval.runner import EvalResult, StoredResult
@@ -27,6 +31,31 @@ from pipeline.store import Store
 from pipeline.store.schema import JobRow
 
 ENDED = ("completed", "cancelled", "interrupted", "failed")
+
+
+class CandidateTexts(TypedDict):
+    """Rule texts a run uses instead of the rules in force (the Rules page's unsaved edit)."""
+
+    index: str
+    metadata: str
+
+
+class EvalArgs(TypedDict, total=False):
+    """An eval run's job args: who ran it, where it was asked ("page", "cli", "job"), the rules
+    to run instead of those in force (`candidate` texts or a `rules_dir`), and, once it starts, the
+    label of the rules it ran (`rules_label`)."""
+
+    who: str
+    origin: str
+    candidate: CandidateTexts
+    rules_dir: str
+    rules: str
+
+
+class EvalJobResult(TypedDict):
+    """An eval run's job result: each fixture's result, written as it is made."""
+
+    results: list[StoredResult]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.config import Settings, config_path, load_settings
 from pipeline.core.errors import ConfigError, InputError, WorkbenchError, one_line
@@ -17,6 +17,10 @@ from pipeline.store import Store
 from pipeline.text.bounds import encodable
 from pipeline.text.primitives import detect_language
 from pipeline.text.redact import safe_url
+
+if TYPE_CHECKING:  # imported where a command needs them: a command loads only its own modules
+    from pipeline.eval.history import EvalArgs
+    from pipeline.store.schema import JobRow
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -272,7 +276,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         else:
             print(format_history(runs))
         return 0
-    job_args: dict[str, Any] = {"who": args.who or getpass.getuser(), "origin": "cli"}
+    job_args: EvalArgs = {"who": args.who or getpass.getuser(), "origin": "cli"}
     if args.rules:  # a path the worker can open wherever it runs
         job_args["rules_dir"] = str(Path(settings.rules_dir).resolve())
     queue = make_queue(settings, store)
@@ -298,27 +302,27 @@ class _EvalProgress:
     def __init__(self, *, quiet: bool):
         self.quiet, self.printed, self.stopping = quiet, 0, False
 
-    def __call__(self, row: dict[str, Any]) -> None:
-        results = (row["result"] or {}).get("results") or []
+    def __call__(self, row: JobRow) -> None:
+        results = (row.result or {}).get("results") or []
         for r in results[self.printed:] if not self.quiet else ():
             self.printed += 1
-            print(f"[{self.printed}/{row['progress_total']}] {r['name']} {'pass' if r['passed'] else 'FAIL'} "
+            print(f"[{self.printed}/{row.progress_total}] {r['name']} {'pass' if r['passed'] else 'FAIL'} "
                   f"{r.get('verdict') or '-'}", file=sys.stderr)
-        if row["cancel_requested_at"] and row["status"] == "running" and not self.stopping:
+        if row.cancel_requested_at and row.status == "running" and not self.stopping:
             self.stopping = True
             print("stopping after the fixture in hand (Ctrl-C again: stop waiting)", file=sys.stderr)
 
 
-def _eval_ended(args: argparse.Namespace, settings: Settings, row: dict[str, Any]) -> int:
+def _eval_ended(args: argparse.Namespace, settings: Settings, row: JobRow) -> int:
     """Print the run as it ended: 0 every fixture passed, 1 some failed, 130 stopped by Ctrl-C."""
     from pipeline.eval.runner import EvalResult, format_table
     from pipeline.frontends.jobs_cli import JobEnded
 
-    job_id, status = row["id"], row["status"]
+    job_id, status = row.id, row.status
     if status in ("failed", "interrupted"):
-        raise JobEnded(f"eval run {job_id} {status}: {row['error'] or 'no reason stored'}; "
+        raise JobEnded(f"eval run {job_id} {status}: {row.error or 'no reason stored'}; "
                        "the sessions it made are kept (`workbench eval --history`)")
-    results = [EvalResult.from_stored(r) for r in (row["result"] or {}).get("results") or []]
+    results = [EvalResult.from_stored(r) for r in (row.result or {}).get("results") or []]
     if args.json:
         _print_json([r.as_dict() for r in results])
     elif results or status == "completed":
@@ -328,7 +332,7 @@ def _eval_ended(args: argparse.Namespace, settings: Settings, row: dict[str, Any
             print(f"stored as eval run {job_id}; `workbench eval --history` lists the runs")
         return 0 if all(r.passed for r in results) else 1
     if status == "cancelled":
-        print(f"eval run {job_id} cancelled after {len(results)} of {row['progress_total'] or '?'} fixtures; "
+        print(f"eval run {job_id} cancelled after {len(results)} of {row.progress_total or '?'} fixtures; "
               "its sessions are kept (`workbench eval --history`)", file=sys.stderr)
     else:
         print(f"stopped waiting; eval run {job_id} stops after the fixture in hand "

@@ -17,6 +17,7 @@ from typing import Any
 from pipeline.core.config import Settings, load_settings
 from pipeline.core.errors import ConfigError, StoreError, WorkbenchError
 from pipeline.store import Store
+from pipeline.store.schema import JobRow
 from pipeline.text.redact import redact_logs
 
 VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
@@ -161,8 +162,8 @@ class JobEnded(WorkbenchError):
 FOLLOW_POLL_S = 0.5
 
 
-def follow_job(store: Store, job_id: str, on_change: Callable[[dict[str, Any]], None], *,
-               poll_s: float = FOLLOW_POLL_S) -> dict[str, Any]:
+def follow_job(store: Store, job_id: str, on_change: Callable[[JobRow], None], *,
+               poll_s: float = FOLLOW_POLL_S) -> JobRow:
     """Wait for the job `job_id` to end and return its row; `on_change(row)` whenever it moved.
 
     Ctrl-C asks the job to stop (pipeline/jobs/records.py: it ends `cancelled` after the step in
@@ -183,11 +184,11 @@ def follow_job(store: Store, job_id: str, on_change: Callable[[dict[str, Any]], 
         asked = False
         while True:
             row = get_job(store, job_id)
-            now = (row["status"], row["progress_done"], row["progress_total"], row["cancel_requested_at"])
+            now = (row.status, row.progress_done, row.progress_total, row.cancel_requested_at)
             if now != seen:
                 seen = now
                 on_change(row)
-            if row["status"] not in ("queued", "running") or presses > 1:
+            if row.status not in ("queued", "running") or presses > 1:
                 return row
             if presses and not asked:
                 asked = True

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from pipeline.core.config import Settings
 from pipeline.core.contracts import Trigger
 from pipeline.core.errors import ConfigError
-from pipeline.jobs.records import create_job
+from pipeline.jobs.records import JobArgs, create_job
 from pipeline.store import Store
 from pipeline.store.lease import enqueue_session, rerun_session
 
@@ -76,7 +76,7 @@ def submit_rerun(queue: JobQueue, store: Store, session_id: str) -> str:
     return sid
 
 
-def submit_job(queue: JobQueue, store: Store, kind: str, args: dict[str, Any]) -> str:
+def submit_job(queue: JobQueue, store: Store, kind: str, args: JobArgs) -> str:
     """Queue an eval run (kind "eval") or batch check (kind "check"); returns the job row's id."""
     job_id = create_job(store, kind, args, owned=queue.owned)
     queue.defer(kind, job_id)

@@ -12,14 +12,30 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
+
+from pydantic import TypeAdapter
 
 from pipeline.core.config import Settings
 from pipeline.core.errors import NotFound, WorkbenchError
-from pipeline.jobs.records import claim_job, finish_job, get_job, report_progress
+from pipeline.jobs.records import (
+    CheckArgs,
+    CheckJobResult,
+    JobResult,
+    TraceJobResult,
+    claim_job,
+    finish_job,
+    get_job,
+    report_progress,
+)
 from pipeline.store import Store
 from pipeline.store.engine import database_fault
 from pipeline.store.lease import Heartbeat, fail_unclaimed, reap, retry_session
+
+if TYPE_CHECKING:
+    from pipeline.eval.history import EvalJobResult
+
+_Args = TypeVar("_Args")
 
 
 class TransientJobError(WorkbenchError):
@@ -79,13 +95,13 @@ def run_eval(settings: Settings, store: Store, job_id: str) -> None:
     "rules_dir" (a candidate rules directory). Each fixture's result is written as it is made, so a
     page follows the run (n of N), a reaped run keeps the sessions it made, and a run asked to stop
     ends `cancelled` after the fixture in hand, its sessions attached."""
-    from pipeline.eval.history import suite_rules
+    from pipeline.eval.history import EvalArgs, suite_rules
     from pipeline.eval.runner import StoredResult, iter_suite, load_fixtures
     from pipeline.gatekeeper import load_rules
     from pipeline.runs.rulebook import parsed_rules
 
-    def suite(args: dict[str, Any]) -> dict[str, Any]:
-        texts = args.get("candidate") or {}
+    def suite(args: EvalArgs) -> EvalJobResult:
+        texts = args.get("candidate")
         candidate = (parsed_rules(texts["index"], texts["metadata"]) if texts
                      else load_rules(Path(args["rules_dir"])) if args.get("rules_dir") else None)
         rules, label = suite_rules(settings, store, candidate=candidate)
@@ -100,7 +116,7 @@ def run_eval(settings: Settings, store: Store, job_id: str) -> None:
                 raise _Cancelled({"results": results})
         return {"results": results}
 
-    _run_job(settings, store, job_id, suite)
+    _run_job(settings, store, job_id, EvalArgs, suite)
 
 
 def run_check(settings: Settings, store: Store, job_id: str) -> None:
@@ -110,7 +126,7 @@ def run_check(settings: Settings, store: Store, job_id: str) -> None:
     from pipeline.llm import make_provider
     from pipeline.runs.rulebook import rules_in_force
 
-    def check_all(args: dict[str, Any]) -> dict[str, Any]:
+    def check_all(args: CheckArgs) -> CheckJobResult:
         rules, _ = rules_in_force(settings, store)
         provider = make_provider(settings)
         reports = []
@@ -119,16 +135,16 @@ def run_check(settings: Settings, store: Store, job_id: str) -> None:
             reports.append(json.loads(json.dumps(report, ensure_ascii=False, default=str)))
         return {"reports": reports}
 
-    _run_job(settings, store, job_id, check_all)
+    _run_job(settings, store, job_id, CheckArgs, check_all)
 
 
 def run_import_trace(settings: Settings, store: Store, job_id: str) -> None:
     """A foreign trace the webhook took (pipeline/bundles/trace_session.py); args: `trace_args`."""
-    from pipeline.bundles.trace_session import import_trace, imported_as, trace_of
+    from pipeline.bundles.trace_session import TraceArgs, import_trace, imported_as, trace_of
     from pipeline.llm import make_provider
     from pipeline.runs.rulebook import rules_in_force
 
-    def store_trace(args: dict[str, Any]) -> dict[str, Any]:
+    def store_trace(args: TraceArgs) -> TraceJobResult:
         trace = trace_of(args)
         if (earlier := imported_as(store, trace.trace_id)) is not None:
             return {"session_id": earlier, "duplicate": True}
@@ -136,23 +152,26 @@ def run_import_trace(settings: Settings, store: Store, job_id: str) -> None:
         result = import_trace(store, trace, settings=settings, rules=rules, provider=make_provider(settings))
         return {"session_id": result.session_id, "verdict": result.verdict}
 
-    _run_job(settings, store, job_id, store_trace)
+    _run_job(settings, store, job_id, TraceArgs, store_trace)
 
 
 class _Cancelled(Exception):  # noqa: N818 - not an error: a person asked the job to stop
     """Raised by a job's work between steps when asked to stop; carries what it made so far."""
 
-    def __init__(self, result: dict[str, Any]):
+    def __init__(self, result: EvalJobResult):
         super().__init__("cancelled")
         self.result = result
 
 
-def _run_job(settings: Settings, store: Store, job_id: str, work: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+def _run_job(settings: Settings, store: Store, job_id: str, shape: type[_Args],
+             work: Callable[[_Args], JobResult]) -> None:
+    """Claim the job and run `work` on its args, read as its kind's `shape` (args that are not
+    fail the job, saying why)."""
     if not claim_job(store, job_id):
         return
     try:
         with Heartbeat(store, settings.jobs.heartbeat_s, [job_id]):
-            result = work(get_job(store, job_id)["args"])
+            result = work(TypeAdapter(shape).validate_python(get_job(store, job_id).args))
     except _Cancelled as stop:
         finish_job(store, job_id, result=stop.result, cancelled=True)
         return
