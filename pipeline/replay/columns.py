@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult
+from pipeline.core.contracts import VERDICT_ORDER, GatekeeperResult, Verdict
 from pipeline.core.feature_shapes import SourceEntry, digest_target, parse_target, source_score
 from pipeline.gatekeeper.engine import FoundColumns, backed_columns, evaluate_columns, unbacked_claims
 from pipeline.gatekeeper.kinds import RULES, ColumnFindings, Finding, RuleContext
@@ -125,7 +125,26 @@ def _claims_ok(item: ReplayInput) -> bool:
     return all(isinstance(i, str) for i in ids) and len(set(ids)) == len(ids)
 
 
-def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], list[BindingRow], list[ClaimRow]]:
+class SessionValues(TypedDict):
+    """A gate_session row as `session_columns` derives it (the table's columns but `seq`)."""
+
+    session_id: str
+    lists_key: str
+    lists_clean: bool
+    min_coverage: float | None
+    min_quote: float | None
+    clean_verdict: Verdict
+    clean_unbacked: list[str]
+    old_status: str
+    old_verdict: str
+    old_rules: str
+    claims_ok: bool
+    text_has: int
+    text_fail: int
+    evidence_floor: Verdict
+
+
+def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[SessionValues, list[BindingRow], list[ClaimRow]]:
     """(gate_session values, gate_binding rows, gate_claim rows) of one stored session, judged
     under `rules`' lists."""
     context = item.rule_context()
@@ -156,7 +175,7 @@ def session_columns(item: ReplayInput, rules: RuleSet) -> tuple[dict[str, Any], 
                text_claims.get(ci, 0))
               for ci, c in enumerate(claim_standings(context.output.claims if context.output else [], item.claim_checks))] \
         if claims_ok else []
-    session = {
+    session: SessionValues = {
         "session_id": item.session_id,
         "lists_key": lists_key(rules),
         "lists_clean": not text_has,

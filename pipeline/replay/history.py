@@ -148,9 +148,10 @@ def _convert(values: pa.Array, column: str, dtype: Any, null: float) -> npt.NDAr
 
 
 def _read(store: Store, arrow_url: str | None, table: str, columns: dict[str, tuple[Any, float]],
-          tables: dict[str, dict[str, int]], files: Path | None, marks: dict[int, int]) -> dict[str, Any]:
-    """One gate table's columns as typed arrays (text in `tables` as int16 codes, session_id as a
-    list), a batch at a time: from its current Parquet files under `files` (column_files.py), and
+          tables: dict[str, dict[str, int]], files: Path | None, marks: dict[int, int]
+          ) -> tuple[dict[str, npt.NDArray[Any]], list[str]]:
+    """One gate table's columns as typed arrays (text in `tables` as int16 codes) and its session
+    ids (gate_session's; none for the others), a batch at a time: from its current Parquet files under `files` (column_files.py), and
     the segments they lack through the Arrow reader of `arrow_url` or else the store's own driver."""
     dialect = store.engine.dialect.name
     # Named: a file's columns need distinct names, which PostgreSQL gives none of these expressions.
@@ -162,22 +163,22 @@ def _read(store: Store, arrow_url: str | None, table: str, columns: dict[str, tu
         everything = len(segments) == len(marks)
         return _batches(store, arrow_url, sql if everything else f"{sql} WHERE {segment_ranges(segments)}")
 
-    parts: dict[str, list[Any]] = {c: [] for c in columns}
+    parts: dict[str, list[npt.NDArray[Any]]] = {c: [] for c in columns if c != "session_id"}
+    ids: list[str] = []
     for batch in cached_batches(files, table, marks, from_store):
         for k, (column, (dtype, null)) in enumerate(columns.items()):
             values = batch.column(k)
             if column == "session_id":
-                parts[column].extend(values.to_pylist())
+                ids.extend(values.to_pylist())
             elif dtype is str:
                 parts[column].append(_codes(values, tables[column]))
             else:
                 parts[column].append(_convert(values, column, dtype, null))
-    out: dict[str, Any] = {}
-    for c in columns:  # a column's parts are let go as it is joined: never all of them twice
+    out: dict[str, npt.NDArray[Any]] = {}
+    for c in list(parts):  # a column's parts are let go as it is joined: never all of them twice
         v = parts.pop(c)
-        out[c] = v if c == "session_id" else (
-            np.concatenate(v) if v else np.zeros(0, dtype=np.int16 if columns[c][0] is str else columns[c][0]))
-    return out
+        out[c] = np.concatenate(v) if v else np.zeros(0, dtype=np.int16 if columns[c][0] is str else columns[c][0])
+    return out, ids
 
 
 def _batches(store: Store, arrow_url: str | None, sql: str) -> Iterator[pa.RecordBatch]:
@@ -229,12 +230,14 @@ def load_arrays(store: Store, sessions: int | None = None) -> tuple[HistoryArray
     files, marks = files_root(store), stamps(store)
     try:
         if not arrow:
-            s, b, c = (_read(store, None, table, columns, tables, files, marks) for table, columns in reads)
+            (s, ids), (b, _), (c, _) = (_read(store, None, table, columns, tables, files, marks)
+                                        for table, columns in reads)
         else:
             with ThreadPoolExecutor(len(reads), thread_name_prefix="gate-load") as pool:
                 # Only the session read writes the code tables, so the threads share none.
-                s, b, c = pool.map(lambda read: _read(store, url, read[0], read[1], tables, files, marks), reads)
-        s = _replayable(store, s)
+                (s, ids), (b, _), (c, _) = pool.map(
+                    lambda read: _read(store, url, read[0], read[1], tables, files, marks), reads)
+        s, ids = _replayable(store, s, ids)
     except (StoreError, pa.ArrowException, SQLAlchemyError) as exc:
         raise StoreError(f"cannot read the replay history from the database {display_url(url)}: "
                          f"{getattr(exc, 'orig', None) or exc}") from exc
@@ -252,7 +255,7 @@ def load_arrays(store: Store, sessions: int | None = None) -> tuple[HistoryArray
         names.words.setdefault(word, len(names.words))
     floor_codes = np.array([VERDICT_ORDER.get(w, -1) for w in names.reverse()], dtype=np.int8)
     arrays = HistoryArrays(
-        session_ids=s["session_id"], lists_key=s["lists_key"], keys=list(names.keys),
+        session_ids=ids, lists_key=s["lists_key"], keys=list(names.keys),
         lists_clean=s["lists_clean"], min_coverage=s["min_coverage"], min_quote=s["min_quote"],
         b_session=b_index.astype(np.int32), b_score=b["out_score"], b_full=b["out_covered"], b_split=b["out_split"],
         b_quote=b["quote_score"], b_summary=b["summary_score"], b_invented=b["invented"], b_entity=b["entity_score"],
@@ -266,9 +269,10 @@ def load_arrays(store: Store, sessions: int | None = None) -> tuple[HistoryArray
     return arrays, outcomes, names
 
 
-def _replayable(store: Store, s: dict[str, Any]) -> dict[str, Any]:
-    """The gate_session rows of replayable sessions, in seq order (the files' segments come
-    first, the store's after). A session without gate rows is in no file; one that is no longer
+def _replayable(store: Store, s: dict[str, npt.NDArray[Any]], ids: list[str]
+                ) -> tuple[dict[str, npt.NDArray[Any]], list[str]]:
+    """The gate_session rows of replayable sessions and their session ids, in seq order (the files'
+    segments come first, the store's after). A session without gate rows is in no file; one that is no longer
     replayable (quarantined) is found from the status index, and its rows left out."""
     with store.connected() as conn:
         gone = np.fromiter(conn.exec_driver_sql(
@@ -276,11 +280,10 @@ def _replayable(store: Store, s: dict[str, Any]) -> dict[str, Any]:
             f"WHERE d.status NOT IN {_REPLAYABLE}").scalars(), dtype=np.int64)
     order = np.argsort(s["seq"], kind="stable")
     order = order[~np.isin(s["seq"][order], gone)]
-    ids = s["session_id"]
-    return {c: [ids[i] for i in order.tolist()] if c == "session_id" else v[order] for c, v in s.items()}
+    return {c: v[order] for c, v in s.items()}, [ids[i] for i in order.tolist()]
 
 
-def _index(seqs: npt.NDArray[np.int64], rows: dict[str, Any]) -> npt.NDArray[np.intp]:
+def _index(seqs: npt.NDArray[np.int64], rows: dict[str, npt.NDArray[Any]]) -> npt.NDArray[np.intp]:
     """Each row's session index in `seqs`; rows of sessions not in `seqs` (no longer
     replayable) are dropped from `rows` in place."""
     at: npt.NDArray[np.intp] = np.searchsorted(seqs, rows["seq"]).clip(max=max(len(seqs) - 1, 0))
