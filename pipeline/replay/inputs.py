@@ -19,6 +19,7 @@ from itertools import islice
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError
 
 from pipeline.core.contracts import ClaimCheck, EvidenceDigest, FormCoverage, ServiceCoverage, ToolInvocation
@@ -43,7 +44,7 @@ _COLUMNS = (
 )
 
 
-def _input(row: Any, owners: dict[int, tuple[str, str]], failed_tools: list[ToolInvocation]) -> ReplayInput:
+def _input(row: Row[Any], owners: dict[int, tuple[str, str]], failed_tools: list[ToolInvocation]) -> ReplayInput:
     structured = row.structured
     parse_status = row.parse_status or "missing"
     # Stored rows were validated when written; re-validating 150k objects doubled the load time.
@@ -132,12 +133,12 @@ class SessionInputCache:
         self.unfrozen = self.unfrozen or bool(new)
         return [self._inputs[i] for i in ids if i in self._inputs]
 
-    def _load(self, conn: Any, session_ids: list[str]) -> None:
+    def _load(self, conn: Connection, session_ids: list[str]) -> None:
         # Decoding the stored JSON and building ~2M small objects from it: see gc_paused.
         with gc_paused():
             self._load_rows(conn, session_ids)
 
-    def _load_rows(self, conn: Any, session_ids: list[str]) -> None:
+    def _load_rows(self, conn: Connection, session_ids: list[str]) -> None:
         rows = [row for chunk in _chunks(session_ids) for row in self._read_chunk(conn, chunk)
                 if row.gatekeeper_result is not None]
         # The digests' ids read from the stored dicts: building digest objects here as well as in
@@ -159,7 +160,7 @@ class SessionInputCache:
         for row in rows:
             self._inputs[row.id] = _input(row, owners, failed.get(row.id, []))
 
-    def _read_chunk(self, conn: Any, chunk: list[str]) -> list[Any]:
+    def _read_chunk(self, conn: Connection, chunk: list[str]) -> list[Row[Any]]:
         """The chunk's rows. A row the database cannot read as JSON (SQLite's JSON functions fail
         on a NaN written before the store refused them, or by hand) would fail every replay, so
         the chunk is read again row by row and such a session quarantined: marked failed with the
@@ -168,7 +169,7 @@ class SessionInputCache:
             return list(conn.execute(select(*_COLUMNS).where(DiagnosisSession.id.in_(chunk))))
         except DBAPIError:
             conn.rollback()
-        rows = []
+        rows: list[Row[Any]] = []
         for sid in chunk:
             try:
                 rows += conn.execute(select(*_COLUMNS).where(DiagnosisSession.id == sid)).all()

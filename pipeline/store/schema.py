@@ -63,7 +63,7 @@ class DiagnosisSession(Base):
     error: Mapped[str | None] = mapped_column(Text)
     verdict: Mapped[str | None] = mapped_column(index=True)
     gatekeeper_status: Mapped[str | None] = mapped_column(index=True)
-    failed_rules: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    failed_rules: Mapped[list[str]] = mapped_column(JSON, default=list)
     groundedness: Mapped[float | None] = mapped_column(Float)
     services: Mapped[str] = mapped_column(default="")
     final_answer: Mapped[str | None] = mapped_column(Text)
@@ -224,7 +224,7 @@ class VerdictInForce(Base):
     session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), primary_key=True)
     verdict: Mapped[str] = mapped_column(Text)
     gatekeeper_status: Mapped[str] = mapped_column(Text)
-    failed_rules: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    failed_rules: Mapped[list[str]] = mapped_column(JSON, default=list)
     # The version that judged the row; NULL: rules_in_force.judged_version, which the re-judge
     # moves as it writes, so rows whose outcome a new version keeps are left alone (migration 0017).
     rules_version: Mapped[int | None] = mapped_column(Integer)
@@ -316,7 +316,7 @@ class GateSessionColumns(Base):
     min_quote: Mapped[float | None] = mapped_column(Float)  # lowest digest source_quote similarity
     # The projected verdict when the gatekeeper finds nothing: rule-independent (no rule impacts).
     clean_verdict: Mapped[str] = mapped_column(Text)
-    clean_unbacked: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    clean_unbacked: Mapped[list[str]] = mapped_column(JSON, default=list)
     old_status: Mapped[str] = mapped_column(Text)
     old_verdict: Mapped[str] = mapped_column(Text)
     old_rules: Mapped[str] = mapped_column(Text, default="")  # failed + warned rule ids, comma-joined
