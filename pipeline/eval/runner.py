@@ -156,7 +156,7 @@ def _settings_for(base: Settings, fixture: Fixture, script_dir: Path) -> Setting
     return Settings.model_validate(data)
 
 
-def _ids(value: Any) -> str:
+def _ids(value: object) -> str:
     """An expectation's or an outcome's value as a message parameter: a list as "a, b", none as "-"."""
     values = value if isinstance(value, list) else [value]
     return ", ".join(str(v) for v in values if v is not None) or "-"

@@ -26,7 +26,7 @@ class JobQueue(Protocol):
     # True when this process runs what it submits (it then heartbeats the queued rows).
     owned: bool
 
-    def defer(self, kind: str, ref: str) -> Any: ...
+    def defer(self, kind: str, ref: str) -> object: ...  # a backend's handle (a Future, nothing): unread
 
     def close(self) -> None: ...
 
