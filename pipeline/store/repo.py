@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import JSON, SQLColumnExpression, Text, cast, func, insert, literal, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
@@ -52,6 +52,7 @@ PREVIEW_CHARS = 2000
 RESERVE_BYTES = 1 << 20
 # A store_reserve row takes 36 bytes of a page (its header, its bigint, its pointer): this many fill
 # a little over RESERVE_BYTES.
+_Shape = TypeVar("_Shape")
 _RESERVE_ROWS = RESERVE_BYTES // 32
 # Any fixed 64-bit number, the same in every process: the key of the lock of whoever fills the reserve.
 _RESERVE_LOCK_KEY = 0x65766964_72737276
@@ -498,11 +499,14 @@ class Store:
             db.add(LlmCallRow(session_id=session_id, **rec.model_dump()))
 
     def llm_calls(self, session_id: str) -> list[LlmCallColumns]:
+        return self._of_session(LlmCallColumns, LlmCallRow, LlmCallRow.id, session_id)
+
+    def _of_session(self, shape: type[_Shape], table: type[LlmCallRow | ReviewRow], order: SQLColumnExpression[Any],
+                    session_id: str) -> list[_Shape]:
+        """One session's rows of a per-session table, in `order`, as their shape."""
         with self.reading() as db:
-            rows = db.execute(
-                select(LlmCallRow).where(LlmCallRow.session_id == session_id).order_by(LlmCallRow.id)
-            ).scalars().all()
-            return [shaped(LlmCallColumns, _row_dict(r)) for r in rows]
+            rows = db.execute(select(table).where(table.session_id == session_id).order_by(order)).scalars().all()
+            return [shaped(shape, _row_dict(r)) for r in rows]
 
     # --- reviews ------------------------------------------------------------------------
 
@@ -516,11 +520,7 @@ class Store:
                              reviewer=reviewer))
 
     def reviews(self, session_id: str) -> list[ReviewColumns]:
-        with self.reading() as db:
-            rows = db.execute(
-                select(ReviewRow).where(ReviewRow.session_id == session_id).order_by(ReviewRow.created_at)
-            ).scalars().all()
-            return [shaped(ReviewColumns, _row_dict(r)) for r in rows]
+        return self._of_session(ReviewColumns, ReviewRow, ReviewRow.created_at, session_id)
 
     # --- rule versions ------------------------------------------------------------------
 
