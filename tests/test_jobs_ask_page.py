@@ -10,9 +10,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pipeline.core.config import ROOT, Settings, load_settings
+from pipeline.frontends.views import ask as ask_view
 from pipeline.jobs import submit_session
 from pipeline.jobs.local import LocalQueue
-from pipeline.store import Store, lease
+from pipeline.store import Store
 from tests.stub_openai import PipelineModel, StubOpenAI, StubReply
 
 QUESTION = "Order 123 payment failed with ERR_TIMEOUT from the gateway, what happened?"
@@ -25,13 +26,14 @@ def test_a_reload_follows_a_session_running_elsewhere_to_its_answer(monkeypatch:
         following.wait(timeout=60)  # the session stays mid-run until the page is watching it
         return model(request)
 
-    read_events = lease.events
+    read_events = ask_view.events
 
     def events(*args: Any, **kwargs: Any) -> list[tuple[int, str, dict[str, Any]]]:
         following.set()
         return read_events(*args, **kwargs)
 
-    monkeypatch.setattr(lease, "events", events)
+    # Where the page reads them: the name it imported, whatever test imported it first.
+    monkeypatch.setattr(ask_view, "events", events)
     with StubOpenAI(responder=held_until_followed) as stub:
         for var, value in (("WORKBENCH_PROVIDER", "openai"), ("OPENAI_BASE_URL", stub.base_url),
                            ("OPENAI_MODEL", "stub-model")):
