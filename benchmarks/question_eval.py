@@ -8,7 +8,10 @@
 The questions are benchmarks/question_set.jsonl (generated from ground truth, question_set.py),
 benchmarks/question_set_hand.yaml (written by hand in users' words) and
 benchmarks/question_set_held_out.yaml (yes/no state and involvement questions written by hand and
-never tuned on; its own line in the table shows how far fixes made on the others carry). Each runs as a whole session,
+never tuned on; its own line in the table shows how far fixes made on the others carry) and
+benchmarks/question_set_held_out_2.yaml (a second such batch, labelled from the incidents' data alone:
+cause with the effect unsaid, down-or-degraded, warned-of states, restarts, unanswerable whys, X-causes-Y;
+its own line too). Each runs as a whole session,
 as `workbench ask --json --world <world>` runs one, on a temporary SQLite store. The answerer under
 test is `pipeline`; the judge below is not: it reads the answer's lead (the first sentence of the
 final answer) with its own words, never with the engine's scope or lexicon code, so a change to the
@@ -51,17 +54,21 @@ INCIDENTS = HERE.parent / "data" / "incidents"
 SET = HERE / "question_set.jsonl"
 HAND = HERE / "question_set_hand.yaml"
 HELD_OUT = HERE / "question_set_held_out.yaml"
+HELD_OUT_2 = HERE / "question_set_held_out_2.yaml"
 GOALS = {"agrees": 0.97, "pass_unearned": 0, "healthy_cause": 0}
+# The sets the tests hold the engine to the goals on. held-out-2 is measured (its own line) but not gated:
+# it was written to find where the engine falls short, and it did (docs/benchmarks.md).
+GATED = (SET, HAND, HELD_OUT)
 
 
-def load_questions(paths: Iterable[Path] = (SET, HAND, HELD_OUT)) -> list[dict[str, Any]]:
+def load_questions(paths: Iterable[Path] = (SET, HAND, HELD_OUT, HELD_OUT_2)) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in paths:
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".jsonl":
             out.extend(json.loads(line) for line in text.splitlines() if line)
         else:
-            variant = "held-out" if path == HELD_OUT else "hand"
+            variant = {HELD_OUT: "held-out", HELD_OUT_2: "held-out-2"}.get(path, "hand")
             out.extend(_hand_question(q, variant) for q in yaml.safe_load(text)["questions"])
     return out
 
@@ -429,7 +436,7 @@ def table(judged: list[Judgement]) -> str:
     rows = [f"{'form':<11}{'target':<9}{'lang':<5}{'n':>4}{'agrees':>9}{'PASS unearned':>15}{'healthy cause':>15}"]
     for (form, target, lang), f in per_class(judged).items():
         rows.append(f"{form:<11}{target:<9}{lang:<5}{f.n:>4}{f.agrees:>9.0%}{f.pass_unearned:>15}{f.healthy_cause:>15}")
-    for variant in ("hand", "held-out"):
+    for variant in ("hand", "held-out", "held-out-2"):
         part = [j for j in judged if j.variant == variant]
         if part:
             f = figures(part)

@@ -82,6 +82,21 @@ def test_the_hand_set_is_labelled_in_users_words() -> None:
         assert q["question"] not in {g["question"] for g in qe.load_questions([qe.SET])}, q["id"]
 
 
+def test_the_second_held_out_batch_is_labelled_from_the_worlds() -> None:
+    """Every label names services of its world, so a misspelt one cannot silently loosen a judgement;
+    a yes/no has a polarity, and a why the data cannot answer must not PASS."""
+    batch = qe.load_questions([qe.HELD_OUT_2])
+    langs = Counter(q["lang"] for q in batch)
+    assert len(batch) == 40 and langs["zh"] >= 18 and langs["en"] >= 18
+    assert len({q["id"] for q in batch}) == len(batch) and len({q["world"] for q in batch}) == 6
+    for q in batch:
+        known = {*q["involved"], *q["healthy"]}
+        exp = q["expected"]
+        assert q["form"] in {"why", "yesno"} and exp["polarity"] in {"yes", "no", "unknown"}, q["id"]
+        assert exp["cause"] in known | {"unknown"} and set(q["services"]) <= known, q["id"]
+        assert q["form"] == "yesno" or (exp["cause"] == "unknown" and not exp["pass_allowed"]), q["id"]
+
+
 @pytest.mark.parametrize(("lead", "polarity", "causes"), [
     ("Yes, errors in a-service: a-service raised an alert; the most likely cause (likely but not confirmed): "
      "a bad deploy of a-service may be behind the 5xx (needs: b-service logs).", "yes", ["a-service"]),
@@ -101,7 +116,7 @@ def test_the_judge_reads_a_lead(lead: str, polarity: str, causes: list[str]) -> 
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory: pytest.TempPathFactory) -> list[qe.Judgement]:
-    return qe.evaluate(qe.load_questions(), qe.offline_answerer(tmp_path_factory.mktemp("questions")))
+    return qe.evaluate(qe.load_questions(qe.GATED), qe.offline_answerer(tmp_path_factory.mktemp("questions")))
 
 
 @pytest.mark.slow
@@ -121,7 +136,7 @@ def test_how_long_and_since_when_are_answered_with_a_time(judged: list[qe.Judgem
 
 @pytest.fixture(scope="module")
 def through_openai(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[qe.Judgement], list[str]]:
-    return qe.evaluate_through_openai(qe.sample(qe.load_questions(), 40), tmp_path_factory.mktemp("openai"))
+    return qe.evaluate_through_openai(qe.sample(qe.load_questions(qe.GATED), 40), tmp_path_factory.mktemp("openai"))
 
 
 @pytest.mark.slow
