@@ -58,7 +58,7 @@ FORECAST = Words(
 )
 # Asks whether a service is unavailable, not merely faulty: "is orders-db down?", "它挂了吗".
 OUTAGE_ASKED = Words(
-    zh=("宕机", "挂了", "挂掉", "不可用", "下线", "离线", "连不上"),
+    zh=("宕机", "挂了", "挂掉", "不可用", "下线", "离线", "连不上", "崩了", "崩掉"),
     en=("down", "dead", "offline", "unreachable", "unavailable", "not responding"),
 )
 # Says a service is unavailable: what answers an OUTAGE_ASKED question yes. A slow query, a full

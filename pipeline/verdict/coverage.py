@@ -55,6 +55,9 @@ _FAULT_WORDS = (
 # "login failed: wrong password" is a user's mistake; "timed out after 2000ms" is the service failing.
 _FAILURE_WORDS = ("timeout", "timed out", "refused", "unavailable", "outofmemory", "5xx", "exception", "crash",
                   "超时", "不可用", "异常")
+# Symptoms that are events: a warning about one says it happened ("cold cache after restart",
+# "container will be restarted"), with or without a failure word.
+_EVENTS = frozenset({"restarts"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -306,6 +309,7 @@ def _shows_fault(claim: _Claim, symptom: str) -> bool:
 
 def _shows(r: Record, symptom: str) -> bool:
     return (r.fault or (r.warns and any(w in r.text for w in _FAILURE_WORDS))
+            or ((r.alert or symptom in _EVENTS) and symptom != ANY and r.warns and _about_symptom(r, symptom))
             or (r.alert and symptom != ANY and _about_symptom(r, symptom)))
 
 

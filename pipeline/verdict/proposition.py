@@ -32,7 +32,7 @@ _CAUSE_EN = (
     re.compile(r"\b(?:is|are|was|were)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from)\s+(?P<x>.+)"),
     re.compile(r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
                r"involved in|related to|connected to|linked to|tied to|part of|a factor in|"
-               r"what (?:broke|caused|is causing|took down))\s+(?P<y>.+)"),
+               r"what(?:'s|s| is)? (?:broke|caused|causing|took down|breaking))\s+(?P<y>.+)"),
     # "does X have anything to do with Y": whether X is involved at all.
     re.compile(r"\b(?:does|do|did|could|might)\s+(?P<x>.+?)\s+(?:have|has)\s+(?:anything|something|much)\s+to do with\s+"
                r"(?P<y>.+)"),
@@ -54,12 +54,12 @@ _CAUSE_ZH = (
 # Asked whether it ever happened, not whether it holds now: a perfect or past question, or 过.
 # "has X been restarting" is a state again: it goes on.
 _EVENT = re.compile(r"^\W*(?:has|have|had|did|was there|were there)\b(?!.*\bbeen \w+ing\b)|\bever\b"
-                    r"|过[了吗么呢]?(?:[?？]|$)")
+                    r"|过(?:[了吗么呢]|没有?)?(?:[?？]|$)")
 # Asks whether the one service named is the cause, the effect left unsaid: "is X the culprit?",
 # "is X to blame?", "was it X?", "是不是 X 的问题", "问题出在 X 吗", "根因是 X 吗".
-_CULPRIT = re.compile(r"\b(?:cause[sd]?|causing|culprit|root[- ]cause|reason|to blame|at fault|fault|responsible|"
-                      r"behind (?:this|it|that|the \w+)|source of|the (?:problem|issue))\b|^\W*(?:was|is) it\b"
-                      r"|罪魁祸首|元凶|根因|根本原因|原因|引起|导致|造成|问题出在|的问题|怪|背锅|锅")
+_CULPRIT = re.compile(r"\bthe (?:root[- ])?(?:cause|culprit|reason|problem|issue|source)\b|"
+                      r"\b(?:root[- ]cause|culprit|to blame|at fault|responsible)\b|'s fault\b|\bbehind (?:this|it|that)\b"
+                      r"|^\W*was it\b|罪魁祸首|元凶|根因|根本原因|原因|引起|导致|造成|问题出在|的问题|怪|背锅|锅")
 # Asks whether a service takes part at all, not whether it is the cause ("is X part of this outage?").
 _INVOLVEMENT = re.compile(r"\b(?:involved in|related to|connected to|linked to|tied to|part of|a factor in|to do with)\b"
                           r"|关系|关联|联系|有关|相关")
@@ -109,7 +109,11 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
                            culprit=not target and not change and not _INVOLVEMENT.search(norm))
     # "is X normal and is Y normal?" asks it of every named service: subject "" (all of them).
     subject = services[0] if len(services) == 1 else ""
-    if subject and asked_nothing and _CULPRIT.search(norm):
+    # "X throwing 500s, is it down?": the symptom said first is context; what is asked is the outage
+    # (or the culprit), not whether the 500s show.
+    if subject and OUTAGE_ASKED.search(norm) and not denies:
+        return Proposition(kind="state", subject=subject, outage=True, negated=negated)
+    if subject and _CULPRIT.search(norm):
         return Proposition(kind="cause", subject=subject, culprit=True, negated=negated)
     expects: Literal["healthy", "faulty"]
     if services and asked_nothing:
@@ -117,7 +121,7 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         if denies and not _FAULTY.search(norm):  # "is X not healthy?"
             expects = "faulty" if expects == "healthy" else "healthy"
         return Proposition(kind="state", subject=subject, expects=expects, negated=negated,
-                           outage=expects == "faulty" and OUTAGE_ASKED.search(norm))
+                           outage=bool(services) and expects == "faulty" and OUTAGE_ASKED.search(norm))
     expects = "healthy" if denies != fine else "faulty"
     return Proposition(kind="symptom", subject=subject, expects=expects, negated=negated,
                        event=bool(_EVENT.search(norm)))

@@ -215,7 +215,14 @@ _YES_NO_EN = re.compile(
     r"(?:^|[,:;.?!，：；。？！]\s*|\s[-–—]+\s*)(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|any|anything|isn't|aren't|wasn't|"
     r"weren't|doesn't|don't|didn't|hasn't|haven't|can't|couldn't|won't|wouldn't|shouldn't)(?![a-z])")
 # 吗 / 吧 end a yes/no part wherever it stands ("正常吗？登录好像没问题"); 什么 / 怎么 / 为什么 never do.
-_YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？]|[。!！\s]*$)|是不是|有没有|是否|会不会|有无|是否有")
+# "X 重启了没", "崩了没有": 没 / 没有 ending a question asks whether it happened.
+_YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？]|[。!！\s]*$)|是不是|有没有|是否|会不会|有无|是否有"
+                        r"|[了过]没有?\s*(?:[?？]|$)")
+_ASKING_TAIL_ZH = re.compile(r"(?<=[了过])没有?(?=\s*(?:[?？]|$))")
+# "checkout-service is the culprit, right?", "payment-service dead?": a tag, or a question with no
+# asking word at all (no wh- word, no auxiliary), is a yes/no.
+_YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not)\s*[?？]*\s*$")
+_WH = re.compile(r"\b(?:what|whats|what's|why|how|when|where|which|who|whom|whose)\b|什么|啥|怎么|为什么|为啥|哪|谁|多久|几")
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|排查|什么问题|什么导致|啥导致")
@@ -296,7 +303,7 @@ _DENIES_ZH = re.compile(DENYING_ZH)
 def _bare(question: str) -> str:
     """The question without its asking words and symptom phrases, whose own negations ("not
     responding", "没收到消息") name a symptom rather than deny one."""
-    bare = ASKING_ZH.regex.sub(" ", normalize(question))
+    bare = _ASKING_TAIL_ZH.sub(" ", ASKING_ZH.regex.sub(" ", normalize(question)))
     for pattern in (*_ASKED.values(), *_PHRASING.values()):
         bare = pattern.sub(" ", bare)
     return bare
@@ -325,7 +332,9 @@ def question_form(question: str) -> QuestionForm:
         return "how_long"
     if _SINCE_WHEN.search(norm):
         return "since_when"
-    if _YES_NO_EN.search(norm) or _YES_NO_ZH.search(norm):
+    if _YES_NO_EN.search(norm) or _YES_NO_ZH.search(norm) or _YES_NO_TAG.search(norm):
+        return "yes_no"
+    if norm.rstrip().endswith(("?", "？")) and not _WH.search(norm):
         return "yes_no"
     return "why" if _WHY.search(norm) else "what"
 
