@@ -157,6 +157,8 @@ def test_the_lead_answers_the_question_in_its_form(settings: Settings, store: St
     ("payment-service 崩了没", Proposition(kind="state", subject="payment-service", outage=True)),
     ("payment-service is slow af, is it to blame?", Proposition(kind="cause", subject="payment-service", culprit=True)),
     ("checkout-service is the culprit right?", Proposition(kind="cause", subject="checkout-service", culprit=True)),
+    ("order-service inventory checks keep failing, is it down?",
+     Proposition(kind="state", subject="order-service", outage=True)),
     ("inventory-service 重启过没有？", Proposition(kind="symptom", subject="inventory-service", event=True)),
     ("Has checkout-service been restarting?", Proposition(kind="symptom", subject="checkout-service")),
     ("checkout-service 是不是没有报错？", Proposition(kind="symptom", subject="checkout-service", expects="healthy")),

@@ -63,6 +63,8 @@ _CULPRIT = re.compile(r"\bthe (?:root[- ])?(?:cause|culprit|reason|problem|issue
 # Asks whether a service takes part at all, not whether it is the cause ("is X part of this outage?").
 _INVOLVEMENT = re.compile(r"\b(?:involved in|related to|connected to|linked to|tied to|part of|a factor in|to do with)\b"
                           r"|关系|关联|联系|有关|相关")
+# A pronoun asked about, standing for the service named first.
+_IT = re.compile(r"\b(?:is|was|isn't|wasn't) it\b|它")
 _PRONOUN = re.compile(r"它|他|这|那|这个|那个|这次|那次|\b(?:it|that|this|they)\b")
 _HEALTHY = re.compile(r"\b(?:normal|normally|healthy|ok|okay|fine|up|working|alright|stable)\b"
                       r"|正常|健康|没问题|没有问题|稳定|没事")
@@ -109,6 +111,10 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
                            culprit=not target and not change and not _INVOLVEMENT.search(norm))
     # "is X normal and is Y normal?" asks it of every named service: subject "" (all of them).
     subject = services[0] if len(services) == 1 else ""
+    it = _IT.search(norm)
+    before = sorted((at, s) for s in services if 0 <= (at := norm.find(normalize(s))) < (it.start() if it else -1))
+    if before:
+        subject = before[0][1]  # "order-service's inventory checks fail, is it down?": it is the one named first
     # "X throwing 500s, is it down?": the symptom said first is context; what is asked is the outage
     # (or the culprit), not whether the 500s show.
     if subject and OUTAGE_ASKED.search(norm) and not denies:
