@@ -46,6 +46,7 @@ from pipeline.text.primitives import (
     detect_language,
     entity_values,
     extract_entities,
+    instance_shape,
     keywords,
     normalize,
     shared_store,
@@ -195,8 +196,23 @@ def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> 
             own_mine, own_theirs = ({v for v in side if not shared_store(v)} for side in (mine, theirs))
             if own_mine and own_theirs:
                 mine, theirs = own_mine, own_theirs
-        if theirs and not mine & theirs:
+        if kind == "instance":
+            swapped = _swapped_instance(mine, theirs)
+            if swapped:
+                return kind, *swapped
+        elif theirs and not mine & theirs:
             return kind, "/".join(sorted(theirs)), "/".join(sorted(mine))
+    return None
+
+
+def _swapped_instance(mine: set[str], theirs: set[str]) -> tuple[str, str] | None:
+    """(the record's, the claim's) instances of a shape in which the two name none in common.
+    Shapes are compared apart: a log's host pod says nothing of which redis ordinal a claim names."""
+    for shape in sorted({instance_shape(v) for v in mine}):
+        own = {v for v in mine if instance_shape(v) == shape}
+        held = {v for v in theirs if instance_shape(v) == shape}
+        if held and not own & held:
+            return "/".join(sorted(held)), "/".join(sorted(own))
     return None
 
 
