@@ -92,9 +92,10 @@ CAUSAL = Words(
         "results in", "result in", "result of", "responsible for", "behind the", "is why", "explains"),
 )
 ROOT_CAUSE = Words(zh=("根因", "根本原因"), en=("root cause", "root-cause"))
-# How a record itself states a cause (rare in logs; a stack's "Caused by:"): narrower than CAUSAL,
+# How a record itself states a cause (rare in logs; a stack's "Caused by:", an alert's "原因: 节点维护驱逐",
+# normalized to a half-width colon): narrower than CAUSAL,
 # whose "cause" or "explains" a log line uses of other things.
-STATED_CAUSE = Words(zh=("导致", "由于", "原因是", "引起", "造成"), en=("caused by", "due to", "because"))
+STATED_CAUSE = Words(zh=("导致", "由于", "原因是", "原因:", "引起", "造成"), en=("caused by", "due to", "because"))
 # Denies: "不", "no errors".
 NEGATION = Words(zh=("不", "没", "无", "未"), en=("no", "not", "never", "without", "zero"))
 # Denies that something is there: "未发现超时", "没有报错". "无法" (cannot) is no denial; readers

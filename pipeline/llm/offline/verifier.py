@@ -62,7 +62,8 @@ PARTIAL_COVERAGE = 0.25
 
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
 _CAUSAL = pattern(CAUSAL, ROOT_CAUSE)
-_EVIDENCE_CAUSAL = pattern(STATED_CAUSE, ROOT_CAUSE)
+# A failure with its reason in brackets states that reason: "relocation failed (node search-2e7b-3 busy)".
+_EVIDENCE_CAUSAL = pattern(STATED_CAUSE, ROOT_CAUSE, extra=r"(?:\bfailed|失败)\s*\(")
 
 # Concepts whose negation flips a claim: "no errors" against an ERROR record.
 _CONCEPTS: dict[str, tuple[str, ...]] = {
@@ -257,7 +258,10 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     norm = normalize(text)
     if HEDGE.search(norm):
         return done("overstated", tr("offline.verifier.hedge", lang))
-    evidence_states_cause = bool(_EVIDENCE_CAUSAL.search(ev_norm))
+    # The link must be a record's own: one record stating a cause and holding what the claim says
+    # ("原因: 节点维护驱逐" of the restart it reports), not a cause of something else beside the effect.
+    evidence_states_cause = any(_EVIDENCE_CAUSAL.search(line) and coverage(text, line) >= DIRECT_COVERAGE
+                                for line in map(normalize, ev.anchor + ev.related))
     if _CAUSAL.search(norm) and not evidence_states_cause:
         return done("overstated", tr("offline.verifier.causal", lang))
     if claim.claim_type == "root_cause" and not evidence_states_cause:
