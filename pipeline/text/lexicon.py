@@ -20,6 +20,8 @@ from functools import cached_property
 class Words:
     zh: tuple[str, ...]
     en: tuple[str, ...]
+    # Phrases that begin with one of the words yet do not mean it ("could not" is no guess).
+    unless: tuple[str, ...] = ()
 
     @property
     def zh_alternation(self) -> str:
@@ -33,7 +35,10 @@ class Words:
 
     @property
     def alternation(self) -> str:
-        return "|".join(p for p in (self.zh_alternation, self.en_alternation) if p)
+        words = "|".join(p for p in (self.zh_alternation, self.en_alternation) if p)
+        if not self.unless:
+            return words
+        return rf"(?!(?:{'|'.join(re.escape(w) for w in self.unless)})\b)(?:{words})"
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
@@ -75,6 +80,8 @@ HEDGE = Words(
     zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是"),
     en=("possibly", "possible", "possibility", "probably", "maybe", "may", "might", "could", "likely", "unlikely",
         "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized"),
+    # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
+    unless=("could not",),
 )
 # Says something is not established: a gap, not a conclusion ("尚未确认根因", "no root cause yet").
 UNSETTLED = Words(
