@@ -203,6 +203,7 @@ def test_excerpt_from_another_invocation_is_caught(rules):
         ("Request timeout after 7300ms calling bank-gateway", "7300ms", "5300ms"),
         ("HTTP 502 upstream timeout; error code E_PAY_TIMEOUT", "http 502", "http 504"),
         ("支付接口调用超时，订单号: 88121 处理失败", "订单号: 88121", "订单号: 88120"),
+        ("HikariPool-2 connection pool usage 92.0% (active 46 / max 50)", "hikaripool-2", "hikaripool-1"),  # instance
     ],
 )
 def test_swapped_entity_rejects_and_names_both_values(rules, ascii_only, excerpt, said, held):

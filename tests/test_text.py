@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.text.lexicon import CONFIRMED
 from pipeline.text.primitives import (
     Entity,
@@ -9,6 +11,7 @@ from pipeline.text.primitives import (
     entity_values,
     extract_entities,
     find_entities,
+    instance_shape,
     keywords,
     normalize,
 )
@@ -80,3 +83,23 @@ def test_confirmed_matches_whole_english_words_only():
     unsaid = ["the queue grew indefinitely", "the pool is unconfirmed", "not confirmed yet", "reconfirmed later",
               "the uproot cause is unknown"]
     assert not [s for s in unsaid if CONFIRMED.search(normalize(s))]
+
+
+@pytest.mark.parametrize(("text", "instance", "shape"), [
+    ("实例: redis-cart-0, 淘汰键数", "redis-cart-0", "ordinal"),
+    ("HikariPool-1 - Connection is not available", "hikaripool-1", "ordinal"),
+    ("hot thread pay-worker-17 (nid=0x3f2a)", "pay-worker-17", "ordinal"),
+    ("pod inv-84cd-2 restarted", "inv-84cd-2", "pod"),
+    ("checkout-service-7d9f8-x2k4p OOMKilled", "checkout-service-7d9f8-x2k4p", "pod"),
+    ("reset by smtp-relay.internal:587, retry", "smtp-relay.internal:587", "endpoint"),
+    ("connect to 10.0.3.7:6379 refused", "10.0.3.7:6379", "endpoint"),
+    ("node ip-10-0-3-17.ec2.internal NotReady", "ip-10-0-3-17.ec2.internal", "node"),
+])
+def test_instances_and_their_shapes(text: str, instance: str, shape: str) -> None:
+    assert Entity("instance", instance) in extract_entities(text)
+    assert instance_shape(instance) == shape
+
+
+@pytest.mark.parametrize("text", ["配置变更: cfg-20261121-03", "sku=SKU-148266", "TLS tls-1.2 handshake", "redis-cart"])
+def test_ids_versions_and_bare_names_are_no_instances(text: str) -> None:
+    assert not any(e.kind == "instance" for e in extract_entities(text))

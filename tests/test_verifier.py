@@ -243,6 +243,41 @@ def test_a_store_both_name_does_not_make_two_services_agree(text: str, verificat
     assert verify(p).claim_checks[0].verification == verification
 
 
+_INSTANCES = [  # (service, host the log line came from, its message): one record per shape of instance
+    ("redis-cart", "cart-4d6e-1", "Redis内存使用率过高: 98.0%, 实例: redis-cart-0, 淘汰键数: 48213"),  # StatefulSet ordinal
+    ("payment-service", "pay-7d9f-2", "jstack sampling: hot thread pay-worker-17 RUNNABLE 98% cpu"),  # a service's worker
+    ("payment-service", "inv-84cd-2", "heap usage 97.0% on pod payment-7f9c8d-x2k4q"),  # Deployment pod hash
+    ("notification-service", "notify-1a2b-1", "SMTP connection reset by smtp-relay.internal:587, retry 1/3 succeeded"),  # host:port
+    ("kubelet", "gw-5c8b-3", "node ip-10-0-3-17.ec2.internal NotReady for 120s"),  # a cloud's node
+]
+
+
+@pytest.mark.parametrize(("text", "record", "verification"), [
+    ("redis-cart-2 的内存使用率 98.0%，淘汰键数 48213。", 0, "contradicted"),
+    ("Redis memory usage is 98.0% on redis-cart-0 with 48213 evicted keys.", 0, "direct_observation"),
+    ("Redis memory usage is 98.0% with 48213 evicted keys.", 0, "direct_observation"),  # no instance named
+    ("jstack sampling found hot thread pay-worker-71 RUNNABLE 98% cpu", 1, "contradicted"),
+    ("heap usage 97.0% on pod payment-7f9c8d-abcde", 2, "contradicted"),  # another pod of the replica set
+    ("heap usage 97.0% on pod payment-3c1e9a-x2k4q", 2, "contradicted"),  # another replica set
+    ("heap usage 97.0% on pod payment-7f9c8d-x2k4q", 2, "direct_observation"),
+    ("SMTP connection reset by smtp-relay.internal:465, retry 1/3 succeeded", 3, "contradicted"),
+    ("SMTP connection reset by smtp-backup.internal:587, retry 1/3 succeeded", 3, "contradicted"),
+    ("node ip-10-0-3-18.ec2.internal NotReady for 120s", 4, "contradicted"),
+    ("node ip-10-0-3-17.ec2.internal NotReady for 120s", 4, "direct_observation"),
+])
+def test_an_instance_other_than_the_records_is_a_swap(text: str, record: int, verification: str) -> None:
+    """Instances compare within their shape: the log line's host (a pod) is no other redis ordinal."""
+    logs = {"logs": [{"timestamp": "t", "service": service, "level": "WARN", "message": message, "host": host}
+                     for service, host, message in _INSTANCES]}
+    inv = ToolInvocation(id=1, session_id="s", tool_name="query_logs", model_tool_name="queryLogs",
+                         output=json.dumps(logs, ensure_ascii=False))
+    data = structured(claim("c1", text, _INSTANCES[record][2], inv=1))
+    p = build_payload(question="q", raw_output="", parse_status=ParseStatus(status="valid"), structured=data,
+                      invocations=[inv], digests=None, gatekeeper_result=GatekeeperResult(), retry_context=None)
+    check = verify(p).claim_checks[0]
+    assert check.verification == verification, check.detail
+
+
 def test_gatekeeper_target_makes_a_claim_at_least_unsupported():
     gate = GatekeeperResult(status="fail", failed_rules=["evidence.excerpt_similarity"], errors=[
         GatekeeperError(rule_id="evidence.excerpt_similarity", target="claims[0].evidence_bindings[0]",

@@ -12,8 +12,9 @@ is audited, never what is shown. Each sentence or list item is one statement:
   a quote it makes is bound where the gatekeeper's matcher places it best (an invented quote
   then fails the evidence rules); otherwise the record sharing most of its words and entities,
   quoted whole, plus for each id, number or code it names that this record lacks, the record that
-  holds it. A service name only breaks ties: a swapped service must meet the record it
-  replaced, where the verifier sees the conflict. A statement nothing shares a word with has no
+  holds it. A service name only breaks ties, and an instance the record lacks where it names
+  another of the same shape fetches no record: a swapped service or instance must meet the record
+  it replaced, where the verifier sees the conflict. A statement nothing shares a word with has no
   binding: an unbacked claim ("cites nothing that counts as evidence"), which is its cause; the
   output says it was read from prose (READ_FROM_PROSE), so the schema rule does not blame the
   agent for a shape it never wrote.
@@ -40,7 +41,7 @@ from pipeline.core.contracts import (
 from pipeline.gatekeeper.features import match_excerpt, prepare_output
 from pipeline.stages.meaning_guard import clauses, sentences
 from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE
-from pipeline.text.primitives import Entity, extract_entities, keywords, normalize
+from pipeline.text.primitives import Entity, extract_entities, instance_shape, keywords, normalize
 from pipeline.tools.results import read_result
 
 # A quotation the answer attributes to a tool: straight, curly, corner or back quotes.
@@ -94,7 +95,10 @@ def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBind
     if best is None or score(best) == 0:
         return []
     chosen = [best]
-    missing = wanted - best.entities
+    # An instance is bound like a service: one the record lacks where it names another of that
+    # shape is a swap, and must meet the record it replaced rather than fetch the one that holds it.
+    shapes = {instance_shape(e.value) for e in best.entities if e.kind == "instance"}
+    missing = {e for e in wanted - best.entities if e.kind != "instance" or instance_shape(e.value) not in shapes}
     while missing and len(chosen) < _MAX_BINDINGS:
         more = max(records, key=lambda r: len(missing & r.entities))
         if not missing & more.entities:

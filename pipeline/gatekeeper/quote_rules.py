@@ -254,7 +254,7 @@ class ExcerptEntitiesRule(RuleKind):
     acts_on = {"minLocatedScore": "bindings"}
 
     class Params(RuleParams):
-        kinds: list[Literal["service", "error_code", "identifier", "percentage", "quantity", "http_status", "number"]]
+        kinds: list[Literal["service", "instance", "error_code", "identifier", "percentage", "quantity", "http_status", "number"]]
         minLocatedScore: Number
         negationTerms: list[StrictStr]
         negationOutcome: Literal["fail", "warn", "off"]

@@ -20,6 +20,8 @@ from functools import cached_property
 class Words:
     zh: tuple[str, ...]
     en: tuple[str, ...]
+    # Phrases that begin with one of the words yet do not mean it ("could not" is no guess).
+    unless: tuple[str, ...] = ()
 
     @property
     def zh_alternation(self) -> str:
@@ -33,7 +35,10 @@ class Words:
 
     @property
     def alternation(self) -> str:
-        return "|".join(p for p in (self.zh_alternation, self.en_alternation) if p)
+        words = "|".join(p for p in (self.zh_alternation, self.en_alternation) if p)
+        if not self.unless:
+            return words
+        return rf"(?!(?:{'|'.join(re.escape(w) for w in self.unless)})\b)(?:{words})"
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
@@ -75,6 +80,8 @@ HEDGE = Words(
     zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是"),
     en=("possibly", "possible", "possibility", "probably", "maybe", "may", "might", "could", "likely", "unlikely",
         "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized"),
+    # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
+    unless=("could not",),
 )
 # Says something is not established: a gap, not a conclusion ("尚未确认根因", "no root cause yet").
 UNSETTLED = Words(
@@ -92,9 +99,10 @@ CAUSAL = Words(
         "results in", "result in", "result of", "responsible for", "behind the", "is why", "explains"),
 )
 ROOT_CAUSE = Words(zh=("根因", "根本原因"), en=("root cause", "root-cause"))
-# How a record itself states a cause (rare in logs; a stack's "Caused by:"): narrower than CAUSAL,
+# How a record itself states a cause (rare in logs; a stack's "Caused by:", an alert's "原因: 节点维护驱逐",
+# normalized to a half-width colon): narrower than CAUSAL,
 # whose "cause" or "explains" a log line uses of other things.
-STATED_CAUSE = Words(zh=("导致", "由于", "原因是", "引起", "造成"), en=("caused by", "due to", "because"))
+STATED_CAUSE = Words(zh=("导致", "由于", "原因是", "原因:", "引起", "造成"), en=("caused by", "due to", "because"))
 # Denies: "不", "no errors".
 NEGATION = Words(zh=("不", "没", "无", "未"), en=("no", "not", "never", "without", "zero"))
 # Denies that something is there: "未发现超时", "没有报错". "无法" (cannot) is no denial; readers

@@ -60,8 +60,9 @@ class Entity:
 # "3,4" is two numbers).
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?"
 
-# Stores and pools many services use: as a service entity they name no one service.
-_SHARED_STORE = re.compile(r"redis|mysql|postgres(?:ql)?|kafka|hikaripool-\d+")
+# Stores many services use: as a service entity they name no one service. One of their instances
+# ("redis-cart-0", "HikariPool-1") is an instance like any other.
+_SHARED_STORE = re.compile(r"redis|mysql|postgres(?:ql)?|kafka")
 
 
 def shared_store(service: str) -> bool:
@@ -69,23 +70,50 @@ def shared_store(service: str) -> bool:
     return bool(_SHARED_STORE.fullmatch(service))
 
 
+# A replica-set hash: letters and digits mixed ("7d9f8", "84cd"), as an id or a date never is.
+_POD_HASH = r"(?=[a-z]*\d)(?=\d*[a-z])[a-z0-9]{3,10}"
+_NAME = r"[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*"
+# An instance's shape, the way a team tells one of its instances from another: two instances
+# compare only within a shape (a node's name says nothing about which pod of another workload).
+_INSTANCE_SHAPES = (
+    ("endpoint", re.compile(r"[^:]+:\d+")),
+    ("node", re.compile(r"ip(?:-\d{1,3}){4}(?:\.[a-z0-9-]+)*")),
+    ("pod", re.compile(rf"{_NAME}-{_POD_HASH}-[a-z0-9]{{1,5}}")),
+)
+
+
+def instance_shape(instance: str) -> str:
+    """An instance entity's shape: endpoint (host:port), node (a cloud's ip-10-0-3-17), pod
+    (name-hash-suffix) or ordinal (name-N)."""
+    return next((shape for shape, pattern in _INSTANCE_SHAPES if pattern.fullmatch(instance)), "ordinal")
+
+
 # Order matters: earlier patterns claim their span first. Each pattern comes with the literals
 # one of which every match contains: a text holding none of them is not scanned with it (most
-# texts lack "%", "v", "_", "xx" ...), which spares most of the 13 scans per text. The number
+# texts lack "%", "v", "_", "xx" ...), which spares most of the scans per text. The number
 # patterns need a digit (_DIGIT: any Unicode digit, as their \d matches).
 _DIGIT = ("<any digit>",)  # a marker, compared by identity
 _ANY_DIGIT = re.compile(r"\d")
 _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
-    # One instance of a service (a pod, worker, replica or container: "pay-worker-17",
-    # "checkout-service-7d9f8-x2k4p"): a service name with a suffix holding a digit. It names the
-    # instance, not the service, so a claim about another service's worker is a swap of services.
-    ("instance", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:service|gateway|svc|api|worker|db|cache)"
-                            r"-[a-z]*\d[a-z0-9]*(?:-[a-z0-9]+)*\b"), ("-",)),
-    ("service", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:service|gateway|svc|api|worker|db|cache)\b"), ("-",)),
-    ("service", re.compile(rf"\b(?:api-gateway|{_SHARED_STORE.pattern})\b"),
-     ("api-gateway", "redis", "mysql", "postgres", "kafka", "hikaripool-")),
+    # An id a key names ("order_id=ord-77") is an id, whatever its shape.
     ("identifier", re.compile(r"\b(?:order|request|req|trace|txn|user)(?:[_\- ]?id)?\s*[=:#]\s*([a-z0-9][a-z0-9\-]*)"),
      ("order", "req", "trace", "txn", "user")),
+    # One instance of a service: an endpoint ("smtp-relay.internal:587", "10.0.3.7:6379"), a
+    # service name with a suffix holding a digit ("pay-worker-17", "checkout-service-7d9f8-x2k4p"),
+    # a Deployment's pod ("inv-84cd-2", "payment-7f9c-abc12"), a cloud's node
+    # ("ip-10-0-3-17.ec2.internal"), a StatefulSet's or a pool's ordinal ("redis-cart-0",
+    # "HikariPool-1", "node-3"). It names the instance, not the service, so a claim about another
+    # service's worker is a swap of services, and one about another instance of the same shape a
+    # swap of instances. A trailing ".2" makes a version ("tls-1.2"), not an ordinal.
+    ("instance", re.compile(r"\b(?:[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+|\d{1,3}(?:\.\d{1,3}){3}):\d{2,5}\b"), (":",)),
+    ("instance", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:service|gateway|svc|api|worker|db|cache)"
+                            r"-[a-z]*\d[a-z0-9]*(?:-[a-z0-9]+)*\b"), ("-",)),
+    ("instance", re.compile(rf"\b{_NAME}-{_POD_HASH}-[a-z0-9]{{1,5}}\b(?!\.\d)"), ("-",)),
+    ("instance", re.compile(r"\bip(?:-\d{1,3}){4}\b(?:\.[a-z0-9-]+)*"), ("ip-",)),
+    ("instance", re.compile(rf"\b{_NAME}-\d{{1,3}}\b(?!\.\d|-\d)"), ("-",)),
+    ("service", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:service|gateway|svc|api|worker|db|cache)\b"), ("-",)),
+    ("service", re.compile(rf"\b(?:api-gateway|{_SHARED_STORE.pattern})\b"),
+     ("api-gateway", "redis", "mysql", "postgres", "kafka")),
     ("identifier", re.compile(r"\border\s+#?(\d+)\b"), ("order",)),
     ("identifier", re.compile(r"(?:订单|请求)\s*(?:号|id)?\s*[:：#]?\s*([a-z0-9][a-z0-9\-]*)"), ("订单", "请求")),
     ("error_code", re.compile(r"\b(?:err|e)_[a-z0-9_]+\b"), ("_",)),

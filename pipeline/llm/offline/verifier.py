@@ -46,6 +46,7 @@ from pipeline.text.primitives import (
     detect_language,
     entity_values,
     extract_entities,
+    instance_shape,
     keywords,
     normalize,
     shared_store,
@@ -61,7 +62,8 @@ PARTIAL_COVERAGE = 0.25
 
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
 _CAUSAL = pattern(CAUSAL, ROOT_CAUSE)
-_EVIDENCE_CAUSAL = pattern(STATED_CAUSE, ROOT_CAUSE)
+# A failure with its reason in brackets states that reason: "relocation failed (node search-2e7b-3 busy)".
+_EVIDENCE_CAUSAL = pattern(STATED_CAUSE, ROOT_CAUSE, extra=r"(?:\bfailed|失败)\s*\(")
 
 # Concepts whose negation flips a claim: "no errors" against an ERROR record.
 _CONCEPTS: dict[str, tuple[str, ...]] = {
@@ -195,8 +197,23 @@ def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> 
             own_mine, own_theirs = ({v for v in side if not shared_store(v)} for side in (mine, theirs))
             if own_mine and own_theirs:
                 mine, theirs = own_mine, own_theirs
-        if theirs and not mine & theirs:
+        if kind == "instance":
+            swapped = _swapped_instance(mine, theirs)
+            if swapped:
+                return kind, *swapped
+        elif theirs and not mine & theirs:
             return kind, "/".join(sorted(theirs)), "/".join(sorted(mine))
+    return None
+
+
+def _swapped_instance(mine: set[str], theirs: set[str]) -> tuple[str, str] | None:
+    """(the record's, the claim's) instances of a shape in which the two name none in common.
+    Shapes are compared apart: a log's host pod says nothing of which redis ordinal a claim names."""
+    for shape in sorted({instance_shape(v) for v in mine}):
+        own = {v for v in mine if instance_shape(v) == shape}
+        held = {v for v in theirs if instance_shape(v) == shape}
+        if held and not own & held:
+            return "/".join(sorted(held)), "/".join(sorted(own))
     return None
 
 
@@ -241,7 +258,10 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     norm = normalize(text)
     if HEDGE.search(norm):
         return done("overstated", tr("offline.verifier.hedge", lang))
-    evidence_states_cause = bool(_EVIDENCE_CAUSAL.search(ev_norm))
+    # The link must be a record's own: one record stating a cause and holding what the claim says
+    # ("原因: 节点维护驱逐" of the restart it reports), not a cause of something else beside the effect.
+    evidence_states_cause = any(_EVIDENCE_CAUSAL.search(line) and coverage(text, line) >= DIRECT_COVERAGE
+                                for line in map(normalize, ev.anchor + ev.related))
     if _CAUSAL.search(norm) and not evidence_states_cause:
         return done("overstated", tr("offline.verifier.causal", lang))
     if claim.claim_type == "root_cause" and not evidence_states_cause:
