@@ -6,12 +6,13 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from helpers import require
-from sqlalchemy import text
+from sqlalchemy import create_engine, make_url, text
 
 from pipeline.core.config import ROOT
 from pipeline.core.contracts import LlmCallRecord
@@ -291,6 +292,47 @@ def test_a_read_only_database_still_serves_reads(tmp_path: Path, writer: str) ->
     assert lines[1].startswith("refused: cannot write to the database") and "readonly" in lines[1]
     assert sorted(os.listdir(home)) == files, "reading wrote beside the database"
     assert export.returncode == 0 and '"支付超时"' in export.stdout, export.stderr
+
+
+@pytest.mark.slow  # starts processes
+def test_writing_commands_on_a_read_only_postgresql_refuse_in_one_line(tmp_path: Path) -> None:
+    """A standby or a database kept to reads: every transaction is read-only. procrastinate's own
+    schema and jobs (`eval` runs as a job) were a traceback."""
+    base = os.environ.get("DATABASE_URL_TEST")
+    require(bool(base), "PostgreSQL (DATABASE_URL_TEST)")
+    assert base
+    name = f"ro_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    try:
+        store = Store(url)
+        sid = _session(store, question="支付超时", status="completed")
+        store.engine.dispose()
+        with admin.connect() as conn:
+            conn.execute(text(f"ALTER DATABASE {name} SET default_transaction_read_only = on"))
+        tuned = shutil.copytree(ROOT / "rules", tmp_path / "rules")
+        metadata = tuned / "metadata.yaml"
+        metadata.write_text(metadata.read_text(encoding="utf-8").replace("passThreshold: 0.5\n", "passThreshold: 0.6\n",
+                                                                         1), encoding="utf-8")
+        env = {**os.environ, "DATABASE_URL": url, "WORKBENCH_HOME": str(tmp_path / "home"),
+               "WORKBENCH_CONFIG": str(tmp_path / "none.yaml")}
+        done = [subprocess.run([sys.executable, "-m", "pipeline", *argv], capture_output=True, text=True, timeout=120,
+                               check=False, env=env)
+                for argv in (["ask", "payment API times out since 10:00"], ["rerun", sid], ["eval"],
+                             ["rules", "apply", "--author", "a", str(tuned)])]
+        for run in done:
+            assert run.returncode == 2 and run.stdout == "", run.stderr
+            (line,) = run.stderr.splitlines()
+            assert line.startswith("workbench: cannot write to the database") and "read-only transaction" in line, line
+        reader = Store(url)
+        assert reader.get_session(sid)["status"] == "completed"
+        reader.engine.dispose()
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE {name} WITH (FORCE)"))
+        admin.dispose()
 
 
 @pytest.mark.slow  # starts processes

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import procrastinate
@@ -18,9 +20,10 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from pipeline.core.config import Settings
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, StoreError
 from pipeline.jobs.tasks import TASKS, TransientJobError
 from pipeline.store import Store
+from pipeline.store.engine import display_url, failure_reason
 from pipeline.store.lease import live, reap
 
 log = logging.getLogger(__name__)
@@ -61,16 +64,31 @@ def ensure_schema(app: procrastinate.App, store: Store) -> None:
             conn.commit()
 
 
+@contextmanager
+def _queue_writes(store: Store) -> Iterator[None]:
+    """procrastinate's own writes (its schema, a job) fail in one line with the cause, as the
+    store's do: a read-only or full database is said, not a traceback."""
+    try:
+        yield
+    except procrastinate.exceptions.ConnectorException as exc:
+        cause = exc.__cause__ or exc
+        raise StoreError(f"cannot write to the database {display_url(store.url)}: {failure_reason(cause, store.url)}") \
+            from exc
+
+
 class ProcrastinateQueue:
     owned = False  # rows submitted here are run by `workbench worker` processes
 
     def __init__(self, settings: Settings, store: Store):
         self.app = build_app(settings, store)
+        self.store = store
         self.app.open()
-        ensure_schema(self.app, store)
+        with _queue_writes(store):
+            ensure_schema(self.app, store)
 
     def defer(self, kind: str, ref: str) -> None:
-        self.app.tasks[f"workbench.{kind}"].defer(ref=ref)
+        with _queue_writes(self.store):
+            self.app.tasks[f"workbench.{kind}"].defer(ref=ref)
 
     def close(self) -> None:
         self.app.close()
