@@ -17,6 +17,10 @@ CASES = [
     # why, cause unknown: the symptom shows, no verified cause of it does
     ("gateway-timeout", "Why is payment-service slow?", "LOW_CONFID",
      "Cannot tell why there is high latency in payment-service: what the records show is payment-service", ""),
+    # why someone acted: no record holds a motive
+    ("db-pool-exhaustion", "why did somebody flip order-history-export to 100%?", "LOW_CONFID",
+     "Cannot tell why anyone chose to: the evidence shows what was done and when", ""),
+    ("db-pool-exhaustion", "为什么有人把 order-history-export 打开了？", "LOW_CONFID", "无法判断为什么有人这样做", ""),
     # why, the cause lies in a dependency the evidence links to the asked service
     ("jvm-oom", "Why does order-service time out?", "PASS", "Most likely cause", "inventory-service"),
     ("redis-latency", "Why is cart-service slow?", "PASS", "Most likely cause", "redis-cart"),

@@ -606,6 +606,9 @@ class QuestionScope(_Model):
     language: Literal["zh", "en"] = "zh"
     # A yes/no question's proposition; None for why/what and for scopes stored before it was read.
     proposition: Proposition | None = None
+    # A why about a person's decision ("why did somebody flip the flag?"): the evidence shows what
+    # was done and when, never why someone chose to.
+    intent: bool = False
 
 
 class ServiceCoverage(_Model):

@@ -205,6 +205,9 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
             return lead("since_open", facts(rows))
         return _since_lead(row, decided, language)
     if row.form == "why":
+        if isinstance(row.msg, Message) and row.msg.code == "form.intent":
+            # A motive is in no record: say so, then what was done (the first verified facts).
+            return lead("why_open", _joined([c.claim_text for c in claims][:2], language) or facts(rows), "intent")
         if row.status == "not_answered" and decided is not None and decided.status == "answered":
             # Another asked service's cause, when there is one, is said after the gap: "what is wrong
             # with api-gateway and user-service?" is half answered, not unanswered.

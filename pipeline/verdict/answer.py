@@ -87,6 +87,8 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
     stating what it answers outright (pipeline.verdict.form): a negated question's "yes" cannot be
     read two ways."""
     pairs = pairs_phrase(lead.services, lead.symptoms, language)
+    if lead.kind == "why_open" and lead.statement == "intent":
+        return tr("answer.why_intent", language, text=_item(lead.text))
     if lead.kind == "why_open":
         other = tr("answer.instead_likely", language, text=_item(lead.instead)) if lead.instead else ""
         return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text)) + other

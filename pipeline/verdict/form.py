@@ -199,6 +199,8 @@ def form_coverage(
     evidence = verified_evidence(structured, claim_checks, unbacked, invs)
     found = causes(structured, claim_checks, hypothesis_checks, evidence)
     if scope.form == "why":
+        if scope.intent:
+            return _row("why", "not_answered", coverage[0] if coverage else None, msg("form.intent"))
         return _why(coverage, found, evidence)
     if scope.form == "yes_no":
         prop = scope.proposition or read_proposition("", scope.services, asked_nothing=True)

@@ -223,6 +223,9 @@ _ASKING_TAIL_ZH = re.compile(r"(?<=[了过])没有?(?=\s*(?:[?？]|$))")
 # asking word at all (no wh- word, no auxiliary), is a yes/no.
 _YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not)\s*[?？]*\s*$")
 _WH = re.compile(r"\b(?:what|whats|what's|why|how|when|where|which|who|whom|whose)\b|什么|啥|怎么|为什么|为啥|哪|谁|多久|几")
+# A why whose subject is a person: it asks for a motive, which no log records.
+_INTENT = re.compile(r"\bwhy (?:did|would|do|does|has|have) (?:somebody|someone|anyone|they|we|you|he|she|people|the team|"
+                     r"ops|devs?|engineers?|on-?call)\b|(?:为什么|为啥|为何)(?:有人|谁|他们|我们|你们|他|她)")
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|排查|什么问题|什么导致|啥导致")
@@ -402,6 +405,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question), anchor=anchor)
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
+        intent=form == "why" and bool(_INTENT.search(normalize(question))),
     )
 
 
