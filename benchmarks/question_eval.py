@@ -56,9 +56,10 @@ HAND = HERE / "question_set_hand.yaml"
 HELD_OUT = HERE / "question_set_held_out.yaml"
 HELD_OUT_2 = HERE / "question_set_held_out_2.yaml"
 GOALS = {"agrees": 0.97, "pass_unearned": 0, "healthy_cause": 0}
-# The sets the tests hold the engine to the goals on. held-out-2 is measured (its own line) but not gated:
-# it was written to find where the engine falls short, and it did (docs/benchmarks.md).
-GATED = (SET, HAND, HELD_OUT)
+# The sets the tests hold the engine to the goals on: all of them. held-out-2 was written to find
+# where the engine falls short, and did (62.5% at first); it is gated since it meets the goals
+# (docs/benchmarks.md), and a batch written after it starts outside until it does.
+GATED = (SET, HAND, HELD_OUT, HELD_OUT_2)
 
 
 def load_questions(paths: Iterable[Path] = (SET, HAND, HELD_OUT, HELD_OUT_2)) -> list[dict[str, Any]]:

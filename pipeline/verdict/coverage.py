@@ -40,7 +40,7 @@ from pipeline.core.messages import msg, render
 from pipeline.text.lexicon import FORECAST, OUTAGE
 from pipeline.text.primitives import normalize
 from pipeline.tools.results import read_result
-from pipeline.verdict.scope import ANY, asked_pairs, mentions_symptom, metric_symptoms
+from pipeline.verdict.scope import ANY, EVENT_SYMPTOMS, asked_pairs, mentions_symptom, metric_symptoms
 
 VERIFIED = frozenset({"direct_observation", "reasonable_inference"})
 _FAULT_LEVELS = frozenset({"ERROR", "FATAL", "CRITICAL"})
@@ -55,9 +55,6 @@ _FAULT_WORDS = (
 # "login failed: wrong password" is a user's mistake; "timed out after 2000ms" is the service failing.
 _FAILURE_WORDS = ("timeout", "timed out", "refused", "unavailable", "outofmemory", "5xx", "exception", "crash",
                   "超时", "不可用", "异常")
-# Symptoms that are events: a warning about one says it happened ("cold cache after restart",
-# "container will be restarted"), with or without a failure word.
-_EVENTS = frozenset({"restarts"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -309,7 +306,7 @@ def _shows_fault(claim: _Claim, symptom: str) -> bool:
 
 def _shows(r: Record, symptom: str) -> bool:
     return (r.fault or (r.warns and any(w in r.text for w in _FAILURE_WORDS))
-            or ((r.alert or symptom in _EVENTS) and symptom != ANY and r.warns and _about_symptom(r, symptom))
+            or ((r.alert or symptom in EVENT_SYMPTOMS) and symptom != ANY and r.warns and _about_symptom(r, symptom))
             or (r.alert and symptom != ANY and _about_symptom(r, symptom)))
 
 

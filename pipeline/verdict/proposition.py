@@ -54,7 +54,7 @@ _CAUSE_ZH = (
 # Asked whether it ever happened, not whether it holds now: a perfect or past question, or 过.
 # "has X been restarting" is a state again: it goes on.
 _EVENT = re.compile(r"^\W*(?:has|have|had|did|was there|were there)\b(?!.*\bbeen \w+ing\b)|\bever\b"
-                    r"|过(?:[了吗么呢]|没有?)?(?:[?？]|$)")
+                    r"|过(?:[了吗么呢]|没有?)?(?:[?？]|$)|(?:重启|崩溃|退出|被杀|被kill)了?没有?\s*(?:[?？]|$)")
 # Asks whether the one service named is the cause, the effect left unsaid: "is X the culprit?",
 # "is X to blame?", "was it X?", "是不是 X 的问题", "问题出在 X 吗", "根因是 X 吗".
 _CULPRIT = re.compile(r"\bthe (?:root[- ])?(?:cause|culprit|reason|problem|issue|source)\b|"

@@ -170,6 +170,9 @@ SYMPTOM_TABLE: tuple[Symptom, ...] = (
             ("deploy", "version", "rollout", "发布", "上线"), cause_only=True),
 )
 SYMPTOMS: dict[str, Symptom] = {s.id: s for s in SYMPTOM_TABLE}
+# Symptoms that are events, not states: a warning about one says it happened ("cold cache after
+# restart", "container will be restarted"), with or without a failure word.
+EVENT_SYMPTOMS = frozenset({"restarts"})
 # The pair asked when a service is named without a symptom: anything wrong with it.
 ANY = "any"
 

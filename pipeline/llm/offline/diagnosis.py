@@ -115,10 +115,12 @@ def diagnose(
     asked: tuple[str, ...] = (),
     symptom_words: tuple[str, ...] = (),
     asked_pairs: tuple[tuple[str, tuple[str, ...]], ...] = (),
+    asked_events: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> str:
     """Executor V2 JSON. `asked` are the question's services: their evidence is claimed first,
     and a failure mode on one of them is the most likely cause. `asked_pairs`: each asked
-    service with the search words of each symptom asked of it."""
+    service with the search words of each symptom asked of it; `asked_events` those of them whose
+    symptom is an event (a restart)."""
     in_order = [d for d in digests if d.domain != "knowledge"]
     knowledge = [d for d in digests if d.domain == "knowledge"]
     # The asked services' evidence is claimed first, so every asked service that has any gets a
@@ -135,8 +137,18 @@ def diagnose(
             continue
         told.update(next(([i] for i, d in enumerate(in_order) if _service_of(d, known_services) not in asked
                           and normalize(service) in normalize(d.source_quote) and names(d)), []))
+    # Within an asked service, its lines that name an event asked of it come first: "did
+    # inventory-service crash?" is answered by its "JVM exiting" line, which its heap alerts and
+    # OutOfMemoryErrors would otherwise push past MAX_CLAIMS.
+    asked_words = dict(asked_events)
+
+    def on_the_question(d: EvidenceDigest) -> bool:
+        words = asked_words.get(_service_of(d, known_services), ())
+        return any(normalize(w) in normalize(d.source_quote) for w in words)
+
     evidence = [in_order[i] for i in sorted(range(len(in_order)), key=lambda i: (
-        i not in told and _service_of(in_order[i], known_services) not in asked, i not in told))]
+        i not in told and _service_of(in_order[i], known_services) not in asked, i not in told,
+        not on_the_question(in_order[i])))]
     claims: list[Claim] = []
     hypotheses: list[tuple[float, Hypothesis, RecommendedAction, str]] = []
     actions: list[RecommendedAction] = []

@@ -24,7 +24,7 @@ from pipeline.llm.offline import digest as digest_mod
 from pipeline.text.primitives import keywords
 from pipeline.verdict.context import StageContext
 from pipeline.verdict.payload import VerifierPayload
-from pipeline.verdict.scope import asked_pairs, read_scope, symptom_words
+from pipeline.verdict.scope import EVENT_SYMPTOMS, asked_pairs, read_scope, symptom_words
 
 T = TypeVar("T")
 
@@ -69,6 +69,12 @@ class OfflineProvider:
         return tuple((service, tuple(symptom_words([symptom])))
                      for service, symptom in asked_pairs(self._scope(ctx, question)) if service)
 
+    def _events(self, ctx: StageContext, question: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The asked pairs whose symptom is an event (a restart): their lines are the answer itself."""
+        return tuple((service, tuple(symptom_words([symptom])))
+                     for service, symptom in asked_pairs(self._scope(ctx, question))
+                     if service and symptom in EVENT_SYMPTOMS)
+
     def plan(self, ctx: StageContext, question: str) -> PlannerPlan:
         scope = self._scope(ctx, question)
         window = (scope.time_window.start, scope.time_window.end) if scope.time_window and \
@@ -102,7 +108,8 @@ class OfflineProvider:
                          lambda: diagnosis.diagnose(evidence, invocations, focus.services, ctx.services, ctx.language,
                                                     with_digest_ids=digests is not None, asked=focus.asked,
                                                     symptom_words=tuple(focus.words),
-                                                    asked_pairs=self._pairs(ctx, question)),
+                                                    asked_pairs=self._pairs(ctx, question),
+                                                    asked_events=self._events(ctx, question)),
                          lambda raw: raw)
 
     def verify(self, ctx: StageContext, payload: VerifierPayload) -> VerifierOutput:
