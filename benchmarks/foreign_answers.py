@@ -13,8 +13,10 @@ claim check is not direct_observation / reasonable_inference), a gatekeeper rule
 hypothesis is judged overstated_as_fact. Goals: faithful kept (not flagged) >= 95%, each unfaithful
 class caught (flagged) >= 95%, over all answers ("all"); the held-out batch was written after the
 first batch's misses had been fixed in the engine, so its line shows how far those fixes carry,
-held-out-2 likewise after instances were told from services, and held-out-3 (instances of every shape,
-right and swapped) before instance swaps were fixed. The last line counts the answers
+held-out-2 likewise after instances were told from services, held-out-3 (instances of every shape,
+right and swapped) before instance swaps were fixed, and held-out-4 (faithful answers that paraphrase,
+small number changes, quotes no record holds, guesses with and without a hedge, near-name and
+victim/culprit swaps) from the records alone, before any engine change for it. The last line counts the answers
 whose findings blame the schema (none should: the shape is the prose reader's, not the agent's).
 """
 
