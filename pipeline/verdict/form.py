@@ -47,7 +47,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
-from pipeline.text.primitives import normalize
+from pipeline.text.primitives import normalize, synonyms
 from pipeline.verdict.coverage import (
     VERIFIED,
     Record,
@@ -76,6 +76,7 @@ class Cause:
     support: Literal["confirmed", "likely"]
     claim_id: str = ""
     hypothesis_index: int | None = None
+    quotes: tuple[str, ...] = ()  # normalised: a claim's excerpts, a hypothesis's quoted basis
 
 
 @dataclass(frozen=True)
@@ -116,12 +117,15 @@ def causes(structured: ExecutorOutput | None, checks: Iterable[ClaimCheck],
     if structured is None:
         return []
     kinds = {c.claim_id: c.verification for c in checks}
-    found = [Cause(c.claim_text or "", "confirmed", claim_id=c.key) for c in structured.claim_objects()
+    found = [Cause(c.claim_text or "", "confirmed", claim_id=c.key,
+                   quotes=tuple(normalize(b.evidence_excerpt or "") for b in c.evidence_bindings or ()))
+             for c in structured.claim_objects()
              if c.claim_type == "root_cause" and c.key in evidence.texts and kinds.get(c.key) in VERIFIED]
     judged = {h.hypothesis_index: h.verification for h in hypothesis_checks}
     for i, hyp in enumerate(structured.hypotheses):
         if hyp.written_as_object and judged.get(i) == "reasonable_hypothesis" and evidence.quoted_in(hyp.basis or ""):
-            found.append(Cause(hyp.hypothesis_text or "", "likely", hypothesis_index=i))
+            quoted = tuple(normalize(next(g for g in m.groups() if g)) for m in _QUOTE.finditer(hyp.basis or ""))
+            found.append(Cause(hyp.hypothesis_text or "", "likely", hypothesis_index=i, quotes=quoted))
     return found
 
 
@@ -201,7 +205,7 @@ def form_coverage(
     if scope.form == "why":
         if scope.intent:
             return _row("why", "not_answered", coverage[0] if coverage else None, msg("form.intent"))
-        return _why(coverage, found, evidence)
+        return _event_why(scope, coverage, found, evidence, invs) or _why(coverage, found, evidence)
     if scope.form == "yes_no":
         prop = scope.proposition or read_proposition("", scope.services, asked_nothing=True)
         sustained = [c for c in coverage if c.status == "answered" and state_shown(c, scope, invs)]
@@ -262,6 +266,49 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
     out = _row(form, "answered", row, msg("form.onset", service=first.service, symptom=row.symptom,
                                           since=first.at.isoformat(), quote=first.text))
     return out.model_copy(update={"first": first, "until": max(ends, key=lambda t: t.timestamp())})
+
+
+def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation]) -> Record | None:
+    """The record of the happening a why asks about: one of an asked service (of any, when none is
+    named) holding at least half the event's words (or a synonym), the most, then the earliest."""
+    need = max(1, (len(scope.event) + 1) // 2)
+    best: tuple[int, float, Record] | None = None
+    for inv in invocations:
+        for r in records(inv):
+            if scope.services and r.service not in scope.services:
+                continue
+            held = sum(1 for w in scope.event if any(s in r.text for s in synonyms(w)))
+            at = r.at.timestamp() if r.at else float("inf")
+            if held >= need and (best is None or (held, -at) > (best[0], -best[1])):
+                best = (held, at, r)
+    return best[2] if best else None
+
+
+def _cause_records(cause: Cause, invocations: Sequence[ToolInvocation]) -> list[Record]:
+    """The records a cause quotes (its excerpts or its basis's quotes lie in them)."""
+    quoted = [q for q in cause.quotes if len(q) >= 12]
+    return [r for inv in invocations for r in records(inv) if any(q in r.text or r.text in q for q in quoted)]
+
+
+def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence,
+               invocations: Sequence[ToolInvocation]) -> FormCoverage | None:
+    """A why about one happening (scope.event) is answered only by a cause of that happening: not
+    by the happening itself ("why did the rules change?" answered "the rules changed"), and not by
+    a fault whose records all come after it. None: no record of it, or no cause to weigh (the
+    plain why reading decides)."""
+    event = _event_record(scope, invocations) if scope.event else None
+    present = [c for c in coverage if c.status == "answered"]
+    given = cause_for(present[0], found, evidence) if present else ((found[0], "") if found else None)
+    if event is None or given is None:
+        return None
+    quoted = _cause_records(given[0], invocations)
+    itself = any(r.text == event.text for r in quoted)
+    dated = [r.at for r in quoted if r.at is not None]
+    later = event.at is not None and bool(dated) and min(dated) > event.at
+    if not (itself or later):
+        return None
+    return _row("why", "not_answered", present[0] if present else (coverage[0] if coverage else None),
+                msg("form.event_no_cause", event=event.raw))
 
 
 def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence) -> FormCoverage:

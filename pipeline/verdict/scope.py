@@ -16,7 +16,7 @@ from datetime import datetime
 
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
 from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION
-from pipeline.text.primitives import CJK_CHAR, detect_language, normalize
+from pipeline.text.primitives import CJK_CHAR, detect_language, keywords, normalize
 from pipeline.text.timewindow import clock_without_date, parse_time_window, window_phrase
 from pipeline.verdict.proposition import read_proposition
 
@@ -227,8 +227,22 @@ _ASKING_TAIL_ZH = re.compile(r"(?<=[了过])没有?(?=\s*(?:[?？]|$))")
 _YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not)\s*[?？]*\s*$")
 _WH = re.compile(r"\b(?:what|whats|what's|why|how|when|where|which|who|whom|whose)\b|什么|啥|怎么|为什么|为啥|哪|谁|多久|几")
 # A why whose subject is a person: it asks for a motive, which no log records.
-_INTENT = re.compile(r"\bwhy (?:did|would|do|does|has|have) (?:somebody|someone|anyone|they|we|you|he|she|people|the team|"
-                     r"ops|devs?|engineers?|on-?call)\b|(?:为什么|为啥|为何)(?:有人|谁|他们|我们|你们|他|她)")
+_INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have)) (?:somebody|someone|anyone|they|we|you|he|she|people|"
+                     r"the team|ops|devs?|engineers?|on-?call)\b"
+                     # A setting changed by hand, said in the passive: "why was the timeout lowered to 5 s?"
+                     r"|\bwhy (?:was|were|is|are|has|have) [^?]{0,60}?\b(?:changed|set|lowered|raised|bumped|reduced|"
+                     r"increased|switched|skipped|disabled|enabled|turned (?:on|off)|reverted|rolled back|edited)\b"
+                     r"|(?:为什么|为啥|为何)(?:有人|谁|他们|我们|你们|他|她|要|会被|被)"
+                     r"|被(?:改成|改为|改到|调成|调到|调低|调高|设置?成|设置?为|关掉?|关闭|打开|开启|跳过|回滚)")
+# What a why asks without naming a happening: the asking words, the frame around them, and the
+# words for "something is wrong" that the symptom table leaves to ANY.
+_WHY_FRAME = frozenset(
+    "why how come what caused causes causing cause made make reason behind wrong happen happened happening "
+    "going on problem problems issue issues broken break breaking failing fail failed failure down outage "
+    "incident everything anything something stuff all now today again still suddenly really just so getting get "
+    "got does did do is are was were been being keep keeps kept it its they them this that these those there "
+    "为什么 为啥 为何 原因 咋回事 怎么回事 怎么 怎么了 什么 导致 引起 故障 问题 出问题 这次 这个 那个 突然 一直 现在 "
+    "又 还 会 老是 总是 到底 究竟 呢 吗 啊 呀".split())
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|排查|什么问题|什么导致|啥导致")
@@ -381,6 +395,21 @@ def service_symptoms(question: str, services: list[str], catalogue: Iterable[str
     return out
 
 
+_CLOCK = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")
+
+
+def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list[str]]) -> list[str]:
+    """The words of a why about one happening the symptom table has no word for: what is left of
+    it without its services, clock times and frame. None when it asks a symptom, or proposes a
+    cause ("why did checkout break after the deploy?" asks why checkout broke)."""
+    if any(sid != ANY for sids in symptoms.values() for sid in sids) or any(
+            SYMPTOMS[sid].cause_only for sid in asked_symptoms(_unnamed(question, services))):
+        return []
+    parts = {p for s in services for p in normalize(s).split("-")}
+    words = keywords(_CLOCK.sub(" ", _unnamed(question, services)))
+    return sorted(w for w in words if w not in _WHY_FRAME and w not in parts)
+
+
 def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None,
                latest: Callable[[list[str]], EvidenceTime | None] | None = None) -> QuestionScope:
     """The scope of one question. `catalogue` holds the services some backend is known to have
@@ -396,6 +425,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         window = parse_time_window(question, now, anchor=anchor.at if anchor else None)
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
+    intent = form == "why" and bool(_INTENT.search(normalize(question)))
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
@@ -408,7 +438,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question), anchor=anchor)
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
-        intent=form == "why" and bool(_INTENT.search(normalize(question))),
+        intent=intent,
+        event=asked_event(question, services, symptoms) if form == "why" and not intent else [],
     )
 
 
