@@ -65,6 +65,7 @@ from pipeline.verdict.scope import ANY
 STATE_RECORDS = 3
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 _REQUEST_ID = re.compile(r"\b[a-z_]*(?:id|uid)=[a-z0-9-]+")
+_WITHIN_BOUNDS = re.compile(r"\bwithin (?:the )?(?:slo|sla|threshold|limits?|budget)\b|未超(?:过|出)?(?:阈值|slo)|正常范围")
 _QUOTE = re.compile(r"“([^”]+)”|\"([^\"]+)\"|「([^」]+)」|『([^』]+)』|‘([^’]+)’")
 
 # --- causes and links -------------------------------------------------------------------------------
@@ -325,6 +326,13 @@ def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: 
         row = present[0]
         cause = cause_for(row, found, evidence)
         return _row("why", "answered", row, _cause_msg(row, cause), cause=cause)
+    # A record of the asked symptom that is no fault (a retried 502, one slow command) still shows
+    # the thing asked why of: "no sign of it" would deny what it quotes, and no record says why.
+    # A line saying it stayed within bounds ("slow request within SLO") shows no such thing.
+    stray = next(((c, evidence.raw[cid]) for c in coverage if c.status == "healthy" for cid in c.claim_ids
+                  if cid in evidence.raw and not _WITHIN_BOUNDS.search(normalize(evidence.raw[cid]))), None)
+    if stray is not None:
+        return _row("why", "not_answered", stray[0], msg("form.event_no_cause", event=stray[1]))
     if coverage:
         row = coverage[0]
         return _row("why", "answered", row, msg("form.absent", service=row.service, symptom=row.symptom))

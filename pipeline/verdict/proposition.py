@@ -33,6 +33,11 @@ _CAUSE_EN = (
     re.compile(r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
                r"involved in|related to|connected to|linked to|tied to|part of|a factor in|"
                r"what(?:'s|s| is)? (?:broke|caused|causing|took down|breaking))\s+(?P<y>.+)"),
+    # "are the order-service pay failures payment-service's fault?": the effect first, the suspect owns the fault.
+    re.compile(r"\b(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+(?P<y>.+?)\s+(?P<x>[a-z0-9][\w.-]*?)['’]s\s+fault\b"),
+    # No asking word at all: "api-gateway behind the order-service 500s?", "checkout 500s because of pricing-service?"
+    re.compile(r"^\W*(?P<x>[^,?]+?)\s+(?:behind|causing|to blame for|responsible for)\s+(?P<y>[^?]+)"),
+    re.compile(r"^\W*(?P<y>[^,?]+?)\s+(?:caused by|due to|because of|triggered by)\s+(?P<x>[^?]+)"),
     # "does X have anything to do with Y": whether X is involved at all.
     re.compile(r"\b(?:does|do|did|could|might)\s+(?P<x>.+?)\s+(?:have|has)\s+(?:anything|something|much)\s+to do with\s+"
                r"(?P<y>.+)"),
@@ -66,8 +71,9 @@ _INVOLVEMENT = re.compile(r"\b(?:involved in|related to|connected to|linked to|t
 # A pronoun asked about, standing for the service named first.
 _IT = re.compile(r"\b(?:is|was|isn't|wasn't) it\b|它")
 _PRONOUN = re.compile(r"它|他|这|那|这个|那个|这次|那次|\b(?:it|that|this|they)\b")
-_HEALTHY = re.compile(r"\b(?:normal|normally|healthy|ok|okay|fine|up|working|alright|stable)\b"
-                      r"|正常|健康|没问题|没有问题|稳定|没事")
+# "Can we rule out X?" (nothing else asked) asks whether X is clear of the fault: yes when it is fine.
+_HEALTHY = re.compile(r"\b(?:normal|normally|healthy|ok|okay|fine|up|working|alright|stable|rule(?:d)? (?:it |them )?out)\b"
+                      r"|正常|健康|没问题|没有问题|稳定|没事|排除")
 _FAULTY = re.compile(r"\b(?:down|broken|unhealthy|failing|degraded|dead|having (?:problems|issues|trouble)|in trouble)\b"
                      r"|不正常|有问题|挂了|宕机|坏了|出问题|故障")
 

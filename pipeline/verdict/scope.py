@@ -225,6 +225,15 @@ _ASKING_TAIL_ZH = re.compile(r"(?<=[了过])没有?(?=\s*(?:[?？]|$))")
 # "checkout-service is the culprit, right?", "payment-service dead?": a tag, or a question with no
 # asking word at all (no wh- word, no auxiliary), is a yes/no.
 _YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not)\s*[?？]*\s*$")
+# A tag question followed by the asker's own aside ("redis-cart is fine right? its just cart-service
+# being slow"): the question is the tagged part; the aside is what they believe, not what they ask.
+_TAG_THEN_ASIDE = re.compile(r"[,，\s](?:right|correct)\s*[?？]+\s*(?=\S)")
+
+
+def asked_part(question: str) -> str:
+    """The part of a question that asks: all of it, but for a tag question's aside."""
+    m = _TAG_THEN_ASIDE.search(question)
+    return question[:m.end()].strip() if m else question
 _WH = re.compile(r"\b(?:what|whats|what's|why|how|when|where|which|who|whom|whose)\b|什么|啥|怎么|为什么|为啥|哪|谁|多久|几")
 # A why whose subject is a person: it asks for a motive, which no log records.
 _INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have)) (?:somebody|someone|anyone|they|we|you|he|she|people|"
@@ -417,12 +426,13 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     tells the latest evidence of the asked services (of any, when none is named), which a clock
     time without a date is read against (pipeline.text.timewindow)."""
     known = list(catalogue)
+    whole, question = question, asked_part(question)
     services = asked_services(question, known)
     window, anchor = None, None
     if now is not None:
-        anchor = latest(services) if latest is not None and clock_without_date(question) else None
+        anchor = latest(services) if latest is not None and clock_without_date(whole) else None
         anchor = anchor if anchor is not None and anchor.at <= now else None
-        window = parse_time_window(question, now, anchor=anchor.at if anchor else None)
+        window = parse_time_window(whole, now, anchor=anchor.at if anchor else None)
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
     intent = form == "why" and bool(_INTENT.search(normalize(question)))
@@ -435,7 +445,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         proposition=read_proposition(question, services, asked_nothing=all(v == [ANY] for v in symptoms.values()),
                                      denies=denies_symptom(question), fine=asks_fine(question))
         if form == "yes_no" else None,
-        time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(question), anchor=anchor)
+        time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(whole), anchor=anchor)
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
         intent=intent,
