@@ -270,13 +270,14 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
 
 
 def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation]) -> Record | None:
-    """The record of the happening a why asks about: one of an asked service (of any, when none is
-    named) holding at least half the event's words (or a synonym), the most, then the earliest."""
-    need = max(1, (len(scope.event) + 1) // 2)
+    """The record of the happening a why asks about: a line of an asked service (of any, when none
+    is named) that warns of nothing (a warning or an alert is a symptom, which the plain why
+    reading answers), holding most of the event's words (or a synonym), the most, then the earliest."""
+    need = max(1, min(len(scope.event), 2), (len(scope.event) * 3 + 4) // 5)
     best: tuple[int, float, Record] | None = None
     for inv in invocations:
         for r in records(inv):
-            if scope.services and r.service not in scope.services:
+            if (scope.services and r.service not in scope.services) or r.warns or r.alert:
                 continue
             held = sum(1 for w in scope.event if any(s in r.text for s in synonyms(w)))
             at = r.at.timestamp() if r.at else float("inf")
@@ -297,10 +298,15 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
     by the happening itself ("why did the rules change?" answered "the rules changed"), and not by
     a fault whose records all come after it. None: no record of it, or no cause to weigh (the
     plain why reading decides)."""
-    event = _event_record(scope, invocations) if scope.event else None
+    if not scope.event:
+        return None
+    event = _event_record(scope, invocations)
     present = [c for c in coverage if c.status == "answered"]
+    row = present[0] if present else (coverage[0] if coverage else None)
+    if event is None:
+        return None
     given = cause_for(present[0], found, evidence) if present else ((found[0], "") if found else None)
-    if event is None or given is None:
+    if given is None:
         return None
     quoted = _cause_records(given[0], invocations)
     itself = any(r.text == event.text for r in quoted)
@@ -308,8 +314,7 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
     later = event.at is not None and bool(dated) and min(dated) > event.at
     if not (itself or later):
         return None
-    return _row("why", "not_answered", present[0] if present else (coverage[0] if coverage else None),
-                msg("form.event_no_cause", event=event.raw))
+    return _row("why", "not_answered", row, msg("form.event_no_cause", event=event.raw))
 
 
 def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence) -> FormCoverage:
@@ -328,8 +333,10 @@ def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: 
         return _row("why", "answered", row, _cause_msg(row, cause), cause=cause)
     # A record of the asked symptom that is no fault (a retried 502, one slow command) still shows
     # the thing asked why of: "no sign of it" would deny what it quotes, and no record says why.
-    # A line saying it stayed within bounds ("slow request within SLO") shows no such thing.
-    stray = next(((c, evidence.raw[cid]) for c in coverage if c.status == "healthy" for cid in c.claim_ids
+    # A line saying it stayed within bounds ("slow request within SLO") shows no such thing, and
+    # "what is wrong with X?" names no symptom for a record to show.
+    stray = next(((c, evidence.raw[cid]) for c in coverage if c.status == "healthy" and c.symptom != ANY
+                  for cid in c.claim_ids
                   if cid in evidence.raw and not _WITHIN_BOUNDS.search(normalize(evidence.raw[cid]))), None)
     if stray is not None:
         return _row("why", "not_answered", stray[0], msg("form.event_no_cause", event=stray[1]))
