@@ -13,7 +13,8 @@ benchmarks/question_set_held_out_2.yaml (a second such batch, labelled from the 
 cause with the effect unsaid, down-or-degraded, warned-of states, restarts, unanswerable whys, X-causes-Y;
 its own line too) and benchmarks/question_set_held_out_3.yaml (a third batch, likewise from the data alone:
 unanswerable whys, X-caused-Y both ways, negated and leading questions, absent and healthy services,
-casual since-when / how-long, which-service; its own line, not gated). Each runs as a whole session,
+casual since-when / how-long, which-service; its own line; gated once the engine met it, after its
+first run at 70.8%). Each runs as a whole session,
 as `workbench ask --json --world <world>` runs one, on a temporary SQLite store. The answerer under
 test is `pipeline`; the judge below is not: it reads the answer's lead (the first sentence of the
 final answer) with its own words, never with the engine's scope or lexicon code, so a change to the
@@ -62,7 +63,7 @@ GOALS = {"agrees": 0.97, "pass_unearned": 0, "healthy_cause": 0}
 # The sets the tests hold the engine to the goals on: all of them. held-out-2 was written to find
 # where the engine falls short, and did (62.5% at first); it is gated since it meets the goals
 # (docs/benchmarks.md), and a batch written after it starts outside until it does.
-GATED = (SET, HAND, HELD_OUT, HELD_OUT_2)
+GATED = (SET, HAND, HELD_OUT, HELD_OUT_2, HELD_OUT_3)
 
 
 def load_questions(paths: Iterable[Path] = (SET, HAND, HELD_OUT, HELD_OUT_2, HELD_OUT_3)) -> list[dict[str, Any]]:

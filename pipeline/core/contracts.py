@@ -573,6 +573,9 @@ class Proposition(_Model):
     # cause: the suspected cause, a service or a change ("the v2.4.1 deploy"); state, symptom: the service.
     subject: str = ""
     subject_kind: Literal["service", "change"] = "service"
+    # cause: the question's words for the suspect ("the promotion-service warmup"); a record of the
+    # subject that feeds the cause's component holds one of them beside the service's name.
+    phrase: str = ""
     # cause: the service whose symptom is asked about ("" when the question names none).
     target: str = ""
     # cause with no target: it asks whether the subject is the cause itself ("is X the culprit?",

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pipeline.core.contracts import (
@@ -47,7 +47,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
-from pipeline.text.primitives import normalize, synonyms
+from pipeline.text.primitives import keywords, normalize, synonyms
 from pipeline.verdict.coverage import (
     VERIFIED,
     Record,
@@ -213,7 +213,7 @@ def form_coverage(
         forecasts = [c for c in coverage if c.status == "answered" and forecast_only(c.service, c.symptom, scope, invs)]
         # "Is X down?": a sustained fault whose records never say X is unavailable is a degradation.
         degraded = [c for c in sustained if prop.outage and not outage_shown(c.service, scope, invs)]
-        return _yes_no(prop, coverage, found, evidence, sustained, forecasts, degraded)
+        return _yes_no(prop, coverage, found, evidence, sustained, forecasts, degraded, invs)
     open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
     if open_rows:
         return _row("what", "not_answered", open_rows[0], msg("form.pair_open", service=open_rows[0].service,
@@ -296,15 +296,21 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
                invocations: Sequence[ToolInvocation]) -> FormCoverage | None:
     """A why about one happening (scope.event) is answered only by a cause of that happening: not
     by the happening itself ("why did the rules change?" answered "the rules changed"), and not by
-    a fault whose records all come after it. None: no record of it, or no cause to weigh (the
-    plain why reading decides)."""
+    a fault whose records all come after it, and not at all when no record holds any of its words.
+    None: a record of it holds some of its words but not most, or no cause to weigh (the plain why
+    reading decides)."""
     if not scope.event:
         return None
     event = _event_record(scope, invocations)
     present = [c for c in coverage if c.status == "answered"]
     row = present[0] if present else (coverage[0] if coverage else None)
     if event is None:
-        return None
+        # Not one of its words in any record of the asked services: the happening itself is
+        # unseen, and a cause found for something else does not answer why it happened.
+        seen = any(s in r.text for inv in invocations for r in records(inv)
+                   if not scope.services or r.service in scope.services
+                   for w in scope.event for s in synonyms(w))
+        return None if seen else _row("why", "not_answered", row, msg("form.event_unseen", words=", ".join(scope.event)))
     given = cause_for(present[0], found, evidence) if present else ((found[0], "") if found else None)
     if given is None:
         return None
@@ -312,7 +318,12 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
     itself = any(r.text == event.text for r in quoted)
     dated = [r.at for r in quoted if r.at is not None]
     later = event.at is not None and bool(dated) and min(dated) > event.at
-    if not (itself or later):
+    # A cause of the incident explains a happening only when it speaks of what happened: eviction
+    # explains "rebuilding from MySQL" (a cache miss), not "Background saving started".
+    told = " ".join([normalize(given[0].text), *(r.text for r in quoted)])
+    own = {p for s in scope.services for p in normalize(s).split("-")} | {normalize(event.service)}
+    related = any(s in told for w in keywords(event.raw) if w not in own and not w.isdigit() for s in synonyms(w))
+    if not (itself or later or not related):
         return None
     return _row("why", "not_answered", row, msg("form.event_no_cause", event=event.raw))
 
@@ -367,12 +378,13 @@ def state_shown(row: ServiceCoverage, scope: QuestionScope, invocations: Sequenc
 
 def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
             evidence: Evidence, sustained: Sequence[ServiceCoverage],
-            forecasts: Sequence[ServiceCoverage], degraded: Sequence[ServiceCoverage]) -> FormCoverage:
+            forecasts: Sequence[ServiceCoverage], degraded: Sequence[ServiceCoverage],
+            invocations: Sequence[ToolInvocation]) -> FormCoverage:
     """`forecasts`: the rows whose records only forecast the symptom; they answer neither a state
     nor an event ("has the certificate expired?" is not answered yes by "expires in 21 days").
     `degraded`: faulty rows that do not show the outage asked about ("is orders-db down?")."""
     if prop.kind == "cause":
-        return _cause_proposition(prop, coverage, found, evidence, sustained)
+        return _cause_proposition(prop, coverage, found, evidence, sustained, invocations)
     rows = [c for c in coverage if not prop.subject or c.service == prop.subject] or list(coverage)
     faulty = [c for c in rows if c.status == "answered" and c not in forecasts and (c in sustained or prop.event)]
     stray = [c for c in rows if c.status == "answered" and (c not in sustained or c in forecasts)]
@@ -402,7 +414,8 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
 
 
 def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
-                       evidence: Evidence, sustained: Sequence[ServiceCoverage]) -> FormCoverage:
+                       evidence: Evidence, sustained: Sequence[ServiceCoverage],
+                       invocations: Sequence[ToolInvocation]) -> FormCoverage:
     """Is the subject (a service or a change) the cause of the target's asked symptom?"""
     if prop.subject_kind == "service" and not prop.target:
         return _involved(prop, coverage, found, sustained)
@@ -422,6 +435,12 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
             continue
         named = bool(CHANGE.search(normalize(cause[0].text))) if prop.subject_kind == "change" else \
             about(cause[0].text, prop.subject)
+        fed = None if named else _feeds(prop, cause[0], invocations)
+        if fed is not None:
+            # The suspect is upstream of the cause, not the cause: yes through it, and no more than likely.
+            return _row("yes_no", "answered", row, msg("form.cause_upstream", service=prop.subject, cause=cause[0].text,
+                                                        record=fed.raw),
+                        answer="yes", cause=(replace(cause[0], support="likely"), fed.raw))
         return _row("yes_no", "answered", row, _cause_msg(row, cause), answer="yes" if named else "no", cause=cause)
     if target and all(c.status == "healthy" for c in target):
         row = target[0]
@@ -431,6 +450,23 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
         return _row("yes_no", "answered", row, msg("form.absent", service=row.service, symptom=row.symptom), answer="no")
     rest = present or target or list(coverage)
     return _row("yes_no", "not_answered", rest[0] if rest else None, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _feeds(prop: Proposition, cause: Cause, invocations: Sequence[ToolInvocation]) -> Record | None:
+    """A record of the suspect service that acts on the cause's component before the cause shows:
+    a line that warns of nothing (a warning is the suspect suffering), names that component and
+    holds a word the question used for the suspect ("did the promotion-service warmup cause ...":
+    "warmup ... writing promo:flash:* to redis-cart"). Routine calls to the component hold none."""
+    words = {w for w in keywords(prop.phrase) if w not in normalize(prop.subject).split("-")} - {normalize(prop.subject)}
+    quoted = _cause_records(cause, invocations)
+    homes = {r.service for r in quoted if r.service != prop.subject and about(cause.text, r.service)}
+    dated = [r.at for r in quoted if r.at is not None]
+    if not words or not homes or not dated:
+        return None
+    return next((r for inv in invocations for r in records(inv)
+                 if r.service == prop.subject and not r.warns and not r.alert and r.at is not None
+                 and r.at < min(dated) and any(normalize(h) in r.text for h in homes)
+                 and any(s in r.text for w in words for s in synonyms(w))), None)
 
 
 def _involved(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],

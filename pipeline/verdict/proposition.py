@@ -114,6 +114,7 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
             target = target or (subjects[0] if subjects else "")
         return Proposition(kind="cause", subject=m.group("x").strip() if change else subjects[0],
                            subject_kind="change" if change else "service", target=target, negated=negated,
+                           phrase="" if change else x.strip(),
                            culprit=not target and not change and not _INVOLVEMENT.search(norm))
     # "is X normal and is Y normal?" asks it of every named service: subject "" (all of them).
     subject = services[0] if len(services) == 1 else ""

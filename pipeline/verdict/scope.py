@@ -16,7 +16,7 @@ from datetime import datetime
 
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
 from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION
-from pipeline.text.primitives import CJK_CHAR, detect_language, keywords, normalize
+from pipeline.text.primitives import CJK_CHAR, CJK_RUN, detect_language, keywords, normalize, synonyms
 from pipeline.text.timewindow import clock_without_date, parse_time_window, window_phrase
 from pipeline.verdict.proposition import read_proposition
 
@@ -228,12 +228,24 @@ _YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not)\s*[?？]*\
 # A tag question followed by the asker's own aside ("redis-cart is fine right? its just cart-service
 # being slow"): the question is the tagged part; the aside is what they believe, not what they ask.
 _TAG_THEN_ASIDE = re.compile(r"[,，\s](?:right|correct)\s*[?？]+\s*(?=\S)")
+# A yes/no question put first, then a statement of why it is asked ("is pricing-service ok? coupon
+# checkouts are failing and I want to rule it out"): the statement is context, not the question.
+_YES_NO_FIRST = re.compile(r"^\s*(?:is|are|was|were|does|do|did|has|have|can|could|should)\b[^?？]*[?？]+\s*(?=\S)", re.I)
 
 
 def asked_part(question: str) -> str:
-    """The part of a question that asks: all of it, but for a tag question's aside."""
+    """The part of a question that asks: all of it, but for the aside after a tag question or
+    after a yes/no question that a statement without a question follows."""
     m = _TAG_THEN_ASIDE.search(question)
-    return question[:m.end()].strip() if m else question
+    if m:
+        return question[:m.end()].strip()
+    m = _YES_NO_FIRST.search(question)
+    rest = question[m.end():] if m else ""
+    if m and not re.search(r"[?？]", rest) and not _WH.search(normalize(rest)):
+        return question[:m.end()].strip()
+    return question
+
+
 _WH = re.compile(r"\b(?:what|whats|what's|why|how|when|where|which|who|whom|whose)\b|什么|啥|怎么|为什么|为啥|哪|谁|多久|几")
 # A why whose subject is a person: it asks for a motive, which no log records.
 _INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have)) (?:somebody|someone|anyone|they|we|you|he|she|people|"
@@ -250,8 +262,18 @@ _WHY_FRAME = frozenset(
     "going on problem problems issue issues broken break breaking failing fail failed failure down outage "
     "incident everything anything something stuff all now today again still suddenly really just so getting get "
     "got does did do is are was were been being keep keeps kept it its they them this that these those there "
+    # How people say "something is wrong with it" without naming a symptom: not a happening.
+    "acting act acts up sideways tank tanks tanked tanking fall falls fell falling over crap crapped flaky "
+    "flaking wonky hosed borked dying died dead die dies choke chokes choking struggling struggles hiccup "
+    "hiccups melt melted melting meltdown blow blew blown blowing misbehave misbehaving misbehaved weird "
+    "off bad badly messed mess funky janky glitch glitching glitchy go goes went gone going hang hangs hung "
+    "hanging stuck freeze frozen freezing stall stalled stalling unhappy sick angry red unstable unhealthy "
+    "degraded degrading flapping flap trouble troubles having giving screwed busted toast tipped "
+    # Words that only say when it began ("why did X start failing?").
+    "start started starting begin began begun kick kicked kicking off trigger triggered launch launched "
     "为什么 为啥 为何 原因 咋回事 怎么回事 怎么 怎么了 什么 导致 引起 故障 问题 出问题 这次 这个 那个 突然 一直 现在 "
-    "又 还 会 老是 总是 到底 究竟 呢 吗 啊 呀".split())
+    "又 还 会 老是 总是 到底 究竟 呢 吗 啊 呀 挂 挂了 崩 崩了 抽风 拉胯 卡 卡了 不行 不对 不正常 异常 出毛病 毛病 "
+    "炸 炸了 不稳定 有点 出事 出事儿 坏 坏了 掉链子 翻车 扑街".split())
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|排查|什么问题|什么导致|啥导致")
@@ -270,7 +292,8 @@ _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bwhen did\b.*\b(?:st
 
 def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
     """Catalogue services the question names, in full or, for a "-service", by its stem as a
-    whole word ("payment API" names payment-service; "user_svc" is its own name)."""
+    whole word ("payment API" names payment-service; "user_svc" is its own name), else by the
+    Chinese word for its stem ("购物车" names cart-service)."""
     text = normalize(question)
     found = []
     for service in catalogue:
@@ -278,7 +301,11 @@ def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
         if re.search(rf"(?<![a-z0-9_-]){re.escape(service)}(?![a-z0-9_-])", text) or (
                 short != service and len(short) > 2 and re.search(rf"(?<![a-z0-9_-]){re.escape(short)}(?![a-z0-9_-])", text)):
             found.append(service)
-    return found
+    if found:
+        return found
+    stems = {service: service.removesuffix("-service") for service in catalogue}
+    return [service for service, short in stems.items() if short != service
+            and any(CJK_RUN.match(w) and w in text for w in synonyms(short))]
 
 
 def asked_services(question: str, catalogue: Iterable[str] = ()) -> list[str]:
