@@ -181,6 +181,34 @@ def test_overstated_causal_or_hedged(text):
     assert c.verification == "overstated", c.detail
 
 
+FRAMES = " ".join(f"at com.shop.cart.CartStage{i}.run(CartStage{i}.java:{100 + i})" for i in range(14))
+PLAIN = "\n".join([
+    "2024-05-01 10:00:01 WARN sshd[311]: address 10.9.8.7 maps to host.example, possible break-in attempt",
+    f"2024-05-01 10:00:02 ERROR cart-service: checkout aborted {FRAMES}",
+    "Caused by: java.net.SocketTimeoutException: read timed out after 5000ms",
+])
+
+
+@pytest.mark.parametrize("quote", [
+    # the record's own hedge and causal words are not the claim's
+    "2024-05-01 10:00:01 WARN sshd[311]: address 10.9.8.7 maps to host.example, possible break-in attempt",
+    "Caused by: java.net.SocketTimeoutException: read timed out after 5000ms",
+    # a quote of a line longer than a window's line, its last frame too
+    f"checkout aborted {FRAMES}",
+    # cut with an ellipsis; a few characters of a line
+    "2024-05-01 10:00:02 ERROR cart-service: checkout aborted ... CartStage13.run(CartStage13.java:113)",
+    "10:00:02 ERROR",
+])
+def test_a_claim_that_is_its_records_text_is_a_direct_observation(quote: str) -> None:
+    inv = ToolInvocation(id=7, session_id="s1", tool_name="query_logs", model_tool_name="queryLogs", output=PLAIN)
+    data = structured(claim("c1", quote, quote, inv=7))
+    p = build_payload(question="what do the logs show?", raw_output="{}", parse_status=ParseStatus(status="valid"),
+                      structured=data, invocations=[inv], digests=None, gatekeeper_result=GatekeeperResult(),
+                      retry_context=None)
+    [c] = verify(p).claim_checks
+    assert c.verification == "direct_observation", c.detail
+
+
 def test_root_cause_without_stated_cause_is_overstated():
     [c] = check_of(claim("c1", "payment-service CPU 使用率过高。", "CPU使用率过高: 92.0%", ctype="root_cause"))
     assert c.verification == "overstated"

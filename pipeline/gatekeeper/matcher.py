@@ -32,9 +32,8 @@ from pipeline.core.feature_shapes import Hunk
 from pipeline.gatekeeper.folding import fold, fold_plain
 from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, TOKEN, Chain, chain, weight
 from pipeline.gatekeeper.prepared import MAX_HITS, PreparedOutput
-from pipeline.text.primitives import is_cjk
+from pipeline.text.primitives import ELLIPSIS, is_cjk
 
-_ELLIPSIS = re.compile(r"(?:\.{3,}|…+|⋯+|\[\s*\.\.\.\s*\])")
 _JSON_KEY = re.compile(r'"[A-Za-z_][\w.-]*"\s*:')
 # Anchors: at most this many per segment (an anchor seen more than MAX_HITS times points nowhere).
 # Both bound the work per excerpt, independent of output size.
@@ -72,7 +71,7 @@ class SegmentMatch:
 def segments(excerpt: str) -> list[tuple[str, str]]:
     """An excerpt cut with "..." is several quotes, each located on its own: (quote, folded quote)."""
     out = []
-    for part in _ELLIPSIS.split(excerpt):
+    for part in ELLIPSIS.split(excerpt):
         # A quote copied from the JSON the model was shown keeps the keys, which a record's line
         # leaves out ('"level": "ERROR", "message": "HTTP 504' is the line's "ERROR HTTP 504").
         folded = fold(_JSON_KEY.sub(" ", part) if '":' in part else part)

@@ -31,7 +31,7 @@ from pipeline.core.feature_shapes import Features, TargetFeatures, binding_targe
 from pipeline.core.messages import tr
 from pipeline.gatekeeper.features import located_lines, match_excerpt, prepare_output
 from pipeline.text.bounds import loads_bounded
-from pipeline.text.primitives import Entity, extract_entities, find_entities, normalize
+from pipeline.text.primitives import ELLIPSIS, Entity, extract_entities, find_entities, normalize
 from pipeline.tools.results import read_result
 from pipeline.verdict.context import StageContext
 from pipeline.verdict.payload import (
@@ -110,13 +110,20 @@ class _Indexed:
 
 
 def _clip(line: str, needle: str) -> str:
-    """At most LINE_CHARS of a line, centred on where `needle` sits in it."""
-    if len(line) <= LINE_CHARS:
+    """At most LINE_CHARS of a line, or the quote's extent and a margin, from a third of that
+    before where `needle` sits in it: a quote of a long stack-trace line is shown whole, and one
+    cut with "..." from its first piece to its last."""
+    norm = normalize(line)
+    pieces = [p.strip() for p in ELLIPSIS.split(needle) if p.strip()]
+    at = norm.find(pieces[0]) if pieces else -1
+    last = norm.find(pieces[-1], at) if at >= 0 else -1
+    extent = (last + len(pieces[-1]) - at) if last >= 0 else len(needle)
+    width = max(LINE_CHARS, extent + LINE_CHARS // 2)
+    if len(line) <= width:
         return line
-    at = normalize(line).find(needle) if needle else -1
-    start = max(0, min(at - LINE_CHARS // 3, len(line) - LINE_CHARS)) if at >= 0 else 0
-    text = line[start : start + LINE_CHARS]
-    return ("…" if start else "") + text + ("…" if start + LINE_CHARS < len(line) else "")
+    start = max(0, min(at - LINE_CHARS // 3, len(line) - width)) if at >= 0 else 0
+    text = line[start : start + width]
+    return ("…" if start else "") + text + ("…" if start + width < len(line) else "")
 
 
 def _claim_needles(claim_text: str) -> list[str]:

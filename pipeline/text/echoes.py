@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-# A whole value that only stands for one: an ellipsis, a <slot>, a run of x's.
 # A whole value that only stands for one: an ellipsis, a run of x's, or <slots> with at most id
 # punctuation around them ("<service>", "digest-<invocation_id>-1"); a log line holding "<init>"
 # among other text is data.

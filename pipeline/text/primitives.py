@@ -17,6 +17,8 @@ from functools import lru_cache
 from pipeline.text import segment
 
 _WS = re.compile(r"\s+")
+# Where a quote leaves part of its record out: "...", "…", "[...]".
+ELLIPSIS = re.compile(r"(?:\.{3,}|…+|⋯+|\[\s*\.\.\.\s*\])")
 # The one definition of a Chinese character: the unified ideographs, extension A and the
 # compatibility ideographs. Chinese words, runs and "is this Chinese" all use it.
 CJK_IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"

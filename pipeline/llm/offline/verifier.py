@@ -42,6 +42,7 @@ from pipeline.core.feature_shapes import parse_target
 from pipeline.core.messages import family, tr
 from pipeline.text.lexicon import ABSENCE, CAUSAL, HEDGE, ROOT_CAUSE, STATED_CAUSE, pattern
 from pipeline.text.primitives import (
+    ELLIPSIS,
     Entity,
     detect_language,
     entity_values,
@@ -146,6 +147,28 @@ def _concepts(text: str) -> tuple[set[str], set[str]]:
     rest = _NEGATED.sub(" ", norm)
     affirmed = {c for c, ws in _CONCEPTS.items() if any(w in rest for w in ws)}
     return negated, affirmed
+
+
+def _claims_own(words: re.Pattern[str], claim_norm: str, evidence_norm: str) -> bool:
+    """Whether the claim says one of `words` that its cited records do not: "POSSIBLE BREAK-IN
+    ATTEMPT" or "Caused by:" quoted from the record are the record's words, not a hedge or a
+    causal link of the claim's own."""
+    return any(not re.search(rf"(?<!\w){re.escape(m.group(0))}(?!\w)", evidence_norm) for m in words.finditer(claim_norm))
+
+
+def _verbatim(claim_norm: str, anchor: list[str]) -> bool:
+    """The claim is the text of its anchor records, whole or a part of it, or parts of it in
+    their order cut with "..." (with at least two characters that are not spaces or punctuation)."""
+    text, at = normalize("\n".join(anchor)), 0
+    pieces = [p.strip() for p in ELLIPSIS.split(claim_norm) if p.strip()]
+    if len(re.sub(r"[\W_]", "", "".join(pieces))) < 2:
+        return False
+    for piece in pieces:
+        at = text.find(piece, at)
+        if at < 0:
+            return False
+        at += len(piece)
+    return True
 
 
 # --- evidence of one claim ---------------------------------------------------------------------
@@ -256,19 +279,21 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     if cov < PARTIAL_COVERAGE and not substantive:
         return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
     norm = normalize(text)
-    if HEDGE.search(norm):
+    if _claims_own(HEDGE.regex, norm, ev_norm):
         return done("overstated", tr("offline.verifier.hedge", lang))
     # The link must be a record's own: one record stating a cause and holding what the claim says
     # ("原因: 节点维护驱逐" of the restart it reports), not a cause of something else beside the effect.
     evidence_states_cause = any(_EVIDENCE_CAUSAL.search(line) and coverage(text, line) >= DIRECT_COVERAGE
                                 for line in map(normalize, ev.anchor + ev.related))
-    if _CAUSAL.search(norm) and not evidence_states_cause:
+    if _claims_own(_CAUSAL, norm, ev_norm) and not evidence_states_cause:
         return done("overstated", tr("offline.verifier.causal", lang))
     if claim.claim_type == "root_cause" and not evidence_states_cause:
         return done("overstated", tr("offline.verifier.root", lang))
     if cov < INFERENCE_COVERAGE and not substantive:
         return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
-    if cov >= DIRECT_COVERAGE and claim.support_level == "direct":
+    # A claim that is its record's text word for word observes it, however few words it has
+    # ("03-17 16:13:38.869  2227  2227 D", a sub-span of a logcat line).
+    if claim.support_level == "direct" and (cov >= DIRECT_COVERAGE or _verbatim(norm, ev.anchor)):
         return done("direct_observation", tr("offline.verifier.direct", lang, cov=cov))
     return done("reasonable_inference", tr("offline.verifier.inference", lang, cov=cov))
 
