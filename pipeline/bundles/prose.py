@@ -41,11 +41,17 @@ from pipeline.core.contracts import (
 from pipeline.gatekeeper.features import match_excerpt, prepare_output
 from pipeline.stages.meaning_guard import clauses, sentences
 from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE
-from pipeline.text.primitives import Entity, extract_entities, instance_shape, keywords, normalize
+from pipeline.text.primitives import (
+    Entity,
+    extract_entities,
+    instance_shape,
+    keywords,
+    normalize,
+    quotations,
+    unquoted,
+)
 from pipeline.tools.results import read_result
 
-# A quotation the answer attributes to a tool: straight, curly, corner or back quotes.
-_QUOTE = re.compile(r'"([^"\n]{6,})"|“([^”\n]{6,})”|「([^」\n]{6,})」|`([^`\n]{6,})`')
 _ACTION = re.compile(
     r"^(?:建议|请|下一步|需要|应当|应该|可以考虑)|^(?:recommend|we recommend|suggest|consider|check|verify|investigate|"
     r"restart|roll ?back|increase|decrease|raise|lower|scale|monitor|review|next step|you should)\b", re.IGNORECASE)
@@ -125,7 +131,8 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     hypotheses: list[Hypothesis] = []
     actions: list[RecommendedAction] = []
     for sentence in sentences(answer):
-        norm = normalize(sentence)
+        # The writer's own words: a quoted record's "due to" or "may" is the record's.
+        norm = normalize(unquoted(sentence))
         # A question, or a heading ("Findings:") that frames the items under it, states nothing.
         if not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")):
             continue
@@ -134,7 +141,7 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
         elif HEDGE.search(norm):
             hypotheses.append(Hypothesis(hypothesis_text=sentence, basis="", needed_evidence=[]))
         else:
-            quotes = [next(g for g in m.groups() if g) for m in _QUOTE.finditer(sentence)]
+            quotes = quotations(sentence)
             causal = CAUSAL.search(norm) or ROOT_CAUSE.search(norm)
             # A causal sentence is judged whole (its point is the link); otherwise each clause states
             # its own fact, so one added to a faithful one ("..., and the database was down") is judged.

@@ -44,7 +44,7 @@ from pipeline.gatekeeper.kinds import (
 # Importing the quote rules registers them: RULES, re-exported above, then holds every kind.
 from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule as ExcerptEntitiesRule
 from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule as ExcerptSimilarityRule
-from pipeline.text.primitives import keywords, normalize
+from pipeline.text.primitives import keywords, normalize, unquoted
 from pipeline.tools.registry import persisted_name
 
 _FIELD_PATH = re.compile(r"[a-z_]+(\[\])?(\.[a-z_]+(\[\])?)*")  # claims[].claim_text
@@ -350,7 +350,9 @@ class HallucinationPhraseRule(RuleKind):
 
 
 def _normalized_field(path: str, context: RuleContext) -> tuple[list[tuple[str, str]], str]:
-    texts = [(target, normalize(text)) for target, text in
+    # A quoted record's words are the tool's, not the writer's speculation: a claim quoting a log
+    # line that says "may be retried" speculates nothing (an invented quote fails the evidence rules).
+    texts = [(target, normalize(unquoted(text))) for target, text in
              _field_values(context.output.raw if context.output is not None else None, path)]
     return texts, "\n".join(text for _, text in texts)
 

@@ -237,6 +237,22 @@ def keywords(text: str) -> frozenset[str]:
     return frozenset(words)
 
 
+# A quotation of a record: straight, curly, corner or back quotes around at least six characters
+# (fewer quote a word, not a line). What stands inside is the record's wording, not the writer's:
+# a quoted "JVM exiting due to ..." states no cause of the writer's own, a quoted "may" no guess.
+QUOTED = re.compile(r'"([^"\n]{6,})"|“([^”\n]{6,})”|「([^」\n]{6,})」|`([^`\n]{6,})`')
+
+
+def quotations(text: str) -> list[str]:
+    """The texts a sentence quotes, in reading order, marks off."""
+    return [next(g for g in m.groups() if g) for m in QUOTED.finditer(text)]
+
+
+def unquoted(text: str) -> str:
+    """The text with each quotation replaced by a space: what its writer says in their own words."""
+    return QUOTED.sub(" ", text)
+
+
 # Words that name one concept across Chinese and English (and common variants), for matching a
 # text against another that may say the same in the other language.
 SYNONYMS: tuple[tuple[str, ...], ...] = (

@@ -12,7 +12,8 @@ in order of severity:
 3. unsupported       no cited evidence could be found, the gatekeeper failed a rule on the claim, or
                      the claim's words barely occur in the evidence;
 4. overstated        a hedge (a hypothesis written as a claim), or a causal / root-cause statement
-                     whose evidence only shows co-occurrence;
+                     whose evidence only shows co-occurrence (words inside a quotation are the
+                     record's: a quoted "due to" is no link the claim makes);
 5. direct_observation / reasonable_inference by word coverage and the claim's support_level.
 """
 
@@ -51,6 +52,7 @@ from pipeline.text.primitives import (
     normalize,
     shared_store,
     synonyms,
+    unquoted,
 )
 from pipeline.verdict.payload import CitedClaim, VerifierPayload, Window
 from pipeline.verdict.policy import groundedness
@@ -255,7 +257,8 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     substantive = [e for e in claim_ents if e.kind != "service"]
     if cov < PARTIAL_COVERAGE and not substantive:
         return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
-    norm = normalize(text)
+    # Hedges and links are the writer's: a quoted record's "due to" or "may" is the record's wording.
+    norm = normalize(unquoted(text))
     if HEDGE.search(norm):
         return done("overstated", tr("offline.verifier.hedge", lang))
     # The link must be a record's own: one record stating a cause and holding what the claim says
@@ -277,7 +280,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
 
 
 def _check_hypothesis(i: int, hyp: ExecutorHypothesis, evidence: str, lang: str) -> HypothesisCheck:
-    text = normalize(hyp.hypothesis_text or "")
+    text = normalize(unquoted(hyp.hypothesis_text or ""))
     basis = (hyp.basis or "").strip()
     needed = [n for n in hyp.needed_evidence if n.strip()]
     if _CAUSAL.search(text) and not HEDGE.search(text):
