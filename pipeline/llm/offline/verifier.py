@@ -6,7 +6,9 @@ in order of severity:
 
 1. contradicted      an entity of the claim's kind sits in the cited record with another value
                      (29% where the record says 92%, order-service where it says payment-service),
-                     or the claim negates what the record shows (or shows what it negates);
+                     the claim says a service logged a record another wrote ("payment-service logged
+                     that api-gateway ..." of an api-gateway line), or the claim negates what the
+                     record shows (or shows what it negates);
 2. external_unknown  a time, number, percentage, duration, service, error code or id of the claim
                      is nowhere in the cited evidence;
 3. unsupported       no cited evidence could be found, the gatekeeper failed a rule on the claim, or
@@ -54,6 +56,7 @@ from pipeline.text.primitives import (
     synonyms,
     unquoted,
 )
+from pipeline.text.speaker import swapped_speaker
 from pipeline.verdict.payload import CitedClaim, VerifierPayload, Window
 from pipeline.verdict.policy import groundedness
 
@@ -234,6 +237,10 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     if conflict:
         kind, theirs, mine = conflict
         return done("contradicted", tr("offline.verifier.conflict", lang, kind=kind, evidence=theirs, claim=mine))
+    swapped = swapped_speaker(text, ev.anchor)
+    if swapped:
+        return done("contradicted", tr("offline.verifier.conflict", lang, kind="writer", evidence=swapped[0],
+                                       claim=swapped[1]))
     neg_claim, aff_claim = _concepts(text)
     records = [_concepts(line) for line in ev.anchor + ev.related]
     for concept in sorted(neg_claim):
