@@ -104,10 +104,12 @@ class SchemaRule(RuleKind):
         if "claims" in data and not isinstance(claims, list):
             out.findings.append(Finding("claims", msg("gk.not_array", name="claims", type=type(claims).__name__)))
         elif isinstance(claims, list):
-            if not claims and not p.allowEmptyClaims:
+            prose = _read_from_prose(context)
+            # Prose whose every statement is hedged states its guesses as hypotheses and no fact: an
+            # answer in its right shape, which only the reading into this one left without claims.
+            if not claims and not p.allowEmptyClaims and not (prose and data.get("hypotheses")):
                 out.findings.append(Finding("claims", msg("gk.claims_empty")))
             need_claim, need_binding = frozenset(p.claimRequiredFields), frozenset(p.bindingRequiredFields)
-            prose = _read_from_prose(context)
             for ci, claim in enumerate(claims):
                 if not _clean_claim(claim, need_claim, need_binding, p.supportLevels):
                     out.findings.extend(f for f in self._claim(claim_target(ci), claim, p)
