@@ -67,8 +67,11 @@ PARTIAL_COVERAGE = 0.25
 
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
 _CAUSAL = pattern(CAUSAL, ROOT_CAUSE)
-# A failure with its reason in brackets states that reason: "relocation failed (node search-2e7b-3 busy)".
-_EVIDENCE_CAUSAL = pattern(STATED_CAUSE, ROOT_CAUSE, extra=r"(?:\bfailed|失败)\s*\(")
+# A failure with its reason in brackets or after a colon states that reason ("relocation failed (node
+# search-2e7b-3 busy)", "inventory check failed: inventory-service timed out"), and a service that logs
+# what it answered to the event it reports states why it answered so ("upstream timeout: ..., returning
+# ERR_TIMEOUT").
+_EVIDENCE_CAUSAL = pattern(STATED_CAUSE, ROOT_CAUSE, extra=r"(?:\bfailed|失败)\s*[(:]|,\s*(?:returning|falling back)\b")
 
 # Concepts whose negation flips a claim: "no errors" against an ERROR record.
 _CONCEPTS: dict[str, tuple[str, ...]] = {
