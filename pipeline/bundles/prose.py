@@ -6,9 +6,14 @@ is audited, never what is shown. Each sentence or list item is one statement:
 
 - a question or a heading ("Findings:") is skipped;
 - a recommendation ("建议 ...", "check ...") is a recommended action, not a fact;
-- a hedged one ("可能", "might") is a hypothesis: a guess that says so is allowed;
+- a hedged one ("可能", "might") is a hypothesis: a guess that says so is allowed, and not refused
+  as a fact nothing backs. Its clauses before the hedge that neither hedge nor link are its basis,
+  claims like any other (a changed number in them is caught); a clause saying the records do not
+  show something ("though no record ties the two") is what it needs, and missing_info;
+- a sentence saying only that the records do not show something is missing_info;
 - anything else is a claim, one per clause as the meaning guard splits them (a causal sentence
-  whole, of type root_cause: its point is the link), bound to the records behind it:
+  whole, of type root_cause: its point is the link; a sentence whose split drops a clause holding a
+  fact whole), bound to the records behind it (a word meets its synonyms across zh/en):
   a quote it makes is bound where the gatekeeper's matcher places it best (an invented quote
   then fails the evidence rules); otherwise the record sharing most of its words and entities,
   quoted whole, plus for each id, number or code it names that this record lacks, the record that
@@ -40,12 +45,19 @@ from pipeline.core.contracts import (
 )
 from pipeline.gatekeeper.features import match_excerpt, prepare_output
 from pipeline.stages.meaning_guard import clauses, sentences
-from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE
-from pipeline.text.primitives import Entity, extract_entities, instance_shape, keywords, normalize
+from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE, UNSHOWN
+from pipeline.text.primitives import (
+    Entity,
+    extract_entities,
+    instance_shape,
+    keywords,
+    normalize,
+    quotations,
+    synonyms,
+    unquoted,
+)
 from pipeline.tools.results import read_result
 
-# A quotation the answer attributes to a tool: straight, curly, corner or back quotes.
-_QUOTE = re.compile(r'"([^"\n]{6,})"|“([^”\n]{6,})”|「([^」\n]{6,})」|`([^`\n]{6,})`')
 _ACTION = re.compile(
     r"^(?:建议|请|下一步|需要|应当|应该|可以考虑)|^(?:recommend|we recommend|suggest|consider|check|verify|investigate|"
     r"restart|roll ?back|increase|decrease|raise|lower|scale|monitor|review|next step|you should)\b", re.IGNORECASE)
@@ -88,7 +100,8 @@ def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBind
     words = frozenset(w for w in words if w not in {normalize(e.value) for e in services})
 
     def score(rec: _Record) -> int:
-        return len(wanted & rec.entities) + len(words & rec.words)
+        # A word counts in any of its forms across zh/en: "canary skipped" is the record's "金丝雀: 跳过".
+        return len(wanted & rec.entities) + sum(1 for w in words if not rec.words.isdisjoint(synonyms(w)))
 
     # Services only break ties: among records stating the same facts, the one of the named service.
     best = max(records, key=lambda r: (score(r), len(services & r.entities), -r.invocation.id, -r.number), default=None)
@@ -118,32 +131,80 @@ def _quote_bindings(quotes: list[str], invocations: list[ToolInvocation]) -> lis
     return out
 
 
+def _stated(sentence: str) -> list[str]:
+    """The parts of an unhedged sentence judged one by one. A causal sentence or one quoting a record
+    is judged whole (its point is the link, or the quote's place in it); otherwise each clause states
+    its own fact, so one added to a faithful one ("..., and the database was down") is judged. A clause
+    the split leaves out is still said: when one holds a fact ("最近 5 分钟 7 次" is too short to stand
+    alone and is dropped), the sentence is judged whole so the fact is not lost."""
+    parts = clauses(sentence)
+    kept = {e for part in parts for e in extract_entities(part)}
+    if not parts or not extract_entities(sentence) <= kept:
+        return [sentence]
+    return parts
+
+
+def _guess(sentence: str) -> tuple[list[str], list[str], list[str]]:
+    """A hedged sentence as (its facts, its guess, the gaps it admits). A clause before the hedge that
+    neither hedges nor links is what the guess rests on ("X logged p95=4.8s, so it plausibly ..."), a
+    fact like any other; from the hedge on, the clauses are the guess, but for one that says the
+    records do not show something ("though no record ties the two"), which is a gap."""
+    facts: list[str] = []
+    guess: list[str] = []
+    gaps: list[str] = []
+    for part in clauses(sentence) or [sentence]:
+        own = normalize(unquoted(part))
+        if UNSHOWN.search(own):
+            gaps.append(part)
+        elif guess or HEDGE.search(own) or CAUSAL.search(own) or ROOT_CAUSE.search(own):
+            guess.append(part)
+        else:
+            facts.append(part)
+    if not guess:  # the hedge sat in a part the split left out: the whole sentence is the guess
+        return [], [sentence], gaps
+    return facts, guess, gaps
+
+
 def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     """The answer as Executor V2 JSON: claims bound to records, hypotheses, actions."""
     records = _records(invocations)
     claims: list[Claim] = []
     hypotheses: list[Hypothesis] = []
     actions: list[RecommendedAction] = []
+    missing: list[str] = []
+
+    def claim(text: str, quotes: list[str], causal: bool) -> None:
+        bindings = _quote_bindings(quotes, invocations) if quotes else _record_bindings(text, records)
+        claims.append(Claim(claim_id=f"c{len(claims) + 1}", claim_type="root_cause" if causal else "observation",
+                            claim_text=text, support_level="direct", evidence_bindings=bindings))
+
     for sentence in sentences(answer):
-        norm = normalize(sentence)
+        # The writer's own words: a quoted record's "due to" or "may" is the record's.
+        own = normalize(unquoted(sentence))
         # A question, or a heading ("Findings:") that frames the items under it, states nothing.
         if not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")):
             continue
-        if _ACTION.match(norm):
+        quotes = quotations(sentence)
+        if _ACTION.match(own):
             actions.append(RecommendedAction(action_text=sentence, reason=""))
-        elif HEDGE.search(norm):
-            hypotheses.append(Hypothesis(hypothesis_text=sentence, basis="", needed_evidence=[]))
+        elif HEDGE.search(own):
+            # A guess that says so is allowed, judged on what it rests on; its facts are claims like any.
+            facts, guess, gaps = _guess(sentence)
+            for fact in facts:
+                claim(fact, [q for q in quotes if q in fact], causal=False)
+            # A guess with no fact of its own rests on the statement before it ("X logged p95=4.8s; that
+            # slowness plausibly ...").
+            basis = " ".join(facts) or (claims[-1].claim_text if claims and claims[-1].claim_text else "")
+            hypotheses.append(Hypothesis(hypothesis_text=" ".join(guess), basis=basis, needed_evidence=gaps))
+            missing.extend(gaps)
+        elif UNSHOWN.search(own) and not quotes:
+            missing.append(sentence)
         else:
-            quotes = [next(g for g in m.groups() if g) for m in _QUOTE.finditer(sentence)]
-            causal = CAUSAL.search(norm) or ROOT_CAUSE.search(norm)
-            # A causal sentence is judged whole (its point is the link); otherwise each clause states
-            # its own fact, so one added to a faithful one ("..., and the database was down") is judged.
-            for text in [sentence] if quotes or causal else clauses(sentence) or [sentence]:
-                bindings = _quote_bindings(quotes, invocations) if quotes else _record_bindings(text, records)
-                claims.append(Claim(claim_id=f"c{len(claims) + 1}", claim_type="root_cause" if causal else "observation",
-                                    claim_text=text, support_level="direct", evidence_bindings=bindings))
+            causal = bool(CAUSAL.search(own) or ROOT_CAUSE.search(own))
+            for text in [sentence] if quotes or causal else _stated(sentence):
+                claim(text, quotes, causal)
     output = ExecutorOutputV2(answer_version=ANSWER_VERSION, claims=claims, hypotheses=hypotheses,
-                              recommended_actions=actions, missing_info=[])
+                              recommended_actions=actions, missing_info=missing)
     # Only the fields read from the prose: a binding's defaults (source_type, digest_id) were not in it.
     written = output.model_dump(exclude_unset=True)
     return json.dumps({**written, READ_FROM_PROSE[0]: READ_FROM_PROSE[1]}, ensure_ascii=False)

@@ -44,7 +44,7 @@ from pipeline.gatekeeper.kinds import (
 # Importing the quote rules registers them: RULES, re-exported above, then holds every kind.
 from pipeline.gatekeeper.quote_rules import ExcerptEntitiesRule as ExcerptEntitiesRule
 from pipeline.gatekeeper.quote_rules import ExcerptSimilarityRule as ExcerptSimilarityRule
-from pipeline.text.primitives import keywords, normalize
+from pipeline.text.primitives import keywords, normalize, unquoted
 from pipeline.tools.registry import persisted_name
 
 _FIELD_PATH = re.compile(r"[a-z_]+(\[\])?(\.[a-z_]+(\[\])?)*")  # claims[].claim_text
@@ -104,10 +104,12 @@ class SchemaRule(RuleKind):
         if "claims" in data and not isinstance(claims, list):
             out.findings.append(Finding("claims", msg("gk.not_array", name="claims", type=type(claims).__name__)))
         elif isinstance(claims, list):
-            if not claims and not p.allowEmptyClaims:
+            prose = _read_from_prose(context)
+            # Prose whose every statement is hedged states its guesses as hypotheses and no fact: an
+            # answer in its right shape, which only the reading into this one left without claims.
+            if not claims and not p.allowEmptyClaims and not (prose and data.get("hypotheses")):
                 out.findings.append(Finding("claims", msg("gk.claims_empty")))
             need_claim, need_binding = frozenset(p.claimRequiredFields), frozenset(p.bindingRequiredFields)
-            prose = _read_from_prose(context)
             for ci, claim in enumerate(claims):
                 if not _clean_claim(claim, need_claim, need_binding, p.supportLevels):
                     out.findings.extend(f for f in self._claim(claim_target(ci), claim, p)
@@ -350,7 +352,9 @@ class HallucinationPhraseRule(RuleKind):
 
 
 def _normalized_field(path: str, context: RuleContext) -> tuple[list[tuple[str, str]], str]:
-    texts = [(target, normalize(text)) for target, text in
+    # A quoted record's words are the tool's, not the writer's speculation: a claim quoting a log
+    # line that says "may be retried" speculates nothing (an invented quote fails the evidence rules).
+    texts = [(target, normalize(unquoted(text))) for target, text in
              _field_values(context.output.raw if context.output is not None else None, path)]
     return texts, "\n".join(text for _, text in texts)
 

@@ -3,7 +3,8 @@
 The offline verifier, the composer's two guards, the offline diagnosis and the question reader all
 ask these questions of text; they read the lists here, so a word added for one is seen by all.
 Chinese words match anywhere (the script has no word boundaries); English words and phrases match
-whole, so each inflection a list means is written out ("suspect", "suspected"). A reader whose
+whole, so each inflection a list means is written out ("suspect", "suspected"). A form no fixed
+phrase spells ("makes X miss", "pushed the call past") is one of a list's `patterns`. A reader whose
 question is narrower (a sentence that hedges *or* names a gap) joins lists with `pattern`.
 The gatekeeper's negation terms are not here: they are rule parameters a tuner edits
 (rules/metadata.yaml, law 7).
@@ -22,6 +23,9 @@ class Words:
     en: tuple[str, ...]
     # Phrases that begin with one of the words yet do not mean it ("could not" is no guess).
     unless: tuple[str, ...] = ()
+    # Regular expressions over normalized text for forms with a gap in them ("makes X miss"),
+    # which no list of fixed phrases can spell.
+    patterns: tuple[str, ...] = ()
 
     @property
     def zh_alternation(self) -> str:
@@ -35,7 +39,7 @@ class Words:
 
     @property
     def alternation(self) -> str:
-        words = "|".join(p for p in (self.zh_alternation, self.en_alternation) if p)
+        words = "|".join(p for p in (self.zh_alternation, self.en_alternation, *self.patterns) if p)
         if not self.unless:
             return words
         return rf"(?!(?:{'|'.join(re.escape(w) for w in self.unless)})\b)(?:{words})"
@@ -79,7 +83,8 @@ OUTAGE = Words(
 HEDGE = Words(
     zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是"),
     en=("possibly", "possible", "possibility", "probably", "maybe", "may", "might", "could", "likely", "unlikely",
-        "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized"),
+        "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized", "plausibly",
+        "plausible", "presumably"),
     # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
     unless=("could not",),
 )
@@ -92,11 +97,33 @@ UNSETTLED = Words(
 # Names a gap in the evidence, which a sentence may do and still assert ("there are gaps, but the root
 # cause is X"): it hedges the lines under a heading, not a causal claim beside it.
 GAP = Words(zh=("缺口",), en=("gap", "gaps", "no sign", "no signs", "no logs"))
-# States that one thing brought about another.
+# Says the records do not show something: "no record ties the two", "the logs don't confirm it". A
+# clause in these words admits a gap; it states no fact to check.
+UNSHOWN = Words(
+    zh=("未显示", "没有显示", "并未显示", "没有记录", "未记录", "无记录", "未证实", "无法证实", "无法确认", "日志未", "日志没有",
+        "没有证据", "无证据", "尚无证据"),
+    en=("no record", "no records", "no evidence", "not shown",
+        "don't show", "doesn't show", "do not show", "does not show", "don't confirm", "doesn't confirm",
+        "do not confirm", "does not confirm", "not confirmed", "unconfirmed", "not proven", "ties the two",
+        "no direct evidence"),
+)
+# States that one thing brought about another, in a fixed phrase or a causative form: "makes X miss
+# its deadline", "is what holds the pool", "pushed the call past the limit".
 CAUSAL = Words(
-    zh=("导致", "造成", "引起", "引发", "归因", "原因是", "由于", "因为", "问题出在", "根源"),
-    en=("because", "cause", "causes", "caused", "causing", "due to", "led to", "lead to", "leads to", "resulted in",
-        "results in", "result in", "result of", "responsible for", "behind the", "is why", "explains"),
+    zh=("导致", "造成", "引起", "引发", "归因", "原因是", "由于", "因为", "问题出在", "根源", "使得", "致使", "以致", "从而"),
+    en=("because", "cause", "causes", "caused", "causing", "caused by", "due to", "led to", "lead to", "leads to",
+        "leading to", "resulted in", "results in", "result in", "result of", "responsible for", "behind the",
+        "is why", "explains", "explain", "triggered by", "triggering", "driven by", "owing to", "because of",
+        "as a result"),
+    patterns=(r"\b(?:is|was|are|were|be)\s+what\b", r"\bpush(?:es|ed|ing)?\b[^.;,]{0,40}?\b(?:past|over|beyond)\b",
+              r"\bmak(?:e|es|ing)\s+(?:[\w\-'./]+\s+){1,3}?(?:miss|fail|time|slow|stall|wait|exceed|hang|crash|drop)"),
+)
+# Says who wrote a record: "payment-service logged ...", "order-service 日志显示 ...". The service
+# before one of these words is the claim's speaker (pipeline.text.speaker).
+SPEAKING = Words(
+    zh=("日志显示", "日志记录", "日志里", "日志中", "日志", "记录了", "记录", "报错", "报了", "报出", "上报", "打印"),
+    en=("logged", "logs", "log", "logging", "reported", "reports", "reporting", "raised", "raises", "says", "said",
+        "wrote", "writes", "printed", "prints", "emitted", "emits", "complained"),
 )
 ROOT_CAUSE = Words(zh=("根因", "根本原因"), en=("root cause", "root-cause"))
 # How a record itself states a cause (rare in logs; a stack's "Caused by:", an alert's "原因: 节点维护驱逐",

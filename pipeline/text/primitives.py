@@ -62,6 +62,10 @@ class Entity:
 # "3,4" is two numbers).
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?"
 
+# The units a number may carry; a number with one is one quantity ("3 秒", "250ms", "4 GB"), so a
+# changed unit is a changed fact and no other pattern may take the number alone.
+_UNIT = r"ms|s|sec|seconds|秒|毫秒|分钟|min|minutes|mb|gb|kb|mib|gib|kib|b/s|rps|qps|个|次|条"
+
 # Stores many services use: as a service entity they name no one service. One of their instances
 # ("redis-cart-0", "HikariPool-1") is an instance like any other.
 _SHARED_STORE = re.compile(r"redis|mysql|postgres(?:ql)?|kafka")
@@ -117,7 +121,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     ("service", re.compile(rf"\b(?:api-gateway|{_SHARED_STORE.pattern})\b"),
      ("api-gateway", "redis", "mysql", "postgres", "kafka")),
     ("identifier", re.compile(r"\border\s+#?(\d+)\b"), ("order",)),
-    ("identifier", re.compile(r"(?:订单|请求)\s*(?:号|id)?\s*[:：#]?\s*([a-z0-9][a-z0-9\-]*)"), ("订单", "请求")),
+    # "请求 3 秒超时" is a request timing out after 3 seconds, not request 3.
+    ("identifier", re.compile(rf"(?:订单|请求)\s*(?:号|id)?\s*[:：#]?\s*([a-z0-9][a-z0-9\-]*)(?![a-z0-9\-])"
+                              rf"(?!\s*(?:{_UNIT})(?![a-z]))"), ("订单", "请求")),
     ("error_code", re.compile(r"\b(?:err|e)_[a-z0-9_]+\b"), ("_",)),
     ("error_code", re.compile(r"\b[a-z][a-z0-9]*(?:exception|error)\b"), ("exception", "error")),
     ("http_status", re.compile(r"\b(?:http|status|code)[ =:/]*([1-5]\d\d)\b"), ("http", "status", "code")),
@@ -128,7 +134,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     (
         "quantity",
         re.compile(
-            rf"({_NUM})\s*(ms|s|sec|seconds|秒|毫秒|分钟|min|minutes|mb|gb|kb|mib|gib|kib|b/s|rps|qps|个|次|条)(?![a-z])"
+            rf"({_NUM})\s*({_UNIT})(?![a-z])"
         ),
         _DIGIT,
     ),
@@ -231,6 +237,22 @@ def keywords(text: str) -> frozenset[str]:
                 if len(token) >= 2 and token not in _ZH_STOP:
                     words.add(token)
     return frozenset(words)
+
+
+# A quotation of a record: straight, curly, corner or back quotes around at least six characters
+# (fewer quote a word, not a line). What stands inside is the record's wording, not the writer's:
+# a quoted "JVM exiting due to ..." states no cause of the writer's own, a quoted "may" no guess.
+QUOTED = re.compile(r'"([^"\n]{6,})"|“([^”\n]{6,})”|「([^」\n]{6,})」|`([^`\n]{6,})`')
+
+
+def quotations(text: str) -> list[str]:
+    """The texts a sentence quotes, in reading order, marks off."""
+    return [next(g for g in m.groups() if g) for m in QUOTED.finditer(text)]
+
+
+def unquoted(text: str) -> str:
+    """The text with each quotation replaced by a space: what its writer says in their own words."""
+    return QUOTED.sub(" ", text)
 
 
 # Words that name one concept across Chinese and English (and common variants), for matching a

@@ -6,13 +6,16 @@ in order of severity:
 
 1. contradicted      an entity of the claim's kind sits in the cited record with another value
                      (29% where the record says 92%, order-service where it says payment-service),
-                     or the claim negates what the record shows (or shows what it negates);
+                     the claim says a service logged a record another wrote ("payment-service logged
+                     that api-gateway ..." of an api-gateway line), or the claim negates what the
+                     record shows (or shows what it negates);
 2. external_unknown  a time, number, percentage, duration, service, error code or id of the claim
                      is nowhere in the cited evidence;
 3. unsupported       no cited evidence could be found, the gatekeeper failed a rule on the claim, or
                      the claim's words barely occur in the evidence;
 4. overstated        a hedge (a hypothesis written as a claim), or a causal / root-cause statement
-                     whose evidence only shows co-occurrence;
+                     whose evidence only shows co-occurrence (words inside a quotation are the
+                     record's: a quoted "due to" is no link the claim makes);
 5. direct_observation / reasonable_inference by word coverage and the claim's support_level.
 """
 
@@ -52,7 +55,9 @@ from pipeline.text.primitives import (
     normalize,
     shared_store,
     synonyms,
+    unquoted,
 )
+from pipeline.text.speaker import swapped_speaker
 from pipeline.verdict.payload import CitedClaim, VerifierPayload, Window
 from pipeline.verdict.policy import groundedness
 
@@ -63,8 +68,11 @@ PARTIAL_COVERAGE = 0.25
 
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
 _CAUSAL = pattern(CAUSAL, ROOT_CAUSE)
-# A failure with its reason in brackets states that reason: "relocation failed (node search-2e7b-3 busy)".
-_EVIDENCE_CAUSAL = pattern(STATED_CAUSE, ROOT_CAUSE, extra=r"(?:\bfailed|失败)\s*\(")
+# A failure with its reason in brackets or after a colon states that reason ("relocation failed (node
+# search-2e7b-3 busy)", "inventory check failed: inventory-service timed out"), and a service that logs
+# what it answered to the event it reports states why it answered so ("upstream timeout: ..., returning
+# ERR_TIMEOUT").
+_EVIDENCE_CAUSAL = pattern(STATED_CAUSE, ROOT_CAUSE, extra=r"(?:\bfailed|失败)\s*[(:]|,\s*(?:returning|falling back)\b")
 
 # Concepts whose negation flips a claim: "no errors" against an ERROR record.
 _CONCEPTS: dict[str, tuple[str, ...]] = {
@@ -255,6 +263,10 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     if conflict:
         kind, theirs, mine = conflict
         return done("contradicted", tr("offline.verifier.conflict", lang, kind=kind, evidence=theirs, claim=mine))
+    swapped = swapped_speaker(text, ev.anchor)
+    if swapped:
+        return done("contradicted", tr("offline.verifier.conflict", lang, kind="writer", evidence=swapped[0],
+                                       claim=swapped[1]))
     neg_claim, aff_claim = _concepts(text)
     records = [_concepts(line) for line in ev.anchor + ev.related]
     for concept in sorted(neg_claim):
@@ -278,7 +290,9 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     substantive = [e for e in claim_ents if e.kind != "service"]
     if cov < PARTIAL_COVERAGE and not substantive:
         return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
-    norm = normalize(text)
+    # Hedges and links are the writer's: a quoted record's "due to" or "may" is the record's wording,
+    # and so are the ones the claim shares with its records when it copies them unquoted.
+    norm = normalize(unquoted(text))
     if _claims_own(HEDGE.regex, norm, ev_norm):
         return done("overstated", tr("offline.verifier.hedge", lang))
     # The link must be a record's own: one record stating a cause and holding what the claim says
@@ -293,7 +307,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
         return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
     # A claim that is its record's text word for word observes it, however few words it has
     # ("03-17 16:13:38.869  2227  2227 D", a sub-span of a logcat line).
-    if claim.support_level == "direct" and (cov >= DIRECT_COVERAGE or _verbatim(norm, ev.anchor)):
+    if claim.support_level == "direct" and (cov >= DIRECT_COVERAGE or _verbatim(normalize(text), ev.anchor)):
         return done("direct_observation", tr("offline.verifier.direct", lang, cov=cov))
     return done("reasonable_inference", tr("offline.verifier.inference", lang, cov=cov))
 
@@ -302,7 +316,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
 
 
 def _check_hypothesis(i: int, hyp: ExecutorHypothesis, evidence: str, lang: str) -> HypothesisCheck:
-    text = normalize(hyp.hypothesis_text or "")
+    text = normalize(unquoted(hyp.hypothesis_text or ""))
     basis = (hyp.basis or "").strip()
     needed = [n for n in hyp.needed_evidence if n.strip()]
     if _CAUSAL.search(text) and not HEDGE.search(text):

@@ -1,0 +1,207 @@
+"""A foreign agent's prose answer, judged end to end per class of fault (faithful, number or unit
+changed, service swapped through its speaker, guess as fact, hedged guess, quoted record), over a
+small world of its own: these sentences are not the foreign-answers benchmark's, which stays an
+independent yardstick (benchmarks/foreign_answers.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pipeline.bundles.check import check_bundle
+from pipeline.bundles.trace_import import read_trace
+from pipeline.bundles.trace_session import trace_bundle
+from pipeline.core.config import Settings
+from pipeline.gatekeeper import load_rules
+from pipeline.llm import make_provider
+from pipeline.text.primitives import find_entities
+from pipeline.text.speaker import speaker, writer
+
+LOGS = [
+    ("2026-03-02T08:00:01Z", "ledger-service", "ERROR", "posting batch 77 failed: write timeout after 1500ms"),
+    ("2026-03-02T08:00:02Z", "api-gateway", "ERROR",
+     "upstream ledger-service returned 503 on POST /api/ledger/post after 1502ms"),
+    ("2026-03-02T08:00:05Z", "ledger-service", "WARN", "G1 Old gc pause 2.4s, heap after gc 88%"),
+    ("2026-03-02T08:00:09Z", "ledger-service", "ERROR",
+     "JVM shutting down due to fatal disk error, pod will be restarted"),
+    ("2026-03-02T08:00:12Z", "ledger-service", "WARN", "replica lag usually under 1s, now 12.5s"),
+    ("2026-03-02T08:00:20Z", "search-service", "WARN", "slow request within SLO: GET /api/search took 900ms"),
+]
+ALERTS = [
+    {"alertname": "LedgerDiskFull", "service": "ledger-service", "severity": "critical", "status": "firing",
+     "startsAt": "2026-03-02T07:58:00Z", "endsAt": None, "description": "磁盘使用率: 91.5%, 最近10分钟次数: 3",
+     "labels": {"alertname": "LedgerDiskFull", "service": "ledger-service", "severity": "critical"}},
+    {"alertname": "DeploymentFinished", "service": "ledger-service", "severity": "info", "status": "resolved",
+     "startsAt": "2026-03-02T07:40:00Z", "endsAt": None, "description": "发布完成: ledger-service, 版本: v3.1.0, 金丝雀: 跳过",
+     "labels": {"alertname": "DeploymentFinished", "service": "ledger-service", "severity": "info"}},
+]
+VERIFIED = {"direct_observation", "reasonable_inference"}
+
+
+def _attr(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _trace(answer: str) -> str:
+    """An OTLP/JSON trace as an agent exports it: the answer on its root, the logs and alerts on two tool spans."""
+    logs = json.dumps({"logs": [{"timestamp": t, "service": s, "level": lv, "message": m} for t, s, lv, m in LOGS],
+                       "total": len(LOGS), "truncated": False})
+    alerts = json.dumps({"alerts": ALERTS, "total": len(ALERTS)}, ensure_ascii=False)
+    root = {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "agent", "startTimeUnixNano": "1", "endTimeUnixNano": "9",
+            "attributes": [_attr("openinference.span.kind", "AGENT"), _attr("input.value", "Why do ledger posts fail?"),
+                           _attr("output.value", answer)]}
+    tools = [{"traceId": "ab" * 16, "spanId": f"{i:016x}", "parentSpanId": root["spanId"], "name": name,
+              "startTimeUnixNano": str(2 * i), "endTimeUnixNano": str(2 * i + 1),
+              "attributes": [_attr("openinference.span.kind", "TOOL"), _attr("tool.name", name),
+                             _attr("tool.parameters", "{}"), _attr("output.value", output)]}
+             for i, (name, output) in enumerate((("query_logs", logs), ("query_metrics", alerts)), start=2)]
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "other-agent")]},
+                                          "scopeSpans": [{"spans": [root, *tools]}]}]}, ensure_ascii=False)
+
+
+@dataclass
+class Judged:
+    claims: list[dict[str, Any]]  # the statements read as claims, as the prose reader wrote them
+    checks: list[str]
+    hypotheses: list[dict[str, Any]]
+    hypothesis_checks: list[str]
+    missing_info: list[str]
+    failed_rules: list[str]
+
+    @property
+    def flagged(self) -> bool:
+        """As the benchmark counts it: a claim not verified, a rule failed, or a guess stated as fact."""
+        return (any(c not in VERIFIED for c in self.checks) or bool(self.failed_rules)
+                or "overstated_as_fact" in self.hypothesis_checks)
+
+
+@pytest.fixture
+def judge(settings: Settings) -> Any:
+    rules, provider = load_rules(settings.rules_dir), make_provider(settings)
+
+    def run(answer: str) -> Judged:
+        bundle, form = trace_bundle(read_trace(_trace(answer), 10**7, 10**6))
+        assert form == "prose"
+        ev = check_bundle(bundle, settings=settings, rules=rules, provider=provider)
+        read = json.loads(bundle.executor_raw_output)
+        return Judged(read["claims"], [c.verification for c in ev.verifier_output.claim_checks], read["hypotheses"],
+                      [h.verification for h in ev.verifier_output.hypothesis_checks], read["missing_info"],
+                      list(ev.gatekeeper_result.failed_rules))
+
+    return run
+
+
+# --- faithful ----------------------------------------------------------------------------------
+
+
+def test_a_paraphrase_in_other_units_is_kept(judge: Any) -> None:
+    assert not judge("ledger-service failed to post batch 77 after a write timeout of 1.5 s.").flagged
+
+
+def test_a_speaker_who_wrote_the_record_is_kept(judge: Any) -> None:
+    assert not judge("api-gateway logged that upstream ledger-service returned 503 on POST /api/ledger/post.").flagged
+
+
+def test_an_english_statement_binds_to_a_chinese_record_through_synonyms(judge: Any) -> None:
+    judged = judge("ledger-service v3.1.0 was deployed with the canary skipped.")
+    assert judged.checks == ["direct_observation"]
+    assert "DeploymentFinished" in judged.claims[0]["evidence_bindings"][0]["evidence_excerpt"]
+
+
+# --- number or unit changed --------------------------------------------------------------------
+
+
+def test_a_changed_number_is_caught(judge: Any) -> None:
+    assert "contradicted" in judge("ledger-service failed to post batch 77 after a write timeout of 2500ms.").checks
+
+
+def test_a_changed_unit_is_caught(judge: Any) -> None:
+    assert "contradicted" in judge("ledger-service failed to post batch 77 after a write timeout of 1500 s.").checks
+
+
+def test_a_number_with_its_unit_is_one_quantity_not_an_id() -> None:
+    assert [(e.kind, e.value) for e in find_entities("结算请求 2 秒超时")] == [("quantity", "2s")]
+    assert [(e.kind, e.value) for e in find_entities("请求号: 2 失败")] == [("identifier", "2")]
+
+
+def test_a_count_in_a_clause_too_short_to_stand_alone_is_still_judged(judge: Any) -> None:
+    assert judge("LedgerDiskFull 告警 91.5%，最近 10 分钟 4 次。").flagged
+    assert not judge("LedgerDiskFull 告警 91.5%，最近 10 分钟 3 次。").flagged
+
+
+# --- service swapped through the speaker -------------------------------------------------------
+
+
+def test_a_record_retold_in_another_services_voice_is_contradicted(judge: Any) -> None:
+    judged = judge("ledger-service logged that upstream api-gateway returned 503 on POST /api/ledger/post after 1502ms.")
+    assert judged.checks == ["contradicted"]
+
+
+def test_a_chinese_speaker_swap_is_contradicted(judge: Any) -> None:
+    assert judge("search-service 日志显示 posting batch 77 failed: write timeout after 1500ms。").checks == ["contradicted"]
+
+
+def test_speaker_and_writer_are_read_from_their_own_places() -> None:
+    assert speaker("cart-service's log shows a timeout from pricing-service") == "cart-service"
+    assert speaker('the gateway quoted "cart-service logged a retry" verbatim') is None
+    assert speaker("pricing-service timed out") is None
+    assert writer("2026-03-02T08:00:02Z api-gateway ERROR upstream cart-service error: 502") == "api-gateway"
+    assert writer("2026-03-02T08:00:02Z ERROR cart-service retry 2/3") == "cart-service"
+    assert writer("alertname=X service=cart-service severity=warning X cart-service p99 2s") == "cart-service"
+    assert writer("upstream cart-service error: 502 after 1s") is None
+
+
+# --- guess as fact and hedged guess ------------------------------------------------------------
+
+
+def test_a_causative_link_no_record_states_is_caught(judge: Any) -> None:
+    assert judge("The 2.4s gc pauses make ledger-service miss its 1500ms write deadline.").checks == ["overstated"]
+    assert judge("The 503 errors on POST /api/ledger/post were triggered by the 2.4s gc pause.").checks == ["overstated"]
+
+
+def test_the_same_link_hedged_is_a_hypothesis_not_a_failed_answer(judge: Any) -> None:
+    judged = judge("The 2.4s gc pauses probably make ledger-service miss its 1500ms write deadline.")
+    assert (judged.claims, judged.failed_rules) == ([], [])
+    assert judged.hypothesis_checks and "overstated_as_fact" not in judged.hypothesis_checks
+    assert not judged.flagged
+
+
+def test_a_hedged_sentence_keeps_its_fact_as_a_claim_and_its_gap_as_missing_info(judge: Any) -> None:
+    judged = judge("ledger-service paused 2.4s in gc, which plausibly explains the write timeout, "
+                   "though no record ties the two together.")
+    assert [c["claim_text"] for c in judged.claims] == ["ledger-service paused 2.4s in gc"]
+    assert judged.hypotheses[0]["basis"] == "ledger-service paused 2.4s in gc"
+    assert judged.missing_info == ["though no record ties the two together."]
+    assert not judged.flagged
+    # The fact part is judged like any claim: a changed number in it is still caught.
+    assert judge("ledger-service paused 3.4s in gc, which plausibly explains the write timeout.").flagged
+
+
+# --- quoted records ----------------------------------------------------------------------------
+
+
+def test_a_quoted_record_saying_due_to_states_no_cause_of_the_writer(judge: Any) -> None:
+    judged = judge('ledger-service wrote "JVM shutting down due to fatal disk error, pod will be restarted".')
+    assert judged.claims[0]["claim_type"] == "observation"
+    assert not judged.flagged
+
+
+def test_a_speculative_word_inside_a_quoted_record_is_not_the_writers(judge: Any) -> None:
+    assert not judge('ledger-service warned "replica lag usually under 1s, now 12.5s".').flagged
+    assert "claim.hallucination_phrases" in judge("Replica lag on ledger-service is usually 12.5s.").failed_rules
+
+
+def test_a_sentence_admitting_a_gap_is_missing_info_not_a_claim(judge: Any) -> None:
+    judged = judge("Batch 77 failed on a 1500ms write timeout. No record shows why the disk filled.")
+    assert judged.missing_info == ["No record shows why the disk filled."]
+    assert [c["claim_text"] for c in judged.claims] == ["Batch 77 failed on a 1500ms write timeout"]
+    assert not judged.flagged
+
+
+def test_a_cause_the_record_states_in_its_own_failed_form_is_kept(judge: Any) -> None:
+    judged = judge("Batch 77 failed to post because of a 1500ms write timeout.")
+    assert [c["claim_type"] for c in judged.claims] == ["root_cause"]
+    assert not judged.flagged
