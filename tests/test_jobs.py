@@ -25,7 +25,7 @@ from pipeline.jobs.local import LocalQueue
 from pipeline.jobs.records import get_job
 from pipeline.jobs.tasks import run_diagnosis
 from pipeline.store import Store
-from pipeline.store.lease import events, reap
+from pipeline.store.lease import ended, events, reap, rerun_session
 from pipeline.store.schema import DiagnosisSession
 from tests.stub_openai import PipelineModel, StubOpenAI, StubReply
 
@@ -84,6 +84,20 @@ def test_a_lapsed_lease_is_interrupted_at_its_stage_and_runs_again_as_a_new_sess
     new = store.get_session(again)
     assert (new["status"], new["rerun_of"], new["question"]) == ("completed", sid, QUESTION)
     assert store.get_session(sid)["status"] == "interrupted"  # the first attempt stays as it ended
+
+
+def test_a_session_has_ended_for_the_queue_only_when_no_rerun_of_it_is_under_way(settings: Settings,
+                                                                                    store: Store) -> None:
+    """What the PostgreSQL worker's orphan sweep retries (pipeline.jobs.pg): a job still `doing`
+    for a session that ended, and no rerun of it queued or running."""
+    done = store.create_session(question=QUESTION, world=None, shape="split", provider="offline", model="x")
+    store.update_session(done, status="completed")
+    failed = store.create_session(question=QUESTION, world=None, shape="split", provider="offline", model="x")
+    store.update_session(failed, status="failed")
+    running = store.create_session(question=QUESTION, world=None, shape="split", provider="offline", model="x")
+    assert ended(store, [done, failed, running, "s-none"]) == {done, failed}
+    rerun_session(store, failed, owned=False)  # its retry is under way: the job is not an orphan
+    assert ended(store, [done, failed, running]) == {done}
 
 
 def test_a_pool_that_dies_leaves_its_queued_rows_to_the_reaper(settings: Settings, store: Store) -> None:

@@ -24,7 +24,7 @@ from pipeline.core.errors import ConfigError, StoreError
 from pipeline.jobs.tasks import TASKS, TransientJobError
 from pipeline.store import Store
 from pipeline.store.engine import display_url, failure_reason
-from pipeline.store.lease import live, reap
+from pipeline.store.lease import ended, live, reap
 
 log = logging.getLogger(__name__)
 QUEUE = "workbench"
@@ -107,6 +107,7 @@ def _stalled_after(settings: Settings) -> float:
 
 async def _reap_forever(app: procrastinate.App, settings: Settings, store: Store) -> None:
     lease = settings.jobs.lease_s
+    orphans: dict[int, float] = {}  # job id -> when it was first seen `doing` for an ended ref
     while True:
         try:
             lost = await asyncio.to_thread(reap, store, lease)
@@ -121,9 +122,27 @@ async def _reap_forever(app: procrastinate.App, settings: Settings, store: Store
                     continue
                 log.warning("retrying job %s left running by a stopped worker", job.id)
                 await app.job_manager.retry_job(job)
+            orphans = await _retry_orphans(app, store, lease, orphans)
         except Exception:  # noqa: BLE001 - a database blip must not stop the worker; next round retries
             log.exception("reaper round failed")
         await asyncio.sleep(settings.jobs.heartbeat_s)
+
+
+async def _retry_orphans(app: procrastinate.App, store: Store, lease: float, seen: dict[int, float]) -> dict[int, float]:
+    """A live worker whose write of a job's outcome failed (the database went down as the job
+    ended) leaves it `doing` for ever: its beats resume, so it never stalls. A job `doing` for a
+    session or job row that has ended, with no rerun of it under way, for a whole lease, is retried;
+    the retry finds the session ended (completed: nothing runs; failed: its one rerun)."""
+    doing = [j for j in await app.job_manager.list_jobs_async(queue=QUEUE, status="doing") if j.id is not None]
+    gone = await asyncio.to_thread(ended, store, [str(j.task_kwargs.get("ref")) for j in doing])
+    now = asyncio.get_running_loop().time()
+    still = {j.id: seen.get(j.id, now) for j in doing if str(j.task_kwargs.get("ref")) in gone}
+    for job in doing:
+        if job.id in still and now - still[job.id] >= lease:
+            log.warning("retrying job %s whose outcome was never written (its session has ended)", job.id)
+            await app.job_manager.retry_job(job)
+            del still[job.id]
+    return still
 
 
 async def _serve(app: procrastinate.App, settings: Settings, store: Store, concurrency: int) -> None:

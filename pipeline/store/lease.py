@@ -129,6 +129,20 @@ def live(store: Store, ids: list[str], lease_s: float) -> set[str]:
     return found
 
 
+def ended(store: Store, ids: list[str]) -> set[str]:
+    """Which of these sessions and job rows have ended with no rerun of theirs queued or running:
+    a queue job still `doing` for one lost its worker's last write to the queue."""
+    with _reading(store) as db:
+        rerunning = select(DiagnosisSession.rerun_of).where(DiagnosisSession.rerun_of.in_(ids),
+                                                             DiagnosisSession.status.in_(("queued", "running")))
+        found = set(db.execute(select(DiagnosisSession.id).where(
+            DiagnosisSession.id.in_(ids), DiagnosisSession.status.in_(TERMINAL),
+            DiagnosisSession.id.not_in(rerunning))).scalars())
+        found.update(db.execute(select(JobRow.id).where(
+            JobRow.id.in_(ids), JobRow.status.not_in(("queued", "running")))).scalars())
+    return found
+
+
 def rerun_session(store: Store, session_id: str, *, owned: bool) -> str:
     """A new queued session asking the same question with the same trigger (and group key); the
     old row stays as it ended (its partial audit chain is evidence of what happened)."""
