@@ -133,15 +133,18 @@ async def _retry_orphans(app: procrastinate.App, store: Store, lease: float, see
     ended) leaves it `doing` for ever: its beats resume, so it never stalls. A job `doing` for a
     session or job row that has ended, with no rerun of it under way, for a whole lease, is retried;
     the retry finds the session ended (completed: nothing runs; failed: its one rerun)."""
-    doing = [j for j in await app.job_manager.list_jobs_async(queue=QUEUE, status="doing") if j.id is not None]
+    doing = await app.job_manager.list_jobs_async(queue=QUEUE, status="doing")
     gone = await asyncio.to_thread(ended, store, [str(j.task_kwargs.get("ref")) for j in doing])
     now = asyncio.get_running_loop().time()
-    still = {j.id: seen.get(j.id, now) for j in doing if str(j.task_kwargs.get("ref")) in gone}
+    still: dict[int, float] = {}
     for job in doing:
-        if job.id in still and now - still[job.id] >= lease:
-            log.warning("retrying job %s whose outcome was never written (its session has ended)", job.id)
-            await app.job_manager.retry_job(job)
-            del still[job.id]
+        if job.id is None or str(job.task_kwargs.get("ref")) not in gone:
+            continue
+        if now - seen.get(job.id, now) < lease:
+            still[job.id] = seen.get(job.id, now)
+            continue
+        log.warning("retrying job %s whose outcome was never written (its session has ended)", job.id)
+        await app.job_manager.retry_job(job)
     return still
 
 
