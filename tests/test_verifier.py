@@ -209,6 +209,17 @@ def test_a_claim_that_is_its_records_text_is_a_direct_observation(quote: str) ->
     assert c.verification == "direct_observation", c.detail
 
 
+@pytest.mark.parametrize(("text", "verification"), [
+    # a number stated less precisely than the record is its rounding, not a new number
+    ("payment-service request timeout after 5 s.", "direct_observation"),
+    ("payment-service request timeout after 6 s.", "contradicted"),
+    ("payment-service request timeout after 5.31 s.", "contradicted"),
+])
+def test_a_rounded_number_is_the_records_and_a_changed_one_is_not(text: str, verification: str) -> None:
+    [c] = check_of(claim("c1", text, "request timeout after 5300ms"))
+    assert c.verification == verification, c.detail
+
+
 def test_root_cause_without_stated_cause_is_overstated():
     [c] = check_of(claim("c1", "payment-service CPU 使用率过高。", "CPU使用率过高: 92.0%", ctype="root_cause"))
     assert c.verification == "overstated"

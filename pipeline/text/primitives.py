@@ -12,6 +12,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 
 from pipeline.text import segment
@@ -210,6 +211,35 @@ def entity_values(text: str) -> set[str]:
         if ent.kind in ("percentage", "quantity"):
             values.add(re.sub(r"[^\d.]", "", ent.value.rstrip("s")) if ent.kind == "quantity" else ent.value)
     return values
+
+
+_NUMBER_UNIT = re.compile(r"(\d+(?:\.\d+)?)([a-z%]*)")
+# A number said with a scale word: "4.8 million rows", "约 480 万行".
+_SCALED = re.compile(r"(\d+(?:\.\d+)?)\s*(thousand|million|billion|k|mn|bn|万|亿)(?![a-z])")
+_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "万": 1e4, "亿": 1e8}
+
+
+def scales(text: str) -> dict[str, float]:
+    """The numbers of a text said with a scale word, and the scale: {"4.8": 1e6} of "4.8 million"."""
+    return {m.group(1): _SCALES[m.group(2)] for m in _SCALED.finditer(normalize(text))}
+
+
+def rounds_to(claimed: str, recorded: str, scale: float = 1.0) -> bool:
+    """Whether a record's value (an entity value: "12.124s", "97.6", "4812331"), rounded to the
+    precision the claim states it with, is the claim's: "12.1s" of 12124 ms, 98 (%) of 97.6,
+    4.8 (million) of 4812331. A claim as precise as the record, or more, is not a rounding of it."""
+    mine, theirs = _NUMBER_UNIT.fullmatch(claimed), _NUMBER_UNIT.fullmatch(recorded)
+    if not mine or not theirs or mine.group(2) != theirs.group(2):
+        return False
+    places = len(mine.group(1).partition(".")[2])
+    if scale == 1.0 and places >= len(theirs.group(1).partition(".")[2]):
+        return False
+    try:
+        step = Decimal(1).scaleb(-places) * Decimal(scale)
+        value = Decimal(mine.group(1)) * Decimal(scale)
+        return value > 0 and (Decimal(theirs.group(1)) / step).to_integral_value(ROUND_HALF_UP) * step == value
+    except InvalidOperation:
+        return False
 
 
 _EN_STOP = frozenset(

@@ -53,6 +53,8 @@ from pipeline.text.primitives import (
     instance_shape,
     keywords,
     normalize,
+    rounds_to,
+    scales,
     shared_store,
     synonyms,
     unquoted,
@@ -99,6 +101,10 @@ _CONFLICT_KINDS = frozenset({"service", "instance", "percentage", "error_code", 
 
 
 
+# Entity kinds a claim may state rounded ("12.1 s" of 12124 ms, "98%" of 97.6%).
+_ROUNDED_KINDS = frozenset({"number", "quantity", "percentage", "duration"})
+
+
 # --- text helpers ------------------------------------------------------------------------------
 
 
@@ -124,11 +130,16 @@ def _entities(text: str) -> frozenset[Entity]:
     return frozenset(out)
 
 
-def _present(ent: Entity, values: set[str]) -> bool:
+def _present(ent: Entity, values: set[str], scaled: dict[str, float] | None = None) -> bool:
+    """Whether the evidence holds the claim's entity: the value itself, a quantity's bare number,
+    or a number the claim rounds ("12.1 s" of 12124 ms; "4.8 million" with its scale in `scaled`)."""
     if ent.value in values:
         return True
     # "245个" in a claim is the bare 245 of "线程数: 245" in the record.
-    return ent.kind == "quantity" and re.sub(r"[^\d.]", "", ent.value) in values
+    if ent.kind == "quantity" and re.sub(r"[^\d.]", "", ent.value) in values:
+        return True
+    scale = (scaled or {}).get(ent.value, 1.0)
+    return ent.kind in _ROUNDED_KINDS and any(rounds_to(ent.value, v, scale) for v in values)
 
 
 def _values(text: str) -> set[str]:
@@ -232,7 +243,8 @@ def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> 
             swapped = _swapped_instance(mine, theirs)
             if swapped:
                 return kind, *swapped
-        elif theirs and not mine & theirs:
+        elif theirs and not mine & theirs and not any(rounds_to(m, t) for m in mine for t in theirs
+                                                      if kind in _ROUNDED_KINDS):
             return kind, "/".join(sorted(theirs)), "/".join(sorted(mine))
     return None
 
@@ -278,7 +290,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
             return done("contradicted", tr("offline.verifier.negation", lang, concept=concept))
 
     values = _values(ev.text)
-    missing = [e.value for e in sorted(claim_ents) if not _present(e, values)]
+    missing = [e.value for e in sorted(claim_ents) if not _present(e, values, scales(text))]
     missing += sorted(_times(text) - _times(ev.text))
     if missing:
         return done("external_unknown", tr("offline.verifier.external", lang, items=", ".join(missing)))
