@@ -16,7 +16,10 @@ first batch's misses had been fixed in the engine, so its line shows how far tho
 held-out-2 likewise after instances were told from services, held-out-3 (instances of every shape,
 right and swapped) before instance swaps were fixed, and held-out-4 (faithful answers that paraphrase,
 small number changes, quotes no record holds, guesses with and without a hedge, near-name and
-victim/culprit swaps) from the records alone, before any engine change for it. The last line counts the answers
+victim/culprit swaps) from the records alone, before any engine change for it, and held-out-5 (other agents'
+styles: markdown, bullets, timelines, rounded and converted numbers, ranges, backtick quotes that hold a cause,
+hedges and stated gaps, beside wrong writers, wrong pods, unstated links and causes no fed record holds) likewise,
+from the WARN/ERROR logs and alerts alone. The last line counts the answers
 whose findings blame the schema (none should: the shape is the prose reader's, not the agent's).
 """
 
