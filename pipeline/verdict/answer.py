@@ -91,8 +91,6 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
         return tr("answer.why_intent", language, text=_item(lead.text))
     if lead.kind == "why_open" and lead.statement == "event":
         return tr("answer.why_event", language, text=_item(lead.text))
-    if lead.kind == "why_open" and lead.statement == "unseen":
-        return tr("answer.why_unseen", language, words=lead.subject, text=_item(lead.text))
     if lead.kind == "why_open":
         other = tr("answer.instead_likely", language, text=_item(lead.instead)) if lead.instead else ""
         return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text)) + other

@@ -279,11 +279,16 @@ def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation]) -
         for r in records(inv):
             if (scope.services and r.service not in scope.services) or r.warns or r.alert:
                 continue
-            held = sum(1 for w in scope.event if any(s in r.text for s in synonyms(w)))
+            held = sum(1 for w in scope.event if any(_holds(r.text, s) for s in synonyms(w)))
             at = r.at.timestamp() if r.at else float("inf")
             if held >= need and (best is None or (held, -at) > (best[0], -best[1])):
                 best = (held, at, r)
     return best[2] if best else None
+
+
+def _holds(text: str, word: str) -> bool:
+    """A word in a record's text: whole, for a Latin one ("day" is not in "today"), anywhere for Chinese."""
+    return bool(re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text)) if word.isascii() else word in text
 
 
 def _cause_records(cause: Cause, invocations: Sequence[ToolInvocation]) -> list[Record]:
@@ -296,21 +301,16 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
                invocations: Sequence[ToolInvocation]) -> FormCoverage | None:
     """A why about one happening (scope.event) is answered only by a cause of that happening: not
     by the happening itself ("why did the rules change?" answered "the rules changed"), and not by
-    a fault whose records all come after it, and not at all when no record holds any of its words.
-    None: a record of it holds some of its words but not most, or no cause to weigh (the plain why
-    reading decides)."""
+    a fault whose records all come after it, nor by one that does not speak of what happened. None:
+    no record of it, or no cause to weigh (the plain why reading decides: "why is cart-service
+    acting up?" names no happening a record could hold)."""
     if not scope.event:
         return None
     event = _event_record(scope, invocations)
     present = [c for c in coverage if c.status == "answered"]
     row = present[0] if present else (coverage[0] if coverage else None)
     if event is None:
-        # Not one of its words in any record of the asked services: the happening itself is
-        # unseen, and a cause found for something else does not answer why it happened.
-        seen = any(s in r.text for inv in invocations for r in records(inv)
-                   if not scope.services or r.service in scope.services
-                   for w in scope.event for s in synonyms(w))
-        return None if seen else _row("why", "not_answered", row, msg("form.event_unseen", words=", ".join(scope.event)))
+        return None
     given = cause_for(present[0], found, evidence) if present else ((found[0], "") if found else None)
     if given is None:
         return None

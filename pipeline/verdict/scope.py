@@ -269,11 +269,14 @@ _WHY_FRAME = frozenset(
     "off bad badly messed mess funky janky glitch glitching glitchy go goes went gone going hang hangs hung "
     "hanging stuck freeze frozen freezing stall stalled stalling unhappy sick angry red unstable unhealthy "
     "degraded degrading flapping flap trouble troubles having giving screwed busted toast tipped "
-    # Words that only say when it began ("why did X start failing?").
+    # Words that only say when or how much ("why did X start failing?", "why so flaky lately?").
+    "lately recently today tonight yesterday day days week morning again so such very much af "
+    "flow fire fit throwing spamming noisy loud acting crazy nuts wild haywire bonkers mad drama mood "
     "start started starting begin began begun kick kicked kicking off trigger triggered launch launched "
     "为什么 为啥 为何 原因 咋回事 怎么回事 怎么 怎么了 什么 导致 引起 故障 问题 出问题 这次 这个 那个 突然 一直 现在 "
     "又 还 会 老是 总是 到底 究竟 呢 吗 啊 呀 挂 挂了 崩 崩了 抽风 拉胯 卡 卡了 不行 不对 不正常 异常 出毛病 毛病 "
-    "炸 炸了 不稳定 有点 出事 出事儿 坏 坏了 掉链子 翻车 扑街".split())
+    "炸 炸了 不稳定 有点 出事 出事儿 坏 坏了 掉链子 翻车 扑街 今天 昨天 最近 这么 那么 这样 怪怪的 奇怪 不太 对劲 "
+    "不对劲 状况 服务 老出 一下 好像 感觉".split())
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|排查|什么问题|什么导致|啥导致")
