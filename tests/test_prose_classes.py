@@ -111,6 +111,29 @@ def test_an_english_statement_binds_to_a_chinese_record_through_synonyms(judge: 
     assert "DeploymentFinished" in judged.claims[0]["evidence_bindings"][0]["evidence_excerpt"]
 
 
+def test_a_markdown_answer_is_read_by_its_statements_not_its_labels(judge: Any) -> None:
+    """Labels and headings ("**TL;DR**", "Short answer:", "**Timeline (UTC)**") are layout; a
+    timeline's "08:00:01:" is a clock time; "503s" are responses; a range over records holds."""
+    answer = ("**TL;DR** ledger-service cannot post batch 77.\n"
+              "**Timeline (UTC)**\n"
+              "- 08:00:01: ledger-service posting batch 77 failed with a write timeout after 1500ms\n"
+              "- 08:00:02: api-gateway got ledger-service 503s on POST /api/ledger/post\n"
+              "Short answer: G1 Old gc pauses of about 2-3 s on ledger-service.")
+    judged = judge(answer)
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks))
+
+
+def test_a_range_no_record_falls_in_is_caught(judge: Any) -> None:
+    assert judge("ledger-service G1 Old gc pauses of 5-8 s.").flagged
+    assert judge("ledger-service failed to post batch 77 after a write timeout of 1-1.2 s.").flagged
+
+
+def test_sizes_compare_across_units_and_a_status_plural_is_no_duration() -> None:
+    assert {(e.kind, e.value) for e in find_entities("heap 97% of 4 GB")} == {("percentage", "97"), ("quantity", "4096mb")}
+    assert [(e.kind, e.value) for e in find_entities("maxmemory=4096MB")] == [("quantity", "4096mb")]
+    assert [(e.kind, e.value) for e in find_entities("order-service 500s at the gateway")][-1] == ("http_status", "500")
+
+
 # --- number or unit changed --------------------------------------------------------------------
 
 

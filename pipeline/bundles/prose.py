@@ -62,6 +62,13 @@ _ACTION = re.compile(
     r"^(?:建议|请|下一步|需要|应当|应该|可以考虑)|^(?:recommend|we recommend|suggest|consider|check|verify|investigate|"
     r"restart|roll ?back|increase|decrease|raise|lower|scale|monitor|review|next step|you should)\b", re.IGNORECASE)
 _MAX_BINDINGS = 3
+# A label that frames what follows it ("**Summary:** ...", "**TL;DR** ...", "Short answer: ...", "结论：")
+# or a heading alone ("**Timeline (UTC)**"): the writer's layout, not a statement.
+_LABEL = re.compile(
+    r"^(?:#+\s*)?(?:\*\*[^*\n]{1,40}\*\*\s*[:：]?|__[^_\n]{1,40}__\s*[:：]?"
+    r"|(?:tl;?dr|short answer|in short|bottom line|summary|answer|what's failing|what is failing|impact|timeline"
+    r"|findings|evidence|status|结论|总结|简而言之|简单说|一句话|现象|影响|时间线)(?:\s*\([^)]{0,30}\))?\s*[:：])\s*",
+    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -165,6 +172,17 @@ def _guess(sentence: str) -> tuple[list[str], list[str], list[str]]:
     return facts, guess, gaps
 
 
+def _unlabelled(sentence: str) -> str:
+    """The sentence without the label that leads it, unless the label hedges or names a cause
+    ("**Root cause (likely):** ..." is a guess, and says so), and without markdown emphasis."""
+    sentence = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", sentence)  # a list item's marker
+    m = _LABEL.match(sentence)
+    label = m.group(0) if m else ""
+    keep = label and (HEDGE.search(normalize(label)) or ROOT_CAUSE.search(normalize(label)) or CAUSAL.search(normalize(label)))
+    rest = sentence if keep else sentence[len(label):]
+    return re.sub(r"\*\*|__", "", rest).strip()
+
+
 def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     """The answer as Executor V2 JSON: claims bound to records, hypotheses, actions."""
     records = _records(invocations)
@@ -178,7 +196,8 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
         claims.append(Claim(claim_id=f"c{len(claims) + 1}", claim_type="root_cause" if causal else "observation",
                             claim_text=text, support_level="direct", evidence_bindings=bindings))
 
-    for sentence in sentences(answer):
+    # A label leads a line ("**TL;DR** ..."): taken off before the line is cut into sentences.
+    for sentence in sentences("\n".join(map(_unlabelled, answer.splitlines()))):
         # The writer's own words: a quoted record's "due to" or "may" is the record's.
         own = normalize(unquoted(sentence))
         # A question, or a heading ("Findings:") that frames the items under it, states nothing.

@@ -130,6 +130,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     ("http_status", re.compile(r"\b(?:http|status|code)[ =:/]*([1-5]\d\d)\b"), ("http", "status", "code")),
     # Bounded by ASCII alone: "5xx比例" is 5xx, as Unicode's \b would not split it from the Chinese.
     ("http_status", re.compile(r"(?<![a-z0-9])([1-5]xx)(?![a-z0-9])"), ("xx",)),
+    # "order-service 500s", "the gateway is 503ing": responses of that status, not 500 seconds.
+    ("http_status", re.compile(r"(?<![\w.])([45]\d\d)(?:s|ing|ed)(?![a-z0-9])"), _DIGIT),
     ("version", re.compile(r"\bv\d+(?:\.\d+){1,3}\b"), ("v",)),
     ("percentage", re.compile(rf"({_NUM})\s*%"), ("%",)),
     (
@@ -143,8 +145,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     ("number", re.compile(rf"(?<![\w.])({_NUM})(?![\w%]|\.\d)"), _DIGIT),
 ]
 
-_UNIT_SECONDS = {"ms": 0.001, "毫秒": 0.001, "s": 1.0, "sec": 1.0, "seconds": 1.0, "秒": 1.0,
-                 "min": 60.0, "minutes": 60.0, "分钟": 60.0}
+UNIT_SECONDS = {"ms": 0.001, "毫秒": 0.001, "s": 1.0, "sec": 1.0, "seconds": 1.0, "秒": 1.0,
+                "min": 60.0, "minutes": 60.0, "分钟": 60.0}
+# 4 GB and 4096 MB are the same size; compare in MB.
+_UNIT_MB = {"kb": 1 / 1024, "kib": 1 / 1024, "mb": 1.0, "mib": 1.0, "gb": 1024.0, "gib": 1024.0}
 
 
 def _num(text: str) -> str:
@@ -153,9 +157,11 @@ def _num(text: str) -> str:
 
 
 def _quantity(value: str, unit: str) -> str:
-    if unit in _UNIT_SECONDS:
+    if unit in UNIT_SECONDS:
         # 5300ms and 5.3s are the same duration; compare in seconds.
-        return f"{_num(str(round(float(value.replace(',', '')) * _UNIT_SECONDS[unit], 6)))}s"
+        return f"{_num(str(round(float(value.replace(',', '')) * UNIT_SECONDS[unit], 6)))}s"
+    if unit in _UNIT_MB:
+        return f"{_num(str(round(float(value.replace(',', '')) * _UNIT_MB[unit], 6)))}mb"
     return f"{_num(value)}{unit}"
 
 
@@ -206,10 +212,14 @@ def extract_entities(text: str) -> frozenset[Entity]:
 def entity_values(text: str) -> set[str]:
     """All entity values of a text, numbers included in every unit-free form they could take."""
     values: set[str] = set()
-    for ent in extract_entities(text):
+    for ent in find_entities(text):
         values.add(ent.value)
-        if ent.kind in ("percentage", "quantity"):
-            values.add(re.sub(r"[^\d.]", "", ent.value.rstrip("s")) if ent.kind == "quantity" else ent.value)
+        if ent.kind == "quantity":
+            # Its number as converted ("5.3" of 5300ms) and as written ("14" of "14.0 GB").
+            values.add(re.sub(r"[^\d.]", "", ent.value.rstrip("s")))
+            written = re.match(_NUM, ent.token)
+            if written:
+                values.add(_num(written.group(0)))
     return values
 
 

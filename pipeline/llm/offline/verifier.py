@@ -46,6 +46,7 @@ from pipeline.core.messages import family, tr
 from pipeline.text.lexicon import ABSENCE, CAUSAL, HEDGE, ROOT_CAUSE, STATED_CAUSE, pattern
 from pipeline.text.primitives import (
     ELLIPSIS,
+    UNIT_SECONDS,
     Entity,
     detect_language,
     entity_values,
@@ -68,7 +69,10 @@ INFERENCE_COVERAGE = 0.5
 # Below this a claim shares too little with its evidence even to be called overstated.
 PARTIAL_COVERAGE = 0.25
 
-_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])")
+# A clock time, also one a colon follows ("16:20: deployment finished", a timeline's item).
+_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?!\d|:\d)")
+# A range of one quantity ("11-15 s", "0.6-1.4 秒", "3.1~3.8s"): an aggregate over several records.
+_RANGE = re.compile(r"(?<![\d.:])(\d+(?:\.\d+)?)\s*(?:-|–|~|至|到)\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds|秒|毫秒|%)(?![a-z])")
 _CAUSAL = pattern(CAUSAL, ROOT_CAUSE)
 # A failure with its reason in brackets or after a colon states that reason ("relocation failed (node
 # search-2e7b-3 busy)", "inventory check failed: inventory-service timed out"), and a service that logs
@@ -118,6 +122,23 @@ _FULL_STOP_AFTER_DIGIT = re.compile(r"(?<=\d)\.(?=\s|$|[)\]）])")
 def _without_times(text: str) -> str:
     # A full stop after a number ends the sentence; left in place it hides the number from extraction.
     return _FULL_STOP_AFTER_DIGIT.sub(" ", _TIME.sub(" ", normalize(text)))
+
+
+def _ranged(text: str, evidence: str) -> str:
+    """The text with each range it states read as a value of the evidence inside it: "slow queries
+    of about 11-15 s" over records of 12.124 s and 14.48 s states 12.124 s. A range no evidence value
+    falls in stays as written, and its ends are then checked like any number."""
+    percents = [float(e.value) for e in _entities(evidence) if e.kind == "percentage"]
+    seconds = [float(e.value[:-1]) for e in _entities(evidence) if e.kind == "duration"]
+
+    def inside(m: re.Match[str]) -> str:
+        low, high, unit = float(m.group(1)), float(m.group(2)), m.group(3)
+        scale = UNIT_SECONDS.get(unit, 1.0)
+        held = percents if unit == "%" else seconds
+        value = next((v for v in held if low * scale <= v <= high * scale), None)
+        return m.group(0) if value is None else f"{value:g}{'%' if unit == '%' else 's'}"
+
+    return _RANGE.sub(inside, normalize(text))
 
 
 def _entities(text: str) -> frozenset[Entity]:
@@ -270,7 +291,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
 
     if not ev.anchor and not ev.related:
         return done("unsupported", tr("offline.verifier.no_evidence", lang))
-    claim_ents = _entities(text)
+    claim_ents = _entities(_ranged(text, ev.text))
     conflict = _conflict(claim_ents, _entities("\n".join(ev.anchor)))
     if conflict:
         kind, theirs, mine = conflict
