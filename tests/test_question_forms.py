@@ -124,6 +124,14 @@ CASES = [
      "Yes, through another component: promotion-service", "redis-cart"),
     # a service by the Chinese word for its stem
     ("redis-latency", "购物车从什么时候开始变慢的？", "PASS", "cart-service 自", ""),
+    # a setting's value is someone's choice: no record says why
+    ("jvm-oom", "why is inventory-service's max heap just 4096MB?", "LOW_CONFID", "Cannot tell why anyone chose to", ""),
+    # a suspect put forward in other words ("what's making", "that's why"), and one whose named
+    # doing shows only after the effect
+    ("cpu-saturation", "is api-gateway retrying into payment-service? is that why its cpu is so high", "PASS",
+     "No, the evidence points to another cause", "payment-service"),
+    ("db-pool-exhaustion", "are the order-service pool timeouts what's slowing down orders-db?", "PASS",
+     "No, high latency in orders-db shows before what the question names of order-service", ""),
 ]
 
 
@@ -200,6 +208,11 @@ def test_a_yes_no_question_is_read_as_its_proposition(question: str, expected: P
     # The suspect's words are checked apart (below): they are the question's own text.
     assert scope.form == "yes_no" and scope.proposition is not None
     assert scope.proposition.model_copy(update={"phrase": ""}) == expected
+
+
+def test_a_chinese_business_word_before_fuwu_names_a_service_the_world_may_not_hold() -> None:
+    scope = read_scope("库存服务是不是也挂了", ["order-service", "orders-db", "api-gateway"])
+    assert scope.services == ["inventory-service"]
 
 
 def test_a_cause_proposition_keeps_the_words_for_its_suspect() -> None:

@@ -30,7 +30,7 @@ what the form row says: the proposition's yes or no, the cause, or "cannot tell 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -59,7 +59,7 @@ from pipeline.verdict.coverage import (
     symptom_records,
 )
 from pipeline.verdict.proposition import CHANGE, read_proposition
-from pipeline.verdict.scope import ANY
+from pipeline.verdict.scope import ANY, mentions_symptom
 
 # How many records of a symptom make it a state of the service rather than a stray line.
 STATE_RECORDS = 3
@@ -433,8 +433,15 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
         cause = cause_for(row, found, evidence)
         if cause is None:
             continue
-        named = bool(CHANGE.search(normalize(cause[0].text))) if prop.subject_kind == "change" else \
-            about(cause[0].text, prop.subject)
+        # A change of a named service ("api-gateway 配置改了") is the cause only as a change of that service.
+        owners = [c.service for c in coverage if c.service and normalize(c.service) in normalize(prop.subject)]
+        named = (bool(CHANGE.search(normalize(cause[0].text))) and all(about(cause[0].text, s) for s in owners)) \
+            if prop.subject_kind == "change" else about(cause[0].text, prop.subject)
+        first = _came_first(prop, row, invocations) if named and prop.subject_kind == "service" else None
+        if first is not None:
+            # The effect shows before anything of the suspect's: it cannot be what brought it about.
+            return _row("yes_no", "answered", row, msg("form.effect_first", service=row.service, symptom=row.symptom,
+                                                        record=first.raw), answer="no")
         fed = None if named else _feeds(prop, cause[0], invocations)
         if fed is not None:
             # The suspect is upstream of the cause, not the cause: yes through it, and no more than likely.
@@ -450,6 +457,22 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
         return _row("yes_no", "answered", row, msg("form.absent", service=row.service, symptom=row.symptom), answer="no")
     rest = present or target or list(coverage)
     return _row("yes_no", "not_answered", rest[0] if rest else None, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _came_first(prop: Proposition, row: ServiceCoverage, invocations: Sequence[ToolInvocation]) -> Record | None:
+    """The target's first warning of the asked symptom when it comes before the suspect's first
+    warning (of what the question names of it: "are the order-service pool timeouts what's making
+    the orders-db queries slow?" reads order-service's pool lines); None when the order allows it."""
+    words = {w for w in keywords(prop.phrase) if w not in normalize(prop.subject).split("-")} - {normalize(prop.subject)}
+
+    def first(service: str, keep: Callable[[Record], bool]) -> Record | None:
+        shown = [r for inv in invocations for r in records(inv)
+                 if r.service == service and r.warns and r.at is not None and keep(r)]
+        return min(shown, key=lambda r: r.at or 0) if shown else None
+
+    effect = first(row.service, lambda r: not r.alert and mentions_symptom(r.text, row.symptom))
+    suspect = first(prop.subject, lambda r: not words or any(s in r.text for w in words for s in synonyms(w)))
+    return effect if effect and suspect and effect.at and suspect.at and effect.at < suspect.at else None
 
 
 def _feeds(prop: Proposition, cause: Cause, invocations: Sequence[ToolInvocation]) -> Record | None:

@@ -28,11 +28,16 @@ _NEGATED = re.compile(rf"{NEGATIVE_ASKING.en_alternation}|{NEGATIVE_ASKING_ZH}")
 # (x: the suspected cause, y: what it is asked to have caused), most specific first.
 _CAUSE_EN = (
     re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
-               r"(?:the\s+|a\s+)?(?:root\s+|real\s+|main\s+)?(?:cause|reason|culprit)\s+(?:of|for|behind)\s+(?P<y>.+)"),
+               r"(?:the\s+|a\s+)?(?:root\s+|real\s+|main\s+)?(?:cause|reason|culprit)\s+(?:of|for|behind|why|that)?\s*"
+               r"(?P<y>.+)"),
     re.compile(r"\b(?:is|are|was|were)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from)\s+(?P<x>.+)"),
     re.compile(r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
                r"involved in|related to|connected to|linked to|tied to|part of|a factor in|"
-               r"what(?:'s|s| is)? (?:broke|caused|causing|took down|breaking))\s+(?P<y>.+)"),
+               r"what(?:'s|s| is)? (?:broke|caused|took down|(?!going\b)[a-z]+ing))\s+"
+               r"(?P<y>.+)"),
+    # "is the gateway flooding payment-service with traffic? thats why its cpu is pegged?": a doing of
+    # X's put forward as why the effect after "that's why" happens.
+    re.compile(r"\b(?:is|are|was|were)\s+(?P<x>.+?)\s+[a-z]+ing\s+(?P<y>.+?\b(?:is that|that's|thats|that is|is this)\s+why\s+.+)"),
     # "are the order-service pay failures payment-service's fault?": the effect first, the suspect owns the fault.
     re.compile(r"\b(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+(?P<y>.+?)\s+(?P<x>[a-z0-9][\w.-]*?)['’]s\s+fault\b"),
     # No asking word at all: "api-gateway behind the order-service 500s?", "checkout 500s because of pricing-service?"
@@ -51,8 +56,10 @@ _CAUSE_ZH = (
     re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
     re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏)的(?:吗|么|[?？]|$)"),
-    re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|打挂)了?"
+    re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|打挂)了?的?"
                r"(?:吗|么|[?？]|$)"),
+    # "下单失败肯定是 api-gateway 配置改了吧": the effect first, a sure guess at its cause after it.
+    re.compile(r"(?P<y>[^，,。？?]+?)(?:肯定|一定|应该|多半|八成|估计)是(?P<x>[^，,。？?]+?)(?:的问题|导致的|引起的|造成的)?(?:吧|吗)"),
     re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏)了?(?P<y>[^，,。？?]+?)"
                r"(?:的)?(?:吗|么|[?？]|$)"),
 )
@@ -82,7 +89,9 @@ def _services_in(text: str, services: Sequence[str]) -> list[str]:
     """The asked services named in a part of the question, in full or by a "-service" stem."""
     norm = normalize(text)
     return [s for s in services if normalize(s) in norm
-            or (s.endswith("-service") and re.search(rf"(?<![a-z0-9_-]){re.escape(s.removesuffix('-service'))}(?![a-z0-9_])", norm))]
+            or (s.endswith("-service") and re.search(rf"(?<![a-z0-9_-]){re.escape(s.removesuffix('-service'))}(?![a-z0-9_])", norm))
+            # "the gateway" is api-gateway: the one service of that role
+            or (s.endswith("-gateway") and re.search(r"(?<![a-z0-9_-])gateway(?![a-z0-9_-])", norm))]
 
 
 def read_proposition(question: str, services: Sequence[str], *, asked_nothing: bool, denies: bool = False,

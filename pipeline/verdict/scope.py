@@ -16,7 +16,7 @@ from datetime import datetime
 
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
 from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION
-from pipeline.text.primitives import CJK_CHAR, CJK_RUN, detect_language, keywords, normalize, synonyms
+from pipeline.text.primitives import CJK_CHAR, CJK_IDEOGRAPHS, CJK_RUN, detect_language, keywords, normalize, synonyms
 from pipeline.text.timewindow import clock_without_date, parse_time_window, window_phrase
 from pipeline.verdict.proposition import read_proposition
 
@@ -254,7 +254,13 @@ _INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have)) (?:somebody|s
                      r"|\bwhy (?:was|were|is|are|has|have) [^?]{0,60}?\b(?:changed|set|lowered|raised|bumped|reduced|"
                      r"increased|switched|skipped|disabled|enabled|turned (?:on|off)|reverted|rolled back|edited)\b"
                      r"|(?:为什么|为啥|为何)(?:有人|谁|他们|我们|你们|他|她|要|会被|被)"
-                     r"|被(?:改成|改为|改到|调成|调到|调低|调高|设置?成|设置?为|关掉?|关闭|打开|开启|跳过|回滚)")
+                     r"|被(?:改成|改为|改到|调成|调到|调低|调高|设置?成|设置?为|关掉?|关闭|打开|开启|跳过|回滚)"
+                     # A setting's value ("why's the heap only 4g", "why does /api/pay run with retries=0"):
+                     # someone chose it, and no record says why.
+                     r"|\bwhy(?:'s| is| are| does| do| was)?\b[^?]{0,60}?\b(?:only|just|still|set to|capped at|limited to|"
+                     r"runs? with|running with|configured (?:with|to|as))\s+[\w./-]*\d"
+                     r"|\bwhy\b[^?]{0,60}?\b[a-z_]+=\w+"
+                     r"|(?:为什么|为啥|为何)[^？?]{0,30}?(?:只有|只设|只给|只配|才|设成|设为|配成|配置成|配置为)\s*[\w./-]*\d")
 # What a why asks without naming a happening: the asking words, the frame around them, and the
 # words for "something is wrong" that the symptom table leaves to ANY.
 _WHY_FRAME = frozenset(
@@ -279,7 +285,7 @@ _WHY_FRAME = frozenset(
     "不对劲 状况 服务 老出 一下 好像 感觉".split())
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
-                  r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|排查|什么问题|什么导致|啥导致")
+                  r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致")
 
 
 # "How long does checkout take?" asks for a latency, not for how long a fault has lasted.
@@ -302,7 +308,9 @@ def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
     for service in catalogue:
         short = service.removesuffix("-service")
         if re.search(rf"(?<![a-z0-9_-]){re.escape(service)}(?![a-z0-9_-])", text) or (
-                short != service and len(short) > 2 and re.search(rf"(?<![a-z0-9_-]){re.escape(short)}(?![a-z0-9_-])", text)):
+                short != service and len(short) > 2 and re.search(rf"(?<![a-z0-9_-]){re.escape(short)}(?![a-z0-9_-])", text)) or (
+                # "the gateway" is the one gateway of the system
+                service.endswith("-gateway") and re.search(r"(?<![a-z0-9_-])gateway(?![a-z0-9_-])", text)):
             found.append(service)
     if found:
         return found
@@ -311,12 +319,20 @@ def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
             and any(CJK_RUN.match(w) and w in text for w in synonyms(short))]
 
 
+# A Chinese business word before 服务 names a service ("库存服务" is inventory-service), in this
+# world or not: one it does not hold is asked about all the same, and found absent.
+_ZH_SERVICE = re.compile(rf"([{CJK_IDEOGRAPHS}]{{2,4}}?)(?:服务|系统)")
+
+
 def asked_services(question: str, catalogue: Iterable[str] = ()) -> list[str]:
     """Every service the question names: catalogue ones first, then any service-like name."""
     services = catalogue_mentions(question, catalogue)
-    for m in _SERVICE_LIKE.finditer(normalize(question)):
-        if m.group(1) not in services:
-            services.append(m.group(1))
+    named = [m.group(1) for m in _SERVICE_LIKE.finditer(normalize(question))]
+    named += [f"{stem}-service" for m in _ZH_SERVICE.finditer(question) for w in (m.group(1), m.group(1)[-2:])
+              for stem in synonyms(w) if stem.isascii() and stem != w][:1] if not services else []
+    for name in named:
+        if name not in services:
+            services.append(name)
     return services
 
 
