@@ -120,7 +120,7 @@ def test_a_markdown_answer_is_read_by_its_statements_not_its_labels(judge: Any) 
               "- 08:00:02: api-gateway got ledger-service 503s on POST /api/ledger/post\n"
               "Short answer: G1 Old gc pauses of about 2-3 s on ledger-service.")
     judged = judge(answer)
-    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks))
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
 
 
 def test_a_range_no_record_falls_in_is_caught(judge: Any) -> None:

@@ -31,7 +31,7 @@ from pipeline.core.feature_shapes import Features, TargetFeatures, binding_targe
 from pipeline.core.messages import tr
 from pipeline.gatekeeper.features import located_lines, match_excerpt, prepare_output
 from pipeline.text.bounds import loads_bounded
-from pipeline.text.primitives import ELLIPSIS, Entity, extract_entities, find_entities, normalize
+from pipeline.text.primitives import ELLIPSIS, Entity, extract_entities, find_entities, normalize, quotations
 from pipeline.tools.results import read_result
 from pipeline.verdict.context import StageContext
 from pipeline.verdict.payload import (
@@ -284,6 +284,17 @@ def build_payload(
                 "bindings": bindings_out,
             }
         )
+
+    # A hypothesis's basis quoting a record no claim cites ("the evidence “Redis内存使用率过高: 98.0%”
+    # fits this pattern"): the record is shown in its output's summary, or the basis reads as invented.
+    for hyp in valid.hypotheses if valid is not None else ():
+        for quote in (normalize(q) for q in quotations(hyp.basis or "") if len(q) >= 12):
+            for inv_id in by_id:
+                idx = index(inv_id)
+                hits = idx.occurrences(quote, limit=1) if idx is not None else []
+                if hits and idx is not None:
+                    cited_lines.setdefault(inv_id, []).append(_clip(idx.lines[hits[0]], quote))
+                    break
 
     digest_evidence: list[DigestEvidence] = []
     for di, d in enumerate(digests or []):

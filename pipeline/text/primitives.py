@@ -317,8 +317,6 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("变更", "change", "changed"), ("进程", "process"), ("采样", "sampling", "sample"), ("热点", "hot"),
     ("分钟", "minute", "minutes"), ("次数", "times", "count"), ("节点", "node"), ("维护", "maintenance"),
     ("bgsave", "background saving", "background save"),
-    # What Chinese users call a service by its stem ("购物车慢了多久了" asks of cart-service).
-    ("购物车", "cart"), ("结算", "checkout"), ("库存", "inventory"), ("搜索", "search"), ("定价", "pricing"),
 )
 _SYN_INDEX: dict[str, tuple[str, ...]] = {}
 for _group in SYNONYMS:

@@ -314,9 +314,23 @@ def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
             found.append(service)
     if found:
         return found
-    stems = {service: service.removesuffix("-service") for service in catalogue}
-    return [service for service, short in stems.items() if short != service
-            and any(CJK_RUN.match(w) and w in text for w in synonyms(short))]
+    return [service for service in catalogue if service.endswith("-service")
+            and any(CJK_RUN.match(w) and w in text for w in _zh_words(service.removesuffix("-service")))]
+
+
+# What Chinese users call a service by its stem ("购物车慢了多久了" asks of cart-service). Kept out of
+# the shared SYNONYMS: there "cart" meeting 购物车 would bind claims to any record about a cart.
+_ZH_STEMS = {"购物车": "cart", "结算": "checkout", "库存": "inventory", "搜索": "search", "定价": "pricing"}
+
+
+def _zh_words(stem: str) -> list[str]:
+    """The Chinese words for a service's stem: its synonyms and the names users call it by."""
+    return [*synonyms(stem), *(w for w, s in _ZH_STEMS.items() if s == stem)]
+
+
+def _zh_stem(word: str) -> str:
+    """The service stem a Chinese word names ("库存" -> "inventory"), or ""."""
+    return _ZH_STEMS.get(word) or next((s for s in synonyms(word) if s.isascii() and s != word), "")
 
 
 # A Chinese business word before 服务 names a service ("库存服务" is inventory-service), in this
@@ -329,7 +343,7 @@ def asked_services(question: str, catalogue: Iterable[str] = ()) -> list[str]:
     services = catalogue_mentions(question, catalogue)
     named = [m.group(1) for m in _SERVICE_LIKE.finditer(normalize(question))]
     named += [f"{stem}-service" for m in _ZH_SERVICE.finditer(question) for w in (m.group(1), m.group(1)[-2:])
-              for stem in synonyms(w) if stem.isascii() and stem != w][:1] if not services else []
+              if (stem := _zh_stem(w))][:1] if not services else []
     for name in named:
         if name not in services:
             services.append(name)
