@@ -132,6 +132,9 @@ CASES = [
      "No, the evidence points to another cause", "payment-service"),
     ("db-pool-exhaustion", "are the order-service pool timeouts what's slowing down orders-db?", "PASS",
      "No, high latency in orders-db shows before what the question names of order-service", ""),
+    # warnings that a figure is over its limit show the symptom; one within its SLO shows nothing
+    ("cpu-saturation", "is payment-service's worker pool backed up?", "PASS", "Yes, queue lag in payment-service", ""),
+    ("redis-latency", "is redis-cart slow on GETs?", "PASS", "Yes, high latency in redis-cart", ""),
 ]
 
 

@@ -55,6 +55,12 @@ _FAULT_WORDS = (
 # "login failed: wrong password" is a user's mistake; "timed out after 2000ms" is the service failing.
 _FAILURE_WORDS = ("timeout", "timed out", "refused", "unavailable", "outofmemory", "5xx", "exception", "crash",
                   "超时", "不可用", "异常")
+# A warning that its figure is over a limit or a resource is used up ("pool busy: active=200/200
+# queued=397", "GET p99 120ms (threshold 100ms)") shows the symptom it is about, as a failure does;
+# one that says it stayed within bounds ("slow request within SLO") shows nothing wrong.
+_OVER_LIMIT_WORDS = ("busy", "exhausted", "saturated", "backlog", "queued=", "threshold", "exceeded", "over limit",
+                     "耗尽", "打满", "饱和", "积压", "超过阈值", "阈值")
+WITHIN_BOUNDS = re.compile(r"\bwithin (?:the )?(?:slo|sla|threshold|limits?|budget)\b|未超(?:过|出)?(?:阈值|slo)|正常范围")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -306,6 +312,8 @@ def _shows_fault(claim: _Claim, symptom: str) -> bool:
 
 def _shows(r: Record, symptom: str) -> bool:
     return (r.fault or (r.warns and any(w in r.text for w in _FAILURE_WORDS))
+            or (r.warns and symptom != ANY and _about_symptom(r, symptom) and not WITHIN_BOUNDS.search(r.text)
+                and any(w in r.text for w in _OVER_LIMIT_WORDS))
             or ((r.alert or symptom in EVENT_SYMPTOMS) and symptom != ANY and r.warns and _about_symptom(r, symptom))
             or (r.alert and symptom != ANY and _about_symptom(r, symptom)))
 

@@ -50,6 +50,7 @@ from pipeline.core.messages import Message, msg, render
 from pipeline.text.primitives import keywords, normalize, synonyms
 from pipeline.verdict.coverage import (
     VERIFIED,
+    WITHIN_BOUNDS,
     Record,
     cited_services,
     forecast_only,
@@ -65,7 +66,6 @@ from pipeline.verdict.scope import ANY, mentions_symptom
 STATE_RECORDS = 3
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 _REQUEST_ID = re.compile(r"\b[a-z_]*(?:id|uid)=[a-z0-9-]+")
-_WITHIN_BOUNDS = re.compile(r"\bwithin (?:the )?(?:slo|sla|threshold|limits?|budget)\b|未超(?:过|出)?(?:阈值|slo)|正常范围")
 _QUOTE = re.compile(r"“([^”]+)”|\"([^\"]+)\"|「([^」]+)」|『([^』]+)』|‘([^’]+)’")
 
 # --- causes and links -------------------------------------------------------------------------------
@@ -348,7 +348,7 @@ def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: 
     # "what is wrong with X?" names no symptom for a record to show.
     stray = next(((c, evidence.raw[cid]) for c in coverage if c.status == "healthy" and c.symptom != ANY
                   for cid in c.claim_ids
-                  if cid in evidence.raw and not _WITHIN_BOUNDS.search(normalize(evidence.raw[cid]))), None)
+                  if cid in evidence.raw and not WITHIN_BOUNDS.search(normalize(evidence.raw[cid]))), None)
     if stray is not None:
         return _row("why", "not_answered", stray[0], msg("form.event_no_cause", event=stray[1]))
     if coverage:
