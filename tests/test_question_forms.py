@@ -135,6 +135,11 @@ CASES = [
     # warnings that a figure is over its limit show the symptom; one within its SLO shows nothing
     ("cpu-saturation", "is payment-service's worker pool backed up?", "PASS", "Yes, queue lag in payment-service", ""),
     ("redis-latency", "is redis-cart slow on GETs?", "PASS", "Yes, high latency in redis-cart", ""),
+    # a version or a setting the question states is checked against the latest record holding it
+    ("bad-deploy", "is checkout-service still running v2.4.0?", "PASS",
+     "No, the latest record of checkout-service says otherwise", ""),
+    ("gateway-timeout", "api-gateway 的 upstream_timeout 还是 15000ms 吗？", "PASS", "不是，api-gateway 最新的记录并非如此", ""),
+    ("gateway-timeout", "is api-gateway's upstream_timeout 5 s now?", "PASS", "Yes, the latest record of api-gateway says so", ""),
 ]
 
 

@@ -569,10 +569,14 @@ class Proposition(_Model):
     "is X normal / down" (state), "is X leaking memory" (symptom). A negated question ("isn't X
     normal?") asks the same proposition; `negated` records that it was put that way."""
 
-    kind: Literal["cause", "state", "symptom"]
+    kind: Literal["cause", "state", "symptom", "value"]
     # cause: the suspected cause, a service or a change ("the v2.4.1 deploy"); state, symptom: the service.
     subject: str = ""
     subject_kind: Literal["service", "change"] = "service"
+    # value: the setting or version the question says the subject has ("v2.4.0", "15s"), as an
+    # entity value, and the key it is said of ("upstream_timeout"; "" for a version).
+    value: str = ""
+    key: str = ""
     # cause: the question's words for the suspect ("the promotion-service warmup"); a record of the
     # subject that feeds the cause's component holds one of them beside the service's name.
     phrase: str = ""

@@ -47,7 +47,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
-from pipeline.text.primitives import keywords, normalize, synonyms
+from pipeline.text.primitives import find_entities, keywords, normalize, rounds_to, synonyms
 from pipeline.verdict.coverage import (
     VERIFIED,
     WITHIN_BOUNDS,
@@ -385,6 +385,8 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
     `degraded`: faulty rows that do not show the outage asked about ("is orders-db down?")."""
     if prop.kind == "cause":
         return _cause_proposition(prop, coverage, found, evidence, sustained, invocations)
+    if prop.kind == "value":
+        return _value(prop, coverage, invocations)
     rows = [c for c in coverage if not prop.subject or c.service == prop.subject] or list(coverage)
     faulty = [c for c in rows if c.status == "answered" and c not in forecasts and (c in sustained or prop.event)]
     stray = [c for c in rows if c.status == "answered" and (c not in sustained or c in forecasts)]
@@ -411,6 +413,32 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
                     answer="yes" if bool(faulty) == (prop.expects == "faulty") else "no")
     open_row = next((c for c in rows if c.status not in ("answered", "healthy")), rows[0] if rows else None)
     return _row("yes_no", "not_answered", open_row, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _value(prop: Proposition, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Does the subject still have the stated version or setting? The latest record of it holding
+    one of that kind (and the key, for a setting) says; a record of a change ("v2.4.0 -> v2.4.1",
+    "15000ms -> 5000ms") says the value it ends with."""
+    kind = "version" if not prop.key else None
+    key = normalize(prop.key)
+    keys = {key, key.replace("_", " ")}
+    held = []
+    for inv in invocations:
+        for r in records(inv):
+            if prop.subject and r.service != prop.subject and normalize(prop.subject) not in r.text:
+                continue
+            if not kind and not any(k in r.text.replace("=", " ") or k in r.text for k in keys):
+                continue
+            values = [e for e in find_entities(r.raw) if (e.kind == kind if kind else e.kind in ("quantity", "number", "percentage"))]
+            if values:
+                held.append((r.at.timestamp() if r.at else 0.0, r, values[-1].value))
+    row = next((c for c in coverage if c.service == prop.subject), coverage[0] if coverage else None)
+    if not held:
+        return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
+    _, latest, value = max(held, key=lambda h: h[0])
+    same = value == prop.value or rounds_to(prop.value, value) or rounds_to(value, prop.value)
+    return _row("yes_no", "answered", row, msg("form.value", service=prop.subject, record=latest.raw),
+                answer="yes" if same else "no")
 
 
 def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pipeline.core.contracts import Proposition
 from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_ASKED
-from pipeline.text.primitives import normalize
+from pipeline.text.primitives import extract_entities, normalize
 
 # A suspected cause that is a change rather than a service ("the v2.4.1 deploy", "昨天的配置变更").
 CHANGE = re.compile(r"\b(?:deploy\w*|release\w*|rollout|roll-out|upgrade\w*|config\w*|change\w*|version|v\d[\w.]*)\b"
@@ -85,6 +85,22 @@ _FAULTY = re.compile(r"\b(?:down|broken|unhealthy|failing|degraded|dead|having (
                      r"|不正常|有问题|挂了|宕机|坏了|出问题|故障")
 
 
+# A value the question says a setting or a build has: "still on v2.4.0", "upstream_timeout is still 15s".
+_ON_VERSION = re.compile(r"\b(?:on|running|at|still)\s+(v\d+(?:\.\d+){1,3})\b|(?:还是|仍是|仍然是|还在)\s*(v\d+(?:\.\d+){1,3})")
+_KEY_VALUE = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*(?:(?:is|=|:|still|set to|还是|仍是|仍然是|是)\s*)*"
+                        r"(\d+(?:\.\d+)?\s*(?:ms|s|sec|seconds|min|minutes|mb|gb|%)?)(?![\w.])")
+
+
+def _stated_value(norm: str) -> tuple[str, str] | None:
+    """(value, key) a yes/no question states for a check against the records, or None."""
+    if (m := _ON_VERSION.search(norm)) is not None:
+        return next(g for g in m.groups() if g), ""
+    if (m := _KEY_VALUE.search(norm)) is not None:
+        found = [e for e in extract_entities(m.group(2)) if e.kind in ("quantity", "number", "percentage")]
+        return (found[0].value, m.group(1)) if found else None
+    return None
+
+
 def _services_in(text: str, services: Sequence[str]) -> list[str]:
     """The asked services named in a part of the question, in full or by a "-service" stem."""
     norm = normalize(text)
@@ -127,6 +143,9 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
                            culprit=not target and not change and not _INVOLVEMENT.search(norm))
     # "is X normal and is Y normal?" asks it of every named service: subject "" (all of them).
     subject = services[0] if len(services) == 1 else ""
+    stated = _stated_value(norm)
+    if stated is not None:
+        return Proposition(kind="value", subject=subject, value=stated[0], key=stated[1], negated=negated)
     it = _IT.search(norm)
     before = sorted((at, s) for s in services if 0 <= (at := norm.find(normalize(s))) < (it.start() if it else -1))
     if before:
