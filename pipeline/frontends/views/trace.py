@@ -257,6 +257,9 @@ class FormView:
         if p.kind == "state":
             return tr("proposition.state", lang, subject=p.subject or "*", expects=value_name(p.expects, lang),
                       negated=negated)
+        if p.kind == "value":
+            return tr("proposition.value", lang, subject=p.subject or "*", key=p.key or "version", value=p.value,
+                      negated=negated)
         return tr("proposition.symptom", lang, subject=p.subject or "*", negated=negated)
 
     def as_json(self) -> dict[str, object]:
