@@ -320,7 +320,8 @@ def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
 
 # What Chinese users call a service by its stem ("购物车慢了多久了" asks of cart-service). Kept out of
 # the shared SYNONYMS: there "cart" meeting 购物车 would bind claims to any record about a cart.
-_ZH_STEMS = {"购物车": "cart", "结算": "checkout", "库存": "inventory", "搜索": "search", "定价": "pricing"}
+_ZH_STEMS = {"购物车": "cart", "加购": "cart", "结算": "checkout", "下单": "order", "库存": "inventory", "搜索": "search",
+             "定价": "pricing", "登录": "user"}
 
 
 def _zh_words(stem: str) -> list[str]:
