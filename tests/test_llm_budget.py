@@ -40,6 +40,7 @@ def test_estimate_counts_cjk_per_char_and_other_text_per_four() -> None:
     assert estimate_tokens("abcd" * 10) == 10
     assert estimate_tokens("支付接口超时") == 6
     assert estimate_tokens("支付 timeout") == 2 + 2  # " timeout" is 8 chars
+    assert estimate_tokens("order_id=123") == 3 + 3  # digits one each, "order_id=" 9 chars
 
 
 def test_small_output_is_untouched() -> None:

@@ -2,7 +2,8 @@
 
 No tokenizer library: tiktoken downloads its encodings at run time, which this product must not
 do. The estimate is a calibrated heuristic instead: every CJK ideograph (and CJK punctuation)
-counts as one token, every other run of text as one token per 4 characters, rounded up. For
+and every digit counts as one token (the small open models' tokenizers split numbers digit by
+digit), every other run of text as one token per 4 characters, rounded up. For
 GPT-4o / Qwen tokenizers this over-counts English log lines slightly (they average ~3.6-4.2
 chars per token) and matches Chinese within ~10 %, so a prompt the estimate keeps under budget
 stays under it in practice.

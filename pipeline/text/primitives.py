@@ -29,6 +29,10 @@ CJK_RUN = re.compile(f"[{CJK_IDEOGRAPHS}]+")
 # full-width forms; other text costs about one token per CHARS_PER_TOKEN characters.
 ONE_TOKEN_CHAR = re.compile(f"[\u3000-\u30ff{CJK_IDEOGRAPHS}\uac00-\ud7af\uff00-\uffef]")
 CHARS_PER_TOKEN = 4
+# Digits cost a token each: the SentencePiece tokenizers of the small open models (Gemma, Llama,
+# Qwen) split numbers digit by digit, and log lines are dense with timestamps and ids (a digest
+# prompt estimated within Gemma 3's 16k context was 19,944 tokens at one token per 4 characters).
+_DIGIT_CHAR = re.compile(r"\d")
 
 
 def is_cjk(ch: str) -> bool:
@@ -39,7 +43,7 @@ def estimate_tokens(text: str) -> int:
     """An LLM's token count of `text`, within the budget's calibration (pipeline/llm/budget.py)."""
     if not text:
         return 0
-    dense = len(ONE_TOKEN_CHAR.findall(text))
+    dense = len(ONE_TOKEN_CHAR.findall(text)) + len(_DIGIT_CHAR.findall(text))
     return dense + math.ceil((len(text) - dense) / CHARS_PER_TOKEN)
 
 
