@@ -178,7 +178,8 @@ def _unlabelled(sentence: str) -> str:
     sentence = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", sentence)  # a list item's marker
     m = _LABEL.match(sentence)
     label = m.group(0) if m else ""
-    keep = label and (HEDGE.search(normalize(label)) or ROOT_CAUSE.search(normalize(label)) or CAUSAL.search(normalize(label)))
+    said = normalize(label)
+    keep = label and (HEDGE.search(said) or ROOT_CAUSE.search(said) or CAUSAL.search(said))
     rest = sentence if keep else sentence[len(label):]
     return re.sub(r"\*\*|__", "", rest).strip()
 

@@ -113,6 +113,8 @@ def _clip(line: str, needle: str) -> str:
     """At most LINE_CHARS of a line, or the quote's extent and a margin, from a third of that
     before where `needle` sits in it: a quote of a long stack-trace line is shown whole, and one
     cut with "..." from its first piece to its last."""
+    if len(line) <= LINE_CHARS:
+        return line
     norm = normalize(line)
     pieces = [p.strip() for p in ELLIPSIS.split(needle) if p.strip()]
     at = norm.find(pieces[0]) if pieces else -1

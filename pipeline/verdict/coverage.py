@@ -59,7 +59,7 @@ _FAILURE_WORDS = ("timeout", "timed out", "refused", "unavailable", "outofmemory
 # queued=397", "GET p99 120ms (threshold 100ms)") shows the symptom it is about, as a failure does;
 # one that says it stayed within bounds ("slow request within SLO") shows nothing wrong.
 _OVER_LIMIT_WORDS = ("busy", "exhausted", "saturated", "backlog", "queued=", "threshold", "exceeded", "over limit",
-                     "耗尽", "打满", "饱和", "积压", "超过阈值", "阈值")
+                     "耗尽", "打满", "饱和", "积压", "阈值")
 WITHIN_BOUNDS = re.compile(r"\bwithin (?:the )?(?:slo|sla|threshold|limits?|budget)\b|未超(?:过|出)?(?:阈值|slo)|正常范围")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 

@@ -427,7 +427,7 @@ def _value(prop: Proposition, coverage: Sequence[ServiceCoverage], invocations: 
         for r in records(inv):
             if prop.subject and r.service != prop.subject and normalize(prop.subject) not in r.text:
                 continue
-            if not kind and not any(k in r.text.replace("=", " ") or k in r.text for k in keys):
+            if not kind and not any(k in r.text for k in keys):
                 continue
             values = [e for e in find_entities(r.raw) if (e.kind == kind if kind else e.kind in ("quantity", "number", "percentage"))]
             if values:
@@ -487,11 +487,17 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
     return _row("yes_no", "not_answered", rest[0] if rest else None, msg("form.proposition_open"), answer="cannot_tell")
 
 
+def _suspect_words(prop: Proposition) -> set[str]:
+    """The question's words for the suspect besides its name ("warmup" of "the promotion-service warmup")."""
+    name = normalize(prop.subject)
+    return {w for w in keywords(prop.phrase) if w not in name.split("-")} - {name}
+
+
 def _came_first(prop: Proposition, row: ServiceCoverage, invocations: Sequence[ToolInvocation]) -> Record | None:
     """The target's first warning of the asked symptom when it comes before the suspect's first
     warning (of what the question names of it: "are the order-service pool timeouts what's making
     the orders-db queries slow?" reads order-service's pool lines); None when the order allows it."""
-    words = {w for w in keywords(prop.phrase) if w not in normalize(prop.subject).split("-")} - {normalize(prop.subject)}
+    words = _suspect_words(prop)
 
     def first(service: str, keep: Callable[[Record], bool]) -> Record | None:
         shown = [r for inv in invocations for r in records(inv)
@@ -508,7 +514,7 @@ def _feeds(prop: Proposition, cause: Cause, invocations: Sequence[ToolInvocation
     a line that warns of nothing (a warning is the suspect suffering), names that component and
     holds a word the question used for the suspect ("did the promotion-service warmup cause ...":
     "warmup ... writing promo:flash:* to redis-cart"). Routine calls to the component hold none."""
-    words = {w for w in keywords(prop.phrase) if w not in normalize(prop.subject).split("-")} - {normalize(prop.subject)}
+    words = _suspect_words(prop)
     quoted = _cause_records(cause, invocations)
     homes = {r.service for r in quoted if r.service != prop.subject and about(cause.text, r.service)}
     dated = [r.at for r in quoted if r.at is not None]

@@ -128,14 +128,14 @@ def _ranged(text: str, evidence: str) -> str:
     """The text with each range it states read as a value of the evidence inside it: "slow queries
     of about 11-15 s" over records of 12.124 s and 14.48 s states 12.124 s. A range no evidence value
     falls in stays as written, and its ends are then checked like any number."""
-    percents = [float(e.value) for e in _entities(evidence) if e.kind == "percentage"]
-    seconds = [float(e.value[:-1]) for e in _entities(evidence) if e.kind == "duration"]
+    held = _entities(evidence)
+    percents = [float(e.value) for e in held if e.kind == "percentage"]
+    seconds = [float(e.value[:-1]) for e in held if e.kind == "duration"]
 
     def inside(m: re.Match[str]) -> str:
         low, high, unit = float(m.group(1)), float(m.group(2)), m.group(3)
         scale = UNIT_SECONDS.get(unit, 1.0)
-        held = percents if unit == "%" else seconds
-        value = next((v for v in held if low * scale <= v <= high * scale), None)
+        value = next((v for v in (percents if unit == "%" else seconds) if low * scale <= v <= high * scale), None)
         return m.group(0) if value is None else f"{value:g}{'%' if unit == '%' else 's'}"
 
     return _RANGE.sub(inside, normalize(text))
