@@ -29,6 +29,9 @@ LOGS = [
      "JVM shutting down due to fatal disk error, pod will be restarted"),
     ("2026-03-02T08:00:12Z", "ledger-service", "WARN", "replica lag usually under 1s, now 12.5s"),
     ("2026-03-02T08:00:20Z", "search-service", "WARN", "slow request within SLO: GET /api/search took 900ms"),
+    ("2026-03-02T08:00:31Z", "ledger-service", "ERROR",
+     "Unhandled exception in PostingJob.run\njava.lang.IllegalStateException: ledger L9 is closed\n"
+     "\tat com.acme.ledger.Poster.post(Poster.java:55)"),
 ]
 ALERTS = [
     {"alertname": "LedgerDiskFull", "service": "ledger-service", "severity": "critical", "status": "firing",
@@ -128,6 +131,24 @@ def test_a_range_no_record_falls_in_is_caught(judge: Any) -> None:
     assert judge("ledger-service failed to post batch 77 after a write timeout of 1-1.2 s.").flagged
 
 
+def test_each_clause_of_a_quoting_sentence_meets_its_own_record(judge: Any) -> None:
+    """A quote binds only the clause holding it: the clause after it names another writer and
+    meets that writer's record, faithful or swapped."""
+    said = "ledger-service logged `posting batch 77 failed`, and api-gateway returned 503 on POST /api/ledger/post"
+    judged = judge(said + ".")
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    assert len(judged.claims) == 2
+    assert judge(said.replace("api-gateway", "search-service") + ".").flagged
+
+
+def test_the_writer_of_a_quoted_later_line_is_its_records(judge: Any) -> None:
+    """A stack's later line names no service; the record's first line does, and a quote of the later
+    line is set against that writer."""
+    quote = "`java.lang.IllegalStateException: ledger L9 is closed`"
+    assert not judge(f"ledger-service threw {quote}.").flagged
+    assert judge(f"search-service threw {quote}.").flagged
+
+
 def test_sizes_compare_across_units_and_a_status_plural_is_no_duration() -> None:
     assert {(e.kind, e.value) for e in find_entities("heap 97% of 4 GB")} == {("percentage", "97"), ("quantity", "4096mb")}
     assert [(e.kind, e.value) for e in find_entities("maxmemory=4096MB")] == [("quantity", "4096mb")]
@@ -171,6 +192,8 @@ def test_speaker_and_writer_are_read_from_their_own_places() -> None:
     assert speaker("cart-service's log shows a timeout from pricing-service") == "cart-service"
     assert speaker('the gateway quoted "cart-service logged a retry" verbatim') is None
     assert speaker("pricing-service timed out") is None
+    assert speaker("pricing-service 抛出 `NullPointerException`") == "pricing-service"
+    assert speaker("checkout-service threw a NullPointerException") == "checkout-service"
     assert writer("2026-03-02T08:00:02Z api-gateway ERROR upstream cart-service error: 502") == "api-gateway"
     assert writer("2026-03-02T08:00:02Z ERROR cart-service retry 2/3") == "cart-service"
     assert writer("alertname=X service=cart-service severity=warning X cart-service p99 2s") == "cart-service"

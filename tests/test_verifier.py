@@ -22,7 +22,7 @@ from pipeline.core.contracts import (
 )
 from pipeline.core.errors import StageFailure
 from pipeline.gatekeeper.features import compute_features
-from pipeline.llm.offline.verifier import verify
+from pipeline.llm.offline.verifier import _ranged, verify
 from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
 from pipeline.verdict.policy import groundedness
 from pipeline.verdict.provider import StageContext
@@ -463,3 +463,14 @@ def test_facts_checked_mapping():
                                                "no_evidence", "no_evidence", "contradicted"]
     assert [f.is_critical for f in facts] == [True, True, True, True, False, True]
     assert facts[0].fact == "c0: text 0" and facts[0].evidence_refs == [ref]
+
+
+def test_a_range_reads_as_the_cited_records_value_before_a_neighbours() -> None:
+    """"1-2.5 s" over a window holding 1502ms (the cited line) and 2.4s (a neighbour) states the cited
+    line's value, whatever order the window's values come in: set against it with the neighbour's,
+    a faithful range would read as a conflict under some hash seeds and not others."""
+    anchor = "api-gateway ERROR upstream ledger-service returned 503 after 1502ms"
+    window = "ledger-service WARN G1 Old gc pause 2.4s\n" + anchor
+    assert _ranged("503 after roughly 1-2.5 s", anchor, window) == "503 after roughly 1.502s"
+    assert _ranged("gc pauses of 2-3 s", anchor, window) == "gc pauses of 2.4s"
+    assert _ranged("pauses of 5-8 s", anchor, window) == "pauses of 5-8 s"

@@ -138,15 +138,17 @@ def _quote_bindings(quotes: list[str], invocations: list[ToolInvocation]) -> lis
     return out
 
 
-def _stated(sentence: str) -> list[str]:
-    """The parts of an unhedged sentence judged one by one. A causal sentence or one quoting a record
-    is judged whole (its point is the link, or the quote's place in it); otherwise each clause states
-    its own fact, so one added to a faithful one ("..., and the database was down") is judged. A clause
-    the split leaves out is still said: when one holds a fact ("最近 5 分钟 7 次" is too short to stand
-    alone and is dropped), the sentence is judged whole so the fact is not lost."""
+def _stated(sentence: str, quotes: list[str]) -> list[str]:
+    """The parts of an unhedged sentence judged one by one. A causal sentence is judged whole (its
+    point is the link); otherwise each clause states its own fact, so one added to a faithful one
+    ("..., and the database was down") is judged, and a quote binds only the clause holding it (the
+    clause after it may name another writer: "`POST /api/pay` times out, and api-gateway answers
+    504" meets api-gateway's record in its second half); a quote the split cuts keeps the sentence
+    whole. A clause the split leaves out is still said: when one holds a fact ("最近 5 分钟 7 次" is
+    too short to stand alone and is dropped), the sentence is judged whole so the fact is not lost."""
     parts = clauses(sentence)
     kept = {e for part in parts for e in extract_entities(part)}
-    if not parts or not extract_entities(sentence) <= kept:
+    if not parts or not extract_entities(sentence) <= kept or any(all(q not in p for p in parts) for q in quotes):
         return [sentence]
     return parts
 
@@ -221,8 +223,8 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             missing.append(sentence)
         else:
             causal = bool(CAUSAL.search(own) or ROOT_CAUSE.search(own))
-            for text in [sentence] if quotes or causal else _stated(sentence):
-                claim(text, quotes, causal)
+            for text in [sentence] if causal else _stated(sentence, quotes):
+                claim(text, [q for q in quotes if q in text], causal)
     output = ExecutorOutputV2(answer_version=ANSWER_VERSION, claims=claims, hypotheses=hypotheses,
                               recommended_actions=actions, missing_info=missing)
     # Only the fields read from the prose: a binding's defaults (source_type, digest_id) were not in it.

@@ -84,6 +84,9 @@ class _Indexed:
     norm_lines: list[str] = field(default_factory=list)
     joined: str = ""
     starts: list[int] = field(default_factory=list)
+    # A multi-line record's later lines ("java.lang.NullPointerException: ...", a stack's "at ...")
+    # name no writer: each maps to its record's first line, which does.
+    heads: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(cls, inv: ToolInvocation) -> _Indexed:
@@ -93,7 +96,9 @@ class _Indexed:
         for n in norm_lines:
             starts.append(pos)
             pos += len(n) + 1
-        return cls(lines=lines, norm_lines=norm_lines, joined="\n".join(norm_lines), starts=starts)
+        heads = {later: head for line in lines if "\n" in line
+                 for head, *rest in [line.split("\n")] for later in rest if later.strip()}
+        return cls(lines=lines, norm_lines=norm_lines, joined="\n".join(norm_lines), starts=starts, heads=heads)
 
     def occurrences(self, needle: str, limit: int = 200) -> list[int]:
         """Line indexes whose normalised text contains `needle` (already normalised)."""
@@ -161,7 +166,9 @@ def _window(idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str, loc
         "status": inv.status,
         "available": True,
         "found": found,
-        "anchor": [_clip(line, needle) for line in anchor_lines],
+        # A quote of a record's later line is shown with the record's first line: who wrote it.
+        "anchor": [_clip(line, needle) if line not in idx.heads else f"{_clip(idx.heads[line], '')}\n{_clip(line, needle)}"
+                   for line in anchor_lines],
         "related": [_clip(idx.lines[i], "") for i in related],
         "record_count": len(idx.lines),
     }

@@ -121,9 +121,9 @@ CAUSAL = Words(
 # Says who wrote a record: "payment-service logged ...", "order-service 日志显示 ...". The service
 # before one of these words is the claim's speaker (pipeline.text.speaker).
 SPEAKING = Words(
-    zh=("日志显示", "日志记录", "日志里", "日志中", "日志", "记录了", "记录", "报错", "报了", "报出", "上报", "打印"),
+    zh=("日志显示", "日志记录", "日志里", "日志中", "日志", "记录了", "记录", "报错", "报了", "报出", "上报", "打印", "抛出", "抛了"),
     en=("logged", "logs", "log", "logging", "reported", "reports", "reporting", "raised", "raises", "says", "said",
-        "wrote", "writes", "printed", "prints", "emitted", "emits", "complained"),
+        "wrote", "writes", "printed", "prints", "emitted", "emits", "complained", "threw", "throws", "throwing"),
 )
 ROOT_CAUSE = Words(zh=("根因", "根本原因"), en=("root cause", "root-cause"))
 # How a record itself states a cause (rare in logs; a stack's "Caused by:", an alert's "原因: 节点维护驱逐",

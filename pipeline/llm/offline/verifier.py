@@ -124,19 +124,24 @@ def _without_times(text: str) -> str:
     return _FULL_STOP_AFTER_DIGIT.sub(" ", _TIME.sub(" ", normalize(text)))
 
 
-def _ranged(text: str, evidence: str) -> str:
+def _ranged(text: str, anchor: str, evidence: str) -> str:
     """The text with each range it states read as a value of the evidence inside it: "slow queries
-    of about 11-15 s" over records of 12.124 s and 14.48 s states 12.124 s. A range no evidence value
-    falls in stays as written, and its ends are then checked like any number."""
-    held = _entities(evidence)
-    percents = [float(e.value) for e in held if e.kind == "percentage"]
-    seconds = [float(e.value[:-1]) for e in held if e.kind == "duration"]
+    of about 11-15 s" over records of 12.124 s and 14.48 s states 12.124 s. The cited record's own
+    value comes first (a range over many lines is then not set against it with a neighbour's value),
+    and among several the lowest, so the reading never depends on set order. A range no evidence
+    value falls in stays as written, and its ends are then checked like any number."""
+    sources = [_entities(anchor), _entities(evidence)]
 
     def inside(m: re.Match[str]) -> str:
         low, high, unit = float(m.group(1)), float(m.group(2)), m.group(3)
         scale = UNIT_SECONDS.get(unit, 1.0)
-        value = next((v for v in (percents if unit == "%" else seconds) if low * scale <= v <= high * scale), None)
-        return m.group(0) if value is None else f"{value:g}{'%' if unit == '%' else 's'}"
+        kind = "percentage" if unit == "%" else "duration"
+        for held in sources:
+            values = sorted(float(e.value.rstrip("s")) for e in held if e.kind == kind)
+            value = next((v for v in values if low * scale <= v <= high * scale), None)
+            if value is not None:
+                return f"{value:g}{'%' if unit == '%' else 's'}"
+        return m.group(0)
 
     return _RANGE.sub(inside, normalize(text))
 
@@ -291,7 +296,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
 
     if not ev.anchor and not ev.related:
         return done("unsupported", tr("offline.verifier.no_evidence", lang))
-    claim_ents = _entities(_ranged(text, ev.text))
+    claim_ents = _entities(_ranged(text, "\n".join(ev.anchor), ev.text))
     conflict = _conflict(claim_ents, _entities("\n".join(ev.anchor)))
     if conflict:
         kind, theirs, mine = conflict
