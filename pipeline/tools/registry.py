@@ -14,7 +14,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, create_model
 
@@ -55,8 +55,6 @@ class ToolSpec:
     model_name: str  # what the model is offered and calls
     description: str
     args: type[ToolArgs]
-    # Runs validated arguments against the backend object a factory built.
-    run: Callable[[Any, Any], ToolOutput]
     backends: Mapping[BackendKind, BackendFactory]
 
     def schema(self) -> ChatCompletionToolParam:
@@ -117,21 +115,18 @@ TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (
     ToolSpec(
         name="query_logs", model_name="queryLogs", args=LogQuery,
         description="Search service logs. Returns logs[] with timestamp, service, level, message.",
-        run=lambda backend, q: backend.query_logs(q),
         backends={BackendKind.BUNDLED: _bundled_logs, BackendKind.LOKI: _loki, BackendKind.FILES: _log_files},
     ),
     ToolSpec(
         name="query_metrics", model_name="queryMetrics", args=MetricsQuery,
         description="List Prometheus alerts (firing/resolved) and optional PromQL results. "
         "Returns alerts[] with alertname, service, status, description.",
-        run=lambda backend, q: backend.query_metrics(q),
         backends={BackendKind.BUNDLED: _bundled_metrics, BackendKind.PROMETHEUS: _prometheus},
     ),
     ToolSpec(
         name="lookup_knowledge", model_name="lookupKnowledge", args=KnowledgeQuery,
         description="Search runbooks. Returns evidenceBlocks[] (id, title, source, score, content) "
         "and contextPack.packedText.",
-        run=lambda backend, q: backend.lookup_knowledge(q),
         backends={BackendKind.BUNDLED: _bundled_runbooks, BackendKind.FOLDER: _runbook_folder},
     ),
 )}
@@ -187,7 +182,9 @@ class ToolBox:
         spec = tool_spec(tool_name)
         if spec is None:
             raise ValueError(f"unknown tool {tool_name!r}")
-        return from_data(spec.run(self.backends[spec.name], spec.args.model_validate(arguments)))
+        # A backend answers a tool by its method of the tool's persisted name (queries.py's protocols).
+        answer: Callable[[ToolArgs], ToolOutput] = getattr(self.backends[spec.name], spec.name)
+        return from_data(answer(spec.args.model_validate(arguments)))
 
     def latest_evidence(self, services: Sequence[str]) -> EvidenceTime | None:
         """The latest log line or alert of `services` that any backend able to tell holds: what

@@ -25,6 +25,10 @@ CHANGE = re.compile(r"\b(?:deploy\w*|release\w*|rollout|roll-out|upgrade\w*|conf
 # --- propositions ---------------------------------------------------------------------------------
 
 _NEGATED = re.compile(rf"{NEGATIVE_ASKING.en_alternation}|{NEGATIVE_ASKING_ZH}")
+# Words asking whether X takes part in Y at all: a cause pattern reads (X, Y) around them, and
+# _INVOLVEMENT then keeps that cause from asking for the one culprit, so both take them from here.
+_INVOLVED_EN = "involved in|related to|connected to|linked to|tied to|part of|a factor in"
+_INVOLVED_ZH = "关系|关联|联系|有关|相关"
 # (x: the suspected cause, y: what it is asked to have caused), most specific first.
 _CAUSE_EN = (
     re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
@@ -32,7 +36,7 @@ _CAUSE_EN = (
                r"(?P<y>.+)"),
     re.compile(r"\b(?:is|are|was|were)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from)\s+(?P<x>.+)"),
     re.compile(r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
-               r"involved in|related to|connected to|linked to|tied to|part of|a factor in|"
+               rf"{_INVOLVED_EN}|"
                r"what(?:'s|s| is)? (?:broke|caused|took down|(?!going\b)[a-z]+ing))\s+"
                r"(?P<y>.+)"),
     # "is the gateway flooding payment-service with traffic? thats why its cpu is pegged?": a doing of
@@ -51,7 +55,7 @@ _CAUSE_EN = (
 )
 _CAUSE_ZH = (
     # "X 跟 Y 有关系吗", "X 和这次故障有没有关系": whether X is involved in Y at all.
-    re.compile(r"(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)(?:有没有|有无|是否有|是不是有)?(?:关系|关联|联系|有关|相关)"),
+    re.compile(rf"(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
     re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
     re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
@@ -73,8 +77,7 @@ _CULPRIT = re.compile(r"\bthe (?:root[- ])?(?:cause|culprit|reason|problem|issue
                       r"\b(?:root[- ]cause|culprit|to blame|at fault|responsible)\b|'s fault\b|\bbehind (?:this|it|that)\b"
                       r"|^\W*was it\b|罪魁祸首|元凶|根因|根本原因|原因|引起|导致|造成|问题出在|的问题|怪|背锅|锅")
 # Asks whether a service takes part at all, not whether it is the cause ("is X part of this outage?").
-_INVOLVEMENT = re.compile(r"\b(?:involved in|related to|connected to|linked to|tied to|part of|a factor in|to do with)\b"
-                          r"|关系|关联|联系|有关|相关")
+_INVOLVEMENT = re.compile(rf"\b(?:{_INVOLVED_EN}|to do with)\b|{_INVOLVED_ZH}")
 # A pronoun asked about, standing for the service named first.
 _IT = re.compile(r"\b(?:is|was|isn't|wasn't) it\b|它")
 _PRONOUN = re.compile(r"它|他|这|那|这个|那个|这次|那次|\b(?:it|that|this|they)\b")
