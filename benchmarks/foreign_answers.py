@@ -51,15 +51,16 @@ GOAL = 0.95
 
 
 def tool_outputs(world: str) -> tuple[str, str]:
-    """The world's WARN/ERROR log lines (each message once) and its alerts, in the seed's shape."""
+    """The world's WARN/ERROR log lines and its alerts, in the seed's shape: every line with its host,
+    as the bundled log tool returns them, so an answer that counts lines or names a pod can be held
+    to them."""
     here = ROOT / "data" / "incidents" / world
-    logs, seen = [], set()
+    logs = []
     for line in (here / "logs.jsonl").read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        if rec["level"] in ("WARN", "ERROR") and rec["message"] not in seen:
-            seen.add(rec["message"])
+        if rec["level"] in ("WARN", "ERROR"):
             logs.append({"timestamp": rec["ts"], "service": rec["service"], "level": rec["level"],
-                         "message": rec["message"]})
+                         "message": rec["message"], "host": rec.get("host")})
     alerts = json.loads((here / "alerts.json").read_text(encoding="utf-8"))
     return (json.dumps({"logs": logs, "total": len(logs), "truncated": False}, ensure_ascii=False),
             json.dumps({"alerts": alerts, "total": len(alerts)}, ensure_ascii=False))

@@ -247,6 +247,44 @@ def test_a_sentence_admitting_a_gap_is_missing_info_not_a_claim(judge: Any) -> N
     assert not judged.flagged
 
 
+@pytest.mark.parametrize("gap", [
+    "What filled the disk isn't visible in the error logs.",
+    "Which job writes it is not in the WARN/ERROR lines.",
+    "The logs don't say.",
+    "日志里看不出是谁写满的。",
+])
+def test_gaps_in_other_words_are_missing_info(judge: Any, gap: str) -> None:
+    judged = judge(f"Batch 77 failed on a 1500ms write timeout. {gap}")
+    assert [m.rstrip("。") for m in judged.missing_info] == [gap.rstrip("。")] and not judged.flagged
+
+
+def test_a_heading_and_a_timelines_arrows_are_layout(judge: Any) -> None:
+    """"### Findings" states nothing; "08:00:01 X → 08:00:02 Y" is two events, each met by its own
+    record, where read whole the quote of the second was set against the first's writer."""
+    judged = judge("### Findings\n08:00:01 ledger-service posting batch 77 failed → 08:00:02 api-gateway logs "
+                   "`returned 503 on POST /api/ledger/post`")
+    assert len(judged.claims) == 2 and not judged.flagged, list(zip([c["claim_text"] for c in judged.claims],
+                                                                      judged.checks, strict=False))
+
+
+def test_a_clause_naming_only_a_pod_is_judged_with_the_fact_it_places(judge: Any) -> None:
+    """The pod of "..., fires on pod X" is the alert's: judged apart, "fires on pod X" met any line X
+    wrote, and a swapped pod passed."""
+    judged = judge("ledger-service's LedgerDiskFull alert (91.5% disk) fires on pod ledger-7c9d-4.")
+    assert len(judged.claims) == 1 and judged.claims[0]["claim_text"].endswith("ledger-7c9d-4.")
+
+
+@pytest.mark.parametrize("guess", ["G1 Old gc 暂停 2.4s，这就是 LedgerDiskFull 告警触发的原因。",
+                                   "写超时 1500ms 是被 G1 Old gc 暂停 2.4s 拖慢的。"])
+def test_a_link_no_record_states_in_chinese_is_caught(judge: Any, guess: str) -> None:
+    assert judge(guess).flagged
+
+
+def test_a_link_that_seems_is_a_hypothesis(judge: Any) -> None:
+    judged = judge("The 2.4s gc pause seems to be what makes batch 77 time out.")
+    assert judged.hypotheses and not judged.flagged
+
+
 def test_a_cause_the_record_states_in_its_own_failed_form_is_kept(judge: Any) -> None:
     judged = judge("Batch 77 failed to post because of a 1500ms write timeout.")
     assert [c["claim_type"] for c in judged.claims] == ["root_cause"]

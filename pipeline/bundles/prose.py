@@ -70,6 +70,10 @@ _LABEL = re.compile(
     r"|findings|evidence|status|结论|总结|简而言之|简单说|一句话|现象|影响|时间线)(?:\s*\([^)]{0,30}\))?\s*[:：])\s*",
     re.IGNORECASE)
 
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+# An arrow before a clock time: the next event of a chain, not a change of value ("15000ms -> 5000ms").
+_NEXT_EVENT = re.compile(r"\s*(?:→|->|=>|⇒)\s*(?=\d{1,2}:\d{2}(?!\d))")
+
 
 @dataclass(frozen=True)
 class _Record:
@@ -146,7 +150,15 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
     504" meets api-gateway's record in its second half); a quote the split cuts keeps the sentence
     whole. A clause the split leaves out is still said: when one holds a fact ("最近 5 分钟 7 次" is
     too short to stand alone and is dropped), the sentence is judged whole so the fact is not lost."""
-    parts = clauses(sentence)
+    parts: list[str] = []
+    for part in clauses(sentence):
+        # A clause naming only where ("..., fires on pod inv-84cd-3") states no fact of its own: it
+        # places the one before it, and is judged with it, so a swapped pod meets that fact's record.
+        facts = _facts(extract_entities(part))
+        if parts and facts and all(e.kind == "instance" for e in facts):
+            parts[-1] = f"{parts[-1]} {part}"
+        else:
+            parts.append(part)
     kept = {e for part in parts for e in extract_entities(part)}
     if not parts or not extract_entities(sentence) <= kept or any(all(q not in p for p in parts) for q in quotes):
         return [sentence]
@@ -199,8 +211,11 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
         claims.append(Claim(claim_id=f"c{len(claims) + 1}", claim_type="root_cause" if causal else "observation",
                             claim_text=text, support_level="direct", evidence_bindings=bindings))
 
-    # A label leads a line ("**TL;DR** ..."): taken off before the line is cut into sentences.
-    for sentence in sentences("\n".join(map(_unlabelled, answer.splitlines()))):
+    # A label leads a line ("**TL;DR** ..."): taken off before the line is cut into sentences; a
+    # markdown heading ("### Timeline (UTC)") is layout whole.
+    lines = [_unlabelled(line) for line in answer.splitlines() if not _HEADING.match(line)]
+    # A timeline's arrows join events, each a statement of its own ("19:31 X → 19:33 Y").
+    for sentence in sentences(_NEXT_EVENT.sub("\n", "\n".join(lines))):
         # The writer's own words: a quoted record's "due to" or "may" is the record's.
         own = normalize(unquoted(sentence))
         # A question, or a heading ("Findings:") that frames the items under it, states nothing.

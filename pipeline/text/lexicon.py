@@ -81,10 +81,11 @@ OUTAGE = Words(
 )
 # Says the statement is a guess: "可能是连接池耗尽", "possibly the pool".
 HEDGE = Words(
-    zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是"),
+    zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是", "应该不是", "看起来", "看上去", "似乎", "好像"),
     en=("possibly", "possible", "possibility", "probably", "maybe", "may", "might", "could", "likely", "unlikely",
         "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized", "plausibly",
-        "plausible", "presumably"),
+        "plausible", "presumably", "apparently", "seems", "seem", "seemed", "seemingly", "looks like", "look like",
+        "appears to", "appear to", "as far as i can tell", "i think", "my guess", "my inference"),
     # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
     unless=("could not",),
 )
@@ -101,22 +102,29 @@ GAP = Words(zh=("缺口",), en=("gap", "gaps", "no sign", "no signs", "no logs")
 # clause in these words admits a gap; it states no fact to check.
 UNSHOWN = Words(
     zh=("未显示", "没有显示", "并未显示", "没有记录", "未记录", "无记录", "未证实", "无法证实", "无法确认", "日志未", "日志没有",
-        "没有证据", "无证据", "尚无证据"),
+        "没有证据", "无证据", "尚无证据", "没有直接", "没直接", "看不出", "没写", "没有写", "不好判断", "无从判断"),
     en=("no record", "no records", "no evidence", "not shown",
         "don't show", "doesn't show", "do not show", "does not show", "don't confirm", "doesn't confirm",
         "do not confirm", "does not confirm", "not confirmed", "unconfirmed", "not proven", "ties the two",
-        "no direct evidence"),
+        "no direct evidence", "no line", "no log line", "no single line", "not verified", "don't say",
+        "doesn't say", "do not say", "does not say", "didn't say"),
+    # "isn't in the WARN/ERROR lines", "not visible in the error logs"
+    patterns=(r"\b(?:isn't|is not|aren't|are not|not)\s+(?:visible\s+)?in\s+the\s+(?:[\w/]+\s+){0,2}"
+              r"(?:logs?|lines|records|alerts)\b",),
 )
 # States that one thing brought about another, in a fixed phrase or a causative form: "makes X miss
 # its deadline", "is what holds the pool", "pushed the call past the limit".
 CAUSAL = Words(
-    zh=("导致", "造成", "引起", "引发", "归因", "原因是", "由于", "因为", "问题出在", "根源", "使得", "致使", "以致", "从而"),
+    zh=("导致", "造成", "引起", "引发", "归因", "原因是", "由于", "因为", "问题出在", "根源", "使得", "致使", "以致", "从而",
+        "拖慢", "拖垮", "拖累"),
     en=("because", "cause", "causes", "caused", "causing", "caused by", "due to", "led to", "lead to", "leads to",
         "leading to", "resulted in", "results in", "result in", "result of", "responsible for", "behind the",
         "is why", "explains", "explain", "triggered by", "triggering", "driven by", "owing to", "because of",
         "as a result"),
     patterns=(r"\b(?:is|was|are|were|be)\s+what\b", r"\bpush(?:es|ed|ing)?\b[^.;,]{0,40}?\b(?:past|over|beyond)\b",
-              r"\bmak(?:e|es|ing)\s+(?:[\w\-'./]+\s+){1,3}?(?:miss|fail|time|slow|stall|wait|exceed|hang|crash|drop)"),
+              r"\bmak(?:e|es|ing)\s+(?:[\w\-'./]+\s+){1,3}?(?:miss|fail|time|slow|stall|wait|exceed|hang|crash|drop)",
+              # "这就是 X 触发的原因": names what X came from
+              r"(?:就是|正是|才是)[^，。,;；]{0,40}?的原因"),
 )
 # Says who wrote a record: "payment-service logged ...", "order-service 日志显示 ...". The service
 # before one of these words is the claim's speaker (pipeline.text.speaker).
