@@ -140,6 +140,14 @@ CASES = [
      "No, the latest record of checkout-service says otherwise", ""),
     ("gateway-timeout", "api-gateway 的 upstream_timeout 还是 15000ms 吗？", "PASS", "不是，api-gateway 最新的记录并非如此", ""),
     ("gateway-timeout", "is api-gateway's upstream_timeout 5 s now?", "PASS", "Yes, the latest record of api-gateway says so", ""),
+    # a design's reasons: a behaviour set against another, a practice not followed, a time picked
+    ("gateway-timeout", "why does api-gateway return ERR_TIMEOUT rather than waiting for payment-service?",
+     "LOW_CONFID", "Cannot tell why anyone chose to", ""),
+    ("jvm-oom", "why doesn't inventory-service cache stock lookups with a size limit", "LOW_CONFID",
+     "Cannot tell why anyone chose to", ""),
+    # the onset of a happening named by its own words, no service or symptom asked
+    ("db-pool-exhaustion", "SQLTransientConnectionException - when was it first logged?", "PASS",
+     "order-service has shown a fault since 08:", ""),
 ]
 
 
@@ -245,9 +253,19 @@ def test_a_scope_stored_before_propositions_still_reads() -> None:
     ("为什么？", "why"), ("为什么 user-service CPU 很高？", "why"), ("payment-service 的 CPU 没问题吧？", "yes_no"),
     ("user-service 现在正常吗？登录好像没问题", "yes_no"), ("inventory-service keeps freezing, is it a memory leak?", "yes_no"),
     ("coupon-service restarted once - is it down?", "yes_no"),
+    ("OutOfMemoryError in StockSnapshotCache, first spotted when?", "since_when"),
+    ("这个 ERR_TIMEOUT 第一次是几点出现的", "since_when"),
 ])
 def test_the_form_is_read_from_an_sres_words(question: str, form: str) -> None:
     assert read_scope(question).form == form
+
+
+@pytest.mark.parametrize("question", [
+    "why hasn't anyone rotated the gateway's api key", "why was the reindex run at 03:00 of all times",
+    "为什么超时了直接返回错误而不是重试", "why isn't orders-db using an index on created_at",
+])
+def test_a_why_about_a_design_or_a_persons_doing_asks_a_motive(question: str) -> None:
+    assert read_scope(question).intent
 
 
 def test_a_why_half_answered_says_the_cause_it_has_after_the_gap(settings: Settings, store: Store) -> None:

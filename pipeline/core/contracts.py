@@ -616,8 +616,9 @@ class QuestionScope(_Model):
     # A why about a person's decision ("why did somebody flip the flag?"): the evidence shows what
     # was done and when, never why someone chose to.
     intent: bool = False
-    # A why about one happening the symptom table has no word for ("why did the risk rules jump
-    # from 212 to 1843?", "为什么跑全量库存同步"): its own words, which a record of it must hold.
+    # A why or since-when about one happening the symptom table has no word for ("why did the risk
+    # rules jump from 212 to 1843?", "为什么跑全量库存同步", "NullPointerException at X - first seen
+    # when?"): its own words, which a record of it must hold.
     event: list[str] = Field(default_factory=list)
 
 

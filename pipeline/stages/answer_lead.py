@@ -199,6 +199,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
                           text=text, support=support, link=link)
 
     if row.form in ("how_long", "since_when"):
+        if decided is None and row.status == "answered" and row.first is not None:
+            return _since_lead(row, None, language)  # a happening named by its own words
         if decided is None or decided.status != "answered":
             return None  # healthy, no data: the coverage leads below
         if row.status == "not_answered":
@@ -283,15 +285,17 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
     return lead("proposition", _figures(rows, language) or facts(rows), "absent", prop.subject)
 
 
-def _since_lead(row: FormCoverage, decided: ServiceCoverage, language: str) -> AnswerLead | None:
-    """How long / since when, from the first dated record of the asked symptom (pipeline.verdict.form)."""
+def _since_lead(row: FormCoverage, decided: ServiceCoverage | None, language: str) -> AnswerLead | None:
+    """How long / since when, from the first dated record of the asked symptom, or of the asked
+    happening when no symptom was asked (`decided` None) (pipeline.verdict.form)."""
     first, until = row.first, row.until
     if first is None or until is None:
         return None
     with_day = first.at.date() != until.date()
     how_long = row.form == "how_long"
-    return AnswerLead(kind="since", form=row.form, services=[decided.service or first.service],
-                      symptoms=[decided.symptom], evidence=[f"#{first.invocation_id}"], text=first.text,
+    return AnswerLead(kind="since", form=row.form, services=[(decided.service if decided else "") or first.service],
+                      symptoms=[decided.symptom if decided else row.symptom], evidence=[f"#{first.invocation_id}"],
+                      text=first.text,
                       since=_clock(first.at, with_day), until=_clock(until, with_day) if how_long else "",
                       span=_span(until - first.at, language) if how_long else "",
                       record=tr("answer.record_at", language, number=first.number, call=first.invocation_id))

@@ -256,6 +256,15 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
                                                    status=row.status))
     if not present:  # every asked symptom shown absent: the premise does not hold
         if not coverage:
+            # A happening named by its own words ("NullPointerException at X - first seen when?"):
+            # dated by the first record holding them, whatever its level.
+            first_seen = _event_record(scope, invocations, warnings=True) if scope.event and form == "since_when" else None
+            if first_seen is not None and first_seen.at is not None:
+                seen = DatedRecord(invocation_id=first_seen.invocation_id, number=first_seen.number,
+                                   service=first_seen.service, at=first_seen.at, text=first_seen.raw)
+                out = _row(form, "answered", None, msg("form.onset", service=seen.service, symptom=ANY,
+                                                       since=seen.at.isoformat(), quote=seen.text))
+                return out.model_copy(update={"first": seen, "until": seen.at})
             return _row(form, "not_answered", None, msg("form.no_onset", service="", symptom=ANY))
         row = coverage[0]
         return _row(form, "answered", row, msg("form.absent", service=row.service, symptom=row.symptom))
@@ -269,15 +278,16 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
     return out.model_copy(update={"first": first, "until": max(ends, key=lambda t: t.timestamp())})
 
 
-def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation]) -> Record | None:
+def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation], *, warnings: bool = False) -> Record | None:
     """The record of the happening a why asks about: a line of an asked service (of any, when none
     is named) that warns of nothing (a warning or an alert is a symptom, which the plain why
-    reading answers), holding most of the event's words (or a synonym), the most, then the earliest."""
+    reading answers; a since-when of a happening takes them), holding most of the event's words (or
+    a synonym), the most, then the earliest."""
     need = max(1, min(len(scope.event), 2), (len(scope.event) * 3 + 4) // 5)
     best: tuple[int, float, Record] | None = None
     for inv in invocations:
         for r in records(inv):
-            if (scope.services and r.service not in scope.services) or r.warns or r.alert:
+            if (scope.services and r.service not in scope.services) or (not warnings and (r.warns or r.alert)):
                 continue
             held = sum(1 for w in scope.event if any(_holds(r.text, s) for s in synonyms(w)))
             at = r.at.timestamp() if r.at else float("inf")

@@ -248,8 +248,16 @@ def asked_part(question: str) -> str:
 
 _WH = re.compile(r"\b(?:what|whats|what's|why|how|when|where|which|who|whom|whose)\b|什么|啥|怎么|为什么|为啥|哪|谁|多久|几")
 # A why whose subject is a person: it asks for a motive, which no log records.
-_INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have)) (?:somebody|someone|anyone|they|we|you|he|she|people|"
-                     r"the team|ops|devs?|engineers?|on-?call)\b"
+_INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have|is|are)(?:n'?t)?) (?:somebody|someone|anyone|nobody|no one|"
+                     r"they|we|you|he|she|people|the team|ops|devs?|engineers?|on-?call)\b"
+                     # A behaviour set against another ("why does X park orders instead of retrying"), a
+                     # practice not followed ("why isn't the query using an index"), a time someone picked
+                     # ("why was the warmup kicked off at 19:20 of all times"): a design's reasons.
+                     r"|\bwhy\b[^?]{0,80}?\b(?:instead of|rather than)\b|(?:为什么|为啥|为何)[^？?]{0,40}?而不是"
+                     r"|\bwhy (?:is|are|does|do|did|was|were)n'?t\b[^?]{0,60}?\b(?:using|use|retrying|retry|caching|cache|"
+                     r"indexed|renewed|renew|rotated|rotate|autoscaling|autoscaled|scaled|throttling|throttled)\b"
+                     r"|\bwhy\b[^?]{0,60}?\b(?:kicked off|scheduled|launched|started|run|ran)\s+(?:at|on)\s+\d[^?]{0,30}"
+                     r"\bof all (?:times|days|moments)\b"
                      # A setting changed by hand, said in the passive: "why was the timeout lowered to 5 s?"
                      r"|\bwhy (?:was|were|is|are|has|have) [^?]{0,60}?\b(?:changed|set|lowered|raised|bumped|reduced|"
                      r"increased|switched|skipped|disabled|enabled|turned (?:on|off)|reverted|rolled back|edited)\b"
@@ -268,6 +276,9 @@ _WHY_FRAME = frozenset(
     "going on problem problems issue issues broken break breaking failing fail failed failure down outage "
     "incident everything anything something stuff all now today again still suddenly really just so getting get "
     "got does did do is are was were been being keep keeps kept it its they them this that these those there "
+    # How a since-when asks for the onset ("first seen when?", "最早什么时候出现的").
+    "when since first seen noticed spotted logged reported showed show appeared appear start started began begin "
+    "最早 第一次 首次 什么时候 何时 几点 开始 出现 "
     # How people say "something is wrong with it" without naming a symptom: not a happening.
     "acting act acts up sideways tank tanks tanked tanking fall falls fell falling over crap crapped flaky "
     "flaking wonky hosed borked dying died dead die dies choke chokes choking struggling struggles hiccup "
@@ -296,6 +307,10 @@ _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bwhen did\b.*\b(?:st
                          r"|\bwhen (?:has|have|was|were|is|are)\b.*\b(?:start|began|begun|first)"
                          r"|\b(?:what time|when exactly|starting when|from when)\b.*\b(?:start|begin|first)\b"
                          r"|\bwhen (?:was|were) the first\b|\bwhen exactly\b"
+                         # "NullPointerException at X - first seen when?", "when was it first logged"
+                         r"|\bfirst (?:seen|noticed|spotted|logged|reported|showed up|appeared)\b[^?]{0,20}\bwhen\b"
+                         r"|\bwhen\b[^?]{0,60}\bfirst (?:seen|noticed|spotted|logged|reported|show(?:ed)? up|appear(?:ed)?)\b"
+                         r"|(?:最早|第一次|首次)[^？?]{0,20}?(?:什么时候|何时|几点)"
                          r"|(?:从|自)(?:什么时候|何时|几点|哪个时间点?)|(?:什么时候|何时|几点|哪个时间点?)(?:开始|起|出现|出的)")
 
 
@@ -510,7 +525,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
         intent=intent,
-        event=asked_event(question, services, symptoms) if form == "why" and not intent else [],
+        event=asked_event(question, services, symptoms) if (form == "why" and not intent) or form == "since_when" else [],
     )
 
 
