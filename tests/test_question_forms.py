@@ -274,3 +274,24 @@ def test_a_why_half_answered_says_the_cause_it_has_after_the_gap(settings: Setti
     lead = result.evaluation.composer_output.answer_summary
     assert result.verdict == "LOW_CONFID" and lead.startswith("无法判断为什么出现user-service 故障："), lead
     assert "；证据指向的原因（可能，但未证实）：Redis redis-cart 内存达到上限" in lead
+
+
+@pytest.mark.parametrize(("question", "services"), [
+    ("is the inv svc ok", ["inventory-service"]),
+    ("since when is the notif-worker backlog growing", ["notification-service"]),
+    # a stem written whole is no nickname, and a name abbreviating two services is none
+    ("is order-worker down", ["order-worker"]),
+    ("is the pay-job stuck", ["pay-job"]),
+])
+def test_a_nickname_names_the_service_it_shortens(question: str, services: list[str]) -> None:
+    catalogue = ["inventory-service", "notification-service", "order-service", "payment-service", "pay-api-service"]
+    assert read_scope(question, catalogue).services == services
+
+
+@pytest.mark.parametrize(("question", "subject", "target"), [
+    ("order-service keeps logging pool timeouts, is that behind the checkout errors?", "order-service", "checkout-service"),
+    ("inv svc heap at 97% - is that why order-service stock checks fail?", "inventory-service", "order-service"),
+])
+def test_that_put_forward_after_a_statement_is_the_statements_subject(question: str, subject: str, target: str) -> None:
+    prop = read_scope(question, ["order-service", "checkout-service", "inventory-service"]).proposition
+    assert prop is not None and (prop.kind, prop.subject, prop.target) == ("cause", subject, target)

@@ -11,7 +11,7 @@ two ways). Read once, with the scope (pipeline.verdict.scope), and stored in it;
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pipeline.core.contracts import Proposition
@@ -42,6 +42,8 @@ _CAUSE_EN = (
     # "is the gateway flooding payment-service with traffic? thats why its cpu is pegged?": a doing of
     # X's put forward as why the effect after "that's why" happens.
     re.compile(r"\b(?:is|are|was|were)\s+(?P<x>.+?)\s+[a-z]+ing\s+(?P<y>.+?\b(?:is that|that's|thats|that is|is this)\s+why\s+.+)"),
+    # "pay-worker pool stuck at 200/200 - is that why /api/pay times out?": what was said before is put forward.
+    re.compile(r"\b(?:is|was|isn't|wasn't)\s+(?P<x>that|this|it)\s+(?:the\s+(?:real\s+|main\s+)?reason\s+)?why\s+(?P<y>.+)"),
     # "are the order-service pay failures payment-service's fault?": the effect first, the suspect owns the fault.
     re.compile(r"\b(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+(?P<y>.+?)\s+(?P<x>[a-z0-9][\w.-]*?)['’]s\s+fault\b"),
     # No asking word at all: "api-gateway behind the order-service 500s?", "checkout 500s because of pricing-service?"
@@ -78,6 +80,11 @@ _CULPRIT = re.compile(r"\bthe (?:root[- ])?(?:cause|culprit|reason|problem|issue
                       r"|^\W*was it\b|罪魁祸首|元凶|根因|根本原因|原因|引起|导致|造成|问题出在|的问题|怪|背锅|锅")
 # Asks whether a service takes part at all, not whether it is the cause ("is X part of this outage?").
 _INVOLVEMENT = re.compile(rf"\b(?:{_INVOLVED_EN}|to do with)\b|{_INVOLVED_ZH}")
+# Where a question's clauses part, and the asking words that may open the last one.
+_BREAKS = (",", "，", ";", "；", "?", "？", " - ")
+_ASKING = re.compile(r"\s*(?:is|was|are|were|isn't|wasn't|aren't|weren't)\s+")
+_ASKED_LAST = re.compile(r"(?:[\s,，;；-]|\b(?:is|was|are|were|isn't|wasn't|aren't|weren't|did|does|do|didn't|doesn't|"
+                         r"has|have|hasn't|could|might|can|would)\b|是不是|是否|是)*$")
 # A pronoun asked about, standing for the service named first.
 _IT = re.compile(r"\b(?:is|was|isn't|wasn't) it\b|它")
 _PRONOUN = re.compile(r"它|他|这|那|这个|那个|这次|那次|\b(?:it|that|this|they)\b")
@@ -104,10 +111,34 @@ def _stated_value(norm: str) -> tuple[str, str] | None:
     return None
 
 
+SERVICE_SUFFIXES = (
+    "service", "svc", "api", "gateway", "db", "cache", "worker", "consumer", "producer", "server", "proxy",
+    "queue", "job", "scheduler", "broker", "backend", "frontend", "app", "web", "cron", "daemon",
+)
+# A service by a short word and "svc" apart ("pay svc", "notify svc").
+NICKNAME = re.compile(r"(?<![a-z0-9_.\-/])[a-z]{3,}\s+svc\b")
+_SHORT_NAME = re.compile(rf"(?<![a-z0-9_.\-/])[a-z]{{3,}}(?:[-_]|\s+)(?:{'|'.join(SERVICE_SUFFIXES)})(?![a-z0-9_\-])")
+
+
+def nicknamed(name: str, catalogue: Iterable[str]) -> str:
+    """The service a shortened name stands for ("pay-worker", "pay svc" -> payment-service,
+    "notify svc" -> notification-service): the one whose stem the name's first word abbreviates,
+    when only one does; else the name itself. A stem written whole ("order-worker") is no nickname:
+    it may name a component the world does not hold."""
+    head = re.split(r"[-_\s]", name)[0]
+    if len(head) < 3:
+        return name
+    stems = {s: s.removesuffix("-service") for s in catalogue if s.endswith("-service")}
+    hits = [s for s, stem in stems.items() if stem != head and stem.startswith(head[:max(3, len(head) - 1)])]
+    return hits[0] if len(hits) == 1 else name
+
+
 def _services_in(text: str, services: Sequence[str]) -> list[str]:
-    """The asked services named in a part of the question, in full or by a "-service" stem."""
+    """The asked services named in a part of the question, in full, by a "-service" stem or by a
+    nickname ("pay-worker" of payment-service)."""
     norm = normalize(text)
-    return [s for s in services if normalize(s) in norm
+    nicknames = {nicknamed(m.group(0), services) for m in _SHORT_NAME.finditer(norm)}
+    return [s for s in services if normalize(s) in norm or s in nicknames
             or (s.endswith("-service") and re.search(rf"(?<![a-z0-9_-]){re.escape(s.removesuffix('-service'))}(?![a-z0-9_])", norm))
             # "the gateway" is api-gateway: the one service of that role
             or (s.endswith("-gateway") and re.search(r"(?<![a-z0-9_-])gateway(?![a-z0-9_-])", norm))]
@@ -127,8 +158,18 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         if m is None:
             continue
         x, y = m.group("x"), m.group("y")
-        # "coupon-service keeps restarting, is it what broke checkout?": "it" is the service named before.
-        subjects = _services_in(norm[:m.start("x")] if _PRONOUN.fullmatch(x.strip()) else x, services)
+        # The suspect is the last clause before the link ("user-service is spamming warnings, is that
+        # behind Y": "that"), and "it" or "that" is what was named before it.
+        x_at = m.start("x") + max((x.rfind(c) + len(c) for c in _BREAKS if c in x), default=0)
+        asked = _ASKING.match(norm, x_at)
+        x_at = asked.end() if asked else x_at
+        x = norm[x_at:m.end("x")]
+        named = x
+        if _PRONOUN.fullmatch(x.strip()):
+            said = _ASKED_LAST.sub("", norm[:x_at])
+            last = said[max((said.rfind(c) + len(c) for c in _BREAKS if c in said), default=0):]
+            named = last if _services_in(last, services) else said
+        subjects = _services_in(named, services)
         targets = _services_in(y, services)
         change = bool(CHANGE.search(x))
         if not subjects and not change:

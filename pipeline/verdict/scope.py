@@ -18,7 +18,7 @@ from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, T
 from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION
 from pipeline.text.primitives import CJK_CHAR, CJK_IDEOGRAPHS, CJK_RUN, detect_language, keywords, normalize, synonyms
 from pipeline.text.timewindow import clock_without_date, parse_time_window, window_phrase
-from pipeline.verdict.proposition import read_proposition
+from pipeline.verdict.proposition import NICKNAME, SERVICE_SUFFIXES, nicknamed, read_proposition
 
 
 @dataclass(frozen=True)
@@ -179,10 +179,6 @@ ANY = "any"
 # A service-like name nobody has to declare: lower-case words joined by "-" or "_" whose last
 # part says what kind of component it is ("billing-service", "kafka-consumer", "user_svc",
 # "orders-db"). A bare hyphenated word ("read-only", "out-of-memory") is not one.
-SERVICE_SUFFIXES = (
-    "service", "svc", "api", "gateway", "db", "cache", "worker", "consumer", "producer", "server", "proxy",
-    "queue", "job", "scheduler", "broker", "backend", "frontend", "app", "web", "cron", "daemon",
-)
 _SERVICE_LIKE = re.compile(
     rf"(?<![a-z0-9_.\-/])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:{'|'.join(SERVICE_SUFFIXES)}))(?![a-z0-9_\-])"
 )
@@ -355,9 +351,13 @@ _ZH_SERVICE = re.compile(rf"([{CJK_IDEOGRAPHS}]{{2,4}}?)(?:服务|系统)")
 
 
 def asked_services(question: str, catalogue: Iterable[str] = ()) -> list[str]:
-    """Every service the question names: catalogue ones first, then any service-like name."""
-    services = catalogue_mentions(question, catalogue)
-    named = [m.group(1) for m in _SERVICE_LIKE.finditer(normalize(question))]
+    """Every service the question names: catalogue ones first, then any service-like name (a
+    nickname of a catalogue service read as that service)."""
+    known = list(catalogue)
+    services = catalogue_mentions(question, known)
+    named = [nicknamed(m.group(1), known) if m.group(1) not in known else m.group(1)
+             for m in _SERVICE_LIKE.finditer(normalize(question))]
+    named += [nicknamed(m.group(0), known) for m in NICKNAME.finditer(normalize(question))]
     named += [f"{stem}-service" for m in _ZH_SERVICE.finditer(question) for w in (m.group(1), m.group(1)[-2:])
               if (stem := _zh_stem(w))][:1] if not services else []
     for name in named:
