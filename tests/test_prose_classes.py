@@ -32,6 +32,12 @@ LOGS = [
     ("2026-03-02T08:00:31Z", "ledger-service", "ERROR",
      "Unhandled exception in PostingJob.run\njava.lang.IllegalStateException: ledger L9 is closed\n"
      "\tat com.acme.ledger.Poster.post(Poster.java:55)"),
+    # Records of one kind, with their host: what a count or a list of values is held to.
+    *[(f"2026-03-02T08:0{t}Z", "billing-service", "WARN", "invoice export skipped: lock held by another worker", host)
+      for t, host in (("1:10", "billing-5f7c-1"), ("1:40", "billing-5f7c-1"), ("2:10", "billing-5f7c-2"),
+                      ("2:40", "billing-5f7c-1"))],
+    *[(f"2026-03-02T08:0{t}Z", "billing-service", "ERROR", f"reconcile job_id={job} failed: ledger snapshot stale",
+       "billing-5f7c-2") for t, job in (("3:05", 4411), ("3:35", 4418), ("4:05", 4425))],
 ]
 ALERTS = [
     {"alertname": "LedgerDiskFull", "service": "ledger-service", "severity": "critical", "status": "firing",
@@ -50,7 +56,8 @@ def _attr(key: str, value: str) -> dict[str, Any]:
 
 def _trace(answer: str) -> str:
     """An OTLP/JSON trace as an agent exports it: the answer on its root, the logs and alerts on two tool spans."""
-    logs = json.dumps({"logs": [{"timestamp": t, "service": s, "level": lv, "message": m} for t, s, lv, m in LOGS],
+    logs = json.dumps({"logs": [{"timestamp": t, "service": s, "level": lv, "message": m, **({"host": h[0]} if h else {})}
+                                for t, s, lv, m, *h in LOGS],
                        "total": len(LOGS), "truncated": False})
     alerts = json.dumps({"alerts": ALERTS, "total": len(ALERTS)}, ensure_ascii=False)
     root = {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "agent", "startTimeUnixNano": "1", "endTimeUnixNano": "9",
@@ -174,6 +181,44 @@ def test_a_number_with_its_unit_is_one_quantity_not_an_id() -> None:
 def test_a_count_in_a_clause_too_short_to_stand_alone_is_still_judged(judge: Any) -> None:
     assert judge("LedgerDiskFull 告警 91.5%，最近 10 分钟 4 次。").flagged
     assert not judge("LedgerDiskFull 告警 91.5%，最近 10 分钟 3 次。").flagged
+
+
+# --- counts and lists over many records --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("said", "kept"), [
+    ("billing-service logged `invoice export skipped: lock held by another worker` 4 times.", True),
+    ("billing-service logged `invoice export skipped: lock held by another worker` 5 times.", False),
+    ("billing-service logged four `invoice export skipped: lock held by another worker` warnings.", True),
+    ("billing-service logged six `invoice export skipped: lock held by another worker` warnings.", False),
+    ("`invoice export skipped: lock held by another worker` 共 4 条。", True),
+    ("`invoice export skipped: lock held by another worker` 共 7 条。", False),
+])
+def test_a_count_of_records_is_held_to_how_many_records_hold_the_quote(judge: Any, said: str, kept: bool) -> None:
+    """No one record holds "4": the count is an aggregate, true when that many records hold the quote."""
+    judged = judge(said)
+    assert judged.flagged != kept, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+def test_a_count_of_a_recorded_kind_and_its_shares_per_host(judge: Any) -> None:
+    """Unquoted, the count is of the records of the bound record's shape (the same words at other
+    times, from other hosts), and a number after a host is that host's share."""
+    said = "billing-service skipped the invoice export {n} times (lock held by another worker), on billing-5f7c-1 ({a})"
+    assert not judge(said.format(n=4, a=3) + ".").flagged
+    assert judge(said.format(n=4, a=2) + ".").flagged
+    assert judge(said.format(n=9, a=3) + ".").flagged
+
+
+def test_values_listed_from_several_records_of_one_kind(judge: Any) -> None:
+    """Each id or time of a list is in a record like the bound one, though no one record holds them all;
+    a span's end written as a clause of its own is the span's."""
+    assert not judge("Reconcile jobs 4411, 4418 and 4425 failed on a stale ledger snapshot.").flagged
+    assert judge("Reconcile jobs 4411, 4418 and 4426 failed on a stale ledger snapshot.").flagged
+    assert not judge("billing-service skipped the invoice export (lock held by another worker) at 08:01:10, "
+                     "08:01:40 and 08:02:40.").flagged
+    assert judge("billing-service skipped the invoice export (lock held by another worker) at 08:01:10, "
+                 "08:01:40 and 08:05:40.").flagged
+    assert not judge("Reconcile jobs failed on a stale ledger snapshot between 08:03:05 and 08:04:05 UTC.").flagged
 
 
 # --- service swapped through the speaker -------------------------------------------------------

@@ -23,7 +23,7 @@ from pipeline.core.contracts import (
 from pipeline.core.errors import StageFailure
 from pipeline.gatekeeper.features import compute_features
 from pipeline.llm.offline.verifier import _ranged, verify
-from pipeline.stages.verifier import build_payload, facts_checked, run_verifier
+from pipeline.stages.verifier import TALLY_RECORDS, build_payload, facts_checked, run_verifier
 from pipeline.verdict.policy import groundedness
 from pipeline.verdict.provider import StageContext
 
@@ -107,6 +107,27 @@ def test_payload_has_seed_fields_and_bounded_windows():
     assert len(json.dumps(p, ensure_ascii=False)) < 10_000  # a 1 MB output never rides along
     summary = p["tool_trace_summary"][0]
     assert summary["invocation_id"] == 394 and "request timeout" in summary["output_summary"]
+
+
+@pytest.mark.parametrize(("records", "said", "kept"), [
+    (40, 40, True), (40, 41, False), (TALLY_RECORDS + 10, TALLY_RECORDS + 10, False)])
+def test_a_stated_count_is_held_to_a_bounded_tally(records: int, said: int, kept: bool) -> None:
+    """The window counts the records holding the quote, but reads at most TALLY_RECORDS of them: past
+    the bound the count is a lower bound, and a count stated beyond it is not borne out."""
+    logs = {"logs": [{"timestamp": "2024-05-01T10:00:03Z", "service": "payment-service", "level": "ERROR",
+                      "message": f"request timeout after 5300ms order_id={9000 + i}", "host": f"pay-7d9f-{i % 2}"}
+                     for i in range(records)]}
+    inv = ToolInvocation(id=394, session_id="s1", tool_name="query_logs", model_tool_name="queryLogs",
+                         output=json.dumps(logs))
+    data = structured(claim("c1", f"payment-service logged {said} errors: request timeout after 5300ms.",
+                            "request timeout after 5300ms"))
+    p = build_payload(question="q", raw_output="raw", parse_status=ParseStatus(status="valid"), structured=data,
+                      invocations=[inv], digests=None, gatekeeper_result=GatekeeperResult(), retry_context=None)
+    tally = p["cited_evidence"][0]["bindings"][0]["windows"][0]["tally"]
+    assert tally["records"] == min(records, TALLY_RECORDS) and tally["capped"] == (records >= TALLY_RECORDS)
+    assert sum(tally["by_instance"].values()) == tally["records"]
+    verified = verify(p).claim_checks[0].verification in ("direct_observation", "reasonable_inference")
+    assert verified == kept
 
 
 def test_payload_marks_missing_invocation_and_passes_gatekeeper_features():

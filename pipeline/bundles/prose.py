@@ -47,6 +47,7 @@ from pipeline.gatekeeper.features import match_excerpt, prepare_output
 from pipeline.stages.meaning_guard import clauses, sentences
 from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE, UNSHOWN
 from pipeline.text.primitives import (
+    CLOCK_TIME,
     Entity,
     extract_entities,
     instance_shape,
@@ -70,6 +71,9 @@ _LABEL = re.compile(
     r"|findings|evidence|status|结论|总结|简而言之|简单说|一句话|现象|影响|时间线)(?:\s*\([^)]{0,30}\))?\s*[:：])\s*",
     re.IGNORECASE)
 
+# A clock time with at most its preposition and time zone ("at 08:01:10", "17:29:28 UTC", "到 09:20").
+_TIME_ALONE = re.compile(rf"\W*(?:(?:at|by|from|to|until|till|since|and|到|至|于|在)\s*)?(?:{CLOCK_TIME.pattern})"
+                         r"\s*(?:utc|gmt)?\W*")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 # An arrow before a clock time: the next event of a chain, not a change of value ("15000ms -> 5000ms").
 _NEXT_EVENT = re.compile(r"\s*(?:→|->|=>|⇒)\s*(?=\d{1,2}:\d{2}(?!\d))")
@@ -155,7 +159,10 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
         # A clause naming only where ("..., fires on pod inv-84cd-3") states no fact of its own: it
         # places the one before it, and is judged with it, so a swapped pod meets that fact's record.
         facts = _facts(extract_entities(part))
-        if parts and facts and all(e.kind == "instance" for e in facts):
+        # So does a clause that is a clock time alone: "between 16:20:48 and 17:29:28 UTC" ends the span
+        # of the fact before it, ", 08:01:40 and 08:02:40" lists its other times; judged apart, it met
+        # whatever record shares no word with it.
+        if parts and (facts and all(e.kind == "instance" for e in facts) or _TIME_ALONE.fullmatch(normalize(part))):
             parts[-1] = f"{parts[-1]} {part}"
         else:
             parts.append(part)

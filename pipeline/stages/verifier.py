@@ -8,6 +8,7 @@ store it, plus the records that mention the claim's own entities. An LLM verifie
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,16 @@ from pipeline.core.feature_shapes import Features, TargetFeatures, binding_targe
 from pipeline.core.messages import tr
 from pipeline.gatekeeper.features import located_lines, match_excerpt, prepare_output
 from pipeline.text.bounds import loads_bounded
-from pipeline.text.primitives import ELLIPSIS, Entity, extract_entities, find_entities, normalize, quotations
+from pipeline.text.primitives import (
+    CLOCK_TIME,
+    ELLIPSIS,
+    Entity,
+    clock_times,
+    extract_entities,
+    find_entities,
+    normalize,
+    quotations,
+)
 from pipeline.tools.results import read_result
 from pipeline.verdict.context import StageContext
 from pipeline.verdict.payload import (
@@ -40,6 +50,7 @@ from pipeline.verdict.payload import (
     CitedClaim,
     DigestEvidence,
     MissShown,
+    Tally,
     VerifierPayload,
     Window,
 )
@@ -60,6 +71,10 @@ LINE_CHARS = 400
 ANCHOR_LINES = 2
 RELATED_LINES = 3
 SUMMARY_CHARS = 1200
+# Records counted as like the cited text (an output can hold millions): beyond, the count is a lower bound.
+TALLY_RECORDS = 1000
+# Records like the cited one shown for the values and times a claim lists ("orders 118, 123 and 131").
+KIN_LINES = 12
 
 
 # --- locating cited text in a tool output ---------------------------------------------------
@@ -100,6 +115,21 @@ class _Indexed:
                  for head, *rest in [line.split("\n")] for later in rest if later.strip()}
         return cls(lines=lines, norm_lines=norm_lines, joined="\n".join(norm_lines), starts=starts, heads=heads)
 
+    def alike(self, needle: str) -> tuple[list[int], bool]:
+        """The records like the cited text (normalised), at most TALLY_RECORDS of them, and whether
+        that bound was reached: those of a cited whole record's shape, else those holding each piece
+        of the quote in order (a glob's "*" and a cut's "..." stand for anything)."""
+        hit = self.occurrences(needle, limit=1)
+        shape = _shape(needle) if hit and self.norm_lines[hit[0]] == needle else None
+        pieces = [p.strip() for p in (shape.split("#") if shape is not None else _GLOB.split(needle)) if p.strip()]
+        if not pieces:
+            return [], False
+        # Only the lines holding its longest piece are read: a bounded scan, whatever the output's size.
+        candidates = self.occurrences(max(pieces, key=len), limit=TALLY_RECORDS)
+        alike = [i for i in candidates
+                 if (_shape(self.norm_lines[i]) == shape if shape is not None else _in_order(pieces, self.norm_lines[i]))]
+        return alike, len(candidates) == TALLY_RECORDS
+
     def occurrences(self, needle: str, limit: int = 200) -> list[int]:
         """Line indexes whose normalised text contains `needle` (already normalised)."""
         found: list[int] = []
@@ -112,6 +142,62 @@ class _Indexed:
                 found.append(idx)
             pos = self.joined.find(needle, self.starts[idx] + len(self.norm_lines[idx]) + 1)
         return found
+
+
+# A word holding a digit: a time, an id, a host, a value. A record's shape is its other words.
+_DIGIT_WORD = re.compile(r"\S*\d\S*")
+_GLOB = re.compile(rf"{ELLIPSIS.pattern}|\*")
+
+
+def _shape(norm_line: str) -> str:
+    return _DIGIT_WORD.sub("#", norm_line)
+
+
+def _in_order(pieces: list[str], line: str) -> bool:
+    at = 0
+    for piece in pieces:
+        at = line.find(piece, at)
+        if at < 0:
+            return False
+        at += len(piece)
+    return True
+
+
+def _tally(idx: _Indexed, alike: list[int], capped: bool) -> Tally:
+    by_instance: dict[str, int] = {}
+    for i in alike:
+        for ent in extract_entities(idx.lines[i]):
+            if ent.kind == "instance":
+                by_instance[ent.value] = by_instance.get(ent.value, 0) + 1
+    return {"records": len(alike), "capped": capped, "by_instance": by_instance}
+
+
+def _listed(claim_text: str) -> list[re.Pattern[str]]:
+    """The values and clock times a claim names, each as a pattern a record holds it by (a number
+    not inside a longer one: 123 is not in 1234 or 0.123)."""
+    norm = normalize(claim_text)
+    values = [e.value for e in find_entities(CLOCK_TIME.sub(" ", norm)) if e.kind != "service"]
+    # A quantity is searched by its number: the record may write "850ms" where the claim reads "0.85 s".
+    values = [re.sub(r"[^\d.]", "", v) if v[:1].isdigit() else v for v in values]
+    return [re.compile(rf"(?<![\d.]){re.escape(v)}(?!\d|\.\d)")
+            for v in dict.fromkeys(values + sorted(clock_times(norm)))]
+
+
+def _kin(idx: _Indexed, alike: list[int], anchor_lines: list[str], claim_text: str) -> list[int]:
+    """For each value or time the claim lists that its anchor lacks, the first record like the cited
+    one that holds it: "ERR_TIMEOUT hit orders 118, 123 and 131", "at 19:46, 20:00 and 20:15" name
+    several records of one kind, where the anchor is one of them."""
+    shown = normalize("\n".join(anchor_lines))
+    kin: list[int] = []
+    for held in _listed(claim_text):
+        if held.search(shown):
+            continue
+        at = next((i for i in alike if held.search(idx.norm_lines[i])), None)
+        if at is not None and at not in kin:
+            kin.append(at)
+        if len(kin) >= KIN_LINES:
+            break
+    return kin
 
 
 def _clip(line: str, needle: str) -> str:
@@ -160,6 +246,7 @@ def _window(idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str, loc
                 break
         if len(related) >= RELATED_LINES:
             break
+    alike, capped = idx.alike(needle)
     return {
         "invocation_id": inv.id,
         "tool_name": inv.tool_name,
@@ -170,6 +257,8 @@ def _window(idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str, loc
         "anchor": [_clip(line, needle) if line not in idx.heads else f"{_clip(idx.heads[line], '')}\n{_clip(line, needle)}"
                    for line in anchor_lines],
         "related": [_clip(idx.lines[i], "") for i in related],
+        "tally": _tally(idx, alike, capped),
+        "kin": [_clip(idx.lines[i], "") for i in _kin(idx, alike, anchor_lines, claim_text)],
         "record_count": len(idx.lines),
     }
 

@@ -52,6 +52,15 @@ def normalize(text: str) -> str:
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().lower()
 
 
+# A clock time ("16:20", "16:20:48"), also one a colon follows ("16:20: deployment finished", a timeline's item).
+CLOCK_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?!\d|:\d)")
+
+
+def clock_times(text: str) -> set[str]:
+    """The clock times a text names, as HH:MM: a record's "T16:20:48.164Z" is the claim's "16:20"."""
+    return {f"{int(h):02d}:{m}" for h, m in CLOCK_TIME.findall(normalize(text))}
+
+
 def detect_language(text: str) -> str:
     """'zh' when the text holds any CJK ideograph, else 'en'."""
     return "zh" if CJK_CHAR.search(text) else "en"

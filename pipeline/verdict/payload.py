@@ -18,6 +18,17 @@ from pipeline.core.contracts import ToolStatus
 from pipeline.core.feature_shapes import OtherMatch
 
 
+class Tally(TypedDict):
+    """How many records of one output are like the cited text: the records holding a quote (a
+    glob's "*" and a cut's "..." match anything), or those of a cited whole record's shape (its
+    words without the ones holding a digit: "upstream x returned 500" at any time, from any host).
+    A count an answer states ("68 errors", "seven times") is an aggregate no one record holds."""
+
+    records: int
+    capped: bool  # counting stopped at the bound: `records` is a lower bound, no exact count
+    by_instance: dict[str, int]  # of those records, how many name each instance (a pod, a host)
+
+
 class Window(TypedDict):
     """Bounded records of one cited output. An invocation the session does not have is
     `available: false` with its id alone."""
@@ -29,6 +40,8 @@ class Window(TypedDict):
     found: NotRequired[bool]  # the excerpt (or the digest's quote) occurs in the output after folding
     anchor: NotRequired[list[str]]  # the records where it was located (or the nearest ones)
     related: NotRequired[list[str]]  # other records naming the claim's entities
+    tally: NotRequired[Tally]  # the records like the cited text
+    kin: NotRequired[list[str]]  # records like it holding a value or time the claim lists and the anchor lacks
     record_count: NotRequired[int]
 
 

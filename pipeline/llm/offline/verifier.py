@@ -45,12 +45,15 @@ from pipeline.core.feature_shapes import parse_target
 from pipeline.core.messages import family, tr
 from pipeline.text.lexicon import ABSENCE, CAUSAL, HEDGE, ROOT_CAUSE, STATED_CAUSE, pattern
 from pipeline.text.primitives import (
+    CLOCK_TIME,
     ELLIPSIS,
     UNIT_SECONDS,
     Entity,
+    clock_times,
     detect_language,
     entity_values,
     extract_entities,
+    find_entities,
     instance_shape,
     keywords,
     normalize,
@@ -61,7 +64,7 @@ from pipeline.text.primitives import (
     unquoted,
 )
 from pipeline.text.speaker import swapped_speaker
-from pipeline.verdict.payload import CitedClaim, VerifierPayload, Window
+from pipeline.verdict.payload import CitedClaim, Tally, VerifierPayload, Window
 from pipeline.verdict.policy import groundedness
 
 DIRECT_COVERAGE = 0.7
@@ -69,8 +72,6 @@ INFERENCE_COVERAGE = 0.5
 # Below this a claim shares too little with its evidence even to be called overstated.
 PARTIAL_COVERAGE = 0.25
 
-# A clock time, also one a colon follows ("16:20: deployment finished", a timeline's item).
-_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?!\d|:\d)")
 # A range of one quantity ("11-15 s", "0.6-1.4 秒", "3.1~3.8s"): an aggregate over several records.
 _RANGE = re.compile(r"(?<![\d.:])(\d+(?:\.\d+)?)\s*(?:-|–|~|至|到)\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds|秒|毫秒|%)(?![a-z])")
 _CAUSAL = pattern(CAUSAL, ROOT_CAUSE)
@@ -108,12 +109,19 @@ _CONFLICT_KINDS = frozenset({"service", "instance", "percentage", "error_code", 
 # Entity kinds a claim may state rounded ("12.1 s" of 12124 ms, "98%" of 97.6%).
 _ROUNDED_KINDS = frozenset({"number", "quantity", "percentage", "duration"})
 
+# A number stated as a count of records ("68 errors", "seven times", "104 NPE 500s", "共 25 条"):
+# an aggregate no one record holds, held to the window's tally of records like the cited ones.
+_SPELLED = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+            if n >= 2}  # "one" is rather "a single" or "one of" than a count
+_COUNT_NOUN = (r"times|errors|warnings|lines|entries|records|events|occurrences|failures|timeouts|exceptions"
+               r"|messages|hits|\d{3}s")  # "104 NPE 500s": responses of a status
+_COUNTED = re.compile(rf"(?<![\w.:-])(\d+|{'|'.join(_SPELLED)})\s+(?:[^\s\d]\S*\s+){{0,2}}?(?:{_COUNT_NOUN})\b"
+                      rf"|(?<![\w.:-])(\d+)\s*(?:次|条|个|回)")
+# An instance followed by a number: its share of a count ("spread over web-7f2c-1 (37) and ...").
+_SHARE = re.compile(r"\s*[(（]?\s*(\d+)(?![\w.%:])")
+
 
 # --- text helpers ------------------------------------------------------------------------------
-
-
-def _times(text: str) -> set[str]:
-    return {f"{int(h):02d}:{m}" for h, m in _TIME.findall(normalize(text))}
 
 
 _FULL_STOP_AFTER_DIGIT = re.compile(r"(?<=\d)\.(?=\s|$|[)\]）])")
@@ -121,7 +129,7 @@ _FULL_STOP_AFTER_DIGIT = re.compile(r"(?<=\d)\.(?=\s|$|[)\]）])")
 
 def _without_times(text: str) -> str:
     # A full stop after a number ends the sentence; left in place it hides the number from extraction.
-    return _FULL_STOP_AFTER_DIGIT.sub(" ", _TIME.sub(" ", normalize(text)))
+    return _FULL_STOP_AFTER_DIGIT.sub(" ", CLOCK_TIME.sub(" ", normalize(text)))
 
 
 def _ranged(text: str, anchor: str, evidence: str) -> str:
@@ -166,6 +174,37 @@ def _present(ent: Entity, values: set[str], scaled: dict[str, float] | None = No
         return True
     scale = (scaled or {}).get(ent.value, 1.0)
     return ent.kind in _ROUNDED_KINDS and any(rounds_to(ent.value, v, scale) for v in values)
+
+
+def _count(ent: Entity) -> int | None:
+    """The number an entity states when it can be a count: a bare number, or "25条" / "6次"."""
+    m = re.fullmatch(r"(\d+)(?:次|条|个|回)?", ent.value) if ent.kind in ("number", "quantity") else None
+    return int(m.group(1)) if m else None
+
+
+def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
+    """The counts the claim states that its windows' tallies bear out (the records like the cited
+    ones, in all or on an instance the claim names, or an instance's share next to it), and the
+    counts it spells ("seven times", which no entity reads) that none bears out. A tally counted
+    only up to its bound bears out nothing."""
+    norm = normalize(unquoted(text))
+    exact = [t for t in tallies if not t["capped"]]
+    named = {m.value: m.end for m in find_entities(norm) if m.kind == "instance"}
+    totals = {t["records"] for t in exact} | {t["by_instance"][i] for t in exact for i in named if i in t["by_instance"]}
+    counted: set[int] = set()
+    wrong: list[str] = []
+    for m in _COUNTED.finditer(norm):
+        said = m.group(1) or m.group(2)
+        n = _SPELLED.get(said) or int(said)
+        if n in totals:
+            counted.add(n)
+        elif said in _SPELLED and exact:
+            wrong.append(said)
+    for inst, end in named.items():
+        share = _SHARE.match(norm, end)
+        if share and any(t["by_instance"].get(inst) == int(share.group(1)) for t in exact):
+            counted.add(int(share.group(1)))
+    return counted, wrong
 
 
 def _values(text: str) -> set[str]:
@@ -223,11 +262,18 @@ def _verbatim(claim_norm: str, anchor: list[str]) -> bool:
 class _Evidence:
     anchor: list[str] = field(default_factory=list)  # the records where the excerpt was located
     related: list[str] = field(default_factory=list)  # other records naming the claim's entities
+    tallies: list[Tally] = field(default_factory=list)  # per window, the records like the cited text
     refs: list[EvidenceRef] = field(default_factory=list)
 
     @property
     def text(self) -> str:
         return "\n".join(self.anchor + self.related)
+
+
+def _shown(win: Window) -> list[str]:
+    """A window's records beside its anchor: those naming the claim's entities, and those like the
+    cited one holding a value or time it lists."""
+    return win.get("related", []) + win.get("kin", [])
 
 
 def _gather(entry: CitedClaim | None) -> _Evidence:
@@ -239,7 +285,10 @@ def _gather(entry: CitedClaim | None) -> _Evidence:
             if not win.get("available"):
                 continue
             ev.anchor.extend(win.get("anchor", []))
-            ev.related.extend(win.get("related", []))
+            # Records like the cited one holding values the claim lists are evidence as related ones are.
+            ev.related.extend(_shown(win))
+            if "tally" in win:
+                ev.tallies.append(win["tally"])
             found = found or bool(win.get("found"))
         digest = binding.get("digest")
         if digest and digest.get("source_quote"):
@@ -316,8 +365,11 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
             return done("contradicted", tr("offline.verifier.negation", lang, concept=concept))
 
     values = _values(ev.text)
-    missing = [e.value for e in sorted(claim_ents) if not _present(e, values, scales(text))]
-    missing += sorted(_times(text) - _times(ev.text))
+    counted, miscounted = _counted(text, ev.tallies)
+    missing = [e.value for e in sorted(claim_ents)
+               if not _present(e, values, scales(text)) and _count(e) not in counted]
+    missing += miscounted
+    missing += sorted(clock_times(text) - clock_times(ev.text))
     if missing:
         return done("external_unknown", tr("offline.verifier.external", lang, items=", ".join(missing)))
     if gate_rules:
@@ -383,11 +435,11 @@ def _check_digest(digest: EvidenceDigest, windows: list[Window], lang: str) -> D
     quote = digest.source_quote
     if not quote.strip() or not any(w.get("found") for w in windows):
         return bad(tr("offline.verifier.d_quote", lang))
-    source = "\n".join([quote] + [line for w in windows for line in w.get("anchor", []) + w.get("related", [])])
+    source = "\n".join([quote] + [line for w in windows for line in w.get("anchor", []) + _shown(w)])
     values = _values(source)
     summary = digest.summary
     foreign = [e.value for e in sorted(_entities(summary)) if not _present(e, values)]
-    foreign += sorted(_times(summary) - _times(source))
+    foreign += sorted(clock_times(summary) - clock_times(source))
     if foreign:
         return bad(tr("offline.verifier.d_entities", lang, items=", ".join(foreign)))
     if _CAUSAL.search(normalize(summary)) and not _CAUSAL.search(normalize(source)):
@@ -449,7 +501,7 @@ def verify(payload: VerifierPayload) -> VerifierOutput:
 
     digests = [EvidenceDigest.model_validate(d) for d in payload.get("evidence_digests", [])]
     evidence_parts = [line for e in cited.values() for b in e["bindings"] for w in b["windows"]
-                      for line in w.get("anchor", []) + w.get("related", [])]
+                      for line in w.get("anchor", []) + _shown(w)]
     evidence_parts += [d.source_quote for d in digests]
     evidence_parts += [ToolTraceSummaryItem.model_validate(s).output_summary for s in payload["tool_trace_summary"]]
     evidence = "\n".join(evidence_parts)
