@@ -7,6 +7,7 @@ import pytest
 from pipeline.text.lexicon import CONFIRMED
 from pipeline.text.primitives import (
     Entity,
+    clock_times,
     detect_language,
     entity_values,
     extract_entities,
@@ -19,6 +20,12 @@ from pipeline.text.primitives import (
 
 def test_normalize_folds_width_case_and_whitespace():
     assert normalize("  Payment\tSERVICE  超时：５３００ｍｓ \n") == "payment service 超时:5300ms"
+
+
+def test_a_clock_time_after_a_labels_colon_is_a_time_and_seconds_are_not_one():
+    assert clock_times("时间顺序：19:31 达到 maxmemory") == {"19:31"}
+    assert clock_times("16:20: deployment finished") == {"16:20"}
+    assert clock_times("2026-11-26T16:20:48.164Z") == {"16:20"}
 
 
 def test_detect_language():

@@ -52,8 +52,9 @@ def normalize(text: str) -> str:
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().lower()
 
 
-# A clock time ("16:20", "16:20:48"), also one a colon follows ("16:20: deployment finished", a timeline's item).
-CLOCK_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?!\d|:\d)")
+# A clock time ("16:20", "16:20:48"), also one a colon follows ("16:20: deployment finished", a timeline's item)
+# or a label's colon precedes ("时间顺序：19:31"); never the minutes and seconds of a longer one.
+CLOCK_TIME = re.compile(r"(?<!\d)(?<!\d:)(\d{1,2}):(\d{2})(?::\d{2})?(?!\d|:\d)")
 
 
 def clock_times(text: str) -> set[str]:
