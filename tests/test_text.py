@@ -110,3 +110,8 @@ def test_instances_and_their_shapes(text: str, instance: str, shape: str) -> Non
 @pytest.mark.parametrize("text", ["配置变更: cfg-20261121-03", "sku=SKU-148266", "TLS tls-1.2 handshake", "redis-cart"])
 def test_ids_versions_and_bare_names_are_no_instances(text: str) -> None:
     assert not any(e.kind == "instance" for e in extract_entities(text))
+
+
+def test_a_number_beside_a_chinese_word_is_a_number():
+    assert Entity("number", "21") in extract_entities("证书即将过期: 21天")
+    assert Entity("number", "7") in extract_entities("重试次数7")

@@ -156,7 +156,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
         _DIGIT,
     ),
     # A full stop after a number ends the sentence ("线程数: 120."); only ".5" continues it.
-    ("number", re.compile(rf"(?<![\w.])({_NUM})(?![\w%]|\.\d)"), _DIGIT),
+    # Bounded by ASCII alone: "21天" and "次数7" hold the numbers 21 and 7, as a Chinese word beside a
+    # number is no part of it.
+    ("number", re.compile(rf"(?<![a-z0-9_.])({_NUM})(?![a-z0-9_%]|\.\d)"), _DIGIT),
 ]
 
 UNIT_SECONDS = {"ms": 0.001, "毫秒": 0.001, "s": 1.0, "sec": 1.0, "seconds": 1.0, "秒": 1.0,
