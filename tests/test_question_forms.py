@@ -145,6 +145,9 @@ CASES = [
      "LOW_CONFID", "Cannot tell why anyone chose to", ""),
     ("jvm-oom", "why doesn't inventory-service cache stock lookups with a size limit", "LOW_CONFID",
      "Cannot tell why anyone chose to", ""),
+    # a change asked when it took effect: its own record, not the first symptom after it
+    ("gateway-timeout", "api-gateway 的超时配置什么时候生效的？", "PASS", "api-gateway 的变更在 14:12", ""),
+    ("bad-deploy", "when did checkout v2.4.1 go live?", "PASS", "The change to checkout-service is in force from 16:18", ""),
     # the onset of a happening named by its own words, no service or symptom asked
     ("db-pool-exhaustion", "SQLTransientConnectionException - when was it first logged?", "PASS",
      "order-service has shown a fault since 08:", ""),

@@ -620,6 +620,9 @@ class QuestionScope(_Model):
     # rules jump from 212 to 1843?", "为什么跑全量库存同步", "NullPointerException at X - first seen
     # when?"): its own words, which a record of it must hold.
     event: list[str] = Field(default_factory=list)
+    # A since-when of a change taking effect ("when did the 5 s timeout kick in?", "几点开始生效的"):
+    # dated by the change's own record, not by the first symptom after it.
+    took_effect: bool = False
 
 
 class ServiceCoverage(_Model):

@@ -293,7 +293,9 @@ def _since_lead(row: FormCoverage, decided: ServiceCoverage | None, language: st
         return None
     with_day = first.at.date() != until.date()
     how_long = row.form == "how_long"
-    return AnswerLead(kind="since", form=row.form, services=[(decided.service if decided else "") or first.service],
+    in_effect = isinstance(row.msg, Message) and row.msg.code == "form.in_effect"
+    return AnswerLead(kind="since", form=row.form, statement="in_effect" if in_effect else "",
+                      services=[(decided.service if decided else "") or first.service],
                       symptoms=[decided.symptom if decided else row.symptom], evidence=[f"#{first.invocation_id}"],
                       text=first.text,
                       since=_clock(first.at, with_day), until=_clock(until, with_day) if how_long else "",

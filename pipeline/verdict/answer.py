@@ -104,6 +104,8 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
                 "since": lead.since, "record": lead.record, "text": lead.text.strip()}
         if lead.form == "how_long":
             return tr("answer.how_long", language, **said, until=lead.until, span=lead.span)
+        if lead.statement == "in_effect":
+            return tr("answer.in_effect", language, **said)
         return tr("answer.since", language, **said)
     support = tr("answer.support_confirmed", language) if lead.support == "confirmed" else tr("answer.support_likely", language)
     template = family("answer.prop.", language)[lead.statement]

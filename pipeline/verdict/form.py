@@ -239,6 +239,15 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
     a row about no service in particular, by the records of the services its verified claims cite."""
     form = scope.form
     present = [c for c in coverage if c.status == "answered"]
+    if scope.took_effect:
+        change = _change_record(scope, invocations)
+        if change is not None and change.at is not None:
+            row = present[0] if present else (coverage[0] if coverage else None)
+            seen = DatedRecord(invocation_id=change.invocation_id, number=change.number, service=change.service,
+                               at=change.at, text=change.raw)
+            out = _row(form, "answered", row, msg("form.in_effect", service=seen.service, since=seen.at.isoformat(),
+                                                  quote=seen.text))
+            return out.model_copy(update={"first": seen, "until": seen.at})
 
     def dated(row: ServiceCoverage) -> list[Record]:
         services = [row.service] if row.service else cited_services(structured, row.claim_ids, invocations)
@@ -278,6 +287,15 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
     return out.model_copy(update={"first": first, "until": max(ends, key=lambda t: t.timestamp())})
 
 
+def _change_record(scope: QuestionScope, invocations: Sequence[ToolInvocation]) -> Record | None:
+    """The first record of a change to an asked service (to any, when none is named): a deploy, a
+    config reload, a setting's old and new value ("upstream_timeout=5000ms (was 15000ms)", "15000ms ->
+    5000ms")."""
+    found = [r for inv in invocations for r in records(inv) if r.at is not None
+             and (r.service in scope.services if scope.services else bool(r.service)) and _CHANGE_RECORD.search(r.text)]
+    return min(found, key=lambda r: (r.at.timestamp() if r.at else 0.0, r.invocation_id, r.number), default=None)
+
+
 def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation], *, warnings: bool = False) -> Record | None:
     """The record of the happening a why asks about: a line of an asked service (of any, when none
     is named) that warns of nothing (a warning or an alert is a symptom, which the plain why
@@ -294,6 +312,10 @@ def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation], *
             if held >= need and (best is None or (held, -at) > (best[0], -best[1])):
                 best = (held, at, r)
     return best[2] if best else None
+
+
+_CHANGE_RECORD = re.compile(r"\b(?:config(?:uration)? (?:reloaded|changed|updated|applied)|deploy(?:ed|ment) (?:finished|completed)"
+                            r"|rolled out|released)\b|\d[\w.%]*\s*->\s*v?\d|\(was [^)]+\)|配置变更|变更项|发布完成")
 
 
 def _holds(text: str, word: str) -> bool:

@@ -265,6 +265,9 @@ _INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have|is|are)(?:n'?t)
                      r"runs? with|running with|configured (?:with|to|as))\s+[\w./-]*\d"
                      r"|\bwhy\b[^?]{0,60}?\b[a-z_]+=\w+"
                      r"|(?:为什么|为啥|为何)[^？?]{0,30}?(?:只有|只设|只给|只配|才|设成|设为|配成|配置成|配置为)\s*[\w./-]*\d")
+# A change asked when it began to apply, not a symptom asked when it began.
+_TOOK_EFFECT = re.compile(r"\b(?:take|takes|took|taken|taking) effect\b|\bkick(?:s|ed)? in\b|\b(?:go|goes|went|gone) live\b"
+                          r"|\bget applied\b|\bgot applied\b|\bwas applied\b|生效|起作用|开始应用")
 # What a why asks without naming a happening: the asking words, the frame around them, and the
 # words for "something is wrong" that the symptom table leaves to ANY.
 _WHY_FRAME = frozenset(
@@ -303,11 +306,14 @@ _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bwhen did\b.*\b(?:st
                          r"|\bwhen (?:has|have|was|were|is|are)\b.*\b(?:start|began|begun|first)"
                          r"|\b(?:what time|when exactly|starting when|from when)\b.*\b(?:start|begin|first)\b"
                          r"|\bwhen (?:was|were) the first\b|\bwhen exactly\b"
+                         # "when did the 5 s timeout kick in?": a change asked when it began to apply
+                         r"|\bwhen\b[^?]{0,60}\b(?:kick(?:ed)? in|take effect|took effect|go live|went live|get applied|"
+                         r"got applied)\b"
                          # "NullPointerException at X - first seen when?", "when was it first logged"
                          r"|\bfirst (?:seen|noticed|spotted|logged|reported|showed up|appeared)\b[^?]{0,20}\bwhen\b"
                          r"|\bwhen\b[^?]{0,60}\bfirst (?:seen|noticed|spotted|logged|reported|show(?:ed)? up|appear(?:ed)?)\b"
                          r"|(?:最早|第一次|首次)[^？?]{0,20}?(?:什么时候|何时|几点)"
-                         r"|(?:从|自)(?:什么时候|何时|几点|哪个时间点?)|(?:什么时候|何时|几点|哪个时间点?)(?:开始|起|出现|出的)")
+                         r"|(?:从|自)(?:什么时候|何时|几点|哪个时间点?)|(?:什么时候|何时|几点|哪个时间点?)(?:开始|起|出现|出的|生效)")
 
 
 def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
@@ -512,6 +518,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
     intent = form == "why" and bool(_INTENT.search(normalize(question)))
+    took_effect = form == "since_when" and bool(_TOOK_EFFECT.search(normalize(question)))
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
@@ -526,6 +533,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         language="zh" if detect_language(question) == "zh" else "en",
         intent=intent,
         event=asked_event(question, services, symptoms) if (form == "why" and not intent) or form == "since_when" else [],
+        took_effect=took_effect,
     )
 
 
