@@ -148,6 +148,25 @@ def test_each_clause_of_a_quoting_sentence_meets_its_own_record(judge: Any) -> N
     assert judge(said.replace("api-gateway", "search-service") + ".").flagged
 
 
+def test_an_interval_is_held_to_the_gap_between_two_records(judge: Any) -> None:
+    """"about 1 s after" is reckoned from 08:00:01 and 08:00:02, not read off a record: set against
+    the 1502ms the line holds, it conflicted. One no gap bears out is not kept."""
+    said = "api-gateway returned 503 on POST /api/ledger/post at 08:00:02, about {} s after posting batch 77 failed at 08:00:01."
+    judged = judge(said.format("1"))
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    assert judge(said.format("45")).flagged
+
+
+def test_a_clause_mark_inside_a_quote_splits_nothing(judge: Any) -> None:
+    """The quote's ":" is the record's: the sentence still splits at its own comma, so the fact after
+    the quote is met by its own record (bound to the quote's alone, 91.5% was missing)."""
+    said = "ledger-service logged `posting batch 77 failed: write timeout after 1500ms`, and LedgerDiskFull reads {}% disk."
+    judged = judge(said.format("91.5"))
+    assert len(judged.claims) == 2 and not judged.flagged, list(zip([c["claim_text"] for c in judged.claims],
+                                                                      judged.checks, strict=False))
+    assert judge(said.format("93.5")).flagged
+
+
 def test_the_writer_of_a_quoted_later_line_is_its_records(judge: Any) -> None:
     """A stack's later line names no service; the record's first line does, and a quote of the later
     line is set against that writer."""

@@ -115,3 +115,7 @@ def test_ids_versions_and_bare_names_are_no_instances(text: str) -> None:
 def test_a_number_beside_a_chinese_word_is_a_number():
     assert Entity("number", "21") in extract_entities("证书即将过期: 21天")
     assert Entity("number", "7") in extract_entities("重试次数7")
+
+
+def test_a_source_line_or_port_is_a_value_of_its_location():
+    assert "142" in entity_values("at PricingClient.applyCoupon(PricingClient.java:142)")

@@ -154,11 +154,19 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
     504" meets api-gateway's record in its second half); a quote the split cuts keeps the sentence
     whole. A clause the split leaves out is still said: when one holds a fact ("最近 5 分钟 7 次" is
     too short to stand alone and is dropped), the sentence is judged whole so the fact is not lost."""
+    # A quote is the record's words, cut by no clause mark inside it ("`inventory check failed: ...`"):
+    # each stands as one token while the sentence is split.
+    masked = sentence
+    for i, quote in enumerate(quotes):
+        masked = masked.replace(quote, f"quoted{i}x", 1)
     parts: list[str] = []
-    for part in clauses(sentence):
-        # A clause naming only where ("..., fires on pod inv-84cd-3") states no fact of its own: it
-        # places the one before it, and is judged with it, so a swapped pod meets that fact's record.
-        facts = _facts(extract_entities(part))
+    for part in clauses(masked):
+        for i, quote in enumerate(quotes):
+            part = part.replace(f"quoted{i}x", quote)
+        # A clause naming only where (and when: "..., fires on pod inv-84cd-3", "was logged by
+        # checkout-68f0-3 at 16:23") states no fact of its own: it places the one before it, and is
+        # judged with it, so a swapped pod meets that fact's record.
+        facts = _facts(extract_entities(CLOCK_TIME.sub(" ", normalize(part))))
         # So does a clause that is a clock time alone: "between 16:20:48 and 17:29:28 UTC" ends the span
         # of the fact before it, ", 08:01:40 and 08:02:40" lists its other times; judged apart, it met
         # whatever record shares no word with it.

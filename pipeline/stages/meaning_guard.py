@@ -33,7 +33,9 @@ _SPLIT = re.compile(r"[。！？!?；;\n]|(?<=[a-z0-9)\]])\.\s")
 _FIRST = re.compile(r"[。！？!?\n]|(?<=[a-z0-9)\]])\.\s")
 # Where one sentence joins facts: punctuation between clauses and the joining words of both languages.
 _CLAUSE = re.compile(
-    r"[，,、（）()]|(?<!\d)[:：](?!\d)|\s(?:and|while|whereas|but|yet|so|then|since|because|which|where|after)\s|"
+    r"[，,、（）()]|(?<!\d)[:：](?!\d)|\s(?:and|while|whereas|but|yet|so|then|since|because|which|where)\s|"
+    # "after" opens a clause, but not in an interval ("about 40 s after the first 500")
+    r"(?<!\ds)(?<!\d s)(?<!\dms)(?<!\d ms)(?<!\dmin)(?<!\d min)(?<!minutes)(?<!seconds)\safter\s|"
     r"同时|并且|而且|随后|之后|然后|于是|但是|不过|因此|所以"
 )
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.、)）](?!\d)|[-*•])\s*")

@@ -236,6 +236,9 @@ def entity_values(text: str) -> set[str]:
             written = re.match(_NUM, ent.token)
             if written:
                 values.add(_num(written.group(0)))
+        elif ent.kind == "instance" and (port := re.search(r":(\d+)$", ent.value)):
+            # A port or a source line ("PricingClient.java:142" is line 142).
+            values.add(port.group(1))
     return values
 
 

@@ -154,6 +154,44 @@ def _ranged(text: str, anchor: str, evidence: str) -> str:
     return _RANGE.sub(inside, normalize(text))
 
 
+# A time between two happenings, not a value any record holds: "about 40 s after", "1-2 s later",
+# "晚了 40 分钟", "every 12-14 minutes".
+_SPAN = r"(\d+(?:\.\d+)?)(?:\s*(?:-|–|~|to|至|到)\s*(\d+(?:\.\d+)?))?\s*(ms|s|sec|secs|seconds|min|mins|minutes|秒|毫秒|分钟)"
+_INTERVAL = re.compile(rf"(?:(?:晚了|早了|间隔|相隔|every|each)\s*(?:about|around|roughly|~|约|大约)?\s*{_SPAN}"
+                       rf"|{_SPAN}\s*(?:later|after|afterwards|before|earlier|apart|之后|以后|后|前|later on))"
+                       r"(?![a-z0-9])")
+# A record's time of day to the second ("T16:20:48.164Z", "16:20:48").
+_STAMP = re.compile(r"(?<!\d)(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d+))?")
+
+
+def _seconds_of_day(text: str) -> list[float]:
+    return [int(h) * 3600 + int(m) * 60 + int(sec) + float(f"0.{frac}" if frac else 0)
+            for h, m, sec, frac in _STAMP.findall(text)]
+
+
+def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
+    """The text without the intervals it states, and those of them that no gap between two times
+    bears out within a sixth ("about 40 s after" of 16:20:48 and 16:21:29 is borne out): the claim's
+    own two times when it names them, else one of its own or of its cited record and another of the
+    evidence. An interval is reckoned, not read off one record: set against a record's own durations
+    it would conflict where it only cannot be checked."""
+    own = _seconds_of_day(text)
+    ends = own if len(own) >= 2 else own + _seconds_of_day(anchor)
+    others = own if len(own) >= 2 else _seconds_of_day(evidence)
+    gaps = {abs(b - a) for a in ends for b in others if a != b}
+    unheld: list[str] = []
+
+    def held(m: re.Match[str]) -> str:
+        low, high, unit = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(4), m.group(5), m.group(6))
+        scale = UNIT_SECONDS.get(unit, 60.0 if unit.startswith("min") else 1.0)
+        lo, hi = float(low) * scale, float(high or low) * scale
+        if not any(lo * 5 / 6 <= gap <= hi * 7 / 6 for gap in gaps):
+            unheld.append(m.group(0).strip())
+        return " "
+
+    return _INTERVAL.sub(held, normalize(text)), unheld
+
+
 def _entities(text: str) -> frozenset[Entity]:
     """Entities with clock times removed first: '10:00' is a time, not the numbers 10 and 0."""
     out = set()
@@ -345,7 +383,8 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
 
     if not ev.anchor and not ev.related:
         return done("unsupported", tr("offline.verifier.no_evidence", lang))
-    claim_ents = _entities(_ranged(text, "\n".join(ev.anchor), ev.text))
+    plain, unheld = _intervals(text, "\n".join(ev.anchor), ev.text)
+    claim_ents = _entities(_ranged(plain, "\n".join(ev.anchor), ev.text))
     conflict = _conflict(claim_ents, _entities("\n".join(ev.anchor)))
     if conflict:
         kind, theirs, mine = conflict
@@ -369,7 +408,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     missing = [e.value for e in sorted(claim_ents)
                if not _present(e, values, scales(text)) and _count(e) not in counted]
     missing += miscounted
-    missing += sorted(clock_times(text) - clock_times(ev.text))
+    missing += sorted(clock_times(text) - clock_times(ev.text)) + unheld
     if missing:
         return done("external_unknown", tr("offline.verifier.external", lang, items=", ".join(missing)))
     if gate_rules:
