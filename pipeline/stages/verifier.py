@@ -39,6 +39,7 @@ from pipeline.text.primitives import (
     clock_times,
     extract_entities,
     find_entities,
+    in_order,
     normalize,
     quotations,
 )
@@ -127,7 +128,7 @@ class _Indexed:
         # Only the lines holding its longest piece are read: a bounded scan, whatever the output's size.
         candidates = self.occurrences(max(pieces, key=len), limit=TALLY_RECORDS)
         alike = [i for i in candidates
-                 if (_shape(self.norm_lines[i]) == shape if shape is not None else _in_order(pieces, self.norm_lines[i]))]
+                 if (_shape(self.norm_lines[i]) == shape if shape is not None else in_order(pieces, self.norm_lines[i]))]
         return alike, len(candidates) == TALLY_RECORDS
 
     def occurrences(self, needle: str, limit: int = 200) -> list[int]:
@@ -151,16 +152,6 @@ _GLOB = re.compile(rf"{ELLIPSIS.pattern}|\*")
 
 def _shape(norm_line: str) -> str:
     return _DIGIT_WORD.sub("#", norm_line)
-
-
-def _in_order(pieces: list[str], line: str) -> bool:
-    at = 0
-    for piece in pieces:
-        at = line.find(piece, at)
-        if at < 0:
-            return False
-        at += len(piece)
-    return True
 
 
 def _tally(idx: _Indexed, alike: list[int], capped: bool) -> Tally:

@@ -62,6 +62,17 @@ def clock_times(text: str) -> set[str]:
     return {f"{int(h):02d}:{m}" for h, m in CLOCK_TIME.findall(normalize(text))}
 
 
+def in_order(pieces: list[str], text: str) -> bool:
+    """Whether the pieces all lie in the text, each after the one before (a quote cut with "...")."""
+    at = 0
+    for piece in pieces:
+        at = text.find(piece, at)
+        if at < 0:
+            return False
+        at += len(piece)
+    return True
+
+
 def detect_language(text: str) -> str:
     """'zh' when the text holds any CJK ideograph, else 'en'."""
     return "zh" if CJK_CHAR.search(text) else "en"

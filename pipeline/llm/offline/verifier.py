@@ -54,6 +54,7 @@ from pipeline.text.primitives import (
     entity_values,
     extract_entities,
     find_entities,
+    in_order,
     instance_shape,
     keywords,
     normalize,
@@ -281,16 +282,8 @@ def _claims_own(words: re.Pattern[str], claim_norm: str, evidence_norm: str) -> 
 def _verbatim(claim_norm: str, anchor: list[str]) -> bool:
     """The claim is the text of its anchor records, whole or a part of it, or parts of it in
     their order cut with "..." (with at least two characters that are not spaces or punctuation)."""
-    text, at = normalize("\n".join(anchor)), 0
     pieces = [p.strip() for p in ELLIPSIS.split(claim_norm) if p.strip()]
-    if len(re.sub(r"[\W_]", "", "".join(pieces))) < 2:
-        return False
-    for piece in pieces:
-        at = text.find(piece, at)
-        if at < 0:
-            return False
-        at += len(piece)
-    return True
+    return len(re.sub(r"[\W_]", "", "".join(pieces))) >= 2 and in_order(pieces, normalize("\n".join(anchor)))
 
 
 # --- evidence of one claim ---------------------------------------------------------------------
