@@ -145,6 +145,11 @@ CASES = [
      "LOW_CONFID", "Cannot tell why anyone chose to", ""),
     ("jvm-oom", "why doesn't inventory-service cache stock lookups with a size limit", "LOW_CONFID",
      "Cannot tell why anyone chose to", ""),
+    # a question about one order: its own records answer, not other orders'
+    ("gateway-timeout", "did order 123 hit ERR_TIMEOUT?", "PASS", "Yes, a record naming 123 shows", ""),
+    ("gateway-timeout", "order 87 was slow too, did it time out as well?", "PASS",
+     "No, the records naming 87 show no sign", ""),
+    ("gateway-timeout", "订单 999 支付超时了吗", "LOW_CONFID", "无法判断：没有记录提到 999", ""),
     # a change asked when it took effect: its own record, not the first symptom after it
     ("gateway-timeout", "api-gateway 的超时配置什么时候生效的？", "PASS", "api-gateway 的变更在 14:12", ""),
     ("bad-deploy", "when did checkout v2.4.1 go live?", "PASS", "The change to checkout-service is in force from 16:18", ""),
@@ -298,3 +303,8 @@ def test_a_nickname_names_the_service_it_shortens(question: str, services: list[
 def test_that_put_forward_after_a_statement_is_the_statements_subject(question: str, subject: str, target: str) -> None:
     prop = read_scope(question, ["order-service", "checkout-service", "inventory-service"]).proposition
     assert prop is not None and (prop.kind, prop.subject, prop.target) == ("cause", subject, target)
+
+
+def test_a_service_named_in_full_that_the_world_lacks_is_asked_not_a_chinese_word_beside_it() -> None:
+    scope = read_scope("下单成功但没收到短信，sms-service 那边也报错了？", ["order-service", "payment-service"])
+    assert scope.services == ["sms-service"]

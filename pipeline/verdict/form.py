@@ -47,7 +47,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
-from pipeline.text.primitives import find_entities, keywords, normalize, rounds_to, synonyms
+from pipeline.text.primitives import Entity, extract_entities, find_entities, keywords, normalize, rounds_to, synonyms
 from pipeline.verdict.coverage import (
     VERIFIED,
     WITHIN_BOUNDS,
@@ -213,6 +213,8 @@ def form_coverage(
         forecasts = [c for c in coverage if c.status == "answered" and forecast_only(c.service, c.symptom, scope, invs)]
         # "Is X down?": a sustained fault whose records never say X is unavailable is a degradation.
         degraded = [c for c in sustained if prop.outage and not outage_shown(c.service, scope, invs)]
+        if scope.identifiers and prop.kind == "symptom" and prop.expects == "faulty":
+            return _of_ids(scope.identifiers, coverage, invs)
         return _yes_no(prop, coverage, found, evidence, sustained, forecasts, degraded, invs)
     open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
     if open_rows:
@@ -445,6 +447,24 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
                     answer="yes" if bool(faulty) == (prop.expects == "faulty") else "no")
     open_row = next((c for c in rows if c.status not in ("answered", "healthy")), rows[0] if rows else None)
     return _row("yes_no", "not_answered", open_row, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _of_ids(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
+            invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Whether the ids asked of ("did order 87 get ERR_TIMEOUT too?") show the asked symptom: their
+    own records say, a warning or an error of it holding one of them; none of their records showing
+    it is a no; no record naming them, no answer. Other orders' records of it say nothing of these."""
+    wanted = {Entity("identifier", i) for i in ids}
+    named = [r for inv in invocations for r in records(inv) if wanted & extract_entities(r.raw)]
+    symptoms = [c.symptom for c in coverage] or [ANY]
+    shown = [r for r in named if (r.fault or r.warns) and any(mentions_symptom(r.text, s) for s in symptoms)]
+    row = coverage[0] if coverage else None
+    subject = ", ".join(ids)
+    if shown:
+        return _row("yes_no", "answered", row, msg("form.ids_shown", ids=subject, record=shown[0].raw), answer="yes")
+    if named:
+        return _row("yes_no", "answered", row, msg("form.ids_clear", ids=subject, record=named[-1].raw), answer="no")
+    return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
 
 
 def _value(prop: Proposition, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:

@@ -16,7 +16,16 @@ from datetime import datetime
 
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
 from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION
-from pipeline.text.primitives import CJK_CHAR, CJK_IDEOGRAPHS, CJK_RUN, detect_language, keywords, normalize, synonyms
+from pipeline.text.primitives import (
+    CJK_CHAR,
+    CJK_IDEOGRAPHS,
+    CJK_RUN,
+    detect_language,
+    extract_entities,
+    keywords,
+    normalize,
+    synonyms,
+)
 from pipeline.text.timewindow import clock_without_date, parse_time_window, window_phrase
 from pipeline.verdict.proposition import NICKNAME, SERVICE_SUFFIXES, nicknamed, read_proposition
 
@@ -329,7 +338,8 @@ def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
                 # "the gateway" is the one gateway of the system
                 service.endswith("-gateway") and re.search(r"(?<![a-z0-9_-])gateway(?![a-z0-9_-])", text)):
             found.append(service)
-    if found:
+    # A service named in full that the catalogue lacks is what is asked, not a Chinese word beside it.
+    if found or _SERVICE_LIKE.search(text):
         return found
     return [service for service in catalogue if service.endswith("-service")
             and any(CJK_RUN.match(w) and w in text for w in _zh_words(service.removesuffix("-service")))]
@@ -365,7 +375,7 @@ def asked_services(question: str, catalogue: Iterable[str] = ()) -> list[str]:
              for m in _SERVICE_LIKE.finditer(normalize(question))]
     named += [nicknamed(m.group(0), known) for m in NICKNAME.finditer(normalize(question))]
     named += [f"{stem}-service" for m in _ZH_SERVICE.finditer(question) for w in (m.group(1), m.group(1)[-2:])
-              if (stem := _zh_stem(w))][:1] if not services else []
+              if (stem := _zh_stem(w))][:1] if not services and not named else []
     for name in named:
         if name not in services:
             services.append(name)
@@ -534,6 +544,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         intent=intent,
         event=asked_event(question, services, symptoms) if (form == "why" and not intent) or form == "since_when" else [],
         took_effect=took_effect,
+        identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
     )
 
 
