@@ -308,3 +308,9 @@ def test_that_put_forward_after_a_statement_is_the_statements_subject(question: 
 def test_a_service_named_in_full_that_the_world_lacks_is_asked_not_a_chinese_word_beside_it() -> None:
     scope = read_scope("下单成功但没收到短信，sms-service 那边也报错了？", ["order-service", "payment-service"])
     assert scope.services == ["sms-service"]
+
+
+@pytest.mark.parametrize("question", ["why did orders-db failover to its standby?", "why did redis fail over at noon"])
+def test_a_failover_is_a_happening_of_its_own_not_errors(question: str) -> None:
+    scope = read_scope(question, ["orders-db", "redis"])
+    assert all("errors" not in asked for asked in scope.symptoms.values()) and scope.event

@@ -382,10 +382,14 @@ def asked_services(question: str, catalogue: Iterable[str] = ()) -> list[str]:
     return services
 
 
+# A database or a node failing over moves to its standby: a happening of its own, not errors.
+_FAIL_OVER = re.compile(r"\bfail(?:s|ed|ing)?[ -]?over\b")
+
+
 def asked_symptoms(text: str) -> list[str]:
     """The symptom ids a piece of a question asks about, in table order (suspected causes included)."""
     found: set[str] = set()
-    for clause in _CLAUSES.split(normalize(text)):
+    for clause in _CLAUSES.split(_FAIL_OVER.sub("switchover", normalize(text))):
         hits = {sid for sid, pattern in _ASKED.items()
                 if pattern.search(clause) or (sid in _PHRASING and _PHRASING[sid].search(clause))}
         found |= hits - {general for sid in hits for general in SYMPTOMS[sid].narrows}
