@@ -314,3 +314,9 @@ def test_a_service_named_in_full_that_the_world_lacks_is_asked_not_a_chinese_wor
 def test_a_failover_is_a_happening_of_its_own_not_errors(question: str) -> None:
     scope = read_scope(question, ["orders-db", "redis"])
     assert all("errors" not in asked for asked in scope.symptoms.values()) and scope.event
+
+
+@pytest.mark.parametrize("question", ["`txn_id=77 declined` - is the ledger still at 3 retries?", "is trace_id=9 still slow?"])
+def test_an_ids_key_or_a_pasted_record_states_no_setting(question: str) -> None:
+    prop = read_scope(question, ["ledger-service"]).proposition
+    assert prop is not None and prop.key not in ("txn_id", "trace_id")

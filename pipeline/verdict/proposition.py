@@ -16,7 +16,7 @@ from typing import Literal
 
 from pipeline.core.contracts import Proposition
 from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_ASKED
-from pipeline.text.primitives import extract_entities, normalize
+from pipeline.text.primitives import extract_entities, normalize, unquoted
 
 # A suspected cause that is a change rather than a service ("the v2.4.1 deploy", "昨天的配置变更").
 CHANGE = re.compile(r"\b(?:deploy\w*|release\w*|rollout|roll-out|upgrade\w*|config\w*|change\w*|version|v\d[\w.]*)\b"
@@ -101,11 +101,15 @@ _KEY_VALUE = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*(?:(?:is|=|:|still
                         r"(\d+(?:\.\d+)?\s*(?:ms|s|sec|seconds|min|minutes|mb|gb|%)?)(?![\w.])")
 
 
+# An id's key ("order_id=142", "trace_id"): a record named, not a setting's value.
+_ID_KEY = re.compile(r"(?:^|_)(?:id|uid|ids|no|num)$")
+
+
 def _stated_value(norm: str) -> tuple[str, str] | None:
     """(value, key) a yes/no question states for a check against the records, or None."""
     if (m := _ON_VERSION.search(norm)) is not None:
         return next(g for g in m.groups() if g), ""
-    if (m := _KEY_VALUE.search(norm)) is not None:
+    if (m := _KEY_VALUE.search(norm)) is not None and not _ID_KEY.search(m.group(1)):
         found = [e for e in extract_entities(m.group(2)) if e.kind in ("quantity", "number", "percentage")]
         return (found[0].value, m.group(1)) if found else None
     return None
@@ -187,7 +191,8 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
                            culprit=not target and not change and not _INVOLVEMENT.search(norm))
     # "is X normal and is Y normal?" asks it of every named service: subject "" (all of them).
     subject = services[0] if len(services) == 1 else ""
-    stated = _stated_value(norm)
+    # A pasted record ("`order_id=142 payment failed`") is the record's words, not a value the asker states.
+    stated = _stated_value(normalize(unquoted(question)))
     if stated is not None:
         return Proposition(kind="value", subject=subject, value=stated[0], key=stated[1], negated=negated)
     it = _IT.search(norm)
