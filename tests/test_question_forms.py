@@ -145,6 +145,9 @@ CASES = [
      "LOW_CONFID", "Cannot tell why anyone chose to", ""),
     ("jvm-oom", "why doesn't inventory-service cache stock lookups with a size limit", "LOW_CONFID",
      "Cannot tell why anyone chose to", ""),
+    # the effect's record says what brought it about, and it is not the suspect
+    ("bad-deploy", "did checkout's errors make coupon-service restart?", "PASS",
+     "No, the record of restarts or crashes in coupon-service says what brought it about", ""),
     # a question about one order: its own records answer, not other orders'
     ("gateway-timeout", "did order 123 hit ERR_TIMEOUT?", "PASS", "Yes, a record naming 123 shows", ""),
     ("gateway-timeout", "order 87 was slow too, did it time out as well?", "PASS",
@@ -320,3 +323,13 @@ def test_a_failover_is_a_happening_of_its_own_not_errors(question: str) -> None:
 def test_an_ids_key_or_a_pasted_record_states_no_setting(question: str) -> None:
     prop = read_scope(question, ["ledger-service"]).proposition
     assert prop is not None and prop.key not in ("txn_id", "trace_id")
+
+
+def test_a_doing_the_question_dates_after_the_effect_began_did_not_bring_it_about(settings: Settings, store: Store) -> None:
+    """The cart slowness shows from 19:36; a save the question dates at 19:52 came after it (its
+    coverage of redis-cart's own latency stays open, so the verdict is not PASS)."""
+    result = run_session("did redis-cart's 19:52 background save set off the cart-service slowness?",
+                         settings=settings, store=store, world_id="redis-latency")
+    form = result.evaluation.round_audit.question_form_coverage
+    assert form is not None and (form.status, form.answer) == ("answered", "no")
+    assert result.evaluation.composer_output.answer_summary.startswith("No, high latency in cart-service shows before")

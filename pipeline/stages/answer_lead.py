@@ -274,6 +274,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         return lead("proposition", facts(rows), "cause_open", prop.subject)
     if isinstance(row.msg, Message) and row.msg.code == "form.value":
         return lead("proposition", str(row.msg.params["record"]), f"value_{row.answer}", prop.subject or row.service)
+    if isinstance(row.msg, Message) and row.msg.code == "form.own_reason":
+        return lead("proposition", str(row.msg.params["record"]), "own_reason", prop.subject)
     if isinstance(row.msg, Message) and row.msg.code == "form.effect_first":
         return lead("proposition", str(row.msg.params["record"]), "effect_first", prop.subject)
     if isinstance(row.msg, Message) and row.msg.code == "form.cause_upstream":

@@ -47,7 +47,16 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
-from pipeline.text.primitives import Entity, extract_entities, find_entities, keywords, normalize, rounds_to, synonyms
+from pipeline.text.primitives import (
+    Entity,
+    clock_times,
+    extract_entities,
+    find_entities,
+    keywords,
+    normalize,
+    rounds_to,
+    synonyms,
+)
 from pipeline.verdict.coverage import (
     VERIFIED,
     WITHIN_BOUNDS,
@@ -535,8 +544,21 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
     if subject and all(c.status == "healthy" for c in subject):
         row = subject[0]
         return _row("yes_no", "answered", row, msg("form.absent", service=row.service, symptom=row.symptom), answer="no")
+    for row in present:
+        # The effect's record gives its own reason ("Pod重启次数: 1, 原因: 节点维护驱逐"), and the suspect
+        # is not in it: the record says what brought it about.
+        said = next((r for inv in invocations for r in records(inv) if r.service == row.service
+                     and mentions_symptom(r.text, row.symptom) and (m := _OWN_REASON.search(r.text))
+                     and not about(r.text[m.end():], prop.subject)), None)
+        if said is not None:
+            return _row("yes_no", "answered", row, msg("form.own_reason", service=row.service, symptom=row.symptom,
+                                                        record=said.raw), answer="no")
     rest = present or target or list(coverage)
     return _row("yes_no", "not_answered", rest[0] if rest else None, msg("form.proposition_open"), answer="cannot_tell")
+
+
+# Where a record states why it happened: "原因: 节点维护驱逐", "reason=node drain", "due to ...".
+_OWN_REASON = re.compile(r"原因\s*[:：=]\s*|\breason\s*[:=]\s*|\b(?:caused by|due to|because of)\s+")
 
 
 def _suspect_words(prop: Proposition) -> set[str]:
@@ -557,6 +579,11 @@ def _came_first(prop: Proposition, row: ServiceCoverage, invocations: Sequence[T
         return min(shown, key=lambda r: r.at or 0) if shown else None
 
     effect = first(row.service, lambda r: not r.alert and mentions_symptom(r.text, row.symptom))
+    # A doing the question dates ("did the 19:52 bgsave kick off ...") came at that time of the effect's day.
+    dated = sorted(effect.at.replace(hour=int(t[:2]), minute=int(t[3:]), second=0, microsecond=0)
+                   for t in clock_times(prop.phrase)) if effect and effect.at else []
+    if effect and effect.at and dated and effect.at < dated[0]:
+        return effect
     suspect = first(prop.subject, lambda r: not words or any(s in r.text for w in words for s in synonyms(w)))
     return effect if effect and suspect and effect.at and suspect.at and effect.at < suspect.at else None
 

@@ -53,7 +53,8 @@ _CAUSE_EN = (
     re.compile(r"\b(?:does|do|did|could|might)\s+(?P<x>.+?)\s+(?:have|has)\s+(?:anything|something|much)\s+to do with\s+"
                r"(?P<y>.+)"),
     re.compile(r"\b(?:did|does|has|could|didn't|doesn't|hasn't)\s+(?P<x>.+?)\s+(?:cause|caused|break|broke|broken|"
-               r"trigger|triggered|take down|bring down|kill)\s+(?P<y>.+)"),
+               r"trigger|triggered|take down|bring down|kill|kick off|kicked off|set off|spark|sparked|lead to|led to|make|made)\s+"
+               r"(?P<y>.+)"),
 )
 _CAUSE_ZH = (
     # "X 跟 Y 有关系吗", "X 和这次故障有没有关系": whether X is involved in Y at all.
@@ -61,7 +62,9 @@ _CAUSE_ZH = (
     re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
     re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
-    re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏)的(?:吗|么|[?？]|$)"),
+    # The effect may be the clause before ("catalog-service 被驱逐重启，是 inventory OOM 连带出来的吗").
+    re.compile(r"(?P<y>[^，,。？?]*?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏|连带出来|连带|带崩|带挂)"
+               r"的(?:吗|么|[?？]|$)"),
     re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|打挂)了?的?"
                r"(?:吗|么|[?？]|$)"),
     # "下单失败肯定是 api-gateway 配置改了吧": the effect first, a sure guess at its cause after it.
