@@ -333,3 +333,8 @@ def test_a_doing_the_question_dates_after_the_effect_began_did_not_bring_it_abou
     form = result.evaluation.round_audit.question_form_coverage
     assert form is not None and (form.status, form.answer) == ("answered", "no")
     assert result.evaluation.composer_output.answer_summary.startswith("No, high latency in cart-service shows before")
+
+
+@pytest.mark.parametrize("question", ["is the ledger-db replica lagging behind?", "ledger-db 主从延迟大吗"])
+def test_replication_lag_is_its_own_symptom_not_latency(question: str) -> None:
+    assert read_scope(question, ["ledger-db"]).symptoms == {"ledger-db": ["replica_lag"]}

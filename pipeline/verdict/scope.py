@@ -116,6 +116,13 @@ SYMPTOM_TABLE: tuple[Symptom, ...] = (
             ("lag", "backlog", "queue", "consumer lag", "backed up", "积压", "堆积", "消费延迟", "消费慢", "消费不过来"),
             ("lag", "backlog", "queue", "queued", "consumer", "积压"),
             ("lag", "backlog", "queue", "积压"), r"lag|queue"),
+    # A replica behind its source: a lag of its own, not the latency of requests or a queue's.
+    Symptom("replica_lag",
+            ("replica lag", "replication lag", "replica delay", "replication delay", "slave lag", "seconds behind",
+             "从库延迟", "主从延迟", "复制延迟", "同步延迟", "从库落后"),
+            ("seconds_behind", "replica lag", "replication lag", "slave lag", "从库延迟", "主从延迟", "复制延迟"),
+            ("seconds_behind", "replica", "replication", "从库"), r"replica|replication|seconds_behind|slave",
+            narrows=("latency", "queue_lag")),
     Symptom("cache",
             ("cache", "redis", "evict", "缓存"),
             ("cache", "redis", "evict", "maxmemory", "缓存"),
