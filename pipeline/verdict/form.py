@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Literal
 
 from pipeline.core.contracts import (
@@ -47,6 +48,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
+from pipeline.text.lexicon import STATED_CAUSE, pattern
 from pipeline.text.primitives import (
     Entity,
     clock_times,
@@ -254,11 +256,8 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
         change = _change_record(scope, invocations)
         if change is not None and change.at is not None:
             row = present[0] if present else (coverage[0] if coverage else None)
-            seen = DatedRecord(invocation_id=change.invocation_id, number=change.number, service=change.service,
-                               at=change.at, text=change.raw)
-            out = _row(form, "answered", row, msg("form.in_effect", service=seen.service, since=seen.at.isoformat(),
-                                                  quote=seen.text))
-            return out.model_copy(update={"first": seen, "until": seen.at})
+            said = msg("form.in_effect", service=change.service, since=change.at.isoformat(), quote=change.raw)
+            return _seen_at(form, row, change, change.at, said)
 
     def dated(row: ServiceCoverage) -> list[Record]:
         services = [row.service] if row.service else cited_services(structured, row.claim_ids, invocations)
@@ -280,22 +279,30 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
             # dated by the first record holding them, whatever its level.
             first_seen = _event_record(scope, invocations, warnings=True) if scope.event and form == "since_when" else None
             if first_seen is not None and first_seen.at is not None:
-                seen = DatedRecord(invocation_id=first_seen.invocation_id, number=first_seen.number,
-                                   service=first_seen.service, at=first_seen.at, text=first_seen.raw)
-                out = _row(form, "answered", None, msg("form.onset", service=seen.service, symptom=ANY,
-                                                       since=seen.at.isoformat(), quote=seen.text))
-                return out.model_copy(update={"first": seen, "until": seen.at})
+                said = msg("form.onset", service=first_seen.service, symptom=ANY, since=first_seen.at.isoformat(),
+                           quote=first_seen.raw)
+                return _seen_at(form, None, first_seen, first_seen.at, said)
             return _row(form, "not_answered", None, msg("form.no_onset", service="", symptom=ANY))
         row = coverage[0]
         return _row(form, "answered", row, msg("form.absent", service=row.service, symptom=row.symptom))
     row = present[0]
     found = shown[(row.service, row.symptom)]
-    first = next(DatedRecord(invocation_id=r.invocation_id, number=r.number, service=r.service, at=r.at, text=r.raw)
-                 for r in found if r.at is not None)
+    first = next(_dated(r, r.at) for r in found if r.at is not None)
     ends = [t for t in (seen_until(r, scope, invocations) for r in found) if t is not None]
     out = _row(form, "answered", row, msg("form.onset", service=first.service, symptom=row.symptom,
                                           since=first.at.isoformat(), quote=first.text))
     return out.model_copy(update={"first": first, "until": max(ends, key=lambda t: t.timestamp())})
+
+
+def _dated(r: Record, at: datetime) -> DatedRecord:
+    return DatedRecord(invocation_id=r.invocation_id, number=r.number, service=r.service, at=at, text=r.raw)
+
+
+def _seen_at(form: QuestionForm, row: ServiceCoverage | None, record: Record, at: datetime,
+             said: Message) -> FormCoverage:
+    """A how-long or since-when answered by one record, at `at`: it starts and ends the span."""
+    seen = _dated(record, at)
+    return _row(form, "answered", row, said).model_copy(update={"first": seen, "until": seen.at})
 
 
 def _change_record(scope: QuestionScope, invocations: Sequence[ToolInvocation]) -> Record | None:
@@ -557,8 +564,8 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
     return _row("yes_no", "not_answered", rest[0] if rest else None, msg("form.proposition_open"), answer="cannot_tell")
 
 
-# Where a record states why it happened: "原因: 节点维护驱逐", "reason=node drain", "due to ...".
-_OWN_REASON = re.compile(r"原因\s*[:：=]\s*|\breason\s*[:=]\s*|\b(?:caused by|due to|because of)\s+")
+# Where a record states why it happened: "原因: 节点维护驱逐", "due to ...", "reason=node drain".
+_OWN_REASON = pattern(STATED_CAUSE, extra=r"\breason\s*[:=]")
 
 
 def _suspect_words(prop: Proposition) -> set[str]:
