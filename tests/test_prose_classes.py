@@ -353,3 +353,60 @@ def test_a_cause_the_record_states_in_its_own_failed_form_is_kept(judge: Any) ->
     judged = judge("Batch 77 failed to post because of a 1500ms write timeout.")
     assert [c["claim_type"] for c in judged.claims] == ["root_cause"]
     assert not judged.flagged
+
+
+@pytest.mark.parametrize("said", ["Noise check: LedgerDiskFull at 91.5% disk.", "顺带排查：LedgerDiskFull 磁盘 91.5%。"])
+def test_a_short_label_of_the_writers_own_is_layout(judge: Any, said: str) -> None:
+    """The label's words are not the statement's: left in, they thinned its overlap with the record."""
+    judged = judge(said)
+    assert [c["claim_text"][:14] for c in judged.claims] == ["LedgerDiskFull"]
+    assert judged.checks == ["direct_observation"]
+
+
+def test_a_label_naming_a_service_is_the_subject_not_layout(judge: Any) -> None:
+    assert not judge("ledger-service: G1 Old gc pause 2.4s.").flagged
+    assert judge("search-service: G1 Old gc pause 2.4s.").flagged
+
+
+def test_sibling_instances_written_short_are_the_named_instances(judge: Any) -> None:
+    """"billing-5f7c-1 at 08:01:10, -2 at 08:02:10" names billing-5f7c-2; "-3" names a pod no record has."""
+    said = "invoice export skipped on billing-5f7c-1 at 08:01:10, -{} at 08:02:10."
+    judged = judge(said.format(2))
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    assert any("billing-5f7c-2" in c["claim_text"] for c in judged.claims)
+    assert judge(said.format(3)).flagged
+    assert not judge("billing-5f7c-1/2 both logged invoice export skipped.").flagged
+
+
+def test_a_clause_dating_the_fact_before_it_is_judged_with_it(judge: Any) -> None:
+    """"the first at 08:01:10" and "about 1 s after ..." place the fact before them; apart, neither
+    shares a word with a record. An interval no gap bears out is still caught."""
+    judged = judge("billing-service logged 4 `invoice export skipped` warnings, the first at 08:01:10.")
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    said = "api-gateway returned 503 on POST /api/ledger/post at 08:00:02, about {} s after ledger-service's write timeout."
+    assert not judge(said.format(1)).flagged
+    assert judge(said.format(40)).flagged
+
+
+def test_a_parenthesis_bears_out_the_summary_before_it(judge: Any) -> None:
+    judged = judge("导出被跳过是两台 pod 都有（billing-5f7c-1/2 都报了 invoice export skipped）。")
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+def test_a_judgement_by_appearance_is_a_hypothesis(judge: Any) -> None:
+    judged = judge("Batch 77 failed on a 1500ms write timeout. The slow search request looks unrelated.")
+    assert judged.hypotheses and not judged.flagged
+
+
+def test_each_time_a_statement_names_is_met_by_a_record_at_that_time(judge: Any) -> None:
+    """"... at 08:03 and again at 08:04" cites a record of each minute: a value said at the second
+    time is set against its own record, not against the first's."""
+    judged = judge("billing-service reconcile failed with a stale ledger snapshot at 08:03, and again at 08:04.")
+    bound = [b["evidence_excerpt"] for c in judged.claims for b in c["evidence_bindings"]]
+    assert any("08:03:" in b for b in bound) and any("08:04:" in b for b in bound), bound
+    assert not judged.flagged
+
+
+def test_a_full_stop_after_a_capital_or_a_figure_ends_the_sentence(judge: Any) -> None:
+    judged = judge("G1 Old gc pause 2.4s at 08:00:05 UTC. LedgerDiskFull reports 91.5% disk.")
+    assert len(judged.claims) == 2 and not judged.flagged

@@ -119,3 +119,9 @@ def test_a_number_beside_a_chinese_word_is_a_number():
 
 def test_a_source_line_or_port_is_a_value_of_its_location():
     assert "142" in entity_values("at PricingClient.applyCoupon(PricingClient.java:142)")
+
+
+def test_a_full_width_comma_between_digits_ends_a_clause() -> None:
+    """A Chinese writer's "PID 1，245 个线程" is PID 1 and 245 threads, not 1245; "1,245" is still one number."""
+    assert {e.value for e in extract_entities("java PID 1，245 个线程")} == {"1", "245个"}
+    assert {e.value for e in extract_entities("processed 1,245 rows")} >= {"1245"}

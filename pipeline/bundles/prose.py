@@ -45,7 +45,7 @@ from pipeline.core.contracts import (
 )
 from pipeline.gatekeeper.features import match_excerpt, prepare_output
 from pipeline.stages.meaning_guard import clauses, sentences
-from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE, UNSHOWN
+from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE, SPEAKING, UNSHOWN
 from pipeline.text.primitives import (
     CLOCK_TIME,
     Entity,
@@ -70,9 +70,28 @@ _LABEL = re.compile(
     r"|(?:tl;?dr|short answer|in short|bottom line|summary|answer|what's failing|what is failing|impact|timeline"
     r"|findings|evidence|status|结论|总结|简而言之|简单说|一句话|现象|影响|时间线)(?:\s*\([^)]{0,30}\))?\s*[:：])\s*",
     re.IGNORECASE)
+# Any short label of the writer's own ("Noise check:", "旁支排查：", "时间顺序："): a few words, no
+# figure, name or speaker in it.
+_SHORT_LABEL = re.compile(r"^((?:[a-z]+\s+){0,2}[a-z]+|[\u4e00-\u9fff]{2,6})\s*[:：]\s*(?=\S)", re.IGNORECASE)
 
-# A clock time with at most its preposition and time zone ("at 08:01:10", "17:29:28 UTC", "到 09:20").
-_TIME_ALONE = re.compile(rf"\W*(?:(?:at|by|from|to|until|till|since|and|到|至|于|在)\s*)?(?:{CLOCK_TIME.pattern})"
+# Sibling instances written short after one written in full: "pay-7d9f-1/2/3", "checkout-68f0-1 最早，-3 是
+# 16:22:48". The writer names checkout-68f0-3; read alone, "-3" names nothing and "3" is a number.
+_INSTANCE_BASE = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*(?:-[a-z0-9]+)*-)(\d{1,2})(?![\w.]|-\w)", re.IGNORECASE)
+_SLASHED = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*(?:-[a-z0-9]+)*-)(\d{1,2})((?:/\d{1,2})+)(?![\w.%])", re.IGNORECASE)
+_BARE_SUFFIX = re.compile(r"(?<=[\s(（,，、;；])-(\d{1,2})(?![\w.%:]|\s*(?:ms|s|sec|min|h|mb|gb|kb|x)\b)", re.IGNORECASE)
+
+_BACKED = re.compile(r"([^，,。;；:：(（)）]+)[(（]([^()（）]+)[)）]")
+
+# A clause dating the fact before it from another event ("..., about 40 s after checkout-service's
+# own first 500", "比第一个 500 晚了 40 分钟"): the interval is reckoned from that fact's time.
+_RELATIVE = re.compile(r"\W*(?:(?:about|around|roughly|some|~)\s*)?\d+(?:\.\d+)?(?:\s*[-–~]\s*\d+(?:\.\d+)?)?\s*"
+                       r"(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?)\s+(?:later|after|before|earlier)\b"
+                       r"|\W*比.{1,30}?(?:晚|早)了?\s*(?:约|大约)?\s*\d")
+
+# A clock time with at most its preposition, time zone and an ordinal or "again" ("at 08:01:10", "17:29:28 UTC",
+# "到 09:20", "the first at 16:21:29", "and again at 08:04").
+_TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final)(?:\s+one)?\s*|again\s*|最早的?|最晚的?|第一(?:个|条|次)?|又|再次)?"
+                         rf"(?:(?:at|by|from|to|until|till|since|and|到|至|于|在|是)\s*)?(?:{CLOCK_TIME.pattern})"
                          r"\s*(?:utc|gmt)?\W*")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 # An arrow before a clock time: the next event of a chain, not a change of value ("15000ms -> 5000ms").
@@ -86,6 +105,18 @@ class _Record:
     line: str
     words: frozenset[str]
     entities: frozenset[Entity]
+    times: frozenset[str]
+
+
+def _times(text: str) -> frozenset[str]:
+    """The clock times a text names, to the minute and, where it gives them, to the second."""
+    out = set()
+    for m in CLOCK_TIME.finditer(normalize(text)):
+        minute = f"{int(m.group(1)):02d}:{m.group(2)}"
+        out.add(minute)
+        if len(m.group(0)) > len(m.group(1)) + 3:
+            out.add(minute + m.group(0)[-3:])
+    return frozenset(out)
 
 
 def _records(invocations: list[ToolInvocation]) -> list[_Record]:
@@ -95,7 +126,8 @@ def _records(invocations: list[ToolInvocation]) -> list[_Record]:
             continue
         for rec in read_result(inv.output).records:
             if rec.line.strip():
-                out.append(_Record(inv, rec.number, rec.line, keywords(rec.line), extract_entities(rec.line)))
+                out.append(_Record(inv, rec.number, rec.line, keywords(rec.line), extract_entities(rec.line),
+                                   _times(rec.line)))
     return out
 
 
@@ -110,13 +142,16 @@ def _binding(rec: _Record) -> EvidenceBinding:
 
 def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBinding]:
     words = keywords(sentence)
-    wanted = _facts(extract_entities(sentence))
+    wanted = _facts(extract_entities(CLOCK_TIME.sub(" ", sentence)))
     services = frozenset(e for e in extract_entities(sentence) if e.kind == "service")
     words = frozenset(w for w in words if w not in {normalize(e.value) for e in services})
+    times = _times(sentence)
 
     def score(rec: _Record) -> int:
-        # A word counts in any of its forms across zh/en: "canary skipped" is the record's "金丝雀: 跳过".
-        return len(wanted & rec.entities) + sum(1 for w in words if not rec.words.isdisjoint(synonyms(w)))
+        # A word counts in any of its forms across zh/en: "canary skipped" is the record's "金丝雀: 跳过";
+        # a time counts to the minute, and again to the second ("the first at 16:21:29").
+        return (len(wanted & rec.entities) + sum(1 for w in words if not rec.words.isdisjoint(synonyms(w)))
+                + len(times & rec.times))
 
     # Services only break ties: among records stating the same facts, the one of the named service.
     best = max(records, key=lambda r: (score(r), len(services & r.entities), -r.invocation.id, -r.number), default=None)
@@ -133,6 +168,14 @@ def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBind
             break
         chosen.append(more)
         missing -= more.entities
+    # A time no chosen record holds is another record's ("from ~78% at 10:01 to ~89% at 10:03"): the
+    # best of those that hold it, or the value said at that time meets a record of another.
+    for minute in sorted(t for t in times if len(t) == 5):
+        held = [r for r in records if minute in r.times]
+        if len(chosen) < _MAX_BINDINGS and held and not any(minute in r.times for r in chosen):
+            more = max(held, key=score)
+            if score(more) > 1:
+                chosen.append(more)
     return [_binding(r) for r in chosen]
 
 
@@ -159,6 +202,10 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
     masked = sentence
     for i, quote in enumerate(quotes):
         masked = masked.replace(quote, f"quoted{i}x", 1)
+    # A parenthesis that bears out a clause naming nothing ("超时是三台 pod 都有（pay-7d9f-1/2/3 都报了 ...）")
+    # is judged with it: apart, the clause is a summary no record words.
+    masked = _BACKED.sub(lambda m: f"{m.group(1)} {m.group(2)}" if not _facts(extract_entities(m.group(1)))
+                         and not CLOCK_TIME.search(m.group(1)) else m.group(0), masked)
     parts: list[str] = []
     for part in clauses(masked):
         for i, quote in enumerate(quotes):
@@ -170,7 +217,8 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
         # So does a clause that is a clock time alone: "between 16:20:48 and 17:29:28 UTC" ends the span
         # of the fact before it, ", 08:01:40 and 08:02:40" lists its other times; judged apart, it met
         # whatever record shares no word with it.
-        if parts and (facts and all(e.kind == "instance" for e in facts) or _TIME_ALONE.fullmatch(normalize(part))):
+        if parts and (facts and all(e.kind == "instance" for e in facts) or _TIME_ALONE.fullmatch(normalize(part))
+                      or _RELATIVE.match(normalize(part))):
             parts[-1] = f"{parts[-1]} {part}"
         else:
             parts.append(part)
@@ -205,12 +253,24 @@ def _unlabelled(sentence: str) -> str:
     """The sentence without the label that leads it, unless the label hedges or names a cause
     ("**Root cause (likely):** ..." is a guess, and says so), and without markdown emphasis."""
     sentence = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", sentence)  # a list item's marker
-    m = _LABEL.match(sentence)
+    m = _LABEL.match(sentence) or _SHORT_LABEL.match(sentence)
     label = m.group(0) if m else ""
+    if m and m.re is _SHORT_LABEL and (extract_entities(m.group(1)) or SPEAKING.search(normalize(m.group(1)))):
+        label = ""  # "redis-cart: ...", "the gateway says: ...": the subject, not a label
     said = normalize(label)
     keep = label and (HEDGE.search(said) or ROOT_CAUSE.search(said) or CAUSAL.search(said))
     rest = sentence if keep else sentence[len(label):]
     return re.sub(r"\*\*|__", "", rest).strip()
+
+
+def _siblings_spelled(line: str) -> str:
+    """The line with its short sibling instances written in full (see _SLASHED, _BARE_SUFFIX)."""
+    line = _SLASHED.sub(lambda m: "/".join(m.group(1) + n for n in (m.group(2) + m.group(3)).split("/")), line)
+    bases = {m.group(1) for m in _INSTANCE_BASE.finditer(line)}
+    if len(bases) != 1:
+        return line  # no base, or two: which one "-3" belongs to is not said
+    base = bases.pop()
+    return _BARE_SUFFIX.sub(lambda m: base + m.group(1) if line.find(base) < m.start() else m.group(0), line)
 
 
 def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
@@ -228,7 +288,7 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
 
     # A label leads a line ("**TL;DR** ..."): taken off before the line is cut into sentences; a
     # markdown heading ("### Timeline (UTC)") is layout whole.
-    lines = [_unlabelled(line) for line in answer.splitlines() if not _HEADING.match(line)]
+    lines = [_siblings_spelled(_unlabelled(line)) for line in answer.splitlines() if not _HEADING.match(line)]
     # A timeline's arrows join events, each a statement of its own ("19:31 X → 19:33 Y").
     for sentence in sentences(_NEXT_EVENT.sub("\n", "\n".join(lines))):
         # The writer's own words: a quoted record's "due to" or "may" is the record's.

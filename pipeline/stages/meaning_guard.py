@@ -28,9 +28,13 @@ from pipeline.verdict.safe_actions import fixed_actions
 
 # A sentence that guesses or names a gap confirms nothing; "needs:" heads the evidence still wanted.
 _HEDGED = pattern(HEDGE, UNSETTLED, GAP, extra=r"needs?:")
-_SPLIT = re.compile(r"[。！？!?；;\n]|(?<=[a-z0-9)\]])\.\s")
+# A full stop ends a sentence after a word, figure or bracket; after a capital, a percent sign or a quote
+# ("... 15:23 UTC. Each time ...", "PAY_UNKNOWN. GatewayUpstreamTimeout ...") when a new sentence starts
+# after it ("U.S. customers" does not). "e.g." and "i.e." end nothing.
+_STOP = r"(?<!\be\.g)(?<!\bi\.e)(?:(?<=[a-z0-9)\]])\.\s|(?<=[A-Z_%`'\"”’])\.\s+(?=[A-Z`\"“*(\u4e00-\u9fff]))"
+_SPLIT = re.compile(rf"[。！？!?；;\n]|{_STOP}")
 # The lead is one sentence that may list its evidence after a semicolon.
-_FIRST = re.compile(r"[。！？!?\n]|(?<=[a-z0-9)\]])\.\s")
+_FIRST = re.compile(rf"[。！？!?\n]|{_STOP}")
 # Where one sentence joins facts: punctuation between clauses and the joining words of both languages.
 _CLAUSE = re.compile(
     r"[，,、（）()]|(?<!\d)[:：](?!\d)|\s(?:and|while|whereas|but|yet|so|then|since|because|which|where)\s|"

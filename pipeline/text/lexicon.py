@@ -88,6 +88,8 @@ HEDGE = Words(
         "appears to", "appear to", "as far as i can tell", "i think", "my guess", "my inference"),
     # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
     unless=("could not",),
+    # "none of these look connected": a judgement by appearance
+    patterns=(r"\blook(?:s|ed)?\s+(?:\w+\s+)?(?:connected|related|unrelated|linked|relevant|irrelevant|benign|harmless)\b",),
 )
 # Says something is not established: a gap, not a conclusion ("尚未确认根因", "no root cause yet").
 UNSETTLED = Words(

@@ -47,9 +47,14 @@ def estimate_tokens(text: str) -> int:
     return dense + math.ceil((len(text) - dense) / CHARS_PER_TOKEN)
 
 
+# A full-width comma between digits ends a clause ("PID 1，245 个线程" is PID 1 and 245 threads): a
+# Chinese writer's IME types it where English prose would put ", "; thousands are written with ",".
+_CLAUSE_COMMA = re.compile(r"(?<=\d)\uff0c(?=\d)")
+
+
 def normalize(text: str) -> str:
     """NFKC (full-width -> half-width), lower case, whitespace runs -> one space."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().lower()
+    return _WS.sub(" ", unicodedata.normalize("NFKC", _CLAUSE_COMMA.sub(", ", text))).strip().lower()
 
 
 # A clock time ("16:20", "16:20:48"), also one a colon follows ("16:20: deployment finished", a timeline's item)

@@ -215,6 +215,11 @@ def _present(ent: Entity, values: set[str], scaled: dict[str, float] | None = No
     return ent.kind in _ROUNDED_KINDS and any(rounds_to(ent.value, v, scale) for v in values)
 
 
+def _store_within(ent: Entity, evidence_norm: str) -> bool:
+    """A shared store the evidence names inside a longer word: "kafka" of "KafkaConsumerLag"."""
+    return ent.kind == "service" and shared_store(ent.value) and ent.value in evidence_norm
+
+
 def _count(ent: Entity) -> int | None:
     """The number an entity states when it can be a count: a bare number, or "25条" / "6次"."""
     m = re.fullmatch(r"(\d+)(?:次|条|个|回)?", ent.value) if ent.kind in ("number", "quantity") else None
@@ -397,16 +402,16 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
             return done("contradicted", tr("offline.verifier.negation", lang, concept=concept))
 
     values = _values(ev.text)
+    ev_norm = normalize(ev.text)
     counted, miscounted = _counted(text, ev.tallies)
     missing = [e.value for e in sorted(claim_ents)
-               if not _present(e, values, scales(text)) and _count(e) not in counted]
+               if not _present(e, values, scales(text)) and _count(e) not in counted and not _store_within(e, ev_norm)]
     missing += miscounted
     missing += sorted(clock_times(text) - clock_times(ev.text)) + unheld
     if missing:
         return done("external_unknown", tr("offline.verifier.external", lang, items=", ".join(missing)))
     if gate_rules:
         return done("unsupported", tr("offline.verifier.gate", lang, rules=", ".join(sorted(set(gate_rules)))))
-    ev_norm = normalize(ev.text)
     cov = coverage(text, ev_norm)
     # A service name alone is no support: "payment-service ran out of disk" shares only the name.
     substantive = [e for e in claim_ents if e.kind != "service"]
