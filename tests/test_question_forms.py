@@ -25,9 +25,12 @@ CASES = [
     ("jvm-oom", "Why does order-service time out?", "PASS", "Most likely cause", "inventory-service"),
     ("redis-latency", "Why is cart-service slow?", "PASS", "Most likely cause", "redis-cart"),
     ("cpu-saturation", "Why is api-gateway returning 504?", "PASS", "Most likely cause", "payment-service"),
-    # why, premise refuted: the symptom is not there
-    ("bad-deploy", "Why is pricing-service returning errors?", "PASS", "No sign of errors in pricing-service", ""),
-    ("cpu-saturation", "为什么 payment-service 内存泄漏？", "PASS", "没有发现 payment-service 内存问题 的迹象", ""),
+    # why, no record shows the symptom: no cause to give, and an absence is no proof the premise is false
+    ("bad-deploy", "Why is pricing-service returning errors?", "LOW_CONFID", "No sign of errors in pricing-service", ""),
+    ("cpu-saturation", "为什么 payment-service 内存泄漏？", "LOW_CONFID", "没有发现 payment-service 内存问题 的迹象", ""),
+    # why, the asker grants the figure stayed within bounds: the within-bounds line shows what is asked about
+    ("bad-deploy", "the checkout summary call is within SLO yet still sluggish - why?", "LOW_CONFID",
+     "Cannot tell why: the records show checkout-service logged: slow request within SLO", ""),
     # is X the cause of Y: true
     ("jvm-oom", "Is inventory-service the cause of order-service timeouts?", "PASS",
      "Yes, inventory-service is the cause of timeouts in order-service", "inventory-service"),
@@ -88,7 +91,7 @@ CASES = [
     ("jvm-oom", "order-service 的报错是 media-service 导致的吗？", "LOW_CONFID",
      "无法判断 media-service 是否导致了order-service 报错：数据中没有 media-service 的任何记录", "inventory-service"),
     # a healthy target: no sign, and no cause built from it (a Redis hypothesis filled with its name)
-    ("cpu-saturation", "为什么 user-service CPU 很高？", "PASS", "没有发现 user-service CPU 饱和 的迹象：", ""),
+    ("cpu-saturation", "为什么 user-service CPU 很高？", "LOW_CONFID", "没有发现 user-service CPU 饱和 的迹象：", ""),
     ("cpu-saturation", "What is wrong with user-service?", "PASS", "No sign of a fault in user-service", ""),
     # a stray record of a healthy service (a transient 500, a reset a retry fixed) is not its state
     ("redis-latency", "Is user-service down?", "PASS", "No, there is no sustained sign of a fault in user-service", ""),

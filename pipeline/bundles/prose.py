@@ -90,9 +90,11 @@ _RELATIVE = re.compile(r"\W*(?:(?:about|around|roughly|some|~)\s*)?\d+(?:\.\d+)?
 
 # A clock time with at most its preposition, time zone and an ordinal or "again" ("at 08:01:10", "17:29:28 UTC",
 # "到 09:20", "the first at 16:21:29", "and again at 08:04").
-_TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final)(?:\s+one)?\s*|again\s*|最早的?|最晚的?|第一(?:个|条|次)?|又|再次)?"
-                         rf"(?:(?:at|by|from|to|until|till|since|and|到|至|于|在|是)\s*)?(?:{CLOCK_TIME.pattern})"
-                         r"\s*(?:utc|gmt)?\W*")
+_TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final)(?:\s+one)?\s*|again\s*|最早的?|最晚的?|第一(?:个|条|次)?|又|再次"
+                         r"|(?:(?:about|around|roughly|some)\s+)?(?:\d+|a|an|one|two|three|four|five|ten|fifteen|twenty|thirty|a few)"
+                         r"\s+(?:seconds?|secs?|minutes?|mins?|hours?)\s+(?:later|after|afterwards)\s*,?\s*)?"
+                         rf"(?:(?:at|by|from|to|until|till|since|and|between|到|至|于|在|是)\s*)?(?:{CLOCK_TIME.pattern})"
+                         rf"(?:\s*(?:-|–|~|to|and|至|到)\s*(?:{CLOCK_TIME.pattern}))?\s*(?:utc|gmt)?\W*")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 # An arrow before a clock time: the next event of a chain, not a change of value ("15000ms -> 5000ms").
 _NEXT_EVENT = re.compile(r"\s*(?:→|->|=>|⇒)\s*(?=\d{1,2}:\d{2}(?!\d))")
@@ -207,6 +209,7 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
     masked = _BACKED.sub(lambda m: f"{m.group(1)} {m.group(2)}" if not _facts(extract_entities(m.group(1)))
                          and not CLOCK_TIME.search(m.group(1)) else m.group(0), masked)
     parts: list[str] = []
+    leading: set[str] = set()
     for part in clauses(masked):
         for i, quote in enumerate(quotes):
             part = part.replace(f"quoted{i}x", quote)
@@ -217,11 +220,14 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
         # So does a clause that is a clock time alone: "between 16:20:48 and 17:29:28 UTC" ends the span
         # of the fact before it, ", 08:01:40 and 08:02:40" lists its other times; judged apart, it met
         # whatever record shares no word with it.
-        if parts and (facts and all(e.kind == "instance" for e in facts) or _TIME_ALONE.fullmatch(normalize(part))
-                      or _RELATIVE.match(normalize(part))):
+        placing = (facts and all(e.kind == "instance" for e in facts) or _TIME_ALONE.fullmatch(normalize(part))
+                   or _RELATIVE.match(normalize(part)))
+        if parts and (placing or parts[-1] in leading):
             parts[-1] = f"{parts[-1]} {part}"
         else:
             parts.append(part)
+            if placing:  # the sentence opens with it ("Between 08:17 and 09:29 X logged ..."): it dates what follows
+                leading.add(part)
     kept = {e for part in parts for e in extract_entities(part)}
     if not parts or not extract_entities(sentence) <= kept or any(all(q not in p for p in parts) for q in quotes):
         return [sentence]

@@ -626,6 +626,9 @@ class QuestionScope(_Model):
     # The ids a yes/no question asks of ("did order 87 get ERR_TIMEOUT too?"): the records naming
     # them answer it, not the symptom's records of other orders.
     identifiers: list[str] = Field(default_factory=list)
+    # A why that grants its symptom stayed within bounds ("within SLO but still, why so slow?"): a
+    # record saying so shows the very thing asked about.
+    within_bounds: bool = False
 
 
 class ServiceCoverage(_Model):

@@ -81,11 +81,13 @@ OUTAGE = Words(
 )
 # Says the statement is a guess: "可能是连接池耗尽", "possibly the pool".
 HEDGE = Words(
-    zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是", "应该不是", "看起来", "看上去", "似乎", "好像"),
+    zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是", "应该不是", "应该没", "看起来", "看上去", "似乎", "好像",
+        "八成", "多半", "大概率"),
     en=("possibly", "possible", "possibility", "probably", "maybe", "may", "might", "could", "likely", "unlikely",
         "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized", "plausibly",
         "plausible", "presumably", "apparently", "seems", "seem", "seemed", "seemingly", "looks like", "look like",
-        "appears to", "appear to", "as far as i can tell", "i think", "my guess", "my inference"),
+        "appears to", "appear to", "as far as i can tell", "i think", "my guess", "my inference", "my hunch", "hunch",
+        "i'd bet", "i would bet", "i'd guess", "odds are", "chances are", "my money is on", "my money's on"),
     # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
     unless=("could not",),
     # "none of these look connected": a judgement by appearance
@@ -104,15 +106,21 @@ GAP = Words(zh=("缺口",), en=("gap", "gaps", "no sign", "no signs", "no logs")
 # clause in these words admits a gap; it states no fact to check.
 UNSHOWN = Words(
     zh=("未显示", "没有显示", "并未显示", "没有记录", "未记录", "无记录", "未证实", "无法证实", "无法确认", "日志未", "日志没有",
-        "没有证据", "无证据", "尚无证据", "没有直接", "没直接", "看不出", "没写", "没有写", "不好判断", "无从判断"),
+        "没有证据", "无证据", "尚无证据", "没有直接", "没直接", "看不出", "没写", "没有写", "不好判断", "无从判断", "日志里没有",
+        "日志中没有", "没有分析", "没分析", "未分析"),
     en=("no record", "no records", "no evidence", "not shown",
         "don't show", "doesn't show", "do not show", "does not show", "don't confirm", "doesn't confirm",
         "do not confirm", "does not confirm", "not confirmed", "unconfirmed", "not proven", "ties the two",
         "no direct evidence", "no line", "no log line", "no single line", "not verified", "don't say",
-        "doesn't say", "do not say", "does not say", "didn't say"),
-    # "isn't in the WARN/ERROR lines", "not visible in the error logs"
+        "doesn't say", "do not say", "does not say", "didn't say", "not something a log", "not recorded",
+        "isn't recorded", "wasn't recorded"),
+    # "isn't in the WARN/ERROR lines", "not visible in the error logs", "nothing in the WARN/ERROR output
+    # says", "I haven't analysed the bank side", "nobody has characterised what holds them"
     patterns=(r"\b(?:isn't|is not|aren't|are not|not)\s+(?:visible\s+)?in\s+the\s+(?:[\w/]+\s+){0,2}"
-              r"(?:logs?|lines|records|alerts)\b",),
+              r"(?:logs?|lines|records|alerts)\b",
+              r"\bnothing in the\s+(?:[\w/]+\s+){0,2}(?:logs?|lines|records|alerts|output)\s+(?:says|shows|states|explains)\b",
+              r"\b(?:haven't|have not|hasn't|has not|not|nobody has|no one has|never)\s+(?:yet\s+|really\s+)?"
+              r"(?:analy[sz]ed|characteri[sz]ed|looked into|dug into|investigated|checked)\b"),
 )
 # States that one thing brought about another, in a fixed phrase or a causative form: "makes X miss
 # its deadline", "is what holds the pool", "pushed the call past the limit".
@@ -168,6 +176,8 @@ CERTAINTY = Words(
 # Says a statement is established: "已确认", "root cause is". A pattern: the English words match
 # whole (the queue grew "indefinitely" is no certainty, "unconfirmed" none either), "confirmed"
 # counts unless "not " stands before it, "确认是" unless "否" follows it.
+# Says a figure stayed within its bounds ("slow request within SLO", "未超过阈值"): no fault shown.
+WITHIN_BOUNDS = re.compile(r"\bwithin (?:the )?(?:slo|sla|threshold|limits?|budget)\b|未超(?:过|出)?(?:阈值|slo)|正常范围")
 CONFIRMED = re.compile(
     r"(?<!not )\bconfirmed\b|已确认|已证实|确认是(?!否)|证实了|\bestablished\b|\broot cause is\b|根因是|\bdefinitely\b"
 )

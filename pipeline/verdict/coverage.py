@@ -37,7 +37,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import msg, render
-from pipeline.text.lexicon import FORECAST, OUTAGE
+from pipeline.text.lexicon import FORECAST, OUTAGE, WITHIN_BOUNDS
 from pipeline.text.primitives import normalize
 from pipeline.tools.results import read_result
 from pipeline.verdict.scope import ANY, EVENT_SYMPTOMS, asked_pairs, mentions_symptom, metric_symptoms
@@ -60,7 +60,6 @@ _FAILURE_WORDS = ("timeout", "timed out", "refused", "unavailable", "outofmemory
 # one that says it stayed within bounds ("slow request within SLO") shows nothing wrong.
 _OVER_LIMIT_WORDS = ("busy", "exhausted", "saturated", "backlog", "queued=", "threshold", "exceeded", "over limit",
                      "耗尽", "打满", "饱和", "积压", "阈值")
-WITHIN_BOUNDS = re.compile(r"\bwithin (?:the )?(?:slo|sla|threshold|limits?|budget)\b|未超(?:过|出)?(?:阈值|slo)|正常范围")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 

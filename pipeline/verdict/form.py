@@ -48,7 +48,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
-from pipeline.text.lexicon import STATED_CAUSE, pattern
+from pipeline.text.lexicon import STATED_CAUSE, WITHIN_BOUNDS, pattern
 from pipeline.text.primitives import (
     Entity,
     clock_times,
@@ -61,7 +61,6 @@ from pipeline.text.primitives import (
 )
 from pipeline.verdict.coverage import (
     VERIFIED,
-    WITHIN_BOUNDS,
     Record,
     cited_services,
     forecast_only,
@@ -217,7 +216,7 @@ def form_coverage(
     if scope.form == "why":
         if scope.intent:
             return _row("why", "not_answered", coverage[0] if coverage else None, msg("form.intent"))
-        return _event_why(scope, coverage, found, evidence, invs) or _why(coverage, found, evidence)
+        return _event_why(scope, coverage, found, evidence, invs) or _why(scope, coverage, found, evidence)
     if scope.form == "yes_no":
         prop = scope.proposition or read_proposition("", scope.services, asked_nothing=True)
         sustained = [c for c in coverage if c.status == "answered" and state_shown(c, scope, invs)]
@@ -378,7 +377,7 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
     return _row("why", "not_answered", row, msg("form.event_no_cause", event=event.raw))
 
 
-def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence) -> FormCoverage:
+def _why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence) -> FormCoverage:
     present = [c for c in coverage if c.status == "answered"]
     open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
     for row in present:
@@ -394,16 +393,20 @@ def _why(coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: 
         return _row("why", "answered", row, _cause_msg(row, cause), cause=cause)
     # A record of the asked symptom that is no fault (a retried 502, one slow command) still shows
     # the thing asked why of: "no sign of it" would deny what it quotes, and no record says why.
-    # A line saying it stayed within bounds ("slow request within SLO") shows no such thing, and
-    # "what is wrong with X?" names no symptom for a record to show.
+    # A line saying it stayed within bounds ("slow request within SLO") shows no such thing, unless
+    # the question grants as much; "what is wrong with X?" names no symptom for a record to show.
     stray = next(((c, evidence.raw[cid]) for c in coverage if c.status == "healthy" and c.symptom != ANY
-                  for cid in c.claim_ids
-                  if cid in evidence.raw and not WITHIN_BOUNDS.search(normalize(evidence.raw[cid]))), None)
+                  for cid in c.claim_ids if cid in evidence.raw
+                  and (scope.within_bounds or not WITHIN_BOUNDS.search(normalize(evidence.raw[cid])))), None)
     if stray is not None:
         return _row("why", "not_answered", stray[0], msg("form.event_no_cause", event=stray[1]))
     if coverage:
         row = coverage[0]
-        return _row("why", "answered", row, msg("form.absent", service=row.service, symptom=row.symptom))
+        if row.symptom == ANY:  # "what is wrong with X?" of a healthy X: nothing, and that answers it
+            return _row("why", "answered", row, msg("form.absent", service=row.service, symptom=row.symptom))
+        # No record shows the symptom asked why of: no cause can be given, and an absence in what was
+        # collected does not show the premise false (a yes/no is answered "no" on it; a why is not).
+        return _row("why", "not_answered", row, msg("form.absent_why", service=row.service, symptom=row.symptom))
     if found:  # nothing asked of a service: any verified cause answers
         return _row("why", "answered", None, msg("form.cause", service="", symptom=ANY, cause=found[0].text),
                     cause=(found[0], ""))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
-from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION
+from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION, WITHIN_BOUNDS
 from pipeline.text.primitives import (
     CJK_CHAR,
     CJK_IDEOGRAPHS,
@@ -556,6 +556,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         event=asked_event(question, services, symptoms) if (form == "why" and not intent) or form == "since_when" else [],
         took_effect=took_effect,
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
+        within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question))),
     )
 
 
