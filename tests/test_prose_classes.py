@@ -410,3 +410,25 @@ def test_each_time_a_statement_names_is_met_by_a_record_at_that_time(judge: Any)
 def test_a_full_stop_after_a_capital_or_a_figure_ends_the_sentence(judge: Any) -> None:
     judged = judge("G1 Old gc pause 2.4s at 08:00:05 UTC. LedgerDiskFull reports 91.5% disk.")
     assert len(judged.claims) == 2 and not judged.flagged
+
+
+def test_a_number_before_a_quote_counts_its_lines(judge: Any) -> None:
+    said = 'billing-service wrote {} "invoice export skipped: lock held by another worker".'
+    assert not judge(said.format(4)).flagged
+    assert judge(said.format(6)).flagged
+
+
+@pytest.mark.parametrize(("share", "kept"), [("75%", True), ("约 75%", True), ("60%", False)])
+def test_an_instances_share_of_a_count_is_reckoned_from_the_tally(judge: Any, share: str, kept: bool) -> None:
+    judged = judge(f"invoice export skipped 共 4 条：billing-5f7c-1 3 条，占 {share}，billing-5f7c-2 1 条。")
+    assert judged.flagged is not kept, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+def test_a_key_value_list_of_an_alert_is_judged_field_by_field(judge: Any) -> None:
+    judged = judge("alert: LedgerDiskFull\nservice: ledger-service\nseverity: critical\n描述: 磁盘使用率 91.5%")
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+def test_a_clause_saying_everywhere_places_the_fact_before_it(judge: Any) -> None:
+    judged = judge("invoice export skipped at 08:01:10 with a lock held by another worker, from all the billing pods.")
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))

@@ -88,6 +88,11 @@ _RELATIVE = re.compile(r"\W*(?:(?:about|around|roughly|some|~)\s*)?\d+(?:\.\d+)?
                        r"(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?)\s+(?:later|after|before|earlier)\b"
                        r"|\W*比.{1,30}?(?:晚|早)了?\s*(?:约|大约)?\s*\d")
 
+# Where, as a whole: ", from all three pods", "across both hosts", "三台都有".
+_EVERYWHERE = re.compile(r"\W*(?:(?:from|on|across|in)\s+)?(?:all|both|each of the|every)\s+(?:\w+\s+){0,2}"
+                         r"(?:pods?|hosts?|instances?|nodes?|replicas?|machines?)\W*|\W*(?:[两三四五六七八九\d]+|所有|每)(?:台|个)"
+                         r"(?:pod|实例|节点|机器)?都(?:有|在报|报了)?\W*")
+
 # A clock time with at most its preposition, time zone and an ordinal or "again" ("at 08:01:10", "17:29:28 UTC",
 # "到 09:20", "the first at 16:21:29", "and again at 08:04").
 _TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final)(?:\s+one)?\s*|again\s*|最早的?|最晚的?|第一(?:个|条|次)?|又|再次"
@@ -199,6 +204,8 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
     504" meets api-gateway's record in its second half); a quote the split cuts keeps the sentence
     whole. A clause the split leaves out is still said: when one holds a fact ("最近 5 分钟 7 次" is
     too short to stand alone and is dropped), the sentence is judged whole so the fact is not lost."""
+    if len(keywords(sentence)) < 3:
+        return [sentence]  # a field of a list ("service: api-gateway"): too short to hold two facts
     # A quote is the record's words, cut by no clause mark inside it ("`inventory check failed: ...`"):
     # each stands as one token while the sentence is split.
     masked = sentence
@@ -221,7 +228,7 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
         # of the fact before it, ", 08:01:40 and 08:02:40" lists its other times; judged apart, it met
         # whatever record shares no word with it.
         placing = (facts and all(e.kind == "instance" for e in facts) or _TIME_ALONE.fullmatch(normalize(part))
-                   or _RELATIVE.match(normalize(part)))
+                   or _RELATIVE.match(normalize(part)) or _EVERYWHERE.fullmatch(normalize(part)))
         if parts and (placing or parts[-1] in leading):
             parts[-1] = f"{parts[-1]} {part}"
         else:
@@ -261,8 +268,9 @@ def _unlabelled(sentence: str) -> str:
     sentence = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", sentence)  # a list item's marker
     m = _LABEL.match(sentence) or _SHORT_LABEL.match(sentence)
     label = m.group(0) if m else ""
-    if m and m.re is _SHORT_LABEL and (extract_entities(m.group(1)) or SPEAKING.search(normalize(m.group(1)))):
-        label = ""  # "redis-cart: ...", "the gateway says: ...": the subject, not a label
+    if m and m.re is _SHORT_LABEL and (extract_entities(m.group(1)) or SPEAKING.search(normalize(m.group(1)))
+                                       or len(keywords(sentence[m.end():])) < 2):
+        label = ""  # "redis-cart: ...", "the gateway says: ...": the subject; "service: api-gateway": a field
     said = normalize(label)
     keep = label and (HEDGE.search(said) or ROOT_CAUSE.search(said) or CAUSAL.search(said))
     rest = sentence if keep else sentence[len(label):]

@@ -325,9 +325,10 @@ def quotations(text: str) -> list[str]:
     return [next(g for g in m.groups() if g) for m in QUOTED.finditer(text)]
 
 
-def unquoted(text: str) -> str:
-    """The text with each quotation replaced by a space: what its writer says in their own words."""
-    return QUOTED.sub(" ", text)
+def unquoted(text: str, stand_in: str = "") -> str:
+    """The text with each quotation replaced by a space (or a stand-in word): what its writer says
+    in their own words."""
+    return QUOTED.sub(f" {stand_in} " if stand_in else " ", text)
 
 
 # Words that name one concept across Chinese and English (and common variants), for matching a

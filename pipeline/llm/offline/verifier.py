@@ -115,7 +115,7 @@ _ROUNDED_KINDS = frozenset({"number", "quantity", "percentage", "duration"})
 _SPELLED = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
             if n >= 2}  # "one" is rather "a single" or "one of" than a count
 _COUNT_NOUN = (r"times|errors|warnings|lines|entries|records|events|occurrences|failures|timeouts|exceptions"
-               r"|messages|hits|\d{3}s")  # "104 NPE 500s": responses of a status
+               r"|messages|hits|requests|calls|responses|lookups|attempts|\d{3}s")  # "104 NPE 500s": responses of a status
 _COUNTED = re.compile(rf"(?<![\w.:-])(\d+|{'|'.join(_SPELLED)})\s+(?:[^\s\d]\S*\s+){{0,2}}?(?:{_COUNT_NOUN})\b"
                       rf"|(?<![\w.:-])(\d+)\s*(?:次|条|个|回)")
 # An instance followed by a number: its share of a count ("spread over web-7f2c-1 (37) and ...").
@@ -231,7 +231,9 @@ def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
     ones, in all or on an instance the claim names, or an instance's share next to it), and the
     counts it spells ("seven times", which no entity reads) that none bears out. A tally counted
     only up to its bound bears out nothing."""
-    norm = normalize(unquoted(text))
+    # A number before a quote counts its lines ("56 \"inventory check failed ...\""): the quote is
+    # the record's words, not the writer's, so it stands as the lines it quotes.
+    norm = normalize(unquoted(text, "lines"))
     exact = [t for t in tallies if not t["capped"]]
     named = {m.value: m.end for m in find_entities(norm) if m.kind == "instance"}
     totals = {t["records"] for t in exact} | {t["by_instance"][i] for t in exact for i in named if i in t["by_instance"]}
@@ -249,6 +251,12 @@ def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
         if share and any(t["by_instance"].get(inst) == int(share.group(1)) for t in exact):
             counted.add(int(share.group(1)))
     return counted, wrong
+
+
+def _shares(tallies: list[Tally]) -> set[str]:
+    """Each instance's share of an exact tally, in percent ("pay-7d9f-2 18 条，占 36%" of 50)."""
+    return {f"{100 * n / t['records']:.2f}".rstrip("0").rstrip(".") for t in tallies if not t["capped"] and t["records"]
+            for n in t["by_instance"].values()}
 
 
 def _values(text: str) -> set[str]:
@@ -401,7 +409,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
         if mentions and all(concept in neg and concept not in aff for neg, aff in mentions):
             return done("contradicted", tr("offline.verifier.negation", lang, concept=concept))
 
-    values = _values(ev.text)
+    values = _values(ev.text) | _shares(ev.tallies)
     ev_norm = normalize(ev.text)
     counted, miscounted = _counted(text, ev.tallies)
     missing = [e.value for e in sorted(claim_ents)
