@@ -29,6 +29,7 @@ LOGS = [
      "JVM shutting down due to fatal disk error, pod will be restarted"),
     ("2026-03-02T08:00:12Z", "ledger-service", "WARN", "replica lag usually under 1s, now 12.5s"),
     ("2026-03-02T08:00:20Z", "search-service", "WARN", "slow request within SLO: GET /api/search took 900ms"),
+    ("2026-03-02T08:00:40Z", "ledger-db", "WARN", "slow query log: Query_time=6.82 Rows_examined=90211"),
     ("2026-03-02T08:00:31Z", "ledger-service", "ERROR",
      "Unhandled exception in PostingJob.run\njava.lang.IllegalStateException: ledger L9 is closed\n"
      "\tat com.acme.ledger.Poster.post(Poster.java:55)"),
@@ -385,7 +386,7 @@ def test_a_clause_dating_the_fact_before_it_is_judged_with_it(judge: Any) -> Non
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
     said = "api-gateway returned 503 on POST /api/ledger/post at 08:00:02, about {} s after ledger-service's write timeout."
     assert not judge(said.format(1)).flagged
-    assert judge(said.format(40)).flagged
+    assert judge(said.format(600)).flagged
 
 
 def test_a_parenthesis_bears_out_the_summary_before_it(judge: Any) -> None:
@@ -432,3 +433,9 @@ def test_a_key_value_list_of_an_alert_is_judged_field_by_field(judge: Any) -> No
 def test_a_clause_saying_everywhere_places_the_fact_before_it(judge: Any) -> None:
     judged = judge("invoice export skipped at 08:01:10 with a lock held by another worker, from all the billing pods.")
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+def test_a_figure_without_a_unit_takes_the_claims_unit(judge: Any) -> None:
+    """"Query_time=6.82" is 6.82 s to the writer who says so; another figure is still caught."""
+    assert not judge("ledger-db 慢查询 Query_time 6.82 秒，扫描 90211 行。").flagged
+    assert judge("ledger-db 慢查询 Query_time 9.82 秒，扫描 90211 行。").flagged

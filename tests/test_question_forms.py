@@ -90,6 +90,10 @@ CASES = [
      "billing-service", "api-gateway"),
     ("jvm-oom", "order-service 的报错是 media-service 导致的吗？", "LOW_CONFID",
      "无法判断 media-service 是否导致了order-service 报错：数据中没有 media-service 的任何记录", "inventory-service"),
+    # an id asked whether it still holds a status: its own latest record says, a later one moves it on
+    ("gateway-timeout", "order 123 - is it still in PAY_UNKNOWN?", "PASS",
+     "No, the latest record naming 123 moves it on from that status: order_id=123 reconciliation", ""),
+    ("gateway-timeout", "订单 118 仍然是 PAY_UNKNOWN 吗？", "PASS", "是的，提到 118 的最新记录仍是该状态：order_id=118 payment failed", ""),
     # a healthy target: no sign, and no cause built from it (a Redis hypothesis filled with its name)
     ("cpu-saturation", "为什么 user-service CPU 很高？", "LOW_CONFID", "没有发现 user-service CPU 饱和 的迹象：", ""),
     ("cpu-saturation", "What is wrong with user-service?", "PASS", "No sign of a fault in user-service", ""),

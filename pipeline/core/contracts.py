@@ -629,6 +629,9 @@ class QuestionScope(_Model):
     # A why that grants its symptom stayed within bounds ("within SLO but still, why so slow?"): a
     # record saying so shows the very thing asked about.
     within_bounds: bool = False
+    # The status a yes/no asks its ids still hold ("is order 123 still PAY_UNKNOWN?", "订单 123 还是
+    # PAY_UNKNOWN 吧"): the latest record naming them says, a later one may have moved them on.
+    status: str = ""
 
 
 class ServiceCoverage(_Model):

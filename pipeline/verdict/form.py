@@ -223,6 +223,8 @@ def form_coverage(
         forecasts = [c for c in coverage if c.status == "answered" and forecast_only(c.service, c.symptom, scope, invs)]
         # "Is X down?": a sustained fault whose records never say X is unavailable is a degradation.
         degraded = [c for c in sustained if prop.outage and not outage_shown(c.service, scope, invs)]
+        if scope.identifiers and scope.status:
+            return _status_of_ids(scope.identifiers, scope.status, coverage, invs)
         if scope.identifiers and prop.kind == "symptom" and prop.expects == "faulty":
             return _of_ids(scope.identifiers, coverage, invs)
         return _yes_no(prop, coverage, found, evidence, sustained, forecasts, degraded, invs)
@@ -484,6 +486,27 @@ def _of_ids(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
     if named:
         return _row("yes_no", "answered", row, msg("form.ids_clear", ids=subject, record=named[-1].raw), answer="no")
     return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
+
+
+def _status_of_ids(ids: Sequence[str], status: str, coverage: Sequence[ServiceCoverage],
+                   invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Whether the ids still hold the status asked of ("is order 123 still PAY_UNKNOWN?"): the latest
+    record naming them that speaks of it says; one moving them on from it ("PAY_UNKNOWN -> PAID") is
+    a no. Other ids' records say nothing of these."""
+    wanted = {Entity("identifier", i) for i in ids}
+    named = [r for inv in invocations for r in records(inv) if wanted & extract_entities(r.raw)]
+    row = coverage[0] if coverage else None
+    subject = ", ".join(ids)
+    if not named:
+        return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
+    moved = re.compile(rf"\b{re.escape(status)}\b\s*(?:->|→|=>|to)\s*\w+", re.IGNORECASE)
+    speaking = [r for r in named if re.search(rf"\b{re.escape(status)}\b", r.raw, re.IGNORECASE)]
+    if not speaking:
+        return _row("yes_no", "answered", row, msg("form.ids_clear", ids=subject, record=named[-1].raw), answer="no")
+    latest = max(speaking, key=lambda r: r.at.timestamp() if r.at else 0.0)
+    if moved.search(latest.raw):
+        return _row("yes_no", "answered", row, msg("form.ids_moved", ids=subject, record=latest.raw), answer="no")
+    return _row("yes_no", "answered", row, msg("form.ids_still", ids=subject, record=latest.raw), answer="yes")
 
 
 def _value(prop: Proposition, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:

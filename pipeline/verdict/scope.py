@@ -557,7 +557,17 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         took_effect=took_effect,
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
         within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question))),
+        status=_asked_status(question) if form == "yes_no" else "",
     )
+
+
+# "still PAY_UNKNOWN", "还是 PAY_UNKNOWN", "仍然 PENDING": a status word a record spells in capitals.
+_STILL_STATUS = re.compile(r"(?:\bstill\b|还是|仍然|依然|仍是|还在|一直是)\s*(?:in\s+|at\s+|是|在|处于)?\s*([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{4,})\b")
+
+
+def _asked_status(question: str) -> str:
+    m = _STILL_STATUS.search(question)
+    return m.group(1) if m else ""
 
 
 def asked_pairs(scope: QuestionScope) -> list[tuple[str, str]]:

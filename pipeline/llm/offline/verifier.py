@@ -215,6 +215,12 @@ def _present(ent: Entity, values: set[str], scaled: dict[str, float] | None = No
     return ent.kind in _ROUNDED_KINDS and any(rounds_to(ent.value, v, scale) for v in values)
 
 
+# A figure with no unit ("Query_time=14.46"): a claim's "14.46 秒" gives its unit, which a figure with
+# a unit of its own ("850ms") would contradict.
+_BARE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\d.]|\s*(?:ms|s|sec|secs|seconds?|秒|毫秒|min|mins|minutes?|分钟|h|hours?"
+                   r"|%|mb|gb|kb|mib|gib|kib)(?![a-z]))")
+
+
 def _store_within(ent: Entity, evidence_norm: str) -> bool:
     """A shared store the evidence names inside a longer word: "kafka" of "KafkaConsumerLag"."""
     return ent.kind == "service" and shared_store(ent.value) and ent.value in evidence_norm
@@ -412,8 +418,10 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     values = _values(ev.text) | _shares(ev.tallies)
     ev_norm = normalize(ev.text)
     counted, miscounted = _counted(text, ev.tallies)
+    bare = set(_BARE.findall(_without_times(ev_norm)))
     missing = [e.value for e in sorted(claim_ents)
-               if not _present(e, values, scales(text)) and _count(e) not in counted and not _store_within(e, ev_norm)]
+               if not _present(e, values, scales(text)) and _count(e) not in counted and not _store_within(e, ev_norm)
+               and not (e.kind == "duration" and e.value[:-1] in bare)]
     missing += miscounted
     missing += sorted(clock_times(text) - clock_times(ev.text)) + unheld
     if missing:
