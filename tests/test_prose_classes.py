@@ -439,3 +439,17 @@ def test_a_figure_without_a_unit_takes_the_claims_unit(judge: Any) -> None:
     """"Query_time=6.82" is 6.82 s to the writer who says so; another figure is still caught."""
     assert not judge("ledger-db 慢查询 Query_time 6.82 秒，扫描 90211 行。").flagged
     assert judge("ledger-db 慢查询 Query_time 9.82 秒，扫描 90211 行。").flagged
+
+
+def test_a_range_over_times_without_a_unit_reads_them_in_its_own(judge: Any) -> None:
+    assert not judge("ledger-db 慢查询 Query_time 6-7 秒。").flagged
+    assert judge("ledger-db 慢查询 Query_time 8-9 秒。").flagged
+
+
+def test_each_with_a_duration_may_say_how_long_each_took(judge: Any) -> None:
+    assert not judge("ledger-service posting failed with write timeouts, each ~1.5 s.").flagged
+
+
+def test_a_dotted_names_tail_finds_the_stack_line_that_holds_it(judge: Any) -> None:
+    judged = judge("PostingJob 的异常是在 Poster.post 里抛的。")
+    assert "Poster.post" in judged.claims[0]["evidence_bindings"][0]["evidence_excerpt"] and not judged.flagged

@@ -126,6 +126,15 @@ def _times(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def _words(text: str) -> frozenset[str]:
+    """A text's keywords, a dotted name's tails among them: a record's "com.shop.cache.StockSnapshotCache.put"
+    is the "StockSnapshotCache.put" a writer names."""
+    words = keywords(text)
+    tails = {".".join(parts[i:]) for w in words if "." in w and not w[0].isdigit()
+             for parts in [w.split(".")] for i in range(1, len(parts) - 1)}
+    return words | tails
+
+
 def _records(invocations: list[ToolInvocation]) -> list[_Record]:
     out = []
     for inv in invocations:
@@ -133,7 +142,7 @@ def _records(invocations: list[ToolInvocation]) -> list[_Record]:
             continue
         for rec in read_result(inv.output).records:
             if rec.line.strip():
-                out.append(_Record(inv, rec.number, rec.line, keywords(rec.line), extract_entities(rec.line),
+                out.append(_Record(inv, rec.number, rec.line, _words(rec.line), extract_entities(rec.line),
                                    _times(rec.line)))
     return out
 

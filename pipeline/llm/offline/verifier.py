@@ -139,14 +139,17 @@ def _ranged(text: str, anchor: str, evidence: str) -> str:
     value comes first (a range over many lines is then not set against it with a neighbour's value),
     and among several the lowest, so the reading never depends on set order. A range no evidence
     value falls in stays as written, and its ends are then checked like any number."""
-    sources = [_entities(anchor), _entities(evidence)]
+    sources = [(_entities(anchor), _BARE.findall(_without_times(anchor))),
+               (_entities(evidence), _BARE.findall(_without_times(evidence)))]
 
     def inside(m: re.Match[str]) -> str:
         low, high, unit = float(m.group(1)), float(m.group(2)), m.group(3)
         scale = UNIT_SECONDS.get(unit, 1.0)
         kind = "percentage" if unit == "%" else "duration"
-        for held in sources:
+        for held, bare in sources:
             values = sorted(float(e.value.rstrip("s")) for e in held if e.kind == kind)
+            # a time with no unit is in the range's own unit
+            values += sorted(float(b) * scale for b in bare) if kind == "duration" else []
             value = next((v for v in values if low * scale <= v <= high * scale), None)
             if value is not None:
                 return f"{value:g}{'%' if unit == '%' else 's'}"
@@ -180,13 +183,16 @@ def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
     ends = own if len(own) >= 2 else own + _seconds_of_day(anchor)
     others = own if len(own) >= 2 else _seconds_of_day(evidence)
     gaps = {abs(b - a) for a in ends for b in others if a != b}
+    durations = [float(e.value[:-1]) for e in _entities(evidence) if e.kind == "duration"]
     unheld: list[str] = []
 
     def held(m: re.Match[str]) -> str:
         low, high, unit = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(4), m.group(5), m.group(6))
         scale = UNIT_SECONDS.get(unit, 60.0 if unit.startswith("min") else 1.0)
         lo, hi = float(low) * scale, float(high or low) * scale
-        if not any(lo * 5 / 6 <= gap <= hi * 7 / 6 for gap in gaps):
+        # "each ~30 s" may be how long each one took, a duration the evidence holds ("after 30.0s")
+        took = m.group(0).lstrip().startswith("each") and any(lo * 5 / 6 <= d <= hi * 7 / 6 for d in durations)
+        if not took and not any(lo * 5 / 6 <= gap <= hi * 7 / 6 for gap in gaps):
             unheld.append(m.group(0).strip())
         return " "
 
@@ -215,10 +221,10 @@ def _present(ent: Entity, values: set[str], scaled: dict[str, float] | None = No
     return ent.kind in _ROUNDED_KINDS and any(rounds_to(ent.value, v, scale) for v in values)
 
 
-# A figure with no unit ("Query_time=14.46"): a claim's "14.46 秒" gives its unit, which a figure with
-# a unit of its own ("850ms") would contradict.
-_BARE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\d.]|\s*(?:ms|s|sec|secs|seconds?|秒|毫秒|min|mins|minutes?|分钟|h|hours?"
-                   r"|%|mb|gb|kb|mib|gib|kib)(?![a-z]))")
+# A time a record gives with no unit ("Query_time=14.46", "elapsed: 3.2"): a claim's "14.46 秒" or
+# "11-15 s" gives its unit, which a figure with a unit of its own ("850ms") would contradict.
+_BARE = re.compile(r"(?:time|latency|duration|elapsed|took|pause|wait)\w*\s*[=:]\s*(\d+(?:\.\d+)?)"
+                   r"(?![\d.]|\s*(?:ms|s|sec|secs|seconds?|秒|毫秒|min|mins|minutes?|分钟|h|hours?|%)(?![a-z]))")
 
 
 def _store_within(ent: Entity, evidence_norm: str) -> bool:
