@@ -90,6 +90,26 @@ CASES = [
      "billing-service", "api-gateway"),
     ("jvm-oom", "order-service 的报错是 media-service 导致的吗？", "LOW_CONFID",
      "无法判断 media-service 是否导致了order-service 报错：数据中没有 media-service 的任何记录", "inventory-service"),
+    # a why about an endpoint: its own requests' records answer, not the incident's cause elsewhere
+    ("jvm-oom", "the /api/inventory/warehouses GETs sit around 1.5 s - why?", "LOW_CONFID",
+     "Cannot tell why: the records show slow request within SLO: GET /api/inventory/warehouses", ""),
+    ("bad-deploy", "lots of 499s on GET /api/user/orders from the gw, why are users giving up?", "LOW_CONFID",
+     "Cannot tell why: the records show client closed connection before response (499): GET /api/user/orders", ""),
+    # blame put on a suspect: "can we blame X for Y", "Y，X 背锅吗"
+    ("bad-deploy", "should we blame coupon-service for the checkout 500s?", "PASS",
+     "No, the evidence points to another cause of errors in checkout-service", "checkout-service"),
+    ("jvm-oom", "库存接口老是 503，这锅该网关背吗？", "PASS", "不是，证据指向另一个原因", "inventory-service"),
+    # the gateway by its nickname or its Chinese word; a relayed 503 is the gateway's error too
+    ("cpu-saturation", "gw 的 cpu 没事吧？", "PASS", "是的，没有发现api-gateway CPU 饱和的迹象", ""),
+    ("jvm-oom", "are the gw's 503s on stock lookups down to inventory-service?", "PASS",
+     "Yes, inventory-service is the cause of errors in api-gateway", "inventory-service"),
+    # a state asked of an id in words no record uses: its latest record, no yes or no
+    ("gateway-timeout", "order 142 - did the money actually get taken?", "LOW_CONFID",
+     "Cannot tell from the records in the question's words; the latest record naming 142", ""),
+    # when a change went out, how long it has been in force
+    ("bad-deploy", "when did v2.4.1 ship?", "PASS", "The change to checkout-service is in force from 16:20 UTC", ""),
+    ("gateway-timeout", "how long has the gateway been living with the 5 s upstream cap?", "PASS",
+     "The change to api-gateway has been in force for about", ""),
     # an id asked whether it still holds a status: its own latest record says, a later one moves it on
     ("gateway-timeout", "order 123 - is it still in PAY_UNKNOWN?", "PASS",
      "No, the latest record naming 123 moves it on from that status: order_id=123 reconciliation", ""),

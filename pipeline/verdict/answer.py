@@ -103,7 +103,8 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
                 "symptom": symptom_name(lead.symptoms[0] if lead.symptoms else "any", language),
                 "since": lead.since, "record": lead.record, "text": lead.text.strip()}
         if lead.form == "how_long":
-            return tr("answer.how_long", language, **said, until=lead.until, span=lead.span)
+            kind = "answer.how_long_in_effect" if lead.statement == "in_effect" else "answer.how_long"
+            return tr(kind, language, **said, until=lead.until, span=lead.span)
         if lead.statement == "in_effect":
             return tr("answer.in_effect", language, **said)
         return tr("answer.since", language, **said)

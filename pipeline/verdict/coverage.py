@@ -153,7 +153,8 @@ def symptom_records(service: str, symptom: str, scope: QuestionScope,
     What a how-long or since-when question is answered from (pipeline.verdict.form)."""
     found = [r for inv in invocations for r in records(inv)
              if r.at is not None and (r.service == service if service else bool(r.service)) and _in_window(r, scope)
-             and (r.fault if symptom == ANY else _about_symptom(r, symptom) and _shows(r, symptom))
+             and ((r.fault or r.warns and bool(_SERVER_ERROR.search(r.text))) if symptom == ANY
+                  else _about_symptom(r, symptom) and _shows(r, symptom))
              and (r.severe or not r.alert)]
     return sorted(found, key=lambda r: (r.at.timestamp() if r.at else 0.0, r.invocation_id, r.number))
 
@@ -309,8 +310,14 @@ def _shows_fault(claim: _Claim, symptom: str) -> bool:
     return any(w in claim.text for w in _FAULT_WORDS)
 
 
+# A server error's status a warning gives ("upstream inventory-service 503 on GET ...", "returned 500 on
+# POST"): a failure like any, where it is only relayed too.
+_SERVER_ERROR = re.compile(r"(?:\breturned|\bstatus|\bhttp|\bcode|\banswered|\bupstream [\w.-]+)\s*[=:]?\s*5\d\d\b"
+                           r"|(?<![\w.=:-])5\d\d\s+(?:on|internal server error|bad gateway|service unavailable|gateway timeout)\b")
+
+
 def _shows(r: Record, symptom: str) -> bool:
-    return (r.fault or (r.warns and any(w in r.text for w in _FAILURE_WORDS))
+    return (r.fault or (r.warns and (any(w in r.text for w in _FAILURE_WORDS) or bool(_SERVER_ERROR.search(r.text))))
             or (r.warns and symptom != ANY and _about_symptom(r, symptom) and not WITHIN_BOUNDS.search(r.text)
                 and any(w in r.text for w in _OVER_LIMIT_WORDS))
             or ((r.alert or symptom in EVENT_SYMPTOMS) and symptom != ANY and r.warns and _about_symptom(r, symptom))

@@ -227,6 +227,8 @@ def form_coverage(
             return _status_of_ids(scope.identifiers, scope.status, coverage, invs)
         if scope.identifiers and prop.kind == "symptom" and prop.expects == "faulty":
             return _of_ids(scope.identifiers, coverage, invs)
+        if scope.identifiers and prop.kind == "state":
+            return _ids_open(scope.identifiers, coverage, invs)
         return _yes_no(prop, coverage, found, evidence, sustained, forecasts, degraded, invs)
     open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
     if open_rows:
@@ -258,6 +260,11 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
         if change is not None and change.at is not None:
             row = present[0] if present else (coverage[0] if coverage else None)
             said = msg("form.in_effect", service=change.service, since=change.at.isoformat(), quote=change.raw)
+            if form == "how_long":
+                # in force from the change to the last record collected: nothing records it undone
+                last = max((r.at for inv in invocations for r in records(inv) if r.at is not None), default=change.at)
+                return _row(form, "answered", row, said).model_copy(update={"first": _dated(change, change.at),
+                                                                            "until": max(last, change.at)})
             return _seen_at(form, row, change, change.at, said)
 
     def dated(row: ServiceCoverage) -> list[Record]:
@@ -278,7 +285,7 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
         if not coverage:
             # A happening named by its own words ("NullPointerException at X - first seen when?"):
             # dated by the first record holding them, whatever its level.
-            first_seen = _event_record(scope, invocations, warnings=True) if scope.event and form == "since_when" else None
+            first_seen = _event_record(scope, invocations, warnings=True) if scope.event else None
             if first_seen is not None and first_seen.at is not None:
                 said = msg("form.onset", service=first_seen.service, symptom=ANY, since=first_seen.at.isoformat(),
                            quote=first_seen.raw)
@@ -321,10 +328,17 @@ def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation], *
     reading answers; a since-when of a happening takes them), holding most of the event's words (or
     a synonym), the most, then the earliest."""
     need = max(1, min(len(scope.event), 2), (len(scope.event) * 3 + 4) // 5)
+    # An endpoint asked of ("GET /api/x keeps taking 1.7s, why") is the happening: a line of that path,
+    # a warning too ("client closed ... on GET /api/x", "slow request within SLO: ..."), not an alert.
+    paths = [w for w in scope.event if w.startswith("/")]
     best: tuple[int, float, Record] | None = None
     for inv in invocations:
         for r in records(inv):
-            if (scope.services and r.service not in scope.services) or (not warnings and (r.warns or r.alert)):
+            if paths and (r.alert or not any(p in r.text for p in paths)):
+                continue
+            if paths:
+                need = 1
+            elif (scope.services and r.service not in scope.services) or (not warnings and (r.warns or r.alert)):
                 continue
             held = sum(1 for w in scope.event if any(_holds(r.text, s) for s in synonyms(w)))
             at = r.at.timestamp() if r.at else float("inf")
@@ -363,8 +377,10 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
     if event is None:
         return None
     given = cause_for(present[0], found, evidence) if present else ((found[0], "") if found else None)
+    paths = [w for w in scope.event if w.startswith("/")]
     if given is None:
-        return None
+        # the endpoint's requests are in a record and nothing says why: "no sign of a fault" would deny them
+        return _row("why", "not_answered", row, msg("form.event_no_cause", event=event.raw)) if paths else None
     quoted = _cause_records(given[0], invocations)
     itself = any(r.text == event.text for r in quoted)
     dated = [r.at for r in quoted if r.at is not None]
@@ -373,7 +389,8 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
     # explains "rebuilding from MySQL" (a cache miss), not "Background saving started".
     told = " ".join([normalize(given[0].text), *(r.text for r in quoted)])
     own = {p for s in scope.services for p in normalize(s).split("-")} | {normalize(event.service)}
-    related = any(s in told for w in keywords(event.raw) if w not in own and not w.isdigit() for s in synonyms(w))
+    related = (any(p in told for p in paths) if paths else
+               any(s in told for w in keywords(event.raw) if w not in own and not w.isdigit() for s in synonyms(w)))
     if not (itself or later or not related):
         return None
     return _row("why", "not_answered", row, msg("form.event_no_cause", event=event.raw))
@@ -486,6 +503,21 @@ def _of_ids(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
     if named:
         return _row("yes_no", "answered", row, msg("form.ids_clear", ids=subject, record=named[-1].raw), answer="no")
     return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
+
+
+def _ids_open(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
+              invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """A state asked of ids in words no record uses ("order 131 - the charge never went thru, right?"):
+    their own latest record is what there is to say, not a service's state read from other ids'
+    records; the yes or no is the reader's."""
+    wanted = {Entity("identifier", i) for i in ids}
+    named = [r for inv in invocations for r in records(inv) if wanted & extract_entities(r.raw)]
+    row = coverage[0] if coverage else None
+    subject = ", ".join(ids)
+    if not named:
+        return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
+    latest = max(named, key=lambda r: r.at.timestamp() if r.at else 0.0)
+    return _row("yes_no", "not_answered", row, msg("form.ids_open", ids=subject, record=latest.raw), answer="cannot_tell")
 
 
 def _status_of_ids(ids: Sequence[str], status: str, coverage: Sequence[ServiceCoverage],

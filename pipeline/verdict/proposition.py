@@ -34,7 +34,7 @@ _CAUSE_EN = (
     re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
                r"(?:the\s+|a\s+)?(?:root\s+|real\s+|main\s+)?(?:cause|reason|culprit)\s+(?:of|for|behind|why|that)?\s*"
                r"(?P<y>.+)"),
-    re.compile(r"\b(?:is|are|was|were)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from)\s+(?P<x>.+)"),
+    re.compile(r"\b(?:is|are|was|were)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from|down to)\s+(?P<x>.+)"),
     re.compile(r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
                rf"{_INVOLVED_EN}|"
                r"what(?:'s|s| is)? (?:broke|caused|took down|(?!going\b)[a-z]+ing))\s+"
@@ -46,6 +46,9 @@ _CAUSE_EN = (
     re.compile(r"\b(?:is|was|isn't|wasn't)\s+(?P<x>that|this|it)\s+(?:the\s+(?:real\s+|main\s+)?reason\s+)?why\s+(?P<y>.+)"),
     # "are the order-service pay failures payment-service's fault?": the effect first, the suspect owns the fault.
     re.compile(r"\b(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+(?P<y>.+?)\s+(?P<x>[a-z0-9][\w.-]*?)['’]s\s+fault\b"),
+    # "can we blame X for Y?", "pin Y on X": X is put forward as Y's cause.
+    re.compile(r"\bblame\s+(?P<x>.+?)\s+for\s+(?P<y>.+)"),
+    re.compile(r"\bpin\s+(?P<y>.+?)\s+on\s+(?P<x>.+)"),
     # No asking word at all: "api-gateway behind the order-service 500s?", "checkout 500s because of pricing-service?"
     re.compile(r"^\W*(?P<x>[^,?]+?)\s+(?:behind|causing|to blame for|responsible for)\s+(?P<y>[^?]+)"),
     re.compile(r"^\W*(?P<y>[^,?]+?)\s+(?:caused by|due to|because of|triggered by)\s+(?P<x>[^?]+)"),
@@ -57,6 +60,9 @@ _CAUSE_EN = (
                r"(?P<y>.+)"),
 )
 _CAUSE_ZH = (
+    # "库存查询一直 503，网关背锅吗": the effect first, the one asked to take the blame after it.
+    re.compile(r"(?P<y>[^，,。？?]*?)[，,]?\s*(?P<x>[^，,。？?]+?)(?:要|该|得)?(?:背锅|背这个锅|背这口锅|来背锅)(?:吗|么|[?？]|$)"),
+    re.compile(r"(?P<y>[^，,。？?]*?)[，,]?\s*(?:这|这个|这口)?锅(?:该|要|得|应该)?由?(?P<x>[^，,。？?]+?)来?背(?:吗|么|[?？]|$)"),
     # "X 跟 Y 有关系吗", "X 和这次故障有没有关系": whether X is involved in Y at all.
     re.compile(rf"(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
     re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
@@ -92,8 +98,8 @@ _ASKED_LAST = re.compile(r"(?:[\s,，;；-]|\b(?:is|was|are|were|isn't|wasn't|ar
 _IT = re.compile(r"\b(?:is|was|isn't|wasn't) it\b|它")
 _PRONOUN = re.compile(r"它|他|这|那|这个|那个|这次|那次|\b(?:it|that|this|they)\b")
 # "Can we rule out X?" (nothing else asked) asks whether X is clear of the fault: yes when it is fine.
-_HEALTHY = re.compile(r"\b(?:normal|normally|healthy|ok|okay|fine|up|working|alright|stable|rule(?:d)? (?:it |them )?out)\b"
-                      r"|正常|健康|没问题|没有问题|稳定|没事|排除")
+_HEALTHY = re.compile(r"\b(?:normal|normally|healthy|ok|okay|fine|up|working|alright|stable|alive|rule(?:d)? (?:it |them )?out)\b"
+                      r"|正常|健康|没问题|没有问题|稳定|没事|排除|活着|存活|在线")
 _FAULTY = re.compile(r"\b(?:down|broken|unhealthy|failing|degraded|dead|having (?:problems|issues|trouble)|in trouble)\b"
                      r"|不正常|有问题|挂了|宕机|坏了|出问题|故障")
 
@@ -123,7 +129,7 @@ SERVICE_SUFFIXES = (
     "queue", "job", "scheduler", "broker", "backend", "frontend", "app", "web", "cron", "daemon",
 )
 # A service by a short word and "svc" apart ("pay svc", "notify svc").
-NICKNAME = re.compile(r"(?<![a-z0-9_.\-/])[a-z]{3,}\s+svc\b")
+NICKNAME = re.compile(r"(?<![a-z0-9_.\-/])(?!(?:which|what|that|this|the|any|each|some|every|one|other|whose)\s)[a-z]{3,}\s+svc\b")
 _SHORT_NAME = re.compile(rf"(?<![a-z0-9_.\-/])[a-z]{{3,}}(?:[-_]|\s+)(?:{'|'.join(SERVICE_SUFFIXES)})(?![a-z0-9_\-])")
 
 
@@ -167,10 +173,12 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         x, y = m.group("x"), m.group("y")
         # The suspect is the last clause before the link ("user-service is spamming warnings, is that
         # behind Y": "that"), and "it" or "that" is what was named before it.
+        x = x.rstrip("?？!！.。 ")  # the question's own end is no break before the suspect
+        x_end = m.start("x") + len(x)
         x_at = m.start("x") + max((x.rfind(c) + len(c) for c in _BREAKS if c in x), default=0)
         asked = _ASKING.match(norm, x_at)
         x_at = asked.end() if asked else x_at
-        x = norm[x_at:m.end("x")]
+        x = norm[x_at:x_end]
         named = x
         if _PRONOUN.fullmatch(x.strip()):
             said = _ASKED_LAST.sub("", norm[:x_at])
@@ -188,7 +196,7 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
             (s for s in services if s not in subjects), "")
         if change:
             target = target or (subjects[0] if subjects else "")
-        return Proposition(kind="cause", subject=m.group("x").strip() if change else subjects[0],
+        return Proposition(kind="cause", subject=norm[m.start("x"):x_end].strip() if change else subjects[0],
                            subject_kind="change" if change else "service", target=target, negated=negated,
                            phrase="" if change else x.strip(),
                            culprit=not target and not change and not _INVOLVEMENT.search(norm))

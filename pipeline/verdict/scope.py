@@ -77,7 +77,8 @@ SYMPTOM_TABLE: tuple[Symptom, ...] = (
             ("timeout", "timed out", "超时", "deadline", "504"),
             ("timeout", "timed out", "超时", "err_timeout", "deadline"), r"timeout"),
     Symptom("errors",
-            ("error", "errors", "erroring", "5xx", "500", "502", "503", "fail", "exception", "broken", "not working",
+            ("error", "errors", "erroring", "5xx", "500", "502", "503", "500s", "502s", "503s", "500ing", "502ing", "503ing",
+             "fail", "exception", "broken", "not working",
              "doesn't work", "isn't working", "outage", "unavailable", "connection refused",
              "报错", "错误", "失败", "异常", "出错", "打不开", "用不了", "不能用", "不可用", "出问题", "连不上"),
             ("error", "exception", "failed", "failure", "5xx", "500", "502", "503", "refused", "unavailable",
@@ -283,7 +284,11 @@ _INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have|is|are)(?:n'?t)
                      r"|(?:为什么|为啥|为何)[^？?]{0,30}?(?:只有|只设|只给|只配|才|设成|设为|配成|配置成|配置为)\s*[\w./-]*\d")
 # A change asked when it began to apply, not a symptom asked when it began.
 _TOOK_EFFECT = re.compile(r"\b(?:take|takes|took|taken|taking) effect\b|\bkick(?:s|ed)? in\b|\b(?:go|goes|went|gone) live\b"
-                          r"|\bget applied\b|\bgot applied\b|\bwas applied\b|生效|起作用|开始应用")
+                          r"|\bget applied\b|\bgot applied\b|\bwas applied\b|生效|起作用|开始应用"
+                          # a change put in place: a release going out, a flag turned on, a setting lived with
+                          r"|\b(?:go|goes|went|gone) out\b|\bship(?:ped)?\b|\broll(?:ed)? out\b|\b(?:get|got|was|were) (?:deployed|pushed|released)\b"
+                          r"|\b(?:running|been running|live|living|lived) with\b|\b(?:turned|switched|flipped) on\b"
+                          r"|推上去|推上线|上线|发布|部署|开了|打开|开启")
 # What a why asks without naming a happening: the asking words, the frame around them, and the
 # words for "something is wrong" that the symptom table leaves to ANY.
 _WHY_FRAME = frozenset(
@@ -311,7 +316,9 @@ _WHY_FRAME = frozenset(
     "不对劲 状况 服务 老出 一下 好像 感觉".split())
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
-                  r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致")
+                  r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致"
+                  # "怎么慢到 1.8s 了", "咋又超时了": how it came to be so
+                  r"|(?:怎么|咋)(?:又|突然|一直|老是|总是|这么|那么)?(?:慢|卡|挂|报错|超时|失败|涨|掉|崩|飙|变)")
 
 
 # "How long does checkout take?" asks for a latency, not for how long a fault has lasted.
@@ -324,7 +331,8 @@ _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bwhen did\b.*\b(?:st
                          r"|\bwhen (?:was|were) the first\b|\bwhen exactly\b"
                          # "when did the 5 s timeout kick in?": a change asked when it began to apply
                          r"|\bwhen\b[^?]{0,60}\b(?:kick(?:ed)? in|take effect|took effect|go live|went live|get applied|"
-                         r"got applied)\b"
+                         r"got applied|go out|went out|ship|get deployed|get pushed|roll out|get released)\b"
+                         r"|(?:啥时候|什么时候|何时|几点)[^？?]{0,6}?(?:推|发布|上线|部署|打开|开启|开的)"
                          # "NullPointerException at X - first seen when?", "when was it first logged"
                          r"|\bfirst (?:seen|noticed|spotted|logged|reported|showed up|appeared)\b[^?]{0,20}\bwhen\b"
                          r"|\bwhen\b[^?]{0,60}\bfirst (?:seen|noticed|spotted|logged|reported|show(?:ed)? up|appear(?:ed)?)\b"
@@ -342,8 +350,9 @@ def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
         short = service.removesuffix("-service")
         if re.search(rf"(?<![a-z0-9_-]){re.escape(service)}(?![a-z0-9_-])", text) or (
                 short != service and len(short) > 2 and re.search(rf"(?<![a-z0-9_-]){re.escape(short)}(?![a-z0-9_-])", text)) or (
-                # "the gateway" is the one gateway of the system
-                service.endswith("-gateway") and re.search(r"(?<![a-z0-9_-])gateway(?![a-z0-9_-])", text)):
+                # "the gateway" ("gw", "网关") is the one gateway of the system; "短信网关" and "支付网关" are others
+                service.endswith("-gateway") and re.search(r"(?<![a-z0-9_-])(?:gateway|gw)(?![a-z0-9_-])"
+                                                           r"|(?<!短信)(?<!支付)(?<!消息)(?<!邮件)(?<!推送)(?<!银行)(?<!微信)(?<!第三方)网关", text)):
             found.append(service)
     # A service named in full that the catalogue lacks is what is asked, not a Chinese word beside it.
     if found or _SERVICE_LIKE.search(text):
@@ -519,7 +528,13 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
         return []
     parts = {p for s in services for p in normalize(s).split("-")}
     words = keywords(_CLOCK.sub(" ", _unnamed(question, services)))
-    return sorted(w for w in words if w not in _WHY_FRAME and w not in parts)
+    # An endpoint names the happening more surely than any word: "GET /api/inventory/warehouses keeps
+    # taking 1.4-1.7s, why" asks of that path's requests.
+    paths = {m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}
+    return sorted(paths | {w for w in words if w not in _WHY_FRAME and w not in parts})
+
+
+_PATH = re.compile(r"(?<![\w/])/(?:[a-z0-9_.-]+/)+[a-z0-9_.-]+")
 
 
 def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None,
@@ -539,7 +554,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
     intent = form == "why" and bool(_INTENT.search(normalize(question)))
-    took_effect = form == "since_when" and bool(_TOOK_EFFECT.search(normalize(question)))
+    took_effect = form in ("since_when", "how_long") and bool(_TOOK_EFFECT.search(normalize(question)))
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
@@ -553,7 +568,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
         intent=intent,
-        event=asked_event(question, services, symptoms) if (form == "why" and not intent) or form == "since_when" else [],
+        event=asked_event(question, services, symptoms) if (form == "why" and not intent) or form in ("since_when", "how_long")
+        else [],
         took_effect=took_effect,
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
         within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question))),
