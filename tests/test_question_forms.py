@@ -110,6 +110,11 @@ CASES = [
     ("bad-deploy", "when did v2.4.1 ship?", "PASS", "The change to checkout-service is in force from 16:20 UTC", ""),
     ("gateway-timeout", "how long has the gateway been living with the 5 s upstream cap?", "PASS",
      "The change to api-gateway has been in force for about", ""),
+    # an alert asked whether it still fires or has resolved: its own record says
+    ("redis-latency", "CartLatencyHigh 还在响吗", "PASS", "是的，CartLatencyHigh 仍在触发", ""),
+    ("redis-latency", "has CronJobFailed cleared?", "PASS", "Yes, CronJobFailed has resolved", ""),
+    ("redis-latency", "is Http5xxRateHigh still on?", "PASS", "No, Http5xxRateHigh has resolved", ""),
+    ("redis-latency", "is DiskAlmostFull still firing?", "LOW_CONFID", "Cannot tell: no record of the alert DiskAlmostFull", ""),
     # an id asked whether it still holds a status: its own latest record says, a later one moves it on
     ("gateway-timeout", "order 123 - is it still in PAY_UNKNOWN?", "PASS",
      "No, the latest record naming 123 moves it on from that status: order_id=123 reconciliation", ""),

@@ -632,6 +632,10 @@ class QuestionScope(_Model):
     # The status a yes/no asks its ids still hold ("is order 123 still PAY_UNKNOWN?", "订单 123 还是
     # PAY_UNKNOWN 吧"): the latest record naming them says, a later one may have moved them on.
     status: str = ""
+    # An alert asked whether it still fires or has resolved ("RedisMemoryHigh 恢复了没", "is CartLatencyHigh
+    # still firing?"): its name and the state asked of it; its own record answers.
+    alert: str = ""
+    alert_state: Literal["firing", "resolved", ""] = ""
 
 
 class ServiceCoverage(_Model):

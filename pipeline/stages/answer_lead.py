@@ -225,6 +225,10 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
             return AnswerLead(kind="cause", support="likely", form="why", services=list(scope.services),
                               text=row.cause, link=row.link)
         return None
+    if isinstance(row.msg, Message) and row.msg.code in ("form.alert_firing", "form.alert_resolved", "form.alert_absent"):
+        # An alert asked whether it still fires: its own record answers, named with the alert.
+        return lead("proposition", str(row.msg.params.get("record", "")),
+                    f"{row.msg.code.removeprefix('form.')}_{row.answer}", str(row.msg.params["alert"]))
     if row.form != "yes_no" or prop is None or decided is None:
         return None
     if isinstance(row.msg, Message) and row.msg.code in ("form.stray", "form.forecast"):

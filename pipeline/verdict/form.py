@@ -223,6 +223,8 @@ def form_coverage(
         forecasts = [c for c in coverage if c.status == "answered" and forecast_only(c.service, c.symptom, scope, invs)]
         # "Is X down?": a sustained fault whose records never say X is unavailable is a degradation.
         degraded = [c for c in sustained if prop.outage and not outage_shown(c.service, scope, invs)]
+        if scope.alert and scope.alert_state:
+            return _alert_state(scope.alert, scope.alert_state, coverage, invs)
         if scope.identifiers and scope.status:
             return _status_of_ids(scope.identifiers, scope.status, coverage, invs)
         if scope.identifiers and prop.kind == "symptom" and prop.expects == "faulty":
@@ -503,6 +505,27 @@ def _of_ids(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
     if named:
         return _row("yes_no", "answered", row, msg("form.ids_clear", ids=subject, record=named[-1].raw), answer="no")
     return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
+
+
+def _alert_state(alert: str, asked: str, coverage: Sequence[ServiceCoverage],
+                 invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Whether the alert asked of still fires or has resolved: its latest record says (an alert
+    without endsAt fires on); no record of it, no answer."""
+    name = normalize(_CAMEL_WORDS.sub(" ", alert))
+    held = [r for inv in invocations for r in records(inv) if r.alert and r.topic.startswith(name)]
+    row = coverage[0] if coverage else None
+    if not held:
+        return _row("yes_no", "not_answered", row, msg("form.alert_absent", alert=alert), answer="cannot_tell")
+    latest = max(held, key=lambda r: r.at.timestamp() if r.at else 0.0)
+    state = "firing" if latest.ongoing else "resolved"
+    record = f"{latest.raw} ({state}, startsAt {latest.at.isoformat() if latest.at else '?'}" + (
+        f", endsAt {latest.until.isoformat()})" if latest.until else ")")
+    said = msg("form.alert_firing", alert=alert, record=record) if latest.ongoing else msg(
+        "form.alert_resolved", alert=alert, record=record)
+    return _row("yes_no", "answered", row, said, answer="yes" if state == asked else "no")
+
+
+_CAMEL_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def _ids_open(ids: Sequence[str], coverage: Sequence[ServiceCoverage],

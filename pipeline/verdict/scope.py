@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
 from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION, WITHIN_BOUNDS
@@ -553,6 +554,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         window = parse_time_window(whole, now, anchor=anchor.at if anchor else None)
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
+    alert, alert_state = asked_alert(question)
+    form = "yes_no" if alert_state else form
     intent = form == "why" and bool(_INTENT.search(normalize(question)))
     took_effect = form in ("since_when", "how_long") and bool(_TOOK_EFFECT.search(normalize(question)))
     return QuestionScope(
@@ -574,7 +577,30 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
         within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question))),
         status=_asked_status(question) if form == "yes_no" else "",
+        alert=alert,
+        alert_state=alert_state,
     )
+
+
+# An alert's name as its rules spell it ("RedisMemoryHigh", "CheckoutHttp5xxRateHigh"), and the state
+# asked of it: still on, or over.
+_ALERT_NAME = re.compile(r"(?<![\w-])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*){1,6})(?![\w-])")
+_STILL_FIRING = re.compile(r"\bstill (?:firing|on|active|going|open)\b|\b(?:is|are)\s+[a-z0-9]+\s+firing\b"
+                           r"|还在响|还在告警|还在报|还没(?:恢复|消|好)|还亮着")
+_RESOLVED = re.compile(r"\b(?:resolved|cleared|recovered|gone|cleared up|over)\b|恢复|消了|消掉|结束|好了没|解除")
+
+
+def asked_alert(question: str) -> tuple[str, Literal["firing", "resolved", ""]]:
+    """The alert a question asks the state of, and that state ("firing" or "resolved"), or ("", "")."""
+    m = _ALERT_NAME.search(question)
+    if m is None:
+        return "", ""
+    norm = normalize(question)
+    if _STILL_FIRING.search(norm):
+        return m.group(1), "firing"
+    if _RESOLVED.search(norm):
+        return m.group(1), "resolved"
+    return "", ""
 
 
 # "still PAY_UNKNOWN", "还是 PAY_UNKNOWN", "仍然 PENDING": a status word a record spells in capitals.
