@@ -453,3 +453,46 @@ def test_each_with_a_duration_may_say_how_long_each_took(judge: Any) -> None:
 def test_a_dotted_names_tail_finds_the_stack_line_that_holds_it(judge: Any) -> None:
     judged = judge("PostingJob 的异常是在 Poster.post 里抛的。")
     assert "Poster.post" in judged.claims[0]["evidence_bindings"][0]["evidence_excerpt"] and not judged.flagged
+
+
+def test_a_quoted_question_and_a_chinese_question_state_nothing(judge: Any) -> None:
+    judged = judge("> 是 search-service 写的 posting batch 77 failed 吗\n不是，是 ledger-service：posting batch 77 failed。")
+    assert len(judged.claims) == 1 and "search-service" not in judged.claims[0]["claim_text"] and not judged.flagged
+
+
+def test_a_markdown_tables_row_is_one_statement_under_its_header(judge: Any) -> None:
+    """The header and the rule are layout; a row's time and pod are one event's, so a swapped pod is
+    set against the record of that time."""
+    table = "| time | pod | event |\n|---|---|---|\n| 08:04:05 | {} | reconcile job_id=4425 failed |"
+    judged = judge(table.format("billing-5f7c-2"))
+    assert len(judged.claims) == 1 and not judged.flagged, judged.claims
+    assert judge(table.format("billing-5f7c-1")).flagged
+
+
+def test_a_service_said_not_to_have_written_a_record_is_no_swap(judge: Any) -> None:
+    assert not judge("没有一条 posting batch 77 failed 的日志来自 search-service。").flagged
+    assert judge("posting batch 77 failed 的日志来自 search-service。").flagged
+
+
+@pytest.mark.parametrize(("said", "kept"), [("08:02:00 到 08:03:00 之间 billing-service 有 2 条 invoice export skipped", True),
+                                            ("08:02:00 到 08:03:00 之间 billing-service 有 6 条 invoice export skipped", False),
+                                            ("billing-service 从 08:02:00 起有 2 条 invoice export skipped", True)])
+def test_a_count_over_the_span_the_claims_times_bound(judge: Any, said: str, kept: bool) -> None:
+    judged = judge(said + "。")
+    assert judged.flagged is not kept, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+@pytest.mark.parametrize("guess", ["Not certain, but the 2.4s gc pause is what makes batch 77 time out.",
+                                   "倾向于认为 G1 Old gc 暂停 2.4s 就是 batch 77 写超时的原因。"])
+def test_hedges_in_other_words_keep_a_guess_a_hypothesis(judge: Any, guess: str) -> None:
+    judged = judge(guess)
+    assert judged.hypotheses and not judged.flagged
+
+
+def test_a_cause_said_as_brought_about_is_a_link_no_record_states(judge: Any) -> None:
+    assert judge("batch 77 的写超时就是 G1 Old gc 暂停 2.4s 带来的。").flagged
+
+
+def test_a_chinese_writer_that_logged_a_record_is_its_speaker(judge: Any) -> None:
+    assert judge("search-service 记了 `posting batch 77 failed: write timeout after 1500ms`。").flagged
+    assert not judge("ledger-service 记了 `posting batch 77 failed: write timeout after 1500ms`。").flagged

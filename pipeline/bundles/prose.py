@@ -296,6 +296,40 @@ def _siblings_spelled(line: str) -> str:
     return _BARE_SUFFIX.sub(lambda m: base + m.group(1) if line.find(base) < m.start() else m.group(0), line)
 
 
+# A line quoting someone else ("> 订单 123 是 payment-service 直接报错了吗"): their words, not the writer's.
+_QUOTED_LINE = re.compile(r"^\s*>")
+# A Chinese question without its mark: "... 直接报错了吗".
+_ASKED_ZH = re.compile(r"(?:吗|么|呢|吧)\s*[。.]?\s*$")
+_TABLE_ROW = re.compile(r"^\s*\|(.+)\|\s*$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+
+
+def _tables_read(lines: list[str]) -> tuple[list[str], set[str]]:
+    """The lines with each markdown table's rows read as statements, and those rows: the header row
+    and the rule under it are layout, a data row says each header of its cells ("| 19:30-20:00 | 14 |"
+    under "| 时段 | GET 超时 |" is "时段 19:30-20:00 GET 超时 14"), one statement judged whole (its
+    time and its pod are one event's)."""
+    out: list[str] = []
+    rows: set[str] = set()
+    header: list[str] = []
+    for i, line in enumerate(lines):
+        row = _TABLE_ROW.match(line)
+        if _TABLE_RULE.match(line) and "-" in line:
+            continue
+        if row is None:
+            header = []
+            out.append(line)
+            continue
+        cells = [c.strip() for c in row.group(1).split("|")]
+        if i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]) and "-" in lines[i + 1]:
+            header = cells
+            continue
+        said = " ".join(f"{h} {c}".strip() for h, c in zip(header, cells, strict=False)) if header else " ".join(cells)
+        out.append(said)
+        rows.add(said.strip())
+    return out, rows
+
+
 def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     """The answer as Executor V2 JSON: claims bound to records, hypotheses, actions."""
     records = _records(invocations)
@@ -311,13 +345,15 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
 
     # A label leads a line ("**TL;DR** ..."): taken off before the line is cut into sentences; a
     # markdown heading ("### Timeline (UTC)") is layout whole.
-    lines = [_siblings_spelled(_unlabelled(line)) for line in answer.splitlines() if not _HEADING.match(line)]
+    read, rows = _tables_read(answer.splitlines())
+    lines = [_siblings_spelled(_unlabelled(line)) for line in read if not _HEADING.match(line) and not _QUOTED_LINE.match(line)]
+    rows = {_siblings_spelled(row) for row in rows}
     # A timeline's arrows join events, each a statement of its own ("19:31 X → 19:33 Y").
     for sentence in sentences(_NEXT_EVENT.sub("\n", "\n".join(lines))):
         # The writer's own words: a quoted record's "due to" or "may" is the record's.
         own = normalize(unquoted(sentence))
         # A question, or a heading ("Findings:") that frames the items under it, states nothing.
-        if not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")):
+        if not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")) or _ASKED_ZH.search(sentence):
             continue
         quotes = quotations(sentence)
         if _ACTION.match(own):
@@ -336,7 +372,7 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             missing.append(sentence)
         else:
             causal = bool(CAUSAL.search(own) or ROOT_CAUSE.search(own))
-            for text in [sentence] if causal else _stated(sentence, quotes):
+            for text in [sentence] if causal or sentence.strip() in rows else _stated(sentence, quotes):
                 claim(text, [q for q in quotes if q in text], causal)
     output = ExecutorOutputV2(answer_version=ANSWER_VERSION, claims=claims, hypotheses=hypotheses,
                               recommended_actions=actions, missing_info=missing)

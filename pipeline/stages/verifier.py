@@ -154,13 +154,52 @@ def _shape(norm_line: str) -> str:
     return _DIGIT_WORD.sub("#", norm_line)
 
 
-def _tally(idx: _Indexed, alike: list[int], capped: bool) -> Tally:
+def _tally(idx: _Indexed, alike: list[int], capped: bool, claim_text: str) -> Tally:
     by_instance: dict[str, int] = {}
+    span = _span(claim_text)
+    in_span: list[int] = []
     for i in alike:
-        for ent in extract_entities(idx.lines[i]):
-            if ent.kind == "instance":
-                by_instance[ent.value] = by_instance.get(ent.value, 0) + 1
-    return {"records": len(alike), "capped": capped, "by_instance": by_instance}
+        instances = [ent.value for ent in extract_entities(idx.lines[i]) if ent.kind == "instance"]
+        for value in instances:
+            by_instance[value] = by_instance.get(value, 0) + 1
+        at = _SECONDS_AT.search(idx.norm_lines[i])
+        if span is not None and at is not None and span[0] <= _seconds(at) <= span[1]:
+            in_span.append(i)
+    tally: Tally = {"records": len(alike), "capped": capped, "by_instance": by_instance}
+    if span is not None:
+        tally["in_span"] = len(in_span)
+        tally["by_instance_in_span"] = {}
+        for i in in_span:
+            for ent in extract_entities(idx.lines[i]):
+                if ent.kind == "instance":
+                    tally["by_instance_in_span"][ent.value] = tally["by_instance_in_span"].get(ent.value, 0) + 1
+    return tally
+
+
+# A record's time of day ("T16:20:48.164Z"); a claim's span from its own times: two bound it, one
+# with "from"/"起" opens it, with "to"/"到" closes it; a time to the minute covers its minute.
+_SECONDS_AT = re.compile(r"(?<!\d)(\d{1,2}):(\d{2})(?::(\d{2}))?(?!\d)")
+_OPENS = re.compile(r"\b(?:from|since|after|starting)\s*$|(?:从|自)\s*$")
+_CLOSES = re.compile(r"\b(?:to|until|till|up to|before|by)\s*$|(?:到|至)\s*$")
+
+
+def _seconds(m: re.Match[str]) -> int:
+    return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3) or 0)
+
+
+def _span(claim_text: str) -> tuple[int, int] | None:
+    norm = normalize(claim_text)
+    times = [(m, _seconds(m), _seconds(m) + (59 if m.group(3) is None else 0)) for m in _SECONDS_AT.finditer(norm)]
+    if len(times) >= 2:
+        return min(t[1] for t in times), max(t[2] for t in times)
+    if len(times) == 1:
+        m, low, high = times[0]
+        before, after = norm[:m.start()], norm[m.end():]
+        if _OPENS.search(before) or re.match(r"\s*(?:起|以来|之后|onwards?|on\b)", after):
+            return low, 24 * 3600
+        if _CLOSES.search(before) or re.match(r"\s*(?:为止|之前)", after):
+            return 0, high
+    return None
 
 
 def _listed(claim_text: str) -> list[re.Pattern[str]]:
@@ -248,7 +287,7 @@ def _window(idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str, loc
         "anchor": [_clip(line, needle) if line not in idx.heads else f"{_clip(idx.heads[line], '')}\n{_clip(line, needle)}"
                    for line in anchor_lines],
         "related": [_clip(idx.lines[i], "") for i in related],
-        "tally": _tally(idx, alike, capped),
+        "tally": _tally(idx, alike, capped, claim_text),
         "kin": [_clip(idx.lines[i], "") for i in _kin(idx, alike, anchor_lines, claim_text)],
         "record_count": len(idx.lines),
     }

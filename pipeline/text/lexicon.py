@@ -82,12 +82,13 @@ OUTAGE = Words(
 # Says the statement is a guess: "可能是连接池耗尽", "possibly the pool".
 HEDGE = Words(
     zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是", "应该不是", "应该没", "看起来", "看上去", "似乎", "好像",
-        "八成", "多半", "大概率"),
+        "八成", "多半", "大概率", "倾向于", "不排除"),
     en=("possibly", "possible", "possibility", "probably", "maybe", "may", "might", "could", "likely", "unlikely",
         "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized", "plausibly",
         "plausible", "presumably", "apparently", "seems", "seem", "seemed", "seemingly", "looks like", "look like",
         "appears to", "appear to", "as far as i can tell", "i think", "my guess", "my inference", "my hunch", "hunch",
-        "i'd bet", "i would bet", "i'd guess", "odds are", "chances are", "my money is on", "my money's on"),
+        "i'd bet", "i would bet", "i'd guess", "odds are", "chances are", "my money is on", "my money's on",
+        "not certain", "not sure", "not entirely sure", "uncertain", "unsure", "leaning towards", "leaning toward"),
     # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
     unless=("could not",),
     # "none of these look connected": a judgement by appearance
@@ -126,7 +127,7 @@ UNSHOWN = Words(
 # its deadline", "is what holds the pool", "pushed the call past the limit".
 CAUSAL = Words(
     zh=("导致", "造成", "引起", "引发", "归因", "原因是", "由于", "因为", "问题出在", "根源", "使得", "致使", "以致", "从而",
-        "拖慢", "拖垮", "拖累"),
+        "拖慢", "拖垮", "拖累", "带来的", "所致"),
     en=("because", "cause", "causes", "caused", "causing", "caused by", "due to", "led to", "lead to", "leads to",
         "leading to", "resulted in", "results in", "result in", "result of", "responsible for", "behind the",
         "is why", "explains", "explain", "triggered by", "triggering", "driven by", "owing to", "because of",
@@ -139,7 +140,8 @@ CAUSAL = Words(
 # Says who wrote a record: "payment-service logged ...", "order-service 日志显示 ...". The service
 # before one of these words is the claim's speaker (pipeline.text.speaker).
 SPEAKING = Words(
-    zh=("日志显示", "日志记录", "日志里", "日志中", "日志", "记录了", "记录", "报错", "报了", "报出", "上报", "打印", "抛出", "抛了"),
+    zh=("日志显示", "日志记录", "日志里", "日志中", "日志", "记录了", "记录", "记了", "记下", "报错", "报了", "报出", "上报", "打印",
+        "打了", "抛出", "抛了"),
     en=("logged", "logs", "log", "logging", "reported", "reports", "reporting", "raised", "raises", "says", "said",
         "wrote", "writes", "printed", "prints", "emitted", "emits", "complained", "threw", "throws", "throwing"),
 )

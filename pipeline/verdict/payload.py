@@ -27,6 +27,11 @@ class Tally(TypedDict):
     records: int
     capped: bool  # counting stopped at the bound: `records` is a lower bound, no exact count
     by_instance: dict[str, int]  # of those records, how many name each instance (a pod, a host)
+    # Of those records, how many fall in the span the claim's own times bound ("between 16:20:48 and
+    # 16:54:48, 52 ...", "16:20:48 起 59 次", "到 17:29:28 45 次"), in all and per instance; absent when
+    # the claim names no time.
+    in_span: NotRequired[int]
+    by_instance_in_span: NotRequired[dict[str, int]]
 
 
 class Window(TypedDict):

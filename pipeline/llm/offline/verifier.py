@@ -161,7 +161,7 @@ def _ranged(text: str, anchor: str, evidence: str) -> str:
 # A time between two happenings, not a value any record holds: "about 40 s after", "1-2 s later",
 # "晚了 40 分钟", "every 12-14 minutes".
 _SPAN = r"(\d+(?:\.\d+)?)(?:\s*(?:-|–|~|to|至|到)\s*(\d+(?:\.\d+)?))?\s*(ms|s|sec|secs|seconds|min|mins|minutes|秒|毫秒|分钟)"
-_INTERVAL = re.compile(rf"(?:(?:晚了|早了|间隔|相隔|every|each)\s*(?:about|around|roughly|~|约|大约)?\s*{_SPAN}"
+_INTERVAL = re.compile(rf"(?:(?:晚了|早了|间隔|相隔|跨度|历时|every|each|spanning|a span of)\s*(?:about|around|roughly|~|约|大约)?\s*{_SPAN}"
                        rf"|{_SPAN}\s*(?:later|after|afterwards|before|earlier|apart|之后|以后|后|前|later on))"
                        r"(?![a-z0-9])")
 # A record's time of day to the second ("T16:20:48.164Z", "16:20:48").
@@ -249,6 +249,9 @@ def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
     exact = [t for t in tallies if not t["capped"]]
     named = {m.value: m.end for m in find_entities(norm) if m.kind == "instance"}
     totals = {t["records"] for t in exact} | {t["by_instance"][i] for t in exact for i in named if i in t["by_instance"]}
+    # a count over the span the claim's times bound ("16:20:48 起 59 次", "between 16:20 and 16:54, 52 ...")
+    totals |= {t["in_span"] for t in exact if "in_span" in t}
+    totals |= {t.get("by_instance_in_span", {})[i] for t in exact for i in named if i in t.get("by_instance_in_span", {})}
     counted: set[int] = set()
     wrong: list[str] = []
     for m in _COUNTED.finditer(norm):
@@ -260,7 +263,8 @@ def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
             wrong.append(said)
     for inst, end in named.items():
         share = _SHARE.match(norm, end)
-        if share and any(t["by_instance"].get(inst) == int(share.group(1)) for t in exact):
+        if share and any(int(share.group(1)) in (t["by_instance"].get(inst), t.get("by_instance_in_span", {}).get(inst))
+                         for t in exact):
             counted.add(int(share.group(1)))
     return counted, wrong
 
@@ -380,6 +384,14 @@ def _conflict(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity]) -> 
     return None
 
 
+def _denied(text: str) -> frozenset[Entity]:
+    """The services a claim names under a negation ("没有一条支付日志来自 user-service", "none of them
+    from user-service"): said not to be the record's, they cannot conflict with its writer."""
+    norm = normalize(unquoted(text))
+    return frozenset(e for e in _entities(norm) if e.kind == "service" and re.search(
+        rf"(?:没有|没|无|未|不是|\bno\b|\bnot\b|\bnone\b|\bnever\b|\bwithout\b)[^，,。;；.]*?{re.escape(e.value)}", norm))
+
+
 def _swapped_instance(mine: set[str], theirs: set[str]) -> tuple[str, str] | None:
     """(the record's, the claim's) instances of a shape in which the two name none in common.
     Shapes are compared apart: a log's host pod says nothing of which redis ordinal a claim names."""
@@ -403,7 +415,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
         return done("unsupported", tr("offline.verifier.no_evidence", lang))
     plain, unheld = _intervals(text, "\n".join(ev.anchor), ev.text)
     claim_ents = _entities(_ranged(plain, "\n".join(ev.anchor), ev.text))
-    conflict = _conflict(claim_ents, _entities("\n".join(ev.anchor)))
+    conflict = _conflict(claim_ents - _denied(text), _entities("\n".join(ev.anchor)))
     if conflict:
         kind, theirs, mine = conflict
         return done("contradicted", tr("offline.verifier.conflict", lang, kind=kind, evidence=theirs, claim=mine))
