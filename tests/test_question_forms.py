@@ -110,6 +110,10 @@ CASES = [
     ("bad-deploy", "when did v2.4.1 ship?", "PASS", "The change to checkout-service is in force from 16:20 UTC", ""),
     ("gateway-timeout", "how long has the gateway been living with the 5 s upstream cap?", "PASS",
      "The change to api-gateway has been in force for about", ""),
+    # a symptom said to have stopped at a time: a record of it after then says no
+    ("redis-latency", "did the key evicting stop by 19:40?", "PASS",
+     "No, it went on after 19:40: used_memory reached maxmemory (maxmemory=4gb, policy=allkeys-lru), evicting keys (19:46:00 UTC)", ""),
+    ("redis-latency", "cart-service 的 redis 超时 20:40 之后就停了吧", "PASS", "是的，20:40 之后没有记录显示它", ""),
     # an alert asked whether it still fires or has resolved: its own record says
     ("redis-latency", "CartLatencyHigh 还在响吗", "PASS", "是的，CartLatencyHigh 仍在触发", ""),
     ("redis-latency", "has CronJobFailed cleared?", "PASS", "Yes, CronJobFailed has resolved", ""),

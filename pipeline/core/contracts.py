@@ -636,6 +636,11 @@ class QuestionScope(_Model):
     # still firing?"): its name and the state asked of it; its own record answers.
     alert: str = ""
     alert_state: Literal["firing", "resolved", ""] = ""
+    # The time of day a yes/no says its symptom stopped at ("evictions stopped once the warmup finished
+    # at 19:44, right?", "19:44 之后就没再超时了吧"): a record of it after then says no.
+    stopped_at: str = ""
+    # Its words for what stopped ("evictions", "淘汰"), which a record of it after then holds.
+    stopped_words: list[str] = Field(default_factory=list)
 
 
 class ServiceCoverage(_Model):

@@ -225,6 +225,9 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
             return AnswerLead(kind="cause", support="likely", form="why", services=list(scope.services),
                               text=row.cause, link=row.link)
         return None
+    if isinstance(row.msg, Message) and row.msg.code in ("form.went_on", "form.stopped"):
+        # "X stopped at T, right?": the first record of it after T, or its last before.
+        return lead("proposition", str(row.msg.params["record"]), row.msg.code.removeprefix("form."), str(row.msg.params["at"]))
     if isinstance(row.msg, Message) and row.msg.code in ("form.alert_firing", "form.alert_resolved", "form.alert_absent"):
         # An alert asked whether it still fires: its own record answers, named with the alert.
         return lead("proposition", str(row.msg.params.get("record", "")),

@@ -225,6 +225,8 @@ def form_coverage(
         degraded = [c for c in sustained if prop.outage and not outage_shown(c.service, scope, invs)]
         if scope.alert and scope.alert_state:
             return _alert_state(scope.alert, scope.alert_state, coverage, invs)
+        if scope.stopped_at and prop.kind in ("symptom", "state"):
+            return _stopped(scope, coverage, invs)
         if scope.identifiers and scope.status:
             return _status_of_ids(scope.identifiers, scope.status, coverage, invs)
         if scope.identifiers and prop.kind == "symptom" and prop.expects == "faulty":
@@ -505,6 +507,33 @@ def _of_ids(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
     if named:
         return _row("yes_no", "answered", row, msg("form.ids_clear", ids=subject, record=named[-1].raw), answer="no")
     return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
+
+
+def _stopped(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Whether the symptom stopped at the time the question says: a record of it after then says it
+    went on; none after then, with some before, says it stopped; none at all, no answer."""
+    # The records holding the question's own words for what stopped ("evictions": "evicting keys"),
+    # else those of the asked symptom.
+    stems = [w[:5] if w.isascii() else w for w in scope.stopped_words]
+    told = [r for inv in invocations for r in records(inv) if r.at is not None
+            and (not scope.services or r.service in scope.services)
+            and any(s in r.text for w in stems for s in (w, *synonyms(w)))]
+    # A warning says it happened; a snapshot's running total ("evicted_keys=48213") only that it had.
+    told = [r for r in told if r.warns] or told
+    shown = told or [r for c in coverage for r in symptom_records(c.service, c.symptom, scope, invocations)]
+    row = coverage[0] if coverage else None
+    after = sorted((r for r in shown if r.at is not None and r.at.strftime("%H:%M") > scope.stopped_at),
+                   key=lambda r: r.at.timestamp() if r.at else 0.0)
+    if after:
+        return _row("yes_no", "answered", row, msg("form.went_on", at=scope.stopped_at, record=_timed(after[0])), answer="no")
+    if shown:
+        last = max(shown, key=lambda r: r.at.timestamp() if r.at else 0.0)
+        return _row("yes_no", "answered", row, msg("form.stopped", at=scope.stopped_at, record=_timed(last)), answer="yes")
+    return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _timed(r: Record) -> str:
+    return f"{r.raw} ({r.at:%H:%M:%S} UTC)" if r.at else r.raw
 
 
 def _alert_state(alert: str, asked: str, coverage: Sequence[ServiceCoverage],

@@ -21,6 +21,7 @@ from pipeline.text.primitives import (
     CJK_CHAR,
     CJK_IDEOGRAPHS,
     CJK_RUN,
+    clock_times,
     detect_language,
     extract_entities,
     keywords,
@@ -579,7 +580,26 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         status=_asked_status(question) if form == "yes_no" else "",
         alert=alert,
         alert_state=alert_state,
+        stopped_at=_stopped_at(question) if form == "yes_no" else "",
+        stopped_words=_stopped_words(question, services) if form == "yes_no" and _stopped_at(question) else [],
     )
+
+
+_STOPPED = re.compile(r"\b(?:stop|stops|stopped|ended|ceased|went away|died down|quit|no longer|never came back)\b"
+                      r"|停了|停止了|没再|不再|就停|消失了")
+
+
+def _stopped_words(question: str, services: Iterable[str]) -> list[str]:
+    """What a stopped-at question says stopped: its words but the frame, its services and times."""
+    norm = _STOPPED.sub(" ", _CLOCK.sub(" ", _unnamed(question, services)))
+    return sorted(w for w in keywords(norm) if w not in _WHY_FRAME and not w.isdigit() and len(w) > 1)
+
+
+def _stopped_at(question: str) -> str:
+    """The HH:MM a yes/no says its symptom stopped at, or ""."""
+    norm = normalize(question)
+    times = sorted(clock_times(norm))
+    return times[-1] if _STOPPED.search(norm) and times else ""
 
 
 # An alert's name as its rules spell it ("RedisMemoryHigh", "CheckoutHttp5xxRateHigh"), and the state
