@@ -491,13 +491,22 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
     return _row("yes_no", "not_answered", open_row, msg("form.proposition_open"), answer="cannot_tell")
 
 
+def _named_by(ids: Sequence[str], invocations: Sequence[ToolInvocation]) -> list[Record]:
+    """The records naming any of the ids ("order_id=123" of "order 123")."""
+    wanted = {Entity("identifier", i) for i in ids}
+    return [r for inv in invocations for r in records(inv) if wanted & extract_entities(r.raw)]
+
+
+def _ids_absent(row: ServiceCoverage | None, subject: str) -> FormCoverage:
+    return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
+
+
 def _of_ids(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
             invocations: Sequence[ToolInvocation]) -> FormCoverage:
     """Whether the ids asked of ("did order 87 get ERR_TIMEOUT too?") show the asked symptom: their
     own records say, a warning or an error of it holding one of them; none of their records showing
     it is a no; no record naming them, no answer. Other orders' records of it say nothing of these."""
-    wanted = {Entity("identifier", i) for i in ids}
-    named = [r for inv in invocations for r in records(inv) if wanted & extract_entities(r.raw)]
+    named = _named_by(ids, invocations)
     symptoms = [c.symptom for c in coverage] or [ANY]
     shown = [r for r in named if (r.fault or r.warns) and any(mentions_symptom(r.text, s) for s in symptoms)]
     row = coverage[0] if coverage else None
@@ -506,7 +515,7 @@ def _of_ids(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
         return _row("yes_no", "answered", row, msg("form.ids_shown", ids=subject, record=shown[0].raw), answer="yes")
     if named:
         return _row("yes_no", "answered", row, msg("form.ids_clear", ids=subject, record=named[-1].raw), answer="no")
-    return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
+    return _ids_absent(row, subject)
 
 
 def _stopped(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:
@@ -562,12 +571,11 @@ def _ids_open(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
     """A state asked of ids in words no record uses ("order 131 - the charge never went thru, right?"):
     their own latest record is what there is to say, not a service's state read from other ids'
     records; the yes or no is the reader's."""
-    wanted = {Entity("identifier", i) for i in ids}
-    named = [r for inv in invocations for r in records(inv) if wanted & extract_entities(r.raw)]
+    named = _named_by(ids, invocations)
     row = coverage[0] if coverage else None
     subject = ", ".join(ids)
     if not named:
-        return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
+        return _ids_absent(row, subject)
     latest = max(named, key=lambda r: r.at.timestamp() if r.at else 0.0)
     return _row("yes_no", "not_answered", row, msg("form.ids_open", ids=subject, record=latest.raw), answer="cannot_tell")
 
@@ -577,12 +585,11 @@ def _status_of_ids(ids: Sequence[str], status: str, coverage: Sequence[ServiceCo
     """Whether the ids still hold the status asked of ("is order 123 still PAY_UNKNOWN?"): the latest
     record naming them that speaks of it says; one moving them on from it ("PAY_UNKNOWN -> PAID") is
     a no. Other ids' records say nothing of these."""
-    wanted = {Entity("identifier", i) for i in ids}
-    named = [r for inv in invocations for r in records(inv) if wanted & extract_entities(r.raw)]
+    named = _named_by(ids, invocations)
     row = coverage[0] if coverage else None
     subject = ", ".join(ids)
     if not named:
-        return _row("yes_no", "not_answered", row, msg("form.ids_absent", ids=subject), answer="cannot_tell")
+        return _ids_absent(row, subject)
     moved = re.compile(rf"\b{re.escape(status)}\b\s*(?:->|→|=>|to)\s*\w+", re.IGNORECASE)
     speaking = [r for r in named if re.search(rf"\b{re.escape(status)}\b", r.raw, re.IGNORECASE)]
     if not speaking:
