@@ -496,3 +496,8 @@ def test_a_cause_said_as_brought_about_is_a_link_no_record_states(judge: Any) ->
 def test_a_chinese_writer_that_logged_a_record_is_its_speaker(judge: Any) -> None:
     assert judge("search-service 记了 `posting batch 77 failed: write timeout after 1500ms`。").flagged
     assert not judge("ledger-service 记了 `posting batch 77 failed: write timeout after 1500ms`。").flagged
+
+
+@pytest.mark.parametrize("said", ["> batch 77 的写超时就是 G1 Old gc 暂停 2.4s 带来的。", "batch 77 的写超时就是 G1 Old gc 暂停 2.4s 带来的吧。"])
+def test_a_callout_or_a_soft_tag_does_not_hide_a_claim(judge: Any, said: str) -> None:
+    assert judge(said).flagged

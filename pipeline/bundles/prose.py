@@ -296,10 +296,12 @@ def _siblings_spelled(line: str) -> str:
     return _BARE_SUFFIX.sub(lambda m: base + m.group(1) if line.find(base) < m.start() else m.group(0), line)
 
 
-# A line quoting someone else ("> 订单 123 是 payment-service 直接报错了吗"): their words, not the writer's.
-_QUOTED_LINE = re.compile(r"^\s*>")
-# A Chinese question without its mark: "... 直接报错了吗".
-_ASKED_ZH = re.compile(r"(?:吗|么|呢|吧)\s*[。.]?\s*$")
+# A question quoted from someone else ("> 订单 123 是 payment-service 直接报错了吗"): their words, not the
+# writer's. A quoted line that asks nothing is read (a callout may hold the writer's own claim).
+_QUOTED_LINE = re.compile(r"^\s*>.*(?:[?？]|吗|(?<![什那怎这多要])么)\s*[。.]?\s*$")
+# A Chinese question without its mark: "... 直接报错了吗". Not "...吧" or "...呢": a guess put softly
+# ("根因就是发布吧") still states it.
+_ASKED_ZH = re.compile(r"(?:吗|(?<![什那怎这多要])么)\s*[。.]?\s*$")
 _TABLE_ROW = re.compile(r"^\s*\|(.+)\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
