@@ -626,8 +626,8 @@ class QuestionScope(_Model):
     # The ids a yes/no question asks of ("did order 87 get ERR_TIMEOUT too?"): the records naming
     # them answer it, not the symptom's records of other orders.
     identifiers: list[str] = Field(default_factory=list)
-    # A why that grants its symptom stayed within bounds ("within SLO but still, why so slow?"): a
-    # record saying so shows the very thing asked about.
+    # A why that grants its symptom stayed within bounds ("within SLO but still, why so slow?") or
+    # quotes the figure it finds slow ("怎么慢到 1.8s 了"): a record saying so shows the thing asked about.
     within_bounds: bool = False
     # The status a yes/no asks its ids still hold ("is order 123 still PAY_UNKNOWN?", "订单 123 还是
     # PAY_UNKNOWN 吧"): the latest record naming them says, a later one may have moved them on.

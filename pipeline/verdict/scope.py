@@ -576,7 +576,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         else [],
         took_effect=took_effect,
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
-        within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question))),
+        within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question)) or _QUOTES_FIGURE.search(normalize(question))),
         status=_asked_status(question) if form == "yes_no" else "",
         alert=alert,
         alert_state=alert_state,
@@ -621,6 +621,11 @@ def asked_alert(question: str) -> tuple[str, Literal["firing", "resolved", ""]]:
     if _RESOLVED.search(norm):
         return m.group(1), "resolved"
     return "", ""
+
+
+# A why that quotes the figure it finds slow ("怎么慢到 1.8s 了", "taking 1.4-1.7s"): the slowness it
+# saw, whatever bounds the record says it kept.
+_QUOTES_FIGURE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s*[-–~]\s*\d+(?:\.\d+)?)?\s*(?:ms|s|sec|seconds|秒|毫秒)(?![a-z])")
 
 
 # "still PAY_UNKNOWN", "还是 PAY_UNKNOWN", "仍然 PENDING": a status word a record spells in capitals.
