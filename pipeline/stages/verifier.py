@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,24 +156,21 @@ def _shape(norm_line: str) -> str:
 
 
 def _tally(idx: _Indexed, alike: list[int], capped: bool, claim_text: str) -> Tally:
-    by_instance: dict[str, int] = {}
+    by_instance: Counter[str] = Counter()
+    by_instance_in_span: Counter[str] = Counter()
     span = _span(claim_text)
-    in_span: list[int] = []
+    in_span = 0
     for i in alike:
         instances = [ent.value for ent in extract_entities(idx.lines[i]) if ent.kind == "instance"]
-        for value in instances:
-            by_instance[value] = by_instance.get(value, 0) + 1
+        by_instance.update(instances)
         at = _SECONDS_AT.search(idx.norm_lines[i])
         if span is not None and at is not None and span[0] <= _seconds(at) <= span[1]:
-            in_span.append(i)
-    tally: Tally = {"records": len(alike), "capped": capped, "by_instance": by_instance}
+            in_span += 1
+            by_instance_in_span.update(instances)
+    tally: Tally = {"records": len(alike), "capped": capped, "by_instance": dict(by_instance)}
     if span is not None:
-        tally["in_span"] = len(in_span)
-        tally["by_instance_in_span"] = {}
-        for i in in_span:
-            for ent in extract_entities(idx.lines[i]):
-                if ent.kind == "instance":
-                    tally["by_instance_in_span"][ent.value] = tally["by_instance_in_span"].get(ent.value, 0) + 1
+        tally["in_span"] = in_span
+        tally["by_instance_in_span"] = dict(by_instance_in_span)
     return tally
 
 

@@ -89,6 +89,11 @@ class Record:
     severe: bool = False
 
 
+def alert_words(name: str) -> str:
+    """An alert's name as the words it is read by ("RedisMemoryHigh" -> "redis memory high")."""
+    return normalize(_CAMEL.sub(" ", name))
+
+
 def records(inv: ToolInvocation) -> list[Record]:
     """The log lines, alerts and series of one successful invocation (runbooks are not evidence of state)."""
     if inv.status != "ok" or inv.tool_name not in ("query_logs", "query_metrics"):
@@ -104,7 +109,7 @@ def records(inv: ToolInvocation) -> list[Record]:
             labels = r.fields.get("labels")
             name = r.get("alertname") or (str(labels.get("alertname") or "") if isinstance(labels, Mapping) else "")
             out.append(Record(inv.id, r.service, text, firing and r.severity in _FAULT_SEVERITIES, r.at, r.until,
-                              ongoing=firing, warns=firing, topic=normalize(f"{_CAMEL.sub(' ', name)} {text}"),
+                              ongoing=firing, warns=firing, topic=normalize(f"{alert_words(name)} {text}"),
                               raw=r.text, alert=True, number=r.number, severe=r.severity in _FAULT_SEVERITIES))
         else:
             metric = r.fields.get("metric")

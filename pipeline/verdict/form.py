@@ -62,6 +62,7 @@ from pipeline.text.primitives import (
 from pipeline.verdict.coverage import (
     VERIFIED,
     Record,
+    alert_words,
     cited_services,
     forecast_only,
     outage_shown,
@@ -549,7 +550,7 @@ def _alert_state(alert: str, asked: str, coverage: Sequence[ServiceCoverage],
                  invocations: Sequence[ToolInvocation]) -> FormCoverage:
     """Whether the alert asked of still fires or has resolved: its latest record says (an alert
     without endsAt fires on); no record of it, no answer."""
-    name = normalize(_CAMEL_WORDS.sub(" ", alert))
+    name = alert_words(alert)
     held = [r for inv in invocations for r in records(inv) if r.alert and r.topic.startswith(name)]
     row = coverage[0] if coverage else None
     if not held:
@@ -562,8 +563,6 @@ def _alert_state(alert: str, asked: str, coverage: Sequence[ServiceCoverage],
         "form.alert_resolved", alert=alert, record=record)
     return _row("yes_no", "answered", row, said, answer="yes" if state == asked else "no")
 
-
-_CAMEL_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def _ids_open(ids: Sequence[str], coverage: Sequence[ServiceCoverage],

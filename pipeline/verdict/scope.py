@@ -557,6 +557,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     form = question_form(question)
     alert, alert_state = asked_alert(question)
     form = "yes_no" if alert_state else form
+    stopped_at = _stopped_at(question) if form == "yes_no" else ""
     intent = form == "why" and bool(_INTENT.search(normalize(question)))
     took_effect = form in ("since_when", "how_long") and bool(_TOOK_EFFECT.search(normalize(question)))
     return QuestionScope(
@@ -580,8 +581,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         status=_asked_status(question) if form == "yes_no" else "",
         alert=alert,
         alert_state=alert_state,
-        stopped_at=_stopped_at(question) if form == "yes_no" else "",
-        stopped_words=_stopped_words(question, services) if form == "yes_no" and _stopped_at(question) else [],
+        stopped_at=stopped_at,
+        stopped_words=_stopped_words(question, services) if stopped_at else [],
     )
 
 
