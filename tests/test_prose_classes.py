@@ -501,3 +501,22 @@ def test_a_chinese_writer_that_logged_a_record_is_its_speaker(judge: Any) -> Non
 @pytest.mark.parametrize("said", ["> batch 77 的写超时就是 G1 Old gc 暂停 2.4s 带来的。", "batch 77 的写超时就是 G1 Old gc 暂停 2.4s 带来的吧。"])
 def test_a_callout_or_a_soft_tag_does_not_hide_a_claim(judge: Any, said: str) -> None:
     assert judge(said).flagged
+
+
+def test_a_part_saying_the_records_lack_something_is_a_gap_beside_the_facts(judge: Any) -> None:
+    judged = judge("There is no data on ledger traffic, so the failure ratio can't be rebuilt; "
+                   "posting batch 77 failed with a write timeout after 1500ms.")
+    assert len(judged.claims) == 1 and len(judged.missing_info) == 1 and not judged.flagged
+    assert judge("batch 77 为什么写超时，日志里看不到。").missing_info == ["batch 77 为什么写超时 日志里看不到"]
+
+
+def test_a_status_of_the_work_and_a_title_line_state_nothing(judge: Any) -> None:
+    for answer in ("Status: investigating.\nledger-service posting batch 77 failed after 1500ms.",
+                   "事故复盘（初稿）\nledger-service 的 posting batch 77 写超时 1500ms。"):
+        judged = judge(answer)
+        assert len(judged.claims) == 1 and not judged.flagged, judged.claims
+
+
+def test_a_clause_opening_on_its_verb_is_read_with_its_subject(judge: Any) -> None:
+    judged = judge("Beside it, the 2.4s gc pause (08:00:05) is a single ledger-service line.")
+    assert [c["claim_text"].startswith("is") for c in judged.claims] == [False], judged.claims

@@ -4,13 +4,15 @@ Only for imported traces (docs/deploy.md#audit-your-own-agent): the workbench's 
 must write Executor V2 JSON (law 3); a foreign agent answers in prose, and its answer is what
 is audited, never what is shown. Each sentence or list item is one statement:
 
-- a question or a heading ("Findings:") is skipped;
+- a question, a heading ("Findings:"), a title on its own line ("复盘（草稿）") or the status of the
+  work ("Status: investigating") is skipped;
 - a recommendation ("建议 ...", "check ...") is a recommended action, not a fact;
 - a hedged one ("可能", "might") is a hypothesis: a guess that says so is allowed, and not refused
   as a fact nothing backs. Its clauses before the hedge that neither hedge nor link are its basis,
   claims like any other (a changed number in them is caught); a clause saying the records do not
   show something ("though no record ties the two") is what it needs, and missing_info;
-- a sentence saying only that the records do not show something is missing_info;
+- a part of a sentence saying that the records do not show something ("no data on traffic",
+  "日志里看不到") is missing_info, its other parts claims;
 - anything else is a claim, one per clause as the meaning guard splits them (a causal sentence
   whole, of type root_cause: its point is the link; a sentence whose split drops a clause holding a
   fact whole), bound to the records behind it (a word meets its synonyms across zh/en):
@@ -84,7 +86,8 @@ _BACKED = re.compile(r"([^，,。;；:：(（)）]+)[(（]([^()（）]+)[)）]")
 
 # A clause dating the fact before it from another event ("..., about 40 s after checkout-service's
 # own first 500", "比第一个 500 晚了 40 分钟"): the interval is reckoned from that fact's time.
-_RELATIVE = re.compile(r"\W*(?:(?:about|around|roughly|some|~)\s*)?\d+(?:\.\d+)?(?:\s*[-–~]\s*\d+(?:\.\d+)?)?\s*"
+_RELATIVE = re.compile(r"\W*(?:(?:about|around|roughly|some|~)\s*)?(?:\d+(?:\.\d+)?(?:\s*[-–~]\s*\d+(?:\.\d+)?)?"
+                       r"|a|an|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|a few)\s*"
                        r"(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?)\s+(?:later|after|before|earlier)\b"
                        r"|\W*比.{1,30}?(?:晚|早)了?\s*(?:约|大约)?\s*\d")
 
@@ -100,7 +103,14 @@ _TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final
                          r"\s+(?:seconds?|secs?|minutes?|mins?|hours?)\s+(?:later|after|afterwards)\s*,?\s*)?"
                          rf"(?:(?:at|by|from|to|until|till|since|and|between|到|至|于|在|是)\s*)?(?:{CLOCK_TIME.pattern})"
                          rf"(?:\s*(?:-|–|~|to|and|至|到)\s*(?:{CLOCK_TIME.pattern}))?\s*(?:utc|gmt)?\W*")
+_PREDICATE = re.compile(r"\s*(?:is|are|was|were)\b")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+# A title on a line of its own, over the lines it heads ("复盘（草稿）", "Incident Summary"): a few words
+# with no mark, figure or name; and a status the writer gives the work, not the system ("Status:
+# investigating.", "排查中").
+_TITLE = re.compile(r"^\s*(?:[\u4e00-\u9fff]{2,8}|(?:[A-Z][a-z]+\s+){0,4}[A-Z][a-z]+)\s*(?:[(（][^()（）\d]{1,12}[)）])?\s*$")
+_WORK_STATUS = re.compile(r"^\W*(?:still\s+)?(?:investigating|identified|monitoring|mitigating|mitigated|ongoing|in progress|"
+                          r"open|draft|wip|排查中|调查中|处理中|进行中|观察中|草稿)\W*$", re.IGNORECASE)
 # An arrow before a clock time: the next event of a chain, not a change of value ("15000ms -> 5000ms").
 _NEXT_EVENT = re.compile(r"\s*(?:→|->|=>|⇒)\s*(?=\d{1,2}:\d{2}(?!\d))")
 
@@ -238,6 +248,11 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
         # whatever record shares no word with it.
         placing = (facts and all(e.kind == "instance" for e in facts) or _TIME_ALONE.fullmatch(normalize(part))
                    or _RELATIVE.match(normalize(part)) or _EVERYWHERE.fullmatch(normalize(part)))
+        # A clause opening on its verb ("... (10:22) is a single line", "68 (33%) are timeouts") has its
+        # subject in the part before, cut off by the parenthesis.
+        if parts and _PREDICATE.match(part):
+            parts[-1] = f"{parts[-1]} {part}"
+            continue
         if parts and (placing or parts[-1] in leading):
             parts[-1] = f"{parts[-1]} {part}"
         else:
@@ -348,14 +363,18 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     # A label leads a line ("**TL;DR** ..."): taken off before the line is cut into sentences; a
     # markdown heading ("### Timeline (UTC)") is layout whole.
     read, rows = _tables_read(answer.splitlines())
-    lines = [_siblings_spelled(_unlabelled(line)) for line in read if not _HEADING.match(line) and not _QUOTED_LINE.match(line)]
+    last = max((i for i, line in enumerate(read) if line.strip()), default=-1)
+    lines = [_siblings_spelled(_unlabelled(line)) for i, line in enumerate(read)
+             if not _HEADING.match(line) and not _QUOTED_LINE.match(line)
+             and not (i < last and _TITLE.match(line) and not extract_entities(line))]
     rows = {_siblings_spelled(row) for row in rows}
     # A timeline's arrows join events, each a statement of its own ("19:31 X → 19:33 Y").
     for sentence in sentences(_NEXT_EVENT.sub("\n", "\n".join(lines))):
         # The writer's own words: a quoted record's "due to" or "may" is the record's.
         own = normalize(unquoted(sentence))
-        # A question, or a heading ("Findings:") that frames the items under it, states nothing.
-        if not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")) or _ASKED_ZH.search(sentence):
+        # A question, a heading ("Findings:") that frames the items under it, or the work's status states nothing.
+        if (not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")) or _ASKED_ZH.search(sentence)
+                or _WORK_STATUS.match(sentence)):
             continue
         quotes = quotations(sentence)
         if _ACTION.match(own):
@@ -370,12 +389,16 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             basis = " ".join(facts) or (claims[-1].claim_text if claims and claims[-1].claim_text else "")
             hypotheses.append(Hypothesis(hypothesis_text=" ".join(guess), basis=basis, needed_evidence=gaps))
             missing.extend(gaps)
-        elif UNSHOWN.search(own) and not quotes:
-            missing.append(sentence)
         else:
             causal = bool(CAUSAL.search(own) or ROOT_CAUSE.search(own))
             for text in [sentence] if causal or sentence.strip() in rows else _stated(sentence, quotes):
-                claim(text, [q for q in quotes if q in text], causal)
+                held = [q for q in quotes if q in text]
+                # A part saying the records do not show something is a gap, whatever the sentence's
+                # other parts state ("no data on total traffic, so the ratio can't be rebuilt").
+                if UNSHOWN.search(normalize(unquoted(text))) and not held:
+                    missing.append(text)
+                else:
+                    claim(text, held, causal)
     output = ExecutorOutputV2(answer_version=ANSWER_VERSION, claims=claims, hypotheses=hypotheses,
                               recommended_actions=actions, missing_info=missing)
     # Only the fields read from the prose: a binding's defaults (source_type, digest_id) were not in it.

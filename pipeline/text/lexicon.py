@@ -108,7 +108,7 @@ GAP = Words(zh=("缺口",), en=("gap", "gaps", "no sign", "no signs", "no logs")
 UNSHOWN = Words(
     zh=("未显示", "没有显示", "并未显示", "没有记录", "未记录", "无记录", "未证实", "无法证实", "无法确认", "日志未", "日志没有",
         "没有证据", "无证据", "尚无证据", "没有直接", "没直接", "看不出", "没写", "没有写", "不好判断", "无从判断", "日志里没有",
-        "日志中没有", "没有分析", "没分析", "未分析"),
+        "日志中没有", "没有分析", "没分析", "未分析", "看不到", "无从得知", "不得而知", "无法得知", "算不出"),
     en=("no record", "no records", "no evidence", "not shown",
         "don't show", "doesn't show", "do not show", "does not show", "don't confirm", "doesn't confirm",
         "do not confirm", "does not confirm", "not confirmed", "unconfirmed", "not proven", "ties the two",
@@ -121,7 +121,14 @@ UNSHOWN = Words(
               r"(?:logs?|lines|records|alerts)\b",
               r"\bnothing in the\s+(?:[\w/]+\s+){0,2}(?:logs?|lines|records|alerts|output)\s+(?:says|shows|states|explains)\b",
               r"\b(?:haven't|have not|hasn't|has not|not|nobody has|no one has|never)\s+(?:yet\s+|really\s+)?"
-              r"(?:analy[sz]ed|characteri[sz]ed|looked into|dug into|investigated|checked)\b"),
+              r"(?:analy[sz]ed|characteri[sz]ed|looked into|dug into|investigated|checked)\b",
+              # "no data on total traffic", "I have no per-pod request counts", "the ratio can't be rebuilt
+              # from the log count", "why the pool stays full isn't written anywhere", "没有这方面的数据"
+              r"\bno\s+(?:[\w/-]+\s+){0,3}?(?:data|numbers|counts|figures|breakdown)\b",
+              r"\bcan(?:'t|not|\s+not)\s+be\s+(?:rebuilt|reconstructed|turned into|derived|computed|calculated|"
+              r"worked out|determined|established|inferred)\b",
+              r"\b(?:isn't|is not|wasn't|was not|not)\s+written\s+(?:anywhere|down)\b",
+              r"没有[^，。；,;]{0,20}?(?:数据|统计|分解)"),
 )
 # States that one thing brought about another, in a fixed phrase or a causative form: "makes X miss
 # its deadline", "is what holds the pool", "pushed the call past the limit".
