@@ -520,3 +520,17 @@ def test_a_status_of_the_work_and_a_title_line_state_nothing(judge: Any) -> None
 def test_a_clause_opening_on_its_verb_is_read_with_its_subject(judge: Any) -> None:
     judged = judge("Beside it, the 2.4s gc pause (08:00:05) is a single ledger-service line.")
     assert [c["claim_text"].startswith("is") for c in judged.claims] == [False], judged.claims
+
+
+def test_a_label_says_what_the_lines_it_leads_are(judge: Any) -> None:
+    """The agent's thought and confidence state nothing about the system; what a "Next steps"
+    heading or a "建议：" label leads is to be done, and what "待查：" leads is not known; a guess
+    under a recommendation label is still a guess."""
+    judged = judge("Thought: both tools answered, enough to go on.\n"
+                   "Final Answer: ledger-service posting batch 77 failed after 1500ms.\n"
+                   "Confidence: high\n\n"
+                   "Next steps\n- move ledger-service back to v3.0\n- 给 ledger 盘扩容\n\n"
+                   "待查：是哪个任务在写满磁盘\n"
+                   "建议：先清理 ledger 磁盘；G1 Old gc 暂停 2.4s 可能也有影响，但没有记录直接这么写。")
+    assert [c["claim_text"] for c in judged.claims] == ["ledger-service posting batch 77 failed 1500ms."]
+    assert len(judged.missing_info) >= 2 and len(judged.hypotheses) == 1 and not judged.flagged

@@ -72,9 +72,19 @@ _LABEL = re.compile(
     r"|(?:tl;?dr|short answer|in short|bottom line|summary|answer|what's failing|what is failing|impact|timeline"
     r"|findings|evidence|status|结论|总结|简而言之|简单说|一句话|现象|影响|时间线)(?:\s*\([^)]{0,30}\))?\s*[:：])\s*",
     re.IGNORECASE)
-# Any short label of the writer's own ("Noise check:", "旁支排查：", "时间顺序："): a few words, no
-# figure, name or speaker in it.
-_SHORT_LABEL = re.compile(r"^((?:[a-z]+\s+){0,2}[a-z]+|[\u4e00-\u9fff]{2,6})\s*[:：]\s*(?=\S)", re.IGNORECASE)
+# Any short label of the writer's own ("Noise check:", "旁支排查：", "交接给下一班：", "和支付无关、可以放一边的："):
+# a few words, no figure, name or speaker in it.
+_SHORT_LABEL = re.compile(r"^((?:[a-z]+\s+){0,2}[a-z]+|[\u4e00-\u9fff][\u4e00-\u9fff、]{1,15})\s*[:：]\s*(?=\S)",
+                          re.IGNORECASE)
+# A label alone on its line ("Next steps:", "**证据：**"): it leads the lines under it.
+_LABEL_LINE = re.compile(r"^\s*(?:#+\s*)?(?:\*\*|__)?([^:：]{1,40}?)(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*$")
+_SECTION_LABEL = re.compile(r"^\s*(?:[-*•]\s+)?(?:\*\*|__)?([^:：*_]{1,30}?)(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?")
+# Labels that make what they lead a recommended action, a gap, or the writer's own process.
+_ACTION_LABEL = re.compile(r"next steps?|recommended actions?|recommendations?|suggested (?:fix|actions?)|action items?"
+                           r"|actions?|mitigation|remediation|to ?do|follow[- ]ups?|建议|下一步|后续|处置|行动项|待办|止血")
+_GAP_LABEL = re.compile(r"open questions?|unknowns?|gaps?|still unknown|not in the output|missing|to confirm|to check"
+                        r"|待查|待确认|待核实|未知|疑点|缺口|(?:输出|日志|记录)里没有的?|还不知道的?")
+_META_LABEL = re.compile(r"thought|thinking|confidence|置信度|可信度|思考")
 
 # Sibling instances written short after one written in full: "pay-7d9f-1/2/3", "checkout-68f0-1 最早，-3 是
 # 16:22:48". The writer names checkout-68f0-3; read alone, "-3" names nothing and "3" is a number.
@@ -286,9 +296,10 @@ def _guess(sentence: str) -> tuple[list[str], list[str], list[str]]:
     return facts, guess, gaps
 
 
-def _unlabelled(sentence: str) -> str:
+def _unlabelled(sentence: str) -> tuple[str, str]:
     """The sentence without the label that leads it, unless the label hedges or names a cause
-    ("**Root cause (likely):** ..." is a guess, and says so), and without markdown emphasis."""
+    ("**Root cause (likely):** ..." is a guess, and says so), and without markdown emphasis; and
+    the label taken off."""
     sentence = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", sentence)  # a list item's marker
     m = _LABEL.match(sentence) or _SHORT_LABEL.match(sentence)
     label = m.group(0) if m else ""
@@ -298,7 +309,18 @@ def _unlabelled(sentence: str) -> str:
     said = normalize(label)
     keep = label and (HEDGE.search(said) or ROOT_CAUSE.search(said) or CAUSAL.search(said))
     rest = sentence if keep else sentence[len(label):]
-    return re.sub(r"\*\*|__", "", rest).strip()
+    return re.sub(r"\*\*|__", "", rest).strip(), "" if keep else label
+
+
+def _section(label: str) -> str | None:
+    """What a label or a heading makes of what it leads: "action" (what to do), "gap" (what is not
+    known), "meta" (the writer's own process or confidence: nothing about the system), else None."""
+    said = re.sub(r"[#*_:：\s]+", " ", normalize(label)).strip()
+    said = re.sub(r"\s*[(（][^()（）]*[)）]$", "", said)
+    for kind, words in (("action", _ACTION_LABEL), ("gap", _GAP_LABEL), ("meta", _META_LABEL)):
+        if words.fullmatch(said):
+            return kind
+    return None
 
 
 def _siblings_spelled(line: str) -> str:
@@ -361,23 +383,39 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
                             claim_text=text, support_level="direct", evidence_bindings=bindings))
 
     # A label leads a line ("**TL;DR** ..."): taken off before the line is cut into sentences; a
-    # markdown heading ("### Timeline (UTC)") is layout whole.
+    # markdown heading ("### Timeline (UTC)") is layout whole. A label or heading saying what its
+    # lines are ("建议：", "Next steps", "待查：", "Thought:") makes them that, on its line or under it
+    # up to a blank line.
     read, rows = _tables_read(answer.splitlines())
-    last = max((i for i, line in enumerate(read) if line.strip()), default=-1)
-    lines = [_siblings_spelled(_unlabelled(line)) for i, line in enumerate(read)
-             if not _HEADING.match(line) and not _QUOTED_LINE.match(line)
-             and not (i < last and _TITLE.match(line) and not extract_entities(line))]
     rows = {_siblings_spelled(row) for row in rows}
+    last = max((i for i, line in enumerate(read) if line.strip()), default=-1)
+    said: list[tuple[str, str | None]] = []
+    section: str | None = None
+    for i, line in enumerate(read):
+        alone = _LABEL_LINE.match(line)
+        leading = _SECTION_LABEL.match(line)
+        if not line.strip():
+            section = None
+        elif (_HEADING.match(line) or alone or (i < last and _TITLE.match(line) and not extract_entities(line))
+              or _section(line)):
+            section = _section(alone.group(1) if alone else line)
+        elif leading and _section(leading.group(1)):
+            said.append((_siblings_spelled(line[leading.end():].strip()), _section(leading.group(1))))
+        elif not _QUOTED_LINE.match(line):
+            text, label = _unlabelled(line)
+            said.append((_siblings_spelled(text), _section(label) if label else section))
     # A timeline's arrows join events, each a statement of its own ("19:31 X → 19:33 Y").
-    for sentence in sentences(_NEXT_EVENT.sub("\n", "\n".join(lines))):
+    for sentence, kind in ((s, kind) for line, kind in said for s in sentences(_NEXT_EVENT.sub("\n", line))):
         # The writer's own words: a quoted record's "due to" or "may" is the record's.
         own = normalize(unquoted(sentence))
         # A question, a heading ("Findings:") that frames the items under it, or the work's status states nothing.
         if (not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")) or _ASKED_ZH.search(sentence)
-                or _WORK_STATUS.match(sentence)):
+                or _WORK_STATUS.match(sentence) or kind == "meta"):
             continue
         quotes = quotations(sentence)
-        if _ACTION.match(own):
+        if kind == "gap" or (kind == "action" and UNSHOWN.search(own) and not HEDGE.search(own)):
+            missing.append(sentence)
+        elif _ACTION.match(own) or (kind == "action" and not HEDGE.search(own)):
             actions.append(RecommendedAction(action_text=sentence, reason=""))
         elif HEDGE.search(own):
             # A guess that says so is allowed, judged on what it rests on; its facts are claims like any.

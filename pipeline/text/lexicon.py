@@ -82,13 +82,14 @@ OUTAGE = Words(
 # Says the statement is a guess: "可能是连接池耗尽", "possibly the pool".
 HEDGE = Words(
     zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是", "应该不是", "应该没", "看起来", "看上去", "似乎", "好像",
-        "八成", "多半", "大概率", "倾向于", "不排除"),
+        "八成", "多半", "大概率", "倾向于", "不排除", "可疑", "不像"),
     en=("possibly", "possible", "possibility", "probably", "maybe", "may", "might", "could", "likely", "unlikely",
         "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized", "plausibly",
         "plausible", "presumably", "apparently", "seems", "seem", "seemed", "seemingly", "looks like", "look like",
         "appears to", "appear to", "as far as i can tell", "i think", "my guess", "my inference", "my hunch", "hunch",
         "i'd bet", "i would bet", "i'd guess", "odds are", "chances are", "my money is on", "my money's on",
-        "not certain", "not sure", "not entirely sure", "uncertain", "unsure", "leaning towards", "leaning toward"),
+        "not certain", "not sure", "not entirely sure", "uncertain", "unsure", "leaning towards", "leaning toward",
+        "my reading", "inference from"),
     # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
     unless=("could not",),
     # "none of these look connected": a judgement by appearance
@@ -108,23 +109,23 @@ GAP = Words(zh=("缺口",), en=("gap", "gaps", "no sign", "no signs", "no logs")
 UNSHOWN = Words(
     zh=("未显示", "没有显示", "并未显示", "没有记录", "未记录", "无记录", "未证实", "无法证实", "无法确认", "日志未", "日志没有",
         "没有证据", "无证据", "尚无证据", "没有直接", "没直接", "看不出", "没写", "没有写", "不好判断", "无从判断", "日志里没有",
-        "日志中没有", "没有分析", "没分析", "未分析", "看不到", "无从得知", "不得而知", "无法得知", "算不出"),
+        "日志中没有", "没有分析", "没分析", "未分析", "看不到", "无从得知", "不得而知", "无法得知", "算不出", "证明不了", "没有答案"),
     en=("no record", "no records", "no evidence", "not shown",
         "don't show", "doesn't show", "do not show", "does not show", "don't confirm", "doesn't confirm",
         "do not confirm", "does not confirm", "not confirmed", "unconfirmed", "not proven", "ties the two",
         "no direct evidence", "no line", "no log line", "no single line", "not verified", "don't say",
         "doesn't say", "do not say", "does not say", "didn't say", "not something a log", "not recorded",
-        "isn't recorded", "wasn't recorded"),
+        "isn't recorded", "wasn't recorded", "not something a line", "nothing says"),
     # "isn't in the WARN/ERROR lines", "not visible in the error logs", "nothing in the WARN/ERROR output
     # says", "I haven't analysed the bank side", "nobody has characterised what holds them"
     patterns=(r"\b(?:isn't|is not|aren't|are not|not)\s+(?:visible\s+)?in\s+the\s+(?:[\w/]+\s+){0,2}"
-              r"(?:logs?|lines|records|alerts)\b",
+              r"(?:logs?|lines|records|alerts|output)\b",
               r"\bnothing in the\s+(?:[\w/]+\s+){0,2}(?:logs?|lines|records|alerts|output)\s+(?:says|shows|states|explains)\b",
               r"\b(?:haven't|have not|hasn't|has not|not|nobody has|no one has|never)\s+(?:yet\s+|really\s+)?"
               r"(?:analy[sz]ed|characteri[sz]ed|looked into|dug into|investigated|checked)\b",
               # "no data on total traffic", "I have no per-pod request counts", "the ratio can't be rebuilt
               # from the log count", "why the pool stays full isn't written anywhere", "没有这方面的数据"
-              r"\bno\s+(?:[\w/-]+\s+){0,3}?(?:data|numbers|counts|figures|breakdown)\b",
+              r"\bno\s+(?:[\w/-]+\s+){0,3}?(?:data|numbers|counts?|figures|breakdown)\b",
               r"\bcan(?:'t|not|\s+not)\s+be\s+(?:rebuilt|reconstructed|turned into|derived|computed|calculated|"
               r"worked out|determined|established|inferred)\b",
               r"\b(?:isn't|is not|wasn't|was not|not)\s+written\s+(?:anywhere|down)\b",
@@ -141,8 +142,8 @@ CAUSAL = Words(
         "as a result"),
     patterns=(r"\b(?:is|was|are|were|be)\s+what\b", r"\bpush(?:es|ed|ing)?\b[^.;,]{0,40}?\b(?:past|over|beyond)\b",
               r"\bmak(?:e|es|ing)\s+(?:[\w\-'./]+\s+){1,3}?(?:miss|fail|time|slow|stall|wait|exceed|hang|crash|drop)",
-              # "这就是 X 触发的原因": names what X came from
-              r"(?:就是|正是|才是)[^，。,;；]{0,40}?的原因"),
+              # "这就是 X 触发的原因", "堆打满就是这 8.6% 失败率的直接原因": names what X came from
+              r"(?:就是|正是|才是)[^，。,;；]{0,40}?的(?:直接|主要|真正|根本)?(?:原因|主因|起因)"),
 )
 # Says who wrote a record: "payment-service logged ...", "order-service 日志显示 ...". The service
 # before one of these words is the claim's speaker (pipeline.text.speaker).
