@@ -195,6 +195,12 @@ CASES = [
     # a change asked when it took effect: its own record, not the first symptom after it
     ("gateway-timeout", "api-gateway 的超时配置什么时候生效的？", "PASS", "api-gateway 的变更在 14:12", ""),
     ("bad-deploy", "when did checkout v2.4.1 go live?", "PASS", "The change to checkout-service is in force from 16:18", ""),
+    # when one happening took place (no onset): the record holding its words, or no time at all
+    ("cpu-saturation", "at what time was the risk scoring ruleset updated?", "PASS",
+     "payment-service recorded it at 09:57 UTC", ""),
+    ("gateway-timeout", "order 123 什么时候变成 PAID 的", "PASS", "order-service 在 14:41 UTC 记录了它", ""),
+    ("jvm-oom", "when did someone page the database team?", "LOW_CONFID",
+     "Cannot tell when: no collected record mentions “database, page, someone, team”", ""),
     # the onset of a happening named by its own words, no service or symptom asked
     ("db-pool-exhaustion", "SQLTransientConnectionException - when was it first logged?", "PASS",
      "order-service has shown a fault since 08:", ""),
@@ -305,6 +311,9 @@ def test_a_scope_stored_before_propositions_still_reads() -> None:
     ("coupon-service restarted once - is it down?", "yes_no"),
     ("OutOfMemoryError in StockSnapshotCache, first spotted when?", "since_when"),
     ("这个 ERR_TIMEOUT 第一次是几点出现的", "since_when"),
+    ("what time did the nightly export finish?", "since_when"),
+    ("导出任务几点跑完的", "since_when"),
+    ("几点那会儿慢吗", "yes_no"),
 ])
 def test_the_form_is_read_from_an_sres_words(question: str, form: str) -> None:
     assert read_scope(question).form == form

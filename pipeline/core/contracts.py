@@ -623,6 +623,9 @@ class QuestionScope(_Model):
     # A since-when of a change taking effect ("when did the 5 s timeout kick in?", "几点开始生效的"):
     # dated by the change's own record, not by the first symptom after it.
     took_effect: bool = False
+    # A when of one happening that is no onset ("what time did order 123 flip to PAID?", "全量同步几点又续上的"):
+    # dated by the record holding its words (`event`), not by the first record of a symptom.
+    moment: bool = False
     # The ids a yes/no question asks of ("did order 87 get ERR_TIMEOUT too?"): the records naming
     # them answer it, not the symptom's records of other orders.
     identifiers: list[str] = Field(default_factory=list)

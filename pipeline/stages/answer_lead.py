@@ -199,6 +199,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
                           text=text, support=support, link=link)
 
     if row.form in ("how_long", "since_when"):
+        if isinstance(row.msg, Message) and row.msg.code == "form.no_moment":
+            return lead("since_open", str(row.msg.params["event"]), "at")
         if decided is None and row.status == "answered" and row.first is not None:
             return _since_lead(row, None, language)  # a happening named by its own words
         if decided is None or decided.status != "answered":
@@ -307,8 +309,8 @@ def _since_lead(row: FormCoverage, decided: ServiceCoverage | None, language: st
         return None
     with_day = first.at.date() != until.date()
     how_long = row.form == "how_long"
-    in_effect = isinstance(row.msg, Message) and row.msg.code == "form.in_effect"
-    return AnswerLead(kind="since", form=row.form, statement="in_effect" if in_effect else "",
+    code = row.msg.code if isinstance(row.msg, Message) else ""
+    return AnswerLead(kind="since", form=row.form, statement={"form.in_effect": "in_effect", "form.at": "at"}.get(code, ""),
                       services=[(decided.service if decided else "") or first.service],
                       symptoms=[decided.symptom if decided else row.symptom], evidence=[f"#{first.invocation_id}"],
                       text=first.text,

@@ -352,6 +352,8 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("暂停", "停顿", "pause", "paused", "pauses"), ("最大", "maximum", "max"), ("淘汰", "evicted"),
     ("变更", "change", "changed"), ("进程", "process"), ("采样", "sampling", "sample"), ("热点", "hot"),
     ("分钟", "minute", "minutes"), ("次数", "times", "count"), ("节点", "node"), ("维护", "maintenance"),
+    ("更新", "update", "updated"), ("规则", "rule", "rules", "ruleset"), ("风控", "risk"), ("评分", "scoring", "score"),
+    ("同步", "sync"), ("启动", "started", "startup"),
     ("bgsave", "background saving", "background save"), ("oom", "outofmemoryerror", "out of memory", "内存溢出"),
 )
 _SYN_INDEX: dict[str, tuple[str, ...]] = {}

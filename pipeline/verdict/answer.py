@@ -95,6 +95,8 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
         other = tr("answer.instead_likely", language, text=_item(lead.instead)) if lead.instead else ""
         return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text)) + other
     if lead.kind == "since_open":
+        if lead.statement == "at":
+            return tr("answer.at_open", language, text=_item(lead.text))
         if lead.form == "how_long":
             return tr("answer.how_long_open", language, pairs=pairs, text=_item(lead.text))
         return tr("answer.since_open", language, pairs=pairs, text=_item(lead.text))
@@ -105,8 +107,8 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
         if lead.form == "how_long":
             kind = "answer.how_long_in_effect" if lead.statement == "in_effect" else "answer.how_long"
             return tr(kind, language, **said, until=lead.until, span=lead.span)
-        if lead.statement == "in_effect":
-            return tr("answer.in_effect", language, **said)
+        if lead.statement in ("in_effect", "at"):
+            return tr(f"answer.{lead.statement}", language, **said)
         return tr("answer.since", language, **said)
     support = tr("answer.support_confirmed", language) if lead.support == "confirmed" else tr("answer.support_likely", language)
     template = family("answer.prop.", language)[lead.statement]

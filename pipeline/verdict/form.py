@@ -260,6 +260,8 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
     a row about no service in particular, by the records of the services its verified claims cite."""
     form = scope.form
     present = [c for c in coverage if c.status == "answered"]
+    if scope.moment:
+        return _moment(scope, coverage, invocations)
     if scope.took_effect:
         change = _change_record(scope, invocations)
         if change is not None and change.at is not None:
@@ -305,6 +307,37 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
     out = _row(form, "answered", row, msg("form.onset", service=first.service, symptom=row.symptom,
                                           since=first.at.isoformat(), quote=first.text))
     return out.model_copy(update={"first": first, "until": max(ends, key=lambda t: t.timestamp())})
+
+
+def _moment(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """A when of one happening ("what time did order 123 flip to PAID?"): the record of an asked
+    service (of any, when none is named) holding most of its words (or a synonym), at least half
+    of them and two, the earliest of those; none holding them leaves the time untold rather than
+    answered by a symptom's first record."""
+    row = coverage[0] if coverage else None
+    need = max(min(2, len(scope.event)), (len(scope.event) + 1) // 2)
+    best: tuple[int, float, Record, datetime] | None = None
+    for inv in invocations:
+        for r in records(inv):
+            if r.at is None or (scope.services and r.service not in scope.services):
+                continue
+            held = sum(1 for w in scope.event if any(_holds(r.text, s) and not _NEGATED_WORD.search(_before(r.text, s))
+                                                     for s in synonyms(w)))
+            if held >= max(need, 1) and (best is None or (held, -r.at.timestamp()) > (best[0], -best[1])):
+                best = (held, r.at.timestamp(), r, r.at)
+    if best is None:
+        return _row(scope.form, "not_answered", row, msg("form.no_moment", event=", ".join(scope.event)))
+    _, _, found, at = best
+    return _seen_at(scope.form, row, found, at, msg("form.at", service=found.service, at=at.isoformat(), quote=found.raw))
+
+
+# A word a record holds only to deny it ("配置中心长轮询返回, 无变更", "no change"): not the happening.
+_NEGATED_WORD = re.compile(r"(?:无|没有|未|\bno|\bnot)\s*$")
+
+
+def _before(text: str, word: str) -> str:
+    at = text.find(word)
+    return text[max(0, at - 6):at] if at >= 0 else ""
 
 
 def _dated(r: Record, at: datetime) -> DatedRecord:

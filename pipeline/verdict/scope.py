@@ -288,7 +288,7 @@ _INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have|is|are)(?:n'?t)
 _TOOK_EFFECT = re.compile(r"\b(?:take|takes|took|taken|taking) effect\b|\bkick(?:s|ed)? in\b|\b(?:go|goes|went|gone) live\b"
                           r"|\bget applied\b|\bgot applied\b|\bwas applied\b|生效|起作用|开始应用"
                           # a change put in place: a release going out, a flag turned on, a setting lived with
-                          r"|\b(?:go|goes|went|gone) out\b|\bship(?:ped)?\b|\broll(?:ed)? out\b|\b(?:get|got|was|were) (?:deployed|pushed|released)\b"
+                          r"|\b(?:go|goes|went|gone) out\b|\bland(?:ed)?\b|\bship(?:ped)?\b|\broll(?:ed)? out\b|\b(?:get|got|was|were) (?:deployed|pushed|released)\b"
                           r"|\b(?:running|been running|live|living|lived) with\b|\b(?:turned|switched|flipped) on\b"
                           r"|推上去|推上线|上线|发布|部署|开了|打开|开启")
 # What a why asks without naming a happening: the asking words, the frame around them, and the
@@ -333,13 +333,18 @@ _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bwhen did\b.*\b(?:st
                          r"|\bwhen (?:was|were) the first\b|\bwhen exactly\b"
                          # "when did the 5 s timeout kick in?": a change asked when it began to apply
                          r"|\bwhen\b[^?]{0,60}\b(?:kick(?:ed)? in|take effect|took effect|go live|went live|get applied|"
-                         r"got applied|go out|went out|ship|get deployed|get pushed|roll out|get released)\b"
+                         r"got applied|go out|went out|land|ship|get deployed|get pushed|roll out|get released)\b"
                          r"|(?:啥时候|什么时候|何时|几点)[^？?]{0,6}?(?:推|发布|上线|部署|打开|开启|开的)"
                          # "NullPointerException at X - first seen when?", "when was it first logged"
                          r"|\bfirst (?:seen|noticed|spotted|logged|reported|showed up|appeared)\b[^?]{0,20}\bwhen\b"
                          r"|\bwhen\b[^?]{0,60}\bfirst (?:seen|noticed|spotted|logged|reported|show(?:ed)? up|appear(?:ed)?)\b"
                          r"|(?:最早|第一次|首次)[^？?]{0,20}?(?:什么时候|何时|几点)"
                          r"|(?:从|自)(?:什么时候|何时|几点|哪个时间点?)|(?:什么时候|何时|几点|哪个时间点?)(?:开始|起|出现|出的|生效)")
+
+# A when of one happening ("what time did inv come back up?", "when did order 123 flip to PAID", "风控规则是几点改的"):
+# the question opens on it in English; in Chinese it asks it anywhere but in a yes/no ("几点那会儿慢吗").
+_MOMENT = re.compile(r"^\W*(?:(?:so|and|ok|okay|hey|quick q:?)\s+)?(?:when|what time|at what time)\b"
+                     r"|(?:几点|什么时候|啥时候|何时|哪个时间点?)(?![^？?]*?[吗么吧](?:[?？]|\s*$))")
 
 
 def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
@@ -473,7 +478,7 @@ def question_form(question: str) -> QuestionForm:
     norm = normalize(question)
     if _HOW_LONG.search(norm):
         return "how_long"
-    if _SINCE_WHEN.search(norm):
+    if _SINCE_WHEN.search(norm) or _MOMENT.search(norm):
         return "since_when"
     if _YES_NO_EN.search(norm) or _YES_NO_ZH.search(norm) or _YES_NO_TAG.search(norm):
         return "yes_no"
@@ -560,6 +565,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     stopped_at = _stopped_at(question) if form == "yes_no" else ""
     intent = form == "why" and bool(_INTENT.search(normalize(question)))
     took_effect = form in ("since_when", "how_long") and bool(_TOOK_EFFECT.search(normalize(question)))
+    moment = (form == "since_when" and not took_effect and not _SINCE_WHEN.search(normalize(question))
+              and bool(_MOMENT.search(normalize(question))))
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
@@ -573,9 +580,10 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
         intent=intent,
-        event=asked_event(question, services, symptoms) if (form == "why" and not intent) or form in ("since_when", "how_long")
-        else [],
+        event=_moment_words(question, services) if moment else asked_event(question, services, symptoms)
+        if (form == "why" and not intent) or form in ("since_when", "how_long") else [],
         took_effect=took_effect,
+        moment=moment,
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
         within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question)) or _QUOTES_FIGURE.search(normalize(question))),
         status=_asked_status(question) if form == "yes_no" else "",
@@ -588,6 +596,18 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
 
 _STOPPED = re.compile(r"\b(?:stop|stops|stopped|ended|ceased|went away|died down|quit|no longer|never came back)\b"
                       r"|停了|停止了|没再|不再|就停|消失了")
+
+
+# The asking words of a when, which no record of the happening holds.
+_WHEN_FRAME = re.compile(r"\b(?:when|what time|at what time|exactly|finally|roughly|approx(?:imately)?)\b"
+                         r"|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|最后")
+
+
+def _moment_words(question: str, services: Iterable[str]) -> list[str]:
+    """What a when asks the time of: its words but the frame, its services and clock times (an id
+    stays: "order 123")."""
+    norm = _WHEN_FRAME.sub(" ", _CLOCK.sub(" ", _unnamed(question, services)))
+    return sorted(w for w in keywords(norm) if w not in _WHY_FRAME and len(w) > 1 or w.isdigit())
 
 
 def _stopped_words(question: str, services: Iterable[str]) -> list[str]:

@@ -47,6 +47,11 @@ def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] 
                                      arguments={"keywords": [*words], "level": "INFO" if words else "WARN",
                                                 **time_args},
                                      purpose="the symptom across all services"))
+    if scope.moment and scope.event:
+        # A when of one happening: its own record may be an ordinary line of any service ("风控评分规则已更新").
+        calls.append(PlannedToolCall(tool_name="query_logs",
+                                     arguments={"keywords": [*scope.event], "level": "INFO", **time_args},
+                                     purpose="the happening asked about, by its words"))
     calls.append(PlannedToolCall(tool_name="lookup_knowledge",
                                  arguments={"query": " ".join([question, *words[:4]]), "top_k": 3},
                                  purpose="runbooks for this symptom"))
