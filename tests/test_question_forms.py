@@ -195,6 +195,15 @@ CASES = [
     # a change asked when it took effect: its own record, not the first symptom after it
     ("gateway-timeout", "api-gateway 的超时配置什么时候生效的？", "PASS", "api-gateway 的变更在 14:12", ""),
     ("bad-deploy", "when did checkout v2.4.1 go live?", "PASS", "The change to checkout-service is in force from 16:18", ""),
+    # a symptom asked whether it happened once: records of it in more than one minute say no
+    ("db-pool-exhaustion", "was the pool exhaustion a one-time thing?", "PASS", "No, it repeats: ", ""),
+    ("jvm-oom", "was the 13:03 shard relocation error a one-off?", "PASS",
+     "Yes, one moment shows it: index shard 3 relocation failed", ""),
+    # a symptom said to show in one place alone: a record of it on a sibling pod or another service says no
+    ("db-pool-exhaustion", "连接池超时只在 order-9a1f-3 上出现吧", "PASS", "不是，不止 order-9a1f-3；记录显示 order-9a1f-1, order-9a1f-2", ""),
+    ("jvm-oom", "is inventory-service the only one logging errors?", "PASS",
+     "No, not inventory-service alone; the records show it on order-service", ""),
+    ("jvm-oom", "are the OutOfMemoryErrors only on inv-84cd-2?", "PASS", "Yes, of the records showing it only inv-84cd-2's do", ""),
     # when one happening took place (no onset): the record holding its words, or no time at all
     ("cpu-saturation", "at what time was the risk scoring ruleset updated?", "PASS",
      "payment-service recorded it at 09:57 UTC", ""),

@@ -644,6 +644,12 @@ class QuestionScope(_Model):
     stopped_at: str = ""
     # Its words for what stopped ("evictions", "淘汰"), which a record of it after then holds.
     stopped_words: list[str] = Field(default_factory=list)
+    # A yes/no asking whether its symptom happened once ("was that 504 just a blip?", "是偶发的吧"): the
+    # count of its records answers, not its presence.
+    one_off: bool = False
+    # The one instance or service a yes/no says alone shows its symptom ("only checkout-68f0-1 throws
+    # the NPE, right?", "只在 gw-5c8b-1 上生效了吧"): a record of it elsewhere says no.
+    only: str = ""
 
 
 class ServiceCoverage(_Model):

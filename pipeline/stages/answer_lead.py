@@ -230,6 +230,13 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
     if isinstance(row.msg, Message) and row.msg.code in ("form.went_on", "form.stopped"):
         # "X stopped at T, right?": the first record of it after T, or its last before.
         return lead("proposition", str(row.msg.params["record"]), row.msg.code.removeprefix("form."), str(row.msg.params["at"]))
+    if isinstance(row.msg, Message) and row.msg.code in ("form.repeats", "form.once", "form.not_only", "form.only"):
+        # "just a blip?", "only on X?": how often, or where else, the records show it.
+        p = row.msg.params
+        subject = (tr("answer.times_between", language, count=p["count"], first=p["first"], last=p["last"])
+                   if row.msg.code == "form.repeats" else str(p.get("only", "")))
+        text = f"{p['others']}: {p['record']}" if row.msg.code == "form.not_only" else str(p["record"])
+        return lead("proposition", text, row.msg.code.removeprefix("form."), subject)
     if isinstance(row.msg, Message) and row.msg.code in ("form.alert_firing", "form.alert_resolved", "form.alert_absent"):
         # An alert asked whether it still fires: its own record answers, named with the alert.
         return lead("proposition", str(row.msg.params.get("record", "")),

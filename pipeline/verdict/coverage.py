@@ -87,6 +87,8 @@ class Record:
     number: int = 0  # its record number in the invocation's output
     # An alert of a fault severity, firing or resolved (an "info" config-change notice is not).
     severe: bool = False
+    # Where it was written: a log line's host, an alert's pod or instance label ("" when not said).
+    host: str = ""
 
 
 def alert_words(name: str) -> str:
@@ -103,14 +105,16 @@ def records(inv: ToolInvocation) -> list[Record]:
         text = normalize(r.text)
         if r.kind == "log":
             out.append(Record(inv.id, r.service, text, r.level in _FAULT_LEVELS, r.at, r.until,
-                              warns=r.level in _WARN_LEVELS, topic=text, raw=r.text, number=r.number))
+                              warns=r.level in _WARN_LEVELS, topic=text, raw=r.text, number=r.number, host=r.get("host")))
         elif r.kind == "alert":
             firing = (r.status or "firing") == "firing"
             labels = r.fields.get("labels")
             name = r.get("alertname") or (str(labels.get("alertname") or "") if isinstance(labels, Mapping) else "")
+            where = next((str(labels[k]) for k in ("pod", "instance") if isinstance(labels, Mapping) and labels.get(k)), "")
             out.append(Record(inv.id, r.service, text, firing and r.severity in _FAULT_SEVERITIES, r.at, r.until,
                               ongoing=firing, warns=firing, topic=normalize(f"{alert_words(name)} {text}"),
-                              raw=r.text, alert=True, number=r.number, severe=r.severity in _FAULT_SEVERITIES))
+                              raw=r.text, alert=True, number=r.number, severe=r.severity in _FAULT_SEVERITIES,
+                              host=where))
         else:
             metric = r.fields.get("metric")
             labels = metric if isinstance(metric, Mapping) else {}

@@ -228,6 +228,10 @@ def form_coverage(
             return _alert_state(scope.alert, scope.alert_state, coverage, invs)
         if scope.stopped_at and prop.kind in ("symptom", "state"):
             return _stopped(scope, coverage, invs)
+        if scope.one_off and prop.kind == "symptom":
+            return _one_off(scope, coverage, invs)
+        if scope.only and prop.kind == "symptom":
+            return _only_there(scope.only, scope, coverage, invs)
         if scope.identifiers and scope.status:
             return _status_of_ids(scope.identifiers, scope.status, coverage, invs)
         if scope.identifiers and prop.kind == "symptom" and prop.expects == "faulty":
@@ -572,6 +576,69 @@ def _stopped(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocati
     if shown:
         last = max(shown, key=lambda r: r.at.timestamp() if r.at else 0.0)
         return _row("yes_no", "answered", row, msg("form.stopped", at=scope.stopped_at, record=_timed(last)), answer="yes")
+    return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _symptom_shown(scope: QuestionScope, coverage: Sequence[ServiceCoverage],
+                   invocations: Sequence[ToolInvocation], *, anywhere: bool = False) -> list[Record]:
+    """Every record of the asked symptoms (in any service with `anywhere`), oldest first, whatever
+    window a clock time in the question set: whether it happened once, or only somewhere, is told
+    by all of them."""
+    rows = [c for c in coverage if c.status == "answered"] or list(coverage)
+    asked = [("" if anywhere else c.service, c.symptom) for c in rows] or [("", ANY)]  # nothing asked but the where: any fault
+    whole = scope.model_copy(update={"time_window": None})
+    # One line fetched by two queries is one record.
+    found = {(r.service, r.at, r.raw): r for service, symptom in asked
+             for r in symptom_records(service, symptom, whole, invocations)}
+    return sorted(found.values(), key=lambda r: (r.at.timestamp() if r.at else 0.0, r.invocation_id, r.number))
+
+
+def _one_off(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Whether the symptom happened once ("was that 504 just a blip?"): records of it in more than one
+    minute say it repeats; those of one minute, that it did not."""
+    # The records holding most of the question's own words for it ("that maxmemory hit": "used_memory reached
+    # maxmemory"), a warning first; else those of the asked symptom.
+    scored = [(sum(1 for w in scope.event if any(_holds(r.text, s) for s in synonyms(w))), r)
+              for inv in invocations for r in records(inv)
+              if r.at is not None and (not scope.services or r.service in scope.services)]
+    top = max((n for n, _ in scored), default=0)
+    told = [r for n, r in scored if n == top > 0]
+    told = list({(r.service, r.at, r.raw): r for r in [r for r in told if r.warns] or told}.values())
+    shown = sorted(told, key=lambda r: r.at.timestamp() if r.at else 0.0) or _symptom_shown(scope, coverage, invocations)
+    row = coverage[0] if coverage else None
+    minutes = sorted({r.at.strftime("%H:%M") for r in shown if r.at is not None})
+    if len(minutes) > 1:
+        return _row("yes_no", "answered", row, msg("form.repeats", count=len(shown), first=minutes[0], last=minutes[-1],
+                                                   record=_timed(shown[-1])), answer="no")
+    if shown:
+        return _row("yes_no", "answered", row, msg("form.once", record=_timed(shown[0])), answer="yes")
+    return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _only_there(only: str, scope: QuestionScope, coverage: Sequence[ServiceCoverage],
+                invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Whether one instance or service alone shows the symptom ("only checkout-68f0-1 throws it,
+    right?"): a record of it on a sibling instance (the same name but its ordinal) or in another
+    service says no; records of it there alone, yes."""
+    of_service = only in scope.services
+    shown = _symptom_shown(scope, coverage, invocations, anywhere=of_service)
+    row = coverage[0] if coverage else None
+    family = only.rsplit("-", 1)[0] + "-"
+
+    def where(r: Record) -> set[str]:
+        if of_service:
+            return {r.service}
+        hosts = {r.host} | {e.value for e in extract_entities(r.raw) if e.kind == "instance"}
+        return {h for h in hosts if h.startswith(family)}
+
+    mine = [r for r in shown if only in where(r)]
+    elsewhere = [r for r in shown if where(r) - {only}]
+    if elsewhere:
+        others = sorted({w for r in elsewhere for w in where(r)} - {only})
+        return _row("yes_no", "answered", row, msg("form.not_only", only=only, others=", ".join(others[:4]),
+                                                   record=_timed(elsewhere[0])), answer="no")
+    if mine:
+        return _row("yes_no", "answered", row, msg("form.only", only=only, record=_timed(mine[0])), answer="yes")
     return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
 
 

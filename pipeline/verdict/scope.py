@@ -567,6 +567,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     took_effect = form in ("since_when", "how_long") and bool(_TOOK_EFFECT.search(normalize(question)))
     moment = (form == "since_when" and not took_effect and not _SINCE_WHEN.search(normalize(question))
               and bool(_MOMENT.search(normalize(question))))
+    one_off = form == "yes_no" and bool(_ONE_OFF.search(normalize(question)))
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
@@ -580,8 +581,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
         intent=intent,
-        event=_moment_words(question, services) if moment else asked_event(question, services, symptoms)
-        if (form == "why" and not intent) or form in ("since_when", "how_long") else [],
+        event=_moment_words(question, services) if moment or one_off else asked_event(question, services, symptoms)
+        if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off else [],
         took_effect=took_effect,
         moment=moment,
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
@@ -591,16 +592,38 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         alert_state=alert_state,
         stopped_at=stopped_at,
         stopped_words=_stopped_words(question, services) if stopped_at else [],
+        one_off=one_off,
+        only=_only(question, services) if form == "yes_no" else "",
     )
+
+
+# Says one instance or service alone shows it: "only checkout-68f0-1 ...", "just on gw-2", "只在 X 上".
+_ONLY = re.compile(r"\b(?:only|just|solely|exclusively)\s+(?:on\s+|in\s+|from\s+|at\s+|by\s+)?(?:the\s+)?(\S+)"
+                   r"|(?:只在|只有|仅在|仅有|就只有)\s*(\S+?)(?=\s|上|里|那|这|的|会|在|$)"
+                   r"|(\S+)\s+(?:is\s+)?the\s+only\s+(?:one|service|pod|instance|host|node)\b")
+
+
+def _only(question: str, services: Iterable[str]) -> str:
+    """The instance or service a yes/no says alone shows its symptom, or ""."""
+    for m in _ONLY.finditer(normalize(question)):
+        said = (m.group(1) or m.group(2) or m.group(3)).strip(".,?!，。？")
+        named = extract_entities(said)
+        held = said if said in services else next((e.value for e in named if e.kind == "instance"), "")
+        if held:
+            return held
+    return ""
 
 
 _STOPPED = re.compile(r"\b(?:stop|stops|stopped|ended|ceased|went away|died down|quit|no longer|never came back)\b"
                       r"|停了|停止了|没再|不再|就停|消失了")
 
 
-# The asking words of a when, which no record of the happening holds.
-_WHEN_FRAME = re.compile(r"\b(?:when|what time|at what time|exactly|finally|roughly|approx(?:imately)?)\b"
-                         r"|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|最后")
+# Asks whether a symptom happened once: "just a blip", "a one-off", "偶发的吧".
+_ONE_OFF = re.compile(r"\b(?:blip|one-off|one off|fluke|one-time thing|just once|only once|isolated (?:incident|case|event))\b"
+                      r"|偶发|一次性的|就一次|只有一次|只出现了?一次|只发生了?一次")
+# The asking words of a when or a one-off, which no record of the happening holds.
+_WHEN_FRAME = re.compile(r"\b(?:when|what time|at what time|exactly|finally|roughly|approx(?:imately)?|right)\b"
+                         r"|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|最后|" + _ONE_OFF.pattern)
 
 
 def _moment_words(question: str, services: Iterable[str]) -> list[str]:
