@@ -317,7 +317,8 @@ def _since_lead(row: FormCoverage, decided: ServiceCoverage | None, language: st
     with_day = first.at.date() != until.date()
     how_long = row.form == "how_long"
     code = row.msg.code if isinstance(row.msg, Message) else ""
-    return AnswerLead(kind="since", form=row.form, statement={"form.in_effect": "in_effect", "form.at": "at"}.get(code, ""),
+    statement = {"form.in_effect": "in_effect", "form.at": "at", "form.happening": "happening"}.get(code, "")
+    return AnswerLead(kind="since", form=row.form, statement=statement,
                       services=[(decided.service if decided else "") or first.service],
                       symptoms=[decided.symptom if decided else row.symptom], evidence=[f"#{first.invocation_id}"],
                       text=first.text,

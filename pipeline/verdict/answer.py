@@ -105,9 +105,9 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
                 "symptom": symptom_name(lead.symptoms[0] if lead.symptoms else "any", language),
                 "since": lead.since, "record": lead.record, "text": lead.text.strip()}
         if lead.form == "how_long":
-            kind = "answer.how_long_in_effect" if lead.statement == "in_effect" else "answer.how_long"
+            kind = f"answer.how_long_{lead.statement}" if lead.statement in ("in_effect", "happening") else "answer.how_long"
             return tr(kind, language, **said, until=lead.until, span=lead.span)
-        if lead.statement in ("in_effect", "at"):
+        if lead.statement in ("in_effect", "at", "happening"):
             return tr(f"answer.{lead.statement}", language, **said)
         return tr("answer.since", language, **said)
     support = tr("answer.support_confirmed", language) if lead.support == "confirmed" else tr("answer.support_likely", language)

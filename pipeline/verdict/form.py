@@ -298,8 +298,21 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
             # dated by the first record holding them, whatever its level.
             first_seen = _event_record(scope, invocations, warnings=True) if scope.event else None
             if first_seen is not None and first_seen.at is not None:
-                said = msg("form.onset", service=first_seen.service, symptom=ANY, since=first_seen.at.isoformat(),
-                           quote=first_seen.raw)
+                # A fault first seen, or an ordinary happening first recorded ("warmup job started"): no fault to name.
+                said = (msg("form.onset", service=first_seen.service, symptom=ANY, since=first_seen.at.isoformat(),
+                            quote=first_seen.raw) if first_seen.fault or first_seen.warns else
+                        msg("form.happening", service=first_seen.service, since=first_seen.at.isoformat(),
+                            quote=first_seen.raw))
+                if form == "how_long":
+                    # Lasting up to its last record ("warmup job finished"), or, with none after it, up
+                    # to the last record collected: nothing records it over.
+                    ends = [r.at for r in _event_records(scope, invocations, warnings=True) if r.at is not None]
+                    last = max(ends, default=first_seen.at)
+                    if last <= first_seen.at:
+                        last = max((r.at for inv in invocations for r in records(inv) if r.at is not None),
+                                   default=first_seen.at)
+                    return _row(form, "answered", None, said).model_copy(
+                        update={"first": _dated(first_seen, first_seen.at), "until": max(last, first_seen.at)})
                 return _seen_at(form, None, first_seen, first_seen.at, said)
             return _row(form, "not_answered", None, msg("form.no_onset", service="", symptom=ANY))
         row = coverage[0]
@@ -369,11 +382,17 @@ def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation], *
     is named) that warns of nothing (a warning or an alert is a symptom, which the plain why
     reading answers; a since-when of a happening takes them), holding most of the event's words (or
     a synonym), the most, then the earliest."""
+    found = _event_records(scope, invocations, warnings=warnings)
+    return found[0] if found else None
+
+
+def _event_records(scope: QuestionScope, invocations: Sequence[ToolInvocation], *, warnings: bool = False) -> list[Record]:
+    """The records of the happening (see _event_record), those holding the most of its words, earliest first."""
     need = max(1, min(len(scope.event), 2), (len(scope.event) * 3 + 4) // 5)
     # An endpoint asked of ("GET /api/x keeps taking 1.7s, why") is the happening: a line of that path,
     # a warning too ("client closed ... on GET /api/x", "slow request within SLO: ..."), not an alert.
     paths = [w for w in scope.event if w.startswith("/")]
-    best: tuple[int, float, Record] | None = None
+    scored: list[tuple[int, float, Record]] = []
     for inv in invocations:
         for r in records(inv):
             if paths and (r.alert or not any(p in r.text for p in paths)):
@@ -383,10 +402,10 @@ def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation], *
             elif (scope.services and r.service not in scope.services) or (not warnings and (r.warns or r.alert)):
                 continue
             held = sum(1 for w in scope.event if any(_holds(r.text, s) for s in synonyms(w)))
-            at = r.at.timestamp() if r.at else float("inf")
-            if held >= need and (best is None or (held, -at) > (best[0], -best[1])):
-                best = (held, at, r)
-    return best[2] if best else None
+            if held >= need:
+                scored.append((held, r.at.timestamp() if r.at else float("inf"), r))
+    top = max((held for held, _, _ in scored), default=0)
+    return [r for held, _, r in sorted(scored, key=lambda s: s[1]) if held == top]
 
 
 _CHANGE_RECORD = re.compile(r"\b(?:config(?:uration)? (?:reloaded|changed|updated|applied)|deploy(?:ed|ment) (?:finished|completed)"
@@ -456,9 +475,12 @@ def _why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found: Seque
     # the thing asked why of: "no sign of it" would deny what it quotes, and no record says why.
     # A line saying it stayed within bounds ("slow request within SLO") shows no such thing, unless
     # the question grants as much; "what is wrong with X?" names no symptom for a record to show.
-    stray = next(((c, evidence.raw[cid]) for c in coverage if c.status == "healthy" and c.symptom != ANY
-                  for cid in c.claim_ids if cid in evidence.raw
-                  and (scope.within_bounds or not WITHIN_BOUNDS.search(normalize(evidence.raw[cid])))), None)
+    strays = [(c, evidence.raw[cid]) for c in coverage if c.status == "healthy" and (c.symptom != ANY or scope.within_bounds)
+              for cid in c.claim_ids if cid in evidence.raw
+              and (scope.within_bounds or not WITHIN_BOUNDS.search(normalize(evidence.raw[cid])))]
+    # A question granting the figure it finds slow asks of the line saying so, before any other.
+    strays.sort(key=lambda s: scope.within_bounds and not WITHIN_BOUNDS.search(normalize(s[1])))
+    stray = strays[0] if strays else None
     if stray is not None:
         return _row("why", "not_answered", stray[0], msg("form.event_no_cause", event=stray[1]))
     if coverage:

@@ -65,13 +65,16 @@ _CAUSE_ZH = (
     re.compile(r"(?P<y>[^，,。？?]*?)[，,]?\s*(?:这|这个|这口)?锅(?:该|要|得|应该)?由?(?P<x>[^，,。？?]+?)来?背(?:吗|么|[?？]|$)"),
     # "X 跟 Y 有关系吗", "X 和这次故障有没有关系": whether X is involved in Y at all.
     re.compile(rf"(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
+    # "notify 一直在删无效 token，跟付款失败有关系吗": the happening said first, asked of after the comma.
+    re.compile(rf"(?P<x>[^，,。？?]+?)[，,]\s*(?:这|那|它|这个|那个|这事)?(?:跟|和|与|同)(?P<y>[^，,。？?]+?)"
+               rf"(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
     re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
     re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
     # The effect may be the clause before ("catalog-service 被驱逐重启，是 inventory OOM 连带出来的吗").
     re.compile(r"(?P<y>[^，,。？?]*?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏|连带出来|连带|带崩|带挂)"
                r"的(?:吗|么|[?？]|$)"),
-    re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|打挂)了?的?"
+    re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|拖超时|拖挂|拖死|打挂)了?的?"
                r"(?:吗|么|[?？]|$)"),
     # "下单失败肯定是 api-gateway 配置改了吧": the effect first, a sure guess at its cause after it.
     re.compile(r"(?P<y>[^，,。？?]+?)(?:肯定|一定|应该|多半|八成|估计)是(?P<x>[^，,。？?]+?)(?:的问题|导致的|引起的|造成的)?(?:吧|吗)"),

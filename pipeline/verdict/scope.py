@@ -234,7 +234,7 @@ _YES_NO_EN = re.compile(
     r"weren't|doesn't|don't|didn't|hasn't|haven't|can't|couldn't|won't|wouldn't|shouldn't)(?![a-z])")
 # 吗 / 吧 end a yes/no part wherever it stands ("正常吗？登录好像没问题"); 什么 / 怎么 / 为什么 never do.
 # "X 重启了没", "崩了没有": 没 / 没有 ending a question asks whether it happened.
-_YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？]|[。!！\s]*$)|是不是|有没有|是否|会不会|有无|是否有"
+_YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？，,]|[。!！\s]*$)|是不是|有没有|是否|会不会|有无|是否有"
                         r"|[了过]没有?\s*(?:[?？]|$)")
 _ASKING_TAIL_ZH = re.compile(r"(?<=[了过])没有?(?=\s*(?:[?？]|$))")
 # "checkout-service is the culprit, right?", "payment-service dead?": a tag, or a question with no
@@ -315,9 +315,14 @@ _WHY_FRAME = frozenset(
     "为什么 为啥 为何 原因 咋回事 怎么回事 怎么 怎么了 什么 导致 引起 故障 问题 出问题 这次 这个 那个 突然 一直 现在 "
     "又 还 会 老是 总是 到底 究竟 呢 吗 啊 呀 挂 挂了 崩 崩了 抽风 拉胯 卡 卡了 不行 不对 不正常 异常 出毛病 毛病 "
     "炸 炸了 不稳定 有点 出事 出事儿 坏 坏了 掉链子 翻车 扑街 今天 昨天 最近 这么 那么 这样 怪怪的 奇怪 不太 对劲 "
-    "不对劲 状况 服务 老出 一下 好像 感觉".split())
+    "不对劲 状况 服务 老出 一下 好像 感觉 "
+    # How a how-long asks for the span ("一共跑了多久", "how long in total").
+    "long total altogether 多久 多长时间 一共 总共 前前后后 持续 跑了".split())
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
-                  r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind)\b"
+                  r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind|"
+                  r"(?:what's|whats|what is) the (?:reason|cause|deal))\b"
+                  # "怎么对出差异来了", "怎么要 1.7 秒": how it came to be so
+                  r"|(?:怎么|咋)(?!回事|办|处理|弄|看|查|算|用|做)[^，。？?\s]{1,10}了\s*[?？]?\s*$|(?:怎么|咋)(?:要|需要|得|花了?|用了?)\s*\d"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致"
                   # "怎么慢到 1.8s 了", "咋又超时了": how it came to be so
                   r"|(?:怎么|咋)(?:又|突然|一直|老是|总是|这么|那么)?(?:慢|卡|挂|报错|超时|失败|涨|掉|崩|飙|变)")

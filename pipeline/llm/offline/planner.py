@@ -1,14 +1,18 @@
 """Offline Planner: one log query per asked service (known or not), the symptom across all
 services, the alerts, and the runbooks for the symptom; per asked (service, symptom) pair, the
 metrics that measure that symptom and the service's log lines about it (a memory question asks
-for heap/memory series and OutOfMemory lines), so coverage can show it answered or healthy."""
+for heap/memory series and OutOfMemory lines), so coverage can show it answered or healthy; for a
+when, or a why named by no service, of one happening, the lines of any level holding its words."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from pydantic import JsonValue
+
 from pipeline.core.contracts import PlannedToolCall, PlannerPlan, QuestionScope
 from pipeline.core.messages import tr
+from pipeline.text.primitives import synonyms
 from pipeline.verdict.scope import ANY, SYMPTOMS, asked_pairs, symptom_words
 
 
@@ -47,10 +51,12 @@ def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] 
                                      arguments={"keywords": [*words], "level": "INFO" if words else "WARN",
                                                 **time_args},
                                      purpose="the symptom across all services"))
-    if scope.moment and scope.event:
-        # A when of one happening: its own record may be an ordinary line of any service ("风控评分规则已更新").
+    if scope.event and (scope.moment or not scope.services):
+        # A when or a why of one happening: its own record may be an ordinary line of any service
+        # ("风控评分规则已更新", "对账任务分片完成, 差异 0 笔"), which the warnings across services leave out.
+        said: list[JsonValue] = list(dict.fromkeys(s for w in scope.event for s in synonyms(w)))  # "预热" is the record's "warmup"
         calls.append(PlannedToolCall(tool_name="query_logs",
-                                     arguments={"keywords": [*scope.event], "level": "INFO", **time_args},
+                                     arguments={"keywords": said, "level": "INFO", **time_args},
                                      purpose="the happening asked about, by its words"))
     calls.append(PlannedToolCall(tool_name="lookup_knowledge",
                                  arguments={"query": " ".join([question, *words[:4]]), "top_k": 3},
