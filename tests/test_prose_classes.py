@@ -534,3 +534,26 @@ def test_a_label_says_what_the_lines_it_leads_are(judge: Any) -> None:
                    "建议：先清理 ledger 磁盘；G1 Old gc 暂停 2.4s 可能也有影响，但没有记录直接这么写。")
     assert [c["claim_text"] for c in judged.claims] == ["ledger-service posting batch 77 failed 1500ms."]
     assert len(judged.missing_info) >= 2 and len(judged.hypotheses) == 1 and not judged.flagged
+
+
+def test_a_denial_about_one_writer_is_not_met_by_anothers_record(judge: Any) -> None:
+    assert not judge("The gateway's 503 on POST /api/ledger/post came from upstream, not from an error "
+                     "search-service returned.").flagged
+
+
+@pytest.mark.parametrize(("period", "kept"), [("30", True), ("50", False)])
+def test_a_period_over_a_counted_series_is_its_span_over_the_gaps(judge: Any, period: str, kept: bool) -> None:
+    judged = judge(f"reconcile job failures 08:03:05 到 08:04:05 共 3 次，约每 {period} 秒一次。")
+    assert judged.flagged is not kept, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+def test_an_interval_from_the_time_of_the_part_before_is_judged_with_it(judge: Any) -> None:
+    """"..., and X at T2, N minutes later" reckons N from T1 in the part before; a span in two units
+    or with a half is one figure, and a span said of its own ends is no record's duration."""
+    assert not judge("invoice export skipped first at 08:01:10, and reconcile job_id=4411 failed at 08:03:05, "
+                     "1 minute 55 seconds later.").flagged
+    assert judge("invoice export skipped first at 08:01:10, and reconcile job_id=4411 failed at 08:03:05, "
+                 "4 minutes 55 seconds later.").flagged
+    said = "reconcile jobs failed with a stale ledger snapshot from 08:03:05 to 08:04:05, a span of {}."
+    assert not judge(said.format("1 minute")).flagged
+    assert judge(said.format("3 minutes")).flagged

@@ -98,8 +98,11 @@ _BACKED = re.compile(r"([^，,。;；:：(（)）]+)[(（]([^()（）]+)[)）]")
 # own first 500", "比第一个 500 晚了 40 分钟"): the interval is reckoned from that fact's time.
 _RELATIVE = re.compile(r"\W*(?:(?:about|around|roughly|some|~)\s*)?(?:\d+(?:\.\d+)?(?:\s*[-–~]\s*\d+(?:\.\d+)?)?"
                        r"|a|an|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|a few)\s*"
-                       r"(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?)\s+(?:later|after|before|earlier)\b"
-                       r"|\W*比.{1,30}?(?:晚|早)了?\s*(?:约|大约)?\s*\d")
+                       r"(?:(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?)(?:\s+(?:and\s+)?\d+\s*(?:s|secs?|seconds?))?"
+                       r"\s+(?:later|after|before|earlier)\b|(?:seconds?|minutes?|hours?)\s+on\b(?!\s*/))"
+                       r"|\W*比.{1,30}?(?:晚|早)了?\s*(?:约|大约)?\s*\d"
+                       # the period of the series before it: "roughly one every 13 minutes", "每 65 秒一次"
+                       r"|\W*(?:(?:about|around|roughly|some|~)\s*)?(?:one\s+|once\s+)?every\s+\d|\W*(?:约|大约)?每\s*\d")
 
 # Where, as a whole: ", from all three pods", "across both hosts", "三台都有".
 _EVERYWHERE = re.compile(r"\W*(?:(?:from|on|across|in)\s+)?(?:all|both|each of the|every)\s+(?:\w+\s+){0,2}"
@@ -215,13 +218,27 @@ def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBind
     return [_binding(r) for r in chosen]
 
 
-def _quote_bindings(quotes: list[str], invocations: list[ToolInvocation]) -> list[EvidenceBinding]:
+def _quote_bindings(quotes: list[str], invocations: list[ToolInvocation], records: list[_Record],
+                    sentence: str) -> list[EvidenceBinding]:
+    """Each quote bound where the gatekeeper's matcher places it best; a quote many records hold
+    ("order marked PAY_UNKNOWN" of every order) is cited in the one holding the sentence's own ids
+    and values ("订单 123"), so the check meets that record, not the first of its kind."""
     sources = [inv for inv in invocations if inv.output]
+    wanted = _facts(extract_entities(CLOCK_TIME.sub(" ", unquoted(sentence))))
     out = []
     for quote in quotes:
         best = max(sources, key=lambda inv: match_excerpt(quote, prepare_output(inv.id, inv.output)).score, default=None)
-        if best is not None:
-            out.append(EvidenceBinding(tool_name=best.tool_name, source_invocation_ids=[best.id], evidence_excerpt=quote))
+        if best is None:
+            continue
+        said = normalize(quote)
+        holding = [r for r in records if r.invocation.id == best.id and said in normalize(r.line)]
+        chosen = max(holding, key=lambda r: len(wanted & r.entities), default=None)
+        cited = ([f"{best.id}#{chosen.number}"] if chosen is not None and wanted & chosen.entities
+                 and len(holding) > 1 else None)
+        # Only what was read is set: an unset record list is the whole output's, as the agent wrote it.
+        out.append(EvidenceBinding(tool_name=best.tool_name, source_invocation_ids=[best.id], evidence_excerpt=quote,
+                                   source_record_ids=cited) if cited else
+                   EvidenceBinding(tool_name=best.tool_name, source_invocation_ids=[best.id], evidence_excerpt=quote))
     return out
 
 
@@ -269,6 +286,12 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
             parts.append(part)
             if placing:  # the sentence opens with it ("Between 08:17 and 09:29 X logged ..."): it dates what follows
                 leading.add(part)
+    # An interval reckoned from a time the part before gives ("the first GC at 13:18:20, the OOM at 13:27:00,
+    # 8 minutes 40 seconds later"; "After the JVM exited at 13:42, the next GC came at 14:03:26, 21 minutes
+    # on"): judged with that part, so both its ends are the claim's own.
+    for i in range(len(parts) - 1, 0, -1):
+        if _RELATIVE.search(normalize(parts[i])) and len({t[:5] for t in _times(parts[i])}) <= 1:
+            parts[i - 1:i + 1] = [f"{parts[i - 1]} {parts[i]}"]
     kept = {e for part in parts for e in extract_entities(part)}
     if not parts or not extract_entities(sentence) <= kept or any(all(q not in p for p in parts) for q in quotes):
         return [sentence]
@@ -378,7 +401,7 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     missing: list[str] = []
 
     def claim(text: str, quotes: list[str], causal: bool) -> None:
-        bindings = _quote_bindings(quotes, invocations) if quotes else _record_bindings(text, records)
+        bindings = _quote_bindings(quotes, invocations, records, text) if quotes else _record_bindings(text, records)
         claims.append(Claim(claim_id=f"c{len(claims) + 1}", claim_type="root_cause" if causal else "observation",
                             claim_text=text, support_level="direct", evidence_bindings=bindings))
 

@@ -64,7 +64,7 @@ from pipeline.text.primitives import (
     synonyms,
     unquoted,
 )
-from pipeline.text.speaker import swapped_speaker
+from pipeline.text.speaker import swapped_speaker, writer
 from pipeline.verdict.payload import CitedClaim, Tally, VerifierPayload, Window
 from pipeline.verdict.policy import groundedness
 
@@ -160,10 +160,20 @@ def _ranged(text: str, anchor: str, evidence: str) -> str:
 
 # A time between two happenings, not a value any record holds: "about 40 s after", "1-2 s later",
 # "晚了 40 分钟", "every 12-14 minutes".
-_SPAN = r"(\d+(?:\.\d+)?)(?:\s*(?:-|–|~|to|至|到)\s*(\d+(?:\.\d+)?))?\s*(ms|s|sec|secs|seconds|min|mins|minutes|秒|毫秒|分钟)"
-_INTERVAL = re.compile(rf"(?:(?:晚了|早了|间隔|相隔|跨度|历时|every|each|spanning|a span of)\s*(?:about|around|roughly|~|约|大约)?\s*{_SPAN}"
-                       rf"|{_SPAN}\s*(?:later|after|afterwards|before|earlier|apart|之后|以后|后|前|later on))"
+_SPAN = (r"(\d+(?:\.\d+)?)(?:\s*(?:-|–|~|to|至|到)\s*(\d+(?:\.\d+)?))?\s*"
+         r"(ms|s|sec|secs|seconds?|min|mins|minutes?|hours?|秒|毫秒|分钟|小时)")
+_INTERVAL = re.compile(rf"(?:(?:晚了|早了|间隔|相隔|跨度|历时|every|each|每|spanning|spans?|spanned|a span of)\s*"
+                       rf"(?:about|around|roughly|~|约|大约)?\s*{_SPAN}"
+                       rf"|{_SPAN}\s*(?:later|after|afterwards|before|earlier|apart|之后|以后|后|前|later on)"
+                       # "roughly 21 minutes on": on from the time before, not "5.6s on /api/pay"
+                       r"|(\d+(?:\.\d+)?)()\s*(minutes|mins|min|hours|seconds)\s+on\b(?!\s*/))"
                        r"(?![a-z0-9])")
+# A span said in two units, or with a half ("8 minutes 40 seconds later", "72 and a half minutes"): one figure.
+_COMPOUND = re.compile(r"(\d+)\s*(?:minutes?|mins?)\s+(?:and\s+)?(\d+)\s*(?:seconds?|secs?)\b")
+_AND_A_HALF = re.compile(r"(\d+)\s+(?:and\s+)?a\s+half\s+(minutes?|hours?|seconds?)\b")  # the clause reader drops "and"
+# A period said over a listed series ("six orders ... roughly one every 13 minutes"): the span between
+# its ends over the count of gaps the series has.
+_EVERY = re.compile(r"^\s*(?:every\b|each\b|每)")
 # A record's time of day to the second ("T16:20:48.164Z", "16:20:48").
 _STAMP = re.compile(r"(?<!\d)(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d+))?")
 
@@ -179,24 +189,31 @@ def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
     own two times when it names them, else one of its own or of its cited record and another of the
     evidence. An interval is reckoned, not read off one record: set against a record's own durations
     it would conflict where it only cannot be checked."""
+    text = _AND_A_HALF.sub(r"\1.5 \2", _COMPOUND.sub(lambda m: f"{int(m[1]) * 60 + int(m[2])} seconds", normalize(text)))
     own = _seconds_of_day(text)
     ends = own if len(own) >= 2 else own + _seconds_of_day(anchor)
     others = own if len(own) >= 2 else _seconds_of_day(evidence)
     gaps = {abs(b - a) for a in ends for b in others if a != b}
+    # how many gaps a series the claim counts has: "six orders" or six listed ids, five gaps
+    counts = {n for m in _COUNTED.finditer(text) for n in [_SPELLED.get(m.group(1) or m.group(2) or "", 0)
+                                                             or int(m.group(1) or m.group(2) or 0)] if 2 <= n <= 500}
+    counts |= {len(CLOCK_TIME.sub(" ", text).split(","))} if text.count(",") >= 2 else set()
     durations = [float(e.value[:-1]) for e in _entities(evidence) if e.kind == "duration"]
     unheld: list[str] = []
 
     def held(m: re.Match[str]) -> str:
-        low, high, unit = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(4), m.group(5), m.group(6))
-        scale = UNIT_SECONDS.get(unit, 60.0 if unit.startswith("min") else 1.0)
+        low, high, unit = next((m.group(i), m.group(i + 1), m.group(i + 2)) for i in (1, 4, 7) if m.group(i))
+        scale = UNIT_SECONDS.get(unit, 60.0 if unit.startswith("min") or unit == "分钟"
+                                 else 3600.0 if unit.startswith("hour") or unit == "小时" else 1.0)
         lo, hi = float(low) * scale, float(high or low) * scale
         # "each ~30 s" may be how long each one took, a duration the evidence holds ("after 30.0s")
         took = m.group(0).lstrip().startswith("each") and any(lo * 5 / 6 <= d <= hi * 7 / 6 for d in durations)
-        if not took and not any(lo * 5 / 6 <= gap <= hi * 7 / 6 for gap in gaps):
+        periods = {gap / k for gap in gaps for n in counts for k in (n - 1, n) if k >= 2} if _EVERY.match(m.group(0)) else set()
+        if not took and not any(lo * 5 / 6 <= gap <= hi * 7 / 6 for gap in gaps | periods):
             unheld.append(m.group(0).strip())
         return " "
 
-    return _INTERVAL.sub(held, normalize(text)), unheld
+    return _INTERVAL.sub(held, text), unheld
 
 
 def _entities(text: str) -> frozenset[Entity]:
@@ -425,8 +442,12 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
                                        claim=swapped[1]))
     neg_claim, aff_claim = _concepts(text)
     records = [_concepts(line) for line in ev.anchor + ev.related]
+    # What a claim denies of the services it names ("not on an error returned by payment-service") is
+    # not denied by another writer's record of it (api-gateway's ERROR line).
+    named = {e.value for e in claim_ents if e.kind == "service"}
+    of_named = [_concepts(line) for line in ev.anchor + ev.related if not named or writer(line) in (None, *named)]
     for concept in sorted(neg_claim):
-        if any(concept in aff for _, aff in records):
+        if any(concept in aff for _, aff in of_named):
             return done("contradicted", tr("offline.verifier.negation", lang, concept=concept))
     for concept in sorted(aff_claim - neg_claim):
         mentions = [(neg, aff) for neg, aff in records if concept in neg or concept in aff]
