@@ -24,6 +24,8 @@ LOGS = [
     ("2026-03-02T08:00:01Z", "ledger-service", "ERROR", "posting batch 77 failed: write timeout after 1500ms"),
     ("2026-03-02T08:00:02Z", "api-gateway", "ERROR",
      "upstream ledger-service returned 503 on POST /api/ledger/post after 1502ms"),
+    ("2026-03-02T08:00:03Z", "api-gateway", "ERROR",
+     "upstream ledger-service returned 503 on GET /api/ledger/balance after 1499ms"),
     ("2026-03-02T08:00:05Z", "ledger-service", "WARN", "G1 Old gc pause 2.4s, heap after gc 88%"),
     ("2026-03-02T08:00:09Z", "ledger-service", "ERROR",
      "JVM shutting down due to fatal disk error, pod will be restarted"),
@@ -557,3 +559,30 @@ def test_an_interval_from_the_time_of_the_part_before_is_judged_with_it(judge: A
     said = "reconcile jobs failed with a stale ledger snapshot from 08:03:05 to 08:04:05, a span of {}."
     assert not judge(said.format("1 minute")).flagged
     assert judge(said.format("3 minutes")).flagged
+
+
+@pytest.mark.parametrize(("said", "kept"), [("query_logs returned 16 lines, 8 of them ERROR.", True),
+                                            ("query_logs returned 16 lines, 9 of them ERROR.", False),
+                                            ("Of the 16 lines, 4 (25%) are `invoice export skipped` warnings.", True),
+                                            ("Of the 16 lines, 4 (40%) are `invoice export skipped` warnings.", False)])
+def test_a_count_or_share_of_the_whole_output_is_reckoned_from_it(judge: Any, said: str, kept: bool) -> None:
+    judged = judge(said)
+    assert judged.flagged is not kept, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+@pytest.mark.parametrize(("count", "kept"), [("2", True), ("5", False)])
+def test_a_count_over_routes_of_one_record_shape_is_borne_out(judge: Any, count: str, kept: bool) -> None:
+    judged = judge(f"api-gateway logged {count} upstream ledger-service 503s.")
+    assert judged.flagged is not kept, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+@pytest.mark.parametrize(("times", "kept"), [("four", True), ("six", False)])
+def test_a_statement_about_the_one_before_is_judged_on_its_records(judge: Any, times: str, kept: bool) -> None:
+    judged = judge("billing-service logged `invoice export skipped: lock held by another worker`. "
+                   f"That warning repeats {times} times, the last at 08:02:40.")
+    assert judged.flagged is not kept, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+def test_a_count_after_a_label_colon_and_a_short_sibling_at_a_sentence_end_are_read(judge: Any) -> None:
+    assert not judge("billing 侧的锁冲突：4 次 invoice export skipped。").flagged
+    assert not judge("invoice export skipped on billing-5f7c-1 and -2.").flagged

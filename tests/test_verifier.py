@@ -116,7 +116,10 @@ def test_a_stated_count_is_held_to_a_bounded_tally(records: int, said: int, kept
     the bound the count is a lower bound, and a count stated beyond it is not borne out."""
     logs = {"logs": [{"timestamp": "2024-05-01T10:00:03Z", "service": "payment-service", "level": "ERROR",
                       "message": f"request timeout after 5300ms order_id={9000 + i}", "host": f"pay-7d9f-{i % 2}"}
-                     for i in range(records)]}
+                     for i in range(records)]
+            # other errors: the output's own count of ERROR lines is not the quote's
+            + [{"timestamp": "2024-05-01T10:00:04Z", "service": "api-gateway", "level": "ERROR",
+                "message": "upstream payment-service returned 504", "host": "gw-1"}] * 5}
     inv = ToolInvocation(id=394, session_id="s1", tool_name="query_logs", model_tool_name="queryLogs",
                          output=json.dumps(logs))
     data = structured(claim("c1", f"payment-service logged {said} errors: request timeout after 5300ms.",

@@ -90,7 +90,7 @@ _META_LABEL = re.compile(r"thought|thinking|confidence|置信度|可信度|思�
 # 16:22:48". The writer names checkout-68f0-3; read alone, "-3" names nothing and "3" is a number.
 _INSTANCE_BASE = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*(?:-[a-z0-9]+)*-)(\d{1,2})(?![\w.]|-\w)", re.IGNORECASE)
 _SLASHED = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*(?:-[a-z0-9]+)*-)(\d{1,2})((?:/\d{1,2})+)(?![\w.%])", re.IGNORECASE)
-_BARE_SUFFIX = re.compile(r"(?<=[\s(（,，、;；])-(\d{1,2})(?![\w.%:]|\s*(?:ms|s|sec|min|h|mb|gb|kb|x)\b)", re.IGNORECASE)
+_BARE_SUFFIX = re.compile(r"(?<=[\s(（,，、;；])-(\d{1,2})(?![\w%:]|\.\d|\s*(?:ms|s|sec|min|h|mb|gb|kb|x)\b)", re.IGNORECASE)
 
 _BACKED = re.compile(r"([^，,。;；:：(（)）]+)[(（]([^()（）]+)[)）]")
 
@@ -116,6 +116,8 @@ _TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final
                          r"\s+(?:seconds?|secs?|minutes?|mins?|hours?)\s+(?:later|after|afterwards)\s*,?\s*)?"
                          rf"(?:(?:at|by|from|to|until|till|since|and|between|到|至|于|在|是)\s*)?(?:{CLOCK_TIME.pattern})"
                          rf"(?:\s*(?:-|–|~|to|and|至|到)\s*(?:{CLOCK_TIME.pattern}))?\s*(?:utc|gmt)?\W*")
+_ANAPHOR = re.compile(r"\W*(?:this|that|these|those|it|they|them|the same|every one|each|all of them|both|"
+                     r"这|那|它|该|同一|第一条|最后一条|最早一条|每一条|都)(?![\w-])")
 _PREDICATE = re.compile(r"\s*(?:is|are|was|were)\b")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 # A title on a line of its own, over the lines it heads ("复盘（草稿）", "Incident Summary"): a few words
@@ -349,11 +351,14 @@ def _section(label: str) -> str | None:
 def _siblings_spelled(line: str) -> str:
     """The line with its short sibling instances written in full (see _SLASHED, _BARE_SUFFIX)."""
     line = _SLASHED.sub(lambda m: "/".join(m.group(1) + n for n in (m.group(2) + m.group(3)).split("/")), line)
-    bases = {m.group(1) for m in _INSTANCE_BASE.finditer(line)}
-    if len(bases) != 1:
-        return line  # no base, or two: which one "-3" belongs to is not said
-    base = bases.pop()
-    return _BARE_SUFFIX.sub(lambda m: base + m.group(1) if line.find(base) < m.start() else m.group(0), line)
+    named = [(m.start(), m.group(1)) for m in _INSTANCE_BASE.finditer(line)]
+
+    def spelled(m: re.Match[str]) -> str:
+        # the instance written in full nearest before it, within the same list ("order-9a1f-1, -2 and -3")
+        before = [base for at, base in named if at < m.start() and m.start() - at <= 40]
+        return before[-1] + m.group(1) if before else m.group(0)
+
+    return _BARE_SUFFIX.sub(spelled, line)
 
 
 # A question quoted from someone else ("> 订单 123 是 payment-service 直接报错了吗"): their words, not the
@@ -402,6 +407,11 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
 
     def claim(text: str, quotes: list[str], causal: bool) -> None:
         bindings = _quote_bindings(quotes, invocations, records, text) if quotes else _record_bindings(text, records)
+        # A statement about what the one before spoke of ("That warning repeats seven times", "the same NPE
+        # at X", "第一条 13:20:00") is judged on that statement's records too: its subject is there.
+        if _ANAPHOR.match(normalize(text)) and claims:
+            seen = {b.evidence_excerpt for b in bindings}
+            bindings += [b for b in claims[-1].evidence_bindings if b.evidence_excerpt not in seen][:_MAX_BINDINGS]
         claims.append(Claim(claim_id=f"c{len(claims) + 1}", claim_type="root_cause" if causal else "observation",
                             claim_text=text, support_level="direct", evidence_bindings=bindings))
 

@@ -13,6 +13,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from pipeline.core.contracts import (
@@ -117,6 +118,12 @@ class _Indexed:
                  for head, *rest in [line.split("\n")] for later in rest if later.strip()}
         return cls(lines=lines, norm_lines=norm_lines, joined="\n".join(norm_lines), starts=starts, heads=heads)
 
+    @cached_property
+    def levels(self) -> dict[str, int]:
+        """How many records the output holds, in all ("all") and by the level each states first."""
+        found = Counter(m.group(1).upper() for line in self.lines for m in [_LEVEL.search(line)] if m)
+        return {"all": len(self.lines), **found}
+
     def alike(self, needle: str) -> tuple[list[int], bool]:
         """The records like the cited text (normalised), at most TALLY_RECORDS of them, and whether
         that bound was reached: those of a cited whole record's shape, else those holding each piece
@@ -132,6 +139,23 @@ class _Indexed:
                  if (_shape(self.norm_lines[i]) == shape if shape is not None else in_order(pieces, self.norm_lines[i]))]
         return alike, len(candidates) == TALLY_RECORDS
 
+    def coarse(self, needle: str) -> int | None:
+        """How many records share a cited whole record's shape once its paths and methods are let go
+        too ("upstream order-service 500 on GET /api/orders/history" and "... on POST /api/orders":
+        the 50 500s a writer counts together); None when the quote is no whole record or the count
+        reached the bound."""
+        hit = self.occurrences(needle, limit=1)
+        if not hit or self.norm_lines[hit[0]] != needle:
+            return None
+        shape = _coarse(needle)
+        pieces = [p.strip() for p in shape.split("#") if p.strip()]
+        if not pieces:
+            return None
+        candidates = self.occurrences(max(pieces, key=len), limit=TALLY_RECORDS)
+        if len(candidates) == TALLY_RECORDS:
+            return None
+        return sum(1 for i in candidates if _coarse(self.norm_lines[i]) == shape)
+
     def occurrences(self, needle: str, limit: int = 200) -> list[int]:
         """Line indexes whose normalised text contains `needle` (already normalised)."""
         found: list[int] = []
@@ -146,6 +170,7 @@ class _Indexed:
         return found
 
 
+_LEVEL = re.compile(r"\b(ERROR|WARN|WARNING|INFO|DEBUG|FATAL|CRITICAL)\b")
 # A word holding a digit: a time, an id, a host, a value. A record's shape is its other words.
 _DIGIT_WORD = re.compile(r"\S*\d\S*")
 _GLOB = re.compile(rf"{ELLIPSIS.pattern}|\*")
@@ -153,6 +178,13 @@ _GLOB = re.compile(rf"{ELLIPSIS.pattern}|\*")
 
 def _shape(norm_line: str) -> str:
     return _DIGIT_WORD.sub("#", norm_line)
+
+
+_ROUTE_WORD = re.compile(r"(?<!\S)(?:/\S*|get|post|put|patch|delete|head|options)(?!\S)")
+
+
+def _coarse(norm_line: str) -> str:
+    return re.sub(r"#(?:\s+#)+", "#", _ROUTE_WORD.sub("#", _shape(norm_line)))
 
 
 def _tally(idx: _Indexed, alike: list[int], capped: bool, claim_text: str) -> Tally:
@@ -167,7 +199,7 @@ def _tally(idx: _Indexed, alike: list[int], capped: bool, claim_text: str) -> Ta
         if span is not None and at is not None and span[0] <= _seconds(at) <= span[1]:
             in_span += 1
             by_instance_in_span.update(instances)
-    tally: Tally = {"records": len(alike), "capped": capped, "by_instance": dict(by_instance)}
+    tally: Tally = {"records": len(alike), "capped": capped, "by_instance": dict(by_instance), "levels": idx.levels}
     if span is not None:
         tally["in_span"] = in_span
         tally["by_instance_in_span"] = dict(by_instance_in_span)
@@ -275,6 +307,10 @@ def _window(idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str, loc
         if len(related) >= RELATED_LINES:
             break
     alike, capped = idx.alike(needle)
+    tally = _tally(idx, alike, capped, claim_text)
+    coarse = idx.coarse(needle)
+    if coarse is not None and coarse != tally["records"]:
+        tally["coarse"] = coarse
     return {
         "invocation_id": inv.id,
         "tool_name": inv.tool_name,
@@ -285,7 +321,7 @@ def _window(idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str, loc
         "anchor": [_clip(line, needle) if line not in idx.heads else f"{_clip(idx.heads[line], '')}\n{_clip(line, needle)}"
                    for line in anchor_lines],
         "related": [_clip(idx.lines[i], "") for i in related],
-        "tally": _tally(idx, alike, capped, claim_text),
+        "tally": tally,
         "kin": [_clip(idx.lines[i], "") for i in _kin(idx, alike, anchor_lines, claim_text)],
         "record_count": len(idx.lines),
     }

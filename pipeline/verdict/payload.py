@@ -32,6 +32,11 @@ class Tally(TypedDict):
     # the claim names no time.
     in_span: NotRequired[int]
     by_instance_in_span: NotRequired[dict[str, int]]
+    # The whole output's records, in all and by level ("54 WARN/ERROR lines, 13 of them ERROR").
+    levels: NotRequired[dict[str, int]]
+    # Of a cited whole record, the records of its shape but for its paths and methods ("50 500s" over
+    # GET and POST routes); absent when that is the `records` count.
+    coarse: NotRequired[int]
 
 
 class Window(TypedDict):

@@ -116,8 +116,11 @@ _SPELLED = {w: n for n, w in enumerate("zero one two three four five six seven e
             if n >= 2}  # "one" is rather "a single" or "one of" than a count
 _COUNT_NOUN = (r"times|errors|warnings|lines|entries|records|events|occurrences|failures|timeouts|exceptions"
                r"|messages|hits|requests|calls|responses|lookups|attempts|\d{3}s")  # "104 NPE 500s": responses of a status
-_COUNTED = re.compile(rf"(?<![\w.:-])(\d+|{'|'.join(_SPELLED)})\s+(?:[^\s\d]\S*\s+){{0,2}}?(?:{_COUNT_NOUN})\b"
-                      rf"|(?<![\w.:-])(\d+)\s*(?:次|条|个|回)")
+# (A colon before the number is a label's, "超时：25 次"; a digit and a colon before it, a clock time's.)
+_COUNTED = re.compile(rf"(?<![\w.-])(?<!\d:)(\d+|{'|'.join(_SPELLED)})\s+(?:[^\s\d]\S*\s+){{0,2}}?(?:{_COUNT_NOUN})\b"
+                      rf"|(?<![\w.-])(?<!\d:)(\d+)\s*(?:次|条|个|回)"
+                      # "13 of them ERROR", "14 of those": a part of a counted whole
+                      rf"|(?<![\w.-])(?<!\d:)(\d+)\s+of\s+(?:them|those|these)\b")
 # An instance followed by a number: its share of a count ("spread over web-7f2c-1 (37) and ...").
 _SHARE = re.compile(r"\s*[(（]?\s*(\d+)(?![\w.%:])")
 
@@ -195,8 +198,8 @@ def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
     others = own if len(own) >= 2 else _seconds_of_day(evidence)
     gaps = {abs(b - a) for a in ends for b in others if a != b}
     # how many gaps a series the claim counts has: "six orders" or six listed ids, five gaps
-    counts = {n for m in _COUNTED.finditer(text) for n in [_SPELLED.get(m.group(1) or m.group(2) or "", 0)
-                                                             or int(m.group(1) or m.group(2) or 0)] if 2 <= n <= 500}
+    counts = {n for m in _COUNTED.finditer(text) for said in [m.group(1) or m.group(2) or m.group(3)]
+              for n in [_SPELLED.get(said) or int(said)] if 2 <= n <= 500}
     counts |= {len(CLOCK_TIME.sub(" ", text).split(","))} if text.count(",") >= 2 else set()
     durations = [float(e.value[:-1]) for e in _entities(evidence) if e.kind == "duration"]
     unheld: list[str] = []
@@ -269,10 +272,12 @@ def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
     # a count over the span the claim's times bound ("16:20:48 起 59 次", "between 16:20 and 16:54, 52 ...")
     totals |= {t["in_span"] for t in exact if "in_span" in t}
     totals |= {t.get("by_instance_in_span", {})[i] for t in exact for i in named if i in t.get("by_instance_in_span", {})}
+    # the output's own size, in all or of one level ("query_logs returned 54 lines, 13 of them ERROR")
+    totals |= {n for t in tallies for n in t.get("levels", {}).values()} | {t["coarse"] for t in tallies if "coarse" in t}
     counted: set[int] = set()
     wrong: list[str] = []
     for m in _COUNTED.finditer(norm):
-        said = m.group(1) or m.group(2)
+        said = m.group(1) or m.group(2) or m.group(3)
         n = _SPELLED.get(said) or int(said)
         if n in totals:
             counted.add(n)
@@ -284,6 +289,26 @@ def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
                          for t in exact):
             counted.add(int(share.group(1)))
     return counted, wrong
+
+
+_PERCENT = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*%")
+_FIGURE = re.compile(r"(?<![\w.:/-])(\d+(?:\.\d+)?)(?![\d.%:])")
+
+
+def _ratios(text: str, tallies: list[Tally]) -> set[str]:
+    """The percentages a claim works out from two of its own figures or a tally's totals, rounded as it
+    rounds them ("14 (36%) of the 39", "21, i.e. 42%" of 50 records, "约为 104 的 53%" of 55): a
+    derived share, not a value any record holds."""
+    norm = _without_times(normalize(text))
+    figures = {float(f) for f in _FIGURE.findall(_PERCENT.sub(" ", norm))} - {0.0}
+    figures |= {float(t["records"]) for t in tallies if not t["capped"] and t["records"]}
+    out = set()
+    for said in _PERCENT.findall(norm):
+        places = len(said.partition(".")[2])
+        step = 10.0 ** -places
+        if any(abs(100 * a / b - float(said)) <= step / 2 + 1e-9 for a in figures for b in figures if a < b):
+            out.add(said)
+    return out
 
 
 def _shares(tallies: list[Tally]) -> set[str]:
@@ -454,7 +479,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
         if mentions and all(concept in neg and concept not in aff for neg, aff in mentions):
             return done("contradicted", tr("offline.verifier.negation", lang, concept=concept))
 
-    values = _values(ev.text) | _shares(ev.tallies)
+    values = _values(ev.text) | _shares(ev.tallies) | _ratios(text, ev.tallies)
     ev_norm = normalize(ev.text)
     counted, miscounted = _counted(text, ev.tallies)
     bare = set(_BARE.findall(_without_times(ev_norm)))
@@ -469,7 +494,9 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
         return done("unsupported", tr("offline.verifier.gate", lang, rules=", ".join(sorted(set(gate_rules)))))
     cov = coverage(text, ev_norm)
     # A service name alone is no support: "payment-service ran out of disk" shares only the name.
-    substantive = [e for e in claim_ents if e.kind != "service"]
+    # ... nor is a word of relation alone, but a count the tally bears out is a fact ("That warning repeats
+    # seven times" of the warning the statement before quoted).
+    substantive = any(e.kind != "service" for e in claim_ents) or bool(counted)
     if cov < PARTIAL_COVERAGE and not substantive:
         return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
     # Hedges and links are the writer's: a quoted record's "due to" or "may" is the record's wording,
