@@ -195,6 +195,9 @@ CASES = [
     # a change asked when it took effect: its own record, not the first symptom after it
     ("gateway-timeout", "api-gateway 的超时配置什么时候生效的？", "PASS", "api-gateway 的变更在 14:12", ""),
     ("bad-deploy", "when did checkout v2.4.1 go live?", "PASS", "The change to checkout-service is in force from 16:18", ""),
+    # a change blamed by its commit for what no symptom word names: the cause the evidence gives is that change
+    ("bad-deploy", "can we pin the applyCoupon NPEs on commit 9f3c2ab?", "PASS", "Yes, commit 9f3c2ab is the cause", ""),
+    ("bad-deploy", "can we pin the applyCoupon NPEs on commit 0badc0de1?", "LOW_CONFID", "Most likely cause", ""),
     # a why in other words ("怎么又出差异了", "怎么要 1.5 秒", "what's the reason"): a happening or a slow line no
     # record explains is not answered by the incident's cause
     ("cpu-saturation", "对账怎么又出差异了", "LOW_CONFID", "无法判断原因：记录显示 对账任务分片", ""),

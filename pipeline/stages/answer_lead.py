@@ -241,6 +241,13 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         # An alert asked whether it still fires: its own record answers, named with the alert.
         return lead("proposition", str(row.msg.params.get("record", "")),
                     f"{row.msg.code.removeprefix('form.')}_{row.answer}", str(row.msg.params["alert"]))
+    if (row.form == "yes_no" and prop is not None and prop.kind == "cause" and decided is None and row.cause
+            and row.answer in ("yes", "no")):
+        # A change blamed for what no symptom word names: the evidence's cause, a change or not.
+        return AnswerLead(kind="proposition", form=row.form, answer=row.answer,
+                          statement="cause_yes" if row.answer == "yes" else "other_cause", subject=prop.subject,
+                          services=[""], symptoms=[ANY], text=row.cause, link=row.link,
+                          support="confirmed" if any(c.claim_text == row.cause for c in claims) else "likely")
     if row.form != "yes_no" or prop is None or decided is None:
         return None
     if isinstance(row.msg, Message) and row.msg.code in ("form.stray", "form.forecast"):

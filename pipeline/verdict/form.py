@@ -70,7 +70,7 @@ from pipeline.verdict.coverage import (
     seen_until,
     symptom_records,
 )
-from pipeline.verdict.proposition import CHANGE, read_proposition
+from pipeline.verdict.proposition import CHANGE, change_names, read_proposition
 from pipeline.verdict.scope import ANY, mentions_symptom
 
 # How many records of a symptom make it a state of the service rather than a stray line.
@@ -753,6 +753,8 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
     """Is the subject (a service or a change) the cause of the target's asked symptom?"""
     if prop.subject_kind == "service" and not prop.target:
         return _involved(prop, coverage, found, sustained)
+    if prop.subject_kind == "change" and not coverage and found:
+        return _change_blamed(prop, found[0], invocations)
     target = [c for c in coverage if c.service == (prop.target or prop.subject)] or \
         [c for c in coverage if c.service != prop.subject]
     subject = [c for c in coverage if prop.subject_kind == "service" and c.service == prop.subject]
@@ -804,6 +806,19 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
 
 # Where a record states why it happened: "原因: 节点维护驱逐", "due to ...", "reason=node drain".
 _OWN_REASON = pattern(STATED_CAUSE, extra=r"\breason\s*[:=]")
+
+
+def _change_blamed(prop: Proposition, cause: Cause, invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """A change blamed for a symptom no service or symptom word names ("should we blame commit 9f3c2ab for
+    the applyCoupon NPEs?"): the cause the evidence gives answers it when that cause is a change and the
+    change named is in a record of one (else the name is nowhere, and nothing can be said of it)."""
+    names = change_names(prop.subject)
+    held = [r for inv in invocations for r in records(inv) if any(n in r.text for n in names)]
+    if names and not any(_CHANGE_RECORD.search(r.text) or CHANGE.search(r.text) for r in held):
+        return _row("yes_no", "not_answered", None, msg("form.proposition_open"), answer="cannot_tell")
+    named = bool(CHANGE.search(normalize(cause.text)))
+    return _row("yes_no", "answered", None, msg("form.cause", service="", symptom=ANY, cause=cause.text),
+                answer="yes" if named else "no", cause=(cause, ""))
 
 
 def _suspect_words(prop: Proposition) -> set[str]:

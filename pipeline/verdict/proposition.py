@@ -19,8 +19,17 @@ from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_AS
 from pipeline.text.primitives import extract_entities, normalize, unquoted
 
 # A suspected cause that is a change rather than a service ("the v2.4.1 deploy", "昨天的配置变更").
-CHANGE = re.compile(r"\b(?:deploy\w*|release\w*|rollout|roll-out|upgrade\w*|config\w*|change\w*|version|v\d[\w.]*)\b"
-                     r"|发布|上线|变更|配置|升级|版本")
+CHANGE = re.compile(r"\b(?:deploy\w*|release\w*|rollout|roll-out|upgrade\w*|config\w*|change\w*|version|v\d[\w.]*"
+                    r"|commit|commits|patch|hotfix|pr|merge)\b|发布|发版|上线|变更|配置|升级|版本|提交")
+
+# A change's own name: a version or a commit ("v2.4.1", "9f3c2ab").
+_CHANGE_NAME = re.compile(r"\bv\d+(?:\.\d+)+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+
+
+def change_names(text: str) -> list[str]:
+    """The versions and commits a text names."""
+    return _CHANGE_NAME.findall(normalize(text))
+
 
 # --- propositions ---------------------------------------------------------------------------------
 
@@ -72,13 +81,13 @@ _CAUSE_ZH = (
     re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
     # The effect may be the clause before ("catalog-service 被驱逐重启，是 inventory OOM 连带出来的吗").
-    re.compile(r"(?P<y>[^，,。？?]*?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏|连带出来|连带|带崩|带挂)"
+    re.compile(r"(?P<y>[^，,。？?]*?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏|连带出来|连带|带崩|带挂|搞出来|弄出来|闹出来|整出来|引发)"
                r"的(?:吗|么|[?？]|$)"),
     re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|拖超时|拖挂|拖死|打挂)了?的?"
                r"(?:吗|么|[?？]|$)"),
     # "下单失败肯定是 api-gateway 配置改了吧": the effect first, a sure guess at its cause after it.
     re.compile(r"(?P<y>[^，,。？?]+?)(?:肯定|一定|应该|多半|八成|估计)是(?P<x>[^，,。？?]+?)(?:的问题|导致的|引起的|造成的)?(?:吧|吗)"),
-    re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏)了?(?P<y>[^，,。？?]+?)"
+    re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)(?:导致|引起|造成|引入|带来|搞挂|弄挂|搞坏|弄坏)了?(?P<y>[^，,。？?]+?)"
                r"(?:的)?(?:吗|么|[?？]|$)"),
 )
 # Asked whether it ever happened, not whether it holds now: a perfect or past question, or 过.

@@ -13,6 +13,7 @@ from pydantic import JsonValue
 from pipeline.core.contracts import PlannedToolCall, PlannerPlan, QuestionScope
 from pipeline.core.messages import tr
 from pipeline.text.primitives import synonyms
+from pipeline.verdict.proposition import change_names
 from pipeline.verdict.scope import ANY, SYMPTOMS, asked_pairs, symptom_words
 
 
@@ -58,6 +59,11 @@ def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] 
         calls.append(PlannedToolCall(tool_name="query_logs",
                                      arguments={"keywords": said, "level": "INFO", **time_args},
                                      purpose="the happening asked about, by its words"))
+    named = change_names(scope.proposition.subject) if scope.proposition and scope.proposition.subject_kind == "change" else []
+    if named:
+        # A change blamed by its name ("commit 9f3c2ab"): the lines naming it say what it was.
+        calls.append(PlannedToolCall(tool_name="query_logs", arguments={"keywords": [*named], "level": "INFO", **time_args},
+                                     purpose="the change asked about, by its name"))
     calls.append(PlannedToolCall(tool_name="lookup_knowledge",
                                  arguments={"query": " ".join([question, *words[:4]]), "top_k": 3},
                                  purpose="runbooks for this symptom"))
