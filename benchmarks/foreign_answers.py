@@ -19,7 +19,7 @@ small number changes, quotes no record holds, guesses with and without a hedge, 
 victim/culprit swaps) from the records alone, before any engine change for it, and held-out-5 (other agents'
 styles: markdown, bullets, timelines, rounded and converted numbers, ranges, backtick quotes that hold a cause,
 hedges and stated gaps, beside wrong writers, wrong pods, unstated links and causes no fed record holds) likewise,
-from the WARN/ERROR logs and alerts alone, as are held-out-7 (Slack notes, postmortems, key: value cards, runbook checks), held-out-8 (status updates, quoted replies, tables, emoji lists, unit conversions) and held-out-9 (ReAct final answers, findings/evidence/next-steps sections, tool-call citations, pasted log blocks, handoffs, confidence lines, recommended actions). The last line counts the answers
+from the WARN/ERROR logs and alerts alone, as are held-out-7 (Slack notes, postmortems, key: value cards, runbook checks), held-out-8 (status updates, quoted replies, tables, emoji lists, unit conversions), held-out-9 (ReAct final answers, findings/evidence/next-steps sections, tool-call citations, pasted log blocks, handoffs, confidence lines, recommended actions) and held-out-10 (short chat replies, long markdown reports, step-by-step walkthroughs, two causes weighed with a hedge, inline quoted lines, zh/en mixed prose, timelines, affected/not-affected lists, closing recommendations). The last line counts the answers
 whose findings blame the schema (none should: the shape is the prose reader's, not the agent's).
 """
 
