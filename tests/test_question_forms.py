@@ -205,6 +205,15 @@ CASES = [
      "无法判断原因：记录显示 slow request within SLO: GET /api/checkout/summary", ""),
     ("bad-deploy", "checkout summary crawling at 1.5s, what's the reason", "LOW_CONFID",
      "Cannot tell why: the records show checkout-service logged: slow request within SLO", ""),
+    # a why of a happening no record holds (a failover, a job said to have stopped), or of a path whose own
+    # records show nothing wrong: not answered by the incident's cause; a path whose records show the
+    # asked symptom still is
+    ("redis-latency", "why did redis-cart fail over?", "LOW_CONFID", "Cannot tell why: no collected record mentions “failover”", ""),
+    ("db-pool-exhaustion", "关单任务为什么没再执行", "LOW_CONFID", "无法判断原因：收集到的记录都没有提到", ""),
+    ("db-pool-exhaustion", "订单超时关闭任务怎么不跑了", "LOW_CONFID", "无法判断原因：记录显示 订单超时关闭任务扫描完成", ""),
+    ("cpu-saturation", "what's making POST /api/pay/query slow?", "LOW_CONFID",
+     "Cannot tell why: the records show POST /api/pay/query", ""),
+    ("bad-deploy", "why is POST /api/checkout/submit returning 500?", "PASS", "Most likely cause", "checkout-service"),
     # how long a happening ran: from its first record to its last
     ("redis-latency", "how long did the flash-sale warmup run in total?", "PASS",
      "In the records it has gone on for about 24 minutes, from 19:20 UTC to 19:44 UTC", ""),
@@ -336,6 +345,9 @@ def test_a_scope_stored_before_propositions_still_reads() -> None:
     ("what time did the nightly export finish?", "since_when"),
     ("导出任务几点跑完的", "since_when"),
     ("几点那会儿慢吗", "yes_no"),
+    ("checkout-service is on v2.4.1 now, yeah?", "yes_no"),
+    ("so the warmup job is what filled redis?", "yes_no"),
+    ("how long did the pool take to run dry?", "how_long"),
 ])
 def test_the_form_is_read_from_an_sres_words(question: str, form: str) -> None:
     assert read_scope(question).form == form

@@ -646,6 +646,9 @@ class QuestionScope(_Model):
     stopped_words: list[str] = Field(default_factory=list)
     # A yes/no asking whether its symptom happened once ("was that 504 just a blip?", "是偶发的吧"): the
     # count of its records answers, not its presence.
+    # A why of something said to have stopped ("订单超时关单任务怎么不跑了", "why did the export job stop
+    # running"): its last record is what the records say of it, not the incident's cause.
+    halted: bool = False
     one_off: bool = False
     # The one instance or service a yes/no says alone shows its symptom ("only checkout-68f0-1 throws
     # the NPE, right?", "只在 gw-5c8b-1 上生效了吧"): a record of it elsewhere says no.

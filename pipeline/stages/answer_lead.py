@@ -215,6 +215,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         if isinstance(row.msg, Message) and row.msg.code == "form.event_no_cause":
             # The happening asked about is in a record; what led to it is in none.
             return lead("why_open", str(row.msg.params["event"]), "event")
+        if isinstance(row.msg, Message) and row.msg.code == "form.no_event":
+            return lead("why_open", str(row.msg.params["event"]), "no_event")
         if row.status == "not_answered" and decided is not None and decided.status == "answered":
             # Another asked service's cause, when there is one, is said after the gap: "what is wrong
             # with api-gateway and user-service?" is half answered, not unanswered.

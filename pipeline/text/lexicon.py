@@ -131,6 +131,14 @@ UNSHOWN = Words(
               r"\b(?:isn't|is not|wasn't|was not|not)\s+written\s+(?:anywhere|down)\b",
               r"没有[^，。；,;]{0,20}?(?:数据|统计|分解)"),
 )
+# A happening a question may presume of a system (a why of it asks what brought it about): a failover,
+# a restart, a rollback, a migration, a scaling.
+HAPPENING = Words(
+    zh=("主从切换", "切换", "切主", "故障转移", "重启", "回滚", "迁移", "扩容", "缩容", "下线", "重新部署", "重建索引", "降级"),
+    en=("failover", "failed over", "fail over", "switchover", "switched over", "restart", "restarted", "rebooted",
+        "rollback", "rolled back", "migrated", "migration", "scaled", "scaled up", "scaled down", "redeployed",
+        "reindexed", "downgraded", "promoted"),
+)
 # States that one thing brought about another, in a fixed phrase or a causative form: "makes X miss
 # its deadline", "is what holds the pool", "pushed the call past the limit".
 CAUSAL = Words(

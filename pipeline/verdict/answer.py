@@ -89,8 +89,8 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
     pairs = pairs_phrase(lead.services, lead.symptoms, language)
     if lead.kind == "why_open" and lead.statement == "intent":
         return tr("answer.why_intent", language, text=_item(lead.text))
-    if lead.kind == "why_open" and lead.statement == "event":
-        return tr("answer.why_event", language, text=_item(lead.text))
+    if lead.kind == "why_open" and lead.statement in ("event", "no_event"):
+        return tr(f"answer.why_{lead.statement}", language, text=_item(lead.text))
     if lead.kind == "why_open":
         other = tr("answer.instead_likely", language, text=_item(lead.instead)) if lead.instead else ""
         return tr("answer.why_open", language, pairs=pairs, text=_item(lead.text)) + other

@@ -48,7 +48,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
-from pipeline.text.lexicon import STATED_CAUSE, WITHIN_BOUNDS, pattern
+from pipeline.text.lexicon import HAPPENING, STATED_CAUSE, WITHIN_BOUNDS, pattern
 from pipeline.text.primitives import (
     Entity,
     clock_times,
@@ -435,10 +435,23 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
     event = _event_record(scope, invocations)
     present = [c for c in coverage if c.status == "answered"]
     row = present[0] if present else (coverage[0] if coverage else None)
+    if (event is None and (HAPPENING.search(" ".join(scope.event)) or scope.halted)
+            and not _event_records(scope, invocations, warnings=True)):
+        # A happening no collected record holds at all ("redis-cart 为啥主从切换了"): the incident's cause is
+        # no answer to it, and its absence from what was collected does not show it never happened.
+        return _row("why", "not_answered", row, msg("form.no_event", event=", ".join(scope.event)))
+    if scope.halted and (ran := _event_records(scope, invocations, warnings=True)):
+        # Said to have stopped: what the records hold is when it last ran, and nothing says why it would stop.
+        last = max(ran, key=lambda r: r.at.timestamp() if r.at else 0.0)
+        return _row("why", "not_answered", row, msg("form.event_no_cause", event=_timed(last)))
     if event is None:
         return None
     given = cause_for(present[0], found, evidence) if present else ((found[0], "") if found else None)
     paths = [w for w in scope.event if w.startswith("/")]
+    asked = {sid for sids in scope.symptoms.values() for sid in sids if sid != ANY}
+    if paths and any((r.fault or r.warns) and not WITHIN_BOUNDS.search(r.text) and any(mentions_symptom(r.text, s) for s in asked)
+                     for r in _event_records(scope, invocations, warnings=True)):
+        return None  # the path's own records show the asked symptom: its cause answers the why
     if given is None:
         # the endpoint's requests are in a record and nothing says why: "no sign of a fault" would deny them
         return _row("why", "not_answered", row, msg("form.event_no_cause", event=event.raw)) if paths else None

@@ -239,10 +239,10 @@ _YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？，,]|[。!！\s]*$
 _ASKING_TAIL_ZH = re.compile(r"(?<=[了过])没有?(?=\s*(?:[?？]|$))")
 # "checkout-service is the culprit, right?", "payment-service dead?": a tag, or a question with no
 # asking word at all (no wh- word, no auxiliary), is a yes/no.
-_YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not)\s*[?？]*\s*$")
+_YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not|yeah|yea|yep|eh|innit|no|ok|okay)\s*[?？]*\s*$")
 # A tag question followed by the asker's own aside ("redis-cart is fine right? its just cart-service
 # being slow"): the question is the tagged part; the aside is what they believe, not what they ask.
-_TAG_THEN_ASIDE = re.compile(r"[,，\s](?:right|correct)\s*[?？]+\s*(?=\S)")
+_TAG_THEN_ASIDE = re.compile(r"[,，\s](?:right|correct|yeah|yea|yep|eh|innit|ok|okay)\s*[?？]+\s*(?=\S)")
 # A yes/no question put first, then a statement of why it is asked ("is pricing-service ok? coupon
 # checkouts are failing and I want to rule it out"): the statement is context, not the question.
 _YES_NO_FIRST = re.compile(r"^\s*(?:is|are|was|were|does|do|did|has|have|can|could|should)\b[^?？]*[?？]+\s*(?=\S)", re.I)
@@ -320,7 +320,7 @@ _WHY_FRAME = frozenset(
     "long total altogether 多久 多长时间 一共 总共 前前后后 持续 跑了".split())
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind|"
-                  r"(?:what's|whats|what is) the (?:reason|cause|deal))\b"
+                  r"(?:what's|whats|what is) the (?:reason|cause|deal)|(?:what's|whats|what is) making|what makes)\b"
                   # "怎么对出差异来了", "怎么要 1.7 秒": how it came to be so
                   r"|(?:怎么|咋)(?!回事|办|处理|弄|看|查|算|用|做)[^，。？?\s]{1,10}了\s*[?？]?\s*$|(?:怎么|咋)(?:要|需要|得|花了?|用了?)\s*\d"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致"
@@ -330,6 +330,8 @@ _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causi
 
 # "How long does checkout take?" asks for a latency, not for how long a fault has lasted.
 _HOW_LONG = re.compile(r"\bhow long\b(?!.*\b(?:take|takes|took|to (?:recover|fix|restart)|until|till)\b)(?! ago)"
+                       # "how long did the cache take to fill": a span the records hold, not an estimate
+                       r"|\bhow long did\b.*\btake\b(?!.*\bto (?:recover|fix|restart)\b)"
                        r"|\bhow many (?:minutes|hours|days)\b(?! ago)|持续了?多久|持续了?多长时间|多长时间了|多久了|有多久|多久(?:[?？。]|$)"
                        r"|持续了?几(?:个小时|小时|分钟|天)|(?:几|多少)(?:个小时|小时|分钟)了")
 _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bwhen did\b.*\b(?:start|begin|first|go down|break)"
@@ -411,7 +413,10 @@ def asked_services(question: str, catalogue: Iterable[str] = ()) -> list[str]:
 
 
 # A database or a node failing over moves to its standby: a happening of its own, not errors.
-_FAIL_OVER = re.compile(r"\bfail(?:s|ed|ing)?[ -]?over\b")
+_FAIL_OVER = re.compile(r"\bfail(?:s|ed|ing)?[ -]?over\b|主从切换|故障转移|切主")
+# "X is what sent Y into Z?": a statement put for confirmation, its "what" no wh-word.
+_IS_WHAT = re.compile(r"\b(?:is|was|are|were)\s+what\s+(?:sent|caused|drove|pushed|made|triggered|brought|set off|kicked off|"
+                      r"tipped|broke|killed|filled|started)\b")
 
 
 def asked_symptoms(text: str) -> list[str]:
@@ -487,7 +492,7 @@ def question_form(question: str) -> QuestionForm:
         return "since_when"
     if _YES_NO_EN.search(norm) or _YES_NO_ZH.search(norm) or _YES_NO_TAG.search(norm):
         return "yes_no"
-    if norm.rstrip().endswith(("?", "？")) and not _WH.search(norm):
+    if norm.rstrip().endswith(("?", "？")) and (not _WH.search(norm) or _IS_WHAT.search(norm)):
         return "yes_no"
     return "why" if _WHY.search(norm) else "what"
 
@@ -535,18 +540,26 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
     """The words of a why about one happening the symptom table has no word for: what is left of
     it without its services, clock times and frame. None when it asks a symptom, or proposes a
     cause ("why did checkout break after the deploy?" asks why checkout broke)."""
+    if _STOPPED_DOING.search(normalize(question)):
+        # "订单超时关单任务怎么不跑了": a job said to have stopped is the happening, whatever symptom its name holds
+        return _moment_words(_STOPPED_DOING.sub(" ", normalize(question)), services)
+    # An endpoint names the happening more surely than any word: "GET /api/inventory/warehouses keeps
+    # taking 1.4-1.7s, why" asks of that path's requests, and so does "what's making /api/x slow?" (whose
+    # records decide whether the symptom's cause or the path's own lines answer it: pipeline.verdict.form).
+    paths = {m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}
     if any(sid != ANY for sids in symptoms.values() for sid in sids) or any(
             SYMPTOMS[sid].cause_only for sid in asked_symptoms(_unnamed(question, services))):
-        return []
+        return sorted(paths)
     parts = {p for s in services for p in normalize(s).split("-")}
-    words = keywords(_CLOCK.sub(" ", _unnamed(question, services)))
-    # An endpoint names the happening more surely than any word: "GET /api/inventory/warehouses keeps
-    # taking 1.4-1.7s, why" asks of that path's requests.
-    paths = {m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}
+    # "fail over" is one happening, not a failure and a preposition the frame would drop
+    words = keywords(_CLOCK.sub(" ", _FAIL_OVER.sub(" failover ", _unnamed(question, services))))
     return sorted(paths | {w for w in words if w not in _WHY_FRAME and w not in parts})
 
 
 _PATH = re.compile(r"(?<![\w/])/(?:[a-z0-9_.-]+/)+[a-z0-9_.-]+")
+# A job or a flow said to have stopped running: "怎么不跑了", "stopped running", "没再执行".
+_STOPPED_DOING = re.compile(r"不跑了|没跑了|不运行了|不执行了|没再执行|没再跑|停止运行|停跑|\bstopped (?:running|firing|working|sending)\b"
+                            r"|\bno longer (?:runs|running|fires|sends)\b|\bquit (?:running|working)\b")
 
 
 def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None,
@@ -597,6 +610,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         alert_state=alert_state,
         stopped_at=stopped_at,
         stopped_words=_stopped_words(question, services) if stopped_at else [],
+        halted=form == "why" and bool(_STOPPED_DOING.search(normalize(question))),
         one_off=one_off,
         only=_only(question, services) if form == "yes_no" else "",
     )
