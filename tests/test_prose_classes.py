@@ -586,3 +586,14 @@ def test_a_statement_about_the_one_before_is_judged_on_its_records(judge: Any, t
 def test_a_count_after_a_label_colon_and_a_short_sibling_at_a_sentence_end_are_read(judge: Any) -> None:
     assert not judge("billing 侧的锁冲突：4 次 invoice export skipped。").flagged
     assert not judge("invoice export skipped on billing-5f7c-1 and -2.").flagged
+
+
+def test_a_pod_said_at_a_time_meets_the_record_of_that_time(judge: Any) -> None:
+    """The 08:02:10 skip was billing-5f7c-2's: said of -1 at that time, it meets -2's record and
+    conflicts, rather than binding to some other record of -1."""
+    assert not judge("08:02:10 billing-5f7c-2 报了 invoice export skipped。").flagged
+    assert judge("08:02:10 billing-5f7c-1 报了 invoice export skipped。").flagged
+
+
+def test_a_causative_let_states_a_link(judge: Any) -> None:
+    assert judge("G1 Old gc 暂停 2.4s 让 batch 77 写超时了。").flagged

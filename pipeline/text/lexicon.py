@@ -143,7 +143,7 @@ HAPPENING = Words(
 # its deadline", "is what holds the pool", "pushed the call past the limit".
 CAUSAL = Words(
     zh=("导致", "造成", "引起", "引发", "归因", "原因是", "由于", "因为", "问题出在", "根源", "使得", "致使", "以致", "从而",
-        "拖慢", "拖垮", "拖累", "带来的", "所致"),
+        "拖慢", "拖垮", "拖累", "带来的", "所致", "才导致"),
     en=("because", "cause", "causes", "caused", "causing", "caused by", "due to", "led to", "lead to", "leads to",
         "leading to", "resulted in", "results in", "result in", "result of", "responsible for", "behind the",
         "is why", "explains", "explain", "triggered by", "triggering", "driven by", "owing to", "because of",
@@ -151,7 +151,9 @@ CAUSAL = Words(
     patterns=(r"\b(?:is|was|are|were|be)\s+what\b", r"\bpush(?:es|ed|ing)?\b[^.;,]{0,40}?\b(?:past|over|beyond)\b",
               r"\bmak(?:e|es|ing)\s+(?:[\w\-'./]+\s+){1,3}?(?:miss|fail|time|slow|stall|wait|exceed|hang|crash|drop)",
               # "这就是 X 触发的原因", "堆打满就是这 8.6% 失败率的直接原因": names what X came from
-              r"(?:就是|正是|才是)[^，。,;；]{0,40}?的(?:直接|主要|真正|根本)?(?:原因|主因|起因)"),
+              r"(?:就是|正是|才是)[^，。,;；]{0,40}?的(?:直接|主要|真正|根本)?(?:原因|主因|起因)",
+              # "ICBC 通道变慢让 payment-service 处理超过了 5 秒": a causative 让 / 使 before what it brought about
+              r"(?:让|使)[^，。,;；]{1,40}?(?:超过|超时|变慢|失败|报错|挂了|卡住|打满|耗尽)"),
 )
 # Says who wrote a record: "payment-service logged ...", "order-service 日志显示 ...". The service
 # before one of these words is the claim's speaker (pipeline.text.speaker).
