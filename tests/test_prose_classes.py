@@ -597,3 +597,17 @@ def test_a_pod_said_at_a_time_meets_the_record_of_that_time(judge: Any) -> None:
 
 def test_a_causative_let_states_a_link(judge: Any) -> None:
     assert judge("G1 Old gc 暂停 2.4s 让 batch 77 写超时了。").flagged
+
+
+@pytest.mark.parametrize("answer", [
+    "I lean towards the disk filling as the deciding factor for batch 77.",
+    "G1 Old gc pause 2.4s on ledger-service. Neither link is stated in a log line; search-service doesn't log "
+    "which ledger it called.",
+    "posting batch 77 failed with a write timeout after 1500ms. I can't confirm from these records that the disk is why.",
+    "reconcile job_id=4411 failed at 08:03:05，最后一条 08:04:05。",
+    "billing-service 对账失败：08:03:05 job_id=4411，一共 3 笔。",
+    "LedgerDiskFull fired at 07:58, and posting batch 77 failed at 08:00:01, a couple of minutes later.",
+])
+def test_a_writers_weighing_gaps_and_trailing_times_are_read_as_such(judge: Any, answer: str) -> None:
+    judged = judge(answer)
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))

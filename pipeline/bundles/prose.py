@@ -97,7 +97,8 @@ _BACKED = re.compile(r"([^，,。;；:：(（)）]+)[(（]([^()（）]+)[)）]")
 # A clause dating the fact before it from another event ("..., about 40 s after checkout-service's
 # own first 500", "比第一个 500 晚了 40 分钟"): the interval is reckoned from that fact's time.
 _RELATIVE = re.compile(r"\W*(?:(?:about|around|roughly|some|~)\s*)?(?:\d+(?:\.\d+)?(?:\s*[-–~]\s*\d+(?:\.\d+)?)?"
-                       r"|a|an|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|a few)\s*"
+                       r"|a|an|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|forty|fifty|sixty"
+                       r"|a few|several|a couple of)\s*"
                        r"(?:(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?)(?:\s+(?:and\s+)?\d+\s*(?:s|secs?|seconds?))?"
                        r"\s+(?:later|after|before|earlier)\b|(?:seconds?|minutes?|hours?)\s+on\b(?!\s*/))"
                        r"|\W*比.{1,30}?(?:晚|早)了?\s*(?:约|大约)?\s*\d"
@@ -111,13 +112,15 @@ _EVERYWHERE = re.compile(r"\W*(?:(?:from|on|across|in)\s+)?(?:all|both|each of t
 
 # A clock time with at most its preposition, time zone and an ordinal or "again" ("at 08:01:10", "17:29:28 UTC",
 # "到 09:20", "the first at 16:21:29", "and again at 08:04").
-_TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final)(?:\s+one)?\s*|again\s*|最早的?|最晚的?|第一(?:个|条|次)?|又|再次"
+_TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final)(?:\s+one)?\s*|again\s*|starting\s*|最早的?|最晚的?"
+                         r"|(?:第一(?:个|条|次)?|最后(?:一)?(?:个|条|次)?|最近(?:一)?(?:个|条|次)?|又|再次)\s*"
                          r"|(?:(?:about|around|roughly|some)\s+)?(?:\d+|a|an|one|two|three|four|five|ten|fifteen|twenty|thirty|a few)"
                          r"\s+(?:seconds?|secs?|minutes?|mins?|hours?)\s+(?:later|after|afterwards)\s*,?\s*)?"
                          rf"(?:(?:at|by|from|to|until|till|since|and|between|到|至|于|在|是)\s*)?(?:{CLOCK_TIME.pattern})"
-                         rf"(?:\s*(?:-|–|~|to|and|至|到)\s*(?:{CLOCK_TIME.pattern}))?\s*(?:utc|gmt)?\W*")
+                         rf"(?:\s*(?:-|–|~|to|and|至|到)\s*(?:{CLOCK_TIME.pattern}))?\s*(?:utc|gmt)?(?:\W*right)?\W*")
 _ANAPHOR = re.compile(r"\W*(?:this|that|these|those|it|they|them|the same|every one|each|all of them|both|"
                      r"这|那|它|该|同一|第一条|最后一条|最早一条|每一条|都)(?![\w-])")
+_FULL_COLON = re.compile(r"：(?=\d)")
 _PREDICATE = re.compile(r"\s*(?:is|are|was|were)\b")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 # A title on a line of its own, over the lines it heads ("复盘（草稿）", "Incident Summary"): a few words
@@ -421,7 +424,9 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     # markdown heading ("### Timeline (UTC)") is layout whole. A label or heading saying what its
     # lines are ("建议：", "Next steps", "待查：", "Thought:") makes them that, on its line or under it
     # up to a blank line.
-    read, rows = _tables_read(answer.splitlines())
+    # A full-width colon before a figure ("订单 123：14:31:10", "order-9a1f-1：08:14") reads as a half-width
+    # one joined to it, and the two would run into one clock time.
+    read, rows = _tables_read(_FULL_COLON.sub("： ", answer).splitlines())
     rows = {_siblings_spelled(row) for row in rows}
     last = max((i for i, line in enumerate(read) if line.strip()), default=-1)
     said: list[tuple[str, str | None]] = []

@@ -89,7 +89,8 @@ HEDGE = Words(
         "appears to", "appear to", "as far as i can tell", "i think", "my guess", "my inference", "my hunch", "hunch",
         "i'd bet", "i would bet", "i'd guess", "odds are", "chances are", "my money is on", "my money's on",
         "not certain", "not sure", "not entirely sure", "uncertain", "unsure", "leaning towards", "leaning toward",
-        "my reading", "inference from"),
+        "my reading", "inference from", "lean towards", "lean toward", "i lean", "i'd pick", "i would pick",
+        "as far as the output shows", "as far as i can see", "as far as the logs show"),
     # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
     unless=("could not",),
     # "none of these look connected": a judgement by appearance
@@ -115,7 +116,9 @@ UNSHOWN = Words(
         "do not confirm", "does not confirm", "not confirmed", "unconfirmed", "not proven", "ties the two",
         "no direct evidence", "no line", "no log line", "no single line", "not verified", "don't say",
         "doesn't say", "do not say", "does not say", "didn't say", "not something a log", "not recorded",
-        "isn't recorded", "wasn't recorded", "not something a line", "nothing says"),
+        "isn't recorded", "wasn't recorded", "not something a line", "nothing says", "not stated", "isn't stated",
+        "is not stated", "can't confirm", "cannot confirm", "can not confirm", "doesn't log", "does not log",
+        "don't log", "didn't log"),
     # "isn't in the WARN/ERROR lines", "not visible in the error logs", "nothing in the WARN/ERROR output
     # says", "I haven't analysed the bank side", "nobody has characterised what holds them"
     patterns=(r"\b(?:isn't|is not|aren't|are not|not)\s+(?:visible\s+)?in\s+the\s+(?:[\w/]+\s+){0,2}"
@@ -129,7 +132,8 @@ UNSHOWN = Words(
               r"\bcan(?:'t|not|\s+not)\s+be\s+(?:rebuilt|reconstructed|turned into|derived|computed|calculated|"
               r"worked out|determined|established|inferred)\b",
               r"\b(?:isn't|is not|wasn't|was not|not)\s+written\s+(?:anywhere|down)\b",
-              r"没有[^，。；,;]{0,20}?(?:数据|统计|分解)"),
+              r"没有[^，。；,;]{0,20}?(?:数据|统计|分解)",
+              r"\bneither\b[^.;]{0,40}\b(?:is|are|was|were)\s+(?:stated|shown|recorded|written|logged)\b"),
 )
 # A happening a question may presume of a system (a why of it asks what brought it about): a failover,
 # a restart, a rollback, a migration, a scaling.

@@ -118,7 +118,7 @@ _COUNT_NOUN = (r"times|errors|warnings|lines|entries|records|events|occurrences|
                r"|messages|hits|requests|calls|responses|lookups|attempts|\d{3}s")  # "104 NPE 500s": responses of a status
 # (A colon before the number is a label's, "超时：25 次"; a digit and a colon before it, a clock time's.)
 _COUNTED = re.compile(rf"(?<![\w.-])(?<!\d:)(\d+|{'|'.join(_SPELLED)})\s+(?:[^\s\d]\S*\s+){{0,2}}?(?:{_COUNT_NOUN})\b"
-                      rf"|(?<![\w.-])(?<!\d:)(\d+)\s*(?:次|条|个|回)"
+                      rf"|(?<![\w.-])(?<!\d:)(\d+)\s*(?:次|条|个|回|单|笔|起)"
                       # "13 of them ERROR", "14 of those": a part of a counted whole
                       rf"|(?<![\w.-])(?<!\d:)(\d+)\s+of\s+(?:them|those|these)\b")
 # An instance followed by a number: its share of a count ("spread over web-7f2c-1 (37) and ...").
@@ -254,7 +254,7 @@ def _store_within(ent: Entity, evidence_norm: str) -> bool:
 
 def _count(ent: Entity) -> int | None:
     """The number an entity states when it can be a count: a bare number, or "25条" / "6次"."""
-    m = re.fullmatch(r"(\d+)(?:次|条|个|回)?", ent.value) if ent.kind in ("number", "quantity") else None
+    m = re.fullmatch(r"(\d+)(?:次|条|个|回|单|笔|起)?", ent.value) if ent.kind in ("number", "quantity") else None
     return int(m.group(1)) if m else None
 
 
