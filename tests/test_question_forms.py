@@ -217,6 +217,11 @@ CASES = [
     # how long a happening ran: from its first record to its last
     ("redis-latency", "how long did the flash-sale warmup run in total?", "PASS",
      "In the records it has gone on for about 24 minutes, from 19:20 UTC to 19:44 UTC", ""),
+    # every request said to fail: a success of the path since the failures began says no; failures alone
+    # cannot say all fail
+    ("cpu-saturation", "are all the /api/pay requests timing out since 10:05?", "PASS",
+     "No, not all of them: POST /api/pay 200", ""),
+    ("redis-latency", "是不是所有用户都加购失败了", "LOW_CONFID", "无法判断是否对全部成立", ""),
     # a symptom asked whether it happened once: records of it in more than one minute say no
     ("db-pool-exhaustion", "was the pool exhaustion a one-time thing?", "PASS", "No, it repeats: ", ""),
     ("jvm-oom", "was the 13:03 shard relocation error a one-off?", "PASS",

@@ -646,6 +646,9 @@ class QuestionScope(_Model):
     stopped_words: list[str] = Field(default_factory=list)
     # A yes/no asking whether its symptom happened once ("was that 504 just a blip?", "是偶发的吧"): the
     # count of its records answers, not its presence.
+    # A yes/no saying every request, user or order suffers ("every single /api/pay call failing?", "所有用户都
+    #下不了单吧"): failures shown do not show all fail; a success of the same path says no.
+    universal: bool = False
     # A why of something said to have stopped ("订单超时关单任务怎么不跑了", "why did the export job stop
     # running"): its last record is what the records say of it, not the incident's cause.
     halted: bool = False

@@ -232,6 +232,9 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
     if isinstance(row.msg, Message) and row.msg.code in ("form.went_on", "form.stopped"):
         # "X stopped at T, right?": the first record of it after T, or its last before.
         return lead("proposition", str(row.msg.params["record"]), row.msg.code.removeprefix("form."), str(row.msg.params["at"]))
+    if isinstance(row.msg, Message) and row.msg.code in ("form.not_all", "form.all_open"):
+        # "every call failing?": a success of the path says no; failures alone cannot say all fail.
+        return lead("proposition", str(row.msg.params["record"]), row.msg.code.removeprefix("form."), "")
     if isinstance(row.msg, Message) and row.msg.code in ("form.repeats", "form.once", "form.not_only", "form.only"):
         # "just a blip?", "only on X?": how often, or where else, the records show it.
         p = row.msg.params

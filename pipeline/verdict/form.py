@@ -228,6 +228,9 @@ def form_coverage(
             return _alert_state(scope.alert, scope.alert_state, coverage, invs)
         if scope.stopped_at and prop.kind in ("symptom", "state"):
             return _stopped(scope, coverage, invs)
+        if scope.universal and prop.kind in ("symptom", "state"):
+            return _universal(scope, coverage, invs) or _yes_no(prop, coverage, found, evidence, sustained, forecasts,
+                                                                 degraded, invs)
         if scope.one_off and prop.kind == "symptom":
             return _one_off(scope, coverage, invs)
         if scope.only and prop.kind == "symptom":
@@ -648,6 +651,29 @@ def _one_off(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocati
     if shown:
         return _row("yes_no", "answered", row, msg("form.once", record=_timed(shown[0])), answer="yes")
     return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _universal(scope: QuestionScope, coverage: Sequence[ServiceCoverage],
+               invocations: Sequence[ToolInvocation]) -> FormCoverage | None:
+    """Whether every request, user or order suffers ("every single /api/pay call failing?"): a record of
+    the asked path that is no fault says no; failures alone do not say all fail (None: nothing of the
+    symptom shown, the plain yes/no reading answers "no sign of it")."""
+    row = coverage[0] if coverage else None
+    paths = [w for w in scope.event if w.startswith("/")]
+    shown = _symptom_shown(scope, coverage, invocations)
+    if not shown:
+        return None
+    # A success before the failures began says nothing of them ("every call failing now?").
+    began = min((r.at for r in shown if r.at is not None), default=None)
+    fine = [r for inv in invocations for r in records(inv) if paths and not r.fault and not r.warns and not r.alert
+            and any(p in r.text for p in paths) and not _SERVER_ERROR_CODE.search(r.text)
+            and (began is None or (r.at is not None and r.at >= began))]
+    if fine:
+        return _row("yes_no", "answered", row, msg("form.not_all", record=_timed(fine[0])), answer="no")
+    return _row("yes_no", "not_answered", row, msg("form.all_open", record=_timed(shown[-1])), answer="cannot_tell")
+
+
+_SERVER_ERROR_CODE = re.compile(r"(?<!\d)5\d\d(?!\d)|\b(?:error|failed|failure|exception|timeout)\b")
 
 
 def _only_there(only: str, scope: QuestionScope, coverage: Sequence[ServiceCoverage],

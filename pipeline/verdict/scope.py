@@ -586,6 +586,9 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     moment = (form == "since_when" and not took_effect and not _SINCE_WHEN.search(normalize(question))
               and bool(_MOMENT.search(normalize(question))))
     one_off = form == "yes_no" and bool(_ONE_OFF.search(normalize(question)))
+    # "for everyone or just coupon orders?" sets all against some: an alternative, not a claim about all
+    universal = (form == "yes_no" and bool(_UNIVERSAL.search(normalize(question)))
+                 and not re.search(r"\bor\s+(?:just|only)\b|还是只有|还是只", normalize(question)))
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
@@ -599,8 +602,10 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
         intent=intent,
-        event=_moment_words(question, services) if moment or one_off else asked_event(question, services, symptoms)
-        if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off else [],
+        event=_moment_words(question, services) if moment or one_off
+        else sorted({m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}) if universal
+        else asked_event(question, services, symptoms)
+        if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off or universal else [],
         took_effect=took_effect,
         moment=moment,
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
@@ -611,6 +616,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         stopped_at=stopped_at,
         stopped_words=_stopped_words(question, services) if stopped_at else [],
         halted=form == "why" and bool(_STOPPED_DOING.search(normalize(question))),
+        universal=universal,
         one_off=one_off,
         only=_only(question, services) if form == "yes_no" else "",
     )
@@ -637,6 +643,11 @@ _STOPPED = re.compile(r"\b(?:stop|stops|stopped|ended|ceased|went away|died down
                       r"|停了|停止了|没再|不再|就停|消失了")
 
 
+# Says every request, user or order suffers: "every single /api/pay call", "literally everyone", "所有用户".
+_UNIVERSAL = re.compile(r"\b(?:every(?:\s+single)?|all(?:\s+the)?|each)\s+(?:[\w/{}.-]+\s+){0,2}?(?:calls?|requests?|users?|"
+                        r"customers?|endpoints?|orders?|payments?|checkouts?|transactions?)\b"
+                        r"|\b(?:everyone|everybody|for all users)\b"
+                        r"|(?:所有|全部|每个|每一个)(?:的)?(?:请求|用户|接口|订单|调用|支付|人)|所有人|人人")
 # Asks whether a symptom happened once: "just a blip", "a one-off", "偶发的吧".
 _ONE_OFF = re.compile(r"\b(?:blip|one-off|one off|fluke|one-time thing|just once|only once|isolated (?:incident|case|event))\b"
                       r"|偶发|一次性的|就一次|只有一次|只出现了?一次|只发生了?一次")
