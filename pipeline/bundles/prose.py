@@ -76,9 +76,9 @@ _LABEL = re.compile(
 # a few words, no figure, name or speaker in it.
 _SHORT_LABEL = re.compile(r"^((?:[a-z]+\s+){0,2}[a-z]+|[\u4e00-\u9fff][\u4e00-\u9fff、]{1,15})\s*[:：]\s*(?=\S)",
                           re.IGNORECASE)
-# A label alone on its line ("Next steps:", "**证据：**"): it leads the lines under it.
-_LABEL_LINE = re.compile(r"^\s*(?:#+\s*)?(?:\*\*|__)?([^:：]{1,40}?)(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*$")
-_SECTION_LABEL = re.compile(r"^\s*(?:[-*•]\s+)?(?:\*\*|__)?([^:：*_]{1,30}?)(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?")
+# A label leading its line ("建议：...", "**Confidence:** high") or alone on it ("Next steps:", "**证据：**",
+# which leads the lines under it).
+_SECTION_LABEL = re.compile(r"^\s*(?:#+\s*)?(?:[-*•]\s+)?(?:\*\*|__)?([^:：*_]{1,40}?)(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?")
 # Labels that make what they lead a recommended action, a gap, or the writer's own process.
 _ACTION_LABEL = re.compile(r"next steps?|recommended actions?|recommendations?|suggested (?:fix|actions?)|action items?"
                            r"|actions?|mitigation|remediation|to ?do|follow[- ]ups?|建议|下一步|后续|处置|行动项|待办|止血")
@@ -432,8 +432,8 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     said: list[tuple[str, str | None]] = []
     section: str | None = None
     for i, line in enumerate(read):
-        alone = _LABEL_LINE.match(line)
         leading = _SECTION_LABEL.match(line)
+        alone = leading if leading and not line[leading.end():].strip() else None
         if not line.strip():
             section = None
         elif (_HEADING.match(line) or alone or (i < last and _TITLE.match(line) and not extract_entities(line))

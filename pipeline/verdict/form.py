@@ -335,20 +335,12 @@ def _moment(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocatio
     of them and two, the earliest of those; none holding them leaves the time untold rather than
     answered by a symptom's first record."""
     row = coverage[0] if coverage else None
-    need = max(min(2, len(scope.event)), (len(scope.event) + 1) // 2)
-    best: tuple[int, float, Record, datetime] | None = None
-    for inv in invocations:
-        for r in records(inv):
-            if r.at is None or (scope.services and r.service not in scope.services):
-                continue
-            held = sum(1 for w in scope.event if any(_holds(r.text, s) and not _NEGATED_WORD.search(_before(r.text, s))
-                                                     for s in synonyms(w)))
-            if held >= max(need, 1) and (best is None or (held, -r.at.timestamp()) > (best[0], -best[1])):
-                best = (held, r.at.timestamp(), r, r.at)
-    if best is None:
+    need = max(1, min(2, len(scope.event)), (len(scope.event) + 1) // 2)
+    found = next(((r, r.at) for r in _event_records(scope, invocations, warnings=True, need=need) if r.at is not None), None)
+    if found is None:
         return _row(scope.form, "not_answered", row, msg("form.no_moment", event=", ".join(scope.event)))
-    _, _, found, at = best
-    return _seen_at(scope.form, row, found, at, msg("form.at", service=found.service, at=at.isoformat(), quote=found.raw))
+    record, at = found
+    return _seen_at(scope.form, row, record, at, msg("form.at", service=record.service, at=at.isoformat(), quote=record.raw))
 
 
 # A word a record holds only to deny it ("配置中心长轮询返回, 无变更", "no change"): not the happening.
@@ -389,9 +381,12 @@ def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation], *
     return found[0] if found else None
 
 
-def _event_records(scope: QuestionScope, invocations: Sequence[ToolInvocation], *, warnings: bool = False) -> list[Record]:
-    """The records of the happening (see _event_record), those holding the most of its words, earliest first."""
-    need = max(1, min(len(scope.event), 2), (len(scope.event) * 3 + 4) // 5)
+def _event_records(scope: QuestionScope, invocations: Sequence[ToolInvocation], *, warnings: bool = False,
+                   need: int | None = None) -> list[Record]:
+    """The records of the happening (see _event_record), those holding the most of its words (at least
+    `need`, by default three in five), earliest first. A word a record holds only to deny it ("无变更")
+    is not held."""
+    need = need or max(1, min(len(scope.event), 2), (len(scope.event) * 3 + 4) // 5)
     # An endpoint asked of ("GET /api/x keeps taking 1.7s, why") is the happening: a line of that path,
     # a warning too ("client closed ... on GET /api/x", "slow request within SLO: ..."), not an alert.
     paths = [w for w in scope.event if w.startswith("/")]
@@ -404,7 +399,8 @@ def _event_records(scope: QuestionScope, invocations: Sequence[ToolInvocation], 
                 need = 1
             elif (scope.services and r.service not in scope.services) or (not warnings and (r.warns or r.alert)):
                 continue
-            held = sum(1 for w in scope.event if any(_holds(r.text, s) for s in synonyms(w)))
+            held = sum(1 for w in scope.event if any(_holds(r.text, s) and not _NEGATED_WORD.search(_before(r.text, s))
+                                                     for s in synonyms(w)))
             if held >= need:
                 scored.append((held, r.at.timestamp() if r.at else float("inf"), r))
     top = max((held for held, _, _ in scored), default=0)
@@ -636,11 +632,7 @@ def _one_off(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocati
     minute say it repeats; those of one minute, that it did not."""
     # The records holding most of the question's own words for it ("that maxmemory hit": "used_memory reached
     # maxmemory"), a warning first; else those of the asked symptom.
-    scored = [(sum(1 for w in scope.event if any(_holds(r.text, s) for s in synonyms(w))), r)
-              for inv in invocations for r in records(inv)
-              if r.at is not None and (not scope.services or r.service in scope.services)]
-    top = max((n for n, _ in scored), default=0)
-    told = [r for n, r in scored if n == top > 0]
+    told = [r for r in _event_records(scope, invocations, warnings=True, need=1) if r.at is not None] if scope.event else []
     told = list({(r.service, r.at, r.raw): r for r in [r for r in told if r.warns] or told}.values())
     shown = sorted(told, key=lambda r: r.at.timestamp() if r.at else 0.0) or _symptom_shown(scope, coverage, invocations)
     row = coverage[0] if coverage else None
