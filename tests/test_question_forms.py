@@ -222,6 +222,9 @@ CASES = [
     ("cpu-saturation", "are all the /api/pay requests timing out since 10:05?", "PASS",
      "No, not all of them: POST /api/pay 200", ""),
     ("redis-latency", "是不是所有用户都加购失败了", "LOW_CONFID", "无法判断是否对全部成立", ""),
+    # the last time of a happening, and an alert by its name: the latest record, the alert's own record
+    ("jvm-oom", "when was the last OutOfMemoryError?", "PASS", "inventory-service recorded it at 14:20 UTC", ""),
+    ("cpu-saturation", "when did the GatewayUpstreamErrors alert fire?", "PASS", "api-gateway recorded it at 10:05 UTC", ""),
     # a symptom asked whether it happened once: records of it in more than one minute say no
     ("db-pool-exhaustion", "was the pool exhaustion a one-time thing?", "PASS", "No, it repeats: ", ""),
     ("jvm-oom", "was the 13:03 shard relocation error a one-off?", "PASS",

@@ -626,6 +626,8 @@ class QuestionScope(_Model):
     # A when of one happening that is no onset ("what time did order 123 flip to PAID?", "全量同步几点又续上的"):
     # dated by the record holding its words (`event`), not by the first record of a symptom.
     moment: bool = False
+    # That when asks the latest time ("when was the last OOM?", "最近一次 OOM 是几点"): the latest record of it.
+    latest: bool = False
     # The ids a yes/no question asks of ("did order 87 get ERR_TIMEOUT too?"): the records naming
     # them answer it, not the symptom's records of other orders.
     identifiers: list[str] = Field(default_factory=list)

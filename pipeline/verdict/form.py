@@ -336,7 +336,8 @@ def _moment(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocatio
     answered by a symptom's first record."""
     row = coverage[0] if coverage else None
     need = max(1, min(2, len(scope.event)), (len(scope.event) + 1) // 2)
-    found = next(((r, r.at) for r in _event_records(scope, invocations, warnings=True, need=need) if r.at is not None), None)
+    held = [(r, r.at) for r in _event_records(scope, invocations, warnings=True, need=need) if r.at is not None]
+    found = (held[-1] if scope.latest else held[0]) if held else None
     if found is None:
         return _row(scope.form, "not_answered", row, msg("form.no_moment", event=", ".join(scope.event)))
     record, at = found
@@ -399,7 +400,9 @@ def _event_records(scope: QuestionScope, invocations: Sequence[ToolInvocation], 
                 need = 1
             elif (scope.services and r.service not in scope.services) or (not warnings and (r.warns or r.alert)):
                 continue
-            held = sum(1 for w in scope.event if any(_holds(r.text, s) and not _NEGATED_WORD.search(_before(r.text, s))
+            # an alert by its name as written ("GatewayUpstreamErrors"), beside its description
+            said = f"{r.text} {r.topic.replace(' ', '')} alert" if r.alert else r.text
+            held = sum(1 for w in scope.event if any(_holds(said, s) and not _NEGATED_WORD.search(_before(said, s))
                                                      for s in synonyms(w)))
             if held >= need:
                 scored.append((held, r.at.timestamp() if r.at else float("inf"), r))

@@ -608,6 +608,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off or universal else [],
         took_effect=took_effect,
         moment=moment,
+        latest=moment and bool(_LATEST.search(normalize(question))),
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
         within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question)) or _QUOTES_FIGURE.search(normalize(question))),
         status=_asked_status(question) if form == "yes_no" else "",
@@ -651,9 +652,12 @@ _UNIVERSAL = re.compile(r"\b(?:every(?:\s+single)?|all(?:\s+the)?|each)\s+(?:[\w
 # Asks whether a symptom happened once: "just a blip", "a one-off", "偶发的吧".
 _ONE_OFF = re.compile(r"\b(?:blip|one-off|one off|fluke|one-time thing|just once|only once|isolated (?:incident|case|event))\b"
                       r"|偶发|一次性的|就一次|只有一次|只出现了?一次|只发生了?一次")
+# A when asking the latest time: "the last OOM", "most recent timeout", "最近一次", "最后一单".
+_LATEST = re.compile(r"\b(?:last|latest|most recent|final)\b|(?:最近|最后|最新)(?:一)?(?:次|单|条|个|回)?")
 # The asking words of a when or a one-off, which no record of the happening holds.
-_WHEN_FRAME = re.compile(r"\b(?:when|what time|at what time|exactly|finally|roughly|approx(?:imately)?|right)\b"
-                         r"|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|最后|" + _ONE_OFF.pattern)
+_WHEN_FRAME = re.compile(r"\b(?:when|what time|at what time|exactly|finally|roughly|approx(?:imately)?|right|last|latest|"
+                         r"most recent|first)\b|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来"
+                         r"|(?:最近|最后|最新|第一)(?:一)?(?:次|单|条|个|回)?|" + _ONE_OFF.pattern)
 
 
 def _moment_words(question: str, services: Iterable[str]) -> list[str]:
