@@ -94,11 +94,14 @@ _BARE_SUFFIX = re.compile(r"(?<=[\s(（,，、;；])-(\d{1,2})(?![\w%:]|\.\d|\s*
 
 _BACKED = re.compile(r"([^，,。;；:：(（)）]+)[(（]([^()（）]+)[)）]")
 
+# How many units a span is, in words ("ten minutes later", "a couple of minutes after").
+_SPELLED_SPAN = ("a|an|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|forty|fifty|sixty"
+                 "|a few|several|a couple of")
+
 # A clause dating the fact before it from another event ("..., about 40 s after checkout-service's
 # own first 500", "比第一个 500 晚了 40 分钟"): the interval is reckoned from that fact's time.
 _RELATIVE = re.compile(r"\W*(?:(?:about|around|roughly|some|~)\s*)?(?:\d+(?:\.\d+)?(?:\s*[-–~]\s*\d+(?:\.\d+)?)?"
-                       r"|a|an|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|forty|fifty|sixty"
-                       r"|a few|several|a couple of)\s*"
+                       rf"|{_SPELLED_SPAN})\s*"
                        r"(?:(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?)(?:\s+(?:and\s+)?\d+\s*(?:s|secs?|seconds?))?"
                        r"\s+(?:later|after|before|earlier)\b|(?:seconds?|minutes?|hours?)\s+on\b(?!\s*/))"
                        r"|\W*比.{1,30}?(?:晚|早)了?\s*(?:约|大约)?\s*\d"
@@ -114,7 +117,7 @@ _EVERYWHERE = re.compile(r"\W*(?:(?:from|on|across|in)\s+)?(?:all|both|each of t
 # "到 09:20", "the first at 16:21:29", "and again at 08:04").
 _TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final)(?:\s+one)?\s*|again\s*|starting\s*|最早的?|最晚的?"
                          r"|(?:第一(?:个|条|次)?|最后(?:一)?(?:个|条|次)?|最近(?:一)?(?:个|条|次)?|又|再次)\s*"
-                         r"|(?:(?:about|around|roughly|some)\s+)?(?:\d+|a|an|one|two|three|four|five|ten|fifteen|twenty|thirty|a few)"
+                         rf"|(?:(?:about|around|roughly|some)\s+)?(?:\d+|{_SPELLED_SPAN})"
                          r"\s+(?:seconds?|secs?|minutes?|mins?|hours?)\s+(?:later|after|afterwards)\s*,?\s*)?"
                          rf"(?:(?:at|by|from|to|until|till|since|and|between|到|至|于|在|是)\s*)?(?:{CLOCK_TIME.pattern})"
                          rf"(?:\s*(?:-|–|~|to|and|至|到)\s*(?:{CLOCK_TIME.pattern}))?\s*(?:utc|gmt)?(?:\W*right)?\W*")

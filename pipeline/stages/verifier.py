@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -124,37 +124,39 @@ class _Indexed:
         found = Counter(m.group(1).upper() for line in self.lines for m in [_LEVEL.search(line)] if m)
         return {"all": len(self.lines), **found}
 
-    def alike(self, needle: str) -> tuple[list[int], bool]:
+    def whole(self, needle: str) -> bool:
+        """Whether the cited text (normalised) is one record's whole line."""
+        hit = self.occurrences(needle, limit=1)
+        return bool(hit) and self.norm_lines[hit[0]] == needle
+
+    def alike(self, needle: str, whole: bool) -> tuple[list[int], bool]:
         """The records like the cited text (normalised), at most TALLY_RECORDS of them, and whether
         that bound was reached: those of a cited whole record's shape, else those holding each piece
         of the quote in order (a glob's "*" and a cut's "..." stand for anything)."""
-        hit = self.occurrences(needle, limit=1)
-        shape = _shape(needle) if hit and self.norm_lines[hit[0]] == needle else None
-        pieces = [p.strip() for p in (shape.split("#") if shape is not None else _GLOB.split(needle)) if p.strip()]
+        if whole:
+            return self._of_shape(needle, _shape)
+        pieces = [p.strip() for p in _GLOB.split(needle) if p.strip()]
         if not pieces:
             return [], False
-        # Only the lines holding its longest piece are read: a bounded scan, whatever the output's size.
         candidates = self.occurrences(max(pieces, key=len), limit=TALLY_RECORDS)
-        alike = [i for i in candidates
-                 if (_shape(self.norm_lines[i]) == shape if shape is not None else in_order(pieces, self.norm_lines[i]))]
-        return alike, len(candidates) == TALLY_RECORDS
+        return [i for i in candidates if in_order(pieces, self.norm_lines[i])], len(candidates) == TALLY_RECORDS
 
     def coarse(self, needle: str) -> int | None:
         """How many records share a cited whole record's shape once its paths and methods are let go
         too ("upstream order-service 500 on GET /api/orders/history" and "... on POST /api/orders":
-        the 50 500s a writer counts together); None when the quote is no whole record or the count
-        reached the bound."""
-        hit = self.occurrences(needle, limit=1)
-        if not hit or self.norm_lines[hit[0]] != needle:
-            return None
-        shape = _coarse(needle)
+        the 50 500s a writer counts together); None when the count reached the bound."""
+        found, capped = self._of_shape(needle, _coarse)
+        return None if capped else len(found)
+
+    def _of_shape(self, needle: str, shape_of: Callable[[str], str]) -> tuple[list[int], bool]:
+        """The records whose shape (`shape_of`) is a whole record's, and whether the bound was reached.
+        Only the lines holding its longest piece are read: a bounded scan, whatever the output's size."""
+        shape = shape_of(needle)
         pieces = [p.strip() for p in shape.split("#") if p.strip()]
         if not pieces:
-            return None
+            return [], False
         candidates = self.occurrences(max(pieces, key=len), limit=TALLY_RECORDS)
-        if len(candidates) == TALLY_RECORDS:
-            return None
-        return sum(1 for i in candidates if _coarse(self.norm_lines[i]) == shape)
+        return [i for i in candidates if shape_of(self.norm_lines[i]) == shape], len(candidates) == TALLY_RECORDS
 
     def occurrences(self, needle: str, limit: int = 200) -> list[int]:
         """Line indexes whose normalised text contains `needle` (already normalised)."""
@@ -306,9 +308,10 @@ def _window(idx: _Indexed, inv: ToolInvocation, cited: str, claim_text: str, loc
                 break
         if len(related) >= RELATED_LINES:
             break
-    alike, capped = idx.alike(needle)
+    whole = idx.whole(needle)
+    alike, capped = idx.alike(needle, whole)
     tally = _tally(idx, alike, capped, claim_text)
-    coarse = idx.coarse(needle)
+    coarse = idx.coarse(needle) if whole else None
     if coarse is not None and coarse != tally["records"]:
         tally["coarse"] = coarse
     return {

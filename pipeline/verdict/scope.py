@@ -655,9 +655,9 @@ _ONE_OFF = re.compile(r"\b(?:blip|one-off|one off|fluke|one-time thing|just once
 # A when asking the latest time: "the last OOM", "most recent timeout", "最近一次", "最后一单".
 _LATEST = re.compile(r"\b(?:last|latest|most recent|final)\b|(?:最近|最后|最新)(?:一)?(?:次|单|条|个|回)?")
 # The asking words of a when or a one-off, which no record of the happening holds.
-_WHEN_FRAME = re.compile(r"\b(?:when|what time|at what time|exactly|finally|roughly|approx(?:imately)?|right|last|latest|"
-                         r"most recent|first)\b|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来"
-                         r"|(?:最近|最后|最新|第一)(?:一)?(?:次|单|条|个|回)?|" + _ONE_OFF.pattern)
+_WHEN_FRAME = re.compile(r"\b(?:when|what time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first)\b"
+                         r"|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|"
+                         + _LATEST.pattern + "|" + _ONE_OFF.pattern)
 
 
 def _moment_words(question: str, services: Iterable[str]) -> list[str]:
