@@ -240,6 +240,14 @@ CASES = [
     ("gateway-timeout", "order 123 什么时候变成 PAID 的", "PASS", "order-service 在 14:41 UTC 记录了它", ""),
     ("jvm-oom", "when did someone page the database team?", "LOW_CONFID",
      "Cannot tell when: no collected record mentions “database, page, someone, team”", ""),
+    # a figure said of what it measures: the records holding those words and a figure of its unit answer,
+    # within the bound said ("over", "like", "+"); asked whether it still holds, the latest record does
+    ("jvm-oom", "is the inventory JVM heap limited to 2gb?", "PASS", "No, the records say otherwise: 堆内存使用率过高", ""),
+    ("jvm-oom", "did any full gc pause go over 3 seconds?", "PASS", "Yes, the records say so: ", ""),
+    ("db-pool-exhaustion", "the history export flag is at about 50% of users?", "PASS",
+     "No, the records say otherwise: feature flag order-history-export enabled for 100%", ""),
+    ("cpu-saturation", "is the /var/log disk still at 86% on notification-service?", "PASS",
+     "No, the records say otherwise: 磁盘使用率过高: 86.0%, 挂载点: /var/log (09:35:00 UTC), resolved", ""),
     # the onset of a happening named by its own words, no service or symptom asked
     ("db-pool-exhaustion", "SQLTransientConnectionException - when was it first logged?", "PASS",
      "order-service has shown a fault since 08:", ""),
@@ -313,6 +321,13 @@ def test_the_lead_answers_the_question_in_its_form(settings: Settings, store: St
     ("Does pricing-service have anything to do with the checkout-service errors?",
      Proposition(kind="cause", subject="pricing-service", target="checkout-service")),
     ("pricing-service 跟这次故障有没有关系？", Proposition(kind="cause", subject="pricing-service")),
+    ("the coupon cache is capped at 2g right?",
+     Proposition(kind="value", subject="coupon-service", value="2048mb", measure=["cache", "capped", "coupon"])),
+    ("checkout p99 still under 800ms?",
+     Proposition(kind="value", subject="checkout-service", value="0.8s", bound="at_most", measure=["checkout", "p99"],
+                 latest=True)),
+    ("coupon-service 重试大概 20% 左右吗", Proposition(kind="value", subject="coupon-service", value="20%", bound="about",
+                                                   measure=["重试"])),
 ])
 def test_a_yes_no_question_is_read_as_its_proposition(question: str, expected: Proposition) -> None:
     scope = read_scope(question, ["checkout-service", "pricing-service", "coupon-service", "api-gateway"])

@@ -577,6 +577,12 @@ class Proposition(_Model):
     # entity value, and the key it is said of ("upstream_timeout"; "" for a version).
     value: str = ""
     key: str = ""
+    # value said of words, not of a key ("inv's heap is capped at 8g", "gc pauses r like 10s+"): what
+    # the figure measures, and how it bounds the records' figures ("" exact, about, at_least, at_most).
+    measure: list[str] = Field(default_factory=list)
+    bound: Literal["", "about", "at_least", "at_most"] = ""
+    # value: it asks whether the figure still holds ("still sitting at 86%?"): the latest record's.
+    latest: bool = False
     # cause: the question's words for the suspect ("the promotion-service warmup"); a record of the
     # subject that feeds the cause's component holds one of them beside the service's name.
     phrase: str = ""

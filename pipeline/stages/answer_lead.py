@@ -178,6 +178,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
     """The lead the form row decides (pipeline.verdict.form): a why whose cause is not in the
     evidence, or the yes/no of a cause or state proposition; None: the coverage leads below."""
     language, prop = scope.language, scope.proposition
+    if prop is not None and prop.measure and not (isinstance(row.msg, Message) and row.msg.code == "form.measured"):
+        prop = prop.model_copy(update={"kind": "symptom"})  # no record held what the figure measures
     decided = next((c for c in coverage if c.service == row.service and c.symptom == row.symptom), None)
     rows = [decided] if decided else []
     by_id = {c.claim_id: c.claim_text for c in claims}
@@ -246,6 +248,9 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         # An alert asked whether it still fires: its own record answers, named with the alert.
         return lead("proposition", str(row.msg.params.get("record", "")),
                     f"{row.msg.code.removeprefix('form.')}_{row.answer}", str(row.msg.params["alert"]))
+    if isinstance(row.msg, Message) and row.msg.code == "form.measured":
+        # A figure said of words: the record holding what it measures answers, whatever service it is.
+        return lead("proposition", str(row.msg.params["record"]), f"measured_{row.answer}")
     if (row.form == "yes_no" and prop is not None and prop.kind == "cause" and decided is None and row.cause
             and row.answer in ("yes", "no")):
         # A change blamed for what no symptom word names: the evidence's cause, a change or not.

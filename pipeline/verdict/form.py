@@ -233,7 +233,7 @@ def form_coverage(
                                                                  degraded, invs)
         if scope.one_off and prop.kind == "symptom":
             return _one_off(scope, coverage, invs)
-        if scope.only and prop.kind == "symptom":
+        if scope.only and prop.kind in ("symptom", "value"):
             return _only_there(scope.only, scope, coverage, invs)
         if scope.identifiers and scope.status:
             return _status_of_ids(scope.identifiers, scope.status, coverage, invs)
@@ -536,6 +536,12 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
     `degraded`: faulty rows that do not show the outage asked about ("is orders-db down?")."""
     if prop.kind == "cause":
         return _cause_proposition(prop, coverage, found, evidence, sustained, invocations)
+    if prop.kind == "value" and prop.measure:
+        # No record holds what the figure measures: the question is read as the symptom it names.
+        measured = _measured(prop, coverage, invocations)
+        if measured is not None:
+            return measured
+        prop = prop.model_copy(update={"kind": "symptom"})
     if prop.kind == "value":
         return _value(prop, coverage, invocations)
     rows = [c for c in coverage if not prop.subject or c.service == prop.subject] or list(coverage)
@@ -779,6 +785,67 @@ def _value(prop: Proposition, coverage: Sequence[ServiceCoverage], invocations: 
     same = value == prop.value or rounds_to(prop.value, value) or rounds_to(value, prop.value)
     return _row("yes_no", "answered", row, msg("form.value", service=prop.subject, record=latest.raw),
                 answer="yes" if same else "no")
+
+
+# A figure a record once had, not the one it holds: "(was 0%)", "15000ms -> 5000ms".
+_FORMER_BEFORE = re.compile(r"(?:\bwas|\bfrom|原来是?|之前是?)\s*$")
+_FORMER_AFTER = re.compile(r"^\s*(?:->|→|=>)")
+# A window a figure is counted over, not a figure of the thing: "最近5分钟次数", "in the last 5 minutes".
+_WINDOW_BEFORE = re.compile(r"(?:最近|过去|\b(?:last|past|per|every))\s*$")
+
+
+def _figures(r: Record, unit: str) -> list[float]:
+    """The figures of one unit a record holds now (a percent, seconds or megabytes)."""
+    norm = normalize(r.raw)
+    held = []
+    for e in find_entities(norm):
+        of_unit = e.kind == "percentage" if unit == "%" else e.kind == "quantity" and e.value.endswith(unit)
+        if of_unit and not _FORMER_BEFORE.search(norm[:e.start]) and not _FORMER_AFTER.search(norm[e.end:]) \
+                and not _WINDOW_BEFORE.search(norm[:e.start]):
+            held.append(float(e.value.removesuffix(unit)))
+    return held
+
+
+def _meets(figure: float, asked: float, bound: str) -> bool:
+    if bound == "at_least":
+        return figure >= asked
+    if bound == "at_most":
+        return figure <= asked
+    if bound == "about":  # "like 10%": a loose figure, a quarter either way
+        return abs(figure - asked) <= asked / 4
+    return abs(figure - asked) <= asked / 100
+
+
+def _measured(prop: Proposition, coverage: Sequence[ServiceCoverage],
+              invocations: Sequence[ToolInvocation]) -> FormCoverage | None:
+    """Does what the question measures have the figure it states ("inv's heap is capped at 8g", "gc
+    pauses r like 10s+")? The records holding the most of its words and a figure of its unit say:
+    one meeting it (within its bound) is a yes, none a no; asked whether it still holds, the latest
+    of them says, and an alert that has resolved holds it no longer. None: no such record."""
+    unit = "%" if prop.value.endswith("%") else "mb" if prop.value.endswith("mb") else "s"
+    asked = float(prop.value.removesuffix(unit))
+    scored: list[tuple[int, Record, list[float]]] = []
+    for inv in invocations:
+        for r in records(inv):
+            if prop.subject and r.service != prop.subject:
+                continue
+            figures = _figures(r, unit)
+            held = sum(1 for w in prop.measure if any(_holds(r.topic, s) for s in synonyms(w)))
+            if figures and held:
+                scored.append((held, r, figures))
+    row = next((c for c in coverage if c.service == prop.subject), coverage[0] if coverage else None)
+    top = max((held for held, _, _ in scored), default=0)
+    best = [(r, figures) for held, r, figures in scored if held == top]
+    if not best:
+        return None
+    if prop.latest:
+        best = [max(best, key=lambda b: b[0].at.timestamp() if b[0].at else 0.0)]
+    meeting = [r for r, figures in best if any(_meets(f, asked, prop.bound) for f in figures)
+               and not (prop.latest and r.alert and not r.ongoing)]
+    said = meeting[0] if meeting else min(best, key=lambda b: min(abs(f - asked) for f in b[1]))[0]
+    ended = f", resolved {said.until:%H:%M:%S} UTC" if said.alert and not said.ongoing and said.until else ""
+    return _row("yes_no", "answered", row, msg("form.measured", record=_timed(said) + ended),
+                answer="yes" if meeting else "no")
 
 
 def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],

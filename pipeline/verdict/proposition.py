@@ -16,7 +16,7 @@ from typing import Literal
 
 from pipeline.core.contracts import Proposition
 from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_ASKED
-from pipeline.text.primitives import extract_entities, normalize, unquoted
+from pipeline.text.primitives import extract_entities, find_entities, keywords, normalize, unquoted
 
 # A suspected cause that is a change rather than a service ("the v2.4.1 deploy", "昨天的配置变更").
 CHANGE = re.compile(r"\b(?:deploy\w*|release\w*|rollout|roll-out|upgrade\w*|config\w*|change\w*|version|v\d[\w.]*"
@@ -81,7 +81,7 @@ _CAUSE_ZH = (
     re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
     # The effect may be the clause before ("catalog-service 被驱逐重启，是 inventory OOM 连带出来的吗").
-    re.compile(r"(?P<y>[^，,。？?]*?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏|连带出来|连带|带崩|带挂|搞出来|弄出来|闹出来|整出来|引发)"
+    re.compile(r"(?P<y>[^，,。？?]*?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏|连带出来|连带|带出来|带崩|带挂|搞出来|弄出来|闹出来|整出来|引发)"
                r"的(?:吗|么|[?？]|$)"),
     re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|拖超时|拖挂|拖死|打挂)了?的?"
                r"(?:吗|么|[?？]|$)"),
@@ -134,6 +134,49 @@ def _stated_value(norm: str) -> tuple[str, str] | None:
         found = [e for e in extract_entities(m.group(2)) if e.kind in ("quantity", "number", "percentage")]
         return (found[0].value, m.group(1)) if found else None
     return None
+
+
+# A figure said of what it measures, not of a key: "inv's heap is capped at 8g", "full gc pauses r like
+# 10s+ each", "flag only went out to like 10% of users". The words beside it say how it bounds the
+# records' figures; "8g" is how people write a heap's size (-Xmx8g).
+_GIGS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*g(?![a-z])")
+_BOUNDS: tuple[tuple[Literal["at_least", "at_most", "about"], re.Pattern[str], re.Pattern[str]], ...] = (
+    ("at_least", re.compile(r"(?:\b(?:over|above|more than|at least|upwards of|north of)|>=?|超过|高于|大于|不止|至少)\s*$"),
+     re.compile(r"^\s*(?:\+|or more|and up|plus\b|以上|多)")),
+    ("at_most", re.compile(r"(?:\b(?:under|below|less than|at most|no more than)|<=?|不到|低于|小于|最多)\s*$"),
+     re.compile(r"^\s*(?:or less|or under|以下|以内)")),
+    ("about", re.compile(r"(?:\b(?:like|about|around|roughly|approx(?:imately)?|almost|nearly)|~|约|大约|大概|差不多)\s*$"),
+     re.compile(r"^\s*(?:ish\b|or so\b|左右|上下)")),
+)
+_STILL = re.compile(r"\bstill\b|还是|仍然|依然|还在|仍在")
+# The asking frame around a stated figure, which no record holds.
+_MEASURE_FRAME = frozenset("right correct yeah yep like each every really now rn still only just set "
+                           "是不是 是否 超过 已经 现在 对吧 没错 吧 吗".split())
+
+
+def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal["", "about", "at_least", "at_most"], list[str]] | None:
+    """(value, bound, words) of a duration, size or share a yes/no question states of what it names in
+    words, or None. Counts are left to the forms that count records."""
+    norm = _GIGS.sub(r"\1gb", norm)
+    found = [e for e in find_entities(norm) if e.kind == "percentage" or (e.kind == "quantity" and e.value[-1:] == "s"
+                                                                         or e.value.endswith("mb"))]
+    if len(found) != 1:
+        return None
+    figure = found[0]
+    before, after = norm[:figure.start], norm[figure.end:]
+    bound: Literal["", "about", "at_least", "at_most"] = ""
+    for b, lead, tail in _BOUNDS:
+        if lead.search(before) or tail.search(after):
+            bound = bound or b
+            before, after = lead.sub("", before), tail.sub("", after)  # "like 10s+": both are the bound's words
+    said = before + " " + after
+    for s in services:
+        said = said.replace(normalize(s), " ")
+    words = sorted(w for w in keywords(said) if w not in _MEASURE_FRAME and not w.isdigit())
+    if not words:
+        return None
+    value = figure.value + ("%" if figure.kind == "percentage" else "")
+    return value, bound, words
 
 
 SERVICE_SUFFIXES = (
@@ -218,6 +261,10 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
     stated = _stated_value(normalize(unquoted(question)))
     if stated is not None:
         return Proposition(kind="value", subject=subject, value=stated[0], key=stated[1], negated=negated)
+    measured = _stated_measure(normalize(unquoted(question)), services)
+    if measured is not None:
+        return Proposition(kind="value", subject=subject, value=measured[0], bound=measured[1], measure=measured[2],
+                           latest=bool(_STILL.search(norm)), negated=negated)
     it = _IT.search(norm)
     before = sorted((at, s) for s in services if 0 <= (at := norm.find(normalize(s))) < (it.start() if it else -1))
     if before:

@@ -59,6 +59,13 @@ def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] 
         calls.append(PlannedToolCall(tool_name="query_logs",
                                      arguments={"keywords": said, "level": "INFO", **time_args},
                                      purpose="the happening asked about, by its words"))
+    measured = scope.proposition.measure if scope.proposition and scope.proposition.kind == "value" else []
+    if measured:
+        # A figure said of words ("inv's heap is capped at 8g"): the lines holding them, any level, hold
+        # the figure to set against it ("feature flag ... enabled for 100% of users" is an INFO line).
+        measure: list[JsonValue] = list(dict.fromkeys(s for w in measured for s in synonyms(w)))
+        calls.append(PlannedToolCall(tool_name="query_logs", arguments={"keywords": measure, "level": "INFO", **time_args},
+                                     purpose="what the figure asked about measures, by its words"))
     named = change_names(scope.proposition.subject) if scope.proposition and scope.proposition.subject_kind == "change" else []
     if named:
         # A change blamed by its name ("commit 9f3c2ab"): the lines naming it say what it was.
