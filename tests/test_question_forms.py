@@ -240,6 +240,14 @@ CASES = [
     ("gateway-timeout", "order 123 什么时候变成 PAID 的", "PASS", "order-service 在 14:41 UTC 记录了它", ""),
     ("jvm-oom", "when did someone page the database team?", "LOW_CONFID",
      "Cannot tell when: no collected record mentions “database, page, someone, team”", ""),
+    # a why of a thing no symptom word names, of a flow said to be held back, or of a person's doing: only
+    # records of that thing answer it, never the incident's cause; records of it going fine say so
+    ("bad-deploy", "积分一直到不了账，原因是？", "LOW_CONFID", "无法判断原因：收集到的记录都没有提到", ""),
+    ("db-pool-exhaustion", "what's stopping orders from getting SHIPPED?", "LOW_CONFID",
+     "Cannot tell why: the records show order", ""),
+    ("gateway-timeout", "someone bumped upstream_timeout down at 14:12 - what prompted that?", "LOW_CONFID",
+     "Cannot tell why anyone chose to", ""),
+    ("redis-latency", "活动规则老是加载失败，查到原因没", "LOW_CONFID", "无法判断原因：记录显示 活动规则已加载", ""),
     # a figure said of what it measures: the records holding those words and a figure of its unit answer,
     # within the bound said ("over", "like", "+"); asked whether it still holds, the latest record does
     ("jvm-oom", "is the inventory JVM heap limited to 2gb?", "PASS", "No, the records say otherwise: 堆内存使用率过高", ""),

@@ -437,7 +437,10 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
     event = _event_record(scope, invocations)
     present = [c for c in coverage if c.status == "answered"]
     row = present[0] if present else (coverage[0] if coverage else None)
-    if (event is None and (HAPPENING.search(" ".join(scope.event)) or scope.halted)
+    # A why of a thing no symptom word names ("支付宝回调验签一直不过", "仓库心跳一直掉线"): the incident's
+    # cause answers it only through records of that thing.
+    unnamed = not any(sid != ANY for sids in scope.symptoms.values() for sid in sids)
+    if (event is None and (HAPPENING.search(" ".join(scope.event)) or scope.halted or unnamed)
             and not _event_records(scope, invocations, warnings=True)):
         # A happening no collected record holds at all ("redis-cart 为啥主从切换了"): the incident's cause is
         # no answer to it, and its absence from what was collected does not show it never happened.

@@ -66,7 +66,8 @@ _BE = r"(?:(?:are|is|were|was|be|been|being|get|gets|got|getting|go|goes|went|se
 SYMPTOM_TABLE: tuple[Symptom, ...] = (
     Symptom("latency",
             ("slow", "latency", "p99", "p95", "response time", "takes forever", "takes ages", "takes too long",
-             "load forever", "loads forever", "loading forever", "spinning", "sluggish", "crawling",
+             "load forever", "loads forever", "loading forever", "spinning", "spins forever", "spin forever", "sluggish",
+             "crawling",
              "慢", "延迟", "耗时", "卡顿", "很卡", "好卡", "特别卡", "转圈", "时快时慢", "一直加载", "加载不出来"),
             ("latency", "slow", "took", "p99", "p95", "response time", "duration", "timeout", "timed out", "延迟", "耗时",
              "超时", "慢"),
@@ -265,6 +266,8 @@ _WH = re.compile(r"\b(?:what|whats|what's|why|how|when|where|which|who|whom|whos
 # A why whose subject is a person: it asks for a motive, which no log records.
 _INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have|is|are)(?:n'?t)?) (?:somebody|someone|anyone|nobody|no one|"
                      r"they|we|you|he|she|people|the team|ops|devs?|engineers?|on-?call)\b"
+                     # "someone rolled the route back - what prompted that?": a person's doing asked the cause of
+                     r"|\b(?:somebody|someone|they|ops|on-?call)\b[^?]{0,80}\bwhat (?:prompted|made (?:them|him|her))\b"
                      # A behaviour set against another ("why does X park orders instead of retrying"), a
                      # practice not followed ("why isn't the query using an index"), a time someone picked
                      # ("why was the warmup kicked off at 19:20 of all times"): a design's reasons.
@@ -316,11 +319,15 @@ _WHY_FRAME = frozenset(
     "又 还 会 老是 总是 到底 究竟 呢 吗 啊 呀 挂 挂了 崩 崩了 抽风 拉胯 卡 卡了 不行 不对 不正常 异常 出毛病 毛病 "
     "炸 炸了 不稳定 有点 出事 出事儿 坏 坏了 掉链子 翻车 扑街 今天 昨天 最近 这么 那么 这样 怪怪的 奇怪 不太 对劲 "
     "不对劲 状况 服务 老出 一下 好像 感觉 "
+    # "whats keeping orders from moving", "what prompted that", "谁知道为啥", "查到原因没"
+    "whats keeping stopping preventing blocking prompted 知道 那边 这边 查到 找到 "
     # How a how-long asks for the span ("一共跑了多久", "how long in total").
     "long total altogether 多久 多长时间 一共 总共 前前后后 持续 跑了".split())
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind|"
-                  r"(?:what's|whats|what is) the (?:reason|cause|deal)|(?:what's|whats|what is) making|what makes)\b"
+                  r"(?:what's|whats|what is) the (?:reason|cause|deal)|(?:what's|whats|what is) making|what makes"
+                  # "whats keeping orders from moving", "what prompted that": what brought it about
+                  r"|(?:what's|whats|what is) (?:keeping|stopping|preventing|blocking)|what (?:prompted|triggered|drove))\b"
                   # "怎么对出差异来了", "怎么要 1.7 秒": how it came to be so
                   r"|(?:怎么|咋)(?!回事|办|处理|弄|看|查|算|用|做)[^，。？?\s]{1,10}了\s*[?？]?\s*$|(?:怎么|咋)(?:要|需要|得|花了?|用了?)\s*\d"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致"
@@ -479,6 +486,10 @@ def asks_fine(question: str) -> bool:
     return FINE.search(bare)
 
 
+# "原因是？", "查到原因没", "谁知道为啥": a yes/no's shape around a why, which asks the cause all the same.
+_CAUSE_ASKED_ZH = re.compile(r"原因是\s*(?:啥|什么)?\s*[?？]*\s*$|原因呢|(?:查|找)(?:到|出)(?:原因|根因)了?没有?|知道(?:为啥|为什么)")
+
+
 def question_form(question: str) -> QuestionForm:
     """how_long ("how long has X been failing?", "X 报错多久了？") and since_when ("since when ...",
     "when did X start ...", "X 是几点开始报错的？") first: they ask for a time, whatever verb opens
@@ -490,6 +501,8 @@ def question_form(question: str) -> QuestionForm:
         return "how_long"
     if _SINCE_WHEN.search(norm) or _MOMENT.search(norm):
         return "since_when"
+    if _CAUSE_ASKED_ZH.search(norm):
+        return "why"
     if _YES_NO_EN.search(norm) or _YES_NO_ZH.search(norm) or _YES_NO_TAG.search(norm):
         return "yes_no"
     if norm.rstrip().endswith(("?", "？")) and (not _WH.search(norm) or _IS_WHAT.search(norm)):
@@ -547,9 +560,15 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
     # taking 1.4-1.7s, why" asks of that path's requests, and so does "what's making /api/x slow?" (whose
     # records decide whether the symptom's cause or the path's own lines answer it: pipeline.verdict.form).
     paths = {m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}
-    if any(sid != ANY for sids in symptoms.values() for sid in sids) or any(
-            SYMPTOMS[sid].cause_only for sid in asked_symptoms(_unnamed(question, services))):
+    if any(SYMPTOMS[sid].cause_only for sid in asked_symptoms(_unnamed(question, services))):
         return sorted(paths)
+    if any(sid != ANY for sids in symptoms.values() for sid in sids):
+        if services or paths:
+            return sorted(paths)
+        # No service named: the thing said to fail is what the why asks of ("活动规则一直加载失败"), its
+        # records, not the incident's, what a cause must speak of.
+        return sorted(w for w in keywords(_CLOCK.sub(" ", normalize(question)))
+                      if w not in _WHY_FRAME and not asked_symptoms(w) and not w.isdigit() and len(w) > 1)
     parts = {p for s in services for p in normalize(s).split("-")}
     # "fail over" is one happening, not a failure and a preposition the frame would drop
     words = keywords(_CLOCK.sub(" ", _FAIL_OVER.sub(" failover ", _unnamed(question, services))))
@@ -559,7 +578,10 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
 _PATH = re.compile(r"(?<![\w/])/(?:[a-z0-9_.-]+/)+[a-z0-9_.-]+")
 # A job or a flow said to have stopped running: "怎么不跑了", "stopped running", "没再执行".
 _STOPPED_DOING = re.compile(r"不跑了|没跑了|不运行了|不执行了|没再执行|没再跑|停止运行|停跑|\bstopped (?:running|firing|working|sending)\b"
-                            r"|\bno longer (?:runs|running|fires|sends)\b|\bquit (?:running|working)\b")
+                            r"|\bno longer (?:runs|running|fires|sends)\b|\bquit (?:running|working)\b"
+                            # "whats keeping orders from moving PAID -> SHIPPED": said to be held back from happening
+                            r"|\b(?:keeping|keeps|stopping|stops|preventing|prevents|blocking|blocks)\b(?=.*\bfrom\s+\w+ing\b)"
+                            r"|\bfrom\s+(?:moving|going|getting|being|running|sending)\b")
 
 
 def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None,
