@@ -248,6 +248,17 @@ CASES = [
     ("gateway-timeout", "someone bumped upstream_timeout down at 14:12 - what prompted that?", "LOW_CONFID",
      "Cannot tell why anyone chose to", ""),
     ("redis-latency", "活动规则老是加载失败，查到原因没", "LOW_CONFID", "无法判断原因：记录显示 活动规则已加载", ""),
+    # how long from one happening to the next: from the earlier's first record to the first after it of the
+    # later (its words, else the symptom or service it names)
+    ("gateway-timeout", "how long after the 14:12 config change did the first timeout hit?", "PASS",
+     "In the records, about 7 minutes passed between them", ""),
+    ("cpu-saturation", "从风控规则更新到第一次超时隔了多久", "PASS", "记录中两者相隔约 4 分钟", ""),
+    # a when of a path's first fault is dated by that path's records; "until when" takes the latest record;
+    # "since...?" asks the onset
+    ("db-pool-exhaustion", "at what time did the gateway first 500 on POST /api/orders", "PASS",
+     "api-gateway has shown errors since 08:20 UTC", ""),
+    ("cpu-saturation", "504 一直刷到几点", "PASS", "api-gateway 在 10:59 UTC 记录了它", ""),
+    ("bad-deploy", "checkout-service throwing 500s since...?", "PASS", "checkout-service has shown errors since 16:20", ""),
     # a figure said of what it measures: the records holding those words and a figure of its unit answer,
     # within the bound said ("over", "like", "+"); asked whether it still holds, the latest record does
     ("jvm-oom", "is the inventory JVM heap limited to 2gb?", "PASS", "No, the records say otherwise: 堆内存使用率过高", ""),

@@ -486,6 +486,8 @@ class AnswerLead(_Model):
     until: str = ""
     span: str = ""
     record: str = ""
+    # since, from one happening to the next: the later one's record (`text` holds the earlier's).
+    then: str = ""
 
 
 class ComposerInput(_Model):
@@ -626,6 +628,10 @@ class QuestionScope(_Model):
     # rules jump from 212 to 1843?", "为什么跑全量库存同步", "NullPointerException at X - first seen
     # when?"): its own words, which a record of it must hold.
     event: list[str] = Field(default_factory=list)
+    # How long from one happening to the next ("风控规则推上去之后隔了多久开始超时", "warmup start -> redis
+    # maxed out: how many mins?"): the earlier one's words; `event` holds the later one's, and the
+    # symptom it names, if any, is `symptom`.
+    since_event: list[str] = Field(default_factory=list)
     # A since-when of a change taking effect ("when did the 5 s timeout kick in?", "几点开始生效的"):
     # dated by the change's own record, not by the first symptom after it.
     took_effect: bool = False

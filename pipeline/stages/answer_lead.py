@@ -334,14 +334,16 @@ def _since_lead(row: FormCoverage, decided: ServiceCoverage | None, language: st
     with_day = first.at.date() != until.date()
     how_long = row.form == "how_long"
     code = row.msg.code if isinstance(row.msg, Message) else ""
-    statement = {"form.in_effect": "in_effect", "form.at": "at", "form.happening": "happening"}.get(code, "")
+    statement = {"form.in_effect": "in_effect", "form.at": "at", "form.happening": "happening",
+                 "form.between": "between"}.get(code, "")
     return AnswerLead(kind="since", form=row.form, statement=statement,
                       services=[(decided.service if decided else "") or first.service],
                       symptoms=[decided.symptom if decided else row.symptom], evidence=[f"#{first.invocation_id}"],
                       text=first.text,
                       since=_clock(first.at, with_day), until=_clock(until, with_day) if how_long else "",
                       span=_span(until - first.at, language) if how_long else "",
-                      record=tr("answer.record_at", language, number=first.number, call=first.invocation_id))
+                      record=tr("answer.record_at", language, number=first.number, call=first.invocation_id),
+                      then=str(row.msg.params["then"]) if statement == "between" and isinstance(row.msg, Message) else "")
 
 
 def _clock(at: datetime, with_day: bool) -> str:

@@ -105,8 +105,9 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
                 "symptom": symptom_name(lead.symptoms[0] if lead.symptoms else "any", language),
                 "since": lead.since, "record": lead.record, "text": lead.text.strip()}
         if lead.form == "how_long":
-            kind = f"answer.how_long_{lead.statement}" if lead.statement in ("in_effect", "happening") else "answer.how_long"
-            return tr(kind, language, **said, until=lead.until, span=lead.span)
+            kind = (f"answer.how_long_{lead.statement}" if lead.statement in ("in_effect", "happening", "between")
+                    else "answer.how_long")
+            return tr(kind, language, **said, until=lead.until, span=lead.span, then=lead.then)
         if lead.statement in ("in_effect", "at", "happening"):
             return tr(f"answer.{lead.statement}", language, **said)
         return tr("answer.since", language, **said)

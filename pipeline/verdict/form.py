@@ -261,12 +261,17 @@ def _row(form: QuestionForm, status: Literal["answered", "not_answered"],
                         detail=render(detail, "en"), msg=detail)
 
 
+_PATH_SAID = re.compile(r"(?<![\w/])/[a-z0-9_.{}-]+/")
+
+
 def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Sequence[ServiceCoverage],
            invocations: Sequence[ToolInvocation]) -> FormCoverage:
     """A how-long or since-when: dated by the first record of the symptom in each row it shows in;
     a row about no service in particular, by the records of the services its verified claims cite."""
     form = scope.form
     present = [c for c in coverage if c.status == "answered"]
+    if scope.since_event:
+        return _between(scope, coverage, invocations)
     if scope.moment:
         return _moment(scope, coverage, invocations)
     if scope.took_effect:
@@ -281,9 +286,17 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
                                                                             "until": max(last, change.at)})
             return _seen_at(form, row, change, change.at, said)
 
+    # "gw first 500'd a POST /api/orders at what time": not dated by another path's records
+    # ("/api/orders/history"); a record naming no path may be the asked one's.
+    paths = [re.compile(rf"{re.escape(w)}(?![\w/{{}}-])") for w in scope.event if w.startswith("/")]
+
+    def elsewhere(r: Record) -> bool:
+        return bool(paths) and bool(_PATH_SAID.search(r.text)) and not any(p.search(r.text) for p in paths)
+
     def dated(row: ServiceCoverage) -> list[Record]:
         services = [row.service] if row.service else cited_services(structured, row.claim_ids, invocations)
         found = [r for s in services for r in symptom_records(s, row.symptom, scope, invocations)]
+        found = [r for r in found if not elsewhere(r)] or found
         return sorted(found, key=lambda r: (r.at.timestamp() if r.at else 0.0, r.invocation_id, r.number))
 
     shown = {(c.service, c.symptom): dated(c) for c in present}
@@ -327,6 +340,33 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
     out = _row(form, "answered", row, msg("form.onset", service=first.service, symptom=row.symptom,
                                           since=first.at.isoformat(), quote=first.text))
     return out.model_copy(update={"first": first, "until": max(ends, key=lambda t: t.timestamp())})
+
+
+def _between(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """How long from one happening to the next ("风控规则推上去之后隔了多久开始超时"): from the first record of
+    the earlier to the first after it of the later, a record holding its words, else a warning or fault
+    of the symptom it names or of the service it names."""
+    row = coverage[0] if coverage else None
+    # the services named are the later happening's ("warmup start -> redis-cart maxed out")
+    earlier = _event_records(scope.model_copy(update={"event": scope.since_event, "services": []}), invocations,
+                             warnings=True)
+    start = next((r for r in earlier if r.at is not None), None)
+    if start is None or start.at is None:
+        return _row("how_long", "not_answered", row, msg("form.no_moment", event=", ".join(scope.since_event)))
+    at = start.at
+    held = [r for r in _event_records(scope, invocations, warnings=True) if r.at is not None and r.at >= at] \
+        if scope.event else []
+    symptoms = [t.strip() for t in scope.symptom.split(",") if t.strip()]
+    shown = [r for inv in invocations for r in records(inv)
+             if r.at is not None and r.at >= at and (r.fault or r.warns) and r.text != start.text
+             and (not scope.services or r.service in scope.services)
+             and (not symptoms or any(mentions_symptom(r.text, s) for s in symptoms))]
+    later = sorted(held or (shown if symptoms or scope.services else []), key=lambda r: r.at.timestamp() if r.at else 0.0)
+    if not later or later[0].at is None:
+        return _row("how_long", "not_answered", row, msg("form.no_moment", event=", ".join(scope.event or symptoms)))
+    then = later[0]
+    said = msg("form.between", first=_timed(start), then=then.raw)
+    return _row("how_long", "answered", row, said).model_copy(update={"first": _dated(start, at), "until": then.at})
 
 
 def _moment(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:

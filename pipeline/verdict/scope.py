@@ -321,6 +321,8 @@ _WHY_FRAME = frozenset(
     "不对劲 状况 服务 老出 一下 好像 感觉 "
     # "whats keeping orders from moving", "what prompted that", "谁知道为啥", "查到原因没"
     "whats keeping stopping preventing blocking prompted 知道 那边 这边 查到 找到 "
+    # who suffers and that it fails ("users with a coupon can't finish checkout"): the service's fault
+    "users user customers customer people folks finish "
     # How a how-long asks for the span ("一共跑了多久", "how long in total").
     "long total altogether 多久 多长时间 一共 总共 前前后后 持续 跑了".split())
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
@@ -341,7 +343,7 @@ _HOW_LONG = re.compile(r"\bhow long\b(?!.*\b(?:take|takes|took|to (?:recover|fix
                        r"|\bhow long did\b.*\btake\b(?!.*\bto (?:recover|fix|restart)\b)"
                        r"|\bhow many (?:minutes|hours|days)\b(?! ago)|持续了?多久|持续了?多长时间|多长时间了|多久了|有多久|多久(?:[?？。]|$)"
                        r"|持续了?几(?:个小时|小时|分钟|天)|(?:几|多少)(?:个小时|小时|分钟)了")
-_SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bwhen did\b.*\b(?:start|begin|first|go down|break)"
+_SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bsince\s*(?:\.{2,}|…)?\s*[?？]+\s*$|\bfirst\b[^?]{0,60}\bat what time\b|\bwhen did\b.*\b(?:start|begin|first|go down|break)"
                          r"|\bwhen (?:has|have|was|were|is|are)\b.*\b(?:start|began|begun|first)"
                          r"|\b(?:what time|when exactly|starting when|from when)\b.*\b(?:start|begin|first)\b"
                          r"|\bwhen (?:was|were) the first\b|\bwhen exactly\b"
@@ -357,7 +359,7 @@ _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bwhen did\b.*\b(?:st
 
 # A when of one happening ("what time did inv come back up?", "when did order 123 flip to PAID", "风控规则是几点改的"):
 # the question opens on it in English; in Chinese it asks it anywhere but in a yes/no ("几点那会儿慢吗").
-_MOMENT = re.compile(r"^\W*(?:(?:so|and|ok|okay|hey|quick q:?)\s+)?(?:when|what time|at what time)\b"
+_MOMENT = re.compile(r"^\W*(?:(?:so|and|ok|okay|hey|quick q:?)\s+)?(?:when|what time|at what time)\b|\bat what time\s*[?？]*\s*$"
                      r"|(?:几点|什么时候|啥时候|何时|哪个时间点?)(?![^？?]*?[吗么吧](?:[?？]|\s*$))")
 
 
@@ -584,6 +586,34 @@ _STOPPED_DOING = re.compile(r"不跑了|没跑了|不运行了|不执行了|没�
                             r"|\bfrom\s+(?:moving|going|getting|being|running|sending)\b")
 
 
+# How long from one happening to the next: (a) the earlier, (b) the later.
+_SPAN_ASKED = r"how (?:long|many (?:mins?|minutes|secs?|seconds|hours))"
+_BETWEEN = (
+    re.compile(r"\bhow long after (?P<a>.+?) (?:did|does|do|was|were|is|until|till|before) (?P<b>.+)"),
+    re.compile(rf"\b{_SPAN_ASKED}\b.*?\bbetween (?P<a>.+?) and (?P<b>.+)"),
+    re.compile(rf"^\W*(?:from\s+)?(?P<a>.+?)\s*(?:->|→|=>|\bto\b)\s*(?P<b>.+?)\s*[:,-]+\s*{_SPAN_ASKED}\b"),
+    re.compile(rf"\b{_SPAN_ASKED} from (?P<a>.+?) (?:to|until|till) (?P<b>.+)"),
+    re.compile(r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)(?:隔了|过了|又过了)?多(?:久|长时间)(?:才|就)?(?P<b>[^，,。？?]+)"),
+    re.compile(r"从(?P<a>[^，,。？?]+?)到(?P<b>[^，,。？?]+?)(?:隔了|过了|用了|花了)?多(?:久|长时间)"),
+)
+
+
+def _between(question: str, services: Iterable[str]) -> tuple[list[str], list[str]] | None:
+    """(earlier, later) words of a how-long from one happening to the next, or None; the later's
+    symptom words are left to the symptom it names."""
+    norm = normalize(question)
+    m = next((m for p in _BETWEEN if (m := p.search(norm)) is not None), None)
+    if m is None:
+        return None
+
+    def words(text: str) -> list[str]:
+        return sorted(w for w in keywords(_CLOCK.sub(" ", _unnamed(text, services)))
+                      if w not in _WHY_FRAME and not asked_symptoms(w) and not w.isdigit() and len(w) > 1)
+
+    earlier = words(m.group("a"))
+    return (earlier, words(m.group("b"))) if earlier else None
+
+
 def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None,
                latest: Callable[[list[str]], EvidenceTime | None] | None = None) -> QuestionScope:
     """The scope of one question. `catalogue` holds the services some backend is known to have
@@ -600,6 +630,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         window = parse_time_window(whole, now, anchor=anchor.at if anchor else None)
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
+    between = _between(question, services) if form != "yes_no" else None
+    form = "how_long" if between else form
     alert, alert_state = asked_alert(question)
     form = "yes_no" if alert_state else form
     stopped_at = _stopped_at(question) if form == "yes_no" else ""
@@ -624,12 +656,13 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
         intent=intent,
-        event=_moment_words(question, services) if moment or one_off
+        event=between[1] if between else _moment_words(question, services) if moment or one_off
         else sorted({m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}) if universal
         else asked_event(question, services, symptoms)
         if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off or universal else [],
-        took_effect=took_effect,
-        moment=moment,
+        since_event=between[0] if between else [],
+        took_effect=took_effect and not between,
+        moment=moment and not between,
         latest=moment and bool(_LATEST.search(normalize(question))),
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
         within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question)) or _QUOTES_FIGURE.search(normalize(question))),
@@ -675,7 +708,8 @@ _UNIVERSAL = re.compile(r"\b(?:every(?:\s+single)?|all(?:\s+the)?|each)\s+(?:[\w
 _ONE_OFF = re.compile(r"\b(?:blip|one-off|one off|fluke|one-time thing|just once|only once|isolated (?:incident|case|event))\b"
                       r"|偶发|一次性的|就一次|只有一次|只出现了?一次|只发生了?一次")
 # A when asking the latest time: "the last OOM", "most recent timeout", "最近一次", "最后一单".
-_LATEST = re.compile(r"\b(?:last|latest|most recent|final)\b|(?:最近|最后|最新)(?:一)?(?:次|单|条|个|回)?")
+_LATEST = re.compile(r"\b(?:last|latest|most recent|final)\b|\b(?:until|till) (?:when|what time)\b"
+                     r"|(?:最近|最后|最新)(?:一)?(?:次|单|条|个|回)?|到(?:几点|什么时候|啥时候)")
 # The asking words of a when or a one-off, which no record of the happening holds.
 _WHEN_FRAME = re.compile(r"\b(?:when|what time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first)\b"
                          r"|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|"

@@ -59,6 +59,11 @@ def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] 
         calls.append(PlannedToolCall(tool_name="query_logs",
                                      arguments={"keywords": said, "level": "INFO", **time_args},
                                      purpose="the happening asked about, by its words"))
+    if scope.since_event:
+        # How long from one happening to the next: the earlier one's record may be an ordinary line too.
+        earlier: list[JsonValue] = list(dict.fromkeys(s for w in scope.since_event for s in synonyms(w)))
+        calls.append(PlannedToolCall(tool_name="query_logs", arguments={"keywords": earlier, "level": "INFO", **time_args},
+                                     purpose="the earlier happening asked about, by its words"))
     measured = scope.proposition.measure if scope.proposition and scope.proposition.kind == "value" else []
     if measured:
         # A figure said of words ("inv's heap is capped at 8g"): the lines holding them, any level, hold
