@@ -49,6 +49,7 @@ from pipeline.text.primitives import (
     ELLIPSIS,
     UNIT_SECONDS,
     Entity,
+    EntityMatch,
     clock_times,
     detect_language,
     entity_values,
@@ -121,8 +122,6 @@ _COUNTED = re.compile(rf"(?<![\w.-])(?<!\d:)(\d+|{'|'.join(_SPELLED)})\s+(?:[^\s
                       rf"|(?<![\w.-])(?<!\d:)(\d+)\s*(?:次|条|个|回|单|笔|起)"
                       # "13 of them ERROR", "14 of those": a part of a counted whole
                       rf"|(?<![\w.-])(?<!\d:)(\d+)\s+of\s+(?:them|those|these)\b")
-# An instance followed by a number: its share of a count ("spread over web-7f2c-1 (37) and ...").
-_SHARE = re.compile(r"\s*[(（]?\s*(\d+)(?![\w.%:])")
 
 
 # --- text helpers ------------------------------------------------------------------------------
@@ -252,6 +251,30 @@ def _store_within(ent: Entity, evidence_norm: str) -> bool:
     return ent.kind == "service" and shared_store(ent.value) and ent.value in evidence_norm
 
 
+# Kinds of a reading taken at a time: a record of the time a claim gives states it, not one of another time.
+_READING_KINDS = frozenset({"percentage", "quantity", "duration"})
+
+
+def _mistimed(text: str, claim_ents: frozenset[Entity], lines: list[str]) -> list[str]:
+    """The one time a claim gives when a reading it gives with it is held by no cited record of that
+    time but by a record of another time that the claim names by no word of its own ("08:27, with
+    the pool at 100.0%" where 100.0% is the 08:17 alert's and 08:27 a timeout's): a reading borrowed
+    from another time. A claim naming that record ("since 19:31, RedisMemoryHigh at 98.0%") states
+    two facts, each of its own record."""
+    times = clock_times(text)
+    at = [line for line in lines if times <= clock_times(line)]
+    if len(times) != 1 or not at:
+        return []
+    words = set(_content_words(text)) - set(_content_words("\n".join(at)))
+    for e in (e for e in claim_ents if e.kind in _READING_KINDS):
+        if any(_present(e, _values(line)) for line in at):
+            continue
+        others = [line for line in lines if line not in at and _present(e, _values(line))]
+        if others and not any(words & set(_content_words(line)) for line in others):
+            return sorted(times)
+    return []
+
+
 def _count(ent: Entity) -> int | None:
     """The number an entity states when it can be a count: a bare number, or "25条" / "6次"."""
     m = re.fullmatch(r"(\d+)(?:次|条|个|回|单|笔|起)?", ent.value) if ent.kind in ("number", "quantity") else None
@@ -259,36 +282,66 @@ def _count(ent: Entity) -> int | None:
 
 
 def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
-    """The counts the claim states that its windows' tallies bear out (the records like the cited
-    ones, in all or on an instance the claim names, or an instance's share next to it), and the
-    counts it spells ("seven times", which no entity reads) that none bears out. A tally counted
+    """The counts the claim states that its windows' tallies bear out, and the counts it spells
+    ("seven times", which no entity reads) that none bears out. A count is a number the claim
+    states, with a noun or without ("32 slow queries", "27 on GET /api/orders", a table cell): the
+    records like the cited ones in all, or on the instance it belongs to (`_owner`). A tally counted
     only up to its bound bears out nothing."""
     # A number before a quote counts its lines ("56 \"inventory check failed ...\""): the quote is
     # the record's words, not the writer's, so it stands as the lines it quotes.
-    norm = normalize(unquoted(text, "lines"))
+    norm = _without_times(unquoted(text, "lines"))
     exact = [t for t in tallies if not t["capped"]]
-    named = {m.value: m.end for m in find_entities(norm) if m.kind == "instance"}
-    totals = {t["records"] for t in exact} | {t["by_instance"][i] for t in exact for i in named if i in t["by_instance"]}
     # a count over the span the claim's times bound ("16:20:48 起 59 次", "between 16:20 and 16:54, 52 ...")
-    totals |= {t["in_span"] for t in exact if "in_span" in t}
-    totals |= {t.get("by_instance_in_span", {})[i] for t in exact for i in named if i in t.get("by_instance_in_span", {})}
-    # the output's own size, in all or of one level ("query_logs returned 54 lines, 13 of them ERROR")
-    totals |= {n for t in tallies for n in t.get("levels", {}).values()} | {t["coarse"] for t in tallies if "coarse" in t}
-    counted: set[int] = set()
+    # and the output's own size, in all or of one level ("query_logs returned 54 lines, 13 of them ERROR")
+    whole = {t["records"] for t in exact} | {t["in_span"] for t in exact if "in_span" in t}
+    whole |= {t["coarse"] for t in tallies if "coarse" in t} | _level_counts(norm, tallies)
+    found = find_entities(norm)
+    instances = [m for m in found if m.kind == "instance"]
+
+    def borne(n: int, at: int) -> bool:
+        owners = _owner(instances, at)
+        return n in whole or any(n in (t["by_instance"].get(i), t.get("by_instance_in_span", {}).get(i))
+                                 for t in exact for i in owners)
+
+    counted = {n for m in found for n in [_count(Entity(m.kind, m.value))] if n is not None and borne(n, m.start)}
     wrong: list[str] = []
     for m in _COUNTED.finditer(norm):
-        said = m.group(1) or m.group(2) or m.group(3)
-        n = _SPELLED.get(said) or int(said)
-        if n in totals:
-            counted.add(n)
-        elif said in _SPELLED and exact:
+        said = m.group(1)
+        if said not in _SPELLED:
+            continue
+        if borne(_SPELLED[said], m.start()):
+            counted.add(_SPELLED[said])
+        elif exact:
             wrong.append(said)
-    for inst, end in named.items():
-        share = _SHARE.match(norm, end)
-        if share and any(int(share.group(1)) in (t["by_instance"].get(inst), t.get("by_instance_in_span", {}).get(inst))
-                         for t in exact):
-            counted.add(int(share.group(1)))
     return counted, wrong
+
+
+# A claim counting the output's own lines ("query_logs returned 54 lines", "共 54 条日志").
+_LINES = re.compile(r"\b(?:lines|entries|records)\b|条日志|行日志|条记录")
+
+
+def _level_counts(norm: str, tallies: list[Tally]) -> set[int]:
+    """The output's size, in all or of a level, when the claim counts its lines ("207 WARN/ERROR lines,
+    13 of them ERROR"): of each level the claim names, and in all when it names a level or the lines.
+    Another count that falls on one ("6 of the timeouts", with 6 WARN lines) is not borne out by it."""
+    out = set()
+    for t in tallies:
+        levels = t.get("levels", {})
+        named = {k for k in levels if k != "all" and re.search(rf"\b{k.lower()}\b", norm)}
+        out |= {levels[k] for k in named} | ({levels["all"]} if named or _LINES.search(norm) else set())
+    return out
+
+
+def _owner(instances: list[EntityMatch], at: int) -> set[str]:
+    """The instances a count at `at` is of, one of each shape: the nearest named before it, else the
+    nearest after ("pay-7d9f-1 16, pay-7d9f-2 18"; "38 on checkout-68f0-2"). Another pod's count next
+    to a pod is then no count of it."""
+    owners = set()
+    for shape in {instance_shape(m.value) for m in instances}:
+        of = [m for m in instances if instance_shape(m.value) == shape]
+        before = [m for m in of if m.end <= at]
+        owners.add(before[-1].value if before else next(m.value for m in of if m.start >= at))
+    return owners
 
 
 _PERCENT = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*%")
@@ -479,15 +532,18 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
         if mentions and all(concept in neg and concept not in aff for neg, aff in mentions):
             return done("contradicted", tr("offline.verifier.negation", lang, concept=concept))
 
-    values = _values(ev.text) | _shares(ev.tallies) | _ratios(text, ev.tallies)
+    values = _values(ev.text)
+    # a share worked out is a percentage only: "11" is no instance's 11.1% of a tally
+    shares = values | _shares(ev.tallies) | _ratios(text, ev.tallies)
     ev_norm = normalize(ev.text)
     counted, miscounted = _counted(text, ev.tallies)
     bare = set(_BARE.findall(_without_times(ev_norm)))
     missing = [e.value for e in sorted(claim_ents)
-               if not _present(e, values, scales(text)) and _count(e) not in counted and not _store_within(e, ev_norm)
+               if not _present(e, shares if e.kind == "percentage" else values, scales(text))
+               and _count(e) not in counted and not _store_within(e, ev_norm)
                and not (e.kind == "duration" and e.value[:-1] in bare)]
     missing += miscounted
-    missing += sorted(clock_times(text) - clock_times(ev.text)) + unheld
+    missing += sorted(clock_times(text) - clock_times(ev.text)) + unheld + _mistimed(text, claim_ents, ev.anchor + ev.related)
     if missing:
         return done("external_unknown", tr("offline.verifier.external", lang, items=", ".join(missing)))
     if gate_rules:

@@ -1,0 +1,94 @@
+"""Numbers a faithful writer derives from the records, judged end to end over a small world of its
+own (these sentences are not the foreign-answers benchmark's, which stays an independent yardstick):
+a count split by pod or route, a sum or share worked out, an interval between two records. Each
+derived number is kept when the records bear it out and caught when they do not."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pipeline.bundles.check import check_bundle
+from pipeline.bundles.trace_import import read_trace
+from pipeline.bundles.trace_session import trace_bundle
+from pipeline.core.config import Settings
+from pipeline.gatekeeper import load_rules
+from pipeline.llm import make_provider
+
+_LABEL = "label print failed: carrier api timeout after 800ms"
+LOGS = [
+    ("2026-04-09T09:02:00Z", "shipping-service", "ERROR", "carrier-sync job failed: auth token expired", "ship-2b9d-3"),
+    # label timeouts: ship-2b9d-1 five, ship-2b9d-2 three, ship-2b9d-3 one (nine in all)
+    *[(f"2026-04-09T09:{m}Z", "shipping-service", "ERROR", _LABEL, host)
+      for m, host in (("10:00", "ship-2b9d-1"), ("11:00", "ship-2b9d-2"), ("12:00", "ship-2b9d-1"),
+                      ("13:00", "ship-2b9d-1"), ("14:00", "ship-2b9d-2"), ("15:00", "ship-2b9d-3"),
+                      ("16:00", "ship-2b9d-1"), ("17:00", "ship-2b9d-2"), ("18:00", "ship-2b9d-1"))],
+    # the gateway's 504s: four on POST /api/ship/label, two on GET /api/ship/track
+    *[(f"2026-04-09T09:{m}Z", "api-gateway", "WARN", f"upstream shipping-service 504 on {route} after 0.8s", host)
+      for m, route, host in (("10:01", "POST /api/ship/label", "edge-41c0-1"), ("11:01", "POST /api/ship/label", "edge-41c0-2"),
+                             ("12:01", "GET /api/ship/track", "edge-41c0-1"), ("13:01", "POST /api/ship/label", "edge-41c0-1"),
+                             ("14:01", "GET /api/ship/track", "edge-41c0-2"), ("16:01", "POST /api/ship/label", "edge-41c0-1"))],
+]
+VERIFIED = {"direct_observation", "reasonable_inference"}
+
+
+def _attr(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _trace(answer: str) -> str:
+    """An OTLP/JSON trace as an agent exports it: the answer on its root, the logs on a tool span."""
+    logs = json.dumps({"logs": [{"timestamp": t, "service": s, "level": lv, "message": m, "host": h}
+                                for t, s, lv, m, h in LOGS], "total": len(LOGS), "truncated": False})
+    root = {"traceId": "cd" * 16, "spanId": "01" * 8, "name": "agent", "startTimeUnixNano": "1", "endTimeUnixNano": "9",
+            "attributes": [_attr("openinference.span.kind", "AGENT"), _attr("input.value", "Why do shipping labels fail?"),
+                           _attr("output.value", answer)]}
+    tool = {"traceId": "cd" * 16, "spanId": "02" * 8, "parentSpanId": root["spanId"], "name": "query_logs",
+            "startTimeUnixNano": "2", "endTimeUnixNano": "3",
+            "attributes": [_attr("openinference.span.kind", "TOOL"), _attr("tool.name", "query_logs"),
+                           _attr("tool.parameters", "{}"), _attr("output.value", logs)]}
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "other-agent")]},
+                                          "scopeSpans": [{"spans": [root, tool]}]}]})
+
+
+@pytest.fixture
+def refused(settings: Settings) -> Any:
+    """The claims of an answer the verifier does not verify, each with its finding."""
+    rules, provider = load_rules(settings.rules_dir), make_provider(settings)
+
+    def run(answer: str) -> list[str]:
+        bundle, form = trace_bundle(read_trace(_trace(answer), 10**7, 10**6))
+        assert form == "prose"
+        ev = check_bundle(bundle, settings=settings, rules=rules, provider=provider)
+        return [f"{c.claim_id} {c.verification}: {c.detail}" for c in ev.verifier_output.claim_checks
+                if c.verification not in VERIFIED]
+
+    return run
+
+
+# --- a count split by pod or route, or in a table -------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [
+    "ship-2b9d-1 logged 5 of the label print timeouts after 800ms.",
+    "Label print timeouts after 800ms: 3 on ship-2b9d-2.",
+    "Label print timeouts after 800ms by pod: ship-2b9d-1 5, ship-2b9d-2 3.",
+    "The gateway logged 4 upstream shipping-service 504s on POST /api/ship/label.",
+    "The gateway logged 2 upstream shipping-service 504s on GET /api/ship/track.",
+    "shipping-service logged 9 label print failures after the carrier api timeout.",
+])
+def test_a_count_of_records_split_by_pod_or_route_is_kept(refused: Any, answer: str) -> None:
+    assert refused(answer) == []
+
+
+@pytest.mark.parametrize("answer", [
+    "ship-2b9d-1 logged 6 of the label print timeouts after 800ms.",  # off by one
+    "ship-2b9d-1 logged 3 of the label print timeouts after 800ms.",  # ship-2b9d-2's count
+    "Label print timeouts after 800ms by pod: ship-2b9d-1 3, ship-2b9d-2 5.",  # the pods' counts swapped
+    "The gateway logged 2 upstream shipping-service 504s on POST /api/ship/label.",  # the other route's count
+    "shipping-service logged 11 label print failures after the carrier api timeout.",
+])
+def test_a_count_the_records_do_not_bear_out_is_caught(refused: Any, answer: str) -> None:
+    assert refused(answer)
