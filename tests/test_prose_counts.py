@@ -92,3 +92,25 @@ def test_a_count_of_records_split_by_pod_or_route_is_kept(refused: Any, answer: 
 ])
 def test_a_count_the_records_do_not_bear_out_is_caught(refused: Any, answer: str) -> None:
     assert refused(answer)
+
+
+# --- a sum or a share worked out --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [
+    "Label print timeouts after 800ms on the three pods: 5+3+1=9.",
+    "ship-2b9d-1 has 5/9=56% of the label print timeouts after 800ms.",
+    "ship-2b9d-1 logged 5 of the 9 label print timeouts after 800ms, about 56%.",
+])
+def test_a_sum_or_share_of_recorded_counts_is_kept(refused: Any, answer: str) -> None:
+    assert refused(answer) == []
+
+
+@pytest.mark.parametrize("answer", [
+    "Label print timeouts after 800ms on the three pods: 5+3+1=10.",  # the sum is wrong
+    "Label print timeouts after 800ms on the three pods: 5+3+2=10.",  # a term no pod has
+    "ship-2b9d-1 has 5/9=60% of the label print timeouts after 800ms.",  # the share is wrong
+    "ship-2b9d-1 logged 5 of the 9 label print timeouts after 800ms, about 45%.",
+])
+def test_a_wrong_sum_or_share_is_caught(refused: Any, answer: str) -> None:
+    assert refused(answer)

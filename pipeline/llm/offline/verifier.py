@@ -313,7 +313,24 @@ def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
             counted.add(_SPELLED[said])
         elif exact:
             wrong.append(said)
+    # the terms of a sum or share the writer works out, each a count on some instance
+    on_any = whole | {n for t in exact for of in (t["by_instance"], t.get("by_instance_in_span", {})) for n in of.values()}
+    for m in _WORKED.finditer(norm):
+        terms = [int(n) for n in re.findall(r"\d+", m.group("terms"))]
+        if not set(terms) <= on_any:
+            continue
+        if "/" in m.group("terms"):
+            counted |= set(terms)  # its percentage is checked as worked out (_ratios)
+        elif m.group("result") == str(sum(terms)):
+            counted |= {*terms, sum(terms)}
+        else:
+            wrong.append(m.group(0))
     return counted, wrong
+
+
+# A sum or a share written out ("16+18+16=50", "14+23+19=56 次", "18/50=36%", "50/68 ≈ 74%").
+_WORKED = re.compile(r"(?<![\w.])(?P<terms>\d+(?:\s*\+\s*\d+)+(?=\s*=)|\d+\s*/\s*\d+(?=\s*(?:=|≈|~|约)\s*[\d.]+\s*%))"
+                     r"\s*(?:=|≈|~|约)\s*(?P<result>\d+(?:\.\d+)?)")
 
 
 # A claim counting the output's own lines ("query_logs returned 54 lines", "共 54 条日志").
