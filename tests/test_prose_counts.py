@@ -30,6 +30,9 @@ LOGS = [
       for m, route, host in (("10:01", "POST /api/ship/label", "edge-41c0-1"), ("11:01", "POST /api/ship/label", "edge-41c0-2"),
                              ("12:01", "GET /api/ship/track", "edge-41c0-1"), ("13:01", "POST /api/ship/label", "edge-41c0-1"),
                              ("14:01", "GET /api/ship/track", "edge-41c0-2"), ("16:01", "POST /api/ship/label", "edge-41c0-1"))],
+    # a store the service itself names
+    *[(f"2026-04-09T09:{m}Z", "shipping-service", "WARN", "rate cache miss, rebuilding from Postgres took 412ms", "ship-2b9d-2")
+      for m in ("11:30", "14:30")],
 ]
 VERIFIED = {"direct_observation", "reasonable_inference"}
 
@@ -114,3 +117,15 @@ def test_a_sum_or_share_of_recorded_counts_is_kept(refused: Any, answer: str) ->
 ])
 def test_a_wrong_sum_or_share_is_caught(refused: Any, answer: str) -> None:
     assert refused(answer)
+
+
+# --- a store the record names --------------------------------------------------------------------
+
+
+def test_a_store_the_service_names_beside_its_pod_is_no_swapped_service(refused: Any) -> None:
+    assert refused("| pod | label print failed (800ms) | rate cache |\n|---|---|---|\n"
+                   "| ship-2b9d-2 | 3 | rebuilt from Postgres |") == []
+
+
+def test_a_store_put_where_the_service_was_is_caught(refused: Any) -> None:
+    assert refused("postgres logged label print failed: carrier api timeout after 800ms.")

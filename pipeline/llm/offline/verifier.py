@@ -504,6 +504,16 @@ def _denied(text: str) -> frozenset[Entity]:
         rf"(?:没有|没|无|未|不是|\bno\b|\bnot\b|\bnone\b|\bnever\b|\bwithout\b)[^，,。;；.]*?{re.escape(e.value)}", norm))
 
 
+def _components(claim_ents: frozenset[Entity], anchor_ents: frozenset[Entity], evidence: str) -> frozenset[Entity]:
+    """The stores a claim names beside the record's own service or instance that its cited records
+    name too ("cart-4d6e-1 ... 回源 MySQL 5" of "cart cache miss, rebuilding from MySQL"): a part the
+    service uses, not a service swapped for it. A store put where the record's service was ("redis-cart
+    logged ...") is still a swap."""
+    own = {e for e in claim_ents & anchor_ents if e.kind == "instance" or (e.kind == "service" and not shared_store(e.value))}
+    held = _entities(evidence) if own else frozenset()
+    return frozenset(e for e in claim_ents if e.kind == "service" and shared_store(e.value) and e in held)
+
+
 def _swapped_instance(mine: set[str], theirs: set[str]) -> tuple[str, str] | None:
     """(the record's, the claim's) instances of a shape in which the two name none in common.
     Shapes are compared apart: a log's host pod says nothing of which redis ordinal a claim names."""
@@ -527,7 +537,8 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
         return done("unsupported", tr("offline.verifier.no_evidence", lang))
     plain, unheld = _intervals(text, "\n".join(ev.anchor), ev.text)
     claim_ents = _entities(_ranged(plain, "\n".join(ev.anchor), ev.text))
-    conflict = _conflict(claim_ents - _denied(text), _entities("\n".join(ev.anchor)))
+    anchor_ents = _entities("\n".join(ev.anchor))
+    conflict = _conflict(claim_ents - _denied(text) - _components(claim_ents, anchor_ents, ev.text), anchor_ents)
     if conflict:
         kind, theirs, mine = conflict
         return done("contradicted", tr("offline.verifier.conflict", lang, kind=kind, evidence=theirs, claim=mine))
