@@ -259,6 +259,12 @@ CASES = [
      "api-gateway has shown errors since 08:20 UTC", ""),
     ("cpu-saturation", "504 一直刷到几点", "PASS", "api-gateway 在 10:59 UTC 记录了它", ""),
     ("bad-deploy", "checkout-service throwing 500s since...?", "PASS", "checkout-service has shown errors since 16:20", ""),
+    # a suspect put forward after a comma or as "that" ("X, is that what tanked Y?", "Y，X 有份吗"): the
+    # evidence's cause answers, not the suspect's bare presence
+    ("jvm-oom", "order-service 超时了，search 那边的索引重建有份吗", "PASS", "不是，证据指向order-service 超时的另一个原因",
+     "inventory-service"),
+    ("cpu-saturation", "the smtp reset on the gw at 09:40, is that what wrecked /api/pay?", "PASS",
+     "No, the evidence points to another cause", "payment-service"),
     # a figure said of what it measures: the records holding those words and a figure of its unit answer,
     # within the bound said ("over", "like", "+"); asked whether it still holds, the latest record does
     ("jvm-oom", "is the inventory JVM heap limited to 2gb?", "PASS", "No, the records say otherwise: 堆内存使用率过高", ""),
@@ -417,6 +423,10 @@ def test_a_why_half_answered_says_the_cause_it_has_after_the_gap(settings: Setti
     # a stem written whole is no nickname, and a name abbreviating two services is none
     ("is order-worker down", ["order-worker"]),
     ("is the pay-job stuck", ["pay-job"]),
+    # a bare word cutting a stem short names its service; a word of its own ("check", "orders") does not
+    ("notify keeps dropping tokens, is that a problem?", ["notification-service"]),
+    ("inv 的堆是不是满了", ["inventory-service"]),
+    ("can you check the orders page", []),
 ])
 def test_a_nickname_names_the_service_it_shortens(question: str, services: list[str]) -> None:
     catalogue = ["inventory-service", "notification-service", "order-service", "payment-service", "pay-api-service"]

@@ -37,7 +37,7 @@ _NEGATED = re.compile(rf"{NEGATIVE_ASKING.en_alternation}|{NEGATIVE_ASKING_ZH}")
 # Words asking whether X takes part in Y at all: a cause pattern reads (X, Y) around them, and
 # _INVOLVEMENT then keeps that cause from asking for the one culprit, so both take them from here.
 _INVOLVED_EN = "involved in|related to|connected to|linked to|tied to|part of|a factor in"
-_INVOLVED_ZH = "关系|关联|联系|有关|相关"
+_INVOLVED_ZH = "关系|关联|联系|有关|相关|有份|掺和|参与"
 # (x: the suspected cause, y: what it is asked to have caused), most specific first.
 _CAUSE_EN = (
     re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
@@ -46,8 +46,11 @@ _CAUSE_EN = (
     re.compile(r"\b(?:is|are|was|were)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from|down to)\s+(?P<x>.+)"),
     re.compile(r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
                rf"{_INVOLVED_EN}|"
-               r"what(?:'s|s| is)? (?:broke|caused|took down|(?!going\b)[a-z]+ing))\s+"
+               r"what(?:'s|s| is| was)? (?:broke|caused|took down|(?!going\b)[a-z]+ing|(?!happen|start|chang)[a-z]{3,}ed))\s+"
                r"(?P<y>.+)"),
+    # "... at 16:37, any chance thats whats killing checkout": what was said before is put forward.
+    re.compile(r"\b(?P<x>that|this|it)(?:'s|s| is| was)\s+what(?:'s|s| is| was)?\s+(?:(?!going\b)[a-z]+ing|broke|caused|took down"
+               r"|(?!happen|start|chang)[a-z]{3,}ed)\s+(?P<y>.+)"),
     # "is the gateway flooding payment-service with traffic? thats why its cpu is pegged?": a doing of
     # X's put forward as why the effect after "that's why" happens.
     re.compile(r"\b(?:is|are|was|were)\s+(?P<x>.+?)\s+[a-z]+ing\s+(?P<y>.+?\b(?:is that|that's|thats|that is|is this)\s+why\s+.+)"),
@@ -74,6 +77,8 @@ _CAUSE_ZH = (
     re.compile(r"(?P<y>[^，,。？?]*?)[，,]?\s*(?:这|这个|这口)?锅(?:该|要|得|应该)?由?(?P<x>[^，,。？?]+?)来?背(?:吗|么|[?？]|$)"),
     # "X 跟 Y 有关系吗", "X 和这次故障有没有关系": whether X is involved in Y at all.
     re.compile(rf"(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
+    # "inventory 堆被撑爆，catalog 那个预热有份吗": the effect said first, the one asked whether it took part after it.
+    re.compile(rf"(?P<y>[^，,。？?]+?)[，,]\s*(?P<x>[^，,。？?]+?)(?:也)?(?:有没有|是否|是不是)?(?:{_INVOLVED_ZH})了?(?:吗|么|[?？]|$)"),
     # "notify 一直在删无效 token，跟付款失败有关系吗": the happening said first, asked of after the comma.
     re.compile(rf"(?P<x>[^，,。？?]+?)[，,]\s*(?:这|那|它|这个|那个|这事)?(?:跟|和|与|同)(?P<y>[^，,。？?]+?)"
                rf"(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
@@ -209,7 +214,7 @@ def _services_in(text: str, services: Sequence[str]) -> list[str]:
     return [s for s in services if normalize(s) in norm or s in nicknames
             or (s.endswith("-service") and re.search(rf"(?<![a-z0-9_-]){re.escape(s.removesuffix('-service'))}(?![a-z0-9_])", norm))
             # "the gateway" is api-gateway: the one service of that role
-            or (s.endswith("-gateway") and re.search(r"(?<![a-z0-9_-])gateway(?![a-z0-9_-])", norm))]
+            or (s.endswith("-gateway") and re.search(r"(?<![a-z0-9_-])(?:gateway|gw)(?![a-z0-9_-])", norm))]
 
 
 def read_proposition(question: str, services: Sequence[str], *, asked_nothing: bool, denies: bool = False,

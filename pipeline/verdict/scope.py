@@ -377,11 +377,25 @@ def catalogue_mentions(question: str, catalogue: Iterable[str]) -> list[str]:
                 service.endswith("-gateway") and re.search(r"(?<![a-z0-9_-])(?:gateway|gw)(?![a-z0-9_-])"
                                                            r"|(?<!短信)(?<!支付)(?<!消息)(?<!邮件)(?<!推送)(?<!银行)(?<!微信)(?<!第三方)网关", text)):
             found.append(service)
+        elif short != service and any(_abbreviates(w, short) for w in _LATIN_TOKEN.findall(text)):
+            found.append(service)  # "notify 一直在删 token", "inv's heap": the stem cut short
     # A service named in full that the catalogue lacks is what is asked, not a Chinese word beside it.
     if found or _SERVICE_LIKE.search(text):
         return found
     return [service for service in catalogue if service.endswith("-service")
             and any(CJK_RUN.match(w) and w in text for w in _zh_words(service.removesuffix("-service")))]
+
+
+_LATIN_TOKEN = re.compile(r"(?<![a-z0-9_./-])[a-z]{3,}(?![a-z0-9_/-])")
+# Words that start a service's stem yet are words of their own ("check" of checkout, "use" of user), and
+# "pay", which says what kind of timeouts or failures ("pay timeouts", "order pay"), not whose.
+_NOT_NICKNAMES = frozenset("use uses used not note notes check checks checked cat car cart price prices priced info "
+                           "inform invent order ord pro per sea pay".split())
+
+
+def _abbreviates(word: str, stem: str) -> bool:
+    """Whether a bare word is a stem cut short ("notify" of notification, "inv" of inventory, "promo")."""
+    return len(word) < len(stem) and stem.startswith(word[:max(3, len(word) - 1)]) and word not in _NOT_NICKNAMES
 
 
 # What Chinese users call a service by its stem ("购物车慢了多久了" asks of cart-service). Kept out of
