@@ -259,6 +259,13 @@ CASES = [
      "api-gateway has shown errors since 08:20 UTC", ""),
     ("cpu-saturation", "504 一直刷到几点", "PASS", "api-gateway 在 10:59 UTC 记录了它", ""),
     ("bad-deploy", "checkout-service throwing 500s since...?", "PASS", "checkout-service has shown errors since 16:20", ""),
+    # one place said to show it alone in other words ("X only", "all coming from X", "就一台机器"), a belief put
+    # forward to confirm ("i think ..."): the boxes its records were written on answer
+    ("db-pool-exhaustion", "the HikariPool timeouts are all coming from order-9a1f-3, right?", "PASS",
+     "No, not order-9a1f-3 alone; the records show it on order-9a1f-1, order-9a1f-2", ""),
+    ("db-pool-exhaustion", "连接池超时就一台机器在报吗", "PASS", "不是，不止 order-9a1f-1；记录显示 order-9a1f-2, order-9a1f-3", ""),
+    ("db-pool-exhaustion", "i think the pool timeouts come off order-9a1f-2 only", "PASS",
+     "No, not order-9a1f-2 alone", ""),
     # a suspect put forward after a comma or as "that" ("X, is that what tanked Y?", "Y，X 有份吗"): the
     # evidence's cause answers, not the suspect's bare presence
     ("jvm-oom", "order-service 超时了，search 那边的索引重建有份吗", "PASS", "不是，证据指向order-service 超时的另一个原因",

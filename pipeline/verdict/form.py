@@ -71,7 +71,7 @@ from pipeline.verdict.coverage import (
     symptom_records,
 )
 from pipeline.verdict.proposition import CHANGE, change_names, read_proposition
-from pipeline.verdict.scope import ANY, mentions_symptom
+from pipeline.verdict.scope import ANY, ONE_BOX, mentions_symptom
 
 # How many records of a symptom make it a state of the service rather than a stray line.
 STATE_RECORDS = 3
@@ -728,6 +728,16 @@ def _only_there(only: str, scope: QuestionScope, coverage: Sequence[ServiceCover
     of_service = only in scope.services
     shown = _symptom_shown(scope, coverage, invocations, anywhere=of_service)
     row = coverage[0] if coverage else None
+    if only == ONE_BOX:
+        # No box named: how many boxes its records were written on says.
+        boxes = sorted({r.host for r in shown if r.host})
+        if len(boxes) > 1:
+            on = next(r for r in shown if r.host and r.host != boxes[0])
+            return _row("yes_no", "answered", row, msg("form.not_only", only=boxes[0], others=", ".join(boxes[1:5]),
+                                                       record=_timed(on)), answer="no")
+        if boxes:
+            return _row("yes_no", "answered", row, msg("form.only", only=boxes[0], record=_timed(shown[0])), answer="yes")
+        return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
     family = only.rsplit("-", 1)[0] + "-"
 
     def where(r: Record) -> set[str]:

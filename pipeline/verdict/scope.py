@@ -502,6 +502,9 @@ def asks_fine(question: str) -> bool:
     return FINE.search(bare)
 
 
+# A belief put forward for confirmation, with no asking word: "pretty sure the OOMs are all on inv-1".
+_BELIEF = re.compile(r"^\W*(?:(?:i'?m|im)\s+)?(?:pretty|fairly|quite)\s+sure\b|^\W*i\s+(?:think|bet|reckon|believe|guess)\b"
+                     r"|^\W*(?:我记得|我觉得|我猜|我感觉)")
 # "原因是？", "查到原因没", "谁知道为啥": a yes/no's shape around a why, which asks the cause all the same.
 _CAUSE_ASKED_ZH = re.compile(r"原因是\s*(?:啥|什么)?\s*[?？]*\s*$|原因呢|(?:查|找)(?:到|出)(?:原因|根因)了?没有?|知道(?:为啥|为什么)")
 
@@ -520,6 +523,8 @@ def question_form(question: str) -> QuestionForm:
     if _CAUSE_ASKED_ZH.search(norm):
         return "why"
     if _YES_NO_EN.search(norm) or _YES_NO_ZH.search(norm) or _YES_NO_TAG.search(norm):
+        return "yes_no"
+    if _BELIEF.search(norm) and not _WH.search(norm):  # "pretty sure the OOMs are all on inv-1": confirm it
         return "yes_no"
     if norm.rstrip().endswith(("?", "？")) and (not _WH.search(norm) or _IS_WHAT.search(norm)):
         return "yes_no"
@@ -655,7 +660,9 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
               and bool(_MOMENT.search(normalize(question))))
     one_off = form == "yes_no" and bool(_ONE_OFF.search(normalize(question)))
     # "for everyone or just coupon orders?" sets all against some: an alternative, not a claim about all
-    universal = (form == "yes_no" and bool(_UNIVERSAL.search(normalize(question)))
+    only = _only(question, services) if form == "yes_no" else ""
+    # "all coming from order-9a1f-3" says where they all come from: one place alone, not every request
+    universal = (form == "yes_no" and not only and bool(_UNIVERSAL.search(normalize(question)))
                  and not re.search(r"\bor\s+(?:just|only)\b|还是只有|还是只", normalize(question)))
     return QuestionScope(
         services=services,
@@ -688,20 +695,31 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         halted=form == "why" and bool(_STOPPED_DOING.search(normalize(question))),
         universal=universal,
         one_off=one_off,
-        only=_only(question, services) if form == "yes_no" else "",
+        only=only,
     )
 
 
 # Says one instance or service alone shows it: "only checkout-68f0-1 ...", "just on gw-2", "只在 X 上".
-_ONLY = re.compile(r"\b(?:only|just|solely|exclusively)\s+(?:on\s+|in\s+|from\s+|at\s+|by\s+)?(?:the\s+)?(\S+)"
-                   r"|(?:只在|只有|仅在|仅有|就只有)\s*(\S+?)(?=\s|上|里|那|这|的|会|在|$)"
-                   r"|(\S+)\s+(?:is\s+)?the\s+only\s+(?:one|service|pod|instance|host|node)\b")
+_ONLY = (re.compile(r"\b(?:only|just|solely|exclusively)\s+(?:on\s+|in\s+|from\s+|at\s+|by\s+)?(?:the\s+)?(\S+)"
+                    r"|(?:只在|只有|仅在|仅有|就只有)\s*(\S+?)(?=\s|上|里|那|这|的|会|在|$)"
+                    r"|(\S+)\s+(?:is\s+)?the\s+only\s+(?:one|service|pod|instance|host|node)\b"),
+         # "coming off pay-7d9f-2 only", "the OOMs are all coming off inv-84cd-1": tried after the above, as
+         # "the OOMs only on inv-2" holds both shapes
+         re.compile(r"(\S+)\s+only\b|\ball\s+(?:coming|come|came)\s+(?:off|from|out of)\s+(?:the\s+)?(\S+)"))
+# Says one box alone shows it, naming none: "just one box?", "就一台机器在报吗".
+_ONE_BOX = re.compile(r"\b(?:just|only)\s+(?:one|a single|1)\s+(?:box|host|pod|machine|node|instance|server)\b"
+                      r"|\b(?:one|a single)\s+(?:box|host|pod|machine|node|instance|server)\s+only\b"
+                      r"|(?:就|只有|只|仅)(?:一|1)(?:台|个)(?:机器|pod|实例|节点|主机|服务器|容器)")
+ONE_BOX = "one box"
 
 
 def _only(question: str, services: Iterable[str]) -> str:
-    """The instance or service a yes/no says alone shows its symptom, or ""."""
-    for m in _ONLY.finditer(normalize(question)):
-        said = (m.group(1) or m.group(2) or m.group(3)).strip(".,?!，。？")
+    """The instance or service a yes/no says alone shows its symptom, ONE_BOX for a box it does not
+    name, or ""."""
+    if _ONE_BOX.search(normalize(question)):
+        return ONE_BOX
+    for m in (m for pattern in _ONLY for m in pattern.finditer(normalize(question))):
+        said = next(g for g in m.groups() if g).strip(".,?!，。？")
         named = extract_entities(said)
         held = said if said in services else next((e.value for e in named if e.kind == "instance"), "")
         if held:
