@@ -259,6 +259,12 @@ CASES = [
      "api-gateway has shown errors since 08:20 UTC", ""),
     ("cpu-saturation", "504 一直刷到几点", "PASS", "api-gateway 在 10:59 UTC 记录了它", ""),
     ("bad-deploy", "checkout-service throwing 500s since...?", "PASS", "checkout-service has shown errors since 16:20", ""),
+    # the symptom's start set before or after a happening: its first record against the happening's time
+    ("db-pool-exhaustion", "did the pool timeouts only start after the export flag flip?", "PASS",
+     "Yes, it began only after feature flag order-history-export enabled", ""),
+    ("db-pool-exhaustion", "were the gateway 500s already there before the export flag flip?", "PASS",
+     "No, it began after feature flag order-history-export enabled", ""),
+    ("jvm-oom", "库存接口报错是 13:43 以后才有的吧", "PASS", "不是，它在 13:43 UTC 之前就开始了", ""),
     # one place said to show it alone in other words ("X only", "all coming from X", "就一台机器"), a belief put
     # forward to confirm ("i think ..."): the boxes its records were written on answer
     ("db-pool-exhaustion", "the HikariPool timeouts are all coming from order-9a1f-3, right?", "PASS",

@@ -248,6 +248,10 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         # An alert asked whether it still fires: its own record answers, named with the alert.
         return lead("proposition", str(row.msg.params.get("record", "")),
                     f"{row.msg.code.removeprefix('form.')}_{row.answer}", str(row.msg.params["alert"]))
+    if isinstance(row.msg, Message) and row.msg.code in ("form.started_before", "form.started_after"):
+        # Its start against the happening named: the first record of it, and the happening's time.
+        return lead("proposition", str(row.msg.params["record"]), f"{row.msg.code.removeprefix('form.')}_{row.answer}",
+                    str(row.msg.params["mark"]))
     if isinstance(row.msg, Message) and row.msg.code == "form.measured":
         # A figure said of words: the record holding what it measures answers, whatever service it is.
         return lead("proposition", str(row.msg.params["record"]), f"measured_{row.answer}")

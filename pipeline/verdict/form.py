@@ -226,6 +226,8 @@ def form_coverage(
         degraded = [c for c in sustained if prop.outage and not outage_shown(c.service, scope, invs)]
         if scope.alert and scope.alert_state:
             return _alert_state(scope.alert, scope.alert_state, coverage, invs)
+        if scope.order and prop.kind in ("symptom", "state"):
+            return _started_against(scope, coverage, invs)
         if scope.stopped_at and prop.kind in ("symptom", "state"):
             return _stopped(scope, coverage, invs)
         if scope.universal and prop.kind in ("symptom", "state"):
@@ -755,6 +757,38 @@ def _only_there(only: str, scope: QuestionScope, coverage: Sequence[ServiceCover
     if mine:
         return _row("yes_no", "answered", row, msg("form.only", only=only, record=_timed(mine[0])), answer="yes")
     return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _started_against(scope: QuestionScope, coverage: Sequence[ServiceCoverage],
+                     invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Did the symptom start before the happening named ("支付超时是不是风控规则更新前就有了"), or only after
+    it ("只在 13:43 重启之后才冒出来")? Its first record against the happening's time: the clock time said,
+    else the first record holding the happening's words."""
+    row = coverage[0] if coverage else None
+    shown = _symptom_shown(scope, coverage, invocations)
+    first = next((r for r in shown if r.at is not None), None)
+    if first is None or first.at is None:
+        return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
+    clock = next((w for w in scope.since_event if _CLOCK_WORD.fullmatch(w)), "")
+    words = [w for w in scope.since_event if w != clock]
+    if clock:
+        hour, minute = (int(x) for x in clock.split(":")[:2])
+        at = first.at.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        said = f"{clock} UTC"
+    else:
+        happened = _event_records(scope.model_copy(update={"event": words, "services": []}), invocations, warnings=True)
+        mark = next((r for r in happened if r.at is not None), None)
+        if mark is None or mark.at is None:
+            return _row("yes_no", "not_answered", row, msg("form.no_moment", event=", ".join(words)), answer="cannot_tell")
+        at, said = mark.at, _timed(mark)
+    before = first.at < at
+    holds = before if scope.order == "before" else not before
+    told = (msg("form.started_before", record=_timed(first), mark=said) if before
+            else msg("form.started_after", record=_timed(first), mark=said))
+    return _row("yes_no", "answered", row, told, answer="yes" if holds else "no")
+
+
+_CLOCK_WORD = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
 
 
 def _timed(r: Record) -> str:

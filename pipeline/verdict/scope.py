@@ -617,6 +617,30 @@ _BETWEEN = (
 )
 
 
+# A yes/no setting the symptom's start against a happening: before it, or only after it.
+_ORDERED: tuple[tuple[Literal["before", "after"], re.Pattern[str]], ...] = (
+    ("before", re.compile(r"(?P<y>[^，,。？?]+?)(?:之前|以前|前)(?:就|就已经|已经)(?:有|出现|开始|在|冒出来)")),
+    ("after", re.compile(r"(?P<y>[^，,。？?]+?)(?:之后|以后|后)才(?:冒出来|出现|开始|有)")),
+    ("before", re.compile(r"\b(?:already|even)\b[^?]{0,40}?\bbefore\s+(?P<y>[^?,]+)")),
+    ("after", re.compile(r"\b(?:only|just)\s+(?:\w+\s+)?after\s+(?P<y>[^?,]+)")),
+)
+
+
+def _ordered(question: str, services: Iterable[str]) -> tuple[Literal["before", "after"], list[str]] | None:
+    """(order, words of the happening) a yes/no sets its symptom's start against, or None."""
+    norm = normalize(question)
+    for order, pattern in _ORDERED:
+        if (m := pattern.search(norm)) is not None:
+            # "支付超时是不是风控规则更新前": the happening follows the asking word; a clock time in it dates it
+            said = re.split(r"是不是|是否|是|在", m.group("y"))[-1] if "是" in m.group("y") or "在" in m.group("y") else m.group("y")
+            clock = _CLOCK.findall(said)
+            words = sorted(w for w in keywords(_CLOCK.sub(" ", _unnamed(said, services)))
+                           if w not in _WHY_FRAME and not w.isdigit() and len(w) > 1 and w not in ("the", "that"))
+            if words or clock:
+                return order, clock[:1] + words
+    return None
+
+
 def _between(question: str, services: Iterable[str]) -> tuple[list[str], list[str]] | None:
     """(earlier, later) words of a how-long from one happening to the next, or None; the later's
     symptom words are left to the symptom it names."""
@@ -650,6 +674,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
     between = _between(question, services) if form != "yes_no" else None
+    ordered = _ordered(question, services) if form == "yes_no" else None
     form = "how_long" if between else form
     alert, alert_state = asked_alert(question)
     form = "yes_no" if alert_state else form
@@ -681,7 +706,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         else sorted({m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}) if universal
         else asked_event(question, services, symptoms)
         if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off or universal else [],
-        since_event=between[0] if between else [],
+        since_event=between[0] if between else ordered[1] if ordered else [],
+        order=ordered[0] if ordered else "",
         took_effect=took_effect and not between,
         moment=moment and not between,
         latest=moment and bool(_LATEST.search(normalize(question))),
