@@ -611,3 +611,25 @@ def test_a_causative_let_states_a_link(judge: Any) -> None:
 def test_a_writers_weighing_gaps_and_trailing_times_are_read_as_such(judge: Any, answer: str) -> None:
     judged = judge(answer)
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+
+
+# --- the writer's own questions, answers, gaps, commands and headers ---------------------------
+
+
+@pytest.mark.parametrize(("answer", "planted"), [
+    ("Q: Is it the disk or the JVM?\nA: ledger-service logged a G1 Old gc pause of 2.4s at 08:00:05.\n"
+     "Q: What did the gateway see?\nA: upstream ledger-service returned 503 on POST /api/ledger/post.",
+     ("2.4s", "4.2s")),
+    ("排查链：\n1. 为什么 batch 77 写不进去？ledger-service 写超时 1500ms。\n2. 为什么会写超时？LedgerDiskFull 磁盘 91.5%。",
+     ("91.5%", "95.1%")),
+    ("What does search-service have to do with it? It logged a slow request within SLO: GET /api/search took 900ms.",
+     ("900ms", "1900ms")),
+])
+def test_a_question_the_writer_asks_states_nothing_its_answer_does(judge: Any, answer: str,
+                                                                   planted: tuple[str, str]) -> None:
+    """The splitter drops the question mark, so "Q: Is it the disk or the JVM" was a claim no record
+    holds; the answer after a question is still judged."""
+    judged = judge(answer)
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    assert not any(c["claim_text"].startswith(("Is it", "What", "为什么")) for c in judged.claims)
+    assert judge(answer.replace(*planted)).flagged

@@ -65,11 +65,11 @@ _ACTION = re.compile(
     r"^(?:建议|请|下一步|需要|应当|应该|可以考虑)|^(?:recommend|we recommend|suggest|consider|check|verify|investigate|"
     r"restart|roll ?back|increase|decrease|raise|lower|scale|monitor|review|next step|you should)\b", re.IGNORECASE)
 _MAX_BINDINGS = 3
-# A label that frames what follows it ("**Summary:** ...", "**TL;DR** ...", "Short answer: ...", "结论：")
-# or a heading alone ("**Timeline (UTC)**"): the writer's layout, not a statement.
+# A label that frames what follows it ("**Summary:** ...", "**TL;DR** ...", "Short answer: ...", "结论：", an FAQ's
+# "Q:" and "答：") or a heading alone ("**Timeline (UTC)**"): the writer's layout, not a statement.
 _LABEL = re.compile(
     r"^(?:#+\s*)?(?:\*\*[^*\n]{1,40}\*\*\s*[:：]?|__[^_\n]{1,40}__\s*[:：]?"
-    r"|(?:tl;?dr|short answer|in short|bottom line|summary|answer|what's failing|what is failing|impact|timeline"
+    r"|(?:tl;?dr|short answer|in short|bottom line|summary|answer|q|a|question|问|答|what's failing|what is failing|impact|timeline"
     r"|findings|evidence|status|结论|总结|简而言之|简单说|一句话|现象|影响|时间线)(?:\s*\([^)]{0,30}\))?\s*[:：])\s*",
     re.IGNORECASE)
 # Any short label of the writer's own ("Noise check:", "旁支排查：", "交接给下一班：", "和支付无关、可以放一边的："):
@@ -375,6 +375,23 @@ _QUOTED_LINE = re.compile(r"^\s*>.*(?:[?？]|吗|(?<![什那怎这多要])么)\s
 # A Chinese question without its mark: "... 直接报错了吗". Not "...吧" or "...呢": a guess put softly
 # ("根因就是发布吧") still states it.
 _ASKED_ZH = re.compile(r"(?:吗|(?<![什那怎这多要])么)\s*[。.]?\s*$")
+# The question mark that ends a sentence the writer asks ("Q: where does the time go?", "为什么拿不到连接？" before
+# its answer): not a record's placeholder ("user_id=?", "(?,?)"), which a quote holds or a value sign leads.
+_ASKED_MARK = re.compile(r"\s*(?:？|\?(?![\w=,?)]))")
+
+
+def _sentences(line: str) -> list[tuple[str, bool]]:
+    """The line's sentences, each with whether it is asked: the sentence splitter drops the mark that says so."""
+    out: list[tuple[str, bool]] = []
+    at = 0
+    for sentence in sentences(line):
+        start = line.find(sentence, at)
+        end = start + len(sentence) if start >= 0 else at
+        at = end
+        asked = (start >= 0 and _ASKED_MARK.match(line, end) is not None and not sentence.endswith(("=", "("))
+                 and line[:end].count("`") % 2 == 0)
+        out.append((sentence, asked))
+    return out
 _TABLE_ROW = re.compile(r"^\s*\|(.+)\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
@@ -448,11 +465,13 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             text, label = _unlabelled(line)
             said.append((_siblings_spelled(text), _section(label) if label else section))
     # A timeline's arrows join events, each a statement of its own ("19:31 X → 19:33 Y").
-    for sentence, kind in ((s, kind) for line, kind in said for s in sentences(_NEXT_EVENT.sub("\n", line))):
+    for sentence, asked, kind in ((s, asked, kind) for line, kind in said
+                                  for s, asked in _sentences(_NEXT_EVENT.sub("\n", line))):
         # The writer's own words: a quoted record's "due to" or "may" is the record's.
         own = normalize(unquoted(sentence))
-        # A question, a heading ("Findings:") that frames the items under it, or the work's status states nothing.
-        if (not keywords(sentence) or sentence.rstrip().endswith(("?", "？", ":", "：")) or _ASKED_ZH.search(sentence)
+        # A question (its answer, after it, does state), a heading ("Findings:") that frames the items under it,
+        # or the work's status states nothing.
+        if (not keywords(sentence) or asked or sentence.rstrip().endswith((":", "：")) or _ASKED_ZH.search(sentence)
                 or _WORK_STATUS.match(sentence) or kind == "meta"):
             continue
         quotes = quotations(sentence)
