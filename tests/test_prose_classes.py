@@ -633,3 +633,14 @@ def test_a_question_the_writer_asks_states_nothing_its_answer_does(judge: Any, a
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
     assert not any(c["claim_text"].startswith(("Is it", "What", "为什么")) for c in judged.claims)
     assert judge(answer.replace(*planted)).flagged
+
+
+@pytest.mark.parametrize(("answer", "planted"), [
+    ("问：batch 77 是 search-service 写失败的吗？\n答：不是。\n答：是 ledger-service 写超时 1500ms。", ("1500ms", "2500ms")),
+    ("Q: Is the disk alert still firing?\nA: Yes.\nA: LedgerDiskFull reads 91.5% disk.", ("91.5%", "81.5%")),
+])
+def test_a_bare_yes_or_no_states_nothing_the_words_after_it_do(judge: Any, answer: str, planted: tuple[str, str]) -> None:
+    judged = judge(answer)
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    assert not [c for c in judged.claims if c["claim_text"].strip("。.") in ("不是", "Yes")]
+    assert judge(answer.replace(*planted)).flagged

@@ -4,8 +4,8 @@ Only for imported traces (docs/deploy.md#audit-your-own-agent): the workbench's 
 must write Executor V2 JSON (law 3); a foreign agent answers in prose, and its answer is what
 is audited, never what is shown. Each sentence or list item is one statement:
 
-- a question, a heading ("Findings:"), a title on its own line ("复盘（草稿）") or the status of the
-  work ("Status: investigating") is skipped;
+- a question (its answer, after it, is read), a bare yes or no, a heading ("Findings:"), a title on its
+  own line ("复盘（草稿）") or the status of the work ("Status: investigating") is skipped;
 - a recommendation ("建议 ...", "check ...") is a recommended action, not a fact;
 - a hedged one ("可能", "might") is a hypothesis: a guess that says so is allowed, and not refused
   as a fact nothing backs. Its clauses before the hedge that neither hedge nor link are its basis,
@@ -132,6 +132,10 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _TITLE = re.compile(r"^\s*(?:[\u4e00-\u9fff]{2,8}|(?:[A-Z][a-z]+\s+){0,4}[A-Z][a-z]+)\s*(?:[(（][^()（）\d]{1,12}[)）])?\s*$")
 _WORK_STATUS = re.compile(r"^\W*(?:still\s+)?(?:investigating|identified|monitoring|mitigating|mitigated|ongoing|in progress|"
                           r"open|draft|wip|排查中|调查中|处理中|进行中|观察中|草稿)\W*$", re.IGNORECASE)
+# A yes or a no alone, as an answer to the question before it ("A: No.", "答：不是。"): it says nothing to check
+# until the words after it say what is or is not so.
+_BARE_ANSWER = re.compile(r"^\W*(?:yes|yep|yeah|no|nope|not really|correct|partly|partially|是|是的|不是|对|对的|不对|有|没有|没|否|不|"
+                          r"不会|会|也不是)\W*$", re.IGNORECASE)
 # An arrow before a clock time: the next event of a chain, not a change of value ("15000ms -> 5000ms").
 _NEXT_EVENT = re.compile(r"\s*(?:→|->|=>|⇒)\s*(?=\d{1,2}:\d{2}(?!\d))")
 
@@ -469,10 +473,10 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
                                   for s, asked in _sentences(_NEXT_EVENT.sub("\n", line))):
         # The writer's own words: a quoted record's "due to" or "may" is the record's.
         own = normalize(unquoted(sentence))
-        # A question (its answer, after it, does state), a heading ("Findings:") that frames the items under it,
-        # or the work's status states nothing.
+        # A question (its answer, after it, does state), a bare yes or no, a heading ("Findings:") that frames the
+        # items under it, or the work's status states nothing.
         if (not keywords(sentence) or asked or sentence.rstrip().endswith((":", "：")) or _ASKED_ZH.search(sentence)
-                or _WORK_STATUS.match(sentence) or kind == "meta"):
+                or _WORK_STATUS.match(sentence) or _BARE_ANSWER.match(sentence) or kind == "meta"):
             continue
         quotes = quotations(sentence)
         if kind == "gap" or (kind == "action" and UNSHOWN.search(own) and not HEDGE.search(own)):
