@@ -83,6 +83,7 @@ class Judged:
     hypothesis_checks: list[str]
     missing_info: list[str]
     failed_rules: list[str]
+    recommended_actions: list[str]
 
     @property
     def flagged(self) -> bool:
@@ -102,7 +103,7 @@ def judge(settings: Settings) -> Any:
         read = json.loads(bundle.executor_raw_output)
         return Judged(read["claims"], [c.verification for c in ev.verifier_output.claim_checks], read["hypotheses"],
                       [h.verification for h in ev.verifier_output.hypothesis_checks], read["missing_info"],
-                      list(ev.gatekeeper_result.failed_rules))
+                      list(ev.gatekeeper_result.failed_rules), [a["action_text"] for a in read["recommended_actions"]])
 
     return run
 
@@ -644,3 +645,24 @@ def test_a_bare_yes_or_no_states_nothing_the_words_after_it_do(judge: Any, answe
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
     assert not [c for c in judged.claims if c["claim_text"].strip("。.") in ("不是", "Yes")]
     assert judge(answer.replace(*planted)).flagged
+
+
+GAPS_AND_STATUS = ("Update on ledger posting.\n"
+                   "- LedgerDiskFull reads 91.5% disk; what filled it isn't in these lines.\n"
+                   "- Which job writes the disk isn't logged, and the records don't tie the gc pause to the timeouts.\n"
+                   "- None of these is confirmed by a ledger record; the disk theory is to be confirmed by a du run.\n"
+                   "- Ruled out for now: search-service (a slow request within SLO, GET /api/search took 900ms).\n"
+                   "- 为什么磁盘会写满？记录里没有，需要问存储组。\n"
+                   "- 为什么 gc 会停这么久，记录里也没有。\n"
+                   "- Next update in 15 minutes.\n"
+                   "- 下次更新：15 分钟后。")
+
+
+@pytest.mark.parametrize("planted", [("91.5%", "95.1%"), ("900ms", "1900ms")])
+def test_what_the_writer_says_of_its_own_knowledge_and_work_is_no_claim(judge: Any, planted: tuple[str, str]) -> None:
+    """A gap ("isn't logged", "记录里没有"), a check still to come ("to be confirmed by") and the status of
+    the work ("Next update in 15 minutes") name nothing a record could hold; a fact beside them is judged."""
+    judged = judge(GAPS_AND_STATUS)
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    assert len(judged.missing_info) >= 5 and judged.recommended_actions == ["需要问存储组"]
+    assert judge(GAPS_AND_STATUS.replace(*planted)).flagged

@@ -72,9 +72,9 @@ _LABEL = re.compile(
     r"|(?:tl;?dr|short answer|in short|bottom line|summary|answer|q|a|question|问|答|what's failing|what is failing|impact|timeline"
     r"|findings|evidence|status|结论|总结|简而言之|简单说|一句话|现象|影响|时间线)(?:\s*\([^)]{0,30}\))?\s*[:：])\s*",
     re.IGNORECASE)
-# Any short label of the writer's own ("Noise check:", "旁支排查：", "交接给下一班：", "和支付无关、可以放一边的："):
+# Any short label of the writer's own ("Noise check:", "Ruled out for now:", "旁支排查：", "和支付无关、可以放一边的："):
 # a few words, no figure, name or speaker in it.
-_SHORT_LABEL = re.compile(r"^((?:[a-z]+\s+){0,2}[a-z]+|[\u4e00-\u9fff][\u4e00-\u9fff、]{1,15})\s*[:：]\s*(?=\S)",
+_SHORT_LABEL = re.compile(r"^((?:[a-z]+\s+){0,3}[a-z]+|[\u4e00-\u9fff][\u4e00-\u9fff、]{1,15})\s*[:：]\s*(?=\S)",
                           re.IGNORECASE)
 # A label leading its line ("建议：...", "**Confidence:** high") or alone on it ("Next steps:", "**证据：**",
 # which leads the lines under it).
@@ -128,10 +128,11 @@ _PREDICATE = re.compile(r"\s*(?:is|are|was|were)\b")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 # A title on a line of its own, over the lines it heads ("复盘（草稿）", "Incident Summary"): a few words
 # with no mark, figure or name; and a status the writer gives the work, not the system ("Status:
-# investigating.", "排查中").
+# investigating.", "排查中", "Next update in 30 minutes", "下次更新：20 分钟后").
 _TITLE = re.compile(r"^\s*(?:[\u4e00-\u9fff]{2,8}|(?:[A-Z][a-z]+\s+){0,4}[A-Z][a-z]+)\s*(?:[(（][^()（）\d]{1,12}[)）])?\s*$")
 _WORK_STATUS = re.compile(r"^\W*(?:still\s+)?(?:investigating|identified|monitoring|mitigating|mitigated|ongoing|in progress|"
-                          r"open|draft|wip|排查中|调查中|处理中|进行中|观察中|草稿)\W*$", re.IGNORECASE)
+                          r"open|draft|wip|排查中|调查中|处理中|进行中|观察中|草稿|next update\b[^.]*|下一?次更新[^。]*)\W*$",
+                          re.IGNORECASE)
 # A yes or a no alone, as an answer to the question before it ("A: No.", "答：不是。"): it says nothing to check
 # until the words after it say what is or is not so.
 _BARE_ANSWER = re.compile(r"^\W*(?:yes|yep|yeah|no|nope|not really|correct|partly|partially|是|是的|不是|对|对的|不对|有|没有|没|否|不|"
@@ -379,6 +380,8 @@ _QUOTED_LINE = re.compile(r"^\s*>.*(?:[?？]|吗|(?<![什那怎这多要])么)\s
 # A Chinese question without its mark: "... 直接报错了吗". Not "...吧" or "...呢": a guess put softly
 # ("根因就是发布吧") still states it.
 _ASKED_ZH = re.compile(r"(?:吗|(?<![什那怎这多要])么)\s*[。.]?\s*$")
+# A question put inside a statement ("why the pool stays full isn't logged"): it asks, and states nothing.
+_INDIRECT = re.compile(r"^\W*(?:为什么|为何|为啥|怎么会|哪(?:个|台|些|一)|(?:why|how|what|which|whether|who)\b)")
 # The question mark that ends a sentence the writer asks ("Q: where does the time go?", "为什么拿不到连接？" before
 # its answer): not a record's placeholder ("user_id=?", "(?,?)"), which a quote holds or a value sign leads.
 _ASKED_MARK = re.compile(r"\s*(?:？|\?(?![\w=,?)]))")
@@ -465,7 +468,7 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             section = _section(alone.group(1) if alone else line)
         elif leading and _section(leading.group(1)):
             said.append((_siblings_spelled(line[leading.end():].strip()), _section(leading.group(1))))
-        elif not _QUOTED_LINE.match(line):
+        elif not _QUOTED_LINE.match(line) and not _WORK_STATUS.match(line):  # "下次更新：30 分钟后" before its label is off
             text, label = _unlabelled(line)
             said.append((_siblings_spelled(text), _section(label) if label else section))
     # A timeline's arrows join events, each a statement of its own ("19:31 X → 19:33 Y").
@@ -498,9 +501,14 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             for text in [sentence] if causal or sentence.strip() in rows else _stated(sentence, quotes):
                 held = [q for q in quotes if q in text]
                 # A part saying the records do not show something is a gap, whatever the sentence's
-                # other parts state ("no data on total traffic, so the ratio can't be rebuilt").
-                if UNSHOWN.search(normalize(unquoted(text))) and not held:
+                # other parts state ("no data on total traffic, so the ratio can't be rebuilt"); so is what
+                # it says they do not show, asked without a mark and naming no fact ("为什么磁盘会写满，记录里没有").
+                if not held and (UNSHOWN.search(normalize(unquoted(text))) or (
+                        UNSHOWN.search(own) and _INDIRECT.match(normalize(text)) and not CLOCK_TIME.search(text)
+                        and not _facts(extract_entities(text)))):
                     missing.append(text)
+                elif _ACTION.match(normalize(text)) and not held:  # "记录里没有，需要问渠道方"
+                    actions.append(RecommendedAction(action_text=text, reason=""))
                 else:
                     claim(text, held, causal)
     output = ExecutorOutputV2(answer_version=ANSWER_VERSION, claims=claims, hypotheses=hypotheses,

@@ -110,7 +110,8 @@ GAP = Words(zh=("缺口",), en=("gap", "gaps", "no sign", "no signs", "no logs")
 UNSHOWN = Words(
     zh=("未显示", "没有显示", "并未显示", "没有记录", "未记录", "无记录", "未证实", "无法证实", "无法确认", "日志未", "日志没有",
         "没有证据", "无证据", "尚无证据", "没有直接", "没直接", "看不出", "没写", "没有写", "不好判断", "无从判断", "日志里没有",
-        "日志中没有", "没有分析", "没分析", "未分析", "看不到", "无从得知", "不得而知", "无法得知", "算不出", "证明不了", "没有答案"),
+        "日志中没有", "没有分析", "没分析", "未分析", "看不到", "无从得知", "不得而知", "无法得知", "算不出", "证明不了", "没有答案",
+        "待确认", "有待证实"),
     en=("no record", "no records", "no evidence", "not shown",
         "don't show", "doesn't show", "do not show", "does not show", "don't confirm", "doesn't confirm",
         "do not confirm", "does not confirm", "not confirmed", "unconfirmed", "not proven", "ties the two",
@@ -118,11 +119,17 @@ UNSHOWN = Words(
         "doesn't say", "do not say", "does not say", "didn't say", "not something a log", "not recorded",
         "isn't recorded", "wasn't recorded", "not something a line", "nothing says", "not stated", "isn't stated",
         "is not stated", "can't confirm", "cannot confirm", "can not confirm", "doesn't log", "does not log",
-        "don't log", "didn't log"),
+        "don't log", "didn't log", "not logged", "isn't logged", "aren't logged", "wasn't logged", "weren't logged",
+        "to be confirmed", "needs confirming", "needs confirmation", "unproven"),
     # "isn't in the WARN/ERROR lines", "not visible in the error logs", "nothing in the WARN/ERROR output
     # says", "I haven't analysed the bank side", "nobody has characterised what holds them"
-    patterns=(r"\b(?:isn't|is not|aren't|are not|not)\s+(?:visible\s+)?in\s+the\s+(?:[\w/]+\s+){0,2}"
-              r"(?:logs?|lines|records|alerts|output)\b",
+    patterns=(r"\b(?:isn't|is not|aren't|are not|not)\s+(?:visible\s+)?in\s+(?:the|these|those|this|our|my)\s+"
+              r"(?:[\w/]+\s+){0,2}(?:logs?|lines|records|alerts|output)\b",
+              # "the logs don't pair them one to one", "the records never name the pod": what the writer read lacks it
+              r"\b(?:logs?|records|lines|output)\s+(?:don't|do not|doesn't|does not|didn't|did not|never|can't|cannot)\s+\w",
+              # "none of these is confirmed by a log line"
+              r"\bnone of (?:these|those|them|this|it)\b[^.;]{0,30}?\b(?:is|are|was|were)\s+(?:confirmed|shown|proven|stated|"
+              r"recorded|logged|established)\b",
               r"\bnothing in the\s+(?:[\w/]+\s+){0,2}(?:logs?|lines|records|alerts|output)\s+(?:says|shows|states|explains)\b",
               r"\b(?:haven't|have not|hasn't|has not|not|nobody has|no one has|never)\s+(?:yet\s+|really\s+)?"
               r"(?:analy[sz]ed|characteri[sz]ed|looked into|dug into|investigated|checked)\b",
@@ -133,6 +140,8 @@ UNSHOWN = Words(
               r"worked out|determined|established|inferred)\b",
               r"\b(?:isn't|is not|wasn't|was not|not)\s+written\s+(?:anywhere|down)\b",
               r"没有[^，。；,;]{0,20}?(?:数据|统计|分解)",
+              # "记录里也没有", "日志没说": what the writer read lacks it
+              r"(?:日志|记录)(?:里|中)?(?:也|都|并|还)?(?:没有|没)",
               r"\bneither\b[^.;]{0,40}\b(?:is|are|was|were)\s+(?:stated|shown|recorded|written|logged)\b"),
 )
 # A happening a question may presume of a system (a why of it asks what brought it about): a failover,
