@@ -666,3 +666,21 @@ def test_what_the_writer_says_of_its_own_knowledge_and_work_is_no_claim(judge: A
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
     assert len(judged.missing_info) >= 5 and judged.recommended_actions == ["需要问存储组"]
     assert judge(GAPS_AND_STATUS.replace(*planted)).flagged
+
+
+TRANSCRIPT = ("$ grep -c 'invoice export skipped' billing.log\n"
+              "4\n"
+              "$ grep 'G1 Old gc pause' ledger.log | awk '{print $5}'\n"
+              "2.4s\n"
+              "`grep -c 'ledger snapshot stale' billing.log`\n"
+              "billing-service logged 3 reconcile failures on a stale ledger snapshot.")
+
+
+@pytest.mark.parametrize("planted", [("2.4s", "3.4s"), ("logged 3", "logged 5")])
+def test_a_command_the_writer_ran_is_no_claim_what_it_printed_is(judge: Any, planted: tuple[str, str]) -> None:
+    """"$ grep ... | awk ..." is the writer's process: judged as a statement it met no record ("0, 9 not in
+    the evidence" of a grep pattern). The lines it printed, and the sentence after it, are judged."""
+    judged = judge(TRANSCRIPT)
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    assert not any("grep" in c["claim_text"] for c in judged.claims)
+    assert judge(TRANSCRIPT.replace(*planted)).flagged

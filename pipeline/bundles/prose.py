@@ -5,7 +5,8 @@ must write Executor V2 JSON (law 3); a foreign agent answers in prose, and its a
 is audited, never what is shown. Each sentence or list item is one statement:
 
 - a question (its answer, after it, is read), a bare yes or no, a heading ("Findings:"), a title on its
-  own line ("复盘（草稿）") or the status of the work ("Status: investigating") is skipped;
+  own line ("复盘（草稿）"), the status of the work ("Status: investigating") or a command the writer ran
+  ("$ grep -c ...": what it printed is read) is skipped;
 - a recommendation ("建议 ...", "check ...") is a recommended action, not a fact;
 - a hedged one ("可能", "might") is a hypothesis: a guess that says so is allowed, and not refused
   as a fact nothing backs. Its clauses before the hedge that neither hedge nor link are its basis,
@@ -133,6 +134,9 @@ _TITLE = re.compile(r"^\s*(?:[\u4e00-\u9fff]{2,8}|(?:[A-Z][a-z]+\s+){0,4}[A-Z][a
 _WORK_STATUS = re.compile(r"^\W*(?:still\s+)?(?:investigating|identified|monitoring|mitigating|mitigated|ongoing|in progress|"
                           r"open|draft|wip|排查中|调查中|处理中|进行中|观察中|草稿|next update\b[^.]*|下一?次更新[^。]*)\W*$",
                           re.IGNORECASE)
+# A shell command pasted with its prompt ("$ grep -c 'timeout' app.log") or alone in backticks on its line.
+_COMMAND = re.compile(r"^\s*(?:[-*•]\s+)?(?:\$\s+\S|`\$?\s*(?:grep|zgrep|egrep|rg|awk|sed|cat|zcat|wc|sort|uniq|head|tail|cut|jq"
+                      r"|kubectl|curl|logcli|journalctl|less)\s[^`]*`\s*[:：]?\s*$)")
 # A yes or a no alone, as an answer to the question before it ("A: No.", "答：不是。"): it says nothing to check
 # until the words after it say what is or is not so.
 _BARE_ANSWER = re.compile(r"^\W*(?:yes|yep|yeah|no|nope|not really|correct|partly|partially|是|是的|不是|对|对的|不对|有|没有|没|否|不|"
@@ -468,7 +472,9 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             section = _section(alone.group(1) if alone else line)
         elif leading and _section(leading.group(1)):
             said.append((_siblings_spelled(line[leading.end():].strip()), _section(leading.group(1))))
-        elif not _QUOTED_LINE.match(line) and not _WORK_STATUS.match(line):  # "下次更新：30 分钟后" before its label is off
+        # A status line is read before its label is off ("下次更新：30 分钟后"); a command the writer ran is its
+        # process (what it printed, on the lines after it, is read).
+        elif not (_QUOTED_LINE.match(line) or _WORK_STATUS.match(line) or _COMMAND.match(line)):
             text, label = _unlabelled(line)
             said.append((_siblings_spelled(text), _section(label) if label else section))
     # A timeline's arrows join events, each a statement of its own ("19:31 X → 19:33 Y").
