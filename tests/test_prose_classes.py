@@ -684,3 +684,20 @@ def test_a_command_the_writer_ran_is_no_claim_what_it_printed_is(judge: Any, pla
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
     assert not any("grep" in c["claim_text"] for c in judged.claims)
     assert judge(TRANSCRIPT.replace(*planted)).flagged
+
+
+@pytest.mark.parametrize(("answer", "planted"), [
+    ("ledger-service paused 2.4s in G1 Old gc, which suggests its heap is too small for the batch.", ("2.4s", "3.4s")),
+    ("LedgerDiskFull 告警磁盘使用率 91.5%，batch 77 写超时应该主要是磁盘拖的。", ("91.5%", "95.1%")),
+    ("Working theory, unproven: the full disk is what fails batch 77. LedgerDiskFull reads 91.5% disk.", ("91.5%", "93.5%")),
+    ("As far as the records show, search-service is a bystander. Its one line is a slow request within SLO, 900ms.",
+     ("900ms", "1900ms")),
+    ("ledger-service 的 G1 Old gc 暂停了 2.4s，我猜是堆给小了。", ("2.4s", "3.4s")),
+])
+def test_an_inference_said_as_one_is_a_hypothesis(judge: Any, answer: str, planted: tuple[str, str]) -> None:
+    """"suggests", "应该主要是 X 拖的", "working theory", "as far as the records show", "我猜" say the writer
+    infers: judged as facts, each was a link no record states. The facts it rests on are judged."""
+    judged = judge(answer)
+    assert judged.hypotheses and not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks,
+                                                              strict=False))
+    assert judge(answer.replace(*planted)).flagged

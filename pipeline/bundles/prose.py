@@ -333,8 +333,13 @@ def _guess(sentence: str) -> tuple[list[str], list[str], list[str]]:
             guess.append(part)
         else:
             facts.append(part)
-    if not guess:  # the hedge sat in a part the split left out: the whole sentence is the guess
-        return [], [sentence], gaps
+    if not guess:
+        # The hedge sat in a part the split left out ("..., 我猜是堆给小了"): the sentence is the guess, and the
+        # clauses wholly before the hedge are still its basis, judged.
+        own = normalize(unquoted(sentence))
+        hedge = HEDGE.regex.search(own)
+        before = own[:hedge.start()] if hedge else ""
+        return [f for f in facts if normalize(unquoted(f)) in before], [sentence], gaps
     return facts, guess, gaps
 
 

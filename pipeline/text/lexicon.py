@@ -81,20 +81,26 @@ OUTAGE = Words(
 )
 # Says the statement is a guess: "可能是连接池耗尽", "possibly the pool".
 HEDGE = Words(
-    zh=("可能", "也许", "或许", "大概", "疑似", "推测", "猜测", "估计", "应该是", "应该不是", "应该没", "看起来", "看上去", "似乎", "好像",
-        "八成", "多半", "大概率", "倾向于", "不排除", "可疑", "不像"),
+    zh=("可能", "也许", "或许", "大概", "疑似", "推测", "推断", "猜测", "我猜", "估计", "应该不是", "应该没", "看起来", "看上去", "似乎",
+        "好像", "八成", "多半", "大概率", "倾向于", "不排除", "可疑", "不像"),
     en=("possibly", "possible", "possibility", "probably", "maybe", "may", "might", "could", "likely", "unlikely",
         "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized", "plausibly",
         "plausible", "presumably", "apparently", "seems", "seem", "seemed", "seemingly", "looks like", "look like",
-        "appears to", "appear to", "as far as i can tell", "i think", "my guess", "my inference", "my hunch", "hunch",
+        "appears to", "appear to", "i think", "my guess", "my hunch", "hunch", "i guess", "i'm guessing",
         "i'd bet", "i would bet", "i'd guess", "odds are", "chances are", "my money is on", "my money's on",
         "not certain", "not sure", "not entirely sure", "uncertain", "unsure", "leaning towards", "leaning toward",
-        "my reading", "inference from", "lean towards", "lean toward", "i lean", "i'd pick", "i would pick",
-        "as far as the output shows", "as far as i can see", "as far as the logs show"),
+        "my reading", "inference", "inferring", "lean towards", "lean toward", "i lean", "i'd pick", "i would pick",
+        "theory", "theories", "unproven", "suggests", "suggesting", "points to", "pointing to", "hints at"),
     # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
     unless=("could not",),
-    # "none of these look connected": a judgement by appearance
-    patterns=(r"\blook(?:s|ed)?\s+(?:\w+\s+)?(?:connected|related|unrelated|linked|relevant|irrelevant|benign|harmless)\b",),
+    patterns=(
+        # "none of these look connected": a judgement by appearance
+        r"\blook(?:s|ed)?\s+(?:\w+\s+)?(?:connected|related|unrelated|linked|relevant|irrelevant|benign|harmless)\b",
+        # "as far as the records show", "as far as I can tell": what the writer sees, not what is
+        r"\bas far as (?:the|these|i|we)\b[^,.;]{0,30}?\b(?:show|shows|showed|see|tell)\b",
+        # "应该是", "应该主要是 Redis 这边拖的", "应该就是 500 的来源"
+        r"应该(?:主要|就|也|都|还|只)?是",
+    ),
 )
 # Says something is not established: a gap, not a conclusion ("尚未确认根因", "no root cause yet").
 UNSETTLED = Words(
@@ -120,7 +126,7 @@ UNSHOWN = Words(
         "isn't recorded", "wasn't recorded", "not something a line", "nothing says", "not stated", "isn't stated",
         "is not stated", "can't confirm", "cannot confirm", "can not confirm", "doesn't log", "does not log",
         "don't log", "didn't log", "not logged", "isn't logged", "aren't logged", "wasn't logged", "weren't logged",
-        "to be confirmed", "needs confirming", "needs confirmation", "unproven"),
+        "to be confirmed", "needs confirming", "needs confirmation"),
     # "isn't in the WARN/ERROR lines", "not visible in the error logs", "nothing in the WARN/ERROR output
     # says", "I haven't analysed the bank side", "nobody has characterised what holds them"
     patterns=(r"\b(?:isn't|is not|aren't|are not|not)\s+(?:visible\s+)?in\s+(?:the|these|those|this|our|my)\s+"
