@@ -701,3 +701,24 @@ def test_an_inference_said_as_one_is_a_hypothesis(judge: Any, answer: str, plant
     assert judged.hypotheses and not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks,
                                                               strict=False))
     assert judge(answer.replace(*planted)).flagged
+
+
+TICKET = ("Incident update — ledger posts failing\n"
+          "Component: ledger-service\n"
+          "Owner: ledger on-call\n"
+          "Severity: critical (LedgerDiskFull at 91.5%)\n"
+          "Description: ledger-service posting batch 77 failed with a write timeout after 1500ms.\n"
+          "Candidates:\n"
+          "1. ledger-db. Against: its one slow query took 6.82 s, well after the failed post.\n"
+          "【值班交接】ledger 写入失败\n"
+          "- 负责人：存储组")
+
+
+@pytest.mark.parametrize("planted", [("91.5%", "97.5%"), ("1500ms", "2500ms"), ("6.82", "9.82")])
+def test_a_reports_title_and_fields_naming_its_subject_are_no_claims(judge: Any, planted: tuple[str, str]) -> None:
+    """"Incident update — ...", "Component: ledger-service", an owner and a list item that only names a
+    candidate name the subject: no record words them. A field whose value holds a fact is judged."""
+    judged = judge(TICKET)
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    assert not any(c["claim_text"].startswith(("Incident", "Component", "Owner", "ledger-db.")) for c in judged.claims)
+    assert judge(TICKET.replace(*planted)).flagged

@@ -5,7 +5,8 @@ must write Executor V2 JSON (law 3); a foreign agent answers in prose, and its a
 is audited, never what is shown. Each sentence or list item is one statement:
 
 - a question (its answer, after it, is read), a bare yes or no, a heading ("Findings:"), a title on its
-  own line ("复盘（草稿）"), the status of the work ("Status: investigating") or a command the writer ran
+  own line ("复盘（草稿）", "IC update — checkout 500s"), a name alone ("Component: payment-service"), who
+  works on it ("Owner: ..."), the status of the work ("Status: investigating") or a command the writer ran
   ("$ grep -c ...": what it printed is read) is skipped;
 - a recommendation ("建议 ...", "check ...") is a recommended action, not a fact;
 - a hedged one ("可能", "might") is a hypothesis: a guess that says so is allowed, and not refused
@@ -85,7 +86,9 @@ _ACTION_LABEL = re.compile(r"next steps?|recommended actions?|recommendations?|s
                            r"|actions?|mitigation|remediation|to ?do|follow[- ]ups?|建议|下一步|后续|处置|行动项|待办|止血")
 _GAP_LABEL = re.compile(r"open questions?|unknowns?|gaps?|still unknown|not in the output|missing|to confirm|to check"
                         r"|待查|待确认|待核实|未知|疑点|缺口|(?:输出|日志|记录)里没有的?|还不知道的?")
-_META_LABEL = re.compile(r"thought|thinking|confidence|置信度|可信度|思考")
+_META_LABEL = re.compile(r"thought|thinking|confidence|置信度|可信度|思考"
+                         # who works on it: the writer's process, nothing about the system
+                         r"|owners?|assignee|assigned to|reporter|on-?call|incident commander|ic|负责人|跟进人|处理人|值班")
 
 # Sibling instances written short after one written in full: "pay-7d9f-1/2/3", "checkout-68f0-1 最早，-3 是
 # 16:22:48". The writer names checkout-68f0-3; read alone, "-3" names nothing and "3" is a number.
@@ -131,6 +134,11 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 # with no mark, figure or name; and a status the writer gives the work, not the system ("Status:
 # investigating.", "排查中", "Next update in 30 minutes", "下次更新：20 分钟后").
 _TITLE = re.compile(r"^\s*(?:[\u4e00-\u9fff]{2,8}|(?:[A-Z][a-z]+\s+){0,4}[A-Z][a-z]+)\s*(?:[(（][^()（）\d]{1,12}[)）])?\s*$")
+# A report's title over its lines ("IC update — payment failures", "PagerDuty resolve note — CronJobFailed",
+# "【IC 更新】订单接口报错"): it names the subject the lines under it state facts of.
+_REPORT_TITLE = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?(?:【[^】]{0,12}(?:更新|工单|通报|复盘|交接|报告|update|ticket)[^】]{0,12}】"
+                           r"|(?:[\w-]+\s+){0,3}(?:update|note|report|ticket|handoff|postmortem|post-mortem|retro|ack|resolve)"
+                           r"\s*[—–]\s)", re.IGNORECASE)
 _WORK_STATUS = re.compile(r"^\W*(?:still\s+)?(?:investigating|identified|monitoring|mitigating|mitigated|ongoing|in progress|"
                           r"open|draft|wip|排查中|调查中|处理中|进行中|观察中|草稿|next update\b[^.]*|下一?次更新[^。]*)\W*$",
                           re.IGNORECASE)
@@ -370,6 +378,16 @@ def _section(label: str) -> str | None:
     return None
 
 
+def _names_only(sentence: str) -> bool:
+    """A statement naming its subject and nothing of it ("Component: payment-service", "3. notification-service."
+    over the evidence for and against it): a ticket's field or a heading over what follows."""
+    m = _SHORT_LABEL.match(sentence)
+    value = sentence[m.end():] if m else sentence
+    names = {normalize(e.value) for e in extract_entities(value) if e.kind in ("service", "instance")}
+    words = keywords(value)
+    return bool(words) and words <= names
+
+
 def _siblings_spelled(line: str) -> str:
     """The line with its short sibling instances written in full (see _SLASHED, _BARE_SUFFIX)."""
     line = _SLASHED.sub(lambda m: "/".join(m.group(1) + n for n in (m.group(2) + m.group(3)).split("/")), line)
@@ -473,7 +491,7 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
         if not line.strip():
             section = None
         elif (_HEADING.match(line) or alone or (i < last and _TITLE.match(line) and not extract_entities(line))
-              or _section(line)):
+              or (i < last and _REPORT_TITLE.match(line)) or _section(line)):
             section = _section(alone.group(1) if alone else line)
         elif leading and _section(leading.group(1)):
             said.append((_siblings_spelled(line[leading.end():].strip()), _section(leading.group(1))))
@@ -488,9 +506,10 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
         # The writer's own words: a quoted record's "due to" or "may" is the record's.
         own = normalize(unquoted(sentence))
         # A question (its answer, after it, does state), a bare yes or no, a heading ("Findings:") that frames the
-        # items under it, or the work's status states nothing.
+        # items under it, a name alone or the work's status states nothing.
         if (not keywords(sentence) or asked or sentence.rstrip().endswith((":", "：")) or _ASKED_ZH.search(sentence)
-                or _WORK_STATUS.match(sentence) or _BARE_ANSWER.match(sentence) or kind == "meta"):
+                or _WORK_STATUS.match(sentence) or _BARE_ANSWER.match(sentence) or _names_only(sentence)
+                or kind == "meta"):
             continue
         quotes = quotations(sentence)
         if kind == "gap" or (kind == "action" and UNSHOWN.search(own) and not HEDGE.search(own)):
