@@ -82,12 +82,12 @@ OUTAGE = Words(
 # Says the statement is a guess: "可能是连接池耗尽", "possibly the pool".
 HEDGE = Words(
     zh=("可能", "也许", "或许", "大概", "疑似", "推测", "推断", "猜测", "我猜", "估计", "应该不是", "应该没", "看起来", "看上去", "似乎",
-        "好像", "八成", "多半", "大概率", "倾向于", "不排除", "可疑", "不像"),
+        "好像", "八成", "多半", "大概率", "倾向于", "不排除", "可疑", "不像", "我的判断", "我判断", "我的看法"),
     en=("possibly", "possible", "possibility", "probably", "maybe", "may", "might", "could", "likely", "unlikely",
         "perhaps", "suspect", "suspected", "hypothesis", "hypotheses", "hypothesize", "hypothesized", "plausibly",
         "plausible", "presumably", "apparently", "seems", "seem", "seemed", "seemingly", "looks like", "look like",
-        "appears to", "appear to", "i think", "my guess", "my hunch", "hunch", "i guess", "i'm guessing",
-        "i'd bet", "i would bet", "i'd guess", "odds are", "chances are", "my money is on", "my money's on",
+        "appears to", "appear to", "i think", "guess", "guesses", "guessing", "my hunch", "hunch",
+        "i'd bet", "i would bet", "i'd put", "i would put", "i'd say", "i would say", "odds are", "chances are", "my money is on", "my money's on",
         "not certain", "not sure", "not entirely sure", "uncertain", "unsure", "leaning towards", "leaning toward",
         "my reading", "inference", "inferring", "lean towards", "lean toward", "i lean", "i'd pick", "i would pick",
         "theory", "theories", "unproven", "suggests", "suggesting", "points to", "pointing to", "hints at"),
