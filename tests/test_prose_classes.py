@@ -725,3 +725,15 @@ def test_a_reports_title_and_fields_naming_its_subject_are_no_claims(judge: Any,
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
     assert not any(c["claim_text"].startswith(("Incident", "Component", "Owner", "ledger-db.")) for c in judged.claims)
     assert judge(TICKET.replace(*planted)).flagged
+
+
+@pytest.mark.parametrize(("answer", "planted"), [
+    ("ledger-service posting batch 77 failed after 1500ms. Recommended action: move ledger-service back to v3.0.",
+     ("1500ms", "2500ms")),
+    ("LedgerDiskFull 告警磁盘使用率 91.5%。待查：是哪个任务在往 ledger 盘里写。", ("91.5%", "95.1%")),
+])
+def test_a_label_inside_a_line_says_what_its_sentence_is(judge: Any, answer: str, planted: tuple[str, str]) -> None:
+    judged = judge(answer)
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    assert len(judged.claims) == 1 and len(judged.recommended_actions) + len(judged.missing_info) == 1
+    assert judge(answer.replace(*planted)).flagged

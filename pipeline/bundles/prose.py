@@ -503,6 +503,11 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     # A timeline's arrows join events, each a statement of its own ("19:31 X → 19:33 Y").
     for sentence, asked, kind in ((s, asked, kind) for line, kind in said
                                   for s, asked in _sentences(_NEXT_EVENT.sub("\n", line))):
+        # A label saying what follows it may lead a sentence inside a line, too ("... 2.4s. Recommended action:
+        # roll back", "。输出里没有的：回滚记录、…"), and makes it that.
+        lead = _SECTION_LABEL.match(sentence)
+        if lead and _section(lead.group(1)) and sentence[lead.end():].strip():
+            sentence, kind = sentence[lead.end():].strip(), _section(lead.group(1))
         # The writer's own words: a quoted record's "due to" or "may" is the record's.
         own = normalize(unquoted(sentence))
         # A question (its answer, after it, does state), a bare yes or no, a heading ("Findings:") that frames the
