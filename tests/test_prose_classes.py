@@ -737,3 +737,16 @@ def test_a_label_inside_a_line_says_what_its_sentence_is(judge: Any, answer: str
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
     assert len(judged.claims) == 1 and len(judged.recommended_actions) + len(judged.missing_info) == 1
     assert judge(answer.replace(*planted)).flagged
+
+
+@pytest.mark.parametrize(("answer", "planted"), [
+    ("I weighed two candidates. LedgerDiskFull reads 91.5% disk.", ("91.5%", "95.5%")),
+    ("我先看了告警。LedgerDiskFull 告警磁盘使用率 91.5%，告警没有说明是谁写满的。", ("91.5%", "95.5%")),
+    ("ledger-service 写超时 1500ms；那次重试最终成没成功，这些日志里看不到。", ("1500ms", "2500ms")),
+])
+def test_what_the_writer_did_and_what_it_cannot_tell_are_no_claims(judge: Any, answer: str,
+                                                                  planted: tuple[str, str]) -> None:
+    judged = judge(answer)
+    assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
+    assert len(judged.claims) == 1
+    assert judge(answer.replace(*planted)).flagged

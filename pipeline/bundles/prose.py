@@ -145,6 +145,11 @@ _WORK_STATUS = re.compile(r"^\W*(?:still\s+)?(?:investigating|identified|monitor
 # A shell command pasted with its prompt ("$ grep -c 'timeout' app.log") or alone in backticks on its line.
 _COMMAND = re.compile(r"^\s*(?:[-*•]\s+)?(?:\$\s+\S|`\$?\s*(?:grep|zgrep|egrep|rg|awk|sed|cat|zcat|wc|sort|uniq|head|tail|cut|jq"
                       r"|kubectl|curl|logcli|journalctl|less)\s[^`]*`\s*[:：]?\s*$)")
+# What the writer did to find out ("I weighed two candidates", "我先看了告警"): its process; said with a fact
+# ("I checked: 68 timeouts"), the fact is read.
+_PROCESS = re.compile(r"^\W*(?:i|we)(?:'ve|\s+have)?\s+(?:first\s+|then\s+|also\s+|only\s+)?(?:weighed|looked at|looked into"
+                      r"|checked|grepped|compared|went through|counted|pulled|searched|considered|reviewed|read|queried|ran)\b"
+                      r"|^\W*我(?:先|又|也|再|只)?(?:查了|看了|对比了|比较了|搜了|数了|翻了|过了一遍)", re.IGNORECASE)
 # A yes or a no alone, as an answer to the question before it ("A: No.", "答：不是。"): it says nothing to check
 # until the words after it say what is or is not so.
 _BARE_ANSWER = re.compile(r"^\W*(?:yes|yep|yeah|no|nope|not really|correct|partly|partially|是|是的|不是|对|对的|不对|有|没有|没|否|不|"
@@ -407,8 +412,10 @@ _QUOTED_LINE = re.compile(r"^\s*>.*(?:[?？]|吗|(?<![什那怎这多要])么)\s
 # A Chinese question without its mark: "... 直接报错了吗". Not "...吧" or "...呢": a guess put softly
 # ("根因就是发布吧") still states it.
 _ASKED_ZH = re.compile(r"(?:吗|(?<![什那怎这多要])么)\s*[。.]?\s*$")
-# A question put inside a statement ("why the pool stays full isn't logged"): it asks, and states nothing.
-_INDIRECT = re.compile(r"^\W*(?:为什么|为何|为啥|怎么会|哪(?:个|台|些|一)|(?:why|how|what|which|whether|who)\b)")
+# A question put inside a statement ("why the pool stays full isn't logged", "最终扣款成没成功，日志里看不到"):
+# it asks, and states nothing.
+_INDIRECT = re.compile(r"^\W*(?:为什么|为何|为啥|怎么会|哪(?:个|台|些|一)|(?:why|how|what|which|whether|who)\b)"
+                       r"|.*?(?:是否|([\u4e00-\u9fff])[没不]\1)")
 # The question mark that ends a sentence the writer asks ("Q: where does the time go?", "为什么拿不到连接？" before
 # its answer): not a record's placeholder ("user_id=?", "(?,?)"), which a quote holds or a value sign leads.
 _ASKED_MARK = re.compile(r"\s*(?:？|\?(?![\w=,?)]))")
@@ -511,9 +518,10 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
         # The writer's own words: a quoted record's "due to" or "may" is the record's.
         own = normalize(unquoted(sentence))
         # A question (its answer, after it, does state), a bare yes or no, a heading ("Findings:") that frames the
-        # items under it, a name alone or the work's status states nothing.
+        # items under it, a name alone, the work's status or what the writer did states nothing.
         if (not keywords(sentence) or asked or sentence.rstrip().endswith((":", "：")) or _ASKED_ZH.search(sentence)
                 or _WORK_STATUS.match(sentence) or _BARE_ANSWER.match(sentence) or _names_only(sentence)
+                or (_PROCESS.match(sentence) and not _facts(extract_entities(sentence)) and not CLOCK_TIME.search(sentence))
                 or kind == "meta"):
             continue
         quotes = quotations(sentence)

@@ -117,7 +117,7 @@ UNSHOWN = Words(
     zh=("未显示", "没有显示", "并未显示", "没有记录", "未记录", "无记录", "未证实", "无法证实", "无法确认", "日志未", "日志没有",
         "没有证据", "无证据", "尚无证据", "没有直接", "没直接", "看不出", "没写", "没有写", "不好判断", "无从判断", "日志里没有",
         "日志中没有", "没有分析", "没分析", "未分析", "看不到", "无从得知", "不得而知", "无法得知", "算不出", "证明不了", "没有答案",
-        "待确认", "有待证实"),
+        "待确认", "有待证实", "没有说明", "没说明", "未说明"),
     en=("no record", "no records", "no evidence", "not shown",
         "don't show", "doesn't show", "do not show", "does not show", "don't confirm", "doesn't confirm",
         "do not confirm", "does not confirm", "not confirmed", "unconfirmed", "not proven", "ties the two",
