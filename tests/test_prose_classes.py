@@ -696,6 +696,7 @@ def test_a_command_the_writer_ran_is_no_claim_what_it_printed_is(judge: Any, pla
     ("LedgerDiskFull reads 91.5% disk. A full disk would explain batch 77, but it's a guess.", ("91.5%", "95.5%")),
     ("LedgerDiskFull reads 91.5% disk. I'd put the disk first and the gc pause second.", ("91.5%", "95.5%")),
     ("LedgerDiskFull 告警磁盘使用率 91.5%。我的判断是磁盘写满拖慢了 batch 77。", ("91.5%", "95.5%")),
+    ("Two candidates: the full disk, or the ledger-service heap. LedgerDiskFull reads 91.5% disk.", ("91.5%", "95.5%")),
 ])
 def test_an_inference_said_as_one_is_a_hypothesis(judge: Any, answer: str, planted: tuple[str, str]) -> None:
     """"suggests", "应该主要是 X 拖的", "working theory", "as far as the records show", "我猜" say the writer

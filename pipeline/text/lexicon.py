@@ -90,7 +90,7 @@ HEDGE = Words(
         "i'd bet", "i would bet", "i'd put", "i would put", "i'd say", "i would say", "odds are", "chances are", "my money is on", "my money's on",
         "not certain", "not sure", "not entirely sure", "uncertain", "unsure", "leaning towards", "leaning toward",
         "my reading", "inference", "inferring", "lean towards", "lean toward", "i lean", "i'd pick", "i would pick",
-        "theory", "theories", "unproven", "suggests", "suggesting", "points to", "pointing to", "hints at"),
+        "theory", "theories", "unproven", "candidate", "candidates", "suggests", "suggesting", "points to", "pointing to", "hints at"),
     # "search-service could not relocate the shard" reports a failure; UNSETTLED reads "could not" as a gap.
     unless=("could not",),
     patterns=(
