@@ -654,7 +654,7 @@ GAPS_AND_STATUS = ("Update on ledger posting.\n"
                    "- Ruled out for now: search-service (a slow request within SLO, GET /api/search took 900ms).\n"
                    "- 为什么磁盘会写满？记录里没有，需要问存储组。\n"
                    "- 为什么 gc 会停这么久，记录里也没有。\n"
-                   "- Next update in 15 minutes.\n"
+                   "- Next update in 15 minutes. Acking. Will update the ledger channel.\n"
                    "- 下次更新：15 分钟后。")
 
 

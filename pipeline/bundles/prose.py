@@ -132,7 +132,7 @@ _PREDICATE = re.compile(r"\s*(?:is|are|was|were)\b")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 # A title on a line of its own, over the lines it heads ("复盘（草稿）", "Incident Summary"): a few words
 # with no mark, figure or name; and a status the writer gives the work, not the system ("Status:
-# investigating.", "排查中", "Next update in 30 minutes", "下次更新：20 分钟后").
+# investigating.", "排查中", "Acking.", "Next update in 30 minutes", "下次更新：20 分钟后").
 _TITLE = re.compile(r"^\s*(?:[\u4e00-\u9fff]{2,8}|(?:[A-Z][a-z]+\s+){0,4}[A-Z][a-z]+)\s*(?:[(（][^()（）\d]{1,12}[)）])?\s*$")
 # A report's title over its lines ("IC update — payment failures", "PagerDuty resolve note — CronJobFailed",
 # "【IC 更新】订单接口报错"): it names the subject the lines under it state facts of.
@@ -140,7 +140,8 @@ _REPORT_TITLE = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?(?:【[^】]{0,12}(?:更新|
                            r"|(?:[\w-]+\s+){0,3}(?:update|note|report|ticket|handoff|postmortem|post-mortem|retro|ack|resolve)"
                            r"\s*[—–]\s)", re.IGNORECASE)
 _WORK_STATUS = re.compile(r"^\W*(?:still\s+)?(?:investigating|identified|monitoring|mitigating|mitigated|ongoing|in progress|"
-                          r"open|draft|wip|排查中|调查中|处理中|进行中|观察中|草稿|next update\b[^.]*|下一?次更新[^。]*)\W*$",
+                          r"open|draft|wip|排查中|调查中|处理中|进行中|观察中|草稿|ack(?:ing|ed|nowledged)?"
+                          r"|next update\b[^.]*|will (?:update|post)\b[^.]*|下一?次更新[^。]*)\W*$",
                           re.IGNORECASE)
 # A shell command pasted with its prompt ("$ grep -c 'timeout' app.log") or alone in backticks on its line.
 _COMMAND = re.compile(r"^\s*(?:[-*•]\s+)?(?:\$\s+\S|`\$?\s*(?:grep|zgrep|egrep|rg|awk|sed|cat|zcat|wc|sort|uniq|head|tail|cut|jq"
