@@ -751,3 +751,7 @@ def test_what_the_writer_did_and_what_it_cannot_tell_are_no_claims(judge: Any, a
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
     assert len(judged.claims) == 1
     assert judge(answer.replace(*planted)).flagged
+
+
+def test_a_part_reading_like_an_action_that_states_a_figure_is_judged(judge: Any) -> None:
+    assert judge("ledger-service posting failed, increase of the write timeout to 2500ms.").flagged

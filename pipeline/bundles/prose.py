@@ -551,7 +551,8 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
                         UNSHOWN.search(own) and _INDIRECT.match(normalize(text)) and not CLOCK_TIME.search(text)
                         and not _facts(extract_entities(text)))):
                     missing.append(text)
-                elif _ACTION.match(normalize(text)) and not held:  # "记录里没有，需要问渠道方"
+                # "记录里没有，需要问渠道方"; not a part with a figure ("..., an increase to 850ms" states one)
+                elif _ACTION.match(normalize(text)) and not held and not _facts(extract_entities(text)):
                     actions.append(RecommendedAction(action_text=text, reason=""))
                 else:
                     claim(text, held, causal)
