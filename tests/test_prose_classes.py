@@ -726,6 +726,8 @@ def test_a_reports_title_and_fields_naming_its_subject_are_no_claims(judge: Any,
     assert not judged.flagged, list(zip([c["claim_text"] for c in judged.claims], judged.checks, strict=False))
     assert not any(c["claim_text"].startswith(("Incident", "Component", "Owner", "ledger-db.")) for c in judged.claims)
     assert judge(TICKET.replace(*planted)).flagged
+    # "IC:" leads what a speaker said, not who works on it
+    assert not judge("IC: LedgerDiskFull reads 91.5% disk.").flagged and judge("IC: LedgerDiskFull reads 95.5% disk.").flagged
 
 
 @pytest.mark.parametrize(("answer", "planted"), [

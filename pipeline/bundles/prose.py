@@ -87,8 +87,9 @@ _ACTION_LABEL = re.compile(r"next steps?|recommended actions?|recommendations?|s
 _GAP_LABEL = re.compile(r"open questions?|unknowns?|gaps?|still unknown|not in the output|missing|to confirm|to check"
                         r"|待查|待确认|待核实|未知|疑点|缺口|(?:输出|日志|记录)里没有的?|还不知道的?")
 _META_LABEL = re.compile(r"thought|thinking|confidence|置信度|可信度|思考"
-                         # who works on it: the writer's process, nothing about the system
-                         r"|owners?|assignee|assigned to|reporter|on-?call|incident commander|ic|负责人|跟进人|处理人|值班")
+                         # who works on it: the writer's process, nothing about the system ("IC:" or "on-call:" may
+                         # lead what a speaker said, and is not one of them)
+                         r"|owners?|assignee|assigned to|reporter|负责人|跟进人|处理人")
 
 # Sibling instances written short after one written in full: "pay-7d9f-1/2/3", "checkout-68f0-1 最早，-3 是
 # 16:22:48". The writer names checkout-68f0-3; read alone, "-3" names nothing and "3" is a number.
