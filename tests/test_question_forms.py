@@ -284,6 +284,10 @@ CASES = [
     ("jvm-oom", "did any full gc pause go over 3 seconds?", "PASS", "Yes, the records say so: ", ""),
     ("db-pool-exhaustion", "the history export flag is at about 50% of users?", "PASS",
      "No, the records say otherwise: feature flag order-history-export enabled for 100%", ""),
+    ("redis-latency", "the flash-sale warmup wrote about 1.2 million keys?", "PASS",
+     "Yes, the records say so: flash-sale warmup progress: 1200000 keys written", ""),
+    ("cpu-saturation", "pay-worker pool is set to 500 threads right?", "PASS",
+     "No, the records say otherwise: pay-worker pool busy: active=200/200", ""),
     ("cpu-saturation", "is the /var/log disk still at 86% on notification-service?", "PASS",
      "No, the records say otherwise: 磁盘使用率过高: 86.0%, 挂载点: /var/log (09:35:00 UTC), resolved", ""),
     # the onset of a happening named by its own words, no service or symptom asked

@@ -882,11 +882,12 @@ _WINDOW_BEFORE = re.compile(r"(?:最近|过去|\b(?:last|past|per|every))\s*$")
 
 
 def _figures(r: Record, unit: str) -> list[float]:
-    """The figures of one unit a record holds now (a percent, seconds or megabytes)."""
+    """The figures of one unit a record holds now (a percent, seconds or megabytes; "" plain numbers)."""
     norm = normalize(r.raw)
     held = []
     for e in find_entities(norm):
-        of_unit = e.kind == "percentage" if unit == "%" else e.kind == "quantity" and e.value.endswith(unit)
+        of_unit = (e.kind == "percentage" if unit == "%" else e.kind == "number" if not unit
+                   else e.kind == "quantity" and e.value.endswith(unit))
         if of_unit and not _FORMER_BEFORE.search(norm[:e.start]) and not _FORMER_AFTER.search(norm[e.end:]) \
                 and not _WINDOW_BEFORE.search(norm[:e.start]):
             held.append(float(e.value.removesuffix(unit)))
@@ -909,7 +910,7 @@ def _measured(prop: Proposition, coverage: Sequence[ServiceCoverage],
     pauses r like 10s+")? The records holding the most of its words and a figure of its unit say:
     one meeting it (within its bound) is a yes, none a no; asked whether it still holds, the latest
     of them says, and an alert that has resolved holds it no longer. None: no such record."""
-    unit = "%" if prop.value.endswith("%") else "mb" if prop.value.endswith("mb") else "s"
+    unit = next((u for u in ("%", "mb", "s") if prop.value.endswith(u)), "")
     asked = float(prop.value.removesuffix(unit))
     scored: list[tuple[int, Record, list[float]]] = []
     for inv in invocations:
@@ -927,9 +928,9 @@ def _measured(prop: Proposition, coverage: Sequence[ServiceCoverage],
         return None
     if prop.latest:
         best = [max(best, key=lambda b: b[0].at.timestamp() if b[0].at else 0.0)]
-    meeting = [r for r, figures in best if any(_meets(f, asked, prop.bound) for f in figures)
+    meeting = [(r, figures) for r, figures in best if any(_meets(f, asked, prop.bound) for f in figures)
                and not (prop.latest and r.alert and not r.ongoing)]
-    said = meeting[0] if meeting else min(best, key=lambda b: min(abs(f - asked) for f in b[1]))[0]
+    said = min(meeting or best, key=lambda b: min(abs(f - asked) for f in b[1]))[0]
     ended = f", resolved {said.until:%H:%M:%S} UTC" if said.alert and not said.ongoing and said.until else ""
     return _row("yes_no", "answered", row, msg("form.measured", record=_timed(said) + ended),
                 answer="yes" if meeting else "no")

@@ -153,10 +153,18 @@ _BOUNDS: tuple[tuple[Literal["at_least", "at_most", "about"], re.Pattern[str], r
     ("about", re.compile(r"(?:\b(?:like|about|around|roughly|approx(?:imately)?|almost|nearly)|~|约|大约|大概|差不多)\s*$"),
      re.compile(r"^\s*(?:ish\b|or so\b|左右|上下)")),
 )
+# A plain number said with a scale ("~12 million keys", "1.2 万单") or as the size a setting was set to
+# ("连接池开到 100", "pool set to 100"): a figure too, compared as a number.
+_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "万": 1e4, "亿": 1e8}
+_SCALED_FIGURE = re.compile(r"(?<![\w.])(?P<n>\d+(?:\.\d+)?)\s*(?P<scale>thousand|million|billion|k|m|万|亿)(?![a-z])")
+_SET_TO = re.compile(r"(?:开到|开成|设成|设置成|设为|设置为|调到|调成|配成|配到|配置成|上限是?|\bset (?:to|at)|\bconfigured (?:to|at|as)"
+                     r"|\bsized (?:at|to)|\blimit(?:ed)? (?:to|at)|\bmax(?:imum)? (?:of|is|at))\s*$")
+_SET_FIGURE = re.compile(r"(?:开到|开成|设成|设置成|设为|设置为|调到|调成|配成|配到|配置成|上限是?|\bset (?:to|at)|\bconfigured (?:to|at|as)"
+                         r"|\bsized (?:at|to)|\blimit(?:ed)? (?:to|at)|\bmax(?:imum)? (?:of|is|at))\s*(?P<n>\d+)(?P<scale>)(?![\d.%a-z])")
 _STILL = re.compile(r"\bstill\b|还是|仍然|依然|还在|仍在")
 # The asking frame around a stated figure, which no record holds.
 _MEASURE_FRAME = frozenset("right correct yeah yep like each every really now rn still only just set "
-                           "是不是 是否 超过 已经 现在 对吧 没错 吧 吗".split())
+                           "是不是 是否 超过 已经 现在 对吧 没错 吧 吗 记得 觉得 感觉".split())
 
 
 def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal["", "about", "at_least", "at_most"], list[str]] | None:
@@ -165,22 +173,29 @@ def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal[""
     norm = _GIGS.sub(r"\1gb", norm)
     found = [e for e in find_entities(norm) if e.kind == "percentage" or (e.kind == "quantity" and e.value[-1:] == "s"
                                                                          or e.value.endswith("mb"))]
-    if len(found) != 1:
+    counted = [m for m in _SCALED_FIGURE.finditer(norm)] or [m for m in _SET_FIGURE.finditer(norm)]
+    if len(found) == 1:
+        figure = found[0]
+        start, end, value = figure.start, figure.end, figure.value + ("%" if figure.kind == "percentage" else "")
+    elif not found and len(counted) == 1:
+        # "~12 million promo keys", "连接池开到 100": a plain number, scaled or set as a setting's size
+        m = counted[0]
+        number = float(m.group("n")) * _SCALES.get(m.group("scale") or "", 1.0)
+        start, end, value = m.start("n"), m.end(), f"{number:g}" if number < 1e15 else ""
+    else:
         return None
-    figure = found[0]
-    before, after = norm[:figure.start], norm[figure.end:]
+    before, after = norm[:start], norm[end:]
     bound: Literal["", "about", "at_least", "at_most"] = ""
     for b, lead, tail in _BOUNDS:
         if lead.search(before) or tail.search(after):
             bound = bound or b
             before, after = lead.sub("", before), tail.sub("", after)  # "like 10s+": both are the bound's words
-    said = before + " " + after
+    said = _SET_TO.sub(" ", before) + " " + after
     for s in services:
         said = said.replace(normalize(s), " ")
     words = sorted(w for w in keywords(said) if w not in _MEASURE_FRAME and not w.isdigit())
-    if not words:
+    if not words or not value:
         return None
-    value = figure.value + ("%" if figure.kind == "percentage" else "")
     return value, bound, words
 
 
