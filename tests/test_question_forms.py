@@ -259,6 +259,11 @@ CASES = [
      "api-gateway has shown errors since 08:20 UTC", ""),
     ("cpu-saturation", "504 一直刷到几点", "PASS", "api-gateway 在 10:59 UTC 记录了它", ""),
     ("bad-deploy", "checkout-service throwing 500s since...?", "PASS", "checkout-service has shown errors since 16:20", ""),
+    # a doing said of ids beyond their symptom: their own records hold it (in any of its forms), or it is not shown done
+    ("gateway-timeout", "api-gateway refunded order 167 after the timeout, right?", "PASS",
+     "No, no record naming 167 shows that done", ""),
+    ("gateway-timeout", "order 131 got completed by payment-service in the end, right?", "PASS",
+     "Yes, a record naming 131 shows it: order_id=131 payment completed", ""),
     # the symptom's start set before or after a happening: its first record against the happening's time
     ("db-pool-exhaustion", "did the pool timeouts only start after the export flag flip?", "PASS",
      "Yes, it began only after feature flag order-history-export enabled", ""),

@@ -272,7 +272,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         return lead("proposition", row.cause, "culprit_yes" if row.answer == "yes" else "culprit_no", prop.subject,
                     row.cause_support)
     if isinstance(row.msg, Message) and row.msg.code in ("form.ids_shown", "form.ids_clear", "form.ids_absent",
-                                                         "form.ids_still", "form.ids_moved", "form.ids_open"):
+                                                         "form.ids_still", "form.ids_moved", "form.ids_open",
+                                                         "form.ids_did", "form.ids_not_done"):
         # Asked of ids: their own records answer, named with the ids.
         return lead("proposition", str(row.msg.params.get("record", "")), row.msg.code.removeprefix("form."),
                     str(row.msg.params["ids"]))

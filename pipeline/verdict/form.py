@@ -240,9 +240,9 @@ def form_coverage(
         if scope.identifiers and scope.status:
             return _status_of_ids(scope.identifiers, scope.status, coverage, invs)
         if scope.identifiers and prop.kind == "symptom" and prop.expects == "faulty":
-            return _of_ids(scope.identifiers, coverage, invs)
+            return _of_ids(scope.identifiers, coverage, invs, scope.event)
         if scope.identifiers and prop.kind == "state":
-            return _ids_open(scope.identifiers, coverage, invs)
+            return _ids_open(scope.identifiers, coverage, invs, scope.event)
         return _yes_no(prop, coverage, found, evidence, sustained, forecasts, degraded, invs)
     open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
     if open_rows:
@@ -628,7 +628,7 @@ def _ids_absent(row: ServiceCoverage | None, subject: str) -> FormCoverage:
 
 
 def _of_ids(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
-            invocations: Sequence[ToolInvocation]) -> FormCoverage:
+            invocations: Sequence[ToolInvocation], done: Sequence[str] = ()) -> FormCoverage:
     """Whether the ids asked of ("did order 87 get ERR_TIMEOUT too?") show the asked symptom: their
     own records say, a warning or an error of it holding one of them; none of their records showing
     it is a no; no record naming them, no answer. Other orders' records of it say nothing of these."""
@@ -637,6 +637,14 @@ def _of_ids(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
     shown = [r for r in named if (r.fault or r.warns) and any(mentions_symptom(r.text, s) for s in symptoms)]
     row = coverage[0] if coverage else None
     subject = ", ".join(ids)
+    if named and done:
+        # A doing said of them beyond the symptom ("the gw retried order 142 after it timed out"): their
+        # own records hold it, or nothing shows it was done.
+        did = _doing(named, done)
+        if did:
+            return _row("yes_no", "answered", row, msg("form.ids_did", ids=subject, record=_timed(did[0])), answer="yes")
+        return _row("yes_no", "answered", row, msg("form.ids_not_done", ids=subject, done=", ".join(done),
+                                                   record=_timed(named[-1])), answer="no")
     if shown:
         return _row("yes_no", "answered", row, msg("form.ids_shown", ids=subject, record=shown[0].raw), answer="yes")
     if named:
@@ -814,8 +822,16 @@ def _alert_state(alert: str, asked: str, coverage: Sequence[ServiceCoverage],
 
 
 
+def _doing(named: Sequence[Record], done: Sequence[str]) -> list[Record]:
+    """The records holding every word of a doing, in any of its forms ("retried" of "retry")."""
+    def said(text: str, word: str) -> bool:
+        return any(_holds(text, s) or (s.isascii() and len(s) > 5 and re.search(rf"(?<![a-z0-9]){re.escape(s[:-2])}[a-z]*", text))
+                   for s in synonyms(word))
+    return [r for r in named if all(said(r.text, w) for w in done)]
+
+
 def _ids_open(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
-              invocations: Sequence[ToolInvocation]) -> FormCoverage:
+              invocations: Sequence[ToolInvocation], done: Sequence[str] = ()) -> FormCoverage:
     """A state asked of ids in words no record uses ("order 131 - the charge never went thru, right?"):
     their own latest record is what there is to say, not a service's state read from other ids'
     records; the yes or no is the reader's."""
@@ -824,6 +840,8 @@ def _ids_open(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
     subject = ", ".join(ids)
     if not named:
         return _ids_absent(row, subject)
+    if done and (did := _doing(named, done)):
+        return _row("yes_no", "answered", row, msg("form.ids_did", ids=subject, record=_timed(did[0])), answer="yes")
     latest = max(named, key=lambda r: r.at.timestamp() if r.at else 0.0)
     return _row("yes_no", "not_answered", row, msg("form.ids_open", ids=subject, record=latest.raw), answer="cannot_tell")
 

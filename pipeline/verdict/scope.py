@@ -24,6 +24,7 @@ from pipeline.text.primitives import (
     clock_times,
     detect_language,
     extract_entities,
+    find_entities,
     keywords,
     normalize,
     synonyms,
@@ -705,7 +706,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         event=between[1] if between else _moment_words(question, services) if moment or one_off
         else sorted({m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}) if universal
         else asked_event(question, services, symptoms)
-        if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off or universal else [],
+        if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off or universal
+        else _done_to_ids(question, services, known) if form == "yes_no" else [],
         since_event=between[0] if between else ordered[1] if ordered else [],
         order=ordered[0] if ordered else "",
         took_effect=took_effect and not between,
@@ -723,6 +725,34 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         one_off=one_off,
         only=only,
     )
+
+
+_LINKED = re.compile(r"\b(?:related|relate|cause[ds]?|because|due|blame|fault|behind|linked|connected)\b|有关|相关|关系|原因|导致|因为|怪")
+_NEGATION = re.compile(r"\b(?:not|never|no|didn't|did not|wasn't|hasn't|haven't|won't|isn't|aren't)\b|没|不|未")
+
+
+def _done_to_ids(question: str, services: Iterable[str], catalogue: Iterable[str]) -> list[str]:
+    """What a yes/no says was done to the ids it names beyond its symptom ("the gw retried order 142
+    after it timed out, right?": "retried"), which their own records must hold; [] without ids, or
+    when it denies the doing ("never went thru"), which their records' silence could not settle."""
+    norm = normalize(question)
+    ids = [e for e in find_entities(norm) if e.kind == "identifier"]
+    if not ids or _NEGATION.search(norm) or _LINKED.search(norm):  # "order 156 - cfg-03 related?" asks a link
+        return []
+    for e in sorted(ids, key=lambda e: -e.start):
+        norm = norm[:e.start] + " " + norm[e.end:]
+    said = _CLOCK.sub(" ", _unnamed(norm, services))
+    for pattern in _ASKED.values():  # "timed out" is the symptom, not a doing
+        said = pattern.sub(" ", said)
+    named = set(catalogue_mentions(said, catalogue))
+    return sorted(w for w in keywords(said) if w not in _WHY_FRAME and w not in _DOING_FRAME and not asked_symptoms(w)
+                  and not any(c.isdigit() for c in w) and len(w) > 2 and not (named and catalogue_mentions(w, catalogue))
+                  )
+
+
+# The words of a yes/no's asking and ordering frame, which name no doing.
+_DOING_FRAME = frozenset("right correct yeah yep after before then later too also all only just ok okay end eventually "
+                           "finally well hit hits see saw seen".split())
 
 
 # Says one instance or service alone shows it: "only checkout-68f0-1 ...", "just on gw-2", "只在 X 上".
