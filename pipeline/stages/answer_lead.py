@@ -361,6 +361,8 @@ def _span(span: timedelta, language: str) -> str:
     minutes = round(span.total_seconds() / 60)
     if minutes < 1:
         return tr("answer.span_instant", language)
+    if minutes == 1:
+        return tr("answer.span_minute", language)
     if minutes < 120:
         return tr("answer.span_minutes", language, minutes=minutes)
     return tr("answer.span_hours", language, hours=f"{minutes / 60:.1f}".removesuffix(".0"))

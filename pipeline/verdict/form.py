@@ -71,7 +71,7 @@ from pipeline.verdict.coverage import (
     symptom_records,
 )
 from pipeline.verdict.proposition import CHANGE, change_names, read_proposition
-from pipeline.verdict.scope import ANY, ONE_BOX, mentions_symptom
+from pipeline.verdict.scope import ANY, ONE_BOX, asked_symptoms, mentions_symptom
 
 # How many records of a symptom make it a state of the service rather than a stray line.
 STATE_RECORDS = 3
@@ -351,13 +351,16 @@ def _between(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocati
     row = coverage[0] if coverage else None
     # the services named are the later happening's ("warmup start -> redis-cart maxed out")
     earlier = _event_records(scope.model_copy(update={"event": scope.since_event, "services": []}), invocations,
-                             warnings=True)
+                             warnings=True, need=1)
     start = next((r for r in earlier if r.at is not None), None)
     if start is None or start.at is None:
         return _row("how_long", "not_answered", row, msg("form.no_moment", event=", ".join(scope.since_event)))
     at = start.at
-    held = [r for r in _event_records(scope, invocations, warnings=True) if r.at is not None and r.at >= at] \
-        if scope.event else []
+    # "the first timeout": a symptom's word is met by a warning or fault of it, not an ordinary line
+    # holding the word ("upstream_timeout=5000ms")
+    faulty = any(asked_symptoms(w) for w in scope.event)
+    held = [r for r in _event_records(scope, invocations, warnings=True, need=1) if r.at is not None and r.at >= at
+            and r.text != start.text and (r.fault or r.warns or not faulty)] if scope.event else []
     symptoms = [t.strip() for t in scope.symptom.split(",") if t.strip()]
     shown = [r for inv in invocations for r in records(inv)
              if r.at is not None and r.at >= at and (r.fault or r.warns) and r.text != start.text

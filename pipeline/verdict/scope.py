@@ -330,7 +330,7 @@ _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causi
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind|"
                   r"(?:what's|whats|what is) the (?:reason|cause|deal)|(?:what's|whats|what is) making|what makes"
                   # "whats keeping orders from moving", "what prompted that": what brought it about
-                  r"|(?:what's|whats|what is) (?:keeping|stopping|preventing|blocking)|what (?:prompted|triggered|drove))\b"
+                  r"|(?:what's|whats|what is) (?:keeping|stopping|preventing|blocking|driving|the story)|what (?:prompted|triggered|drove|drives))\b"
                   # "怎么对出差异来了", "怎么要 1.7 秒": how it came to be so
                   r"|(?:怎么|咋)(?!回事|办|处理|弄|看|查|算|用|做)[^，。？?\s]{1,10}了\s*[?？]?\s*$|(?:怎么|咋)(?:要|需要|得|花了?|用了?)\s*\d"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致"
@@ -507,7 +507,8 @@ def asks_fine(question: str) -> bool:
 _BELIEF = re.compile(r"^\W*(?:(?:i'?m|im)\s+)?(?:pretty|fairly|quite)\s+sure\b|^\W*i\s+(?:think|bet|reckon|believe|guess)\b"
                      r"|^\W*(?:我记得|我觉得|我猜|我感觉)")
 # "原因是？", "查到原因没", "谁知道为啥": a yes/no's shape around a why, which asks the cause all the same.
-_CAUSE_ASKED_ZH = re.compile(r"原因是\s*(?:啥|什么)?\s*[?？]*\s*$|原因呢|(?:查|找)(?:到|出)(?:原因|根因)了?没有?|知道(?:为啥|为什么)")
+_CAUSE_ASKED_ZH = re.compile(r"原因是\s*(?:啥|什么)?\s*[?？]*\s*$|原因呢|(?:查|找)(?:到|出)(?:原因|根因)了?没有?|知道(?:为啥|为什么)"
+                             r"|(?:根子|根源|根因|原因|病根)(?:在哪|是啥|是什么)|背后是(?:啥|什么)")
 
 
 def question_form(question: str) -> QuestionForm:
@@ -611,6 +612,11 @@ _SPAN_ASKED = r"how (?:long|many (?:mins?|minutes|secs?|seconds|hours))"
 _BETWEEN = (
     re.compile(r"\bhow long after (?P<a>.+?) (?:did|does|do|was|were|is|until|till|before) (?P<b>.+)"),
     re.compile(rf"\b{_SPAN_ASKED}\b.*?\bbetween (?P<a>.+?) and (?P<b>.+)"),
+    # "how far apart were the rollout and the first NPE", "whats the gap between the first full GC and the first OOM"
+    re.compile(r"\bhow far apart (?:were|was|are|is)\s+(?P<a>.+?) and (?P<b>.+)"),
+    re.compile(r"\b(?:gap|time|delay|lag) between (?P<a>.+?) and (?P<b>.+)"),
+    # "X 打开以后，第一条慢查询是过了几分钟冒出来的"
+    re.compile(r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)[，,]?\s*(?P<b>[^，,。？?]+?)(?:是)?过了(?:几|多少)(?:分钟|秒|小时)"),
     re.compile(rf"^\W*(?:from\s+)?(?P<a>.+?)\s*(?:->|→|=>|\bto\b)\s*(?P<b>.+?)\s*[:,-]+\s*{_SPAN_ASKED}\b"),
     re.compile(rf"\b{_SPAN_ASKED} from (?P<a>.+?) (?:to|until|till) (?P<b>.+)"),
     re.compile(r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)(?:隔了|过了|又过了)?多(?:久|长时间)(?:才|就)?(?P<b>[^，,。？?]+)"),
@@ -651,8 +657,9 @@ def _between(question: str, services: Iterable[str]) -> tuple[list[str], list[st
         return None
 
     def words(text: str) -> list[str]:
+        # a symptom's own word stays: "the first OOM" is found by the records saying it
         return sorted(w for w in keywords(_CLOCK.sub(" ", _unnamed(text, services)))
-                      if w not in _WHY_FRAME and not asked_symptoms(w) and not w.isdigit() and len(w) > 1)
+                      if w not in _WHY_FRAME and not w.isdigit() and len(w) > 1)
 
     earlier = words(m.group("a"))
     return (earlier, words(m.group("b"))) if earlier else None
@@ -674,8 +681,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         window = parse_time_window(whole, now, anchor=anchor.at if anchor else None)
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
-    between = _between(question, services) if form != "yes_no" else None
-    ordered = _ordered(question, services) if form == "yes_no" else None
+    between = _between(question, services)
+    ordered = _ordered(question, services) if form == "yes_no" and not between else None
     form = "how_long" if between else form
     alert, alert_state = asked_alert(question)
     form = "yes_no" if alert_state else form
