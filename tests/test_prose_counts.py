@@ -129,3 +129,16 @@ def test_a_store_the_service_names_beside_its_pod_is_no_swapped_service(refused:
 
 def test_a_store_put_where_the_service_was_is_caught(refused: Any) -> None:
     assert refused("postgres logged label print failed: carrier api timeout after 800ms.")
+
+
+# --- a count whose kind the clause before names ----------------------------------------------------
+
+
+def test_a_count_is_bound_to_the_kind_of_records_it_counts(refused: Any) -> None:
+    # "ship-2b9d-2 logged 2 times" names no kind of its own: of that pod's records, the rebuilds are the kind
+    # with 2, where its first record (a label print timeout, 3 of them) bore out nothing
+    assert refused("The rate cache missed and was rebuilt from Postgres; ship-2b9d-2 logged 2 times.") == []
+
+
+def test_a_count_no_kind_of_the_pods_records_has_is_caught(refused: Any) -> None:
+    assert refused("The rate cache missed and was rebuilt from Postgres; ship-2b9d-2 logged 6 times.")

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from pipeline.core.contracts import (
     ANSWER_VERSION,
@@ -49,6 +50,7 @@ from pipeline.core.contracts import (
 )
 from pipeline.gatekeeper.features import match_excerpt, prepare_output
 from pipeline.stages.meaning_guard import clauses, sentences
+from pipeline.stages.verifier import record_shape
 from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE, SPEAKING, UNSHOWN
 from pipeline.text.primitives import (
     CLOCK_TIME,
@@ -58,6 +60,7 @@ from pipeline.text.primitives import (
     keywords,
     normalize,
     quotations,
+    stated_count,
     synonyms,
     unquoted,
 )
@@ -168,6 +171,9 @@ class _Record:
     words: frozenset[str]
     entities: frozenset[Entity]
     times: frozenset[str]
+    # How many records of its output share its kind (its shape), in all ("") and on each instance:
+    # the counts a writer can state of it.
+    kin: dict[str, int] = field(default_factory=dict, compare=False)
 
 
 def _times(text: str) -> frozenset[str]:
@@ -195,10 +201,13 @@ def _records(invocations: list[ToolInvocation]) -> list[_Record]:
     for inv in invocations:
         if inv.status != "ok" or not inv.output:
             continue
-        for rec in read_result(inv.output).records:
-            if rec.line.strip():
-                out.append(_Record(inv, rec.number, rec.line, _words(rec.line), extract_entities(rec.line),
-                                   _times(rec.line)))
+        read = [rec for rec in read_result(inv.output).records if rec.line.strip()]
+        shapes = [record_shape(normalize(rec.line)) for rec in read]
+        kin: dict[str, Counter[str]] = {}
+        for rec, shape in zip(read, shapes, strict=True):
+            kin.setdefault(shape, Counter()).update(["", *(e.value for e in extract_entities(rec.line) if e.kind == "instance")])
+        out += [_Record(inv, rec.number, rec.line, _words(rec.line), extract_entities(rec.line), _times(rec.line),
+                        dict(kin[shape])) for rec, shape in zip(read, shapes, strict=True)]
     return out
 
 
@@ -217,6 +226,10 @@ def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBind
     services = frozenset(e for e in extract_entities(sentence) if e.kind == "service")
     words = frozenset(w for w in words if w not in {normalize(e.value) for e in services})
     times = _times(sentence)
+    # A count the claim states is of records of one kind ("order-9a1f-1 14 条超时", whose kind the clause before
+    # named): a record of the kind it counts, in all or on an instance the claim names, is the one it speaks of.
+    counts = [n for e in wanted for n in [stated_count(e)] if n is not None and n >= 2]
+    named = ["", *(e.value for e in wanted if e.kind == "instance")]
 
     def score(rec: _Record) -> int:
         # A word counts in any of its forms across zh/en: "canary skipped" is the record's "金丝雀: 跳过";
@@ -224,7 +237,7 @@ def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBind
         # A time said is the surest fact of which record is meant ("19:36 cart-4d6e-2 first logged X" of the
         # 19:36 record another pod wrote): it counts twice, so a swapped pod meets the record it replaced.
         return (len(wanted & rec.entities) + sum(1 for w in words if not rec.words.isdisjoint(synonyms(w)))
-                + 2 * len(times & rec.times))
+                + 2 * len(times & rec.times) + sum(1 for n in counts if any(rec.kin.get(i) == n for i in named)))
 
     # Services only break ties: among records stating the same facts, the one of the named service.
     best = max(records, key=lambda r: (score(r), len(services & r.entities), -r.invocation.id, -r.number), default=None)

@@ -134,7 +134,7 @@ class _Indexed:
         that bound was reached: those of a cited whole record's shape, else those holding each piece
         of the quote in order (a glob's "*" and a cut's "..." stand for anything)."""
         if whole:
-            return self._of_shape(needle, _shape)
+            return self._of_shape(needle, record_shape)
         pieces = [p.strip() for p in _GLOB.split(needle) if p.strip()]
         if not pieces:
             return [], False
@@ -178,7 +178,8 @@ _DIGIT_WORD = re.compile(r"\S*\d\S*")
 _GLOB = re.compile(rf"{ELLIPSIS.pattern}|\*")
 
 
-def _shape(norm_line: str) -> str:
+def record_shape(norm_line: str) -> str:
+    """What records of one kind share (a normalised line): the prose reader binds a count to the kind it counts."""
     return _DIGIT_WORD.sub("#", norm_line)
 
 
@@ -186,7 +187,7 @@ _ROUTE_WORD = re.compile(r"(?<!\S)(?:/\S*|get|post|put|patch|delete|head|options
 
 
 def _coarse(norm_line: str) -> str:
-    return re.sub(r"#(?:\s+#)+", "#", _ROUTE_WORD.sub("#", _shape(norm_line)))
+    return re.sub(r"#(?:\s+#)+", "#", _ROUTE_WORD.sub("#", record_shape(norm_line)))
 
 
 def _tally(idx: _Indexed, alike: list[int], capped: bool, claim_text: str) -> Tally:

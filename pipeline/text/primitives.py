@@ -241,6 +241,12 @@ def extract_entities(text: str) -> frozenset[Entity]:
     return frozenset(Entity(e.kind, e.value) for e in find_entities(text))
 
 
+def stated_count(ent: Entity) -> int | None:
+    """The number an entity states when it can be a count of records: a bare number, or "25条" / "6次"."""
+    m = re.fullmatch(r"(\d+)(?:次|条|个|回|单|笔|起)?", ent.value) if ent.kind in ("number", "quantity") else None
+    return int(m.group(1)) if m else None
+
+
 def entity_values(text: str) -> set[str]:
     """All entity values of a text, numbers included in every unit-free form they could take."""
     values: set[str] = set()

@@ -62,6 +62,7 @@ from pipeline.text.primitives import (
     rounds_to,
     scales,
     shared_store,
+    stated_count,
     synonyms,
     unquoted,
 )
@@ -275,12 +276,6 @@ def _mistimed(text: str, claim_ents: frozenset[Entity], lines: list[str]) -> lis
     return []
 
 
-def _count(ent: Entity) -> int | None:
-    """The number an entity states when it can be a count: a bare number, or "25条" / "6次"."""
-    m = re.fullmatch(r"(\d+)(?:次|条|个|回|单|笔|起)?", ent.value) if ent.kind in ("number", "quantity") else None
-    return int(m.group(1)) if m else None
-
-
 def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
     """The counts the claim states that its windows' tallies bear out, and the counts it spells
     ("seven times", which no entity reads) that none bears out. A count is a number the claim
@@ -303,7 +298,7 @@ def _counted(text: str, tallies: list[Tally]) -> tuple[set[int], list[str]]:
         return n in whole or any(n in (t["by_instance"].get(i), t.get("by_instance_in_span", {}).get(i))
                                  for t in exact for i in owners)
 
-    counted = {n for m in found for n in [_count(Entity(m.kind, m.value))] if n is not None and borne(n, m.start)}
+    counted = {n for m in found for n in [stated_count(Entity(m.kind, m.value))] if n is not None and borne(n, m.start)}
     wrong: list[str] = []
     for m in _COUNTED.finditer(norm):
         said = m.group(1)
@@ -568,7 +563,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     bare = set(_BARE.findall(_without_times(ev_norm)))
     missing = [e.value for e in sorted(claim_ents)
                if not _present(e, shares if e.kind == "percentage" else values, scales(text))
-               and _count(e) not in counted and not _store_within(e, ev_norm)
+               and stated_count(e) not in counted and not _store_within(e, ev_norm)
                and not (e.kind == "duration" and e.value[:-1] in bare)]
     missing += miscounted
     missing += sorted(clock_times(text) - clock_times(ev.text)) + unheld + _mistimed(text, claim_ents, ev.anchor + ev.related)
