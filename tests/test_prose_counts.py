@@ -142,3 +142,17 @@ def test_a_count_is_bound_to_the_kind_of_records_it_counts(refused: Any) -> None
 
 def test_a_count_no_kind_of_the_pods_records_has_is_caught(refused: Any) -> None:
     assert refused("The rate cache missed and was rebuilt from Postgres; ship-2b9d-2 logged 6 times.")
+
+
+# --- an interval from the event the statement before dated ------------------------------------------
+
+
+@pytest.mark.parametrize(("answer", "planted"), [
+    ("Carrier sync failed on ship-2b9d-3 at 09:02. About 8 minutes later ship-2b9d-1 logged the first label print "
+     "timeout after 800ms.", ("8 minutes", "3 minutes")),
+    ("carrier-sync 在 09:02 失败。约 8 分钟后 ship-2b9d-1 记下第一条标签打印超时（800ms）。", ("8 分钟", "20 分钟")),
+])
+def test_an_interval_from_the_event_dated_before_is_reckoned_from_its_record(refused: Any, answer: str,
+                                                                             planted: tuple[str, str]) -> None:
+    assert refused(answer) == []
+    assert refused(answer.replace(*planted))

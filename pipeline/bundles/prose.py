@@ -54,7 +54,9 @@ from pipeline.stages.verifier import record_shape
 from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE, SPEAKING, UNSHOWN
 from pipeline.text.primitives import (
     CLOCK_TIME,
+    INTERVAL,
     Entity,
+    clock_times,
     extract_entities,
     instance_shape,
     keywords,
@@ -489,10 +491,16 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     def claim(text: str, quotes: list[str], causal: bool) -> None:
         bindings = _quote_bindings(quotes, invocations, records, text) if quotes else _record_bindings(text, records)
         # A statement about what the one before spoke of ("That warning repeats seven times", "the same NPE
-        # at X", "第一条 13:20:00") is judged on that statement's records too: its subject is there.
-        if _ANAPHOR.match(normalize(text)) and claims:
+        # at X", "第一条 13:20:00") is judged on that statement's records too: its subject is there. An interval
+        # with fewer than two times of its own ("大约 0.3 秒后 pay-7d9f-1 写回响应失败") is reckoned from the last
+        # event dated before it, whose records hold its other end.
+        own = normalize(unquoted(text))
+        since = INTERVAL.search(own) and len(clock_times(own)) < 2
+        dated = [c for c in claims if CLOCK_TIME.search(c.claim_text or "")] if since else []
+        before = dated[-1] if dated else claims[-1] if claims and (since or _ANAPHOR.match(normalize(text))) else None
+        if before is not None:
             seen = {b.evidence_excerpt for b in bindings}
-            bindings += [b for b in claims[-1].evidence_bindings if b.evidence_excerpt not in seen][:_MAX_BINDINGS]
+            bindings += [b for b in before.evidence_bindings if b.evidence_excerpt not in seen][:_MAX_BINDINGS]
         claims.append(Claim(claim_id=f"c{len(claims) + 1}", claim_type="root_cause" if causal else "observation",
                             claim_text=text, support_level="direct", evidence_bindings=bindings))
 

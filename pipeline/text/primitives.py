@@ -179,6 +179,18 @@ _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
 
 UNIT_SECONDS = {"ms": 0.001, "毫秒": 0.001, "s": 1.0, "sec": 1.0, "seconds": 1.0, "秒": 1.0,
                 "min": 60.0, "minutes": 60.0, "分钟": 60.0}
+
+# A time between two happenings, not a value any record holds: "about 40 s after", "1-2 s later",
+# "晚了 40 分钟", "every 12-14 minutes".
+_SPAN = (r"(\d+(?:\.\d+)?)(?:\s*(?:-|–|~|to|至|到)\s*(\d+(?:\.\d+)?))?\s*"
+         r"(ms|s|sec|secs|seconds?|min|mins|minutes?|hours?|秒|毫秒|分钟|小时)")
+INTERVAL = re.compile(rf"(?:(?:晚了|早了|间隔|相隔|跨度|历时|every|each|每|spanning|spans?|spanned|a span of)\s*"
+                      rf"(?:about|around|roughly|~|约|大约)?\s*{_SPAN}"
+                      rf"|{_SPAN}\s*(?:later|after|afterwards|before|earlier|apart|之后|以后|后|前|later on)"
+                      # "roughly 21 minutes on": on from the time before, not "5.6s on /api/pay"
+                      r"|(\d+(?:\.\d+)?)()\s*(minutes|mins|min|hours|seconds)\s+on\b(?!\s*/))"
+                      r"(?![a-z0-9])")
+
 # 4 GB and 4096 MB are the same size; compare in MB.
 _UNIT_MB = {"kb": 1 / 1024, "kib": 1 / 1024, "mb": 1.0, "mib": 1.0, "gb": 1024.0, "gib": 1024.0}
 

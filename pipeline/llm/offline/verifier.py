@@ -47,6 +47,7 @@ from pipeline.text.lexicon import ABSENCE, CAUSAL, HEDGE, ROOT_CAUSE, STATED_CAU
 from pipeline.text.primitives import (
     CLOCK_TIME,
     ELLIPSIS,
+    INTERVAL,
     UNIT_SECONDS,
     Entity,
     EntityMatch,
@@ -161,16 +162,6 @@ def _ranged(text: str, anchor: str, evidence: str) -> str:
     return _RANGE.sub(inside, normalize(text))
 
 
-# A time between two happenings, not a value any record holds: "about 40 s after", "1-2 s later",
-# "晚了 40 分钟", "every 12-14 minutes".
-_SPAN = (r"(\d+(?:\.\d+)?)(?:\s*(?:-|–|~|to|至|到)\s*(\d+(?:\.\d+)?))?\s*"
-         r"(ms|s|sec|secs|seconds?|min|mins|minutes?|hours?|秒|毫秒|分钟|小时)")
-_INTERVAL = re.compile(rf"(?:(?:晚了|早了|间隔|相隔|跨度|历时|every|each|每|spanning|spans?|spanned|a span of)\s*"
-                       rf"(?:about|around|roughly|~|约|大约)?\s*{_SPAN}"
-                       rf"|{_SPAN}\s*(?:later|after|afterwards|before|earlier|apart|之后|以后|后|前|later on)"
-                       # "roughly 21 minutes on": on from the time before, not "5.6s on /api/pay"
-                       r"|(\d+(?:\.\d+)?)()\s*(minutes|mins|min|hours|seconds)\s+on\b(?!\s*/))"
-                       r"(?![a-z0-9])")
 # A span said in two units, or with a half ("8 minutes 40 seconds later", "72 and a half minutes"): one figure.
 _COMPOUND = re.compile(r"(\d+)\s*(?:minutes?|mins?)\s+(?:and\s+)?(\d+)\s*(?:seconds?|secs?)\b")
 _AND_A_HALF = re.compile(r"(\d+)\s+(?:and\s+)?a\s+half\s+(minutes?|hours?|seconds?)\b")  # the clause reader drops "and"
@@ -216,7 +207,7 @@ def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
             unheld.append(m.group(0).strip())
         return " "
 
-    return _INTERVAL.sub(held, text), unheld
+    return INTERVAL.sub(held, text), unheld
 
 
 def _entities(text: str) -> frozenset[Entity]:
