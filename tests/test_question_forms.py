@@ -293,6 +293,13 @@ CASES = [
      "Yes, the records say so: flash-sale warmup progress: 1200000 keys written", ""),
     ("cpu-saturation", "pay-worker pool is set to 500 threads right?", "PASS",
      "No, the records say otherwise: pay-worker pool busy: active=200/200", ""),
+    # a count said of a happening: how many warnings and faults hold its words; a reading asked "back under"
+    # is the latest reading, not the bar it is set against
+    ("jvm-oom", "so inventory threw OutOfMemoryError 4 times?", "PASS",
+     "Yes, the records say so: 4 × java.lang.OutOfMemoryError", ""),
+    ("jvm-oom", "inventory 一共 OOM 了三次吧", "PASS", "不是，记录并非如此：4 × java.lang.OutOfMemoryError", ""),
+    ("redis-latency", "is redis-cart's GET p99 back under 200ms yet?", "PASS",
+     "No, the records say otherwise: latency monitor: GET p99 850ms", ""),
     ("cpu-saturation", "is the /var/log disk still at 86% on notification-service?", "PASS",
      "No, the records say otherwise: 磁盘使用率过高: 86.0%, 挂载点: /var/log (09:35:00 UTC), resolved", ""),
     # the onset of a happening named by its own words, no service or symptom asked

@@ -899,18 +899,20 @@ def _value(prop: Proposition, coverage: Sequence[ServiceCoverage], invocations: 
 _FORMER_BEFORE = re.compile(r"(?:\bwas|\bfrom|原来是?|之前是?)\s*$")
 _FORMER_AFTER = re.compile(r"^\s*(?:->|→|=>)")
 # A window a figure is counted over, not a figure of the thing: "最近5分钟次数", "in the last 5 minutes".
+_BAR_BEFORE = re.compile(r"(?:\bthreshold|\bslo|\blimit|阈值|上限)\s*[:=：]?\s*$")
 _WINDOW_BEFORE = re.compile(r"(?:最近|过去|\b(?:last|past|per|every))\s*$")
 
 
-def _figures(r: Record, unit: str) -> list[float]:
-    """The figures of one unit a record holds now (a percent, seconds or megabytes; "" plain numbers)."""
+def _figures(r: Record, unit: str, *, readings: bool = False) -> list[float]:
+    """The figures of one unit a record holds now (a percent, seconds or megabytes; "" plain numbers);
+    with `readings`, not the bar a reading is set against ("GET p99 850ms (threshold 100ms)")."""
     norm = normalize(r.raw)
     held = []
     for e in find_entities(norm):
         of_unit = (e.kind == "percentage" if unit == "%" else e.kind == "number" if not unit
                    else e.kind == "quantity" and e.value.endswith(unit))
         if of_unit and not _FORMER_BEFORE.search(norm[:e.start]) and not _FORMER_AFTER.search(norm[e.end:]) \
-                and not _WINDOW_BEFORE.search(norm[:e.start]):
+                and not _WINDOW_BEFORE.search(norm[:e.start]) and not (readings and _BAR_BEFORE.search(norm[:e.start])):
             held.append(float(e.value.removesuffix(unit)))
     return held
 
@@ -931,14 +933,17 @@ def _measured(prop: Proposition, coverage: Sequence[ServiceCoverage],
     pauses r like 10s+")? The records holding the most of its words and a figure of its unit say:
     one meeting it (within its bound) is a yes, none a no; asked whether it still holds, the latest
     of them says, and an alert that has resolved holds it no longer. None: no such record."""
-    unit = next((u for u in ("%", "mb", "s") if prop.value.endswith(u)), "")
+    unit = next((u for u in ("%", "mb", "s", "x") if prop.value.endswith(u)), "")
     asked = float(prop.value.removesuffix(unit))
+    if unit == "x":
+        return _counted(prop, asked, coverage, invocations)
     scored: list[tuple[int, Record, list[float]]] = []
     for inv in invocations:
         for r in records(inv):
             if prop.subject and r.service != prop.subject:
                 continue
-            figures = _figures(r, unit)
+            # "back under 100ms?" asks of a reading: the bar it is set against is no reading
+            figures = _figures(r, unit, readings=bool(prop.bound))
             held = sum(1 for w in prop.measure if any(_holds(r.topic, s) for s in synonyms(w)))
             if figures and held:
                 scored.append((held, r, figures))
@@ -955,6 +960,26 @@ def _measured(prop: Proposition, coverage: Sequence[ServiceCoverage],
     ended = f", resolved {said.until:%H:%M:%S} UTC" if said.alert and not said.ongoing and said.until else ""
     return _row("yes_no", "answered", row, msg("form.measured", record=_timed(said) + ended),
                 answer="yes" if meeting else "no")
+
+
+def _counted(prop: Proposition, asked: float, coverage: Sequence[ServiceCoverage],
+             invocations: Sequence[ToolInvocation]) -> FormCoverage | None:
+    """How many times a happening was recorded, against the count said ("就 OOM 了两回吧", "like a dozen
+    NPEs"): the warnings and faults holding most of its words, one line fetched twice counted once."""
+    def holds(r: Record, w: str) -> bool:
+        return any(_holds(r.topic, s) for form in {w, w.removesuffix("s")} for s in synonyms(form))
+
+    scored = {(r.service, r.at, r.raw): (sum(1 for w in prop.measure if holds(r, w)), r)
+              for inv in invocations for r in records(inv)
+              if (r.fault or r.warns) and not r.alert and (not prop.subject or r.service == prop.subject)}
+    top = max((held for held, _ in scored.values()), default=0)
+    if not top:
+        return None
+    found = sorted((r for held, r in scored.values() if held == top), key=lambda r: r.at.timestamp() if r.at else 0.0)
+    row = next((c for c in coverage if c.service == prop.subject), coverage[0] if coverage else None)
+    meets = _meets(float(len(found)), asked, prop.bound)
+    said = f"{len(found)} × {_timed(found[0])}"
+    return _row("yes_no", "answered", row, msg("form.measured", record=said), answer="yes" if meets else "no")
 
 
 def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],

@@ -161,7 +161,20 @@ _SET_TO = re.compile(r"(?:开到|开成|设成|设置成|设为|设置为|调到
                      r"|\bsized (?:at|to)|\blimit(?:ed)? (?:to|at)|\bmax(?:imum)? (?:of|is|at))\s*$")
 _SET_FIGURE = re.compile(r"(?:开到|开成|设成|设置成|设为|设置为|调到|调成|配成|配到|配置成|上限是?|\bset (?:to|at)|\bconfigured (?:to|at|as)"
                          r"|\bsized (?:at|to)|\blimit(?:ed)? (?:to|at)|\bmax(?:imum)? (?:of|is|at))\s*(?P<n>\d+)(?P<scale>)(?![\d.%a-z])")
-_STILL = re.compile(r"\bstill\b|还是|仍然|依然|还在|仍在")
+_STILL = re.compile(r"\bstill\b|\b(?:yet|anymore|back (?:under|below|to|at|down))\b|还是|仍然|依然|还在|仍在")
+# A count of happenings said ("就 OOM 了两回", "like a dozen NPEs", "fired 3 times"): held to how many
+# records hold them. Spelled numbers as people say them.
+_SPELLED = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
+            "a couple": 2, "couple": 2, "a few": 3, "a dozen": 12, "dozen": 12, "twice": 2,
+            "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10}
+_COUNTED = re.compile(r"(?<![0-9a-z.])(?P<n>\d+|[一两二三四五六七八九十]|a couple|a few|a dozen|dozen|one|two|three|four|five|six|ten)"
+                      r"\s*(?:回(?!事)|次|条|个|times\b|occurrences?\b)"
+                      r"|(?<![\w.])(?P<n2>a dozen|a couple|a few|\d+|two|three|four|five|six|ten)\s+(?P<thing>[a-z][a-z_]{2,}?)s\b"
+                      r"|\b(?P<n3>twice)\b")
+# A link asked between two things ("是风控规则涨到 1843 条搞的吗", "跟 ERR_TIMEOUT 是一回事吗"): its figures
+# describe the suspect, they are not what is asked.
+_LINK_ASKED = re.compile(r"搞的|弄的|导致|引起|造成|因为|由于|一回事|\bcaused?\b|\bbecause\b|\bdue to\b"
+                         r"|\bsame (?:thing|issue|problem|cause|root cause)\b")
 # The asking frame around a stated figure, which no record holds.
 _MEASURE_FRAME = frozenset("right correct yeah yep like each every really now rn still only just set "
                            "是不是 是否 超过 已经 现在 对吧 没错 吧 吗 记得 觉得 感觉".split())
@@ -174,9 +187,19 @@ def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal[""
     found = [e for e in find_entities(norm) if e.kind == "percentage" or (e.kind == "quantity" and e.value[-1:] == "s"
                                                                          or e.value.endswith("mb"))]
     counted = [m for m in _SCALED_FIGURE.finditer(norm)] or [m for m in _SET_FIGURE.finditer(norm)]
+    ids = [(e.start, e.end) for e in find_entities(norm) if e.kind == "identifier"]
+    times = [m for m in _COUNTED.finditer(norm)
+             if not (m.group("thing") and m.group("thing") in ("minute", "second", "hour", "day", "pod", "box", "host", "user"))
+             and not any(a <= m.start() < b or a < m.end() <= b for a, b in ids)]  # "order 87 was slow" names an order
     if len(found) == 1:
         figure = found[0]
         start, end, value = figure.start, figure.end, figure.value + ("%" if figure.kind == "percentage" else "")
+    elif not found and not counted and len(times) == 1:
+        m = times[0]
+        said_n = m.group("n") or m.group("n2") or m.group("n3")
+        number = float(said_n) if said_n.isdigit() else float(_SPELLED[said_n])
+        # the thing counted stays among the words ("a dozen NPEs" counts NPE records)
+        start, end, value = m.start(), m.start("thing") if m.group("thing") else m.end(), f"{number:g}x"
     elif not found and len(counted) == 1:
         # "~12 million promo keys", "连接池开到 100": a plain number, scaled or set as a setting's size
         m = counted[0]
@@ -193,7 +216,8 @@ def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal[""
     said = _SET_TO.sub(" ", before) + " " + after
     for s in services:
         said = said.replace(normalize(s), " ")
-    words = sorted(w for w in keywords(said) if w not in _MEASURE_FRAME and not w.isdigit())
+    # a status said ("504") is a word of what is measured; other bare numbers are not
+    words = sorted(w for w in keywords(said) if w not in _MEASURE_FRAME and (not w.isdigit() or len(w) == 3))
     if not words or not value:
         return None
     return value, bound, words
@@ -281,7 +305,7 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
     stated = _stated_value(normalize(unquoted(question)))
     if stated is not None:
         return Proposition(kind="value", subject=subject, value=stated[0], key=stated[1], negated=negated)
-    measured = _stated_measure(normalize(unquoted(question)), services)
+    measured = None if _LINK_ASKED.search(norm) else _stated_measure(normalize(unquoted(question)), services)
     if measured is not None:
         return Proposition(kind="value", subject=subject, value=measured[0], bound=measured[1], measure=measured[2],
                            latest=bool(_STILL.search(norm)), negated=negated)
