@@ -243,6 +243,7 @@ CASES = [
     # a why of a thing no symptom word names, of a flow said to be held back, or of a person's doing: only
     # records of that thing answer it, never the incident's cause; records of it going fine say so
     ("bad-deploy", "积分一直到不了账，原因是？", "LOW_CONFID", "无法判断原因：收集到的记录都没有提到", ""),
+    ("bad-deploy", "优惠券核销卡在哪了", "LOW_CONFID", "无法判断原因：收集到的记录都没有提到", ""),
     ("db-pool-exhaustion", "what's stopping orders from getting SHIPPED?", "LOW_CONFID",
      "Cannot tell why: the records show order", ""),
     ("gateway-timeout", "someone bumped upstream_timeout down at 14:12 - what prompted that?", "LOW_CONFID",

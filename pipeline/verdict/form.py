@@ -446,7 +446,8 @@ def _event_records(scope: QuestionScope, invocations: Sequence[ToolInvocation], 
             elif (scope.services and r.service not in scope.services) or (not warnings and (r.warns or r.alert)):
                 continue
             # an alert by its name as written ("GatewayUpstreamErrors"), beside its description
-            said = f"{r.text} {r.topic.replace(' ', '')} alert" if r.alert else r.text
+            # where it was written counts too: "pay-7d9f-2's cpu" is a line of that host
+            said = f"{r.text} {r.topic.replace(' ', '')} alert" if r.alert else f"{r.text} {r.host}"
             held = sum(1 for w in scope.event if any(_holds(said, s) and not _NEGATED_WORD.search(_before(said, s))
                                                      for s in synonyms(w)))
             if held >= need:

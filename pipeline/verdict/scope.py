@@ -360,7 +360,8 @@ _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bsince\s*(?:\.{2,}|�
 
 # A when of one happening ("what time did inv come back up?", "when did order 123 flip to PAID", "风控规则是几点改的"):
 # the question opens on it in English; in Chinese it asks it anywhere but in a yes/no ("几点那会儿慢吗").
-_MOMENT = re.compile(r"^\W*(?:(?:so|and|ok|okay|hey|quick q:?)\s+)?(?:when|what time|at what time)\b|\bat what time\s*[?？]*\s*$"
+_MOMENT = re.compile(r"^\W*(?:(?:so|and|ok|okay|hey|quick q:?)\s+)?(?:when|what time|wat time|wut time|at what time)\b"
+                     r"|\bat what time\s*[?？]*\s*$"
                      r"|(?:几点|什么时候|啥时候|何时|哪个时间点?)(?![^？?]*?[吗么吧](?:[?？]|\s*$))")
 
 
@@ -508,6 +509,7 @@ _BELIEF = re.compile(r"^\W*(?:(?:i'?m|im)\s+)?(?:pretty|fairly|quite)\s+sure\b|^
                      r"|^\W*(?:我记得|我觉得|我猜|我感觉)")
 # "原因是？", "查到原因没", "谁知道为啥": a yes/no's shape around a why, which asks the cause all the same.
 _CAUSE_ASKED_ZH = re.compile(r"原因是\s*(?:啥|什么)?\s*[?？]*\s*$|原因呢|(?:查|找)(?:到|出)(?:原因|根因)了?没有?|知道(?:为啥|为什么)"
+                             r"|(?:卡|堵|慢|坏)在哪(?:了|儿|里)?"
                              r"|(?:根子|根源|根因|原因|病根)(?:在哪|是啥|是什么)|背后是(?:啥|什么)")
 
 
@@ -806,7 +808,7 @@ _ONE_OFF = re.compile(r"\b(?:blip|one-off|one off|fluke|one-time thing|just once
 _LATEST = re.compile(r"\b(?:last|latest|most recent|final)\b|\b(?:until|till) (?:when|what time)\b"
                      r"|(?:最近|最后|最新)(?:一)?(?:次|单|条|个|回)?|到(?:几点|什么时候|啥时候)")
 # The asking words of a when or a one-off, which no record of the happening holds.
-_WHEN_FRAME = re.compile(r"\b(?:when|what time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first)\b"
+_WHEN_FRAME = re.compile(r"\b(?:when|what time|wat time|wut time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first)\b"
                          r"|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|"
                          + _LATEST.pattern + "|" + _ONE_OFF.pattern)
 
