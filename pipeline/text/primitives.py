@@ -278,13 +278,17 @@ def entity_values(text: str) -> set[str]:
 
 _NUMBER_UNIT = re.compile(r"(\d+(?:\.\d+)?)([a-z%]*)")
 # A number said with a scale word: "4.8 million rows", "约 480 万行".
-_SCALED = re.compile(r"(\d+(?:\.\d+)?)\s*(thousand|million|billion|k|mn|bn|万|亿)(?![a-z])")
-_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "万": 1e4, "亿": 1e8}
+SCALED = re.compile(r"(\d+(?:\.\d+)?)\s*(thousand|million|billion|k|mn|bn|万|亿)(?![a-z])")
+SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "万": 1e4, "亿": 1e8}
+# Numbers as people spell them ("two", "a dozen", "两回"): one table for the time, count and figure readers.
+SPELLED_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10,
+                   "twelve": 12, "a couple": 2, "couple": 2, "a few": 3, "a dozen": 12, "dozen": 12, "twice": 2,
+                   "一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 
 
 def scales(text: str) -> dict[str, float]:
     """The numbers of a text said with a scale word, and the scale: {"4.8": 1e6} of "4.8 million"."""
-    return {m.group(1): _SCALES[m.group(2)] for m in _SCALED.finditer(normalize(text))}
+    return {m.group(1): SCALES[m.group(2)] for m in SCALED.finditer(normalize(text))}
 
 
 def rounds_to(claimed: str, recorded: str, scale: float = 1.0) -> bool:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, tzinfo
 
+from pipeline.text.primitives import SPELLED_NUMBERS
+
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _NUM = r"\d+(?:\.\d+)?|[零一二两三四五六七八九十]+|半|an?|one|two|three|four|five|six|ten|twelve"
-_EN_NUMS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10, "twelve": 12}
 _UNITS = [
     (r"分钟|分|minutes?|mins?|m\b", timedelta(minutes=1)),
     (r"个?小时|个?钟头|hours?|hrs?|h\b", timedelta(hours=1)),
@@ -56,8 +57,8 @@ def _number(text: str | None) -> float:
     if not text:
         return 1.0
     low = text.lower()
-    if low in _EN_NUMS:
-        return float(_EN_NUMS[low])
+    if low in SPELLED_NUMBERS:
+        return float(SPELLED_NUMBERS[low])
     if low == "半":
         return 0.5
     if re.fullmatch(r"[零一二两三四五六七八九十]+", text):

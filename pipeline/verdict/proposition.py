@@ -16,7 +16,16 @@ from typing import Literal
 
 from pipeline.core.contracts import Proposition
 from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_ASKED
-from pipeline.text.primitives import extract_entities, find_entities, keywords, normalize, unquoted
+from pipeline.text.primitives import (
+    SCALED,
+    SCALES,
+    SPELLED_NUMBERS,
+    extract_entities,
+    find_entities,
+    keywords,
+    normalize,
+    unquoted,
+)
 
 # A suspected cause that is a change rather than a service ("the v2.4.1 deploy", "昨天的配置变更").
 CHANGE = re.compile(r"\b(?:deploy\w*|release\w*|rollout|roll-out|upgrade\w*|config\w*|change\w*|version|v\d[\w.]*"
@@ -153,20 +162,15 @@ _BOUNDS: tuple[tuple[Literal["at_least", "at_most", "about"], re.Pattern[str], r
     ("about", re.compile(r"(?:\b(?:like|about|around|roughly|approx(?:imately)?|almost|nearly)|~|约|大约|大概|差不多)\s*$"),
      re.compile(r"^\s*(?:ish\b|or so\b|左右|上下)")),
 )
-# A plain number said with a scale ("~12 million keys", "1.2 万单") or as the size a setting was set to
+# A plain number said with a scale ("~12 million keys", "1.2 万单", text.primitives.SCALED) or as the size a setting was set to
 # ("连接池开到 100", "pool set to 100"): a figure too, compared as a number.
-_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "万": 1e4, "亿": 1e8}
-_SCALED_FIGURE = re.compile(r"(?<![\w.])(?P<n>\d+(?:\.\d+)?)\s*(?P<scale>thousand|million|billion|k|m|万|亿)(?![a-z])")
-_SET_TO = re.compile(r"(?:开到|开成|设成|设置成|设为|设置为|调到|调成|配成|配到|配置成|上限是?|\bset (?:to|at)|\bconfigured (?:to|at|as)"
-                     r"|\bsized (?:at|to)|\blimit(?:ed)? (?:to|at)|\bmax(?:imum)? (?:of|is|at))\s*$")
-_SET_FIGURE = re.compile(r"(?:开到|开成|设成|设置成|设为|设置为|调到|调成|配成|配到|配置成|上限是?|\bset (?:to|at)|\bconfigured (?:to|at|as)"
-                         r"|\bsized (?:at|to)|\blimit(?:ed)? (?:to|at)|\bmax(?:imum)? (?:of|is|at))\s*(?P<n>\d+)(?P<scale>)(?![\d.%a-z])")
+_SET_VERB = (r"(?:开到|开成|设成|设置成|设为|设置为|调到|调成|配成|配到|配置成|上限是?|\bset (?:to|at)|\bconfigured (?:to|at|as)"
+             r"|\bsized (?:at|to)|\blimit(?:ed)? (?:to|at)|\bmax(?:imum)? (?:of|is|at))")
+_SET_TO = re.compile(rf"{_SET_VERB}\s*$")
+_SET_FIGURE = re.compile(rf"{_SET_VERB}\s*(\d+)(?![\d.%a-z])")
 _STILL = re.compile(r"\bstill\b|\b(?:yet|anymore|back (?:under|below|to|at|down))\b|还是|仍然|依然|还在|仍在")
 # A count of happenings said ("就 OOM 了两回", "like a dozen NPEs", "fired 3 times"): held to how many
 # records hold them. Spelled numbers as people say them.
-_SPELLED = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
-            "a couple": 2, "couple": 2, "a few": 3, "a dozen": 12, "dozen": 12, "twice": 2,
-            "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10}
 _COUNTED = re.compile(r"(?<![0-9a-z.])(?P<n>\d+|[一两二三四五六七八九十]|a couple|a few|a dozen|dozen|one|two|three|four|five|six|ten)"
                       r"\s*(?:回(?!事)|次|条|个|times\b|occurrences?\b)"
                       r"|(?<![\w.])(?P<n2>a dozen|a couple|a few|\d+|two|three|four|five|six|ten)\s+(?P<thing>[a-z][a-z_]{2,}?)s\b"
@@ -186,7 +190,7 @@ def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal[""
     norm = _GIGS.sub(r"\1gb", norm)
     found = [e for e in find_entities(norm) if e.kind == "percentage" or (e.kind == "quantity" and e.value[-1:] == "s"
                                                                          or e.value.endswith("mb"))]
-    counted = [m for m in _SCALED_FIGURE.finditer(norm)] or [m for m in _SET_FIGURE.finditer(norm)]
+    counted = [m for m in SCALED.finditer(norm)] or [m for m in _SET_FIGURE.finditer(norm)]
     ids = [(e.start, e.end) for e in find_entities(norm) if e.kind == "identifier"]
     times = [m for m in _COUNTED.finditer(norm)
              if not (m.group("thing") and m.group("thing") in ("minute", "second", "hour", "day", "pod", "box", "host", "user"))
@@ -197,14 +201,14 @@ def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal[""
     elif not found and not counted and len(times) == 1:
         m = times[0]
         said_n = m.group("n") or m.group("n2") or m.group("n3")
-        number = float(said_n) if said_n.isdigit() else float(_SPELLED[said_n])
+        number = float(said_n) if said_n.isdigit() else float(SPELLED_NUMBERS[said_n])
         # the thing counted stays among the words ("a dozen NPEs" counts NPE records)
         start, end, value = m.start(), m.start("thing") if m.group("thing") else m.end(), f"{number:g}x"
     elif not found and len(counted) == 1:
         # "~12 million promo keys", "连接池开到 100": a plain number, scaled or set as a setting's size
         m = counted[0]
-        number = float(m.group("n")) * _SCALES.get(m.group("scale") or "", 1.0)
-        start, end, value = m.start("n"), m.end(), f"{number:g}" if number < 1e15 else ""
+        number = float(m.group(1)) * (SCALES[m.group(2)] if m.re is SCALED else 1.0)
+        start, end, value = m.start(1), m.end(), f"{number:g}" if number < 1e15 else ""
     else:
         return None
     before, after = norm[:start], norm[end:]
