@@ -284,6 +284,10 @@ CASES = [
      "inventory-service"),
     ("cpu-saturation", "the smtp reset on the gw at 09:40, is that what wrecked /api/pay?", "PASS",
      "No, the evidence points to another cause", "payment-service"),
+    # who did something: the record of the doing answers when it names who, else it tells what and when only
+    ("cpu-saturation", "谁改的风控规则", "PASS", "相关记录写明了是谁：风控评分规则已更新", ""),
+    ("db-pool-exhaustion", "who flipped the order-history-export flag?", "LOW_CONFID",
+     "Cannot tell who: the records show feature flag order-history-export enabled", ""),
     # a figure said of what it measures: the records holding those words and a figure of its unit answer,
     # within the bound said ("over", "like", "+"); asked whether it still holds, the latest record does
     ("jvm-oom", "is the inventory JVM heap limited to 2gb?", "PASS", "No, the records say otherwise: 堆内存使用率过高", ""),

@@ -624,6 +624,9 @@ class QuestionScope(_Model):
     # A why about a person's decision ("why did somebody flip the flag?"): the evidence shows what
     # was done and when, never why someone chose to.
     intent: bool = False
+    # Who did something ("which person or job turned on order-history-export?", "谁改的风控规则"): the
+    # record of the doing answers only when it names who did it.
+    actor: bool = False
     # A why or since-when about one happening the symptom table has no word for ("why did the risk
     # rules jump from 212 to 1843?", "为什么跑全量库存同步", "NullPointerException at X - first seen
     # when?"): its own words, which a record of it must hold.

@@ -214,6 +214,8 @@ def form_coverage(
         return _since(scope, structured, coverage, invs)
     evidence = verified_evidence(structured, claim_checks, unbacked, invs)
     found = causes(structured, claim_checks, hypothesis_checks, evidence)
+    if scope.actor:
+        return _actor(scope, coverage, invs)
     if scope.form == "why":
         if scope.intent:
             return _row("why", "not_answered", coverage[0] if coverage else None, msg("form.intent"))
@@ -372,6 +374,25 @@ def _between(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocati
     then = later[0]
     said = msg("form.between", first=_timed(start), then=then.raw)
     return _row("how_long", "answered", row, said).model_copy(update={"first": _dated(start, at), "until": then.at})
+
+
+# Who a record says did it: "来源=risk-admin", "by alice", "operator: ops-bot", "triggered by CronJob x".
+_DONE_BY = re.compile(r"\bby\s+[\w.@-]+|\b(?:operator|user|actor|author|source|owner|initiator)\s*[=:：]\s*[\w.@-]+"
+                      r"|来源\s*[=:：]|操作人|发起人")
+
+
+def _actor(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Who did something: the record of the doing (holding most of its words) answers when it names
+    who; one that names no one shows what was done and when, never by whom."""
+    row = coverage[0] if coverage else None
+    need = max(1, min(2, len(scope.event)), (len(scope.event) + 1) // 2)
+    done = [r for r in _event_records(scope, invocations, warnings=True, need=need) if r.at is not None]
+    if not done:
+        return _row(scope.form, "not_answered", row, msg("form.no_moment", event=", ".join(scope.event)))
+    named = next((r for r in done if _DONE_BY.search(r.raw)), None)
+    if named is not None:
+        return _row(scope.form, "answered", row, msg("form.actor", record=_timed(named)))
+    return _row(scope.form, "not_answered", row, msg("form.no_actor", record=_timed(done[0])))
 
 
 def _moment(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocations: Sequence[ToolInvocation]) -> FormCoverage:

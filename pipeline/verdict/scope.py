@@ -693,6 +693,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     took_effect = form in ("since_when", "how_long") and bool(_TOOK_EFFECT.search(normalize(question)))
     moment = (form == "since_when" and not took_effect and not _SINCE_WHEN.search(normalize(question))
               and bool(_MOMENT.search(normalize(question))))
+    actor = form in ("what", "why") and bool(_ACTOR.search(normalize(question)))
     one_off = form == "yes_no" and bool(_ONE_OFF.search(normalize(question)))
     # "for everyone or just coupon orders?" sets all against some: an alternative, not a claim about all
     only = _only(question, services) if form == "yes_no" else ""
@@ -711,8 +712,9 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(whole), anchor=anchor)
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
-        intent=intent,
-        event=between[1] if between else _moment_words(question, services) if moment or one_off
+        intent=intent and not actor,
+        actor=actor,
+        event=between[1] if between else _moment_words(question, services) if moment or one_off or actor
         else sorted({m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}) if universal
         else asked_event(question, services, symptoms)
         if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off or universal
@@ -804,11 +806,16 @@ _UNIVERSAL = re.compile(r"\b(?:every(?:\s+single)?|all(?:\s+the)?|each)\s+(?:[\w
 # Asks whether a symptom happened once: "just a blip", "a one-off", "偶发的吧".
 _ONE_OFF = re.compile(r"\b(?:blip|one-off|one off|fluke|one-time thing|just once|only once|isolated (?:incident|case|event))\b"
                       r"|偶发|一次性的|就一次|只有一次|只出现了?一次|只发生了?一次")
+# Who did something: a person or a job asked of a doing ("which person or job turned on X?", "谁改的风控规则").
+_ACTOR = re.compile(r"\b(?:who|which (?:person|people|job|team|user|engineer|process|script|cron))\b[^?]{0,20}?\b(?:turned|flipped|"
+                    r"changed|pushed|deployed|ran|triggered|restarted|enabled|disabled|rolled|kicked|started|set|updated|"
+                    r"edited|bumped|did)\b|谁(?:把|改|开|推|发|动|关|重启|执行|触发|调|上线|操作)|哪(?:个人|位|个同事|个任务|个脚本)")
 # A when asking the latest time: "the last OOM", "most recent timeout", "最近一次", "最后一单".
 _LATEST = re.compile(r"\b(?:last|latest|most recent|final)\b|\b(?:until|till) (?:when|what time)\b"
                      r"|(?:最近|最后|最新)(?:一)?(?:次|单|条|个|回)?|到(?:几点|什么时候|啥时候)")
 # The asking words of a when or a one-off, which no record of the happening holds.
-_WHEN_FRAME = re.compile(r"\b(?:when|what time|wat time|wut time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first)\b"
+_WHEN_FRAME = re.compile(r"\b(?:when|what time|wat time|wut time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first"
+                         r"|who|which person|which job|person|job|or|turned)\b|谁|哪个人|哪位"
                          r"|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|"
                          + _LATEST.pattern + "|" + _ONE_OFF.pattern)
 
