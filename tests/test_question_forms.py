@@ -284,6 +284,9 @@ CASES = [
      "inventory-service"),
     ("cpu-saturation", "the smtp reset on the gw at 09:40, is that what wrecked /api/pay?", "PASS",
      "No, the evidence points to another cause", "payment-service"),
+    # two happenings said in order: the first record of each, by its words
+    ("db-pool-exhaustion", "MySQLSlowQueries fired first, then DbConnectionPoolExhausted, right?", "PASS",
+     "Yes, it began before 连接池使用率过高", ""),
     # who did something: the record of the doing answers when it names who, else it tells what and when only
     ("cpu-saturation", "谁改的风控规则", "PASS", "相关记录写明了是谁：风控评分规则已更新", ""),
     ("db-pool-exhaustion", "who flipped the order-history-export flag?", "LOW_CONFID",

@@ -635,9 +635,10 @@ class QuestionScope(_Model):
     # maxed out: how many mins?"): the earlier one's words; `event` holds the later one's, and the
     # symptom it names, if any, is `symptom`. A yes/no setting the symptom's start before or after a
     # happening ("支付超时是不是风控规则更新前就有了", "did the check failures only start after the
-    # restart?"): that happening's words, and `order` which side it says.
+    # restart?"): that happening's words, and `order` which side it says; "sequence": a yes/no saying
+    # this one came first and `event` after it ("PoolExhausted went off first, then SlowQueries?").
     since_event: list[str] = Field(default_factory=list)
-    order: Literal["", "before", "after"] = ""
+    order: Literal["", "before", "after", "sequence"] = ""
     # A since-when of a change taking effect ("when did the 5 s timeout kick in?", "几点开始生效的"):
     # dated by the change's own record, not by the first symptom after it.
     took_effect: bool = False

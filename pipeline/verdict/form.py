@@ -228,6 +228,8 @@ def form_coverage(
         degraded = [c for c in sustained if prop.outage and not outage_shown(c.service, scope, invs)]
         if scope.alert and scope.alert_state:
             return _alert_state(scope.alert, scope.alert_state, coverage, invs)
+        if scope.order == "sequence":
+            return _in_sequence(scope, coverage, invs)
         if scope.order and prop.kind in ("symptom", "state"):
             return _started_against(scope, coverage, invs)
         if scope.stopped_at and prop.kind in ("symptom", "state"):
@@ -819,6 +821,26 @@ def _started_against(scope: QuestionScope, coverage: Sequence[ServiceCoverage],
     told = (msg("form.started_before", record=_timed(first), mark=said) if before
             else msg("form.started_after", record=_timed(first), mark=said))
     return _row("yes_no", "answered", row, told, answer="yes" if holds else "no")
+
+
+def _in_sequence(scope: QuestionScope, coverage: Sequence[ServiceCoverage],
+                 invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Did the happening said first come first ("PoolExhausted went off first, then SlowQueries?")?
+    The first record of each, by its words."""
+    row = coverage[0] if coverage else None
+
+    def first(words: list[str]) -> Record | None:
+        found = _event_records(scope.model_copy(update={"event": words, "services": []}), invocations, warnings=True)
+        return next((r for r in found if r.at is not None), None)
+
+    said_first, said_then = first(scope.since_event), first(scope.event)
+    if said_first is None or said_then is None or said_first.at is None or said_then.at is None:
+        missing = scope.since_event if said_first is None else scope.event
+        return _row("yes_no", "not_answered", row, msg("form.no_moment", event=", ".join(missing)), answer="cannot_tell")
+    came_first = said_first.at <= said_then.at
+    told = (msg("form.started_before", record=_timed(said_first), mark=_timed(said_then)) if came_first
+            else msg("form.started_after", record=_timed(said_first), mark=_timed(said_then)))
+    return _row("yes_no", "answered", row, told, answer="yes" if came_first else "no")
 
 
 _CLOCK_WORD = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")

@@ -635,6 +635,26 @@ _ORDERED: tuple[tuple[Literal["before", "after"], re.Pattern[str]], ...] = (
 )
 
 
+# Two happenings said in order: "X went off first, then Y - that the order?", "先 X 然后 Y 的吧".
+_SEQUENCE = (re.compile(r"^\W*(?P<a>.+?)\s+(?:[a-z]+\s+){0,2}first\s*,?\s*(?:and\s+)?then\s+(?P<b>[^?]+?)\s*(?:[-–—,?]|$)"),
+             re.compile(r"先(?P<a>[^，,。？?]+?)[，,]?\s*(?:然后|再|之后才|后)(?P<b>[^，,。？?]+)"))
+
+
+def _sequence(question: str, services: Iterable[str]) -> tuple[list[str], list[str]] | None:
+    """(first, then) words of two happenings a yes/no says came in that order, or None."""
+    norm = normalize(question)
+    m = next((m for p in _SEQUENCE if (m := p.search(norm)) is not None), None)
+    if m is None:
+        return None
+
+    def words(text: str) -> list[str]:
+        return sorted(w for w in keywords(_CLOCK.sub(" ", text)) if w not in _WHY_FRAME and not w.isdigit() and len(w) > 1
+                      and w not in ("went", "fired", "came", "happened", "order"))
+
+    first, then = words(m.group("a")), words(m.group("b"))
+    return (first, then) if first and then else None
+
+
 def _ordered(question: str, services: Iterable[str]) -> tuple[Literal["before", "after"], list[str]] | None:
     """(order, words of the happening) a yes/no sets its symptom's start against, or None."""
     norm = normalize(question)
@@ -684,7 +704,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
     between = _between(question, services)
-    ordered = _ordered(question, services) if form == "yes_no" and not between else None
+    sequence = _sequence(question, services) if form == "yes_no" and not between else None
+    ordered = _ordered(question, services) if form == "yes_no" and not between and not sequence else None
     form = "how_long" if between else form
     alert, alert_state = asked_alert(question)
     form = "yes_no" if alert_state else form
@@ -714,13 +735,13 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         language="zh" if detect_language(question) == "zh" else "en",
         intent=intent and not actor,
         actor=actor,
-        event=between[1] if between else _moment_words(question, services) if moment or one_off or actor
+        event=between[1] if between else sequence[1] if sequence else _moment_words(question, services) if moment or one_off or actor
         else sorted({m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}) if universal
         else asked_event(question, services, symptoms)
         if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off or universal
         else _done_to_ids(question, services, known) if form == "yes_no" else [],
-        since_event=between[0] if between else ordered[1] if ordered else [],
-        order=ordered[0] if ordered else "",
+        since_event=between[0] if between else sequence[0] if sequence else ordered[1] if ordered else [],
+        order="sequence" if sequence else ordered[0] if ordered else "",
         took_effect=took_effect and not between,
         moment=moment and not between,
         latest=moment and bool(_LATEST.search(normalize(question))),
