@@ -156,3 +156,13 @@ def test_an_interval_from_the_event_dated_before_is_reckoned_from_its_record(ref
                                                                              planted: tuple[str, str]) -> None:
     assert refused(answer) == []
     assert refused(answer.replace(*planted))
+
+
+# --- a count held to the tallies, not to a record's date ----------------------------------------------
+
+
+def test_a_count_is_never_borne_out_by_the_digits_of_a_records_date(refused: Any) -> None:
+    # the records are dated 2026-04-09: "4" is in every one of them, and no kind of ship-2b9d-2's has 4
+    assert refused("ship-2b9d-2 logged the label print timeout after 800ms 3 times.") == []
+    assert refused("ship-2b9d-2 logged the label print timeout after 800ms 4 times.")
+

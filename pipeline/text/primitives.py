@@ -67,6 +67,21 @@ def clock_times(text: str) -> set[str]:
     return {f"{int(h):02d}:{m}" for h, m in CLOCK_TIME.findall(normalize(text))}
 
 
+# A calendar date ("2026-04-09", "2026/04/09T09:11", a logcat line's "04-09 09:11:00", "4月9日"): a day, whose
+# digits are no figure a claim states ("logged 4 times" is not borne out by the 04 of a timestamp).
+DATE = re.compile(r"(?<![\d.])\d{4}([-/.])(\d{1,2})\1(\d{1,2})(?!\d)|(?<![\d.:/-])(\d{1,2})-(\d{1,2})(?=[t\s]\d{1,2}:\d{2})"
+                  r"|(?<!\d)(\d{1,2})月(\d{1,2})[日号]")
+
+
+def dates(text: str) -> set[str]:
+    """The days a text names, as MM-DD: a record's "2026-04-09T09:11:00Z" is the claim's "4月9日"."""
+    out = set()
+    for m in DATE.finditer(normalize(text)):
+        month, day = [g for g in m.groups()[1:] if g]  # the first group is the separator
+        out.add(f"{int(month):02d}-{int(day):02d}")
+    return out
+
+
 def in_order(pieces: list[str], text: str) -> bool:
     """Whether the pieces all lie in the text, each after the one before (a quote cut with "...")."""
     at = 0

@@ -46,12 +46,14 @@ from pipeline.core.messages import family, tr
 from pipeline.text.lexicon import ABSENCE, CAUSAL, HEDGE, ROOT_CAUSE, STATED_CAUSE, pattern
 from pipeline.text.primitives import (
     CLOCK_TIME,
+    DATE,
     ELLIPSIS,
     INTERVAL,
     UNIT_SECONDS,
     Entity,
     EntityMatch,
     clock_times,
+    dates,
     detect_language,
     entity_values,
     extract_entities,
@@ -133,8 +135,9 @@ _FULL_STOP_AFTER_DIGIT = re.compile(r"(?<=\d)\.(?=\s|$|[)\]）])")
 
 
 def _without_times(text: str) -> str:
+    """The text without its clock times and dates, whose digits are no figures (a day is checked as a day)."""
     # A full stop after a number ends the sentence; left in place it hides the number from extraction.
-    return _FULL_STOP_AFTER_DIGIT.sub(" ", CLOCK_TIME.sub(" ", normalize(text)))
+    return _FULL_STOP_AFTER_DIGIT.sub(" ", CLOCK_TIME.sub(" ", DATE.sub(" ", normalize(text))))
 
 
 def _ranged(text: str, anchor: str, evidence: str) -> str:
@@ -557,7 +560,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
                and stated_count(e) not in counted and not _store_within(e, ev_norm)
                and not (e.kind == "duration" and e.value[:-1] in bare)]
     missing += miscounted
-    missing += sorted(clock_times(text) - clock_times(ev.text)) + unheld + _mistimed(text, claim_ents, ev.anchor + ev.related)
+    missing += sorted(clock_times(text) - clock_times(ev.text)) + sorted(dates(text) - dates(ev.text)) + unheld + _mistimed(text, claim_ents, ev.anchor + ev.related)
     if missing:
         return done("external_unknown", tr("offline.verifier.external", lang, items=", ".join(missing)))
     if gate_rules:
