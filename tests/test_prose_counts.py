@@ -166,3 +166,15 @@ def test_a_count_is_never_borne_out_by_the_digits_of_a_records_date(refused: Any
     assert refused("ship-2b9d-2 logged the label print timeout after 800ms 3 times.") == []
     assert refused("ship-2b9d-2 logged the label print timeout after 800ms 4 times.")
 
+
+# --- a list of counts after a short label ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("answer", "planted"), [
+    ("各台的打印超时：ship-2b9d-1 5 次，ship-2b9d-2 3 次。", ("5 次", "6 次")),
+    ("各台的打印超时：ship-2b9d-1 5 次，ship-2b9d-2 3 次。", ("3 次", "7 次")),
+    ("Print timeouts per pod: ship-2b9d-1 5, ship-2b9d-2 3.", ("ship-2b9d-1 5", "ship-2b9d-1 7")),
+])
+def test_a_list_of_counts_after_a_short_label_is_claims(refused: Any, answer: str, planted: tuple[str, str]) -> None:
+    assert refused(answer) == []
+    assert refused(answer.replace(*planted))

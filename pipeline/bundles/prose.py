@@ -402,12 +402,14 @@ def _section(label: str) -> str | None:
 
 def _names_only(sentence: str) -> bool:
     """A statement naming its subject and nothing of it ("Component: payment-service", "3. notification-service."
-    over the evidence for and against it): a ticket's field or a heading over what follows."""
+    over the evidence for and against it): a ticket's field or a heading over what follows. A figure beside the
+    names states something of them ("打印超时：ship-2b9d-1 5 次，ship-2b9d-2 3 次", a count of each)."""
     m = _SHORT_LABEL.match(sentence)
     value = sentence[m.end():] if m else sentence
-    names = {normalize(e.value) for e in extract_entities(value) if e.kind in ("service", "instance")}
+    found = extract_entities(value)
+    names = {normalize(e.value) for e in found if e.kind in ("service", "instance")}
     words = keywords(value)
-    return bool(words) and words <= names
+    return bool(words) and words <= names and all(e.kind in ("service", "instance") for e in found)
 
 
 def _siblings_spelled(line: str) -> str:
