@@ -757,3 +757,12 @@ def test_what_the_writer_did_and_what_it_cannot_tell_are_no_claims(judge: Any, a
 
 def test_a_part_reading_like_an_action_that_states_a_figure_is_judged(judge: Any) -> None:
     assert judge("ledger-service posting failed, increase of the write timeout to 2500ms.").flagged
+
+
+@pytest.mark.parametrize("link", ["ledger-service 的堆就是被 G1 Old gc 撑爆的——gc 后堆占 88%。",
+                                  "ledger-service 的磁盘就是被 posting batch 77 写满的——磁盘使用率 91.5%。",
+                                  "gc 后堆占 88% 是 G1 Old gc 暂停 2.4s 导致的。"])
+def test_a_passive_link_between_two_recorded_facts_is_a_link_no_record_states(judge: Any, link: str) -> None:
+    # each fact is a record's; that the one did the other to the heap or the disk is the writer's
+    assert not judge("ledger-service G1 Old gc 暂停 2.4s，gc 后堆占 88%；磁盘使用率 91.5%。").flagged
+    assert judge(link).flagged

@@ -172,7 +172,9 @@ CAUSAL = Words(
               # "这就是 X 触发的原因", "堆打满就是这 8.6% 失败率的直接原因": names what X came from
               r"(?:就是|正是|才是)[^，。,;；]{0,40}?的(?:直接|主要|真正|根本)?(?:原因|主因|起因)",
               # "ICBC 通道变慢让 payment-service 处理超过了 5 秒": a causative 让 / 使 before what it brought about
-              r"(?:让|使)[^，。,;；]{1,40}?(?:超过|超时|变慢|失败|报错|挂了|卡住|打满|耗尽)"),
+              r"(?:让|使)[^，。,;；]{1,40}?(?:超过|超时|变慢|失败|报错|挂了|卡住|打满|耗尽)",
+              # "堆就是被 StockSnapshotCache 撑爆的": a passive 被 naming what filled, broke or used it up
+              r"被\s*[^\s，。,;；][^，。,;；]{0,39}?(?:撑爆|撑满|打满|打爆|挤爆|挤满|写满|占满|吃满|塞满|压垮|拖垮|耗尽|搞挂|打挂)"),
 )
 # Says who wrote a record: "payment-service logged ...", "order-service 日志显示 ...". The service
 # before one of these words is the claim's speaker (pipeline.text.speaker).
