@@ -187,3 +187,13 @@ def test_a_list_of_counts_after_a_short_label_is_claims(refused: Any, answer: st
 def test_a_day_in_other_words_is_held_to_the_records_days(refused: Any, answer: str, planted: tuple[str, str]) -> None:
     assert refused(answer) == []
     assert refused(answer.replace(*planted))
+
+
+def test_a_figure_fetches_no_record_by_the_digits_of_its_timestamp(refused: Any) -> None:
+    # "2" is the minute of the 09:02 carrier-sync record: no figure of it, so that record is not bound
+    answer = "The rate cache was rebuilt from Postgres on ship-2b9d-2 in 412ms, 2 times."
+    bundle, _ = trace_bundle(read_trace(_trace(answer), 10**7, 10**6))
+    bound = [b["evidence_excerpt"] for c in json.loads(bundle.executor_raw_output)["claims"] for b in c["evidence_bindings"]]
+    assert bound and all("rate cache miss" in line for line in bound)
+    assert refused(answer) == []
+    assert refused(answer.replace("2 times", "9 times"))

@@ -54,6 +54,7 @@ from pipeline.stages.verifier import record_shape
 from pipeline.text.lexicon import CAUSAL, HEDGE, ROOT_CAUSE, SPEAKING, UNSHOWN
 from pipeline.text.primitives import (
     CLOCK_TIME,
+    DATE,
     INTERVAL,
     Entity,
     clock_times,
@@ -208,9 +209,15 @@ def _records(invocations: list[ToolInvocation]) -> list[_Record]:
         kin: dict[str, Counter[str]] = {}
         for rec, shape in zip(read, shapes, strict=True):
             kin.setdefault(shape, Counter()).update(["", *(e.value for e in extract_entities(rec.line) if e.kind == "instance")])
-        out += [_Record(inv, rec.number, rec.line, _words(rec.line), extract_entities(rec.line), _times(rec.line),
+        out += [_Record(inv, rec.number, rec.line, _words(rec.line), _figures(rec.line), _times(rec.line),
                         dict(kin[shape])) for rec, shape in zip(read, shapes, strict=True)]
     return out
+
+
+def _figures(text: str) -> frozenset[Entity]:
+    """A text's entities but for its clock times and dates, which are when, not what: "48 seconds later" is no
+    figure of the record stamped 16:48:08, nor "4 次" of one dated 2026-04-09."""
+    return extract_entities(CLOCK_TIME.sub(" ", DATE.sub(" ", text)))
 
 
 def _facts(entities: frozenset[Entity]) -> frozenset[Entity]:
@@ -224,7 +231,7 @@ def _binding(rec: _Record) -> EvidenceBinding:
 
 def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBinding]:
     words = keywords(sentence)
-    wanted = _facts(extract_entities(CLOCK_TIME.sub(" ", sentence)))
+    wanted = _facts(_figures(sentence))
     services = frozenset(e for e in extract_entities(sentence) if e.kind == "service")
     words = frozenset(w for w in words if w not in {normalize(e.value) for e in services})
     times = _times(sentence)
@@ -273,7 +280,7 @@ def _quote_bindings(quotes: list[str], invocations: list[ToolInvocation], record
     ("order marked PAY_UNKNOWN" of every order) is cited in the one holding the sentence's own ids
     and values ("订单 123"), so the check meets that record, not the first of its kind."""
     sources = [inv for inv in invocations if inv.output]
-    wanted = _facts(extract_entities(CLOCK_TIME.sub(" ", unquoted(sentence))))
+    wanted = _facts(_figures(unquoted(sentence)))
     out = []
     for quote in quotes:
         best = max(sources, key=lambda inv: match_excerpt(quote, prepare_output(inv.id, inv.output)).score, default=None)

@@ -75,14 +75,14 @@ _MONTH_NAMES = "jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|june?|july?|aug
 DATE = re.compile(r"(?<![\d.])\d{4}([-/.])(?P<m1>\d{1,2})\1(?P<d1>\d{1,2})(?!\d)"
                   r"|(?<![\d.:/-])(?P<m2>\d{1,2})-(?P<d2>\d{1,2})(?=[t\s]\d{1,2}:\d{2})"
                   r"|(?<!\d)(?:\d{4}\s*年\s*)?(?P<m3>\d{1,2})\s*月\s*(?P<d3>\d{1,2})\s*[日号]"
-                  rf"|\b(?P<name>{_MONTH_NAMES})\b\.?\s+(?P<d4>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:.])")
+                  rf"|\b(?P<name>{_MONTH_NAMES})\b\.?\s+(?P<d4>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:.])", re.IGNORECASE)
 
 
 def dates(text: str) -> set[str]:
     """The days a text names, as MM-DD: a record's "2026-04-09T09:11:00Z" is the claim's "4月9日"."""
     out = set()
     for m in DATE.finditer(normalize(text)):
-        month = _MONTHS.index(m["name"][:3]) + 1 if m["name"] else int(m["m1"] or m["m2"] or m["m3"])
+        month = _MONTHS.index(m["name"][:3].lower()) + 1 if m["name"] else int(m["m1"] or m["m2"] or m["m3"])
         out.add(f"{month:02d}-{int(m['d1'] or m['d2'] or m['d3'] or m['d4']):02d}")
     return out
 
