@@ -197,3 +197,16 @@ def test_a_figure_fetches_no_record_by_the_digits_of_its_timestamp(refused: Any)
     assert bound and all("rate cache miss" in line for line in bound)
     assert refused(answer) == []
     assert refused(answer.replace("2 times", "9 times"))
+
+
+# --- a wait the record states, said as "N s later" ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("answer", "planted"), [
+    ("api-gateway 在 0.8s 后拿到 shipping-service 的 504（POST /api/ship/label）。", ("0.8s", "2s")),
+    ("The gateway got its upstream shipping-service 504 on GET /api/ship/track 0.8 s later.", ("0.8 s", "3 s")),
+])
+def test_a_wait_the_record_states_after_is_no_interval_between_records(refused: Any, answer: str,
+                                                                      planted: tuple[str, str]) -> None:
+    assert refused(answer) == []
+    assert refused(answer.replace(*planted))

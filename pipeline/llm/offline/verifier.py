@@ -180,6 +180,9 @@ def _seconds_of_day(text: str) -> list[float]:
             for h, m, sec, frac in _STAMP.findall(text)]
 
 
+_WAITED = re.compile(r"\bafter\s+(\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds)\b)")
+
+
 def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
     """The text without the intervals it states, and those of them that no gap between two times
     bears out within a sixth ("about 40 s after" of 16:20:48 and 16:21:29 is borne out): the claim's
@@ -196,6 +199,9 @@ def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
               for n in [_SPELLED.get(said) or int(said)] if 2 <= n <= 500}
     counts |= {len(CLOCK_TIME.sub(" ", text).split(","))} if text.count(",") >= 2 else set()
     durations = [float(e.value[:-1]) for e in _entities(evidence) if e.kind == "duration"]
+    # the waits the cited record states before what it reports ("504 ... after 0.8s", "timed out after 2000ms")
+    waits = [float(e.value[:-1]) for m in _WAITED.finditer(normalize(anchor)) for e in _entities(m.group(1))
+             if e.kind == "duration"]
     unheld: list[str] = []
 
     def held(m: re.Match[str]) -> str:
@@ -205,6 +211,8 @@ def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
         lo, hi = float(low) * scale, float(high or low) * scale
         # "each ~30 s" may be how long each one took, a duration the evidence holds ("after 30.0s")
         took = m.group(0).lstrip().startswith("each") and any(lo * 5 / 6 <= d <= hi * 7 / 6 for d in durations)
+        # "0.8s 后拿到 504" of that record is its wait, said as the record says it, not a gap between two records
+        took = took or (not _EVERY.match(m.group(0)) and any(lo <= w <= hi for w in waits))
         periods = {gap / k for gap in gaps for n in counts for k in (n - 1, n) if k >= 2} if _EVERY.match(m.group(0)) else set()
         if not took and not any(lo * 5 / 6 <= gap <= hi * 7 / 6 for gap in gaps | periods):
             unheld.append(m.group(0).strip())
