@@ -592,8 +592,7 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
             return sorted(paths)
         # No service named: the thing said to fail is what the why asks of ("活动规则一直加载失败"), its
         # records, not the incident's, what a cause must speak of.
-        return sorted(w for w in keywords(_CLOCK.sub(" ", normalize(question)))
-                      if w not in _WHY_FRAME and not asked_symptoms(w) and not w.isdigit() and len(w) > 1)
+        return _happening_words(question, symptoms=False)
     parts = {p for s in services for p in normalize(s).split("-")}
     # "fail over" is one happening, not a failure and a preposition the frame would drop
     words = keywords(_CLOCK.sub(" ", _FAIL_OVER.sub(" failover ", _unnamed(question, services))))
@@ -640,6 +639,16 @@ _SEQUENCE = (re.compile(r"^\W*(?P<a>.+?)\s+(?:[a-z]+\s+){0,2}first\s*,?\s*(?:and
              re.compile(r"先(?P<a>[^，,。？?]+?)[，,]?\s*(?:然后|再|之后才|后)(?P<b>[^，,。？?]+)"))
 
 
+_SEQUENCE_FRAME = frozenset({"went", "fired", "came", "happened", "order"})
+
+
+def _happening_words(text: str, services: Iterable[str] = (), *, symptoms: bool = True) -> list[str]:
+    """The words naming a happening in part of a question: no clock time, service name, frame word or
+    bare number; `symptoms` False leaves a symptom's own words out too."""
+    return sorted(w for w in keywords(_CLOCK.sub(" ", _unnamed(text, services)))
+                  if w not in _WHY_FRAME and not w.isdigit() and len(w) > 1 and (symptoms or not asked_symptoms(w)))
+
+
 def _sequence(question: str, services: Iterable[str]) -> tuple[list[str], list[str]] | None:
     """(first, then) words of two happenings a yes/no says came in that order, or None."""
     norm = normalize(question)
@@ -647,12 +656,8 @@ def _sequence(question: str, services: Iterable[str]) -> tuple[list[str], list[s
     if m is None:
         return None
 
-    def words(text: str) -> list[str]:
-        return sorted(w for w in keywords(_CLOCK.sub(" ", text)) if w not in _WHY_FRAME and not w.isdigit() and len(w) > 1
-                      and w not in ("went", "fired", "came", "happened", "order"))
-
-    first, then = words(m.group("a")), words(m.group("b"))
-    return (first, then) if first and then else None
+    said = [[w for w in _happening_words(m.group(part), services) if w not in _SEQUENCE_FRAME] for part in ("a", "b")]
+    return (said[0], said[1]) if said[0] and said[1] else None
 
 
 def _ordered(question: str, services: Iterable[str]) -> tuple[Literal["before", "after"], list[str]] | None:
@@ -663,8 +668,7 @@ def _ordered(question: str, services: Iterable[str]) -> tuple[Literal["before", 
             # "支付超时是不是风控规则更新前": the happening follows the asking word; a clock time in it dates it
             said = re.split(r"是不是|是否|是|在", m.group("y"))[-1] if "是" in m.group("y") or "在" in m.group("y") else m.group("y")
             clock = _CLOCK.findall(said)
-            words = sorted(w for w in keywords(_CLOCK.sub(" ", _unnamed(said, services)))
-                           if w not in _WHY_FRAME and not w.isdigit() and len(w) > 1 and w not in ("the", "that"))
+            words = _happening_words(said, services)
             if words or clock:
                 return order, clock[:1] + words
     return None
@@ -678,13 +682,9 @@ def _between(question: str, services: Iterable[str]) -> tuple[list[str], list[st
     if m is None:
         return None
 
-    def words(text: str) -> list[str]:
-        # a symptom's own word stays: "the first OOM" is found by the records saying it
-        return sorted(w for w in keywords(_CLOCK.sub(" ", _unnamed(text, services)))
-                      if w not in _WHY_FRAME and not w.isdigit() and len(w) > 1)
-
-    earlier = words(m.group("a"))
-    return (earlier, words(m.group("b"))) if earlier else None
+    # a symptom's own word stays: "the first OOM" is found by the records saying it
+    earlier = _happening_words(m.group("a"), services)
+    return (earlier, _happening_words(m.group("b"), services)) if earlier else None
 
 
 def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None,
