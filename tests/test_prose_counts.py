@@ -158,6 +158,15 @@ def test_an_interval_from_the_event_dated_before_is_reckoned_from_its_record(ref
     assert refused(answer.replace(*planted))
 
 
+def test_an_interval_said_plainly_is_held_to_its_own_units_rounding(refused: Any) -> None:
+    # 09:02 to 09:10: "about 9 minutes" may be a sixth off, "9 minutes" said plainly may not
+    said = ("Carrier sync failed on ship-2b9d-3 at 09:02. {} later ship-2b9d-1 logged the first label print "
+            "timeout after 800ms.")
+    assert refused(said.format("8 minutes")) == []
+    assert refused(said.format("About 9 minutes")) == []
+    assert refused(said.format("9 minutes"))
+
+
 # --- a count held to the tallies, not to a record's date ----------------------------------------------
 
 

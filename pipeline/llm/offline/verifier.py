@@ -170,6 +170,8 @@ _COMPOUND = re.compile(r"(\d+)\s*(?:minutes?|mins?)\s+(?:and\s+)?(\d+)\s*(?:seco
 _AND_A_HALF = re.compile(r"(\d+)\s+(?:and\s+)?a\s+half\s+(minutes?|hours?|seconds?)\b")  # the clause reader drops "and"
 # A period said over a listed series ("six orders ... roughly one every 13 minutes"): the span between
 # its ends over the count of gaps the series has.
+_ROUGHLY = re.compile(r"\b(?:about|around|roughly|approx(?:imately)?|nearly|almost|some|over|under|more than|less than"
+                      r"|within|just)\b|~|≈|约|大约|大概|左右|差不多|将近|近|多|不到|一点")
 _EVERY = re.compile(r"^\s*(?:every\b|each\b|每)")
 # A record's time of day to the second ("T16:20:48.164Z", "16:20:48").
 _STAMP = re.compile(r"(?<!\d)(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d+))?")
@@ -214,7 +216,10 @@ def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
         # "0.8s 后拿到 504" of that record is its wait, said as the record says it, not a gap between two records
         took = took or (not _EVERY.match(m.group(0)) and any(lo <= w <= hi for w in waits))
         periods = {gap / k for gap in gaps for n in counts for k in (n - 1, n) if k >= 2} if _EVERY.match(m.group(0)) else set()
-        if not took and not any(lo * 5 / 6 <= gap <= hi * 7 / 6 for gap in gaps | periods):
+        # "about 8 minutes" may be a sixth off; "9 minutes" said plainly is 9 to within its own unit's rounding
+        loose = bool(_ROUGHLY.search(text[max(0, m.start() - 14):m.start()] + m.group(0)))
+        below, above = (lo * 5 / 6, hi * 7 / 6) if loose else (lo - scale * 3 / 4, hi + scale * 3 / 4)
+        if not took and not any(below <= gap <= above for gap in gaps | periods):
             unheld.append(m.group(0).strip())
         return " "
 
