@@ -310,6 +310,10 @@ CASES = [
      "No, the records say otherwise: latency monitor: GET p99 850ms", ""),
     ("cpu-saturation", "is the /var/log disk still at 86% on notification-service?", "PASS",
      "No, the records say otherwise: 磁盘使用率过高: 86.0%, 挂载点: /var/log (09:35:00 UTC), resolved", ""),
+    # a symptom said to have passed: yes when it is well now, no while it still shows
+    ("cpu-saturation", "user-service 那边 cpu 后来降下来没有", "PASS", "是的，没有发现user-service CPU 饱和的迹象", ""),
+    ("cpu-saturation", "so payment cpu has calmed down by now?", "PASS",
+     "No, the evidence shows CPU saturation in payment-service", ""),
     # the onset of a happening named by its own words, no service or symptom asked
     ("db-pool-exhaustion", "SQLTransientConnectionException - when was it first logged?", "PASS",
      "order-service has shown a fault since 08:", ""),
@@ -390,6 +394,11 @@ def test_the_lead_answers_the_question_in_its_form(settings: Settings, store: St
                  latest=True)),
     ("coupon-service 重试大概 20% 左右吗", Proposition(kind="value", subject="coupon-service", value="20%", bound="about",
                                                    measure=["重试"])),
+    # a symptom said to have passed asks whether it is well now; "back down" is no outage
+    ("did coupon-service's memory come back down after the purge?",
+     Proposition(kind="symptom", subject="coupon-service", expects="healthy", event=True)),
+    ("has pricing-service recovered by now?", Proposition(kind="state", subject="pricing-service", expects="healthy")),
+    ("pricing-service 的延迟回落了没", Proposition(kind="symptom", subject="pricing-service", expects="healthy")),
 ])
 def test_a_yes_no_question_is_read_as_its_proposition(question: str, expected: Proposition) -> None:
     scope = read_scope(question, ["checkout-service", "pricing-service", "coupon-service", "api-gateway"])

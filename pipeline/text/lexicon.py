@@ -209,6 +209,15 @@ DENYING_ZH = r"没有|没|未|不再|不(?=正常|健康)"
 # Says all is well; the first three deny a problem with a negation of their own.
 FINE_BY_NEGATION = Words(zh=("没问题", "没有问题", "没事"), en=())
 FINE = Words(zh=(*FINE_BY_NEGATION.zh, "正常", "健康"), en=("normal", "healthy", "ok", "okay", "fine"))
+# Says a symptom had passed by the time of asking ("has the cpu come back down", "后来跑顺了没"): asks,
+# as FINE does, whether the thing is well now. Not "下来" alone (a success rate "掉下来" is a fault), nor
+# "went down" (a service that went down is out).
+RECOVERED = Words(
+    zh=("降下来", "降下去", "降回", "回落", "回到正常", "恢复正常", "恢复了", "好了没", "好了吗", "好转", "跑顺", "顺了",
+        "稳住", "稳定下来", "消停", "缓过来", "下来了吧", "下来了没", "下来没"),
+    en=("come back down", "came back down", "back down", "come down", "came down", "recovered", "settled down", "calmed down", "cooled down", "cooled off", "running smoothly", "back on track",
+        "ok again", "fine again", "healthy again", "normal again"),
+)
 # Claims certainty: a demoted claim may name a cause, never this ("这是唯一根因", "the only cause").
 CERTAINTY = Words(
     zh=("唯一", "根因", "根本原因", "一定", "必然", "肯定", "毫无疑问", "确定是"),

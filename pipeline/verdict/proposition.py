@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pipeline.core.contracts import Proposition
-from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_ASKED
+from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_ASKED, RECOVERED
 from pipeline.text.primitives import (
     SCALED,
     SCALES,
@@ -313,23 +313,25 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
     if measured is not None:
         return Proposition(kind="value", subject=subject, value=measured[0], bound=measured[1], measure=measured[2],
                            latest=bool(_STILL.search(norm)), negated=negated)
+    # "has the cpu come back down?": a symptom said to have passed asks whether it is fine; its "down" is no outage
+    state = RECOVERED.regex.sub(" fine ", norm)
     it = _IT.search(norm)
     before = sorted((at, s) for s in services if 0 <= (at := norm.find(normalize(s))) < (it.start() if it else -1))
     if before:
         subject = before[0][1]  # "order-service's inventory checks fail, is it down?": it is the one named first
     # "X throwing 500s, is it down?": the symptom said first is context; what is asked is the outage
     # (or the culprit), not whether the 500s show.
-    if subject and OUTAGE_ASKED.search(norm) and not denies:
+    if subject and OUTAGE_ASKED.search(state) and not denies:
         return Proposition(kind="state", subject=subject, outage=True, negated=negated)
     if subject and _CULPRIT.search(norm):
         return Proposition(kind="cause", subject=subject, culprit=True, negated=negated)
     expects: Literal["healthy", "faulty"]
     if services and asked_nothing:
-        expects = "faulty" if _FAULTY.search(norm) or not _HEALTHY.search(norm) else "healthy"
-        if denies and not _FAULTY.search(norm):  # "is X not healthy?"
+        expects = "faulty" if _FAULTY.search(state) or not _HEALTHY.search(state) else "healthy"
+        if denies and not _FAULTY.search(state):  # "is X not healthy?"
             expects = "faulty" if expects == "healthy" else "healthy"
         return Proposition(kind="state", subject=subject, expects=expects, negated=negated,
-                           outage=bool(services) and expects == "faulty" and OUTAGE_ASKED.search(norm))
+                           outage=bool(services) and expects == "faulty" and OUTAGE_ASKED.search(state))
     expects = "healthy" if denies != fine else "faulty"
     return Proposition(kind="symptom", subject=subject, expects=expects, negated=negated,
                        event=bool(_EVENT.search(norm)))

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Literal
 
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
-from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION, WITHIN_BOUNDS
+from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION, RECOVERED, WITHIN_BOUNDS
 from pipeline.text.primitives import (
     CJK_CHAR,
     CJK_IDEOGRAPHS,
@@ -235,10 +235,12 @@ _YES_NO_EN = re.compile(
     r"(?:^|[,:;.?!，：；。？！]\s*|\s[-–—]+\s*)(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|any|anything|isn't|aren't|wasn't|"
     r"weren't|doesn't|don't|didn't|hasn't|haven't|can't|couldn't|won't|wouldn't|shouldn't)(?![a-z])")
 # 吗 / 吧 end a yes/no part wherever it stands ("正常吗？登录好像没问题"); 什么 / 怎么 / 为什么 never do.
-# "X 重启了没", "崩了没有": 没 / 没有 ending a question asks whether it happened.
+# "X 重启了没", "崩了没有", "降下来没有", "跑完没": 没 / 没有 ending a question after a doing or its
+# result asks whether it happened.
+_DONE_ZH = "[了过来去完好顺住掉到通]"
 _YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？，,]|[。!！\s]*$)|是不是|有没有|是否|会不会|有无|是否有"
-                        r"|[了过]没有?\s*(?:[?？]|$)")
-_ASKING_TAIL_ZH = re.compile(r"(?<=[了过])没有?(?=\s*(?:[?？]|$))")
+                        rf"|{_DONE_ZH}没有?\s*(?:[?？]|$)")
+_ASKING_TAIL_ZH = re.compile(rf"(?<={_DONE_ZH})没有?(?=\s*(?:[?？]|$))")
 # "checkout-service is the culprit, right?", "payment-service dead?": a tag, or a question with no
 # asking word at all (no wh- word, no auxiliary), is a yes/no.
 _YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not|yeah|yea|yep|eh|innit|no|ok|okay)\s*[?？]*\s*$")
@@ -501,7 +503,7 @@ def denies_symptom(question: str) -> bool:
 def asks_fine(question: str) -> bool:
     """The yes/no proposition asks whether its symptom is normal."""
     bare = _bare(question)
-    return FINE.search(bare)
+    return FINE.search(bare) or RECOVERED.search(bare)
 
 
 # A belief put forward for confirmation, with no asking word: "pretty sure the OOMs are all on inv-1".
