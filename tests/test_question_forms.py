@@ -310,6 +310,10 @@ CASES = [
      "No, the records say otherwise: latency monitor: GET p99 850ms", ""),
     ("cpu-saturation", "is the /var/log disk still at 86% on notification-service?", "PASS",
      "No, the records say otherwise: 磁盘使用率过高: 86.0%, 挂载点: /var/log (09:35:00 UTC), resolved", ""),
+    # a why of a doing's outcome asks of the doing: none recorded, no cause of the incident answers it
+    ("db-pool-exhaustion", "the DBA says she flushed the pool at 08:30, why didnt the flush help?", "LOW_CONFID",
+     "Cannot tell why: no collected record mentions “flush”", ""),
+    ("redis-latency", "redis-cart 那次扩容为什么没起作用", "LOW_CONFID", "无法判断原因：收集到的记录都没有提到“扩容”", ""),
     # a symptom said to have passed: yes when it is well now, no while it still shows
     ("cpu-saturation", "user-service 那边 cpu 后来降下来没有", "PASS", "是的，没有发现user-service CPU 饱和的迹象", ""),
     ("cpu-saturation", "so payment cpu has calmed down by now?", "PASS",

@@ -153,10 +153,12 @@ UNSHOWN = Words(
 # A happening a question may presume of a system (a why of it asks what brought it about): a failover,
 # a restart, a rollback, a migration, a scaling.
 HAPPENING = Words(
-    zh=("主从切换", "切换", "切主", "故障转移", "重启", "回滚", "迁移", "扩容", "缩容", "下线", "重新部署", "重建索引", "降级"),
+    zh=("主从切换", "切换", "切主", "故障转移", "重启", "回滚", "回退", "还原", "迁移", "扩容", "缩容", "下线", "重新部署",
+        "重建索引", "降级", "重跑", "重推", "清缓存", "重新加载"),
     en=("failover", "failed over", "fail over", "switchover", "switched over", "restart", "restarted", "rebooted",
-        "rollback", "rolled back", "migrated", "migration", "scaled", "scaled up", "scaled down", "redeployed",
-        "reindexed", "downgraded", "promoted"),
+        "rollback", "rolled back", "revert", "reverted", "migrated", "migration", "scaled", "scaled up", "scaled down",
+        "scale out", "scale-out", "scaled out", "redeployed", "reindexed", "downgraded", "promoted", "rerun", "re-run",
+        "reran", "re-ran", "purge", "purged", "flush", "flushed", "reload", "reloaded", "rebalance", "rebalanced"),
 )
 # States that one thing brought about another, in a fixed phrase or a causative form: "makes X miss
 # its deadline", "is what holds the pool", "pushed the call past the limit".

@@ -16,7 +16,16 @@ from datetime import datetime
 from typing import Literal
 
 from pipeline.core.contracts import EvidenceTime, QuestionForm, QuestionScope, TimeWindow
-from pipeline.text.lexicon import ASKING_ZH, DENYING_ZH, FINE, FINE_BY_NEGATION, NEGATION, RECOVERED, WITHIN_BOUNDS
+from pipeline.text.lexicon import (
+    ASKING_ZH,
+    DENYING_ZH,
+    FINE,
+    FINE_BY_NEGATION,
+    HAPPENING,
+    NEGATION,
+    RECOVERED,
+    WITHIN_BOUNDS,
+)
 from pipeline.text.primitives import (
     CJK_CHAR,
     CJK_IDEOGRAPHS,
@@ -318,7 +327,7 @@ _WHY_FRAME = frozenset(
     "lately recently today tonight yesterday day days week morning again so such very much af "
     "flow fire fit throwing spamming noisy loud acting crazy nuts wild haywire bonkers mad drama mood "
     "start started starting begin began begun kick kicked kicking off trigger triggered launch launched "
-    "为什么 为啥 为何 原因 咋回事 怎么回事 怎么 怎么了 什么 导致 引起 故障 问题 出问题 这次 这个 那个 突然 一直 现在 "
+    "为什么 为啥 为何 原因 咋回事 怎么回事 怎么 怎么了 什么 导致 引起 故障 问题 出问题 这次 那次 这个 那个 突然 一直 现在 "
     "又 还 会 老是 总是 到底 究竟 呢 吗 啊 呀 挂 挂了 崩 崩了 抽风 拉胯 卡 卡了 不行 不对 不正常 异常 出毛病 毛病 "
     "炸 炸了 不稳定 有点 出事 出事儿 坏 坏了 掉链子 翻车 扑街 今天 昨天 最近 这么 那么 这样 怪怪的 奇怪 不太 对劲 "
     "不对劲 状况 服务 老出 一下 好像 感觉 "
@@ -583,6 +592,11 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
     if _STOPPED_DOING.search(normalize(question)):
         # "订单超时关单任务怎么不跑了": a job said to have stopped is the happening, whatever symptom its name holds
         return _moment_words(_STOPPED_DOING.sub(" ", normalize(question)), services)
+    # "why did the rollback fail", "why didnt the revert help", "扩容为啥没生效": the doing is what the why
+    # asks of, whatever the symptom around it; its records, or none, decide the answer.
+    outcome = next((m for p in _OUTCOME_WHY if (m := p.search(normalize(question))) is not None), None)
+    if outcome is not None and HAPPENING.search(outcome.group("x")):
+        return _happening_words(outcome.group("x"), services)
     # An endpoint names the happening more surely than any word: "GET /api/inventory/warehouses keeps
     # taking 1.4-1.7s, why" asks of that path's requests, and so does "what's making /api/x slow?" (whose
     # records decide whether the symptom's cause or the path's own lines answer it: pipeline.verdict.form).
@@ -602,6 +616,13 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
 
 
 _PATH = re.compile(r"(?<![\w/])/(?:[a-z0-9_.-]+/)+[a-z0-9_.-]+")
+# A why asking of a doing's outcome: (x) the doing.
+_OUTCOME_WHY = (
+    re.compile(r"\bwhy\s+(?:did|didn'?t|does|doesn'?t|has|hasn'?t|won'?t|wouldn'?t|is|isn'?t|was|wasn'?t)\s+(?P<x>.+?)\s+"
+               r"(?:not\s+|never\s+)?(?:fail|failed|help|helped|work|worked|take|took|stick|succeed|go through|get applied"
+               r"|do anything|fix (?:it|anything|things|the \w+))\b"),
+    re.compile(r"(?P<x>[^，,。？?]+?)(?:为啥|为什么|为何|怎么)(?:会)?(?:没|没有|不|也没)?(?:生效|起作用|管用|用|成功|奏效|失败|效果)"),
+)
 # A job or a flow said to have stopped running: "怎么不跑了", "stopped running", "没再执行".
 _STOPPED_DOING = re.compile(r"不跑了|没跑了|不运行了|不执行了|没再执行|没再跑|停止运行|停跑|\bstopped (?:running|firing|working|sending)\b"
                             r"|\bno longer (?:runs|running|fires|sends)\b|\bquit (?:running|working)\b"
