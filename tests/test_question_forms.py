@@ -310,6 +310,11 @@ CASES = [
      "No, the records say otherwise: latency monitor: GET p99 850ms", ""),
     ("cpu-saturation", "is the /var/log disk still at 86% on notification-service?", "PASS",
      "No, the records say otherwise: 磁盘使用率过高: 86.0%, 挂载点: /var/log (09:35:00 UTC), resolved", ""),
+    # a time asked after the thing is said ("... - when was that?"), the latest when it says "most recent";
+    # a span from one happening to a later one with the later's subject before the asking words
+    ("jvm-oom", "the most recent OOM on record - when was that?", "PASS", "inventory-service recorded it at 14:20 UTC", ""),
+    ("jvm-oom", "全量同步开始以后，堆告警隔了多久才响", "PASS", "记录中两者相隔约 17 分钟：13:05 UTC", ""),
+    ("cpu-saturation", "风控规则一推，到 CPU 告警响，中间隔了几分钟", "PASS", "记录中两者相隔约 5 分钟：09:57 UTC", ""),
     # a why of a doing's outcome asks of the doing: none recorded, no cause of the incident answers it
     ("db-pool-exhaustion", "the DBA says she flushed the pool at 08:30, why didnt the flush help?", "LOW_CONFID",
      "Cannot tell why: no collected record mentions “flush”", ""),

@@ -83,6 +83,11 @@ def test_keywords_are_chinese_aware_and_drop_stop_words():
     assert "the" not in words and "出现" not in words
 
 
+def test_incident_words_stay_whole_where_a_news_word_would_split_them():
+    # jieba alone reads "下单超时报错" as 下单/超/时报/错 ("时报": a newspaper)
+    assert {"超时", "报错"} <= keywords("下单超时报错了好几次")
+
+
 def test_confirmed_matches_whole_english_words_only():
     said = ["the root cause is the pool", "confirmed: the pool ran out", "it is definitely the pool", "已确认连接池耗尽"]
     assert all(CONFIRMED.search(normalize(s)) for s in said)

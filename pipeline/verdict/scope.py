@@ -373,6 +373,8 @@ _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bsince\s*(?:\.{2,}|�
 # the question opens on it in English; in Chinese it asks it anywhere but in a yes/no ("几点那会儿慢吗").
 _MOMENT = re.compile(r"^\W*(?:(?:so|and|ok|okay|hey|quick q:?)\s+)?(?:when|what time|wat time|wut time|at what time)\b"
                      r"|\bat what time\s*[?？]*\s*$"
+                     # "last NPE we've got on record - what time was that": the thing said first, its time asked after
+                     r"|(?:\s[-–—]+|[:,;，：；])\s*(?:when|what time|wat time|at what time)\s+(?:was|is|were|did)\s+(?:that|it|this|they)\b"
                      r"|(?:几点|什么时候|啥时候|何时|哪个时间点?)(?![^？?]*?[吗么吧](?:[?？]|\s*$))")
 
 
@@ -633,6 +635,7 @@ _STOPPED_DOING = re.compile(r"不跑了|没跑了|不运行了|不执行了|没�
 
 # How long from one happening to the next: (a) the earlier, (b) the later.
 _SPAN_ASKED = r"how (?:long|many (?:mins?|minutes|secs?|seconds|hours))"
+_SPAN_ASKED_ZH = r"(?:前后|中间|之间|一共)?(?:隔了|过了|用了|花了)?(?:多(?:久|长时间)|(?:几|多少)(?:个)?(?:分钟|秒|小时))"
 _BETWEEN = (
     re.compile(r"\bhow long after (?P<a>.+?) (?:did|does|do|was|were|is|until|till|before) (?P<b>.+)"),
     re.compile(rf"\b{_SPAN_ASKED}\b.*?\bbetween (?P<a>.+?) and (?P<b>.+)"),
@@ -643,8 +646,11 @@ _BETWEEN = (
     re.compile(r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)[，,]?\s*(?P<b>[^，,。？?]+?)(?:是)?过了(?:几|多少)(?:分钟|秒|小时)"),
     re.compile(rf"^\W*(?:from\s+)?(?P<a>.+?)\s*(?:->|→|=>|\bto\b)\s*(?P<b>.+?)\s*[:,-]+\s*{_SPAN_ASKED}\b"),
     re.compile(rf"\b{_SPAN_ASKED} from (?P<a>.+?) (?:to|until|till) (?P<b>.+)"),
-    re.compile(r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)(?:隔了|过了|又过了)?多(?:久|长时间)(?:才|就)?(?P<b>[^，,。？?]+)"),
-    re.compile(r"从(?P<a>[^，,。？?]+?)到(?P<b>[^，,。？?]+?)(?:隔了|过了|用了|花了)?多(?:久|长时间)"),
+    # "第一条 NPE 出来以后，网关隔了多久才开始转发 500": the later's subject may stand before the asking words
+    re.compile(r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)[，,]?\s*(?P<b0>[^，,。？?]*?)(?:隔了|过了|又过了)?多(?:久|长时间)(?:才|就)?"
+               r"(?P<b>[^，,。？?]+)"),
+    # "从 X 到 Y 隔了多久", "X 一打开，到 Y 响，前后隔了几分钟"
+    re.compile(rf"(?:从(?P<a>[^，,。？?]+?)[，,]?\s*|(?P<a2>[^，,。？?]+?)[，,]\s*)到(?P<b>[^，,。？?]+?)[，,]?\s*{_SPAN_ASKED_ZH}"),
 )
 
 
@@ -706,8 +712,10 @@ def _between(question: str, services: Iterable[str]) -> tuple[list[str], list[st
         return None
 
     # a symptom's own word stays: "the first OOM" is found by the records saying it
-    earlier = _happening_words(m.group("a"), services)
-    return (earlier, _happening_words(m.group("b"), services)) if earlier else None
+    said = m.groupdict()
+    earlier = _happening_words(said.get("a") or said.get("a2") or "", services)
+    later = _happening_words(f"{said.get('b0') or ''} {said['b']}", services)
+    return (earlier, later) if earlier else None
 
 
 def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | None = None,
@@ -859,8 +867,10 @@ _LATEST = re.compile(r"\b(?:last|latest|most recent|final)\b|\b(?:until|till) (?
                      r"|(?:最近|最后|最新)(?:一)?(?:次|单|条|个|回)?|到(?:几点|什么时候|啥时候)")
 # The asking words of a when or a one-off, which no record of the happening holds.
 _WHEN_FRAME = re.compile(r"\b(?:when|what time|wat time|wut time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first"
-                         r"|who|which person|which job|person|job|or|turned)\b|谁|哪个人|哪位"
-                         r"|几点|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|"
+                         r"|who|which person|which job|person|job|or|turned"
+                         # "the last NPE we've got on record": where the asker saw it, not what happened
+                         r"|(?:we'?ve|we|i'?ve|you'?ve)\s+(?:got|have|had|seen|logged)|on record|in the (?:logs?|records?))\b|谁|哪个人|哪位"
+                         r"|几点(?:几分)?|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|"
                          + _LATEST.pattern + "|" + _ONE_OFF.pattern)
 
 
