@@ -319,6 +319,10 @@ CASES = [
     ("db-pool-exhaustion", "the DBA says she flushed the pool at 08:30, why didnt the flush help?", "LOW_CONFID",
      "Cannot tell why: no collected record mentions “flush”", ""),
     ("redis-latency", "redis-cart 那次扩容为什么没起作用", "LOW_CONFID", "无法判断原因：收集到的记录都没有提到“扩容”", ""),
+    # a figure in Chinese characters, or one a reading reached; a premise before "so" is the figure asked
+    ("db-pool-exhaustion", "订单库的等待线程数涨到三百多了吧", "PASS", "不是，记录并非如此：连接池使用率过高", ""),
+    ("jvm-oom", "inventory's max heap is 8gb, so 97% means ~7.8G in use?", "PASS",
+     "No, the records say otherwise: 堆内存使用率过高: 97.0%, 最大堆: 4096MB", ""),
     # a symptom said to have passed: yes when it is well now, no while it still shows
     ("cpu-saturation", "user-service 那边 cpu 后来降下来没有", "PASS", "是的，没有发现user-service CPU 饱和的迹象", ""),
     ("cpu-saturation", "so payment cpu has calmed down by now?", "PASS",

@@ -7,6 +7,7 @@ import pytest
 from pipeline.text.lexicon import CONFIRMED
 from pipeline.text.primitives import (
     Entity,
+    arabic,
     clock_times,
     detect_language,
     entity_values,
@@ -130,3 +131,13 @@ def test_a_full_width_comma_between_digits_ends_a_clause() -> None:
     """A Chinese writer's "PID 1，245 个线程" is PID 1 and 245 threads, not 1245; "1,245" is still one number."""
     assert {e.value for e in extract_entities("java PID 1，245 个线程")} == {"1", "245个"}
     assert {e.value for e in extract_entities("processed 1,245 rows")} >= {"1245"}
+
+
+@pytest.mark.parametrize(("said", "digits"), [
+    ("积压排到八百多了", "积压排到800多了"), ("大概三十来万行", "大概300000左右行"), ("一千二百个", "1200个"),
+    ("两万单", "20000单"), ("三百零五", "305"),
+    # a lone digit or "十分" (very) is a word, not a figure
+    ("第一次一直十分慢", "第一次一直十分慢"),
+])
+def test_chinese_character_numbers_read_as_digits(said: str, digits: str) -> None:
+    assert arabic(said) == digits

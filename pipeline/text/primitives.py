@@ -301,6 +301,40 @@ SPELLED_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "
                    "一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 
 
+_CN_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_PLACES = {"十": 10, "百": 100, "千": 1000}
+# A number written in Chinese characters with a place in it ("五百", "二十来万", "一千二"): a lone digit
+# ("第一", "一直") and "十分" (very) are words, not figures. 来 / 多 / 余 between it and its scale say
+# "about" / "more than" and move after the figure, where the bound readers look for them.
+_CN_NUMBER = re.compile(r"(?:[零一二两三四五六七八九]*[十百千][零一二两三四五六七八九十百千]*|[一二两三四五六七八九](?=[来多余]?[万亿]))"
+                        r"(?P<approx>[来多余])?(?P<scale>[万亿])?")
+
+
+def _cn_value(said: str) -> int:
+    total, digit = 0, 0
+    for ch in said:
+        if ch in _CN_DIGITS:
+            digit = _CN_DIGITS[ch]
+        else:
+            total += (digit or 1) * _CN_PLACES[ch]
+            digit = 0
+    # "一千二": a last digit after a place counts in the next place down
+    last_place = next((_CN_PLACES[ch] for ch in reversed(said) if ch in _CN_PLACES), 1)
+    return total + (digit * last_place // 10 if said[-1] in _CN_DIGITS and len(said) > 1 and said[-2] in _CN_PLACES
+                    and said[-2] != "十" else digit)
+
+
+def arabic(text: str) -> str:
+    """Chinese-character numbers in a text as digits: "排到五百多了" -> "排到500多了", "二十来万" -> "200000左右"."""
+    def digits(m: re.Match[str]) -> str:
+        said = m.group(0).removesuffix(m.group("scale") or "").removesuffix(m.group("approx") or "")
+        if said == "十" and text.startswith("分", m.end()):
+            return m.group(0)
+        number = _cn_value(said) * {"万": 10_000, "亿": 100_000_000}.get(m.group("scale") or "", 1)
+        return f"{number}" + {"来": "左右", "多": "多", "余": "多"}.get(m.group("approx") or "", "")
+    return _CN_NUMBER.sub(digits, text)
+
+
 def scales(text: str) -> dict[str, float]:
     """The numbers of a text said with a scale word, and the scale: {"4.8": 1e6} of "4.8 million"."""
     return {m.group(1): SCALES[m.group(2)] for m in SCALED.finditer(normalize(text))}

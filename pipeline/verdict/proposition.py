@@ -20,6 +20,7 @@ from pipeline.text.primitives import (
     SCALED,
     SCALES,
     SPELLED_NUMBERS,
+    arabic,
     extract_entities,
     find_entities,
     keywords,
@@ -165,7 +166,9 @@ _BOUNDS: tuple[tuple[Literal["at_least", "at_most", "about"], re.Pattern[str], r
 # A plain number said with a scale ("~12 million keys", "1.2 万单", text.primitives.SCALED) or as the size a setting was set to
 # ("连接池开到 100", "pool set to 100"): a figure too, compared as a number.
 _SET_VERB = (r"(?:开到|开成|设成|设置成|设为|设置为|调到|调成|配成|配到|配置成|上限是?|\bset (?:to|at)|\bconfigured (?:to|at|as)"
-             r"|\bsized (?:at|to)|\blimit(?:ed)? (?:to|at)|\bmax(?:imum)? (?:of|is|at))")
+             r"|\bsized (?:at|to)|\blimit(?:ed)? (?:to|at)|\bmax(?:imum)? (?:of|is|at)"
+             # or the figure a reading reached: "等待线程排到 500 多", "queue climbed to 400"
+             r"|排到|涨到|升到|飙到|冲到|堆到|积压到|达到|\b(?:climbed|spiked|shot|grew|went) (?:up )?to|\bpeaked at|\breached)")
 _SET_TO = re.compile(rf"{_SET_VERB}\s*$")
 _SET_FIGURE = re.compile(rf"{_SET_VERB}\s*(\d+)(?![\d.%a-z])")
 _STILL = re.compile(r"\bstill\b|\b(?:yet|anymore|back (?:under|below|to|at|down))\b|还是|仍然|依然|还在|仍在")
@@ -184,10 +187,19 @@ _MEASURE_FRAME = frozenset("right correct yeah yep like each every really now rn
                            "是不是 是否 超过 已经 现在 对吧 没错 吧 吗 记得 觉得 感觉".split())
 
 
+# Joins a premise to what the asker draws from it.
+_SO = re.compile(r"[,，]?\s*\b(?:so|which means|that means|meaning|hence|therefore)\b|[,，]?\s*(?:所以|那么|也就是说|意味着)")
+
+
 def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal["", "about", "at_least", "at_most"], list[str]] | None:
     """(value, bound, words) of a duration, size or share a yes/no question states of what it names in
     words, or None. Counts are left to the forms that count records."""
-    norm = _GIGS.sub(r"\1gb", norm)
+    norm = arabic(_GIGS.sub(r"\1gb", norm))
+    # "maxmemory is 8gb iirc, so 98% is ~7.8G used?": what follows "so" stands on what comes before it;
+    # the premise is the figure asked, and a wrong one is the answer
+    premise = _SO.split(norm, maxsplit=1)
+    if len(premise) == 2 and (held := _stated_measure(premise[0], services)) is not None:
+        return held
     found = [e for e in find_entities(norm) if e.kind == "percentage" or (e.kind == "quantity" and e.value[-1:] == "s"
                                                                          or e.value.endswith("mb"))]
     counted = [m for m in SCALED.finditer(norm)] or [m for m in _SET_FIGURE.finditer(norm)]
