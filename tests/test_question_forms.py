@@ -327,6 +327,7 @@ CASES = [
     ("cpu-saturation", "user-service 那边 cpu 后来降下来没有", "PASS", "是的，没有发现user-service CPU 饱和的迹象", ""),
     ("cpu-saturation", "so payment cpu has calmed down by now?", "PASS",
      "No, the evidence shows CPU saturation in payment-service", ""),
+    ("bad-deploy", "checkout 的 500 报错现在停了吗", "PASS", "不，证据显示有checkout-service 报错", ""),
     # the onset of a happening named by its own words, no service or symptom asked
     ("db-pool-exhaustion", "SQLTransientConnectionException - when was it first logged?", "PASS",
      "order-service has shown a fault since 08:", ""),

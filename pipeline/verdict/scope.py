@@ -512,9 +512,10 @@ def denies_symptom(question: str) -> bool:
 
 
 def asks_fine(question: str) -> bool:
-    """The yes/no proposition asks whether its symptom is normal."""
+    """The yes/no proposition asks whether its symptom is normal, or has passed ("come back down",
+    "停了没": a symptom that stopped is no longer there)."""
     bare = _bare(question)
-    return FINE.search(bare) or RECOVERED.search(bare)
+    return FINE.search(bare) or RECOVERED.search(bare) or bool(_STOPPED.search(normalize(question)))
 
 
 # A belief put forward for confirmation, with no asking word: "pretty sure the OOMs are all on inv-1".
