@@ -328,6 +328,7 @@ CASES = [
     ("cpu-saturation", "so payment cpu has calmed down by now?", "PASS",
      "No, the evidence shows CPU saturation in payment-service", ""),
     ("bad-deploy", "checkout 的 500 报错现在停了吗", "PASS", "不，证据显示有checkout-service 报错", ""),
+    ("jvm-oom", "catalog 那次图片 CDN 502，重试后来成功了吗", "PASS", "是的，没有发现catalog-service 报错的迹象", ""),
     # the onset of a happening named by its own words, no service or symptom asked
     ("db-pool-exhaustion", "SQLTransientConnectionException - when was it first logged?", "PASS",
      "order-service has shown a fault since 08:", ""),

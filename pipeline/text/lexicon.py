@@ -219,6 +219,8 @@ RECOVERED = Words(
         "稳住", "稳定下来", "消停", "缓过来", "下来了吧", "下来了没", "下来没"),
     en=("come back down", "came back down", "back down", "come down", "came down", "recovered", "settled down", "calmed down", "cooled down", "cooled off", "running smoothly", "back on track",
         "ok again", "fine again", "healthy again", "normal again"),
+    # "后来补发成功没", "重试最后成功了吗": what failed went through later; not a success rate ("成功率")
+    patterns=(r"(?:后来|最后|最终|之后|重试|补发|重发|再试)[^，,。？?]{0,6}成功(?!率)",),
 )
 # Claims certainty: a demoted claim may name a cause, never this ("这是唯一根因", "the only cause").
 CERTAINTY = Words(

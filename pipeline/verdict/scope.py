@@ -246,10 +246,10 @@ _YES_NO_EN = re.compile(
 # 吗 / 吧 end a yes/no part wherever it stands ("正常吗？登录好像没问题"); 什么 / 怎么 / 为什么 never do.
 # "X 重启了没", "崩了没有", "降下来没有", "跑完没": 没 / 没有 ending a question after a doing or its
 # result asks whether it happened.
-_DONE_ZH = "[了过来去完好顺住掉到通]"
+_DONE_ZH = "(?:[了过来去完好顺住掉到通]|成功|生效|解决)"
 _YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？，,]|[。!！\s]*$)|是不是|有没有|是否|会不会|有无|是否有"
                         rf"|{_DONE_ZH}没有?\s*(?:[?？]|$)")
-_ASKING_TAIL_ZH = re.compile(rf"(?<={_DONE_ZH})没有?(?=\s*(?:[?？]|$))")
+_ASKING_TAIL_ZH = re.compile(r"(?:(?<=[了过来去完好顺住掉到通])|(?<=成功|生效|解决))没有?(?=\s*(?:[?？]|$))")
 # "checkout-service is the culprit, right?", "payment-service dead?": a tag, or a question with no
 # asking word at all (no wh- word, no auxiliary), is a yes/no.
 _YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not|yeah|yea|yep|eh|innit|no|ok|okay)\s*[?？]*\s*$")
