@@ -323,6 +323,9 @@ CASES = [
     ("db-pool-exhaustion", "订单库的等待线程数涨到三百多了吧", "PASS", "不是，记录并非如此：连接池使用率过高", ""),
     ("jvm-oom", "inventory's max heap is 8gb, so 97% means ~7.8G in use?", "PASS",
      "No, the records say otherwise: 堆内存使用率过高: 97.0%, 最大堆: 4096MB", ""),
+    # a yes/no with no asking word, then what the asker draws from it: the yes/no is what is asked
+    ("jvm-oom", "somebody said inventory heap sits at 60% rn?? so its basically fine", "PASS",
+     "No, the records say otherwise: 堆内存使用率过高: 97.0%", ""),
     # a symptom said to have passed: yes when it is well now, no while it still shows
     ("cpu-saturation", "user-service 那边 cpu 后来降下来没有", "PASS", "是的，没有发现user-service CPU 饱和的迹象", ""),
     ("cpu-saturation", "so payment cpu has calmed down by now?", "PASS",

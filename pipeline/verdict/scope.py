@@ -258,6 +258,7 @@ _YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not|yeah|yea|ye
 _TAG_THEN_ASIDE = re.compile(r"[,，\s](?:right|correct|yeah|yea|yep|eh|innit|ok|okay)\s*[?？]+\s*(?=\S)")
 # A yes/no question put first, then a statement of why it is asked ("is pricing-service ok? coupon
 # checkouts are failing and I want to rule it out"): the statement is context, not the question.
+_ASKED_FIRST = re.compile(r"^[^?？]+[?？]+\s*(?=\S)")
 _YES_NO_FIRST = re.compile(r"^\s*(?:is|are|was|were|does|do|did|has|have|can|could|should)\b[^?？]*[?？]+\s*(?=\S)", re.I)
 
 
@@ -270,6 +271,13 @@ def asked_part(question: str) -> str:
     m = _YES_NO_FIRST.search(question)
     rest = question[m.end():] if m else ""
     if m and not re.search(r"[?？]", rest) and not _WH.search(normalize(rest)):
+        return question[:m.end()].strip()
+    # "heard submit's 5xx is like 50% rn?? so half of all checkouts are dying": a yes/no with no asking
+    # word, then what the asker draws from it
+    m = _ASKED_FIRST.search(question)
+    rest = question[m.end():] if m else ""
+    if (m and not re.search(r"[?？]", rest) and not _WH.search(normalize(rest))
+            and question_form(question[:m.end()]) == "yes_no"):
         return question[:m.end()].strip()
     return question
 
