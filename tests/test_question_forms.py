@@ -323,6 +323,9 @@ CASES = [
     ("db-pool-exhaustion", "订单库的等待线程数涨到三百多了吧", "PASS", "不是，记录并非如此：连接池使用率过高", ""),
     ("jvm-oom", "inventory's max heap is 8gb, so 97% means ~7.8G in use?", "PASS",
      "No, the records say otherwise: 堆内存使用率过高: 97.0%, 最大堆: 4096MB", ""),
+    # X's doing put first and the effect "only after" it ("是 X 自己先..., Y 才...的") is X put forward as Y's cause
+    ("bad-deploy", "网关日志里有好几条 500。是 api-gateway 自己先出错，结账才失败的吗", "PASS",
+     "不是，证据指向另一个原因（可能，但未证实）：checkout-service 的最近一次发布", ""),
     # a yes/no with no asking word, then what the asker draws from it: the yes/no is what is asked
     ("jvm-oom", "somebody said inventory heap sits at 60% rn?? so its basically fine", "PASS",
      "No, the records say otherwise: 堆内存使用率过高: 97.0%", ""),
@@ -456,6 +459,9 @@ def test_a_scope_stored_before_propositions_still_reads() -> None:
     ("这个 ERR_TIMEOUT 第一次是几点出现的", "since_when"),
     ("what time did the nightly export finish?", "since_when"),
     ("导出任务几点跑完的", "since_when"),
+    # "好几条" counts, it does not ask; "what was keeping X busy" asks a cause
+    ("日志里有好几条超时。是不是网关有问题？", "yes_no"),
+    ("what was keeping the export worker busy all morning?", "why"),
     ("几点那会儿慢吗", "yes_no"),
     ("checkout-service is on v2.4.1 now, yeah?", "yes_no"),
     ("so the warmup job is what filled redis?", "yes_no"),

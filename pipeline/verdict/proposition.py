@@ -92,6 +92,8 @@ _CAUSE_ZH = (
     # "notify 一直在删无效 token，跟付款失败有关系吗": the happening said first, asked of after the comma.
     re.compile(rf"(?P<x>[^，,。？?]+?)[，,]\s*(?:这|那|它|这个|那个|这事)?(?:跟|和|与|同)(?P<y>[^，,。？?]+?)"
                rf"(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
+    # "是 payment 自己先断了连接，单子才变成 PAY_UNKNOWN 的？": X's doing first, Y only after it
+    re.compile(r"(?:是不是|是)(?P<x>[^，,。？?]+?)(?:自己)?先[^，,。？?]+?[，,]?\s*(?P<y>[^，,。？?]+?)才[^，,。？?]*?的?(?:吗|么|[?？]|$)"),
     re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
     re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.

@@ -282,7 +282,9 @@ def asked_part(question: str) -> str:
     return question
 
 
-_WH = re.compile(r"\b(?:what|whats|what's|why|how|when|where|which|who|whom|whose)\b|什么|啥|怎么|为什么|为啥|哪|谁|多久|几")
+# "好几条", "十几个", "几乎" count or hedge: no 几 there asks
+_WH = re.compile(r"\b(?:what|whats|what's|why|how|when|where|which|who|whom|whose)\b|什么|啥|怎么|为什么|为啥|哪|谁|多久"
+                 r"|(?<![好十这那])几(?!乎)")
 # A why whose subject is a person: it asks for a motive, which no log records.
 _INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have|is|are)(?:n'?t)?) (?:somebody|someone|anyone|nobody|no one|"
                      r"they|we|you|he|she|people|the team|ops|devs?|engineers?|on-?call)\b"
@@ -347,9 +349,10 @@ _WHY_FRAME = frozenset(
     "long total altogether 多久 多长时间 一共 总共 前前后后 持续 跑了".split())
 _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causing|what is causing|what made|"
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind|"
-                  r"(?:what's|whats|what is) the (?:reason|cause|deal)|(?:what's|whats|what is) making|what makes"
+                  r"(?:what's|whats|what is|what was) the (?:reason|cause|deal)|(?:what's|whats|what is|what was|what were) making|what makes"
                   # "whats keeping orders from moving", "what prompted that": what brought it about
-                  r"|(?:what's|whats|what is) (?:keeping|stopping|preventing|blocking|driving|the story)|what (?:prompted|triggered|drove|drives))\b"
+                  r"|(?:what's|whats|what is|what was|what were) (?:keeping|stopping|preventing|blocking|driving|the story|eating|hogging)"
+                  r"|what (?:prompted|triggered|drove|drives))\b"
                   # "怎么对出差异来了", "怎么要 1.7 秒": how it came to be so
                   r"|(?:怎么|咋)(?!回事|办|处理|弄|看|查|算|用|做)[^，。？?\s]{1,10}了\s*[?？]?\s*$|(?:怎么|咋)(?:要|需要|得|花了?|用了?)\s*\d"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致"
