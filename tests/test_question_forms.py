@@ -326,6 +326,11 @@ CASES = [
     # X's doing put first and the effect "only after" it ("是 X 自己先..., Y 才...的") is X put forward as Y's cause
     ("bad-deploy", "网关日志里有好几条 500。是 api-gateway 自己先出错，结账才失败的吗", "PASS",
      "不是，证据指向另一个原因（可能，但未证实）：checkout-service 的最近一次发布", ""),
+    # a remedy put forward on X is X put forward as the cause: no when the cause lies elsewhere; when it
+    # lies in X, where it lies and no more (no record tells what the remedy would do)
+    ("bad-deploy", "if we drain api-gateway will checkout-service be fine?", "PASS",
+     "No, the evidence points to another cause of a fault in checkout-service", ""),
+    ("bad-deploy", "把 checkout-service 回滚了结账就正常了吧", "LOW_CONFID", "无法判断这样处理能否解决：原因在 checkout-service", ""),
     # a yes/no with no asking word, then what the asker draws from it: the yes/no is what is asked
     ("jvm-oom", "somebody said inventory heap sits at 60% rn?? so its basically fine", "PASS",
      "No, the records say otherwise: 堆内存使用率过高: 97.0%", ""),

@@ -602,6 +602,9 @@ class Proposition(_Model):
     # symptom: it asks whether the symptom ever happened ("has X restarted?", "X 是不是重启过？"),
     # which one record answers, rather than whether X is in that state now.
     event: bool = False
+    # cause put as a remedy ("把这台摘掉结账就好了吧", "if we drain gw-2 will checkout be fine?"): a suspect
+    # cleared answers it no; a suspect shown the cause does not say the remedy would work.
+    remedy: bool = False
 
 
 class QuestionScope(_Model):

@@ -312,6 +312,10 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
             support: Literal["confirmed", "likely"] = row.cause_support if row.cause_support != "unknown" else "likely"
             return lead("proposition", row.cause, "subject_absent", prop.subject, support, row.link, of=target)
         return lead("proposition", facts(target), "subject_absent_open", prop.subject, of=target)
+    if isinstance(row.msg, Message) and row.msg.code == "form.remedy_open" and row.cause:
+        # A remedy put forward on the cause's own service: where the cause lies, not that the remedy works.
+        support = row.cause_support if row.cause_support != "unknown" else "likely"
+        return lead("proposition", row.cause, "remedy_open", prop.subject, support, row.link)
     if row.answer == "cannot_tell":
         return lead("proposition", facts(rows), "cause_open", prop.subject)
     if isinstance(row.msg, Message) and row.msg.code == "form.value":

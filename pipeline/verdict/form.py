@@ -1029,6 +1029,19 @@ def _counted(prop: Proposition, asked: float, coverage: Sequence[ServiceCoverage
 def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
                        evidence: Evidence, sustained: Sequence[ServiceCoverage],
                        invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Is the subject the cause? Put as a remedy, a yes says only where the cause lies: whether
+    the remedy would work no record tells."""
+    judged = _cause_judged(prop, coverage, found, evidence, sustained, invocations)
+    if not (prop.remedy and judged.answer == "yes"):
+        return judged
+    said = msg("form.remedy_open", service=prop.subject, cause=judged.cause)
+    return judged.model_copy(update={"status": "not_answered", "answer": "cannot_tell", "detail": render(said, "en"),
+                                     "msg": said})
+
+
+def _cause_judged(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
+                  evidence: Evidence, sustained: Sequence[ServiceCoverage],
+                  invocations: Sequence[ToolInvocation]) -> FormCoverage:
     """Is the subject (a service or a change) the cause of the target's asked symptom?"""
     if prop.subject_kind == "service" and not prop.target:
         return _involved(prop, coverage, found, sustained)

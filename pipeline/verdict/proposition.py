@@ -68,6 +68,12 @@ _CAUSE_EN = (
     re.compile(r"\b(?:is|was|isn't|wasn't)\s+(?P<x>that|this|it)\s+(?:the\s+(?:real\s+|main\s+)?reason\s+)?why\s+(?P<y>.+)"),
     # "are the order-service pay failures payment-service's fault?": the effect first, the suspect owns the fault.
     re.compile(r"\b(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+(?P<y>.+?)\s+(?P<x>[a-z0-9][\w.-]*?)['’]s\s+fault\b"),
+    # "if we drain gw-2 will checkout be fine?", "restarting X fixes Y, right?": a remedy on X says X ails Y.
+    re.compile(r"(?P<remedy>)\b(?:if|once|after)\s+(?:we|i|you|they|ops|someone)\s+(?:pull|drain|restart|bounce|kill|remove|roll back|"
+               r"take out|cordon|evict|isolate)\s+(?P<x>.+?)(?:,|\s+then)?\s+(?:will|would|should|does|is|are)\s+(?P<y>.+?)\s+"
+               r"(?:be\s+)?(?:fixed|fine|ok|okay|good|healthy|recover|back|go away|stop)"),
+    re.compile(r"(?P<remedy>)\b(?:pulling|draining|restarting|bouncing|killing|removing|rolling back|taking out|isolating)\s+(?P<x>.+?)\s+"
+               r"(?:fixes|will fix|would fix|should fix|solves|will solve|would solve)\s+(?P<y>.+)"),
     # "can we blame X for Y?", "pin Y on X": X is put forward as Y's cause.
     re.compile(r"\bblame\s+(?P<x>.+?)\s+for\s+(?P<y>.+)"),
     re.compile(r"\bpin\s+(?P<y>.+?)\s+on\s+(?P<x>.+)"),
@@ -92,6 +98,9 @@ _CAUSE_ZH = (
     # "notify 一直在删无效 token，跟付款失败有关系吗": the happening said first, asked of after the comma.
     re.compile(rf"(?P<x>[^，,。？?]+?)[，,]\s*(?:这|那|它|这个|那个|这事)?(?:跟|和|与|同)(?P<y>[^，,。？?]+?)"
                rf"(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
+    # "把这台摘掉结账就好了吧": a remedy put forward on X says X is what ails Y
+    re.compile(r"(?P<remedy>)(?:把|^\W*)(?P<x>[^，,。？?]+?)(?:摘掉|摘了|下掉|下线|干掉|去掉|停掉|关掉|重启|回滚|隔离|踢掉|踢出去|剔除)(?:一下|了)?"
+               r"(?:以后|之后|后)?[，,]?\s*(?P<y>[^，,。？?]*?)就(?:能|会)?(?:好|正常|恢复|没事|不报错|不超时)"),
     # "是 payment 自己先断了连接，单子才变成 PAY_UNKNOWN 的？": X's doing first, Y only after it
     re.compile(r"(?:是不是|是)(?P<x>[^，,。？?]+?)(?:自己)?先[^，,。？?]+?[，,]?\s*(?P<y>[^，,。？?]+?)才[^，,。？?]*?的?(?:吗|么|[?？]|$)"),
     re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
@@ -125,7 +134,8 @@ _ASKED_LAST = re.compile(r"(?:[\s,，;；-]|\b(?:is|was|are|were|isn't|wasn't|ar
                          r"has|have|hasn't|could|might|can|would)\b|是不是|是否|是)*$")
 # A pronoun asked about, standing for the service named first.
 _IT = re.compile(r"\b(?:is|was|isn't|wasn't) it\b|它")
-_PRONOUN = re.compile(r"它|他|这|那|这个|那个|这次|那次|\b(?:it|that|this|they)\b")
+_PRONOUN = re.compile(r"它|他|这|那|这个|那个|这次|那次|这台|那台|这个实例|那个实例|\b(?:it|that|this|they|that one|this one|that box|"
+                      r"this box|that pod|this pod)\b")
 # "Can we rule out X?" (nothing else asked) asks whether X is clear of the fault: yes when it is fine.
 _HEALTHY = re.compile(r"\b(?:normal|normally|healthy|ok|okay|fine|up|working|alright|stable|alive|rule(?:d)? (?:it |them )?out)\b"
                       r"|正常|健康|没问题|没有问题|稳定|没事|排除|活着|存活|在线")
@@ -302,6 +312,9 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
             last = said[max((said.rfind(c) + len(c) for c in _BREAKS if c in said), default=0):]
             named = last if _services_in(last, services) else said
         subjects = _services_in(named, services)
+        if not subjects and named is not x and len(services) == 1:
+            # "网关 ... 落在 gw-5c8b-2 上，把这台摘掉": the one service asked, named in words _services_in cannot read
+            subjects = list(services)
         targets = _services_in(y, services)
         change = bool(CHANGE.search(x))
         if not subjects and not change:
@@ -316,7 +329,8 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         return Proposition(kind="cause", subject=norm[m.start("x"):x_end].strip() if change else subjects[0],
                            subject_kind="change" if change else "service", target=target, negated=negated,
                            phrase="" if change else x.strip(),
-                           culprit=not target and not change and not _INVOLVEMENT.search(norm))
+                           culprit=not target and not change and not _INVOLVEMENT.search(norm),
+                           remedy="remedy" in m.groupdict())
     # "is X normal and is Y normal?" asks it of every named service: subject "" (all of them).
     subject = services[0] if len(services) == 1 else ""
     # A pasted record ("`order_id=142 payment failed`") is the record's words, not a value the asker states.
