@@ -315,6 +315,9 @@ CASES = [
     ("jvm-oom", "the most recent OOM on record - when was that?", "PASS", "inventory-service recorded it at 14:20 UTC", ""),
     ("jvm-oom", "全量同步开始以后，堆告警隔了多久才响", "PASS", "记录中两者相隔约 17 分钟：13:05 UTC", ""),
     ("cpu-saturation", "风控规则一推，到 CPU 告警响，中间隔了几分钟", "PASS", "记录中两者相隔约 5 分钟：09:57 UTC", ""),
+    # when a reading was highest: the highest figure of its own series (a thread's share is another series)
+    ("cpu-saturation", "payment 的 CPU 最高是几点", "PASS", "payment-service 在 10:28 UTC 记录了它", ""),
+    ("redis-latency", "when did redis-cart GET p99 peak?", "PASS", "redis-cart recorded it at 19:46 UTC", ""),
     # a why of a doing's outcome asks of the doing: none recorded, no cause of the incident answers it
     ("db-pool-exhaustion", "the DBA says she flushed the pool at 08:30, why didnt the flush help?", "LOW_CONFID",
      "Cannot tell why: no collected record mentions “flush”", ""),

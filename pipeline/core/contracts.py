@@ -650,6 +650,9 @@ class QuestionScope(_Model):
     moment: bool = False
     # That when asks the latest time ("when was the last OOM?", "最近一次 OOM 是几点"): the latest record of it.
     latest: bool = False
+    # That when asks when a reading was highest ("what time did the cpu top out", "CPU 最高是几点"): the
+    # record of its series holding the highest figure.
+    peak: bool = False
     # The ids a yes/no question asks of ("did order 87 get ERR_TIMEOUT too?"): the records naming
     # them answer it, not the symptom's records of other orders.
     identifiers: list[str] = Field(default_factory=list)

@@ -30,6 +30,7 @@ what the form row says: the proposition's yes or no, the cause, or "cannot tell 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -405,11 +406,28 @@ def _moment(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocatio
     row = coverage[0] if coverage else None
     need = max(1, min(2, len(scope.event)), (len(scope.event) + 1) // 2)
     held = [(r, r.at) for r in _event_records(scope, invocations, warnings=True, need=need) if r.at is not None]
+    if scope.peak:
+        held = _peak(held)
     found = (held[-1] if scope.latest else held[0]) if held else None
     if found is None:
         return _row(scope.form, "not_answered", row, msg("form.no_moment", event=", ".join(scope.event)))
     record, at = found
     return _seen_at(scope.form, row, record, at, msg("form.at", service=record.service, at=at.isoformat(), quote=record.raw))
+
+
+_FIGURE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|ms\b|s\b|mb\b|gb\b)")
+
+
+def _peak(held: list[tuple[Record, datetime]]) -> list[tuple[Record, datetime]]:
+    """The record of a series at its highest: of the records holding a figure, those written from the
+    one template most of them share (a thread's 98% beside the process's readings is another series),
+    the one with the highest figure."""
+    shares = [(r, at, float(m.group(1))) for r, at in held if (m := _FIGURE.search(r.text))]
+    if not shares:
+        return []
+    series = Counter(_FIGURE.sub("%", re.sub(r"\d+", "#", r.text)) for r, _, _ in shares).most_common(1)[0][0]
+    top = max((s for s in shares if _FIGURE.sub("%", re.sub(r"\d+", "#", s[0].text)) == series), key=lambda s: s[2])
+    return [(top[0], top[1])]
 
 
 # A word a record holds only to deny it ("配置中心长轮询返回, 无变更", "no change"): not the happening.

@@ -788,6 +788,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         took_effect=took_effect and not between,
         moment=moment and not between,
         latest=moment and bool(_LATEST.search(normalize(question))),
+        peak=moment and bool(_PEAK.search(normalize(question))),
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
         within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question)) or _QUOTES_FIGURE.search(normalize(question))),
         status=_asked_status(question) if form == "yes_no" else "",
@@ -877,20 +878,26 @@ _ACTOR = re.compile(r"\b(?:who|which (?:person|people|job|team|user|engineer|pro
 # A when asking the latest time: "the last OOM", "most recent timeout", "最近一次", "最后一单".
 _LATEST = re.compile(r"\b(?:last|latest|most recent|final)\b|\b(?:until|till) (?:when|what time)\b"
                      r"|(?:最近|最后|最新)(?:一)?(?:次|单|条|个|回)?|到(?:几点|什么时候|啥时候)")
+# A when of a reading at its highest: "top out", "peak", "max out", "最高", "峰值".
+_PEAK = re.compile(r"\b(?:top(?:ped)? out|peak(?:ed)?|max(?:ed)? out|at (?:its|the) (?:highest|worst|max)|highest|hit its max)\b"
+                   r"|最高|峰值|顶峰|最严重")
 # The asking words of a when or a one-off, which no record of the happening holds.
 _WHEN_FRAME = re.compile(r"\b(?:when|what time|wat time|wut time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first"
+                         r"|top(?:ped)? out|peak(?:ed)?|max(?:ed)? out|highest"
                          r"|who|which person|which job|person|job|or|turned"
                          # "the last NPE we've got on record": where the asker saw it, not what happened
                          r"|(?:we'?ve|we|i'?ve|you'?ve)\s+(?:got|have|had|seen|logged)|on record|in the (?:logs?|records?))\b|谁|哪个人|哪位"
-                         r"|几点(?:几分)?|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|"
+                         r"|几点(?:几分)?|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|最高|峰值|"
                          + _LATEST.pattern + "|" + _ONE_OFF.pattern)
 
 
 def _moment_words(question: str, services: Iterable[str]) -> list[str]:
-    """What a when asks the time of: its words but the frame, its services and clock times (an id
-    stays: "order 123")."""
+    """What a when asks the time of: its words but the frame, its services (by a stem too: "payment 的 CPU")
+    and clock times (an id stays: "order 123")."""
+    services = list(services)
+    stems = {normalize(s).split("-")[0] for s in services}
     norm = _WHEN_FRAME.sub(" ", _CLOCK.sub(" ", _unnamed(question, services)))
-    return sorted(w for w in keywords(norm) if w not in _WHY_FRAME and len(w) > 1 or w.isdigit())
+    return sorted(w for w in keywords(norm) if w not in _WHY_FRAME and w not in stems and len(w) > 1 or w.isdigit())
 
 
 def _stopped_words(question: str, services: Iterable[str]) -> list[str]:
