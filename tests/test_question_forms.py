@@ -329,6 +329,12 @@ CASES = [
     # X's doing put first and the effect "only after" it ("是 X 自己先..., Y 才...的") is X put forward as Y's cause
     ("bad-deploy", "网关日志里有好几条 500。是 api-gateway 自己先出错，结账才失败的吗", "PASS",
      "不是，证据指向另一个原因（可能，但未证实）：checkout-service 的最近一次发布", ""),
+    # a change blamed whose record set what the cause speaks of (upstream_timeout=5000ms (was 15000ms)) is the
+    # cause's change; "Y is fallout from X", a tag after X, "A or B" naming the change first
+    ("gateway-timeout", "the pay timeouts at the gateway are just a knock-on effect of the 14:12 config reload, right?",
+     "PASS", "Yes, the 14:12 config reload is the cause", ""),
+    ("gateway-timeout", "did the 09:00 config push cause the GatewayUpstreamTimeout alert?", "PASS",
+     "No, the evidence points to another cause", ""),
     # a remedy put forward on X is X put forward as the cause: no when the cause lies elsewhere; when it
     # lies in X, where it lies and no more (no record tells what the remedy would do)
     ("bad-deploy", "if we drain api-gateway will checkout-service be fine?", "PASS",

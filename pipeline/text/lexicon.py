@@ -215,10 +215,10 @@ FINE = Words(zh=(*FINE_BY_NEGATION.zh, "正常", "健康"), en=("normal", "healt
 # as FINE does, whether the thing is well now. Not "下来" alone (a success rate "掉下来" is a fault), nor
 # "went down" (a service that went down is out).
 RECOVERED = Words(
-    zh=("降下来", "降下去", "降回", "回落", "回到正常", "恢复正常", "恢复了", "好了没", "好了吗", "好转", "跑顺", "顺了",
+    zh=("消化完", "消化掉", "追上", "降下来", "降下去", "降回", "回落", "回到正常", "恢复正常", "恢复了", "好了没", "好了吗", "好转", "跑顺", "顺了",
         "稳住", "稳定下来", "消停", "缓过来", "下来了吧", "下来了没", "下来没"),
     en=("come back down", "came back down", "back down", "come down", "came down", "recovered", "settled down", "calmed down", "cooled down", "cooled off", "running smoothly", "back on track",
-        "ok again", "fine again", "healthy again", "normal again"),
+        "ok again", "fine again", "healthy again", "normal again", "drained", "drained out", "cleared out", "caught up"),
     # "后来补发成功没", "重试最后成功了吗": what failed went through later; not a success rate ("成功率")
     patterns=(r"(?:后来|最后|最终|之后|重试|补发|重发|再试)[^，,。？?]{0,6}成功(?!率)",),
 )

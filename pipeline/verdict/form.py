@@ -1081,7 +1081,8 @@ def _cause_judged(prop: Proposition, coverage: Sequence[ServiceCoverage], found:
             continue
         # A change of a named service ("api-gateway 配置改了") is the cause only as a change of that service.
         owners = [c.service for c in coverage if c.service and normalize(c.service) in normalize(prop.subject)]
-        named = (bool(CHANGE.search(normalize(cause[0].text))) and all(about(cause[0].text, s) for s in owners)) \
+        named = ((bool(CHANGE.search(normalize(cause[0].text))) or _change_made(cause[0], prop.subject, invocations))
+                 and all(about(cause[0].text, s) for s in owners)) \
             if prop.subject_kind == "change" else about(cause[0].text, prop.subject)
         first = _came_first(prop, row, invocations) if named and prop.subject_kind == "service" else None
         if first is not None:
@@ -1126,9 +1127,20 @@ def _change_blamed(prop: Proposition, cause: Cause, invocations: Sequence[ToolIn
     held = [r for inv in invocations for r in records(inv) if any(n in r.text for n in names)]
     if names and not any(_CHANGE_RECORD.search(r.text) or CHANGE.search(r.text) for r in held):
         return _row("yes_no", "not_answered", None, msg("form.proposition_open"), answer="cannot_tell")
-    named = bool(CHANGE.search(normalize(cause.text)))
+    named = bool(CHANGE.search(normalize(cause.text))) or _change_made(cause, prop.subject, invocations)
     return _row("yes_no", "answered", None, msg("form.cause", service="", symptom=ANY, cause=cause.text),
                 answer="yes" if named else "no", cause=(cause, ""))
+
+
+def _change_made(cause: Cause, change: str, invocations: Sequence[ToolInvocation]) -> bool:
+    """The cause is what the change set: a change record ("upstream_timeout=5000ms (was 15000ms)"), at the
+    time the question gives the change if it gives one ("the 14:12 config push"), holds two of the cause's
+    words ("the upstream timeout ... set lower than the real request duration"), services' names aside."""
+    said = {w for w in keywords(cause.text) if "-" not in w and not w.isdigit()}
+    times = clock_times(normalize(change))
+    return any(sum(1 for w in said if any(_holds(r.text, s) for s in synonyms(w))) >= 2
+               for inv in invocations for r in records(inv) if _CHANGE_RECORD.search(r.text)
+               and (not times or (r.at is not None and r.at.strftime("%H:%M") in times)))
 
 
 def _suspect_words(prop: Proposition) -> set[str]:

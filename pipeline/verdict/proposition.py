@@ -74,6 +74,10 @@ _CAUSE_EN = (
                r"(?:be\s+)?(?:fixed|fine|ok|okay|good|healthy|recover|back|go away|stop)"),
     re.compile(r"(?P<remedy>)\b(?:pulling|draining|restarting|bouncing|killing|removing|rolling back|taking out|isolating)\s+(?P<x>.+?)\s+"
                r"(?:fixes|will fix|would fix|should fix|solves|will solve|would solve)\s+(?P<y>.+)"),
+    # "GatewayUpstreamTimeout at 14:20 is basically fallout from the 14:12 ConfigChanged": Y follows from X.
+    re.compile(r"(?P<y>[^,?]+?)\s+(?:is|are|was|were)\s+(?:(?:basically|just|probably|all|really|only|simply)\s+)?"
+               r"(?:fallout|a knock-on(?: effect)?|knock-on(?: effect)?|collateral(?: damage)?|a side effect|a result|the result"
+               r"|a consequence|downstream)\s+(?:of|from)\s+(?P<x>.+)"),
     # "can we blame X for Y?", "pin Y on X": X is put forward as Y's cause.
     re.compile(r"\bblame\s+(?P<x>.+?)\s+for\s+(?P<y>.+)"),
     re.compile(r"\bpin\s+(?P<y>.+?)\s+on\s+(?P<x>.+)"),
@@ -199,6 +203,16 @@ _MEASURE_FRAME = frozenset("right correct yeah yep like each every really now rn
                            "是不是 是否 超过 已经 现在 对吧 没错 吧 吗 记得 觉得 感觉".split())
 
 
+def _change_said(text: str) -> str:
+    """The change a cause question names, without the words around it ("it the 14:12 config push or icbc being
+    slow thats": "the 14:12 config push"): of alternatives, the first that is a change."""
+    said = _AROUND_SUSPECT.sub("", text.strip()).strip()
+    return next((a.strip() for a in re.split(r"\s+or\s+|还是", said) if CHANGE.search(a)), said)
+
+
+_AROUND_SUSPECT = re.compile(r"^(?:it|that|this)\s+|\s+(?:that's|thats|that|which|who)$")
+# A tag closing the question: "..., yeah?", "..., right?", "- agree?"
+_TAG_END = re.compile(r"(?:[,，]|\s[-–—])\s*(?:right|correct|yeah|yea|yep|yes|no|eh|innit|ok|okay|agree|agreed|huh|true)$")
 # Joins a premise to what the asker draws from it.
 _SO = re.compile(r"[,，]?\s*\b(?:so|which means|that means|meaning|hence|therefore)\b|[,，]?\s*(?:所以|那么|也就是说|意味着)")
 
@@ -300,7 +314,8 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         x, y = m.group("x"), m.group("y")
         # The suspect is the last clause before the link ("user-service is spamming warnings, is that
         # behind Y": "that"), and "it" or "that" is what was named before it.
-        x = x.rstrip("?？!！.。 ")  # the question's own end is no break before the suspect
+        # the question's own end, a tag after it too ("..., yeah?"), is no break before the suspect
+        x = _TAG_END.sub("", x.rstrip("?？!！.。 ")).rstrip("?？!！.。 ")
         x_end = m.start("x") + len(x)
         x_at = m.start("x") + max((x.rfind(c) + len(c) for c in _BREAKS if c in x), default=0)
         asked = _ASKING.match(norm, x_at)
@@ -326,7 +341,7 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
             (s for s in services if s not in subjects), "")
         if change:
             target = target or (subjects[0] if subjects else "")
-        return Proposition(kind="cause", subject=norm[m.start("x"):x_end].strip() if change else subjects[0],
+        return Proposition(kind="cause", subject=_change_said(norm[m.start("x"):x_end]) if change else subjects[0],
                            subject_kind="change" if change else "service", target=target, negated=negated,
                            phrase="" if change else x.strip(),
                            culprit=not target and not change and not _INVOLVEMENT.search(norm),
