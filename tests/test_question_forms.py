@@ -335,6 +335,11 @@ CASES = [
      "PASS", "Yes, the 14:12 config reload is the cause", ""),
     ("gateway-timeout", "did the 09:00 config push cause the GatewayUpstreamTimeout alert?", "PASS",
      "No, the evidence points to another cause", ""),
+    # two happenings asked to share one cause: no when one is a stray record beside the incident's fault,
+    # else open (no record ties two happenings to one cause)
+    ("gateway-timeout", "is the user-service avatar timeout at 14:50 the same root cause as the pay ERR_TIMEOUTs?", "PASS",
+     "No: user-service shows only a stray record", ""),
+    ("db-pool-exhaustion", "慢查询告警和连接池告警是同一个原因吗", "LOW_CONFID", "无法判断两者是否同一原因", ""),
     # a remedy put forward on X is X put forward as the cause: no when the cause lies elsewhere; when it
     # lies in X, where it lies and no more (no record tells what the remedy would do)
     ("bad-deploy", "if we drain api-gateway will checkout-service be fine?", "PASS",

@@ -680,6 +680,9 @@ class QuestionScope(_Model):
     # running"): its last record is what the records say of it, not the incident's cause.
     halted: bool = False
     one_off: bool = False
+    # A yes/no asking whether two happenings share one cause ("是一根藤上的瓜吗", "same root, the warmup?"):
+    # no record ties two happenings to one cause, so it stays open whatever either shows.
+    shared_cause: bool = False
     # The one instance or service a yes/no says alone shows its symptom ("only checkout-68f0-1 throws
     # the NPE, right?", "只在 gw-5c8b-1 上生效了吧"): a record of it elsewhere says no.
     only: str = ""

@@ -200,6 +200,10 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
                           evidence=[f"#{i}" for i in sorted({i for c in of for i in c.invocation_ids})],
                           text=text, support=support, link=link)
 
+    if isinstance(row.msg, Message) and row.msg.code == "form.shared_cause_open":
+        return lead("why_open", facts(rows), "shared_cause")
+    if isinstance(row.msg, Message) and row.msg.code == "form.not_shared":
+        return lead("proposition", facts(rows), "not_shared", row.service)
     if isinstance(row.msg, Message) and row.msg.code in ("form.actor", "form.no_actor"):
         # Who did it: the record of the doing, which names who or does not.
         return lead("why_open", str(row.msg.params["record"]), row.msg.code.removeprefix("form."))

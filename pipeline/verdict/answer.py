@@ -89,7 +89,7 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
     pairs = pairs_phrase(lead.services, lead.symptoms, language)
     if lead.kind == "why_open" and lead.statement == "intent":
         return tr("answer.why_intent", language, text=_item(lead.text))
-    if lead.kind == "why_open" and lead.statement in ("event", "no_event", "actor", "no_actor"):
+    if lead.kind == "why_open" and lead.statement in ("event", "no_event", "actor", "no_actor", "shared_cause"):
         return tr(f"answer.why_{lead.statement}", language, text=_item(lead.text))
     if lead.kind == "why_open":
         other = tr("answer.instead_likely", language, text=_item(lead.instead)) if lead.instead else ""

@@ -227,6 +227,14 @@ def form_coverage(
         forecasts = [c for c in coverage if c.status == "answered" and forecast_only(c.service, c.symptom, scope, invs)]
         # "Is X down?": a sustained fault whose records never say X is unavailable is a degradation.
         degraded = [c for c in sustained if prop.outage and not outage_shown(c.service, scope, invs)]
+        if scope.shared_cause:
+            # One of the two a stray record beside the other's sustained fault or the incident's cause: no one cause
+            # behind both. Else what each shows the records may say; that one cause lies behind both, none does.
+            stray = [c for c in coverage if (c.status == "answered" and c not in sustained) or c.status == "healthy"]
+            if stray and (sustained or found):
+                return _row("yes_no", "answered", stray[0], msg("form.not_shared", service=stray[0].service), answer="no")
+            row = next((c for c in coverage if c.status == "answered"), coverage[0] if coverage else None)
+            return _row("yes_no", "not_answered", row, msg("form.shared_cause_open"), answer="cannot_tell")
         if scope.alert and scope.alert_state:
             return _alert_state(scope.alert, scope.alert_state, coverage, invs)
         if scope.order == "sequence":

@@ -759,6 +759,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
               and bool(_MOMENT.search(normalize(question))))
     actor = form in ("what", "why") and bool(_ACTOR.search(normalize(question)))
     one_off = form == "yes_no" and bool(_ONE_OFF.search(normalize(question)))
+    shared_cause = form == "yes_no" and bool(_SHARED_CAUSE.search(normalize(question)))
     # "for everyone or just coupon orders?" sets all against some: an alternative, not a claim about all
     only = _only(question, services) if form == "yes_no" else ""
     # "all coming from order-9a1f-3" says where they all come from: one place alone, not every request
@@ -799,6 +800,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         halted=form == "why" and bool(_STOPPED_DOING.search(normalize(question))),
         universal=universal,
         one_off=one_off,
+        shared_cause=shared_cause,
         only=only,
     )
 
@@ -868,6 +870,10 @@ _UNIVERSAL = re.compile(r"\b(?:every(?:\s+single)?|all(?:\s+the)?|each)\s+(?:[\w
                         r"customers?|endpoints?|orders?|payments?|checkouts?|transactions?)\b"
                         r"|\b(?:everyone|everybody|for all users)\b"
                         r"|(?:所有|全部|每个|每一个)(?:的)?(?:请求|用户|接口|订单|调用|支付|人)|所有人|人人")
+# Asks whether two happenings share one cause: "same root cause as the 504s?", "是一根藤上的瓜吗", "俩都是同一次 X 搞的？".
+_SHARED_CAUSE = re.compile(r"\bsame (?:root(?: cause)?|cause|underlying (?:cause|issue|problem)|issue|problem)\b|\bshare (?:a|the|one) "
+                           r"(?:root|cause)|\bone (?:and the same|common) (?:cause|root)\b|\bcommon (?:root|cause)\b"
+                           r"|一根藤上|同一个原因|是一个原因|同一原因|同一个根因|同一次[^，,。？?]{0,12}(?:搞|弄|引起|导致|造成)|一回事|一码事|同一个问题")
 # Asks whether a symptom happened once: "just a blip", "a one-off", "偶发的吧".
 _ONE_OFF = re.compile(r"\b(?:blip|one-off|one off|fluke|one-time thing|just once|only once|isolated (?:incident|case|event))\b"
                       r"|偶发|一次性的|就一次|只有一次|只出现了?一次|只发生了?一次")
