@@ -196,6 +196,10 @@ def _words(text: str) -> frozenset[str]:
     words = keywords(text)
     tails = {".".join(parts[i:]) for w in words if "." in w and not w[0].isdigit()
              for parts in [w.split(".")] for i in range(1, len(parts) - 1)}
+    # ... and a class's own name, the last part of its dotted one: "java.lang.OutOfMemoryError" is the
+    # "OutOfMemoryError" (or "OOM") a writer names; a short last part ("put", "io") is a method or package.
+    tails |= {parts[-1] for w in words if "." in w and not w[0].isdigit()
+              for parts in [w.split(".")] if len(parts[-1]) >= 8 and not parts[-1].isdigit()}
     return words | tails
 
 
@@ -257,12 +261,31 @@ def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBind
     # shape is a swap, and must meet the record it replaced rather than fetch the one that holds it.
     shapes = {instance_shape(e.value) for e in best.entities if e.kind == "instance"}
     missing = {e for e in wanted - best.entities if e.kind != "instance" or instance_shape(e.value) not in shapes}
+    # A count above the output's size counts no records but what one record holds ("StockSnapshotCache
+    # 2140000 条" of its "size=2140000 entries"): it is sought as that number.
+    sought = {e: Entity("number", str(n)) if n is not None and n > len(records) else e
+            for e in missing for n in [stated_count(e) if e.kind == "quantity" else None]}
+    missing = {e for e in missing if sought[e] not in best.entities}
     while missing and len(chosen) < _MAX_BINDINGS:
-        more = max(records, key=lambda r: len(missing & r.entities))
-        if not missing & more.entities:
+        more = max(records, key=lambda r: sum(1 for e in missing if sought[e] in r.entities))
+        found = {e for e in missing if sought[e] in more.entities}
+        if not found:
             break
         chosen.append(more)
-        missing -= more.entities
+        missing -= found
+    # A count of another kind than the chosen records' ("Full GC 最长停顿 3.8s，还 OOM 了 4 次"): the kind is the
+    # one a word the chosen records lack names, and a record of it whose kind has that many is the one it counts
+    # (one more than the records the facts fetch: a kind's count is in none of them).
+    for n in counts:
+        if len(chosen) > _MAX_BINDINGS or any(r.kin.get(i) == n for r in chosen for i in named):
+            continue
+        lacking = [w for w in words if all(r.words.isdisjoint(synonyms(w)) for r in chosen)]
+        of_kind = [(sum(1 for w in lacking if not r.words.isdisjoint(synonyms(w))), r) for r in records
+                   if any(r.kin.get(i) == n for i in named)]
+        if of_kind:
+            hits, kind = max(of_kind, key=lambda hr: (hr[0], -hr[1].invocation.id, -hr[1].number))
+            if hits:
+                chosen.append(kind)
     # A time no chosen record holds is another record's ("from ~78% at 10:01 to ~89% at 10:03"): the
     # best of those that hold it, or the value said at that time meets a record of another.
     for minute in sorted(t for t in times if len(t) == 5):

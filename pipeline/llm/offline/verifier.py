@@ -122,7 +122,8 @@ _SPELLED = {w: n for n, w in enumerate("zero one two three four five six seven e
 _COUNT_NOUN = (r"times|errors|warnings|lines|entries|records|events|occurrences|failures|timeouts|exceptions"
                r"|messages|hits|requests|calls|responses|lookups|attempts|\d{3}s")  # "104 NPE 500s": responses of a status
 # (A colon before the number is a label's, "超时：25 次"; a digit and a colon before it, a clock time's.)
-_COUNTED = re.compile(rf"(?<![\w.-])(?<!\d:)(\d+|{'|'.join(_SPELLED)})\s+(?:[^\s\d]\S*\s+){{0,2}}?(?:{_COUNT_NOUN})\b"
+# The noun may end a longer name: "four OutOfMemoryErrors", "3 NullPointerExceptions".
+_COUNTED = re.compile(rf"(?<![\w.-])(?<!\d:)(\d+|{'|'.join(_SPELLED)})\s+(?:[^\s\d]\S*\s+){{0,2}}?[a-z]*(?:{_COUNT_NOUN})\b"
                       rf"|(?<![\w.-])(?<!\d:)(\d+)\s*(?:次|条|个|回|单|笔|起)"
                       # "13 of them ERROR", "14 of those": a part of a counted whole
                       rf"|(?<![\w.-])(?<!\d:)(\d+)\s+of\s+(?:them|those|these)\b")
@@ -402,8 +403,15 @@ def coverage(text: str, evidence_norm: str) -> float:
     words = _content_words(text)
     if not words:
         return 0.0
-    hits = sum(1 for w in words if any(s in evidence_norm for s in synonyms(w)))
+    hits = sum(1 for w in words if any(s in evidence_norm for s in synonyms(w)) or _singular_in(w, evidence_norm))
     return hits / len(words)
+
+
+def _singular_in(word: str, evidence_norm: str) -> bool:
+    """A name said in the plural, one record of it in the evidence: "OutOfMemoryErrors" of its
+    "java.lang.OutOfMemoryError" (a whole word there, not the start of a longer one)."""
+    return (len(word) >= 6 and word.endswith("s") and not word.endswith("ss")
+            and re.search(rf"(?<![\w-]){re.escape(word[:-1])}(?![\w-])", evidence_norm) is not None)
 
 
 def _concepts(text: str) -> tuple[set[str], set[str]]:

@@ -1,0 +1,103 @@
+"""A count of a kind the claim's other facts do not fetch, a name said in the plural, a figure said as a
+count: judged end to end over a small world of this file's own (not the foreign-answers benchmark's).
+A figure the records bear out is kept; the same sentence with the figure changed is caught."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pipeline.bundles.check import check_bundle
+from pipeline.bundles.trace_import import read_trace
+from pipeline.bundles.trace_session import trace_bundle
+from pipeline.core.config import Settings
+from pipeline.gatekeeper import load_rules
+from pipeline.llm import make_provider
+
+_GC = "GC log: Full GC (Allocation Failure) {}M->{}M(3072M), pause {}s"
+_CRASH = "java.lang.OutOfMemoryError: Metaspace at com.acme.mail.TemplateRenderer.compile(TemplateRenderer.java:57)"
+LOGS = [
+    ("2026-05-02T06:10:00Z", "mail-service", "WARN", _GC.format(2900, 2850, "1.4"), "mail-5e1a-1"),
+    ("2026-05-02T06:14:00Z", "mail-service", "WARN", "TemplateCache size=880000 entries (expireAfterWrite not configured)",
+     "mail-5e1a-1"),
+    ("2026-05-02T06:20:00Z", "mail-service", "WARN", _GC.format(3010, 2990, "2.1"), "mail-5e1a-1"),
+    ("2026-05-02T06:22:00Z", "mail-service", "ERROR", _CRASH, "mail-5e1a-1"),
+    ("2026-05-02T06:31:00Z", "mail-service", "WARN", _GC.format(3050, 3020, "1.9"), "mail-5e1a-1"),
+    ("2026-05-02T06:35:00Z", "mail-service", "ERROR", _CRASH, "mail-5e1a-1"),
+    ("2026-05-02T06:40:00Z", "api-gateway", "WARN", "upstream mail-service 503 on POST /api/mail/send after 1500ms",
+     "edge-77aa-1"),
+]
+VERIFIED = {"direct_observation", "reasonable_inference"}
+
+
+def _attr(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _trace(answer: str) -> str:
+    logs = json.dumps({"logs": [{"timestamp": t, "service": s, "level": lv, "message": m, "host": h}
+                                for t, s, lv, m, h in LOGS], "total": len(LOGS), "truncated": False})
+    root = {"traceId": "ef" * 16, "spanId": "03" * 8, "name": "agent", "startTimeUnixNano": "1", "endTimeUnixNano": "9",
+            "attributes": [_attr("openinference.span.kind", "AGENT"), _attr("input.value", "Why does mail sending fail?"),
+                           _attr("output.value", answer)]}
+    tool = {"traceId": "ef" * 16, "spanId": "04" * 8, "parentSpanId": root["spanId"], "name": "query_logs",
+            "startTimeUnixNano": "2", "endTimeUnixNano": "3",
+            "attributes": [_attr("openinference.span.kind", "TOOL"), _attr("tool.name", "query_logs"),
+                           _attr("tool.parameters", "{}"), _attr("output.value", logs)]}
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "other-agent")]},
+                                          "scopeSpans": [{"spans": [root, tool]}]}]})
+
+
+@pytest.fixture
+def refused(settings: Settings) -> Any:
+    """The claims of an answer the verifier does not verify, each with its finding."""
+    rules, provider = load_rules(settings.rules_dir), make_provider(settings)
+
+    def run(answer: str) -> list[str]:
+        bundle, form = trace_bundle(read_trace(_trace(answer), 10**7, 10**6))
+        assert form == "prose"
+        ev = check_bundle(bundle, settings=settings, rules=rules, provider=provider)
+        return [f"{c.claim_id} {c.verification}: {c.detail}" for c in ev.verifier_output.claim_checks
+                if c.verification not in VERIFIED]
+
+    return run
+
+
+# --- a count of another kind than the clause's other facts -------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [
+    "mail-5e1a-1 的 Full GC 最长停顿 2.1s，还 OOM 了 2 次。",
+    "mail-5e1a-1 paused 2.1s in a Full GC and went OOM 2 times.",
+])
+def test_a_count_of_a_kind_the_other_facts_do_not_fetch_is_kept(refused: Any, answer: str) -> None:
+    assert refused(answer) == []
+
+
+@pytest.mark.parametrize("answer", [
+    "mail-5e1a-1 的 Full GC 最长停顿 2.1s，还 OOM 了 5 次。",
+    "mail-5e1a-1 paused 2.1s in a Full GC and went OOM 4 times.",
+])
+def test_a_wrong_count_of_that_kind_is_caught(refused: Any, answer: str) -> None:
+    assert refused(answer)
+
+
+# --- a class named in the plural, counted in words -------------------------------------------------------
+
+
+def test_a_class_named_in_the_plural_and_counted_in_words_is_kept(refused: Any) -> None:
+    assert refused("two OutOfMemoryErrors in TemplateRenderer.compile.") == []
+
+
+def test_the_plural_counted_wrong_in_words_is_caught(refused: Any) -> None:
+    assert refused("five OutOfMemoryErrors in TemplateRenderer.compile.")
+
+
+# --- a figure said as a count, larger than any count of records ----------------------------------------------
+
+
+def test_a_size_said_as_a_count_is_held_to_the_record_holding_it(refused: Any) -> None:
+    assert refused("mail-5e1a-1 的 Full GC 最长停顿 2.1s，TemplateCache 有 880000 条、没配 expireAfterWrite。") == []
+    assert refused("mail-5e1a-1 的 Full GC 最长停顿 2.1s，TemplateCache 有 990000 条、没配 expireAfterWrite。")
