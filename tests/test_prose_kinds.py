@@ -101,3 +101,15 @@ def test_the_plural_counted_wrong_in_words_is_caught(refused: Any) -> None:
 def test_a_size_said_as_a_count_is_held_to_the_record_holding_it(refused: Any) -> None:
     assert refused("mail-5e1a-1 的 Full GC 最长停顿 2.1s，TemplateCache 有 880000 条、没配 expireAfterWrite。") == []
     assert refused("mail-5e1a-1 的 Full GC 最长停顿 2.1s，TemplateCache 有 990000 条、没配 expireAfterWrite。")
+
+
+# --- a ticket's target ------------------------------------------------------------------------------------
+
+
+def test_a_tickets_acceptance_criteria_are_no_claim(refused: Any) -> None:
+    answer = ("Summary: POST /api/mail/send fails with upstream mail-service 503.\n"
+              "Acceptance criteria: no upstream mail-service 503 on POST /api/mail/send for 45 minutes.")
+    assert refused(answer) == []
+    # the same sentence under no such label is a claim, its span held to the records
+    assert refused("Summary: POST /api/mail/send fails with upstream mail-service 503.\n"
+                   "Observed: no upstream mail-service 503 on POST /api/mail/send for 45 minutes.")

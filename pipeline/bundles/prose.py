@@ -89,7 +89,10 @@ _SHORT_LABEL = re.compile(r"^((?:[a-z]+\s+){0,3}[a-z]+|[\u4e00-\u9fff][\u4e00-\u
 _SECTION_LABEL = re.compile(r"^\s*(?:#+\s*)?(?:[-*•]\s+)?(?:\*\*|__)?([^:：*_]{1,40}?)(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?")
 # Labels that make what they lead a recommended action, a gap, or the writer's own process.
 _ACTION_LABEL = re.compile(r"next steps?|recommended actions?|recommendations?|suggested (?:fix|actions?)|action items?"
-                           r"|actions?|mitigation|remediation|to ?do|follow[- ]ups?|建议|下一步|后续|处置|行动项|待办|止血")
+                           r"|actions?|mitigation|remediation|to ?do|follow[- ]ups?|建议|下一步|后续|处置|行动项|待办|止血"
+                           # a ticket's target, what must hold to close it: wanted, not observed
+                           r"|(?:acceptance|success|exit|done|closing|resolution) criteria|definition of done|done when"
+                           r"|(?:resolved|fixed|closed) when|验收标准|验收条件|完成标准|关闭条件")
 _GAP_LABEL = re.compile(r"open questions?|unknowns?|gaps?|still unknown|not in the output|missing|to confirm|to check"
                         r"|待查|待确认|待核实|未知|疑点|缺口|(?:输出|日志|记录)里没有的?|还不知道的?")
 _META_LABEL = re.compile(r"thought|thinking|confidence|置信度|可信度|思考"
