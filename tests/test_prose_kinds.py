@@ -19,14 +19,15 @@ from pipeline.llm import make_provider
 _GC = "GC log: Full GC (Allocation Failure) {}M->{}M(3072M), pause {}s"
 _CRASH = "java.lang.OutOfMemoryError: Metaspace at com.acme.mail.TemplateRenderer.compile(TemplateRenderer.java:57)"
 LOGS = [
+    ("2026-05-02T06:21:30Z", "mail-service", "INFO", "deploy finished: mail-service v3.1.0", "mail-5e1a-2"),
     ("2026-05-02T06:10:00Z", "mail-service", "WARN", _GC.format(2900, 2850, "1.4"), "mail-5e1a-1"),
     ("2026-05-02T06:14:00Z", "mail-service", "WARN", "TemplateCache size=880000 entries (expireAfterWrite not configured)",
      "mail-5e1a-1"),
     ("2026-05-02T06:20:00Z", "mail-service", "WARN", _GC.format(3010, 2990, "2.1"), "mail-5e1a-1"),
     ("2026-05-02T06:22:00Z", "mail-service", "ERROR", _CRASH, "mail-5e1a-1"),
+    ("2026-05-02T06:30:00Z", "mail-service", "ERROR", _CRASH, "mail-5e1a-1"),
     ("2026-05-02T06:31:00Z", "mail-service", "WARN", _GC.format(3050, 3020, "1.9"), "mail-5e1a-1"),
-    ("2026-05-02T06:35:00Z", "mail-service", "ERROR", _CRASH, "mail-5e1a-1"),
-    ("2026-05-02T06:40:00Z", "api-gateway", "WARN", "upstream mail-service 503 on POST /api/mail/send after 1500ms",
+    ("2026-05-02T06:40:00Z", "api-gateway", "WARN", "upstream mail-service 503 on POST /api/mail/send after 1800ms",
      "edge-77aa-1"),
 ]
 VERIFIED = {"direct_observation", "reasonable_inference"}
@@ -103,6 +104,33 @@ def test_a_size_said_as_a_count_is_held_to_the_record_holding_it(refused: Any) -
     assert refused("mail-5e1a-1 的 Full GC 最长停顿 2.1s，TemplateCache 有 990000 条、没配 expireAfterWrite。")
 
 
+# --- the first of a kind, dated from the event before it ---------------------------------------------------
+
+
+def test_the_first_of_a_kind_an_interval_after_the_event_before_is_kept(refused: Any) -> None:
+    assert refused("mail-service v3.1.0 finished deploying at 06:21:30; the first OutOfMemoryError came 30 seconds "
+                   "later.") == []
+
+
+def test_the_last_of_a_kind_is_the_latest_record(refused: Any) -> None:
+    assert refused("mail-service v3.1.0 finished deploying at 06:21:30; the last OutOfMemoryError came 8 minutes "
+                   "later.") == []
+    assert refused("mail-service v3.1.0 finished deploying at 06:21:30; the last OutOfMemoryError came 3 minutes "
+                   "later.")
+
+
+def test_the_first_of_a_kind_at_a_wrong_interval_is_caught(refused: Any) -> None:
+    assert refused("mail-service v3.1.0 finished deploying at 06:21:30; the first OutOfMemoryError came 4 minutes "
+                   "later.")
+
+
+def test_a_spelled_interval_between_two_times_the_claim_gives_is_reckoned(refused: Any) -> None:
+    assert refused("mail-service v3.1.0 finished deploying at 06:21:30, eight minutes before the second "
+                   "OutOfMemoryError at 06:30:00.") == []
+    assert refused("mail-service v3.1.0 finished deploying at 06:21:30, three minutes before the second "
+                   "OutOfMemoryError at 06:30:00.")
+
+
 # --- a ticket's target ------------------------------------------------------------------------------------
 
 
@@ -113,3 +141,12 @@ def test_a_tickets_acceptance_criteria_are_no_claim(refused: Any) -> None:
     # the same sentence under no such label is a claim, its span held to the records
     assert refused("Summary: POST /api/mail/send fails with upstream mail-service 503.\n"
                    "Observed: no upstream mail-service 503 on POST /api/mail/send for 45 minutes.")
+
+
+# --- a wait said roughly ------------------------------------------------------------------------------------------
+
+
+def test_a_records_own_wait_said_roughly_is_kept(refused: Any) -> None:
+    assert refused("The gateway got upstream mail-service 503 on POST /api/mail/send about 2 seconds later.") == []
+    assert refused("The gateway got upstream mail-service 503 on POST /api/mail/send about 4 seconds later.")
+

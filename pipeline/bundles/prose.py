@@ -236,7 +236,15 @@ def _binding(rec: _Record) -> EvidenceBinding:
                            source_record_ids=[f"{rec.invocation.id}#{rec.number}"], evidence_excerpt=rec.line)
 
 
+# The first or the last of a kind, with no time of its own: of the records stating the same facts, the earliest
+# or the latest ("the first NPE came 48 seconds later", "最后一条超时").
+_FIRST = re.compile(r"\b(?:first|earliest|initial)\b|第一(?:个|条|次|笔)?|最早|首次|首个")
+_LAST = re.compile(r"\b(?:last|latest|final)\b|最后(?:一)?(?:个|条|次|笔)?|最晚|最近一(?:个|条|次)")
+
+
 def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBinding]:
+    # An interval ("48 seconds later", "晚了 40 分钟") is reckoned between records, no figure or word of one.
+    sentence = INTERVAL.sub(" ", sentence) if not _times(sentence) else sentence
     words = keywords(sentence)
     wanted = _facts(_figures(sentence))
     services = frozenset(e for e in extract_entities(sentence) if e.kind == "service")
@@ -256,7 +264,10 @@ def _record_bindings(sentence: str, records: list[_Record]) -> list[EvidenceBind
                 + 2 * len(times & rec.times) + sum(1 for n in counts if any(rec.kin.get(i) == n for i in named)))
 
     # Services only break ties: among records stating the same facts, the one of the named service.
-    best = max(records, key=lambda r: (score(r), len(services & r.entities), -r.invocation.id, -r.number), default=None)
+    said = normalize(sentence)
+    latest = bool(_LAST.search(said)) and not _FIRST.search(said) and not times
+    best = max(records, key=lambda r: (score(r), len(services & r.entities), -r.invocation.id,
+                                       r.number if latest else -r.number), default=None)
     if best is None or score(best) == 0:
         return []
     chosen = [best]

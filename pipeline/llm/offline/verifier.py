@@ -186,13 +186,35 @@ def _seconds_of_day(text: str) -> list[float]:
 _WAITED = re.compile(r"\bafter\s+(\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds)\b)")
 
 
+# A span spelled in words ("six minutes before"): the same interval in figures.
+_SPELLED_SPAN = re.compile(r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty"
+                           r"|fifty|sixty)\s+(seconds?|minutes?|hours?)\b")
+_SPELLED_TENS = {**_SPELLED, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60}
+
+
+def _spans_in_figures(norm: str) -> str:
+    """Spelled spans in figures where the claim gives both ends' times ("resolved at 08:11, six minutes before
+    the first timeout at 08:17:00"): reckoned between them. With fewer, which records it spans is the reader's
+    guess, and the words stay words."""
+    if len({t[:5] for t in clock_times(norm)}) < 2:
+        return norm
+    return _SPELLED_SPAN.sub(lambda m: f"{_SPELLED_TENS[m.group(1)]} {m.group(2)}", norm)
+
+
+def _reckoned_out(text: str) -> str:
+    """The claim's own words without the intervals it states, which are reckoned between records' times and
+    checked as such (`_intervals`), not words a record holds."""
+    return INTERVAL.sub(" ", _spans_in_figures(normalize(text)))
+
+
 def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
     """The text without the intervals it states, and those of them that no gap between two times
     bears out within a sixth ("about 40 s after" of 16:20:48 and 16:21:29 is borne out): the claim's
     own two times when it names them, else one of its own or of its cited record and another of the
     evidence. An interval is reckoned, not read off one record: set against a record's own durations
     it would conflict where it only cannot be checked."""
-    text = _AND_A_HALF.sub(r"\1.5 \2", _COMPOUND.sub(lambda m: f"{int(m[1]) * 60 + int(m[2])} seconds", normalize(text)))
+    text = _AND_A_HALF.sub(r"\1.5 \2", _COMPOUND.sub(lambda m: f"{int(m[1]) * 60 + int(m[2])} seconds",
+                                                     _spans_in_figures(normalize(text))))
     own = _seconds_of_day(text)
     ends = own if len(own) >= 2 else own + _seconds_of_day(anchor)
     others = own if len(own) >= 2 else _seconds_of_day(evidence)
@@ -214,12 +236,14 @@ def _intervals(text: str, anchor: str, evidence: str) -> tuple[str, list[str]]:
         lo, hi = float(low) * scale, float(high or low) * scale
         # "each ~30 s" may be how long each one took, a duration the evidence holds ("after 30.0s")
         took = m.group(0).lstrip().startswith("each") and any(lo * 5 / 6 <= d <= hi * 7 / 6 for d in durations)
-        # "0.8s 后拿到 504" of that record is its wait, said as the record says it, not a gap between two records
-        took = took or (not _EVERY.match(m.group(0)) and any(lo <= w <= hi for w in waits))
-        periods = {gap / k for gap in gaps for n in counts for k in (n - 1, n) if k >= 2} if _EVERY.match(m.group(0)) else set()
         # "about 8 minutes" may be a sixth off; "9 minutes" said plainly is 9 to within its own unit's rounding
         loose = bool(_ROUGHLY.search(text[max(0, m.start() - 14):m.start()] + m.group(0)))
         below, above = (lo * 5 / 6, hi * 7 / 6) if loose else (lo - scale * 3 / 4, hi + scale * 3 / 4)
+        # "0.8s 后拿到 504" of that record is its wait, said as the record says it, not a gap between two records
+        # ("约 2 秒后" of its "after 2004ms" as roughly as it is said)
+        took = took or (not _EVERY.match(m.group(0)) and any(lo <= w <= hi or (loose and below <= w <= above)
+                                                             for w in waits))
+        periods = {gap / k for gap in gaps for n in counts for k in (n - 1, n) if k >= 2} if _EVERY.match(m.group(0)) else set()
         if not took and not any(below <= gap <= above for gap in gaps | periods):
             unheld.append(m.group(0).strip())
         return " "
@@ -586,11 +610,12 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
         return done("external_unknown", tr("offline.verifier.external", lang, items=", ".join(missing)))
     if gate_rules:
         return done("unsupported", tr("offline.verifier.gate", lang, rules=", ".join(sorted(set(gate_rules)))))
-    cov = coverage(text, ev_norm)
+    cov = coverage(_reckoned_out(text), ev_norm)
     # A service name alone is no support: "payment-service ran out of disk" shares only the name.
     # ... nor is a word of relation alone, but a count the tally bears out is a fact ("That warning repeats
     # seven times" of the warning the statement before quoted).
-    substantive = any(e.kind != "service" for e in claim_ents) or bool(counted)
+    # So is an interval the records' times bear out ("the first NPE came 48 seconds later").
+    substantive = any(e.kind != "service" for e in claim_ents) or bool(counted) or _reckoned_out(text) != _spans_in_figures(normalize(text))
     if cov < PARTIAL_COVERAGE and not substantive:
         return done("unsupported", tr("offline.verifier.low_overlap", lang, cov=cov))
     # Hedges and links are the writer's: a quoted record's "due to" or "may" is the record's wording,
