@@ -143,6 +143,19 @@ def test_a_tickets_acceptance_criteria_are_no_claim(refused: Any) -> None:
                    "Observed: no upstream mail-service 503 on POST /api/mail/send for 45 minutes.")
 
 
+# --- a range with its unit at both ends ----------------------------------------------------------------------
+
+
+def test_a_range_with_its_unit_at_both_ends_is_one_range() -> None:
+    from pipeline.llm.offline.verifier import _ranged
+
+    evidence = "pause 1.4s\npause 2.1s"
+    assert _ranged("pauses of 1300ms-2200ms", "", evidence) == _ranged("pauses of 1300-2200ms", "", evidence)
+    assert "1300ms" not in _ranged("pauses of 1300ms 到 2200ms", "", evidence)
+    # two units are no one quantity's range: each end is checked as said
+    assert "1400ms" in _ranged("pauses of 1400ms-2.1s", "", evidence)
+
+
 # --- a wait said roughly ------------------------------------------------------------------------------------------
 
 

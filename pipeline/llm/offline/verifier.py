@@ -79,7 +79,9 @@ INFERENCE_COVERAGE = 0.5
 PARTIAL_COVERAGE = 0.25
 
 # A range of one quantity ("11-15 s", "0.6-1.4 秒", "3.1~3.8s"): an aggregate over several records.
-_RANGE = re.compile(r"(?<![\d.:])(\d+(?:\.\d+)?)\s*(?:-|–|~|至|到)\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds|秒|毫秒|%)(?![a-z])")
+# Its unit may be said at both ends ("1806ms 到 2589ms", "1.2s-3.8s"), the same one.
+_RANGE = re.compile(r"(?<![\d.:])(\d+(?:\.\d+)?)\s*(?:(ms|s|sec|seconds|秒|毫秒|%)\s*)?(?:-|–|~|至|到)\s*(\d+(?:\.\d+)?)\s*"
+                    r"(ms|s|sec|seconds|秒|毫秒|%)(?![a-z])")
 _CAUSAL = pattern(CAUSAL, ROOT_CAUSE)
 # A failure with its reason in brackets or after a colon states that reason ("relocation failed (node
 # search-2e7b-3 busy)", "inventory check failed: inventory-service timed out"), and a service that logs
@@ -151,7 +153,9 @@ def _ranged(text: str, anchor: str, evidence: str) -> str:
                (_entities(evidence), _BARE.findall(_without_times(evidence)))]
 
     def inside(m: re.Match[str]) -> str:
-        low, high, unit = float(m.group(1)), float(m.group(2)), m.group(3)
+        low, high, unit = float(m.group(1)), float(m.group(3)), m.group(4)
+        if m.group(2) not in (None, unit):
+            return m.group(0)  # two units: no one quantity's range
         scale = UNIT_SECONDS.get(unit, 1.0)
         kind = "percentage" if unit == "%" else "duration"
         for held, bare in sources:
