@@ -163,3 +163,21 @@ def test_a_records_own_wait_said_roughly_is_kept(refused: Any) -> None:
     assert refused("The gateway got upstream mail-service 503 on POST /api/mail/send about 2 seconds later.") == []
     assert refused("The gateway got upstream mail-service 503 on POST /api/mail/send about 4 seconds later.")
 
+
+# --- what a search command printed -------------------------------------------------------------------------
+
+
+def test_a_count_a_search_printed_is_a_count_of_what_it_searched_for(refused: Any) -> None:
+    assert refused("$ grep -c 'java.lang.OutOfMemoryError' mail.log\n2\n$ grep -c 'GC log: Full GC' mail.log\n3") == []
+    assert refused("$ grep 'java.lang.OutOfMemoryError' mail.log | grep -c mail-5e1a-1\n2") == []
+    assert refused("$ grep 'java.lang.OutOfMemoryError' mail.log | awk '{print $2}' | sort | uniq -c\n  2 mail-5e1a-1") == []
+
+
+@pytest.mark.parametrize("answer", [
+    "$ grep -c 'java.lang.OutOfMemoryError' mail.log\n3",  # the Full GC lines' count
+    "$ grep -c 'java.lang.OutOfMemoryError' mail.log\n7",
+    "$ grep 'java.lang.OutOfMemoryError' mail.log | grep -c mail-5e1a-2\n2",  # another pod
+    "$ grep 'java.lang.OutOfMemoryError' mail.log | awk '{print $2}' | sort | uniq -c\n  2 mail-5e1a-2",
+])
+def test_a_count_a_search_did_not_print_is_caught(refused: Any, answer: str) -> None:
+    assert refused(answer)

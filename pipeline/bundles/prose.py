@@ -526,6 +526,40 @@ def _tables_read(lines: list[str]) -> tuple[list[str], set[str]]:
     return out, rows
 
 
+# What a search command printed: a count, alone or before what it counts by ("56", "  14 order-9a1f-1"), or a value
+# it extracted ("78.3%"); and the pattern it searched for, quoted ("grep -c 'inventory check failed' order.log"), with
+# what a later search in its pipe narrows it to ("| grep -c pay-7d9f-2").
+_PRINTED = re.compile(r"^\s*\d[\d,.]*%?(?:\s+[\w./:-]+){0,2}\s*$")
+_SEARCHED = re.compile(r"\b(?:z|e|f)?grep\b[^'\"|]*['\"]([^'\"]{6,})['\"]")
+_NARROWED = re.compile(r"\|\s*(?:z|e|f)?grep\s+(?:-\w+\s+)*([\w.-]+)\s*(?=$|\|)")
+
+
+def _printed_read(lines: list[str]) -> tuple[list[str], set[str]]:
+    """The lines with what a search command printed read as a statement of what it searched for ("56" under
+    "$ grep -c 'inventory check failed' ..." is "56 `inventory check failed`", a count of those records; "14
+    order-9a1f-1" under its `uniq -c`, that count on that pod), and those statements, each judged whole. Printed
+    under a command with no quoted pattern, a figure stays as it is."""
+    out: list[str] = []
+    read: set[str] = set()
+    searched = ""
+    for line in lines:
+        if _COMMAND.match(line):
+            found = _SEARCHED.search(line)
+            narrowed = _NARROWED.search(line)
+            searched = (f"`{found.group(1)}`" + (f" {narrowed.group(1)}" if narrowed and narrowed.group(1) != "-c"
+                                                 else "")) if found else ""
+            out.append(line)
+        elif searched and _PRINTED.match(line):
+            figure, _, rest = line.strip().partition(" ")
+            said = f"{figure} {searched} {rest.strip()}".strip()
+            out.append(said)
+            read.add(said)
+        else:
+            searched = ""
+            out.append(line)
+    return out, read
+
+
 def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     """The answer as Executor V2 JSON: claims bound to records, hypotheses, actions."""
     records = _records(invocations)
@@ -556,7 +590,9 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
     # up to a blank line.
     # A full-width colon before a figure ("订单 123：14:31:10", "order-9a1f-1：08:14") reads as a half-width
     # one joined to it, and the two would run into one clock time.
-    read, rows = _tables_read(_FULL_COLON.sub("： ", answer).splitlines())
+    printed, outputs = _printed_read(_FULL_COLON.sub("： ", answer).splitlines())
+    read, rows = _tables_read(printed)
+    rows |= outputs
     rows = {_siblings_spelled(row) for row in rows}
     last = max((i for i, line in enumerate(read) if line.strip()), default=-1)
     said: list[tuple[str, str | None]] = []
