@@ -181,3 +181,18 @@ def test_a_count_a_search_printed_is_a_count_of_what_it_searched_for(refused: An
 ])
 def test_a_count_a_search_did_not_print_is_caught(refused: Any, answer: str) -> None:
     assert refused(answer)
+
+
+# --- a list of what the writer looked for and did not find -------------------------------------------------
+
+
+def test_the_items_under_a_did_not_find_line_are_gaps(refused: Any) -> None:
+    assert refused("Things I searched the WARN/ERROR output for and did not find:\n"
+                   "- a mail-service rollback or config change\n- any SMTP relay error\n"
+                   "What is there: 2 OutOfMemoryError lines on mail-5e1a-1.") == []
+    assert refused("以下几样在日志里都没有找到：\n- mail-service 的回滚记录\n- SMTP 中继的报错") == []
+
+
+def test_the_same_items_under_another_line_are_claims(refused: Any) -> None:
+    assert refused("Things I searched the WARN/ERROR output for:\n"
+                   "- a mail-service rollback or config change\n- any SMTP relay error")

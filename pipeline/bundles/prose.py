@@ -95,6 +95,8 @@ _ACTION_LABEL = re.compile(r"next steps?|recommended actions?|recommendations?|s
                            r"|(?:resolved|fixed|closed) when|验收标准|验收条件|完成标准|关闭条件")
 _GAP_LABEL = re.compile(r"open questions?|unknowns?|gaps?|still unknown|not in the output|missing|to confirm|to check"
                         r"|待查|待确认|待核实|未知|疑点|缺口|(?:输出|日志|记录)里没有的?|还不知道的?")
+_NOT_FOUND = re.compile(r"\b(?:did not|didn't|could not|couldn't|cannot|can't|did n't)\s+(?:find|see|spot)\b|\bnot found\b"
+                        r"|\bfound no\b|\bno sign of\b|没(?:有)?(?:找到|发现|看到)|未(?:找到|发现)|找不到|查不到|看不到")
 _META_LABEL = re.compile(r"thought|thinking|confidence|置信度|可信度|思考"
                          # who works on it: the writer's process, nothing about the system ("IC:" or "on-call:" may
                          # lead what a speaker said, and is not one of them)
@@ -602,6 +604,10 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
         alone = leading if leading and not line[leading.end():].strip() else None
         if not line.strip():
             section = None
+        # A line over a list of what the writer looked for and did not find ("What I looked for and did not find
+        # in the logs:", "以下几样在日志里都没有找到："): its items are gaps, however long the line.
+        elif line.rstrip().endswith((":", "：")) and _NOT_FOUND.search(normalize(line)):
+            section = "gap"
         elif (_HEADING.match(line) or alone or (i < last and _TITLE.match(line) and not extract_entities(line))
               or (i < last and _REPORT_TITLE.match(line)) or _section(line)):
             section = _section(alone.group(1) if alone else line)
