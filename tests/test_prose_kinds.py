@@ -196,3 +196,11 @@ def test_the_items_under_a_did_not_find_line_are_gaps(refused: Any) -> None:
 def test_the_same_items_under_another_line_are_claims(refused: Any) -> None:
     assert refused("Things I searched the WARN/ERROR output for:\n"
                    "- a mail-service rollback or config change\n- any SMTP relay error")
+
+
+# --- a word read as an identifier in the claim, as a word in the record -------------------------------------------
+
+
+def test_a_method_read_as_an_identifier_meets_the_records_word(refused: Any) -> None:
+    assert refused("网关的请求 POST /api/mail/send 拿到 upstream mail-service 503。") == []
+    assert refused("网关的请求 PATCH /api/mail/send 拿到 upstream mail-service 503。")

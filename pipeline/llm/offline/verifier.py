@@ -283,6 +283,12 @@ _BARE = re.compile(r"(?:time|latency|duration|elapsed|took|pause|wait)\w*\s*[=:]
                    r"(?![\d.]|\s*(?:ms|s|sec|secs|seconds?|秒|毫秒|min|mins|minutes?|分钟|h|hours?|%)(?![a-z]))")
 
 
+def _word_within(ent: Entity, evidence_norm: str) -> bool:
+    """An identifier the evidence holds as a whole word where its context reads it as none: "GET" after "的慢请求"
+    is an identifier, after "within SLO: " only a word."""
+    return ent.kind == "identifier" and re.search(rf"(?<![\w.-]){re.escape(ent.value)}(?![\w-])", evidence_norm) is not None
+
+
 def _store_within(ent: Entity, evidence_norm: str) -> bool:
     """A shared store the evidence names inside a longer word: "kafka" of "KafkaConsumerLag"."""
     return ent.kind == "service" and shared_store(ent.value) and ent.value in evidence_norm
@@ -607,7 +613,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
     missing = [e.value for e in sorted(claim_ents)
                if not _present(e, shares if e.kind == "percentage" else values, scales(text))
                and stated_count(e) not in counted and not _store_within(e, ev_norm)
-               and not (e.kind == "duration" and e.value[:-1] in bare)]
+               and not (e.kind == "duration" and e.value[:-1] in bare) and not _word_within(e, ev_norm)]
     missing += miscounted
     missing += sorted(clock_times(text) - clock_times(ev.text)) + sorted(dates(text) - dates(ev.text)) + unheld + _mistimed(text, claim_ents, ev.anchor + ev.related)
     if missing:
