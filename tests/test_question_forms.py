@@ -339,12 +339,12 @@ CASES = [
     # else open (no record ties two happenings to one cause)
     ("gateway-timeout", "is the user-service avatar timeout at 14:50 the same root cause as the pay ERR_TIMEOUTs?", "PASS",
      "No: user-service shows only a stray record", ""),
-    ("db-pool-exhaustion", "慢查询告警和连接池告警是同一个原因吗", "LOW_CONFID", "无法判断两者是否同一原因", ""),
+    ("db-pool-exhaustion", "慢查询告警和连接池告警是同一个原因吗", "LOW_CONFID", "无法判断是否为一个原因", ""),
     # a remedy put forward on X is X put forward as the cause: no when the cause lies elsewhere; when it
     # lies in X, where it lies and no more (no record tells what the remedy would do)
     ("bad-deploy", "if we drain api-gateway will checkout-service be fine?", "PASS",
      "No, the evidence points to another cause of a fault in checkout-service", ""),
-    ("bad-deploy", "把 checkout-service 回滚了结账就正常了吧", "LOW_CONFID", "无法判断这样处理能否解决：原因在 checkout-service", ""),
+    ("bad-deploy", "把 checkout-service 回滚了结账就正常了吧", "LOW_CONFID", "无法判断这样是否就能好：原因在 checkout-service", ""),
     # a yes/no with no asking word, then what the asker draws from it: the yes/no is what is asked
     ("jvm-oom", "somebody said inventory heap sits at 60% rn?? so its basically fine", "PASS",
      "No, the records say otherwise: 堆内存使用率过高: 97.0%", ""),
