@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -301,3 +302,62 @@ def trace_collector(settings: Any, store: Any, token: str) -> Iterator[str]:
             yield url
     finally:
         queue.close()
+
+
+def _attr(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def log_output(logs: list[tuple[str, ...]]) -> str:
+    """A query_logs output of (timestamp, service, level, message[, host]) rows."""
+    return json.dumps({"logs": [{"timestamp": t, "service": s, "level": lv, "message": m, **({"host": h[0]} if h else {})}
+                                for t, s, lv, m, *h in logs], "total": len(logs), "truncated": False}, ensure_ascii=False)
+
+
+def agent_trace(question: str, answer: str, tools: list[tuple[str, str]]) -> str:
+    """An OTLP/JSON trace as an agent exports it: the question and the answer on its root span, each
+    (tool name, output) on a span of its own under it."""
+    root = {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "agent", "startTimeUnixNano": "1", "endTimeUnixNano": "9",
+            "attributes": [_attr("openinference.span.kind", "AGENT"), _attr("input.value", question),
+                           _attr("output.value", answer)]}
+    spans = [{"traceId": "ab" * 16, "spanId": f"{i:016x}", "parentSpanId": root["spanId"], "name": name,
+              "startTimeUnixNano": str(2 * i), "endTimeUnixNano": str(2 * i + 1),
+              "attributes": [_attr("openinference.span.kind", "TOOL"), _attr("tool.name", name),
+                             _attr("tool.parameters", "{}"), _attr("output.value", output)]}
+             for i, (name, output) in enumerate(tools, start=2)]
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "other-agent")]},
+                                          "scopeSpans": [{"spans": [root, *spans]}]}]}, ensure_ascii=False)
+
+
+def judged_prose(settings: Settings, question: str, tools: list[tuple[str, str]]) -> Callable[[str], tuple[Any, Any]]:
+    """A function judging a prose answer to `question` over `tools` end to end, as an imported trace is:
+    it gives the bundle and its evaluation."""
+    from pipeline.bundles.check import check_bundle
+    from pipeline.bundles.trace_import import read_trace
+    from pipeline.bundles.trace_session import trace_bundle
+    from pipeline.gatekeeper import load_rules
+    from pipeline.llm import make_provider
+
+    rules, provider = load_rules(settings.rules_dir), make_provider(settings)
+
+    def run(answer: str) -> tuple[Any, Any]:
+        bundle, form = trace_bundle(read_trace(agent_trace(question, answer, tools), 10**7, 10**6))
+        assert form == "prose"
+        return bundle, check_bundle(bundle, settings=settings, rules=rules, provider=provider)
+
+    return run
+
+
+VERIFIED = frozenset({"direct_observation", "reasonable_inference"})
+
+
+def refusals(settings: Settings, question: str, tools: list[tuple[str, str]]) -> Callable[[str], list[str]]:
+    """A function giving the claims of a prose answer the verifier does not verify, each with its finding."""
+    judge = judged_prose(settings, question, tools)
+
+    def run(answer: str) -> list[str]:
+        _, ev = judge(answer)
+        return [f"{c.claim_id} {c.verification}: {c.detail}" for c in ev.verifier_output.claim_checks
+                if c.verification not in VERIFIED]
+
+    return run

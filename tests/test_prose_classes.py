@@ -10,13 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from helpers import VERIFIED, judged_prose, log_output
 
-from pipeline.bundles.check import check_bundle
-from pipeline.bundles.trace_import import read_trace
-from pipeline.bundles.trace_session import trace_bundle
 from pipeline.core.config import Settings
-from pipeline.gatekeeper import load_rules
-from pipeline.llm import make_provider
 from pipeline.text.primitives import find_entities
 from pipeline.text.speaker import speaker, writer
 
@@ -50,29 +46,6 @@ ALERTS = [
      "startsAt": "2026-03-02T07:40:00Z", "endsAt": None, "description": "发布完成: ledger-service, 版本: v3.1.0, 金丝雀: 跳过",
      "labels": {"alertname": "DeploymentFinished", "service": "ledger-service", "severity": "info"}},
 ]
-VERIFIED = {"direct_observation", "reasonable_inference"}
-
-
-def _attr(key: str, value: str) -> dict[str, Any]:
-    return {"key": key, "value": {"stringValue": value}}
-
-
-def _trace(answer: str) -> str:
-    """An OTLP/JSON trace as an agent exports it: the answer on its root, the logs and alerts on two tool spans."""
-    logs = json.dumps({"logs": [{"timestamp": t, "service": s, "level": lv, "message": m, **({"host": h[0]} if h else {})}
-                                for t, s, lv, m, *h in LOGS],
-                       "total": len(LOGS), "truncated": False})
-    alerts = json.dumps({"alerts": ALERTS, "total": len(ALERTS)}, ensure_ascii=False)
-    root = {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "agent", "startTimeUnixNano": "1", "endTimeUnixNano": "9",
-            "attributes": [_attr("openinference.span.kind", "AGENT"), _attr("input.value", "Why do ledger posts fail?"),
-                           _attr("output.value", answer)]}
-    tools = [{"traceId": "ab" * 16, "spanId": f"{i:016x}", "parentSpanId": root["spanId"], "name": name,
-              "startTimeUnixNano": str(2 * i), "endTimeUnixNano": str(2 * i + 1),
-              "attributes": [_attr("openinference.span.kind", "TOOL"), _attr("tool.name", name),
-                             _attr("tool.parameters", "{}"), _attr("output.value", output)]}
-             for i, (name, output) in enumerate((("query_logs", logs), ("query_metrics", alerts)), start=2)]
-    return json.dumps({"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "other-agent")]},
-                                          "scopeSpans": [{"spans": [root, *tools]}]}]}, ensure_ascii=False)
 
 
 @dataclass
@@ -94,12 +67,12 @@ class Judged:
 
 @pytest.fixture
 def judge(settings: Settings) -> Any:
-    rules, provider = load_rules(settings.rules_dir), make_provider(settings)
+    judged = judged_prose(settings, "Why do ledger posts fail?",
+                          [("query_logs", log_output(LOGS)),
+                           ("query_metrics", json.dumps({"alerts": ALERTS, "total": len(ALERTS)}, ensure_ascii=False))])
 
     def run(answer: str) -> Judged:
-        bundle, form = trace_bundle(read_trace(_trace(answer), 10**7, 10**6))
-        assert form == "prose"
-        ev = check_bundle(bundle, settings=settings, rules=rules, provider=provider)
+        bundle, ev = judged(answer)
         read = json.loads(bundle.executor_raw_output)
         return Judged(read["claims"], [c.verification for c in ev.verifier_output.claim_checks], read["hypotheses"],
                       [h.verification for h in ev.verifier_output.hypothesis_checks], read["missing_info"],

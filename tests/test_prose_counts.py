@@ -9,13 +9,9 @@ import json
 from typing import Any
 
 import pytest
+from helpers import judged_prose, log_output, refusals
 
-from pipeline.bundles.check import check_bundle
-from pipeline.bundles.trace_import import read_trace
-from pipeline.bundles.trace_session import trace_bundle
 from pipeline.core.config import Settings
-from pipeline.gatekeeper import load_rules
-from pipeline.llm import make_provider
 
 _LABEL = "label print failed: carrier api timeout after 800ms"
 LOGS = [
@@ -34,41 +30,13 @@ LOGS = [
     *[(f"2026-04-09T09:{m}Z", "shipping-service", "WARN", "rate cache miss, rebuilding from Postgres took 412ms", "ship-2b9d-2")
       for m in ("11:30", "14:30")],
 ]
-VERIFIED = {"direct_observation", "reasonable_inference"}
-
-
-def _attr(key: str, value: str) -> dict[str, Any]:
-    return {"key": key, "value": {"stringValue": value}}
-
-
-def _trace(answer: str) -> str:
-    """An OTLP/JSON trace as an agent exports it: the answer on its root, the logs on a tool span."""
-    logs = json.dumps({"logs": [{"timestamp": t, "service": s, "level": lv, "message": m, "host": h}
-                                for t, s, lv, m, h in LOGS], "total": len(LOGS), "truncated": False})
-    root = {"traceId": "cd" * 16, "spanId": "01" * 8, "name": "agent", "startTimeUnixNano": "1", "endTimeUnixNano": "9",
-            "attributes": [_attr("openinference.span.kind", "AGENT"), _attr("input.value", "Why do shipping labels fail?"),
-                           _attr("output.value", answer)]}
-    tool = {"traceId": "cd" * 16, "spanId": "02" * 8, "parentSpanId": root["spanId"], "name": "query_logs",
-            "startTimeUnixNano": "2", "endTimeUnixNano": "3",
-            "attributes": [_attr("openinference.span.kind", "TOOL"), _attr("tool.name", "query_logs"),
-                           _attr("tool.parameters", "{}"), _attr("output.value", logs)]}
-    return json.dumps({"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "other-agent")]},
-                                          "scopeSpans": [{"spans": [root, tool]}]}]})
+QUESTION = "Why do shipping labels fail?"
 
 
 @pytest.fixture
 def refused(settings: Settings) -> Any:
     """The claims of an answer the verifier does not verify, each with its finding."""
-    rules, provider = load_rules(settings.rules_dir), make_provider(settings)
-
-    def run(answer: str) -> list[str]:
-        bundle, form = trace_bundle(read_trace(_trace(answer), 10**7, 10**6))
-        assert form == "prose"
-        ev = check_bundle(bundle, settings=settings, rules=rules, provider=provider)
-        return [f"{c.claim_id} {c.verification}: {c.detail}" for c in ev.verifier_output.claim_checks
-                if c.verification not in VERIFIED]
-
-    return run
+    return refusals(settings, QUESTION, [("query_logs", log_output(LOGS))])
 
 
 # --- a count split by pod or route, or in a table -------------------------------------------------
@@ -189,10 +157,10 @@ def test_a_list_of_counts_after_a_short_label_is_claims(refused: Any, answer: st
     assert refused(answer.replace(*planted))
 
 
-def test_a_figure_fetches_no_record_by_the_digits_of_its_timestamp(refused: Any) -> None:
+def test_a_figure_fetches_no_record_by_the_digits_of_its_timestamp(settings: Settings, refused: Any) -> None:
     # "2" is the minute of the 09:02 carrier-sync record: no figure of it, so that record is not bound
     answer = "The rate cache was rebuilt from Postgres on ship-2b9d-2 in 412ms, 2 times."
-    bundle, _ = trace_bundle(read_trace(_trace(answer), 10**7, 10**6))
+    bundle, _ = judged_prose(settings, QUESTION, [("query_logs", log_output(LOGS))])(answer)
     bound = [b["evidence_excerpt"] for c in json.loads(bundle.executor_raw_output)["claims"] for b in c["evidence_bindings"]]
     assert bound and all("rate cache miss" in line for line in bound)
     assert refused(answer) == []

@@ -4,17 +4,12 @@ A figure the records bear out is kept; the same sentence with the figure changed
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
+from helpers import log_output, refusals
 
-from pipeline.bundles.check import check_bundle
-from pipeline.bundles.trace_import import read_trace
-from pipeline.bundles.trace_session import trace_bundle
 from pipeline.core.config import Settings
-from pipeline.gatekeeper import load_rules
-from pipeline.llm import make_provider
 
 _GC = "GC log: Full GC (Allocation Failure) {}M->{}M(3072M), pause {}s"
 _CRASH = "java.lang.OutOfMemoryError: Metaspace at com.acme.mail.TemplateRenderer.compile(TemplateRenderer.java:57)"
@@ -30,40 +25,10 @@ LOGS = [
     ("2026-05-02T06:40:00Z", "api-gateway", "WARN", "upstream mail-service 503 on POST /api/mail/send after 1800ms",
      "edge-77aa-1"),
 ]
-VERIFIED = {"direct_observation", "reasonable_inference"}
-
-
-def _attr(key: str, value: str) -> dict[str, Any]:
-    return {"key": key, "value": {"stringValue": value}}
-
-
-def _trace(answer: str) -> str:
-    logs = json.dumps({"logs": [{"timestamp": t, "service": s, "level": lv, "message": m, "host": h}
-                                for t, s, lv, m, h in LOGS], "total": len(LOGS), "truncated": False})
-    root = {"traceId": "ef" * 16, "spanId": "03" * 8, "name": "agent", "startTimeUnixNano": "1", "endTimeUnixNano": "9",
-            "attributes": [_attr("openinference.span.kind", "AGENT"), _attr("input.value", "Why does mail sending fail?"),
-                           _attr("output.value", answer)]}
-    tool = {"traceId": "ef" * 16, "spanId": "04" * 8, "parentSpanId": root["spanId"], "name": "query_logs",
-            "startTimeUnixNano": "2", "endTimeUnixNano": "3",
-            "attributes": [_attr("openinference.span.kind", "TOOL"), _attr("tool.name", "query_logs"),
-                           _attr("tool.parameters", "{}"), _attr("output.value", logs)]}
-    return json.dumps({"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "other-agent")]},
-                                          "scopeSpans": [{"spans": [root, tool]}]}]})
-
-
 @pytest.fixture
 def refused(settings: Settings) -> Any:
     """The claims of an answer the verifier does not verify, each with its finding."""
-    rules, provider = load_rules(settings.rules_dir), make_provider(settings)
-
-    def run(answer: str) -> list[str]:
-        bundle, form = trace_bundle(read_trace(_trace(answer), 10**7, 10**6))
-        assert form == "prose"
-        ev = check_bundle(bundle, settings=settings, rules=rules, provider=provider)
-        return [f"{c.claim_id} {c.verification}: {c.detail}" for c in ev.verifier_output.claim_checks
-                if c.verification not in VERIFIED]
-
-    return run
+    return refusals(settings, "Why does mail sending fail?", [("query_logs", log_output(LOGS))])
 
 
 # --- a count of another kind than the clause's other facts -------------------------------------------
