@@ -246,10 +246,11 @@ _YES_NO_EN = re.compile(
 # 吗 / 吧 end a yes/no part wherever it stands ("正常吗？登录好像没问题"); 什么 / 怎么 / 为什么 never do.
 # "X 重启了没", "崩了没有", "降下来没有", "跑完没": 没 / 没有 ending a question after a doing or its
 # result asks whether it happened.
-_DONE_ZH = "(?:[了过来去完好顺住掉到通]|成功|生效|解决)"
+_DONE_CHARS, _DONE_WORDS = "了过来去完好顺住掉到通", "成功|生效|解决"  # the words two characters each (a look-behind's width)
+_DONE_ZH = f"(?:[{_DONE_CHARS}]|{_DONE_WORDS})"
 _YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？，,]|[。!！\s]*$)|是不是|有没有|是否|会不会|有无|是否有"
                         rf"|{_DONE_ZH}没有?\s*(?:[?？]|$)")
-_ASKING_TAIL_ZH = re.compile(r"(?:(?<=[了过来去完好顺住掉到通])|(?<=成功|生效|解决))没有?(?=\s*(?:[?？]|$))")
+_ASKING_TAIL_ZH = re.compile(rf"(?:(?<=[{_DONE_CHARS}])|(?<={_DONE_WORDS}))没有?(?=\s*(?:[?？]|$))")
 # "checkout-service is the culprit, right?", "payment-service dead?": a tag, or a question with no
 # asking word at all (no wh- word, no auxiliary), is a yes/no.
 _YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not|yeah|yea|yep|eh|innit|no|ok|okay)\s*[?？]*\s*$")
@@ -889,12 +890,11 @@ _PEAK = re.compile(r"\b(?:top(?:ped)? out|peak(?:ed)?|max(?:ed)? out|at (?:its|t
                    r"|最高|峰值|顶峰|最严重")
 # The asking words of a when or a one-off, which no record of the happening holds.
 _WHEN_FRAME = re.compile(r"\b(?:when|what time|wat time|wut time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first"
-                         r"|top(?:ped)? out|peak(?:ed)?|max(?:ed)? out|highest"
                          r"|who|which person|which job|person|job|or|turned"
                          # "the last NPE we've got on record": where the asker saw it, not what happened
                          r"|(?:we'?ve|we|i'?ve|you'?ve)\s+(?:got|have|had|seen|logged)|on record|in the (?:logs?|records?))\b|谁|哪个人|哪位"
-                         r"|几点(?:几分)?|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|最高|峰值|"
-                         + _LATEST.pattern + "|" + _ONE_OFF.pattern)
+                         r"|几点(?:几分)?|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|"
+                         + _PEAK.pattern + "|" + _LATEST.pattern + "|" + _ONE_OFF.pattern)
 
 
 def _moment_words(question: str, services: Iterable[str]) -> list[str]:
