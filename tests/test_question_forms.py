@@ -326,6 +326,8 @@ CASES = [
     ("db-pool-exhaustion", "订单库的等待线程数涨到三百多了吧", "PASS", "不是，记录并非如此：连接池使用率过高", ""),
     ("jvm-oom", "inventory's max heap is 8gb, so 97% means ~7.8G in use?", "PASS",
      "No, the records say otherwise: 堆内存使用率过高: 97.0%, 最大堆: 4096MB", ""),
+    # "Y，是因为 X 自己有问题吗": the effect the clause before, X put forward as its cause
+    ("gateway-timeout", "支付单子卡住了，是因为 payment-service 自己有问题吗", "PASS", "不是，证据指向另一个原因", ""),
     # X's doing put first and the effect "only after" it ("是 X 自己先..., Y 才...的") is X put forward as Y's cause
     ("bad-deploy", "网关日志里有好几条 500。是 api-gateway 自己先出错，结账才失败的吗", "PASS",
      "不是，证据指向另一个原因（可能，但未证实）：checkout-service 的最近一次发布", ""),

@@ -108,7 +108,9 @@ _CAUSE_ZH = (
     # "是 payment 自己先断了连接，单子才变成 PAY_UNKNOWN 的？": X's doing first, Y only after it
     re.compile(r"(?:是不是|是)(?P<x>[^，,。？?]+?)(?:自己)?先[^，,。？?]+?[，,]?\s*(?P<y>[^，,。？?]+?)才[^，,。？?]*?的?(?:吗|么|[?？]|$)"),
     re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
-    re.compile(r"(?P<y>[^，,。？?]+?)(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)(?:导致|引起|造成)?的?(?:吗|么|[?？]|$)"),
+    # "订单卡在 PAY_UNKNOWN，是因为 order-service 本身有 bug 吗": the effect may be the clause before
+    re.compile(r"(?P<y>[^，,。？?]*?)[，,]?\s*(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)"
+               r"\s*(?:(?:本身|自己)?(?:有\s*bug|有问题|出了?问题|的问题|的\s*bug)|导致|引起|造成)?\s*的?(?:吗|么|[?？]|$)"),
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
     # The effect may be the clause before ("catalog-service 被驱逐重启，是 inventory OOM 连带出来的吗").
     re.compile(r"(?P<y>[^，,。？?]*?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏|连带出来|连带|带出来|带崩|带挂|搞出来|弄出来|闹出来|整出来|引发)"
