@@ -424,18 +424,19 @@ def _moment(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocatio
 
 
 _FIGURE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|ms\b|s\b|mb\b|gb\b)")
+_DIGITS = re.compile(r"\d+")
 
 
 def _peak(held: list[tuple[Record, datetime]]) -> list[tuple[Record, datetime]]:
     """The record of a series at its highest: of the records holding a figure, those written from the
     one template most of them share (a thread's 98% beside the process's readings is another series),
     the one with the highest figure."""
-    shares = [(r, at, float(m.group(1))) for r, at in held if (m := _FIGURE.search(r.text))]
+    shares = [(r, at, float(m.group(1)), _DIGITS.sub("#", r.text)) for r, at in held if (m := _FIGURE.search(r.text))]
     if not shares:
         return []
-    series = Counter(_FIGURE.sub("%", re.sub(r"\d+", "#", r.text)) for r, _, _ in shares).most_common(1)[0][0]
-    top = max((s for s in shares if _FIGURE.sub("%", re.sub(r"\d+", "#", s[0].text)) == series), key=lambda s: s[2])
-    return [(top[0], top[1])]
+    series = Counter(template for *_, template in shares).most_common(1)[0][0]
+    record, at, _, _ = max((s for s in shares if s[3] == series), key=lambda s: s[2])
+    return [(record, at)]
 
 
 # A word a record holds only to deny it ("配置中心长轮询返回, 无变更", "no change"): not the happening.
