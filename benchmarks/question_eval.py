@@ -53,7 +53,13 @@ rollback, a revert, restarts, a re-run), X-caused-Y both ways ("both fallout fro
 吗", "same root?"), wrong premises in "heard ..." / "iirc ..." clauses (a wrong share, limit, duration, count, order
 or setting), states of healthy, involved, faulty and absent services, casual how long after / 前后拖了多久 / last
 on record, who / which / how many ("just that pod or all 3?", "everybody or just a chunk?"); its own line; not
-gated).
+gated) and benchmarks/question_set_held_out_12.yaml (a twelfth batch, likewise from the data alone, in chat, ticket
+and support words with typos, pod names by suffix after the context, a pasted slow-query line, units not in the
+records' form: whys with no recorded cause and whys about things that did not happen (an OOMKill, a flag turned
+back off, a FLUSHALL), X-caused-Y both ways (X after Y, a stray record, a victim, a deploy that never happened,
+"can we rule out X", "it can't be X, right?"), symptom states of named instances, first / last / peak / how long,
+counts and wrong figures, remedies ("if we roll back ...", "调回 15000ms ..."), shared causes ("同一个病根吗",
+"两码事吧"), a wrong assumption inside a longer sentence and services with no data; its own line; not gated).
 Each runs as a whole session,
 as `workbench ask --json --world <world>` runs one, on a temporary SQLite store. The answerer under
 test is `pipeline`; the judge below is not: it reads the answer's lead (the first sentence of the
@@ -107,6 +113,7 @@ HELD_OUT_8 = HERE / "question_set_held_out_8.yaml"
 HELD_OUT_9 = HERE / "question_set_held_out_9.yaml"
 HELD_OUT_10 = HERE / "question_set_held_out_10.yaml"
 HELD_OUT_11 = HERE / "question_set_held_out_11.yaml"
+HELD_OUT_12 = HERE / "question_set_held_out_12.yaml"
 GOALS = {"agrees": 0.97, "pass_unearned": 0, "healthy_cause": 0}
 # The sets the tests hold the engine to the goals on: all of them. held-out-2 was written to find
 # where the engine falls short, and did (62.5% at first); it is gated since it meets the goals
@@ -116,7 +123,7 @@ GATED = (SET, HAND, HELD_OUT, HELD_OUT_2, HELD_OUT_3)
 
 def load_questions(paths: Iterable[Path] = (SET, HAND, HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4,
                                               HELD_OUT_5, HELD_OUT_6, HELD_OUT_7, HELD_OUT_8,
-                                              HELD_OUT_9, HELD_OUT_10, HELD_OUT_11)
+                                              HELD_OUT_9, HELD_OUT_10, HELD_OUT_11, HELD_OUT_12)
                    ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in paths:
@@ -128,7 +135,8 @@ def load_questions(paths: Iterable[Path] = (SET, HAND, HELD_OUT, HELD_OUT_2, HEL
                        HELD_OUT_4: "held-out-4", HELD_OUT_5: "held-out-5",
                        HELD_OUT_6: "held-out-6", HELD_OUT_7: "held-out-7",
                        HELD_OUT_8: "held-out-8", HELD_OUT_9: "held-out-9",
-                       HELD_OUT_10: "held-out-10", HELD_OUT_11: "held-out-11"}.get(path, "hand")
+                       HELD_OUT_10: "held-out-10", HELD_OUT_11: "held-out-11",
+                       HELD_OUT_12: "held-out-12"}.get(path, "hand")
             out.extend(_hand_question(q, variant) for q in yaml.safe_load(text)["questions"])
     return out
 
@@ -498,7 +506,7 @@ def table(judged: list[Judgement]) -> str:
         rows.append(f"{form:<11}{target:<9}{lang:<5}{f.n:>4}{f.agrees:>9.0%}{f.pass_unearned:>15}{f.healthy_cause:>15}")
     for variant in ("hand", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5",
                     "held-out-6", "held-out-7", "held-out-8", "held-out-9", "held-out-10",
-                    "held-out-11"):
+                    "held-out-11", "held-out-12"):
         part = [j for j in judged if j.variant == variant]
         if part:
             f = figures(part)
