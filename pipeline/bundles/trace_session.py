@@ -17,6 +17,7 @@ a tool failure of its own.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -32,11 +33,13 @@ from pipeline.bundles.provenance import SignatureCheck
 from pipeline.bundles.session_bundle import EARLIEST, BundleSession, SessionBundle
 from pipeline.bundles.trace_import import ForeignToolCall, ForeignTrace, TraceOrigin
 from pipeline.core.config import Settings
-from pipeline.core.contracts import ToolArguments, ToolInvocation, ToolStatus, Trigger
+from pipeline.core.contracts import ExecutorOutputV2, ToolArguments, ToolInvocation, ToolStatus, Trigger
 from pipeline.gatekeeper import RuleSet
 from pipeline.stages.parse import parse_executor_output
 from pipeline.store import Store
 from pipeline.store.listing import recent_trigger
+from pipeline.text.bounds import loads_bounded
+from pipeline.text.replies import strip_wrappers
 from pipeline.tools.registry import model_name, persisted_name
 from pipeline.verdict.provider import Provider
 
@@ -62,12 +65,41 @@ def _invocation(i: int, call: ForeignToolCall, session_id: str) -> ToolInvocatio
         latency_ms=max(0, call.ended_ns - call.started_ns) / 1e6)
 
 
+# What an answer says of itself rather than of the incident ("confidence": "medium"): no statement to check.
+_ABOUT_ITSELF = re.compile(r"confiden|certaint|置信|可信|把握")
+
+
+def _fields_as_prose(value: JsonValue, label: str = "") -> list[str]:
+    """An answer written as JSON of the agent's own shape, as the lines it states: each string or number
+    under its key ("root_cause" -> "root cause: ..."), lists item by item, what it says of itself left out."""
+    if isinstance(value, dict):
+        return [line for key, item in value.items() if not _ABOUT_ITSELF.search(key)
+                for line in _fields_as_prose(item, key.replace("_", " "))]
+    if isinstance(value, list):
+        return [line for item in value for line in _fields_as_prose(item, label)]
+    if value is None or isinstance(value, bool):
+        return []
+    return [f"{label}: {value}" if label else str(value)]
+
+
+def _answer_form(answer: str) -> tuple[Literal["executor_v2", "prose"], str]:
+    """The form an agent's answer came in, and its text: JSON is the Executor V2 contract only when it
+    holds one of the contract's fields; JSON of another shape ({"root_cause": ..., "evidence": [...]}) is
+    prose in fields, read as its lines."""
+    status, _ = parse_executor_output(answer)
+    if status.status != "valid":
+        return "prose", answer
+    data = loads_bounded(strip_wrappers(answer))
+    if isinstance(data, dict) and not data.keys() & ExecutorOutputV2.model_fields.keys():
+        return "prose", "\n".join(_fields_as_prose(data))
+    return "executor_v2", answer
+
+
 def trace_bundle(trace: ForeignTrace) -> tuple[SessionBundle, Literal["executor_v2", "prose"]]:
     """The trace as a session bundle, and the form its answer came in ("executor_v2" or "prose")."""
     invocations = [_invocation(i, call, trace.trace_id) for i, call in enumerate(trace.tool_calls, start=1)]
-    status, _ = parse_executor_output(trace.answer)
-    form: Literal["executor_v2", "prose"] = "executor_v2" if status.status == "valid" else "prose"
-    raw = trace.answer if form == "executor_v2" else prose_output(trace.answer, invocations)
+    form, text = _answer_form(trace.answer)
+    raw = trace.answer if form == "executor_v2" else prose_output(text, invocations)
     started = datetime.fromtimestamp(trace.started_ns / 1e9, UTC) if trace.started_ns else None
     session = BundleSession(id=trace.trace_id or "trace", question=trace.question, shape="single",
                             provider=ORIGIN, model=trace.service_name, created_at=started)
