@@ -361,3 +361,13 @@ def refusals(settings: Settings, question: str, tools: list[tuple[str, str]]) ->
                 if c.verification not in VERIFIED]
 
     return run
+
+
+def asked(question: str, world: str, settings: Settings, store: Any) -> tuple[Any, str, str]:
+    """A question run end to end on a bundled world: its form row, the answer's first paragraph, the verdict."""
+    from pipeline.runs.session import run_session
+
+    result = run_session(question, settings=settings, store=store, world_id=world)
+    form = result.evaluation.round_audit.question_form_coverage
+    assert form is not None
+    return form, result.evaluation.composer_output.answer_summary, result.verdict

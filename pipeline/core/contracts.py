@@ -572,9 +572,10 @@ class Proposition(_Model):
     normal?") asks the same proposition; `negated` records that it was put that way."""
 
     kind: Literal["cause", "state", "symptom", "value"]
-    # cause: the suspected cause, a service or a change ("the v2.4.1 deploy"); state, symptom: the service.
+    # cause: the suspected cause, a service, a change ("the v2.4.1 deploy") or a thing that is neither
+    # ("dns", "the replica lag"); state, symptom: the service.
     subject: str = ""
-    subject_kind: Literal["service", "change"] = "service"
+    subject_kind: Literal["service", "change", "thing"] = "service"
     # value: the setting or version the question says the subject has ("v2.4.0", "15s"), as an
     # entity value, and the key it is said of ("upstream_timeout"; "" for a version).
     value: str = ""
@@ -605,6 +606,11 @@ class Proposition(_Model):
     # cause put as a remedy ("把这台摘掉结账就好了吧", "if we drain gw-2 will checkout be fine?"): a suspect
     # cleared answers it no; a suspect shown the cause does not say the remedy would work.
     remedy: bool = False
+    # cause by a thing: the words naming it, the services' names aside ("aborted", "report", "conn").
+    words: list[str] = Field(default_factory=list)
+    # cause stated not to be it, asked to agree ("so it can't be the warmup, right?", "不是 X 导致的吧"): the
+    # answer's yes agrees that the suspect is not the cause.
+    denied: bool = False
 
 
 class QuestionScope(_Model):
@@ -656,6 +662,9 @@ class QuestionScope(_Model):
     # The ids a yes/no question asks of ("did order 87 get ERR_TIMEOUT too?"): the records naming
     # them answer it, not the symptom's records of other orders.
     identifiers: list[str] = Field(default_factory=list)
+    # The instances a yes/no asks of its symptom ("is inv-84cd-1 doing full GCs too?", "那 -1 上也在超时吗"
+    # after pay-7d9f-2): their own records answer it, not their siblings'.
+    boxes: list[str] = Field(default_factory=list)
     # A why that grants its symptom stayed within bounds ("within SLO but still, why so slow?") or
     # quotes the figure it finds slow ("怎么慢到 1.8s 了"): a record saying so shows the thing asked about.
     within_bounds: bool = False

@@ -45,6 +45,9 @@ _GAP_FRAME = frozenset(
 _LATIN = re.compile(r"[a-z][a-z0-9_]{3,}")
 
 
+# Statements whose yes or no a denied suspect turns round ("it can't be X, right?" answered "No, X is the cause").
+_DENIABLE = frozenset({"cause_yes", "other_cause", "culprit_yes", "culprit_no", "cause_upstream", "effect_first"})
+
 def _asked_in(text: str, scope: QuestionScope | None) -> bool:
     if scope is None:
         return False
@@ -195,6 +198,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
     def lead(kind: Literal["proposition", "why_open", "since_open"], text: str, statement: str = "", subject: str = "",
              support: Literal["confirmed", "likely", "unknown"] = "unknown", link: str = "",
              of: Sequence[ServiceCoverage] = rows) -> AnswerLead:
+        if prop is not None and prop.denied and statement in _DENIABLE:
+            statement = f"denied_{statement}"
         return AnswerLead(kind=kind, form=row.form, answer=row.answer, statement=statement, subject=subject,
                           services=[c.service for c in of], symptoms=[c.symptom for c in of],
                           evidence=[f"#{i}" for i in sorted({i for c in of for i in c.invocation_ids})],
@@ -265,10 +270,18 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
     if (row.form == "yes_no" and prop is not None and prop.kind == "cause" and decided is None and row.cause
             and row.answer in ("yes", "no")):
         # A change blamed for what no symptom word names: the evidence's cause, a change or not.
+        stated = "cause_yes" if (row.answer == "yes") != prop.denied else "other_cause"
         return AnswerLead(kind="proposition", form=row.form, answer=row.answer,
-                          statement="cause_yes" if row.answer == "yes" else "other_cause", subject=prop.subject,
+                          statement=f"denied_{stated}" if prop.denied else stated, subject=prop.subject,
                           services=[""], symptoms=[ANY], text=row.cause, link=row.link,
                           support="confirmed" if any(c.claim_text == row.cause for c in claims) else "likely")
+    if (row.form == "yes_no" and decided is None and isinstance(row.msg, Message)
+            and row.msg.code in ("form.ids_shown", "form.ids_clear")):
+        # Asked of instances with no service named ("what about the -3 box, is it throwing it too?"): the
+        # form row's own pair
+        return AnswerLead(kind="proposition", form=row.form, answer=row.answer, statement=row.msg.code.removeprefix("form."),
+                          subject=str(row.msg.params["ids"]), services=[row.service], symptoms=[row.symptom],
+                          text=str(row.msg.params.get("record", "")))
     if row.form != "yes_no" or prop is None or decided is None:
         return None
     if isinstance(row.msg, Message) and row.msg.code in ("form.stray", "form.forecast"):
@@ -276,7 +289,7 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         kind = "stray" if row.msg.code == "form.stray" else "forecast"
         return lead("proposition", facts(rows), f"{kind}_{row.answer}", prop.subject or row.service)
     if isinstance(row.msg, Message) and row.msg.code in ("form.culprit", "form.not_culprit"):
-        return lead("proposition", row.cause, "culprit_yes" if row.answer == "yes" else "culprit_no", prop.subject,
+        return lead("proposition", row.cause, "culprit_yes" if (row.answer == "yes") != prop.denied else "culprit_no", prop.subject,
                     row.cause_support)
     if isinstance(row.msg, Message) and row.msg.code in ("form.ids_shown", "form.ids_clear", "form.ids_absent",
                                                          "form.ids_still", "form.ids_moved", "form.ids_open",
@@ -336,7 +349,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         if said is None and hyp is None:
             return lead("proposition", facts(rows), "cause_open", prop.subject)
         support = "confirmed" if said is not None else "likely"
-        return lead("proposition", row.cause, "cause_yes" if row.answer == "yes" else "other_cause", prop.subject,
+        return lead("proposition", row.cause, "cause_yes" if (row.answer == "yes") != prop.denied else "other_cause",
+                    prop.subject,
                     support, row.link)
     return lead("proposition", _figures(rows, language) or facts(rows), "absent", prop.subject)
 

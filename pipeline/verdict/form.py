@@ -256,6 +256,8 @@ def form_coverage(
             return _of_ids(scope.identifiers, coverage, invs, scope.event)
         if scope.identifiers and prop.kind == "state":
             return _ids_open(scope.identifiers, coverage, invs, scope.event)
+        if scope.boxes and prop.kind == "symptom" and prop.expects == "faulty" and not prop.event:
+            return _of_ids(scope.boxes, coverage, invs)
         return _yes_no(prop, coverage, found, evidence, sustained, forecasts, degraded, invs)
     open_rows = [c for c in coverage if c.status not in ("answered", "healthy")]
     if open_rows:
@@ -545,9 +547,14 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
         # Said to have stopped: what the records hold is when it last ran, and nothing says why it would stop.
         last = max(ran, key=lambda r: r.at.timestamp() if r.at else 0.0)
         return _row("why", "not_answered", row, msg("form.event_no_cause", event=_timed(last)))
-    if event is None:
-        return None
     given = cause_for(present[0], found, evidence) if present else ((found[0], "") if found else None)
+    if event is None:
+        # A warning of one thing no asked symptom's cause speaks of ("smtp-relay 那头为啥把连接断了", "why is
+        # ICBC itself slow"): the incident's cause is no answer to it.
+        warned = _event_records(scope, invocations, warnings=True)
+        if given is not None and warned and not warned[0].alert and not _explains(given[0], warned[0], scope, invocations):
+            return _row("why", "not_answered", row, msg("form.event_no_cause", event=warned[0].raw))
+        return None
     paths = [w for w in scope.event if w.startswith("/")]
     asked = {sid for sids in scope.symptoms.values() for sid in sids if sid != ANY}
     if paths and any((r.fault or r.warns) and not WITHIN_BOUNDS.search(r.text) and any(mentions_symptom(r.text, s) for s in asked)
@@ -556,19 +563,24 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
     if given is None:
         # the endpoint's requests are in a record and nothing says why: "no sign of a fault" would deny them
         return _row("why", "not_answered", row, msg("form.event_no_cause", event=event.raw)) if paths else None
-    quoted = _cause_records(given[0], invocations)
-    itself = any(r.text == event.text for r in quoted)
-    dated = [r.at for r in quoted if r.at is not None]
-    later = event.at is not None and bool(dated) and min(dated) > event.at
-    # A cause of the incident explains a happening only when it speaks of what happened: eviction
-    # explains "rebuilding from MySQL" (a cache miss), not "Background saving started".
-    told = " ".join([normalize(given[0].text), *(r.text for r in quoted)])
-    own = {p for s in scope.services for p in normalize(s).split("-")} | {normalize(event.service)}
-    related = (any(p in told for p in paths) if paths else
-               any(s in told for w in keywords(event.raw) if w not in own and not w.isdigit() for s in synonyms(w)))
-    if not (itself or later or not related):
+    if _explains(given[0], event, scope, invocations):
         return None
     return _row("why", "not_answered", row, msg("form.event_no_cause", event=event.raw))
+
+
+def _explains(cause: Cause, event: Record, scope: QuestionScope, invocations: Sequence[ToolInvocation]) -> bool:
+    """A cause of the incident explains a happening only when it is not made of the happening's own
+    record, does not come after it, and speaks of what happened: eviction explains "rebuilding from
+    MySQL" (a cache miss), not "Background saving started"."""
+    quoted = _cause_records(cause, invocations)
+    dated = [r.at for r in quoted if r.at is not None]
+    if any(r.text == event.text for r in quoted) or (event.at is not None and dated and min(dated) > event.at):
+        return False
+    told = " ".join([normalize(cause.text), *(r.text for r in quoted)])
+    paths = [w for w in scope.event if w.startswith("/")]
+    own = {p for s in scope.services for p in normalize(s).split("-")} | {normalize(event.service)}
+    return (any(p in told for p in paths) if paths else
+            any(s in told for w in keywords(event.raw) if w not in own and not w.isdigit() for s in synonyms(w)))
 
 
 def _why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence) -> FormCoverage:
@@ -672,9 +684,10 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
 
 
 def _named_by(ids: Sequence[str], invocations: Sequence[ToolInvocation]) -> list[Record]:
-    """The records naming any of the ids ("order_id=123" of "order 123")."""
-    wanted = {Entity("identifier", i) for i in ids}
-    return [r for inv in invocations for r in records(inv) if wanted & extract_entities(r.raw)]
+    """The records naming any of the ids ("order_id=123" of "order 123"), or written on or naming one of
+    the instances ("inv-84cd-1")."""
+    wanted = {Entity(kind, i) for i in ids for kind in ("identifier", "instance")}
+    return [r for inv in invocations for r in records(inv) if r.host in ids or wanted & extract_entities(r.raw)]
 
 
 def _ids_absent(row: ServiceCoverage | None, subject: str) -> FormCoverage:
@@ -688,7 +701,9 @@ def _of_ids(ids: Sequence[str], coverage: Sequence[ServiceCoverage],
     it is a no; no record naming them, no answer. Other orders' records of it say nothing of these."""
     named = _named_by(ids, invocations)
     symptoms = [c.symptom for c in coverage] or [ANY]
-    shown = [r for r in named if (r.fault or r.warns) and any(mentions_symptom(r.text, s) for s in symptoms)]
+    # a line saying it stayed within bounds ("slow request within SLO") shows no fault
+    shown = sorted((r for r in named if (r.fault or r.warns) and any(mentions_symptom(r.text, s) for s in symptoms)
+                    and not WITHIN_BOUNDS.search(r.text)), key=lambda r: not r.fault)  # an error before a warning
     row = coverage[0] if coverage else None
     subject = ", ".join(ids)
     if named and done:
@@ -1059,6 +1074,9 @@ def _cause_proposition(prop: Proposition, coverage: Sequence[ServiceCoverage], f
     """Is the subject the cause? Put as a remedy, a yes says only where the cause lies: whether
     the remedy would work no record tells."""
     judged = _cause_judged(prop, coverage, found, evidence, sustained, invocations)
+    if prop.denied and judged.answer in ("yes", "no"):
+        # "it can't be X, right?": the yes agrees that X is not the cause
+        return judged.model_copy(update={"answer": "no" if judged.answer == "yes" else "yes"})
     if not (prop.remedy and judged.answer == "yes"):
         return judged
     said = msg("form.remedy_open", service=prop.subject, cause=judged.cause)
@@ -1072,6 +1090,8 @@ def _cause_judged(prop: Proposition, coverage: Sequence[ServiceCoverage], found:
     """Is the subject (a service or a change) the cause of the target's asked symptom?"""
     if prop.subject_kind == "service" and not prop.target:
         return _involved(prop, coverage, found, sustained)
+    if prop.subject_kind == "thing":
+        return _thing_blamed(prop, coverage, found, invocations)
     if prop.subject_kind == "change" and not coverage and found:
         return _change_blamed(prop, found[0], invocations)
     target = [c for c in coverage if c.service == (prop.target or prop.subject)] or \
@@ -1150,6 +1170,73 @@ def _change_made(cause: Cause, change: str, invocations: Sequence[ToolInvocation
     return any(sum(1 for w in said if any(_holds(r.text, s) for s in synonyms(w))) >= 2
                for inv in invocations for r in records(inv) if _CHANGE_RECORD.search(r.text)
                and (not times or (r.at is not None and r.at.strftime("%H:%M") in times)))
+
+
+def _inside(norm: str, word: str) -> bool:
+    """A word in a normalized text, a long Latin one inside a longer name too ("hikari" in "HikariPool-1")."""
+    return word in norm if len(word) >= 5 or not word.isascii() else _holds(norm, word)
+
+
+def _parts(text: str) -> str:
+    """A text normalized with its camel-case names also cut into their words ("fullStockSync" holds "sync")."""
+    return f"{normalize(text)} {normalize(re.sub(r'(?<=[a-z])(?=[A-Z])', ' ', text))}"
+
+
+def _speaks_of(text: str, words: set[str]) -> bool:
+    """At least half the words naming a thing (each or a synonym of it) are in the text."""
+    norm = _parts(text)
+    return 2 * sum(1 for w in words if any(_inside(norm, s) for s in synonyms(w))) >= len(words)
+
+
+def _touches(text: str, words: set[str]) -> bool:
+    """Any word naming a thing is in the text."""
+    norm = _parts(text)
+    return any(_inside(norm, s) for w in words for s in synonyms(w))
+
+
+def _thing_blamed(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Sequence[Cause],
+                  invocations: Sequence[ToolInvocation]) -> FormCoverage:
+    """Is a thing that is no service and no change the cause ("is DNS the cause of the order failures?",
+    "is the full stock sync what's filling the cache?")? Yes when the cause the evidence gives, or a
+    record it quotes, speaks of it; yes through it when a record of the thing that warns of nothing acts
+    where the cause lies before the cause shows (likely, as the cause is); no when the evidence gives a
+    cause and no record at all names the thing, or when the effect shows before the thing's first
+    warning; else the records cannot tell."""
+    words = set(prop.words)
+    rows = [c for c in coverage if c.service == prop.target] or [c for c in coverage if c.status == "answered"] \
+        or list(coverage)
+    row = rows[0] if rows else None
+    cause = found[0] if found else None
+    if not words:
+        return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
+    quoted = _cause_records(cause, invocations) if cause is not None else []
+    if cause is not None and _speaks_of(" ".join([cause.text, *(r.text for r in quoted)]), words):
+        return _row("yes_no", "answered", row, msg("form.cause", service=row.service if row else "",
+                                                   symptom=row.symptom if row else ANY, cause=cause.text),
+                    answer="yes", cause=(cause, ""))
+    named = sorted((r for inv in invocations for r in records(inv) if r.at is not None and _touches(r.text, words)),
+                   key=lambda r: r.at or 0)
+    if cause is not None and not named:
+        return _row("yes_no", "answered", row, msg("form.thing_unseen", thing=prop.phrase, cause=cause.text),
+                    answer="no", cause=(cause, ""))
+    effect = min((r for inv in invocations for r in records(inv) if row is not None and r.service == row.service
+                  and r.warns and not r.alert and r.at is not None and mentions_symptom(r.text, row.symptom)),
+                 key=lambda r: r.at or 0, default=None)
+    if cause is not None:
+        homes = {c.service for c in coverage if c.service and about(cause.text, c.service)} | \
+            {r.service for r in quoted if about(cause.text, r.service)}
+        shows = [r.at for r in quoted if r.at is not None] or ([effect.at] if effect is not None and effect.at else [])
+        fed = next((r for r in named if not r.warns and not r.alert and shows and r.at and r.at < min(shows)
+                    and (r.service in homes or any(normalize(h) in r.text for h in homes))), None)
+        if fed is not None:
+            return _row("yes_no", "answered", row, msg("form.cause_upstream", service=prop.subject, cause=cause.text,
+                                                        record=fed.raw),
+                        answer="yes", cause=(replace(cause, support="likely"), fed.raw))
+    warned = [r for r in named if r.warns or r.alert]
+    if warned and effect is not None and effect.at and warned[0].at and effect.at < warned[0].at:
+        return _row("yes_no", "answered", row, msg("form.effect_first", service=row.service if row else "",
+                                                   symptom=row.symptom if row else ANY, record=effect.raw), answer="no")
+    return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
 
 
 def _suspect_words(prop: Proposition) -> set[str]:

@@ -50,6 +50,9 @@ _INVOLVED_EN = "involved in|related to|connected to|linked to|tied to|part of|a 
 _INVOLVED_ZH = "关系|关联|联系|有关|相关|有份|掺和|参与"
 # (x: the suspected cause, y: what it is asked to have caused), most specific first.
 _CAUSE_EN = (
+    # "replica is minutes behind and thats why orders fail, right?": a statement put forward as why Y happens.
+    re.compile(r"^\W*(?!(?:is|are|was|were|isn't|wasn't|does|did|do|has|have|could|can)\b)(?P<x>[^?]+?)\s*(?:,|;|\s-|\band)?\s*"
+               r"\b(?:that's|thats|that is|which is|which's)\s+(?:the\s+reason\s+)?why\s+(?P<y>.+)"),
     re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
                r"(?:the\s+|a\s+)?(?:root\s+|real\s+|main\s+)?(?:cause|reason|culprit)\s+(?:of|for|behind|why|that)?\s*"
                r"(?P<y>.+)"),
@@ -84,6 +87,9 @@ _CAUSE_EN = (
     # No asking word at all: "api-gateway behind the order-service 500s?", "checkout 500s because of pricing-service?"
     re.compile(r"^\W*(?P<x>[^,?]+?)\s+(?:behind|causing|to blame for|responsible for)\s+(?P<y>[^?]+)"),
     re.compile(r"^\W*(?P<y>[^,?]+?)\s+(?:caused by|due to|because of|triggered by)\s+(?P<x>[^?]+)"),
+    # "..., the sync can't be what's eating the heap": a clause's subject said (not) to be what does it.
+    re.compile(r"(?:^|[,，;；]\s*)(?P<x>[^,，;；?]+?)\s+what(?:'s|s| is| was)?\s+(?:(?!going\b)[a-z]+ing|broke|caused|took down"
+               r"|(?!happen|start|chang)[a-z]{3,}ed)\s+(?P<y>.+)"),
     # "does X have anything to do with Y": whether X is involved at all.
     re.compile(r"\b(?:does|do|did|could|might)\s+(?P<x>.+?)\s+(?:have|has)\s+(?:anything|something|much)\s+to do with\s+"
                r"(?P<y>.+)"),
@@ -114,7 +120,7 @@ _CAUSE_ZH = (
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
     # The effect may be the clause before ("catalog-service 被驱逐重启，是 inventory OOM 连带出来的吗").
     re.compile(r"(?P<y>[^，,。？?]*?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏|连带出来|连带|带出来|带崩|带挂|搞出来|弄出来|闹出来|整出来|引发)"
-               r"的(?:吗|么|[?？]|$)"),
+               r"的(?:吗|么|吧|[?？]|$)"),
     re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|拖超时|拖挂|拖死|打挂)了?的?"
                r"(?:吗|么|[?？]|$)"),
     # "下单失败肯定是 api-gateway 配置改了吧": the effect first, a sure guess at its cause after it.
@@ -212,7 +218,15 @@ def _change_said(text: str) -> str:
     return next((a.strip() for a in re.split(r"\s+or\s+|还是", said) if CHANGE.search(a)), said)
 
 
-_AROUND_SUSPECT = re.compile(r"^(?:it|that|this)\s+|\s+(?:that's|thats|that|which|who)$")
+_AROUND_SUSPECT = re.compile(r"^(?:it|that|this)\s+|\s+(?:that's|thats|that|which|who|really|actually|basically|even|just)$")
+# The suspect said not to be it: "(so) it can't be X", "that isn't X", "X isn't (behind Y)"; in Chinese
+# "不是 / 不可能是 / 不会是 X ...吧" (with 吗 it asks the opposite: "不是 X 吗" puts X forward).
+_DENIED_LEAD = re.compile(r"^\s*(?:(?:so|and|but|then|ok so)\s+)?(?:it|that|this)?\s*(?:can't|cant|cannot|can not|couldn't|"
+                          r"couldnt|could not|isn't|isnt|is not|wasn't|wasnt|was not|ain't|aint)\s+(?:be\s+|have been\s+)?")
+_DENIED_TAIL = re.compile(r"\s+(?:isn't|isnt|is not|wasn't|wasnt|was not|aren't|arent|are not|weren't|can't|cant|cannot)"
+                          r"(?:\s+be)?\s*$")
+_DENIED_ZH = re.compile(r"(?:(?<!是)不是|不可能是|不会是|不该是)\s*$")
+_TAG_ZH = re.compile(r"吧\s*[?？。!！]*\s*$")
 # A tag closing the question: "..., yeah?", "..., right?", "- agree?"
 _TAG_END = re.compile(r"(?:[,，]|\s[-–—])\s*(?:right|correct|yeah|yea|yep|yes|no|eh|innit|ok|okay|agree|agreed|huh|true)$")
 # Joins a premise to what the asker draws from it.
@@ -289,11 +303,35 @@ def nicknamed(name: str, catalogue: Iterable[str]) -> str:
     return hits[0] if len(hits) == 1 else name
 
 
+# Words that frame a suspect rather than name it ("the real issue", "some dns problem", "那个问题").
+_THING_FRAME = frozenset("real root main actual actually just really some any whole thing stuff issue issues problem "
+                         "problems trouble maybe probably possibly like kinda right yeah cause reason culprit "
+                         "one ones other others both either combo combination together all "
+                         "问题 原因 这个 那个 这次 那次 什么 就是 其实 根因".split())
+_CLOCK = re.compile(r"^\d{1,2}[:.]\d{2}(?::\d{2})?$|^\d+$")
+
+
+def thing_words(text: str, services: Sequence[str]) -> set[str]:
+    """The words naming a suspect that is no service and no change ("dns", "replica ... behind"): its
+    content words, the framing words, services' names, times and figures aside."""
+    norm = normalize(text)
+    for s in filter(None, services):
+        norm = norm.replace(normalize(s), " ")
+    stems = {p for s in filter(None, services) for p in normalize(s).split("-")}
+    # "orders" of order-service, "db" of orders-db: the service's own name, said otherwise
+    # an instance ("order-9a1f-3") is its service's, read by the instance forms, no thing
+    boxes = {e.value for e in find_entities(norm) if e.kind == "instance"}
+    return {w for w in keywords(norm) if w not in _THING_FRAME and w not in stems and w.removesuffix("s") not in stems
+            and not _CLOCK.match(w) and not _PRONOUN.fullmatch(w) and w not in boxes}
+
+
 def _services_in(text: str, services: Sequence[str]) -> list[str]:
     """The asked services named in a part of the question, in full, by a "-service" stem or by a
     nickname ("pay-worker" of payment-service)."""
     norm = normalize(text)
-    nicknames = {nicknamed(m.group(0), services) for m in _SHORT_NAME.finditer(norm)}
+    # a name the catalogue holds whole ("orders-db") is that service, no nickname of another ("order-service")
+    nicknames = {nicknamed(m.group(0), services) for m in _SHORT_NAME.finditer(norm)
+                 if m.group(0) not in {normalize(s) for s in services}}
     return [s for s in services if normalize(s) in norm or s in nicknames
             or (s.endswith("-service") and re.search(rf"(?<![a-z0-9_-]){re.escape(s.removesuffix('-service'))}(?![a-z0-9_])", norm))
             # "the gateway" is api-gateway: the one service of that role
@@ -301,14 +339,17 @@ def _services_in(text: str, services: Sequence[str]) -> list[str]:
 
 
 def read_proposition(question: str, services: Sequence[str], *, asked_nothing: bool, denies: bool = False,
-                     fine: bool = False) -> Proposition:
+                     fine: bool = False, catalogue: Sequence[str] = (), things: bool = True) -> Proposition:
     """The proposition a yes/no question asks: a cause ("is X the cause of Y"), else, when no
     symptom was asked (`asked_nothing`), a state of the first service ("is X normal / down"), else
     the asked symptoms. `denies`: the proposition itself holds a negation ("X 是不是没有报错", "is
     X not erroring"), so it asserts the symptom's absence; `fine`: it asks whether the symptom is
-    normal ("X 的 CPU 没问题吧"), the same assertion (pipeline.verdict.scope reads both)."""
+    normal ("X 的 CPU 没问题吧"), the same assertion (pipeline.verdict.scope reads both). `catalogue`:
+    every service the world holds, whose names are no words of a thing blamed ("the orders db"); `things`
+    False reads no suspect as a thing (the caller found a service in its words: "网关")."""
     norm = normalize(question)
     negated = bool(_NEGATED.search(norm))
+    thing: Proposition | None = None
     for pattern in (*_CAUSE_EN, *_CAUSE_ZH):
         m = pattern.search(norm)
         if m is None:
@@ -323,6 +364,10 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         asked = _ASKING.match(norm, x_at)
         x_at = asked.end() if asked else x_at
         x = norm[x_at:x_end]
+        # "so it can't be the warmup behind Y, right?", "redis isn't behind Y, right?": the suspect denied
+        denial = _DENIED_LEAD.match(x) or _DENIED_TAIL.search(x)
+        denied = bool(denial) or bool(_DENIED_ZH.search(norm[:m.start("x")]) and _TAG_ZH.search(norm))
+        x = _DENIED_TAIL.sub("", _DENIED_LEAD.sub("", x))
         named = x
         if _PRONOUN.fullmatch(x.strip()):
             said = _ASKED_LAST.sub("", norm[:x_at])
@@ -335,7 +380,17 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         targets = _services_in(y, services)
         change = bool(CHANGE.search(x))
         if not subjects and not change:
+            # "is DNS the cause of the order failures?": a suspect that is no service and no change is a
+            # thing, judged by what the records say of it, unless a later reading names a service
+            words = thing_words(named, [*services, *catalogue])
+            if things and thing is None and "remedy" not in m.groupdict() and words:
+                said = _AROUND_SUSPECT.sub("", named.strip()).strip()
+                thing = Proposition(kind="cause", subject=said, subject_kind="thing", phrase=said, words=sorted(words),
+                                    target=targets[0] if targets else "", negated=negated, denied=denied)
             continue
+        if thing is not None and thing.phrase in x:
+            # a wider reading of the same words ("redis-cart 变慢应该不是预热任务" of "预热任务") is no better suspect
+            return thing
         # "is checkout-service the cause of the checkout 500s?": the effect is the subject's own
         # symptom, a target of its own, not "the incident" that involvement questions ask about.
         own = next((s for s in subjects if s in targets), "")
@@ -347,7 +402,9 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
                            subject_kind="change" if change else "service", target=target, negated=negated,
                            phrase="" if change else x.strip(),
                            culprit=not target and not change and not _INVOLVEMENT.search(norm),
-                           remedy="remedy" in m.groupdict())
+                           remedy="remedy" in m.groupdict(), denied=denied)
+    if thing is not None:
+        return thing
     # "is X normal and is Y normal?" asks it of every named service: subject "" (all of them).
     subject = services[0] if len(services) == 1 else ""
     # A pasted record ("`order_id=142 payment failed`") is the record's words, not a value the asker states.

@@ -241,7 +241,11 @@ _METRIC = {s.id: re.compile(s.metric) for s in SYMPTOM_TABLE if s.metric}
 _CLAUSES = re.compile(r"[,，;；。?？!！]|\s(?:and|but|while|whereas|also)\s|以及|并且|而且|同时|还有|但是|但")
 # A yes/no opens the question or one of its parts ("inventory-service keeps freezing, is it a leak?").
 _YES_NO_EN = re.compile(
-    r"(?:^|[,:;.?!，：；。？！]\s*|\s[-–—]+\s*)(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|any|anything|isn't|aren't|wasn't|"
+    # "... nothing broke till 8:15. so is the export really what's hogging the pool?": "so" opens the asking part
+    r"(?:^|[,:;.?!，：；。？！]\s*|\s[-–—]+\s*)(?:(?:so|and|but|ok so|then)\s+)?"
+    r"(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would|anything|isn't|aren't|wasn't|"
+    # "any errors?" asks whether; "any idea why ..." asks the why
+    r"any(?!\s+(?:idea|clue|clues|thoughts?|guesses|theories)\s+(?:on\s+)?(?:why|what|when|how|where|who|which))|"
     r"weren't|doesn't|don't|didn't|hasn't|haven't|can't|couldn't|won't|wouldn't|shouldn't)(?![a-z])")
 # 吗 / 吧 end a yes/no part wherever it stands ("正常吗？登录好像没问题"); 什么 / 怎么 / 为什么 never do.
 # "X 重启了没", "崩了没有", "降下来没有", "跑完没": 没 / 没有 ending a question after a doing or its
@@ -253,7 +257,7 @@ _YES_NO_ZH = re.compile(r"(?<![什怎])[吗么嘛吧](?:[?？，,]|[。!！\s]*$
 _ASKING_TAIL_ZH = re.compile(rf"(?:(?<=[{_DONE_CHARS}])|(?<={_DONE_WORDS}))没有?(?=\s*(?:[?？]|$))")
 # "checkout-service is the culprit, right?", "payment-service dead?": a tag, or a question with no
 # asking word at all (no wh- word, no auxiliary), is a yes/no.
-_YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not|yeah|yea|yep|eh|innit|no|ok|okay)\s*[?？]*\s*$")
+_YES_NO_TAG = re.compile(r"[,，\s](?:right|correct|yes or no|or not|yeah|yea|yep|eh|innit|no|ok|okay|agree|agreed)\s*[?？]*\s*$")
 # A tag question followed by the asker's own aside ("redis-cart is fine right? its just cart-service
 # being slow"): the question is the tagged part; the aside is what they believe, not what they ask.
 _TAG_THEN_ASIDE = re.compile(r"[,，\s](?:right|correct|yeah|yea|yep|eh|innit|ok|okay)\s*[?？]+\s*(?=\S)")
@@ -335,7 +339,9 @@ _WHY_FRAME = frozenset(
     "hanging stuck freeze frozen freezing stall stalled stalling unhappy sick angry red unstable unhealthy "
     "degraded degrading flapping flap trouble troubles having giving screwed busted toast tipped "
     # Words that only say when or how much ("why did X start failing?", "why so flaky lately?").
-    "lately recently today tonight yesterday day days week morning again so such very much af "
+    "lately recently today tonight yesterday day days week morning again so such very much af around roughly approx "
+    # "any idea why", "anyone know why", "X itself": who asks and how, not what happened
+    "any idea ideas clue clues anyone anybody someone somebody know knows itself themselves sitting "
     "flow fire fit throwing spamming noisy loud acting crazy nuts wild haywire bonkers mad drama mood "
     "start started starting begin began begun kick kicked kicking off trigger triggered launch launched "
     "为什么 为啥 为何 原因 咋回事 怎么回事 怎么 怎么了 什么 导致 引起 故障 问题 出问题 这次 那次 这个 那个 突然 一直 现在 "
@@ -353,7 +359,8 @@ _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causi
                   r"(?:what's|whats|what is|what was) the (?:reason|cause|deal)|(?:what's|whats|what is|what was|what were) making|what makes"
                   # "whats keeping orders from moving", "what prompted that": what brought it about
                   r"|(?:what's|whats|what is|what was|what were) (?:keeping|stopping|preventing|blocking|driving|the story|eating|hogging)"
-                  r"|what (?:prompted|triggered|drove|drives))\b"
+                  r"|what (?:prompted|triggered|drove|drives|slowed|slows|held up|delayed|stalled|choked|blew up|ate up|filled up"
+                  r"|hogged|knocked|took out|tipped))\b"
                   # "怎么对出差异来了", "怎么要 1.7 秒": how it came to be so
                   r"|(?:怎么|咋)(?!回事|办|处理|弄|看|查|算|用|做)[^，。？?\s]{1,10}了\s*[?？]?\s*$|(?:怎么|咋)(?:要|需要|得|花了?|用了?)\s*\d"
                   r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致"
@@ -366,7 +373,9 @@ _HOW_LONG = re.compile(r"\bhow long\b(?!.*\b(?:take|takes|took|to (?:recover|fix
                        # "how long did the cache take to fill": a span the records hold, not an estimate
                        r"|\bhow long did\b.*\btake\b(?!.*\bto (?:recover|fix|restart)\b)"
                        r"|\bhow many (?:minutes|hours|days)\b(?! ago)|持续了?多久|持续了?多长时间|多长时间了|多久了|有多久|多久(?:[?？。]|$)"
-                       r"|持续了?几(?:个小时|小时|分钟|天)|(?:几|多少)(?:个小时|小时|分钟)了")
+                       r"|持续了?几(?:个小时|小时|分钟|天)|(?:几|多少)(?:个小时|小时|分钟)了"
+                       # "推完规则，隔了多久 /api/pay 开始超时": the span between two happenings
+                       r"|(?:隔|过|相隔|间隔)了?(?:多久|多长时间|几分钟)")
 _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bsince\s*(?:\.{2,}|…)?\s*[?？]+\s*$|\bfirst\b[^?]{0,60}\bat what time\b|\bwhen did\b.*\b(?:start|begin|first|go down|break)"
                          r"|\bwhen (?:has|have|was|were|is|are)\b.*\b(?:start|began|begun|first)"
                          r"|\b(?:what time|when exactly|starting when|from when)\b.*\b(?:start|begin|first)\b"
@@ -386,7 +395,7 @@ _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bsince\s*(?:\.{2,}|�
 _MOMENT = re.compile(r"^\W*(?:(?:so|and|ok|okay|hey|quick q:?)\s+)?(?:when|what time|wat time|wut time|at what time)\b"
                      r"|\bat what time\s*[?？]*\s*$"
                      # "last NPE we've got on record - what time was that": the thing said first, its time asked after
-                     r"|(?:\s[-–—]+|[:,;，：；])\s*(?:when|what time|wat time|at what time)\s+(?:was|is|were|did)\s+(?:that|it|this|they)\b"
+                     r"|(?:\s[-–—]+|[:,;，：；])\s*(?:and\s+)?(?:when|what time|wat time|at what time)\s+(?:was|is|were|did)\s+(?:that|it|this|they)\b"
                      r"|(?:几点|什么时候|啥时候|何时|哪个时间点?)(?![^？?]*?[吗么吧](?:[?？]|\s*$))")
 
 
@@ -662,6 +671,9 @@ _BETWEEN = (
     # "第一条 NPE 出来以后，网关隔了多久才开始转发 500": the later's subject may stand before the asking words
     re.compile(r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)[，,]?\s*(?P<b0>[^，,。？?]*?)(?:隔了|过了|又过了)?多(?:久|长时间)(?:才|就)?"
                r"(?P<b>[^，,。？?]+)"),
+    # "risk-admin 推完那批规则，隔了多久 /api/pay 开始超时": the earlier happening is the clause before the span asked
+    re.compile(r"(?P<a>[^，,。？?]+?)[，,]\s*(?P<b0>[^，,。？?]*?)(?:隔了|过了|又过了|相隔)(?:多(?:久|长时间)|几分钟)(?:才|就)?"
+               r"(?P<b>[^，,。？?]+)"),
     # "从 X 到 Y 隔了多久", "X 一打开，到 Y 响，前后隔了几分钟"
     re.compile(rf"(?:从(?P<a>[^，,。？?]+?)[，,]?\s*|(?P<a2>[^，,。？?]+?)[，,]\s*)到(?P<b>[^，,。？?]+?)[，,]?\s*{_SPAN_ASKED_ZH}"),
 )
@@ -688,7 +700,12 @@ def _happening_words(text: str, services: Iterable[str] = (), *, symptoms: bool 
     """The words naming a happening in part of a question: no clock time, service name, frame word or
     bare number; `symptoms` False leaves a symptom's own words out too."""
     return sorted(w for w in keywords(_CLOCK.sub(" ", _unnamed(text, services)))
-                  if w not in _WHY_FRAME and not w.isdigit() and len(w) > 1 and (symptoms or not asked_symptoms(w)))
+                  if w not in _WHY_FRAME and not w.isdigit() and not _READING.fullmatch(w) and len(w) > 1
+                  and (symptoms or not asked_symptoms(w)))
+
+
+# A reading or a range of them as the asker writes it ("4.6-4.8s", "~1.7s"): the records write their own.
+_READING = re.compile(r"~?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?(?:ms|s|%|mb|gb|k)")
 
 
 def _sequence(question: str, services: Iterable[str]) -> tuple[list[str], list[str]] | None:
@@ -738,7 +755,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     tells the latest evidence of the asked services (of any, when none is named), which a clock
     time without a date is read against (pipeline.text.timewindow)."""
     known = list(catalogue)
-    whole, question = question, asked_part(question)
+    whole, question = question, asked_part(_siblings_named(question))
     services = asked_services(question, known)
     window, anchor = None, None
     if now is not None:
@@ -747,6 +764,18 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         window = parse_time_window(whole, now, anchor=anchor.at if anchor else None)
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
+    proposition = read_proposition(question, services, asked_nothing=all(v == [ANY] for v in symptoms.values()),
+                                   denies=denies_symptom(question), fine=asks_fine(question),
+                                   catalogue=known) if form == "yes_no" else None
+    if proposition is not None and proposition.subject_kind == "thing" and asked_services(proposition.phrase, known):
+        # "这锅该网关背吗": a service said in words the proposition's reader does not know is no thing
+        proposition = read_proposition(question, services, asked_nothing=all(v == [ANY] for v in symptoms.values()),
+                                       denies=denies_symptom(question), fine=asks_fine(question), things=False)
+    asked = question
+    if proposition is not None and proposition.subject_kind == "thing":
+        # "is DNS the cause of the order failures?": the suspect's words name no symptom asked about
+        asked = normalize(question).replace(proposition.phrase, " ")
+        symptoms = service_symptoms(asked, services, known)
     between = _between(question, services)
     sequence = _sequence(question, services) if form == "yes_no" and not between else None
     ordered = _ordered(question, services) if form == "yes_no" and not between and not sequence else None
@@ -762,19 +791,19 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     one_off = form == "yes_no" and bool(_ONE_OFF.search(normalize(question)))
     shared_cause = form == "yes_no" and bool(_SHARED_CAUSE.search(normalize(question)))
     # "for everyone or just coupon orders?" sets all against some: an alternative, not a claim about all
-    only = _only(question, services) if form == "yes_no" else ""
+    # "只有 pay-7d9f-2 在报。那 -1 上也在超时吗": the sentence asking is the last one naming an instance
+    asked_box = _box_sentence(question)
+    only = _only(asked_box, services) if form == "yes_no" else ""
     # "all coming from order-9a1f-3" says where they all come from: one place alone, not every request
     universal = (form == "yes_no" and not only and bool(_UNIVERSAL.search(normalize(question)))
                  and not re.search(r"\bor\s+(?:just|only)\b|还是只有|还是只", normalize(question)))
     return QuestionScope(
         services=services,
         known_services=[s for s in services if s in known],
-        symptom=", ".join(asked_symptoms(_unnamed(question, services))),
+        symptom=", ".join(asked_symptoms(_unnamed(asked, services))),
         symptoms=symptoms,
         form=form,
-        proposition=read_proposition(question, services, asked_nothing=all(v == [ANY] for v in symptoms.values()),
-                                     denies=denies_symptom(question), fine=asks_fine(question))
-        if form == "yes_no" else None,
+        proposition=proposition,
         time_window=TimeWindow(start=window[0], end=window[1], text=window_phrase(whole), anchor=anchor)
         if window else None,
         language="zh" if detect_language(question) == "zh" else "en",
@@ -792,6 +821,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         latest=moment and bool(_LATEST.search(normalize(question))),
         peak=moment and bool(_PEAK.search(normalize(question))),
         identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
+        boxes=sorted({e.value for e in extract_entities(asked_box) if e.kind == "instance" and "-" in e.value})
+        if form == "yes_no" and not only else [],
         within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question)) or _QUOTES_FIGURE.search(normalize(question))),
         status=_asked_status(question) if form == "yes_no" else "",
         alert=alert,
@@ -808,6 +839,30 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
 
 _LINKED = re.compile(r"\b(?:related|relate|cause[ds]?|because|due|blame|fault|behind|linked|connected)\b|有关|相关|关系|原因|导致|因为|怪")
 _NEGATION = re.compile(r"\b(?:not|never|no|didn't|did not|wasn't|hasn't|haven't|won't|isn't|aren't)\b|没|不|未")
+
+
+# An instance named by its ordinal alone after a sibling was named in full: "-3" of "checkout-68f0-1 ... the -3 box".
+_ORDINAL = re.compile(r"(?<![\w.-])-(\d{1,2})(?![\w.-])")
+
+
+_SENTENCES = re.compile(r"(?<=[。！!？?])|(?<=\.)\s+")
+
+
+def _box_sentence(question: str) -> str:
+    """The last sentence naming an instance, or the whole question when none or one sentence does."""
+    named = [p for p in _SENTENCES.split(question) if any(e.kind == "instance" for e in find_entities(p))]
+    return named[-1] if named else question
+
+
+def _siblings_named(question: str) -> str:
+    """The question with an instance said by its ordinal ("-3") written in full after the sibling it
+    follows ("checkout-68f0-1 ... what about the -3 box" -> "checkout-68f0-3")."""
+    first = next((e for e in find_entities(question) if e.kind == "instance" and re.search(r"-\d{1,2}$", e.value)), None)
+    if first is None:
+        return question
+    family = first.value.rsplit("-", 1)[0]
+    head, tail = question[:first.end], question[first.end:]
+    return head + _ORDINAL.sub(lambda m: f"{family}-{m.group(1)}", tail)
 
 
 def _done_to_ids(question: str, services: Iterable[str], catalogue: Iterable[str]) -> list[str]:
@@ -886,7 +941,8 @@ _ACTOR = re.compile(r"\b(?:who|which (?:person|people|job|team|user|engineer|pro
 _LATEST = re.compile(r"\b(?:last|latest|most recent|final)\b|\b(?:until|till) (?:when|what time)\b"
                      r"|(?:最近|最后|最新)(?:一)?(?:次|单|条|个|回)?|到(?:几点|什么时候|啥时候)")
 # A when of a reading at its highest: "top out", "peak", "max out", "最高", "峰值".
-_PEAK = re.compile(r"\b(?:top(?:ped)? out|peak(?:ed)?|max(?:ed)? out|at (?:its|the) (?:highest|worst|max)|highest|hit its max)\b"
+_PEAK = re.compile(r"\b(?:top(?:ped)? out|peak(?:ed)?|max(?:ed)? out|at (?:its|the) (?:highest|worst|max)|highest|worst|longest|biggest"
+                   r"|hit its max)\b"
                    r"|最高|峰值|顶峰|最严重")
 # The asking words of a when or a one-off, which no record of the happening holds.
 _WHEN_FRAME = re.compile(r"\b(?:when|what time|wat time|wut time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first"

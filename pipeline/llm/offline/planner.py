@@ -76,6 +76,13 @@ def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] 
         # A change blamed by its name ("commit 9f3c2ab"): the lines naming it say what it was.
         calls.append(PlannedToolCall(tool_name="query_logs", arguments={"keywords": [*named], "level": "INFO", **time_args},
                                      purpose="the change asked about, by its name"))
+    prop = scope.proposition
+    if prop is not None and prop.subject_kind == "thing":
+        # A thing blamed ("is that order-history-export flag what's eating the connections"): the lines naming
+        # it, any level, say whether it happened and when ("feature flag ... enabled" is an INFO line).
+        thing: list[JsonValue] = list(dict.fromkeys(s for w in prop.words for s in synonyms(w)))
+        calls.append(PlannedToolCall(tool_name="query_logs", arguments={"keywords": thing, "level": "INFO", **time_args},
+                                     purpose="the thing asked about, by its words"))
     calls.append(PlannedToolCall(tool_name="lookup_knowledge",
                                  arguments={"query": " ".join([question, *words[:4]]), "top_k": 3},
                                  purpose="runbooks for this symptom"))
