@@ -127,7 +127,8 @@ _RELATIVE = re.compile(r"\W*(?:(?:about|around|roughly|some|~)\s*)?(?:\d+(?:\.\d
 # Where, as a whole: ", from all three pods", "across both hosts", "三台都有".
 _EVERYWHERE = re.compile(r"\W*(?:(?:from|on|across|in)\s+)?(?:all|both|each of the|every)\s+(?:\w+\s+){0,2}"
                          r"(?:pods?|hosts?|instances?|nodes?|replicas?|machines?)\W*|\W*(?:[两三四五六七八九\d]+|所有|每)(?:台|个)"
-                         r"(?:pod|实例|节点|机器)?都(?:有|在报|报了)?\W*")
+                         # the workload's name may stand before its kind: "三台 order pod 都有"
+                         r"(?:\s*[a-z][\w-]*\s*(?=pod|实例|节点|机器))?(?:pod|实例|节点|机器)?\s*都(?:有|在报|报了)?\W*")
 
 # A clock time with at most its preposition, time zone and an ordinal or "again" ("at 08:01:10", "17:29:28 UTC",
 # "到 09:20", "the first at 16:21:29", "and again at 08:04").
@@ -137,6 +138,9 @@ _TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final
                          r"\s+(?:seconds?|secs?|minutes?|mins?|hours?)\s+(?:later|after|afterwards)\s*,?\s*)?"
                          rf"(?:(?:at|by|from|to|until|till|since|and|between|到|至|于|在|是)\s*)?(?:{CLOCK_TIME.pattern})"
                          rf"(?:\s*(?:-|–|~|to|and|至|到)\s*(?:{CLOCK_TIME.pattern}))?\s*(?:utc|gmt)?(?:\W*right)?\W*")
+# A clause closing the span of the fact before it, with a word or two of how it held ("..., 到 09:20 都没降",
+# "..., until 09:29 without a break"): it dates that fact's end, and names nothing of its own.
+_ENDS_SPAN = re.compile(rf"\W*(?:一直到|直到|到|至|until|till|through|up to)\s*(?:{CLOCK_TIME.pattern})")
 _ANAPHOR = re.compile(r"\W*(?:this|that|these|those|it|they|them|the same|every one|each|all of them|both|"
                      r"这|那|它|该|同一|第一条|最后一条|最早一条|每一条|都)(?![\w-])")
 _FULL_COLON = re.compile(r"：(?=\d)")
@@ -356,11 +360,24 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
     # is judged with it: apart, the clause is a summary no record words.
     masked = _BACKED.sub(lambda m: f"{m.group(1)} {m.group(2)}" if not _facts(extract_entities(m.group(1)))
                          and not CLOCK_TIME.search(m.group(1)) else m.group(0), masked)
-    parts: list[str] = []
-    leading: set[str] = set()
+    unmasked = []
     for part in clauses(masked):
         for i, quote in enumerate(quotes):
             part = part.replace(f"quoted{i}x", quote)
+        unmasked.append(part)
+    parts = _placed(unmasked)
+    kept = {e for part in parts for e in extract_entities(part)}
+    if not parts or not extract_entities(sentence) <= kept or any(all(q not in p for p in parts) for q in quotes):
+        return [sentence]
+    return parts
+
+
+def _placed(clauses_said: list[str]) -> list[str]:
+    """The clauses with each one that only places the fact before it (where, when, how long after) joined to
+    that fact, and one that opens on its verb joined to its subject before it."""
+    parts: list[str] = []
+    leading: set[str] = set()
+    for part in clauses_said:
         # A clause naming only where (and when: "..., fires on pod inv-84cd-3", "was logged by
         # checkout-68f0-3 at 16:23") states no fact of its own: it places the one before it, and is
         # judged with it, so a swapped pod meets that fact's record.
@@ -369,7 +386,9 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
         # of the fact before it, ", 08:01:40 and 08:02:40" lists its other times; judged apart, it met
         # whatever record shares no word with it.
         placing = (facts and all(e.kind == "instance" for e in facts) or _TIME_ALONE.fullmatch(normalize(part))
-                   or _RELATIVE.match(normalize(part)) or _EVERYWHERE.fullmatch(normalize(part)))
+                   or _RELATIVE.match(normalize(part)) or _EVERYWHERE.fullmatch(normalize(part))
+                   or (not facts and (ends := _ENDS_SPAN.match(normalize(part))) is not None
+                       and len([w for w in keywords(normalize(part)[ends.end():]) if not w[0].isdigit()]) <= 2))
         # A clause opening on its verb ("... (10:22) is a single line", "68 (33%) are timeouts") has its
         # subject in the part before, cut off by the parenthesis.
         if parts and _PREDICATE.match(part):
@@ -387,9 +406,6 @@ def _stated(sentence: str, quotes: list[str]) -> list[str]:
     for i in range(len(parts) - 1, 0, -1):
         if _RELATIVE.search(normalize(parts[i])) and len({t[:5] for t in _times(parts[i])}) <= 1:
             parts[i - 1:i + 1] = [f"{parts[i - 1]} {parts[i]}"]
-    kept = {e for part in parts for e in extract_entities(part)}
-    if not parts or not extract_entities(sentence) <= kept or any(all(q not in p for p in parts) for q in quotes):
-        return [sentence]
     return parts
 
 
@@ -643,6 +659,9 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
         elif HEDGE.search(own):
             # A guess that says so is allowed, judged on what it rests on; its facts are claims like any.
             facts, guess, gaps = _guess(sentence)
+            # Its basis is read as any statement's clauses are: one that only dates or places the fact before
+            # it ("About ten minutes later, at 14:03, X was back ..., so it seems ...") is judged with it.
+            facts = _placed(facts)
             for fact in facts:
                 claim(fact, [q for q in quotes if q in fact], causal=False)
             # A guess with no fact of its own rests on the statement before it ("X logged p95=4.8s; that
