@@ -361,6 +361,9 @@ def rounds_to(claimed: str, recorded: str, scale: float = 1.0) -> bool:
 _EN_STOP = frozenset(
     "a an the is are was were be been of to in on at for and or with by from as it this that these those "
     "there has have had not no but into than then so such can could may might will would".split()
+    # Pronouns, auxiliaries, a time zone and the halves a contraction leaves ("didn't" is "didn" and "t"; "not" is
+    # above): no content a record could word.
+    + "its their them they we our us since utc did does do didn doesn don isn wasn weren aren hasn haven".split()
 )
 _ZH_STOP = frozenset("的 了 和 与 在 是 有 为 及 或 对 从 被 把 也 都 而 并 等 中 上 下 个 出现 进行 当前 最近".split())
 
