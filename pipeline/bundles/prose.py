@@ -81,8 +81,9 @@ _LABEL = re.compile(
     r"|findings|evidence|status|结论|总结|简而言之|简单说|一句话|现象|影响|时间线)(?:\s*\([^)]{0,30}\))?\s*[:：])\s*",
     re.IGNORECASE)
 # Any short label of the writer's own ("Noise check:", "Ruled out for now:", "旁支排查：", "和支付无关、可以放一边的："):
-# a few words, no figure, name or speaker in it.
-_SHORT_LABEL = re.compile(r"^((?:[a-z]+\s+){0,3}[a-z]+|[\u4e00-\u9fff][\u4e00-\u9fff、]{1,15})\s*[:：]\s*(?=\S)",
+# a few words (up to seven, a comma, slash or apostrophe among them: "Some arithmetic over the spool queue:", "What it
+# isn't, going by the output:"), no figure, name or speaker in it.
+_SHORT_LABEL = re.compile(r"^((?:[a-z][a-z'/]*,?\s+){0,6}[a-z][a-z'/]*|[\u4e00-\u9fff][\u4e00-\u9fff、]{1,15})\s*[:：]\s*(?=\S)",
                           re.IGNORECASE)
 # A label leading its line ("建议：...", "**Confidence:** high") or alone on it ("Next steps:", "**证据：**",
 # which leads the lines under it).
@@ -121,13 +122,15 @@ _RELATIVE = re.compile(r"\W*(?:(?:about|around|roughly|some|~)\s*)?(?:\d+(?:\.\d
                        r"(?:(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?)(?:\s+(?:and\s+)?\d+\s*(?:s|secs?|seconds?))?"
                        r"\s+(?:later|after|before|earlier)\b|(?:seconds?|minutes?|hours?)\s+on\b(?!\s*/))"
                        r"|\W*比.{1,30}?(?:晚|早)了?\s*(?:约|大约)?\s*\d"
+                       # how much later each one came, its other end the fact before it: "每次晚 1–2 秒", "都晚约 0.5 秒"
+                       r"|\W*(?:每次|每条|每单|每笔|都)(?:要)?(?:晚|早)了?\s*(?:约|大约)?\s*\d"
                        # the period of the series before it: "roughly one every 13 minutes", "每 65 秒一次"
                        r"|\W*(?:(?:about|around|roughly|some|~)\s*)?(?:one\s+|once\s+)?every\s+\d|\W*(?:约|大约)?每\s*\d")
 
 # Where, as a whole: ", from all three pods", "across both hosts", "三台都有".
 _EVERYWHERE = re.compile(r"\W*(?:(?:from|on|across|in)\s+)?(?:all|both|each of the|every)\s+(?:\w+\s+){0,2}"
                          r"(?:pods?|hosts?|instances?|nodes?|replicas?|machines?)\W*|\W*(?:[两三四五六七八九\d]+|所有|每)(?:台|个)"
-                         # the workload's name may stand before its kind: "三台 order pod 都有"
+                         # the workload's name may stand before its kind: "三台 prt pod 都有"
                          r"(?:\s*[a-z][\w-]*\s*(?=pod|实例|节点|机器))?(?:pod|实例|节点|机器)?\s*都(?:有|在报|报了)?\W*")
 
 # A clock time with at most its preposition, time zone and an ordinal or "again" ("at 08:01:10", "17:29:28 UTC",
@@ -138,8 +141,13 @@ _TIME_ALONE = re.compile(rf"\W*(?:(?:the\s+)?(?:first|last|earliest|latest|final
                          r"\s+(?:seconds?|secs?|minutes?|mins?|hours?)\s+(?:later|after|afterwards)\s*,?\s*)?"
                          rf"(?:(?:at|by|from|to|until|till|since|and|between|到|至|于|在|是)\s*)?(?:{CLOCK_TIME.pattern})"
                          rf"(?:\s*(?:-|–|~|to|and|至|到)\s*(?:{CLOCK_TIME.pattern}))?\s*(?:utc|gmt)?(?:\W*right)?\W*")
-# A clause closing the span of the fact before it, with a word or two of how it held ("..., 到 09:20 都没降",
-# "..., until 09:29 without a break"): it dates that fact's end, and names nothing of its own.
+# What each of the happenings the clause before names measured, alone in its clause ("..., 每次大约 2-3 秒",
+# "..., each taking 2-3 s"): a figure of that fact's records, judged with it.
+_EACH_FIGURE = re.compile(r"\W*(?:每次|每条|每个|每单|每笔|单次|each(?:\s+(?:one|time|taking|took|lasting))?)\s*(?:耗时|用时|about"
+                          r"|around|roughly|~|约|大约|大概)?\s*\d+(?:\.\d+)?(?:\s*(?:-|–|~|至|到|to)\s*\d+(?:\.\d+)?)?"
+                          r"\s*(?:ms|s|sec|secs|seconds?|秒|毫秒|分钟|min|mins|minutes?)(?:\s*(?:左右|上下))?\W*")
+# A clause closing the span of the fact before it, with a word or two of how it held ("..., 到 11:40 没有回落",
+# "..., until 11:40 without a break"): it dates that fact's end, and names nothing of its own.
 _ENDS_SPAN = re.compile(rf"\W*(?:一直到|直到|到|至|until|till|through|up to)\s*(?:{CLOCK_TIME.pattern})")
 _ANAPHOR = re.compile(r"\W*(?:this|that|these|those|it|they|them|the same|every one|each|all of them|both|"
                      r"这|那|它|该|同一|第一条|最后一条|最早一条|每一条|都)(?![\w-])")
@@ -387,6 +395,7 @@ def _placed(clauses_said: list[str]) -> list[str]:
         # whatever record shares no word with it.
         placing = (facts and all(e.kind == "instance" for e in facts) or _TIME_ALONE.fullmatch(normalize(part))
                    or _RELATIVE.match(normalize(part)) or _EVERYWHERE.fullmatch(normalize(part))
+                   or _EACH_FIGURE.fullmatch(normalize(part))
                    or (not facts and (ends := _ENDS_SPAN.match(normalize(part))) is not None
                        and len([w for w in keywords(normalize(part)[ends.end():]) if not w[0].isdigit()]) <= 2))
         # A clause opening on its verb ("... (10:22) is a single line", "68 (33%) are timeouts") has its
@@ -660,7 +669,7 @@ def prose_output(answer: str, invocations: list[ToolInvocation]) -> str:
             # A guess that says so is allowed, judged on what it rests on; its facts are claims like any.
             facts, guess, gaps = _guess(sentence)
             # Its basis is read as any statement's clauses are: one that only dates or places the fact before
-            # it ("About ten minutes later, at 14:03, X was back ..., so it seems ...") is judged with it.
+            # it ("Half an hour on, at 11:51, the pool was full again, so the restart probably ...") is judged with it.
             facts = _placed(facts)
             for fact in facts:
                 claim(fact, [q for q in quotes if q in fact], causal=False)

@@ -199,7 +199,9 @@ UNIT_SECONDS = {"ms": 0.001, "毫秒": 0.001, "s": 1.0, "sec": 1.0, "seconds": 1
 # "晚了 40 分钟", "every 12-14 minutes".
 _SPAN = (r"(\d+(?:\.\d+)?)(?:\s*(?:-|–|~|to|至|到)\s*(\d+(?:\.\d+)?))?\s*"
          r"(ms|s|sec|secs|seconds?|min|mins|minutes?|hours?|秒|毫秒|分钟|小时)")
-INTERVAL = re.compile(rf"(?:(?:晚了|早了|间隔|相隔|跨度|历时|every|each|每|spanning|spans?|spanned|a span of)\s*"
+# ("每次晚 1-2 秒": how much later each one came than the one the clause names)
+INTERVAL = re.compile(rf"(?:(?:晚了|早了|(?<=每次)晚|(?<=每条)晚|(?<=都)晚|间隔|相隔|跨度|历时|every|each|每|spanning|spans?|spanned"
+                      r"|a span of)\s*"
                       rf"(?:about|around|roughly|~|约|大约)?\s*{_SPAN}"
                       rf"|{_SPAN}\s*(?:later|after|afterwards|before|earlier|apart|之后|以后|后|前|later on)"
                       # "roughly 21 minutes on": on from the time before, not "5.6s on /api/pay"
@@ -423,12 +425,13 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("响应", "respond", "response"), ("排队", "queued", "queue"), ("扫描", "scan", "scanned"), ("任务", "job"),
     ("实例", "instance"), ("路由", "route"), ("阈值", "threshold"), ("配置", "config", "configuration", "setting"),
     ("版本", "version"), ("等待", "waiting", "wait"), ("金丝雀", "canary"), ("跳过", "skipped", "skip"),
-    ("暂停", "停顿", "pause", "paused", "pauses"), ("最大", "maximum", "max"), ("淘汰", "evicted"),
+    ("暂停", "停顿", "pause", "paused", "pauses"), ("最大", "maximum", "max"), ("淘汰", "evicted", "evicting", "evicts"),
     ("变更", "change", "changed"), ("进程", "process"), ("采样", "sampling", "sample"), ("热点", "hot"),
     ("分钟", "minute", "minutes"), ("次数", "times", "count"), ("节点", "node"), ("维护", "maintenance"),
     ("更新", "update", "updated"), ("规则", "rule", "rules", "ruleset"), ("风控", "risk"), ("评分", "scoring", "score"),
     ("同步", "sync"), ("启动", "started", "startup"), ("预热", "warmup", "warm-up"), ("空指针", "npe", "nullpointerexception"), ("秒杀", "flash-sale", "flash sale"),
     ("bgsave", "background saving", "background save"), ("oom", "outofmemoryerror", "out of memory", "内存溢出"),
+    ("回退", "fallback", "falling back", "fall back", "fell back"), ("默认", "default"), ("头像", "avatar"),
 )
 _SYN_INDEX: dict[str, tuple[str, ...]] = {}
 for _group in SYNONYMS:
