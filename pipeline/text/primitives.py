@@ -12,6 +12,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 
@@ -65,6 +66,21 @@ CLOCK_TIME = re.compile(r"(?<!\d)(?<!\d:)(\d{1,2}):(\d{2})(?::\d{2})?(?!\d|:\d)"
 def clock_times(text: str) -> set[str]:
     """The clock times a text names, as HH:MM: a record's "T16:20:48.164Z" is the claim's "16:20"."""
     return {f"{int(h):02d}:{m}" for h, m in CLOCK_TIME.findall(normalize(text))}
+
+
+# A timestamp written with its zone's offset ("2026-11-21T22:31:10+08:00", "...T16:17:00.5+0800").
+_ZONED = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2}))?(?:\.\d+)?([+-])(\d{2}):?(\d{2})(?!\d)")
+
+
+def in_utc(text: str) -> str:
+    """The text with each timestamp written with a zone offset written in UTC, as records are
+    ("2026-11-21T22:31:10+08:00" -> "2026-11-21T14:31:10Z"): a claim's local time is the record's time."""
+    def utc(m: re.Match[str]) -> str:
+        day, hh, mm, ss, sign, oh, om = m.groups()
+        local = datetime.fromisoformat(f"{day}T{hh}:{mm}:{ss or '00'}")
+        offset = timedelta(hours=int(oh), minutes=int(om)) * (1 if sign == "+" else -1)
+        return (local - offset).strftime("%Y-%m-%dT%H:%M:%S" if ss else "%Y-%m-%dT%H:%M") + "Z"
+    return _ZONED.sub(utc, text) if "+" in text or "-" in text else text
 
 
 # A calendar date ("2026-04-09", "2026/04/09T09:11", a logcat line's "04-09 09:11:00", "4月9日"): a day, whose

@@ -59,6 +59,7 @@ from pipeline.text.primitives import (
     extract_entities,
     find_entities,
     in_order,
+    in_utc,
     instance_shape,
     keywords,
     normalize,
@@ -569,6 +570,17 @@ def _swapped_instance(mine: set[str], theirs: set[str]) -> tuple[str, str] | Non
     return None
 
 
+def _unheld_times(text: str, evidence: str) -> list[str]:
+    """The claim's clock times and days no record holds: as written, or all of them once its offset
+    timestamps are written in UTC ("2026-11-21T22:31:10+08:00" is a record's 14:31:10Z; a record's own
+    offset timestamp is met as written)."""
+    times, days = clock_times(text) - clock_times(evidence), dates(text) - dates(evidence)
+    utc = in_utc(text)
+    if (times or days) and utc != text and not clock_times(utc) - clock_times(evidence) and not dates(utc) - dates(evidence):
+        return []
+    return sorted(times) + sorted(days)
+
+
 def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: list[str], lang: str) -> ClaimCheck:
     cid = claim.key
     text = claim.claim_text or ""
@@ -615,7 +627,7 @@ def _check_claim(claim: ExecutorClaim, entry: CitedClaim | None, gate_rules: lis
                and stated_count(e) not in counted and not _store_within(e, ev_norm)
                and not (e.kind == "duration" and e.value[:-1] in bare) and not _word_within(e, ev_norm)]
     missing += miscounted
-    missing += sorted(clock_times(text) - clock_times(ev.text)) + sorted(dates(text) - dates(ev.text)) + unheld + _mistimed(text, claim_ents, ev.anchor + ev.related)
+    missing += _unheld_times(text, ev.text) + unheld + _mistimed(text, claim_ents, ev.anchor + ev.related)
     if missing:
         return done("external_unknown", tr("offline.verifier.external", lang, items=", ".join(missing)))
     if gate_rules:
