@@ -311,7 +311,7 @@ _THING_FRAME = frozenset("real root main actual actually just really some any wh
 _CLOCK = re.compile(r"^\d{1,2}[:.]\d{2}(?::\d{2})?$|^\d+$")
 
 
-def thing_words(text: str, services: Sequence[str]) -> set[str]:
+def _thing_words(text: str, services: Sequence[str]) -> set[str]:
     """The words naming a suspect that is no service and no change ("dns", "replica ... behind"): its
     content words, the framing words, services' names, times and figures aside."""
     norm = normalize(text)
@@ -382,7 +382,7 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         if not subjects and not change:
             # "is DNS the cause of the order failures?": a suspect that is no service and no change is a
             # thing, judged by what the records say of it, unless a later reading names a service
-            words = thing_words(named, [*services, *catalogue])
+            words = _thing_words(named, [*services, *catalogue])
             if things and thing is None and "remedy" not in m.groupdict() and words:
                 said = _AROUND_SUSPECT.sub("", named.strip()).strip()
                 thing = Proposition(kind="cause", subject=said, subject_kind="thing", phrase=said, words=sorted(words),

@@ -79,9 +79,10 @@ def plan(question: str, scope: QuestionScope, window: tuple[datetime, datetime] 
     prop = scope.proposition
     if prop is not None and prop.subject_kind == "thing":
         # A thing blamed ("is that order-history-export flag what's eating the connections"): the lines naming
-        # it, any level, say whether it happened and when ("feature flag ... enabled" is an INFO line).
+        # it, any level, say whether it happened and when ("feature flag ... enabled" is an INFO line); a
+        # cause comes before what it causes, so before the window the question gives too.
         thing: list[JsonValue] = list(dict.fromkeys(s for w in prop.words for s in synonyms(w)))
-        calls.append(PlannedToolCall(tool_name="query_logs", arguments={"keywords": thing, "level": "INFO", **time_args},
+        calls.append(PlannedToolCall(tool_name="query_logs", arguments={"keywords": thing, "level": "INFO"},
                                      purpose="the thing asked about, by its words"))
     calls.append(PlannedToolCall(tool_name="lookup_knowledge",
                                  arguments={"query": " ".join([question, *words[:4]]), "top_k": 3},
