@@ -68,3 +68,14 @@ def test_a_thing_is_found_inside_a_camel_case_name(settings: Settings, store: St
                              settings, store)
     assert form.answer == "no"
     assert summary.startswith("No, through another component")
+
+
+@pytest.mark.parametrize(("question", "denied"), [
+    ("the checkout slowness isn't down to redis, right?", True),
+    ("isn't the checkout slowness down to redis?", False),
+])
+def test_a_service_cut_to_one_word_of_its_name_is_the_suspect(question: str, denied: bool) -> None:
+    scope = read_scope(question, ["checkout-service", "redis-sessions"])
+    assert scope.proposition is not None
+    assert (scope.proposition.kind, scope.proposition.subject, scope.proposition.denied) == ("cause", "redis-sessions",
+                                                                                             denied)

@@ -56,7 +56,8 @@ _CAUSE_EN = (
     re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
                r"(?:the\s+|a\s+)?(?:root\s+|real\s+|main\s+)?(?:cause|reason|culprit)\s+(?:of|for|behind|why|that)?\s*"
                r"(?P<y>.+)"),
-    re.compile(r"\b(?:is|are|was|were)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from|down to)\s+(?P<x>.+)"),
+    re.compile(r"\b(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from"
+               r"|down to)\s+(?P<x>.+)"),
     re.compile(r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
                rf"{_INVOLVED_EN}|"
                r"what(?:'s|s| is| was)? (?:broke|caused|took down|(?!going\b)[a-z]+ing|(?!happen|start|chang)[a-z]{3,}ed))\s+"
@@ -87,6 +88,9 @@ _CAUSE_EN = (
     # No asking word at all: "api-gateway behind the order-service 500s?", "checkout 500s because of pricing-service?"
     re.compile(r"^\W*(?P<x>[^,?]+?)\s+(?:behind|causing|to blame for|responsible for)\s+(?P<y>[^?]+)"),
     re.compile(r"^\W*(?P<y>[^,?]+?)\s+(?:caused by|due to|because of|triggered by)\s+(?P<x>[^?]+)"),
+    # "the cart slowness isn't down to redis, right?": the effect said (not) to come of X, no asking word before it
+    re.compile(r"(?:^|[,，;；]\s*)(?P<y>[^,，;；?]+?)\s+(?P<link>isn't|isnt|is not|wasn't|wasnt|was not|aren't|arent|are not)"
+               r"\s+(?:(?:really|just|all|even)\s+)?(?:caused by|due to|because of|triggered by|down to|from)\s+(?P<x>[^?]+)"),
     # "..., the sync can't be what's eating the heap": a clause's subject said (not) to be what does it.
     re.compile(r"(?:^|[,，;；]\s*)(?P<x>[^,，;；?]+?)\s+what(?:'s|s| is| was)?\s+(?:(?!going\b)[a-z]+ing|broke|caused|took down"
                r"|(?!happen|start|chang)[a-z]{3,}ed)\s+(?P<y>.+)"),
@@ -325,6 +329,15 @@ def _thing_words(text: str, services: Sequence[str]) -> set[str]:
             and not _CLOCK.match(w) and not _PRONOUN.fullmatch(w) and w not in boxes}
 
 
+def _stem_of(text: str, catalogue: Sequence[str]) -> list[str]:
+    """The one catalogue service every content word of the text is a part of the name of ("redis" of
+    redis-cart), or none."""
+    words = keywords(normalize(text)) - _THING_FRAME
+    owners = {s for s in catalogue for w in words if w in normalize(s).split("-")}
+    return list(owners) if len(owners) == 1 and words and all(
+        any(w in normalize(s).split("-") for s in owners) for w in words) else []
+
+
 def _services_in(text: str, services: Sequence[str]) -> list[str]:
     """The asked services named in a part of the question, in full, by a "-service" stem or by a
     nickname ("pay-worker" of payment-service)."""
@@ -366,14 +379,16 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         x = norm[x_at:x_end]
         # "so it can't be the warmup behind Y, right?", "redis isn't behind Y, right?": the suspect denied
         denial = _DENIED_LEAD.match(x) or _DENIED_TAIL.search(x)
-        denied = bool(denial) or bool(_DENIED_ZH.search(norm[:m.start("x")]) and _TAG_ZH.search(norm))
+        denied = bool(denial) or bool(_DENIED_ZH.search(norm[:m.start("x")]) and _TAG_ZH.search(norm)) \
+            or "link" in m.groupdict()
         x = _DENIED_TAIL.sub("", _DENIED_LEAD.sub("", x))
         named = x
         if _PRONOUN.fullmatch(x.strip()):
             said = _ASKED_LAST.sub("", norm[:x_at])
             last = said[max((said.rfind(c) + len(c) for c in _BREAKS if c in said), default=0):]
             named = last if _services_in(last, services) else said
-        subjects = _services_in(named, services)
+        # "down to redis": a word that is one catalogue service's name cut short ("redis" of redis-cart)
+        subjects = _services_in(named, services) or _stem_of(named, catalogue)
         if not subjects and named is not x and len(services) == 1:
             # "网关 ... 落在 gw-5c8b-2 上，把这台摘掉": the one service asked, named in words _services_in cannot read
             subjects = list(services)
