@@ -1219,9 +1219,7 @@ def _thing_blamed(prop: Proposition, coverage: Sequence[ServiceCoverage], found:
     if cause is not None and not named:
         return _row("yes_no", "answered", row, msg("form.thing_unseen", thing=prop.phrase, cause=cause.text),
                     answer="no", cause=(cause, ""))
-    effect = min((r for inv in invocations for r in records(inv) if row is not None and r.service == row.service
-                  and r.warns and not r.alert and r.at is not None and mentions_symptom(r.text, row.symptom)),
-                 key=lambda r: r.at or 0, default=None)
+    effect = _first_effect(row, invocations) if row is not None else None
     if cause is not None:
         homes = {c.service for c in coverage if c.service and about(cause.text, c.service)} | \
             {r.service for r in quoted if about(cause.text, r.service)}
@@ -1245,24 +1243,30 @@ def _suspect_words(prop: Proposition) -> set[str]:
     return {w for w in keywords(prop.phrase) if w not in name.split("-")} - {name}
 
 
+def _first_warning(service: str, keep: Callable[[Record], bool], invocations: Sequence[ToolInvocation]) -> Record | None:
+    """The service's earliest dated warning that `keep` keeps."""
+    shown = [r for inv in invocations for r in records(inv) if r.service == service and r.warns and r.at is not None and keep(r)]
+    return min(shown, key=lambda r: r.at or 0) if shown else None
+
+
+def _first_effect(row: ServiceCoverage, invocations: Sequence[ToolInvocation]) -> Record | None:
+    """The row's earliest warning line (no alert) of its symptom: when the effect asked about began."""
+    return _first_warning(row.service, lambda r: not r.alert and mentions_symptom(r.text, row.symptom), invocations)
+
+
 def _came_first(prop: Proposition, row: ServiceCoverage, invocations: Sequence[ToolInvocation]) -> Record | None:
     """The target's first warning of the asked symptom when it comes before the suspect's first
     warning (of what the question names of it: "are the order-service pool timeouts what's making
     the orders-db queries slow?" reads order-service's pool lines); None when the order allows it."""
     words = _suspect_words(prop)
-
-    def first(service: str, keep: Callable[[Record], bool]) -> Record | None:
-        shown = [r for inv in invocations for r in records(inv)
-                 if r.service == service and r.warns and r.at is not None and keep(r)]
-        return min(shown, key=lambda r: r.at or 0) if shown else None
-
-    effect = first(row.service, lambda r: not r.alert and mentions_symptom(r.text, row.symptom))
+    effect = _first_effect(row, invocations)
     # A doing the question dates ("did the 19:52 bgsave kick off ...") came at that time of the effect's day.
     dated = sorted(effect.at.replace(hour=int(t[:2]), minute=int(t[3:]), second=0, microsecond=0)
                    for t in clock_times(prop.phrase)) if effect and effect.at else []
     if effect and effect.at and dated and effect.at < dated[0]:
         return effect
-    suspect = first(prop.subject, lambda r: not words or any(s in r.text for w in words for s in synonyms(w)))
+    suspect = _first_warning(prop.subject, lambda r: not words or any(s in r.text for w in words for s in synonyms(w)),
+                             invocations)
     return effect if effect and suspect and effect.at and suspect.at and effect.at < suspect.at else None
 
 
