@@ -79,3 +79,40 @@ def test_a_service_cut_to_one_word_of_its_name_is_the_suspect(question: str, den
     assert scope.proposition is not None
     assert (scope.proposition.kind, scope.proposition.subject, scope.proposition.denied) == ("cause", "redis-sessions",
                                                                                              denied)
+
+
+@pytest.mark.parametrize(("question", "subject"), [
+    ("the login errors have nothing to do with redis, right?", "redis-sessions"),
+    ("登录报错跟 redis 没啥关系吧", "redis-sessions"),
+    ("redis-sessions 和登录报错无关吧", "redis-sessions"),
+    ("the login errors aren't related to the token rotation job, are they?", "the token rotation job"),
+])
+def test_either_side_of_nothing_to_do_with_may_be_the_suspect_and_it_is_denied(question: str, subject: str) -> None:
+    """A name alone is the suspect before a thing, and a thing before a service said with its effect."""
+    scope = read_scope(question, ["auth-service", "redis-sessions"])
+    assert scope.proposition is not None
+    assert (scope.proposition.kind, scope.proposition.subject, scope.proposition.denied) == ("cause", subject, True)
+
+
+def test_the_incident_itself_is_never_the_suspect_of_an_involvement_denied() -> None:
+    scope = read_scope("这次故障和 redis-sessions 扯不上关系吧", ["auth-service", "redis-sessions"])
+    assert scope.proposition is not None
+    assert (scope.proposition.subject, scope.proposition.target, scope.proposition.denied) == ("redis-sessions", "", True)
+
+
+@pytest.mark.parametrize(("question", "answer", "opening"), [
+    # the pool's own service is where the cause lies: said to take no part, it does
+    ("这次事故跟 order-service 应该没关系吧", "no", "不是，order-service 与这次故障有关"),
+    # user-service's failed logins are wrong passwords, nothing of the pool
+    ("user-service has nothing to do with this outage, right?", "yes", "Yes, nothing in the evidence links user-service"),
+])
+def test_an_involvement_denied_is_answered_about_the_suspect(question: str, answer: str, opening: str,
+                                                             settings: Settings, store: Store) -> None:
+    form, summary, _ = asked(question, "db-pool-exhaustion", settings, store)
+    assert form.answer == answer
+    assert summary.startswith(opening)
+
+
+def test_asking_whether_there_is_a_link_denies_nothing() -> None:
+    scope = read_scope("redis-sessions 跟登录报错到底有没有关系？", ["auth-service", "redis-sessions"])
+    assert scope.proposition is not None and not scope.proposition.denied

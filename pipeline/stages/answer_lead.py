@@ -46,7 +46,8 @@ _LATIN = re.compile(r"[a-z][a-z0-9_]{3,}")
 
 
 # Statements whose yes or no a denied suspect turns round ("it can't be X, right?" answered "No, X is the cause").
-_DENIABLE = frozenset({"cause_yes", "other_cause", "culprit_yes", "culprit_no", "cause_upstream", "effect_first"})
+_DENIABLE = frozenset({"cause_yes", "other_cause", "culprit_yes", "culprit_no", "cause_upstream", "effect_first", "involved",
+                       "not_involved"})
 
 def _asked_in(text: str, scope: QuestionScope | None) -> bool:
     if scope is None:

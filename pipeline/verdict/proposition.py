@@ -11,7 +11,7 @@ two ways). Read once, with the scope (pipeline.verdict.scope), and stored in it;
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from pipeline.core.contracts import Proposition
@@ -94,8 +94,12 @@ _CAUSE_EN = (
     # "..., the sync can't be what's eating the heap": a clause's subject said (not) to be what does it.
     re.compile(r"(?:^|[,，;；]\s*)(?P<x>[^,，;；?]+?)\s+what(?:'s|s| is| was)?\s+(?:(?!going\b)[a-z]+ing|broke|caused|took down"
                r"|(?!happen|start|chang)[a-z]{3,}ed)\s+(?P<y>.+)"),
+    # "redis has nothing to do with the cart slowness, right?", "the flag isn't related to Y": X said to
+    # take no part in Y, asked to agree
+    re.compile(rf"(?:^|[,，;；]\s*)(?P<pair>)(?P<x>[^,，;；?]+?)\s+(?P<link>(?:has|have|had)\s+(?:got\s+)?(?:nothing|little|zero)\s+to do with"
+               rf"|(?:is|are|was|were)(?:n't|nt| not)\s+(?:{_INVOLVED_EN})|(?:is|are|was|were)\s+unrelated to)\s+(?P<y>[^?]+)"),
     # "does X have anything to do with Y": whether X is involved at all.
-    re.compile(r"\b(?:does|do|did|could|might)\s+(?P<x>.+?)\s+(?:have|has)\s+(?:anything|something|much)\s+to do with\s+"
+    re.compile(r"\b(?:does|do|did|could|might)\s+(?P<pair>)(?P<x>.+?)\s+(?:have|has)\s+(?:anything|something|much)\s+to do with\s+"
                r"(?P<y>.+)"),
     re.compile(r"\b(?:did|does|has|could|didn't|doesn't|hasn't)\s+(?P<x>.+?)\s+(?:cause|caused|break|broke|broken|"
                r"trigger|triggered|take down|bring down|kill|kick off|kicked off|set off|spark|sparked|lead to|led to|make|made)\s+"
@@ -105,8 +109,12 @@ _CAUSE_ZH = (
     # "库存查询一直 503，网关背锅吗": the effect first, the one asked to take the blame after it.
     re.compile(r"(?P<y>[^，,。？?]*?)[，,]?\s*(?P<x>[^，,。？?]+?)(?:要|该|得)?(?:背锅|背这个锅|背这口锅|来背锅)(?:吗|么|[?？]|$)"),
     re.compile(r"(?P<y>[^，,。？?]*?)[，,]?\s*(?:这|这个|这口)?锅(?:该|要|得|应该)?由?(?P<x>[^，,。？?]+?)来?背(?:吗|么|[?？]|$)"),
+    # "cart 变慢跟 redis 没关系吧", "这次故障和 redis-cart 无关吧": one side said to take no part in the other
+    # (which side is the effect, read_proposition decides), asked to agree
+    re.compile(r"(?P<pair>)(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)\s*(?P<link>(?<!有)没(?:有)?(?:什么|啥|多大|太大)?(?:关系|关联|联系)"
+               r"|无关|不相干|不相关|扯不上(?:关系)?)"),
     # "X 跟 Y 有关系吗", "X 和这次故障有没有关系": whether X is involved in Y at all.
-    re.compile(rf"(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
+    re.compile(rf"(?P<pair>)(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
     # "inventory 堆被撑爆，catalog 那个预热有份吗": the effect said first, the one asked whether it took part after it.
     re.compile(rf"(?P<y>[^，,。？?]+?)[，,]\s*(?P<x>[^，,。？?]+?)(?:也)?(?:有没有|是否|是不是)?(?:{_INVOLVED_ZH})了?(?:吗|么|[?？]|$)"),
     # "notify 一直在删无效 token，跟付款失败有关系吗": the happening said first, asked of after the comma.
@@ -233,6 +241,8 @@ _DENIED_ZH = re.compile(r"(?:(?<!是)不是|不可能是|不会是|不该是)\s*
 _TAG_ZH = re.compile(r"吧\s*[?？。!！]*\s*$")
 # A tag closing the question: "..., yeah?", "..., right?", "- agree?"
 _TAG_END = re.compile(r"(?:[,，]|\s[-–—])\s*(?:right|correct|yeah|yea|yep|yes|no|eh|innit|ok|okay|agree|agreed|huh|true)$")
+# "..., are they?" closing the question: no pronoun standing for the suspect ("..., is that behind Y?" is one)
+_TAG_QUESTION = re.compile(r"[,，]\s*(?:is|was|are|were|does|do|did)(?:n't|nt)? (?:it|they|that)$")
 # Joins a premise to what the asker draws from it.
 _SO = re.compile(r"[,，]?\s*\b(?:so|which means|that means|meaning|hence|therefore)\b|[,，]?\s*(?:所以|那么|也就是说|意味着)")
 
@@ -338,6 +348,22 @@ def _stem_of(text: str, catalogue: Sequence[str]) -> list[str]:
         any(w in normalize(s).split("-") for s in owners) for w in words) else []
 
 
+_INCIDENT = re.compile(r"\b(?:this|the) (?:outage|incident|mess)\b|这次故障|这个故障|这次事故|这波故障|这次的问题")
+
+
+def _suspect_rank(side: str, services: Sequence[str], catalogue: Sequence[str], effect: Callable[[str], bool]) -> int:
+    """How surely one side of "X has nothing to do with Y" is the suspect: a name alone ("redis") most,
+    then a side naming no service (a thing or a change: "the export feature"), then a service said with
+    more words (its effect: "cart 变慢"); the incident itself ("这次故障") is never the suspect."""
+    if _INCIDENT.search(side):
+        return 0
+    names = [*services, *catalogue]
+    words = keywords(normalize(side)) - _THING_FRAME
+    if words and all(any(w == normalize(s) or w in normalize(s).split("-") for s in names) for w in words):
+        return 3
+    return 1 if _services_in(side, services) or _stem_of(side, catalogue) or effect(side) else 2
+
+
 def _services_in(text: str, services: Sequence[str]) -> list[str]:
     """The asked services named in a part of the question, in full, by a "-service" stem or by a
     nickname ("pay-worker" of payment-service)."""
@@ -352,14 +378,16 @@ def _services_in(text: str, services: Sequence[str]) -> list[str]:
 
 
 def read_proposition(question: str, services: Sequence[str], *, asked_nothing: bool, denies: bool = False,
-                     fine: bool = False, catalogue: Sequence[str] = (), things: bool = True) -> Proposition:
+                     fine: bool = False, catalogue: Sequence[str] = (), things: bool = True,
+                     effect: Callable[[str], bool] = lambda _: False) -> Proposition:
     """The proposition a yes/no question asks: a cause ("is X the cause of Y"), else, when no
     symptom was asked (`asked_nothing`), a state of the first service ("is X normal / down"), else
     the asked symptoms. `denies`: the proposition itself holds a negation ("X 是不是没有报错", "is
     X not erroring"), so it asserts the symptom's absence; `fine`: it asks whether the symptom is
     normal ("X 的 CPU 没问题吧"), the same assertion (pipeline.verdict.scope reads both). `catalogue`:
     every service the world holds, whose names are no words of a thing blamed ("the orders db"); `things`
-    False reads no suspect as a thing (the caller found a service in its words: "网关")."""
+    False reads no suspect as a thing (the caller found a service in its words: "网关"); `effect`: whether
+    words say a symptom ("the login errors"), which makes them no suspect beside a thing."""
     norm = normalize(question)
     negated = bool(_NEGATED.search(norm))
     thing: Proposition | None = None
@@ -367,19 +395,26 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         m = pattern.search(norm)
         if m is None:
             continue
-        x, y = m.group("x"), m.group("y")
+        (x_start, x_stop), (y_start, y_stop) = m.span("x"), m.span("y")
+        if "pair" in m.groupdict() and _suspect_rank(m.group("y"), services, catalogue, effect) > _suspect_rank(
+                m.group("x"), services, catalogue, effect):
+            # "cart 变慢跟 redis 没关系": two sides put together, either may be the suspect
+            (x_start, x_stop), (y_start, y_stop) = (y_start, y_stop), (x_start, x_stop)
+        x, y = norm[x_start:x_stop], norm[y_start:y_stop]
         # The suspect is the last clause before the link ("user-service is spamming warnings, is that
         # behind Y": "that"), and "it" or "that" is what was named before it.
         # the question's own end, a tag after it too ("..., yeah?"), is no break before the suspect
         x = _TAG_END.sub("", x.rstrip("?？!！.。 ")).rstrip("?？!！.。 ")
-        x_end = m.start("x") + len(x)
-        x_at = m.start("x") + max((x.rfind(c) + len(c) for c in _BREAKS if c in x), default=0)
+        if not norm[x_stop:].strip("?？!！.。 "):
+            x = _TAG_QUESTION.sub("", x)
+        x_end = x_start + len(x)
+        x_at = x_start + max((x.rfind(c) + len(c) for c in _BREAKS if c in x), default=0)
         asked = _ASKING.match(norm, x_at)
         x_at = asked.end() if asked else x_at
         x = norm[x_at:x_end]
         # "so it can't be the warmup behind Y, right?", "redis isn't behind Y, right?": the suspect denied
         denial = _DENIED_LEAD.match(x) or _DENIED_TAIL.search(x)
-        denied = bool(denial) or bool(_DENIED_ZH.search(norm[:m.start("x")]) and _TAG_ZH.search(norm)) \
+        denied = bool(denial) or bool(_DENIED_ZH.search(norm[:x_start]) and _TAG_ZH.search(norm)) \
             or "link" in m.groupdict()
         x = _DENIED_TAIL.sub("", _DENIED_LEAD.sub("", x))
         named = x
@@ -413,7 +448,7 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
             (s for s in services if s not in subjects), "")
         if change:
             target = target or (subjects[0] if subjects else "")
-        return Proposition(kind="cause", subject=_change_said(norm[m.start("x"):x_end]) if change else subjects[0],
+        return Proposition(kind="cause", subject=_change_said(norm[x_start:x_end]) if change else subjects[0],
                            subject_kind="change" if change else "service", target=target, negated=negated,
                            phrase="" if change else x.strip(),
                            culprit=not target and not change and not _INVOLVEMENT.search(norm),

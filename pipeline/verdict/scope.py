@@ -764,13 +764,17 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         window = parse_time_window(whole, now, anchor=anchor.at if anchor else None)
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
+    def effect(text: str) -> bool:
+        return bool(asked_symptoms(text))
+
     proposition = read_proposition(question, services, asked_nothing=all(v == [ANY] for v in symptoms.values()),
                                    denies=denies_symptom(question), fine=asks_fine(question),
-                                   catalogue=known) if form == "yes_no" else None
+                                   catalogue=known, effect=effect) if form == "yes_no" else None
     if proposition is not None and proposition.subject_kind == "thing" and asked_services(proposition.phrase, known):
         # "这锅该网关背吗": a service said in words the proposition's reader does not know is no thing
         proposition = read_proposition(question, services, asked_nothing=all(v == [ANY] for v in symptoms.values()),
-                                       denies=denies_symptom(question), fine=asks_fine(question), things=False)
+                                       denies=denies_symptom(question), fine=asks_fine(question), things=False,
+                                       effect=effect)
     asked = question
     if proposition is not None and proposition.subject_kind == "thing":
         # "is DNS the cause of the order failures?": the suspect's words name no symptom asked about
