@@ -59,7 +59,12 @@ records' form: whys with no recorded cause and whys about things that did not ha
 back off, a FLUSHALL), X-caused-Y both ways (X after Y, a stray record, a victim, a deploy that never happened,
 "can we rule out X", "it can't be X, right?"), symptom states of named instances, first / last / peak / how long,
 counts and wrong figures, remedies ("if we roll back ...", "调回 15000ms ..."), shared causes ("同一个病根吗",
-"两码事吧"), a wrong assumption inside a longer sentence and services with no data; its own line; not gated).
+"两码事吧"), a wrong assumption inside a longer sentence and services with no data; its own line; not gated) and
+benchmarks/question_set_held_out_13.yaml (a thirteenth batch, likewise from the data alone, in chat, ticket and pager
+words with typos, nicknames, pasted log fragments and units not in the records' form: whys with no recorded cause and
+whys about things that did not happen, X-caused-Y both ways, symptom states of named instances, first / last / peak /
+how long, counts and wrong figures, remedies, shared causes, a wrong assumption inside a longer sentence and services
+with no data; its own line; not gated).
 Each runs as a whole session,
 as `workbench ask --json --world <world>` runs one, on a temporary SQLite store. The answerer under
 test is `pipeline`; the judge below is not: it reads the answer's lead (the first sentence of the
@@ -114,6 +119,7 @@ HELD_OUT_9 = HERE / "question_set_held_out_9.yaml"
 HELD_OUT_10 = HERE / "question_set_held_out_10.yaml"
 HELD_OUT_11 = HERE / "question_set_held_out_11.yaml"
 HELD_OUT_12 = HERE / "question_set_held_out_12.yaml"
+HELD_OUT_13 = HERE / "question_set_held_out_13.yaml"
 GOALS = {"agrees": 0.97, "pass_unearned": 0, "healthy_cause": 0}
 # The sets the tests hold the engine to the goals on: all of them. held-out-2 was written to find
 # where the engine falls short, and did (62.5% at first); it is gated since it meets the goals
@@ -123,7 +129,8 @@ GATED = (SET, HAND, HELD_OUT, HELD_OUT_2, HELD_OUT_3)
 
 def load_questions(paths: Iterable[Path] = (SET, HAND, HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4,
                                               HELD_OUT_5, HELD_OUT_6, HELD_OUT_7, HELD_OUT_8,
-                                              HELD_OUT_9, HELD_OUT_10, HELD_OUT_11, HELD_OUT_12)
+                                              HELD_OUT_9, HELD_OUT_10, HELD_OUT_11, HELD_OUT_12,
+                                              HELD_OUT_13)
                    ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in paths:
@@ -136,7 +143,7 @@ def load_questions(paths: Iterable[Path] = (SET, HAND, HELD_OUT, HELD_OUT_2, HEL
                        HELD_OUT_6: "held-out-6", HELD_OUT_7: "held-out-7",
                        HELD_OUT_8: "held-out-8", HELD_OUT_9: "held-out-9",
                        HELD_OUT_10: "held-out-10", HELD_OUT_11: "held-out-11",
-                       HELD_OUT_12: "held-out-12"}.get(path, "hand")
+                       HELD_OUT_12: "held-out-12", HELD_OUT_13: "held-out-13"}.get(path, "hand")
             out.extend(_hand_question(q, variant) for q in yaml.safe_load(text)["questions"])
     return out
 
@@ -506,7 +513,7 @@ def table(judged: list[Judgement]) -> str:
         rows.append(f"{form:<11}{target:<9}{lang:<5}{f.n:>4}{f.agrees:>9.0%}{f.pass_unearned:>15}{f.healthy_cause:>15}")
     for variant in ("hand", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5",
                     "held-out-6", "held-out-7", "held-out-8", "held-out-9", "held-out-10",
-                    "held-out-11", "held-out-12"):
+                    "held-out-11", "held-out-12", "held-out-13"):
         part = [j for j in judged if j.variant == variant]
         if part:
             f = figures(part)
