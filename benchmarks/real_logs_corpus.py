@@ -1,13 +1,20 @@
 """Generate the real-log grounding corpus: quotes of public logs, faithful and mutated.
 
-    python benchmarks/real_logs_corpus.py            # writes benchmarks/real_logs_corpus.jsonl
-    python benchmarks/real_logs_corpus.py --check    # exit 1 if the committed file is stale
+    python benchmarks/real_logs_corpus.py              # writes benchmarks/real_logs_corpus.jsonl
+    python benchmarks/real_logs_corpus.py --held-out   # writes benchmarks/real_logs_corpus_held_out.jsonl
+    python benchmarks/real_logs_corpus.py --check      # exit 1 if either committed file is stale
 
 The logs are slices of public logs nobody on this team wrote (benchmarks/real_logs/, licence and
 attribution in LICENSE-and-SOURCE.md), in five genres (GENRES): one-line logs (the Loghub samples of
 16 systems), JSON per line (MongoDB 4.4 and Elasticsearch server logs), web access logs (nginx and
 Apache combined format), multi-line exception traces (Java, Node.js, Python, PHP and Ruby) and CI
-console output (a GitLab Runner job trace). Each slice is one tool
+console output (a GitLab Runner job trace). Four further genres are held out (HELD_OUT_GENRES, their
+cases in their own file, real_logs_corpus_held_out.jsonl, so that the corpus above stays as it is):
+key=value audit records (Linux auditd), a database server log with continuation lines (PostgreSQL:
+DETAIL/HINT/STATEMENT lines, statements over several tab-indented lines), a slow query log (MySQL and
+Percona: "# Time:"/"# Query_time:" header lines, then the statement over one or more lines) and a
+Redis server log (one-line records around the ASCII-art start-up banner). A record over several lines
+is quoted line by line, as the multi-line traces are. Each slice is one tool
 output, cited either as plain text (the lines as a log file or `grep` shows them) or as JSON
 ({"logs": [{"message": line}, ...]}, as a log query tool returns them).
 
@@ -49,6 +56,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 LOGS = HERE / "real_logs"
 CORPUS = HERE / "real_logs_corpus.jsonl"
+HELD_OUT_CORPUS = HERE / "real_logs_corpus_held_out.jsonl"
 SEED = 20
 PER_SYSTEM = 20  # lines sampled per system; every class that applies to a line is generated from it
 PER_OTHER_SYSTEM = 60  # the same for a system of another genre (fewer systems, smaller files)
@@ -121,6 +129,26 @@ SYSTEMS: dict[str, System] = {
     "ExceptionTraces": System(r"^\s*(?:at )?", None, (r"\((?P<v>\w+)\.java:\d+\)", r"/(?P<v>\w+)\.(?:js|py|rb|php)\b")),
     "GitLabCI": System(r"^(?:\$ |-- )?", None, (r"section_(?:start|end):\d+:(?P<v>\w+)", r'create_table\("(?P<v>\w+)"',
                                                r"image (?P<v>[\w.-]+:[\w.-]+) \.\.\.")),
+    # Held-out genres (HELD_OUT_GENRES): each pattern written from the log's own layout.
+    # auditd: "[node=N ]type=T msg=audit(EPOCH:SERIAL): key=value ..." (quoted values, a nested msg='...').
+    "Auditd": System(r"^(?:node=\S+ )?type=\w+ msg=audit\([\d.:]+\):", None,
+                     (r"\bunit=(?P<v>[\w@.-]+)", r'\bcomm="(?P<v>[^"]+)"', r'\bexe="(?P<v>[^"]+)"')),
+    # PostgreSQL (log_line_prefix '%m [%p] %q%u@%d '): "DATE TIME TZ [PID] [USER@DB ]SEVERITY:  message";
+    # DETAIL:, HINT: and STATEMENT: lines take the severity's place; a statement goes on over tab-indented lines.
+    "PostgreSQL": System(r"^\d{4}-\d\d-\d\d [\d:.]+ \w+ \[\d+\](?: \S+@\S+)? [A-Z]+:",
+                         r"^\S+ \S+ \w+ \[\d+\](?: \S+@\S+)? (?P<v>(?!DETAIL|HINT|STATEMENT)[A-Z]+):",
+                         (r"^\S+ \S+ \w+ \[\d+\] \S+@(?P<v>\w+) ",)),
+    # MySQL / Percona slow query log: "# Name: value  Name: value" header lines, then "SET timestamp=N;" and
+    # the statement over one or more lines.
+    "MySQLSlow": System(r"^(?:#\s+[\w@]+:)?", None,
+                        (r"^# User@Host: (?P<v>[\w-]+)\[", r"\] @ (?P<v>[\w.-]+) \[", r"^# Schema: (?P<v>\w+) ", _IP)),
+    # Redis: "PID:ROLE DATE TIME MARK msg" (3.x, 5.x), "[PID] DATE TIME MARK msg" (2.4), "DATE TIME MARK msg" (1.2),
+    # "PID:signal-handler (EPOCH) msg"; the mark is the level (. debug, - verbose, * notice, # warning).
+    "Redis": System(r"^(?:\d+:[MSCX] \d+ \w+ (?:\d{4} )?[\d:.]+ [*#.-]|\[\d+\] \d+ \w+ [\d:]+ [*#.-]"
+                    r"|\d+ \w+ [\d:]+ [*#.-]|\d+:signal-handler \(\d+\))",
+                    r"^(?:\d+:[MSCX] \d+ \w+ (?:\d{4} )?[\d:.]+|\[\d+\] \d+ \w+ [\d:]+|\d+ \w+ [\d:]+) (?P<v>[*#.-]) ",
+                    # the role, and the version that tells the slice's servers apart
+                    (r"^\d+:(?P<v>[MSCX]) ", r"Redis (?:version )?(?P<v>\d+\.\d+\.\d+)")),
 }
 # Each system's genre: the one-line logs of Loghub, and four genres of other public systems.
 GENRES: dict[str, tuple[str, ...]] = {
@@ -131,7 +159,15 @@ GENRES: dict[str, tuple[str, ...]] = {
     "multi-line trace": ("ExceptionTraces",),
     "CI console": ("GitLabCI",),
 }
-GENRE_OF = {system: genre for genre, systems in GENRES.items() for system in systems}
+# Genres held out of the corpus above: their cases go to HELD_OUT_CORPUS, and the corpus above is unchanged.
+HELD_OUT_GENRES: dict[str, tuple[str, ...]] = {
+    "key=value audit": ("Auditd",),
+    "database server log": ("PostgreSQL",),
+    "slow query log": ("MySQLSlow",),
+    "Redis server log": ("Redis",),
+}
+ALL_GENRES = {**GENRES, **HELD_OUT_GENRES}
+GENRE_OF = {system: genre for genre, systems in ALL_GENRES.items() for system in systems}
 
 
 def norm(text: str) -> str:
@@ -436,13 +472,15 @@ def _variants(system: str, i: int, rng: random.Random) -> Iterator[tuple[str, st
         yield cls, made
 
 
-def generate() -> list[dict]:
+def generate(genres: dict[str, tuple[str, ...]] = GENRES) -> list[dict]:
     rng = random.Random(SEED)
     cases: list[dict] = []
-    for system in SYSTEMS:
+    for system in (s for s in SYSTEMS if GENRE_OF[s] in genres):
         one_line = GENRE_OF[system] == "one-line"
         # A stack frame ("at a.b.C.d(C.java:60)") is two tokens: a quote of it is still one.
         usable = [i for i, line in enumerate(lines(system)) if len(_tokens(line)) >= (4 if one_line else 2)]
+        if GENRE_OF[system] in HELD_OUT_GENRES:  # a quoted line has two words at least (not a banner's "_.-``__")
+            usable = [i for i in usable if norm(lines(system)[i]).count(" ") >= 1]
         per_system = PER_SYSTEM if one_line else PER_OTHER_SYSTEM
         for i in sorted(rng.sample(usable, min(per_system, len(usable)))):
             for cls, excerpt in _variants(system, i, rng):
@@ -459,15 +497,22 @@ def dump(cases: list[dict]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed corpus is not what this makes")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if either committed corpus (the main one, the held-out one) is not what this makes")
+    parser.add_argument("--held-out", action="store_true",
+                        help=f"write the held-out genres' cases ({', '.join(HELD_OUT_GENRES)}) to {HELD_OUT_CORPUS.name}")
     args = parser.parse_args()
-    text = dump(generate())
     if args.check:
-        same = CORPUS.exists() and CORPUS.read_text(encoding="utf-8") == text
-        print(f"{CORPUS.name}: {'up to date' if same else 'stale; rerun without --check'}")
-        return 0 if same else 1
-    CORPUS.write_text(text, encoding="utf-8")
-    print(f"{text.count(chr(10))} cases -> {CORPUS.relative_to(HERE.parent)}")
+        stale = 0
+        for path, genres, rerun in ((CORPUS, GENRES, "without --check"), (HELD_OUT_CORPUS, HELD_OUT_GENRES, "with --held-out")):
+            same = path.exists() and path.read_text(encoding="utf-8") == dump(generate(genres))
+            print(f"{path.name}: {'up to date' if same else f'stale; rerun {rerun}'}")
+            stale += not same
+        return 1 if stale else 0
+    path, genres = (HELD_OUT_CORPUS, HELD_OUT_GENRES) if args.held_out else (CORPUS, GENRES)
+    text = dump(generate(genres))
+    path.write_text(text, encoding="utf-8")
+    print(f"{text.count(chr(10))} cases -> {path.relative_to(HERE.parent)}")
     return 0
 
 
