@@ -479,12 +479,13 @@ def generate(genres: dict[str, tuple[str, ...]] = GENRES) -> list[dict]:
         one_line = GENRE_OF[system] == "one-line"
         # A stack frame ("at a.b.C.d(C.java:60)") is two tokens: a quote of it is still one.
         usable = [i for i, line in enumerate(lines(system)) if len(_tokens(line)) >= (4 if one_line else 2)]
-        if GENRE_OF[system] in HELD_OUT_GENRES:  # a quoted line has two words at least (not a banner's "_.-``__")
+        held_out = GENRE_OF[system] in HELD_OUT_GENRES
+        if held_out:  # a quoted line, and a quote, has two words at least (not a banner's "_.-``__")
             usable = [i for i in usable if norm(lines(system)[i]).count(" ") >= 1]
         per_system = PER_SYSTEM if one_line else PER_OTHER_SYSTEM
         for i in sorted(rng.sample(usable, min(per_system, len(usable)))):
             for cls, excerpt in _variants(system, i, rng):
-                if excerpt is None:
+                if excerpt is None or (held_out and norm(excerpt).count(" ") < 1):  # a banner's "(  '  ,  .-`"
                     continue
                 cases.append({"id": f"{system}#{i + 1}/{cls}", "class": cls, "faithful": cls in FAITHFUL,
                               "system": system, "line": i + 1, "shape": rng.choice(SHAPES), "excerpt": excerpt})
