@@ -27,8 +27,8 @@ CASES = [
     ("redis-latency", "Why is cart-service slow?", "PASS", "Most likely cause", "redis-cart"),
     ("cpu-saturation", "Why is api-gateway returning 504?", "PASS", "Most likely cause", "payment-service"),
     # why, no record shows the symptom: no cause to give, and an absence is no proof the premise is false
-    ("bad-deploy", "Why is pricing-service returning errors?", "LOW_CONFID", "No sign of errors in pricing-service", ""),
-    ("cpu-saturation", "为什么 payment-service 内存泄漏？", "LOW_CONFID", "没有发现 payment-service 内存问题 的迹象", ""),
+    ("bad-deploy", "Why is pricing-service returning errors?", "LOW_CONFID", "Cannot tell why: no sign of errors in pricing-service", ""),
+    ("cpu-saturation", "为什么 payment-service 内存泄漏？", "LOW_CONFID", "无法判断原因：payment-service 没有内存问题的迹象", ""),
     # why, the asker grants the figure stayed within bounds: the within-bounds line shows what is asked about
     ("bad-deploy", "the checkout summary call is within SLO yet still sluggish - why?", "LOW_CONFID",
      "Cannot tell why: the records show checkout-service logged: slow request within SLO", ""),
@@ -128,7 +128,7 @@ CASES = [
      "No, the latest record naming 123 moves it on from that status: order_id=123 reconciliation", ""),
     ("gateway-timeout", "订单 118 仍然是 PAY_UNKNOWN 吗？", "PASS", "是的，提到 118 的最新记录仍是该状态：order_id=118 payment failed", ""),
     # a healthy target: no sign, and no cause built from it (a Redis hypothesis filled with its name)
-    ("cpu-saturation", "为什么 user-service CPU 很高？", "LOW_CONFID", "没有发现 user-service CPU 饱和 的迹象：", ""),
+    ("cpu-saturation", "为什么 user-service CPU 很高？", "LOW_CONFID", "无法判断原因：user-service 没有CPU 饱和的迹象：", ""),
     ("cpu-saturation", "What is wrong with user-service?", "PASS", "No sign of a fault in user-service", ""),
     # a stray record of a healthy service (a transient 500, a reset a retry fixed) is not its state
     ("redis-latency", "Is user-service down?", "PASS", "No, there is no sustained sign of a fault in user-service", ""),
@@ -494,6 +494,11 @@ def test_a_scope_stored_before_propositions_still_reads() -> None:
     ("支付规则发布完，隔了多久下单开始报错", "how_long"),
     ("longest gc pause on inventory-service, and when did it happen", "since_when"),
     ("what slowed the ledger-db queries down at noon?", "why"), ("what blew up the heap on ledger-2?", "why"),
+    # a cause asked in a noun phrase or by its reason; a yes/no after a time said first
+    ("ledger-2 flapped three times overnight. root cause of the flapping?", "why"), ("what's holding the -2 box up?", "why"),
+    ("对账任务改成每分钟跑一次，理由是啥", "why"),
+    ("after the failover has POST /api/ledger been timing out", "yes_no"),
+    ("since the reindex has been done, what still fails", "what"),
 ])
 def test_the_form_is_read_from_an_sres_words(question: str, form: str) -> None:
     assert read_scope(question).form == form
@@ -502,6 +507,7 @@ def test_the_form_is_read_from_an_sres_words(question: str, form: str) -> None:
 @pytest.mark.parametrize("question", [
     "why hasn't anyone rotated the gateway's api key", "why was the reindex run at 03:00 of all times",
     "为什么超时了直接返回错误而不是重试", "why isn't orders-db using an index on created_at",
+    "谁拍板把对账任务改成每分钟一次的？依据是啥", "who signed off on skipping the canary, and why?",
 ])
 def test_a_why_about_a_design_or_a_persons_doing_asks_a_motive(question: str) -> None:
     assert read_scope(question).intent
@@ -608,3 +614,30 @@ def test_a_why_of_a_warning_the_incidents_cause_does_not_speak_of_is_open(questi
                                    settings, store)
     assert form.status == "not_answered" and verdict != "PASS"
     assert shown in summary
+
+
+@pytest.mark.parametrize(("question", "paths"), [
+    ("after the failover has POST /api/ledger/post been timing out", ["/api/ledger/post"]),
+    ("GET /api/ledger/balance 也在报 500 吗", ["/api/ledger/balance"]),
+    # said as context before the asking part: the service's own state is asked
+    ("ledger-service 500'd on /api/ledger/post - is ledger-service down?", []),
+])
+def test_an_endpoint_in_the_asking_clause_is_asked_of(question: str, paths: list[str]) -> None:
+    assert read_scope(question, ["ledger-service"]).identifiers == paths
+
+
+def test_an_endpoint_asked_of_is_answered_by_its_own_requests(settings: Settings, store: Store) -> None:
+    """Only the submit path fails after the bad deploy; the summary path answers 200 throughout."""
+    form, summary, _ = asked("after the upgrade did GET /api/checkout/summary start returning 500s as well",
+                             "bad-deploy", settings, store)
+    assert (form.status, form.answer) == ("answered", "no")
+    assert summary.startswith("No, the records naming /api/checkout/summary show no sign of errors")
+
+
+def test_a_why_of_what_no_record_shows_gives_no_cause(settings: Settings, store: Store) -> None:
+    """No redis or cart pod restarts in the cache incident: the why cannot be told, and no cause is offered."""
+    form, summary, verdict = asked("cart-4d6e-2 rebooted twice this evening, root cause of the reboots?", "redis-latency",
+                                   settings, store)
+    assert (form.form, form.status) == ("why", "not_answered")
+    assert summary.startswith("Cannot tell why: no sign of restarts")
+    assert "points to" not in summary.split(".")[0] and verdict != "PASS"

@@ -232,6 +232,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
             return lead("why_open", str(row.msg.params["event"]), "event")
         if isinstance(row.msg, Message) and row.msg.code == "form.no_event":
             return lead("why_open", str(row.msg.params["event"]), "no_event")
+        if isinstance(row.msg, Message) and row.msg.code == "form.absent_why":
+            return lead("why_open", facts(rows), "absent")
         if row.status == "not_answered" and decided is not None and decided.status == "answered":
             # Another asked service's cause, when there is one, is said after the gap: "what is wrong
             # with api-gateway and user-service?" is half answered, not unanswered.

@@ -684,10 +684,12 @@ def _yes_no(prop: Proposition, coverage: Sequence[ServiceCoverage], found: Seque
 
 
 def _named_by(ids: Sequence[str], invocations: Sequence[ToolInvocation]) -> list[Record]:
-    """The records naming any of the ids ("order_id=123" of "order 123"), or written on or naming one of
-    the instances ("inv-84cd-1")."""
+    """The records naming any of the ids ("order_id=123" of "order 123") or endpoints ("/api/pay", not
+    "/api/pay/refund"), or written on or naming one of the instances ("inv-84cd-1")."""
     wanted = {Entity(kind, i) for i in ids for kind in ("identifier", "instance")}
-    return [r for inv in invocations for r in records(inv) if r.host in ids or wanted & extract_entities(r.raw)]
+    paths = [re.compile(rf"{re.escape(i)}(?![\w/-])") for i in ids if i.startswith("/")]
+    return [r for inv in invocations for r in records(inv)
+            if r.host in ids or wanted & extract_entities(r.raw) or any(p.search(r.text) for p in paths)]
 
 
 def _ids_absent(row: ServiceCoverage | None, subject: str) -> FormCoverage:

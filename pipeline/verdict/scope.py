@@ -307,6 +307,9 @@ _INTENT = re.compile(r"\bwhy(?:'d| (?:did|would|do|does|has|have|is|are)(?:n'?t)
                      r"|\bwhy (?:was|were|is|are|has|have) [^?]{0,60}?\b(?:changed|set|lowered|raised|bumped|reduced|"
                      r"increased|switched|skipped|disabled|enabled|turned (?:on|off)|reverted|rolled back|edited)\b"
                      r"|(?:为什么|为啥|为何)(?:有人|谁|他们|我们|你们|他|她|要|会被|被)"
+                     # "谁拍板让 X 一步到 100% 的", "who signed off on ...": a person's decision, asked its reason
+                     r"|谁(?:拍板|决定|批准|批的|同意|定的|点头|签字)|\bwho (?:decided|approved|signed off|okayed|ok'd|greenlit|"
+                     r"green-lit|made the call|picked|chose)\b"
                      r"|被(?:改成|改为|改到|调成|调到|调低|调高|设置?成|设置?为|关掉?|关闭|打开|开启|跳过|回滚)"
                      # A setting's value ("why's the heap only 4g", "why does /api/pay run with retries=0"):
                      # someone chose it, and no record says why.
@@ -358,12 +361,12 @@ _WHY = re.compile(r"\b(?:why|why's|how come|what caused|what causes|what's causi
                   r"root cause|cause of|reason for|what's wrong|what is wrong|what's behind|what is behind|"
                   r"(?:what's|whats|what is|what was) the (?:reason|cause|deal)|(?:what's|whats|what is|what was|what were) making|what makes"
                   # "whats keeping orders from moving", "what prompted that": what brought it about
-                  r"|(?:what's|whats|what is|what was|what were) (?:keeping|stopping|preventing|blocking|driving|the story|eating|hogging)"
+                  r"|(?:what's|whats|what is|what was|what were) (?:keeping|stopping|preventing|blocking|driving|the story|eating|hogging|holding)"
                   r"|what (?:prompted|triggered|drove|drives|slowed|slows|held up|delayed|stalled|choked|blew up|ate up|filled up"
                   r"|hogged|knocked|took out|tipped))\b"
                   # "怎么对出差异来了", "怎么要 1.7 秒": how it came to be so
                   r"|(?:怎么|咋)(?!回事|办|处理|弄|看|查|算|用|做)[^，。？?\s]{1,10}了\s*[?？]?\s*$|(?:怎么|咋)(?:要|需要|得|花了?|用了?)\s*\d"
-                  r"|为什么|为何|为啥|咋回事|原因|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致"
+                  r"|为什么|为何|为啥|咋回事|原因|理由|缘由|依据|怎么回事|怎么了|怎么会|咋会|排查|什么问题|什么导致|啥导致"
                   # "怎么慢到 1.8s 了", "咋又超时了": how it came to be so
                   r"|(?:怎么|咋)(?:又|突然|一直|老是|总是|这么|那么)?(?:慢|卡|挂|报错|超时|失败|涨|掉|崩|飙|变)")
 
@@ -543,6 +546,13 @@ def asks_fine(question: str) -> bool:
 _BELIEF = re.compile(r"^\W*(?:(?:i'?m|im)\s+)?(?:pretty|fairly|quite)\s+sure\b|^\W*i\s+(?:think|bet|reckon|believe|guess)\b"
                      r"|^\W*(?:我记得|我觉得|我猜|我感觉)")
 # "原因是？", "查到原因没", "谁知道为啥": a yes/no's shape around a why, which asks the cause all the same.
+# "since the rollout has GET /x been throwing 500s", "after the restart did the errors stop": the asking
+# verb after a time said first, with no comma
+_YES_NO_AFTER_TIME = re.compile(r"^\W*(?:ever\s+)?(?:since|after|before|during|following)\s+(?:the\s+|that\s+|this\s+)?"
+                                r"[\w.:-]+(?:\s+[\w.:-]+)?\s+(?:has|have|is|are|was|were|did|does|do)\s+(?!been\b|done\b)")
+# "root cause of those restarts?", "reason for the failover?": a cause asked for in a noun phrase
+_NOMINAL_WHY = re.compile(r"(?:^|[.;:!?,，]\s*|\s[-–—]+\s*)(?:and\s+|so\s+)?(?:the\s+|any\s+)?(?:root[- ]cause|cause|reason|trigger)s?\s+"
+                          r"(?:of|for|behind)\b")
 _CAUSE_ASKED_ZH = re.compile(r"原因是\s*(?:啥|什么)?\s*[?？]*\s*$|原因呢|(?:查|找)(?:到|出)(?:原因|根因)了?没有?|知道(?:为啥|为什么)"
                              r"|(?:卡|堵|慢|坏)在哪(?:了|儿|里)?"
                              r"|(?:根子|根源|根因|原因|病根)(?:在哪|是啥|是什么)|背后是(?:啥|什么)")
@@ -563,8 +573,12 @@ def question_form(question: str) -> QuestionForm:
         return "why"
     if _YES_NO_EN.search(norm) or _YES_NO_ZH.search(norm) or _YES_NO_TAG.search(norm):
         return "yes_no"
+    if _YES_NO_AFTER_TIME.search(norm) and not _WH.search(norm):
+        return "yes_no"
     if _BELIEF.search(norm) and not _WH.search(norm):  # "pretty sure the OOMs are all on inv-1": confirm it
         return "yes_no"
+    if _NOMINAL_WHY.search(norm) and not _WH.search(norm):
+        return "why"
     if norm.rstrip().endswith(("?", "？")) and (not _WH.search(norm) or _IS_WHAT.search(norm)):
         return "yes_no"
     return "why" if _WHY.search(norm) else "what"
@@ -640,6 +654,23 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
 
 
 _PATH = re.compile(r"(?<![\w/])/(?:[a-z0-9_.-]+/)+[a-z0-9_.-]+")
+_CLAUSE_BREAK = re.compile(r"[,，;；:：?？.。!！]\s|[,，;；?？。!！]|\s[-–—]+\s")
+
+
+def _paths_asked(question: str) -> list[str]:
+    """The endpoints a yes/no asks of ("has GET /api/x been throwing 500s", "GET /api/x 也在报 500 吗"): each
+    in the one clause with the asking words, answered by its own requests as an id is. One said as context
+    ("X returned a 500 on /api/y - is X down?") is not asked of."""
+    norm = normalize(question)
+    asked = []
+    for m in _PATH.finditer(norm):
+        start = max((b.end() for b in _CLAUSE_BREAK.finditer(norm, 0, m.start())), default=0)
+        stop = next((b.start() for b in _CLAUSE_BREAK.finditer(norm, m.end())), len(norm))
+        clause = norm[start:stop + 1]
+        if (_YES_NO_EN.match(clause) or _YES_NO_AFTER_TIME.match(clause)
+                or _YES_NO_ZH.search(norm, m.end(), min(len(norm), stop + 2))):
+            asked.append(m.group(0).rstrip("/."))
+    return asked
 # A why asking of a doing's outcome: (x) the doing.
 _OUTCOME_WHY = (
     re.compile(r"\bwhy\s+(?:did|didn'?t|does|doesn'?t|has|hasn'?t|won'?t|wouldn'?t|is|isn'?t|was|wasn'?t)\s+(?P<x>.+?)\s+"
@@ -798,6 +829,8 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
     # "只有 pay-7d9f-2 在报。那 -1 上也在超时吗": the sentence asking is the last one naming an instance
     asked_box = _box_sentence(question)
     only = _only(asked_box, services) if form == "yes_no" else ""
+    boxes = sorted({e.value for e in extract_entities(asked_box) if e.kind == "instance" and "-" in e.value}) \
+        if form == "yes_no" and not only else []
     # "all coming from order-9a1f-3" says where they all come from: one place alone, not every request
     universal = (form == "yes_no" and not only and bool(_UNIVERSAL.search(normalize(question)))
                  and not re.search(r"\bor\s+(?:just|only)\b|还是只有|还是只", normalize(question)))
@@ -824,9 +857,9 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         moment=moment and not between,
         latest=moment and bool(_LATEST.search(normalize(question))),
         peak=moment and bool(_PEAK.search(normalize(question))),
-        identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}) if form == "yes_no" else [],
-        boxes=sorted({e.value for e in extract_entities(asked_box) if e.kind == "instance" and "-" in e.value})
-        if form == "yes_no" and not only else [],
+        identifiers=sorted({e.value for e in extract_entities(question) if e.kind == "identifier"}
+                           | ({*_paths_asked(question)} if not boxes else set())) if form == "yes_no" else [],
+        boxes=boxes,
         within_bounds=form == "why" and bool(WITHIN_BOUNDS.search(normalize(question)) or _QUOTES_FIGURE.search(normalize(question))),
         status=_asked_status(question) if form == "yes_no" else "",
         alert=alert,
