@@ -641,3 +641,19 @@ def test_a_why_of_what_no_record_shows_gives_no_cause(settings: Settings, store:
     assert (form.form, form.status) == ("why", "not_answered")
     assert summary.startswith("Cannot tell why: no sign of restarts")
     assert "points to" not in summary.split(".")[0] and verdict != "PASS"
+
+
+@pytest.mark.parametrize(("world", "question", "at"), [
+    # the sentence before the asked time is the asker's context; "gw" names the gateway, no word of the 504
+    ("cpu-saturation", "on-call here, paged twice. what time did the gw send back its first 504 on /api/pay?", "10:02"),
+    # the deepest queue is the record holding the asked key's highest value
+    ("cpu-saturation", "pay-worker queue, how deep did queued get and when?", "10:54"),
+    ("cpu-saturation", "pay-worker 排队 queued 最深是几点", "10:54"),
+    # one long name says which happening, though another word of the question ("add-to-cart") is in no record
+    ("redis-latency", "newest add-to-cart RedisCommandTimeoutException - at what time?", "20:27"),
+])
+def test_a_when_of_one_happening_finds_its_record(world: str, question: str, at: str, settings: Settings,
+                                                   store: Store) -> None:
+    form, summary, _ = asked(question, world, settings, store)
+    assert (form.form, form.status) == ("since_when", "answered")
+    assert f"{at} UTC" in summary.split("(")[0]

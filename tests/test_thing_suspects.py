@@ -116,3 +116,25 @@ def test_an_involvement_denied_is_answered_about_the_suspect(question: str, answ
 def test_asking_whether_there_is_a_link_denies_nothing() -> None:
     scope = read_scope("redis-sessions 跟登录报错到底有没有关系？", ["auth-service", "redis-sessions"])
     assert scope.proposition is not None and not scope.proposition.denied
+
+
+@pytest.mark.parametrize(("question", "subject", "target", "denied"), [
+    # the one that suffers is said first: "is Y hit by X"
+    ("ledger-api 500s since noon. is it hit by the inv outage?", "inventory-service", "ledger-api", False),
+    # "rule out X as what did Y" asks to agree X did not; a nickname the service reader knows names it
+    ("can we rule out the inv heap as what kicked off the ledger-api 500s?", "inventory-service", "ledger-api", True),
+])
+def test_a_victim_said_first_and_a_suspect_ruled_out_are_read(question: str, subject: str, target: str,
+                                                              denied: bool) -> None:
+    scope = read_scope(question, ["ledger-api", "inventory-service"])
+    assert scope.proposition is not None
+    assert (scope.proposition.kind, scope.proposition.subject, scope.proposition.target, scope.proposition.denied) == (
+        "cause", subject, target, denied)
+
+
+def test_a_service_with_no_records_said_to_be_hit_by_the_cause_cannot_be_told(settings: Settings, store: Store) -> None:
+    """jvm-oom holds no record of a billing service: whether inventory's outage hurt it, no record says."""
+    form, summary, verdict = asked("billing-service stopped invoicing around 14:00. was it hit by the inventory outage?",
+                                   "jvm-oom", settings, store)
+    assert form.answer == "cannot_tell"
+    assert summary.startswith("Cannot tell whether inventory-service caused") and verdict != "PASS"

@@ -415,9 +415,10 @@ def _moment(scope: QuestionScope, coverage: Sequence[ServiceCoverage], invocatio
     answered by a symptom's first record."""
     row = coverage[0] if coverage else None
     need = max(1, min(2, len(scope.event)), (len(scope.event) + 1) // 2)
-    held = [(r, r.at) for r in _event_records(scope, invocations, warnings=True, need=need) if r.at is not None]
+    held = [(r, r.at) for r in _event_records(scope, invocations, warnings=True, need=need, long_names=True)
+            if r.at is not None]
     if scope.peak:
-        held = _peak(held)
+        held = _peak(held, scope.event)
     found = (held[-1] if scope.latest else held[0]) if held else None
     if found is None:
         return _row(scope.form, "not_answered", row, msg("form.no_moment", event=", ".join(scope.event)))
@@ -429,11 +430,15 @@ _FIGURE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|ms\b|s\b|mb\b|gb\b)")
 _DIGITS = re.compile(r"\d+")
 
 
-def _peak(held: list[tuple[Record, datetime]]) -> list[tuple[Record, datetime]]:
-    """The record of a series at its highest: of the records holding a figure, those written from the
-    one template most of them share (a thread's 98% beside the process's readings is another series),
-    the one with the highest figure."""
-    shares = [(r, at, float(m.group(1)), _DIGITS.sub("#", r.text)) for r, at in held if (m := _FIGURE.search(r.text))]
+def _peak(held: list[tuple[Record, datetime]], words: Sequence[str] = ()) -> list[tuple[Record, datetime]]:
+    """The record of a series at its highest: of the records holding a figure (the asked word's own value,
+    "queued=813" of "queued", else a measure), those written from the one template most of them share (a
+    thread's 98% beside the process's readings is another series), the one with the highest figure."""
+    keyed = [re.compile(rf"\b{re.escape(w)}\s*[=:]\s*(\d+(?:\.\d+)?)") for w in words if w.isascii() and not w.isdigit()]
+
+    def figure(text: str) -> re.Match[str] | None:
+        return next((m for k in keyed if (m := k.search(text))), None) or _FIGURE.search(text)
+    shares = [(r, at, float(m.group(1)), _DIGITS.sub("#", r.text)) for r, at in held if (m := figure(r.text))]
     if not shares:
         return []
     series = Counter(template for *_, template in shares).most_common(1)[0][0]
@@ -480,7 +485,7 @@ def _event_record(scope: QuestionScope, invocations: Sequence[ToolInvocation], *
 
 
 def _event_records(scope: QuestionScope, invocations: Sequence[ToolInvocation], *, warnings: bool = False,
-                   need: int | None = None) -> list[Record]:
+                   need: int | None = None, long_names: bool = False) -> list[Record]:
     """The records of the happening (see _event_record), those holding the most of its words (at least
     `need`, by default three in five), earliest first. A word a record holds only to deny it ("无变更")
     is not held."""
@@ -500,8 +505,9 @@ def _event_records(scope: QuestionScope, invocations: Sequence[ToolInvocation], 
             # an alert by its name as written ("GatewayUpstreamErrors"), beside its description
             # where it was written counts too: "pay-7d9f-2's cpu" is a line of that host
             said = f"{r.text} {r.topic.replace(' ', '')} alert" if r.alert else f"{r.text} {r.host}"
-            held = sum(1 for w in scope.event if any(_holds(said, s) and not _NEGATED_WORD.search(_before(said, s))
-                                                     for s in synonyms(w)))
+            # `long_names`: a long name ("RedisCommandTimeoutException") says which happening as two plain words do
+            held = sum(1 + (long_names and len(w) >= 12 and w.isascii()) for w in scope.event
+                       if any(_holds(said, s) and not _NEGATED_WORD.search(_before(said, s)) for s in synonyms(w)))
             if held >= need:
                 scored.append((held, r.at.timestamp() if r.at else float("inf"), r))
     top = max((held for held, _, _ in scored), default=0)

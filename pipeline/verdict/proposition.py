@@ -60,7 +60,8 @@ _CAUSE_EN = (
                r"|down to)\s+(?P<x>.+)"),
     re.compile(r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
                rf"{_INVOLVED_EN}|"
-               r"what(?:'s|s| is| was)? (?:broke|caused|took down|(?!going\b)[a-z]+ing|(?!happen|start|chang)[a-z]{3,}ed))\s+"
+               r"what(?:'s|s| is| was)? (?:broke|caused|took down|ate|ate up|blew up|brought down|tore through|"
+               r"(?!going\b)[a-z]+ing|(?!happen|start|chang)[a-z]{3,}ed))\s+"
                r"(?P<y>.+)"),
     # "... at 16:37, any chance thats whats killing checkout": what was said before is put forward.
     re.compile(r"\b(?P<x>that|this|it)(?:'s|s| is| was)\s+what(?:'s|s| is| was)?\s+(?:(?!going\b)[a-z]+ing|broke|caused|took down"
@@ -98,6 +99,9 @@ _CAUSE_EN = (
     # take no part in Y, asked to agree
     re.compile(rf"(?:^|[,，;；]\s*)(?P<pair>)(?P<x>[^,，;；?]+?)\s+(?P<link>(?:has|have|had)\s+(?:got\s+)?(?:nothing|little|zero)\s+to do with"
                rf"|(?:is|are|was|were)(?:n't|nt| not)\s+(?:{_INVOLVED_EN})|(?:is|are|was|were)\s+unrelated to)\s+(?P<y>[^?]+)"),
+    # "is it hit by the inv outage?", "was checkout dragged down by pricing": Y said to suffer X
+    re.compile(r"\b(?:is|was|are|were|isn't|wasn't|aren't|weren't)\s+(?P<y>.+?)\s+(?:(?:also|just|really)\s+)?(?:being\s+)?"
+               r"(?:hit|hurt|affected|impacted|dragged down|taken down|knocked out|held up|slowed down|starved)\s+by\s+(?P<x>[^?]+)"),
     # "does X have anything to do with Y": whether X is involved at all.
     re.compile(r"\b(?:does|do|did|could|might)\s+(?P<pair>)(?P<x>.+?)\s+(?:have|has)\s+(?:anything|something|much)\s+to do with\s+"
                r"(?P<y>.+)"),
@@ -237,6 +241,8 @@ _DENIED_LEAD = re.compile(r"^\s*(?:(?:so|and|but|then|ok so)\s+)?(?:it|that|this
                           r"couldnt|could not|isn't|isnt|is not|wasn't|wasnt|was not|ain't|aint)\s+(?:be\s+|have been\s+)?")
 _DENIED_TAIL = re.compile(r"\s+(?:isn't|isnt|is not|wasn't|wasnt|was not|aren't|arent|are not|weren't|can't|cant|cannot)"
                           r"(?:\s+be)?\s*$")
+_RULED_OUT = re.compile(r"^\s*(?:(?:so|and|but|ok so)\s+)?(?:can|could|should|do|did)\s+(?:we|i|you)\s+(?:safely\s+)?"
+                        r"rule\s+out\s+(?P<x>.+?)(?:\s+as)?$")
 _DENIED_ZH = re.compile(r"(?:(?<!是)不是|不可能是|不会是|不该是)\s*$")
 _TAG_ZH = re.compile(r"吧\s*[?？。!！]*\s*$")
 # A tag closing the question: "..., yeah?", "..., right?", "- agree?"
@@ -379,7 +385,8 @@ def _services_in(text: str, services: Sequence[str]) -> list[str]:
 
 def read_proposition(question: str, services: Sequence[str], *, asked_nothing: bool, denies: bool = False,
                      fine: bool = False, catalogue: Sequence[str] = (), things: bool = True,
-                     effect: Callable[[str], bool] = lambda _: False) -> Proposition:
+                     effect: Callable[[str], bool] = lambda _: False,
+                     names: Callable[[str], list[str]] = lambda _: []) -> Proposition:
     """The proposition a yes/no question asks: a cause ("is X the cause of Y"), else, when no
     symptom was asked (`asked_nothing`), a state of the first service ("is X normal / down"), else
     the asked symptoms. `denies`: the proposition itself holds a negation ("X 是不是没有报错", "is
@@ -387,7 +394,8 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
     normal ("X 的 CPU 没问题吧"), the same assertion (pipeline.verdict.scope reads both). `catalogue`:
     every service the world holds, whose names are no words of a thing blamed ("the orders db"); `things`
     False reads no suspect as a thing (the caller found a service in its words: "网关"); `effect`: whether
-    words say a symptom ("the login errors"), which makes them no suspect beside a thing."""
+    words say a symptom ("the login errors"), which makes them no suspect beside a thing; `names`: the
+    services a caller reads in words this reader does not ("the inv outage")."""
     norm = normalize(question)
     negated = bool(_NEGATED.search(norm))
     thing: Proposition | None = None
@@ -413,17 +421,18 @@ def read_proposition(question: str, services: Sequence[str], *, asked_nothing: b
         x_at = asked.end() if asked else x_at
         x = norm[x_at:x_end]
         # "so it can't be the warmup behind Y, right?", "redis isn't behind Y, right?": the suspect denied
-        denial = _DENIED_LEAD.match(x) or _DENIED_TAIL.search(x)
+        # "can we rule out X as what kicked off Y?" asks to agree that X is not the cause, as a denial does
+        denial = _DENIED_LEAD.match(x) or _DENIED_TAIL.search(x) or _RULED_OUT.match(x)
         denied = bool(denial) or bool(_DENIED_ZH.search(norm[:x_start]) and _TAG_ZH.search(norm)) \
             or "link" in m.groupdict()
-        x = _DENIED_TAIL.sub("", _DENIED_LEAD.sub("", x))
+        x = _DENIED_TAIL.sub("", _DENIED_LEAD.sub("", _RULED_OUT.sub(r"\g<x>", x)))
         named = x
         if _PRONOUN.fullmatch(x.strip()):
             said = _ASKED_LAST.sub("", norm[:x_at])
             last = said[max((said.rfind(c) + len(c) for c in _BREAKS if c in said), default=0):]
             named = last if _services_in(last, services) else said
         # "down to redis": a word that is one catalogue service's name cut short ("redis" of redis-cart)
-        subjects = _services_in(named, services) or _stem_of(named, catalogue)
+        subjects = _services_in(named, services) or _stem_of(named, catalogue) or names(named)
         if not subjects and named is not x and len(services) == 1:
             # "网关 ... 落在 gw-5c8b-2 上，把这台摘掉": the one service asked, named in words _services_in cannot read
             subjects = list(services)

@@ -395,8 +395,8 @@ _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bsince\s*(?:\.{2,}|�
 
 # A when of one happening ("what time did inv come back up?", "when did order 123 flip to PAID", "风控规则是几点改的"):
 # the question opens on it in English; in Chinese it asks it anywhere but in a yes/no ("几点那会儿慢吗").
-_MOMENT = re.compile(r"^\W*(?:(?:so|and|ok|okay|hey|quick q:?)\s+)?(?:when|what time|wat time|wut time|at what time)\b"
-                     r"|\bat what time\s*[?？]*\s*$"
+_MOMENT = re.compile(r"(?:^\W*|[.!?。！？]\s+)(?:(?:so|and|ok|okay|hey|quick q:?)\s+)?(?:when|what time|wat time|wut time|at what time)\b"
+                     r"|\bat what time\s*[?？]*\s*$|\band (?:when|at what time)\s*[?？]*\s*$"
                      # "last NPE we've got on record - what time was that": the thing said first, its time asked after
                      r"|(?:\s[-–—]+|[:,;，：；])\s*(?:and\s+)?(?:when|what time|wat time|at what time)\s+(?:was|is|were|did)\s+(?:that|it|this|they)\b"
                      r"|(?:几点|什么时候|啥时候|何时|哪个时间点?)(?![^？?]*?[吗么吧](?:[?？]|\s*$))")
@@ -805,7 +805,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         # "这锅该网关背吗": a service said in words the proposition's reader does not know is no thing
         proposition = read_proposition(question, services, asked_nothing=all(v == [ANY] for v in symptoms.values()),
                                        denies=denies_symptom(question), fine=asks_fine(question), things=False,
-                                       effect=effect)
+                                       effect=effect, names=lambda text: [s for s in asked_services(text, known) if s in services])
     asked = question
     if proposition is not None and proposition.subject_kind == "thing":
         # "is DNS the cause of the order failures?": the suspect's words name no symptom asked about
@@ -975,19 +975,23 @@ _ACTOR = re.compile(r"\b(?:who|which (?:person|people|job|team|user|engineer|pro
                     r"changed|pushed|deployed|ran|triggered|restarted|enabled|disabled|rolled|kicked|started|set|updated|"
                     r"edited|bumped|did)\b|谁(?:把|改|开|推|发|动|关|重启|执行|触发|调|上线|操作)|哪(?:个人|位|个同事|个任务|个脚本)")
 # A when asking the latest time: "the last OOM", "most recent timeout", "最近一次", "最后一单".
-_LATEST = re.compile(r"\b(?:last|latest|most recent|final)\b|\b(?:until|till) (?:when|what time)\b"
+_LATEST = re.compile(r"\b(?:last|latest|newest|most recent|final)\b|\b(?:until|till) (?:when|what time)\b"
                      r"|(?:最近|最后|最新)(?:一)?(?:次|单|条|个|回)?|到(?:几点|什么时候|啥时候)")
 # A when of a reading at its highest: "top out", "peak", "max out", "最高", "峰值".
 _PEAK = re.compile(r"\b(?:top(?:ped)? out|peak(?:ed)?|max(?:ed)? out|at (?:its|the) (?:highest|worst|max)|highest|worst|longest|biggest"
+                   r"|deepest|how (?:deep|high)"
                    r"|hit its max)\b"
-                   r"|最高|峰值|顶峰|最严重")
+                   r"|最高|峰值|顶峰|最严重|最深|最大|最长|最久")
 # The asking words of a when or a one-off, which no record of the happening holds.
 _WHEN_FRAME = re.compile(r"\b(?:when|what time|wat time|wut time|at what time|exactly|finally|roughly|approx(?:imately)?|right|first"
                          r"|who|which person|which job|person|job|or|turned"
                          # "the last NPE we've got on record": where the asker saw it, not what happened
                          r"|(?:we'?ve|we|i'?ve|you'?ve)\s+(?:got|have|had|seen|logged)|on record|in the (?:logs?|records?))\b|谁|哪个人|哪位"
-                         r"|几点(?:几分)?|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|"
+                         r"|几点(?:几分)?|什么时候|啥时候|何时|哪个时间点?|大概|大约|最终|响起来|起来|第一(?:次|单|条|个|回)?|多少|"
                          + _PEAK.pattern + "|" + _LATEST.pattern + "|" + _ONE_OFF.pattern)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 
 
 def _moment_words(question: str, services: Iterable[str]) -> list[str]:
@@ -995,8 +999,15 @@ def _moment_words(question: str, services: Iterable[str]) -> list[str]:
     and clock times (an id stays: "order 123")."""
     services = list(services)
     stems = {normalize(s).split("-")[0] for s in services}
-    norm = _WHEN_FRAME.sub(" ", _CLOCK.sub(" ", _unnamed(question, services)))
-    return sorted(w for w in keywords(norm) if w not in _WHY_FRAME and w not in stems and len(w) > 1 or w.isdigit())
+
+    def words(text: str) -> list[str]:
+        norm = _WHEN_FRAME.sub(" ", _CLOCK.sub(" ", _unnamed(text, services)))
+        return sorted(w for w in keywords(norm) if w not in _WHY_FRAME and w not in stems and not asked_services(w, services)
+                      and len(w) > 1 or w.isdigit())
+    # "pager finally quiet. what time was the very last 504 ...": the sentence asking the time says what
+    # happened; one before it is the asker's context, unless the asking one says nothing ("when was that?")
+    asking = [part for part in _SENTENCE_END.split(normalize(question)) if _MOMENT.search(part) or _SINCE_WHEN.search(part)]
+    return (words(asking[-1]) if asking else []) or words(question)
 
 
 def _stopped_words(question: str, services: Iterable[str]) -> list[str]:
