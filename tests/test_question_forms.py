@@ -657,3 +657,16 @@ def test_a_when_of_one_happening_finds_its_record(world: str, question: str, at:
     form, summary, _ = asked(question, world, settings, store)
     assert (form.form, form.status) == ("since_when", "answered")
     assert f"{at} UTC" in summary.split("(")[0]
+
+
+@pytest.mark.parametrize(("world", "question", "said"), [
+    # a count said with its scale is the number the records write: 1200000 at 13:14, 1900000 at 13:19
+    ("jvm-oom", "StockSnapshotCache 从 120 万条涨到 190 万条，花了多久", "5 分钟"),
+    # "前后多久" asks a span as "持续多久" does: the p99 alert from 16:03 to its recovery at 16:11
+    ("bad-deploy", "pricing 的 p99 冲到 820ms，前后多久才回到 140ms", "8 分钟"),
+])
+def test_a_span_asked_in_other_words_is_reckoned_from_the_records(world: str, question: str, said: str,
+                                                                  settings: Settings, store: Store) -> None:
+    form, summary, _ = asked(question, world, settings, store)
+    assert (form.form, form.status) == ("how_long", "answered")
+    assert said in summary.split("。")[0]

@@ -30,6 +30,8 @@ from pipeline.text.primitives import (
     CJK_CHAR,
     CJK_IDEOGRAPHS,
     CJK_RUN,
+    SCALED,
+    SCALES,
     clock_times,
     detect_language,
     extract_entities,
@@ -378,7 +380,9 @@ _HOW_LONG = re.compile(r"\bhow long\b(?!.*\b(?:take|takes|took|to (?:recover|fix
                        r"|\bhow many (?:minutes|hours|days)\b(?! ago)|持续了?多久|持续了?多长时间|多长时间了|多久了|有多久|多久(?:[?？。]|$)"
                        r"|持续了?几(?:个小时|小时|分钟|天)|(?:几|多少)(?:个小时|小时|分钟)了"
                        # "推完规则，隔了多久 /api/pay 开始超时": the span between two happenings
-                       r"|(?:隔|过|相隔|间隔)了?(?:多久|多长时间|几分钟)")
+                       r"|(?:隔|过|相隔|间隔)了?(?:多久|多长时间|几分钟)"
+                       # "飙到 820ms，前后多久才降回 140ms", "从第一条到最后一条跨了多久"
+                       r"|(?:前后|用了|花了|跨了)(?:多久|多长时间)")
 _SINCE_WHEN = re.compile(r"\bsince when\b|\bhow long ago\b|\bsince\s*(?:\.{2,}|…)?\s*[?？]+\s*$|\bfirst\b[^?]{0,60}\bat what time\b|\bwhen did\b.*\b(?:start|begin|first|go down|break)"
                          r"|\bwhen (?:has|have|was|were|is|are)\b.*\b(?:start|began|begun|first)"
                          r"|\b(?:what time|when exactly|starting when|from when)\b.*\b(?:start|begin|first)\b"
@@ -703,7 +707,7 @@ _BETWEEN = (
     re.compile(r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)[，,]?\s*(?P<b0>[^，,。？?]*?)(?:隔了|过了|又过了)?多(?:久|长时间)(?:才|就)?"
                r"(?P<b>[^，,。？?]+)"),
     # "risk-admin 推完那批规则，隔了多久 /api/pay 开始超时": the earlier happening is the clause before the span asked
-    re.compile(r"(?P<a>[^，,。？?]+?)[，,]\s*(?P<b0>[^，,。？?]*?)(?:隔了|过了|又过了|相隔)(?:多(?:久|长时间)|几分钟)(?:才|就)?"
+    re.compile(r"(?P<a>[^，,。？?]+?)[，,]\s*(?P<b0>[^，,。？?]*?)(?:隔了|过了|又过了|相隔|前后)(?:多(?:久|长时间)|几分钟)(?:才|就)?"
                r"(?P<b>[^，,。？?]+)"),
     # "从 X 到 Y 隔了多久", "X 一打开，到 Y 响，前后隔了几分钟"
     re.compile(rf"(?:从(?P<a>[^，,。？?]+?)[，,]?\s*|(?P<a2>[^，,。？?]+?)[，,]\s*)到(?P<b>[^，,。？?]+?)[，,]?\s*{_SPAN_ASKED_ZH}"),
@@ -729,10 +733,12 @@ _SEQUENCE_FRAME = frozenset({"went", "fired", "came", "happened", "order"})
 
 def _happening_words(text: str, services: Iterable[str] = (), *, symptoms: bool = True) -> list[str]:
     """The words naming a happening in part of a question: no clock time, service name, frame word or
-    bare number; `symptoms` False leaves a symptom's own words out too."""
-    return sorted(w for w in keywords(_CLOCK.sub(" ", _unnamed(text, services)))
-                  if w not in _WHY_FRAME and not w.isdigit() and not _READING.fullmatch(w) and len(w) > 1
-                  and (symptoms or not asked_symptoms(w)))
+    bare number; `symptoms` False leaves a symptom's own words out too. A count said with its scale ("60
+    万条") is the number the records write ("600000")."""
+    counted = {f"{float(m.group(1)) * SCALES[m.group(2)]:.0f}" for m in SCALED.finditer(normalize(text))}
+    return sorted({*counted, *(w for w in keywords(_CLOCK.sub(" ", SCALED.sub(" ", _unnamed(text, services))))
+                               if w not in _WHY_FRAME and not w.isdigit() and not _READING.fullmatch(w) and len(w) > 1
+                               and (symptoms or not asked_symptoms(w)))})
 
 
 # A reading or a range of them as the asker writes it ("4.6-4.8s", "~1.7s"): the records write their own.
