@@ -30,7 +30,7 @@ from rapidfuzz.distance import Levenshtein
 
 from pipeline.core.feature_shapes import Hunk
 from pipeline.gatekeeper.folding import fold, fold_plain
-from pipeline.gatekeeper.pieces import BEFORE, CLOSE, SHORT_GAP, TOKEN, Chain, chain, weight
+from pipeline.gatekeeper.pieces import CLOSE, SHORT_GAP, TOKEN, Chain, chain, weight
 from pipeline.gatekeeper.prepared import MAX_HITS, PreparedOutput
 from pipeline.text.primitives import ELLIPSIS, is_cjk
 
@@ -98,7 +98,7 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
     if pos is None or pos >= 0:
         verbatim = _find_whole_numbers(prepared.decoded, segment)
         if verbatim >= 0 and prepared.numbers is None:  # contiguous text of one output: adjacent records
-            before = _before(prepared.decoded, verbatim) if placed else ""
+            before = _before(prepared.decoded, verbatim, prepared.decoded_record(verbatim)[0]) if placed else ""
             return SegmentMatch(segment, needle, 1.0, verbatim, verbatim + len(segment), 1.0, before=before)
     hay = prepared.folded
     found = _structural(needle, prepared) if len(needle) >= 2 else None
@@ -110,7 +110,7 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
         main = [prepared.span(a, b) for a, b in found]
         first = found[0][0]
         return SegmentMatch(segment, needle, 1.0, main[0][0], main[-1][1], 1.0, split,
-                            before=hay[max(0, first - BEFORE) : first], main=main)
+                            before=_folded_before(prepared, first), main=main)
     if len(needle) < 4:
         return SegmentMatch(segment, needle, 0.0)
     starts = _candidate_starts(needle, prepared)
@@ -137,7 +137,8 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
         fstart, fend = pieces.start, pieces.end
     main = [prepared.span(a, b) for a, b in pieces.main[:_MAX_MAIN]]
     start, end = _one_record(prepared, *prepared.span(fstart, fend), main)
-    return SegmentMatch(segment, needle, round(score, 4), start, end, 0.0, 0, pieces.before, pieces.hunks, main)
+    return SegmentMatch(segment, needle, round(score, 4), start, end, 0.0, 0, _folded_before(prepared, pieces.start),
+                        pieces.hunks, main)
 
 
 def _one_record(prepared: PreparedOutput, start: int, end: int, main: list[tuple[int, int]]) -> tuple[int, int]:
@@ -314,10 +315,24 @@ def _find_whole_numbers(text: str, segment: str) -> int:
     return -1
 
 
-def _before(text: str, start: int) -> str:
-    """Folded text just before text[start:], ending in a space when a word boundary separates them."""
+# Output characters kept from just before a quote, inside its record: a word there ("no" before
+# "OutOfMemoryError detected") may change what the quote means. The record's start (a line break,
+# or where the matcher's record begins) ends that stretch: a "no" ending the previous line or
+# record is that record's word, not one said of the quote.
+BEFORE = 40
+
+
+def _folded_before(prepared: PreparedOutput, fpos: int) -> str:
+    """Folded output just before folded position fpos, within its record."""
+    lo = max(int(prepared.record_starts[prepared.record_at(fpos)]), fpos - BEFORE)
+    return prepared.folded[lo:fpos] if lo < fpos else ""
+
+
+def _before(text: str, start: int, lo: int = 0) -> str:
+    """Folded text just before text[start:] and from `lo` on (its record's start), ending in a
+    space when a word boundary separates them."""
     # Plain folding (no number canonicalisation): only the words before the quote are wanted.
-    raw = text[max(0, start - BEFORE - 8) : start]
+    raw = text[max(lo, start - BEFORE - 8) : start]
     plain = fold_plain(raw)
     folded = " ".join(plain.split())[-BEFORE:]
     prev = text[start - 1 : start]

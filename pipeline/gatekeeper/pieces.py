@@ -31,7 +31,6 @@ SHORT_GAP = 12
 # Pieces further apart than FAR (more than the fields between two log records) must both weigh
 # at least 2 * SHORT: two adjacent alerts' descriptions chain, a service name 200 characters on does not.
 FAR = 120
-BEFORE = 40  # output characters kept from just before the first piece
 _MAX_NEAR = 64  # occurrences of a first piece compared for nearness
 STARTS = 4  # occurrences of the first piece a chain is tried from
 CLOSE = 320  # a complete chain with no wider gap than this is taken without trying further starts
@@ -47,7 +46,6 @@ class Chain:
     gap: int  # the widest stretch of output (folded characters) skipped between two pieces
     start: int  # folded span of the output from the first piece's start to the last piece's end
     end: int
-    before: str  # folded output just before the first piece
     hunks: list[Hunk] = field(default_factory=list)
     main: list[tuple[int, int]] = field(default_factory=list)  # folded spans of the pieces that carry the quote
 
@@ -93,8 +91,7 @@ def chain(needle: str, hay: str, lo: int, hi: int, *, near: int | None = None, s
     first, last = pieces[0], pieces[-1]
     # The quote's own records are those of its long pieces; a short one may sit in a neighbour.
     main = [(p[2], p[3]) for p in pieces if weight(hay, p[2], p[3]) >= SHORT] or [(p[2], p[3]) for p in pieces]
-    return Chain(round(covered, 4), gap, first[2], last[3], hay[max(0, first[2] - BEFORE) : first[2]],
-                 _hunks(needle, toks, hay, pieces), main)
+    return Chain(round(covered, 4), gap, first[2], last[3], _hunks(needle, toks, hay, pieces), main)
 
 
 def _walk(needle: str, toks: list[tuple[int, int]], hay: str, lo: int, hi: int, short: int,

@@ -1,0 +1,86 @@
+"""Where a quote's record ends: what lies before it in its output.
+
+Each log here is made up for the test. A word counts as preceding a quote only inside the quote's
+own record.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.bundles.check import check_bundle
+from pipeline.bundles.session_bundle import parse_bundle
+from pipeline.core.config import Settings
+from pipeline.gatekeeper import load_rules
+from pipeline.llm import make_provider
+
+RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+NEGATION = "excerpt drops the negation"
+
+# A queue worker's log: the first line ends in a field whose value is "none", the next one does not.
+WORKER_LOG = (
+    "2031-02-11 08:14:02.118 [w-7] INFO  retry policy for batch 5512 set, override: no\n"
+    "2031-02-11 08:14:02.431 [w-7] INFO  batch 5512 committed, 380 rows in 212 ms\n"
+    "2031-02-11 08:14:03.006 [w-7] WARN  integrity check found no orphan rows in ledger_q4\n"
+)
+
+@pytest.fixture(scope="module")
+def checker():
+    settings = Settings()
+    rules = load_rules(RULES_DIR)
+    provider = make_provider(settings)
+
+    def check(output: str, excerpt: str, question: str = "What does the worker log show?"):
+        return check_bundle(parse_bundle(_bundle(output, excerpt, question)), settings=settings, rules=rules,
+                            provider=provider)
+
+    return check
+
+
+def _bundle(output: str, excerpt: str, question: str) -> dict[str, Any]:
+    """A session quoting `excerpt` from one tool output, its verifier accepting the claim: the
+    verdict is what the deterministic checks make of the quote and the question."""
+    invocation = {"id": 7, "session_id": "rb", "tool_name": "query_logs", "model_tool_name": "queryLogs",
+                  "arguments": {"source": "made-up"}, "status": "ok", "output": output}
+    executor = {"answer_version": "executor_evidence_v2", "claims": [{
+        "claim_id": "c1", "claim_type": "symptom", "claim_text": excerpt, "support_level": "direct",
+        "evidence_bindings": [{"source_type": "tool_trace", "tool_name": "query_logs", "source_invocation_ids": [7],
+                               "evidence_excerpt": excerpt}]}],
+        "hypotheses": [], "recommended_actions": [], "missing_info": []}
+    return {"bundle_version": 1,
+            "session": {"id": "rb", "question": question, "shape": "single", "provider": "test", "model": "none"},
+            "tool_invocations": [invocation], "executor_raw_output": json.dumps(executor),
+            "verifier_output": {"verdict": "PASS", "groundedness_score": 1.0,
+                                "claim_checks": [{"claim_id": "c1", "verification": "direct_observation"}]},
+            "composer_output": {"answer_summary": excerpt, "user_facing_answer": excerpt}}
+
+
+def _negation_findings(evaluation) -> list[str]:
+    return [e.message for e in evaluation.gatekeeper_result.errors if NEGATION in e.message]
+
+
+def test_a_negation_ending_the_previous_line_does_not_precede_the_quote(checker):
+    # "no" is the last word of the line before: it is that record's value, not said of this one.
+    quote = "2031-02-11 08:14:02.431 [w-7] INFO  batch 5512 committed, 380 rows in 212 ms"
+    evaluation = checker(WORKER_LOG, quote)
+    assert _negation_findings(evaluation) == []
+    assert evaluation.verdict == "PASS"
+
+
+def test_a_negation_earlier_on_the_same_line_still_precedes_the_quote(checker):
+    # Inside one record the dropped "no" turns "no orphan rows" into "orphan rows".
+    evaluation = checker(WORKER_LOG, "orphan rows in ledger_q4")
+    assert _negation_findings(evaluation)
+    assert evaluation.verdict != "PASS"
+
+
+def test_a_negation_ending_the_previous_record_of_a_json_output_does_not_precede_the_quote(checker):
+    records = [{"ts": "2031-02-11T08:14:02Z", "level": "INFO", "message": "dry run requested: no"},
+               {"ts": "2031-02-11T08:14:03Z", "level": "INFO", "message": "snapshot 77 uploaded to bucket east-2"}]
+    evaluation = checker(json.dumps({"logs": records}), "2031-02-11T08:14:03Z INFO snapshot 77 uploaded to bucket east-2")
+    assert _negation_findings(evaluation) == []
+    assert evaluation.verdict == "PASS"
