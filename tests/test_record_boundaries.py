@@ -1,7 +1,7 @@
-"""Where a quote's record ends: what lies before it in its output.
+"""Where a quote's record ends: what lies before it and inside it in its output.
 
 Each log here is made up for the test. A word counts as preceding a quote only inside the quote's
-own record.
+own record; dots drawn in a banner are the output's characters, not an elision.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ from pipeline.bundles.check import check_bundle
 from pipeline.bundles.session_bundle import parse_bundle
 from pipeline.core.config import Settings
 from pipeline.gatekeeper import load_rules
+from pipeline.gatekeeper.matcher import locate, segments
+from pipeline.gatekeeper.prepared import PreparedOutput
 from pipeline.llm import make_provider
+from pipeline.text.primitives import ELLIPSIS
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 NEGATION = "excerpt drops the negation"
@@ -27,6 +30,15 @@ WORKER_LOG = (
     "2031-02-11 08:14:02.431 [w-7] INFO  batch 5512 committed, 380 rows in 212 ms\n"
     "2031-02-11 08:14:03.006 [w-7] WARN  integrity check found no orphan rows in ledger_q4\n"
 )
+
+# A service's start-up banner drawn in ASCII art, then its first record.
+BANNER_LOG = (
+    "      .-~~~-.       kestrel-cache 2.4.1\n"
+    " |`-._`-...-` __...-.``-._|     Listening: 7911\n"
+    " |    `-._   `._   _.-'   |     Worker: 2208\n"
+    "2208:S 14 Mar 03:12:55.101 * Warm start: 5120 keys restored in 0.004 seconds\n"
+)
+
 
 @pytest.fixture(scope="module")
 def checker():
@@ -84,3 +96,17 @@ def test_a_negation_ending_the_previous_record_of_a_json_output_does_not_precede
     evaluation = checker(json.dumps({"logs": records}), "2031-02-11T08:14:03Z INFO snapshot 77 uploaded to bucket east-2")
     assert _negation_findings(evaluation) == []
     assert evaluation.verdict == "PASS"
+
+
+def test_dots_drawn_in_a_banner_are_not_an_elision():
+    assert ELLIPSIS.split(" |`-._`-...-` __...-.``-._|") == [" |`-._`-...-` __...-.``-._|"]
+    assert len(ELLIPSIS.split("Warm start: ... restored in 0.004 seconds")) == 2
+    assert len(ELLIPSIS.split("Warm start: 5120 keys [...] seconds")) == 2
+
+
+def test_words_swapped_across_banner_dots_are_not_found_by_structure():
+    prepared = PreparedOutput(BANNER_LOG)
+    faithful = " |`-._`-...-` __...-.``-._|     Listening: 7911"
+    swapped = "7911 __...-.``-._|     Listening: |`-._`-...-`"
+    assert [locate(seg, prepared, needle).covered for seg, needle in segments(faithful)] == [1.0]
+    assert [locate(seg, prepared, needle).covered for seg, needle in segments(swapped)] == [0.0]

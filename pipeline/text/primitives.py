@@ -19,8 +19,11 @@ from functools import lru_cache
 from pipeline.text import segment
 
 _WS = re.compile(r"\s+")
-# Where a quote leaves part of its record out: "...", "…", "[...]".
-ELLIPSIS = re.compile(r"(?:\.{3,}|…+|⋯+|\[\s*\.\.\.\s*\])")
+# Where a quote leaves part of its record out: "...", "…", "[...]". Dots with a line-drawing
+# character on both sides ("`-...-`", "__...-." of a banner's ASCII art) are the output's own
+# characters: read as an elision, they would cut the quote into pieces checked apart, in any order.
+_DRAWING = r"\-_`|/\\~=*+^#."
+ELLIPSIS = re.compile(rf"(?:(?<![{_DRAWING}])\.{{3,}}|\.{{3,}}(?![{_DRAWING}])|…+|⋯+|\[\s*\.\.\.\s*\])")
 # The one definition of a Chinese character: the unified ideographs, extension A and the
 # compatibility ideographs. Chinese words, runs and "is this Chinese" all use it.
 CJK_IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
