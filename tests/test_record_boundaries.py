@@ -1,7 +1,8 @@
-"""Where a quote's record ends: what lies before it and inside it in its output.
+"""Where a quote's record ends: what lies before it, inside it and around it in its output.
 
 Each log here is made up for the test. A word counts as preceding a quote only inside the quote's
-own record; dots drawn in a banner are the output's characters, not an elision.
+own record; dots drawn in a banner are the output's characters, not an elision; a quote's edge
+word is not found as the first letter of a longer word.
 """
 
 from __future__ import annotations
@@ -110,3 +111,13 @@ def test_words_swapped_across_banner_dots_are_not_found_by_structure():
     swapped = "7911 __...-.``-._|     Listening: |`-._`-...-`"
     assert [locate(seg, prepared, needle).covered for seg, needle in segments(faithful)] == [1.0]
     assert [locate(seg, prepared, needle).covered for seg, needle in segments(swapped)] == [0.0]
+
+
+def test_a_one_letter_edge_word_is_not_the_start_of_a_longer_word():
+    output = "SELECT id FROM orders o\n  JOIN users u ON u.id = o.user_id\nSELECT name FROM tenants\n"
+    prepared = PreparedOutput(output)
+    # "FROM t" occurs only as the start of "FROM tenants": a quote ending in "t" is not that line.
+    assert locate("FROM t", prepared).covered == 0.0
+    assert locate("FROM orders o", prepared).covered == 1.0
+    # A longer piece of a word cut short still says which word it was.
+    assert locate("FROM tena", prepared).covered == 1.0

@@ -36,7 +36,7 @@ from pipeline.gatekeeper.prepared import OutputCache, PreparedOutput
 from pipeline.gatekeeper.vocabulary import absent_pieces
 from pipeline.text.primitives import EntityMatch, find_entities, normalize
 
-FEATURES_VERSION = 5  # 5: the words before a quote are its record's only; 4: a JSON-per-line quote keeps its keys; 3: found by structure (covered, split), records as lines; 2: hunks, invented words
+FEATURES_VERSION = 5  # 5: the words before a quote are its record's only, a one-letter edge word cuts no longer word; 4: a JSON-per-line quote keeps its keys; 3: found by structure (covered, split), records as lines; 2: hunks, invented words
 ROOT = "$"
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _MAX_NEARBY = 3

@@ -96,7 +96,7 @@ def locate(segment: str, prepared: PreparedOutput, needle: str | None = None, *,
     # the folded needle is spared the full scan of the decoded text.
     pos = _first_whole(prepared, needle) if prepared.indexed and needle else None
     if pos is None or pos >= 0:
-        verbatim = _find_whole_numbers(prepared.decoded, segment)
+        verbatim = _find_whole(prepared.decoded, segment)
         if verbatim >= 0 and prepared.numbers is None:  # contiguous text of one output: adjacent records
             before = _before(prepared.decoded, verbatim, prepared.decoded_record(verbatim)[0]) if placed else ""
             return SegmentMatch(segment, needle, 1.0, verbatim, verbatim + len(segment), 1.0, before=before)
@@ -209,13 +209,11 @@ def _token_edge(needle: str, at: int) -> bool:
 
 
 def _hits(prepared: PreparedOutput, needle: str, within: int | None, limit: int = MAX_HITS) -> Iterator[int]:
-    """Folded positions of a needle that cut no number: anywhere (at most `limit`), or starting in one record."""
+    """Folded positions of a needle that cut no number or word: anywhere (at most `limit`), or starting in one record."""
     hay = prepared.folded
-    head, tail = needle[:1].isdigit(), needle[-1:].isdigit()
 
     def whole(at: int) -> bool:
-        return not ((head and hay[at - 1 : at].isdigit())
-                    or (tail and hay[at + len(needle) : at + len(needle) + 1].isdigit()))
+        return not _cuts(hay, at, at + len(needle))
 
     if within is None:
         yield from (at for at in islice(prepared.finds(needle), limit) if whole(at))
@@ -292,24 +290,41 @@ def _align(needle: str, hay: str, starts: list[int], width: int) -> tuple[float,
     return aligned
 
 
+def _cuts(text: str, at: int, end: int) -> bool:
+    """Whether text[at:end] cuts a number at either edge ("lag=3" is not in "lag=37"), or leaves
+    of an edge word a single Latin letter: a quote cut short mid-word ("bank-gatew") keeps enough
+    of it to say which word, but "FROM t" is not in "from test" (the "t" of "test" is no word "t")."""
+    return (_glued(text[at - 1 : at], text[at : at + 1], text[at + 1 : at + 2])
+            or _glued(text[end : end + 1], text[end - 1 : end], text[end - 2 : end - 1]))
+
+
+def _glued(outside: str, edge: str, inside: str) -> bool:
+    """Whether a quote's edge character continues into the text outside it: a digit into a digit,
+    or a one-letter Latin word (`inside` ends it) into a letter."""
+    if not (outside and edge):
+        return False
+    if outside.isdigit() and edge.isdigit():
+        return True
+    letters = outside.isascii() and edge.isascii() and outside.isalpha() and edge.isalpha()
+    return letters and not (inside.isascii() and inside.isalnum())
+
+
 def _first_whole(prepared: PreparedOutput, needle: str) -> int:
-    """First position of a folded needle in the folded output that does not cut a number."""
+    """First position of a folded needle in the folded output that cuts no number or word."""
     hay = prepared.folded
-    head, tail = needle[:1].isdigit(), needle[-1:].isdigit()
     for count, at in enumerate(prepared.finds(needle)):
-        if not ((head and hay[at - 1 : at].isdigit()) or (tail and hay[at + len(needle) : at + len(needle) + 1].isdigit())):
+        if not _cuts(hay, at, at + len(needle)):
             return at
         if count >= MAX_HITS:
             break
     return -1
 
 
-def _find_whole_numbers(text: str, segment: str) -> int:
-    """First occurrence of segment in text that does not cut a number ("lag=3" is not in "lag=37")."""
-    head, tail = segment[:1].isdigit(), segment[-1:].isdigit()
+def _find_whole(text: str, segment: str) -> int:
+    """First occurrence of segment in text that cuts no number or word."""
     at = text.find(segment)
     for _ in range(MAX_HITS):
-        if at < 0 or not ((head and text[at - 1 : at].isdigit()) or (tail and text[at + len(segment) : at + len(segment) + 1].isdigit())):
+        if at < 0 or not _cuts(text, at, at + len(segment)):
             return at
         at = text.find(segment, at + 1)
     return -1
