@@ -2,7 +2,8 @@
 
 Each log here is made up for the test. A word counts as preceding a quote only inside the quote's
 own record; dots drawn in a banner are the output's characters, not an elision; a quote's edge
-word is not found as the first letter of a longer word.
+word is not found as the first letter of a longer word; and a question naming whose logs it asks
+about (a product's) does not ask about that product's symptom.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pipeline.gatekeeper.matcher import locate, segments
 from pipeline.gatekeeper.prepared import PreparedOutput
 from pipeline.llm import make_provider
 from pipeline.text.primitives import ELLIPSIS
+from pipeline.verdict.scope import asked_pairs, read_scope
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 NEGATION = "excerpt drops the negation"
@@ -121,3 +123,17 @@ def test_a_one_letter_edge_word_is_not_the_start_of_a_longer_word():
     assert locate("FROM orders o", prepared).covered == 1.0
     # A longer piece of a word cut short still says which word it was.
     assert locate("FROM tena", prepared).covered == 1.0
+
+
+def test_a_product_named_as_whose_logs_are_asked_is_not_its_symptom():
+    assert asked_pairs(read_scope("What do the Redis logs show?")) == []
+    assert asked_pairs(read_scope("anything odd in the logs from redis?")) == []
+    assert asked_pairs(read_scope("any evictions in the redis logs?")) == [("", "cache")]
+    assert asked_pairs(read_scope("is redis slow?")) == [("", "latency"), ("", "cache")]
+
+
+def test_a_faithful_quote_of_a_products_own_log_passes(checker):
+    quote = "2208:S 14 Mar 03:12:55.101 * Warm start: 5120 keys restored in 0.004 seconds"
+    evaluation = checker(BANNER_LOG, quote, question="What do the Redis logs show?")
+    assert evaluation.gatekeeper_result.errors == []
+    assert evaluation.verdict == "PASS"

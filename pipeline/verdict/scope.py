@@ -58,6 +58,9 @@ class Symptom:
     suspected cause the tools search for ("deploy"), never a symptom that coverage must see answered.
     `narrows`: the general symptoms its phrases contain ("登录失败" holds 失败, "errors"): asked
     together in one part of a question, the general one is this one and is not asked apart.
+    `products`: phrases of `asked` that name a product a component runs on ("redis"): named as
+    the writer of the logs asked of ("what do the Redis logs show?"), it says where the records
+    come from, not that the symptom is asked.
     """
 
     id: str
@@ -68,6 +71,7 @@ class Symptom:
     cause_only: bool = False
     phrasing: str = ""
     narrows: tuple[str, ...] = ()
+    products: tuple[str, ...] = ()
 
 
 # Pieces of `phrasing`: a negated ability ("can't", "cannot", "unable to", "fails to") and a
@@ -142,7 +146,7 @@ SYMPTOM_TABLE: tuple[Symptom, ...] = (
     Symptom("cache",
             ("cache", "redis", "evict", "缓存"),
             ("cache", "redis", "evict", "maxmemory", "缓存"),
-            ("redis", "cache", "evict", "缓存"), r"redis|cache"),
+            ("redis", "cache", "evict", "缓存"), r"redis|cache", products=("redis",)),
     Symptom("auth",
             ("login failure", "login error", "auth failure", "auth error", "authentication", "unauthorized",
              "unauthorised", "forbidden", "401", "403", "access denied", "permission denied", "invalid token",
@@ -239,6 +243,13 @@ _ASKED = {s.id: _pattern(s.asked, True) for s in SYMPTOM_TABLE}
 _PHRASING = {s.id: re.compile(s.phrasing) for s in SYMPTOM_TABLE if s.phrasing}
 _EVIDENCE = {s.id: _pattern(s.evidence, True, compounds=True) for s in SYMPTOM_TABLE}
 _METRIC = {s.id: re.compile(s.metric) for s in SYMPTOM_TABLE if s.metric}
+# A product named as whose logs are asked ("the redis logs", "redis's log file", "logs from redis",
+# "redis 日志"): the source of the records. Its symptom is asked only by other words ("evictions
+# in the redis logs").
+_PRODUCT = "|".join(re.escape(p) for s in SYMPTOM_TABLE for p in s.products) or r"(?!)"
+_LOGS_OF_PRODUCT = re.compile(rf"(?<![a-z0-9_./-])(?:{_PRODUCT})(?:'s)?\s*(?:server\s+)?"
+                              rf"(?:logs?\b|log files?\b|log lines\b|日志)"
+                              rf"|\blogs?\s+(?:of|from)\s+(?:the\s+)?(?:{_PRODUCT})(?![a-z0-9_-])")
 # Where one part of a question ends and the next, possibly about another service, begins.
 _CLAUSES = re.compile(r"[,，;；。?？!！]|\s(?:and|but|while|whereas|also)\s|以及|并且|而且|同时|还有|但是|但")
 # A yes/no opens the question or one of its parts ("inventory-service keeps freezing, is it a leak?").
@@ -488,7 +499,7 @@ _IS_WHAT = re.compile(r"\b(?:is|was|are|were)\s+what\s+(?:sent|caused|drove|push
 def asked_symptoms(text: str) -> list[str]:
     """The symptom ids a piece of a question asks about, in table order (suspected causes included)."""
     found: set[str] = set()
-    for clause in _CLAUSES.split(_FAIL_OVER.sub("switchover", normalize(text))):
+    for clause in _CLAUSES.split(_LOGS_OF_PRODUCT.sub(" logs ", _FAIL_OVER.sub("switchover", normalize(text)))):
         hits = {sid for sid, pattern in _ASKED.items()
                 if pattern.search(clause) or (sid in _PHRASING and _PHRASING[sid].search(clause))}
         found |= hits - {general for sid in hits for general in SYMPTOMS[sid].narrows}
