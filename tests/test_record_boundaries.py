@@ -1,7 +1,7 @@
 """Where a quote's record ends: what lies before it, inside it and around it in its output.
 
 Each log here is made up for the test. A word counts as preceding a quote only inside the quote's
-own record; dots drawn in a banner are the output's characters, not an elision; a quote's edge
+own record, and not when it is the value of the field before the quote's own; dots drawn in a banner are the output's characters, not an elision; a quote's edge
 word is not found as the first letter of a longer word; and a question naming whose logs it asks
 about (a product's) does not ask about that product's symptom.
 """
@@ -89,6 +89,22 @@ def test_a_negation_ending_the_previous_line_does_not_precede_the_quote(checker)
 def test_a_negation_earlier_on_the_same_line_still_precedes_the_quote(checker):
     # Inside one record the dropped "no" turns "no orphan rows" into "orphan rows".
     evaluation = checker(WORKER_LOG, "orphan rows in ledger_q4")
+    assert _negation_findings(evaluation)
+    assert evaluation.verdict != "PASS"
+
+
+def test_a_fields_value_before_a_quote_opening_with_a_key_is_not_a_negation_of_it(checker):
+    # "no" is the value of "override:"; the quote starts a field of its own.
+    output = "2031-02-11 08:14:04.200 [w-7] STAT  override: no  rows_written: 380  lag_ms: 12\n"
+    evaluation = checker(output, "rows_written: 380  lag_ms: 12")
+    assert _negation_findings(evaluation) == []
+    assert evaluation.verdict == "PASS"
+
+
+def test_a_negation_after_a_colon_still_precedes_a_quote_that_opens_no_field(checker):
+    # "failed: no route to host": here "no" negates the words that follow it.
+    output = "2031-02-11 08:14:05.001 [w-7] ERROR connect to 10.2.0.9 failed: no route to host\n"
+    evaluation = checker(output, "route to host")
     assert _negation_findings(evaluation)
     assert evaluation.verdict != "PASS"
 

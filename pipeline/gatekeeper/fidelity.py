@@ -112,6 +112,16 @@ def preceding_word(before: str) -> str:
     return ""
 
 
+# A quote opening with a field's key ("Merge_passes: 0", "user=alice") starts a field of its own:
+# the word right before it is the previous field's value ("Filesort_on_disk: No"), said of that
+# key, not a negation of the quote.
+_OPENS_FIELD = re.compile(r"^\W*[A-Za-z_][\w.\-]*[ \t]*[:=](?!//)")
+
+
+def opens_field(quote: str) -> bool:
+    return _OPENS_FIELD.match(quote) is not None
+
+
 def negation_before(word: str, terms: tuple[str, ...]) -> str | None:
     """A negation that directly precedes the quote in the output ("no" before "OutOfMemoryError detected")."""
     whole, tails = _negation_index(terms)

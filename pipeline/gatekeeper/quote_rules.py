@@ -40,6 +40,7 @@ from pipeline.gatekeeper.kinds import (
     params_of,
     rule_kind,
 )
+from pipeline.gatekeeper.matcher import segments
 
 ALWAYS = 2.0  # an entity change point above any minLocatedScore (thresholds lie in [0, 1])
 # More invented words than an excerpt of a record holds, and longer words or runs than any: a
@@ -408,7 +409,9 @@ def _entity_facts(context: RuleContext) -> list[tuple[str, TargetFeatures, froze
         # An excerpt written all in capitals says nothing by its capitals.
         stated = any(ch.islower() for ch in excerpt)
         said = frozenset(fidelity.capitals(excerpt)) if stated else frozenset()
-        words = tuple(w for w in map(fidelity.preceding_word, fidelity.befores(feats)) if w)
+        # A segment's "before" is the output just before it (the matcher's segments, in order).
+        words = tuple(w for (part, _), before in zip(segments(excerpt), feats.get("before", ()), strict=False)
+                      if before and not fidelity.opens_field(part) for w in (fidelity.preceding_word(before),) if w)
         if feats.get("entities") or feats.get("hunks") or feats.get("added") or words or (said and feats.get("caps")):
             out.append((target, feats, said, frozenset(feats.get("caps", ())), words))
     return out
