@@ -311,6 +311,14 @@ CASES = [
      "No, the records say otherwise: latency monitor: GET p99 850ms", ""),
     ("cpu-saturation", "is the /var/log disk still at 86% on notification-service?", "PASS",
      "No, the records say otherwise: 磁盘使用率过高: 86.0%, 挂载点: /var/log (09:35:00 UTC), resolved", ""),
+    # a share said in words against the record's percentage: "三成" is not 3.1%, "half" not 1.2%; "不到一成" is
+    # 2.8%, asked after a sentence of hearsay; a rate an alert of the caller's gives of the service named
+    ("cpu-saturation", "h5 登录失败率都到三成了吧", "PASS", "不是，记录并非如此：登录失败率升高: 3.1%, 渠道: h5", ""),
+    ("redis-latency", "about half of /api/user/profile calls are 5xx, right?", "PASS",
+     "No, the records say otherwise: 5xx比例: 1.2%, 接口: /api/user/profile", ""),
+    ("db-pool-exhaustion", "有人说一半订单都失败了。app 登录失败率不到一成吧", "PASS", "是的，记录如此：登录失败率升高: 2.8%, 渠道: app", ""),
+    ("jvm-oom", "inventory 的库存校验失败率差不多一成吧", "PASS",
+     "是的，记录如此：库存校验失败率: 8.6%, 依赖: inventory-service", ""),
     # a time asked after the thing is said ("... - when was that?"), the latest when it says "most recent";
     # a span from one happening to a later one with the later's subject before the asking words
     ("jvm-oom", "the most recent OOM on record - when was that?", "PASS", "inventory-service recorded it at 14:20 UTC", ""),
@@ -437,6 +445,14 @@ def test_the_lead_answers_the_question_in_its_form(settings: Settings, store: St
                  latest=True)),
     ("coupon-service 重试大概 20% 左右吗", Proposition(kind="value", subject="coupon-service", value="20%", bound="about",
                                                    measure=["重试"])),
+    # a share said in words is a loose percentage, unless a bound word says how it bounds; of two sentences
+    # stating shares, the asking one states the figure asked
+    ("coupon-service 的重试比例有三成吗", Proposition(kind="value", subject="coupon-service", value="30%", bound="about",
+                                                 measure=["比例", "重试"])),
+    ("over half of pricing-service lookups miss the cache?",
+     Proposition(kind="value", subject="pricing-service", value="50%", bound="at_least", measure=["cache", "lookups", "miss"])),
+    ("客服说一半人登录不了。coupon-service 重试比例到两成了吗",
+     Proposition(kind="value", subject="coupon-service", value="20%", bound="about", measure=["比例", "重试"])),
     # a symptom said to have passed asks whether it is well now; "back down" is no outage
     ("did coupon-service's memory come back down after the purge?",
      Proposition(kind="symptom", subject="coupon-service", expects="healthy", event=True)),

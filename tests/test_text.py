@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pipeline.text.lexicon import CONFIRMED
@@ -16,6 +18,7 @@ from pipeline.text.primitives import (
     instance_shape,
     keywords,
     normalize,
+    shares,
 )
 
 
@@ -141,3 +144,18 @@ def test_a_full_width_comma_between_digits_ends_a_clause() -> None:
 ])
 def test_chinese_character_numbers_read_as_digits(said: str, digits: str) -> None:
     assert arabic(said) == digits
+
+
+@pytest.mark.parametrize(("said", "percent"), [
+    ("登录失败率快到四成了", "登录失败率快到40%了"), ("大概一半的请求", "大概50%的请求"),
+    ("nearly a third of logins fail", "nearly 33.3% of logins fail"), ("three quarters of the pods", "75% of the pods"),
+    ("is it half?", "is it 50%?"),
+    # "八成是" is "most likely", "一成不变" "unchanging"; a third pod, half an hour and the second half are no shares
+    ("八成是缓存的问题", "八成是缓存的问题"), ("配置一成不变", "配置一成不变"), ("a third pod crashed", "a third pod crashed"),
+    ("half an hour later", "half an hour later"), ("in the second half of the window", "in the second half of the window"),
+])
+def test_a_share_said_in_words_reads_as_a_percentage(said: str, percent: str) -> None:
+    text, starts = shares(said)
+    assert text == percent
+    # each start is where a written percentage begins, the bound readers' mark of a loose figure
+    assert len(starts) == text.count("%") and all(re.match(r"\d+(?:\.\d+)?%", text[at:]) for at in starts)

@@ -320,6 +320,44 @@ SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "billion": 1e9, 
 SPELLED_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10,
                    "twelve": 12, "a couple": 2, "couple": 2, "a few": 3, "a dozen": 12, "dozen": 12, "twice": 2,
                    "一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+# A share said in words, in percent: "三成" (tenths), "一半", "a quarter of", "two thirds of". People say a
+# rate this way as often as "30%", and mean a round, loose figure by it.
+SHARES = {"half": 50.0, "third": 100 / 3, "thirds": 100 / 3, "quarter": 25.0, "quarters": 25.0,
+          "fifth": 20.0, "fifths": 20.0, "tenth": 10.0, "tenths": 10.0, "一半": 50.0, "半数": 50.0, "成": 10.0}
+# Only where it says a share: "a third" before "of" or at a clause's end (not "a third pod", "a third time"),
+# "half" before what it is half of (not "half an hour", "the second half"), "八成" not before 是 / 会 / 就 (there it
+# is "most likely": "八成是网关的问题"), "一成不变" no share at all.
+_SHARE = re.compile(
+    r"(?<![\w-])(?:(?P<n>a|one|two|three|four|nine)\s+)?(?<!first )(?<!second )(?<!other )(?<!latter )"
+    r"(?P<part>half|thirds?|quarters?|fifths?|tenths?)\b"
+    r"(?=\s+(?:of|the|all|our|its|their|them|those|these|my|your)\b|\s*(?:[?,.!;]|$))"
+    r"|(?P<zh_n>[一二两三四五六七八九])(?P<zh>成)(?!\s*(?:是|就|会|要|得|该|应该|估计|不变))"
+    r"|(?P<whole>一半|半数)")
+_SHARE_COUNT = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "nine": 9}
+
+
+def shares(text: str) -> tuple[str, frozenset[int]]:
+    """The text with each share said in words written as a percentage ("三成" -> "30%", "a quarter of" ->
+    "25% of"), and where each of those percentages starts in it: the figure readers take them as they take
+    "30%", and bound them as the loose figures they are."""
+    out: list[str] = []
+    starts: set[int] = set()
+    at = 0
+    for m in _SHARE.finditer(text):
+        if m.group("part") and m.group("n") is None and m.group("part") != "half":
+            continue  # "third" alone is an ordinal ("the third retry")
+        if m.group("part"):
+            value = SHARES[m.group("part")] * (_SHARE_COUNT[m.group("n")] if m.group("n") else 1)
+        elif m.group("zh"):
+            value = SHARES["成"] * SPELLED_NUMBERS[m.group("zh_n")]
+        else:
+            value = SHARES[m.group("whole")]
+        out.append(text[at:m.start()])
+        starts.add(sum(map(len, out)))
+        out.append(f"{value:.3g}%")
+        at = m.end()
+    out.append(text[at:])
+    return "".join(out), frozenset(starts)
 
 
 _CN_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}

@@ -1032,15 +1032,20 @@ def _measured(prop: Proposition, coverage: Sequence[ServiceCoverage],
     if unit == "x":
         return _counted(prop, asked, coverage, invocations)
     scored: list[tuple[int, Record, list[float]]] = []
-    for inv in invocations:
-        for r in records(inv):
-            if prop.subject and r.service != prop.subject:
-                continue
-            # "back under 100ms?" asks of a reading: the bar it is set against is no reading
-            figures = _figures(r, unit, readings=bool(prop.bound))
-            held = sum(1 for w in prop.measure if any(_holds(r.topic, s) for s in synonyms(w)))
-            if figures and held:
-                scored.append((held, r, figures))
+    # the subject's own records first; else another's naming it ("库存校验失败率: 8.6%, 依赖: inventory-service",
+    # an order-service alert), as a figure of the subject's is often measured by those calling it
+    for own in (True, False):
+        for inv in invocations:
+            for r in records(inv):
+                if prop.subject and (r.service != prop.subject if own else normalize(prop.subject) not in r.text):
+                    continue
+                # "back under 100ms?" asks of a reading: the bar it is set against is no reading
+                figures = _figures(r, unit, readings=bool(prop.bound))
+                held = sum(1 for w in prop.measure if any(_holds(r.topic, s) for s in synonyms(w)))
+                if figures and held:
+                    scored.append((held, r, figures))
+        if scored or not prop.subject:
+            break
     row = next((c for c in coverage if c.service == prop.subject), coverage[0] if coverage else None)
     top = max((held for held, _, _ in scored), default=0)
     best = [(r, figures) for held, r, figures in scored if held == top]

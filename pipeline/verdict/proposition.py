@@ -25,6 +25,7 @@ from pipeline.text.primitives import (
     find_entities,
     keywords,
     normalize,
+    shares,
     unquoted,
 )
 
@@ -249,6 +250,8 @@ _TAG_ZH = re.compile(r"吧\s*[?？。!！]*\s*$")
 _TAG_END = re.compile(r"(?:[,，]|\s[-–—])\s*(?:right|correct|yeah|yea|yep|yes|no|eh|innit|ok|okay|agree|agreed|huh|true)$")
 # "..., are they?" closing the question: no pronoun standing for the suspect ("..., is that behind Y?" is one)
 _TAG_QUESTION = re.compile(r"[,，]\s*(?:is|was|are|were|does|do|did)(?:n't|nt)? (?:it|they|that)$")
+# Where one sentence ends and the next begins ("...下不了。5xx 比例...", "... 18%. is it ...").
+_SENTENCE_END = re.compile(r"(?<=[。！？!?])\s*|(?<=\.)\s+(?=\S)")
 # Joins a premise to what the asker draws from it.
 _SO = re.compile(r"[,，]?\s*\b(?:so|which means|that means|meaning|hence|therefore)\b|[,，]?\s*(?:所以|那么|也就是说|意味着)")
 
@@ -256,12 +259,13 @@ _SO = re.compile(r"[,，]?\s*\b(?:so|which means|that means|meaning|hence|theref
 def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal["", "about", "at_least", "at_most"], list[str]] | None:
     """(value, bound, words) of a duration, size or share a yes/no question states of what it names in
     words, or None. Counts are left to the forms that count records."""
-    norm = arabic(_GIGS.sub(r"\1gb", norm))
     # "maxmemory is 8gb iirc, so 98% is ~7.8G used?": what follows "so" stands on what comes before it;
     # the premise is the figure asked, and a wrong one is the answer
     premise = _SO.split(norm, maxsplit=1)
     if len(premise) == 2 and (held := _stated_measure(premise[0], services)) is not None:
         return held
+    said_norm = norm
+    norm, loose = shares(arabic(_GIGS.sub(r"\1gb", norm)))
     found = [e for e in find_entities(norm) if e.kind == "percentage" or (e.kind == "quantity" and e.value[-1:] == "s"
                                                                          or e.value.endswith("mb"))]
     counted = [m for m in SCALED.finditer(norm)] or [m for m in _SET_FIGURE.finditer(norm)]
@@ -284,13 +288,17 @@ def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal[""
         number = float(m.group(1)) * (SCALES[m.group(2)] if m.re is SCALED else 1.0)
         start, end, value = m.start(1), m.end(), f"{number:g}" if number < 1e15 else ""
     else:
-        return None
+        # "客服说一半单都下不了。5xx 比例冲到三成了吗": of figures in several sentences, the one asking states the figure asked
+        sentences = [s for s in _SENTENCE_END.split(said_norm) if s.strip(" ?？!！.。")]
+        return _stated_measure(sentences[-1], services) if len(sentences) > 1 else None
     before, after = norm[:start], norm[end:]
     bound: Literal["", "about", "at_least", "at_most"] = ""
     for b, lead, tail in _BOUNDS:
         if lead.search(before) or tail.search(after):
             bound = bound or b
             before, after = lead.sub("", before), tail.sub("", after)  # "like 10s+": both are the bound's words
+    if not bound and start in loose:
+        bound = "about"  # "三成", "a quarter of": a round share, not a reading to the tenth
     said = _SET_TO.sub(" ", before) + " " + after
     for s in services:
         said = said.replace(normalize(s), " ")
