@@ -307,6 +307,14 @@ CASES = [
     ("jvm-oom", "so inventory threw OutOfMemoryError 4 times?", "PASS",
      "Yes, the records say so: 4 × java.lang.OutOfMemoryError", ""),
     ("jvm-oom", "inventory 一共 OOM 了三次吧", "PASS", "不是，记录并非如此：4 × java.lang.OutOfMemoryError", ""),
+    # "only" before a count says how few times, no one instance alone; a clause after the count tells how its
+    # times fall, and neither its words nor its figure are what was counted
+    ("redis-latency", "redis-cart 只报了两次 maxmemory 吧", "PASS", "不是，记录并非如此：7 × used_memory reached maxmemory", ""),
+    ("gateway-timeout", "order-service only logged ERR_TIMEOUT twice, once before 14:20 and once after, right?", "PASS",
+     "No, the records say otherwise: 6 × order_id=118 payment failed: code=ERR_TIMEOUT", ""),
+    ("jvm-oom", "inv-84cd-2 OOM'd four times, twice before the 13:43 restart, right?", "PASS",
+     "Yes, the records say so: 4 × java.lang.OutOfMemoryError", ""),
+    ("cpu-saturation", "pay-worker pool busy only got logged 15 times?", "PASS", "Yes, the records say so: 15 × pay-worker pool busy", ""),
     ("redis-latency", "is redis-cart's GET p99 back under 200ms yet?", "PASS",
      "No, the records say otherwise: latency monitor: GET p99 850ms", ""),
     ("cpu-saturation", "is the /var/log disk still at 86% on notification-service?", "PASS",

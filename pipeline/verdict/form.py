@@ -248,7 +248,8 @@ def form_coverage(
                                                                  degraded, invs)
         if scope.one_off and prop.kind == "symptom":
             return _one_off(scope, coverage, invs)
-        if scope.only and prop.kind in ("symptom", "value"):
+        # "inv-2 only OOM'd twice": an "only" before a count says how few times, which the count answers
+        if scope.only and (prop.kind == "symptom" or prop.kind == "value" and not prop.value.endswith("x")):
             return _only_there(scope.only, scope, coverage, invs)
         if scope.identifiers and scope.status:
             return _status_of_ids(scope.identifiers, scope.status, coverage, invs)

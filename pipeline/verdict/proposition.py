@@ -288,10 +288,18 @@ def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal[""
         number = float(m.group(1)) * (SCALES[m.group(2)] if m.re is SCALED else 1.0)
         start, end, value = m.start(1), m.end(), f"{number:g}" if number < 1e15 else ""
     else:
+        # "OOM'd four times, twice before the restart": a count, then how its times fall in a clause after it
+        first = re.split(r"[,，;；]", said_norm, maxsplit=1)
+        if len(first) == 2 and (held := _stated_measure(first[0], services)) is not None and held[0].endswith("x"):
+            return held
         # "客服说一半单都下不了。5xx 比例冲到三成了吗": of figures in several sentences, the one asking states the figure asked
         sentences = [s for s in _SENTENCE_END.split(said_norm) if s.strip(" ?？!！.。")]
         return _stated_measure(sentences[-1], services) if len(sentences) > 1 else None
     before, after = norm[:start], norm[end:]
+    if value.endswith("x"):
+        # "OOM'd twice, once each side of the restart": a clause after the count tells how the times fall,
+        # its words ("restart") no part of what was counted
+        after = re.split(r"[,，;；]", after, maxsplit=1)[0]
     bound: Literal["", "about", "at_least", "at_most"] = ""
     for b, lead, tail in _BOUNDS:
         if lead.search(before) or tail.search(after):
