@@ -343,6 +343,10 @@ CASES = [
     ("db-pool-exhaustion", "订单库的等待线程数涨到三百多了吧", "PASS", "不是，记录并非如此：连接池使用率过高", ""),
     ("jvm-oom", "inventory's max heap is 8gb, so 97% means ~7.8G in use?", "PASS",
      "No, the records say otherwise: 堆内存使用率过高: 97.0%, 最大堆: 4096MB", ""),
+    # a query's running time as the premise of a longer sentence: "查询" is the records' "query", and "每次"
+    # (each time) frames the figure, no word of what it measures
+    ("db-pool-exhaustion", "订单表那条查询每次都要 40 秒左右，所以连接池才被占满的吧", "PASS", "不是，记录并非如此：slow query", ""),
+    ("db-pool-exhaustion", "订单那条慢查询每次跑 13 秒左右吧", "PASS", "是的，记录如此：slow query", ""),
     # "Y，是因为 X 自己有问题吗": the effect the clause before, X put forward as its cause
     ("gateway-timeout", "支付单子卡住了，是因为 payment-service 自己有问题吗", "PASS", "不是，证据指向另一个原因", ""),
     # X's doing put first and the effect "only after" it ("是 X 自己先..., Y 才...的") is X put forward as Y's cause

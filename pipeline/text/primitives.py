@@ -478,7 +478,7 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("拒绝", "refused", "rejected"), ("过高", "high", "飙高", "升高", "spike"), ("驱逐", "evicted", "eviction", "evict"),
     ("上游", "upstream"), ("下游", "downstream"), ("接口", "api", "endpoint"), ("饱和", "saturated", "saturation"),
     ("重试", "retry", "retries"), ("成功", "succeeded", "success"), ("发送", "send", "sent"),
-    ("慢查询", "slow query"), ("健康检查", "health check"), ("客户端", "client"), ("关闭", "closed", "close"),
+    ("慢查询", "slow query"), ("查询", "query", "queries"), ("健康检查", "health check"), ("客户端", "client"), ("关闭", "closed", "close"),
     ("响应", "respond", "response"), ("排队", "queued", "queue"), ("扫描", "scan", "scanned"), ("任务", "job"),
     ("实例", "instance"), ("路由", "route"), ("阈值", "threshold"), ("配置", "config", "configuration", "setting"),
     ("版本", "version"), ("等待", "waiting", "wait"), ("金丝雀", "canary"), ("跳过", "skipped", "skip"),

@@ -225,7 +225,7 @@ _LINK_ASKED = re.compile(r"搞的|弄的|导致|引起|造成|因为|由于|一�
                          r"|\bsame (?:thing|issue|problem|cause|root cause)\b")
 # The asking frame around a stated figure, which no record holds.
 _MEASURE_FRAME = frozenset("right correct yeah yep like each every really now rn still only just set "
-                           "是不是 是否 超过 已经 现在 对吧 没错 吧 吗 记得 觉得 感觉".split())
+                           "是不是 是否 超过 已经 现在 对吧 没错 吧 吗 记得 觉得 感觉 每次 这条 那条".split())
 
 
 def _change_said(text: str) -> str:
