@@ -478,6 +478,12 @@ def test_a_yes_no_question_is_read_as_its_proposition(question: str, expected: P
     assert scope.proposition.model_copy(update={"phrase": ""}) == expected
 
 
+def test_the_same_one_is_no_count() -> None:
+    """"同一个" says "the same", not "one": no count of happenings is held to the records."""
+    scope = read_scope("checkout 的 500 跟 coupon 规则推空是同一个病根吗", ["checkout-service", "coupon-service"])
+    assert scope.proposition is not None and scope.proposition.kind != "value"
+
+
 def test_a_chinese_business_word_before_fuwu_names_a_service_the_world_may_not_hold() -> None:
     scope = read_scope("库存服务是不是也挂了", ["order-service", "orders-db", "api-gateway"])
     assert scope.services == ["inventory-service"]

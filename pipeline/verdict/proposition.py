@@ -214,8 +214,8 @@ _SET_TO = re.compile(rf"{_SET_VERB}\s*$")
 _SET_FIGURE = re.compile(rf"{_SET_VERB}\s*(\d+)(?![\d.%a-z])")
 _STILL = re.compile(r"\bstill\b|\b(?:yet|anymore|back (?:under|below|to|at|down))\b|还是|仍然|依然|还在|仍在")
 # A count of happenings said ("就 OOM 了两回", "like a dozen NPEs", "fired 3 times"): held to how many
-# records hold them. Spelled numbers as people say them.
-_COUNTED = re.compile(r"(?<![0-9a-z.])(?P<n>\d+|[一两二三四五六七八九十]|a couple|a few|a dozen|dozen|one|two|three|four|five|six|ten)"
+# records hold them. Spelled numbers as people say them; "同一个病根" / "同一次" is "the same", no count.
+_COUNTED = re.compile(r"(?<![0-9a-z.])(?<!同)(?P<n>\d+|[一两二三四五六七八九十]|a couple|a few|a dozen|dozen|one|two|three|four|five|six|ten)"
                       r"\s*(?:回(?!事)|次|条|个|times\b|occurrences?\b)"
                       r"|(?<![\w.])(?P<n2>a dozen|a couple|a few|\d+|two|three|four|five|six|ten)\s+(?P<thing>[a-z][a-z_]{2,}?)s\b"
                       r"|\b(?P<n3>twice)\b")
