@@ -384,13 +384,13 @@ def _cn_value(said: str) -> int:
 
 
 def arabic(text: str) -> str:
-    """Chinese-character numbers in a text as digits: "排到五百多了" -> "排到500多了", "二十来万" -> "200000左右"."""
+    """Chinese-character numbers in a text as digits, a scale word kept as SCALED reads it: "排到五百多了" ->
+    "排到500多了", "二十来万" -> "20万左右"."""
     def digits(m: re.Match[str]) -> str:
         said = m.group(0).removesuffix(m.group("scale") or "").removesuffix(m.group("approx") or "")
         if said == "十" and text.startswith("分", m.end()):
             return m.group(0)
-        number = _cn_value(said) * {"万": 10_000, "亿": 100_000_000}.get(m.group("scale") or "", 1)
-        return f"{number}" + {"来": "左右", "多": "多", "余": "多"}.get(m.group("approx") or "", "")
+        return f"{_cn_value(said)}{m.group('scale') or ''}" + {"来": "左右", "多": "多", "余": "多"}.get(m.group("approx") or "", "")
     return _CN_NUMBER.sub(digits, text)
 
 
