@@ -346,6 +346,10 @@ CASES = [
     # a query's running time as the premise of a longer sentence: "查询" is the records' "query", and "每次"
     # (each time) frames the figure, no word of what it measures
     ("db-pool-exhaustion", "订单表那条查询每次都要 40 秒左右，所以连接池才被占满的吧", "PASS", "不是，记录并非如此：slow query", ""),
+    # a limit said as a number of cores is a plain figure of the cores the records give ("limit 4 cores")
+    ("cpu-saturation", "payment's pods run with a 16 core limit, yeah?", "PASS",
+     "No, the records say otherwise: process cpu usage", ""),
+    ("cpu-saturation", "payment pods are capped at 4 cores, right?", "PASS", "Yes, the records say so: process cpu usage", ""),
     # a count in Chinese characters with its scale ("五十来万", "两百万") is a figure as "50 万" is, not a count of records
     ("jvm-oom", "全量库存同步那次只有五十来万个 sku 吧", "PASS", "不是，记录并非如此：全量库存同步任务启动 job=fullStockSync skus=2140000", ""),
     ("jvm-oom", "全量同步那次大概两百万个 sku 吧", "PASS", "是的，记录如此：全量库存同步任务启动 job=fullStockSync skus=2140000", ""),

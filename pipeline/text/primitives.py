@@ -470,7 +470,7 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("超时", "timeout", "timed"), ("错误", "报错", "error", "errors"), ("异常", "exception", "error"),
     ("请求", "request", "requests"), ("连接", "connection", "connections"), ("连接池", "pool", "hikaripool"),
     ("延迟", "耗时", "latency", "slow", "p99", "p95", "elapsed", "duration"), ("内存", "memory", "heap", "堆"),
-    ("使用率", "usage", "utilization", "util"), ("线程", "线程数", "thread", "threads"),
+    ("使用率", "usage", "utilization", "util"), ("线程", "线程数", "thread", "threads"), ("core", "cores", "vcpu", "vcpus"),
     ("告警", "报警", "alert", "alerts", "firing"), ("失败", "fail", "failed", "failure"),
     ("数据库", "database", "db", "mysql", "postgres"), ("缓存", "cache", "redis"), ("支付", "payment"),
     ("订单", "order", "orders"), ("网关", "gateway"), ("发布", "部署", "deploy", "deployed", "release", "rollout"),

@@ -212,6 +212,10 @@ _SET_VERB = (r"(?:开到|开成|设成|设置成|设为|设置为|调到|调成|
              r"|排到|涨到|升到|飙到|冲到|堆到|积压到|达到|\b(?:climbed|spiked|shot|grew|went) (?:up )?to|\bpeaked at|\breached)")
 _SET_TO = re.compile(rf"{_SET_VERB}\s*$")
 _SET_FIGURE = re.compile(rf"{_SET_VERB}\s*(\d+)(?![\d.%a-z])")
+# Or a size said as a number of the cores it allows ("an 8 core limit", "a 4-vcpu pod"): a plain
+# figure, held to the number the records give it ("limit 4 cores"), no count of happenings; "core" stays a word
+# of what is measured.
+_SIZED = re.compile(r"(?<![\w.])(\d+)[\s-]*(?=(?:cores?|vcpus?)\b)")
 _STILL = re.compile(r"\bstill\b|\b(?:yet|anymore|back (?:under|below|to|at|down))\b|还是|仍然|依然|还在|仍在")
 # A count of happenings said ("就 OOM 了两回", "like a dozen NPEs", "fired 3 times"): held to how many
 # records hold them. Spelled numbers as people say them; "同一个病根" / "同一次" is "the same", no count.
@@ -268,7 +272,7 @@ def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal[""
     norm, loose = shares(arabic(_GIGS.sub(r"\1gb", norm)))
     found = [e for e in find_entities(norm) if e.kind == "percentage" or (e.kind == "quantity" and e.value[-1:] == "s"
                                                                          or e.value.endswith("mb"))]
-    counted = [m for m in SCALED.finditer(norm)] or [m for m in _SET_FIGURE.finditer(norm)]
+    counted = [m for m in SCALED.finditer(norm)] or [m for m in _SET_FIGURE.finditer(norm)] or [m for m in _SIZED.finditer(norm)]
     ids = [(e.start, e.end) for e in find_entities(norm) if e.kind == "identifier"]
     times = [m for m in _COUNTED.finditer(norm)
              if not (m.group("thing") and m.group("thing") in ("minute", "second", "hour", "day", "pod", "box", "host", "user"))
