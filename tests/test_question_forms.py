@@ -711,3 +711,15 @@ def test_a_span_asked_in_other_words_is_reckoned_from_the_records(world: str, qu
     form, summary, _ = asked(question, world, settings, store)
     assert (form.form, form.status) == ("how_long", "answered")
     assert said in summary.split("。")[0]
+
+
+@pytest.mark.parametrize("question", [
+    "since when has the inventory health check been slow?",
+    "inventory 的健康检查变慢，最早从几点开始的？",
+])
+def test_a_when_of_a_thing_the_records_name_in_their_own_words_is_dated_by_its_warning(question: str, settings: Settings,
+                                                                                         store: Store) -> None:
+    """inventory-service's requests stay within SLO; its health check is what first took 3491 ms, at 13:29."""
+    form, summary, _ = asked(question, "jvm-oom", settings, store)
+    assert (form.form, form.status) == ("since_when", "answered")
+    assert "13:29 UTC" in summary.split("(")[0].split("（")[0]

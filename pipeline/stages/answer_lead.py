@@ -216,7 +216,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
     if row.form in ("how_long", "since_when"):
         if isinstance(row.msg, Message) and row.msg.code == "form.no_moment":
             return lead("since_open", str(row.msg.params["event"]), "at")
-        if decided is None and row.status == "answered" and row.first is not None:
+        if row.status == "answered" and row.first is not None and (
+                decided is None or (isinstance(row.msg, Message) and row.msg.params.get("symptom") == ANY)):
             return _since_lead(row, None, language)  # a happening named by its own words
         if decided is None or decided.status != "answered":
             return None  # healthy, no data: the coverage leads below

@@ -327,6 +327,12 @@ def _since(scope: QuestionScope, structured: ExecutorOutput | None, coverage: Se
         return _row(form, "not_answered", row, msg("form.pair_open", service=row.service, symptom=row.symptom,
                                                    status=row.status))
     if not present:  # every asked symptom shown absent: the premise does not hold
+        seen = _event_record(scope, invocations, warnings=True) if coverage and scope.event and not paths else None
+        if form == "since_when" and seen is not None and seen.at is not None and (seen.fault or seen.warns):
+            # "inventory 健康检查慢到 3 秒多，最早冒头是几点": the named thing's own warning dates it, though the
+            # service's rows of the symptom show none
+            return _seen_at(form, coverage[0], seen, seen.at, msg("form.onset", service=seen.service, symptom=ANY,
+                                                                 since=seen.at.isoformat(), quote=seen.raw))
         if not coverage:
             # A happening named by its own words ("NullPointerException at X - first seen when?"):
             # dated by the first record holding them, whatever its level.

@@ -32,6 +32,7 @@ from pipeline.text.primitives import (
     CJK_RUN,
     SCALED,
     SCALES,
+    SYNONYMS,
     clock_times,
     detect_language,
     extract_entities,
@@ -638,10 +639,11 @@ def service_symptoms(question: str, services: list[str], catalogue: Iterable[str
 _CLOCK = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")
 
 
-def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list[str]]) -> list[str]:
+def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list[str]], *, things: bool = False) -> list[str]:
     """The words of a why about one happening the symptom table has no word for: what is left of
     it without its services, clock times and frame. None when it asks a symptom, or proposes a
-    cause ("why did checkout break after the deploy?" asks why checkout broke)."""
+    cause ("why did checkout break after the deploy?" asks why checkout broke). `things`: a when may
+    name a thing of the service the symptom is said of ("健康检查慢到 3 秒多，最早冒头是几点")."""
     if _STOPPED_DOING.search(normalize(question)):
         # "订单超时关单任务怎么不跑了": a job said to have stopped is the happening, whatever symptom its name holds
         return _moment_words(_STOPPED_DOING.sub(" ", normalize(question)), services)
@@ -657,8 +659,13 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
     if any(SYMPTOMS[sid].cause_only for sid in asked_symptoms(_unnamed(question, services))):
         return sorted(paths)
     if any(sid != ANY for sids in symptoms.values() for sid in sids):
+        # "inventory 健康检查慢到 3 秒多": a thing of the service the records name in words of their own (a
+        # health check, a slow query) is the happening the symptom is said of
+        said = normalize(question)
+        named = [*(w for w in _happening_words(question, services, symptoms=False) if synonyms(w) != (w,)),
+                 *(p for group in SYNONYMS for p in group if " " in p and re.search(rf"\b{p}\b", said))] if things else []
         if services or paths:
-            return sorted(paths)
+            return sorted(paths) or named
         # No service named: the thing said to fail is what the why asks of ("活动规则一直加载失败"), its
         # records, not the incident's, what a cause must speak of.
         return _happening_words(question, symptoms=False)
@@ -865,7 +872,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         actor=actor,
         event=between[1] if between else sequence[1] if sequence else _moment_words(question, services) if moment or one_off or actor
         else sorted({m.group(0).rstrip("/.") for m in _PATH.finditer(normalize(question))}) if universal
-        else asked_event(question, services, symptoms)
+        else asked_event(question, services, symptoms, things=form == "since_when")
         if (form == "why" and not intent) or form in ("since_when", "how_long") or one_off or universal
         else _done_to_ids(question, services, known) if form == "yes_no" else [],
         since_event=between[0] if between else sequence[0] if sequence else ordered[1] if ordered else [],
