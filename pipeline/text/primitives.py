@@ -19,6 +19,9 @@ from functools import lru_cache
 from pipeline.text import segment
 
 _WS = re.compile(r"\s+")
+# Where one sentence of a question ends and the next begins ("...下不了。5xx 比例...", "... 18%. is it ..."); a
+# dot inside a version or a figure ("v2.4.1", "92.0") ends none.
+SENTENCE_BREAK = re.compile(r"(?<=[。！？!?])\s*|(?<=\.)\s+(?=\S)")
 # Where a quote leaves part of its record out: "...", "…", "[...]". Dots with a line-drawing
 # character on both sides ("`-...-`", "__...-." of a banner's ASCII art) are the output's own
 # characters: read as an elision, they would cut the quote into pieces checked apart, in any order.

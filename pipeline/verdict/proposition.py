@@ -19,6 +19,7 @@ from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_AS
 from pipeline.text.primitives import (
     SCALED,
     SCALES,
+    SENTENCE_BREAK,
     SPELLED_NUMBERS,
     arabic,
     extract_entities,
@@ -254,8 +255,6 @@ _TAG_ZH = re.compile(r"吧\s*[?？。!！]*\s*$")
 _TAG_END = re.compile(r"(?:[,，]|\s[-–—])\s*(?:right|correct|yeah|yea|yep|yes|no|eh|innit|ok|okay|agree|agreed|huh|true)$")
 # "..., are they?" closing the question: no pronoun standing for the suspect ("..., is that behind Y?" is one)
 _TAG_QUESTION = re.compile(r"[,，]\s*(?:is|was|are|were|does|do|did)(?:n't|nt)? (?:it|they|that)$")
-# Where one sentence ends and the next begins ("...下不了。5xx 比例...", "... 18%. is it ...").
-_SENTENCE_END = re.compile(r"(?<=[。！？!?])\s*|(?<=\.)\s+(?=\S)")
 # Joins a premise to what the asker draws from it.
 _SO = re.compile(r"[,，]?\s*\b(?:so|which means|that means|meaning|hence|therefore)\b|[,，]?\s*(?:所以|那么|也就是说|意味着)")
 
@@ -297,7 +296,7 @@ def _stated_measure(norm: str, services: Sequence[str]) -> tuple[str, Literal[""
         if len(first) == 2 and (held := _stated_measure(first[0], services)) is not None and held[0].endswith("x"):
             return held
         # "客服说一半单都下不了。5xx 比例冲到三成了吗": of figures in several sentences, the one asking states the figure asked
-        sentences = [s for s in _SENTENCE_END.split(said_norm) if s.strip(" ?？!！.。")]
+        sentences = [s for s in SENTENCE_BREAK.split(said_norm) if s.strip(" ?？!！.。")]
         return _stated_measure(sentences[-1], services) if len(sentences) > 1 else None
     before, after = norm[:start], norm[end:]
     if value.endswith("x"):

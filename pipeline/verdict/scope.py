@@ -32,6 +32,7 @@ from pipeline.text.primitives import (
     CJK_RUN,
     SCALED,
     SCALES,
+    SENTENCE_BREAK,
     SYNONYMS,
     clock_times,
     detect_language,
@@ -561,7 +562,6 @@ def asks_fine(question: str) -> bool:
 # A belief put forward for confirmation, with no asking word: "pretty sure the OOMs are all on inv-1".
 _BELIEF = re.compile(r"^\W*(?:(?:i'?m|im)\s+)?(?:pretty|fairly|quite)\s+sure\b|^\W*i\s+(?:think|bet|reckon|believe|guess)\b"
                      r"|^\W*(?:我记得|我觉得|我猜|我感觉)")
-# "原因是？", "查到原因没", "谁知道为啥": a yes/no's shape around a why, which asks the cause all the same.
 # "since the rollout has GET /x been throwing 500s", "after the restart did the errors stop": the asking
 # verb after a time said first, with no comma
 _YES_NO_AFTER_TIME = re.compile(r"^\W*(?:ever\s+)?(?:since|after|before|during|following)\s+(?:the\s+|that\s+|this\s+)?"
@@ -569,6 +569,7 @@ _YES_NO_AFTER_TIME = re.compile(r"^\W*(?:ever\s+)?(?:since|after|before|during|f
 # "root cause of those restarts?", "reason for the failover?": a cause asked for in a noun phrase
 _NOMINAL_WHY = re.compile(r"(?:^|[.;:!?,，]\s*|\s[-–—]+\s*)(?:and\s+|so\s+)?(?:the\s+|any\s+)?(?:root[- ]cause|cause|reason|trigger)s?\s+"
                           r"(?:of|for|behind)\b")
+# "原因是？", "查到原因没", "谁知道为啥": a yes/no's shape around a why, which asks the cause all the same.
 _CAUSE_ASKED_ZH = re.compile(r"原因是\s*(?:啥|什么)?\s*[?？]*\s*$|原因呢|(?:查|找)(?:到|出)(?:原因|根因)了?没有?|知道(?:为啥|为什么)"
                              r"|(?:卡|堵|慢|坏)在哪(?:了|儿|里)?"
                              r"|(?:根子|根源|根因|原因|病根)(?:在哪|是啥|是什么)|背后是(?:啥|什么)")
@@ -663,7 +664,7 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
         # health check, a slow query) is the happening the symptom is said of
         said = normalize(question)
         named = [*(w for w in _happening_words(question, services, symptoms=False) if synonyms(w) != (w,)),
-                 *(p for group in SYNONYMS for p in group if " " in p and re.search(rf"\b{p}\b", said))] if things else []
+                 *(p for group in SYNONYMS for p in group if " " in p and re.search(rf"\b{re.escape(p)}\b", said))] if things else []
         if services or paths:
             return sorted(paths) or named
         # No service named: the thing said to fail is what the why asks of ("活动规则一直加载失败"), its
@@ -693,6 +694,8 @@ def _paths_asked(question: str) -> list[str]:
                 or _YES_NO_ZH.search(norm, m.end(), min(len(norm), stop + 2))):
             asked.append(m.group(0).rstrip("/."))
     return asked
+
+
 # A why asking of a doing's outcome: (x) the doing.
 _OUTCOME_WHY = (
     re.compile(r"\bwhy\s+(?:did|didn'?t|does|doesn'?t|has|hasn'?t|won'?t|wouldn'?t|is|isn'?t|was|wasn'?t)\s+(?P<x>.+?)\s+"
@@ -819,6 +822,7 @@ def read_scope(question: str, catalogue: Iterable[str] = (), now: datetime | Non
         window = parse_time_window(whole, now, anchor=anchor.at if anchor else None)
     symptoms = service_symptoms(question, services, known)
     form = question_form(question)
+
     def effect(text: str) -> bool:
         return bool(asked_symptoms(text))
 
@@ -906,12 +910,9 @@ _NEGATION = re.compile(r"\b(?:not|never|no|didn't|did not|wasn't|hasn't|haven't|
 _ORDINAL = re.compile(r"(?<![\w.-])-(\d{1,2})(?![\w.-])")
 
 
-_SENTENCES = re.compile(r"(?<=[。！!？?])|(?<=\.)\s+")
-
-
 def _box_sentence(question: str) -> str:
     """The last sentence naming an instance, or the whole question when none or one sentence does."""
-    named = [p for p in _SENTENCES.split(question) if any(e.kind == "instance" for e in find_entities(p))]
+    named = [p for p in SENTENCE_BREAK.split(question) if any(e.kind == "instance" for e in find_entities(p))]
     return named[-1] if named else question
 
 
@@ -1015,9 +1016,6 @@ _WHEN_FRAME = re.compile(r"\b(?:when|what time|wat time|wut time|at what time|ex
                          + _PEAK.pattern + "|" + _LATEST.pattern + "|" + _ONE_OFF.pattern)
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
-
-
 def _moment_words(question: str, services: Iterable[str]) -> list[str]:
     """What a when asks the time of: its words but the frame, its services (by a stem too: "payment 的 CPU")
     and clock times (an id stays: "order 123")."""
@@ -1030,7 +1028,7 @@ def _moment_words(question: str, services: Iterable[str]) -> list[str]:
                       and len(w) > 1 or w.isdigit())
     # "pager finally quiet. what time was the very last 504 ...": the sentence asking the time says what
     # happened; one before it is the asker's context, unless the asking one says nothing ("when was that?")
-    asking = [part for part in _SENTENCE_END.split(normalize(question)) if _MOMENT.search(part) or _SINCE_WHEN.search(part)]
+    asking = [part for part in SENTENCE_BREAK.split(normalize(question)) if _MOMENT.search(part) or _SINCE_WHEN.search(part)]
     return (words(asking[-1]) if asking else []) or words(question)
 
 
