@@ -3,7 +3,7 @@
     python benchmarks/bench_history.py --sessions 1000000 --naive 10000 [--trouble 0.05] [--db URL] [--e2e]
     python benchmarks/bench_history.py --sessions 100000 --trouble 0.5 --rejudge [--db URL]
     python benchmarks/bench_history.py --db URL --measure e2e|rejudge|columnar|listing [--naive N]
-    python benchmarks/bench_history.py --db POSTGRESQL_URL --grow 10   (the seeded store, ten times over)
+    python benchmarks/bench_history.py --db URL --grow 10   (the seeded store, ten times over)
     python benchmarks/bench_history.py --db URL --measure settle   (outcomes at ask as the shipped rules judge them)
     python benchmarks/bench_history.py --db URL --measure unsettle (every verdict at ask rotated: the worst case)
     python benchmarks/bench_history.py --db URL --measure rejudge --page   (with the Rules page's loaded columns)
@@ -21,6 +21,7 @@ With --rejudge: an apply and a rollback each followed by the re-judge of every s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -280,29 +281,33 @@ def seed(url: str, sessions: int, trouble: float, audit: bool = True) -> None:
 
 
 def grow(url: str, times: int) -> None:
-    """PostgreSQL: the store's sessions and their gate rows copied by the server (INSERT ...
-    SELECT) until there are `times` as many, each copy with ids of its own. The Python seeding
-    builds every row in this process: a million sessions took over an hour on the loaded
-    2-core machine, where copies made by the server take minutes."""
+    """The store's sessions and their gate rows copied by the database (INSERT ... SELECT) until
+    there are `times` as many, each copy with ids of its own. The Python seeding builds every row
+    in this process: a million sessions took over an hour on the loaded 2-core machine, where
+    copies made by the database take minutes."""
     store = Store(url)
-    if store.engine.dialect.name != "postgresql":
-        raise SystemExit("--grow copies rows with PostgreSQL's generate_series: give --db a PostgreSQL URL")
+    pg = store.engine.dialect.name == "postgresql"
+    # The copy numbers 1 .. times - 1: PostgreSQL's generate_series, a recursive CTE on SQLite.
+    series = (f"generate_series(1, {times - 1}) AS g(k)" if pg else "g")
+    lead = "" if pg else f"WITH RECURSIVE g(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM g WHERE k < {times - 1}) "
     start = time.perf_counter()
     with store.engine.begin() as conn, tally.bulk_write(conn):
         top = conn.execute(text("SELECT max(seq) FROM gate_session")).scalar() or 0
         copied = {"id": "id || '-' || g.k", "session_id": "session_id || '-' || g.k", "seq": f"seq + g.k * {top}"}
         for table in ("diagnosis_session", "gate_session", "gate_binding", "gate_claim"):
-            columns = list(conn.execute(text("SELECT column_name FROM information_schema.columns WHERE "
-                                             "table_name = :t ORDER BY ordinal_position"), {"t": table}).scalars())
+            columns = (list(conn.execute(text("SELECT column_name FROM information_schema.columns WHERE "
+                                              "table_name = :t ORDER BY ordinal_position"), {"t": table}).scalars())
+                       if pg else [r[1] for r in conn.execute(text(f"PRAGMA table_info({table})"))])
             listed = ", ".join(f'"{c}"' for c in columns)
-            chosen = ", ".join(copied.get(c, f'"{c}"') for c in columns)
-            conn.execute(text(f"INSERT INTO {table} ({listed}) SELECT {chosen} FROM {table} "
-                              f"CROSS JOIN generate_series(1, {times - 1}) AS g(k)"))
-        conn.execute(text("SELECT setval(pg_get_serial_sequence('gate_session', 'seq'), (SELECT max(seq) FROM gate_session))"))
+            chosen = ", ".join(copied.get(c, f'{table}."{c}"') for c in columns)
+            conn.execute(text(f"{lead}INSERT INTO {table} ({listed}) SELECT {chosen} FROM {table} CROSS JOIN {series}"))
+        if pg:
+            conn.execute(text("SELECT setval(pg_get_serial_sequence('gate_session', 'seq'), "
+                              "(SELECT max(seq) FROM gate_session))"))
     # As autovacuum leaves a table that has settled: statistics, and the visibility map that lets
     # the (status, id) index answer the replay's session list without the heap.
     with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text("VACUUM ANALYZE"))
+        conn.execute(text("VACUUM ANALYZE" if pg else "ANALYZE"))
         sessions = conn.execute(select(func.count()).select_from(DiagnosisSession)).scalar_one()
     print(f"grown to {sessions} sessions in {time.perf_counter() - start:.1f} s")
 
@@ -645,6 +650,8 @@ def measure_rejudge(url: str, page: bool = False) -> None:
     with store.engine.connect() as conn:
         sessions = conn.execute(select(func.count()).select_from(DiagnosisSession)).scalar_one()
     print(f"re-judge on {store.engine.dialect.name}, {sessions} sessions, load average {os.getloadavg()[0]:.2f}")
+    with contextlib.suppress(rulebook.RulesRefused):  # from the shipped rules' text, whatever ran before
+        rulebook.rollback(settings, store, 0, author="bench")
     history = GateColumnCache(store) if page else None
     if history is not None:
         _, took = _timed(lambda: history.refresh(rulebook.rules_in_force(settings, store)[0]))
@@ -694,7 +701,7 @@ def main() -> None:
     ap.add_argument("--measure", choices=["columnar", "naive", "listing", "rejudge", "pages", "e2e", "settle", "unsettle"],
                     help="with --db of a seeded store: measure this only")
     ap.add_argument("--grow", type=int, default=0,
-                    help="with --db of a seeded PostgreSQL store: copy its sessions until there are this many times as many")
+                    help="with --db of a seeded store: copy its sessions until there are this many times as many")
     ap.add_argument("--tile", type=int, default=0,
                     help="with --db of a seeded store: time the array half at this many times its size")
     args = ap.parse_args()
