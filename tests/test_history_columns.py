@@ -420,3 +420,29 @@ def test_a_failing_history_read_is_a_store_error(tmp_path: Path) -> None:
         conn.execute(text("DROP TABLE gate_claim"))
     with pytest.raises(StoreError, match=r"cannot read the replay history from the database .*no such table: gate_claim"):
         history.load_arrays(store, sessions=None)
+
+
+def test_claims_read_out_of_order_join_their_bindings_as_in_order(history_store: Store,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load joins each binding to its claim by bisection over claims sorted by session and claim;
+    claims usually arrive in that order and are then used as read. Read in reverse, the same arrays."""
+    from pipeline.replay import history
+
+    monkeypatch.setattr(history, "files_root", lambda _store: None)
+    monkeypatch.setattr(history, "_CHUNK", 50)
+    in_order = history.load_arrays(history_store)[0]
+    read = history.cached_batches
+
+    def reversed_claims(root, table, marks, read_store):  # noqa: ANN001, ANN202 - cached_batches' shape
+        batches = list(read(root, table, marks, read_store))
+        if table != "gate_claim":
+            return iter(batches)
+        return iter([b.slice(len(b) - 1 - k, 1) for b in reversed(batches) for k in range(len(b))])
+
+    monkeypatch.setattr(history, "cached_batches", reversed_claims)
+    shuffled = history.load_arrays(history_store)[0]
+    assert len(in_order.c_session) > 300 and (in_order.b_claim_row >= 0).any()
+    for name, values in vars(in_order).items():
+        if isinstance(values, np.ndarray):
+            other = vars(shuffled)[name]
+            assert np.array_equal(values, other, equal_nan=values.dtype.kind == "f"), name
