@@ -7,6 +7,7 @@ import multiprocessing
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -260,3 +261,41 @@ def test_a_database_from_a_newer_release_is_refused_with_a_message(tmp_path: Pat
         conn.execute(text("UPDATE alembic_version SET version_num = '0999'"))
     with pytest.raises(StoreError, match="has a schema this version does not know .*'0999'"):
         Store(url)
+
+
+@pytest.mark.filterwarnings("ignore:Skipped unsupported reflection of expression-based index ix_session_listing")
+def test_rows_in_force_keep_their_sessions_across_0023_down_and_up(fresh_url: str) -> None:
+    # 0023 trades the foreign key for a trigger (and on PostgreSQL row triggers of the tally for
+    # statement ones); either way a row in force goes with its session and the tally holds.
+    from helpers import tally_holds
+
+    def move(to: str, down: bool = False) -> None:
+        engine = open_engine(fresh_url, migration=True)
+        with engine.connect() as conn, conn.begin():
+            (command.downgrade if down else command.upgrade)(_config(conn), to)
+        engine.dispose()
+
+    store = Store(fresh_url)
+    ids = [store.create_session(question=f"q{n}", world=None, shape="split", provider="offline", model="m")
+           for n in range(3)]
+    with store.engine.begin() as conn:
+        conn.execute(text("INSERT INTO verdict_in_force (session_id, verdict, gatekeeper_status, failed_rules) "
+                          "VALUES (:a, 'REJECT', 'fail', '[\"x\"]'), (:b, 'PASS', 'pass', '[]')"),
+                     {"a": ids[0], "b": ids[1]})
+    store.engine.dispose()
+    for revision, down in (("0022", True), ("0023", False)):
+        move(revision, down)
+        engine = open_engine(fresh_url)
+        keys = inspect(engine).get_foreign_keys("verdict_in_force")
+        assert [k["referred_table"] for k in keys] == (["diagnosis_session"] if down else [])
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT count(*) FROM verdict_in_force")).scalar_one() == 2
+            conn.execute(text("UPDATE verdict_in_force SET verdict = :v WHERE session_id = :a"),
+                         {"v": revision, "a": ids[0]})
+        assert tally_holds(SimpleNamespace(engine=engine))
+        engine.dispose()
+    store = Store(fresh_url)
+    with store.engine.begin() as conn:
+        conn.execute(text("DELETE FROM diagnosis_session WHERE id = :b"), {"b": ids[1]})
+        assert conn.execute(text("SELECT session_id FROM verdict_in_force")).scalars().all() == [ids[0]]
+    assert tally_holds(store)

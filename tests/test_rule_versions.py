@@ -338,3 +338,82 @@ def test_applying_and_rolling_back_rejudge_every_stored_session(any_store: Store
     assert done.differing == (rows_now[late]["verdict"] != rows_now[late]["verdict_at_ask"])
     assert sum((Counter({v: n}) for _, v, n in review_queue.queue_stats(store, everything).per_day), Counter()) == Counter(
         r["verdict"] for r in rows_now.values())
+
+
+def _orphans(store: Store) -> int:
+    from sqlalchemy import text
+
+    with store.engine.connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM verdict_in_force WHERE session_id NOT IN "
+                                     "(SELECT id FROM diagnosis_session)")).scalar_one())
+
+
+def test_a_session_deleted_during_a_rejudge_gets_no_row_and_a_deleted_session_takes_its_row(
+        any_store: Store, settings) -> None:  # noqa: ANN001
+    # No foreign key holds verdict_in_force to its session (migration 0023): the writers and a trigger do.
+    from sqlalchemy import delete, select
+
+    from pipeline.runs import rulebook
+    from pipeline.runs.session import run_session
+    from pipeline.store.schema import DiagnosisSession, VerdictInForce
+
+    store = any_store
+    ids = [run_session(q, settings=settings, store=store).session_id
+           for q in ("payment API times out since 10:00, what's going on?", "order-service CPU is high",
+                     "支付接口最近出现超时，帮我排查")]
+    asked = {sid: store.get_session(sid)["verdict"] for sid in ids}
+    rulebook.apply_rules(settings, store, _strict_utilization(rulebook.text_in_force(settings, store).texts),
+                         author="ana", comment="", based_on=0)
+    moved = [sid for sid, e in _exact(settings, store, ids).items() if e[0] != asked[sid]]
+    assert len(moved) >= 2
+
+    def delete_before_the_write(phase: str, _done: int, _total: int) -> None:
+        if phase == "write":  # judged from the loaded history, gone before its rows are written
+            with store.engine.begin() as conn:
+                conn.execute(delete(DiagnosisSession).where(DiagnosisSession.id == moved[0]))
+
+    done = rulebook.rejudge(settings, store, on_progress=delete_before_the_write)
+    with store.engine.connect() as conn:
+        rows = set(conn.execute(select(VerdictInForce.session_id)).scalars())
+    assert done.stored and set(moved[1:]) <= rows and moved[0] not in rows
+    assert _orphans(store) == 0 and tally_holds(store)
+
+    with store.engine.begin() as conn:
+        conn.execute(delete(DiagnosisSession).where(DiagnosisSession.id == moved[1]))
+    assert _orphans(store) == 0 and tally_holds(store)
+    # A late judge of a session no longer stored writes nothing either.
+    rulebook.judge_late(settings, store, moved[0], 0)
+    assert _orphans(store) == 0
+
+
+def test_a_session_delete_on_postgresql_waits_for_the_rejudge_writing_and_takes_its_rows() -> None:
+    # The re-judge holds the rules_in_force row for its whole write; a delete of sessions starts by
+    # waiting for it, so it sees the rows that write inserted (without it they would outlive it).
+    import threading
+
+    from sqlalchemy import text, update
+
+    from pipeline.store import tally
+    from pipeline.store.schema import RulesInForce
+
+    with postgres_schema("del") as url:
+        store = Store(url)
+        sid, _kept = (store.create_session(question=q, world=None, shape="split", provider="offline", model="m")
+                      for q in ("q", "kept"))
+        deleted = threading.Event()
+
+        def delete_session() -> None:
+            with store.engine.begin() as conn:
+                conn.execute(text("DELETE FROM diagnosis_session WHERE id = :id"), {"id": sid})
+            deleted.set()
+
+        with store.engine.begin() as writing, tally.bulk_write(writing):  # as the re-judge writes
+            writing.execute(update(RulesInForce).where(RulesInForce.id == 1).values(judging_version=1))
+            writing.execute(text("INSERT INTO verdict_in_force (session_id, verdict, gatekeeper_status, failed_rules) "
+                                 "SELECT id, 'REJECT', 'fail', '[]' FROM diagnosis_session WHERE id = :id"), {"id": sid})
+            deleter = threading.Thread(target=delete_session)
+            deleter.start()
+            assert not deleted.wait(1.0)  # waits for the write to commit
+        deleter.join(30)
+        assert deleted.is_set() and _orphans(store) == 0 and tally_holds(store)
+        store.engine.dispose()

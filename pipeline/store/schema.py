@@ -221,7 +221,10 @@ class VerdictInForce(Base):
 
     __tablename__ = "verdict_in_force"
 
-    session_id: Mapped[str] = mapped_column(ForeignKey("diagnosis_session.id", ondelete="CASCADE"), primary_key=True)
+    # No foreign key: its check locked each session's row, most of a million-row write on
+    # PostgreSQL; a trigger deletes the row with its session, and the writers insert only rows of
+    # stored sessions (migration 0023).
+    session_id: Mapped[str] = mapped_column(Text, primary_key=True)
     verdict: Mapped[str] = mapped_column(Text)
     gatekeeper_status: Mapped[str] = mapped_column(Text)
     failed_rules: Mapped[list[str]] = mapped_column(JSON, default=list)

@@ -12,7 +12,8 @@ cleared inside its own transaction, so no other writer ever sees it set) and reb
 tally with one grouped scan before it commits (pipeline/store/tally.py).
 
 SQLite drops a table's triggers with the table: a later batch migration that rebuilds
-`diagnosis_session` or `verdict_in_force` must create them again (`create_triggers`).
+`diagnosis_session` or `verdict_in_force` must create them again (`create_triggers`, as 0023 does).
+On PostgreSQL `verdict_in_force`'s moves are made once per statement since 0023.
 
 Revision ID: 0019
 Revises: 0018
@@ -96,9 +97,11 @@ def _timed(event: str) -> tuple[str, str]:
     return ("BEFORE", event.removeprefix("BEFORE ")) if event.startswith("BEFORE ") else ("AFTER", event)
 
 
-def create_triggers() -> None:
+def create_triggers(tables: tuple[str, ...] = ("diagnosis_session", "verdict_in_force")) -> None:
     dialect = op.get_bind().dialect.name
     for (table, event), moves in _triggers(dialect).items():
+        if table not in tables:
+            continue
         name, (timing, what) = _name(table, event), _timed(event)
         if dialect == "sqlite":
             body = "".join(f"{m};\n" for m in moves)
@@ -113,9 +116,11 @@ def create_triggers() -> None:
             op.execute(f"CREATE TRIGGER {name} {timing} {what} ON {table} FOR EACH ROW EXECUTE FUNCTION {name}()")
 
 
-def drop_triggers() -> None:
+def drop_triggers(tables: tuple[str, ...] = ("diagnosis_session", "verdict_in_force")) -> None:
     dialect = op.get_bind().dialect.name
     for table, event in _triggers(dialect):
+        if table not in tables:
+            continue
         name = _name(table, event)
         op.execute(f"DROP TRIGGER IF EXISTS {name}" + ("" if dialect == "sqlite" else f" ON {table}"))
         if dialect != "sqlite":
