@@ -635,10 +635,11 @@ def unsettle(url: str) -> None:
     print(f"every verdict at ask rotated, rows in force emptied, in {time.perf_counter() - start:.0f} s")
 
 
-def measure_rejudge(url: str, page: bool = False) -> None:
+def measure_rejudge(url: str, page: bool = False, pages: bool = True) -> None:
     """`workbench rules apply` then `rollback` as the engine runs them: a threshold version put in
     force and every stored session judged again under it (rulebook.rejudge), with the Sessions
-    page read from another process meanwhile. `page`: as the Rules page runs it, with the
+    page read from another process meanwhile unless not `pages` (that reader keeps a core
+    busy: on 2 cores it is the machine's load, not a quiet machine's). `page`: as the Rules page runs it, with the
     columns it loaded for its previews before the apply (the load timed apart)."""
     from pipeline.core.config import load_settings
     from pipeline.frontends.views import rules_yaml
@@ -665,8 +666,8 @@ def measure_rejudge(url: str, page: bool = False) -> None:
         put_in_force()
         phases: list[tuple[str, float]] = []
         start = time.perf_counter()
-        pages = subprocess.Popen([sys.executable, __file__, "--measure", "pages", "--db", url, "--seconds", "20"],
-                                 stdout=subprocess.PIPE, text=True)
+        reader = subprocess.Popen([sys.executable, __file__, "--measure", "pages", "--db", url, "--seconds", "20"],
+                                  stdout=subprocess.PIPE, text=True) if pages else None
         def heard(phase: str, _done: int, _total: int, phases: list[tuple[str, float]] = phases,
                   start: float = start) -> None:
             phases.append((phase, time.perf_counter() - start))
@@ -676,7 +677,8 @@ def measure_rejudge(url: str, page: bool = False) -> None:
                           if a != phases[-1][0] and t1 > t0)
         print(f"  {label}: re-judged {done.sessions} sessions in {took:.1f} s ({marks}); {done.differing} differ "
               f"from their verdict at ask and have a row; peak rss {_rss_mb():.0f} MB")
-        print(pages.communicate()[0].strip())
+        if reader is not None:
+            print(reader.communicate()[0].strip())
 
 
 def _child(*args: str, env: dict[str, str] | None = None) -> None:
@@ -696,6 +698,8 @@ def main() -> None:
     ap.add_argument("--rejudge", action="store_true",
                     help="time the re-judge after an apply and a rollback instead of the replay and listing")
     ap.add_argument("--seconds", type=float, default=20.0, help=argparse.SUPPRESS)
+    ap.add_argument("--no-pages", action="store_true",
+                    help="with --measure rejudge: no Sessions page read meanwhile (it keeps a core busy)")
     ap.add_argument("--page", action="store_true",
                     help="with --measure rejudge: with the columns the Rules page loaded before the apply")
     ap.add_argument("--measure", choices=["columnar", "naive", "listing", "rejudge", "pages", "e2e", "settle", "unsettle"],
@@ -721,7 +725,7 @@ def main() -> None:
         measure_naive(args.db, args.naive)
         return
     if args.measure == "rejudge":
-        measure_rejudge(args.db, page=args.page)
+        measure_rejudge(args.db, page=args.page, pages=not args.no_pages)
         return
     if args.measure == "settle":
         settle(args.db)
