@@ -638,9 +638,9 @@ def unsettle(url: str) -> None:
 def measure_rejudge(url: str, page: bool = False, pages: bool = True) -> None:
     """`workbench rules apply` then `rollback` as the engine runs them: a threshold version put in
     force and every stored session judged again under it (rulebook.rejudge), with the Sessions
-    page read from another process meanwhile unless not `pages` (that reader keeps a core
-    busy: on 2 cores it is the machine's load, not a quiet machine's). `page`: as the Rules page runs it, with the
-    columns it loaded for its previews before the apply (the load timed apart)."""
+    page read from another process meanwhile unless not `pages` (that reader keeps a core busy:
+    on 2 cores it is the machine's load, not a quiet machine's). `page`: as the Rules page runs
+    it, with the columns it loaded for its previews before the apply (the load timed apart)."""
     from pipeline.core.config import load_settings
     from pipeline.frontends.views import rules_yaml
     from pipeline.replay.history import GateColumnCache

@@ -333,9 +333,9 @@ def _rewrite_sqlite(conn: Any, values: Iterable[tuple[str, str, str, str, bool]]
                     through: int) -> None:
     """SQLite: every row this re-judge holds is upserted, a stored row whose outcome it keeps left
     as it is (the upsert's WHERE), then the rows it replaces and does not hold are deleted, and
-    any row whose session is gone. A
-    delete of every replaced row before inserting them again rewrote a million rows of the index
-    where a threshold moved a few thousand outcomes (docs/benchmarks.md)."""
+    any row whose session is gone. A delete of every replaced row before inserting them again
+    rewrote a million rows of the index where a threshold moved a few thousand outcomes
+    (docs/benchmarks.md)."""
     held: set[str] = set()
 
     def noted() -> Iterator[tuple[str, str, str, str, bool]]:

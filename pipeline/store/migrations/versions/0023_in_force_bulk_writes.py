@@ -45,6 +45,7 @@ _STATEMENT_MOVES = {
     "DELETE": ("OLD TABLE AS old_rows", [("old_rows", _ROW, -1), ("old_rows", _NONE, 1)]),
 }
 _GONE_WITH_SESSION = "in_force_gone_with_session"
+_GONE = "DELETE FROM verdict_in_force WHERE session_id = OLD.id;"
 _WAIT_FOR_REJUDGE = "in_force_wait_for_rejudge"
 
 
@@ -59,14 +60,20 @@ def _statement_move(moves: list[tuple[str, str, int]]) -> str:
             f"ON CONFLICT ({keys}) DO UPDATE SET sessions = queue_tally.sessions + excluded.sessions")
 
 
+def _plpgsql_trigger(name: str, when: str, body: str) -> None:
+    """A PostgreSQL trigger `name` firing `when` ("AFTER INSERT ON t ... FOR EACH STATEMENT"),
+    running `body` in a function of its name."""
+    op.execute(f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n{body}\n"
+               "    RETURN NULL;\nEND $$")
+    op.execute(f"CREATE TRIGGER {name} {when} EXECUTE FUNCTION {name}()")
+
+
 def _create_statement_triggers() -> None:
     for event, (tables, moves) in _STATEMENT_MOVES.items():
-        name = _tally._name("verdict_in_force", event)
-        op.execute(f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n"
-                   "    IF (SELECT held FROM queue_tally_state WHERE id = 1) THEN RETURN NULL; END IF;\n"
-                   f"    {_statement_move(moves)};\n    RETURN NULL;\nEND $$")
-        op.execute(f"CREATE TRIGGER {name} AFTER {event} ON verdict_in_force REFERENCING {tables} "
-                   f"FOR EACH STATEMENT EXECUTE FUNCTION {name}()")
+        _plpgsql_trigger(_tally._name("verdict_in_force", event),
+                         f"AFTER {event} ON verdict_in_force REFERENCING {tables} FOR EACH STATEMENT",
+                         "    IF (SELECT held FROM queue_tally_state WHERE id = 1) THEN RETURN NULL; END IF;\n"
+                         f"    {_statement_move(moves)};")
 
 
 def _drop_statement_triggers() -> None:
@@ -99,21 +106,16 @@ def upgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
         _rebuild_sqlite(keyed=False)
         op.execute(f"CREATE TRIGGER {_GONE_WITH_SESSION} AFTER DELETE ON diagnosis_session FOR EACH ROW BEGIN\n"
-                   "DELETE FROM verdict_in_force WHERE session_id = OLD.id;\nEND")
+                   f"{_GONE}\nEND")
         return
     op.drop_constraint("verdict_in_force_session_id_fkey", "verdict_in_force", type_="foreignkey")
     _tally.drop_triggers(("verdict_in_force",))
     _create_statement_triggers()
     # Before the statement touches a row: a wait with a session's row already locked could
     # deadlock with the re-judge's regroup of the tally.
-    op.execute(f"CREATE FUNCTION {_WAIT_FOR_REJUDGE}() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n"
-               "    PERFORM 1 FROM rules_in_force WHERE id = 1 FOR SHARE;\n    RETURN NULL;\nEND $$")
-    op.execute(f"CREATE TRIGGER {_WAIT_FOR_REJUDGE} BEFORE DELETE ON diagnosis_session "
-               f"FOR EACH STATEMENT EXECUTE FUNCTION {_WAIT_FOR_REJUDGE}()")
-    op.execute(f"CREATE FUNCTION {_GONE_WITH_SESSION}() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n"
-               "    DELETE FROM verdict_in_force WHERE session_id = OLD.id;\n    RETURN NULL;\nEND $$")
-    op.execute(f"CREATE TRIGGER {_GONE_WITH_SESSION} AFTER DELETE ON diagnosis_session "
-               f"FOR EACH ROW EXECUTE FUNCTION {_GONE_WITH_SESSION}()")
+    _plpgsql_trigger(_WAIT_FOR_REJUDGE, "BEFORE DELETE ON diagnosis_session FOR EACH STATEMENT",
+                     "    PERFORM 1 FROM rules_in_force WHERE id = 1 FOR SHARE;")
+    _plpgsql_trigger(_GONE_WITH_SESSION, "AFTER DELETE ON diagnosis_session FOR EACH ROW", f"    {_GONE}")
 
 
 def downgrade() -> None:
