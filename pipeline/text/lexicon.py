@@ -58,6 +58,11 @@ def pattern(*lists: Words, extra: str = "") -> re.Pattern[str]:
     return re.compile("|".join([*(w.alternation for w in lists), *([extra] if extra else [])]))
 
 
+def patterns(*sources: str) -> tuple[re.Pattern[str], ...]:
+    """A reader's forms of one question, compiled in the order given (the first that matches wins)."""
+    return tuple(re.compile(s) for s in sources)
+
+
 # Says the symptom is to come, not here: "证书即将过期: 21天", "expected to fill up within 4 days".
 # A record in these words forecasts a fault; it shows neither the state nor the event.
 FORECAST = Words(

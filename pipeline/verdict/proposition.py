@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from pipeline.core.contracts import Proposition
-from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_ASKED, RECOVERED
+from pipeline.text.lexicon import NEGATIVE_ASKING, NEGATIVE_ASKING_ZH, OUTAGE_ASKED, RECOVERED, patterns
 from pipeline.text.primitives import (
     SCALED,
     SCALES,
@@ -51,100 +51,100 @@ _NEGATED = re.compile(rf"{NEGATIVE_ASKING.en_alternation}|{NEGATIVE_ASKING_ZH}")
 _INVOLVED_EN = "involved in|related to|connected to|linked to|tied to|part of|a factor in"
 _INVOLVED_ZH = "关系|关联|联系|有关|相关|有份|掺和|参与"
 # (x: the suspected cause, y: what it is asked to have caused), most specific first.
-_CAUSE_EN = (
+_CAUSE_EN = patterns(
     # "replica is minutes behind and thats why orders fail, right?": a statement put forward as why Y happens.
-    re.compile(r"^\W*(?!(?:is|are|was|were|isn't|wasn't|does|did|do|has|have|could|can)\b)(?P<x>[^?]+?)\s*(?:,|;|\s-|\band)?\s*"
-               r"\b(?:that's|thats|that is|which is|which's)\s+(?:the\s+reason\s+)?why\s+(?P<y>.+)"),
-    re.compile(r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
-               r"(?:the\s+|a\s+)?(?:root\s+|real\s+|main\s+)?(?:cause|reason|culprit)\s+(?:of|for|behind|why|that)?\s*"
-               r"(?P<y>.+)"),
-    re.compile(r"\b(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from"
-               r"|down to)\s+(?P<x>.+)"),
-    re.compile(r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
-               rf"{_INVOLVED_EN}|"
-               r"what(?:'s|s| is| was)? (?:broke|caused|took down|ate|ate up|blew up|brought down|tore through|"
-               r"(?!going\b)[a-z]+ing|(?!happen|start|chang)[a-z]{3,}ed))\s+"
-               r"(?P<y>.+)"),
+    r"^\W*(?!(?:is|are|was|were|isn't|wasn't|does|did|do|has|have|could|can)\b)(?P<x>[^?]+?)\s*(?:,|;|\s-|\band)?\s*"
+        r"\b(?:that's|thats|that is|which is|which's)\s+(?:the\s+reason\s+)?why\s+(?P<y>.+)",
+    r"\b(?:is|was|are|were|isn't|wasn't|could|might|can|would)\s+(?P<x>.+?)\s+(?:not\s+)?(?:be\s+)?"
+        r"(?:the\s+|a\s+)?(?:root\s+|real\s+|main\s+)?(?:cause|reason|culprit)\s+(?:of|for|behind|why|that)?\s*"
+        r"(?P<y>.+)",
+    r"\b(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+(?P<y>.+?)\s+(?:caused by|due to|because of|triggered by|from"
+        r"|down to)\s+(?P<x>.+)",
+    r"\b(?:is|was|isn't|wasn't|are|were)\s+(?P<x>.+?)\s+(?:causing|behind|responsible for|to blame for|breaking|"
+        rf"{_INVOLVED_EN}|"
+        r"what(?:'s|s| is| was)? (?:broke|caused|took down|ate|ate up|blew up|brought down|tore through|"
+        r"(?!going\b)[a-z]+ing|(?!happen|start|chang)[a-z]{3,}ed))\s+"
+        r"(?P<y>.+)",
     # "... at 16:37, any chance thats whats killing checkout": what was said before is put forward.
-    re.compile(r"\b(?P<x>that|this|it)(?:'s|s| is| was)\s+what(?:'s|s| is| was)?\s+(?:(?!going\b)[a-z]+ing|broke|caused|took down"
-               r"|(?!happen|start|chang)[a-z]{3,}ed)\s+(?P<y>.+)"),
+    r"\b(?P<x>that|this|it)(?:'s|s| is| was)\s+what(?:'s|s| is| was)?\s+(?:(?!going\b)[a-z]+ing|broke|caused|took down"
+        r"|(?!happen|start|chang)[a-z]{3,}ed)\s+(?P<y>.+)",
     # "is the gateway flooding payment-service with traffic? thats why its cpu is pegged?": a doing of
     # X's put forward as why the effect after "that's why" happens.
-    re.compile(r"\b(?:is|are|was|were)\s+(?P<x>.+?)\s+[a-z]+ing\s+(?P<y>.+?\b(?:is that|that's|thats|that is|is this)\s+why\s+.+)"),
+    r"\b(?:is|are|was|were)\s+(?P<x>.+?)\s+[a-z]+ing\s+(?P<y>.+?\b(?:is that|that's|thats|that is|is this)\s+why\s+.+)",
     # "pay-worker pool stuck at 200/200 - is that why /api/pay times out?": what was said before is put forward.
-    re.compile(r"\b(?:is|was|isn't|wasn't)\s+(?P<x>that|this|it)\s+(?:the\s+(?:real\s+|main\s+)?reason\s+)?why\s+(?P<y>.+)"),
+    r"\b(?:is|was|isn't|wasn't)\s+(?P<x>that|this|it)\s+(?:the\s+(?:real\s+|main\s+)?reason\s+)?why\s+(?P<y>.+)",
     # "are the order-service pay failures payment-service's fault?": the effect first, the suspect owns the fault.
-    re.compile(r"\b(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+(?P<y>.+?)\s+(?P<x>[a-z0-9][\w.-]*?)['’]s\s+fault\b"),
+    r"\b(?:is|are|was|were|isn't|aren't|wasn't|weren't)\s+(?P<y>.+?)\s+(?P<x>[a-z0-9][\w.-]*?)['’]s\s+fault\b",
     # "if we drain gw-2 will checkout be fine?", "restarting X fixes Y, right?": a remedy on X says X ails Y.
-    re.compile(r"(?P<remedy>)\b(?:if|once|after)\s+(?:we|i|you|they|ops|someone)\s+(?:pull|drain|restart|bounce|kill|remove|roll back|"
-               r"take out|cordon|evict|isolate)\s+(?P<x>.+?)(?:,|\s+then)?\s+(?:will|would|should|does|is|are)\s+(?P<y>.+?)\s+"
-               r"(?:be\s+)?(?:fixed|fine|ok|okay|good|healthy|recover|back|go away|stop)"),
-    re.compile(r"(?P<remedy>)\b(?:pulling|draining|restarting|bouncing|killing|removing|rolling back|taking out|isolating)\s+(?P<x>.+?)\s+"
-               r"(?:fixes|will fix|would fix|should fix|solves|will solve|would solve)\s+(?P<y>.+)"),
+    r"(?P<remedy>)\b(?:if|once|after)\s+(?:we|i|you|they|ops|someone)\s+(?:pull|drain|restart|bounce|kill|remove|roll back|"
+        r"take out|cordon|evict|isolate)\s+(?P<x>.+?)(?:,|\s+then)?\s+(?:will|would|should|does|is|are)\s+(?P<y>.+?)\s+"
+        r"(?:be\s+)?(?:fixed|fine|ok|okay|good|healthy|recover|back|go away|stop)",
+    r"(?P<remedy>)\b(?:pulling|draining|restarting|bouncing|killing|removing|rolling back|taking out|isolating)\s+(?P<x>.+?)\s+"
+        r"(?:fixes|will fix|would fix|should fix|solves|will solve|would solve)\s+(?P<y>.+)",
     # "GatewayUpstreamTimeout at 14:20 is basically fallout from the 14:12 ConfigChanged": Y follows from X.
-    re.compile(r"(?P<y>[^,?]+?)\s+(?:is|are|was|were)\s+(?:(?:basically|just|probably|all|really|only|simply)\s+)?"
-               r"(?:fallout|a knock-on(?: effect)?|knock-on(?: effect)?|collateral(?: damage)?|a side effect|a result|the result"
-               r"|a consequence|downstream)\s+(?:of|from)\s+(?P<x>.+)"),
+    r"(?P<y>[^,?]+?)\s+(?:is|are|was|were)\s+(?:(?:basically|just|probably|all|really|only|simply)\s+)?"
+        r"(?:fallout|a knock-on(?: effect)?|knock-on(?: effect)?|collateral(?: damage)?|a side effect|a result|the result"
+        r"|a consequence|downstream)\s+(?:of|from)\s+(?P<x>.+)",
     # "can we blame X for Y?", "pin Y on X": X is put forward as Y's cause.
-    re.compile(r"\bblame\s+(?P<x>.+?)\s+for\s+(?P<y>.+)"),
-    re.compile(r"\bpin\s+(?P<y>.+?)\s+on\s+(?P<x>.+)"),
+    r"\bblame\s+(?P<x>.+?)\s+for\s+(?P<y>.+)",
+    r"\bpin\s+(?P<y>.+?)\s+on\s+(?P<x>.+)",
     # No asking word at all: "api-gateway behind the order-service 500s?", "checkout 500s because of pricing-service?"
-    re.compile(r"^\W*(?P<x>[^,?]+?)\s+(?:behind|causing|to blame for|responsible for)\s+(?P<y>[^?]+)"),
-    re.compile(r"^\W*(?P<y>[^,?]+?)\s+(?:caused by|due to|because of|triggered by)\s+(?P<x>[^?]+)"),
+    r"^\W*(?P<x>[^,?]+?)\s+(?:behind|causing|to blame for|responsible for)\s+(?P<y>[^?]+)",
+    r"^\W*(?P<y>[^,?]+?)\s+(?:caused by|due to|because of|triggered by)\s+(?P<x>[^?]+)",
     # "the cart slowness isn't down to redis, right?": the effect said (not) to come of X, no asking word before it
-    re.compile(r"(?:^|[,，;；]\s*)(?P<y>[^,，;；?]+?)\s+(?P<link>isn't|isnt|is not|wasn't|wasnt|was not|aren't|arent|are not)"
-               r"\s+(?:(?:really|just|all|even)\s+)?(?:caused by|due to|because of|triggered by|down to|from)\s+(?P<x>[^?]+)"),
+    r"(?:^|[,，;；]\s*)(?P<y>[^,，;；?]+?)\s+(?P<link>isn't|isnt|is not|wasn't|wasnt|was not|aren't|arent|are not)"
+        r"\s+(?:(?:really|just|all|even)\s+)?(?:caused by|due to|because of|triggered by|down to|from)\s+(?P<x>[^?]+)",
     # "..., the sync can't be what's eating the heap": a clause's subject said (not) to be what does it.
-    re.compile(r"(?:^|[,，;；]\s*)(?P<x>[^,，;；?]+?)\s+what(?:'s|s| is| was)?\s+(?:(?!going\b)[a-z]+ing|broke|caused|took down"
-               r"|(?!happen|start|chang)[a-z]{3,}ed)\s+(?P<y>.+)"),
+    r"(?:^|[,，;；]\s*)(?P<x>[^,，;；?]+?)\s+what(?:'s|s| is| was)?\s+(?:(?!going\b)[a-z]+ing|broke|caused|took down"
+        r"|(?!happen|start|chang)[a-z]{3,}ed)\s+(?P<y>.+)",
     # "redis has nothing to do with the cart slowness, right?", "the flag isn't related to Y": X said to
     # take no part in Y, asked to agree
-    re.compile(rf"(?:^|[,，;；]\s*)(?P<pair>)(?P<x>[^,，;；?]+?)\s+(?P<link>(?:has|have|had)\s+(?:got\s+)?(?:nothing|little|zero)\s+to do with"
-               rf"|(?:is|are|was|were)(?:n't|nt| not)\s+(?:{_INVOLVED_EN})|(?:is|are|was|were)\s+unrelated to)\s+(?P<y>[^?]+)"),
+    rf"(?:^|[,，;；]\s*)(?P<pair>)(?P<x>[^,，;；?]+?)\s+(?P<link>(?:has|have|had)\s+(?:got\s+)?(?:nothing|little|zero)\s+to do with"
+        rf"|(?:is|are|was|were)(?:n't|nt| not)\s+(?:{_INVOLVED_EN})|(?:is|are|was|were)\s+unrelated to)\s+(?P<y>[^?]+)",
     # "is it hit by the inv outage?", "was checkout dragged down by pricing": Y said to suffer X
-    re.compile(r"\b(?:is|was|are|were|isn't|wasn't|aren't|weren't)\s+(?P<y>.+?)\s+(?:(?:also|just|really)\s+)?(?:being\s+)?"
-               r"(?:hit|hurt|affected|impacted|dragged down|taken down|knocked out|held up|slowed down|starved)\s+by\s+(?P<x>[^?]+)"),
+    r"\b(?:is|was|are|were|isn't|wasn't|aren't|weren't)\s+(?P<y>.+?)\s+(?:(?:also|just|really)\s+)?(?:being\s+)?"
+        r"(?:hit|hurt|affected|impacted|dragged down|taken down|knocked out|held up|slowed down|starved)\s+by\s+(?P<x>[^?]+)",
     # "does X have anything to do with Y": whether X is involved at all.
-    re.compile(r"\b(?:does|do|did|could|might)\s+(?P<pair>)(?P<x>.+?)\s+(?:have|has)\s+(?:anything|something|much)\s+to do with\s+"
-               r"(?P<y>.+)"),
-    re.compile(r"\b(?:did|does|has|could|didn't|doesn't|hasn't)\s+(?P<x>.+?)\s+(?:cause|caused|break|broke|broken|"
-               r"trigger|triggered|take down|bring down|kill|kick off|kicked off|set off|spark|sparked|lead to|led to|make|made)\s+"
-               r"(?P<y>.+)"),
+    r"\b(?:does|do|did|could|might)\s+(?P<pair>)(?P<x>.+?)\s+(?:have|has)\s+(?:anything|something|much)\s+to do with\s+"
+        r"(?P<y>.+)",
+    r"\b(?:did|does|has|could|didn't|doesn't|hasn't)\s+(?P<x>.+?)\s+(?:cause|caused|break|broke|broken|"
+        r"trigger|triggered|take down|bring down|kill|kick off|kicked off|set off|spark|sparked|lead to|led to|make|made)\s+"
+        r"(?P<y>.+)",
 )
-_CAUSE_ZH = (
+_CAUSE_ZH = patterns(
     # "库存查询一直 503，网关背锅吗": the effect first, the one asked to take the blame after it.
-    re.compile(r"(?P<y>[^，,。？?]*?)[，,]?\s*(?P<x>[^，,。？?]+?)(?:要|该|得)?(?:背锅|背这个锅|背这口锅|来背锅)(?:吗|么|[?？]|$)"),
-    re.compile(r"(?P<y>[^，,。？?]*?)[，,]?\s*(?:这|这个|这口)?锅(?:该|要|得|应该)?由?(?P<x>[^，,。？?]+?)来?背(?:吗|么|[?？]|$)"),
+    r"(?P<y>[^，,。？?]*?)[，,]?\s*(?P<x>[^，,。？?]+?)(?:要|该|得)?(?:背锅|背这个锅|背这口锅|来背锅)(?:吗|么|[?？]|$)",
+    r"(?P<y>[^，,。？?]*?)[，,]?\s*(?:这|这个|这口)?锅(?:该|要|得|应该)?由?(?P<x>[^，,。？?]+?)来?背(?:吗|么|[?？]|$)",
     # "cart 变慢跟 redis 没关系吧", "这次故障和 redis-cart 无关吧": one side said to take no part in the other
     # (which side is the effect, read_proposition decides), asked to agree
-    re.compile(r"(?P<pair>)(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)\s*(?P<link>(?<!有)没(?:有)?(?:什么|啥|多大|太大)?(?:关系|关联|联系)"
-               r"|无关|不相干|不相关|扯不上(?:关系)?)"),
+    r"(?P<pair>)(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)\s*(?P<link>(?<!有)没(?:有)?(?:什么|啥|多大|太大)?(?:关系|关联|联系)"
+        r"|无关|不相干|不相关|扯不上(?:关系)?)",
     # "X 跟 Y 有关系吗", "X 和这次故障有没有关系": whether X is involved in Y at all.
-    re.compile(rf"(?P<pair>)(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
+    rf"(?P<pair>)(?P<x>[^，,。？?]+?)(?:跟|和|与|同)(?P<y>[^，,。？?]+?)(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})",
     # "inventory 堆被撑爆，catalog 那个预热有份吗": the effect said first, the one asked whether it took part after it.
-    re.compile(rf"(?P<y>[^，,。？?]+?)[，,]\s*(?P<x>[^，,。？?]+?)(?:也)?(?:有没有|是否|是不是)?(?:{_INVOLVED_ZH})了?(?:吗|么|[?？]|$)"),
+    rf"(?P<y>[^，,。？?]+?)[，,]\s*(?P<x>[^，,。？?]+?)(?:也)?(?:有没有|是否|是不是)?(?:{_INVOLVED_ZH})了?(?:吗|么|[?？]|$)",
     # "notify 一直在删无效 token，跟付款失败有关系吗": the happening said first, asked of after the comma.
-    re.compile(rf"(?P<x>[^，,。？?]+?)[，,]\s*(?:这|那|它|这个|那个|这事)?(?:跟|和|与|同)(?P<y>[^，,。？?]+?)"
-               rf"(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})"),
+    rf"(?P<x>[^，,。？?]+?)[，,]\s*(?:这|那|它|这个|那个|这事)?(?:跟|和|与|同)(?P<y>[^，,。？?]+?)"
+        rf"(?:有没有|有无|是否有|是不是有)?(?:{_INVOLVED_ZH})",
     # "把这台摘掉结账就好了吧": a remedy put forward on X says X is what ails Y
-    re.compile(r"(?P<remedy>)(?:把|^\W*)(?P<x>[^，,。？?]+?)(?:摘掉|摘了|下掉|下线|干掉|去掉|停掉|关掉|重启|回滚|隔离|踢掉|踢出去|剔除)(?:一下|了)?"
-               r"(?:以后|之后|后)?[，,]?\s*(?P<y>[^，,。？?]*?)就(?:能|会)?(?:好|正常|恢复|没事|不报错|不超时)"),
+    r"(?P<remedy>)(?:把|^\W*)(?P<x>[^，,。？?]+?)(?:摘掉|摘了|下掉|下线|干掉|去掉|停掉|关掉|重启|回滚|隔离|踢掉|踢出去|剔除)(?:一下|了)?"
+        r"(?:以后|之后|后)?[，,]?\s*(?P<y>[^，,。？?]*?)就(?:能|会)?(?:好|正常|恢复|没事|不报错|不超时)",
     # "是 payment 自己先断了连接，单子才变成 PAY_UNKNOWN 的？": X's doing first, Y only after it
-    re.compile(r"(?:是不是|是)(?P<x>[^，,。？?]+?)(?:自己)?先[^，,。？?]+?[，,]?\s*(?P<y>[^，,。？?]+?)才[^，,。？?]*?的?(?:吗|么|[?？]|$)"),
-    re.compile(r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)"),
+    r"(?:是不是|是)(?P<x>[^，,。？?]+?)(?:自己)?先[^，,。？?]+?[，,]?\s*(?P<y>[^，,。？?]+?)才[^，,。？?]*?的?(?:吗|么|[?？]|$)",
+    r"(?P<x>[^，,。？?]+?)(?:是不是|是|不是)(?P<y>[^，,。？?]+?)的(?:根本|根|真正|主要)?(?:原因|根因|元凶|罪魁祸首)",
     # "订单卡在 PAY_UNKNOWN，是因为 order-service 本身有 bug 吗": the effect may be the clause before
-    re.compile(r"(?P<y>[^，,。？?]*?)[，,]?\s*(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)"
-               r"\s*(?:(?:本身|自己)?(?:有\s*bug|有问题|出了?问题|的问题|的\s*bug)|导致|引起|造成)?\s*的?(?:吗|么|[?？]|$)"),
+    r"(?P<y>[^，,。？?]*?)[，,]?\s*(?:是不是|是|不是)(?:因为|由于|由)(?P<x>[^，,。？?]+?)"
+        r"\s*(?:(?:本身|自己)?(?:有\s*bug|有问题|出了?问题|的问题|的\s*bug)|导致|引起|造成)?\s*的?(?:吗|么|[?？]|$)",
     # "Y 是 X 导致的吗": the effect comes first; read as "X 导致 Y" below it would make Y the suspect.
     # The effect may be the clause before ("catalog-service 被驱逐重启，是 inventory OOM 连带出来的吗").
-    re.compile(r"(?P<y>[^，,。？?]*?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏|连带出来|连带|带出来|带崩|带挂|搞出来|弄出来|闹出来|整出来|引发)"
-               r"的(?:吗|么|吧|[?？]|$)"),
-    re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|拖超时|拖挂|拖死|打挂)了?的?"
-               r"(?:吗|么|[?？]|$)"),
+    r"(?P<y>[^，,。？?]*?)(?:是不是|是|不是)(?P<x>[^，,。？?]+?)(?:导致|引起|造成|搞挂|弄挂|搞坏|弄坏|连带出来|连带|带出来|带崩|带挂|搞出来|弄出来|闹出来|整出来|引发)"
+        r"的(?:吗|么|吧|[?？]|$)",
+    r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)把(?P<y>[^，,。？?]+?)(?:搞挂|弄挂|搞坏|弄坏|拖垮|拖慢|拖超时|拖挂|拖死|打挂)了?的?"
+        r"(?:吗|么|[?？]|$)",
     # "下单失败肯定是 api-gateway 配置改了吧": the effect first, a sure guess at its cause after it.
-    re.compile(r"(?P<y>[^，,。？?]+?)(?:肯定|一定|应该|多半|八成|估计)是(?P<x>[^，,。？?]+?)(?:的问题|导致的|引起的|造成的)?(?:吧|吗)"),
-    re.compile(r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)(?:导致|引起|造成|引入|带来|搞挂|弄挂|搞坏|弄坏)了?(?P<y>[^，,。？?]+?)"
-               r"(?:的)?(?:吗|么|[?？]|$)"),
+    r"(?P<y>[^，,。？?]+?)(?:肯定|一定|应该|多半|八成|估计)是(?P<x>[^，,。？?]+?)(?:的问题|导致的|引起的|造成的)?(?:吧|吗)",
+    r"(?:是不是|是否|是)?(?P<x>[^，,。？?]+?)(?:导致|引起|造成|引入|带来|搞挂|弄挂|搞坏|弄坏)了?(?P<y>[^，,。？?]+?)"
+        r"(?:的)?(?:吗|么|[?？]|$)",
 )
 # Asked whether it ever happened, not whether it holds now: a perfect or past question, or 过.
 # "has X been restarting" is a state again: it goes on.

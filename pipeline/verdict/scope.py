@@ -25,6 +25,7 @@ from pipeline.text.lexicon import (
     NEGATION,
     RECOVERED,
     WITHIN_BOUNDS,
+    patterns,
 )
 from pipeline.text.primitives import (
     CJK_CHAR,
@@ -697,11 +698,11 @@ def _paths_asked(question: str) -> list[str]:
 
 
 # A why asking of a doing's outcome: (x) the doing.
-_OUTCOME_WHY = (
-    re.compile(r"\bwhy\s+(?:did|didn'?t|does|doesn'?t|has|hasn'?t|won'?t|wouldn'?t|is|isn'?t|was|wasn'?t)\s+(?P<x>.+?)\s+"
-               r"(?:not\s+|never\s+)?(?:fail|failed|help|helped|work|worked|take|took|stick|succeed|go through|get applied"
-               r"|do anything|fix (?:it|anything|things|the \w+))\b"),
-    re.compile(r"(?P<x>[^，,。？?]+?)(?:为啥|为什么|为何|怎么)(?:会)?(?:没|没有|不|也没)?(?:生效|起作用|管用|用|成功|奏效|失败|效果)"),
+_OUTCOME_WHY = patterns(
+    r"\bwhy\s+(?:did|didn'?t|does|doesn'?t|has|hasn'?t|won'?t|wouldn'?t|is|isn'?t|was|wasn'?t)\s+(?P<x>.+?)\s+"
+        r"(?:not\s+|never\s+)?(?:fail|failed|help|helped|work|worked|take|took|stick|succeed|go through|get applied"
+        r"|do anything|fix (?:it|anything|things|the \w+))\b",
+    r"(?P<x>[^，,。？?]+?)(?:为啥|为什么|为何|怎么)(?:会)?(?:没|没有|不|也没)?(?:生效|起作用|管用|用|成功|奏效|失败|效果)",
 )
 # A job or a flow said to have stopped running: "怎么不跑了", "stopped running", "没再执行".
 _STOPPED_DOING = re.compile(r"不跑了|没跑了|不运行了|不执行了|没再执行|没再跑|停止运行|停跑|\bstopped (?:running|firing|working|sending)\b"
@@ -714,24 +715,24 @@ _STOPPED_DOING = re.compile(r"不跑了|没跑了|不运行了|不执行了|没�
 # How long from one happening to the next: (a) the earlier, (b) the later.
 _SPAN_ASKED = r"how (?:long|many (?:mins?|minutes|secs?|seconds|hours))"
 _SPAN_ASKED_ZH = r"(?:前后|中间|之间|一共)?(?:隔了|过了|用了|花了)?(?:多(?:久|长时间)|(?:几|多少)(?:个)?(?:分钟|秒|小时))"
-_BETWEEN = (
-    re.compile(r"\bhow long after (?P<a>.+?) (?:did|does|do|was|were|is|until|till|before) (?P<b>.+)"),
-    re.compile(rf"\b{_SPAN_ASKED}\b.*?\bbetween (?P<a>.+?) and (?P<b>.+)"),
+_BETWEEN = patterns(
+    r"\bhow long after (?P<a>.+?) (?:did|does|do|was|were|is|until|till|before) (?P<b>.+)",
+    rf"\b{_SPAN_ASKED}\b.*?\bbetween (?P<a>.+?) and (?P<b>.+)",
     # "how far apart were the rollout and the first NPE", "whats the gap between the first full GC and the first OOM"
-    re.compile(r"\bhow far apart (?:were|was|are|is)\s+(?P<a>.+?) and (?P<b>.+)"),
-    re.compile(r"\b(?:gap|time|delay|lag) between (?P<a>.+?) and (?P<b>.+)"),
+    r"\bhow far apart (?:were|was|are|is)\s+(?P<a>.+?) and (?P<b>.+)",
+    r"\b(?:gap|time|delay|lag) between (?P<a>.+?) and (?P<b>.+)",
     # "X 打开以后，第一条慢查询是过了几分钟冒出来的"
-    re.compile(r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)[，,]?\s*(?P<b>[^，,。？?]+?)(?:是)?过了(?:几|多少)(?:分钟|秒|小时)"),
-    re.compile(rf"^\W*(?:from\s+)?(?P<a>.+?)\s*(?:->|→|=>|\bto\b)\s*(?P<b>.+?)\s*[:,-]+\s*{_SPAN_ASKED}\b"),
-    re.compile(rf"\b{_SPAN_ASKED} from (?P<a>.+?) (?:to|until|till) (?P<b>.+)"),
+    r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)[，,]?\s*(?P<b>[^，,。？?]+?)(?:是)?过了(?:几|多少)(?:分钟|秒|小时)",
+    rf"^\W*(?:from\s+)?(?P<a>.+?)\s*(?:->|→|=>|\bto\b)\s*(?P<b>.+?)\s*[:,-]+\s*{_SPAN_ASKED}\b",
+    rf"\b{_SPAN_ASKED} from (?P<a>.+?) (?:to|until|till) (?P<b>.+)",
     # "第一条 NPE 出来以后，网关隔了多久才开始转发 500": the later's subject may stand before the asking words
-    re.compile(r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)[，,]?\s*(?P<b0>[^，,。？?]*?)(?:隔了|过了|又过了)?多(?:久|长时间)(?:才|就)?"
-               r"(?P<b>[^，,。？?]+)"),
+    r"(?P<a>[^，,。？?]+?)(?:之后|以后|后)[，,]?\s*(?P<b0>[^，,。？?]*?)(?:隔了|过了|又过了)?多(?:久|长时间)(?:才|就)?"
+        r"(?P<b>[^，,。？?]+)",
     # "risk-admin 推完那批规则，隔了多久 /api/pay 开始超时": the earlier happening is the clause before the span asked
-    re.compile(r"(?P<a>[^，,。？?]+?)[，,]\s*(?P<b0>[^，,。？?]*?)(?:隔了|过了|又过了|相隔|前后)(?:多(?:久|长时间)|几分钟)(?:才|就)?"
-               r"(?P<b>[^，,。？?]+)"),
+    r"(?P<a>[^，,。？?]+?)[，,]\s*(?P<b0>[^，,。？?]*?)(?:隔了|过了|又过了|相隔|前后)(?:多(?:久|长时间)|几分钟)(?:才|就)?"
+        r"(?P<b>[^，,。？?]+)",
     # "从 X 到 Y 隔了多久", "X 一打开，到 Y 响，前后隔了几分钟"
-    re.compile(rf"(?:从(?P<a>[^，,。？?]+?)[，,]?\s*|(?P<a2>[^，,。？?]+?)[，,]\s*)到(?P<b>[^，,。？?]+?)[，,]?\s*{_SPAN_ASKED_ZH}"),
+    rf"(?:从(?P<a>[^，,。？?]+?)[，,]?\s*|(?P<a2>[^，,。？?]+?)[，,]\s*)到(?P<b>[^，,。？?]+?)[，,]?\s*{_SPAN_ASKED_ZH}",
 )
 
 
@@ -745,8 +746,8 @@ _ORDERED: tuple[tuple[Literal["before", "after"], re.Pattern[str]], ...] = (
 
 
 # Two happenings said in order: "X went off first, then Y - that the order?", "先 X 然后 Y 的吧".
-_SEQUENCE = (re.compile(r"^\W*(?P<a>.+?)\s+(?:[a-z]+\s+){0,2}first\s*,?\s*(?:and\s+)?then\s+(?P<b>[^?]+?)\s*(?:[-–—,?]|$)"),
-             re.compile(r"先(?P<a>[^，,。？?]+?)[，,]?\s*(?:然后|再|之后才|后)(?P<b>[^，,。？?]+)"))
+_SEQUENCE = patterns(r"^\W*(?P<a>.+?)\s+(?:[a-z]+\s+){0,2}first\s*,?\s*(?:and\s+)?then\s+(?P<b>[^?]+?)\s*(?:[-–—,?]|$)",
+             r"先(?P<a>[^，,。？?]+?)[，,]?\s*(?:然后|再|之后才|后)(?P<b>[^，,。？?]+)")
 
 
 _SEQUENCE_FRAME = frozenset({"went", "fired", "came", "happened", "order"})
@@ -952,12 +953,12 @@ _DOING_FRAME = frozenset("right correct yeah yep after before then later too als
 
 
 # Says one instance or service alone shows it: "only checkout-68f0-1 ...", "just on gw-2", "只在 X 上".
-_ONLY = (re.compile(r"\b(?:only|just|solely|exclusively)\s+(?:on\s+|in\s+|from\s+|at\s+|by\s+)?(?:the\s+)?(\S+)"
-                    r"|(?:只在|只有|仅在|仅有|就只有)\s*(\S+?)(?=\s|上|里|那|这|的|会|在|$)"
-                    r"|(\S+)\s+(?:is\s+)?the\s+only\s+(?:one|service|pod|instance|host|node)\b"),
+_ONLY = patterns(r"\b(?:only|just|solely|exclusively)\s+(?:on\s+|in\s+|from\s+|at\s+|by\s+)?(?:the\s+)?(\S+)"
+                     r"|(?:只在|只有|仅在|仅有|就只有)\s*(\S+?)(?=\s|上|里|那|这|的|会|在|$)"
+                     r"|(\S+)\s+(?:is\s+)?the\s+only\s+(?:one|service|pod|instance|host|node)\b",
          # "coming off pay-7d9f-2 only", "the OOMs are all coming off inv-84cd-1": tried after the above, as
          # "the OOMs only on inv-2" holds both shapes
-         re.compile(r"(\S+)\s+only\b|\ball\s+(?:coming|come|came)\s+(?:off|from|out of)\s+(?:the\s+)?(\S+)"))
+         r"(\S+)\s+only\b|\ball\s+(?:coming|come|came)\s+(?:off|from|out of)\s+(?:the\s+)?(\S+)")
 # Says one box alone shows it, naming none: "just one box?", "就一台机器在报吗".
 _ONE_BOX = re.compile(r"\b(?:just|only)\s+(?:one|a single|1)\s+(?:box|host|pod|machine|node|instance|server)\b"
                       r"|\b(?:one|a single)\s+(?:box|host|pod|machine|node|instance|server)\s+only\b"
