@@ -568,3 +568,20 @@ def test_first_page_run_imports_what_the_other_pages_import() -> None:
                           env=os.environ.copy())
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[] []"
+
+
+def test_every_status_a_pill_shows_has_a_colour() -> None:
+    """A pill is white words on its colour: a status without a colour rule is an empty-looking gap
+    (the question form's not_answered was one)."""
+    from typing import get_args
+
+    from pages._ui.markup import CSS
+    from pipeline.core.contracts import CoverageStatus, FormCoverage, ToolStatus
+    from pipeline.store.record import SessionRecord
+
+    shown = {*get_args(CoverageStatus), *get_args(ToolStatus),
+             *get_args(FormCoverage.model_fields["status"].annotation),
+             *get_args(get_args(SessionRecord.model_fields["provenance"].annotation)[0]),
+             "pass", "warn", "fail", "skipped", "PASS", "LOW_CONFID", "REJECT", "none"}
+    coloured = set(re.findall(r"\.wb-([A-Za-z_]+)(?=[,{])", CSS.split(".wb-pill{", 1)[1]))
+    assert shown - coloured == set()

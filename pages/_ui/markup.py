@@ -28,7 +28,7 @@ mark.wb-entity{background:#ffc9c9;color:#7a0000;border-radius:2px;text-decoratio
 .wb-pill{display:inline-block;border-radius:0.6rem;padding:0 0.45rem;font-size:0.75rem;font-weight:600;color:#fff}
 .wb-PASS,.wb-pass,.wb-ok{background:#2b8a3e}.wb-LOW_CONFID,.wb-warn{background:#e67700}
 .wb-REJECT,.wb-fail,.wb-error{background:#c92a2a}.wb-none,.wb-skipped,.wb-no_data{background:#868e96}
-.wb-answered,.wb-healthy,.wb-verified{background:#2b8a3e}.wb-not_queried{background:#e67700}.wb-unverified{background:#c92a2a}
+.wb-answered,.wb-healthy,.wb-verified{background:#2b8a3e}.wb-not_queried,.wb-not_answered{background:#e67700}.wb-unverified{background:#c92a2a}
 table.wb-queue{width:100%;border-collapse:collapse;font-size:0.85rem;line-height:1.4}
 .wb-queue th{text-align:left;font-weight:600;color:#495057;border-bottom:2px solid rgba(127,127,127,0.3);padding:0.3rem 0.4rem}
 .wb-queue td{vertical-align:top;border-bottom:1px solid rgba(127,127,127,0.2);padding:0.3rem 0.4rem;overflow-wrap:anywhere}
