@@ -131,41 +131,36 @@ def claimed_by_source(r: SessionRecord) -> None:
 
 
 def composer_input(r: SessionRecord) -> None:
+    """What the composer was given beside what was kept from it and why the verdict is what it is:
+    two columns of one block (columns of elements cost the browser a block each on first open)."""
     ev = r.evaluation
     if ev is None:
         return
     st.subheader(i18n.t("trace.composer_input"))
     ci = ev.composer_input
-    left, right = st.columns(2)
-    with left:
-        sections = [
-            (i18n.t("ask.confirmed"), [f"[{c.claim_id}] {c.claim_text}" for c in ci.allowed_claims] if ci else []),
-            (i18n.t("ask.hypotheses"), [h.hypothesis_text for h in ci.allowed_hypotheses] if ci else []),
-            (i18n.t("ask.gaps"), list(ci.missing_info) if ci else []),
-            (i18n.t("ask.actions"), [a.action_text for a in ci.recommended_actions] if ci else []),
-        ]
-        parts = []
-        none = markup.esc(i18n.t("ask.none"))
-        for heading, items in sections:
-            lis = "".join(f"<li>{markup.esc(i)}</li>" for i in items) or f"<li class='wb-muted'>{none}</li>"
-            parts.append(f"<b>{markup.esc(heading)}</b><ul class='wb-list'>{lis}</ul>")
-        if ci and ci.rationale:
-            rationale = markup.esc(i18n.t("ask.rationale"))
-            parts.append(f"<b>{rationale}</b><div class='wb-text'>{markup.esc(ci.rationale)}</div>")
-        markup.html_block("".join(parts))
-    with right:
-        st.markdown("**" + i18n.t("trace.filtered") + "**")
-        if ev.composer_filtered:
-            # Wrapped text, not a grid: a reason is a sentence and must fit at 1280 px.
-            markup.html_block("<ul class='wb-list'>" + "".join(
-                f"<li><code>{markup.esc(f.source)}</code> → <b>{markup.esc(i18n.value(f.moved_to))}</b>: {markup.esc(f.text)}"
-                f"<div class='wb-muted'>{markup.esc(i18n.say(f.reason, f.msg))}</div></li>" for f in ev.composer_filtered) + "</ul>")
-        else:
-            st.caption(i18n.t("ask.none"))
-        st.markdown(i18n.t("trace.verdict_guard", v=ev.verifier_verdict or "—", f=ev.verdict))
-        reasons = trace_view.verdict_reasons(ev, i18n.lang())
-        if reasons:
-            markup.html_block("<ul class='wb-list'>" + "".join(f"<li>{markup.esc(x)}</li>" for x in reasons) + "</ul>")
+    sections = [
+        (i18n.t("ask.confirmed"), [f"[{c.claim_id}] {c.claim_text}" for c in ci.allowed_claims] if ci else []),
+        (i18n.t("ask.hypotheses"), [h.hypothesis_text for h in ci.allowed_hypotheses] if ci else []),
+        (i18n.t("ask.gaps"), list(ci.missing_info) if ci else []),
+        (i18n.t("ask.actions"), [a.action_text for a in ci.recommended_actions] if ci else []),
+    ]
+    given = []
+    none = markup.esc(i18n.t("ask.none"))
+    for heading, items in sections:
+        lis = "".join(f"<li>{markup.esc(i)}</li>" for i in items) or f"<li class='wb-muted'>{none}</li>"
+        given.append(f"<b>{markup.esc(heading)}</b><ul class='wb-list'>{lis}</ul>")
+    if ci and ci.rationale:
+        given.append(f"<b>{markup.esc(i18n.t('ask.rationale'))}</b><div class='wb-text'>{markup.esc(ci.rationale)}</div>")
+    # Wrapped text, not a grid: a reason is a sentence and must fit at 1280 px.
+    kept = "".join(
+        f"<li><code>{markup.esc(f.source)}</code> → <b>{markup.esc(i18n.value(f.moved_to))}</b>: {markup.esc(f.text)}"
+        f"<div class='wb-muted'>{markup.esc(i18n.say(f.reason, f.msg))}</div></li>" for f in ev.composer_filtered)
+    reasons = "".join(f"<li>{markup.esc(x)}</li>" for x in trace_view.verdict_reasons(ev, i18n.lang()))
+    verdict = markup.esc(i18n.t("trace.verdict_guard", v=ev.verifier_verdict or "—", f=ev.verdict))
+    right = (f"<b>{markup.esc(i18n.t('trace.filtered'))}</b>"
+             + (f"<ul class='wb-list'>{kept}</ul>" if kept else f"<div class='wb-muted'>{none}</div>")
+             + f"<div>{verdict}</div>" + (f"<ul class='wb-list'>{reasons}</ul>" if reasons else ""))
+    markup.html_block(f"<div class='wb-two'><div>{''.join(given)}</div><div>{right}</div></div>")
 
 
 def _window_html(url: str, b: trace_view.BindingView) -> str:
@@ -386,21 +381,26 @@ def digests(r: SessionRecord) -> None:
     if not rows:
         return
     st.subheader(i18n.t("trace.digests") + f" ({len(rows)})")
+    # One block for the section: four elements a digest made a large share of the page's elements,
+    # each one more for the browser to build on first open (docs/benchmarks.md).
+    parts = []
     for d in rows:
-        facts = [f"**{markup.md(d.digest.digest_id)}**", f"`{d.digest.tool}`",
-                 i18n.named("col.", "sources") + ": " + ", ".join(f"#{i}" for i in d.digest.source_invocation_ids)]
+        facts = [f"<b>{markup.esc(d.digest.digest_id)}</b>", f"<code>{markup.esc(d.digest.tool)}</code>",
+                 markup.esc(i18n.named("col.", "sources") + ": " + ", ".join(f"#{i}" for i in d.digest.source_invocation_ids))]
         if d.quote_score is not None:
-            facts.append(i18n.named("col.", "quote similarity") + f": {d.quote_score:.2f}")
+            facts.append(markup.esc(i18n.named("col.", "quote similarity") + f": {d.quote_score:.2f}"))
         if d.check:
-            facts.append(i18n.named("col.", "digest_check") + f": {i18n.value(d.check.verification)}"
-                         + (f" ({markup.md(d.check.detail)})" if d.check.detail else ""))
-        st.markdown(" · ".join(facts))
-        markup.text_block(d.digest.summary)  # the digest stage's words, quoting the output: text, not markdown
+            facts.append(markup.esc(i18n.named("col.", "digest_check") + f": {i18n.value(d.check.verification)}"
+                                    + (f" ({d.check.detail})" if d.check.detail else "")))
+        # The digest stage's words, quoting the output: text, not markdown.
+        part = " · ".join(facts) + f"<div class='wb-text'>{markup.esc(d.digest.summary)}</div>"
         if d.digest.source_quote:
-            st.caption(i18n.named("col.", "source_quote"))
-            markup.text_block(d.digest.source_quote)
-        for e in d.errors:
-            st.caption(f"`{e.rule_id}`: {markup.md(i18n.say(e.message, e.msg))}")
+            part += (f"<div class='wb-muted'>{markup.esc(i18n.named('col.', 'source_quote'))}</div>"
+                     f"<div class='wb-text'>{markup.esc(d.digest.source_quote)}</div>")
+        part += "".join(f"<div class='wb-muted'><code>{markup.esc(e.rule_id)}</code>: {markup.esc(i18n.say(e.message, e.msg))}</div>"
+                        for e in d.errors)
+        parts.append(f"<div class='wb-digest'>{part}</div>")
+    markup.html_block("".join(parts))
 
 
 @st.fragment

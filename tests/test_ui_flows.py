@@ -104,15 +104,17 @@ def test_a_reviewer_name_typed_once_is_remembered_by_the_browser(
         pg.get_by_role("heading", name=tr("trace.title", "en")).wait_for()
         _settled(pg)
         name = pg.get_by_label(tr("common.reviewer", "en"))
-        name.fill("ann")
+        # Quotes, a semicolon and markup in it: kept whole, and nothing of it runs.
+        ann = "Ann O'Neil; \"<b>x</b>\" 安"
+        name.fill(ann)
         name.press("Enter")
         _settled(pg)
-        assert "reviewer=ann" in pg.url
+        assert "reviewer=Ann" in pg.url
         # A fresh load (a new session, as a new tab gets) of a link that carries no name: the
         # browser still knows it.
         pg.goto(f"{url}/eval")
         _settled(pg)
-        sync_api.expect(pg.get_by_label(tr("common.reviewer", "en"))).to_have_value("ann", timeout=WAIT_MS)
+        sync_api.expect(pg.get_by_label(tr("common.reviewer", "en"))).to_have_value(ann, timeout=WAIT_MS)
         _shot(pg, "reviewer-remembered")
 
 

@@ -4,7 +4,8 @@ module asks the browser who it is and words the answer."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from urllib.parse import quote, unquote
 
 import streamlit as st
 
@@ -32,27 +33,29 @@ def auth_configured() -> bool:
         return False
 
 
-# The reviewer's name in this browser's localStorage: without login, a new tab or a link without
-# ?reviewer= still knows who is reviewing. Stores what it is given, reports what it holds only
-# when that tells the server something new: each report reruns the page, and on a first open an
-# empty report cost a second full run before anything was drawn (docs/benchmarks.md).
-_BROWSER_NAME_JS = """
-export default function(component) {
-  const { data, setStateValue } = component;
-  const KEY = "workbench.reviewer";
-  const given = (data && data.name) || "";
-  if (given) { window.localStorage.setItem(KEY, given); }
-  const stored = window.localStorage.getItem(KEY) || "";
-  if (stored && stored !== given) { setStateValue("stored", stored); }
-}
-"""
+# The reviewer's name kept in a cookie of this browser: without login, a new tab or a link without
+# ?reviewer= still knows who is reviewing. A cookie, not local storage: the server reads it with the
+# page's first run (st.context.cookies), where local storage needed a component that reported it
+# back, and that component's frontend code (with Streamlit's Arrow reader) cost every first open of
+# Trace and Eval about 0.1 s of the browser's time (docs/benchmarks.md).
+_COOKIE = "workbench_reviewer"
+_YEAR_S = 365 * 24 * 3600
 
 
-def _browser_name() -> Any:
-    # Declared on every run, not once at import: before Streamlit 1.67 (the floor is 1.59) the
-    # registry belongs to the running app, and a module imported once outlives it.
-    return st.components.v2.component("workbench_reviewer_name", js=_BROWSER_NAME_JS)
+def _remembered_name() -> str:
+    value = st.context.cookies.get(_COOKIE)
+    return unquote(value) if isinstance(value, str) else ""  # no browser (AppTest): no cookie
 
+
+def _remember_name(name: str) -> None:
+    """Keeps `name` in the browser, once per name and tab: the page's cookies are those it opened with."""
+    if not name or name in (_remembered_name(), st.session_state.get(f"{_COOKIE}_written")):
+        return
+    st.session_state[f"{_COOKIE}_written"] = name
+    # quote() leaves no quote mark, angle bracket or semicolon in the value: nothing of the name can
+    # end the string or the script.
+    cookie = json.dumps(f"{_COOKIE}={quote(name, safe='')}; path=/; max-age={_YEAR_S}; SameSite=Strict")
+    st.html(f"<script>document.cookie = {cookie};</script>", unsafe_allow_javascript=True)
 
 
 def why_not(decision: Access) -> str:
@@ -86,15 +89,15 @@ def reviewer_name(key: str) -> str:
             st.caption(t("common.reviewers_only") + f" {why_not(decision)}")
             login_button(f"{key}_login")
         return decision.who
-    remembered = _browser_name()(key=f"{key}_browser", data={"name": str(st.session_state.get(key) or "")},
-                               on_stored_change=lambda: None)
     # Once per session, before the box is drawn: a box left empty later stays empty.
-    if not st.session_state.get(f"{key}_restored") and remembered.stored:
+    remembered = _remembered_name()
+    if remembered and not st.session_state.get(f"{key}_restored"):
         st.session_state[f"{key}_restored"] = True
         if not st.session_state.get(key):
-            st.session_state[key] = remembered.stored
-    name = st.text_input(t("common.reviewer"), key=key, bind="query-params", persist_state="session")
-    return (name or "").strip()
+            st.session_state[key] = remembered
+    name = (st.text_input(t("common.reviewer"), key=key, bind="query-params", persist_state="session") or "").strip()
+    _remember_name(name)
+    return name
 
 
 def reviewer_shown(key: str) -> str:

@@ -21,8 +21,9 @@ mark.wb-entity{background:#ffc9c9;color:#7a0000;border-radius:2px;text-decoratio
 .wb-text{white-space:pre-wrap;line-height:1.55}
 .wb-ln{color:#868e96;user-select:none;display:inline-block;min-width:4.5em}
 .wb-muted{color:#868e96;font-size:0.8rem}
-.wb-bind{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem;margin-top:0.6rem}
+.wb-bind,.wb-two{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem;margin-top:0.6rem}
 .wb-list{margin:0.2rem 0 0.4rem 1.1rem;padding:0}
+.wb-digest{margin:0 0 0.9rem}
 .wb-list li{margin:0.15rem 0}
 .wb-ev{color:#5c7cfa;font-size:0.8rem}
 .wb-pill{display:inline-block;border-radius:0.6rem;padding:0 0.45rem;font-size:0.75rem;font-weight:600;color:#fff}
