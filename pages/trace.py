@@ -150,14 +150,16 @@ def composer_input(r: SessionRecord) -> None:
         lis = "".join(f"<li>{markup.esc(i)}</li>" for i in items) or f"<li class='wb-muted'>{none}</li>"
         given.append(f"<b>{markup.esc(heading)}</b><ul class='wb-list'>{lis}</ul>")
     if ci and ci.rationale:
-        given.append(f"<b>{markup.esc(i18n.t('ask.rationale'))}</b><div class='wb-text'>{markup.esc(ci.rationale)}</div>")
+        rationale = markup.esc(i18n.t("ask.rationale"))
+        given.append(f"<b>{rationale}</b><div class='wb-text'>{markup.esc(ci.rationale)}</div>")
     # Wrapped text, not a grid: a reason is a sentence and must fit at 1280 px.
     kept = "".join(
         f"<li><code>{markup.esc(f.source)}</code> → <b>{markup.esc(i18n.value(f.moved_to))}</b>: {markup.esc(f.text)}"
         f"<div class='wb-muted'>{markup.esc(i18n.say(f.reason, f.msg))}</div></li>" for f in ev.composer_filtered)
     reasons = "".join(f"<li>{markup.esc(x)}</li>" for x in trace_view.verdict_reasons(ev, i18n.lang()))
     verdict = markup.esc(i18n.t("trace.verdict_guard", v=ev.verifier_verdict or "—", f=ev.verdict))
-    right = (f"<b>{markup.esc(i18n.t('trace.filtered'))}</b>"
+    kept_away = markup.esc(i18n.t("trace.filtered"))
+    right = (f"<b>{kept_away}</b>"
              + (f"<ul class='wb-list'>{kept}</ul>" if kept else f"<div class='wb-muted'>{none}</div>")
              + f"<div>{verdict}</div>" + (f"<ul class='wb-list'>{reasons}</ul>" if reasons else ""))
     markup.html_block(f"<div class='wb-two'><div>{''.join(given)}</div><div>{right}</div></div>")
@@ -395,7 +397,8 @@ def digests(r: SessionRecord) -> None:
         # The digest stage's words, quoting the output: text, not markdown.
         part = " · ".join(facts) + f"<div class='wb-text'>{markup.esc(d.digest.summary)}</div>"
         if d.digest.source_quote:
-            part += (f"<div class='wb-muted'>{markup.esc(i18n.named('col.', 'source_quote'))}</div>"
+            quote = markup.esc(i18n.named("col.", "source_quote"))
+            part += (f"<div class='wb-muted'>{quote}</div>"
                      f"<div class='wb-text'>{markup.esc(d.digest.source_quote)}</div>")
         part += "".join(f"<div class='wb-muted'><code>{markup.esc(e.rule_id)}</code>: {markup.esc(i18n.say(e.message, e.msg))}</div>"
                         for e in d.errors)
