@@ -684,6 +684,20 @@ def test_a_why_of_what_no_record_shows_gives_no_cause(settings: Settings, store:
     assert "points to" not in summary.split(".")[0] and verdict != "PASS"
 
 
+@pytest.mark.parametrize(("world", "question", "shown"), [
+    # the sync batches complete in every record: their failing is not shown, so the heap's cause is no answer
+    ("jvm-oom", "为什么 inventory-service 的库存同步批次一直失败", "库存同步批次完成"),
+    ("jvm-oom", "why do the 库存同步 batches on inventory-service keep timing out?", "库存同步批次完成"),
+    # no record names a backup at all: the pool's cause of the timeouts is no answer either
+    ("db-pool-exhaustion", "why does the nightly backup job on order-service keep failing?", "backup, job"),
+])
+def test_a_why_of_a_job_the_service_runs_is_answered_by_that_jobs_records(world: str, question: str, shown: str,
+                                                                         settings: Settings, store: Store) -> None:
+    form, summary, verdict = asked(question, world, settings, store)
+    assert (form.form, form.status) == ("why", "not_answered")
+    assert shown in summary.split("。")[0].split(". ")[0] and verdict != "PASS"
+
+
 @pytest.mark.parametrize(("world", "question", "at"), [
     # the sentence before the asked time is the asker's context; "gw" names the gateway, no word of the 504
     ("cpu-saturation", "on-call here, paged twice. what time did the gw send back its first 504 on /api/pay?", "10:02"),

@@ -63,6 +63,12 @@ def patterns(*sources: str) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(s) for s in sources)
 
 
+# A piece of work a service runs on its own, again and again: "the 库存同步 batches", "the nightly
+# backup job", "对账任务". A why of one asks of that work's records, not of the service's symptom.
+JOB = Words(
+    zh=("同步", "批次", "任务", "定时任务", "跑批", "备份", "对账"),
+    en=("sync", "syncs", "batch", "batches", "job", "jobs", "cron", "cronjob", "backup", "backups"),
+)
 # Says the symptom is to come, not here: "证书即将过期: 21天", "expected to fill up within 4 days".
 # A record in these words forecasts a fault; it shows neither the state nor the event.
 FORECAST = Words(

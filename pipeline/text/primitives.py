@@ -489,7 +489,7 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("变更", "change", "changed"), ("进程", "process"), ("采样", "sampling", "sample"), ("热点", "hot"),
     ("分钟", "minute", "minutes"), ("次数", "times", "count"), ("节点", "node"), ("维护", "maintenance"),
     ("更新", "update", "updated"), ("规则", "rule", "rules", "ruleset"), ("风控", "risk"), ("评分", "scoring", "score"),
-    ("同步", "sync"), ("启动", "started", "startup"), ("预热", "warmup", "warm-up"), ("空指针", "npe", "nullpointerexception"), ("秒杀", "flash-sale", "flash sale"),
+    ("同步", "sync"), ("批次", "batch", "batches"), ("启动", "started", "startup"), ("预热", "warmup", "warm-up"), ("空指针", "npe", "nullpointerexception"), ("秒杀", "flash-sale", "flash sale"),
     ("bgsave", "background saving", "background save"), ("oom", "outofmemoryerror", "out of memory", "内存溢出"),
     ("回退", "fallback", "falling back", "fall back", "fell back"), ("默认", "default"), ("头像", "avatar"),
 )

@@ -49,7 +49,7 @@ from pipeline.core.contracts import (
     ToolInvocation,
 )
 from pipeline.core.messages import Message, msg, render
-from pipeline.text.lexicon import HAPPENING, STATED_CAUSE, WITHIN_BOUNDS, pattern
+from pipeline.text.lexicon import HAPPENING, JOB, STATED_CAUSE, WITHIN_BOUNDS, pattern
 from pipeline.text.primitives import (
     Entity,
     clock_times,
@@ -551,10 +551,12 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
     # A why of a thing no symptom word names ("支付宝回调验签一直不过", "仓库心跳一直掉线"): the incident's
     # cause answers it only through records of that thing.
     unnamed = not any(sid != ANY for sids in scope.symptoms.values() for sid in sids)
-    if (event is None and (HAPPENING.search(" ".join(scope.event)) or scope.halted or unnamed)
+    said = " ".join(scope.event)
+    if (event is None and (HAPPENING.search(said) or JOB.search(said) or scope.halted or unnamed)
             and not _event_records(scope, invocations, warnings=True)):
-        # A happening no collected record holds at all ("redis-cart 为啥主从切换了"): the incident's cause is
-        # no answer to it, and its absence from what was collected does not show it never happened.
+        # A happening or a job no collected record holds at all ("redis-cart 为啥主从切换了", "why does the
+        # nightly backup job keep failing"): the incident's cause is no answer to it, and its absence
+        # from what was collected does not show it never happened.
         return _row("why", "not_answered", row, msg("form.no_event", event=", ".join(scope.event)))
     if scope.halted and (ran := _event_records(scope, invocations, warnings=True)):
         # Said to have stopped: what the records hold is when it last ran, and nothing says why it would stop.

@@ -22,6 +22,7 @@ from pipeline.text.lexicon import (
     FINE,
     FINE_BY_NEGATION,
     HAPPENING,
+    JOB,
     NEGATION,
     RECOVERED,
     WITHIN_BOUNDS,
@@ -664,8 +665,12 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
         # "inventory 健康检查慢到 3 秒多": a thing of the service the records name in words of their own (a
         # health check, a slow query) is the happening the symptom is said of
         said = normalize(question)
-        named = [*(w for w in _happening_words(question, services, symptoms=False) if synonyms(w) != (w,)),
-                 *(p for group in SYNONYMS for p in group if " " in p and re.search(rf"\b{re.escape(p)}\b", said))] if things else []
+        said_words = _happening_words(question, services, symptoms=False)
+        named = ([*(w for w in said_words if synonyms(w) != (w,)),
+                  *(p for group in SYNONYMS for p in group if " " in p and re.search(rf"\b{re.escape(p)}\b", said))] if things
+                 # "the regular 库存同步 batches keep failing, what's the story": a why of a job the service
+                 # runs asks of that job's records, which may show it doing fine
+                 else [w for w in said_words if JOB.search(w)])
         if services or paths:
             return sorted(paths) or named
         # No service named: the thing said to fail is what the why asks of ("活动规则一直加载失败"), its
