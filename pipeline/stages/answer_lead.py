@@ -231,6 +231,8 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
         if isinstance(row.msg, Message) and row.msg.code == "form.event_no_cause":
             # The happening asked about is in a record; what led to it is in none.
             return lead("why_open", str(row.msg.params["event"]), "event")
+        if isinstance(row.msg, Message) and row.msg.code == "form.job_fine":
+            return lead("why_open", str(row.msg.params["event"]), "job_fine")
         if isinstance(row.msg, Message) and row.msg.code == "form.no_event":
             return lead("why_open", str(row.msg.params["event"]), "no_event")
         if isinstance(row.msg, Message) and row.msg.code == "form.absent_why":

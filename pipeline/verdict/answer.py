@@ -90,7 +90,8 @@ def _form_sentence(lead: AnswerLead, language: str) -> str:
     if lead.kind == "why_open" and lead.statement == "intent":
         return tr("answer.why_intent", language, text=_item(lead.text))
     # "absent": no record shows what the why asks of, so no cause to give, and the absence no answer to a why
-    if lead.kind == "why_open" and lead.statement in ("event", "no_event", "actor", "no_actor", "shared_cause", "absent"):
+    if lead.kind == "why_open" and lead.statement in ("event", "job_fine", "no_event", "actor", "no_actor", "shared_cause",
+                                                         "absent"):
         return tr(f"answer.why_{lead.statement}", language, text=_item(lead.text))
     if lead.kind == "why_open":
         other = tr("answer.instead_likely", language, text=_item(lead.instead)) if lead.instead else ""

@@ -536,6 +536,11 @@ def _cause_records(cause: Cause, invocations: Sequence[ToolInvocation]) -> list[
     return [r for inv in invocations for r in records(inv) if any(q in r.text or r.text in q for q in quoted)]
 
 
+# What a job itself does wrong: it fails, lags or stalls. The memory or the CPU it takes are the
+# service's ("why did the full sync blow up the heap" asks what the job did to the service).
+_JOB_FAULTS = frozenset({"errors", "latency", "timeout", "stuck_jobs"})
+
+
 def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence,
                invocations: Sequence[ToolInvocation]) -> FormCoverage | None:
     """A why about one happening (scope.event) is answered only by a cause of that happening: not
@@ -562,6 +567,12 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
         # Said to have stopped: what the records hold is when it last ran, and nothing says why it would stop.
         last = max(ran, key=lambda r: r.at.timestamp() if r.at else 0.0)
         return _row("why", "not_answered", row, msg("form.event_no_cause", event=_timed(last)))
+    asked = {sid for sids in scope.symptoms.values() for sid in sids if sid != ANY}
+    if event is not None and JOB.search(said) and asked <= _JOB_FAULTS and not any(
+            r.fault or r.warns for r in _event_records(scope, invocations, warnings=True)):
+        # A job said to fail or lag whose records all show it running ("库存同步批次完成", "扫描完成, 关闭 2
+        # 单"): no cause of the incident's fault answers why it would.
+        return _row("why", "not_answered", row, msg("form.job_fine", event=event.raw))
     given = cause_for(present[0], found, evidence) if present else ((found[0], "") if found else None)
     if event is None:
         # A warning of one thing no asked symptom's cause speaks of ("smtp-relay 那头为啥把连接断了", "why is
@@ -571,7 +582,6 @@ def _event_why(scope: QuestionScope, coverage: Sequence[ServiceCoverage], found:
             return _row("why", "not_answered", row, msg("form.event_no_cause", event=warned[0].raw))
         return None
     paths = [w for w in scope.event if w.startswith("/")]
-    asked = {sid for sids in scope.symptoms.values() for sid in sids if sid != ANY}
     if paths and any((r.fault or r.warns) and not WITHIN_BOUNDS.search(r.text) and any(mentions_symptom(r.text, s) for s in asked)
                      for r in _event_records(scope, invocations, warnings=True)):
         return None  # the path's own records show the asked symptom: its cause answers the why
