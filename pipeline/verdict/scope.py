@@ -646,7 +646,8 @@ def asked_event(question: str, services: Iterable[str], symptoms: dict[str, list
     """The words of a why about one happening the symptom table has no word for: what is left of
     it without its services, clock times and frame. None when it asks a symptom, or proposes a
     cause ("why did checkout break after the deploy?" asks why checkout broke). `things`: a when may
-    name a thing of the service the symptom is said of ("健康检查慢到 3 秒多，最早冒头是几点")."""
+    name a thing of the service the symptom is said of ("健康检查慢到 3 秒多，最早冒头是几点"); without it
+    only a job the service runs is such a thing ("库存同步 batches keep failing", text.lexicon.JOB)."""
     if _STOPPED_DOING.search(normalize(question)):
         # "订单超时关单任务怎么不跑了": a job said to have stopped is the happening, whatever symptom its name holds
         return _moment_words(_STOPPED_DOING.sub(" ", normalize(question)), services)
