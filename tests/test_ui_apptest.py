@@ -7,7 +7,7 @@ import html
 import io
 import re
 import time
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -153,6 +153,12 @@ def test_sessions_default_queue_and_filters(store: Store) -> None:
     at.selectbox(key="sessions_rule").set_value("").run()
     at.text_input(key="sessions_text").input("question 1").run()
     assert _caption_count(at).startswith("1 sessions match")
+    at.text_input(key="sessions_text").input("").run()
+    # The days are whole days: asked on 2 and 3 March (the sessions are of 1-4 March, 09:00 UTC).
+    at.date_input(key="sessions_since").set_value(date(2026, 3, 2)).run()
+    at.date_input(key="sessions_until").set_value(date(2026, 3, 3)).run()
+    assert _caption_count(at).startswith("2 sessions match")
+    assert sorted(row["Time"] for row in _queue(at)) == ["03-02 09:00", "03-03 09:00"]
     assert not at.exception
 
 
