@@ -701,6 +701,25 @@ def test_a_why_of_a_job_the_service_runs_is_answered_by_that_jobs_records(world:
     assert shown in summary.split("。")[0].split(". ")[0] and verdict != "PASS"
 
 
+@pytest.mark.parametrize(("world", "question", "verdict", "opening"), [
+    # a change pinned by a time no change record has: the deploy the evidence blames is another change
+    ("bad-deploy", "did the 09:00 config push cause the checkout errors?", "LOW_CONFID",
+     "Cannot tell whether the 09:00 config push caused errors in checkout-service: no record of a change matches it"),
+    ("bad-deploy", "是 09:00 那次配置推送导致 checkout 报错的吗", "LOW_CONFID",
+     "无法判断 09:00 那次配置推送 是否导致了checkout-service 报错：没有哪条变更记录与它对得上"),
+    # a happening no record speaks of, sharing only a word ("database") with the cause (the connection pool)
+    ("db-pool-exhaustion", "did the database migration break order-service?", "LOW_CONFID",
+     "Cannot tell whether the database migration caused a fault in order-service"),
+    # the change the records hold at the time asked is the cause
+    ("gateway-timeout", "did the config push at 14:12 cause the ERR_TIMEOUT on order pay?", "PASS",
+     "Yes, the config push at 14:12 is the cause of timeouts in order-service"),
+])
+def test_a_change_or_a_happening_blamed_is_the_cause_only_when_a_record_holds_it(
+        world: str, question: str, verdict: str, opening: str, settings: Settings, store: Store) -> None:
+    _, summary, got = asked(question, world, settings, store)
+    assert (got, summary[:len(opening)]) == (verdict, opening)
+
+
 @pytest.mark.parametrize(("world", "question", "at"), [
     # the sentence before the asked time is the asker's context; "gw" names the gateway, no word of the 504
     ("cpu-saturation", "on-call here, paged twice. what time did the gw send back its first 504 on /api/pay?", "10:02"),

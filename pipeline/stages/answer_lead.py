@@ -335,6 +335,12 @@ def _form_lead(row: FormCoverage, scope: QuestionScope, claims: Sequence[Compose
             support: Literal["confirmed", "likely"] = row.cause_support if row.cause_support != "unknown" else "likely"
             return lead("proposition", row.cause, "subject_absent", prop.subject, support, row.link, of=target)
         return lead("proposition", facts(target), "subject_absent_open", prop.subject, of=target)
+    if isinstance(row.msg, Message) and row.msg.code == "form.change_unseen":
+        # No record of the change the question pins: say so, then what the evidence points to.
+        if row.cause:
+            support = row.cause_support if row.cause_support != "unknown" else "likely"
+            return lead("proposition", row.cause, "change_unseen", prop.subject, support, row.link)
+        return lead("proposition", facts(rows), "change_unseen_open", prop.subject)
     if isinstance(row.msg, Message) and row.msg.code == "form.remedy_open" and row.cause:
         # A remedy put forward on the cause's own service: where the cause lies, not that the remedy works.
         support = row.cause_support if row.cause_support != "unknown" else "likely"

@@ -1136,6 +1136,13 @@ def _cause_judged(prop: Proposition, coverage: Sequence[ServiceCoverage], found:
         cause = next((found_cause for row in present if (found_cause := cause_for(row, found, evidence))), None)
         return _row("yes_no", "not_answered", subject[0], msg("form.subject_absent", service=prop.subject),
                     answer="cannot_tell", cause=cause)
+    if prop.subject_kind == "change" and _change_seen(prop.subject, invocations) is False:
+        # "the 09:00 config push" when no change was recorded at 09:00: a deploy the evidence blames at
+        # another time is another change, and the one asked of can be neither shown the cause nor cleared.
+        cause = next((found_cause for row in present if (found_cause := cause_for(row, found, evidence))), None)
+        rest = present or target or list(coverage)
+        return _row("yes_no", "not_answered", rest[0] if rest else None, msg("form.change_unseen", change=prop.subject),
+                    answer="cannot_tell", cause=cause)
     for row in present:
         cause = cause_for(row, found, evidence)
         if cause is None:
@@ -1193,6 +1200,17 @@ def _change_blamed(prop: Proposition, cause: Cause, invocations: Sequence[ToolIn
                 answer="yes" if named else "no", cause=(cause, ""))
 
 
+def _change_seen(change: str, invocations: Sequence[ToolInvocation]) -> bool | None:
+    """Whether a record of a change holds what the question pins the change by: its version or commit,
+    its clock time ("the 14:12 config push", "v2.4.1"). None when it pins it by neither."""
+    names, times = change_names(change), clock_times(normalize(change))
+    if not names and not times:
+        return None
+    return any((_CHANGE_RECORD.search(r.text) or CHANGE.search(r.text)) and all(n in r.text for n in names)
+               and (not times or (r.at is not None and r.at.strftime("%H:%M") in times))
+               for inv in invocations for r in records(inv))
+
+
 def _change_made(cause: Cause, change: str, invocations: Sequence[ToolInvocation]) -> bool:
     """The cause is what the change set: a change record ("upstream_timeout=5000ms (was 15000ms)"), at the
     time the question gives the change if it gives one ("the 14:12 config push"), holds two of the cause's
@@ -1242,7 +1260,11 @@ def _thing_blamed(prop: Proposition, coverage: Sequence[ServiceCoverage], found:
     if not words:
         return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
     quoted = _cause_records(cause, invocations) if cause is not None else []
-    if cause is not None and _speaks_of(" ".join([cause.text, *(r.text for r in quoted)]), words):
+    told = " ".join([cause.text, *(r.text for r in quoted)]) if cause is not None else ""
+    # A happening the thing is ("the database migration", "the cache failover") must itself be spoken
+    # of: a cause sharing the thing's other word ("database connection pool") is about something else.
+    doing = {w for w in words if HAPPENING.search(w)}
+    if cause is not None and _speaks_of(told, words) and (not doing or _touches(told, doing)):
         return _row("yes_no", "answered", row, msg("form.cause", service=row.service if row else "",
                                                    symptom=row.symptom if row else ANY, cause=cause.text),
                     answer="yes", cause=(cause, ""))
