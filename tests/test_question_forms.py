@@ -710,9 +710,16 @@ def test_a_why_of_a_job_the_service_runs_is_answered_by_that_jobs_records(world:
     # a happening no record speaks of, sharing only a word ("database") with the cause (the connection pool)
     ("db-pool-exhaustion", "did the database migration break order-service?", "LOW_CONFID",
      "Cannot tell whether the database migration caused a fault in order-service"),
+    # the version a deploy replaced is not the version it made
+    ("bad-deploy", "did the v2.4.0 deploy break checkout-service?", "LOW_CONFID",
+     "Cannot tell whether the v2.4.0 deploy caused a fault in checkout-service: no record of a change matches it"),
     # the change the records hold at the time asked is the cause
     ("gateway-timeout", "did the config push at 14:12 cause the ERR_TIMEOUT on order pay?", "PASS",
      "Yes, the config push at 14:12 is the cause of timeouts in order-service"),
+    # "was it X that caused Y" asks of X as the cause, not whether Y happened
+    ("gateway-timeout", "was it the payment-service deploy that caused the order timeouts?", "PASS",
+     "No, the evidence points to another cause of timeouts in order-service"),
+    ("gateway-timeout", "was it api-gateway that broke order pay?", "PASS", "Yes, api-gateway is the cause"),
 ])
 def test_a_change_or_a_happening_blamed_is_the_cause_only_when_a_record_holds_it(
         world: str, question: str, verdict: str, opening: str, settings: Settings, store: Store) -> None:

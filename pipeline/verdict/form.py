@@ -1202,11 +1202,13 @@ def _change_blamed(prop: Proposition, cause: Cause, invocations: Sequence[ToolIn
 
 def _change_seen(change: str, invocations: Sequence[ToolInvocation]) -> bool | None:
     """Whether a record of a change holds what the question pins the change by: its version or commit,
-    its clock time ("the 14:12 config push", "v2.4.1"). None when it pins it by neither."""
+    its clock time ("the 14:12 config push", "v2.4.1"). None when it pins it by neither. A version a
+    change left ("v2.4.0 -> v2.4.1") is not the one it made."""
     names, times = change_names(change), clock_times(normalize(change))
     if not names and not times:
         return None
-    return any((_CHANGE_RECORD.search(r.text) or CHANGE.search(r.text)) and all(n in r.text for n in names)
+    made = [re.compile(rf"{re.escape(n)}(?![\w.])(?!\s*(?:->|→|=>))") for n in names]
+    return any((_CHANGE_RECORD.search(r.text) or CHANGE.search(r.text)) and all(m.search(r.text) for m in made)
                and (not times or (r.at is not None and r.at.strftime("%H:%M") in times))
                for inv in invocations for r in records(inv))
 

@@ -52,6 +52,11 @@ _INVOLVED_EN = "involved in|related to|connected to|linked to|tied to|part of|a 
 _INVOLVED_ZH = "关系|关联|联系|有关|相关|有份|掺和|参与"
 # (x: the suspected cause, y: what it is asked to have caused), most specific first.
 _CAUSE_EN = patterns(
+    # "was it the payment-service deploy that caused the order timeouts?", "is it the gateway config that
+    # makes orders time out": X set apart by "it ... that" as the one that did it.
+    r"\b(?:is|was|isn't|wasn't)\s+(?:it|this)\s+(?:really\s+|just\s+|actually\s+)?(?P<x>.+?)\s+(?:that|which)(?:'s|s| is| was)?\s+"
+        r"(?:(?:really|actually)\s+)?(?:caus(?:ed|es|ing)|broke|breaks|breaking|brought down|took down|triggered|triggers"
+        r"|made|makes|making|led to|leads to|slowed down|slows down|slowing down|killed|kills|killing)\s+(?P<y>.+)",
     # "replica is minutes behind and thats why orders fail, right?": a statement put forward as why Y happens.
     r"^\W*(?!(?:is|are|was|were|isn't|wasn't|does|did|do|has|have|could|can)\b)(?P<x>[^?]+?)\s*(?:,|;|\s-|\band)?\s*"
         r"\b(?:that's|thats|that is|which is|which's)\s+(?:the\s+reason\s+)?why\s+(?P<y>.+)",
