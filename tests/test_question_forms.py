@@ -710,6 +710,11 @@ def test_a_why_of_a_job_the_service_runs_is_answered_by_that_jobs_records(world:
     # a happening no record speaks of, sharing only a word ("database") with the cause (the connection pool)
     ("db-pool-exhaustion", "did the database migration break order-service?", "LOW_CONFID",
      "Cannot tell whether the database migration caused a fault in order-service"),
+    # a thing pinned by a time no record of it is near (the rules were pushed at 09:57), and one within minutes
+    ("cpu-saturation", "was the payment outage caused by the 08:30 risk rules push?", "LOW_CONFID",
+     "Cannot tell whether the 08:30 risk rules push caused errors in payment-service: no record of a change matches it"),
+    ("cpu-saturation", "did the risk rules push at 10:00 make payment slow?", "PASS",
+     "Yes, through another component: the risk rules push at 10:00"),
     # the version a deploy replaced is not the version it made
     ("bad-deploy", "did the v2.4.0 deploy break checkout-service?", "LOW_CONFID",
      "Cannot tell whether the v2.4.0 deploy caused a fault in checkout-service: no record of a change matches it"),

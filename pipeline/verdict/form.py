@@ -1209,19 +1209,27 @@ def _change_seen(change: str, invocations: Sequence[ToolInvocation]) -> bool | N
         return None
     made = [re.compile(rf"{re.escape(n)}(?![\w.])(?!\s*(?:->|→|=>))") for n in names]
     return any((_CHANGE_RECORD.search(r.text) or CHANGE.search(r.text)) and all(m.search(r.text) for m in made)
-               and (not times or (r.at is not None and r.at.strftime("%H:%M") in times))
-               for inv in invocations for r in records(inv))
+               and (not times or _near(r, times)) for inv in invocations for r in records(inv))
+
+
+def _near(r: Record, times: set[str]) -> bool:
+    """A record within ten minutes of a clock time the question gives (HH:MM): people round ("the 10:00
+    push" for one logged at 09:57:40), and a time further off names another happening."""
+    if r.at is None:
+        return False
+    at = r.at.hour * 60 + r.at.minute
+    return any(min(d := abs(at - int(t[:2]) * 60 - int(t[3:])), 1440 - d) <= 10 for t in times)
 
 
 def _change_made(cause: Cause, change: str, invocations: Sequence[ToolInvocation]) -> bool:
-    """The cause is what the change set: a change record ("upstream_timeout=5000ms (was 15000ms)"), at the
-    time the question gives the change if it gives one ("the 14:12 config push"), holds two of the cause's
+    """The cause is what the change set: a change record ("upstream_timeout=5000ms (was 15000ms)"), near the
+    time the question gives the change if it gives one ("the 14:12 config push", _near), holds two of the cause's
     words ("the upstream timeout ... set lower than the real request duration"), services' names aside."""
     said = {w for w in keywords(cause.text) if "-" not in w and not w.isdigit()}
     times = clock_times(normalize(change))
     return any(sum(1 for w in said if any(_holds(r.text, s) for s in synonyms(w))) >= 2
                for inv in invocations for r in records(inv) if _CHANGE_RECORD.search(r.text)
-               and (not times or (r.at is not None and r.at.strftime("%H:%M") in times)))
+               and (not times or _near(r, times)))
 
 
 def _inside(norm: str, word: str) -> bool:
@@ -1261,6 +1269,11 @@ def _thing_blamed(prop: Proposition, coverage: Sequence[ServiceCoverage], found:
     cause = found[0] if found else None
     if not words:
         return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
+    times = clock_times(normalize(prop.phrase))
+    if times and not any(_near(r, times) and _touches(r.text, words) for inv in invocations for r in records(inv)):
+        # "the 10:05 risk rules push" when the rules were pushed at 09:40: no record of it at that time
+        return _row("yes_no", "not_answered", row, msg("form.change_unseen", change=prop.subject), answer="cannot_tell",
+                    cause=(cause, "") if cause is not None else None)
     quoted = _cause_records(cause, invocations) if cause is not None else []
     told = " ".join([cause.text, *(r.text for r in quoted)]) if cause is not None else ""
     # A happening the thing is ("the database migration", "the cache failover") must itself be spoken
