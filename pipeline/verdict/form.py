@@ -1133,16 +1133,14 @@ def _cause_judged(prop: Proposition, coverage: Sequence[ServiceCoverage], found:
     if subject and all(absent(c) for c in subject):
         # Nothing in the data is about the suspect: it can be neither shown the cause nor cleared;
         # what the evidence points to instead is said beside it.
-        cause = next((found_cause for row in present if (found_cause := cause_for(row, found, evidence))), None)
         return _row("yes_no", "not_answered", subject[0], msg("form.subject_absent", service=prop.subject),
-                    answer="cannot_tell", cause=cause)
+                    answer="cannot_tell", cause=_pointed_to(present, found, evidence))
     if prop.subject_kind == "change" and _change_seen(prop.subject, invocations) is False:
         # "the 09:00 config push" when no change was recorded at 09:00: a deploy the evidence blames at
         # another time is another change, and the one asked of can be neither shown the cause nor cleared.
-        cause = next((found_cause for row in present if (found_cause := cause_for(row, found, evidence))), None)
         rest = present or target or list(coverage)
         return _row("yes_no", "not_answered", rest[0] if rest else None, msg("form.change_unseen", change=prop.subject),
-                    answer="cannot_tell", cause=cause)
+                    answer="cannot_tell", cause=_pointed_to(present, found, evidence))
     for row in present:
         cause = cause_for(row, found, evidence)
         if cause is None:
@@ -1181,6 +1179,12 @@ def _cause_judged(prop: Proposition, coverage: Sequence[ServiceCoverage], found:
                                                         record=said.raw), answer="no")
     rest = present or target or list(coverage)
     return _row("yes_no", "not_answered", rest[0] if rest else None, msg("form.proposition_open"), answer="cannot_tell")
+
+
+def _pointed_to(present: Sequence[ServiceCoverage], found: Sequence[Cause], evidence: Evidence) -> tuple[Cause, str] | None:
+    """What the evidence points to instead of a suspect it can neither show nor clear: the first
+    shown row's cause."""
+    return next((cause for row in present if (cause := cause_for(row, found, evidence))), None)
 
 
 # Where a record states why it happened: "原因: 节点维护驱逐", "due to ...", "reason=node drain".
@@ -1271,7 +1275,7 @@ def _thing_blamed(prop: Proposition, coverage: Sequence[ServiceCoverage], found:
         return _row("yes_no", "not_answered", row, msg("form.proposition_open"), answer="cannot_tell")
     times = clock_times(normalize(prop.phrase))
     if times and not any(_near(r, times) and _touches(r.text, words) for inv in invocations for r in records(inv)):
-        # "the 10:05 risk rules push" when the rules were pushed at 09:40: no record of it at that time
+        # "the 08:30 risk rules push" when the rules were pushed at 09:57: no record of it at that time
         return _row("yes_no", "not_answered", row, msg("form.change_unseen", change=prop.subject), answer="cannot_tell",
                     cause=(cause, "") if cause is not None else None)
     quoted = _cause_records(cause, invocations) if cause is not None else []
